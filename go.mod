@@ -1,0 +1,3 @@
+module github.com/cphicache/cphicache
+
+go 1.26
