@@ -1,0 +1,77 @@
+package hicache
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/cphicache/cphicache/mpi"
+)
+
+// Job is one rank's MPI session: MPI initialised, the topology checked, a logger that names the rank.
+type Job struct {
+	Topo *Topology
+	Log  *slog.Logger
+}
+
+// ParseLogLevel turns --log-level into a slog level.
+func ParseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, &ConfigError{"log-level", fmt.Sprintf("%q is not one of debug, info, warn, error", s)}
+}
+
+// StartJob initialises MPI on the calling goroutine (which must stay the one that makes every MPI call) and
+// builds the topology. On error MPI is finalised again, so the caller only prints and exits.
+func StartJob(cp, dp int, level slog.Level) (*Job, error) {
+	if err := mpi.Init(); err != nil {
+		return nil, err
+	}
+	world, err := mpi.World()
+	if err != nil {
+		return nil, errors.Join(err, mpi.Finalize())
+	}
+	topo, err := NewTopology(world, cp, dp)
+	if err != nil {
+		return nil, errors.Join(err, mpi.Finalize())
+	}
+	handler := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	logger := slog.New(handler).With("rank", topo.WorldRank, "cp_group", topo.CPGroup, "cp_rank", topo.CPRank)
+	return &Job{Topo: topo, Log: logger}, nil
+}
+
+// Close frees the communicators and finalises MPI.
+func (j *Job) Close() error {
+	j.Topo.Close()
+	return mpi.Finalize()
+}
+
+// PrintTopology gathers the rank map and has world rank 0 print it (a World collective: every rank calls it).
+func (j *Job) PrintTopology(w io.Writer) error {
+	rows, err := j.Topo.Gather()
+	if err != nil {
+		return err
+	}
+	if j.Topo.WorldRank == 0 {
+		WriteTable(w, rows, j.Topo.CPSize, j.Topo.DPSize)
+	}
+	return nil
+}
+
+// IsUniform reports whether err is one that every rank reaches identically (a bad flag), so printing it once,
+// on world rank 0, says everything.
+func IsUniform(err error) bool {
+	var ce *ConfigError
+	return errors.As(err, &ce)
+}

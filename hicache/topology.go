@@ -1,0 +1,193 @@
+package hicache
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cphicache/cphicache/mpi"
+)
+
+// Topology is this rank's place in a dp x cp job. CP groups are consecutive world ranks: group g holds world
+// ranks [g*cp, (g+1)*cp). Each CP group is one data-parallel replica.
+//
+// The scoping rule of the design (section 5) lives here: consensus collectives are handed CP, the CP group's own
+// communicator, and never World.
+type Topology struct {
+	World *mpi.Comm // every rank of the job: start-up agreement and reports only
+	CP    *mpi.Comm // this rank's CP group: every consensus collective
+	Node  *mpi.Comm // the ranks that share this node's memory
+
+	CPSize    int
+	DPSize    int
+	WorldRank int
+	CPRank    int
+	CPGroup   int // the DP replica this rank serves, 0..DPSize-1
+	NodeRank  int
+	NodeSize  int
+	NodeID    int // lowest world rank on this node: the same number on every rank of a node
+	Host      string
+
+	nodeSizesEqual bool // every node runs the same number of ranks of this job
+}
+
+// ConfigError is a start-up error caused by a flag value; its message names the flag.
+type ConfigError struct{ Flag, Reason string }
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("invalid --%s: %s", e.Flag, e.Reason) }
+
+// NewTopology splits world into CP groups and checks the layout. cp == 0 means "the ranks of one node";
+// dp == 0 means "world size / cp". Every rank returns the same error, so a bad layout ends every rank the same
+// way instead of leaving some of them waiting in a collective.
+func NewTopology(world *mpi.Comm, cp, dp int) (*Topology, error) {
+	t := &Topology{World: world, WorldRank: world.Rank()}
+	host, err := mpi.ProcessorName()
+	if err != nil {
+		return nil, err
+	}
+	t.Host = host
+	if t.Node, err = world.SplitShared(world.Rank(), "node"); err != nil {
+		return nil, err
+	}
+	t.NodeRank, t.NodeSize = t.Node.Rank(), t.Node.Size()
+	if err := t.agreeNodes(); err != nil {
+		return nil, err
+	}
+	if t.CPSize, t.DPSize, err = resolveGroups(world.Size(), t.NodeSize, t.nodeSizesEqual, cp, dp); err != nil {
+		return nil, err
+	}
+	t.CPGroup = t.WorldRank / t.CPSize
+	if t.CP, err = world.Split(t.CPGroup, t.WorldRank, "cp"); err != nil {
+		return nil, err
+	}
+	t.CPRank = t.CP.Rank()
+	if err := t.checkGroupInNode(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// agreeNodes finds each node's id and checks that all nodes hold the same number of ranks, which the automatic
+// --cp needs and which every CP8DP2 layout has.
+func (t *Topology) agreeNodes() error {
+	id := []int64{int64(t.WorldRank)}
+	if err := t.Node.AllreduceInt64(id, id, mpi.Min); err != nil {
+		return err
+	}
+	t.NodeID = int(id[0])
+	// MIN of (size, -size) gives the smallest and the largest node in one collective.
+	sizes := []int64{int64(t.NodeSize), -int64(t.NodeSize)}
+	if err := t.World.AllreduceInt64(sizes, sizes, mpi.Min); err != nil {
+		return err
+	}
+	t.nodeSizesEqual = sizes[0] == -sizes[1]
+	return nil
+}
+
+// resolveGroups applies the defaults and checks cp and dp against the world size. It is a pure function of its
+// arguments, so every rank reaches the same verdict.
+func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (int, int, error) {
+	if cp < 0 {
+		return 0, 0, &ConfigError{"cp", fmt.Sprintf("%d is negative; give the ranks per CP group, or 0 for the ranks of one node", cp)}
+	}
+	if dp < 0 {
+		return 0, 0, &ConfigError{"dp", fmt.Sprintf("%d is negative; give the number of DP replicas, or 0 to derive it", dp)}
+	}
+	if cp == 0 && dp > 0 {
+		cp = worldSize / dp
+	}
+	if cp == 0 {
+		if !nodeSizesEqual {
+			return 0, 0, &ConfigError{"cp", "0 (the ranks of one node) needs the same number of ranks on every node; give --cp explicitly"}
+		}
+		cp = nodeSize
+	}
+	if cp > worldSize {
+		return 0, 0, &ConfigError{"cp", fmt.Sprintf("%d is larger than the %d ranks of the job (launch more ranks with mpirun -np)", cp, worldSize)}
+	}
+	if worldSize%cp != 0 {
+		return 0, 0, &ConfigError{"cp", fmt.Sprintf("%d does not divide the world size %d", cp, worldSize)}
+	}
+	if dp == 0 {
+		dp = worldSize / cp
+	}
+	if dp*cp != worldSize {
+		return 0, 0, &ConfigError{"dp", fmt.Sprintf("dp %d x cp %d = %d ranks, but the job has %d", dp, cp, dp*cp, worldSize)}
+	}
+	return cp, dp, nil
+}
+
+// checkGroupInNode verifies that every member of this CP group runs on one node: the group shares one
+// shared-memory slab, which cannot span machines. The verdict is agreed over World so that every rank fails.
+func (t *Topology) checkGroupInNode() error {
+	ids := []int64{int64(t.NodeID), int64(-t.NodeID)}
+	if err := t.CP.AllreduceInt64(ids, ids, mpi.Min); err != nil {
+		return err
+	}
+	split := []int64{0}
+	if ids[0] != -ids[1] {
+		split[0] = 1
+	}
+	if err := t.World.AllreduceInt64(split, split, mpi.Max); err != nil {
+		return err
+	}
+	if split[0] != 0 {
+		return &ConfigError{"cp", fmt.Sprintf("%d puts a CP group on more than one node (nodes hold %d ranks here); a CP group shares one node's memory, so --cp must divide the ranks per node", t.CPSize, t.NodeSize)}
+	}
+	return nil
+}
+
+// Close frees the communicators this topology made.
+func (t *Topology) Close() {
+	if t == nil {
+		return
+	}
+	_ = t.CP.Free()
+	_ = t.Node.Free()
+}
+
+// RankInfo is one row of the topology table.
+type RankInfo struct {
+	WorldRank, NodeRank, CPGroup, CPRank int
+	Host                                  string
+}
+
+const hostNameBytes = 64
+
+// Gather collects every rank's RankInfo on every rank (a World collective: every rank must call it).
+func (t *Topology) Gather() ([]RankInfo, error) {
+	n := t.World.Size()
+	ints := []int64{int64(t.NodeRank), int64(t.CPGroup), int64(t.CPRank)}
+	allInts := make([]int64, 3*n)
+	if err := t.World.AllgatherInt64(ints, allInts); err != nil {
+		return nil, err
+	}
+	host := make([]byte, hostNameBytes)
+	copy(host, t.Host)
+	allHosts := make([]byte, hostNameBytes*n)
+	if err := t.World.AllgatherBytes(host, allHosts); err != nil {
+		return nil, err
+	}
+	rows := make([]RankInfo, n)
+	for r := range rows {
+		name := allHosts[r*hostNameBytes : (r+1)*hostNameBytes]
+		rows[r] = RankInfo{
+			WorldRank: r, NodeRank: int(allInts[3*r]), CPGroup: int(allInts[3*r+1]), CPRank: int(allInts[3*r+2]),
+			Host: strings.TrimRight(string(name), "\x00"),
+		}
+	}
+	return rows, nil
+}
+
+// WriteTable prints the rank map in the style of nccl-tests: a '#' header, then one fixed-width row per rank.
+func WriteTable(w io.Writer, rows []RankInfo, cp, dp int) {
+	nodes := map[string]bool{}
+	for _, r := range rows {
+		nodes[r.Host] = true
+	}
+	fmt.Fprintf(w, "# cphicache topology: %d ranks, cp %d, dp %d, %d node(s)\n", len(rows), cp, dp, len(nodes))
+	fmt.Fprintf(w, "# %6s  %-24s %9s %6s %7s\n", "rank", "host", "node-rank", "dp", "cp-rank")
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %6d  %-24s %9d %6d %7d\n", r.WorldRank, r.Host, r.NodeRank, r.CPGroup, r.CPRank)
+	}
+}

@@ -1,0 +1,19 @@
+// Package mpi is cphicache's thin cgo binding to the system MPI library (OpenMPI by default, MPICH with the
+// `mpich` build tag).
+//
+// It owns MPI start-up and shutdown, communicators and the handful of collectives the rest of the program
+// needs: barrier, all-reduce of int64 and uint64 slices (MIN, MAX, SUM), broadcast of bytes, all-gather and
+// abort. Each collective crosses into C once per slice, never once per element.
+//
+// Only the files that import "C" know about C. Communicator handles are kept as Fortran integer handles
+// (MPI_Comm_c2f) on the Go side and converted back inside C, so the binding makes no assumption about whether
+// MPI_Comm is a pointer (OpenMPI) or an int (MPICH). Every MPI return code is checked and returned as an *Error
+// that carries MPI's own error string; communicators use MPI_ERRORS_RETURN so that a failure reaches Go instead
+// of aborting inside the library. Nothing in this package logs or exits, except Abort, which exists to end the
+// whole job on purpose.
+//
+// Threading: MPI is initialised with MPI_THREAD_FUNNELED. Init locks the calling goroutine to its OS thread and
+// every later MPI call must come from that same goroutine (in cphicache, the main goroutine).
+//
+// This package must not import any other cphicache package.
+package mpi

@@ -1,0 +1,129 @@
+package mpi
+
+/*
+#include "cph_mpi.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"unsafe"
+)
+
+// Op is a reduction operator.
+type Op int
+
+// The reductions cphicache uses. MIN is the consensus operator: a frontier is complete on the group only when
+// the slowest rank has reached it.
+const (
+	Min Op = C.CPH_MIN
+	Max Op = C.CPH_MAX
+	Sum Op = C.CPH_SUM
+)
+
+func (o Op) String() string {
+	switch o {
+	case Min:
+		return "MIN"
+	case Max:
+		return "MAX"
+	case Sum:
+		return "SUM"
+	}
+	return fmt.Sprintf("Op(%d)", int(o))
+}
+
+// Error is a failed MPI call: the function, MPI's error code and MPI's own description of it.
+type Error struct {
+	Call    string
+	Code    int
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("mpi: %s failed: %s (MPI error %d)", e.Call, e.Message, e.Code)
+}
+
+func check(call string, rc C.int) error {
+	if rc == C.MPI_SUCCESS {
+		return nil
+	}
+	buf := make([]byte, int(C.cph_max_error_string())+1)
+	var n C.int
+	C.cph_error_string(rc, (*C.char)(unsafe.Pointer(&buf[0])), &n)
+	msg := strings.TrimSpace(string(buf[:int(n)]))
+	if msg == "" {
+		msg = "unknown MPI error"
+	}
+	return &Error{Call: call, Code: int(rc), Message: msg}
+}
+
+// Init initialises MPI with MPI_THREAD_FUNNELED and locks the calling goroutine to its OS thread; every later
+// MPI call must come from that goroutine. Calling Init when MPI is already initialised is harmless.
+func Init() error {
+	runtime.LockOSThread()
+	var provided C.int
+	if err := check("MPI_Init_thread", C.cph_init(&provided)); err != nil {
+		return err
+	}
+	if provided < C.cph_thread_funneled() {
+		return fmt.Errorf("mpi: the MPI library provides thread level %d, below MPI_THREAD_FUNNELED", int(provided))
+	}
+	return nil
+}
+
+// Initialized reports whether MPI_Init has been called.
+func Initialized() bool {
+	var flag C.int
+	return C.cph_initialized(&flag) == C.MPI_SUCCESS && flag != 0
+}
+
+// Finalized reports whether MPI_Finalize has been called.
+func Finalized() bool {
+	var flag C.int
+	return C.cph_finalized(&flag) == C.MPI_SUCCESS && flag != 0
+}
+
+// Finalize shuts MPI down. It is a no-op when MPI was never initialised or is already finalised.
+func Finalize() error {
+	if !Initialized() || Finalized() {
+		return nil
+	}
+	return check("MPI_Finalize", C.cph_finalize())
+}
+
+// Wtime is MPI's wall clock in seconds.
+func Wtime() float64 { return float64(C.MPI_Wtime()) }
+
+// ProcessorName is the name MPI uses for this rank's node (the host name with OpenMPI and MPICH).
+func ProcessorName() (string, error) {
+	buf := make([]byte, int(C.cph_max_processor_name())+1)
+	var n C.int
+	if err := check("MPI_Get_processor_name", C.cph_processor_name((*C.char)(unsafe.Pointer(&buf[0])), &n)); err != nil {
+		return "", err
+	}
+	return string(buf[:int(n)]), nil
+}
+
+// Version is the MPI standard version the library implements.
+func Version() (major, minor int, err error) {
+	var ma, mi C.int
+	err = check("MPI_Get_version", C.cph_version(&ma, &mi))
+	return int(ma), int(mi), err
+}
+
+// LibraryVersion is the library's own version string (its first line).
+func LibraryVersion() (string, error) {
+	buf := make([]byte, int(C.cph_max_library_version())+1)
+	var n C.int
+	if err := check("MPI_Get_library_version", C.cph_library_version((*C.char)(unsafe.Pointer(&buf[0])), &n)); err != nil {
+		return "", err
+	}
+	s := strings.TrimRight(string(buf[:int(n)]), "\x00 \n")
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(strings.TrimSuffix(s, ",")), nil
+}
