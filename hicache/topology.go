@@ -149,7 +149,7 @@ func (t *Topology) Close() {
 // RankInfo is one row of the topology table.
 type RankInfo struct {
 	WorldRank, NodeRank, CPGroup, CPRank int
-	Host                                  string
+	Host                                 string
 }
 
 const hostNameBytes = 64
