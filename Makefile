@@ -23,9 +23,14 @@ NP           ?= 8
 RUN_ARGS     ?=
 
 DEB_PACKAGES := libopenmpi-dev openmpi-bin pkg-config gcc make
-# Packages whose tests are SPMD: compiled once, run under mpirun at each rank count below.
+# Packages whose tests are SPMD: compiled once, run under mpirun at each rank count below. A folder's own
+# make fragment (*/*.mk, included below) may add packages here, Debian packages to DEB_PACKAGES, and targets to
+# EXTRA_TESTS, which `make test` runs after the SPMD tests.
 MPI_TEST_PKGS := mpi hicache
 MPI_TEST_NPS  := 1 2 8 16
+EXTRA_TESTS   :=
+
+include $(sort $(wildcard */*.mk))
 
 .PHONY: all deps build run test test-unit test-mpi vet clean
 
@@ -49,7 +54,7 @@ run: build
 vet: deps
 	$(GO) vet ./...
 
-test: deps vet test-unit test-mpi
+test: deps vet test-unit test-mpi $(EXTRA_TESTS)
 
 # Unit tests run as plain `go test`; the MPI packages start as singletons (one rank).
 test-unit: build
