@@ -1,0 +1,107 @@
+package nccl
+
+/*
+#include "cph_nccl.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Op is an NCCL reduction operator (ncclRedOp_t).
+type Op int
+
+// The reductions cphicache uses, with nccl.h's values. MIN is writing_check's consensus operator.
+const (
+	Sum Op = 0
+	Max Op = 2
+	Min Op = 3
+)
+
+func (o Op) String() string {
+	switch o {
+	case Sum:
+		return "SUM"
+	case Max:
+		return "MAX"
+	case Min:
+		return "MIN"
+	}
+	return fmt.Sprintf("Op(%d)", int(o))
+}
+
+// The NCCL data types (ncclDataType_t) this package reduces.
+const (
+	typeInt64  = 4
+	typeUint64 = 5
+)
+
+// ErrDestroyed is returned by a call on a Comm after Destroy or Abort.
+var ErrDestroyed = errors.New("nccl: communicator already destroyed")
+
+// Comm is one rank's NCCL communicator.
+type Comm struct {
+	lib    *Library
+	handle C.ncclComm_t
+	nranks int
+	rank   int
+}
+
+// Rank is this process's rank in the communicator.
+func (c *Comm) Rank() int { return c.rank }
+
+// Size is the number of ranks in the communicator.
+func (c *Comm) Size() int { return c.nranks }
+
+// AllreduceInt64 reduces count int64 values at device address sendPtr over all ranks into recvPtr (the same
+// address reduces in place), enqueued on the CUDA stream given as its handle (0 is the default stream). It
+// returns once NCCL has enqueued the work: the caller synchronises the stream before reading recvPtr.
+func (c *Comm) AllreduceInt64(sendPtr, recvPtr uintptr, count int, op Op, stream uintptr) error {
+	return c.allreduce(sendPtr, recvPtr, count, typeInt64, op, stream)
+}
+
+// AllreduceUint64 is AllreduceInt64 for unsigned values, which MIN and MAX order as unsigned.
+func (c *Comm) AllreduceUint64(sendPtr, recvPtr uintptr, count int, op Op, stream uintptr) error {
+	return c.allreduce(sendPtr, recvPtr, count, typeUint64, op, stream)
+}
+
+func (c *Comm) allreduce(sendPtr, recvPtr uintptr, count int, dataType int, op Op, stream uintptr) error {
+	if c.handle == nil {
+		return ErrDestroyed
+	}
+	if count < 0 {
+		return fmt.Errorf("nccl: ncclAllReduce: negative count %d", count)
+	}
+	if op != Min && op != Max && op != Sum {
+		return fmt.Errorf("nccl: ncclAllReduce: unsupported operator %v", op)
+	}
+	rc := C.cph_nccl_all_reduce(c.lib.c, C.uintptr_t(sendPtr), C.uintptr_t(recvPtr), C.size_t(count),
+		C.ncclDataType_t(dataType), C.ncclRedOp_t(op), c.handle, C.uintptr_t(stream))
+	return c.lib.check("ncclAllReduce", rc, c.handle)
+}
+
+// Destroy frees the communicator once its pending work is done (ncclCommDestroy). Destroying twice is harmless.
+func (c *Comm) Destroy() error {
+	return c.release(false)
+}
+
+// Abort frees the communicator and cancels its pending work (ncclCommAbort): the way out after a failure, when
+// a peer may never arrive. Aborting a destroyed communicator is harmless.
+func (c *Comm) Abort() error {
+	return c.release(true)
+}
+
+func (c *Comm) release(abort bool) error {
+	if c == nil || c.handle == nil {
+		return nil
+	}
+	handle := c.handle
+	// The handle is forgotten even on failure: NCCL has released or poisoned it either way.
+	c.handle = nil
+	if abort {
+		return c.lib.check("ncclCommAbort", C.cph_nccl_comm_abort(c.lib.c, handle), nil)
+	}
+	return c.lib.check("ncclCommDestroy", C.cph_nccl_comm_destroy(c.lib.c, handle), nil)
+}
