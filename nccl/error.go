@@ -48,7 +48,9 @@ func (r Result) String() string {
 func (r Result) Error() string { return "nccl: " + r.String() }
 
 // Error is a failed NCCL call: the entry point, NCCL's result code, NCCL's own string for that code
-// (ncclGetErrorString) and, when the library has ncclGetLastError, its description of the last failure.
+// (ncclGetErrorString) and, when the library has ncclGetLastError, its description of the last failure. NCCL
+// keeps that description per process, not per call, so Detail is a hint: with several communicators failing at
+// once it may describe another one's failure.
 type Error struct {
 	Call    string
 	Code    Result
@@ -57,7 +59,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	msg := fmt.Sprintf("nccl: %s failed: %s (%v = %d)", e.Call, e.Message, e.Code, int(e.Code))
+	msg := fmt.Sprintf("nccl: %s failed: %s (%s = %d)", e.Call, e.Message, e.Code.String(), int(e.Code))
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}

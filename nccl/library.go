@@ -88,7 +88,7 @@ func (l *Library) Path() string { return l.path }
 func (l *Library) Version() int { return l.version }
 
 // HasLastError reports whether the library has ncclGetLastError (NCCL 2.13 and later), which fills Error.Detail.
-func (l *Library) HasLastError() bool { return l.c.get_last_error != nil }
+func (l *Library) HasLastError() bool { return l.c != nil && l.c.get_last_error != nil }
 
 // VersionString spells an NCCL version code as major.minor.patch. NCCL changed the encoding after 2.8:
 // up to 2.8 the code is X*1000+Y*100+Z, from 2.9 on X*10000+Y*100+Z (NCCL_VERSION in nccl.h). The old codes are

@@ -135,7 +135,7 @@ func TestInitRankErrorCarriesNCCLCodeAndStrings(t *testing.T) {
 	if !errors.Is(err, InvalidArgument) || errors.Is(err, InvalidUsage) {
 		t.Errorf("errors.Is does not match the code %v", e.Code)
 	}
-	for _, want := range []string{"ncclCommInitRank", "ncclshim: invalid argument", "ncclInvalidArgument", "= 4"} {
+	for _, want := range []string{"ncclCommInitRank", "ncclshim: invalid argument", "(ncclInvalidArgument = 4)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
