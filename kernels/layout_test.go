@@ -99,7 +99,7 @@ func (g testGeometry) newSlabs(fill byte) [][]byte {
 	slabs := make([][]byte, g.slabs)
 	for i := range slabs {
 		slabs[i] = make([]byte, g.slabBytes())
-		for j := range slabs[i] {
+		for j := 0; fill != 0 && j < len(slabs[i]); j++ {
 			slabs[i][j] = fill
 		}
 	}
