@@ -63,7 +63,9 @@ func newBenchHostEngine(tb testing.TB, deviceBytes int64, slabs [][]byte) Engine
 
 func BenchmarkHostGather(b *testing.B) { benchmarkEngine(b, benchTotalBytes, true, newBenchHostEngine) }
 
-func BenchmarkHostScatter(b *testing.B) { benchmarkEngine(b, benchTotalBytes, false, newBenchHostEngine) }
+func BenchmarkHostScatter(b *testing.B) {
+	benchmarkEngine(b, benchTotalBytes, false, newBenchHostEngine)
+}
 
 // BenchmarkCopyReference is the yardstick: one copy() (memmove) of the same total bytes in one call.
 func BenchmarkCopyReference(b *testing.B) {

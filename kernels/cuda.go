@@ -79,7 +79,9 @@ func NewCUDAEngine(deviceBytes int64, slabs [][]byte) (*CUDAEngine, error) {
 	return NewCUDAEngineOnDevice(0, deviceBytes, slabs)
 }
 
-func newCUDAEngine(deviceBytes int64, slabs [][]byte) (Engine, error) { return NewCUDAEngine(deviceBytes, slabs) }
+func newCUDAEngine(deviceBytes int64, slabs [][]byte) (Engine, error) {
+	return NewCUDAEngine(deviceBytes, slabs)
+}
 
 // NewCUDAEngineOnDevice allocates deviceBytes of device memory on GPU ordinal, registers the slabs (which must
 // stay mapped, and not be Go heap memory the engine could outlive, until Close), and loads the kernel. On error

@@ -62,7 +62,9 @@ func TestCUDAGatherScatterRoundTrip(t *testing.T) {
 	checkGatherScatterRoundTrip(t, newTestCUDAEngine, cudaGeometries, 8)
 }
 
-func TestCUDABoundsErrorCopiesNothing(t *testing.T) { checkBoundsErrorCopiesNothing(t, newTestCUDAEngine) }
+func TestCUDABoundsErrorCopiesNothing(t *testing.T) {
+	checkBoundsErrorCopiesNothing(t, newTestCUDAEngine)
+}
 
 func TestCUDAZeroLengthEdgeCases(t *testing.T) { checkZeroLengthEdgeCases(t, newTestCUDAEngine) }
 
