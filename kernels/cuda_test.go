@@ -52,8 +52,8 @@ func mmapSlabs(tb testing.TB, count int, slabBytes int64) [][]byte {
 // cudaGeometries add to the CPU ones parts of typical KV sizes (64 KiB and 1 MiB) and an odd part size, which
 // takes the kernel's byte-copy path.
 var cudaGeometries = append(append([]testGeometry(nil), roundTripGeometries...),
-	testGeometry{ranks: 8, layers: 4, payloads: 2, devicePages: 64, slotsPerSlab: 48, slabs: 3, partBytes: 64 << 10},
-	testGeometry{ranks: 8, layers: 4, payloads: 2, devicePages: 64, slotsPerSlab: 48, slabs: 3, partBytes: 64 << 10, pageFirst: true},
+	testGeometry{ranks: 4, layers: 4, payloads: 2, devicePages: 64, slotsPerSlab: 24, slabs: 3, partBytes: 64 << 10},
+	testGeometry{ranks: 4, layers: 4, payloads: 2, devicePages: 64, slotsPerSlab: 24, slabs: 3, partBytes: 64 << 10, pageFirst: true},
 	testGeometry{ranks: 2, layers: 2, payloads: 1, devicePages: 24, slotsPerSlab: 16, slabs: 2, partBytes: 1 << 20},
 	testGeometry{ranks: 2, layers: 3, payloads: 2, devicePages: 32, slotsPerSlab: 20, slabs: 2, partBytes: 1000, pageFirst: true},
 )
