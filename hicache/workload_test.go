@@ -236,6 +236,11 @@ func TestGenerateSyntheticFlushesEveryNRequests(t *testing.T) {
 	if want := flushCount(requests, 10); len(events)-requests != want || want < 2 {
 		t.Fatalf("%d flushes in %d requests, want %d", len(events)-requests, requests, want)
 	}
+	// A flush after the last request would flush nothing that is ever read again: there is none.
+	cfg.FlushEvery = requests
+	if events := mustGenerate(t, cfg); len(events) != requests {
+		t.Fatalf("flush-every %d: %d events for %d requests, want no flush", requests, len(events), requests)
+	}
 }
 
 func TestSyntheticConfigValidateNamesTheField(t *testing.T) {
