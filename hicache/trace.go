@@ -15,7 +15,8 @@ import (
 const TraceFormatHelp = "A trace is JSON Lines, one event a line: " +
 	`{"rid": "c0.t0", "input_ids": [1, 2, 3], "output_len": 16} is a request, {"op": "flush"} flushes the cache. ` +
 	"rid is a string or an integer; input_ids is a non-empty array of token ids in [0, vocab size); output_len " +
-	"is an integer in [0, 1048576] (0 when absent). Blank lines are skipped; any other field is an error."
+	"is an integer in [0, 1048576] (0 when absent). Blank lines are skipped; a line may hold up to 64 MiB; any " +
+	"other field is an error, and an error names the file and line (trace.jsonl:17: ...)."
 
 // Bounds of a trace line. They make ReadTrace's memory proportional to its input, whatever the input.
 const (
@@ -63,7 +64,7 @@ func readTrace(r io.Reader, name string, vocabSize, lineBytesMax int) ([]Event, 
 	requests, line := 0, 0
 	for scanner.Scan() {
 		line++
-		text := bytes.TrimSpace(scanner.Bytes())
+		text := bytes.Trim(scanner.Bytes(), jsonSpaces)
 		if len(text) == 0 {
 			continue
 		}
@@ -87,14 +88,13 @@ func readTrace(r io.Reader, name string, vocabSize, lineBytesMax int) ([]Event, 
 	return events, nil
 }
 
-// traceLine holds a line's fields as raw JSON, each checked and converted once every field is read.
+// traceLine holds a line's fields as raw JSON text (sub-slices of the line), each checked and converted once
+// every field is read.
 type traceLine struct {
-	op, rid, inputIDs, outputLen json.RawMessage
+	op, rid, inputIDs, outputLen []byte
 }
 
-// parseTraceLine parses one non-blank line. It walks the object's keys itself, rather than unmarshalling into a
-// struct, because encoding/json matches field names case-insensitively and lets a duplicate key win silently:
-// a mistyped or repeated field must be an error here.
+// parseTraceLine parses one non-blank line.
 func parseTraceLine(text []byte, vocabSize int) (Event, error) {
 	fields, err := splitTraceFields(text)
 	if err != nil {
@@ -106,20 +106,26 @@ func parseTraceLine(text []byte, vocabSize int) (Event, error) {
 	return parseTraceRequest(fields, vocabSize)
 }
 
+// splitTraceFields splits a line's JSON object into its fields' raw values. It scans the object itself rather
+// than use encoding/json, for three reasons: encoding/json matches field names case-insensitively and lets a
+// duplicate key win silently, where a mistyped or repeated field must be an error; it scans a value twice; and
+// a trace holds millions of token ids. The scan only finds where each value ends: the field parsers then accept
+// only a JSON string, a JSON integer or an array of JSON integers, so whatever is accepted is valid JSON
+// (FuzzReadTrace checks this against encoding/json).
 func splitTraceFields(text []byte) (traceLine, error) {
 	var fields traceLine
-	dec := json.NewDecoder(bytes.NewReader(text))
-	if tok, err := dec.Token(); err != nil {
-		return fields, notJSON(err)
-	} else if tok != json.Delim('{') {
+	s := jsonScan{text: text}
+	if !s.consume('{') {
 		return fields, errors.New("not a JSON object")
 	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return fields, notJSON(err)
+	for first := true; !s.consume('}'); first = false {
+		if !first && !s.consume(',') {
+			return fields, s.notJSON("want ',' or '}'")
 		}
-		key, _ := tok.(string) // inside an object, the decoder yields only string keys here
+		key, err := s.key()
+		if err != nil {
+			return fields, err
+		}
 		slot := fields.slot(key)
 		if slot == nil {
 			return fields, fmt.Errorf("unknown field %s (want rid, input_ids, output_len or op)", quoteTrimmed(key))
@@ -127,28 +133,17 @@ func splitTraceFields(text []byte) (traceLine, error) {
 		if *slot != nil {
 			return fields, fmt.Errorf("duplicate field %s", quoteTrimmed(key))
 		}
-		if err := dec.Decode(slot); err != nil {
-			return fields, notJSON(err)
+		if *slot, err = s.value(); err != nil {
+			return fields, err
 		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing '}'
-		return fields, notJSON(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fields, errors.New("not JSON: data after the object")
+	if s.skipSpace(); s.pos != len(s.text) {
+		return fields, s.notJSON("data after the object")
 	}
 	return fields, nil
 }
 
-// notJSON words a decoder error for a trace line: the decoder reports a line cut short as an unexpected EOF.
-func notJSON(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("not JSON: the line ends inside the object")
-	}
-	return fmt.Errorf("not JSON: %v", err)
-}
-
-func (l *traceLine) slot(key string) *json.RawMessage {
+func (l *traceLine) slot(key string) *[]byte {
 	switch key {
 	case "op":
 		return &l.op
@@ -160,6 +155,131 @@ func (l *traceLine) slot(key string) *json.RawMessage {
 		return &l.outputLen
 	}
 	return nil
+}
+
+// jsonScan walks one JSON object; every loop advances pos, so a scan is linear in the line and never recurses.
+type jsonScan struct {
+	text []byte
+	pos  int
+}
+
+func (s *jsonScan) notJSON(reason string) error {
+	if s.pos >= len(s.text) {
+		return errors.New("not JSON: the line ends inside the object")
+	}
+	return fmt.Errorf("not JSON: %s at byte %d", reason, s.pos+1)
+}
+
+// skipSpace skips JSON whitespace, which is only these four bytes.
+func (s *jsonScan) skipSpace() {
+	for s.pos < len(s.text) && isJSONSpace(s.text[s.pos]) {
+		s.pos++
+	}
+}
+
+// jsonSpaces is JSON's whitespace, for bytes.Trim; bytes.TrimSpace would also trim what JSON rejects.
+const jsonSpaces = " \t\n\r"
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// consume skips whitespace, then c if it is next.
+func (s *jsonScan) consume(c byte) bool {
+	s.skipSpace()
+	if s.pos < len(s.text) && s.text[s.pos] == c {
+		s.pos++
+		return true
+	}
+	return false
+}
+
+// key reads `"name" :` and returns the name, unescaped.
+func (s *jsonScan) key() (string, error) {
+	if s.skipSpace(); s.pos >= len(s.text) || s.text[s.pos] != '"' {
+		return "", s.notJSON("want a field name")
+	}
+	raw, err := s.value()
+	if err != nil {
+		return "", err
+	}
+	var key string
+	if err := json.Unmarshal(raw, &key); err != nil {
+		return "", fmt.Errorf("not JSON: field name %s: %v", excerpt(raw), err)
+	}
+	if !s.consume(':') {
+		return "", s.notJSON("want ':' after a field name")
+	}
+	return key, nil
+}
+
+// value returns the raw text of the next value: a string, a bracketed array or object (brackets inside its
+// strings do not count), or a literal up to the next delimiter. It finds extents; it does not validate.
+func (s *jsonScan) value() ([]byte, error) {
+	s.skipSpace()
+	start := s.pos
+	if s.pos >= len(s.text) {
+		return nil, s.notJSON("")
+	}
+	switch s.text[s.pos] {
+	case '"':
+		if !s.skipString() {
+			return nil, s.notJSON("")
+		}
+	case '[', '{':
+		if !s.skipBrackets() {
+			return nil, s.notJSON("")
+		}
+	default:
+		for s.pos < len(s.text) && !isJSONDelimiter(s.text[s.pos]) {
+			s.pos++
+		}
+	}
+	return s.nonEmpty(start)
+}
+
+func isJSONDelimiter(c byte) bool { return c == ',' || c == '}' || c == ']' || isJSONSpace(c) }
+
+// skipBrackets moves past the bracketed value that starts at pos; false when the line ends inside it.
+func (s *jsonScan) skipBrackets() bool {
+	depth := 0
+	for s.pos < len(s.text) {
+		switch s.text[s.pos] {
+		case '"':
+			if !s.skipString() {
+				return false
+			}
+			continue
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		}
+		s.pos++
+		if depth == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *jsonScan) nonEmpty(start int) ([]byte, error) {
+	if s.pos == start {
+		return nil, s.notJSON("want a value")
+	}
+	return s.text[start:s.pos], nil
+}
+
+// skipString moves past the string that starts at pos; false when the line ends inside it.
+func (s *jsonScan) skipString() bool {
+	for s.pos++; s.pos < len(s.text); s.pos++ {
+		switch s.text[s.pos] {
+		case '\\':
+			s.pos++
+		case '"':
+			s.pos++
+			return true
+		}
+	}
+	return false
 }
 
 func parseTraceOp(fields traceLine) (Event, error) {
@@ -190,7 +310,7 @@ func parseTraceRequest(fields traceLine, vocabSize int) (Event, error) {
 }
 
 // parseRID accepts a non-empty string or an integer, which it keeps as written ("rid": 17 is rid "17").
-func parseRID(raw json.RawMessage) (string, error) {
+func parseRID(raw []byte) (string, error) {
 	if raw == nil {
 		return "", errors.New("missing rid")
 	}
@@ -210,7 +330,7 @@ func parseRID(raw json.RawMessage) (string, error) {
 	return string(raw), nil
 }
 
-func parseOutputLen(raw json.RawMessage) (int32, error) {
+func parseOutputLen(raw []byte) (int32, error) {
 	if raw == nil {
 		return 0, nil
 	}
@@ -224,10 +344,10 @@ func parseOutputLen(raw json.RawMessage) (int32, error) {
 	return int32(n), nil
 }
 
-// isJSONInteger reports whether raw, already valid JSON, is an integer literal: -?[0-9]+.
+// isJSONInteger reports whether raw is a JSON integer literal: -?(0|[1-9][0-9]*).
 func isJSONInteger(raw []byte) bool {
 	digits := bytes.TrimPrefix(raw, []byte("-"))
-	if len(digits) == 0 {
+	if len(digits) == 0 || len(digits) > 1 && digits[0] == '0' {
 		return false
 	}
 	for _, c := range digits {
@@ -238,56 +358,75 @@ func isJSONInteger(raw []byte) bool {
 	return true
 }
 
-// parseInputIDs parses a JSON array of token ids. It scans the bytes itself: a trace holds millions of ids, and
-// decoding each through encoding/json's reflection costs several times more. raw is valid JSON already.
-func parseInputIDs(raw json.RawMessage, vocabSize int) ([]int32, error) {
+// parseInputIDs parses a JSON array of token ids in one pass over its bytes. Every element must be an integer,
+// so the first ']' after an element is the array's end, and the brackets jsonScan.value found are the array's own.
+func parseInputIDs(raw []byte, vocabSize int) ([]int32, error) {
 	if raw == nil {
 		return nil, errors.New("missing input_ids")
 	}
 	if raw[0] != '[' {
 		return nil, fmt.Errorf("input_ids %s is not an array", excerpt(raw))
 	}
-	body := bytes.TrimSpace(raw[1 : len(raw)-1])
-	if len(body) == 0 {
+	body := raw[1 : len(raw)-1] // value() ends a bracketed value at its closing bracket
+	s := jsonScan{text: body}
+	if s.skipSpace(); s.pos == len(body) {
 		return nil, errors.New("empty input_ids")
 	}
 	ids := make([]int32, 0, bytes.Count(body, []byte(","))+1)
-	for len(body) > 0 {
-		element, rest, _ := bytes.Cut(body, []byte(","))
-		id, err := parseTokenID(bytes.TrimSpace(element), vocabSize)
+	for {
+		id, err := s.tokenID(vocabSize)
 		if err != nil {
 			return nil, fmt.Errorf("input_ids[%d]: %v", len(ids), err)
 		}
 		ids = append(ids, id)
-		body = rest
+		if s.skipSpace(); s.pos == len(body) {
+			return ids, nil
+		}
+		if body[s.pos] != ',' {
+			return nil, fmt.Errorf("input_ids[%d]: want ',' before %s", len(ids), excerpt(s.element(s.pos)))
+		}
+		s.pos++
 	}
-	return ids, nil
 }
 
-// parseTokenID parses one array element; a string element may hold a comma, but it fails as "not an integer"
-// on its first piece anyway.
-func parseTokenID(element []byte, vocabSize int) (int32, error) {
-	if !isJSONInteger(element) {
-		return 0, fmt.Errorf("%s is not an integer token id", excerpt(element))
+// tokenID parses the array element at pos, after whitespace, as a JSON integer in [0, vocabSize).
+func (s *jsonScan) tokenID(vocabSize int) (int32, error) {
+	s.skipSpace()
+	start := s.pos
+	negative := s.pos < len(s.text) && s.text[s.pos] == '-'
+	if negative {
+		s.pos++
 	}
-	if element[0] == '-' {
-		if len(bytes.Trim(element, "-0")) == 0 {
-			return 0, nil // -0
-		}
-		return 0, tokenOutOfRange(element, vocabSize)
-	}
+	digitsStart := s.pos
 	var id int64
-	for _, c := range element {
-		id = id*10 + int64(c-'0')
-		if id >= int64(vocabSize) { // checked every digit, so id never overflows
-			return 0, tokenOutOfRange(element, vocabSize)
-		}
+	for ; s.pos < len(s.text) && s.text[s.pos] >= '0' && s.text[s.pos] <= '9'; s.pos++ {
+		// Saturate at vocabSize: the value only matters below it, and saturating cannot overflow.
+		id = min(id*10+int64(s.text[s.pos]-'0'), int64(vocabSize))
 	}
-	return int32(id), nil
+	digits := s.text[digitsStart:s.pos]
+	endsHere := s.pos == len(s.text) || isJSONDelimiter(s.text[s.pos])
+	if endsHere && len(digits) > 0 && (len(digits) == 1 || digits[0] != '0') && !negative && id < int64(vocabSize) {
+		return int32(id), nil // the common case, decided without finding the element's extent
+	}
+	element := s.element(start)
+	switch {
+	case len(element) == 0:
+		return 0, errors.New("missing token id (a stray comma?)")
+	case len(digits) == 0 || len(digits) > 1 && digits[0] == '0' || !endsHere:
+		return 0, fmt.Errorf("%s is not an integer token id", excerpt(element))
+	case negative && id == 0:
+		return 0, nil // -0 is a JSON integer, and zero
+	}
+	return 0, fmt.Errorf("token id %s outside [0, %d)", excerpt(element), vocabSize)
 }
 
-func tokenOutOfRange(element []byte, vocabSize int) error {
-	return fmt.Errorf("token id %s outside [0, %d)", excerpt(element), vocabSize)
+// element returns the text from start to the next ',', ']' or whitespace: an array element, for messages.
+func (s *jsonScan) element(start int) []byte {
+	end := start
+	for end < len(s.text) && !isJSONDelimiter(s.text[end]) {
+		end++
+	}
+	return s.text[start:end]
 }
 
 // quoteTrimmed returns s quoted, cut to traceQuoteBytesMax bytes, so an error stays one short line.

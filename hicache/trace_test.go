@@ -2,12 +2,14 @@ package hicache
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -95,6 +97,16 @@ func TestReadTraceErrorsNameTheLine(t *testing.T) {
 		{"truncated object", `{"rid": "a", "input_ids": [1]`, "not JSON"},
 		{"two objects", `{"op": "flush"} {"op": "flush"}`, "data after the object"},
 		{"not an object", `[1, 2, 3]`, "not a JSON object"},
+		{"trailing comma in object", `{"rid": "a", "input_ids": [1],}`, "not JSON: want a field name at byte 31"},
+		{"missing comma", `{"rid": "a" "input_ids": [1]}`, "not JSON: want ',' or '}' at byte 13"},
+		{"missing colon", `{"rid" "a", "input_ids": [1]}`, "not JSON: want ':' after a field name"},
+		{"missing value", `{"rid": , "input_ids": [1]}`, "not JSON: want a value at byte 9"},
+		{"unquoted key", `{rid: "a", "input_ids": [1]}`, "not JSON: want a field name"},
+		{"bad escape in key", `{"r\id": "a", "input_ids": [1]}`, "not JSON: field name"},
+		{"not JSON whitespace", "\v" + `{"rid": "a", "input_ids": [1]}`, "not a JSON object"},
+		{"unterminated string", `{"rid": "a, "input_ids": [1]}`, "not JSON"},
+		{"bad escape in rid", `{"rid": "\q", "input_ids": [1]}`, "rid: invalid character"},
+		{"raw control byte in rid", "{\"rid\": \"a\tb\", \"input_ids\": [1]}", "rid: invalid character"},
 		{"unknown op", `{"op": "evict"}`, `unknown op "evict"`},
 		{"op not a string", `{"op": 1}`, "unknown op 1"},
 		{"flush with a rid", `{"op": "flush", "rid": "a"}`, "takes no other field"},
@@ -109,6 +121,12 @@ func TestReadTraceErrorsNameTheLine(t *testing.T) {
 		{"empty input_ids", `{"rid": "a", "input_ids": [ ]}`, "empty input_ids"},
 		{"input_ids not an array", `{"rid": "a", "input_ids": "1 2"}`, "is not an array"},
 		{"input_ids null", `{"rid": "a", "input_ids": null}`, "is not an array"},
+		{"token with a leading zero", `{"rid": "a", "input_ids": [01]}`, "input_ids[0]: 01 is not an integer"},
+		{"trailing comma in input_ids", `{"rid": "a", "input_ids": [1, ]}`, "input_ids[1]: missing token id"},
+		{"leading comma in input_ids", `{"rid": "a", "input_ids": [,1]}`, "input_ids[0]: missing token id"},
+		{"missing comma in input_ids", `{"rid": "a", "input_ids": [1 2]}`, "input_ids[1]: want ',' before 2"},
+		{"token with a plus", `{"rid": "a", "input_ids": [+1]}`, "input_ids[0]: +1 is not an integer"},
+		{"rid with a leading zero", `{"rid": 017, "input_ids": [1]}`, "rid 017 is neither"},
 		{"token a float", `{"rid": "a", "input_ids": [1, 2.5]}`, "input_ids[1]: 2.5 is not an integer"},
 		{"token a string", `{"rid": "a", "input_ids": ["7"]}`, `input_ids[0]: "7" is not an integer`},
 		{"token nested", `{"rid": "a", "input_ids": [[1, 2]]}`, "input_ids[0]: [1 is not an integer"},
@@ -218,6 +236,7 @@ func FuzzReadTrace(f *testing.F) {
 			}
 			return
 		}
+		checkAgainstEncodingJSON(t, data, events)
 		var written bytes.Buffer
 		if err := WriteTrace(&written, events); err != nil {
 			t.Fatal(err)
@@ -231,6 +250,52 @@ func FuzzReadTrace(f *testing.F) {
 			t.Fatalf("EncodeEvents -> DecodeEvents: %v", err)
 		}
 	})
+}
+
+// checkAgainstEncodingJSON is the fuzz oracle: ReadTrace scans lines itself, so every line it accepts must be
+// valid JSON and decode, with encoding/json, to the event it returned.
+func checkAgainstEncodingJSON(t *testing.T, data []byte, events []Event) {
+	t.Helper()
+	var lines [][]byte
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		if line = bytes.Trim(line, " \t\r"); len(line) > 0 {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) != len(events) {
+		t.Fatalf("%d events from %d non-blank lines", len(events), len(lines))
+	}
+	for i, line := range lines {
+		var oracle struct {
+			Op        *string
+			RID       json.RawMessage
+			InputIDs  []int64 `json:"input_ids"`
+			OutputLen int64   `json:"output_len"`
+		}
+		if err := json.Unmarshal(line, &oracle); err != nil {
+			t.Fatalf("accepted line %q that encoding/json rejects: %v", line, err)
+		}
+		if got := events[i]; got.Flush != (oracle.Op != nil) || got.Flush && *oracle.Op != "flush" {
+			t.Fatalf("line %q: event %+v", line, got)
+		}
+		if events[i].Flush {
+			continue
+		}
+		r := events[i].Request
+		rid := string(oracle.RID)
+		if oracle.RID[0] == '"' {
+			if err := json.Unmarshal(oracle.RID, &rid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids := make([]int64, len(r.InputIDs))
+		for j, id := range r.InputIDs {
+			ids[j] = int64(id)
+		}
+		if rid != r.RID || !slices.Equal(ids, oracle.InputIDs) || int64(r.OutputLen) != oracle.OutputLen {
+			t.Fatalf("line %q: event %+v, encoding/json reads %+v", line, r, oracle)
+		}
+	}
 }
 
 func BenchmarkReadTraceDefault(b *testing.B) {
