@@ -1,0 +1,478 @@
+package hicache
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// TraceFormatHelp describes the trace format; the CLI prints it in --help.
+const TraceFormatHelp = "A trace is JSON Lines, one event a line: " +
+	`{"rid": "c0.t0", "input_ids": [1, 2, 3], "output_len": 16} is a request, {"op": "flush"} flushes the cache. ` +
+	"rid is a string or an integer; input_ids is a non-empty array of token ids in [0, vocab size); output_len " +
+	"is an integer in [0, 1048576] (0 when absent). Blank lines are skipped; a line may hold up to 64 MiB; any " +
+	"other field is an error, and an error names the file and line (trace.jsonl:17: ...)."
+
+// Bounds of a trace line. They make ReadTrace's memory proportional to its input, whatever the input.
+const (
+	// A line of 64 MiB holds some 10 million token ids: far longer than any context window.
+	traceLineBytesMax = 64 << 20
+	// 2^20 generated tokens is above any model's generation limit; larger is surely a mistake.
+	traceOutputLenMax = 1 << 20
+	// An error message quotes at most this much of a bad value, so one message stays one readable line.
+	traceQuoteBytesMax = 40
+)
+
+// TraceError is a bad trace line: the message names the file and the line, as compilers do.
+type TraceError struct {
+	File   string
+	Line   int // 1-based
+	Reason string
+}
+
+func (e *TraceError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
+
+// ReadTraceFile reads the trace at path; see ReadTrace.
+func ReadTraceFile(path string, vocabSize int) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err // *os.PathError names the path
+	}
+	defer f.Close()
+	return ReadTrace(f, path, vocabSize)
+}
+
+// ReadTrace parses a JSON Lines trace (TraceFormatHelp) named name in errors. Token ids must lie in
+// [0, vocabSize). A trace without requests is an error: a replay of it would test nothing.
+func ReadTrace(r io.Reader, name string, vocabSize int) ([]Event, error) {
+	return readTrace(r, name, vocabSize, traceLineBytesMax)
+}
+
+// readTrace is ReadTrace with the line bound as a parameter, so a test can reach it without 64 MiB lines.
+func readTrace(r io.Reader, name string, vocabSize, lineBytesMax int) ([]Event, error) {
+	if vocabSize < 1 || vocabSize > vocabSizeMax {
+		return nil, fmt.Errorf("trace %s: vocab size %d, want 1..%d", name, vocabSize, vocabSizeMax)
+	}
+	scanner := bufio.NewScanner(r)
+	scanner.Buffer(make([]byte, 0, min(64<<10, lineBytesMax)), lineBytesMax)
+	var events []Event
+	requests, line := 0, 0
+	for scanner.Scan() {
+		line++
+		text := bytes.Trim(scanner.Bytes(), jsonSpaces)
+		if len(text) == 0 {
+			continue
+		}
+		e, err := parseTraceLine(text, vocabSize)
+		if err != nil {
+			return nil, &TraceError{File: name, Line: line, Reason: err.Error()}
+		}
+		if !e.Flush {
+			requests++
+		}
+		events = append(events, e)
+	}
+	if err := scanner.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, &TraceError{File: name, Line: line + 1, Reason: fmt.Sprintf("line longer than %d bytes", lineBytesMax)}
+	} else if err != nil {
+		return nil, &TraceError{File: name, Line: line + 1, Reason: "read: " + err.Error()}
+	}
+	if requests == 0 {
+		return nil, fmt.Errorf("trace %s holds no requests", name)
+	}
+	return events, nil
+}
+
+// traceLine holds a line's fields as raw JSON text (sub-slices of the line), each checked and converted once
+// every field is read.
+type traceLine struct {
+	op, rid, inputIDs, outputLen []byte
+}
+
+// parseTraceLine parses one non-blank line.
+func parseTraceLine(text []byte, vocabSize int) (Event, error) {
+	fields, err := splitTraceFields(text)
+	if err != nil {
+		return Event{}, err
+	}
+	if fields.op != nil {
+		return parseTraceOp(fields)
+	}
+	return parseTraceRequest(fields, vocabSize)
+}
+
+// splitTraceFields splits a line's JSON object into its fields' raw values. It scans the object itself rather
+// than use encoding/json, for three reasons: encoding/json matches field names case-insensitively and lets a
+// duplicate key win silently, where a mistyped or repeated field must be an error; it scans a value twice; and
+// a trace holds millions of token ids. The scan only finds where each value ends: the field parsers then accept
+// only a JSON string, a JSON integer or an array of JSON integers, so whatever is accepted is valid JSON
+// (FuzzReadTrace checks this against encoding/json).
+func splitTraceFields(text []byte) (traceLine, error) {
+	var fields traceLine
+	s := jsonScan{text: text}
+	if !s.consume('{') {
+		return fields, errors.New("not a JSON object")
+	}
+	for first := true; !s.consume('}'); first = false {
+		if !first && !s.consume(',') {
+			return fields, s.notJSON("want ',' or '}'")
+		}
+		key, err := s.key()
+		if err != nil {
+			return fields, err
+		}
+		slot := fields.slot(key)
+		if slot == nil {
+			return fields, fmt.Errorf("unknown field %s (want rid, input_ids, output_len or op)", quoteTrimmed(key))
+		}
+		if *slot != nil {
+			return fields, fmt.Errorf("duplicate field %s", quoteTrimmed(key))
+		}
+		if *slot, err = s.value(); err != nil {
+			return fields, err
+		}
+	}
+	if s.skipSpace(); s.pos != len(s.text) {
+		return fields, s.notJSON("data after the object")
+	}
+	return fields, nil
+}
+
+func (l *traceLine) slot(key string) *[]byte {
+	switch key {
+	case "op":
+		return &l.op
+	case "rid":
+		return &l.rid
+	case "input_ids":
+		return &l.inputIDs
+	case "output_len":
+		return &l.outputLen
+	}
+	return nil
+}
+
+// jsonScan walks one JSON object; every loop advances pos, so a scan is linear in the line and never recurses.
+type jsonScan struct {
+	text []byte
+	pos  int
+}
+
+func (s *jsonScan) notJSON(reason string) error {
+	if s.pos >= len(s.text) {
+		return errors.New("not JSON: the line ends inside the object")
+	}
+	return fmt.Errorf("not JSON: %s at byte %d", reason, s.pos+1)
+}
+
+// skipSpace skips JSON whitespace, which is only these four bytes.
+func (s *jsonScan) skipSpace() {
+	for s.pos < len(s.text) && isJSONSpace(s.text[s.pos]) {
+		s.pos++
+	}
+}
+
+// jsonSpaces is JSON's whitespace, for bytes.Trim; bytes.TrimSpace would also trim what JSON rejects.
+const jsonSpaces = " \t\n\r"
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// consume skips whitespace, then c if it is next.
+func (s *jsonScan) consume(c byte) bool {
+	s.skipSpace()
+	if s.pos < len(s.text) && s.text[s.pos] == c {
+		s.pos++
+		return true
+	}
+	return false
+}
+
+// key reads `"name" :` and returns the name, unescaped.
+func (s *jsonScan) key() (string, error) {
+	if s.skipSpace(); s.pos >= len(s.text) || s.text[s.pos] != '"' {
+		return "", s.notJSON("want a field name")
+	}
+	raw, err := s.value()
+	if err != nil {
+		return "", err
+	}
+	var key string
+	if err := json.Unmarshal(raw, &key); err != nil {
+		return "", fmt.Errorf("not JSON: field name %s: %v", excerpt(raw), err)
+	}
+	if !s.consume(':') {
+		return "", s.notJSON("want ':' after a field name")
+	}
+	return key, nil
+}
+
+// value returns the raw text of the next value: a string, a bracketed array or object (brackets inside its
+// strings do not count), or a literal up to the next delimiter. It finds extents; it does not validate.
+func (s *jsonScan) value() ([]byte, error) {
+	s.skipSpace()
+	start := s.pos
+	if s.pos >= len(s.text) {
+		return nil, s.notJSON("")
+	}
+	switch s.text[s.pos] {
+	case '"':
+		if !s.skipString() {
+			return nil, s.notJSON("")
+		}
+	case '[', '{':
+		if !s.skipBrackets() {
+			return nil, s.notJSON("")
+		}
+	default:
+		for s.pos < len(s.text) && !isJSONDelimiter(s.text[s.pos]) {
+			s.pos++
+		}
+	}
+	return s.nonEmpty(start)
+}
+
+func isJSONDelimiter(c byte) bool { return c == ',' || c == '}' || c == ']' || isJSONSpace(c) }
+
+// skipBrackets moves past the bracketed value that starts at pos; false when the line ends inside it.
+func (s *jsonScan) skipBrackets() bool {
+	depth := 0
+	for s.pos < len(s.text) {
+		switch s.text[s.pos] {
+		case '"':
+			if !s.skipString() {
+				return false
+			}
+			continue
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		}
+		s.pos++
+		if depth == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *jsonScan) nonEmpty(start int) ([]byte, error) {
+	if s.pos == start {
+		return nil, s.notJSON("want a value")
+	}
+	return s.text[start:s.pos], nil
+}
+
+// skipString moves past the string that starts at pos; false when the line ends inside it.
+func (s *jsonScan) skipString() bool {
+	for s.pos++; s.pos < len(s.text); s.pos++ {
+		switch s.text[s.pos] {
+		case '\\':
+			s.pos++
+		case '"':
+			s.pos++
+			return true
+		}
+	}
+	return false
+}
+
+func parseTraceOp(fields traceLine) (Event, error) {
+	var op string
+	if err := json.Unmarshal(fields.op, &op); err != nil || op != "flush" {
+		return Event{}, fmt.Errorf("unknown op %s (want \"flush\")", excerpt(fields.op))
+	}
+	if fields.rid != nil || fields.inputIDs != nil || fields.outputLen != nil {
+		return Event{}, errors.New(`a {"op": "flush"} line takes no other field`)
+	}
+	return Event{Flush: true}, nil
+}
+
+func parseTraceRequest(fields traceLine, vocabSize int) (Event, error) {
+	rid, err := parseRID(fields.rid)
+	if err != nil {
+		return Event{}, err
+	}
+	outputLen, err := parseOutputLen(fields.outputLen)
+	if err != nil {
+		return Event{}, err
+	}
+	inputIDs, err := parseInputIDs(fields.inputIDs, vocabSize)
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{Request: Request{RID: rid, InputIDs: inputIDs, OutputLen: outputLen}}, nil
+}
+
+// parseRID accepts a non-empty string or an integer, which it keeps as written ("rid": 17 is rid "17").
+func parseRID(raw []byte) (string, error) {
+	if raw == nil {
+		return "", errors.New("missing rid")
+	}
+	if raw[0] == '"' {
+		var rid string
+		if err := json.Unmarshal(raw, &rid); err != nil {
+			return "", fmt.Errorf("rid: %v", err)
+		}
+		if rid == "" {
+			return "", errors.New("empty rid")
+		}
+		return rid, nil
+	}
+	if !isJSONInteger(raw) {
+		return "", fmt.Errorf("rid %s is neither a string nor an integer", excerpt(raw))
+	}
+	return string(raw), nil
+}
+
+func parseOutputLen(raw []byte) (int32, error) {
+	if raw == nil {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || !isJSONInteger(raw) {
+		return 0, fmt.Errorf("output_len %s is not an integer", excerpt(raw))
+	}
+	if err != nil || n < 0 || n > traceOutputLenMax {
+		return 0, fmt.Errorf("output_len %s outside [0, %d]", excerpt(raw), traceOutputLenMax)
+	}
+	return int32(n), nil
+}
+
+// isJSONInteger reports whether raw is a JSON integer literal: -?(0|[1-9][0-9]*).
+func isJSONInteger(raw []byte) bool {
+	digits := bytes.TrimPrefix(raw, []byte("-"))
+	if len(digits) == 0 || len(digits) > 1 && digits[0] == '0' {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseInputIDs parses a JSON array of token ids in one pass over its bytes. Every element must be an integer,
+// so the first ']' after an element is the array's end, and the brackets jsonScan.value found are the array's own.
+func parseInputIDs(raw []byte, vocabSize int) ([]int32, error) {
+	if raw == nil {
+		return nil, errors.New("missing input_ids")
+	}
+	if raw[0] != '[' {
+		return nil, fmt.Errorf("input_ids %s is not an array", excerpt(raw))
+	}
+	body := raw[1 : len(raw)-1] // value() ends a bracketed value at its closing bracket
+	s := jsonScan{text: body}
+	if s.skipSpace(); s.pos == len(body) {
+		return nil, errors.New("empty input_ids")
+	}
+	ids := make([]int32, 0, bytes.Count(body, []byte(","))+1)
+	for {
+		id, err := s.tokenID(vocabSize)
+		if err != nil {
+			return nil, fmt.Errorf("input_ids[%d]: %v", len(ids), err)
+		}
+		ids = append(ids, id)
+		if s.skipSpace(); s.pos == len(body) {
+			return ids, nil
+		}
+		if body[s.pos] != ',' {
+			return nil, fmt.Errorf("input_ids[%d]: want ',' before %s", len(ids), excerpt(s.element(s.pos)))
+		}
+		s.pos++
+	}
+}
+
+// tokenID parses the array element at pos, after whitespace, as a JSON integer in [0, vocabSize).
+func (s *jsonScan) tokenID(vocabSize int) (int32, error) {
+	s.skipSpace()
+	start := s.pos
+	negative := s.pos < len(s.text) && s.text[s.pos] == '-'
+	if negative {
+		s.pos++
+	}
+	digitsStart := s.pos
+	var id int64
+	for ; s.pos < len(s.text) && s.text[s.pos] >= '0' && s.text[s.pos] <= '9'; s.pos++ {
+		// Saturate at vocabSize: the value only matters below it, and saturating cannot overflow.
+		id = min(id*10+int64(s.text[s.pos]-'0'), int64(vocabSize))
+	}
+	digits := s.text[digitsStart:s.pos]
+	endsHere := s.pos == len(s.text) || isJSONDelimiter(s.text[s.pos])
+	if endsHere && len(digits) > 0 && (len(digits) == 1 || digits[0] != '0') && !negative && id < int64(vocabSize) {
+		return int32(id), nil // the common case, decided without finding the element's extent
+	}
+	element := s.element(start)
+	switch {
+	case len(element) == 0:
+		return 0, errors.New("missing token id (a stray comma?)")
+	case len(digits) == 0 || len(digits) > 1 && digits[0] == '0' || !endsHere:
+		return 0, fmt.Errorf("%s is not an integer token id", excerpt(element))
+	case negative && id == 0:
+		return 0, nil // -0 is a JSON integer, and zero
+	}
+	return 0, fmt.Errorf("token id %s outside [0, %d)", excerpt(element), vocabSize)
+}
+
+// element returns the text from start to the next ',', ']' or whitespace: an array element, for messages.
+func (s *jsonScan) element(start int) []byte {
+	end := start
+	for end < len(s.text) && !isJSONDelimiter(s.text[end]) {
+		end++
+	}
+	return s.text[start:end]
+}
+
+// quoteTrimmed returns s quoted, cut to traceQuoteBytesMax bytes, so an error stays one short line.
+func quoteTrimmed(s string) string {
+	if len(s) <= traceQuoteBytesMax {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:traceQuoteBytesMax]) + "..."
+}
+
+// excerpt returns raw JSON text cut to traceQuoteBytesMax bytes: it is quoted already where it is a string.
+func excerpt(raw []byte) string {
+	if len(raw) <= traceQuoteBytesMax {
+		return string(raw)
+	}
+	return string(raw[:traceQuoteBytesMax]) + "..."
+}
+
+// WriteTrace writes events as a JSON Lines trace that ReadTrace reads back to the same events.
+func WriteTrace(w io.Writer, events []Event) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var line []byte
+	for _, e := range events {
+		line = appendTraceLine(line[:0], e)
+		if _, err := bw.Write(line); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+func appendTraceLine(line []byte, e Event) []byte {
+	if e.Flush {
+		return append(line, "{\"op\":\"flush\"}\n"...)
+	}
+	rid, _ := json.Marshal(e.Request.RID) // a string always marshals
+	line = append(line, `{"rid":`...)
+	line = append(line, rid...)
+	line = append(line, `,"input_ids":[`...)
+	for i, id := range e.Request.InputIDs {
+		if i > 0 {
+			line = append(line, ',')
+		}
+		line = strconv.AppendInt(line, int64(id), 10)
+	}
+	line = append(line, `],"output_len":`...)
+	line = strconv.AppendInt(line, int64(e.Request.OutputLen), 10)
+	return append(line, "}\n"...)
+}

@@ -1,0 +1,454 @@
+package hicache
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// These tests are pure functions of their inputs: every rank of an SPMD run computes the same thing.
+
+// smallSyntheticConfig is a workload small enough to check exhaustively in every test.
+func smallSyntheticConfig() SyntheticConfig {
+	cfg := DefaultSyntheticConfig()
+	cfg.Conversations = 40
+	cfg.TurnsMax = 5
+	cfg.SystemPromptTokens = 64
+	cfg.TurnTokens = 24
+	cfg.OutputTokens = 16
+	cfg.FlushEvery = 0
+	return cfg
+}
+
+func mustGenerate(t testing.TB, cfg SyntheticConfig) []Event {
+	t.Helper()
+	events, err := GenerateSynthetic(cfg)
+	if err != nil {
+		t.Fatalf("GenerateSynthetic(%+v): %v", cfg, err)
+	}
+	return events
+}
+
+func eventsEqual(a, b []Event) bool {
+	return slices.EqualFunc(a, b, func(x, y Event) bool {
+		return x.Flush == y.Flush && x.Request.RID == y.Request.RID && x.Request.OutputLen == y.Request.OutputLen &&
+			slices.Equal(x.Request.InputIDs, y.Request.InputIDs)
+	})
+}
+
+// firstDifference describes where two event streams part, for failure messages.
+func firstDifference(a, b []Event) string {
+	for i := range min(len(a), len(b)) {
+		if !eventsEqual(a[i:i+1], b[i:i+1]) {
+			return fmt.Sprintf("event %d: %+v != %+v", i, a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d != %d", len(a), len(b))
+}
+
+func requestsOf(events []Event) []Request {
+	var requests []Request
+	for _, e := range events {
+		if !e.Flush {
+			requests = append(requests, e.Request)
+		}
+	}
+	return requests
+}
+
+// parseRIDForTest splits "c<conv>.t<turn>".
+func parseRIDForTest(t *testing.T, rid string) (conv, turn int) {
+	t.Helper()
+	if _, err := fmt.Sscanf(rid, "c%d.t%d", &conv, &turn); err != nil || rid != fmt.Sprintf("c%d.t%d", conv, turn) {
+		t.Fatalf("rid %q is not c<conv>.t<turn>", rid)
+	}
+	return conv, turn
+}
+
+func TestGenerateSyntheticSameSeedGivesIdenticalEvents(t *testing.T) {
+	cfg := smallSyntheticConfig()
+	a, b := mustGenerate(t, cfg), mustGenerate(t, cfg)
+	if !eventsEqual(a, b) {
+		t.Fatalf("two runs of one config differ: %s", firstDifference(a, b))
+	}
+	cfg.Seed++
+	if c := mustGenerate(t, cfg); eventsEqual(a, c) {
+		t.Fatal("seeds 1 and 2 gave identical workloads")
+	}
+}
+
+// The default workload is pinned by a digest of its broadcast form: it must be the same on every machine and Go
+// version (integer arithmetic, own PRNG). If you change the generator on purpose, update the digest.
+func TestDefaultSyntheticWorkloadIsPinned(t *testing.T) {
+	const wantDigest = 0x9a058379e59f8dad
+	h := fnv.New64a()
+	h.Write(EncodeEvents(mustGenerate(t, DefaultSyntheticConfig())))
+	if got := h.Sum64(); got != wantDigest {
+		t.Errorf("default workload digest %#x, want %#x", got, uint64(wantDigest))
+	}
+}
+
+// The default must stay within what one CP group of 8 oversubscribed ranks replays quickly, and must flush
+// mid-run (the sizing comments on the default constants).
+func TestDefaultSyntheticWorkloadSize(t *testing.T) {
+	events := mustGenerate(t, DefaultSyntheticConfig())
+	requests, longestPrompt := 0, 0
+	var flushesAt []int
+	for _, e := range events {
+		if e.Flush {
+			flushesAt = append(flushesAt, requests)
+			continue
+		}
+		requests++
+		longestPrompt = max(longestPrompt, len(e.Request.InputIDs))
+	}
+	if requests < 600 || requests > 1000 {
+		t.Errorf("%d requests, want 600..1000", requests)
+	}
+	if longestPrompt < 2048 || longestPrompt > 4096 {
+		t.Errorf("longest prompt %d tokens, want 2048..4096", longestPrompt)
+	}
+	if len(flushesAt) != 1 || flushesAt[0] < requests/4 || flushesAt[0] > requests*3/4 {
+		t.Errorf("flushes after requests %v of %d, want one mid-run", flushesAt, requests)
+	}
+}
+
+func TestGenerateSyntheticTurnsExtendThePreviousTurnAndReply(t *testing.T) {
+	cfg := smallSyntheticConfig()
+	previous := map[int]Request{}   // conversation -> its latest turn
+	turnsSeen := map[int][]string{} // conversation -> the rids of its turns so far
+	for _, r := range requestsOf(mustGenerate(t, cfg)) {
+		conv, turn := parseRIDForTest(t, r.RID)
+		prev, seen := previous[conv]
+		if wantTurn := len(turnsSeen[conv]); turn != wantTurn {
+			t.Fatalf("%s arrives when turn %d is due", r.RID, wantTurn)
+		}
+		turnsSeen[conv] = append(turnsSeen[conv], r.RID)
+		if seen {
+			historyLen := len(prev.InputIDs) + int(prev.OutputLen)
+			userTokens := len(r.InputIDs) - historyLen
+			if !slices.Equal(r.InputIDs[:len(prev.InputIDs)], prev.InputIDs) {
+				t.Fatalf("%s does not start with %s's prompt", r.RID, prev.RID)
+			}
+			if userTokens < cfg.TurnTokens/2 || userTokens > segmentTokensMax(cfg.TurnTokens) {
+				t.Fatalf("%s adds %d user tokens after %s's reply, want %d..%d", r.RID, userTokens, prev.RID,
+					cfg.TurnTokens/2, segmentTokensMax(cfg.TurnTokens))
+			}
+		}
+		if r.OutputLen < int32(cfg.OutputTokens/2) || r.OutputLen > int32(segmentTokensMax(cfg.OutputTokens)) {
+			t.Fatalf("%s output_len %d, want %d..%d", r.RID, r.OutputLen, cfg.OutputTokens/2,
+				segmentTokensMax(cfg.OutputTokens))
+		}
+		previous[conv] = r
+	}
+}
+
+// The reply a turn's successor holds is a pure function of (seed, conversation, turn): a different schedule
+// (another FlushEvery) must not change it.
+func TestGenerateSyntheticRepliesDependOnlyOnConversationAndTurn(t *testing.T) {
+	cfg := smallSyntheticConfig()
+	plain := requestsOf(mustGenerate(t, cfg))
+	cfg.FlushEvery = 7
+	flushed := requestsOf(mustGenerate(t, cfg))
+	if !eventsEqual(requestEvents(plain), requestEvents(flushed)) {
+		t.Fatal("inserting flushes changed the requests")
+	}
+}
+
+func requestEvents(requests []Request) []Event {
+	events := make([]Event, len(requests))
+	for i, r := range requests {
+		events[i] = Event{Request: r}
+	}
+	return events
+}
+
+func TestGenerateSyntheticInterleavesConversations(t *testing.T) {
+	requests := requestsOf(mustGenerate(t, smallSyntheticConfig()))
+	switches := 0
+	for i := 1; i < len(requests); i++ {
+		a, _ := parseRIDForTest(t, requests[i-1].RID)
+		b, _ := parseRIDForTest(t, requests[i].RID)
+		if a != b {
+			switches++
+		}
+	}
+	// Back-to-back conversations would switch 39 times; a shuffle switches on nearly every request.
+	if switches < len(requests)/2 {
+		t.Fatalf("%d conversation switches in %d requests: not interleaved", switches, len(requests))
+	}
+}
+
+func TestGenerateSyntheticSystemPromptPopularityIsSkewed(t *testing.T) {
+	cfg := DefaultSyntheticConfig()
+	prompts := make(map[string]int) // system prompt index by its tokens
+	for i := range cfg.SystemPrompts {
+		prompts[fmt.Sprint(systemPromptTokens(cfg, i))] = i
+	}
+	counts := make([]int, cfg.SystemPrompts)
+	for _, r := range requestsOf(mustGenerate(t, cfg)) {
+		if _, turn := parseRIDForTest(t, r.RID); turn != 0 {
+			continue
+		}
+		i, ok := prompts[fmt.Sprint(r.InputIDs[:cfg.SystemPromptTokens])]
+		if !ok {
+			t.Fatalf("%s does not start with a system prompt", r.RID)
+		}
+		counts[i]++
+	}
+	// Zipf over 8 prompts gives the first 37% of conversations and the last 5%.
+	if counts[0] < cfg.Conversations/4 || counts[0] < 3*counts[len(counts)-1] {
+		t.Fatalf("conversations per system prompt %v: want the first prompt far more popular", counts)
+	}
+}
+
+func TestGenerateSyntheticTokenIDsInVocabulary(t *testing.T) {
+	cfg := smallSyntheticConfig()
+	cfg.VocabSize = 5
+	for _, r := range requestsOf(mustGenerate(t, cfg)) {
+		for _, id := range r.InputIDs {
+			if id < 0 || int(id) >= cfg.VocabSize {
+				t.Fatalf("%s holds token %d outside [0, %d)", r.RID, id, cfg.VocabSize)
+			}
+		}
+	}
+}
+
+func TestGenerateSyntheticFlushesEveryNRequests(t *testing.T) {
+	cfg := smallSyntheticConfig()
+	cfg.FlushEvery = 10
+	events := mustGenerate(t, cfg)
+	requests := 0
+	for i, e := range events {
+		if !e.Flush {
+			requests++
+			continue
+		}
+		if requests%10 != 0 || i == len(events)-1 {
+			t.Fatalf("flush at event %d after %d requests", i, requests)
+		}
+	}
+	if want := flushCount(requests, 10); len(events)-requests != want || want < 2 {
+		t.Fatalf("%d flushes in %d requests, want %d", len(events)-requests, requests, want)
+	}
+	// A flush after the last request would flush nothing that is ever read again: there is none.
+	cfg.FlushEvery = requests
+	if events := mustGenerate(t, cfg); len(events) != requests {
+		t.Fatalf("flush-every %d: %d events for %d requests, want no flush", requests, len(events), requests)
+	}
+}
+
+func TestSyntheticConfigValidateNamesTheField(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		edit  func(*SyntheticConfig)
+	}{
+		{"conversations", func(c *SyntheticConfig) { c.Conversations = 0 }},
+		{"turns-max", func(c *SyntheticConfig) { c.TurnsMax = -1 }},
+		{"system-prompts", func(c *SyntheticConfig) { c.SystemPrompts = 1 << 17 }},
+		{"turn-tokens", func(c *SyntheticConfig) { c.TurnTokens = 0 }},
+		{"output-tokens", func(c *SyntheticConfig) { c.OutputTokens = -1 }},
+		{"vocab-size", func(c *SyntheticConfig) { c.VocabSize = 0 }},
+		{"flush-every", func(c *SyntheticConfig) { c.FlushEvery = -1 }},
+		{"prompt tokens in all", func(c *SyntheticConfig) { c.Conversations, c.TurnsMax = 1<<20, 1<<10 }},
+	} {
+		cfg := DefaultSyntheticConfig()
+		tc.edit(&cfg)
+		if _, err := GenerateSynthetic(cfg); err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: error %v, want one naming %q", tc.field, err, tc.field)
+		}
+	}
+}
+
+func TestShardForReplicaKeepsConversationsTogetherAndCoversEveryRequestOnce(t *testing.T) {
+	cfg := smallSyntheticConfig()
+	cfg.FlushEvery = 25
+	events := mustGenerate(t, cfg)
+	flushes := len(events) - len(requestsOf(events))
+	for _, dp := range []int{1, 2, 3, 8} {
+		servedBy := map[string]int{}    // rid -> replica
+		conversationOn := map[int]int{} // conversation -> replica
+		for replica := range dp {
+			shard := ShardForReplica(events, dp, replica)
+			if got := len(shard) - len(requestsOf(shard)); got != flushes {
+				t.Fatalf("dp %d replica %d: %d flushes, want all %d", dp, replica, got, flushes)
+			}
+			for _, r := range requestsOf(shard) {
+				if other, dup := servedBy[r.RID]; dup {
+					t.Fatalf("dp %d: %s on replicas %d and %d", dp, r.RID, other, replica)
+				}
+				servedBy[r.RID] = replica
+				conv, _ := parseRIDForTest(t, r.RID)
+				if other, ok := conversationOn[conv]; ok && other != replica {
+					t.Fatalf("dp %d: conversation %d split over replicas %d and %d", dp, conv, other, replica)
+				}
+				conversationOn[conv] = replica
+			}
+		}
+		if len(servedBy) != len(requestsOf(events)) {
+			t.Fatalf("dp %d: %d requests served, want %d", dp, len(servedBy), len(requestsOf(events)))
+		}
+	}
+}
+
+func TestShardForReplicaKeepsEventOrder(t *testing.T) {
+	cfg := smallSyntheticConfig()
+	cfg.FlushEvery = 9
+	events := mustGenerate(t, cfg)
+	shard := ShardForReplica(events, 3, 1)
+	next := 0
+	for _, e := range shard {
+		for next < len(events) && !eventsEqual(events[next:next+1], []Event{e}) {
+			next++
+		}
+		if next == len(events) {
+			t.Fatal("a shard is not a subsequence of the workload")
+		}
+		next++
+	}
+}
+
+func TestReplicaForRIDUsesThePartBeforeTheFirstDot(t *testing.T) {
+	for dp := 1; dp <= 16; dp++ {
+		for _, conv := range []string{"17", "c3", "", "user-9"} {
+			whole := ReplicaForRID(conv, dp)
+			if got := ReplicaForRID(conv+".t4.x", dp); got != whole {
+				t.Fatalf("dp %d: %q.t4.x on replica %d, %q on %d", dp, conv, got, conv, whole)
+			}
+		}
+	}
+	// FNV-1a of "c17" is pinned so the rule printed in --help stays the rule the code applies.
+	h := fnv.New64a()
+	h.Write([]byte("c17"))
+	if got, want := ReplicaForRID("c17.t3", 7), int(h.Sum64()%7); got != want {
+		t.Fatalf("ReplicaForRID(c17.t3, 7) = %d, want %d", got, want)
+	}
+}
+
+func TestShardForReplicaPanicsOnAReplicaOutsideDP(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("replica 2 of dp 2 did not panic")
+		}
+	}()
+	ShardForReplica(nil, 2, 2)
+}
+
+// Edge values: empty rid, no tokens, negative int32s (not from a trace, but the encoding must not care).
+var encodingEdgeEvents = []Event{
+	{Flush: true},
+	{Request: Request{RID: "", InputIDs: nil, OutputLen: 0}},
+	{Request: Request{RID: "c1.t0", InputIDs: []int32{0, 1, 127, 128, 1<<31 - 1, -1, -1 << 31}, OutputLen: -5}},
+	{Flush: true},
+	{Request: Request{RID: "ü\x00.x", InputIDs: []int32{3}, OutputLen: 1<<31 - 1}},
+}
+
+func TestEncodeDecodeEventsRoundTrip(t *testing.T) {
+	for name, events := range map[string][]Event{
+		"empty":   {},
+		"edges":   encodingEdgeEvents,
+		"default": mustGenerate(t, DefaultSyntheticConfig()),
+	} {
+		got, err := DecodeEvents(EncodeEvents(events))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !eventsEqual(got, events) {
+			t.Fatalf("%s: %s", name, firstDifference(got, events))
+		}
+	}
+}
+
+func TestDecodeEventsRejectsEveryTruncation(t *testing.T) {
+	buf := EncodeEvents(encodingEdgeEvents)
+	for n := range len(buf) {
+		if _, err := DecodeEvents(buf[:n]); !errors.Is(err, errEventsCorrupt) {
+			t.Fatalf("%d of %d bytes: error %v, want a corrupt-buffer error", n, len(buf), err)
+		}
+	}
+}
+
+func TestDecodeEventsRejectsEveryBitFlip(t *testing.T) {
+	buf := EncodeEvents(encodingEdgeEvents)
+	for bit := range 8 * len(buf) {
+		flipped := slices.Clone(buf)
+		flipped[bit/8] ^= 1 << (bit % 8)
+		if _, err := DecodeEvents(flipped); !errors.Is(err, errEventsCorrupt) {
+			t.Fatalf("bit %d flipped: error %v, want a corrupt-buffer error", bit, err)
+		}
+	}
+}
+
+// withChecksum appends a valid checksum, so a test reaches the structural checks behind it.
+func withChecksum(body []byte) []byte {
+	return binary.LittleEndian.AppendUint32(slices.Clone(body), crc32.Checksum(body, castagnoli))
+}
+
+func TestDecodeEventsRejectsStructuralCorruption(t *testing.T) {
+	valid := EncodeEvents(encodingEdgeEvents)
+	body := valid[:len(valid)-eventsTrailerSize]
+	for _, tc := range []struct {
+		name, want string
+		body       []byte
+	}{
+		{"bad magic", "magic", append([]byte("HCE2"), body[4:]...)},
+		{"count beyond the buffer", "event count", []byte("HCE1\xff\xff\xff\xff\x0f\x01")},
+		{"unknown kind", "event kind 7", []byte("HCE1\x01\x07")},
+		{"rid beyond the buffer", "rid length", []byte("HCE1\x01\x00\x09ab")},
+		{"ids beyond the buffer", "input_ids length", []byte("HCE1\x01\x00\x00\x00\x05\x01\x02")},
+		{"token id over 32 bits", "does not fit 32 bits", []byte("HCE1\x01\x00\x00\x00\x01\x80\x80\x80\x80\x10")},
+		{"overlong varint", "varint", []byte("HCE1\x01\x00\x00\x00\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01")},
+		{"trailing bytes", "after the last event", append(slices.Clone(body), 0)},
+		{"missing event", "truncated", []byte("HCE1\x02\x00\x00\x00\x00")},
+	} {
+		_, err := DecodeEvents(withChecksum(tc.body))
+		if !errors.Is(err, errEventsCorrupt) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func FuzzDecodeEvents(f *testing.F) {
+	f.Add(EncodeEvents(encodingEdgeEvents))
+	f.Add(EncodeEvents(nil))
+	f.Add(withChecksum([]byte("HCE1\x01\x00\x01a\x02\x02\x05\x06")))
+	f.Fuzz(func(t *testing.T, buf []byte) {
+		events, err := DecodeEvents(buf)
+		if err != nil {
+			return
+		}
+		again, err := DecodeEvents(EncodeEvents(events))
+		if err != nil || !eventsEqual(again, events) {
+			t.Fatalf("decoded events do not round-trip: %v", err)
+		}
+	})
+}
+
+func BenchmarkGenerateSyntheticDefault(b *testing.B) {
+	for b.Loop() {
+		mustGenerate(b, DefaultSyntheticConfig())
+	}
+}
+
+func BenchmarkEncodeEventsDefault(b *testing.B) {
+	events := mustGenerate(b, DefaultSyntheticConfig())
+	b.SetBytes(int64(len(EncodeEvents(events))))
+	for b.Loop() {
+		EncodeEvents(events)
+	}
+}
+
+func BenchmarkDecodeEventsDefault(b *testing.B) {
+	buf := EncodeEvents(mustGenerate(b, DefaultSyntheticConfig()))
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		if _, err := DecodeEvents(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,347 @@
+//go:build cuda
+
+package kernels
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// CUDABuild reports whether this binary was built with the cuda tag, and so can build a CUDAEngine.
+const CUDABuild = true
+
+// pagecopyPTX is kernels/cuda/pagecopy.cu compiled by `make kernels/cuda/pagecopy.ptx`.
+//
+//go:embed cuda/pagecopy.ptx
+var pagecopyPTX string
+
+const (
+	// cudaRegisterChunkBytes bounds one cuMemHostRegister call: registering pins pages, and a bounded call keeps
+	// the driver's work per call (and any failure) small and the error message specific.
+	cudaRegisterChunkBytes = 1 << 30
+	// cudaItemMaxBytes splits long spans (coalesced layer_first runs) so that one warp does not copy megabytes
+	// alone while the others idle; 256 KiB is 512 uint4 accesses per lane, which hides the launch of the item.
+	cudaItemMaxBytes = 256 << 10
+	// cudaThreadsPerBlock matches __launch_bounds__(256) in pagecopy.cu: 8 warps, 8 items at a time per block.
+	cudaThreadsPerBlock = 256
+	// cudaBlocksPerSM bounds the grid: enough resident warps per SM to keep many bus transactions in flight.
+	cudaBlocksPerSM = 8
+	// cudaItemsMin is the item buffer's first capacity; it doubles when a call needs more.
+	cudaItemsMin = 4096
+	pageBytes    = 4096
+)
+
+// cudaItem must match CopyItem in pagecopy.cu.
+type cudaItem struct {
+	dst, src, bytes, reserved uint64
+}
+
+// cudaChunk is one registered range of host memory: host [hostAddr, hostAddr+bytes) is devicePtr on the GPU.
+type cudaChunk struct {
+	hostAddr, devicePtr uintptr
+	bytes               int64
+}
+
+// CUDAEngine is the cuda build's engine: the device KV buffer is cuMemAlloc memory (never managed memory), the
+// slabs are registered with the GPU and mapped, and the copy_items kernel of pagecopy.cu moves the bytes.
+// Calls are serialized; each runs on a locked OS thread with the engine's (primary) context current.
+type CUDAEngine struct {
+	mu          sync.Mutex
+	device      cu.Device
+	ctx         cu.CUContext
+	deviceBytes int64
+	devicePtr   cu.DevicePtr
+	slabs       [][]byte
+	slabBytes   []int64
+	chunks      []cudaChunk // sorted by hostAddr, not overlapping
+	module      cu.Module
+	copyFn      cu.Function
+	stream      cu.Stream
+	blocksMax   int
+	spans       []Span     // scratch: the caller's spans, coalesced
+	items       []cudaItem // scratch: the items of one call, uploaded to itemsPtr
+	itemsPtr    cu.DevicePtr
+	itemsCap    int
+	closed      bool
+}
+
+var _ Engine = (*CUDAEngine)(nil)
+
+// NewCUDAEngine uses GPU 0; see NewCUDAEngineOnDevice.
+func NewCUDAEngine(deviceBytes int64, slabs [][]byte) (*CUDAEngine, error) {
+	return NewCUDAEngineOnDevice(0, deviceBytes, slabs)
+}
+
+func newCUDAEngine(deviceBytes int64, slabs [][]byte) (Engine, error) {
+	return NewCUDAEngine(deviceBytes, slabs)
+}
+
+// NewCUDAEngineOnDevice allocates deviceBytes of device memory on GPU ordinal, registers the slabs (which must
+// stay mapped, and not be Go heap memory the engine could outlive, until Close), and loads the kernel. On error
+// everything already acquired is released.
+func NewCUDAEngineOnDevice(ordinal int, deviceBytes int64, slabs [][]byte) (*CUDAEngine, error) {
+	if deviceBytes < 0 {
+		return nil, fmt.Errorf("kernels: device buffer of %d bytes", deviceBytes)
+	}
+	dev, err := cu.GetDevice(ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("kernels: GPU %d: %w", ordinal, err)
+	}
+	ctx, err := dev.RetainPrimaryCtx()
+	if err != nil {
+		return nil, fmt.Errorf("kernels: primary context of GPU %d: %w", ordinal, err)
+	}
+	e := &CUDAEngine{device: dev, ctx: ctx, deviceBytes: deviceBytes, slabs: slabs, slabBytes: slabSizes(slabs)}
+	if err := e.withContext(e.start); err != nil {
+		e.withContext(e.release)
+		return nil, err
+	}
+	return e, nil
+}
+
+// start acquires the device resources, in the order release frees them.
+func (e *CUDAEngine) start() error {
+	sms, err := e.device.Attribute(cu.MultiprocessorCount)
+	if err != nil {
+		return fmt.Errorf("kernels: SM count: %w", err)
+	}
+	e.blocksMax = sms * cudaBlocksPerSM
+	// cuMemAlloc refuses 0 bytes; an empty device buffer stays a null pointer, which validation never lets a
+	// copy touch.
+	if e.deviceBytes > 0 {
+		if e.devicePtr, err = cu.MemAlloc(e.deviceBytes); err != nil {
+			return fmt.Errorf("kernels: cuMemAlloc(%d bytes) for the device KV buffer: %w", e.deviceBytes, err)
+		}
+	}
+	if e.module, err = cu.LoadData(pagecopyPTX); err != nil {
+		return fmt.Errorf("kernels: loading the pagecopy PTX: %w", err)
+	}
+	if e.copyFn, err = e.module.Function("copy_items"); err != nil {
+		return fmt.Errorf("kernels: copy_items in the pagecopy PTX: %w", err)
+	}
+	if e.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return fmt.Errorf("kernels: cuStreamCreate: %w", err)
+	}
+	if err := e.growItems(cudaItemsMin); err != nil {
+		return err
+	}
+	return e.registerSlabs()
+}
+
+// registerSlabs registers the page-rounded union of the slabs in chunks of at most cudaRegisterChunkBytes.
+// Rounding to pages and merging first matters: two slabs that share a page (or one mapping split into slabs)
+// would otherwise register the same page twice, which the driver refuses.
+func (e *CUDAEngine) registerSlabs() error {
+	type interval struct{ lo, hi uintptr }
+	var ranges []interval
+	for _, s := range e.slabs {
+		if len(s) == 0 {
+			continue
+		}
+		base := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+		ranges = append(ranges, interval{base &^ (pageBytes - 1), (base + uintptr(len(s)) + pageBytes - 1) &^ (pageBytes - 1)})
+	}
+	slices.SortFunc(ranges, func(a, b interval) int { return int(int64(a.lo) - int64(b.lo)) })
+	var merged []interval
+	for _, r := range ranges {
+		if n := len(merged); n > 0 && r.lo <= merged[n-1].hi {
+			merged[n-1].hi = max(merged[n-1].hi, r.hi)
+			continue
+		}
+		merged = append(merged, r)
+	}
+	for _, r := range merged {
+		for lo := r.lo; lo < r.hi; lo += cudaRegisterChunkBytes {
+			n := int64(min(r.hi-lo, cudaRegisterChunkBytes))
+			ptr, err := registerHostMapped(lo, n)
+			if err != nil {
+				return err
+			}
+			e.chunks = append(e.chunks, cudaChunk{hostAddr: lo, devicePtr: ptr, bytes: n})
+		}
+	}
+	return nil
+}
+
+// release frees whatever start acquired; it runs on a failed start too, so every step checks.
+func (e *CUDAEngine) release() error {
+	var errs []error
+	for _, c := range e.chunks {
+		errs = append(errs, unregisterHost(c.hostAddr))
+	}
+	e.chunks = nil
+	if e.itemsPtr != 0 {
+		errs = append(errs, cu.MemFree(e.itemsPtr))
+		e.itemsPtr = 0
+	}
+	if e.devicePtr != 0 {
+		errs = append(errs, cu.MemFree(e.devicePtr))
+		e.devicePtr = 0
+	}
+	if e.stream != (cu.Stream{}) {
+		errs = append(errs, e.stream.Destroy())
+	}
+	// gorgonia.org/cu has no cuModuleUnload: the module (a few KiB) lives as long as the primary context.
+	errs = append(errs, e.device.ReleasePrimaryCtx())
+	return errors.Join(errs...)
+}
+
+// withContext runs f on this goroutine's OS thread, locked, with the engine's context current: CUDA contexts
+// are per thread, and Go moves goroutines between threads.
+func (e *CUDAEngine) withContext(f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cu.SetCurrentContext(e.ctx); err != nil {
+		return fmt.Errorf("kernels: cuCtxSetCurrent: %w", err)
+	}
+	return f()
+}
+
+// Name returns "cuda".
+func (e *CUDAEngine) Name() string { return KindCUDA }
+
+// DeviceBytes returns the size of the device KV buffer.
+func (e *CUDAEngine) DeviceBytes() int64 { return e.deviceBytes }
+
+// Gather copies device -> slab for every span (D2H, the backup direction).
+func (e *CUDAEngine) Gather(spans []Span) error { return e.run(spans, true) }
+
+// Scatter copies slab -> device for every span (H2D, the load-back direction).
+func (e *CUDAEngine) Scatter(spans []Span) error { return e.run(spans, false) }
+
+// WriteDevice copies src into the device buffer at offsetBytes (cuMemcpyHtoD, synchronous).
+func (e *CUDAEngine) WriteDevice(offsetBytes int64, src []byte) error {
+	if err := checkStaging("WriteDevice", offsetBytes, len(src), e.deviceBytes); err != nil || len(src) == 0 {
+		return err
+	}
+	return e.locked(func() error {
+		return cu.MemcpyHtoD(e.devicePtr+cu.DevicePtr(offsetBytes), unsafe.Pointer(&src[0]), int64(len(src)))
+	})
+}
+
+// ReadDevice copies the device buffer at offsetBytes into dst (cuMemcpyDtoH, synchronous).
+func (e *CUDAEngine) ReadDevice(offsetBytes int64, dst []byte) error {
+	if err := checkStaging("ReadDevice", offsetBytes, len(dst), e.deviceBytes); err != nil || len(dst) == 0 {
+		return err
+	}
+	return e.locked(func() error {
+		return cu.MemcpyDtoH(unsafe.Pointer(&dst[0]), e.devicePtr+cu.DevicePtr(offsetBytes), int64(len(dst)))
+	})
+}
+
+// Close unregisters the slabs and frees the device memory. A second Close is a no-op.
+func (e *CUDAEngine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	return e.withContext(e.release)
+}
+
+// locked runs f under the engine's mutex, with its context current, unless the engine is closed.
+func (e *CUDAEngine) locked(f func() error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("kernels: engine is closed")
+	}
+	return e.withContext(f)
+}
+
+// run validates and coalesces the spans, builds the items, uploads them and runs the kernel to completion.
+func (e *CUDAEngine) run(spans []Span, gather bool) error {
+	return e.locked(func() error {
+		if _, err := validateSpans(spans, e.deviceBytes, e.slabBytes); err != nil {
+			return err
+		}
+		e.spans = Coalesce(append(e.spans[:0], spans...))
+		e.items = e.items[:0]
+		for _, s := range e.spans {
+			e.appendItems(s, gather)
+		}
+		if len(e.items) == 0 {
+			return nil
+		}
+		return e.launch()
+	})
+}
+
+// appendItems splits one span at registration-chunk boundaries and at cudaItemMaxBytes, and appends its items.
+func (e *CUDAEngine) appendItems(s Span, gather bool) {
+	host := uintptr(unsafe.Pointer(unsafe.SliceData(e.slabs[s.Slab]))) + uintptr(s.SlabOffsetBytes)
+	device := uintptr(e.devicePtr) + uintptr(s.DeviceOffsetBytes)
+	for left := s.Bytes; left > 0; {
+		c := e.chunkOf(host)
+		n := min(left, cudaItemMaxBytes, int64(c.hostAddr+uintptr(c.bytes)-host))
+		mapped := c.devicePtr + (host - c.hostAddr)
+		item := cudaItem{dst: uint64(device), src: uint64(mapped), bytes: uint64(n)}
+		if gather {
+			item.dst, item.src = uint64(mapped), uint64(device)
+		}
+		e.items = append(e.items, item)
+		host, device, left = host+uintptr(n), device+uintptr(n), left-n
+	}
+}
+
+// chunkOf returns the registered chunk holding host address addr; validation guarantees there is one.
+func (e *CUDAEngine) chunkOf(addr uintptr) cudaChunk {
+	i, _ := slices.BinarySearchFunc(e.chunks, addr, func(c cudaChunk, a uintptr) int {
+		switch {
+		case c.hostAddr+uintptr(c.bytes) <= a:
+			return -1
+		case c.hostAddr > a:
+			return 1
+		}
+		return 0
+	})
+	return e.chunks[i]
+}
+
+// launch uploads the items and runs copy_items on the engine's stream until it completes.
+func (e *CUDAEngine) launch() error {
+	if len(e.items) > e.itemsCap {
+		if err := e.growItems(max(len(e.items), 2*e.itemsCap)); err != nil {
+			return err
+		}
+	}
+	itemBytes := int64(len(e.items)) * int64(unsafe.Sizeof(cudaItem{}))
+	if err := cu.MemcpyHtoD(e.itemsPtr, unsafe.Pointer(&e.items[0]), itemBytes); err != nil {
+		return fmt.Errorf("kernels: uploading %d copy items: %w", len(e.items), err)
+	}
+	warpsPerBlock := cudaThreadsPerBlock / 32
+	blocks := min((len(e.items)+warpsPerBlock-1)/warpsPerBlock, e.blocksMax)
+	itemsPtr, count := uint64(e.itemsPtr), uint64(len(e.items))
+	params := []unsafe.Pointer{unsafe.Pointer(&itemsPtr), unsafe.Pointer(&count)}
+	if err := e.copyFn.Launch(blocks, 1, 1, cudaThreadsPerBlock, 1, 1, 0, e.stream, params); err != nil {
+		return fmt.Errorf("kernels: launching copy_items (%d items, %d blocks): %w", len(e.items), blocks, err)
+	}
+	if err := e.stream.Synchronize(); err != nil {
+		return fmt.Errorf("kernels: copy_items (%d items): %w", len(e.items), err)
+	}
+	return nil
+}
+
+// growItems replaces the device item buffer with one of capacity items.
+func (e *CUDAEngine) growItems(capacity int) error {
+	if e.itemsPtr != 0 {
+		if err := cu.MemFree(e.itemsPtr); err != nil {
+			return fmt.Errorf("kernels: freeing the item buffer: %w", err)
+		}
+		e.itemsPtr, e.itemsCap = 0, 0
+	}
+	ptr, err := cu.MemAlloc(int64(capacity) * int64(unsafe.Sizeof(cudaItem{})))
+	if err != nil {
+		return fmt.Errorf("kernels: cuMemAlloc for %d copy items: %w", capacity, err)
+	}
+	e.itemsPtr, e.itemsCap = ptr, capacity
+	return nil
+}

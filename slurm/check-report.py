@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""check-report.py: check a cphicache JSON report (from `run --report` or `validate --report`) against a layout.
+
+    check-report.py run REPORT --ranks 16 --cp 8 --dp 2 --nodes 2
+    check-report.py validate REPORT --ranks 8 --cp 8 --dp 1 --nodes 1
+    check-report.py --self-test
+
+Prints one line per failed check and exits 1 when any failed, 0 otherwise. What it checks, for both kinds:
+the layout (ranks, cp, dp), one `groups` entry per CP group of `cp` ranks, each group on exactly one host and the
+groups spread over `nodes` distinct hosts, and every consensus collective of every group run on the group's own
+communicator (comm_size == cp; a collective on the world or on a size-1 communicator is the CP-scoping bug).
+For `run`: no placement divergence, no load-back mismatch, and the assert and the write check actually ran.
+For `validate`: at least one check, every check passed with wrong == 0.
+"""
+import argparse
+import json
+import sys
+
+COLLECTIVES = ("writing_check", "loading_check", "placement_assert", "flush_barrier")
+# Collectives that every non-trivial run must have entered at least once; the others may legitimately not run
+# (a workload without load-backs, a run without a flush).
+COLLECTIVES_THAT_MUST_RUN = ("writing_check", "placement_assert")
+
+
+def get(report, dotted):
+    """Returns report[a][b]... for "a.b", or raises KeyError naming the missing key."""
+    value = report
+    for key in dotted.split("."):
+        if not isinstance(value, dict) or key not in value:
+            raise KeyError(dotted)
+        value = value[key]
+    return value
+
+
+def check_layout(kind, report, want, problems):
+    for key in ("ranks", "cp", "dp"):
+        # The validate report need not repeat the layout; when it does, it must be the right one.
+        if kind == "validate" and key not in report:
+            continue
+        if report.get(key) != want[key]:
+            problems.append(f"{key} is {report.get(key)}, want {want[key]}")
+    groups = report.get("groups")
+    if not isinstance(groups, list):
+        problems.append("no groups array")
+        return
+    if len(groups) != want["dp"]:
+        problems.append(f"{len(groups)} CP groups, want {want['dp']}")
+    hosts_seen = set()
+    for index, group in enumerate(groups):
+        name = f"group {group.get('group', index)}"
+        if group.get("size") != want["cp"]:
+            problems.append(f"{name}: size {group.get('size')}, want {want['cp']}")
+        hosts = group.get("hosts") or []
+        if len(set(hosts)) != 1:
+            problems.append(f"{name}: hosts {sorted(set(hosts))}, want exactly one node per CP group")
+        hosts_seen.update(hosts)
+        check_collectives(name, group.get("collectives") or {}, want["cp"], problems)
+    if len(hosts_seen) != want["nodes"]:
+        problems.append(f"the groups run on {len(hosts_seen)} distinct hosts {sorted(hosts_seen)}, want {want['nodes']}")
+
+
+def check_collectives(name, collectives, cp, problems):
+    for collective in COLLECTIVES:
+        entry = collectives.get(collective)
+        if not isinstance(entry, dict):
+            problems.append(f"{name}: no collectives.{collective}")
+            continue
+        if entry.get("comm_size") != cp:
+            problems.append(f"{name}: {collective} ran on a communicator of {entry.get('comm_size')} ranks, want the CP group's {cp}")
+        if collective in COLLECTIVES_THAT_MUST_RUN and not entry.get("count", 0) > 0:
+            problems.append(f"{name}: {collective} never ran (count {entry.get('count')})")
+
+
+def check_run(report, problems):
+    for key, want in (("placement.divergences", 0), ("verify.mismatches", 0)):
+        value = get(report, key)
+        if value != want:
+            problems.append(f"{key} is {value}, want {want}")
+    for key in ("placement.checks", "verify.pages_checked", "steps", "requests"):
+        value = get(report, key)
+        if not value > 0:
+            problems.append(f"{key} is {value}: the run did no work to check")
+
+
+def check_validate(report, problems):
+    checks = report.get("checks")
+    if not isinstance(checks, list) or not checks:
+        problems.append("no checks in the validate report")
+        return
+    for check in checks:
+        if check.get("result") != "pass" or check.get("wrong", 0) != 0:
+            problems.append(f"check {check.get('name')}: {check.get('result')}, wrong {check.get('wrong')}")
+
+
+def check(kind, report, want):
+    """Returns the list of problems found; empty means the report passes."""
+    problems = []
+    try:
+        check_layout(kind, report, want, problems)
+        (check_run if kind == "run" else check_validate)(report, problems)
+    except KeyError as missing:
+        problems.append(f"the report has no {missing.args[0]}")
+    return problems
+
+
+def sample_report(cp=8, dp=2):
+    """A report that passes, for the self-test: the schema of `cphicache run --report`."""
+    def group(g):
+        return {"group": g, "size": cp, "hosts": [f"node{g + 1}"] * cp,
+                "collectives": {c: {"count": 5, "comm_size": cp} for c in COLLECTIVES}}
+    return {"ranks": cp * dp, "cp": cp, "dp": dp, "steps": 10, "requests": 40,
+            "placement": {"checks": 3, "divergences": 0}, "verify": {"pages_checked": 100, "mismatches": 0},
+            "checks": [{"name": "placement", "result": "pass", "wrong": 0}],
+            "groups": [group(g) for g in range(dp)]}
+
+
+def self_test():
+    """Each broken report must be caught, and the good one must pass: a checker that cannot fail is no test."""
+    want = {"ranks": 16, "cp": 8, "dp": 2, "nodes": 2}
+    breakages = {
+        "divergence": lambda r: r["placement"].update(divergences=1),
+        "mismatch": lambda r: r["verify"].update(mismatches=4),
+        "world-scoped collective": lambda r: r["groups"][1]["collectives"]["writing_check"].update(comm_size=16),
+        "size-1 collective": lambda r: r["groups"][0]["collectives"]["placement_assert"].update(comm_size=1),
+        "assert never ran": lambda r: r["groups"][0]["collectives"]["placement_assert"].update(count=0),
+        "groups on one node": lambda r: r["groups"][1].update(hosts=["node1"] * 8),
+        "group across nodes": lambda r: r["groups"][0].update(hosts=["node1"] * 4 + ["node2"] * 4),
+        "one group missing": lambda r: r["groups"].pop(),
+        "key missing": lambda r: r.pop("verify"),
+        "failed validate check": lambda r: r["checks"].append({"name": "reserve", "result": "fail", "wrong": 2}),
+    }
+    failures = []
+    if check("run", sample_report(), want) or check("validate", sample_report(), want):
+        failures.append("the good report fails: " + "; ".join(check("run", sample_report(), want)))
+    for name, breakage in breakages.items():
+        report = sample_report()
+        breakage(report)
+        kind = "validate" if "validate" in name else "run"
+        if not check(kind, report, want):
+            failures.append(f"{name}: not detected")
+    for failure in failures:
+        print(f"check-report self-test: {failure}")
+    print(f"check-report self-test: {len(breakages) + 1 - len(failures)} of {len(breakages) + 1} cases right")
+    return 1 if failures else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kind", nargs="?", choices=("run", "validate"))
+    parser.add_argument("report", nargs="?")
+    parser.add_argument("--ranks", type=int)
+    parser.add_argument("--cp", type=int)
+    parser.add_argument("--dp", type=int)
+    parser.add_argument("--nodes", type=int)
+    parser.add_argument("--self-test", action="store_true")
+    args = parser.parse_args()
+    if args.self_test:
+        return self_test()
+    if not args.kind or not args.report or None in (args.ranks, args.cp, args.dp, args.nodes):
+        parser.error("give KIND REPORT --ranks --cp --dp --nodes, or --self-test")
+    try:
+        with open(args.report) as file:
+            report = json.load(file)
+    except (OSError, ValueError) as err:
+        print(f"{args.report}: cannot read the report: {err}")
+        return 1
+    want = {"ranks": args.ranks, "cp": args.cp, "dp": args.dp, "nodes": args.nodes}
+    problems = check(args.kind, report, want)
+    for problem in problems:
+        print(f"{args.report}: {problem}")
+    if not problems:
+        print(f"{args.report}: ok ({args.kind}, {args.ranks} ranks, cp {args.cp}, dp {args.dp}, {args.nodes} node(s))")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

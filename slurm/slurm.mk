@@ -1,0 +1,13 @@
+# slurm/: job scripts for real clusters, and their test on a local two-node Slurm cluster.
+#
+#   make test-slurm   start slurm/local-cluster, sbatch slurm/cp8.sbatch and slurm/cp8dp2.sbatch, check both jobs
+#                     and their reports, stop the cluster (bounded: about a minute here, at most ~6 minutes)
+#
+# slurm/local-cluster installs slurmd, slurmctld, slurm-client and munge itself when missing, so they are not in
+# DEB_PACKAGES: `make build` on a machine that never runs this test does not need them.
+
+.PHONY: test-slurm
+EXTRA_TESTS += test-slurm
+
+test-slurm: build
+	timeout -k 60 420 slurm/test-slurm.sh
