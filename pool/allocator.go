@@ -3,6 +3,7 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 )
 
 // ObjectID names a cached object (the run of pages of one radix-tree node); chosen by the caller.
@@ -453,4 +454,16 @@ func (a *Allocator) Perturb() {
 	a.slabFree[slab]--
 	a.slabLeaked[slab]++
 	a.freeSlots--
+}
+
+// TableBytes is the size of every table New allocated: address space, of which the OS backs only the
+// pages the allocator has touched. It is about 8.1 bytes per slot plus 68 bytes per MaxObjects.
+func (a *Allocator) TableBytes() int64 {
+	total := int64(len(a.slabFree)+len(a.slabLeaked)) * 4
+	for _, level := range a.bitmap.levels {
+		total += int64(len(level)) * 8
+	}
+	total += int64(len(a.extentSlots)+len(a.extentNext)+cap(a.lru.items)) * 4
+	total += int64(len(a.table.records))*int64(unsafe.Sizeof(object{})) + int64(len(a.table.buckets))*8
+	return total + int64(cap(a.extentBuf))*int64(unsafe.Sizeof(Extent{})) + int64(cap(a.evicted))*8
 }

@@ -54,8 +54,11 @@
 //
 // # Memory
 //
-// Everything is allocated by New: the bitmap (Slots/8 bytes plus about 1/63 of that for summaries), the
-// extent links (8 bytes per slot), and for up to MaxObjects (default Slots) objects a 48-byte record, a
-// 4-byte LRU slot and two 4-byte hash buckets. Large tables are fresh zero memory that the OS backs only
-// when touched, so New is fast even at 2^24 slots; set MaxObjects to bound the address space.
+// Everything is allocated by New: per slot, the free bitmap (1/8 byte plus about 1/63 of that for the
+// summaries) and the extent links (8 bytes); per possible object (MaxObjects, default Slots, the worst
+// case of one page each) a 48-byte record, a 4-byte LRU slot and two 8-byte hash buckets (load <= 1/2).
+// TableBytes reports the total. At 2^24 slots that is about 1.2 GiB of address space by default, or
+// about 200 MiB with MaxObjects = 2^20 (objects of 16 pages on average fill the pool); the tables are
+// fresh zero memory that the OS backs only where touched, so New stays fast and the resident size
+// follows use. A full object table is a capacity miss like a full pool.
 package pool
