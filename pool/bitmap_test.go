@@ -6,13 +6,22 @@ import "testing"
 // small pools with fewer) with random takes and gives of runs, and checks nextFree, freeRun, freeCount
 // and the summaries against a slice of bools.
 func TestFreeBitmapAgainstBools(t *testing.T) {
-	for _, slots := range []int{4200, 270_001} {
+	for _, c := range []struct {
+		slots     int
+		startFree bool
+	}{{4200, true}, {4200, false}, {270_001, true}, {270_001, false}} {
+		slots := c.slots
 		b := newFreeBitmap(slots)
 		free := make([]bool, slots)
 		for s := range free {
 			free[s] = true
 		}
-		src := &splitmixSource{state: uint64(slots)}
+		if !c.startFree {
+			// Starting full makes whole upper-level words go from empty to non-empty and back.
+			b.take(0, slots)
+			clear(free)
+		}
+		src := &splitmixSource{state: uint64(slots) + 1}
 		for step := range 3000 {
 			base := src.next(slots)
 			limit := min(slots, base+1+src.next(300))
