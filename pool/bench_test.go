@@ -70,3 +70,30 @@ func BenchmarkNew(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReserveWithEviction keeps the pool full of committed 16-page objects, so every reservation
+// evicts the least recently used one: eviction must cost O(log objects), not O(pool).
+func BenchmarkReserveWithEviction(b *testing.B) {
+	const pages = 16
+	for _, slotsLog2 := range []int{14, 20, 24} {
+		a, err := New(benchGeometry(1 << slotsLog2))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var id ObjectID
+		for ; a.FreeSlots() >= pages; id++ {
+			a.Reserve(id, pages, uint64(id), uint64(id))
+			a.MarkObjectCommitted(id)
+		}
+		b.Run(fmt.Sprintf("slots=2^%d/pages=%d", slotsLog2, pages), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if outcome, err := a.Reserve(id, pages, uint64(id), uint64(id)); err != nil || outcome != ReservedAfterEviction {
+					b.Fatalf("reserve: %v %v", outcome, err)
+				}
+				a.MarkObjectCommitted(id)
+				id++
+			}
+		})
+	}
+}
