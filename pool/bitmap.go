@@ -1,0 +1,190 @@
+package pool
+
+import "math/bits"
+
+// freeBitmap records which slots are free, with a summary tree so that finding the lowest free slot at
+// or after a position costs O(levels) and not O(slots), as in the Go runtime's page allocator.
+//
+// levels[0] bit s is set <=> global slot s is free, for s in [0, slots); bits at and above slots are 0.
+// levels[k+1] bit j is set <=> levels[k][j] != 0, so a set bit always leads down to a free slot.
+// Each level has ceil(len(levels[k])/64) words; the top level is a single word. With 64 bits per word,
+// 2^24 slots need four levels (2^18, 2^12, 2^6 and 1 words) and 2^14 slots need three.
+type freeBitmap struct {
+	levels [][]uint64
+	slots  int
+}
+
+const wordBits = 64
+
+func newFreeBitmap(slots int) freeBitmap {
+	b := freeBitmap{slots: slots}
+	for words := (slots + wordBits - 1) / wordBits; ; words = (words + wordBits - 1) / wordBits {
+		b.levels = append(b.levels, make([]uint64, words))
+		if words == 1 {
+			break
+		}
+	}
+	b.fill()
+	return b
+}
+
+// fill marks every slot free and rebuilds the summaries from level 0 up.
+func (b *freeBitmap) fill() {
+	for k, level := range b.levels {
+		count := b.slots
+		if k > 0 {
+			count = len(b.levels[k-1])
+		}
+		for w := range level {
+			level[w] = ^uint64(0)
+		}
+		if tail := count % wordBits; tail != 0 {
+			level[len(level)-1] = 1<<tail - 1
+		}
+	}
+}
+
+// isFree reports whether slot s is free.
+func (b *freeBitmap) isFree(s int) bool {
+	return b.levels[0][s/wordBits]&(1<<(s%wordBits)) != 0
+}
+
+// nextFree returns the lowest free slot >= pos, or -1 if there is none. It climbs while the rest of the
+// current word is empty and then descends along lowest set bits: at most 2*len(levels) word reads.
+func (b *freeBitmap) nextFree(pos int) int {
+	if pos >= b.slots {
+		return -1
+	}
+	level, bit := 0, pos
+	for {
+		w := bit / wordBits
+		if w >= len(b.levels[level]) {
+			return -1
+		}
+		word := b.levels[level][w] & (^uint64(0) << (bit % wordBits))
+		if word != 0 {
+			bit = w*wordBits + bits.TrailingZeros64(word)
+			break
+		}
+		if level == len(b.levels)-1 {
+			return -1
+		}
+		level, bit = level+1, w+1
+	}
+	for ; level > 0; level-- {
+		bit = bit*wordBits + bits.TrailingZeros64(b.levels[level-1][bit])
+	}
+	return bit
+}
+
+// freeRun returns how many consecutive slots starting at pos are free, capped at limit.
+func (b *freeBitmap) freeRun(pos, limit int) int {
+	run := 0
+	for run < limit {
+		s := pos + run
+		offset := s % wordBits
+		ones := bits.TrailingZeros64(^(b.levels[0][s/wordBits] >> offset))
+		run += ones
+		if ones < wordBits-offset {
+			break
+		}
+	}
+	return min(run, limit)
+}
+
+// take marks the slots [base, limit) used; the caller has checked they are free.
+func (b *freeBitmap) take(base, limit int) {
+	for s := base; s < limit; {
+		w, offset := s/wordBits, s%wordBits
+		n := min(wordBits-offset, limit-s)
+		b.levels[0][w] &^= runMask(offset, n)
+		if b.levels[0][w] == 0 {
+			b.summaryClear(1, w)
+		}
+		s += n
+	}
+}
+
+// give marks the slots [base, limit) free; the caller has checked they are used.
+func (b *freeBitmap) give(base, limit int) {
+	for s := base; s < limit; {
+		w, offset := s/wordBits, s%wordBits
+		n := min(wordBits-offset, limit-s)
+		wasEmpty := b.levels[0][w] == 0
+		b.levels[0][w] |= runMask(offset, n)
+		if wasEmpty {
+			b.summarySet(1, w)
+		}
+		s += n
+	}
+}
+
+// runMask has n set bits starting at bit offset; n in [1, 64-offset].
+func runMask(offset, n int) uint64 {
+	if n == wordBits {
+		return ^uint64(0)
+	}
+	return (1<<n - 1) << offset
+}
+
+// summaryClear clears bit `bit` of level `level` because the word below became empty, and climbs while
+// words keep becoming empty.
+func (b *freeBitmap) summaryClear(level, bit int) {
+	for ; level < len(b.levels); level++ {
+		w := bit / wordBits
+		b.levels[level][w] &^= 1 << (bit % wordBits)
+		if b.levels[level][w] != 0 {
+			return
+		}
+		bit = w
+	}
+}
+
+// summarySet sets bit `bit` of level `level` because the word below became non-empty, and climbs while
+// words were empty before.
+func (b *freeBitmap) summarySet(level, bit int) {
+	for ; level < len(b.levels); level++ {
+		w := bit / wordBits
+		wasEmpty := b.levels[level][w] == 0
+		b.levels[level][w] |= 1 << (bit % wordBits)
+		if !wasEmpty {
+			return
+		}
+		bit = w
+	}
+}
+
+// freeCount counts the free slots in [base, limit) from level 0; for invariant checks, O(limit-base).
+func (b *freeBitmap) freeCount(base, limit int) int {
+	count := 0
+	for s := base; s < limit; {
+		w, offset := s/wordBits, s%wordBits
+		n := min(wordBits-offset, limit-s)
+		count += bits.OnesCount64(b.levels[0][w] & runMask(offset, n))
+		s += n
+	}
+	return count
+}
+
+// checkSummaries returns the first level and word whose summary disagrees with the level below, or
+// level -1 when all agree, and whether any bit at or above slots is set.
+func (b *freeBitmap) checkSummaries() (level, word int) {
+	for k := 1; k < len(b.levels); k++ {
+		below := b.levels[k-1]
+		for w := range b.levels[k] {
+			var want uint64
+			for j := 0; j < wordBits && w*wordBits+j < len(below); j++ {
+				if below[w*wordBits+j] != 0 {
+					want |= 1 << j
+				}
+			}
+			if b.levels[k][w] != want {
+				return k, w
+			}
+		}
+	}
+	if tail := b.slots % wordBits; tail != 0 && b.levels[0][len(b.levels[0])-1]>>tail != 0 {
+		return 0, len(b.levels[0]) - 1
+	}
+	return -1, 0
+}

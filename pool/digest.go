@@ -1,0 +1,44 @@
+package pool
+
+// mix64 is the splitmix64 finalizer: a bijection on uint64 whose every output bit depends on every input
+// bit. Chaining h = mix64(h ^ word) over words is order-sensitive because mix64 is not linear.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// Operation tags open every digest record, so two different mutations with the same operands never
+// chain the same words.
+const (
+	tagReserve uint64 = iota + 1
+	tagExtent
+	tagAbort
+	tagCommit
+	tagRelease
+	tagEvict
+	tagTouch
+	tagProtect
+	tagUnprotect
+	tagReset
+	tagPerturb
+)
+
+// digestAdd chains words into the running digest.
+func digestAdd(h uint64, words ...uint64) uint64 {
+	for _, w := range words {
+		h = mix64(h ^ w)
+	}
+	return h
+}
+
+// geometrySeed is the digest of a fresh allocator: a chain over every geometry field, so allocators built
+// from different configurations never agree by accident.
+func geometrySeed(g Geometry) uint64 {
+	return digestAdd(0x6370686963616368, // "cphicach"
+		uint64(g.CPSize), uint64(g.Layers), uint64(g.PayloadsPerLayer), uint64(g.PageTokens),
+		uint64(g.TokenBytes), uint64(g.Slots), uint64(g.SlabBytesMax), uint64(g.Layout), uint64(g.maxObjects()))
+}

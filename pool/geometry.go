@@ -1,0 +1,160 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Layout says how the parts of the slots of one slab are arranged in its bytes.
+type Layout uint8
+
+const (
+	// LayerFirst gives every (rank, layer, payload) one region per slab, slot-major inside it, so the
+	// consecutive slots of one object's extent are one contiguous byte range per part (copies coalesce).
+	LayerFirst Layout = iota
+	// PageFirst keeps one slot's parts together: per slot, rank x layer x payload parts.
+	PageFirst
+)
+
+var layoutNames = [...]string{LayerFirst: "layer_first", PageFirst: "page_first"}
+
+// String returns the flag spelling of the layout.
+func (l Layout) String() string {
+	if int(l) < len(layoutNames) {
+		return layoutNames[l]
+	}
+	return fmt.Sprintf("Layout(%d)", uint8(l))
+}
+
+// ParseLayout parses the flag spelling of a layout.
+func ParseLayout(s string) (Layout, error) {
+	for i, name := range layoutNames {
+		if s == name {
+			return Layout(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown layout %q: allowed values are %q and %q", s, layoutNames[LayerFirst], layoutNames[PageFirst])
+}
+
+// slotsMax bounds Slots so that every slot index, and every index+1 used as a "none is 0" link, fits in
+// a uint32 of the replicated tables.
+const slotsMax = 1<<31 - 1
+
+// Geometry of one CP group's shared L2. A slot holds one page for every (rank, layer, payload); a part is
+// one (slot, rank, layer, payload) and holds PageTokens*TokenBytes bytes.
+type Geometry struct {
+	CPSize           int   // ranks in the CP group
+	Layers           int   // model layers
+	PayloadsPerLayer int   // 2 = K and V, 1 = MLA latent
+	PageTokens       int   // tokens per page
+	TokenBytes       int   // bytes per token per rank per layer per payload
+	Slots            int   // total slots (pages) in the pool
+	SlabBytesMax     int64 // bound on one slab's size; slabs hold whole slots
+	Layout           Layout
+	// MaxObjects bounds the live objects and so the size of the object tables; 0 means Slots, the worst
+	// case of one page per object. When the table is full Reserve treats it as a capacity miss.
+	MaxObjects int
+}
+
+// Validate returns an error naming the first field that makes the geometry unusable, including sizes
+// whose byte counts overflow int64.
+func (g Geometry) Validate() error {
+	positive := []struct {
+		name  string
+		value int
+	}{{"CPSize", g.CPSize}, {"Layers", g.Layers}, {"PayloadsPerLayer", g.PayloadsPerLayer},
+		{"PageTokens", g.PageTokens}, {"TokenBytes", g.TokenBytes}, {"Slots", g.Slots}}
+	for _, field := range positive {
+		if field.value <= 0 {
+			return fmt.Errorf("invalid Geometry.%s %d: must be positive", field.name, field.value)
+		}
+	}
+	if g.Slots > slotsMax {
+		return fmt.Errorf("invalid Geometry.Slots %d: at most %d", g.Slots, slotsMax)
+	}
+	if g.Layout > PageFirst {
+		return fmt.Errorf("invalid Geometry.Layout %d: allowed values are %s and %s", g.Layout, LayerFirst, PageFirst)
+	}
+	if g.MaxObjects < 0 || g.MaxObjects > g.Slots {
+		return fmt.Errorf("invalid Geometry.MaxObjects %d: must be in [0, Slots=%d]", g.MaxObjects, g.Slots)
+	}
+	partBytes, ok := mulInt64(int64(g.PageTokens), int64(g.TokenBytes))
+	if !ok {
+		return errors.New("invalid Geometry.TokenBytes: PageTokens*TokenBytes overflows int64")
+	}
+	slotBytes := partBytes
+	for _, factor := range []int{g.CPSize, g.Layers, g.PayloadsPerLayer} {
+		if slotBytes, ok = mulInt64(slotBytes, int64(factor)); !ok {
+			return errors.New("invalid Geometry: slot bytes (PartBytes*CPSize*Layers*PayloadsPerLayer) overflow int64")
+		}
+	}
+	if _, ok := mulInt64(slotBytes, int64(g.Slots)); !ok {
+		return fmt.Errorf("invalid Geometry.Slots %d: total bytes overflow int64", g.Slots)
+	}
+	if g.SlabBytesMax < slotBytes {
+		return fmt.Errorf("invalid Geometry.SlabBytesMax %d: smaller than one slot (%d bytes)", g.SlabBytesMax, slotBytes)
+	}
+	return nil
+}
+
+// mulInt64 returns a*b for non-negative a and b and whether it fits in int64.
+func mulInt64(a, b int64) (int64, bool) {
+	if a != 0 && b > math.MaxInt64/a {
+		return 0, false
+	}
+	return a * b, true
+}
+
+// PartBytes is the size of one (slot, rank, layer, payload) part.
+func (g Geometry) PartBytes() int64 { return int64(g.PageTokens) * int64(g.TokenBytes) }
+
+// SlotBytes is the size of one slot: every part of one page.
+func (g Geometry) SlotBytes() int64 {
+	return g.PartBytes() * int64(g.CPSize) * int64(g.Layers) * int64(g.PayloadsPerLayer)
+}
+
+// SlotsPerSlab is the number of slots in every slab but maybe the last: as many whole slots as
+// SlabBytesMax holds, and no more than the pool has.
+func (g Geometry) SlotsPerSlab() int {
+	return int(min(g.SlabBytesMax/g.SlotBytes(), int64(g.Slots)))
+}
+
+// SlabCount is the number of slabs, the last one holding the remainder.
+func (g Geometry) SlabCount() int {
+	perSlab := g.SlotsPerSlab()
+	return (g.Slots + perSlab - 1) / perSlab
+}
+
+// SlabSlots is the number of slots in slab `slab`; only the last slab may be smaller.
+func (g Geometry) SlabSlots(slab int) int {
+	perSlab := g.SlotsPerSlab()
+	return min(perSlab, g.Slots-slab*perSlab)
+}
+
+// SlabBytes is the size of slab `slab`.
+func (g Geometry) SlabBytes(slab int) int64 { return int64(g.SlabSlots(slab)) * g.SlotBytes() }
+
+// TotalBytes is the size of all slabs together.
+func (g Geometry) TotalBytes() int64 { return int64(g.Slots) * g.SlotBytes() }
+
+// PartOffset is the byte offset inside slab `slab` of the part (slotInSlab, rank, layer, payload). It does
+// not check its arguments, because copy loops call it per part; the layout tests pin that every byte of
+// every slab belongs to exactly one part.
+func (g Geometry) PartOffset(slab, slotInSlab, rank, layer, payload int) int64 {
+	partBytes := g.PartBytes()
+	if g.Layout == LayerFirst {
+		region := (int64(rank)*int64(g.Layers)+int64(layer))*int64(g.PayloadsPerLayer) + int64(payload)
+		return (region*int64(g.SlabSlots(slab)) + int64(slotInSlab)) * partBytes
+	}
+	part := ((int64(slotInSlab)*int64(g.CPSize)+int64(rank))*int64(g.Layers)+int64(layer))*int64(g.PayloadsPerLayer) + int64(payload)
+	return part * partBytes
+}
+
+// maxObjects resolves the MaxObjects default.
+func (g Geometry) maxObjects() int {
+	if g.MaxObjects == 0 {
+		return g.Slots
+	}
+	return g.MaxObjects
+}

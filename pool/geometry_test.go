@@ -1,0 +1,135 @@
+package pool
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// layoutGeometries include a single slab, several slabs with a smaller last one, and K/V and MLA.
+func layoutGeometries() []Geometry {
+	var out []Geometry
+	for _, layout := range []Layout{LayerFirst, PageFirst} {
+		out = append(out,
+			Geometry{CPSize: 2, Layers: 3, PayloadsPerLayer: 2, PageTokens: 2, TokenBytes: 3, Slots: 5, SlabBytesMax: 1 << 20, Layout: layout},
+			Geometry{CPSize: 3, Layers: 2, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 4, Slots: 11, SlabBytesMax: 24*4 + 5, Layout: layout},
+			Geometry{CPSize: 8, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 2, Slots: 7, SlabBytesMax: 256 * 3, Layout: layout},
+			Geometry{CPSize: 1, Layers: 1, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 1, Slots: 3, SlabBytesMax: 1, Layout: layout})
+	}
+	return out
+}
+
+func TestLayoutEveryByteBelongsToExactlyOnePart(t *testing.T) {
+	for _, g := range layoutGeometries() {
+		if err := g.Validate(); err != nil {
+			t.Fatalf("%+v: %v", g, err)
+		}
+		slots := 0
+		for slab := range g.SlabCount() {
+			slots += g.SlabSlots(slab)
+			if slab < g.SlabCount()-1 && g.SlabSlots(slab) != g.SlotsPerSlab() {
+				t.Fatalf("%+v: slab %d of %d is short", g, slab, g.SlabCount())
+			}
+			if g.SlabBytes(slab) > g.SlabBytesMax {
+				t.Fatalf("%+v: slab %d has %d bytes, bound %d", g, slab, g.SlabBytes(slab), g.SlabBytesMax)
+			}
+			checkSlabCoverage(t, g, slab)
+		}
+		if slots != g.Slots {
+			t.Fatalf("%+v: slabs hold %d slots, want %d", g, slots, g.Slots)
+		}
+	}
+}
+
+// checkSlabCoverage marks the bytes of every part of one slab and checks that each byte is marked once.
+func checkSlabCoverage(t *testing.T, g Geometry, slab int) {
+	t.Helper()
+	owners := make([]int, g.SlabBytes(slab))
+	part := 0
+	for slot := range g.SlabSlots(slab) {
+		for rank := range g.CPSize {
+			for layer := range g.Layers {
+				for payload := range g.PayloadsPerLayer {
+					part++
+					base := g.PartOffset(slab, slot, rank, layer, payload)
+					if base < 0 || base+g.PartBytes() > int64(len(owners)) {
+						t.Fatalf("%+v slab %d: part (%d,%d,%d,%d) at [%d, %d) outside the slab of %d bytes",
+							g, slab, slot, rank, layer, payload, base, base+g.PartBytes(), len(owners))
+					}
+					for b := base; b < base+g.PartBytes(); b++ {
+						if owners[b] != 0 {
+							t.Fatalf("%+v slab %d: byte %d belongs to parts %d and %d", g, slab, b, owners[b], part)
+						}
+						owners[b] = part
+					}
+				}
+			}
+		}
+	}
+	for b, owner := range owners {
+		if owner == 0 {
+			t.Fatalf("%+v slab %d: byte %d belongs to no part", g, slab, b)
+		}
+	}
+}
+
+func TestLayerFirstKeepsConsecutiveSlotsContiguous(t *testing.T) {
+	g := Geometry{CPSize: 2, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 2, Slots: 10, SlabBytesMax: 1 << 20}
+	for slot := 1; slot < g.Slots; slot++ {
+		if got := g.PartOffset(0, slot, 1, 1, 1) - g.PartOffset(0, slot-1, 1, 1, 1); got != g.PartBytes() {
+			t.Fatalf("slot %d starts %d bytes after slot %d, want %d", slot, got, slot-1, g.PartBytes())
+		}
+	}
+	g.Layout = PageFirst
+	if got := g.PartOffset(0, 1, 0, 0, 0) - g.PartOffset(0, 0, 0, 0, 0); got != g.SlotBytes() {
+		t.Fatalf("page_first: slot stride %d, want slot bytes %d", got, g.SlotBytes())
+	}
+}
+
+func TestParseLayout(t *testing.T) {
+	for _, l := range []Layout{LayerFirst, PageFirst} {
+		if got, err := ParseLayout(l.String()); err != nil || got != l {
+			t.Fatalf("ParseLayout(%q) = %v, %v", l.String(), got, err)
+		}
+	}
+	_, err := ParseLayout("slot_first")
+	if err == nil || !strings.Contains(err.Error(), "layer_first") || !strings.Contains(err.Error(), "page_first") {
+		t.Fatalf("ParseLayout(bad) error %v must list the allowed values", err)
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	good := Geometry{CPSize: 8, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 256, Slots: 100, SlabBytesMax: 1 << 30}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		field  string
+		mutate func(*Geometry)
+	}{
+		{"CPSize", func(g *Geometry) { g.CPSize = 0 }},
+		{"Layers", func(g *Geometry) { g.Layers = -1 }},
+		{"PayloadsPerLayer", func(g *Geometry) { g.PayloadsPerLayer = 0 }},
+		{"PageTokens", func(g *Geometry) { g.PageTokens = 0 }},
+		{"TokenBytes", func(g *Geometry) { g.TokenBytes = 0 }},
+		{"Slots", func(g *Geometry) { g.Slots = 0 }},
+		{"Slots", func(g *Geometry) { g.Slots = slotsMax + 1 }},
+		{"SlabBytesMax", func(g *Geometry) { g.SlabBytesMax = g.SlotBytes() - 1 }},
+		{"Layout", func(g *Geometry) { g.Layout = 7 }},
+		{"MaxObjects", func(g *Geometry) { g.MaxObjects = g.Slots + 1 }},
+		{"TokenBytes", func(g *Geometry) { g.PageTokens, g.TokenBytes = math.MaxInt64/2, 3 }},
+		{"slot bytes", func(g *Geometry) { g.TokenBytes = math.MaxInt64 / 64 }},
+		{"total bytes", func(g *Geometry) { g.TokenBytes, g.Slots = 1<<40, 1<<20 }},
+	}
+	for _, c := range cases {
+		g := good
+		c.mutate(&g)
+		err := g.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: Validate() = %v, want an error naming %s", c.field, err, c.field)
+		}
+		if _, err := New(g); err == nil {
+			t.Errorf("%s: New accepted an invalid geometry", c.field)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package pool
+
+import (
+	"fmt"
+	"strings"
+)
+
+// throw panics on a broken internal invariant with a dump of the state it checked, as the Go runtime's
+// page allocator does: a divergent allocator must stop loudly, never carry on placing.
+func (a *Allocator) throw(format string, args ...any) {
+	panic("pool: broken invariant: " + fmt.Sprintf(format, args...) + "\n" + a.dump())
+}
+
+// dump describes the counters and the first words of the bitmap, bounded so a panic stays readable.
+func (a *Allocator) dump() string {
+	var b strings.Builder
+	g := a.geometry
+	fmt.Fprintf(&b, "geometry: slots=%d slots_per_slab=%d slabs=%d max_objects=%d layout=%s\n",
+		g.Slots, a.slotsPerSlab, g.SlabCount(), g.maxObjects(), g.Layout)
+	fmt.Fprintf(&b, "free_slots=%d objects=%d lru=%d lru_pages=%d digest=%#016x\n",
+		a.freeSlots, a.table.live, len(a.lru.items), a.lruPages, a.digest)
+	for slab := range min(len(a.slabFree), 16) {
+		fmt.Fprintf(&b, "slab %d: slots=%d free=%d leaked=%d\n", slab, g.SlabSlots(slab), a.slabFree[slab], a.slabLeaked[slab])
+	}
+	for w, word := range a.bitmap.levels[0][:min(len(a.bitmap.levels[0]), 8)] {
+		fmt.Fprintf(&b, "free bitmap word %d: %064b\n", w, word)
+	}
+	return b.String()
+}
+
+// CheckInvariants checks the whole state, in O(slots + objects), and returns the first violation:
+//   - the summary levels of the free bitmap agree with level 0 and no bit lies at or beyond Slots;
+//   - per slab, free (counter) == free (bitmap) and free + reserved + leaked == SlabSlots;
+//   - every live object is found by its id, its extents lie inside one slab each, hold exactly its pages,
+//     are used in the bitmap and overlap no other object's extents;
+//   - the LRU holds exactly the committed, unreferenced objects, in heap order, with their pages summed.
+func (a *Allocator) CheckInvariants() error {
+	if level, word := a.bitmap.checkSummaries(); level >= 0 {
+		return fmt.Errorf("free bitmap level %d word %d disagrees with the level below (or has bits beyond Slots)", level, word)
+	}
+	reserved := make([]int, len(a.slabFree))
+	owned := newFreeBitmap(a.geometry.Slots) // set = not yet claimed by an object
+	objects, evictable, evictablePages := 0, 0, 0
+	for index := range a.table.highWater {
+		r := &a.table.records[index]
+		if !r.live {
+			continue
+		}
+		objects++
+		if err := a.checkObject(index, reserved, &owned); err != nil {
+			return err
+		}
+		if r.committed && r.refs == 0 {
+			evictable++
+			evictablePages += int(r.pages)
+		}
+	}
+	if objects != a.table.live {
+		return fmt.Errorf("object table counts %d live objects, records hold %d", a.table.live, objects)
+	}
+	free := 0
+	for slab := range a.slabFree {
+		base := slab * a.slotsPerSlab
+		limit := base + a.geometry.SlabSlots(slab)
+		bitmapFree := a.bitmap.freeCount(base, limit)
+		if int(a.slabFree[slab]) != bitmapFree {
+			return fmt.Errorf("slab %d: free counter %d, bitmap %d", slab, a.slabFree[slab], bitmapFree)
+		}
+		if sum := bitmapFree + reserved[slab] + int(a.slabLeaked[slab]); sum != limit-base {
+			return fmt.Errorf("slab %d: free %d + reserved %d + leaked %d != capacity %d", slab, bitmapFree, reserved[slab], a.slabLeaked[slab], limit-base)
+		}
+		free += bitmapFree
+	}
+	if free != a.freeSlots {
+		return fmt.Errorf("free counter %d, slabs hold %d free slots", a.freeSlots, free)
+	}
+	return a.checkLRU(evictable, evictablePages)
+}
+
+// checkObject checks one live record's lookup and extents, and claims its slots in owned.
+func (a *Allocator) checkObject(index uint32, reserved []int, owned *freeBitmap) error {
+	r := &a.table.records[index]
+	if found, ok := a.table.find(r.id); !ok || found != index {
+		return fmt.Errorf("object %d (record %d) not found by id", r.id, index)
+	}
+	pages, pos := 0, int(r.firstSlot)
+	for n := range r.extents {
+		if pos < 0 || pos >= a.geometry.Slots {
+			return fmt.Errorf("object %d extent %d starts at slot %d, outside the pool", r.id, n, pos)
+		}
+		run, slab := int(a.extentSlots[pos]), pos/a.slotsPerSlab
+		if run == 0 || pos+run > slab*a.slotsPerSlab+a.geometry.SlabSlots(slab) {
+			return fmt.Errorf("object %d extent %d [%d, %d) is empty or crosses the end of slab %d", r.id, n, pos, pos+run, slab)
+		}
+		if a.bitmap.freeCount(pos, pos+run) != 0 {
+			return fmt.Errorf("object %d extent [%d, %d) has free slots", r.id, pos, pos+run)
+		}
+		if owned.freeCount(pos, pos+run) != run {
+			return fmt.Errorf("object %d extent [%d, %d) overlaps another object", r.id, pos, pos+run)
+		}
+		owned.take(pos, pos+run)
+		reserved[slab] += run
+		pages += run
+		pos = int(a.extentNext[pos]) - 1
+	}
+	if pages != int(r.pages) || pos != -1 {
+		return fmt.Errorf("object %d has %d pages, extents hold %d (chain end %d)", r.id, r.pages, pages, pos)
+	}
+	if (r.lruIndex != 0) != (r.committed && r.refs == 0) {
+		return fmt.Errorf("object %d: in LRU %v, committed %v, refs %d", r.id, r.lruIndex != 0, r.committed, r.refs)
+	}
+	return nil
+}
+
+// checkLRU checks the heap order, the back links and the evictable totals.
+func (a *Allocator) checkLRU(evictable, evictablePages int) error {
+	if len(a.lru.items) != evictable || a.lruPages != evictablePages {
+		return fmt.Errorf("LRU holds %d objects, %d pages; evictable are %d objects, %d pages",
+			len(a.lru.items), a.lruPages, evictable, evictablePages)
+	}
+	for i, index := range a.lru.items {
+		if int(a.table.records[index].lruIndex) != i+1 {
+			return fmt.Errorf("LRU position %d holds record %d whose back link is %d", i, index, a.table.records[index].lruIndex)
+		}
+		if i > 0 && lruLess(a.table.records, index, a.lru.items[(i-1)/2]) {
+			return fmt.Errorf("LRU position %d orders before its parent", i)
+		}
+	}
+	return nil
+}
