@@ -3,7 +3,6 @@ package pool
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 )
 
 // ObjectID names a cached object (the run of pages of one radix-tree node); chosen by the caller.
@@ -464,6 +463,6 @@ func (a *Allocator) TableBytes() int64 {
 		total += int64(len(level)) * 8
 	}
 	total += int64(len(a.extentSlots)+len(a.extentNext)+cap(a.lru.items)) * 4
-	total += int64(len(a.table.records))*int64(unsafe.Sizeof(object{})) + int64(len(a.table.buckets))*8
-	return total + int64(cap(a.extentBuf))*int64(unsafe.Sizeof(Extent{})) + int64(cap(a.evicted))*8
+	total += int64(len(a.table.records))*objectBytes + int64(len(a.table.buckets))*8
+	return total + int64(cap(a.extentBuf))*extentBytes + int64(cap(a.evicted))*8
 }

@@ -18,6 +18,13 @@ type object struct {
 	live      bool
 }
 
+// objectBytes and extentBytes are the sizes of object and Extent on 64-bit platforms (pinned by a
+// test), so that TableBytes needs no unsafe.
+const (
+	objectBytes = 48
+	extentBytes = 12
+)
+
 // objectTable maps ids to records: open addressing with linear probing and backward-shift deletion, so
 // no tombstones build up and a table emptied by deletions is all zero again, exactly as New made it.
 //

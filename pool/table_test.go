@@ -1,6 +1,15 @@
 package pool
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+)
+
+func TestRecordSizesMatchTableBytes(t *testing.T) {
+	if unsafe.Sizeof(object{}) != objectBytes || unsafe.Sizeof(Extent{}) != extentBytes {
+		t.Fatalf("object is %d bytes, Extent %d: update objectBytes and extentBytes", unsafe.Sizeof(object{}), unsafe.Sizeof(Extent{}))
+	}
+}
 
 // TestObjectTableAgainstMap inserts and removes ids with adversarial patterns (consecutive runs, strides
 // of powers of two, huge values) in a small table so that clusters wrap around its end, and checks every
