@@ -60,11 +60,12 @@ test: deps vet test-unit test-mpi $(EXTRA_TESTS)
 test-unit: build
 	CPHICACHE_BIN=$(abspath $(BIN)) $(GO) test -count=1 ./...
 
-# SPMD tests: every rank runs every test; a rank's failure fails the job.
+# SPMD tests: every rank runs every test; a rank's failure fails the job. Each runs in its package's folder,
+# as `go test` would, so that testdata/ paths resolve.
 test-mpi: $(foreach p,$(MPI_TEST_PKGS),$(BUILD)/$(p).test)
 	@for p in $(MPI_TEST_PKGS); do for n in $(MPI_TEST_NPS); do \
 		echo "== mpirun -np $$n $(BUILD)/$$p.test"; \
-		timeout 300 $(MPIRUN) -np $$n $(MPIRUN_FLAGS) $(BUILD)/$$p.test -test.count=1 > $(BUILD)/$$p.np$$n.log 2>&1 \
+		( cd $$p && timeout 300 $(MPIRUN) -np $$n $(MPIRUN_FLAGS) $(abspath $(BUILD))/$$p.test -test.count=1 ) > $(BUILD)/$$p.np$$n.log 2>&1 \
 			|| { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n"; exit 1; }; \
 		passed=$$(grep -c '^PASS$$' $(BUILD)/$$p.np$$n.log || true); \
 		[ "$$passed" = "$$n" ] || { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n: $$passed of $$n ranks passed"; exit 1; }; \

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/mpi"
+	"github.com/cphicache/cphicache/pool"
 )
 
 // version is set at link time by the Makefile (-X main.version=...).
@@ -71,8 +72,9 @@ func newApp() *cli.App {
 		EnableBashCompletion: true,
 		OnUsageError:         onUsageError,
 		Commands: []*cli.Command{
-			versionCommand(),
+			runCommand(),
 			topoCommand(),
+			versionCommand(),
 		},
 	}
 }
@@ -111,6 +113,142 @@ func topoCommand() *cli.Command {
 			return errors.Join(job.PrintTopology(os.Stdout), job.Close())
 		},
 	}
+}
+
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "trace", EnvVars: []string{"CPHICACHE_TRACE"}, Category: "workload",
+			Usage: "replay a JSON Lines trace ({\"rid\": ..., \"input_ids\": [...], \"output_len\": N} or {\"op\": \"flush\"} per line); empty = the embedded synthetic multi-turn chat workload. Requests of one conversation (rid before the first '.') go to the same DP replica"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, EnvVars: []string{"CPHICACHE_SEED"}, Category: "workload",
+			Usage: "seed of the synthetic workload and of the KV content"},
+		&cli.IntFlag{Name: "vocab-size", Value: 32000, EnvVars: []string{"CPHICACHE_VOCAB_SIZE"}, Category: "workload",
+			Usage: "token ids must lie in [0, vocab-size)"},
+		&cli.IntFlag{Name: "batch-requests", Value: 4, EnvVars: []string{"CPHICACHE_BATCH_REQUESTS"}, Category: "workload",
+			Usage: "requests per step; each step ends with a loading_check and a writing_check"},
+		&cli.IntFlag{Name: "layers", Value: 4, EnvVars: []string{"CPHICACHE_LAYERS"}, Category: "model",
+			Usage: "transformer layers whose KV each rank holds"},
+		&cli.IntFlag{Name: "payloads", Value: 2, EnvVars: []string{"CPHICACHE_PAYLOADS"}, Category: "model",
+			Usage: "payloads per layer: 2 = K and V, 1 = an MLA latent"},
+		&cli.IntFlag{Name: "page-tokens", Value: 16, EnvVars: []string{"CPHICACHE_PAGE_TOKENS"}, Category: "model",
+			Usage: "tokens per KV page"},
+		&cli.IntFlag{Name: "token-bytes", Value: 32, EnvVars: []string{"CPHICACHE_TOKEN_BYTES"}, Category: "model",
+			Usage: "bytes of KV per token per rank per layer per payload (a multiple of 8)"},
+		&cli.IntFlag{Name: "device-pages", Value: 512, EnvVars: []string{"CPHICACHE_DEVICE_PAGES"}, Category: "cache",
+			Usage: "L1 capacity: device KV pages per rank"},
+		&cli.IntFlag{Name: "l2-slots", Value: 2048, EnvVars: []string{"CPHICACHE_L2_SLOTS"}, Category: "cache",
+			Usage: "L2 capacity: pages in the CP group's shared slab (one slot holds a page for every rank, layer and payload)"},
+		&cli.Int64Flag{Name: "slab-bytes-max", Value: 64 << 20, EnvVars: []string{"CPHICACHE_SLAB_BYTES_MAX"}, Category: "cache",
+			Usage: "bytes: the bound on one slab of the shared L2"},
+		&cli.StringFlag{Name: "layout", Value: "layer_first", EnvVars: []string{"CPHICACHE_LAYOUT"}, Category: "cache",
+			Usage: "L2 layout: layer_first (a region per rank and layer, slot-major) or page_first (per slot: rank x layer x payload)"},
+		&cli.StringFlag{Name: "write-policy", Value: "write_through", EnvVars: []string{"CPHICACHE_WRITE_POLICY"}, Category: "cache",
+			Usage: "when KV is backed up to L2: write_through (on insert), write_through_selective (on the second hit) or write_back (on L1 eviction)"},
+		&cli.Int64Flag{Name: "placement-assert-every", Value: 8, EnvVars: []string{"CPHICACHE_PLACEMENT_ASSERT_EVERY"}, Category: "checks",
+			Usage: "steps between placement asserts (MIN/MAX of the allocator digest over the CP group); 0 = only at the end"},
+		&cli.Int64Flag{Name: "flush-every", Value: 0, EnvVars: []string{"CPHICACHE_FLUSH_EVERY"}, Category: "checks",
+			Usage: "steps between cache flushes (drain, barrier, reset); 0 = only the workload's own flush ops"},
+		&cli.StringFlag{Name: "collective", Value: "mpi", EnvVars: []string{"CPHICACHE_COLLECTIVE"}, Category: "checks",
+			Usage: "transport of writing_check's MIN all-reduce: mpi, or nccl (GPU build only)"},
+		&cli.DurationFlag{Name: "watchdog-timeout", Value: 120 * time.Second, EnvVars: []string{"CPHICACHE_WATCHDOG_TIMEOUT"}, Category: "checks",
+			Usage: "end the job when a collective waits longer than this (e.g. 120s, 2m); 0 = never"},
+		&cli.StringFlag{Name: "report", EnvVars: []string{"CPHICACHE_REPORT"}, Category: "output",
+			Usage: "write the run's report, aggregated over all ranks, as JSON to this file (world rank 0 writes it)"},
+		&cli.BoolFlag{Name: "quiet", EnvVars: []string{"CPHICACHE_QUIET"}, Category: "output",
+			Usage: "no progress lines"},
+		&cli.StringFlag{Name: "inject-divergence", EnvVars: []string{"CPHICACHE_INJECT_DIVERGENCE"}, Category: "fault injection (validation only)",
+			Usage: "RANK@STEP: world rank RANK perturbs its allocator after step STEP; the placement assert must catch it"},
+	}
+}
+
+func readRunOptions(c *cli.Context) (*hicache.Options, error) {
+	layout, err := pool.ParseLayout(c.String("layout"))
+	if err != nil {
+		return nil, &hicache.ConfigError{Flag: "layout", Reason: err.Error()}
+	}
+	policy, err := hicache.ParseWritePolicy(c.String("write-policy"))
+	if err != nil {
+		return nil, err
+	}
+	divergence, err := hicache.ParseInjection("inject-divergence", c.String("inject-divergence"))
+	if err != nil {
+		return nil, err
+	}
+	synthetic := hicache.DefaultSyntheticConfig()
+	synthetic.Seed = c.Uint64("seed")
+	synthetic.VocabSize = c.Int("vocab-size")
+	opts := &hicache.Options{
+		Layers: c.Int("layers"), PayloadsPerLayer: c.Int("payloads"), PageTokens: c.Int("page-tokens"),
+		TokenBytes: c.Int("token-bytes"), DevicePages: c.Int("device-pages"), L2Slots: c.Int("l2-slots"),
+		SlabBytesMax: c.Int64("slab-bytes-max"), Layout: layout, Policy: policy, BatchRequests: c.Int("batch-requests"),
+		PlacementAssertEvery: c.Int64("placement-assert-every"), FlushEvery: c.Int64("flush-every"), Seed: c.Uint64("seed"),
+		TracePath: c.String("trace"), VocabSize: c.Int("vocab-size"), Synthetic: synthetic, ReportPath: c.String("report"),
+		Collective: c.String("collective"), WatchdogTimeout: c.Duration("watchdog-timeout"), InjectDivergence: divergence,
+		JobID: jobID(), Quiet: c.Bool("quiet"),
+	}
+	return opts, opts.Validate()
+}
+
+// jobID names the job in shared-memory segment names: Slurm's job id, else this process's id.
+func jobID() string {
+	if id := os.Getenv("SLURM_JOB_ID"); id != "" {
+		return id
+	}
+	return fmt.Sprintf("p%d", os.Getpid())
+}
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "run",
+		Usage: "the main job: replay a workload through the CP-shared L2 cache on every rank, verify every load-back, report",
+		Description: "Launch under mpirun, e.g. mpirun -np 8 cphicache run. CP-rank 0 of each CP group reads the workload and " +
+			"broadcasts each step to its group; every rank runs the same cache logic; backups commit by a MIN all-reduce " +
+			"of the write frontiers over the CP group; a placement digest is compared over the group every " +
+			"--placement-assert-every steps. Exits non-zero on any divergence or load-back mismatch.",
+		Flags:        append(globalFlags(), runFlags()...),
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			g, err := readGlobal(c)
+			if err != nil {
+				return err
+			}
+			opts, err := readRunOptions(c)
+			if err != nil {
+				return err
+			}
+			return withJob(g, func(job *hicache.Job) error { return runMain(job, opts) })
+		},
+	}
+}
+
+// withJob starts MPI and the topology, runs fn, and ends the process the way the job's error requires.
+func withJob(g globalOptions, fn func(*hicache.Job) error) error {
+	job, err := hicache.StartJob(g.cp, g.dp, g.logLevel)
+	if err != nil {
+		return err
+	}
+	if err := fn(job); err != nil {
+		os.Exit(job.Fail(err))
+	}
+	return job.Close()
+}
+
+func runMain(job *hicache.Job, opts *hicache.Options) error {
+	report, err := hicache.Run(job, opts)
+	if err != nil {
+		return err
+	}
+	if job.Topo.WorldRank == 0 {
+		report.WriteSummary(os.Stdout)
+		if opts.ReportPath != "" {
+			if err := report.WriteJSON(opts.ReportPath); err != nil {
+				return err
+			}
+		}
+	}
+	if report.Placement.Divergences != 0 || report.Verify.Mismatches != 0 {
+		return fmt.Errorf("run failed: %d placement divergences, %d load-back mismatches", report.Placement.Divergences, report.Verify.Mismatches)
+	}
+	return nil
 }
 
 func main() {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -69,9 +70,44 @@ func (j *Job) PrintTopology(w io.Writer) error {
 	return nil
 }
 
+// Fail prints a fatal error the way an operator wants to read it: once per job for an error every rank shares,
+// once per CP group for a placement divergence, and with the rank otherwise. Ranks that stay silent wait
+// briefly, so that the rank that speaks is not killed by mpirun before its message is out. It returns the
+// process exit status.
+func (j *Job) Fail(err error) int {
+	t := j.Topo
+	var div *DivergenceError
+	speaker := true
+	var peer PeerFailedError
+	switch {
+	case errors.As(err, &peer):
+		speaker = false
+	case IsUniform(err):
+		speaker = t.WorldRank == 0
+		if speaker {
+			fmt.Fprintf(os.Stderr, "cphicache: %v\n", err)
+		}
+	case errors.As(err, &div):
+		speaker = t.CPRank == 0
+		if speaker {
+			fmt.Fprintf(os.Stderr, "cphicache: rank %d: %v\n", t.WorldRank, err)
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "cphicache: rank %d (CP group %d, CP rank %d): %v\n", t.WorldRank, t.CPGroup, t.CPRank, err)
+	}
+	if !speaker {
+		time.Sleep(silentRankGrace)
+	}
+	return 1
+}
+
+// silentRankGrace is how long a rank that does not print a shared error waits before exiting.
+const silentRankGrace = 2 * time.Second
+
 // IsUniform reports whether err is one that every rank reaches identically (a bad flag), so printing it once,
 // on world rank 0, says everything.
 func IsUniform(err error) bool {
 	var ce *ConfigError
-	return errors.As(err, &ce)
+	var we *WorkloadError
+	return errors.As(err, &ce) || errors.As(err, &we)
 }

@@ -3,6 +3,7 @@ package hicache
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/cphicache/cphicache/mpi"
@@ -45,7 +46,7 @@ func NewTopology(world *mpi.Comm, cp, dp int) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.Host = host
+	t.Host = nodeName(host)
 	if t.Node, err = world.SplitShared(world.Rank(), "node"); err != nil {
 		return nil, err
 	}
@@ -135,6 +136,17 @@ func (t *Topology) checkGroupInNode() error {
 		return &ConfigError{"cp", fmt.Sprintf("%d puts a CP group on more than one node (nodes hold %d ranks here); a CP group shares one node's memory, so --cp must divide the ranks per node", t.CPSize, t.NodeSize)}
 	}
 	return nil
+}
+
+// nodeName is the name shown for this rank's node: CPHICACHE_NODE_NAME when set, else Slurm's node name (on a
+// test cluster several Slurm nodes can share one host name), else MPI's processor name.
+func nodeName(processorName string) string {
+	for _, env := range []string{"CPHICACHE_NODE_NAME", "SLURMD_NODENAME"} {
+		if v := os.Getenv(env); v != "" {
+			return v
+		}
+	}
+	return processorName
 }
 
 // Close frees the communicators this topology made.

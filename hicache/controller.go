@@ -1,0 +1,174 @@
+package hicache
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cphicache/cphicache/kernels"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// WritePolicy says when a node's KV is backed up to L2.
+type WritePolicy int
+
+const (
+	WriteThrough          WritePolicy = iota // on first insert
+	WriteThroughSelective                    // on the second hit
+	WriteBack                                // only when evicted from L1
+)
+
+var writePolicyNames = []string{"write_through", "write_through_selective", "write_back"}
+
+func (p WritePolicy) String() string { return writePolicyNames[p] }
+
+// ParseWritePolicy reads --write-policy.
+func ParseWritePolicy(s string) (WritePolicy, error) {
+	for i, name := range writePolicyNames {
+		if s == name {
+			return WritePolicy(i), nil
+		}
+	}
+	return 0, &ConfigError{"write-policy", fmt.Sprintf("%q is not one of write_through, write_through_selective, write_back", s)}
+}
+
+// CacheConfig sizes one rank's cache.
+type CacheConfig struct {
+	Geometry    pool.Geometry // the CP group's shared L2
+	DevicePages int           // this rank's L1 capacity in pages
+	Policy      WritePolicy
+	Seed        uint64 // of the KV content
+}
+
+// Counters are one rank's tallies. Cache decisions are replicated, so the hit and backup counters are the same on
+// every rank of a CP group; bytes and verification are per rank.
+type Counters struct {
+	Requests, L1HitTokens, L2HitTokens, MissTokens  int64
+	BackupReserved, BackupCommitted, ReserveMisses  int64
+	L2Evictions, L1Evictions, LoadBacks, Uncached   int64
+	BytesD2H, BytesH2D, PagesChecked, Mismatches    int64
+	Flushes, PlacementChecks, Divergences, CopyErrs int64
+}
+
+// controller is one rank's cache: the radix tree over its device pages, the shared L2 allocator, and the copy
+// ops in flight. Every decision it makes is a pure function of the event stream; only copy completion differs
+// between ranks, and that is reconciled by the consensus collectives.
+type controller struct {
+	cfg        CacheConfig
+	cpRank     int
+	alloc      *pool.Allocator
+	tree       *radixTree
+	dev        *devicePool
+	engine     copyEngine
+	cons       *consensus
+	tasks      chan copyTask
+	workerDone chan struct{}
+	writes     opQueue
+	loads      opQueue
+	nextSeq    uint64 // backup and load sequence numbers share one counter; each queue sees its own subsequence
+	clock      uint64 // logical time: one tick per request
+
+	objectNodes map[pool.ObjectID][]*treeNode // nodes that point into each L2 object (lookup only)
+	work        stepWork                      // what the current step's requests hold
+	counters    Counters
+
+	partBytes  int64
+	partBuf    []byte // one part's content, for filling and verifying
+	scratchBuf []byte
+}
+
+func newController(cfg CacheConfig, cpRank int, engine copyEngine, cons *consensus) (*controller, error) {
+	alloc, err := pool.New(cfg.Geometry)
+	if err != nil {
+		return nil, err
+	}
+	g := cfg.Geometry
+	c := &controller{
+		cfg: cfg, cpRank: cpRank, alloc: alloc, tree: newRadixTree(g.PageTokens), dev: newDevicePool(cfg.DevicePages),
+		engine: engine, cons: cons, tasks: make(chan copyTask, 1024), objectNodes: map[pool.ObjectID][]*treeNode{},
+		partBytes: g.PartBytes(),
+	}
+	c.partBuf = make([]byte, c.partBytes)
+	c.scratchBuf = make([]byte, c.partBytes)
+	c.tree.onSplit = c.noteSplit
+	c.workerDone = make(chan struct{})
+	go func() {
+		copyWorker(engine, c.tasks)
+		close(c.workerDone)
+	}()
+	return c, nil
+}
+
+// close stops the copy worker after it has run the copies already queued, so that no copy touches the slab
+// after it is unmapped.
+func (c *controller) close() {
+	close(c.tasks)
+	<-c.workerDone
+}
+
+func (c *controller) geometry() pool.Geometry { return c.cfg.Geometry }
+
+// deviceOffset is where (page, layer, payload) lives in the device KV buffer: [layer][payload][page], so the
+// pages of one layer and payload are contiguous, as in a per-layer KV buffer of a serving engine.
+func (c *controller) deviceOffset(page int32, layer, payload int) int64 {
+	g := c.geometry()
+	return ((int64(layer)*int64(g.PayloadsPerLayer)+int64(payload))*int64(c.dev.capacity()) + int64(page)) * c.partBytes
+}
+
+// DeviceBytes is the size of a rank's device KV buffer for this configuration.
+func (cfg CacheConfig) DeviceBytes() int64 {
+	g := cfg.Geometry
+	return int64(g.Layers) * int64(g.PayloadsPerLayer) * int64(cfg.DevicePages) * g.PartBytes()
+}
+
+// spansFor builds, per layer, the copies between the node's device pages and its pages of the L2 object, in
+// page order; kernels coalesce consecutive ones.
+func (c *controller) spansFor(obj pool.ObjectID, objOffset int, devicePages []int32) ([][]kernels.Span, error) {
+	extents, ok := c.alloc.Extents(obj)
+	if !ok {
+		return nil, fmt.Errorf("L2 object %d has no placement", obj)
+	}
+	g := c.geometry()
+	spans := make([][]kernels.Span, g.Layers)
+	for layer := range spans {
+		spans[layer] = make([]kernels.Span, 0, len(devicePages)*g.PayloadsPerLayer)
+	}
+	page := 0 // index within the object
+	for _, e := range extents {
+		for s := uint32(0); s < e.Slots; s++ {
+			i := page - objOffset
+			page++
+			if i < 0 || i >= len(devicePages) {
+				continue
+			}
+			for layer := 0; layer < g.Layers; layer++ {
+				for payload := 0; payload < g.PayloadsPerLayer; payload++ {
+					spans[layer] = append(spans[layer], kernels.Span{
+						DeviceOffsetBytes: c.deviceOffset(devicePages[i], layer, payload),
+						Slab:              int32(e.Slab),
+						SlabOffsetBytes:   g.PartOffset(int(e.Slab), int(e.FirstSlot+s), c.cpRank, layer, payload),
+						Bytes:             c.partBytes,
+					})
+				}
+			}
+		}
+	}
+	return spans, nil
+}
+
+// submit queues every layer of op on the copy worker.
+func (c *controller) submit(op *copyOp, gather bool) {
+	op.layersLeft.Store(int32(len(op.spans)))
+	for layer := range op.spans {
+		c.tasks <- copyTask{op: op, layer: layer, gather: gather}
+	}
+}
+
+func opErr(op *copyOp) error {
+	if p := op.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// errCopy wraps a failed page copy; the run ends on it.
+var errCopy = errors.New("page copy failed")

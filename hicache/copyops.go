@@ -1,0 +1,106 @@
+package hicache
+
+import (
+	"sync/atomic"
+
+	"github.com/cphicache/cphicache/kernels"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// copyEngine is what the controller needs from kernels/: page copies between the device KV buffer and the slab,
+// and host staging of device content. kernels.HostEngine (CPU build) and kernels.CUDAEngine (cuda build) have it.
+type copyEngine interface {
+	Gather(spans []kernels.Span) error
+	Scatter(spans []kernels.Span) error
+	WriteDevice(offsetBytes int64, src []byte) error
+	ReadDevice(offsetBytes int64, dst []byte) error
+}
+
+// copyOp is one backup (device to L2) or load-back (L2 to device) of one object, copied layer by layer. Its
+// sequence number comes from the replicated event stream, so it is the same on every rank.
+type copyOp struct {
+	seq      uint64
+	obj      pool.ObjectID
+	node     *treeNode
+	tokens   []int32 // the node's tokens when the op was issued: a later split must not shift them
+	startPos int
+	// evictAfterCommit: a write_back backup started by an L1 eviction; the node leaves L1 once it commits.
+	evictAfterCommit bool
+	devicePages      []int32 // pinned until the op is retired
+	spans            [][]kernels.Span
+	layersLeft       atomic.Int32 // the all-payload done gate: zero when every layer and payload is copied
+	err              atomic.Pointer[error]
+}
+
+func (op *copyOp) done() bool { return op.layersLeft.Load() == 0 }
+
+// opQueue holds the ops of one direction in sequence order and tracks the local frontier: the highest seq s
+// such that every op with seq <= s is done.
+type opQueue struct {
+	ops      []*copyOp // in flight or done but not yet retired, ascending seq
+	lastSeq  uint64    // the last seq issued
+	frontier uint64
+}
+
+func (q *opQueue) push(op *copyOp) {
+	q.ops = append(q.ops, op)
+	q.lastSeq = op.seq
+}
+
+// advance moves the frontier over the done ops at the head of the queue. Ops past a gap stay unseen even when
+// done: the frontier is a promise about every op below it.
+func (q *opQueue) advance() uint64 {
+	i := 0
+	for _, op := range q.ops {
+		if op.seq <= q.frontier {
+			i++
+			continue
+		}
+		if !op.done() {
+			break
+		}
+		q.frontier = op.seq
+		i++
+	}
+	if len(q.ops) == 0 || i == len(q.ops) {
+		q.frontier = q.lastSeq
+	}
+	return q.frontier
+}
+
+// retire removes and returns the ops with seq <= upTo, which must all be done.
+func (q *opQueue) retire(upTo uint64) []*copyOp {
+	n := 0
+	for n < len(q.ops) && q.ops[n].seq <= upTo {
+		n++
+	}
+	out := q.ops[:n:n]
+	q.ops = q.ops[n:]
+	return out
+}
+
+func (q *opQueue) idle() bool { return len(q.ops) == 0 }
+
+// copyTask is one layer of one op, for the copy worker.
+type copyTask struct {
+	op     *copyOp
+	layer  int
+	gather bool
+}
+
+// copyWorker runs the copies of one rank in order on one goroutine, as one CUDA stream would: copies overlap
+// the step's logic and the collectives, but not each other.
+func copyWorker(engine copyEngine, tasks <-chan copyTask) {
+	for t := range tasks {
+		var err error
+		if t.gather {
+			err = engine.Gather(t.op.spans[t.layer])
+		} else {
+			err = engine.Scatter(t.op.spans[t.layer])
+		}
+		if err != nil {
+			t.op.err.Store(&err)
+		}
+		t.op.layersLeft.Add(-1)
+	}
+}

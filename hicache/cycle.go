@@ -1,0 +1,327 @@
+package hicache
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cphicache/cphicache/pool"
+)
+
+// drainPollInterval is how long a rank waits between two frontier all-reduces while it drains copies: long
+// enough to let the copy worker run on an oversubscribed node, short next to a page copy.
+const drainPollInterval = 50 * time.Microsecond
+
+// backup reserves an L2 object for the node and starts copying this rank's parts of it, layer by layer. A
+// capacity miss evicts or skips inside the allocator, identically on every rank, with no communication.
+func (c *controller) backup(n *treeNode) *copyOp {
+	pages := n.pages(c.geometry().PageTokens)
+	c.nextSeq++
+	seq := c.nextSeq
+	obj := pool.ObjectID(seq)
+	outcome, err := c.alloc.Reserve(obj, pages, seq, c.clock)
+	if err != nil {
+		panic(fmt.Sprintf("hicache: reserve of %d pages for node %d: %v", pages, n.id, err))
+	}
+	c.dropEvicted()
+	if outcome == pool.Miss {
+		c.counters.ReserveMisses++
+		return nil
+	}
+	spans, err := c.spansFor(obj, 0, n.devicePages)
+	if err != nil {
+		panic(fmt.Sprintf("hicache: placement of fresh object %d: %v", obj, err))
+	}
+	n.l2, n.l2Offset = obj, 0
+	c.objectNodes[obj] = []*treeNode{n}
+	op := &copyOp{seq: seq, obj: obj, node: n, devicePages: slices.Clone(n.devicePages), spans: spans}
+	c.dev.pin(op.devicePages)
+	c.writes.push(op)
+	c.submit(op, true)
+	c.counters.BackupReserved++
+	c.counters.BytesD2H += int64(pages) * c.pageBytesPerRank()
+	return op
+}
+
+// noteSplit keeps the controller's indexes right when the tree splits a node: the head inherits the tail's
+// locks, so it is recorded among the step's locked nodes as often, and released with them; and a head that
+// points into L2 is indexed under its object.
+func (c *controller) noteSplit(head, tail *treeNode) {
+	for i := 0; i < tail.lockRefs; i++ {
+		c.work.locked = append(c.work.locked, head)
+	}
+	if head.l2 != 0 {
+		c.objectNodes[head.l2] = append(c.objectNodes[head.l2], head)
+	}
+}
+
+// dropEvicted forgets the L2 objects the allocator just evicted; nodes left with no KV anywhere are pruned.
+func (c *controller) dropEvicted() {
+	for _, obj := range c.alloc.Evicted() {
+		c.counters.L2Evictions++
+		for _, n := range c.objectNodes[obj] {
+			n.l2, n.l2Offset = 0, 0
+			c.pruneHollow(n)
+		}
+		delete(c.objectNodes, obj)
+	}
+}
+
+// pruneHollow removes a node that holds no KV and has no children, then its parents while the same holds.
+func (c *controller) pruneHollow(n *treeNode) {
+	for n != c.tree.root && n.l2 == 0 && !n.inL1() && len(n.children) == 0 && n.lockRefs == 0 {
+		parent := n.parent
+		c.tree.remove(n)
+		n = parent
+	}
+}
+
+// takeDevicePages returns n device pages, evicting from L1 if needed, or nil when that is impossible.
+func (c *controller) takeDevicePages(n int) []int32 {
+	if n > c.dev.capacity() {
+		return nil
+	}
+	for c.dev.available() < n {
+		if !c.evictL1(n - c.dev.available()) {
+			return nil
+		}
+	}
+	return c.dev.take(n)
+}
+
+// evictL1 frees device pages from the least recently used evictable nodes (ties by node id). It reports false
+// when no node could be evicted.
+func (c *controller) evictL1(needPages int) bool {
+	var candidates []*treeNode
+	c.tree.forEach(func(n *treeNode) {
+		if c.evictableFromL1(n) {
+			candidates = append(candidates, n)
+		}
+	})
+	slices.SortFunc(candidates, func(a, b *treeNode) int {
+		if older(a, b) {
+			return -1
+		}
+		return 1
+	})
+	progress := false
+	freed := 0
+	for _, n := range candidates {
+		if freed >= needPages {
+			break
+		}
+		pages := len(n.devicePages)
+		if c.evictNode(n) {
+			freed += pages
+			progress = true
+		}
+	}
+	return progress
+}
+
+// evictableFromL1: on the device, unused this step, no copy touching it, and no child on the device (a prefix
+// leaves L1 after its extensions).
+func (c *controller) evictableFromL1(n *treeNode) bool {
+	if !n.inL1() || n.lockRefs > 0 || c.dev.anyPinned(n.devicePages) {
+		return false
+	}
+	for _, child := range n.children {
+		if child.inL1() {
+			return false
+		}
+	}
+	return true
+}
+
+// evictNode drops a node's device pages. A node backed up in L2 stays as an L2-only node; one that is not is
+// deleted, except under write_back, where it is backed up first and leaves L1 when the backup commits.
+func (c *controller) evictNode(n *treeNode) bool {
+	if n.l2 == 0 && c.cfg.Policy == WriteBack {
+		if op := c.backup(n); op != nil {
+			op.evictAfterCommit = true
+			return false
+		}
+	}
+	c.dev.give(n.devicePages)
+	n.devicePages = nil
+	c.counters.L1Evictions++
+	c.pruneHollow(n)
+	return true
+}
+
+// writingCheck is the per-step commit: MIN of the write frontiers over the CP group; every backup with
+// seq <= MIN is complete on every rank, so it is committed everywhere at this same step.
+func (c *controller) writingCheck() (uint64, error) {
+	// The copy worker's goroutine can sit queued behind this one, which is locked to its OS thread for MPI and
+	// may not block for a whole step; yielding once per step lets it run, as a GPU's copy engine would during
+	// the forward pass.
+	runtime.Gosched()
+	committedUpTo, err := c.cons.minFrontier(WritingCheck, c.writes.advance())
+	if err != nil {
+		return 0, err
+	}
+	for _, op := range c.writes.retire(committedUpTo) {
+		if err := opErr(op); err != nil {
+			return 0, fmt.Errorf("%w: backup %d: %v", errCopy, op.seq, err)
+		}
+		if err := c.alloc.MarkObjectCommitted(op.obj); err != nil {
+			return 0, fmt.Errorf("commit of L2 object %d: %w", op.obj, err)
+		}
+		c.dev.unpin(op.devicePages)
+		c.counters.BackupCommitted++
+		if op.evictAfterCommit && c.evictableFromL1(op.node) {
+			c.evictNode(op.node)
+		}
+	}
+	return committedUpTo, nil
+}
+
+// loadingCheck waits until every rank of the CP group has finished every load-back issued so far, then
+// verifies them. Every rank leaves the loop at the same iteration, because each iteration's MIN is the same
+// number everywhere.
+func (c *controller) loadingCheck() error {
+	if c.loads.idle() {
+		return nil
+	}
+	target := c.loads.lastSeq
+	for {
+		reached, err := c.cons.minFrontier(LoadingCheck, c.loads.advance())
+		if err != nil {
+			return err
+		}
+		if reached >= target {
+			break
+		}
+		time.Sleep(drainPollInterval)
+	}
+	for _, op := range c.loads.retire(target) {
+		if err := opErr(op); err != nil {
+			return fmt.Errorf("%w: load-back %d: %v", errCopy, op.seq, err)
+		}
+		if err := c.verifyLoad(op); err != nil {
+			return err
+		}
+		c.dev.unpin(op.devicePages)
+		if err := c.alloc.Unprotect(op.obj); err != nil {
+			return fmt.Errorf("unprotect L2 object %d: %w", op.obj, err)
+		}
+	}
+	return nil
+}
+
+// endStep releases the nodes the step's requests used.
+func (c *controller) endStep() {
+	work := &c.work
+	for _, n := range work.locked {
+		n.lockRefs--
+	}
+	work.locked = work.locked[:0]
+	work.loads = work.loads[:0]
+}
+
+// flush drains every in-flight copy, meets the rest of the CP group at a barrier, and resets tree, queues and
+// allocator to their fresh state. Afterwards the digest is the fresh digest on every rank.
+func (c *controller) flush() error {
+	for {
+		committedUpTo, err := c.writingCheck()
+		if err != nil {
+			return err
+		}
+		if committedUpTo >= c.writes.lastSeq {
+			break
+		}
+		time.Sleep(drainPollInterval)
+	}
+	if err := c.cons.barrier(); err != nil {
+		return err
+	}
+	c.tree.reset()
+	c.dev.reset()
+	c.alloc.Reset()
+	clear(c.objectNodes)
+	c.writes.ops, c.loads.ops = c.writes.ops[:0], c.loads.ops[:0]
+	c.counters.Flushes++
+	if c.alloc.Digest() != c.alloc.FreshDigest() || c.alloc.FreeSlots() != c.geometry().Slots {
+		return fmt.Errorf("flush left the allocator unlike a fresh one: digest %016x (fresh %016x), %d of %d slots free",
+			c.alloc.Digest(), c.alloc.FreshDigest(), c.alloc.FreeSlots(), c.geometry().Slots)
+	}
+	return nil
+}
+
+// DivergenceError is a failed placement assert: the ranks of a CP group hold different allocator digests.
+type DivergenceError struct {
+	Step    int64
+	Group   int
+	Digests []uint64 // by CP rank
+}
+
+func (e *DivergenceError) Error() string {
+	byDigest := map[uint64][]int{}
+	var order []uint64
+	for r, d := range e.Digests {
+		if _, seen := byDigest[d]; !seen {
+			order = append(order, d)
+		}
+		byDigest[d] = append(byDigest[d], r)
+	}
+	var parts []string
+	for _, d := range order {
+		parts = append(parts, fmt.Sprintf("digest %016x on CP ranks %v", d, byDigest[d]))
+	}
+	return fmt.Sprintf("placement divergence in CP group %d at step %d: %s", e.Group, e.Step, strings.Join(parts, "; "))
+}
+
+// placementAssert compares the allocator digest over the CP group and returns a *DivergenceError when ranks
+// disagree.
+func (c *controller) placementAssert(step int64) error {
+	c.counters.PlacementChecks++
+	digest := c.alloc.Digest()
+	agree, err := c.cons.digestsAgree(digest)
+	if err != nil || agree {
+		return err
+	}
+	c.counters.Divergences++
+	all, err := c.cons.gatherDigests(digest)
+	if err != nil {
+		return err
+	}
+	return &DivergenceError{Step: step, Group: c.cons.group, Digests: all}
+}
+
+// checkStepInvariants verifies, between steps, that no node is still locked, that exactly the pages of copies
+// in flight are pinned, and that every device page is either free or owned by exactly one node.
+func (c *controller) checkStepInvariants() error {
+	owners := make([]int, c.dev.capacity())
+	var err error
+	c.tree.forEach(func(n *treeNode) {
+		if n.lockRefs != 0 && err == nil {
+			err = fmt.Errorf("node %d still has %d locks between steps", n.id, n.lockRefs)
+		}
+		for _, p := range n.devicePages {
+			owners[p]++
+		}
+	})
+	if err != nil {
+		return err
+	}
+	pins := make([]int32, c.dev.capacity())
+	for _, op := range c.writes.ops {
+		for _, p := range op.devicePages {
+			pins[p]++
+		}
+	}
+	for _, p := range c.dev.free {
+		owners[p]++
+	}
+	for p := range owners {
+		if owners[p] != 1 {
+			return fmt.Errorf("device page %d has %d owners (nodes and the free list)", p, owners[p])
+		}
+		if pins[p] != c.dev.pins[p] {
+			return fmt.Errorf("device page %d has %d pins, but %d backups in flight use it", p, c.dev.pins[p], pins[p])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package hicache
+
+import "fmt"
+
+// devicePool hands out this rank's device KV pages (L1). Every rank of a CP group makes the same calls, so the
+// pages' indexes agree too, although nothing depends on that: the device buffer is private to each rank.
+//
+// A page is pinned while a copy reads or writes it; a pinned page's node cannot be evicted from L1.
+type devicePool struct {
+	free []int32 // a stack: the lowest page index is handed out first after a reset
+	pins []int32 // per page
+}
+
+func newDevicePool(pages int) *devicePool {
+	d := &devicePool{free: make([]int32, 0, pages), pins: make([]int32, pages)}
+	d.reset()
+	return d
+}
+
+func (d *devicePool) reset() {
+	d.free = d.free[:0]
+	for p := int32(len(d.pins)) - 1; p >= 0; p-- {
+		d.free = append(d.free, p)
+	}
+	clear(d.pins)
+}
+
+func (d *devicePool) capacity() int  { return len(d.pins) }
+func (d *devicePool) available() int { return len(d.free) }
+
+// take pops n pages, or returns nil when fewer are free.
+func (d *devicePool) take(n int) []int32 {
+	if n > len(d.free) {
+		return nil
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = d.free[len(d.free)-1]
+		d.free = d.free[:len(d.free)-1]
+	}
+	return out
+}
+
+// give returns pages to the pool; they must be unpinned.
+func (d *devicePool) give(pages []int32) {
+	for _, p := range pages {
+		if d.pins[p] != 0 {
+			panic(fmt.Sprintf("devicepool: freeing page %d with %d pins", p, d.pins[p]))
+		}
+		d.free = append(d.free, p)
+	}
+}
+
+func (d *devicePool) pin(pages []int32) {
+	for _, p := range pages {
+		d.pins[p]++
+	}
+}
+
+func (d *devicePool) unpin(pages []int32) {
+	for _, p := range pages {
+		if d.pins[p] == 0 {
+			panic(fmt.Sprintf("devicepool: unpinning page %d that is not pinned", p))
+		}
+		d.pins[p]--
+	}
+}
+
+func (d *devicePool) anyPinned(pages []int32) bool {
+	for _, p := range pages {
+		if d.pins[p] != 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,220 @@
+package hicache
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/cphicache/cphicache/mpi"
+)
+
+// Report is the run's result aggregated over every rank; world rank 0 prints it and writes it as JSON.
+type Report struct {
+	Ranks     int    `json:"ranks"`
+	CP        int    `json:"cp"`
+	DP        int    `json:"dp"`
+	Steps     int64  `json:"steps"`
+	Requests  int64  `json:"requests"`
+	Layout    string `json:"layout"`
+	Policy    string `json:"write_policy"`
+	Transport string `json:"collective"`
+	Placement struct {
+		Checks      int64 `json:"checks"`
+		Divergences int64 `json:"divergences"`
+	} `json:"placement"`
+	Verify struct {
+		PagesChecked int64 `json:"pages_checked"`
+		Mismatches   int64 `json:"mismatches"`
+	} `json:"verify"`
+	Hits struct {
+		L1Tokens   int64 `json:"l1_tokens"`
+		L2Tokens   int64 `json:"l2_tokens"`
+		MissTokens int64 `json:"miss_tokens"`
+	} `json:"hits"`
+	Backup struct {
+		Reserved      int64 `json:"reserved"`
+		Committed     int64 `json:"committed"`
+		ReserveMisses int64 `json:"reserve_misses"`
+		L2Evictions   int64 `json:"l2_evictions"`
+	} `json:"backup"`
+	L1 struct {
+		Evictions     int64 `json:"evictions"`
+		LoadBacks     int64 `json:"load_backs"`
+		UncachedPages int64 `json:"uncached_pages"`
+	} `json:"l1"`
+	Bytes struct {
+		D2H int64 `json:"d2h"`
+		H2D int64 `json:"h2d"`
+	} `json:"bytes"`
+	Flushes        int64   `json:"flushes"`
+	WallSeconds    float64 `json:"wall_seconds"`
+	WritingCheckUs struct {
+		P50 float64 `json:"p50"`
+		P99 float64 `json:"p99"`
+	} `json:"writing_check_us"`
+	Groups []GroupReport `json:"groups"`
+}
+
+// GroupReport is one CP group: its members' hosts and the collectives it ran, with their communicator sizes.
+type GroupReport struct {
+	Group       int                        `json:"group"`
+	Size        int                        `json:"size"`
+	Hosts       []string                   `json:"hosts"`
+	Collectives map[string]CollectiveStats `json:"collectives"`
+}
+
+// MarshalJSON names CollectiveStats' fields in the report's style.
+func (s CollectiveStats) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"count": s.Count, "skipped": s.Skipped, "comm_size": s.CommSizeMax, "comm_size_min": s.CommSizeMin})
+}
+
+// replicatedCounters are the same on every rank of a CP group: summed over CP-rank 0 of each group only.
+func replicatedCounters(c *Counters) []*int64 {
+	return []*int64{&c.Requests, &c.L1HitTokens, &c.L2HitTokens, &c.MissTokens, &c.BackupReserved, &c.BackupCommitted,
+		&c.ReserveMisses, &c.L2Evictions, &c.L1Evictions, &c.LoadBacks, &c.Uncached, &c.Flushes, &c.PlacementChecks, &c.Divergences}
+}
+
+// perRankCounters differ by rank: summed over every rank.
+func perRankCounters(c *Counters) []*int64 {
+	return []*int64{&c.BytesD2H, &c.BytesH2D, &c.PagesChecked, &c.Mismatches, &c.CopyErrs}
+}
+
+// report aggregates over World (a collective every rank calls).
+func (rs *runState) report() (*Report, error) {
+	t := rs.job.Topo
+	c := rs.ctrl.counters
+	sums := make([]int64, 0, 24)
+	for _, p := range replicatedCounters(&c) {
+		v := *p
+		if t.CPRank != 0 {
+			v = 0
+		}
+		sums = append(sums, v)
+	}
+	for _, p := range perRankCounters(&c) {
+		sums = append(sums, *p)
+	}
+	steps := rs.steps
+	if t.CPRank != 0 {
+		steps = 0
+	}
+	sums = append(sums, steps)
+	if err := t.World.AllreduceInt64(sums, sums, mpi.Sum); err != nil {
+		return nil, err
+	}
+	i := 0
+	for _, p := range replicatedCounters(&c) {
+		*p, i = sums[i], i+1
+	}
+	for _, p := range perRankCounters(&c) {
+		*p, i = sums[i], i+1
+	}
+	steps = sums[i]
+	timing := []int64{time.Since(rs.start).Microseconds(), percentileNs(rs.cons.writingCheckUs, 0.50), percentileNs(rs.cons.writingCheckUs, 0.99)}
+	if err := t.World.AllreduceInt64(timing, timing, mpi.Max); err != nil {
+		return nil, err
+	}
+	groups, err := rs.gatherGroups()
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Ranks: t.World.Size(), CP: t.CPSize, DP: t.DPSize, Steps: steps, Requests: c.Requests,
+		Layout: rs.opts.Layout.String(), Policy: rs.opts.Policy.String(), Transport: rs.cons.frontier.Name(), Groups: groups}
+	r.fill(&c)
+	r.WallSeconds = float64(timing[0]) / 1e6
+	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = float64(timing[1])/1e3, float64(timing[2])/1e3
+	return r, nil
+}
+
+func (r *Report) fill(c *Counters) {
+	r.Placement.Checks, r.Placement.Divergences = c.PlacementChecks, c.Divergences
+	r.Verify.PagesChecked, r.Verify.Mismatches = c.PagesChecked, c.Mismatches
+	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = c.L1HitTokens, c.L2HitTokens, c.MissTokens
+	r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions = c.BackupReserved, c.BackupCommitted, c.ReserveMisses, c.L2Evictions
+	r.L1.Evictions, r.L1.LoadBacks, r.L1.UncachedPages = c.L1Evictions, c.LoadBacks, c.Uncached
+	r.Bytes.D2H, r.Bytes.H2D = c.BytesD2H, c.BytesH2D
+	r.Flushes = c.Flushes
+}
+
+// percentileNs is the q-quantile of samples (microseconds), in nanoseconds so it travels as an integer.
+func percentileNs(samplesUs []float64, q float64) int64 {
+	if len(samplesUs) == 0 {
+		return 0
+	}
+	s := slices.Clone(samplesUs)
+	slices.Sort(s)
+	idx := int(math.Ceil(q*float64(len(s)))) - 1
+	return int64(s[max(0, idx)] * 1e3)
+}
+
+// gatherGroups collects, over World, each CP group's hosts and per-kind collective stats.
+func (rs *runState) gatherGroups() ([]GroupReport, error) {
+	t := rs.job.Topo
+	rows, err := t.Gather()
+	if err != nil {
+		return nil, err
+	}
+	mine := make([]int64, 0, 4*int(collectiveKinds))
+	for _, s := range rs.cons.stats {
+		mine = append(mine, s.Count, s.Skipped, int64(s.CommSizeMin), int64(s.CommSizeMax))
+	}
+	all := make([]int64, len(mine)*t.World.Size())
+	if err := t.World.AllgatherInt64(mine, all); err != nil {
+		return nil, err
+	}
+	groups := make([]GroupReport, t.DPSize)
+	for g := range groups {
+		groups[g] = GroupReport{Group: g, Size: t.CPSize, Collectives: map[string]CollectiveStats{}}
+	}
+	for r, row := range rows {
+		gr := &groups[row.CPGroup]
+		gr.Hosts = append(gr.Hosts, row.Host)
+		if row.CPRank != 0 {
+			continue
+		}
+		for k := CollectiveKind(0); k < collectiveKinds; k++ {
+			v := all[r*len(mine)+4*int(k):]
+			gr.Collectives[k.String()] = CollectiveStats{Count: v[0], Skipped: v[1], CommSizeMin: int(v[2]), CommSizeMax: int(v[3])}
+		}
+	}
+	return groups, nil
+}
+
+// WriteJSON writes the report to path.
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// WriteSummary prints the human summary a new user reads first.
+func (r *Report) WriteSummary(w io.Writer) {
+	pct := func(part, whole int64) float64 {
+		if whole == 0 {
+			return 0
+		}
+		return 100 * float64(part) / float64(whole)
+	}
+	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.MissTokens
+	fmt.Fprintf(w, "# cphicache run: %d ranks, cp %d, dp %d, layout %s, %s, writing_check over %s\n", r.Ranks, r.CP, r.DP, r.Layout, r.Policy, r.Transport)
+	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
+	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%), computed %d (%.1f%%)\n",
+		r.Hits.L1Tokens, pct(r.Hits.L1Tokens, tokens), r.Hits.L2Tokens, pct(r.Hits.L2Tokens, tokens), r.Hits.MissTokens, pct(r.Hits.MissTokens, tokens))
+	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions; %d L1 evictions, %d load-backs\n",
+		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.L1.Evictions, r.L1.LoadBacks)
+	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %d flushes\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), r.Flushes)
+	fmt.Fprintf(w, "  writing_check latency: p50 %.1f us, p99 %.1f us (slowest rank)\n", r.WritingCheckUs.P50, r.WritingCheckUs.P99)
+	fmt.Fprintf(w, "  placement: %d checks, %d divergences; verify: %d pages checked, %d mismatches\n",
+		r.Placement.Checks, r.Placement.Divergences, r.Verify.PagesChecked, r.Verify.Mismatches)
+	verdict := "OK"
+	if r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "  result: %s\n", verdict)
+}

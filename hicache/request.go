@@ -1,0 +1,212 @@
+package hicache
+
+import (
+	"fmt"
+
+	"github.com/cphicache/cphicache/pool"
+)
+
+// stepWork is what the requests of one step leave for the end of the step: nodes to unlock and load-backs to
+// verify once the loading_check has passed.
+type stepWork struct {
+	locked []*treeNode
+	loads  []*copyOp
+}
+
+// serve runs one request through the cache: match its prefix, load L2 hits back, compute and insert the rest,
+// and back up new KV by the write policy. Load-backs complete later in the step (loading_check).
+func (c *controller) serve(req *Request) error {
+	work := &c.work
+	c.clock++
+	c.counters.Requests++
+	p := c.geometry().PageTokens
+	tokens := req.InputIDs[:len(req.InputIDs)/p*p] // only whole pages are cached
+	c.counters.MissTokens += int64(len(req.InputIDs) - len(tokens))
+
+	path := c.tree.walk(tokens, nil)
+	for _, n := range path {
+		n.lockRefs++
+		work.locked = append(work.locked, n)
+	}
+	hitTokens, usable := 0, 0
+	for _, n := range path {
+		if !c.hitNode(n, work) {
+			break
+		}
+		hitTokens += len(n.tokens)
+		usable++
+	}
+	// The prefix is usable up to the first node without usable KV; the rest is recomputed.
+	return c.computeRest(tokens, path, usable, hitTokens)
+}
+
+// hitNode serves one node of the matched path from L1 or, by a load-back, from L2. It reports false when the
+// node holds no usable KV (hollow, or L1 could not take the load-back).
+func (c *controller) hitNode(n *treeNode, work *stepWork) bool { // work is &c.work
+	n.lastAccess = c.clock
+	n.hits++
+	if n.inL1() {
+		c.counters.L1HitTokens += int64(len(n.tokens))
+		c.touchL2(n)
+		c.maybeSelectiveBackup(n)
+		return true
+	}
+	if n.l2 == 0 || !c.committed(n.l2) {
+		return false
+	}
+	pages := c.takeDevicePages(n.pages(c.geometry().PageTokens))
+	if pages == nil {
+		return false
+	}
+	op, err := c.loadBack(n, pages)
+	if err != nil {
+		c.dev.give(pages)
+		return false
+	}
+	n.devicePages = pages
+	work.loads = append(work.loads, op)
+	c.counters.L2HitTokens += int64(len(n.tokens))
+	c.counters.LoadBacks++
+	c.touchL2(n)
+	return true
+}
+
+func (c *controller) committed(obj pool.ObjectID) bool {
+	info, ok := c.alloc.Lookup(obj)
+	return ok && info.Committed
+}
+
+func (c *controller) touchL2(n *treeNode) {
+	if n.l2 != 0 {
+		if err := c.alloc.Touch(n.l2, c.clock); err != nil {
+			panic(fmt.Sprintf("hicache: touch of live L2 object %d: %v", n.l2, err))
+		}
+	}
+}
+
+// loadBack starts copying a node's pages from L2 into freshly taken device pages. The object is protected
+// from eviction until the load is verified.
+func (c *controller) loadBack(n *treeNode, pages []int32) (*copyOp, error) {
+	spans, err := c.spansFor(n.l2, n.l2Offset, pages)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.alloc.Protect(n.l2); err != nil {
+		return nil, err
+	}
+	c.nextSeq++
+	op := &copyOp{seq: c.nextSeq, obj: n.l2, node: n, tokens: n.tokens, startPos: n.startPos, devicePages: pages, spans: spans}
+	c.dev.pin(pages)
+	c.loads.push(op)
+	c.submit(op, false)
+	c.counters.BytesH2D += int64(len(pages)) * c.pageBytesPerRank()
+	return op, nil
+}
+
+func (c *controller) pageBytesPerRank() int64 {
+	g := c.geometry()
+	return c.partBytes * int64(g.Layers) * int64(g.PayloadsPerLayer)
+}
+
+// computeRest "runs the model" over the tokens after the usable prefix: it writes their KV into device pages
+// and records them in the tree, filling the hollow nodes of the rest of the path and adding one leaf for the
+// tokens past the path.
+func (c *controller) computeRest(tokens []int32, path []*treeNode, usable, hitTokens int) error {
+	c.counters.MissTokens += int64(len(tokens) - hitTokens)
+	parent, pos := c.tree.root, 0
+	for i, n := range path {
+		if i >= usable && !n.inL1() && !c.fill(n) {
+			c.counters.Uncached += int64(n.pages(c.geometry().PageTokens))
+		}
+		parent, pos = n, pos+len(n.tokens)
+	}
+	if pos == len(tokens) {
+		return nil
+	}
+	leafPages := (len(tokens) - pos) / c.geometry().PageTokens
+	pages := c.takeDevicePages(leafPages)
+	if pages == nil {
+		c.counters.Uncached += int64(leafPages)
+		return nil
+	}
+	leaf := c.tree.newNode(parent, tokens[pos:len(tokens):len(tokens)], pos)
+	leaf.lastAccess = c.clock
+	leaf.hits = 1
+	leaf.devicePages = pages
+	if err := c.writeContent(leaf); err != nil {
+		return err
+	}
+	if c.cfg.Policy == WriteThrough {
+		c.backup(leaf)
+	}
+	return nil
+}
+
+// fill gives a hollow node recomputed KV. It reports false when L1 has no room.
+func (c *controller) fill(n *treeNode) bool {
+	pages := c.takeDevicePages(n.pages(c.geometry().PageTokens))
+	if pages == nil {
+		return false
+	}
+	n.devicePages = pages
+	if err := c.writeContent(n); err != nil {
+		panic(err)
+	}
+	if c.cfg.Policy == WriteThrough && n.l2 == 0 {
+		c.backup(n)
+	}
+	return true
+}
+
+func (c *controller) maybeSelectiveBackup(n *treeNode) {
+	if c.cfg.Policy == WriteThroughSelective && n.hits >= 2 && n.l2 == 0 && !c.dev.anyPinned(n.devicePages) {
+		c.backup(n)
+	}
+}
+
+// writeContent writes the node's KV, as the model would have computed it, into its device pages.
+func (c *controller) writeContent(n *treeNode) error {
+	g := c.geometry()
+	for i, page := range n.devicePages {
+		toks := n.tokens[i*g.PageTokens : (i+1)*g.PageTokens]
+		firstPos := n.startPos + i*g.PageTokens
+		for layer := 0; layer < g.Layers; layer++ {
+			for payload := 0; payload < g.PayloadsPerLayer; payload++ {
+				fillPart(c.partBuf, toks, firstPos, g.TokenBytes, c.contentKey(layer, payload))
+				if err := c.engine.WriteDevice(c.deviceOffset(page, layer, payload), c.partBuf); err != nil {
+					return fmt.Errorf("write KV of page %d: %w", page, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (c *controller) contentKey(layer, payload int) contentKey {
+	return contentKey{seed: c.cfg.Seed, rank: c.cpRank, layer: layer, payload: payload}
+}
+
+// verifyLoad checks every part of a finished load-back against the content function and counts mismatches.
+func (c *controller) verifyLoad(op *copyOp) error {
+	g := c.geometry()
+	for i, page := range op.devicePages {
+		toks := op.tokens[i*g.PageTokens : (i+1)*g.PageTokens]
+		firstPos := op.startPos + i*g.PageTokens
+		bad := false
+		for layer := 0; layer < g.Layers; layer++ {
+			for payload := 0; payload < g.PayloadsPerLayer; payload++ {
+				if err := c.engine.ReadDevice(c.deviceOffset(page, layer, payload), c.partBuf); err != nil {
+					return err
+				}
+				if !partMatches(c.partBuf, c.scratchBuf, toks, firstPos, g.TokenBytes, c.contentKey(layer, payload)) {
+					bad = true
+				}
+			}
+		}
+		c.counters.PagesChecked++
+		if bad {
+			c.counters.Mismatches++
+		}
+	}
+	return nil
+}

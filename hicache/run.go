@@ -1,0 +1,411 @@
+package hicache
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cphicache/cphicache/kernels"
+	"github.com/cphicache/cphicache/mpi"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// Injection names a rank and a step for fault injection (--inject-divergence RANK@STEP and friends).
+type Injection struct {
+	Rank int
+	Step int64
+	Set  bool
+}
+
+// ParseInjection reads RANK@STEP; flag names the flag for errors.
+func ParseInjection(flag, s string) (Injection, error) {
+	if s == "" {
+		return Injection{}, nil
+	}
+	rank, step, ok := strings.Cut(s, "@")
+	r, err1 := strconv.Atoi(rank)
+	st, err2 := strconv.ParseInt(step, 10, 64)
+	if !ok || err1 != nil || err2 != nil || r < 0 || st < 1 {
+		return Injection{}, &ConfigError{flag, fmt.Sprintf("%q is not RANK@STEP (a world rank >= 0 and a step >= 1)", s)}
+	}
+	return Injection{Rank: r, Step: st, Set: true}, nil
+}
+
+func (inj Injection) hits(worldRank int, step int64) bool {
+	return inj.Set && inj.Rank == worldRank && inj.Step == step
+}
+
+// Options is everything `cphicache run` takes.
+type Options struct {
+	Layers, PayloadsPerLayer, PageTokens, TokenBytes int
+	DevicePages                                      int
+	L2Slots                                          int
+	SlabBytesMax                                     int64
+	Layout                                           pool.Layout
+	Policy                                           WritePolicy
+	BatchRequests                                    int
+	PlacementAssertEvery                             int64
+	FlushEvery                                       int64
+	Seed                                             uint64
+	TracePath                                        string
+	VocabSize                                        int
+	Synthetic                                        SyntheticConfig
+	ReportPath                                       string
+	Collective                                       string
+	WatchdogTimeout                                  time.Duration
+	InjectDivergence                                 Injection
+	JobID                                            string
+	Quiet                                            bool
+
+	checkInvariants bool // tests: check the controller's invariants after every step
+}
+
+// Validate checks the options that need no MPI, so that bad input fails before any shared state exists.
+func (o *Options) Validate() error {
+	positive := []struct {
+		flag  string
+		value int
+	}{
+		{"layers", o.Layers}, {"payloads", o.PayloadsPerLayer}, {"page-tokens", o.PageTokens},
+		{"token-bytes", o.TokenBytes}, {"device-pages", o.DevicePages}, {"l2-slots", o.L2Slots},
+		{"batch-requests", o.BatchRequests}, {"vocab-size", o.VocabSize},
+	}
+	for _, p := range positive {
+		if p.value < 1 {
+			return &ConfigError{p.flag, fmt.Sprintf("%d must be 1 or more", p.value)}
+		}
+	}
+	if o.PayloadsPerLayer > 2 {
+		return &ConfigError{"payloads", fmt.Sprintf("%d: use 2 for K and V, or 1 for an MLA latent", o.PayloadsPerLayer)}
+	}
+	if o.TokenBytes%8 != 0 {
+		return &ConfigError{"token-bytes", fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
+	}
+	if o.PlacementAssertEvery < 0 || o.FlushEvery < 0 {
+		return &ConfigError{"placement-assert-every", "intervals must be 0 (off) or more"}
+	}
+	if o.Collective != "mpi" && o.Collective != "nccl" {
+		return &ConfigError{"collective", fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
+	}
+	if o.Collective == "nccl" {
+		return &ConfigError{"collective", "nccl needs the GPU build (make gpu: bin/cphicache-gpu); this binary is the CPU build, use --collective mpi"}
+	}
+	return nil
+}
+
+func (o *Options) geometry(cp int) pool.Geometry {
+	return pool.Geometry{
+		CPSize: cp, Layers: o.Layers, PayloadsPerLayer: o.PayloadsPerLayer, PageTokens: o.PageTokens,
+		TokenBytes: o.TokenBytes, Slots: o.L2Slots, SlabBytesMax: o.SlabBytesMax, Layout: o.Layout,
+	}
+}
+
+// runState is one rank's run.
+type runState struct {
+	job   *Job
+	opts  *Options
+	slab  *SharedSlab
+	eng   *kernels.HostEngine
+	cons  *consensus
+	ctrl  *controller
+	steps int64
+	start time.Time
+}
+
+// Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
+// step, and report. Every rank calls it; world rank 0 prints.
+func Run(job *Job, opts *Options) (*Report, error) {
+	rs := &runState{job: job, opts: opts, start: time.Now()}
+	worldRankForMessagesValue.Store(int64(job.Topo.WorldRank))
+	events, err := rs.loadWorkload()
+	if err != nil {
+		return nil, err
+	}
+	if err := rs.setUp(); err != nil {
+		return nil, err
+	}
+	defer rs.tearDown()
+	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
+	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
+	replayErr := rs.replay(events)
+	if err := agreeAcrossGroups(job.Topo.World, replayErr); err != nil {
+		return nil, err
+	}
+	return rs.report()
+}
+
+// loadWorkload has CP-rank 0 of each group read (or generate) its replica's share; the others get events by
+// broadcast during the replay. A bad trace fails on every rank, before anything is created.
+func (rs *runState) loadWorkload() ([]Event, error) {
+	t := rs.job.Topo
+	var events []Event
+	var loadErr error
+	if t.CPRank == 0 {
+		if rs.opts.TracePath != "" {
+			events, loadErr = ReadTraceFile(rs.opts.TracePath, rs.opts.VocabSize)
+		} else {
+			events, loadErr = GenerateSynthetic(rs.opts.Synthetic)
+		}
+		if loadErr == nil {
+			events = ShardForReplica(events, t.DPSize, t.CPGroup)
+		}
+	}
+	if err := agreeOnError(t.World, loadErr); err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// WorkloadError is a bad workload (trace file); every reading rank finds the same one.
+type WorkloadError struct{ Err error }
+
+func (e *WorkloadError) Error() string { return e.Err.Error() }
+func (e *WorkloadError) Unwrap() error { return e.Err }
+
+// agreeOnError makes a local error everyone's: if any rank failed, every rank returns an error. The failing
+// rank returns its own; the others a uniform one that says which rank to look at.
+func agreeOnError(world *mpi.Comm, local error) error {
+	flag := []int64{0}
+	if local != nil {
+		flag[0] = 1
+	}
+	if err := world.AllreduceInt64(flag, flag, mpi.Max); err != nil {
+		return errors.Join(local, err)
+	}
+	if local != nil {
+		return &WorkloadError{local}
+	}
+	if flag[0] != 0 {
+		return &WorkloadError{errors.New("another rank failed at start-up (its message names the cause)")}
+	}
+	return nil
+}
+
+// PeerFailedError is what a rank returns when another rank's failure ended the run; that rank reports the cause.
+type PeerFailedError struct{}
+
+func (PeerFailedError) Error() string { return "another rank failed; its message names the cause" }
+
+func agreeAcrossGroups(world *mpi.Comm, local error) error {
+	flag := []int64{0}
+	if local != nil {
+		flag[0] = 1
+	}
+	if err := world.AllreduceInt64(flag, flag, mpi.Max); err != nil {
+		return errors.Join(local, err)
+	}
+	if local != nil {
+		return local
+	}
+	if flag[0] != 0 {
+		return PeerFailedError{}
+	}
+	return nil
+}
+
+func (rs *runState) setUp() error {
+	t := rs.job.Topo
+	g := rs.opts.geometry(t.CPSize)
+	if err := g.Validate(); err != nil {
+		return &ConfigError{"l2-slots", err.Error()}
+	}
+	if err := agreeOnError(t.World, CheckShmFits(g, t.NodeSize/t.CPSize)); err != nil {
+		return err
+	}
+	slab, err := OpenSharedSlab(t.CP, g, rs.opts.JobID, t.CPGroup)
+	if err != nil {
+		return err
+	}
+	rs.slab = slab
+	cfg := CacheConfig{Geometry: g, DevicePages: rs.opts.DevicePages, Policy: rs.opts.Policy, Seed: rs.opts.Seed}
+	if rs.eng, err = kernels.NewHostEngine(cfg.DeviceBytes(), slab.Slabs, 1); err != nil {
+		return err
+	}
+	watchdog := NewWatchdog(rs.opts.WatchdogTimeout, func() { rs.slab.Close() })
+	rs.cons = newConsensus(t.CP, t.CPGroup, nil, watchdog, 1<<16)
+	rs.ctrl, err = newController(cfg, t.CPRank, rs.eng, rs.cons)
+	return err
+}
+
+func (rs *runState) tearDown() {
+	if rs.ctrl != nil {
+		rs.ctrl.close()
+	}
+	if rs.cons != nil {
+		rs.cons.watchdog.Stop()
+	}
+	if rs.slab != nil {
+		rs.slab.Close()
+	}
+}
+
+// nextStep is the replicated event stream: CP-rank 0 sends each step's events to its group. A step is up to
+// --batch-requests requests, or one flush. An empty step ends the stream.
+func (rs *runState) nextStep(events *[]Event) ([]Event, error) {
+	cp := rs.job.Topo.CP
+	var payload []byte
+	if cp.Rank() == 0 {
+		batch := takeBatch(events, rs.opts.BatchRequests)
+		payload = EncodeEvents(batch)
+		if len(batch) == 0 {
+			payload = nil
+		}
+	}
+	var header [8]byte
+	binary.LittleEndian.PutUint64(header[:], uint64(len(payload)))
+	if err := cp.BcastBytes(header[:], 0); err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint64(header[:])
+	if n == 0 {
+		return nil, nil
+	}
+	if cp.Rank() != 0 {
+		payload = make([]byte, n)
+	}
+	if err := cp.BcastBytes(payload, 0); err != nil {
+		return nil, err
+	}
+	return DecodeEvents(payload)
+}
+
+// takeBatch pops the next step's events: a flush alone, or up to max requests stopping before a flush.
+func takeBatch(events *[]Event, max int) []Event {
+	ev := *events
+	if len(ev) == 0 {
+		return nil
+	}
+	if ev[0].Flush {
+		*events = ev[1:]
+		return ev[:1]
+	}
+	n := 0
+	for n < len(ev) && n < max && !ev[n].Flush {
+		n++
+	}
+	*events = ev[n:]
+	return ev[:n]
+}
+
+// replay runs the step loop. Every rank of the group runs the same steps and enters the same collectives in the
+// same order: nothing below returns early on local state before a collective.
+func (rs *runState) replay(events []Event) error {
+	progress := newProgress(rs.job.Topo.WorldRank == 0 && !rs.opts.Quiet, int64(len(events)))
+	for {
+		batch, err := rs.nextStep(&events)
+		if err != nil {
+			return err
+		}
+		if batch == nil {
+			break
+		}
+		rs.steps++
+		if err := rs.runStep(rs.steps, batch); err != nil {
+			return err
+		}
+		progress.update(rs.steps, rs.ctrl.counters.Requests)
+	}
+	progress.done()
+	// Drain: every backup issued is committed before the report, and one last assert covers the final state.
+	if err := rs.drainWrites(); err != nil {
+		return err
+	}
+	return rs.ctrl.placementAssert(rs.steps)
+}
+
+func (rs *runState) runStep(step int64, batch []Event) error {
+	c := rs.ctrl
+	rs.cons.step = step
+	if batch[0].Flush {
+		if err := c.flush(); err != nil {
+			return err
+		}
+	} else {
+		for i := range batch {
+			if err := c.serve(&batch[i].Request); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.loadingCheck(); err != nil {
+		return err
+	}
+	c.endStep()
+	if rs.opts.checkInvariants {
+		if err := c.checkStepInvariants(); err != nil {
+			return fmt.Errorf("step %d: %w", step, err)
+		}
+	}
+	if _, err := c.writingCheck(); err != nil {
+		return err
+	}
+	if rs.opts.FlushEvery > 0 && step%rs.opts.FlushEvery == 0 {
+		if err := c.flush(); err != nil {
+			return err
+		}
+	}
+	if rs.opts.InjectDivergence.hits(rs.job.Topo.WorldRank, step) {
+		c.alloc.Perturb()
+	}
+	if rs.opts.PlacementAssertEvery > 0 && step%rs.opts.PlacementAssertEvery == 0 {
+		return c.placementAssert(step)
+	}
+	return nil
+}
+
+// drainWrites commits every outstanding backup, polling writing_check like a flush does, without the reset.
+func (rs *runState) drainWrites() error {
+	for {
+		committedUpTo, err := rs.ctrl.writingCheck()
+		if err != nil {
+			return err
+		}
+		if committedUpTo >= rs.ctrl.writes.lastSeq {
+			return nil
+		}
+		time.Sleep(drainPollInterval)
+	}
+}
+
+// progress shows rank 0's progress: a bar on a terminal, a plain line every 10% in a log file (Slurm).
+type progress struct {
+	on, tty    bool
+	total      int64
+	lastDecile int64
+	start      time.Time
+}
+
+func newProgress(on bool, totalEvents int64) *progress {
+	p := &progress{on: on, total: totalEvents, start: time.Now()}
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		p.tty = true
+	}
+	return p
+}
+
+func (p *progress) update(steps, requests int64) {
+	if !p.on || p.total == 0 {
+		return
+	}
+	frac := float64(requests) / float64(p.total)
+	if p.tty {
+		const width = 40
+		filled := int(frac * width)
+		fmt.Fprintf(os.Stderr, "\r[%s%s] %3.0f%% step %d, %d requests", strings.Repeat("#", filled), strings.Repeat(".", max(0, width-filled)), 100*frac, steps, requests)
+		return
+	}
+	if decile := int64(frac * 10); decile > p.lastDecile {
+		p.lastDecile = decile
+		fmt.Fprintf(os.Stderr, "cphicache: progress %3d%%: step %d, %d requests of group 0, %.1f s\n", decile*10, steps, requests, time.Since(p.start).Seconds())
+	}
+}
+
+func (p *progress) done() {
+	if p.on && p.tty {
+		fmt.Fprintln(os.Stderr)
+	}
+}

@@ -1,0 +1,168 @@
+package hicache
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/cphicache/cphicache/pool"
+)
+
+// testLayout is the CP layout the SPMD tests use at each launch size: one CP group of all ranks, except at 16
+// ranks, where it is the CP8DP2 layout users validate before production.
+func testLayout() (cp, dp int) {
+	if n := testWorld.Size(); n == 16 {
+		return 8, 2
+	}
+	return testWorld.Size(), 1
+}
+
+func testJob(t *testing.T) *Job {
+	t.Helper()
+	cp, dp := testLayout()
+	topo, err := NewTopology(testWorld, cp, dp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(topo.Close)
+	return &Job{Topo: topo, Log: slog.Default()}
+}
+
+// smallOptions is a workload small enough for 16 ranks on 2 cores, with caches small enough that L1 evictions,
+// load-backs, L2 evictions and a flush all happen.
+func smallOptions() *Options {
+	syn := DefaultSyntheticConfig()
+	_, dp := testLayout()
+	// Each DP replica serves its own share of the conversations: scale them so that every replica is as busy.
+	syn.Conversations, syn.TurnsMax, syn.SystemPrompts = 24*dp, 6, 3
+	syn.SystemPromptTokens, syn.TurnTokens, syn.OutputTokens = 128, 48, 32
+	syn.FlushEvery = 50 * dp
+	return &Options{
+		Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 16, DevicePages: 192, L2Slots: 160,
+		SlabBytesMax: 1 << 20, Layout: pool.LayerFirst, Policy: WriteThrough, BatchRequests: 3,
+		PlacementAssertEvery: 4, Seed: 7, VocabSize: 32000, Synthetic: syn, Collective: "mpi",
+		WatchdogTimeout: 60 * time.Second, JobID: "test", Quiet: true, checkInvariants: true,
+	}
+}
+
+func checkNoLeakedSegments(t *testing.T) {
+	t.Helper()
+	if leaked, err := LeakedSegments(); err != nil || len(leaked) != 0 {
+		t.Errorf("shared memory left behind: %v %v", leaked, err)
+	}
+}
+
+func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
+	for _, layout := range []pool.Layout{pool.LayerFirst, pool.PageFirst} {
+		for _, policy := range []WritePolicy{WriteThrough, WriteThroughSelective, WriteBack} {
+			opts := smallOptions()
+			opts.Layout, opts.Policy = layout, policy
+			r, err := Run(testJob(t), opts)
+			if err != nil {
+				t.Fatalf("%v %v: %v", layout, policy, err)
+			}
+			name := layout.String() + "/" + policy.String()
+			if r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 {
+				t.Errorf("%s: %d divergences, %d mismatches", name, r.Placement.Divergences, r.Verify.Mismatches)
+			}
+			// write_through_selective backs up only nodes hit twice: too little to fill L2 in this small workload.
+			fillsL2 := policy != WriteThroughSelective
+			if r.Hits.L2Tokens == 0 || (fillsL2 && r.Backup.L2Evictions == 0) || r.Flushes == 0 || r.L1.Evictions == 0 || r.Verify.PagesChecked == 0 {
+				t.Errorf("%s: a path was not exercised: L2 hits %d, L2 evictions %d, flushes %d, L1 evictions %d, pages checked %d",
+					name, r.Hits.L2Tokens, r.Backup.L2Evictions, r.Flushes, r.L1.Evictions, r.Verify.PagesChecked)
+			}
+			if r.Backup.Committed != r.Backup.Reserved {
+				t.Errorf("%s: %d backups reserved but %d committed after the final drain", name, r.Backup.Reserved, r.Backup.Committed)
+			}
+			checkScoping(t, r)
+		}
+	}
+	checkNoLeakedSegments(t)
+}
+
+// checkScoping pins the scoping rule: every consensus collective ran on a communicator of exactly cp ranks, and
+// none ran on a single-rank group.
+func checkScoping(t *testing.T, r *Report) {
+	t.Helper()
+	if len(r.Groups) != r.DP {
+		t.Fatalf("%d groups in the report, want %d", len(r.Groups), r.DP)
+	}
+	for _, g := range r.Groups {
+		if len(g.Hosts) != r.CP {
+			t.Errorf("group %d lists %d hosts, want %d", g.Group, len(g.Hosts), r.CP)
+		}
+		for kind, s := range g.Collectives {
+			switch {
+			case r.CP == 1 && s.Count != 0:
+				t.Errorf("group %d: %s ran %d times on a single-rank group", g.Group, kind, s.Count)
+			case r.CP > 1 && (kind == "writing_check" || kind == "placement_assert") && s.Count == 0:
+				t.Errorf("group %d: %s never ran", g.Group, kind)
+			case r.CP > 1 && s.Count > 0 && (s.CommSizeMin != r.CP || s.CommSizeMax != r.CP):
+				t.Errorf("group %d: %s ran on communicators of %d..%d ranks, want %d", g.Group, kind, s.CommSizeMin, s.CommSizeMax, r.CP)
+			}
+		}
+	}
+}
+
+func TestInjectedDivergenceIsCaughtAtTheNextAssert(t *testing.T) {
+	cp, _ := testLayout()
+	if cp == 1 {
+		t.Skip("a single-rank CP group cannot diverge: the placement assert is skipped by design")
+	}
+	opts := smallOptions()
+	opts.PlacementAssertEvery = 2
+	opts.InjectDivergence = Injection{Rank: cp - 1, Step: 3, Set: true} // the last rank of group 0
+	_, err := Run(testJob(t), opts)
+	var div *DivergenceError
+	if testWorld.Rank() < cp {
+		if !errors.As(err, &div) {
+			t.Fatalf("rank %d: run returned %v, want a placement divergence", testWorld.Rank(), err)
+		}
+		if div.Step != 4 || div.Group != 0 || len(div.Digests) != cp || div.Digests[cp-1] == div.Digests[0] {
+			t.Errorf("divergence report %+v: want step 4, group 0, the last rank's digest different", div)
+		}
+	} else if !errors.As(err, new(PeerFailedError)) {
+		t.Errorf("rank %d of an unperturbed group: %v, want the peer-failure error", testWorld.Rank(), err)
+	}
+	checkNoLeakedSegments(t)
+}
+
+func TestFlushRestoresTheFreshAllocator(t *testing.T) {
+	job := testJob(t)
+	opts := smallOptions()
+	rs := &runState{job: job, opts: opts, start: time.Now()}
+	if err := rs.setUp(); err != nil {
+		t.Fatal(err)
+	}
+	defer rs.tearDown()
+	events, err := GenerateSynthetic(opts.Synthetic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20 && i < len(events); i++ {
+		if !events[i].Flush {
+			if err := rs.ctrl.serve(&events[i].Request); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := rs.ctrl.loadingCheck(); err != nil {
+		t.Fatal(err)
+	}
+	rs.ctrl.endStep()
+	if rs.ctrl.alloc.Digest() == rs.ctrl.alloc.FreshDigest() {
+		t.Fatal("the workload did not change the allocator")
+	}
+	if err := rs.ctrl.flush(); err != nil {
+		t.Fatal(err)
+	}
+	a := rs.ctrl.alloc
+	if a.Digest() != a.FreshDigest() || a.FreeSlots() != opts.L2Slots || a.Objects() != 0 || rs.ctrl.tree.nodes != 0 || rs.ctrl.dev.available() != opts.DevicePages {
+		t.Errorf("after flush: digest %x (fresh %x), %d free slots, %d objects, %d nodes, %d free device pages",
+			a.Digest(), a.FreshDigest(), a.FreeSlots(), a.Objects(), rs.ctrl.tree.nodes, rs.ctrl.dev.available())
+	}
+	if err := a.CheckInvariants(); err != nil {
+		t.Error(err)
+	}
+}

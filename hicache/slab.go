@@ -1,0 +1,208 @@
+package hicache
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/cphicache/cphicache/mpi"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// shmDir is where POSIX shared memory lives on Linux: shm_open(name) is open("/dev/shm/name").
+const shmDir = "/dev/shm"
+
+// shmNamePrefix starts the name of every segment cphicache creates, so that leaks are easy to find.
+const shmNamePrefix = "cphicache-"
+
+// mapAlignBytes is the alignment of each slab inside the segment: mmap offsets must be page aligned, and 2 MiB
+// also suits huge pages and GPU host registration.
+const mapAlignBytes = 2 << 20
+
+// SharedSlab is one CP group's L2: a POSIX shared-memory segment that every rank of the group maps, carved
+// into the pool's slabs, each mapped separately so that no mapping exceeds the slab bound.
+type SharedSlab struct {
+	Name       string   // the segment's name; unlinked once every rank has mapped it
+	Slabs      [][]byte // one mapping per pool slab
+	TotalBytes int64
+	unlinked   bool
+}
+
+// ShmFreeBytes is the space left in /dev/shm.
+func ShmFreeBytes() (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(shmDir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", shmDir, err)
+	}
+	return int64(st.Bavail) * st.Bsize, nil
+}
+
+// slabOffsets lays the pool's slabs out in one segment, each at an aligned offset. It returns each slab's offset
+// and the segment's size.
+func slabOffsets(g pool.Geometry) ([]int64, int64) {
+	offsets := make([]int64, g.SlabCount())
+	var next int64
+	for s := range offsets {
+		offsets[s] = next
+		next += (g.SlabBytes(s) + mapAlignBytes - 1) / mapAlignBytes * mapAlignBytes
+	}
+	return offsets, next
+}
+
+// CheckShmFits fails, naming the flags that size the slab, when one node's slabs (one per CP group on the node)
+// cannot fit in /dev/shm. It runs before any shared state is created.
+func CheckShmFits(g pool.Geometry, groupsOnNode int) error {
+	_, segmentBytes := slabOffsets(g)
+	free, err := ShmFreeBytes()
+	if err != nil {
+		return err
+	}
+	need := segmentBytes * int64(groupsOnNode)
+	if need > free {
+		return &ConfigError{"l2-slots", fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --l2-slots or the page size", need>>20, groupsOnNode, segmentBytes>>20, shmDir, free>>20)}
+	}
+	return nil
+}
+
+// OpenSharedSlab creates (CP-rank 0) or opens (the others) the group's segment and maps it on every rank of cp.
+// It is a collective over cp. The name is unpredictable and includes the job id; the segment is unlinked as soon
+// as every rank has mapped it, so a crash after that point leaks nothing.
+func OpenSharedSlab(cp *mpi.Comm, g pool.Geometry, jobID string, group int) (*SharedSlab, error) {
+	offsets, segmentBytes := slabOffsets(g)
+	nameBuf := make([]byte, 128)
+	var createErr error
+	if cp.Rank() == 0 {
+		name, err := createSegment(jobID, group, segmentBytes)
+		createErr = err
+		copy(nameBuf, name)
+	}
+	// Rank 0 sends the name, or an empty one when creation failed, so that no rank waits for a segment that
+	// does not exist.
+	if err := cp.BcastBytes(nameBuf, 0); err != nil {
+		return nil, err
+	}
+	name := string(nameBuf[:clen(nameBuf)])
+	if name == "" {
+		if createErr == nil {
+			createErr = errors.New("CP-rank 0 could not create the shared L2 segment")
+		}
+		return nil, createErr
+	}
+	s := &SharedSlab{Name: name, TotalBytes: segmentBytes}
+	mapErr := s.mapAll(g, offsets)
+	// Everyone has tried to map before the name goes away; the outcome is agreed so that all ranks fail alike.
+	failed := []int64{0}
+	if mapErr != nil {
+		failed[0] = 1
+	}
+	if err := cp.AllreduceInt64(failed, failed, mpi.Max); err != nil {
+		mapErr = errors.Join(mapErr, err)
+	}
+	if cp.Rank() == 0 {
+		if err := s.unlink(); err != nil {
+			mapErr = errors.Join(mapErr, err)
+		}
+	}
+	if mapErr == nil && failed[0] != 0 {
+		mapErr = errors.New("another rank of the CP group could not map the shared L2 segment")
+	}
+	if mapErr != nil {
+		s.Close()
+		return nil, mapErr
+	}
+	return s, nil
+}
+
+func clen(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// createSegment makes the segment with O_EXCL and mode 0600 and sizes it.
+func createSegment(jobID string, group int, segmentBytes int64) (string, error) {
+	var nonce [8]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("%s%s-g%d-%s", shmNamePrefix, sanitize(jobID), group, hex.EncodeToString(nonce[:]))
+	path := filepath.Join(shmDir, name)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("create shared L2 segment: %w", err)
+	}
+	defer f.Close()
+	if err := f.Truncate(segmentBytes); err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("size shared L2 segment %s to %d bytes: %w", name, segmentBytes, err)
+	}
+	return name, nil
+}
+
+func sanitize(s string) string {
+	out := []byte(s)
+	for i, c := range out {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_') {
+			out[i] = '_'
+		}
+	}
+	if len(out) > 40 {
+		out = out[:40]
+	}
+	return string(out)
+}
+
+func (s *SharedSlab) mapAll(g pool.Geometry, offsets []int64) error {
+	f, err := os.OpenFile(filepath.Join(shmDir, s.Name), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("open shared L2 segment: %w", err)
+	}
+	defer f.Close()
+	for slab, off := range offsets {
+		b, err := syscall.Mmap(int(f.Fd()), off, int(g.SlabBytes(slab)), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+		if err != nil {
+			return fmt.Errorf("map slab %d of %s (%d bytes at %d): %w", slab, s.Name, g.SlabBytes(slab), off, err)
+		}
+		s.Slabs = append(s.Slabs, b)
+	}
+	return nil
+}
+
+func (s *SharedSlab) unlink() error {
+	if s.unlinked {
+		return nil
+	}
+	s.unlinked = true
+	if err := os.Remove(filepath.Join(shmDir, s.Name)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("unlink shared L2 segment: %w", err)
+	}
+	return nil
+}
+
+// Close unmaps every slab. Calling it twice is harmless.
+func (s *SharedSlab) Close() error {
+	var errs []error
+	for _, b := range s.Slabs {
+		if err := syscall.Munmap(b); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.Slabs = nil
+	return errors.Join(errs...)
+}
+
+// LeakedSegments lists cphicache segments present in /dev/shm (for tests and for validate).
+func LeakedSegments() ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(shmDir, shmNamePrefix+"*"))
+	for i := range matches {
+		matches[i] = filepath.Base(matches[i])
+	}
+	return matches, err
+}
