@@ -49,7 +49,7 @@ build: deps
 	$(GO) build -ldflags '$(GO_LDFLAGS)' -o $(BIN) .
 
 run: build
-	$(MPIRUN) -np $(NP) $(MPIRUN_FLAGS) $(BIN) topo $(RUN_ARGS)
+	$(MPIRUN) -np $(NP) $(MPIRUN_FLAGS) $(BIN) run $(RUN_ARGS)
 
 vet: deps
 	$(GO) vet ./...

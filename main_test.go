@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -116,5 +117,96 @@ func TestSingleRankWithoutMpirun(t *testing.T) {
 	out, err = exec.Command(binPath, "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "cphicache") {
 		t.Fatalf("cphicache version: %v\n%s", err, out)
+	}
+}
+
+// readReport parses a report written by `cphicache run --report`.
+func readReport(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("report %s: %v", path, err)
+	}
+	return m
+}
+
+// reportNumber reads a dotted key ("verify.mismatches") of a report.
+func reportNumber(t *testing.T, m map[string]any, key string) float64 {
+	t.Helper()
+	var v any = m
+	for _, part := range strings.Split(key, ".") {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("report key %s: %v is not an object", key, v)
+		}
+		if v, ok = obj[part]; !ok {
+			t.Fatalf("report has no key %s", key)
+		}
+	}
+	f, ok := v.(float64)
+	if !ok {
+		t.Fatalf("report key %s = %v, not a number", key, v)
+	}
+	return f
+}
+
+func TestRunDefaultWorkloadAtEveryScale(t *testing.T) {
+	for _, tc := range []struct {
+		np   int
+		args []string
+	}{
+		{1, nil}, {2, nil}, {8, nil}, {16, []string{"--cp", "8", "--dp", "2"}},
+	} {
+		report := filepath.Join(t.TempDir(), "report.json")
+		args := append([]string{"run", "--quiet", "--report", report}, tc.args...)
+		res := runMPI(t, tc.np, 180*time.Second, args...)
+		if res.exitCode != 0 {
+			t.Fatalf("np %d: exit %d\n%s%s", tc.np, res.exitCode, res.stdout, res.stderr)
+		}
+		if !strings.Contains(res.stdout, "result: OK") {
+			t.Errorf("np %d: the summary does not say OK:\n%s", tc.np, res.stdout)
+		}
+		m := readReport(t, report)
+		for _, key := range []string{"placement.divergences", "verify.mismatches"} {
+			if v := reportNumber(t, m, key); v != 0 {
+				t.Errorf("np %d: %s = %v, want 0", tc.np, key, v)
+			}
+		}
+		for _, key := range []string{"hits.l2_tokens", "backup.l2_evictions", "flushes", "verify.pages_checked", "placement.checks",
+			"hits.l1_tokens", "hits.miss_tokens", "backup.reserved", "backup.committed", "bytes.d2h", "bytes.h2d", "steps", "requests", "wall_seconds"} {
+			if v := reportNumber(t, m, key); v <= 0 {
+				t.Errorf("np %d: %s = %v, want > 0", tc.np, key, v)
+			}
+		}
+		for _, key := range []string{"backup.reserve_misses", "writing_check_us.p50", "writing_check_us.p99"} {
+			reportNumber(t, m, key) // present
+		}
+		if got := reportNumber(t, m, "ranks"); int(got) != tc.np {
+			t.Errorf("np %d: ranks = %v", tc.np, got)
+		}
+	}
+	checkNoSegments(t)
+}
+
+func TestInjectedDivergenceEndsTheJob(t *testing.T) {
+	res := runMPI(t, 4, 120*time.Second, "run", "--quiet", "--inject-divergence", "2@5", "--placement-assert-every", "4")
+	if res.exitCode == 0 {
+		t.Fatalf("the job exited 0 despite a perturbed allocator:\n%s", res.stderr)
+	}
+	if !strings.Contains(res.stderr, "placement divergence in CP group 0 at step 8") || !strings.Contains(res.stderr, "CP ranks [2]") {
+		t.Errorf("the message does not name the step and the divergent rank:\n%s", res.stderr)
+	}
+	checkNoSegments(t)
+}
+
+func checkNoSegments(t *testing.T) {
+	t.Helper()
+	matches, _ := filepath.Glob("/dev/shm/cphicache-*")
+	if len(matches) != 0 {
+		t.Errorf("shared memory left behind: %v", matches)
 	}
 }
