@@ -73,6 +73,7 @@ func newApp() *cli.App {
 		OnUsageError:         onUsageError,
 		Commands: []*cli.Command{
 			runCommand(),
+			validateCommand(),
 			topoCommand(),
 			versionCommand(),
 		},
@@ -157,6 +158,10 @@ func runFlags() []cli.Flag {
 			Usage: "no progress lines"},
 		&cli.StringFlag{Name: "inject-divergence", EnvVars: []string{"CPHICACHE_INJECT_DIVERGENCE"}, Category: "fault injection (validation only)",
 			Usage: "RANK@STEP: world rank RANK perturbs its allocator after step STEP; the placement assert must catch it"},
+		&cli.StringFlag{Name: "inject-hang", EnvVars: []string{"CPHICACHE_INJECT_HANG"}, Category: "fault injection (validation only)",
+			Usage: "RANK@STEP: world rank RANK stops before step STEP's writing_check; the watchdog must end the job"},
+		&cli.StringFlag{Name: "inject-exit", EnvVars: []string{"CPHICACHE_INJECT_EXIT"}, Category: "fault injection (validation only)",
+			Usage: "RANK@STEP: world rank RANK exits (status 4) before step STEP's writing_check; the launcher must end the job"},
 	}
 }
 
@@ -169,9 +174,11 @@ func readRunOptions(c *cli.Context) (*hicache.Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	divergence, err := hicache.ParseInjection("inject-divergence", c.String("inject-divergence"))
-	if err != nil {
-		return nil, err
+	var injections [3]hicache.Injection
+	for i, name := range []string{"inject-divergence", "inject-hang", "inject-exit"} {
+		if injections[i], err = hicache.ParseInjection(name, c.String(name)); err != nil {
+			return nil, err
+		}
 	}
 	synthetic := hicache.DefaultSyntheticConfig()
 	synthetic.Seed = c.Uint64("seed")
@@ -182,7 +189,7 @@ func readRunOptions(c *cli.Context) (*hicache.Options, error) {
 		SlabBytesMax: c.Int64("slab-bytes-max"), Layout: layout, Policy: policy, BatchRequests: c.Int("batch-requests"),
 		PlacementAssertEvery: c.Int64("placement-assert-every"), FlushEvery: c.Int64("flush-every"), Seed: c.Uint64("seed"),
 		TracePath: c.String("trace"), VocabSize: c.Int("vocab-size"), Synthetic: synthetic, ReportPath: c.String("report"),
-		Collective: c.String("collective"), WatchdogTimeout: c.Duration("watchdog-timeout"), InjectDivergence: divergence,
+		Collective: c.String("collective"), WatchdogTimeout: c.Duration("watchdog-timeout"), InjectDivergence: injections[0], InjectHang: injections[1], InjectExit: injections[2],
 		JobID: jobID(), Quiet: c.Bool("quiet"),
 	}
 	return opts, opts.Validate()
@@ -230,6 +237,50 @@ func withJob(g globalOptions, fn func(*hicache.Job) error) error {
 		os.Exit(job.Fail(err))
 	}
 	return job.Close()
+}
+
+func validateCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "validate",
+		Usage: "run the validation matrix in one job and print a table (check, ranks, steps, result, #wrong); exit non-zero on any failure",
+		Description: "Replays the workload three times: as configured (placement compared object by object across each CP group, " +
+			"flush reset, data integrity, CP scoping), with an L2 far smaller than the working set (the capacity miss path must " +
+			"decide identically on every rank), and with one perturbed rank per CP group (the placement assert must catch it " +
+			"at the next check, after which the group restarts from a fresh state). Takes every flag of run.",
+		Flags:        append(globalFlags(), runFlags()...),
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			g, err := readGlobal(c)
+			if err != nil {
+				return err
+			}
+			opts, err := readRunOptions(c)
+			if err != nil {
+				return err
+			}
+			opts.Quiet = true
+			return withJob(g, func(job *hicache.Job) error { return validateMain(job, opts) })
+		},
+	}
+}
+
+func validateMain(job *hicache.Job, opts *hicache.Options) error {
+	v, err := hicache.Validate(job, opts)
+	if err != nil {
+		return err
+	}
+	if job.Topo.WorldRank == 0 {
+		v.WriteTable(os.Stdout)
+		if opts.ReportPath != "" {
+			if err := v.WriteJSON(opts.ReportPath); err != nil {
+				return err
+			}
+		}
+	}
+	if n := v.Failed(); n != 0 {
+		return &hicache.ValidationFailed{Failed: n}
+	}
+	return nil
 }
 
 func runMain(job *hicache.Job, opts *hicache.Options) error {

@@ -85,36 +85,42 @@ func (c *consensus) enter(k CollectiveKind) bool {
 	if size > s.CommSizeMax {
 		s.CommSizeMax = size
 	}
-	c.watchdog.Arm(k, c.group, size, c.step)
+	c.watchdog.Arm(k.String(), c.group, size, c.step)
 	return true
 }
 
 func (c *consensus) leave() { c.watchdog.Disarm() }
 
-// minFrontier is the MIN all-reduce of a local frontier (writing_check or loading_check).
-func (c *consensus) minFrontier(k CollectiveKind, local uint64) (uint64, error) {
+// frontierCheck is writing_check's or loading_check's all-reduce: MIN of the local frontier, and MIN of a flag
+// that says this rank has nothing of that direction in flight. The agreed flag is what ends a drain loop, so every
+// rank leaves the loop at the same iteration even if their queues differed (as they would after a divergence,
+// until the next assert catches it): the collectives stay matched whatever the local state.
+func (c *consensus) frontierCheck(k CollectiveKind, local uint64, idle bool) (uint64, bool, error) {
 	if !c.enter(k) {
-		return local, nil
+		return local, idle, nil
 	}
 	defer c.leave()
-	c.scratch[0] = local
+	c.scratch[0], c.scratch[1] = local, 0
+	if idle {
+		c.scratch[1] = 1
+	}
 	var start time.Time
 	if k == WritingCheck {
 		start = time.Now()
 	}
 	var err error
 	if k == WritingCheck {
-		err = c.frontier.AllreduceMinUint64(c.scratch[:1])
+		err = c.frontier.AllreduceMinUint64(c.scratch[:2])
 	} else {
-		err = c.cp.AllreduceUint64(c.scratch[:1], c.scratch[:1], mpi.Min)
+		err = c.cp.AllreduceUint64(c.scratch[:2], c.scratch[:2], mpi.Min)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%s on CP group %d (%d ranks) at step %d: %w", k, c.group, c.cp.Size(), c.step, err)
+		return 0, false, fmt.Errorf("%s on CP group %d (%d ranks) at step %d: %w", k, c.group, c.cp.Size(), c.step, err)
 	}
 	if k == WritingCheck && len(c.writingCheckUs) < cap(c.writingCheckUs) {
 		c.writingCheckUs = append(c.writingCheckUs, float64(time.Since(start).Nanoseconds())/1e3)
 	}
-	return c.scratch[0], nil
+	return c.scratch[0], c.scratch[1] == 1, nil
 }
 
 // digestsAgree all-reduces MIN and MAX of the placement digest (as MIN of digest and of its complement) and
@@ -149,6 +155,18 @@ func (c *consensus) barrier() error {
 	defer c.leave()
 	if err := c.cp.Barrier(); err != nil {
 		return fmt.Errorf("flush barrier on CP group %d at step %d: %w", c.group, c.step, err)
+	}
+	return nil
+}
+
+// minVector all-reduces MIN element-wise in place (used with complemented elements to get MAX in the same call).
+func (c *consensus) minVector(k CollectiveKind, values []uint64) error {
+	if !c.enter(k) {
+		return nil
+	}
+	defer c.leave()
+	if err := c.cp.AllreduceUint64(values, values, mpi.Min); err != nil {
+		return fmt.Errorf("%s on CP group %d at step %d: %w", k, c.group, c.step, err)
 	}
 	return nil
 }

@@ -47,6 +47,10 @@ type Counters struct {
 	L2Evictions, L1Evictions, LoadBacks, Uncached   int64
 	BytesD2H, BytesH2D, PagesChecked, Mismatches    int64
 	Flushes, PlacementChecks, Divergences, CopyErrs int64
+
+	DivergenceFirstStep           int64 // validate: the step of the first assert that caught a divergence
+	FlushWrong                    int64 // flushes after which the allocator differed from a fresh one
+	ObjectsCompared, ObjectsWrong int64 // validate: per-object placement comparisons across the CP group
 }
 
 // controller is one rank's cache: the radix tree over its device pages, the shared L2 allocator, and the copy

@@ -18,6 +18,11 @@ const drainPollInterval = 50 * time.Microsecond
 // capacity miss evicts or skips inside the allocator, identically on every rank, with no communication.
 func (c *controller) backup(n *treeNode) *copyOp {
 	pages := n.pages(c.geometry().PageTokens)
+	if pages > c.geometry().Slots {
+		// An object larger than the whole L2 can never fit: a miss, decided the same way on every rank.
+		c.counters.ReserveMisses++
+		return nil
+	}
 	c.nextSeq++
 	seq := c.nextSeq
 	obj := pool.ObjectID(seq)
@@ -152,22 +157,24 @@ func (c *controller) evictNode(n *treeNode) bool {
 }
 
 // writingCheck is the per-step commit: MIN of the write frontiers over the CP group; every backup with
-// seq <= MIN is complete on every rank, so it is committed everywhere at this same step.
-func (c *controller) writingCheck() (uint64, error) {
+// seq <= MIN is complete on every rank, so it is committed everywhere at this same step. It also reports whether
+// every rank has committed everything it issued (the agreed end of a drain).
+func (c *controller) writingCheck() (bool, error) {
 	// The copy worker's goroutine can sit queued behind this one, which is locked to its OS thread for MPI and
 	// may not block for a whole step; yielding once per step lets it run, as a GPU's copy engine would during
 	// the forward pass.
 	runtime.Gosched()
-	committedUpTo, err := c.cons.minFrontier(WritingCheck, c.writes.advance())
+	frontier := c.writes.advance()
+	committedUpTo, allIdle, err := c.cons.frontierCheck(WritingCheck, frontier, frontier >= c.writes.lastSeq)
 	if err != nil {
-		return 0, err
+		return false, err
 	}
 	for _, op := range c.writes.retire(committedUpTo) {
 		if err := opErr(op); err != nil {
-			return 0, fmt.Errorf("%w: backup %d: %v", errCopy, op.seq, err)
+			return false, fmt.Errorf("%w: backup %d: %v", errCopy, op.seq, err)
 		}
 		if err := c.alloc.MarkObjectCommitted(op.obj); err != nil {
-			return 0, fmt.Errorf("commit of L2 object %d: %w", op.obj, err)
+			return false, fmt.Errorf("commit of L2 object %d: %w", op.obj, err)
 		}
 		c.dev.unpin(op.devicePages)
 		c.counters.BackupCommitted++
@@ -175,23 +182,21 @@ func (c *controller) writingCheck() (uint64, error) {
 			c.evictNode(op.node)
 		}
 	}
-	return committedUpTo, nil
+	return allIdle, nil
 }
 
 // loadingCheck waits until every rank of the CP group has finished every load-back issued so far, then
-// verifies them. Every rank leaves the loop at the same iteration, because each iteration's MIN is the same
-// number everywhere.
+// verifies them. It runs every step, loads or not, and every rank leaves the loop at the same iteration because
+// the exit is decided by the agreed flag, never by local state.
 func (c *controller) loadingCheck() error {
-	if c.loads.idle() {
-		return nil
-	}
 	target := c.loads.lastSeq
 	for {
-		reached, err := c.cons.minFrontier(LoadingCheck, c.loads.advance())
+		frontier := c.loads.advance()
+		_, allDone, err := c.cons.frontierCheck(LoadingCheck, frontier, frontier >= target)
 		if err != nil {
 			return err
 		}
-		if reached >= target {
+		if allDone {
 			break
 		}
 		time.Sleep(drainPollInterval)
@@ -221,18 +226,22 @@ func (c *controller) endStep() {
 	work.loads = work.loads[:0]
 }
 
+// drainWrites polls writing_check until every backup issued on every rank of the group is committed.
+func (c *controller) drainWrites() error {
+	for {
+		allIdle, err := c.writingCheck()
+		if err != nil || allIdle {
+			return err
+		}
+		time.Sleep(drainPollInterval)
+	}
+}
+
 // flush drains every in-flight copy, meets the rest of the CP group at a barrier, and resets tree, queues and
 // allocator to their fresh state. Afterwards the digest is the fresh digest on every rank.
 func (c *controller) flush() error {
-	for {
-		committedUpTo, err := c.writingCheck()
-		if err != nil {
-			return err
-		}
-		if committedUpTo >= c.writes.lastSeq {
-			break
-		}
-		time.Sleep(drainPollInterval)
+	if err := c.drainWrites(); err != nil {
+		return err
 	}
 	if err := c.cons.barrier(); err != nil {
 		return err
@@ -244,6 +253,7 @@ func (c *controller) flush() error {
 	c.writes.ops, c.loads.ops = c.writes.ops[:0], c.loads.ops[:0]
 	c.counters.Flushes++
 	if c.alloc.Digest() != c.alloc.FreshDigest() || c.alloc.FreeSlots() != c.geometry().Slots {
+		c.counters.FlushWrong++
 		return fmt.Errorf("flush left the allocator unlike a fresh one: digest %016x (fresh %016x), %d of %d slots free",
 			c.alloc.Digest(), c.alloc.FreshDigest(), c.alloc.FreeSlots(), c.geometry().Slots)
 	}
@@ -321,6 +331,40 @@ func (c *controller) checkStepInvariants() error {
 		}
 		if pins[p] != c.dev.pins[p] {
 			return fmt.Errorf("device page %d has %d pins, but %d backups in flight use it", p, c.dev.pins[p], pins[p])
+		}
+	}
+	return nil
+}
+
+// comparePlacements compares every live object's placement across the CP group, not only the digest: MIN and
+// MAX of each object's placement hash, in object-id order. It counts the objects whose placement differs.
+func (c *controller) comparePlacements() error {
+	ids := make([]pool.ObjectID, 0, len(c.objectNodes))
+	for id := range c.objectNodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // the map only gathers the ids; their order comes from here
+	// The vectors must have one length everywhere before they can be reduced element by element.
+	agree, err := c.cons.digestsAgree(uint64(len(ids)))
+	if err != nil {
+		return err
+	}
+	c.counters.ObjectsCompared += int64(len(ids))
+	if !agree {
+		c.counters.ObjectsWrong += int64(len(ids))
+		return nil
+	}
+	hashes := make([]uint64, 2*len(ids))
+	for i, id := range ids {
+		h := c.alloc.PlacementHash(id) ^ mix64(uint64(id))
+		hashes[2*i], hashes[2*i+1] = h, ^h
+	}
+	if err := c.cons.minVector(PlacementAssert, hashes); err != nil {
+		return err
+	}
+	for i := range ids {
+		if hashes[2*i] != ^hashes[2*i+1] {
+			c.counters.ObjectsWrong++
 		}
 	}
 	return nil

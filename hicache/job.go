@@ -109,5 +109,6 @@ const silentRankGrace = 2 * time.Second
 func IsUniform(err error) bool {
 	var ce *ConfigError
 	var we *WorkloadError
-	return errors.As(err, &ce) || errors.As(err, &we)
+	var vf *ValidationFailed
+	return errors.As(err, &ce) || errors.As(err, &we) || errors.As(err, &vf)
 }

@@ -58,10 +58,17 @@ type Options struct {
 	Collective                                       string
 	WatchdogTimeout                                  time.Duration
 	InjectDivergence                                 Injection
+	InjectHang                                       Injection
+	InjectExit                                       Injection
 	JobID                                            string
 	Quiet                                            bool
 
 	checkInvariants bool // tests: check the controller's invariants after every step
+
+	// validate mode: a divergence is recorded and the group restarts from a fresh state instead of failing,
+	// and every assert also compares each object's placement across the CP group.
+	recordDivergence  bool
+	comparePlacements bool
 }
 
 // Validate checks the options that need no MPI, so that bad input fails before any shared state exists.
@@ -114,11 +121,23 @@ type runState struct {
 	ctrl  *controller
 	steps int64
 	start time.Time
+
+	stopSignals func()
 }
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
 // step, and report. Every rank calls it; world rank 0 prints.
 func Run(job *Job, opts *Options) (*Report, error) {
+	rs, err := runPass(job, opts)
+	if err != nil {
+		return nil, err
+	}
+	return rs.report()
+}
+
+// runPass replays one workload end to end and leaves its counters and collective statistics in the returned
+// state, whose shared slab is already released.
+func runPass(job *Job, opts *Options) (*runState, error) {
 	rs := &runState{job: job, opts: opts, start: time.Now()}
 	worldRankForMessagesValue.Store(int64(job.Topo.WorldRank))
 	events, err := rs.loadWorkload()
@@ -126,6 +145,7 @@ func Run(job *Job, opts *Options) (*Report, error) {
 		return nil, err
 	}
 	if err := rs.setUp(); err != nil {
+		rs.tearDown()
 		return nil, err
 	}
 	defer rs.tearDown()
@@ -135,7 +155,7 @@ func Run(job *Job, opts *Options) (*Report, error) {
 	if err := agreeAcrossGroups(job.Topo.World, replayErr); err != nil {
 		return nil, err
 	}
-	return rs.report()
+	return rs, nil
 }
 
 // loadWorkload has CP-rank 0 of each group read (or generate) its replica's share; the others get events by
@@ -209,6 +229,7 @@ func agreeAcrossGroups(world *mpi.Comm, local error) error {
 
 func (rs *runState) setUp() error {
 	t := rs.job.Topo
+	rs.stopSignals = handleSignals(t.WorldRank)
 	g := rs.opts.geometry(t.CPSize)
 	if err := g.Validate(); err != nil {
 		return &ConfigError{"l2-slots", err.Error()}
@@ -225,13 +246,18 @@ func (rs *runState) setUp() error {
 	if rs.eng, err = kernels.NewHostEngine(cfg.DeviceBytes(), slab.Slabs, 1); err != nil {
 		return err
 	}
-	watchdog := NewWatchdog(rs.opts.WatchdogTimeout, func() { rs.slab.Close() })
+	// A rank the watchdog ends leaves nothing behind: the segment is unlinked by now (or, on CP-rank 0 before
+	// every rank mapped it, unlinked by the cleanup) and the exit releases the mapping.
+	watchdog := NewWatchdog(rs.opts.WatchdogTimeout, unlinkPendingSegment)
 	rs.cons = newConsensus(t.CP, t.CPGroup, nil, watchdog, 1<<16)
 	rs.ctrl, err = newController(cfg, t.CPRank, rs.eng, rs.cons)
 	return err
 }
 
 func (rs *runState) tearDown() {
+	if rs.stopSignals != nil {
+		rs.stopSignals()
+	}
 	if rs.ctrl != nil {
 		rs.ctrl.close()
 	}
@@ -257,6 +283,10 @@ func (rs *runState) nextStep(events *[]Event) ([]Event, error) {
 	}
 	var header [8]byte
 	binary.LittleEndian.PutUint64(header[:], uint64(len(payload)))
+	// The broadcast of the event stream blocks like a collective, so the watchdog guards it too: a hung CP-rank
+	// 0 must not leave its group waiting forever.
+	rs.cons.watchdog.Arm("step broadcast", rs.cons.group, cp.Size(), rs.steps+1)
+	defer rs.cons.watchdog.Disarm()
 	if err := cp.BcastBytes(header[:], 0); err != nil {
 		return nil, err
 	}
@@ -311,10 +341,10 @@ func (rs *runState) replay(events []Event) error {
 	}
 	progress.done()
 	// Drain: every backup issued is committed before the report, and one last assert covers the final state.
-	if err := rs.drainWrites(); err != nil {
+	if err := rs.ctrl.drainWrites(); err != nil {
 		return err
 	}
-	return rs.ctrl.placementAssert(rs.steps)
+	return rs.assertPlacement(rs.steps)
 }
 
 func (rs *runState) runStep(step int64, batch []Event) error {
@@ -335,6 +365,7 @@ func (rs *runState) runStep(step int64, batch []Event) error {
 		return err
 	}
 	c.endStep()
+	rs.injectHangOrExit(step)
 	if rs.opts.checkInvariants {
 		if err := c.checkStepInvariants(); err != nil {
 			return fmt.Errorf("step %d: %w", step, err)
@@ -352,23 +383,27 @@ func (rs *runState) runStep(step int64, batch []Event) error {
 		c.alloc.Perturb()
 	}
 	if rs.opts.PlacementAssertEvery > 0 && step%rs.opts.PlacementAssertEvery == 0 {
-		return c.placementAssert(step)
+		return rs.assertPlacement(step)
 	}
 	return nil
 }
 
-// drainWrites commits every outstanding backup, polling writing_check like a flush does, without the reset.
-func (rs *runState) drainWrites() error {
-	for {
-		committedUpTo, err := rs.ctrl.writingCheck()
-		if err != nil {
-			return err
+// assertPlacement runs the placement assert; in validate mode it also compares every object's placement, and a
+// divergence is recorded, after which the group starts again from a fresh state.
+func (rs *runState) assertPlacement(step int64) error {
+	c := rs.ctrl
+	err := c.placementAssert(step)
+	var div *DivergenceError
+	if errors.As(err, &div) && rs.opts.recordDivergence {
+		if c.counters.DivergenceFirstStep == 0 {
+			c.counters.DivergenceFirstStep = step
 		}
-		if committedUpTo >= rs.ctrl.writes.lastSeq {
-			return nil
-		}
-		time.Sleep(drainPollInterval)
+		return c.flush()
 	}
+	if err != nil || !rs.opts.comparePlacements {
+		return err
+	}
+	return c.comparePlacements()
 }
 
 // progress shows rank 0's progress: a bar on a terminal, a plain line every 10% in a log file (Slurm).

@@ -75,15 +75,15 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 			if r.Backup.Committed != r.Backup.Reserved {
 				t.Errorf("%s: %d backups reserved but %d committed after the final drain", name, r.Backup.Reserved, r.Backup.Committed)
 			}
-			checkScoping(t, r)
+			checkReportScoping(t, r)
 		}
 	}
 	checkNoLeakedSegments(t)
 }
 
-// checkScoping pins the scoping rule: every consensus collective ran on a communicator of exactly cp ranks, and
+// checkReportScoping pins the scoping rule: every consensus collective ran on a communicator of exactly cp ranks, and
 // none ran on a single-rank group.
-func checkScoping(t *testing.T, r *Report) {
+func checkReportScoping(t *testing.T, r *Report) {
 	t.Helper()
 	if len(r.Groups) != r.DP {
 		t.Fatalf("%d groups in the report, want %d", len(r.Groups), r.DP)

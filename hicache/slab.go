@@ -139,8 +139,9 @@ func createSegment(jobID string, group int, segmentBytes int64) (string, error) 
 		return "", fmt.Errorf("create shared L2 segment: %w", err)
 	}
 	defer f.Close()
+	pendingSegment.Store(&name)
 	if err := f.Truncate(segmentBytes); err != nil {
-		os.Remove(path)
+		unlinkPendingSegment()
 		return "", fmt.Errorf("size shared L2 segment %s to %d bytes: %w", name, segmentBytes, err)
 	}
 	return name, nil
@@ -180,6 +181,7 @@ func (s *SharedSlab) unlink() error {
 		return nil
 	}
 	s.unlinked = true
+	pendingSegment.Store(nil)
 	if err := os.Remove(filepath.Join(shmDir, s.Name)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("unlink shared L2 segment: %w", err)
 	}

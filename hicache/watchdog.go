@@ -36,7 +36,7 @@ type Watchdog struct {
 
 // watchdogSite says what the armed collective is, for the message.
 type watchdogSite struct {
-	kind     CollectiveKind
+	name     string
 	group    int
 	commSize int
 	step     int64
@@ -51,14 +51,14 @@ func NewWatchdog(timeout time.Duration, cleanup func()) *Watchdog {
 	return w
 }
 
-// Arm records that a collective is about to block.
-func (w *Watchdog) Arm(kind CollectiveKind, group, commSize int, step int64) {
+// Arm records that a collective (named for the message) is about to block.
+func (w *Watchdog) Arm(name string, group, commSize int, step int64) {
 	if w == nil || w.timeout <= 0 {
 		return
 	}
 	site := w.what.Load()
-	if site == nil || site.kind != kind || site.group != group || site.step != step || site.commSize != commSize {
-		w.what.Store(&watchdogSite{kind: kind, group: group, commSize: commSize, step: step})
+	if site == nil || site.name != name || site.group != group || site.step != step || site.commSize != commSize {
+		w.what.Store(&watchdogSite{name: name, group: group, commSize: commSize, step: step})
 	}
 	w.armedAtNs.Store(time.Now().UnixNano())
 }
@@ -104,7 +104,7 @@ func (w *Watchdog) fire(waited time.Duration) {
 	site := w.what.Load()
 	msg := "a collective"
 	if site != nil {
-		msg = fmt.Sprintf("%s on CP group %d (%d ranks) at step %d", site.kind, site.group, site.commSize, site.step)
+		msg = fmt.Sprintf("%s on CP group %d (%d ranks) at step %d", site.name, site.group, site.commSize, site.step)
 	}
 	fmt.Fprintf(w.out, "cphicache: rank %d: watchdog: %s waited %.1f s, longer than --watchdog-timeout %.0f s; ending the job\n",
 		worldRankForMessages(), msg, waited.Seconds(), w.timeout.Seconds())

@@ -1,0 +1,72 @@
+package hicache
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Fault handling: injected faults for validation, signals, and the one shared-memory name that can still be
+// linked when the process dies.
+
+// Exit statuses that tell an operator what ended a rank.
+const (
+	ExitInjected = 4   // --inject-exit
+	exitSignal   = 128 // plus the signal number, as a shell reports it
+)
+
+// pendingSegment is the name of a segment this process created and has not unlinked yet (CP-rank 0, between
+// creating the slab and every rank having mapped it). Whatever ends the process unlinks it first.
+var pendingSegment atomic.Pointer[string]
+
+// unlinkPendingSegment removes the segment named by pendingSegment, if any. Safe from any goroutine.
+func unlinkPendingSegment() {
+	if name := pendingSegment.Swap(nil); name != nil {
+		os.Remove(filepath.Join(shmDir, *name))
+	}
+}
+
+// injectHangOrExit carries out --inject-hang and --inject-exit at the end of a step, before its writing_check:
+// one rank stops (or leaves) while the others enter a collective, which is what the watchdog must catch.
+func (rs *runState) injectHangOrExit(step int64) {
+	rank := rs.job.Topo.WorldRank
+	if rs.opts.InjectExit.hits(rank, step) {
+		fmt.Fprintf(os.Stderr, "cphicache: rank %d: injected exit at step %d (--inject-exit); ending this rank\n", rank, step)
+		os.Exit(ExitInjected)
+	}
+	if rs.opts.InjectHang.hits(rank, step) {
+		fmt.Fprintf(os.Stderr, "cphicache: rank %d: injected hang at step %d (--inject-hang): not entering writing_check\n", rank, step)
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+}
+
+// handleSignals ends the run on SIGTERM (scancel) or SIGINT (Ctrl-C): in-flight copies are abandoned, a
+// still-linked segment is unlinked, the process exits with 128 + the signal. World rank 0 says why; mpirun
+// delivers the signal to every rank, so the others exit quietly. The returned function stops the handling.
+func handleSignals(worldRank int) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			unlinkPendingSegment()
+			if worldRank == 0 {
+				name := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[sig]
+				fmt.Fprintf(os.Stderr, "cphicache: received %s; run abandoned (in-flight copies dropped, shared memory released)\n", name)
+			}
+			os.Exit(exitSignal + int(sig.(syscall.Signal)))
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+	}
+}

@@ -1,0 +1,282 @@
+package hicache
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cphicache/cphicache/mpi"
+)
+
+// Validation runs the workload three times in one job and turns what it sees into checks an operator can read
+// before trusting a cache design: the main pass (placement, flush, scoping, data), a pass with a tiny L2
+// (capacity misses), and a pass with a perturbed rank in every CP group (divergence detection).
+
+// Check is one row of the validation table.
+type Check struct {
+	Name   string `json:"name"`
+	Ranks  int    `json:"ranks"`
+	Steps  int64  `json:"steps"`
+	Result string `json:"result"` // pass, fail, or skip (not applicable: a single-rank CP group)
+	Wrong  int64  `json:"wrong"`
+	Detail string `json:"detail"`
+}
+
+// ValidationReport is what `cphicache validate` prints and writes.
+type ValidationReport struct {
+	Ranks  int           `json:"ranks"`
+	CP     int           `json:"cp"`
+	DP     int           `json:"dp"`
+	Checks []Check       `json:"checks"`
+	Groups []GroupReport `json:"groups"`
+}
+
+// ValidationFailed ends validate with a non-zero exit; the table already says which checks failed.
+type ValidationFailed struct{ Failed int }
+
+func (e *ValidationFailed) Error() string {
+	return fmt.Sprintf("validation failed: %d check(s) failed (see the table)", e.Failed)
+}
+
+// Failed counts the failed checks.
+func (v *ValidationReport) Failed() int {
+	n := 0
+	for _, c := range v.Checks {
+		if c.Result == "fail" {
+			n++
+		}
+	}
+	return n
+}
+
+// divergenceInjectStep and divergenceAssertEvery place the injected perturbation of the divergence pass: it must
+// be caught by the assert at the end of the interval it falls in.
+const (
+	divergenceInjectStep  = 5
+	divergenceAssertEvery = 4
+)
+
+// Validate runs the validation matrix on every rank; world rank 0 gets the report.
+func Validate(job *Job, opts *Options) (*ValidationReport, error) {
+	t := job.Topo
+	main := *opts
+	main.comparePlacements = true
+	mainPass, err := runPass(job, &main)
+	if err != nil {
+		return nil, err
+	}
+	capacity := *opts
+	capacity.L2Slots = max(16, opts.L2Slots/32) // far below the working set: misses and evictions
+	capacityPass, err := runPass(job, &capacity)
+	if err != nil {
+		return nil, err
+	}
+	divergence := *opts
+	divergence.recordDivergence = true
+	divergence.PlacementAssertEvery = divergenceAssertEvery
+	// The last CP rank of every group perturbs its allocator.
+	divergence.InjectDivergence = Injection{Rank: t.CPGroup*t.CPSize + t.CPSize - 1, Step: divergenceInjectStep, Set: t.CPSize > 1}
+	divergencePass, err := runPass(job, &divergence)
+	if err != nil {
+		return nil, err
+	}
+	v := &ValidationReport{Ranks: t.World.Size(), CP: t.CPSize, DP: t.DPSize}
+	rows := []func() (Check, error){
+		func() (Check, error) { return mainPass.checkPlacement() },
+		func() (Check, error) { return divergencePass.checkDivergenceDetected() },
+		func() (Check, error) { return mainPass.checkFlushReset() },
+		func() (Check, error) { return checkScoping(mainPass, capacityPass, divergencePass) },
+		func() (Check, error) { return capacityPass.checkCapacity() },
+		func() (Check, error) { return checkData(mainPass, capacityPass, divergencePass) },
+	}
+	for _, row := range rows {
+		c, err := row()
+		if err != nil {
+			return nil, err
+		}
+		v.Checks = append(v.Checks, c)
+	}
+	if v.Groups, err = mainPass.gatherGroups(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// sumOverGroups adds a group-uniform value over the CP groups (CP-rank 0 of each contributes) and a per-rank
+// value over every rank, in one World all-reduce.
+func (rs *runState) sumOverGroups(groupValues, rankValues []int64) ([]int64, error) {
+	all := make([]int64, 0, len(groupValues)+len(rankValues))
+	for _, v := range groupValues {
+		if rs.job.Topo.CPRank != 0 {
+			v = 0
+		}
+		all = append(all, v)
+	}
+	all = append(all, rankValues...)
+	err := rs.job.Topo.World.AllreduceInt64(all, all, mpi.Sum)
+	return all, err
+}
+
+func (rs *runState) steps64() (int64, error) {
+	s, err := rs.sumOverGroups([]int64{rs.steps}, nil)
+	if err != nil {
+		return 0, err
+	}
+	return s[0], nil
+}
+
+func verdict(c Check, ok bool) Check {
+	c.Result = "pass"
+	if !ok {
+		c.Result = "fail"
+	}
+	return c
+}
+
+// checkPlacement: every object placed identically on every CP rank (per-object hashes, not only digests).
+func (rs *runState) checkPlacement() (Check, error) {
+	c := &rs.ctrl.counters
+	v, err := rs.sumOverGroups([]int64{c.ObjectsCompared, c.ObjectsWrong, c.Divergences, c.PlacementChecks, rs.steps}, nil)
+	if err != nil {
+		return Check{}, err
+	}
+	check := Check{Name: "placement_identical", Ranks: rs.job.Topo.World.Size(), Steps: v[4], Wrong: v[1] + v[2],
+		Detail: fmt.Sprintf("%d digest asserts, %d object placements compared", v[3], v[0])}
+	if rs.job.Topo.CPSize == 1 {
+		check.Result, check.Detail = "skip", "single-rank CP groups: nothing to compare"
+		return check, nil
+	}
+	return verdict(check, check.Wrong == 0 && v[0] > 0 && v[3] > 0), nil
+}
+
+// checkDivergenceDetected: the injected perturbation is caught at the first assert after it, and the group then
+// carries on from a fresh state with no further divergence.
+func (rs *runState) checkDivergenceDetected() (Check, error) {
+	c := &rs.ctrl.counters
+	wantStep := int64((divergenceInjectStep + divergenceAssertEvery - 1) / divergenceAssertEvery * divergenceAssertEvery)
+	caughtLate := int64(0)
+	if c.DivergenceFirstStep != wantStep {
+		caughtLate = 1
+	}
+	v, err := rs.sumOverGroups([]int64{caughtLate, c.Divergences, rs.steps}, nil)
+	if err != nil {
+		return Check{}, err
+	}
+	groups := int64(rs.job.Topo.DPSize)
+	check := Check{Name: "divergence_detected", Ranks: rs.job.Topo.World.Size(), Steps: v[2],
+		Wrong: v[0] + max(0, v[1]-groups),
+		Detail: fmt.Sprintf("perturbed at step %d, want caught at step %d; %d detections in %d groups", divergenceInjectStep, wantStep, v[1], groups)}
+	if rs.job.Topo.CPSize == 1 {
+		check.Result, check.Wrong, check.Detail = "skip", 0, "single-rank CP groups cannot diverge"
+		return check, nil
+	}
+	return verdict(check, check.Wrong == 0 && v[1] == groups), nil
+}
+
+// checkFlushReset: every flush left the allocator equal to a fresh one (digest and free space).
+func (rs *runState) checkFlushReset() (Check, error) {
+	c := &rs.ctrl.counters
+	v, err := rs.sumOverGroups(nil, []int64{c.Flushes, c.FlushWrong})
+	if err != nil {
+		return Check{}, err
+	}
+	steps, err := rs.steps64()
+	if err != nil {
+		return Check{}, err
+	}
+	check := Check{Name: "flush_reset", Ranks: rs.job.Topo.World.Size(), Steps: steps, Wrong: v[1],
+		Detail: fmt.Sprintf("%d rank-flushes compared with a fresh allocator", v[0])}
+	return verdict(check, v[1] == 0 && v[0] > 0), nil
+}
+
+// checkScoping: every consensus collective of every pass ran on a communicator of exactly cp ranks, and none
+// ran on a single-rank group. Counted per kind of collective.
+func checkScoping(passes ...*runState) (Check, error) {
+	cp := passes[0].job.Topo.CPSize
+	var wrong, ran int64
+	for _, rs := range passes {
+		for _, s := range rs.cons.stats {
+			ran += s.Count
+			if s.Count > 0 && (s.CommSizeMin != cp || s.CommSizeMax != cp || cp == 1) {
+				wrong++
+			}
+		}
+	}
+	v, err := passes[0].sumOverGroups(nil, []int64{wrong, ran})
+	if err != nil {
+		return Check{}, err
+	}
+	steps, err := passes[0].steps64()
+	if err != nil {
+		return Check{}, err
+	}
+	check := Check{Name: "cp_scoping", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: v[0],
+		Detail: fmt.Sprintf("%d consensus collectives, each on a communicator of %d ranks", v[1], cp)}
+	if cp == 1 {
+		check.Detail = "single-rank CP groups: every consensus collective was skipped, none ran on a size-1 group"
+		return verdict(check, v[0] == 0 && v[1] == 0), nil
+	}
+	return verdict(check, v[0] == 0 && v[1] > 0), nil
+}
+
+// checkCapacity: with an L2 far smaller than the working set, the miss path (evict, or skip the backup) took
+// the same decisions on every rank of each CP group.
+func (rs *runState) checkCapacity() (Check, error) {
+	c := &rs.ctrl.counters
+	local := []uint64{uint64(c.ReserveMisses), uint64(c.L2Evictions), uint64(c.BackupReserved)}
+	minMax := make([]uint64, 2*len(local))
+	for i, x := range local {
+		minMax[2*i], minMax[2*i+1] = x, ^x
+	}
+	if err := rs.cons.minVector(PlacementAssert, minMax); err != nil {
+		return Check{}, err
+	}
+	var differ int64
+	for i := range local {
+		if minMax[2*i] != ^minMax[2*i+1] {
+			differ++
+		}
+	}
+	v, err := rs.sumOverGroups([]int64{differ, c.ReserveMisses, c.L2Evictions, rs.steps}, nil)
+	if err != nil {
+		return Check{}, err
+	}
+	check := Check{Name: "capacity_miss_uniform", Ranks: rs.job.Topo.World.Size(), Steps: v[3], Wrong: v[0],
+		Detail: fmt.Sprintf("L2 of %d slots: %d backups skipped, %d L2 evictions", rs.opts.L2Slots, v[1], v[2])}
+	return verdict(check, v[0] == 0 && v[1]+v[2] > 0), nil
+}
+
+// checkData: every load-back of every pass matched the content function byte for byte.
+func checkData(passes ...*runState) (Check, error) {
+	var checked, mismatches, steps int64
+	for _, rs := range passes {
+		v, err := rs.sumOverGroups([]int64{rs.steps}, []int64{rs.ctrl.counters.PagesChecked, rs.ctrl.counters.Mismatches})
+		if err != nil {
+			return Check{}, err
+		}
+		steps, checked, mismatches = steps+v[0], checked+v[1], mismatches+v[2]
+	}
+	check := Check{Name: "data_integrity", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: mismatches,
+		Detail: fmt.Sprintf("%d load-back pages verified byte for byte", checked)}
+	return verdict(check, mismatches == 0 && checked > 0), nil
+}
+
+// WriteTable prints the validation matrix like nccl-tests: a '#' header, fixed-width rows, a closing count.
+func (v *ValidationReport) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "# cphicache validate: %d ranks, cp %d, dp %d\n", v.Ranks, v.CP, v.DP)
+	fmt.Fprintf(w, "# %-22s %6s %8s %7s %7s  %s\n", "check", "ranks", "steps", "result", "#wrong", "detail")
+	for _, c := range v.Checks {
+		fmt.Fprintf(w, "  %-22s %6d %8d %7s %7d  %s\n", c.Name, c.Ranks, c.Steps, c.Result, c.Wrong, c.Detail)
+	}
+	fmt.Fprintf(w, "# %d checks, %d failed\n", len(v.Checks), v.Failed())
+}
+
+// WriteJSON writes the validation report to path.
+func (v *ValidationReport) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
