@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -74,6 +75,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			runCommand(),
 			validateCommand(),
+			genTraceCommand(),
 			topoCommand(),
 			versionCommand(),
 		},
@@ -116,8 +118,49 @@ func topoCommand() *cli.Command {
 	}
 }
 
-func runFlags() []cli.Flag {
+// syntheticFlags size the embedded synthetic workload (run, validate and gen-trace).
+func syntheticFlags() []cli.Flag {
+	d := hicache.DefaultSyntheticConfig()
+	const cat = "synthetic workload (when no --trace)"
 	return []cli.Flag{
+		&cli.IntFlag{Name: "conversations", Value: d.Conversations, EnvVars: []string{"CPHICACHE_CONVERSATIONS"}, Category: cat,
+			Usage: "multi-turn conversations (users), interleaved"},
+		&cli.IntFlag{Name: "turns-max", Value: d.TurnsMax, EnvVars: []string{"CPHICACHE_TURNS_MAX"}, Category: cat,
+			Usage: "turns per conversation at most; each turn's prompt extends the previous prompt and its reply"},
+		&cli.IntFlag{Name: "system-prompts", Value: d.SystemPrompts, EnvVars: []string{"CPHICACHE_SYSTEM_PROMPTS"}, Category: cat,
+			Usage: "shared system prompts, with Zipf popularity"},
+		&cli.IntFlag{Name: "system-prompt-tokens", Value: d.SystemPromptTokens, EnvVars: []string{"CPHICACHE_SYSTEM_PROMPT_TOKENS"}, Category: cat,
+			Usage: "tokens per system prompt"},
+		&cli.IntFlag{Name: "turn-tokens", Value: d.TurnTokens, EnvVars: []string{"CPHICACHE_TURN_TOKENS"}, Category: cat,
+			Usage: "new user tokens per turn (varied by a seeded amount)"},
+		&cli.IntFlag{Name: "output-tokens", Value: d.OutputTokens, EnvVars: []string{"CPHICACHE_OUTPUT_TOKENS"}, Category: cat,
+			Usage: "reply tokens per turn (varied by a seeded amount)"},
+		&cli.IntFlag{Name: "flush-every-requests", Value: d.FlushEvery, EnvVars: []string{"CPHICACHE_FLUSH_EVERY_REQUESTS"}, Category: cat,
+			Usage: "insert a flush op after every N requests; 0 = none"},
+	}
+}
+
+func readSynthetic(c *cli.Context) (hicache.SyntheticConfig, error) {
+	cfg := hicache.SyntheticConfig{
+		Seed: c.Uint64("seed"), Conversations: c.Int("conversations"), TurnsMax: c.Int("turns-max"),
+		SystemPrompts: c.Int("system-prompts"), SystemPromptTokens: c.Int("system-prompt-tokens"),
+		TurnTokens: c.Int("turn-tokens"), OutputTokens: c.Int("output-tokens"), VocabSize: c.Int("vocab-size"),
+		FlushEvery: c.Int("flush-every-requests"),
+	}
+	if err := cfg.Validate(); err != nil {
+		// The message names the field as its flag: "synthetic workload: turns-max = -1, want 1..1024".
+		reason := strings.TrimPrefix(err.Error(), "synthetic workload: ")
+		flag, _, found := strings.Cut(reason, " = ")
+		if !found {
+			flag = "conversations"
+		}
+		return cfg, &hicache.ConfigError{Flag: flag, Reason: reason}
+	}
+	return cfg, nil
+}
+
+func runFlags() []cli.Flag {
+	return append(syntheticFlags(), []cli.Flag{
 		&cli.StringFlag{Name: "trace", EnvVars: []string{"CPHICACHE_TRACE"}, Category: "workload",
 			Usage: "replay a JSON Lines trace ({\"rid\": ..., \"input_ids\": [...], \"output_len\": N} or {\"op\": \"flush\"} per line); empty = the embedded synthetic multi-turn chat workload. Requests of one conversation (rid before the first '.') go to the same DP replica"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, EnvVars: []string{"CPHICACHE_SEED"}, Category: "workload",
@@ -162,7 +205,7 @@ func runFlags() []cli.Flag {
 			Usage: "RANK@STEP: world rank RANK stops before step STEP's writing_check; the watchdog must end the job"},
 		&cli.StringFlag{Name: "inject-exit", EnvVars: []string{"CPHICACHE_INJECT_EXIT"}, Category: "fault injection (validation only)",
 			Usage: "RANK@STEP: world rank RANK exits (status 4) before step STEP's writing_check; the launcher must end the job"},
-	}
+	}...)
 }
 
 func readRunOptions(c *cli.Context) (*hicache.Options, error) {
@@ -180,9 +223,10 @@ func readRunOptions(c *cli.Context) (*hicache.Options, error) {
 			return nil, err
 		}
 	}
-	synthetic := hicache.DefaultSyntheticConfig()
-	synthetic.Seed = c.Uint64("seed")
-	synthetic.VocabSize = c.Int("vocab-size")
+	synthetic, err := readSynthetic(c)
+	if err != nil {
+		return nil, err
+	}
 	opts := &hicache.Options{
 		Layers: c.Int("layers"), PayloadsPerLayer: c.Int("payloads"), PageTokens: c.Int("page-tokens"),
 		TokenBytes: c.Int("token-bytes"), DevicePages: c.Int("device-pages"), L2Slots: c.Int("l2-slots"),
@@ -260,6 +304,37 @@ func validateCommand() *cli.Command {
 			}
 			opts.Quiet = true
 			return withJob(g, func(job *hicache.Job) error { return validateMain(job, opts) })
+		},
+	}
+}
+
+func genTraceCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "gen-trace",
+		Usage: "write the synthetic workload as a JSON Lines trace (the format --trace replays); needs no mpirun",
+		Flags: append(syntheticFlags(),
+			&cli.Uint64Flag{Name: "seed", Value: 1, EnvVars: []string{"CPHICACHE_SEED"}, Usage: "seed of the synthetic workload"},
+			&cli.IntFlag{Name: "vocab-size", Value: 32000, EnvVars: []string{"CPHICACHE_VOCAB_SIZE"}, Usage: "token ids lie in [0, vocab-size)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "file to write; - = standard output"},
+		),
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			cfg, err := readSynthetic(c)
+			if err != nil {
+				return err
+			}
+			events, err := hicache.GenerateSynthetic(cfg)
+			if err != nil {
+				return err
+			}
+			if path := c.String("output"); path != "-" {
+				f, err := os.Create(path)
+				if err != nil {
+					return err
+				}
+				return errors.Join(hicache.WriteTrace(f, events), f.Close())
+			}
+			return hicache.WriteTrace(os.Stdout, events)
 		},
 	}
 }

@@ -16,6 +16,8 @@ import (
 type Job struct {
 	Topo *Topology
 	Log  *slog.Logger
+
+	stopSignals func()
 }
 
 // ParseLogLevel turns --log-level into a slog level.
@@ -49,11 +51,14 @@ func StartJob(cp, dp int, level slog.Level) (*Job, error) {
 	}
 	handler := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
 	logger := slog.New(handler).With("rank", topo.WorldRank, "cp_group", topo.CPGroup, "cp_rank", topo.CPRank)
-	return &Job{Topo: topo, Log: logger}, nil
+	return &Job{Topo: topo, Log: logger, stopSignals: handleSignals(topo.WorldRank)}, nil
 }
 
 // Close frees the communicators and finalises MPI.
 func (j *Job) Close() error {
+	if j.stopSignals != nil {
+		j.stopSignals()
+	}
 	j.Topo.Close()
 	return mpi.Finalize()
 }

@@ -121,8 +121,6 @@ type runState struct {
 	ctrl  *controller
 	steps int64
 	start time.Time
-
-	stopSignals func()
 }
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
@@ -229,7 +227,6 @@ func agreeAcrossGroups(world *mpi.Comm, local error) error {
 
 func (rs *runState) setUp() error {
 	t := rs.job.Topo
-	rs.stopSignals = handleSignals(t.WorldRank)
 	g := rs.opts.geometry(t.CPSize)
 	if err := g.Validate(); err != nil {
 		return &ConfigError{"l2-slots", err.Error()}
@@ -255,9 +252,7 @@ func (rs *runState) setUp() error {
 }
 
 func (rs *runState) tearDown() {
-	if rs.stopSignals != nil {
-		rs.stopSignals()
-	}
+
 	if rs.ctrl != nil {
 		rs.ctrl.close()
 	}

@@ -166,3 +166,24 @@ func TestFlushRestoresTheFreshAllocator(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestValidateMatrixPasses(t *testing.T) {
+	v, err := Validate(testJob(t), smallOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := testLayout()
+	if len(v.Checks) != 6 {
+		t.Fatalf("%d checks, want 6", len(v.Checks))
+	}
+	for _, c := range v.Checks {
+		skippable := c.Name == "placement_identical" || c.Name == "divergence_detected"
+		switch {
+		case c.Result == "skip" && !(skippable && cp == 1):
+			t.Errorf("%s skipped at cp %d", c.Name, cp)
+		case c.Result == "fail":
+			t.Errorf("%s failed: %d wrong (%s)", c.Name, c.Wrong, c.Detail)
+		}
+	}
+	checkNoLeakedSegments(t)
+}

@@ -104,7 +104,7 @@ func (cfg SyntheticConfig) Validate() error {
 		{"turn-tokens", cfg.TurnTokens, 1, syntheticSegmentTokensMax},
 		{"output-tokens", cfg.OutputTokens, 0, syntheticSegmentTokensMax},
 		{"vocab-size", cfg.VocabSize, 1, vocabSizeMax},
-		{"flush-every", cfg.FlushEvery, 0, syntheticConversationsMax * syntheticTurnsMax},
+		{"flush-every-requests", cfg.FlushEvery, 0, syntheticConversationsMax * syntheticTurnsMax},
 	}
 	for _, c := range checks {
 		if c.value < c.min || c.value > c.max {

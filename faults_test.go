@@ -1,0 +1,136 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Fault tests: every injected fault, every bad input a new user would try, and a signal, each bounded in time,
+// each checked for a clear message, a non-zero exit and no shared memory left behind.
+
+func TestInjectedHangEndsWithinTheWatchdogTimeout(t *testing.T) {
+	start := time.Now()
+	res := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--watchdog-timeout", "3s", "--inject-hang", "1@5")
+	elapsed := time.Since(start)
+	if res.exitCode == 0 {
+		t.Fatal("a hung rank did not end the job")
+	}
+	for _, want := range []string{"injected hang at step 5", "watchdog: writing_check on CP group 0 (4 ranks) at step 5", "--watchdog-timeout 3 s"} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		}
+	}
+	// Timeout plus a few seconds (start-up, the poll interval, mpirun's tear-down on a loaded machine).
+	if elapsed > 30*time.Second {
+		t.Errorf("the job took %v to end after a 3 s watchdog timeout", elapsed)
+	}
+	checkNoSegments(t)
+}
+
+func TestInjectedExitEndsTheJob(t *testing.T) {
+	res := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--inject-exit", "3@5")
+	if res.exitCode == 0 || !strings.Contains(res.stderr, "rank 3: injected exit at step 5 (--inject-exit)") {
+		t.Fatalf("exit %d, stderr:\n%s", res.exitCode, res.stderr)
+	}
+	checkNoSegments(t)
+}
+
+func TestBadInputFailsWithOneClearLine(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := write("empty.jsonl", "")
+	notJSON := write("bad.jsonl", `{"rid": "a", "input_ids": [1, 2], "output_len": 4}`+"\nthis is not json\n")
+	negative := write("neg.jsonl", `{"rid": "a", "input_ids": [1, 2], "output_len": -3}`+"\n")
+	huge := write("huge.jsonl", `{"rid": "a", "input_ids": [1, 2], "output_len": 99999999999}`+"\n")
+	outOfRange := write("range.jsonl", `{"rid": "a", "input_ids": [1, 40000], "output_len": 4}`+"\n")
+	for _, tc := range []struct {
+		np   int
+		args []string
+		want string
+	}{
+		{2, []string{"run", "--trace", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl"},
+		{2, []string{"run", "--trace", empty}, "holds no requests"},
+		{2, []string{"run", "--trace", notJSON}, "bad.jsonl:2:"},
+		{2, []string{"run", "--trace", negative}, "neg.jsonl:1:"},
+		{2, []string{"run", "--trace", huge}, "huge.jsonl:1:"},
+		{2, []string{"run", "--trace", outOfRange}, "range.jsonl:1:"},
+		{2, []string{"run", "--cp", "0"}, "invalid --cp"},
+		{2, []string{"run", "--cp", "4"}, "invalid --cp"},
+		{2, []string{"run", "--l2-slots", "100000000", "--token-bytes", "4096"}, "invalid --l2-slots"},
+		{2, []string{"run", "--write-policy", "write_sideways"}, "invalid --write-policy"},
+		{2, []string{"run", "--layout", "diagonal"}, "invalid --layout"},
+		{2, []string{"run", "--collective", "nccl"}, "invalid --collective"},
+		{2, []string{"run", "--inject-hang", "x@y"}, "invalid --inject-hang"},
+		{2, []string{"run", "--watchdog-timeout", "soon"}, "watchdog-timeout"},
+	} {
+		res := runMPI(t, tc.np, 60*time.Second, tc.args...)
+		lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
+		if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+			t.Errorf("%v: exit %d, want non-zero and one line naming %q; got:\n%s", tc.args, res.exitCode, tc.want, res.stderr)
+		}
+	}
+	checkNoSegments(t)
+}
+
+// cphicacheLines keeps the lines cphicache printed, dropping mpirun's own banner about the failed job.
+func cphicacheLines(stderr string) string {
+	var keep []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "cphicache:") || strings.HasPrefix(line, "Incorrect Usage") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func TestSIGTERMEndsTheRunCleanly(t *testing.T) {
+	// A singleton is the process that receives the signal directly, as each rank does under mpirun or srun.
+	cmd := exec.Command(binPath, "run", "--trace", writeLongTrace(t), "--quiet")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) {
+			t.Errorf("exit %v, want status %d; stderr:\n%s", err, 128+int(syscall.SIGTERM), stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "received SIGTERM; run abandoned") {
+			t.Errorf("no one-line reason on stderr:\n%s", stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the run did not end within 30 s of SIGTERM")
+	}
+	checkNoSegments(t)
+}
+
+// writeLongTrace writes a trace long enough that a singleton is still replaying it when the signal comes.
+func writeLongTrace(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "long.jsonl")
+	out, err := exec.Command(binPath, "gen-trace", "--conversations", "4000", "--output", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gen-trace: %v\n%s", err, out)
+	}
+	return path
+}
