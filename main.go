@@ -257,17 +257,23 @@ func runCommand() *cli.Command {
 			"--placement-assert-every steps. Exits non-zero on any divergence or load-back mismatch.",
 		Flags:        append(globalFlags(), runFlags()...),
 		OnUsageError: onUsageError,
-		Action: func(c *cli.Context) error {
-			g, err := readGlobal(c)
-			if err != nil {
-				return err
-			}
-			opts, err := readRunOptions(c)
-			if err != nil {
-				return err
-			}
-			return withJob(g, func(job *hicache.Job) error { return runMain(job, opts) })
-		},
+		Action:       replayAction(runMain),
+	}
+}
+
+// replayAction is the Action of the commands that replay a workload (run, validate): read and check every
+// flag before MPI starts, then run fn on every rank.
+func replayAction(fn func(*hicache.Job, *hicache.Options) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		g, err := readGlobal(c)
+		if err != nil {
+			return err
+		}
+		opts, err := readRunOptions(c)
+		if err != nil {
+			return err
+		}
+		return withJob(g, func(job *hicache.Job) error { return fn(job, opts) })
 	}
 }
 
@@ -293,18 +299,7 @@ func validateCommand() *cli.Command {
 			"at the next check, after which the group restarts from a fresh state). Takes every flag of run.",
 		Flags:        append(globalFlags(), runFlags()...),
 		OnUsageError: onUsageError,
-		Action: func(c *cli.Context) error {
-			g, err := readGlobal(c)
-			if err != nil {
-				return err
-			}
-			opts, err := readRunOptions(c)
-			if err != nil {
-				return err
-			}
-			opts.Quiet = true
-			return withJob(g, func(job *hicache.Job) error { return validateMain(job, opts) })
-		},
+		Action:       replayAction(validateMain),
 	}
 }
 
@@ -340,6 +335,7 @@ func genTraceCommand() *cli.Command {
 }
 
 func validateMain(job *hicache.Job, opts *hicache.Options) error {
+	opts.Quiet = true
 	v, err := hicache.Validate(job, opts)
 	if err != nil {
 		return err

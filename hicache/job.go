@@ -81,28 +81,26 @@ func (j *Job) PrintTopology(w io.Writer) error {
 // process exit status.
 func (j *Job) Fail(err error) int {
 	t := j.Topo
+	var shared *SharedError
 	var div *DivergenceError
 	speaker := true
-	var peer PeerFailedError
 	switch {
-	case errors.As(err, &peer):
-		speaker = false
+	case errors.As(err, &shared):
+		speaker = shared.Speaker
 	case IsUniform(err):
 		speaker = t.WorldRank == 0
-		if speaker {
-			fmt.Fprintf(os.Stderr, "cphicache: %v\n", err)
-		}
 	case errors.As(err, &div):
 		speaker = t.CPRank == 0
-		if speaker {
-			fmt.Fprintf(os.Stderr, "cphicache: rank %d: %v\n", t.WorldRank, err)
+	}
+	if speaker {
+		if IsUniform(err) {
+			fmt.Fprintf(os.Stderr, "cphicache: %v\n", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "cphicache: rank %d (CP group %d, CP rank %d): %v\n", t.WorldRank, t.CPGroup, t.CPRank, err)
 		}
-	default:
-		fmt.Fprintf(os.Stderr, "cphicache: rank %d (CP group %d, CP rank %d): %v\n", t.WorldRank, t.CPGroup, t.CPRank, err)
+		return 1
 	}
-	if !speaker {
-		time.Sleep(silentRankGrace)
-	}
+	time.Sleep(silentRankGrace)
 	return 1
 }
 

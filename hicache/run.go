@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -150,7 +151,7 @@ func runPass(job *Job, opts *Options) (*runState, error) {
 	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
 	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
 	replayErr := rs.replay(events)
-	if err := agreeAcrossGroups(job.Topo.World, replayErr); err != nil {
+	if err := agreeOnFailure(job.Topo.World, replayErr); err != nil {
 		return nil, err
 	}
 	return rs, nil
@@ -172,7 +173,7 @@ func (rs *runState) loadWorkload() ([]Event, error) {
 			events = ShardForReplica(events, t.DPSize, t.CPGroup)
 		}
 	}
-	if err := agreeOnError(t.World, loadErr); err != nil {
+	if err := agreeOnFailure(t.World, wrapWorkload(loadErr)); err != nil {
 		return nil, err
 	}
 	return events, nil
@@ -184,45 +185,46 @@ type WorkloadError struct{ Err error }
 func (e *WorkloadError) Error() string { return e.Err.Error() }
 func (e *WorkloadError) Unwrap() error { return e.Err }
 
-// agreeOnError makes a local error everyone's: if any rank failed, every rank returns an error. The failing
-// rank returns its own; the others a uniform one that says which rank to look at.
-func agreeOnError(world *mpi.Comm, local error) error {
-	flag := []int64{0}
-	if local != nil {
-		flag[0] = 1
+func wrapWorkload(err error) error {
+	if err == nil {
+		return nil
 	}
-	if err := world.AllreduceInt64(flag, flag, mpi.Max); err != nil {
-		return errors.Join(local, err)
-	}
-	if local != nil {
-		return &WorkloadError{local}
-	}
-	if flag[0] != 0 {
-		return &WorkloadError{errors.New("another rank failed at start-up (its message names the cause)")}
-	}
-	return nil
+	return &WorkloadError{err}
 }
+
+// SharedError is a failure every rank returns after agreeing on it: one rank, the lowest failing one, reports
+// the cause (Speaker); the others end quietly, so that a job prints its reason once.
+type SharedError struct {
+	Err     error
+	Speaker bool
+}
+
+func (e *SharedError) Error() string { return e.Err.Error() }
+func (e *SharedError) Unwrap() error { return e.Err }
 
 // PeerFailedError is what a rank returns when another rank's failure ended the run; that rank reports the cause.
 type PeerFailedError struct{}
 
 func (PeerFailedError) Error() string { return "another rank failed; its message names the cause" }
 
-func agreeAcrossGroups(world *mpi.Comm, local error) error {
-	flag := []int64{0}
+// agreeOnFailure makes a local failure everyone's, in one World all-reduce that every rank enters: if any rank
+// failed, every rank returns a *SharedError, and the lowest failing rank is the one that reports it.
+func agreeOnFailure(world *mpi.Comm, local error) error {
+	lowest := []int64{math.MaxInt64}
 	if local != nil {
-		flag[0] = 1
+		lowest[0] = int64(world.Rank())
 	}
-	if err := world.AllreduceInt64(flag, flag, mpi.Max); err != nil {
+	if err := world.AllreduceInt64(lowest, lowest, mpi.Min); err != nil {
 		return errors.Join(local, err)
 	}
-	if local != nil {
-		return local
+	switch {
+	case lowest[0] == math.MaxInt64:
+		return nil
+	case local == nil:
+		return &SharedError{Err: PeerFailedError{}}
+	default:
+		return &SharedError{Err: local, Speaker: lowest[0] == int64(world.Rank())}
 	}
-	if flag[0] != 0 {
-		return PeerFailedError{}
-	}
-	return nil
 }
 
 func (rs *runState) setUp() error {
@@ -231,7 +233,7 @@ func (rs *runState) setUp() error {
 	if err := g.Validate(); err != nil {
 		return &ConfigError{"l2-slots", err.Error()}
 	}
-	if err := agreeOnError(t.World, CheckShmFits(g, t.NodeSize/t.CPSize)); err != nil {
+	if err := agreeOnFailure(t.World, CheckShmFits(g, t.NodeSize/t.CPSize)); err != nil {
 		return err
 	}
 	slab, err := OpenSharedSlab(t.CP, g, rs.opts.JobID, t.CPGroup)
