@@ -69,7 +69,9 @@ test-mpi: $(foreach p,$(MPI_TEST_PKGS),$(BUILD)/$(p).test)
 			|| { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n"; exit 1; }; \
 		passed=$$(grep -c '^PASS$$' $(BUILD)/$$p.np$$n.log || true); \
 		[ "$$passed" = "$$n" ] || { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n: $$passed of $$n ranks passed"; exit 1; }; \
-		echo "ok   $$p np=$$n ($$passed ranks passed)"; \
+		leaked=$$(ls /dev/shm | grep '^cphicache-' || true); \
+		[ -z "$$leaked" ] || { echo "FAIL: $$p at np $$n left shared memory behind: $$leaked"; exit 1; }; \
+		echo "ok   $$p np=$$n ($$passed ranks passed, no shared memory left)"; \
 	done; done
 
 $(BUILD)/%.test: deps FORCE
