@@ -32,7 +32,7 @@ EXTRA_TESTS   :=
 
 include $(sort $(wildcard */*.mk))
 
-.PHONY: all deps build run test test-unit test-mpi vet clean
+.PHONY: all deps build run test test-unit test-mpi vet fuzz clean
 
 all: build
 
@@ -79,6 +79,14 @@ $(BUILD)/%.test: deps FORCE
 	$(GO) test -c -o $@ ./$*
 
 FORCE:
+
+# fuzz runs each fuzz target for FUZZTIME (the suite runs their seed corpora only).
+FUZZTIME ?= 30s
+fuzz: deps
+	$(GO) test ./hicache -run '^$$' -fuzz FuzzReadTrace -fuzztime $(FUZZTIME)
+	$(GO) test ./hicache -run '^$$' -fuzz FuzzDecodeEvents -fuzztime $(FUZZTIME)
+	$(GO) test ./pool -run '^$$' -fuzz FuzzAllocatorAgainstModel -fuzztime $(FUZZTIME)
+	$(GO) test ./kernels -run '^$$' -fuzz FuzzCoalesce -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin $(BUILD)
