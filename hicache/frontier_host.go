@@ -77,4 +77,3 @@ func (f *hostNCCLFrontier) Close() error {
 	f.lib.Close()
 	return err
 }
-
