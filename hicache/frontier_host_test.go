@@ -9,9 +9,9 @@ import (
 	"testing"
 )
 
-// ncclShimForTest returns the ncclshim path that make (nccl/nccl.mk) builds and exports, and turns on the CPU
-// build's host-buffer test switch for the test.
-func ncclShimForTest(t *testing.T) {
+// ncclForTest needs the ncclshim that make (nccl/nccl.mk) builds and names in CPHICACHE_NCCL_LIB, and turns on
+// the CPU build's host-buffer test switch for the test.
+func ncclForTest(t *testing.T) {
 	t.Helper()
 	if os.Getenv(ncclLibEnv) == "" {
 		t.Skipf("%s is unset: make test builds ncclshim and sets it", ncclLibEnv)
@@ -22,7 +22,7 @@ func ncclShimForTest(t *testing.T) {
 // TestRunOverNCCLShimCommitsOnCPCommunicators drives writing_check through the NCCL binding (dlopen'ed
 // ncclshim, a communicator per CP group made over the CP communicator, in-place MIN) for a whole run.
 func TestRunOverNCCLShimCommitsOnCPCommunicators(t *testing.T) {
-	ncclShimForTest(t)
+	ncclForTest(t)
 	opts := smallOptions()
 	opts.Collective = "nccl"
 	if err := opts.Validate(); err != nil {
@@ -52,32 +52,5 @@ func TestCPUBuildRefusesNCCLWithoutTheTestSwitch(t *testing.T) {
 	var ce *ConfigError
 	if err := opts.Validate(); !errors.As(err, &ce) || ce.Flag != "collective" || !strings.Contains(ce.Reason, "GPU build") {
 		t.Errorf("Validate: %v, want an invalid --collective error that names the GPU build", err)
-	}
-}
-
-// TestNCCLFrontierReducesMinInPlace checks the host-buffer reducer alone: the MIN of every CP rank's value,
-// written back into the caller's slice, and a call longer than the buffer refused.
-func TestNCCLFrontierReducesMinInPlace(t *testing.T) {
-	ncclShimForTest(t)
-	job := testJob(t)
-	f, err := newFrontierReducer(job.Topo, "nccl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := closeFrontier(f); err != nil {
-			t.Error(err)
-		}
-	}()
-	cpRank := uint64(job.Topo.CPRank)
-	values := []uint64{100 + cpRank, 1<<63 + cpRank} // the second is past int64: unsigned order
-	if err := f.AllreduceMinUint64(values); err != nil {
-		t.Fatal(err)
-	}
-	if values[0] != 100 || values[1] != 1<<63 {
-		t.Errorf("MIN over %d CP ranks = %v, want [100 %d]", job.Topo.CPSize, values, uint64(1<<63))
-	}
-	if err := f.AllreduceMinUint64(make([]uint64, ncclValuesMax+1)); err == nil {
-		t.Error("a call longer than the buffer was accepted")
 	}
 }
