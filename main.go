@@ -192,7 +192,7 @@ func runFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "flush-every", Value: 0, EnvVars: []string{"CPHICACHE_FLUSH_EVERY"}, Category: "checks",
 			Usage: "steps between cache flushes (drain, barrier, reset); 0 = only the workload's own flush ops"},
 		&cli.StringFlag{Name: "collective", Value: "mpi", EnvVars: []string{"CPHICACHE_COLLECTIVE"}, Category: "checks",
-			Usage: "transport of writing_check's MIN all-reduce: mpi, or nccl (GPU build only)"},
+			Usage: "transport of writing_check's MIN all-reduce: mpi, or nccl (GPU build only; loads libnccl.so.2, or the library in CPHICACHE_NCCL_LIB)"},
 		&cli.DurationFlag{Name: "watchdog-timeout", Value: 120 * time.Second, EnvVars: []string{"CPHICACHE_WATCHDOG_TIMEOUT"}, Category: "checks",
 			Usage: "end the job when a collective waits longer than this (e.g. 120s, 2m); 0 = never"},
 		&cli.StringFlag{Name: "report", EnvVars: []string{"CPHICACHE_REPORT"}, Category: "output",

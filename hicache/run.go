@@ -99,10 +99,7 @@ func (o *Options) Validate() error {
 	if o.Collective != "mpi" && o.Collective != "nccl" {
 		return &ConfigError{"collective", fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
 	}
-	if o.Collective == "nccl" {
-		return &ConfigError{"collective", "nccl needs the GPU build (make gpu: bin/cphicache-gpu); this binary is the CPU build, use --collective mpi"}
-	}
-	return nil
+	return checkCollectiveBuild(o.Collective)
 }
 
 func (o *Options) geometry(cp int) pool.Geometry {
@@ -117,7 +114,7 @@ type runState struct {
 	job   *Job
 	opts  *Options
 	slab  *SharedSlab
-	eng   *kernels.HostEngine
+	eng   kernels.Engine
 	cons  *consensus
 	ctrl  *controller
 	steps int64
@@ -242,24 +239,32 @@ func (rs *runState) setUp() error {
 	}
 	rs.slab = slab
 	cfg := CacheConfig{Geometry: g, DevicePages: rs.opts.DevicePages, Policy: rs.opts.Policy, Seed: rs.opts.Seed}
-	if rs.eng, err = kernels.NewHostEngine(cfg.DeviceBytes(), slab.Slabs, 1); err != nil {
+	if rs.eng, err = newCopyEngine(t, cfg, slab.Slabs); err != nil {
+		return err
+	}
+	frontier, err := newFrontierReducer(t, rs.opts.Collective)
+	if err != nil {
 		return err
 	}
 	// A rank the watchdog ends leaves nothing behind: the segment is unlinked by now (or, on CP-rank 0 before
 	// every rank mapped it, unlinked by the cleanup) and the exit releases the mapping.
 	watchdog := NewWatchdog(rs.opts.WatchdogTimeout, unlinkPendingSegment)
-	rs.cons = newConsensus(t.CP, t.CPGroup, nil, watchdog, 1<<16)
+	rs.cons = newConsensus(t.CP, t.CPGroup, frontier, watchdog, 1<<16)
 	rs.ctrl, err = newController(cfg, t.CPRank, rs.eng, rs.cons)
 	return err
 }
 
 func (rs *runState) tearDown() {
-
 	if rs.ctrl != nil {
 		rs.ctrl.close()
 	}
 	if rs.cons != nil {
 		rs.cons.watchdog.Stop()
+		closeFrontier(rs.cons.frontier)
+	}
+	// The engine goes before the slab: the GPU build unregisters the slab's pages from the GPU before unmapping.
+	if rs.eng != nil {
+		rs.eng.Close()
 	}
 	if rs.slab != nil {
 		rs.slab.Close()

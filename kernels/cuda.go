@@ -216,24 +216,43 @@ func (e *CUDAEngine) Gather(spans []Span) error { return e.run(spans, true) }
 // Scatter copies slab -> device for every span (H2D, the load-back direction).
 func (e *CUDAEngine) Scatter(spans []Span) error { return e.run(spans, false) }
 
-// WriteDevice copies src into the device buffer at offsetBytes (cuMemcpyHtoD, synchronous).
+// WriteDevice copies src into the device buffer at offsetBytes and returns once the bytes are there.
+//
+// The copy runs on the engine's stream and the stream is synchronised: a plain cuMemcpyHtoD from pageable
+// memory may return before its DMA lands, on the legacy default stream, which the engine's non-blocking stream
+// does not wait for, so a Gather right after it (hicache writes a page's content, then backs it up) could read
+// the old bytes.
 func (e *CUDAEngine) WriteDevice(offsetBytes int64, src []byte) error {
 	if err := checkStaging("WriteDevice", offsetBytes, len(src), e.deviceBytes); err != nil || len(src) == 0 {
 		return err
 	}
 	return e.locked(func() error {
-		return cu.MemcpyHtoD(e.devicePtr+cu.DevicePtr(offsetBytes), unsafe.Pointer(&src[0]), int64(len(src)))
+		err := cu.MemcpyHtoDAsync(e.devicePtr+cu.DevicePtr(offsetBytes), unsafe.Pointer(&src[0]), int64(len(src)), e.stream)
+		return e.syncStaging("WriteDevice", err)
 	})
 }
 
-// ReadDevice copies the device buffer at offsetBytes into dst (cuMemcpyDtoH, synchronous).
+// ReadDevice copies the device buffer at offsetBytes into dst, on the engine's stream (so after every copy
+// enqueued before it), and returns once dst holds the bytes.
 func (e *CUDAEngine) ReadDevice(offsetBytes int64, dst []byte) error {
 	if err := checkStaging("ReadDevice", offsetBytes, len(dst), e.deviceBytes); err != nil || len(dst) == 0 {
 		return err
 	}
 	return e.locked(func() error {
-		return cu.MemcpyDtoH(unsafe.Pointer(&dst[0]), e.devicePtr+cu.DevicePtr(offsetBytes), int64(len(dst)))
+		err := cu.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), e.devicePtr+cu.DevicePtr(offsetBytes), int64(len(dst)), e.stream)
+		return e.syncStaging("ReadDevice", err)
 	})
+}
+
+// syncStaging waits for a staging copy enqueued on the engine's stream.
+func (e *CUDAEngine) syncStaging(op string, err error) error {
+	if err != nil {
+		return fmt.Errorf("kernels: %s: %w", op, err)
+	}
+	if err := e.stream.Synchronize(); err != nil {
+		return fmt.Errorf("kernels: %s: %w", op, err)
+	}
+	return nil
 }
 
 // Close unregisters the slabs and frees the device memory. A second Close is a no-op.

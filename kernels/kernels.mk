@@ -3,8 +3,9 @@
 #   make deps-cuda         install the CUDA toolkit (Debian non-free nvidia-cuda-toolkit), only when missing
 #   make kernels/cuda/pagecopy.ptx   regenerate the PTX from kernels/cuda/pagecopy.cu (nvcc -arch=sm_90 -ptx)
 #   make gpu               build bin/cphicache-gpu with the cuda build tag
-#   make test-cuda-build   compile the cuda build and check the committed PTX equals a fresh nvcc run
-#   make gpu-check         build build/kernels-cuda.test for kernels/gpu-check.sh, to carry to a GPU machine
+#   make test-cuda-build   compile and vet the cuda build, build bin/cphicache-gpu and the GPU test binaries, and
+#                          check the committed PTX equals a fresh nvcc run (in EXTRA_TESTS; alias test-gpu-build)
+#   make gpu-check         test-cuda-build plus the MPI libraries, all kernels/gpu-check.sh needs on a GPU machine
 
 NVCC          ?= nvcc
 NVCC_FLAGS    ?= -arch=sm_90 -ptx -O3
@@ -12,7 +13,7 @@ KERNELS_PTX   := kernels/cuda/pagecopy.ptx
 KERNELS_CU    := kernels/cuda/pagecopy.cu
 GPU_BIN       := bin/cphicache-gpu
 
-.PHONY: deps-cuda gpu test-cuda-build gpu-check kernels-ptx test-kernels-race
+.PHONY: deps-cuda gpu test-cuda-build test-gpu-build gpu-check kernels-ptx test-kernels-race
 
 # The toolkit lives in Debian's non-free component, which a fresh machine does not enable
 # (../shared/ENVIRONMENT.md); the edit of the sources file is itself idempotent.
@@ -37,24 +38,43 @@ kernels-ptx: $(KERNELS_PTX)
 gpu: deps deps-cuda $(KERNELS_PTX)
 	$(GO) build -tags cuda -ldflags '$(GO_LDFLAGS)' -o $(GPU_BIN) .
 
-# Compiles everything the cuda build has (there is no GPU here to run it) and checks the committed PTX is what
-# nvcc makes of the committed .cu. Not in EXTRA_TESTS: the toolkit install alone took 4.5 minutes on a fresh
-# machine of this kind, over the budget for `make test`.
+# Compiles everything the cuda build has (there is no GPU here to run it), so that GPU code never rots: checks
+# the committed PTX is what nvcc makes of the committed .cu, vets every package with the cuda tag, builds
+# bin/cphicache-gpu and the test binaries kernels/gpu-check.sh runs. In EXTRA_TESTS: about 1 minute with the
+# toolkit installed, plus about 3-5 minutes on a fresh machine for deps-cuda (an 860 MB download).
+# The PTX is compiled to $(BUILD) and compared, never regenerated in place, so a stale commit cannot pass.
+GPU_CHECK_TESTS := $(BUILD)/kernels-cuda.test $(BUILD)/hicache-cuda.test $(BUILD)/ncclcheck-cuda.test
+
 test-cuda-build: deps deps-cuda
 	@mkdir -p $(BUILD)
 	$(NVCC) $(NVCC_FLAGS) -o $(BUILD)/pagecopy.ptx $(KERNELS_CU)
 	@cmp -s $(BUILD)/pagecopy.ptx $(KERNELS_PTX) || { \
 		diff $(KERNELS_PTX) $(BUILD)/pagecopy.ptx | head -20; \
 		echo "FAIL: $(KERNELS_PTX) is stale: run make $(KERNELS_PTX) and commit it"; exit 1; }
-	$(GO) build -tags cuda ./...
-	$(GO) vet -tags cuda ./kernels/
+	$(GO) vet -tags cuda ./...
+	$(GO) build -tags cuda -ldflags '$(GO_LDFLAGS)' -o $(GPU_BIN) .
 	$(GO) test -c -tags cuda -o $(BUILD)/kernels-cuda.test ./kernels
-	@echo "ok   cuda build compiles, PTX up to date"
+	$(GO) test -c -tags cuda -o $(BUILD)/hicache-cuda.test ./hicache
+	$(GO) test -c -tags cuda -o $(BUILD)/ncclcheck-cuda.test ./nccl/devicecheck
+	@echo "ok   cuda build compiles and vets, $(GPU_BIN) built, PTX up to date"
 
-# gpu-check builds what kernels/gpu-check.sh runs on a GPU machine (which needs no Go toolchain): carry
-# build/kernels-cuda.test and kernels/gpu-check.sh there and run `kernels/gpu-check.sh` from the repo root.
+test-gpu-build: test-cuda-build
+
+EXTRA_TESTS += test-cuda-build
+
+# gpu-check prepares what kernels/gpu-check.sh runs on a GPU machine (which needs no Go toolchain): the cuda
+# build's binary and test binaries, and in $(GPU_CHECK_LIBS) the MPI libraries they link, for a machine that
+# has no MPI (the loader needs them even where MPI is never initialised; glibc and libcuda are the machine's).
+# Carry bin/cphicache-gpu, $(BUILD)/*-cuda.test and $(GPU_CHECK_LIBS) there and run kernels/gpu-check.sh from
+# the repository root.
+GPU_CHECK_LIBS := $(BUILD)/gpu-check-libs
+
 gpu-check: test-cuda-build
-	@echo "gpu-check: ready: on the GPU machine run kernels/gpu-check.sh $(BUILD)/kernels-cuda.test (under 10 minutes)"
+	@rm -rf $(GPU_CHECK_LIBS) && mkdir -p $(GPU_CHECK_LIBS)
+	@ldd $(GPU_BIN) | awk '$$2 == "=>" && $$3 ~ /^\// { print $$3 }' | while read -r lib; do \
+		case $$(basename $$lib) in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libcuda.so*|ld-linux*) ;; \
+		*) cp -L $$lib $(GPU_CHECK_LIBS)/ ;; esac; done
+	@echo "gpu-check: ready ($$(du -sh $(GPU_BIN) $(GPU_CHECK_TESTS) $(GPU_CHECK_LIBS) | awk '{s = s $$1 " "} END {print s}')): on the GPU machine run kernels/gpu-check.sh (under 10 minutes)"
 
 # The concurrency tests under the race detector, small: several callers on one engine, whose workers share
 # per-call state.

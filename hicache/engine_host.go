@@ -1,0 +1,10 @@
+//go:build !cuda
+
+package hicache
+
+import "github.com/cphicache/cphicache/kernels"
+
+// newCopyEngine is the CPU build's engine: the device KV buffer is host memory and Go copies the pages.
+func newCopyEngine(_ *Topology, cfg CacheConfig, slabs [][]byte) (kernels.Engine, error) {
+	return kernels.NewHostEngine(cfg.DeviceBytes(), slabs, 1)
+}

@@ -1,0 +1,79 @@
+//go:build !cuda
+
+package hicache
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"unsafe"
+
+	"github.com/cphicache/cphicache/nccl"
+)
+
+// checkCollectiveBuild refuses --collective nccl in the CPU build: NCCL reduces device memory, and this build
+// has none. The one exception is the test path of CPHICACHE_NCCL_HOST_BUFFERS=1, which setUp further limits to
+// ncclshim.
+func checkCollectiveBuild(collective string) error {
+	if collective == "nccl" && os.Getenv(ncclHostBuffersEnv) != "1" {
+		return &ConfigError{"collective", "nccl needs the GPU build (make gpu: bin/cphicache-gpu); this binary is the CPU build, use --collective mpi"}
+	}
+	return nil
+}
+
+// newFrontierReducer returns writing_check's transport: nil (MPI, the default of newConsensus) for
+// --collective mpi, and for nccl the host-buffer reducer over ncclshim. Every rank calls it at start-up.
+func newFrontierReducer(t *Topology, collective string) (MinAllReducer, error) {
+	if collective != "nccl" {
+		return nil, nil
+	}
+	lib, err := loadNCCL()
+	if err == nil && !isNCCLShim(lib) {
+		err = &ConfigError{"collective", fmt.Sprintf("%s=1 is for tests with ncclshim (nccl/testdata), but %s is not the shim: NVIDIA's NCCL reduces device memory, which needs the GPU build (make gpu)", ncclHostBuffersEnv, lib.Path())}
+	}
+	comm, err := newNCCLCommOnCP(t, lib, err)
+	if err != nil {
+		lib.Close()
+		return nil, err
+	}
+	f := &hostNCCLFrontier{lib: lib, comm: comm, values: make([]uint64, ncclValuesMax)}
+	// The shim's C code reads and writes this buffer through an integer address: pinned, it cannot move.
+	f.pinner.Pin(&f.values[0])
+	return f, nil
+}
+
+// hostNCCLFrontier is writing_check through the NCCL binding on host memory, for tests without a GPU: the same
+// dlopen'ed library calls, communicator set-up over the CP group and in-place all-reduce MIN as the GPU build,
+// with a host buffer where the GPU build has a device buffer.
+type hostNCCLFrontier struct {
+	lib    *nccl.Library
+	comm   *nccl.Comm
+	values []uint64 // pinned; the stand-in for the GPU build's device buffer
+	pinner runtime.Pinner
+}
+
+func (f *hostNCCLFrontier) Name() string { return "nccl" }
+
+// AllreduceMinUint64 copies values into the pinned buffer, reduces it in place and copies the MIN back, as the
+// GPU build does through its device buffer.
+func (f *hostNCCLFrontier) AllreduceMinUint64(values []uint64) error {
+	n := len(values)
+	if n == 0 || n > ncclValuesMax {
+		return fmt.Errorf("nccl frontier: %d values, want 1..%d", n, ncclValuesMax)
+	}
+	copy(f.values, values)
+	p := uintptr(unsafe.Pointer(&f.values[0]))
+	if err := f.comm.AllreduceUint64(p, p, n, nccl.Min, 0); err != nil {
+		return err
+	}
+	copy(values, f.values[:n])
+	return nil
+}
+
+// Close destroys the communicator and unloads the library.
+func (f *hostNCCLFrontier) Close() error {
+	err := f.comm.Destroy()
+	f.pinner.Unpin()
+	f.lib.Close()
+	return err
+}
