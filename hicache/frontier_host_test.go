@@ -41,7 +41,7 @@ func TestRunOverNCCLShimCommitsOnCPCommunicators(t *testing.T) {
 	if r.Backup.Reserved == 0 || r.Backup.Committed != r.Backup.Reserved {
 		t.Errorf("%d backups reserved, %d committed: writing_check over NCCL did not commit them all", r.Backup.Reserved, r.Backup.Committed)
 	}
-	checkScoping(t, r)
+	checkReportScoping(t, r)
 	checkNoLeakedSegments(t)
 }
 
