@@ -75,6 +75,7 @@ func newApp() *cli.App {
 			runCommand(),
 			topoCommand(),
 			versionCommand(),
+			benchCommand(),
 		},
 	}
 }
