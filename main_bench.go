@@ -243,7 +243,7 @@ func benchE2ECommand() *cli.Command {
 				return &hicache.ConfigError{Flag: "np-list", Reason: err.Error()}
 			}
 			meta := bench.NewMeta("e2e", version)
-			meta.Set("launch", fmt.Sprintf("%s -np N ... %s run --quiet --report FILE --placement-assert-every A %s", cfg.Launcher[0], self, strings.Join(cfg.RunArgs, " ")))
+			meta.Set("launch", strings.TrimSpace(fmt.Sprintf("%s -np N ... %s run --quiet --report FILE --placement-assert-every A %s", cfg.Launcher[0], self, strings.Join(cfg.RunArgs, " "))))
 			meta.Set("launcher flags", strings.Join(cfg.Launcher[1:], " "))
 			meta.Set("rank counts", fmt.Sprint(cfg.NPs))
 			meta.Set("assert intervals", fmt.Sprint(cfg.AssertEvery))

@@ -178,7 +178,7 @@ func (c *copyCase) measure(cfg CopyConfig, gather bool, src, dst []byte) (CopyRo
 	bytesPerRound := float64(row.TotalBytes) * float64(cfg.Iters)
 	row.OursGBps, row.MemcpyGBps = bytesPerRound/median(secondsOurs)/1e9, bytesPerRound/median(secondsCopy)/1e9
 	row.Ratio = row.OursGBps / row.MemcpyGBps
-	wrong, err := c.verify(gather)
+	wrong, err := c.verify(gather, c.spans)
 	if !bytes.Equal(dst[:row.TotalBytes], src[:row.TotalBytes]) {
 		wrong++
 	}
@@ -186,9 +186,10 @@ func (c *copyCase) measure(cfg CopyConfig, gather bool, src, dst []byte) (CopyRo
 	return row, err
 }
 
-// verify fills the source side with a fresh pattern and the destination with zeros, copies once, and counts
-// the parts whose destination bytes differ from their source bytes.
-func (c *copyCase) verify(gather bool) (int64, error) {
+// verify fills the source side with a fresh pattern and the destination with zeros, copies once with c.spans,
+// and counts the parts of expected (the spans as they should be) whose destination bytes differ from their
+// source bytes.
+func (c *copyCase) verify(gather bool, expected [][]kernels.Span) (int64, error) {
 	device := make([]byte, c.engine.DeviceBytes())
 	if gather {
 		fillPattern(device, 2)
@@ -206,7 +207,7 @@ func (c *copyCase) verify(gather bool) (int64, error) {
 		return 0, err
 	}
 	var wrong int64
-	for _, spans := range c.spans {
+	for _, spans := range expected {
 		for _, s := range spans {
 			if !bytes.Equal(device[s.DeviceOffsetBytes:s.DeviceOffsetBytes+s.Bytes], c.slab[s.SlabOffsetBytes:s.SlabOffsetBytes+s.Bytes]) {
 				wrong++

@@ -227,7 +227,7 @@ func E2ERanks(runs []E2ERun) []hicache.RankInfo {
 	}
 	for _, g := range largest.Groups {
 		for cpRank, host := range g.Hosts {
-			ranks = append(ranks, hicache.RankInfo{WorldRank: len(ranks), CPGroup: g.Group, CPRank: cpRank, Host: host})
+			ranks = append(ranks, hicache.RankInfo{WorldRank: len(ranks), NodeRank: -1, CPGroup: g.Group, CPRank: cpRank, Host: host})
 		}
 	}
 	return ranks

@@ -69,7 +69,11 @@ func (m *Meta) WriteHeader(w io.Writer) {
 	}
 	fmt.Fprintf(w, "# ranks: %d\n", len(m.Ranks))
 	for _, r := range m.Ranks {
-		fmt.Fprintf(w, "#   rank %3d  host %-24s node-rank %3d  cp-group %3d  cp-rank %3d\n", r.WorldRank, r.Host, r.NodeRank, r.CPGroup, r.CPRank)
+		nodeRank := fmt.Sprint(r.NodeRank)
+		if r.NodeRank < 0 {
+			nodeRank = "-" // not recorded (the e2e reports name hosts, not node ranks)
+		}
+		fmt.Fprintf(w, "#   rank %3d  host %-24s node-rank %3s  cp-group %3d  cp-rank %3d\n", r.WorldRank, r.Host, nodeRank, r.CPGroup, r.CPRank)
 	}
 	fmt.Fprintf(w, "#\n")
 }

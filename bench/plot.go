@@ -3,7 +3,9 @@ package bench
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"sort"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -45,7 +47,9 @@ func PlotCopy(rows []CopyRow, path, title string) error {
 	if err := addReference(p, "memcpy (same bytes, same run)", ref); err != nil {
 		return err
 	}
+	// Bandwidth lines are high and flat: the legend goes to the empty bottom left.
 	p.Y.Min = 0
+	p.Legend.Left = true
 	return p.Save(plotWidth, plotHeight, path)
 }
 
@@ -57,7 +61,7 @@ func PlotAllreduce(rows []AllreduceRow, path, title string) error {
 	p.Y.Label.Text = "avg latency (us, log)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker = powerOfTwoTicks{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = oneTwoFiveTicks{}
 	var ours, ref plotter.XYs
 	for _, r := range rows {
 		ours = append(ours, plotter.XY{X: float64(r.Bytes), Y: r.OurUs})
@@ -69,6 +73,8 @@ func PlotAllreduce(rows []AllreduceRow, path, title string) error {
 	if err := addReference(p, "C: MPI_Allreduce loop (same job)", ref); err != nil {
 		return err
 	}
+	// Latency grows with size: the top left is empty.
+	p.Legend.Top, p.Legend.Left = true, true
 	return p.Save(plotWidth, plotHeight, path)
 }
 
@@ -91,7 +97,6 @@ func addReference(p *plot.Plot, name string, xys plotter.XYs) error {
 	line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 	p.Add(line)
 	p.Legend.Add(name, line)
-	p.Legend.Top = true
 	return nil
 }
 
@@ -104,6 +109,26 @@ func (powerOfTwoTicks) Ticks(lo, hi float64) []plot.Tick {
 		if v >= lo {
 			ticks = append(ticks, plot.Tick{Value: v, Label: bytesLabel(v)})
 		}
+	}
+	return ticks
+}
+
+// oneTwoFiveTicks labels 1, 2 and 5 times the powers of ten in range, and the ends of the range when fewer than
+// two of those fall inside it (a narrow latency range would otherwise have no labels).
+type oneTwoFiveTicks struct{}
+
+func (oneTwoFiveTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for decade := math.Pow(10, math.Floor(math.Log10(lo))); decade <= hi; decade *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * decade; v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 3, 64)})
+			}
+		}
+	}
+	if len(ticks) < 2 {
+		ticks = append(ticks, plot.Tick{Value: lo, Label: strconv.FormatFloat(lo, 'g', 3, 64)},
+			plot.Tick{Value: hi, Label: strconv.FormatFloat(hi, 'g', 3, 64)})
 	}
 	return ticks
 }
