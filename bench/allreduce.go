@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -15,6 +16,9 @@ type AllreduceConfig struct {
 	ItersLarge         int // timed calls per side per round above largeMessageBytes
 	Warmup             int // untimed calls before each timed loop
 	Rounds             int // rounds per size; each round times both sides, alternating which goes first
+	// GapMicroseconds 0 times calls back to back, as OSU does. A positive gap spins that long before every call
+	// and times each call alone: a call made between stretches of other work, as writing_check is.
+	GapMicroseconds float64
 }
 
 // largeMessageBytes is where OSU's benchmarks switch to their smaller iteration count: above it a call costs
@@ -30,6 +34,8 @@ func (c AllreduceConfig) Validate() error {
 		return fmt.Errorf("max count %d is not a power of two of at least min count %d", c.MaxCount, c.MinCount)
 	case c.CountFactor != 2 && c.CountFactor != 4:
 		return fmt.Errorf("count factor %d: use 2 or 4", c.CountFactor)
+	case c.GapMicroseconds < 0:
+		return fmt.Errorf("gap %g us is negative", c.GapMicroseconds)
 	case c.Iters < 1 || c.ItersLarge < 1 || c.Warmup < 0 || c.Rounds < 1:
 		return fmt.Errorf("iterations %d/%d, warm-up %d and rounds %d must be positive", c.Iters, c.ItersLarge, c.Warmup, c.Rounds)
 	}
@@ -79,10 +85,10 @@ func allreduceSize(comm *mpi.Comm, cfg AllreduceConfig, buf []uint64) (Allreduce
 			var seconds float64
 			var err error
 			if (round+side)%2 == 0 {
-				seconds, err = oursAllreduceLoop(comm, buf, row.Iters, cfg.Warmup)
+				seconds, err = oursAllreduceLoop(comm, buf, row.Iters, cfg.Warmup, cfg.GapMicroseconds/1e6)
 				oursSeconds = append(oursSeconds, seconds)
 			} else {
-				seconds, err = refAllreduceLoop(buf, row.Iters, cfg.Warmup)
+				seconds, err = refAllreduceLoop(buf, row.Iters, cfg.Warmup, cfg.GapMicroseconds/1e6)
 				refSeconds = append(refSeconds, seconds)
 			}
 			if err != nil {
@@ -105,9 +111,9 @@ func allreduceSize(comm *mpi.Comm, cfg AllreduceConfig, buf []uint64) (Allreduce
 	return row, err
 }
 
-// oursAllreduceLoop is the Go twin of ref_allreduce_loop: the same warm-up, barrier and MPI_Wtime clock around
-// the call hicache's writing_check makes.
-func oursAllreduceLoop(comm *mpi.Comm, buf []uint64, iters, warmup int) (float64, error) {
+// oursAllreduceLoop is the Go twin of ref_allreduce_loop: the same warm-up, barrier and clocks around the call
+// hicache's writing_check makes.
+func oursAllreduceLoop(comm *mpi.Comm, buf []uint64, iters, warmup int, gapSeconds float64) (float64, error) {
 	for range warmup {
 		if err := comm.AllreduceUint64(buf, buf, mpi.Min); err != nil {
 			return 0, err
@@ -116,6 +122,9 @@ func oursAllreduceLoop(comm *mpi.Comm, buf []uint64, iters, warmup int) (float64
 	if err := comm.Barrier(); err != nil {
 		return 0, err
 	}
+	if gapSeconds > 0 {
+		return oursAllreduceGapped(comm, buf, iters, gapSeconds)
+	}
 	start := mpi.Wtime()
 	for range iters {
 		if err := comm.AllreduceUint64(buf, buf, mpi.Min); err != nil {
@@ -123,6 +132,23 @@ func oursAllreduceLoop(comm *mpi.Comm, buf []uint64, iters, warmup int) (float64
 		}
 	}
 	return (mpi.Wtime() - start) / float64(iters), nil
+}
+
+// oursAllreduceGapped spins gapSeconds before every call and times each call alone. The clock is time.Now,
+// which reads the same clock as MPI_Wtime without a cgo call of its own inside the timed span.
+func oursAllreduceGapped(comm *mpi.Comm, buf []uint64, iters int, gapSeconds float64) (float64, error) {
+	gap := time.Duration(gapSeconds * float64(time.Second))
+	var total time.Duration
+	for range iters {
+		for spinStart := time.Now(); time.Since(spinStart) < gap; {
+		}
+		start := time.Now()
+		if err := comm.AllreduceUint64(buf, buf, mpi.Min); err != nil {
+			return 0, err
+		}
+		total += time.Since(start)
+	}
+	return total.Seconds() / float64(iters), nil
 }
 
 // meanOverRanks averages a per-rank latency over the communicator, as OSU's "Avg Latency" does. It travels as

@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
 	for (int count = 1; count <= max_count; count *= 4) {
 		for (int i = 0; i < count; i++) buf[i] = (uint64_t)(rank + 1) * 1000003u + (uint64_t)i;
 		double seconds = 0, sum = 0;
-		int rc = ref_allreduce_loop(ref_world_f(), buf, count, iters, iters / 10 + 1, &seconds);
+		int rc = ref_allreduce_loop(ref_world_f(), buf, count, iters, iters / 10 + 1, 0, &seconds);
 		if (rc != MPI_SUCCESS) { fprintf(stderr, "allreduce_ref: MPI error %d\n", rc); status = 1; break; }
 		MPI_Reduce(&seconds, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 		if (rank == 0) printf("  %10zu %10d %16.2f\n", (size_t)count * sizeof(uint64_t), count, 1e6 * sum / size);
