@@ -12,7 +12,7 @@ BENCH_ALLREDUCE_NPS ?= 2 8
 # The writing_check-like run: every call alone after this many microseconds of spinning (see PERFORMANCE.md).
 BENCH_GAP_US      ?= 20
 BENCH_E2E_NPS     ?= 1,2,4,8
-BENCH_E2E_REPEATS ?= 3
+BENCH_E2E_REPEATS ?= 5
 # mpirun as the Makefile runs it, for the e2e benchmark's own launches.
 BENCH_MPIRUN      := $(MPIRUN) $(MPIRUN_FLAGS)
 
