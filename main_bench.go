@@ -83,7 +83,7 @@ func benchAllreduceCommand() *cli.Command {
 			&cli.IntFlag{Name: "warmup", Value: 100, EnvVars: env("WARMUP"), Usage: "untimed calls before each timed loop"},
 			&cli.IntFlag{Name: "rounds", Value: 10, EnvVars: env("ROUNDS"), Usage: "rounds per size; each times ours and C, alternating which goes first"},
 			&cli.Float64Flag{Name: "gap-us", Value: 0, EnvVars: env("GAP_US"),
-				Usage: "microseconds: 0 = calls back to back, timed as a loop (OSU); more = both sides spin this long before every call and time each call alone, as writing_check calls between other work"},
+				Usage: "microseconds: 0 = calls back to back, timed as a loop (OSU); more = both sides spin this long and enter a barrier before every call, and time each call alone, as writing_check calls between other work"},
 			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: env("LOG_LEVEL"), Usage: "log verbosity on stderr: debug, info, warn or error"},
 		}, benchOutputFlags("allreduce", true)...),
 		OnUsageError: onUsageError,
@@ -118,7 +118,7 @@ func benchAllreduce(c *cli.Context, job *hicache.Job, cfg bench.AllreduceConfig)
 	meta.Set("sizes", fmt.Sprintf("%d to %d bytes, x%d", 8*cfg.MinCount, 8*cfg.MaxCount, cfg.CountFactor))
 	meta.Set("iterations", fmt.Sprintf("%d per side and round (%d above 8 KiB), %d warm-up, %d rounds", cfg.Iters, cfg.ItersLarge, cfg.Warmup, cfg.Rounds))
 	if cfg.GapMicroseconds > 0 {
-		meta.Set("timing", fmt.Sprintf("each call alone, after a %g us spin (ours: time.Now, C: MPI_Wtime)", cfg.GapMicroseconds))
+		meta.Set("timing", fmt.Sprintf("each call alone, after a %g us spin and a barrier (ours: time.Now, C: MPI_Wtime)", cfg.GapMicroseconds))
 	} else {
 		meta.Set("timing", "back to back, the loop timed as a whole with MPI_Wtime on both sides (OSU)")
 	}

@@ -16,8 +16,9 @@ type AllreduceConfig struct {
 	ItersLarge         int // timed calls per side per round above largeMessageBytes
 	Warmup             int // untimed calls before each timed loop
 	Rounds             int // rounds per size; each round times both sides, alternating which goes first
-	// GapMicroseconds 0 times calls back to back, as OSU does. A positive gap spins that long before every call
-	// and times each call alone: a call made between stretches of other work, as writing_check is.
+	// GapMicroseconds 0 times calls back to back, as OSU does. A positive gap spins that long and enters a
+	// barrier before every call, and times each call alone: a call made between stretches of other work, as
+	// writing_check is.
 	GapMicroseconds float64
 }
 
@@ -134,13 +135,17 @@ func oursAllreduceLoop(comm *mpi.Comm, buf []uint64, iters, warmup int, gapSecon
 	return (mpi.Wtime() - start) / float64(iters), nil
 }
 
-// oursAllreduceGapped spins gapSeconds before every call and times each call alone. The clock is time.Now,
-// which reads the same clock as MPI_Wtime without a cgo call of its own inside the timed span.
+// oursAllreduceGapped spins gapSeconds and enters a barrier before every call, and times each call alone, as
+// ref_allreduce_loop does. The clock is time.Now, which reads the same clock as MPI_Wtime without a cgo call of
+// its own inside the timed span.
 func oursAllreduceGapped(comm *mpi.Comm, buf []uint64, iters int, gapSeconds float64) (float64, error) {
 	gap := time.Duration(gapSeconds * float64(time.Second))
 	var total time.Duration
 	for range iters {
 		for spinStart := time.Now(); time.Since(spinStart) < gap; {
+		}
+		if err := comm.Barrier(); err != nil {
+			return 0, err
 		}
 		start := time.Now()
 		if err := comm.AllreduceUint64(buf, buf, mpi.Min); err != nil {

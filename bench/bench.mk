@@ -1,6 +1,6 @@
 # bench/: benchmarks beside their references (bench/PERFORMANCE.md). Included by the top-level Makefile.
 #
-#   make bench         the full set (a few minutes): allreduce at np 2 and 8 (and np 2 with gaps), copy, reserve, e2e at np 1 2 4 8 with
+#   make bench         the full set (a few minutes): allreduce at np 2 and 8, copy, reserve, e2e at np 1 2 4 8 with
 #                      the placement assert on and at the end only; text, JSON and PNG into build/bench/
 #   make bench-c       build/bench/allreduce_ref: the C reference loop as a standalone mpicc program
 #   make bench-smoke   every benchmark, tiny, checking exit 0 and #wrong 0 (in `make test`; never asserts a time)
@@ -9,8 +9,6 @@ BENCH_DIR         := $(BUILD)/bench
 BENCH_REF         := $(BENCH_DIR)/allreduce_ref
 MPICC             ?= mpicc
 BENCH_ALLREDUCE_NPS ?= 2 8
-# The writing_check-like run: every call alone after this many microseconds of spinning (see PERFORMANCE.md).
-BENCH_GAP_US      ?= 20
 BENCH_E2E_NPS     ?= 1,2,4,8
 BENCH_E2E_REPEATS ?= 5
 # mpirun as the Makefile runs it, for the e2e benchmark's own launches.
@@ -36,8 +34,6 @@ bench-allreduce: build $(BENCH_REF)
 			--json $(BENCH_DIR)/allreduce-np$$n.json --plot $(BENCH_DIR)/allreduce-np$$n.png | tee $(BENCH_DIR)/allreduce-np$$n.txt; \
 		timeout 300 $(MPIRUN) -np $$n $(MPIRUN_FLAGS) $(BENCH_REF) | tee $(BENCH_DIR)/allreduce-ref-np$$n.txt; \
 	done
-	timeout 600 $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BIN) bench allreduce --gap-us $(BENCH_GAP_US) --max-size 8192 \
-		--json $(BENCH_DIR)/allreduce-gap-np2.json --plot $(BENCH_DIR)/allreduce-gap-np2.png | tee $(BENCH_DIR)/allreduce-gap-np2.txt
 
 bench-copy: build
 	@mkdir -p $(BENCH_DIR)

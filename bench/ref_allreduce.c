@@ -27,6 +27,7 @@ int ref_allreduce_loop(MPI_Fint comm_f, uint64_t *buf, int count, int iters, int
 	if (gap_seconds > 0) {
 		for (int i = 0; i < iters; i++) {
 			spin(gap_seconds);
+			if ((rc = MPI_Barrier(comm)) != MPI_SUCCESS) return rc;
 			double start = MPI_Wtime();
 			if ((rc = MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_UINT64_T, MPI_MIN, comm)) != MPI_SUCCESS) return rc;
 			total += MPI_Wtime() - start;

@@ -12,8 +12,9 @@ MPI_Fint ref_world_f(void);
 // MPI_UINT64_T, MPI_MIN) on the communicator comm_f, after a barrier, and stores this rank's mean seconds per
 // call in *seconds_per_call. It returns MPI's code of the first call that failed, or MPI_SUCCESS.
 //
-// gap_seconds 0 is the OSU loop: calls back to back, timed as a whole. A positive gap spins that long before
-// every call and times each call alone, as a call made between stretches of other work (writing_check's case).
+// gap_seconds 0 is the OSU loop: calls back to back, timed as a whole. A positive gap spins that long, then
+// enters a barrier (so that a rank descheduled during its spin does not make the other wait inside the timed
+// call), and times each call alone: a call made between stretches of other work (writing_check's case).
 int ref_allreduce_loop(MPI_Fint comm_f, uint64_t *buf, int count, int iters, int warmup, double gap_seconds,
                        double *seconds_per_call);
 
