@@ -78,6 +78,7 @@ func newApp() *cli.App {
 			genTraceCommand(),
 			topoCommand(),
 			versionCommand(),
+			benchCommand(),
 		},
 	}
 }

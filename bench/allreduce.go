@@ -1,0 +1,242 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cphicache/cphicache/mpi"
+)
+
+// AllreduceConfig sizes the all-reduce benchmark. Counts are uint64 elements.
+type AllreduceConfig struct {
+	MinCount, MaxCount int // both powers of two
+	CountFactor        int // each count is the previous one times this (2 or 4)
+	Iters              int // timed calls per side per round, for messages up to largeMessageBytes
+	ItersLarge         int // timed calls per side per round above largeMessageBytes
+	Warmup             int // untimed calls before each timed loop
+	Rounds             int // rounds per size; each round times both sides, alternating which goes first
+	// GapMicroseconds 0 times calls back to back, as OSU does. A positive gap spins that long and enters a
+	// barrier before every call, and times each call alone: a call made between stretches of other work, as
+	// writing_check is.
+	GapMicroseconds float64
+}
+
+// largeMessageBytes is where OSU's benchmarks switch to their smaller iteration count: above it a call costs
+// tens of microseconds or more, and fewer calls give the same precision.
+const largeMessageBytes = 8 << 10
+
+// Validate returns an error naming the first unusable field.
+func (c AllreduceConfig) Validate() error {
+	switch {
+	case c.MinCount < 1 || c.MinCount&(c.MinCount-1) != 0:
+		return fmt.Errorf("min count %d is not a power of two", c.MinCount)
+	case c.MaxCount < c.MinCount || c.MaxCount&(c.MaxCount-1) != 0:
+		return fmt.Errorf("max count %d is not a power of two of at least min count %d", c.MaxCount, c.MinCount)
+	case c.CountFactor != 2 && c.CountFactor != 4:
+		return fmt.Errorf("count factor %d: use 2 or 4", c.CountFactor)
+	case c.GapMicroseconds < 0:
+		return fmt.Errorf("gap %g us is negative", c.GapMicroseconds)
+	case c.Iters < 1 || c.ItersLarge < 1 || c.Warmup < 0 || c.Rounds < 1:
+		return fmt.Errorf("iterations %d/%d, warm-up %d and rounds %d must be positive", c.Iters, c.ItersLarge, c.Warmup, c.Rounds)
+	}
+	return nil
+}
+
+// AllreduceRow is one message size: the mean latency of ours and of the C reference, averaged over ranks.
+type AllreduceRow struct {
+	Bytes int     `json:"bytes"`
+	Count int     `json:"count"`
+	Iters int     `json:"iters"` // timed calls per side, all rounds together
+	OurUs float64 `json:"ours_avg_latency_us"`
+	RefUs float64 `json:"c_avg_latency_us"`
+	Ratio float64 `json:"ratio"` // ours / C
+	Wrong int64   `json:"wrong"` // elements whose MIN was wrong, ours and C together, summed over ranks
+}
+
+// RunAllreduce measures, for every size, cphicache's writing_check all-reduce ((*mpi.Comm).AllreduceUint64 in
+// place with mpi.Min, the call hicache makes) and the C reference loop, on the same communicator, in the same
+// job, alternating. comm must be the world communicator (the C side's). Every rank must call it.
+func RunAllreduce(comm *mpi.Comm, cfg AllreduceConfig) ([]AllreduceRow, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	buf := make([]uint64, cfg.MaxCount)
+	var rows []AllreduceRow
+	for count := cfg.MinCount; count <= cfg.MaxCount; count *= cfg.CountFactor {
+		row, err := allreduceSize(comm, cfg, buf[:count])
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// allreduceSize times both sides at one size, then validates both outside the timed loops.
+func allreduceSize(comm *mpi.Comm, cfg AllreduceConfig, buf []uint64) (AllreduceRow, error) {
+	row := AllreduceRow{Count: len(buf), Bytes: 8 * len(buf), Iters: cfg.Iters}
+	if row.Bytes > largeMessageBytes {
+		row.Iters = cfg.ItersLarge
+	}
+	var oursSeconds, refSeconds []float64
+	for round := range cfg.Rounds {
+		// Alternating the order cancels a drift of the machine's load over the round.
+		for side := range 2 {
+			var seconds float64
+			var err error
+			if (round+side)%2 == 0 {
+				seconds, err = oursAllreduceLoop(comm, buf, row.Iters, cfg.Warmup, cfg.GapMicroseconds/1e6)
+				oursSeconds = append(oursSeconds, seconds)
+			} else {
+				seconds, err = refAllreduceLoop(buf, row.Iters, cfg.Warmup, cfg.GapMicroseconds/1e6)
+				refSeconds = append(refSeconds, seconds)
+			}
+			if err != nil {
+				return row, err
+			}
+		}
+	}
+	// The median round of each side on each rank, so that a round slowed by another tenant of the shared
+	// machine moves neither number; then the mean over ranks, as OSU's "Avg Latency".
+	var err error
+	if row.OurUs, err = meanOverRanks(comm, 1e6*median(oursSeconds)); err != nil {
+		return row, err
+	}
+	if row.RefUs, err = meanOverRanks(comm, 1e6*median(refSeconds)); err != nil {
+		return row, err
+	}
+	row.Ratio = row.OurUs / row.RefUs
+	row.Iters *= cfg.Rounds
+	row.Wrong, err = validateAllreduce(comm, buf)
+	return row, err
+}
+
+// oursAllreduceLoop is the Go twin of ref_allreduce_loop: the same warm-up, barrier and clocks around the call
+// hicache's writing_check makes.
+func oursAllreduceLoop(comm *mpi.Comm, buf []uint64, iters, warmup int, gapSeconds float64) (float64, error) {
+	for range warmup {
+		if err := comm.AllreduceUint64(buf, buf, mpi.Min); err != nil {
+			return 0, err
+		}
+	}
+	if err := comm.Barrier(); err != nil {
+		return 0, err
+	}
+	if gapSeconds > 0 {
+		return oursAllreduceGapped(comm, buf, iters, gapSeconds)
+	}
+	start := mpi.Wtime()
+	for range iters {
+		if err := comm.AllreduceUint64(buf, buf, mpi.Min); err != nil {
+			return 0, err
+		}
+	}
+	return (mpi.Wtime() - start) / float64(iters), nil
+}
+
+// oursAllreduceGapped spins gapSeconds and enters a barrier before every call, and times each call alone, as
+// ref_allreduce_loop does. The clock is time.Now, which reads the same clock as MPI_Wtime without a cgo call of
+// its own inside the timed span.
+func oursAllreduceGapped(comm *mpi.Comm, buf []uint64, iters int, gapSeconds float64) (float64, error) {
+	gap := time.Duration(gapSeconds * float64(time.Second))
+	var total time.Duration
+	for range iters {
+		for spinStart := time.Now(); time.Since(spinStart) < gap; {
+		}
+		if err := comm.Barrier(); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		if err := comm.AllreduceUint64(buf, buf, mpi.Min); err != nil {
+			return 0, err
+		}
+		total += time.Since(start)
+	}
+	return total.Seconds() / float64(iters), nil
+}
+
+// meanOverRanks averages a per-rank latency over the communicator, as OSU's "Avg Latency" does. It travels as
+// integer picoseconds because the binding reduces integers only.
+func meanOverRanks(comm *mpi.Comm, us float64) (float64, error) {
+	v := []int64{int64(us * 1e6)}
+	if err := comm.AllreduceInt64(v, v, mpi.Sum); err != nil {
+		return 0, err
+	}
+	return float64(v[0]) / 1e6 / float64(comm.Size()), nil
+}
+
+// validateAllreduce runs one untimed call of each side on known data and counts, over all ranks, the elements
+// whose result is not the MIN every rank can compute for itself.
+func validateAllreduce(comm *mpi.Comm, buf []uint64) (int64, error) {
+	var wrong int64
+	for _, call := range []func([]uint64) error{
+		func(b []uint64) error { return comm.AllreduceUint64(b, b, mpi.Min) },
+		refAllreduceOnce,
+	} {
+		fillMinInput(buf, comm.Rank())
+		if err := call(buf); err != nil {
+			return 0, err
+		}
+		wrong += countWrongMin(buf, comm.Size())
+	}
+	total := []int64{wrong}
+	if err := comm.AllreduceInt64(total, total, mpi.Sum); err != nil {
+		return 0, err
+	}
+	return total[0], nil
+}
+
+// minInput is rank's value at element i: a hash, so that the rank holding the MIN differs between elements
+// and a reduction that returns any one rank's buffer (or skips a rank) is caught.
+func minInput(rank, i int) uint64 {
+	z := uint64(rank)<<32 ^ uint64(i) + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+func fillMinInput(buf []uint64, rank int) {
+	for i := range buf {
+		buf[i] = minInput(rank, i)
+	}
+}
+
+// countWrongMin counts the elements of buf that differ from the MIN over ranks [0, ranks) of minInput.
+func countWrongMin(buf []uint64, ranks int) int64 {
+	var wrong int64
+	for i, got := range buf {
+		want := minInput(0, i)
+		for r := 1; r < ranks; r++ {
+			want = min(want, minInput(r, i))
+		}
+		if got != want {
+			wrong++
+		}
+	}
+	return wrong
+}
+
+var allreduceTable = table{
+	{"size", "(B)", "%d", 10}, {"count", "(elements)", "%d", 11}, {"type", "", "%s", 6}, {"redop", "", "%s", 5},
+	{"iters", "", "%d", 7}, {"ours", "(us)", "%.2f", 10}, {"C", "(us)", "%.2f", 10}, {"ours/C", "", "%.3f", 7},
+	{"#wrong", "", "%d", 6},
+}
+
+// WriteAllreduceTable prints the rows under OSU/nccl-tests style headers: "Avg Latency(us)" of ours and of C.
+func WriteAllreduceTable(w io.Writer, rows []AllreduceRow) {
+	fmt.Fprintln(w, "# Avg Latency(us): mean over ranks of each rank's median round (a round: mean time per call); ours = (*mpi.Comm).AllreduceUint64 from Go, C = MPI_Allreduce loop in C")
+	allreduceTable.writeHeader(w)
+	for _, r := range rows {
+		allreduceTable.writeRow(w, r.Bytes, r.Count, "uint64", "min", r.Iters, r.OurUs, r.RefUs, r.Ratio, r.Wrong)
+	}
+}
+
+// AllreduceWrong sums the #wrong column.
+func AllreduceWrong(rows []AllreduceRow) int64 {
+	var n int64
+	for _, r := range rows {
+		n += r.Wrong
+	}
+	return n
+}

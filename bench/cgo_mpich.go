@@ -1,0 +1,6 @@
+//go:build mpich
+
+package bench
+
+// #cgo pkg-config: mpich
+import "C"

@@ -1,0 +1,264 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/cphicache/cphicache/hicache"
+)
+
+// E2EConfig is the end-to-end benchmark: the main job (`cphicache run`) launched once per (ranks, assert
+// interval, repeat), each launch its own mpirun, because one MPI job cannot change its number of ranks.
+type E2EConfig struct {
+	NPs            []int
+	AssertEvery    []int64  // --placement-assert-every values; 0 = only at the end of the run
+	Repeats        int      // launches per configuration; rows report the median
+	Launcher       []string // the mpirun command and its flags; "-np N" goes right after the command
+	Binary         string   // the cphicache binary to launch
+	RunArgs        []string // extra flags of `cphicache run`
+	OutDir         string   // each launch's report (JSON) and output (log) are kept here
+	TimeoutSeconds float64  // per launch
+}
+
+// Validate returns an error naming the first unusable field.
+func (c E2EConfig) Validate() error {
+	switch {
+	case len(c.NPs) == 0 || len(c.AssertEvery) == 0:
+		return fmt.Errorf("need rank counts and assert intervals")
+	case c.Repeats < 1 || c.TimeoutSeconds <= 0:
+		return fmt.Errorf("repeats %d and timeout %g s must be positive", c.Repeats, c.TimeoutSeconds)
+	case len(c.Launcher) == 0 || c.Binary == "" || c.OutDir == "":
+		return fmt.Errorf("need a launcher, a binary and an output folder")
+	}
+	for _, np := range c.NPs {
+		if np < 1 {
+			return fmt.Errorf("%d ranks", np)
+		}
+	}
+	for _, every := range c.AssertEvery {
+		if every < 0 {
+			return fmt.Errorf("assert interval %d is negative", every)
+		}
+	}
+	return nil
+}
+
+// E2ERun is one launch.
+type E2ERun struct {
+	NP          int     `json:"np"`
+	AssertEvery int64   `json:"placement_assert_every"`
+	Repeat      int     `json:"repeat"`
+	ReportPath  string  `json:"report"`
+	StepsPerSec float64 `json:"steps_per_s"`
+	report      *hicache.Report
+}
+
+// E2ERow is one (ranks, assert interval): medians over the repeats.
+type E2ERow struct {
+	NP                int     `json:"np"`
+	CP                int     `json:"cp"`
+	DP                int     `json:"dp"`
+	AssertEvery       int64   `json:"placement_assert_every"`
+	Runs              int     `json:"runs"`
+	Steps             int64   `json:"steps"`
+	Requests          int64   `json:"requests"`
+	PlacementChecks   int64   `json:"placement_checks"`
+	WallSeconds       float64 `json:"wall_seconds"`
+	StepsPerSecond    float64 `json:"steps_per_s"`
+	WritingCheckP50Us float64 `json:"writing_check_p50_us"`
+	WritingCheckP99Us float64 `json:"writing_check_p99_us"`
+	// AssertOverheadPct is 100 x (1 - steps/s here / steps/s with the assert at the end only) at the same
+	// ranks; 0 on the rows of the end-only interval itself.
+	AssertOverheadPct float64 `json:"assert_overhead_pct"`
+	Wrong             int64   `json:"wrong"` // placement divergences + load-back mismatches, over all runs
+}
+
+// RunE2E launches every configuration, interleaved (repeat, then ranks, then interval) so that a change of the
+// machine's load affects all configurations alike, and summarises the reports.
+func RunE2E(cfg E2EConfig, progress io.Writer) ([]E2ERow, []E2ERun, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	var runs []E2ERun
+	for repeat := range cfg.Repeats {
+		for _, np := range cfg.NPs {
+			for _, every := range cfg.AssertEvery {
+				run, err := launchE2E(cfg, np, every, repeat)
+				if err != nil {
+					return nil, runs, err
+				}
+				fmt.Fprintf(progress, "# e2e: np %d, assert every %d, repeat %d: %.1f steps/s (%s)\n", np, every, repeat, run.StepsPerSec, run.ReportPath)
+				runs = append(runs, run)
+			}
+		}
+	}
+	return SummarizeE2E(runs), runs, nil
+}
+
+// launchE2E runs one mpirun and reads its report.
+func launchE2E(cfg E2EConfig, np int, every int64, repeat int) (E2ERun, error) {
+	name := fmt.Sprintf("e2e-np%d-assert%d-r%d", np, every, repeat)
+	run := E2ERun{NP: np, AssertEvery: every, Repeat: repeat, ReportPath: filepath.Join(cfg.OutDir, name+".json")}
+	args := append([]string{"-np", fmt.Sprint(np)}, cfg.Launcher[1:]...)
+	args = append(args, cfg.Binary, "run", "--quiet", "--report", run.ReportPath, "--placement-assert-every", fmt.Sprint(every))
+	args = append(args, cfg.RunArgs...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.TimeoutSeconds*float64(time.Second)))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cfg.Launcher[0], args...)
+	// SIGTERM first: mpirun then ends its ranks; a SIGKILL would orphan them.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	logPath := filepath.Join(cfg.OutDir, name+".log")
+	if werr := os.WriteFile(logPath, out.Bytes(), 0o644); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return run, fmt.Errorf("bench e2e: %s %v: %w (output in %s)", cfg.Launcher[0], args, err, logPath)
+	}
+	report, err := ReadReport(run.ReportPath)
+	if err != nil {
+		return run, err
+	}
+	run.report = report
+	run.StepsPerSec = float64(report.Steps) / report.WallSeconds
+	return run, nil
+}
+
+// ReadReport reads a `cphicache run --report` file.
+func ReadReport(path string) (*hicache.Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r hicache.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.WallSeconds <= 0 {
+		return nil, fmt.Errorf("%s: wall_seconds %g is not a run's", path, r.WallSeconds)
+	}
+	return &r, nil
+}
+
+// SummarizeE2E groups the runs by (ranks, interval), in first-seen order, and takes medians.
+func SummarizeE2E(runs []E2ERun) []E2ERow {
+	type key struct {
+		np    int
+		every int64
+	}
+	var order []key
+	groups := map[key][]E2ERun{}
+	for _, r := range runs {
+		k := key{r.NP, r.AssertEvery}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	rows := make([]E2ERow, 0, len(order))
+	endOnly := map[int]float64{} // steps/s with the assert at the end only, per rank count
+	for _, k := range order {
+		row := summarizeGroup(groups[k])
+		if k.every == 0 {
+			endOnly[k.np] = row.StepsPerSecond
+		}
+		rows = append(rows, row)
+	}
+	for i := range rows {
+		if base, ok := endOnly[rows[i].NP]; ok && rows[i].AssertEvery != 0 {
+			rows[i].AssertOverheadPct = 100 * (1 - rows[i].StepsPerSecond/base)
+		}
+	}
+	return rows
+}
+
+func summarizeGroup(runs []E2ERun) E2ERow {
+	first := runs[0].report
+	row := E2ERow{NP: runs[0].NP, CP: first.CP, DP: first.DP, AssertEvery: runs[0].AssertEvery, Runs: len(runs),
+		Steps: first.Steps, Requests: first.Requests, PlacementChecks: first.Placement.Checks}
+	var wall, sps, p50, p99 []float64
+	for _, r := range runs {
+		wall = append(wall, r.report.WallSeconds)
+		sps = append(sps, r.StepsPerSec)
+		p50 = append(p50, r.report.WritingCheckUs.P50)
+		p99 = append(p99, r.report.WritingCheckUs.P99)
+		row.Wrong += r.report.Placement.Divergences + r.report.Verify.Mismatches
+	}
+	row.WallSeconds, row.StepsPerSecond = median(wall), median(sps)
+	row.WritingCheckP50Us, row.WritingCheckP99Us = median(p50), median(p99)
+	return row
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// E2ERanks is the rank -> host map of the largest launch, from its report's CP groups.
+func E2ERanks(runs []E2ERun) []hicache.RankInfo {
+	var largest *hicache.Report
+	for _, r := range runs {
+		if largest == nil || r.report.Ranks > largest.Ranks {
+			largest = r.report
+		}
+	}
+	var ranks []hicache.RankInfo
+	if largest == nil {
+		return nil
+	}
+	for _, g := range largest.Groups {
+		for cpRank, host := range g.Hosts {
+			ranks = append(ranks, hicache.RankInfo{WorldRank: len(ranks), NodeRank: -1, CPGroup: g.Group, CPRank: cpRank, Host: host})
+		}
+	}
+	return ranks
+}
+
+var e2eTable = table{
+	{"np", "", "%d", 4}, {"cp", "", "%d", 4}, {"dp", "", "%d", 4}, {"assert", "(steps)", "%s", 9},
+	{"runs", "", "%d", 4}, {"steps", "", "%d", 6}, {"checks", "", "%d", 6}, {"wall", "(s)", "%.2f", 7},
+	{"rate", "(steps/s)", "%.1f", 9}, {"wc-p50", "(us)", "%.1f", 9}, {"wc-p99", "(us)", "%.1f", 9},
+	{"overhead", "(%)", "%s", 8}, {"#wrong", "", "%d", 6},
+}
+
+// WriteE2ETable prints the rows; medians over the runs of each configuration.
+func WriteE2ETable(w io.Writer, rows []E2ERow) {
+	fmt.Fprintln(w, "# medians over runs; assert = --placement-assert-every (end = 0: one assert after the last step); wc = writing_check latency, slowest rank; overhead = steps/s lost against assert=end at the same np")
+	e2eTable.writeHeader(w)
+	for _, r := range rows {
+		every, overhead := fmt.Sprint(r.AssertEvery), fmt.Sprintf("%.1f", r.AssertOverheadPct)
+		if r.AssertEvery == 0 {
+			every, overhead = "end", "-"
+		}
+		e2eTable.writeRow(w, r.NP, r.CP, r.DP, every, r.Runs, r.Steps, r.PlacementChecks, r.WallSeconds, r.StepsPerSecond,
+			r.WritingCheckP50Us, r.WritingCheckP99Us, overhead, r.Wrong)
+	}
+}
+
+// E2EWrong sums the #wrong column.
+func E2EWrong(rows []E2ERow) int64 {
+	var n int64
+	for _, r := range rows {
+		n += r.Wrong
+	}
+	return n
+}

@@ -1,0 +1,36 @@
+package bench
+
+/*
+#include "ref_allreduce.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// refComm is the communicator the C reference runs on: MPI_COMM_WORLD, the same communicator the Go side is
+// handed (mpi/ keeps its handles private, so the C side names the world itself).
+func refComm() C.MPI_Fint { return C.ref_world_f() }
+
+// refAllreduceLoop is the C loop (ref_allreduce.c): warmup untimed calls, then iters calls timed with
+// MPI_Wtime inside C, back to back (gapSeconds 0) or each alone after a spin of gapSeconds. It returns this
+// rank's mean seconds per call.
+func refAllreduceLoop(buf []uint64, iters, warmup int, gapSeconds float64) (float64, error) {
+	var seconds C.double
+	rc := C.ref_allreduce_loop(refComm(), (*C.uint64_t)(unsafe.Pointer(&buf[0])), C.int(len(buf)), C.int(iters), C.int(warmup),
+		C.double(gapSeconds), &seconds)
+	if rc != C.MPI_SUCCESS {
+		return 0, fmt.Errorf("bench: C reference MPI_Allreduce failed with MPI error code %d", int(rc))
+	}
+	return float64(seconds), nil
+}
+
+// refAllreduceOnce is one untimed C call on buf, for validation.
+func refAllreduceOnce(buf []uint64) error {
+	if rc := C.ref_allreduce_once(refComm(), (*C.uint64_t)(unsafe.Pointer(&buf[0])), C.int(len(buf))); rc != C.MPI_SUCCESS {
+		return fmt.Errorf("bench: C reference MPI_Allreduce failed with MPI error code %d", int(rc))
+	}
+	return nil
+}

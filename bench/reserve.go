@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cphicache/cphicache/pool"
+)
+
+// ReserveConfig sizes the allocator benchmark.
+type ReserveConfig struct {
+	SlotsLog2  []int   // pool sizes, as log2 of the slots
+	Pages      []int   // object sizes in pages
+	MinSeconds float64 // each cell runs batches of reserveBatch ops for about this long, in reserveRounds rounds
+}
+
+// reserveBatch ops run between two looks at the clock, so that reading it costs nothing measurable.
+const reserveBatch = 1024
+
+// reserveFillPages is the object size that fills the lower half of the pool before a cell is timed, as
+// pool/bench_test.go does, so the search runs through summary levels and populated tables.
+const reserveFillPages = 64
+
+// Validate returns an error naming the first unusable field.
+func (c ReserveConfig) Validate() error {
+	if len(c.SlotsLog2) == 0 || len(c.Pages) == 0 || c.MinSeconds <= 0 {
+		return fmt.Errorf("need pool sizes, object sizes and a positive time per cell")
+	}
+	for _, s := range c.SlotsLog2 {
+		if s < 1 || s > 30 {
+			return fmt.Errorf("pool of 2^%d slots: use 1 to 30", s)
+		}
+		for _, p := range c.Pages {
+			if p < 1 || p > (1<<s)/2 {
+				return fmt.Errorf("object of %d pages does not fit in the free half of a pool of 2^%d slots", p, s)
+			}
+		}
+	}
+	return nil
+}
+
+// ReserveRow is one (pool size, object size): allocator ops per second, one op being one object's life on the
+// hot path (Reserve, MarkObjectCommitted, Release).
+type ReserveRow struct {
+	SlotsLog2    int     `json:"slots_log2"`
+	Pages        int     `json:"pages"`
+	Ops          int64   `json:"ops"`
+	OpsPerSecond float64 `json:"ops_per_s"`
+	NsPerOp      float64 `json:"ns_per_op"`
+	VsSmallest   float64 `json:"vs_smallest_pool"` // ops/s over the smallest pool's ops/s at the same object size
+	Wrong        int64   `json:"wrong"`            // reservations that failed, and free slots not restored
+}
+
+// reserveGeometry mirrors pool/bench_test.go: 8 CP ranks, slabs of 2^20 slots, so large pools have several.
+func reserveGeometry(slots int) pool.Geometry {
+	return pool.Geometry{CPSize: 8, Layers: 1, PayloadsPerLayer: 2, PageTokens: 1, TokenBytes: 1, Slots: slots, SlabBytesMax: 16 << 20}
+}
+
+// RunReserve measures every pool size and object size on one rank.
+func RunReserve(cfg ReserveConfig) ([]ReserveRow, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var rows []ReserveRow
+	smallest := map[int]float64{}
+	for _, slotsLog2 := range cfg.SlotsLog2 {
+		a, err := newHalfFullPool(1 << slotsLog2)
+		if err != nil {
+			return nil, err
+		}
+		for _, pages := range cfg.Pages {
+			row := reserveCell(a, pages, cfg.MinSeconds)
+			row.SlotsLog2 = slotsLog2
+			if _, ok := smallest[pages]; !ok {
+				smallest[pages] = row.OpsPerSecond
+			}
+			row.VsSmallest = row.OpsPerSecond / smallest[pages]
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+func newHalfFullPool(slots int) (*pool.Allocator, error) {
+	a, err := pool.New(reserveGeometry(slots))
+	if err != nil {
+		return nil, err
+	}
+	fill := min(reserveFillPages, max(1, slots/8))
+	for id := pool.ObjectID(1 << 40); a.FreeSlots()-fill >= slots/2; id++ {
+		if _, err := a.Reserve(id, fill, 0, 0); err != nil {
+			return nil, err
+		}
+		if err := a.MarkObjectCommitted(id); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// reserveRounds splits a cell's time into rounds; the median round's rate is reported, so that a round slowed by
+// another tenant of the shared machine does not move the number.
+const reserveRounds = 5
+
+// reserveCell runs one untimed batch, then reserveRounds rounds of whole batches, each until
+// minSeconds/reserveRounds have passed. A failed op counts as wrong and is not retried: with half the pool free
+// every reservation must succeed without eviction.
+func reserveCell(a *pool.Allocator, pages int, minSeconds float64) ReserveRow {
+	row := ReserveRow{Pages: pages}
+	freeBefore := a.FreeSlots()
+	id := pool.ObjectID(0)
+	row.Wrong += reserveBatchOps(a, &id, pages)
+	var rates []float64
+	for range reserveRounds {
+		start := time.Now()
+		var ops int64
+		var elapsed float64
+		for ; elapsed < minSeconds/reserveRounds; elapsed = time.Since(start).Seconds() {
+			row.Wrong += reserveBatchOps(a, &id, pages)
+			ops += reserveBatch
+		}
+		row.Ops += ops
+		rates = append(rates, float64(ops)/elapsed)
+	}
+	if a.FreeSlots() != freeBefore {
+		row.Wrong++
+	}
+	row.OpsPerSecond = median(rates)
+	row.NsPerOp = 1e9 / row.OpsPerSecond
+	return row
+}
+
+// reserveBatchOps runs reserveBatch object lives with fresh ids and returns how many failed.
+func reserveBatchOps(a *pool.Allocator, id *pool.ObjectID, pages int) int64 {
+	var wrong int64
+	for range reserveBatch {
+		if outcome, err := a.Reserve(*id, pages, uint64(*id), uint64(*id)); err != nil || outcome != pool.Reserved {
+			wrong++
+		} else if a.MarkObjectCommitted(*id) != nil || a.Release(*id) != nil {
+			wrong++
+		}
+		*id++
+	}
+	return wrong
+}
+
+var reserveTable = table{
+	{"slots", "(log2)", "%d", 6}, {"pages", "(/object)", "%d", 9}, {"ops", "", "%d", 10},
+	{"rate", "(ops/s)", "%.0f", 11}, {"time", "(ns/op)", "%.1f", 9}, {"vs-smallest", "(ratio)", "%.3f", 11},
+	{"#wrong", "", "%d", 6},
+}
+
+// WriteReserveTable prints the rows; one op = Reserve + MarkObjectCommitted + Release of one object.
+func WriteReserveTable(w io.Writer, rows []ReserveRow) {
+	reserveTable.writeHeader(w)
+	for _, r := range rows {
+		reserveTable.writeRow(w, r.SlotsLog2, r.Pages, r.Ops, r.OpsPerSecond, r.NsPerOp, r.VsSmallest, r.Wrong)
+	}
+}
+
+// ReserveWrong sums the #wrong column.
+func ReserveWrong(rows []ReserveRow) int64 {
+	var n int64
+	for _, r := range rows {
+		n += r.Wrong
+	}
+	return n
+}
