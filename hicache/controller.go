@@ -48,10 +48,17 @@ type Counters struct {
 	BytesD2H, BytesH2D, PagesChecked, Mismatches    int64
 	Flushes, PlacementChecks, Divergences, CopyErrs int64
 
+	WriteThrottles                int64 // steps that began by draining backups (throttleWrites)
 	DivergenceFirstStep           int64 // validate: the step of the first assert that caught a divergence
 	FlushWrong                    int64 // flushes after which the allocator differed from a fresh one
 	ObjectsCompared, ObjectsWrong int64 // validate: per-object placement comparisons across the CP group
 }
+
+// copyQueueTasks bounds the copies (one layer of one op each) queued for the copy worker. When the worker falls
+// behind, submitting blocks the step until it catches up: backpressure, as a full copy stream gives a serving
+// engine, instead of an unbounded backlog of pinned device pages. It is a timing matter only: decisions depend on
+// what writing_check commits, which every rank agrees on.
+const copyQueueTasks = 64
 
 // controller is one rank's cache: the radix tree over its device pages, the shared L2 allocator, and the copy
 // ops in flight. Every decision it makes is a pure function of the event stream; only copy completion differs
@@ -88,7 +95,7 @@ func newController(cfg CacheConfig, cpRank int, engine copyEngine, cons *consens
 	g := cfg.Geometry
 	c := &controller{
 		cfg: cfg, cpRank: cpRank, alloc: alloc, tree: newRadixTree(g.PageTokens), dev: newDevicePool(cfg.DevicePages),
-		engine: engine, cons: cons, tasks: make(chan copyTask, 1024), objectNodes: map[pool.ObjectID][]*treeNode{},
+		engine: engine, cons: cons, tasks: make(chan copyTask, copyQueueTasks), objectNodes: map[pool.ObjectID][]*treeNode{},
 		partBytes: g.PartBytes(),
 	}
 	c.partBuf = make([]byte, c.partBytes)

@@ -226,6 +226,27 @@ func (c *controller) endStep() {
 	work.loads = work.loads[:0]
 }
 
+// writeBacklogPages counts the device pages pinned by backups not yet committed. It is the same number on every
+// rank of the group: pins are taken when a backup is issued and released when writing_check commits it.
+func (c *controller) writeBacklogPages() int {
+	n := 0
+	for _, op := range c.writes.ops {
+		n += len(op.devicePages)
+	}
+	return n
+}
+
+// throttleWrites drains the backups when they pin more than half of L1: without it a rank whose copies lag keeps
+// L1 full of pinned pages and stops caching, as a serving engine would stall on a saturated copy stream. The
+// decision rests on the backlog, which every rank agrees on, so every rank enters the drain's collectives.
+func (c *controller) throttleWrites() error {
+	if c.writeBacklogPages() <= c.dev.capacity()/2 {
+		return nil
+	}
+	c.counters.WriteThrottles++
+	return c.drainWrites()
+}
+
 // drainWrites polls writing_check until every backup issued on every rank of the group is committed.
 func (c *controller) drainWrites() error {
 	for {

@@ -40,6 +40,7 @@ type Report struct {
 		Committed     int64 `json:"committed"`
 		ReserveMisses int64 `json:"reserve_misses"`
 		L2Evictions   int64 `json:"l2_evictions"`
+		Throttles     int64 `json:"throttles"` // steps that first drained backups pinning over half of L1
 	} `json:"backup"`
 	L1 struct {
 		Evictions     int64 `json:"evictions"`
@@ -75,7 +76,8 @@ func (s CollectiveStats) MarshalJSON() ([]byte, error) {
 // replicatedCounters are the same on every rank of a CP group: summed over CP-rank 0 of each group only.
 func replicatedCounters(c *Counters) []*int64 {
 	return []*int64{&c.Requests, &c.L1HitTokens, &c.L2HitTokens, &c.MissTokens, &c.BackupReserved, &c.BackupCommitted,
-		&c.ReserveMisses, &c.L2Evictions, &c.L1Evictions, &c.LoadBacks, &c.Uncached, &c.Flushes, &c.PlacementChecks, &c.Divergences}
+		&c.ReserveMisses, &c.L2Evictions, &c.L1Evictions, &c.LoadBacks, &c.Uncached, &c.Flushes, &c.PlacementChecks, &c.Divergences,
+		&c.WriteThrottles}
 }
 
 // perRankCounters differ by rank: summed over every rank.
@@ -135,6 +137,7 @@ func (r *Report) fill(c *Counters) {
 	r.Verify.PagesChecked, r.Verify.Mismatches = c.PagesChecked, c.Mismatches
 	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = c.L1HitTokens, c.L2HitTokens, c.MissTokens
 	r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions = c.BackupReserved, c.BackupCommitted, c.ReserveMisses, c.L2Evictions
+	r.Backup.Throttles = c.WriteThrottles
 	r.L1.Evictions, r.L1.LoadBacks, r.L1.UncachedPages = c.L1Evictions, c.LoadBacks, c.Uncached
 	r.Bytes.D2H, r.Bytes.H2D = c.BytesD2H, c.BytesH2D
 	r.Flushes = c.Flushes
@@ -206,8 +209,8 @@ func (r *Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
 	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%), computed %d (%.1f%%)\n",
 		r.Hits.L1Tokens, pct(r.Hits.L1Tokens, tokens), r.Hits.L2Tokens, pct(r.Hits.L2Tokens, tokens), r.Hits.MissTokens, pct(r.Hits.MissTokens, tokens))
-	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions; %d L1 evictions, %d load-backs\n",
-		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.L1.Evictions, r.L1.LoadBacks)
+	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs\n",
+		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks)
 	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %d flushes\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), r.Flushes)
 	fmt.Fprintf(w, "  writing_check latency: p50 %.1f us, p99 %.1f us (slowest rank)\n", r.WritingCheckUs.P50, r.WritingCheckUs.P99)
 	fmt.Fprintf(w, "  placement: %d checks, %d divergences; verify: %d pages checked, %d mismatches\n",

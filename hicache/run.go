@@ -357,6 +357,9 @@ func (rs *runState) runStep(step int64, batch []Event) error {
 			return err
 		}
 	} else {
+		if err := c.throttleWrites(); err != nil {
+			return err
+		}
 		for i := range batch {
 			if err := c.serve(&batch[i].Request); err != nil {
 				return err
