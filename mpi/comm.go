@@ -2,6 +2,16 @@ package mpi
 
 /*
 #include "cph_mpi.h"
+
+// The hot collectives neither keep the Go pointers they get nor call back into Go: telling cgo so spares each
+// call the escape of its buffers and the callback bookkeeping.
+#cgo noescape cph_allreduce
+#cgo nocallback cph_allreduce
+#cgo noescape cph_allgather
+#cgo nocallback cph_allgather
+#cgo noescape cph_bcast
+#cgo nocallback cph_bcast
+#cgo nocallback cph_barrier
 */
 import "C"
 
