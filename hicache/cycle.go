@@ -223,7 +223,6 @@ func (c *controller) endStep() {
 		n.lockRefs--
 	}
 	work.locked = work.locked[:0]
-	work.loads = work.loads[:0]
 }
 
 // writeBacklogPages counts the device pages pinned by backups not yet committed. It is the same number on every

@@ -6,11 +6,9 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// stepWork is what the requests of one step leave for the end of the step: nodes to unlock and load-backs to
-// verify once the loading_check has passed.
+// stepWork is what the requests of one step leave for the end of the step: the nodes they locked.
 type stepWork struct {
 	locked []*treeNode
-	loads  []*copyOp
 }
 
 // serve runs one request through the cache: match its prefix, load L2 hits back, compute and insert the rest,
@@ -30,7 +28,7 @@ func (c *controller) serve(req *Request) error {
 	}
 	hitTokens, usable := 0, 0
 	for _, n := range path {
-		if !c.hitNode(n, work) {
+		if !c.hitNode(n) {
 			break
 		}
 		hitTokens += len(n.tokens)
@@ -42,7 +40,7 @@ func (c *controller) serve(req *Request) error {
 
 // hitNode serves one node of the matched path from L1 or, by a load-back, from L2. It reports false when the
 // node holds no usable KV (hollow, or L1 could not take the load-back).
-func (c *controller) hitNode(n *treeNode, work *stepWork) bool { // work is &c.work
+func (c *controller) hitNode(n *treeNode) bool {
 	n.lastAccess = c.clock
 	n.hits++
 	if n.inL1() {
@@ -58,13 +56,11 @@ func (c *controller) hitNode(n *treeNode, work *stepWork) bool { // work is &c.w
 	if pages == nil {
 		return false
 	}
-	op, err := c.loadBack(n, pages)
-	if err != nil {
-		c.dev.give(pages)
-		return false
+	if err := c.loadBack(n, pages); err != nil {
+		// A committed object always has a placement and can be protected: this is a broken invariant.
+		panic(fmt.Sprintf("hicache: load-back of node %d from L2 object %d: %v", n.id, n.l2, err))
 	}
 	n.devicePages = pages
-	work.loads = append(work.loads, op)
 	c.counters.L2HitTokens += int64(len(n.tokens))
 	c.counters.LoadBacks++
 	c.touchL2(n)
@@ -86,13 +82,13 @@ func (c *controller) touchL2(n *treeNode) {
 
 // loadBack starts copying a node's pages from L2 into freshly taken device pages. The object is protected
 // from eviction until the load is verified.
-func (c *controller) loadBack(n *treeNode, pages []int32) (*copyOp, error) {
+func (c *controller) loadBack(n *treeNode, pages []int32) error {
 	spans, err := c.spansFor(n.l2, n.l2Offset, pages)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.alloc.Protect(n.l2); err != nil {
-		return nil, err
+		return err
 	}
 	c.nextSeq++
 	op := &copyOp{seq: c.nextSeq, obj: n.l2, node: n, tokens: n.tokens, startPos: n.startPos, devicePages: pages, spans: spans}
@@ -100,7 +96,7 @@ func (c *controller) loadBack(n *treeNode, pages []int32) (*copyOp, error) {
 	c.loads.push(op)
 	c.submit(op, false)
 	c.counters.BytesH2D += int64(len(pages)) * c.pageBytesPerRank()
-	return op, nil
+	return nil
 }
 
 func (c *controller) pageBytesPerRank() int64 {
