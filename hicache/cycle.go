@@ -283,6 +283,7 @@ func (c *controller) flush() error {
 // DivergenceError is a failed placement assert: the ranks of a CP group hold different allocator digests.
 type DivergenceError struct {
 	Step    int64
+	Event   uint64 // requests replayed by the group when the assert ran: the event index of the design
 	Group   int
 	Digests []uint64 // by CP rank
 }
@@ -300,7 +301,7 @@ func (e *DivergenceError) Error() string {
 	for _, d := range order {
 		parts = append(parts, fmt.Sprintf("digest %016x on CP ranks %v", d, byDigest[d]))
 	}
-	return fmt.Sprintf("placement divergence in CP group %d at step %d: %s", e.Group, e.Step, strings.Join(parts, "; "))
+	return fmt.Sprintf("placement divergence in CP group %d at step %d (event %d): %s", e.Group, e.Step, e.Event, strings.Join(parts, "; "))
 }
 
 // placementAssert compares the allocator digest over the CP group and returns a *DivergenceError when ranks
@@ -317,7 +318,7 @@ func (c *controller) placementAssert(step int64) error {
 	if err != nil {
 		return err
 	}
-	return &DivergenceError{Step: step, Group: c.cons.group, Digests: all}
+	return &DivergenceError{Step: step, Event: c.clock, Group: c.cons.group, Digests: all}
 }
 
 // checkStepInvariants verifies, between steps, that no node is still locked, that exactly the pages of copies
