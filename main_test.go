@@ -19,6 +19,7 @@ var binPath string
 
 func TestMain(m *testing.M) {
 	binPath = os.Getenv("CPHICACHE_BIN")
+	tempDir := ""
 	if binPath == "" {
 		dir, err := os.MkdirTemp("", "cphicache-bin")
 		if err != nil {
@@ -30,9 +31,14 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 			os.Exit(2)
 		}
-		defer os.RemoveAll(dir)
+		tempDir = dir
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// os.Exit skips deferred calls: remove the built binary explicitly.
+	if tempDir != "" {
+		os.RemoveAll(tempDir)
+	}
+	os.Exit(code)
 }
 
 // mpirunResult is the outcome of one mpirun of the binary.
