@@ -79,7 +79,10 @@ type E2ERow struct {
 	// AssertOverheadPct is 100 x (1 - steps/s here / steps/s with the assert at the end only) at the same
 	// ranks; 0 on the rows of the end-only interval itself.
 	AssertOverheadPct float64 `json:"assert_overhead_pct"`
-	Wrong             int64   `json:"wrong"` // placement divergences + load-back mismatches, over all runs
+	// AssertTimePct is the median share of the wall time the slowest rank spent inside placement asserts,
+	// measured in the same run: an upper bound of the assert's cost that the noise between launches cannot blur.
+	AssertTimePct float64 `json:"assert_time_pct"`
+	Wrong         int64   `json:"wrong"` // placement divergences + load-back mismatches, over all runs
 }
 
 // RunE2E launches every configuration, interleaved (repeat, then ranks, then interval) so that a change of the
@@ -191,16 +194,18 @@ func summarizeGroup(runs []E2ERun) E2ERow {
 	first := runs[0].report
 	row := E2ERow{NP: runs[0].NP, CP: first.CP, DP: first.DP, AssertEvery: runs[0].AssertEvery, Runs: len(runs),
 		Steps: first.Steps, Requests: first.Requests, PlacementChecks: first.Placement.Checks}
-	var wall, sps, p50, p99 []float64
+	var wall, sps, p50, p99, assertShare []float64
 	for _, r := range runs {
 		wall = append(wall, r.report.WallSeconds)
 		sps = append(sps, r.StepsPerSec)
 		p50 = append(p50, r.report.WritingCheckUs.P50)
 		p99 = append(p99, r.report.WritingCheckUs.P99)
+		assertShare = append(assertShare, r.report.PlacementAssertUs.SharePct)
 		row.Wrong += r.report.Placement.Divergences + r.report.Verify.Mismatches
 	}
 	row.WallSeconds, row.StepsPerSecond = median(wall), median(sps)
 	row.WritingCheckP50Us, row.WritingCheckP99Us = median(p50), median(p99)
+	row.AssertTimePct = median(assertShare)
 	return row
 }
 
@@ -237,12 +242,12 @@ var e2eTable = table{
 	{"np", "", "%d", 4}, {"cp", "", "%d", 4}, {"dp", "", "%d", 4}, {"assert", "(steps)", "%s", 9},
 	{"runs", "", "%d", 4}, {"steps", "", "%d", 6}, {"checks", "", "%d", 6}, {"wall", "(s)", "%.2f", 7},
 	{"rate", "(steps/s)", "%.1f", 9}, {"wc-p50", "(us)", "%.1f", 9}, {"wc-p99", "(us)", "%.1f", 9},
-	{"overhead", "(%)", "%s", 8}, {"#wrong", "", "%d", 6},
+	{"overhead", "(%)", "%s", 8}, {"assert-time", "(%)", "%.2f", 11}, {"#wrong", "", "%d", 6},
 }
 
 // WriteE2ETable prints the rows; medians over the runs of each configuration.
 func WriteE2ETable(w io.Writer, rows []E2ERow) {
-	fmt.Fprintln(w, "# medians over runs; assert = --placement-assert-every (end = 0: one assert after the last step); wc = writing_check latency, slowest rank; overhead = steps/s lost against assert=end at the same np")
+	fmt.Fprintln(w, "# medians over runs; assert = --placement-assert-every (end = 0: one assert after the last step); wc = writing_check latency, slowest rank; overhead = steps/s lost against assert=end at the same np (noisy across launches); assert-time = share of the wall time the slowest rank spent inside placement asserts, same run")
 	e2eTable.writeHeader(w)
 	for _, r := range rows {
 		every, overhead := fmt.Sprint(r.AssertEvery), fmt.Sprintf("%.1f", r.AssertOverheadPct)
@@ -250,7 +255,7 @@ func WriteE2ETable(w io.Writer, rows []E2ERow) {
 			every, overhead = "end", "-"
 		}
 		e2eTable.writeRow(w, r.NP, r.CP, r.DP, every, r.Runs, r.Steps, r.PlacementChecks, r.WallSeconds, r.StepsPerSecond,
-			r.WritingCheckP50Us, r.WritingCheckP99Us, overhead, r.Wrong)
+			r.WritingCheckP50Us, r.WritingCheckP99Us, overhead, r.AssertTimePct, r.Wrong)
 	}
 }
 

@@ -29,6 +29,7 @@ type CollectiveStats struct {
 	Skipped     int64 // skipped because the CP group has a single rank
 	CommSizeMin int   // smallest communicator used (0 when none ran)
 	CommSizeMax int
+	Seconds     float64 // wall time this rank spent inside them
 }
 
 // MinAllReducer is the transport of writing_check's MIN all-reduce: MPI in the CPU build, NCCL in the GPU build.
@@ -55,6 +56,7 @@ type consensus struct {
 	stats    [collectiveKinds]CollectiveStats
 	step     int64 // the event stream's step, for watchdog messages
 
+	enteredAt      time.Time // when the collective in progress was entered
 	writingCheckUs []float64 // latency samples of writing_check, preallocated
 	scratch        []uint64
 }
@@ -86,10 +88,15 @@ func (c *consensus) enter(k CollectiveKind) bool {
 		s.CommSizeMax = size
 	}
 	c.watchdog.Arm(k.String(), c.group, size, c.step)
+	c.enteredAt = time.Now()
 	return true
 }
 
-func (c *consensus) leave() { c.watchdog.Disarm() }
+// leave disarms the watchdog and books the time spent in the collective of kind k.
+func (c *consensus) leave(k CollectiveKind) {
+	c.watchdog.Disarm()
+	c.stats[k].Seconds += time.Since(c.enteredAt).Seconds()
+}
 
 // frontierCheck is writing_check's or loading_check's all-reduce: MIN of the local frontier, and MIN of a flag
 // that says this rank has nothing of that direction in flight. The agreed flag is what ends a drain loop, so every
@@ -99,14 +106,10 @@ func (c *consensus) frontierCheck(k CollectiveKind, local uint64, idle bool) (ui
 	if !c.enter(k) {
 		return local, idle, nil
 	}
-	defer c.leave()
+	defer c.leave(k)
 	c.scratch[0], c.scratch[1] = local, 0
 	if idle {
 		c.scratch[1] = 1
-	}
-	var start time.Time
-	if k == WritingCheck {
-		start = time.Now()
 	}
 	var err error
 	if k == WritingCheck {
@@ -118,7 +121,7 @@ func (c *consensus) frontierCheck(k CollectiveKind, local uint64, idle bool) (ui
 		return 0, false, fmt.Errorf("%s on CP group %d (%d ranks) at step %d: %w", k, c.group, c.cp.Size(), c.step, err)
 	}
 	if k == WritingCheck && len(c.writingCheckUs) < cap(c.writingCheckUs) {
-		c.writingCheckUs = append(c.writingCheckUs, float64(time.Since(start).Nanoseconds())/1e3)
+		c.writingCheckUs = append(c.writingCheckUs, float64(time.Since(c.enteredAt).Nanoseconds())/1e3)
 	}
 	return c.scratch[0], c.scratch[1] == 1, nil
 }
@@ -129,7 +132,7 @@ func (c *consensus) digestsAgree(digest uint64) (bool, error) {
 	if !c.enter(PlacementAssert) {
 		return true, nil
 	}
-	defer c.leave()
+	defer c.leave(PlacementAssert)
 	c.scratch[0], c.scratch[1] = digest, ^digest
 	if err := c.cp.AllreduceUint64(c.scratch, c.scratch, mpi.Min); err != nil {
 		return false, fmt.Errorf("placement assert on CP group %d at step %d: %w", c.group, c.step, err)
@@ -152,7 +155,7 @@ func (c *consensus) barrier() error {
 	if !c.enter(FlushBarrier) {
 		return nil
 	}
-	defer c.leave()
+	defer c.leave(FlushBarrier)
 	if err := c.cp.Barrier(); err != nil {
 		return fmt.Errorf("flush barrier on CP group %d at step %d: %w", c.group, c.step, err)
 	}
@@ -164,7 +167,7 @@ func (c *consensus) minVector(k CollectiveKind, values []uint64) error {
 	if !c.enter(k) {
 		return nil
 	}
-	defer c.leave()
+	defer c.leave(k)
 	if err := c.cp.AllreduceUint64(values, values, mpi.Min); err != nil {
 		return fmt.Errorf("%s on CP group %d at step %d: %w", k, c.group, c.step, err)
 	}

@@ -57,6 +57,12 @@ type Report struct {
 		P50 float64 `json:"p50"`
 		P99 float64 `json:"p99"`
 	} `json:"writing_check_us"`
+	// PlacementAssertUs is the time the slowest rank spent inside placement asserts: an upper bound of what the
+	// assert costs the run (it includes waiting for skewed ranks, which the next collective would absorb anyway).
+	PlacementAssertUs struct {
+		Total    float64 `json:"total"`
+		SharePct float64 `json:"share_pct"` // of wall_seconds
+	} `json:"placement_assert_us"`
 	Groups []GroupReport `json:"groups"`
 }
 
@@ -116,7 +122,10 @@ func (rs *runState) report() (*Report, error) {
 		*p, i = sums[i], i+1
 	}
 	steps = sums[i]
-	timing := []int64{time.Since(rs.start).Microseconds(), percentileNs(rs.cons.writingCheckUs, 0.50), percentileNs(rs.cons.writingCheckUs, 0.99)}
+	wall := time.Since(rs.start)
+	assertSeconds := rs.cons.stats[PlacementAssert].Seconds
+	timing := []int64{wall.Microseconds(), percentileNs(rs.cons.writingCheckUs, 0.50), percentileNs(rs.cons.writingCheckUs, 0.99),
+		int64(assertSeconds * 1e6), int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9))}
 	if err := t.World.AllreduceInt64(timing, timing, mpi.Max); err != nil {
 		return nil, err
 	}
@@ -129,6 +138,7 @@ func (rs *runState) report() (*Report, error) {
 	r.fill(&c)
 	r.WallSeconds = float64(timing[0]) / 1e6
 	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = float64(timing[1])/1e3, float64(timing[2])/1e3
+	r.PlacementAssertUs.Total, r.PlacementAssertUs.SharePct = float64(timing[3]), float64(timing[4])/1e4
 	return r, nil
 }
 
@@ -213,8 +223,8 @@ func (r *Report) WriteSummary(w io.Writer) {
 		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks)
 	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %d flushes\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), r.Flushes)
 	fmt.Fprintf(w, "  writing_check latency: p50 %.1f us, p99 %.1f us (slowest rank)\n", r.WritingCheckUs.P50, r.WritingCheckUs.P99)
-	fmt.Fprintf(w, "  placement: %d checks, %d divergences; verify: %d pages checked, %d mismatches\n",
-		r.Placement.Checks, r.Placement.Divergences, r.Verify.PagesChecked, r.Verify.Mismatches)
+	fmt.Fprintf(w, "  placement: %d checks (%.2f%% of the wall time, slowest rank), %d divergences; verify: %d pages checked, %d mismatches\n",
+		r.Placement.Checks, r.PlacementAssertUs.SharePct, r.Placement.Divergences, r.Verify.PagesChecked, r.Verify.Mismatches)
 	verdict := "OK"
 	if r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 {
 		verdict = "FAILED"
