@@ -58,7 +58,8 @@ int cph_free(MPI_Fint c) {
 
 int cph_barrier(MPI_Fint c) { return MPI_Barrier(cph_comm(c)); }
 
-int cph_allreduce(MPI_Fint c, void *send, void *recv, int count, int type, int op) {
+int cph_allreduce(MPI_Fint c, uintptr_t send_addr, uintptr_t recv_addr, int count, int type, int op) {
+	void *send = (void *)send_addr, *recv = (void *)recv_addr;
 	const void *s = send == recv ? MPI_IN_PLACE : send;
 	return MPI_Allreduce(s, recv, count, cph_type(type), cph_op(op), cph_comm(c));
 }

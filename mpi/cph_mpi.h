@@ -3,6 +3,7 @@
 #ifndef CPH_MPI_H
 #define CPH_MPI_H
 #include <mpi.h>
+#include <stdint.h>
 
 enum { CPH_MIN = 0, CPH_MAX = 1, CPH_SUM = 2 };
 enum { CPH_INT64 = 0, CPH_UINT64 = 1 };
@@ -19,7 +20,7 @@ int cph_split(MPI_Fint c, int color, int key, MPI_Fint *out);
 int cph_split_shared(MPI_Fint c, int key, MPI_Fint *out);
 int cph_free(MPI_Fint c);
 int cph_barrier(MPI_Fint c);
-int cph_allreduce(MPI_Fint c, void *send, void *recv, int count, int type, int op);
+int cph_allreduce(MPI_Fint c, uintptr_t send_addr, uintptr_t recv_addr, int count, int type, int op);
 int cph_allgather(MPI_Fint c, void *send, void *recv, int count, int type);
 int cph_bcast(MPI_Fint c, void *buf, int count, int root);
 int cph_abort(MPI_Fint c, int code);
