@@ -4,5 +4,6 @@
 //
 // The scoping rule of the design (section 5) is enforced here: every consensus collective runs on the CP
 // group's communicator, never on the world communicator. The page allocator itself lives in package pool, which
-// must stay free of MPI, NCCL and clocks; hicache does the copies and the collectives around it.
+// must stay free of MPI, NCCL and clocks; hicache does the copies and the collectives around it. hicache imports
+// mpi, nccl, pool and kernels, and nothing imports it but the command (main) and bench: it must not import either.
 package hicache
