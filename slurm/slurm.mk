@@ -6,6 +6,9 @@
 # slurm/local-cluster installs slurmd, slurmctld, slurm-client and munge itself when missing, so they are not in
 # DEB_PACKAGES: `make build` on a machine that never runs this test does not need them.
 
+# The test checks the jobs' JSON reports with slurm/check-report.py.
+DEB_PACKAGES += python3
+
 .PHONY: test-slurm
 EXTRA_TESTS += test-slurm
 
