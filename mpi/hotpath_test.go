@@ -1,7 +1,10 @@
 package mpi
 
 import (
+	"runtime"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestFreedCommunicatorsDoNotHauntTheirSuccessors frees communicators and makes new ones of other shapes, so
@@ -46,6 +49,42 @@ func splitAndCheck(t *testing.T, width int) *Comm {
 		t.Fatalf("groups of %d: size %d and SUM %d, want %d", width, c.Size(), got[0], wantSize)
 	}
 	return c
+}
+
+// TestSchedulerPassKeepsTheThread runs barriers back to back for several pass intervals: the goroutine must have
+// passed through the scheduler (see schedpass.go) and still be on its thread, as MPI_THREAD_FUNNELED requires
+// of the goroutine that called Init. (go test runs each test on a goroutine of its own, so this one locks itself
+// the way Init locks the main goroutine.)
+func TestSchedulerPassKeepsTheThread(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := syscall.Gettid()
+	before := pass.passes
+	start := time.Now()
+	for {
+		for range schedulerPassCheckEvery {
+			if err := world.Barrier(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Every rank stops on the same agreed round, so all enter the same number of barriers.
+		done := []int64{0}
+		if time.Since(start) > 5*schedulerPassInterval {
+			done[0] = 1
+		}
+		if err := world.AllreduceInt64(done, done, Min); err != nil {
+			t.Fatal(err)
+		}
+		if done[0] == 1 {
+			break
+		}
+	}
+	if pass.passes == before {
+		t.Errorf("no pass through the scheduler in %v of back-to-back barriers", time.Since(start))
+	}
+	if now := syscall.Gettid(); now != tid {
+		t.Errorf("the MPI goroutine moved from thread %d to %d", tid, now)
+	}
 }
 
 // TestHotCollectivesDoNotAllocate pins that writing_check's all-reduce and the barrier allocate nothing per
