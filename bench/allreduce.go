@@ -43,20 +43,24 @@ func (c AllreduceConfig) Validate() error {
 	return nil
 }
 
-// AllreduceRow is one message size: the mean latency of ours and of the C reference, averaged over ranks.
+// AllreduceRow is one message size: the mean latency of ours, of the cgo floor and of the C reference, averaged
+// over ranks.
 type AllreduceRow struct {
-	Bytes int     `json:"bytes"`
-	Count int     `json:"count"`
-	Iters int     `json:"iters"` // timed calls per side, all rounds together
-	OurUs float64 `json:"ours_avg_latency_us"`
-	RefUs float64 `json:"c_avg_latency_us"`
-	Ratio float64 `json:"ratio"` // ours / C
-	Wrong int64   `json:"wrong"` // elements whose MIN was wrong, ours and C together, summed over ranks
+	Bytes      int     `json:"bytes"`
+	Count      int     `json:"count"`
+	Iters      int     `json:"iters"` // timed calls per side, all rounds together
+	OurUs      float64 `json:"ours_avg_latency_us"`
+	FloorUs    float64 `json:"cgo_floor_avg_latency_us"`
+	RefUs      float64 `json:"c_avg_latency_us"`
+	Ratio      float64 `json:"ratio"`          // ours / C
+	FloorRatio float64 `json:"ratio_to_floor"` // ours / cgo floor: what the binding itself adds
+	Wrong      int64   `json:"wrong"`          // elements whose MIN was wrong, all three sides, summed over ranks
 }
 
 // RunAllreduce measures, for every size, cphicache's writing_check all-reduce ((*mpi.Comm).AllreduceUint64 in
-// place with mpi.Min, the call hicache makes) and the C reference loop, on the same communicator, in the same
-// job, alternating. comm must be the world communicator (the C side's). Every rank must call it.
+// place with mpi.Min, the call hicache makes), the cgo floor (the same MPI call entered from Go with no binding
+// around it) and the C reference loop, on the same communicator, in the same job, in rotating order. comm must
+// be the world communicator (the C side's and the floor's). Every rank must call it.
 func RunAllreduce(comm *mpi.Comm, cfg AllreduceConfig) ([]AllreduceRow, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -73,50 +77,66 @@ func RunAllreduce(comm *mpi.Comm, cfg AllreduceConfig) ([]AllreduceRow, error) {
 	return rows, nil
 }
 
-// allreduceSize times both sides at one size, then validates both outside the timed loops.
+// The three sides of a row, in the order the first round runs them.
+const (
+	sideOurs = iota
+	sideFloor
+	sideC
+	sides
+)
+
+// allreduceSize times the three sides at one size, then validates them outside the timed loops.
 func allreduceSize(comm *mpi.Comm, cfg AllreduceConfig, buf []uint64) (AllreduceRow, error) {
 	row := AllreduceRow{Count: len(buf), Bytes: 8 * len(buf), Iters: cfg.Iters}
 	if row.Bytes > largeMessageBytes {
 		row.Iters = cfg.ItersLarge
 	}
-	var oursSeconds, refSeconds []float64
+	ours := func(b []uint64) error { return comm.AllreduceUint64(b, b, mpi.Min) }
+	gapSeconds := cfg.GapMicroseconds / 1e6
+	var seconds [sides][]float64
 	for round := range cfg.Rounds {
-		// Alternating the order cancels a drift of the machine's load over the round.
-		for side := range 2 {
-			var seconds float64
+		// Rotating the order cancels a drift of the machine's load over the round.
+		for k := range sides {
+			side := (round + k) % sides
+			var t float64
 			var err error
-			if (round+side)%2 == 0 {
-				seconds, err = oursAllreduceLoop(comm, buf, row.Iters, cfg.Warmup, cfg.GapMicroseconds/1e6)
-				oursSeconds = append(oursSeconds, seconds)
-			} else {
-				seconds, err = refAllreduceLoop(buf, row.Iters, cfg.Warmup, cfg.GapMicroseconds/1e6)
-				refSeconds = append(refSeconds, seconds)
+			switch side {
+			case sideOurs:
+				t, err = goAllreduceLoop(comm, ours, buf, row.Iters, cfg.Warmup, gapSeconds)
+			case sideFloor:
+				t, err = goAllreduceLoop(comm, floorAllreduce, buf, row.Iters, cfg.Warmup, gapSeconds)
+			case sideC:
+				t, err = refAllreduceLoop(buf, row.Iters, cfg.Warmup, gapSeconds)
 			}
 			if err != nil {
 				return row, err
 			}
+			seconds[side] = append(seconds[side], t)
 		}
 	}
 	// The median round of each side on each rank, so that a round slowed by another tenant of the shared
-	// machine moves neither number; then the mean over ranks, as OSU's "Avg Latency".
-	var err error
-	if row.OurUs, err = meanOverRanks(comm, 1e6*median(oursSeconds)); err != nil {
-		return row, err
-	}
-	if row.RefUs, err = meanOverRanks(comm, 1e6*median(refSeconds)); err != nil {
-		return row, err
+	// machine moves no number; then the mean over ranks, as OSU's "Avg Latency".
+	for side, out := range []*float64{&row.OurUs, &row.FloorUs, &row.RefUs} {
+		us, err := meanOverRanks(comm, 1e6*median(seconds[side]))
+		if err != nil {
+			return row, err
+		}
+		*out = us
 	}
 	row.Ratio = row.OurUs / row.RefUs
+	row.FloorRatio = row.OurUs / row.FloorUs
 	row.Iters *= cfg.Rounds
-	row.Wrong, err = validateAllreduce(comm, buf)
+	var err error
+	row.Wrong, err = validateAllreduce(comm, buf, ours)
 	return row, err
 }
 
-// oursAllreduceLoop is the Go twin of ref_allreduce_loop: the same warm-up, barrier and clocks around the call
-// hicache's writing_check makes.
-func oursAllreduceLoop(comm *mpi.Comm, buf []uint64, iters, warmup int, gapSeconds float64) (float64, error) {
+// goAllreduceLoop is the Go twin of ref_allreduce_loop, for ours and for the cgo floor: the same warm-up,
+// barrier and clock around call. call is a func value for both sides alike (an indirect call, about a
+// nanosecond).
+func goAllreduceLoop(comm *mpi.Comm, call func([]uint64) error, buf []uint64, iters, warmup int, gapSeconds float64) (float64, error) {
 	for range warmup {
-		if err := comm.AllreduceUint64(buf, buf, mpi.Min); err != nil {
+		if err := call(buf); err != nil {
 			return 0, err
 		}
 	}
@@ -124,21 +144,21 @@ func oursAllreduceLoop(comm *mpi.Comm, buf []uint64, iters, warmup int, gapSecon
 		return 0, err
 	}
 	if gapSeconds > 0 {
-		return oursAllreduceGapped(comm, buf, iters, gapSeconds)
+		return goAllreduceGapped(comm, call, buf, iters, gapSeconds)
 	}
 	start := mpi.Wtime()
 	for range iters {
-		if err := comm.AllreduceUint64(buf, buf, mpi.Min); err != nil {
+		if err := call(buf); err != nil {
 			return 0, err
 		}
 	}
 	return (mpi.Wtime() - start) / float64(iters), nil
 }
 
-// oursAllreduceGapped spins gapSeconds and enters a barrier before every call, and times each call alone, as
+// goAllreduceGapped spins gapSeconds and enters a barrier before every call, and times each call alone, as
 // ref_allreduce_loop does. The clock is time.Now, which reads the same clock as MPI_Wtime without a cgo call of
 // its own inside the timed span.
-func oursAllreduceGapped(comm *mpi.Comm, buf []uint64, iters int, gapSeconds float64) (float64, error) {
+func goAllreduceGapped(comm *mpi.Comm, call func([]uint64) error, buf []uint64, iters int, gapSeconds float64) (float64, error) {
 	gap := time.Duration(gapSeconds * float64(time.Second))
 	var total time.Duration
 	for range iters {
@@ -148,7 +168,7 @@ func oursAllreduceGapped(comm *mpi.Comm, buf []uint64, iters int, gapSeconds flo
 			return 0, err
 		}
 		start := time.Now()
-		if err := comm.AllreduceUint64(buf, buf, mpi.Min); err != nil {
+		if err := call(buf); err != nil {
 			return 0, err
 		}
 		total += time.Since(start)
@@ -168,12 +188,9 @@ func meanOverRanks(comm *mpi.Comm, us float64) (float64, error) {
 
 // validateAllreduce runs one untimed call of each side on known data and counts, over all ranks, the elements
 // whose result is not the MIN every rank can compute for itself.
-func validateAllreduce(comm *mpi.Comm, buf []uint64) (int64, error) {
+func validateAllreduce(comm *mpi.Comm, buf []uint64, ours func([]uint64) error) (int64, error) {
 	var wrong int64
-	for _, call := range []func([]uint64) error{
-		func(b []uint64) error { return comm.AllreduceUint64(b, b, mpi.Min) },
-		refAllreduceOnce,
-	} {
+	for _, call := range []func([]uint64) error{ours, floorAllreduce, refAllreduceOnce} {
 		fillMinInput(buf, comm.Rank())
 		if err := call(buf); err != nil {
 			return 0, err
@@ -219,16 +236,17 @@ func countWrongMin(buf []uint64, ranks int) int64 {
 
 var allreduceTable = table{
 	{"size", "(B)", "%d", 10}, {"count", "(elements)", "%d", 11}, {"type", "", "%s", 6}, {"redop", "", "%s", 5},
-	{"iters", "", "%d", 7}, {"ours", "(us)", "%.2f", 10}, {"C", "(us)", "%.2f", 10}, {"ours/C", "", "%.3f", 7},
-	{"#wrong", "", "%d", 6},
+	{"iters", "", "%d", 7}, {"ours", "(us)", "%.2f", 10}, {"cgo-floor", "(us)", "%.2f", 10}, {"C", "(us)", "%.2f", 10},
+	{"ours/C", "", "%.3f", 7}, {"ours/floor", "", "%.3f", 10}, {"#wrong", "", "%d", 6},
 }
 
 // WriteAllreduceTable prints the rows under OSU/nccl-tests style headers: "Avg Latency(us)" of ours and of C.
 func WriteAllreduceTable(w io.Writer, rows []AllreduceRow) {
-	fmt.Fprintln(w, "# Avg Latency(us): mean over ranks of each rank's median round (a round: mean time per call); ours = (*mpi.Comm).AllreduceUint64 from Go, C = MPI_Allreduce loop in C")
+	fmt.Fprintln(w, "# Avg Latency(us): mean over ranks of each rank's median round (a round: mean time per call); ours = (*mpi.Comm).AllreduceUint64 from Go,")
+	fmt.Fprintln(w, "# cgo-floor = the same MPI_Allreduce entered from Go through one bare cgo call (no binding), C = MPI_Allreduce loop in C")
 	allreduceTable.writeHeader(w)
 	for _, r := range rows {
-		allreduceTable.writeRow(w, r.Bytes, r.Count, "uint64", "min", r.Iters, r.OurUs, r.RefUs, r.Ratio, r.Wrong)
+		allreduceTable.writeRow(w, r.Bytes, r.Count, "uint64", "min", r.Iters, r.OurUs, r.FloorUs, r.RefUs, r.Ratio, r.FloorRatio, r.Wrong)
 	}
 }
 

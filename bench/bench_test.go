@@ -256,7 +256,7 @@ func TestPlotsWritePNGs(t *testing.T) {
 	dir := t.TempDir()
 	copyRows := []CopyRow{{Layout: "layer_first", Direction: "D2H", PartBytes: 4096, OursGBps: 5, MemcpyGBps: 6},
 		{Layout: "layer_first", Direction: "D2H", PartBytes: 65536, OursGBps: 5.5, MemcpyGBps: 6}}
-	arRows := []AllreduceRow{{Bytes: 8, OurUs: 1.4, RefUs: 0.9}, {Bytes: 32, OurUs: 1.5, RefUs: 1.0}}
+	arRows := []AllreduceRow{{Bytes: 8, OurUs: 1.4, FloorUs: 1.1, RefUs: 0.9}, {Bytes: 32, OurUs: 1.5, FloorUs: 1.2, RefUs: 1.0}}
 	for name, draw := range map[string]func(string) error{
 		"copy.png":      func(p string) error { return PlotCopy(copyRows, p, "t") },
 		"allreduce.png": func(p string) error { return PlotAllreduce(arRows, p, "t") },

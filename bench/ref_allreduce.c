@@ -8,6 +8,10 @@ int ref_allreduce_once(MPI_Fint comm_f, uint64_t *buf, int count) {
 	return MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_UINT64_T, MPI_MIN, MPI_Comm_f2c(comm_f));
 }
 
+int ref_allreduce_floor(uintptr_t buf_addr, int count) {
+	return MPI_Allreduce(MPI_IN_PLACE, (void *)buf_addr, count, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+}
+
 // spin busy-waits: a sleep would hand the core to another process and measure the wake-up instead.
 static void spin(double seconds) {
 	double start = MPI_Wtime();

@@ -20,4 +20,9 @@ int ref_allreduce_loop(MPI_Fint comm_f, uint64_t *buf, int count, int iters, int
 
 // ref_allreduce_once is one untimed call on the same buffer, for validation outside the timed loop.
 int ref_allreduce_once(MPI_Fint comm_f, uint64_t *buf, int count);
+
+// ref_allreduce_floor is the same call on MPI_COMM_WORLD and nothing else: what a Go program enters through one
+// cgo crossing per call when it has no binding around MPI at all (the benchmark's "cgo floor"). The buffer
+// arrives as an address, as mpi/ passes it.
+int ref_allreduce_floor(uintptr_t buf_addr, int count);
 #endif

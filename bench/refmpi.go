@@ -1,6 +1,8 @@
 package bench
 
 /*
+#cgo noescape ref_allreduce_floor
+#cgo nocallback ref_allreduce_floor
 #include "ref_allreduce.h"
 */
 import "C"
@@ -8,6 +10,8 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/cphicache/cphicache/mpi"
 )
 
 // refComm is the communicator the C reference runs on: MPI_COMM_WORLD, the same communicator the Go side is
@@ -33,4 +37,24 @@ func refAllreduceOnce(buf []uint64) error {
 		return fmt.Errorf("bench: C reference MPI_Allreduce failed with MPI error code %d", int(rc))
 	}
 	return nil
+}
+
+// floorAllreduce is one all-reduce as a Go program with no MPI binding at all would make it: one cgo crossing
+// straight into MPI_Allreduce on MPI_COMM_WORLD (no handle conversion, no argument checks). The address travels
+// as an integer, as mpi/ passes it, so neither side pays cgo's pointer check; go:uintptrescapes keeps the buffer
+// on the heap and alive, as there. mpi.AfterForeignCall lets mpi/'s scheduler pass cover these calls, without
+// which sysmon would take the P on every tick of a long loop (mpi/schedpass.go).
+func floorAllreduce(buf []uint64) error {
+	rc := floorAllreduceAt(uintptr(unsafe.Pointer(&buf[0])), len(buf))
+	mpi.AfterForeignCall()
+	if rc != C.MPI_SUCCESS {
+		return fmt.Errorf("bench: cgo-floor MPI_Allreduce failed with MPI error code %d", int(rc))
+	}
+	return nil
+}
+
+//go:uintptrescapes
+//go:noinline
+func floorAllreduceAt(buf uintptr, count int) C.int {
+	return C.ref_allreduce_floor(C.uintptr_t(buf), C.int(count))
 }
