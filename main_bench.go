@@ -197,7 +197,7 @@ func benchReserveCommand() *cli.Command {
 			&cli.IntSliceFlag{Name: "slots-log2", Value: cli.NewIntSlice(10, 12, 14, 16, 18, 20, 22, 24), EnvVars: env("SLOTS_LOG2"),
 				Usage: "pool sizes as log2 of the slots, comma separated; each pool starts half full"},
 			&cli.IntSliceFlag{Name: "pages", Value: cli.NewIntSlice(1, 16, 256), EnvVars: env("PAGES"), Usage: "object sizes in pages, comma separated"},
-			&cli.Float64Flag{Name: "min-seconds", Value: 0.2, EnvVars: env("MIN_SECONDS"), Usage: "seconds: each cell runs batches of 1024 ops until this much time has passed"},
+			&cli.Float64Flag{Name: "min-seconds", Value: 0.2, EnvVars: env("MIN_SECONDS"), Usage: "seconds: each cell runs batches of 1024 ops until this much time has passed, over 5 rounds that visit every cell"},
 		}, benchOutputFlags("reserve", false)...),
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -210,7 +210,7 @@ func benchReserveCommand() *cli.Command {
 			meta.Set("geometry", "cp 8, 1 layer, 2 payloads, slabs of 2^20 slots (as pool/bench_test.go)")
 			meta.Set("pool sizes (log2 slots)", fmt.Sprint(cfg.SlotsLog2))
 			meta.Set("object sizes (pages)", fmt.Sprint(cfg.Pages))
-			meta.Set("time per cell", fmt.Sprintf("at least %g s", cfg.MinSeconds))
+			meta.Set("time per cell", fmt.Sprintf("at least %g s, in 5 rounds; every round visits every cell in rotating order, median round reported", cfg.MinSeconds))
 			meta.SingleRank()
 			rows, err := bench.RunReserve(cfg)
 			if err != nil {

@@ -57,27 +57,38 @@ func reserveGeometry(slots int) pool.Geometry {
 	return pool.Geometry{CPSize: 8, Layers: 1, PayloadsPerLayer: 2, PageTokens: 1, TokenBytes: 1, Slots: slots, SlabBytesMax: 16 << 20}
 }
 
-// RunReserve measures every pool size and object size on one rank.
+// RunReserve measures every pool size and object size on one rank. All pools are built first and every round
+// visits every cell, the starting cell rotating from round to round, so that a change in the shared machine's
+// load during the run hits every pool size alike instead of whichever was being measured then: the
+// vs-smallest column compares cells measured side by side.
 func RunReserve(cfg ReserveConfig) ([]ReserveRow, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var rows []ReserveRow
-	smallest := map[int]float64{}
+	var cells []*reserveCell
 	for _, slotsLog2 := range cfg.SlotsLog2 {
 		a, err := newHalfFullPool(1 << slotsLog2)
 		if err != nil {
 			return nil, err
 		}
 		for _, pages := range cfg.Pages {
-			row := reserveCell(a, pages, cfg.MinSeconds)
-			row.SlotsLog2 = slotsLog2
-			if _, ok := smallest[pages]; !ok {
-				smallest[pages] = row.OpsPerSecond
-			}
-			row.VsSmallest = row.OpsPerSecond / smallest[pages]
-			rows = append(rows, row)
+			cells = append(cells, newReserveCell(a, slotsLog2, pages))
 		}
+	}
+	roundSeconds := cfg.MinSeconds / reserveRounds
+	for round := range reserveRounds {
+		for k := range cells {
+			cells[(round+k)%len(cells)].runRound(roundSeconds)
+		}
+	}
+	rows := make([]ReserveRow, len(cells))
+	smallest := map[int]float64{}
+	for i, c := range cells {
+		rows[i] = c.finish()
+		if _, ok := smallest[rows[i].Pages]; !ok {
+			smallest[rows[i].Pages] = rows[i].OpsPerSecond
+		}
+		rows[i].VsSmallest = rows[i].OpsPerSecond / smallest[rows[i].Pages]
 	}
 	return rows, nil
 }
@@ -103,32 +114,45 @@ func newHalfFullPool(slots int) (*pool.Allocator, error) {
 // another tenant of the shared machine does not move the number.
 const reserveRounds = 5
 
-// reserveCell runs one untimed batch, then reserveRounds rounds of whole batches, each until
-// minSeconds/reserveRounds have passed. A failed op counts as wrong and is not retried: with half the pool free
-// every reservation must succeed without eviction.
-func reserveCell(a *pool.Allocator, pages int, minSeconds float64) ReserveRow {
-	row := ReserveRow{Pages: pages}
-	freeBefore := a.FreeSlots()
-	id := pool.ObjectID(0)
-	row.Wrong += reserveBatchOps(a, &id, pages)
-	var rates []float64
-	for range reserveRounds {
-		start := time.Now()
-		var ops int64
-		var elapsed float64
-		for ; elapsed < minSeconds/reserveRounds; elapsed = time.Since(start).Seconds() {
-			row.Wrong += reserveBatchOps(a, &id, pages)
-			ops += reserveBatch
-		}
-		row.Ops += ops
-		rates = append(rates, float64(ops)/elapsed)
+// reserveCell is one (pool, object size) under measurement. Cells of one pool share its allocator; each op
+// gives back what it took, so they do not disturb each other. A failed op counts as wrong and is not retried:
+// with half the pool free every reservation must succeed without eviction.
+type reserveCell struct {
+	a          *pool.Allocator
+	row        ReserveRow
+	freeBefore int
+	nextID     pool.ObjectID
+	rates      []float64
+}
+
+// newReserveCell runs one untimed batch, so that the first timed round does not pay for first touches.
+func newReserveCell(a *pool.Allocator, slotsLog2, pages int) *reserveCell {
+	c := &reserveCell{a: a, row: ReserveRow{SlotsLog2: slotsLog2, Pages: pages}, freeBefore: a.FreeSlots()}
+	c.row.Wrong += reserveBatchOps(a, &c.nextID, pages)
+	return c
+}
+
+// runRound runs whole batches until seconds have passed and records the round's rate.
+func (c *reserveCell) runRound(seconds float64) {
+	start := time.Now()
+	var ops int64
+	var elapsed float64
+	for ; elapsed < seconds; elapsed = time.Since(start).Seconds() {
+		c.row.Wrong += reserveBatchOps(c.a, &c.nextID, c.row.Pages)
+		ops += reserveBatch
 	}
-	if a.FreeSlots() != freeBefore {
-		row.Wrong++
+	c.row.Ops += ops
+	c.rates = append(c.rates, float64(ops)/elapsed)
+}
+
+// finish checks that the pool got every slot back and reports the median round.
+func (c *reserveCell) finish() ReserveRow {
+	if c.a.FreeSlots() != c.freeBefore {
+		c.row.Wrong++
 	}
-	row.OpsPerSecond = median(rates)
-	row.NsPerOp = 1e9 / row.OpsPerSecond
-	return row
+	c.row.OpsPerSecond = median(c.rates)
+	c.row.NsPerOp = 1e9 / c.row.OpsPerSecond
+	return c.row
 }
 
 // reserveBatchOps runs reserveBatch object lives with fresh ids and returns how many failed.
