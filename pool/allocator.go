@@ -101,8 +101,21 @@ func New(g Geometry) (*Allocator, error) {
 		evicted:      make([]ObjectID, 0, min(maxObjects, 1024)),
 		freshDigest:  geometrySeed(g),
 	}
+	a.adviseHugePages()
 	a.resetCounters()
 	return a, nil
+}
+
+// adviseHugePages asks for huge pages under the tables that grow with the pool (hugepages_linux.go).
+func (a *Allocator) adviseHugePages() {
+	adviseHugePages(a.table.buckets)
+	adviseHugePages(a.table.records)
+	adviseHugePages(a.lru.items)
+	adviseHugePages(a.extentSlots)
+	adviseHugePages(a.extentNext)
+	for _, level := range a.bitmap.levels {
+		adviseHugePages(level)
+	}
 }
 
 // resetCounters sets everything that New and Reset share apart from the bitmap and the tables.
