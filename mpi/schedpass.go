@@ -17,10 +17,10 @@ import (
 //
 // That is exactly the MPI goroutine's life in a run of back-to-back collectives (a one-element all-reduce costs
 // about a microsecond). Measured at np 2 on this project's 2-core machines, per-call cycle counts of
-// MPI_Allreduce from Go had a p99 8 to 12 times the C loop's, and the slowest 1% of calls held 14% of the time
-// (4% in C); the mean was 1.2 to 1.7 times C's. With one pass through the scheduler every few milliseconds
-// the tail matched C's. A pass costs two thread hand-offs (the goroutine is locked to its thread), tens of
-// microseconds, so it is taken at most once per schedulerPassInterval of MPI calls.
+// MPI_Allreduce from Go had a p99 2 to 12 times the C loop's (7 to 9 in most runs), the slowest 1% of calls held
+// 12 to 22% of the time (4 to 5% in C), and the mean was 1.2 to 1.7 times C's. With one pass through the
+// scheduler every few milliseconds the tail matched C's. A pass costs two thread hand-offs (the goroutine is
+// locked to its thread), 4 to 16 us here, so it is taken at most once per schedulerPassInterval of MPI calls.
 const (
 	// schedulerPassInterval must stay well under sysmon's 10 ms (forcePreemptNS), with room for the
 	// schedulerPassCheckEvery calls between two looks at the clock.
