@@ -73,7 +73,7 @@ func benchAllreduceCommand() *cli.Command {
 	env := func(name string) []string { return []string{"CPHICACHE_BENCH_ALLREDUCE_" + name} }
 	return &cli.Command{
 		Name:  "allreduce",
-		Usage: "latency of writing_check's MIN all-reduce of uint64 through mpi/, beside a C MPI_Allreduce loop on the same communicator (launch under mpirun)",
+		Usage: "latency of writing_check's MIN all-reduce of uint64 through mpi/, beside the cgo floor (the same call through one bare cgo call) and a C MPI_Allreduce loop on the same communicator (launch under mpirun)",
 		Flags: append([]cli.Flag{
 			&cli.Int64Flag{Name: "min-size", Value: 8, EnvVars: env("MIN_SIZE"), Usage: "bytes: the smallest message, a power of two, 8 or more (8 bytes = 1 element)"},
 			&cli.Int64Flag{Name: "max-size", Value: 8 << 16, EnvVars: env("MAX_SIZE"), Usage: "bytes: the largest message, a power of two (default 2^16 elements)"},
@@ -81,9 +81,9 @@ func benchAllreduceCommand() *cli.Command {
 			&cli.IntFlag{Name: "iters", Value: 1000, EnvVars: env("ITERS"), Usage: "timed calls per side and round, for messages up to 8 KiB"},
 			&cli.IntFlag{Name: "iters-large", Value: 100, EnvVars: env("ITERS_LARGE"), Usage: "timed calls per side and round, above 8 KiB"},
 			&cli.IntFlag{Name: "warmup", Value: 100, EnvVars: env("WARMUP"), Usage: "untimed calls before each timed loop"},
-			&cli.IntFlag{Name: "rounds", Value: 10, EnvVars: env("ROUNDS"), Usage: "rounds per size; each times ours and C, alternating which goes first"},
+			&cli.IntFlag{Name: "rounds", Value: 10, EnvVars: env("ROUNDS"), Usage: "rounds per size; each times ours, the cgo floor and C, rotating which goes first"},
 			&cli.Float64Flag{Name: "gap-us", Value: 0, EnvVars: env("GAP_US"),
-				Usage: "microseconds: 0 = calls back to back, timed as a loop (OSU); more = both sides spin this long and enter a barrier before every call, and time each call alone, as writing_check calls between other work"},
+				Usage: "microseconds: 0 = calls back to back, timed as a loop (OSU); more = every side spins this long and enter a barrier before every call, and time each call alone, as writing_check calls between other work"},
 			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: env("LOG_LEVEL"), Usage: "log verbosity on stderr: debug, info, warn or error"},
 		}, benchOutputFlags("allreduce", true)...),
 		OnUsageError: onUsageError,
@@ -114,13 +114,13 @@ func benchAllreduce(c *cli.Context, job *hicache.Job, cfg bench.AllreduceConfig)
 	lib, _ := mpi.LibraryVersion()
 	meta.MPILibrary = lib
 	meta.Set("operation", "MPI_Allreduce in place, MPI_UINT64_T, MPI_MIN (writing_check's call)")
-	meta.Set("communicator", fmt.Sprintf("world, %d ranks (the C side names MPI_COMM_WORLD itself)", job.Topo.World.Size()))
+	meta.Set("communicator", fmt.Sprintf("world, %d ranks (the cgo floor and the C side name MPI_COMM_WORLD themselves)", job.Topo.World.Size()))
 	meta.Set("sizes", fmt.Sprintf("%d to %d bytes, x%d", 8*cfg.MinCount, 8*cfg.MaxCount, cfg.CountFactor))
 	meta.Set("iterations", fmt.Sprintf("%d per side and round (%d above 8 KiB), %d warm-up, %d rounds", cfg.Iters, cfg.ItersLarge, cfg.Warmup, cfg.Rounds))
 	if cfg.GapMicroseconds > 0 {
-		meta.Set("timing", fmt.Sprintf("each call alone, after a %g us spin and a barrier (ours: time.Now, C: MPI_Wtime)", cfg.GapMicroseconds))
+		meta.Set("timing", fmt.Sprintf("each call alone, after a %g us spin and a barrier (ours and floor: time.Now, C: MPI_Wtime)", cfg.GapMicroseconds))
 	} else {
-		meta.Set("timing", "back to back, the loop timed as a whole with MPI_Wtime on both sides (OSU)")
+		meta.Set("timing", "back to back, the loop timed as a whole with MPI_Wtime on every side (OSU)")
 	}
 	ranks, err := job.Topo.Gather()
 	if err != nil {
