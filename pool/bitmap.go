@@ -12,6 +12,11 @@ import "math/bits"
 type freeBitmap struct {
 	levels [][]uint64
 	slots  int
+	// lowFree is a lower bound of the lowest free slot: no slot below it is free. Placement asks for the lowest
+	// free slot on every reservation, and in a pool filled from the bottom the search from 0 would climb every
+	// summary level and come back down (7 dependent reads at 2^24 slots); from lowFree it usually ends in the
+	// first word it reads.
+	lowFree int
 }
 
 const wordBits = 64
@@ -30,6 +35,7 @@ func newFreeBitmap(slots int) freeBitmap {
 
 // fill marks every slot free and rebuilds the summaries from level 0 up.
 func (b *freeBitmap) fill() {
+	b.lowFree = 0
 	for k, level := range b.levels {
 		count := b.slots
 		if k > 0 {
@@ -49,9 +55,24 @@ func (b *freeBitmap) isFree(s int) bool {
 	return b.levels[0][s/wordBits]&(1<<(s%wordBits)) != 0
 }
 
-// nextFree returns the lowest free slot >= pos, or -1 if there is none. It climbs while the rest of the
-// current word is empty and then descends along lowest set bits: at most 2*len(levels) word reads.
+// nextFree returns the lowest free slot >= pos, or -1 if there is none. A search that starts at or below
+// lowFree starts at lowFree and moves it up to what it found.
 func (b *freeBitmap) nextFree(pos int) int {
+	if pos > b.lowFree {
+		return b.search(pos)
+	}
+	found := b.search(b.lowFree)
+	if found < 0 {
+		b.lowFree = b.slots
+	} else {
+		b.lowFree = found
+	}
+	return found
+}
+
+// search returns the lowest free slot >= pos, or -1. It climbs while the rest of the current word is empty
+// and then descends along lowest set bits: at most 2*len(levels) word reads.
+func (b *freeBitmap) search(pos int) int {
 	if pos >= b.slots {
 		return -1
 	}
@@ -107,6 +128,7 @@ func (b *freeBitmap) take(base, limit int) {
 
 // give marks the slots [base, limit) free; the caller has checked they are used.
 func (b *freeBitmap) give(base, limit int) {
+	b.lowFree = min(b.lowFree, base)
 	for s := base; s < limit; {
 		w, offset := s/wordBits, s%wordBits
 		n := min(wordBits-offset, limit-s)

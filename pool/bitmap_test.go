@@ -46,6 +46,9 @@ func TestFreeBitmapAgainstBools(t *testing.T) {
 				t.Fatalf("slots %d step %d: summary level %d word %d wrong", slots, step, level, word)
 			}
 			pos := src.next(slots + 2)
+			if step%3 == 0 {
+				pos = 0 // placement's own query, the one that moves lowFree
+			}
 			want := -1
 			for s := pos; s < slots; s++ {
 				if free[s] {
