@@ -83,7 +83,7 @@ func benchAllreduceCommand() *cli.Command {
 			&cli.IntFlag{Name: "warmup", Value: 100, EnvVars: env("WARMUP"), Usage: "untimed calls before each timed loop"},
 			&cli.IntFlag{Name: "rounds", Value: 10, EnvVars: env("ROUNDS"), Usage: "rounds per size; each times ours, the cgo floor and C, rotating which goes first"},
 			&cli.Float64Flag{Name: "gap-us", Value: 0, EnvVars: env("GAP_US"),
-				Usage: "microseconds: 0 = calls back to back, timed as a loop (OSU); more = every side spins this long and enter a barrier before every call, and time each call alone, as writing_check calls between other work"},
+				Usage: "microseconds: 0 = calls back to back, timed as a loop (OSU); more = every side spins this long and enters a barrier before every call, and each call is timed alone, as writing_check calls between other work"},
 			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: env("LOG_LEVEL"), Usage: "log verbosity on stderr: debug, info, warn or error"},
 		}, benchOutputFlags("allreduce", true)...),
 		OnUsageError: onUsageError,

@@ -88,9 +88,7 @@ func (c *Comm) Free() error {
 
 // Barrier blocks until every rank of the communicator has entered it.
 func (c *Comm) Barrier() error {
-	err := check("MPI_Barrier", C.cph_barrier(c.handle))
-	pass.afterCall()
-	return err
+	return collectiveDone("MPI_Barrier", C.cph_barrier(c.handle))
 }
 
 const (
@@ -144,9 +142,7 @@ func (c *Comm) allreduce(send, recv uintptr, n int, dataType int, op Op) error {
 	if op != Min && op != Max && op != Sum {
 		return fmt.Errorf("mpi: MPI_Allreduce: unsupported operator %v", op)
 	}
-	err = check("MPI_Allreduce", C.cph_allreduce(c.handle, C.uintptr_t(send), C.uintptr_t(recv), count, C.int(dataType), C.int(op)))
-	pass.afterCall()
-	return err
+	return collectiveDone("MPI_Allreduce", C.cph_allreduce(c.handle, C.uintptr_t(send), C.uintptr_t(recv), count, C.int(dataType), C.int(op)))
 }
 
 // AllgatherInt64 gathers len(send) values from every rank into recv, rank by rank; recv must hold
@@ -187,9 +183,7 @@ func (c *Comm) allgather(send, recv unsafe.Pointer, n int, dataType int) error {
 	if err != nil {
 		return err
 	}
-	err = check("MPI_Allgather", C.cph_allgather(c.handle, send, recv, count, C.int(dataType)))
-	pass.afterCall()
-	return err
+	return collectiveDone("MPI_Allgather", C.cph_allgather(c.handle, send, recv, count, C.int(dataType)))
 }
 
 // BcastBytes broadcasts buf from root to every rank; every rank must pass a buffer of the same length.
@@ -204,9 +198,7 @@ func (c *Comm) BcastBytes(buf []byte, root int) error {
 	if err != nil {
 		return err
 	}
-	err = check("MPI_Bcast", C.cph_bcast(c.handle, unsafe.Pointer(&buf[0]), count, C.int(root)))
-	pass.afterCall()
-	return err
+	return collectiveDone("MPI_Bcast", C.cph_bcast(c.handle, unsafe.Pointer(&buf[0]), count, C.int(root)))
 }
 
 // Abort ends every process of the communicator's job with the given exit code. It returns only if MPI_Abort

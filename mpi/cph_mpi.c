@@ -5,8 +5,9 @@
 //
 // The conversion back is cached: OpenMPI's MPI_Comm_f2c takes a lock whenever MPI runs above
 // MPI_THREAD_SINGLE (about 26 ns here, a fortieth of a one-element all-reduce, paid on every collective).
-// An entry is filled on first use, dropped when its communicator is freed and
-// again when MPI hands out an integer for a new one, so a reused integer never finds a stale entry. Only the FUNNELED thread calls in here, so the cache needs no lock.
+// An entry is filled on first use, dropped when its communicator is freed and again when MPI hands out an
+// integer for a new one, so a reused integer never finds a stale entry. Only the FUNNELED thread calls in here,
+// so the cache needs no lock.
 #define CPH_COMM_CACHE 64
 static MPI_Comm cph_comm_cache[CPH_COMM_CACHE];
 static int cph_comm_cached[CPH_COMM_CACHE];

@@ -60,6 +60,13 @@ func check(call string, rc C.int) error {
 	return &Error{Call: call, Code: int(rc), Message: msg}
 }
 
+// collectiveDone is check for the blocking collectives: it also counts the call for the scheduler pass
+// (schedpass.go).
+func collectiveDone(call string, rc C.int) error {
+	pass.afterCall()
+	return check(call, rc)
+}
+
 // Init initialises MPI with MPI_THREAD_FUNNELED and locks the calling goroutine to its OS thread; every later
 // MPI call must come from that goroutine. Calling Init when MPI is already initialised is harmless.
 func Init() error {

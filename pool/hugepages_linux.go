@@ -5,9 +5,6 @@ import (
 	"unsafe"
 )
 
-// hugePageMinBytes is the size from which a table is worth huge pages: below it the TLB covers it anyway.
-const hugePageMinBytes = 8 << 20
-
 // adviseHugePages asks the kernel to back s with transparent huge pages (MADV_HUGEPAGE; honoured where THP is
 // "always" or "madvise", ignored where it is "never"). The large tables are probed at random positions (the
 // object table's buckets) or at the slot being placed, so at 2^22 slots and more nearly every op missed the TLB
@@ -20,8 +17,8 @@ func adviseHugePages[T any](s []T) {
 		return
 	}
 	const page = 4096 // madvise wants a page-aligned start
-	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), size)
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	data := unsafe.Pointer(unsafe.SliceData(s))
+	start := uintptr(data)
 	first, last := (start+page-1)&^(page-1)-start, (start+size)&^(page-1)-start
-	_ = syscall.Madvise(b[first:last], 14 /* MADV_HUGEPAGE */)
+	_ = syscall.Madvise(unsafe.Slice((*byte)(data), size)[first:last], syscall.MADV_HUGEPAGE)
 }

@@ -4,6 +4,3 @@ package pool
 
 // adviseHugePages is Linux's transparent huge pages hint; elsewhere the tables keep the default pages.
 func adviseHugePages[T any](s []T) {}
-
-// hugePageMinBytes matches the Linux file's, for the test.
-const hugePageMinBytes = 8 << 20
