@@ -169,7 +169,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "vocab-size", Value: 32000, EnvVars: []string{"CPHICACHE_VOCAB_SIZE"}, Category: "workload",
 			Usage: "token ids must lie in [0, vocab-size)"},
 		&cli.IntFlag{Name: "batch-requests", Value: 4, EnvVars: []string{"CPHICACHE_BATCH_REQUESTS"}, Category: "workload",
-			Usage: "requests per step; each step ends with a loading_check and a writing_check"},
+			Usage: "requests per step; each step ends with one consensus all-reduce over the CP group (commit, load-backs, placement digest, errors)"},
 		&cli.IntFlag{Name: "layers", Value: 4, EnvVars: []string{"CPHICACHE_LAYERS"}, Category: "model",
 			Usage: "transformer layers whose KV each rank holds"},
 		&cli.IntFlag{Name: "payloads", Value: 2, EnvVars: []string{"CPHICACHE_PAYLOADS"}, Category: "model",
@@ -189,11 +189,11 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "write-policy", Value: "write_through", EnvVars: []string{"CPHICACHE_WRITE_POLICY"}, Category: "cache",
 			Usage: "when KV is backed up to L2: write_through (on insert), write_through_selective (on the second hit) or write_back (on L1 eviction)"},
 		&cli.Int64Flag{Name: "placement-assert-every", Value: 8, EnvVars: []string{"CPHICACHE_PLACEMENT_ASSERT_EVERY"}, Category: "checks",
-			Usage: "steps between placement asserts (MIN/MAX of the allocator digest over the CP group); 0 = only at the end"},
+			Usage: "steps between object-by-object placement comparisons over the CP group (the allocator digest is compared in every step's consensus, and objects at every flush); 0 = at flushes and the end only"},
 		&cli.Int64Flag{Name: "flush-every", Value: 0, EnvVars: []string{"CPHICACHE_FLUSH_EVERY"}, Category: "checks",
 			Usage: "steps between cache flushes (drain, barrier, reset); 0 = only the workload's own flush ops"},
 		&cli.StringFlag{Name: "collective", Value: "mpi", EnvVars: []string{"CPHICACHE_COLLECTIVE"}, Category: "checks",
-			Usage: "transport of writing_check's MIN all-reduce: mpi, or nccl (GPU build only; loads libnccl.so.2, or the library in CPHICACHE_NCCL_LIB)"},
+			Usage: "transport of the step consensus's MIN all-reduce: mpi, or nccl (GPU build only; loads libnccl.so.2, or the library in CPHICACHE_NCCL_LIB)"},
 		&cli.DurationFlag{Name: "watchdog-timeout", Value: 120 * time.Second, EnvVars: []string{"CPHICACHE_WATCHDOG_TIMEOUT"}, Category: "checks",
 			Usage: "end the job when a collective waits longer than this (e.g. 120s, 2m); 0 = never"},
 		&cli.StringFlag{Name: "report", EnvVars: []string{"CPHICACHE_REPORT"}, Category: "output",
@@ -203,9 +203,13 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "inject-divergence", EnvVars: []string{"CPHICACHE_INJECT_DIVERGENCE"}, Category: "fault injection (validation only)",
 			Usage: "RANK@STEP: world rank RANK perturbs its allocator after step STEP; the placement assert must catch it"},
 		&cli.StringFlag{Name: "inject-hang", EnvVars: []string{"CPHICACHE_INJECT_HANG"}, Category: "fault injection (validation only)",
-			Usage: "RANK@STEP: world rank RANK stops before step STEP's writing_check; the watchdog must end the job"},
+			Usage: "RANK@STEP: world rank RANK stops before step STEP's consensus; the watchdog must end the job"},
 		&cli.StringFlag{Name: "inject-exit", EnvVars: []string{"CPHICACHE_INJECT_EXIT"}, Category: "fault injection (validation only)",
-			Usage: "RANK@STEP: world rank RANK exits (status 4) before step STEP's writing_check; the launcher must end the job"},
+			Usage: "RANK@STEP: world rank RANK exits (status 4) before step STEP's consensus; the launcher must end the job"},
+		&cli.StringFlag{Name: "inject-copy-error", EnvVars: []string{"CPHICACHE_INJECT_COPY_ERROR"}, Category: "fault injection (validation only)",
+			Usage: "RANK@STEP: world rank RANK's next page copy from step STEP on fails; its CP group learns it in the step's consensus and the job ends with that rank's message"},
+		&cli.StringFlag{Name: "inject-stuck-copy", EnvVars: []string{"CPHICACHE_INJECT_STUCK_COPY"}, Category: "fault injection (validation only)",
+			Usage: "RANK@STEP: world rank RANK's next page copy from step STEP on never completes; the watchdog must end the job, naming the drain"},
 	}...)
 }
 
@@ -218,8 +222,8 @@ func readRunOptions(c *cli.Context) (*hicache.Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	var injections [3]hicache.Injection
-	for i, name := range []string{"inject-divergence", "inject-hang", "inject-exit"} {
+	var injections [5]hicache.Injection
+	for i, name := range []string{"inject-divergence", "inject-hang", "inject-exit", "inject-copy-error", "inject-stuck-copy"} {
 		if injections[i], err = hicache.ParseInjection(name, c.String(name)); err != nil {
 			return nil, err
 		}
@@ -235,6 +239,7 @@ func readRunOptions(c *cli.Context) (*hicache.Options, error) {
 		PlacementAssertEvery: c.Int64("placement-assert-every"), FlushEvery: c.Int64("flush-every"), Seed: c.Uint64("seed"),
 		TracePath: c.String("trace"), VocabSize: c.Int("vocab-size"), Synthetic: synthetic, ReportPath: c.String("report"),
 		Collective: c.String("collective"), WatchdogTimeout: c.Duration("watchdog-timeout"), InjectDivergence: injections[0], InjectHang: injections[1], InjectExit: injections[2],
+		InjectCopyError: injections[3], InjectStuckCopy: injections[4],
 		JobID: jobID(), Quiet: c.Bool("quiet"),
 	}
 	return opts, opts.Validate()
@@ -368,8 +373,9 @@ func runMain(job *hicache.Job, opts *hicache.Options) error {
 			}
 		}
 	}
-	if report.Placement.Divergences != 0 || report.Verify.Mismatches != 0 {
-		return fmt.Errorf("run failed: %d placement divergences, %d load-back mismatches", report.Placement.Divergences, report.Verify.Mismatches)
+	if report.Failed() {
+		return fmt.Errorf("run failed: %d placement divergences, %d load-back mismatches, %d audited objects wrong, %d copy errors",
+			report.Placement.Divergences, report.Verify.Mismatches, report.Verify.AuditMismatches, report.Verify.CopyErrors)
 	}
 	return nil
 }

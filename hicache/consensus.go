@@ -1,38 +1,71 @@
 package hicache
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// CollectiveKind names a consensus collective of the design's table (section 3).
-type CollectiveKind int
+// The step consensus (design section 3): everything the ranks of a CP group must agree on in a step travels in one
+// all-reduce MIN of a fixed vector of 64-bit words. MAX of a word is the complement of MIN of its complement, so a
+// word and its complement give both, in the same call.
+
+// ConsensusKind names a consensus call: where in the step it is entered.
+type ConsensusKind int
 
 const (
-	WritingCheck CollectiveKind = iota
-	LoadingCheck
-	PlacementAssert
-	FlushBarrier
-	collectiveKinds
+	StepConsensus  ConsensusKind = iota // once at the end of every step: commit, load-backs, digest, errors
+	FlushConsensus                      // inside a flush, after the drain: the barrier and the assert before the reset
+	FinalConsensus                      // after the last step: the final drain and assert
+	ObjectCompare                       // every --placement-assert-every steps and at a flush: each object's placement
+	consensusKinds
 )
 
-var collectiveNames = [collectiveKinds]string{"writing_check", "loading_check", "placement_assert", "flush_barrier"}
+var consensusNames = [consensusKinds]string{"step", "flush", "final", "object_compare"}
 
-func (k CollectiveKind) String() string { return collectiveNames[k] }
+func (k ConsensusKind) String() string {
+	if k < 0 || k >= consensusKinds {
+		return fmt.Sprintf("consensus kind %d", int(k))
+	}
+	return consensusNames[k]
+}
 
-// CollectiveStats counts one kind of collective and the sizes of the communicators it ran on, so that a run can
+// The words of the consensus vector.
+const (
+	wordTag           = iota // kind << 56 | per-communicator call counter
+	wordTagNot               // ^tag: MIN(^tag) = ^MAX(tag)
+	wordError                // lowest failing CP rank << 32 | its failure code; noFailure when none
+	wordWriteFrontier        // writing_check: every backup with seq <= it is done on the rank
+	wordWriteIdle            // 1 when the rank has no backup in flight
+	wordLoadFrontier         // loading_check: every load-back with seq <= it is done and verified on the rank
+	wordLoadDone             // 1 when the rank has no load-back in flight
+	wordDigest               // the placement digest
+	wordDigestNot            // ^digest
+	consensusWords
+)
+
+// noFailure is the error word of a rank that has nothing to report: larger than every encoded failure, so the
+// MIN is the lowest failing rank's.
+const noFailure = math.MaxUint64
+
+// tagCounterBits leaves the top byte of a tag for its kind.
+const tagCounterBits = 56
+
+// CollectiveStats counts one kind of consensus call and the sizes of the communicators it ran on, so that a run can
 // prove the scoping rule: every consensus collective ran on a communicator of exactly cp ranks.
 type CollectiveStats struct {
-	Count       int64 // collectives entered
+	Count       int64 // calls entered
 	Skipped     int64 // skipped because the CP group has a single rank
 	CommSizeMin int   // smallest communicator used (0 when none ran)
 	CommSizeMax int
 	Seconds     float64 // wall time this rank spent inside them
 }
 
-// MinAllReducer is the transport of writing_check's MIN all-reduce: MPI in the CPU build, NCCL in the GPU build.
+// MinAllReducer is the transport of the consensus vector's MIN all-reduce: MPI in the CPU build, NCCL on the device
+// in the GPU build.
 type MinAllReducer interface {
 	Name() string
 	AllreduceMinUint64(values []uint64) error // in place
@@ -46,102 +79,162 @@ func (m mpiMinAllReducer) AllreduceMinUint64(v []uint64) error {
 	return m.comm.AllreduceUint64(v, v, mpi.Min)
 }
 
+// vote is what one rank brings to a consensus call.
+type vote struct {
+	writeFrontier uint64
+	writeIdle     bool
+	loadFrontier  uint64
+	loadDone      bool
+	digest        uint64
+	failure       error // this rank's own failure since the last call, or nil
+}
+
+// agreement is what the group agreed in one call.
+type agreement struct {
+	writeFrontier uint64 // MIN: every rank finished every backup up to here
+	writeIdle     bool   // every rank has no backup in flight
+	loadFrontier  uint64
+	loadDone      bool
+	digestMin     uint64
+	digestMax     uint64
+}
+
+func (a agreement) digestsAgree() bool { return a.digestMin == a.digestMax }
+
 // consensus runs every consensus collective of one CP group. It holds only the CP communicator: there is no way
 // to reach the world communicator from here, which is how the scoping rule is kept by construction.
 type consensus struct {
-	cp       *mpi.Comm
-	group    int
-	frontier MinAllReducer
-	watchdog *Watchdog
-	stats    [collectiveKinds]CollectiveStats
-	step     int64 // the event stream's step, for watchdog messages
+	cp        *mpi.Comm
+	group     int
+	transport MinAllReducer
+	watchdog  *Watchdog
+	stats     [consensusKinds]CollectiveStats
+	calls     uint64 // consensus calls entered on this communicator: the counter of the tag
+	step      int64  // the event stream's step, for messages
 
-	enteredAt      time.Time // when the collective in progress was entered
-	writingCheckUs []float64 // latency samples of writing_check, preallocated
-	scratch        []uint64
+	enteredAt time.Time // when the call in progress was entered
+	stepUs    []float64 // latency samples of the step consensus, preallocated
+	vector    [consensusWords]uint64
 }
 
-func newConsensus(cp *mpi.Comm, group int, frontier MinAllReducer, watchdog *Watchdog, stepsHint int) *consensus {
-	if frontier == nil {
-		frontier = mpiMinAllReducer{cp}
+func newConsensus(cp *mpi.Comm, group int, transport MinAllReducer, watchdog *Watchdog, stepsHint int) *consensus {
+	if transport == nil {
+		transport = mpiMinAllReducer{cp}
 	}
-	return &consensus{
-		cp: cp, group: group, frontier: frontier, watchdog: watchdog,
-		writingCheckUs: make([]float64, 0, stepsHint+16), scratch: make([]uint64, 2),
-	}
+	return &consensus{cp: cp, group: group, transport: transport, watchdog: watchdog, stepUs: make([]float64, 0, stepsHint+16)}
 }
 
-// enter books one collective of kind k; it reports false when the group has one rank and the collective is
+// enter books one call of kind k and returns its tag; ran is false when the group has one rank and the call is
 // skipped (a size-1 all-reduce would silently do nothing, so it is counted as skipped rather than as run).
-func (c *consensus) enter(k CollectiveKind) bool {
+func (c *consensus) enter(k ConsensusKind) (tag uint64, ran bool) {
+	c.calls++
+	tag = uint64(k)<<tagCounterBits | c.calls&(1<<tagCounterBits-1)
 	s := &c.stats[k]
-	if c.cp.Size() == 1 {
+	size := c.cp.Size()
+	if size == 1 {
 		s.Skipped++
-		return false
+		return tag, false
 	}
 	s.Count++
-	size := c.cp.Size()
 	if s.CommSizeMin == 0 || size < s.CommSizeMin {
 		s.CommSizeMin = size
 	}
-	if size > s.CommSizeMax {
-		s.CommSizeMax = size
-	}
-	c.watchdog.Arm(k.String(), c.group, size, c.step)
+	s.CommSizeMax = max(s.CommSizeMax, size)
+	c.watchdog.Arm(k.String()+" consensus", c.group, size, c.step)
 	c.enteredAt = time.Now()
-	return true
+	return tag, true
 }
 
-// leave disarms the watchdog and books the time spent in the collective of kind k.
-func (c *consensus) leave(k CollectiveKind) {
+// leave disarms the watchdog and books the time spent in the call of kind k.
+func (c *consensus) leave(k ConsensusKind) {
 	c.watchdog.Disarm()
-	c.stats[k].Seconds += time.Since(c.enteredAt).Seconds()
+	elapsed := time.Since(c.enteredAt)
+	c.stats[k].Seconds += elapsed.Seconds()
+	if k == StepConsensus && len(c.stepUs) < cap(c.stepUs) {
+		c.stepUs = append(c.stepUs, float64(elapsed.Nanoseconds())/1e3)
+	}
 }
 
-// frontierCheck is writing_check's or loading_check's all-reduce: MIN of the local frontier, and MIN of a flag
-// that says this rank has nothing of that direction in flight. The agreed flag is what ends a drain loop, so every
-// rank leaves the loop at the same iteration even if their queues differed (as they would after a divergence,
-// until the next assert catches it): the collectives stay matched whatever the local state.
-func (c *consensus) frontierCheck(k CollectiveKind, local uint64, idle bool) (uint64, bool, error) {
-	if !c.enter(k) {
-		return local, idle, nil
+// agree runs one consensus call of kind k (step, flush or final). It returns the group's agreement, or the error
+// that ends the group's run, the same on every rank: a rank's own failure (to that rank, as it is) or a
+// *PeerFailure naming the failing rank (to the others), then ranks out of step. A digest that differs is not an
+// error here: the caller decides what a divergence means (fail, or record it in validate).
+func (c *consensus) agree(k ConsensusKind, v vote) (agreement, error) {
+	tag, ran := c.enter(k)
+	w := &c.vector
+	*w = [consensusWords]uint64{wordTag: tag, wordTagNot: ^tag, wordError: noFailure,
+		wordWriteFrontier: v.writeFrontier, wordWriteIdle: boolWord(v.writeIdle), wordLoadFrontier: v.loadFrontier,
+		wordLoadDone: boolWord(v.loadDone), wordDigest: v.digest, wordDigestNot: ^v.digest}
+	if v.failure != nil {
+		w[wordError] = uint64(c.cp.Rank())<<32 | uint64(failureCodeOf(v.failure))
 	}
-	defer c.leave(k)
-	c.scratch[0], c.scratch[1] = local, 0
-	if idle {
-		c.scratch[1] = 1
+	if ran {
+		err := c.transport.AllreduceMinUint64(w[:])
+		c.leave(k)
+		if err != nil {
+			return agreement{}, errors.Join(v.failure, fmt.Errorf("%s consensus on CP group %d (%d ranks) at step %d: %w", k, c.group, c.cp.Size(), c.step, err))
+		}
 	}
-	var err error
-	if k == WritingCheck {
-		err = c.frontier.AllreduceMinUint64(c.scratch[:2])
-	} else {
-		err = c.cp.AllreduceUint64(c.scratch[:2], c.scratch[:2], mpi.Min)
+	if err := c.checkAgreed(w, v.failure); err != nil {
+		return agreement{}, err
 	}
-	if err != nil {
-		return 0, false, fmt.Errorf("%s on CP group %d (%d ranks) at step %d: %w", k, c.group, c.cp.Size(), c.step, err)
-	}
-	if k == WritingCheck && len(c.writingCheckUs) < cap(c.writingCheckUs) {
-		c.writingCheckUs = append(c.writingCheckUs, float64(time.Since(c.enteredAt).Nanoseconds())/1e3)
-	}
-	return c.scratch[0], c.scratch[1] == 1, nil
+	return agreement{writeFrontier: w[wordWriteFrontier], writeIdle: w[wordWriteIdle] == 1,
+		loadFrontier: w[wordLoadFrontier], loadDone: w[wordLoadDone] == 1,
+		digestMin: w[wordDigest], digestMax: ^w[wordDigestNot]}, nil
 }
 
-// digestsAgree all-reduces MIN and MAX of the placement digest (as MIN of digest and of its complement) and
-// reports whether every rank holds the same digest.
-func (c *consensus) digestsAgree(digest uint64) (bool, error) {
-	if !c.enter(PlacementAssert) {
+// checkAgreed turns the reduced error and tag words into the error every rank of the group returns.
+func (c *consensus) checkAgreed(w *[consensusWords]uint64, own error) error {
+	if failed := w[wordError]; failed != noFailure {
+		rank, code := int(failed>>32), FailureCode(uint32(failed))
+		if own != nil && rank == c.cp.Rank() {
+			return own
+		}
+		return &PeerFailure{Group: c.group, CPRank: rank, Code: code, Step: c.step}
+	}
+	if minTag, maxTag := w[wordTag], ^w[wordTagNot]; minTag != maxTag {
+		return &OutOfStepError{Group: c.group, Step: c.step, MinTag: minTag, MaxTag: maxTag}
+	}
+	return nil
+}
+
+func boolWord(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// compareObjects reduces, over the CP group, MIN of every element of hashes in place (callers pass each value
+// beside its complement to get MAX in the same call). It is a call of its own kind, on MPI (the placement assert
+// travels over MPI), in two reductions: first its tag and the vector's length with their complements, since
+// vectors of different lengths cannot be reduced element by element; then, when every rank has as many, the
+// vector. sameCount is false when the lengths differ.
+func (c *consensus) compareObjects(hashes []uint64) (sameCount bool, err error) {
+	tag, ran := c.enter(ObjectCompare)
+	if !ran {
 		return true, nil
 	}
-	defer c.leave(PlacementAssert)
-	c.scratch[0], c.scratch[1] = digest, ^digest
-	if err := c.cp.AllreduceUint64(c.scratch, c.scratch, mpi.Min); err != nil {
-		return false, fmt.Errorf("placement assert on CP group %d at step %d: %w", c.group, c.step, err)
+	defer c.leave(ObjectCompare)
+	n := uint64(len(hashes))
+	head := []uint64{tag, ^tag, n, ^n}
+	if err := c.cp.AllreduceUint64(head, head, mpi.Min); err != nil {
+		return false, fmt.Errorf("object_compare on CP group %d at step %d: %w", c.group, c.step, err)
 	}
-	minDigest, maxDigest := c.scratch[0], ^c.scratch[1]
-	return minDigest == maxDigest, nil
+	if head[0] != ^head[1] {
+		return false, &OutOfStepError{Group: c.group, Step: c.step, MinTag: head[0], MaxTag: ^head[1]}
+	}
+	if head[2] != ^head[3] || n == 0 {
+		return head[2] == ^head[3], nil
+	}
+	if err := c.cp.AllreduceUint64(hashes, hashes, mpi.Min); err != nil {
+		return false, fmt.Errorf("object_compare on CP group %d at step %d: %w", c.group, c.step, err)
+	}
+	return true, nil
 }
 
-// gatherDigests collects every CP rank's digest, for the divergence report.
+// gatherDigests collects every CP rank's digest, for the divergence report. Every rank of the group calls it
+// after the same agreement showed the digests differ.
 func (c *consensus) gatherDigests(digest uint64) ([]uint64, error) {
 	all := make([]uint64, c.cp.Size())
 	if err := c.cp.AllgatherUint64([]uint64{digest}, all); err != nil {
@@ -150,26 +243,26 @@ func (c *consensus) gatherDigests(digest uint64) ([]uint64, error) {
 	return all, nil
 }
 
-// barrier is the flush barrier.
-func (c *consensus) barrier() error {
-	if !c.enter(FlushBarrier) {
+// minVector all-reduces MIN element-wise in place over the CP group, outside the step (validate's tallies).
+func (c *consensus) minVector(values []uint64) error {
+	if c.cp.Size() == 1 {
 		return nil
 	}
-	defer c.leave(FlushBarrier)
-	if err := c.cp.Barrier(); err != nil {
-		return fmt.Errorf("flush barrier on CP group %d at step %d: %w", c.group, c.step, err)
-	}
-	return nil
+	return c.cp.AllreduceUint64(values, values, mpi.Min)
 }
 
-// minVector all-reduces MIN element-wise in place (used with complemented elements to get MAX in the same call).
-func (c *consensus) minVector(k CollectiveKind, values []uint64) error {
-	if !c.enter(k) {
-		return nil
+// OutOfStepError: the ranks of a CP group entered different consensus calls (a different kind, or a different
+// number of calls so far). Their vectors were paired by MPI all the same; the tag words show it.
+type OutOfStepError struct {
+	Group          int
+	Step           int64
+	MinTag, MaxTag uint64
+}
+
+func (e *OutOfStepError) Error() string {
+	describe := func(tag uint64) string {
+		return fmt.Sprintf("%s call #%d", ConsensusKind(tag>>tagCounterBits), tag&(1<<tagCounterBits-1))
 	}
-	defer c.leave(k)
-	if err := c.cp.AllreduceUint64(values, values, mpi.Min); err != nil {
-		return fmt.Errorf("%s on CP group %d at step %d: %w", k, c.group, c.step, err)
-	}
-	return nil
+	return fmt.Sprintf("collectives out of step in CP group %d at step %d: one rank entered the %s while another entered the %s",
+		e.Group, e.Step, describe(e.MinTag), describe(e.MaxTag))
 }

@@ -48,10 +48,14 @@ type Counters struct {
 	BytesD2H, BytesH2D, PagesChecked, Mismatches    int64
 	Flushes, PlacementChecks, Divergences, CopyErrs int64
 
-	WriteThrottles                int64 // steps that began by draining backups (throttleWrites)
-	DivergenceFirstStep           int64 // validate: the step of the first assert that caught a divergence
-	FlushWrong                    int64 // flushes after which the allocator differed from a fresh one
-	ObjectsCompared, ObjectsWrong int64 // validate: per-object placement comparisons across the CP group
+	WriteThrottles                int64 // steps whose consensus first drained backups pinning over half of L1
+	AuditObjects, AuditMismatches int64 // committed objects audited whole (every rank's parts), and those wrong
+
+	// consensus calls, copied from the consensus statistics for the report (consensusTallies)
+	consensusCalls, consensusStepCalls, consensusSkipped int64
+	DivergenceFirstStep                                  int64 // validate: the step of the first assert that caught a divergence
+	FlushWrong                                           int64 // flushes after which the allocator differed from a fresh one
+	ObjectsCompared, ObjectsWrong                        int64 // validate: per-object placement comparisons across the CP group
 }
 
 // copyQueueTasks bounds the copies (one layer of one op each) queued for the copy worker. When the worker falls
@@ -81,13 +85,25 @@ type controller struct {
 	objectNodes map[pool.ObjectID][]*treeNode // nodes that point into each L2 object (lookup only)
 	work        stepWork                      // what the current step's requests hold
 	counters    Counters
+	failure     error    // this rank's failure, for the group's next consensus (fail)
+	slabs       [][]byte // the shared L2, read by the commit audit
+
+	freshStateHash   uint64 // the allocator's state hash when it was built: what every flush must restore
+	recordFlushWrong bool   // validate: a flush that leaves the cache unlike a fresh one is counted, not fatal
+
+	// testCommitOnLocalFrontier (tests only) commits on this rank's own write frontier instead of the group's MIN:
+	// the bug the commit audit exists to catch.
+	testCommitOnLocalFrontier bool
+	// testAssertOff (tests only) turns the placement assert off, digest and objects, to show what the audit
+	// catches alone.
+	testAssertOff bool
 
 	partBytes  int64
 	partBuf    []byte // one part's content, for filling and verifying
 	scratchBuf []byte
 }
 
-func newController(cfg CacheConfig, cpRank int, engine copyEngine, cons *consensus) (*controller, error) {
+func newController(cfg CacheConfig, cpRank int, engine copyEngine, slabs [][]byte, cons *consensus) (*controller, error) {
 	alloc, err := pool.New(cfg.Geometry)
 	if err != nil {
 		return nil, err
@@ -96,7 +112,8 @@ func newController(cfg CacheConfig, cpRank int, engine copyEngine, cons *consens
 	c := &controller{
 		cfg: cfg, cpRank: cpRank, alloc: alloc, tree: newRadixTree(g.PageTokens), dev: newDevicePool(cfg.DevicePages),
 		engine: engine, cons: cons, tasks: make(chan copyTask, copyQueueTasks), objectNodes: map[pool.ObjectID][]*treeNode{},
-		partBytes: g.PartBytes(),
+		partBytes: g.PartBytes(), slabs: slabs, freshStateHash: alloc.StateHash(),
+		writes: opQueue{name: "backup"}, loads: opQueue{name: "load-back"},
 	}
 	c.partBuf = make([]byte, c.partBytes)
 	c.scratchBuf = make([]byte, c.partBytes)
@@ -166,11 +183,19 @@ func (c *controller) spansFor(obj pool.ObjectID, objOffset int, devicePages []in
 	return spans, nil
 }
 
-// submit queues every layer of op on the copy worker.
+// submit queues every layer of op on the copy worker. A full queue blocks the step until the worker catches up,
+// under the watchdog's drain slot: a worker stuck on a copy must not hold the step forever.
 func (c *controller) submit(op *copyOp, gather bool) {
 	op.layersLeft.Store(int32(len(op.spans)))
 	for layer := range op.spans {
-		c.tasks <- copyTask{op: op, layer: layer, gather: gather}
+		task := copyTask{op: op, layer: layer, gather: gather}
+		select {
+		case c.tasks <- task:
+		default:
+			c.cons.watchdog.ArmDrain("copy queue", "the copy worker of this rank stopped taking copies", c.cons.group, c.cons.cp.Size(), c.cons.step)
+			c.tasks <- task
+			c.cons.watchdog.DisarmDrain()
+		}
 	}
 }
 

@@ -30,6 +30,9 @@ type copyOp struct {
 	spans            [][]kernels.Span
 	layersLeft       atomic.Int32 // the all-payload done gate: zero when every layer and payload is copied
 	err              atomic.Pointer[error]
+
+	verified    bool // a load-back: checked against the content function
+	failCounted bool // its failure is recorded (noteFailedCopies)
 }
 
 func (op *copyOp) done() bool { return op.layersLeft.Load() == 0 }
@@ -37,6 +40,7 @@ func (op *copyOp) done() bool { return op.layersLeft.Load() == 0 }
 // opQueue holds the ops of one direction in sequence order and tracks the local frontier: the highest seq s
 // such that every op with seq <= s is done.
 type opQueue struct {
+	name     string    // "backup" or "load-back", for messages
 	ops      []*copyOp // in flight or done but not yet retired, ascending seq
 	lastSeq  uint64    // the last seq issued
 	frontier uint64
@@ -78,8 +82,6 @@ func (q *opQueue) retire(upTo uint64) []*copyOp {
 	q.ops = q.ops[n:]
 	return out
 }
-
-func (q *opQueue) idle() bool { return len(q.ops) == 0 }
 
 // copyTask is one layer of one op, for the copy worker.
 type copyTask struct {

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cphicache/cphicache/pool"
 )
 
-// drainPollInterval is how long a rank waits between two frontier all-reduces while it drains copies: long
+// drainPollInterval is how long a rank waits between two looks at its own copies while it drains them: long
 // enough to let the copy worker run on an oversubscribed node, short next to a page copy.
 const drainPollInterval = 50 * time.Microsecond
 
@@ -41,7 +40,7 @@ func (c *controller) backup(n *treeNode) *copyOp {
 	}
 	n.l2, n.l2Offset = obj, 0
 	c.objectNodes[obj] = []*treeNode{n}
-	op := &copyOp{seq: seq, obj: obj, node: n, devicePages: slices.Clone(n.devicePages), spans: spans}
+	op := &copyOp{seq: seq, obj: obj, node: n, tokens: n.tokens, startPos: n.startPos, devicePages: slices.Clone(n.devicePages), spans: spans}
 	c.dev.pin(op.devicePages)
 	c.writes.push(op)
 	c.submit(op, true)
@@ -156,64 +155,128 @@ func (c *controller) evictNode(n *treeNode) bool {
 	return true
 }
 
-// writingCheck is the per-step commit: MIN of the write frontiers over the CP group; every backup with
-// seq <= MIN is complete on every rank, so it is committed everywhere at this same step. It also reports whether
-// every rank has committed everything it issued (the agreed end of a drain).
-func (c *controller) writingCheck() (bool, error) {
-	// The copy worker's goroutine can sit queued behind this one, which is locked to its OS thread for MPI and
-	// may not block for a whole step; yielding once per step lets it run, as a GPU's copy engine would during
-	// the forward pass.
-	runtime.Gosched()
-	frontier := c.writes.advance()
-	committedUpTo, allIdle, err := c.cons.frontierCheck(WritingCheck, frontier, frontier >= c.writes.lastSeq)
-	if err != nil {
-		return false, err
+// fail records this rank's failure for its group's next consensus; the first one since the last consensus wins.
+func (c *controller) fail(code FailureCode, err error) {
+	if c.failure == nil {
+		c.failure = &LocalFailure{Code: code, Err: err}
 	}
-	for _, op := range c.writes.retire(committedUpTo) {
-		if err := opErr(op); err != nil {
-			return false, fmt.Errorf("%w: backup %d: %v", errCopy, op.seq, err)
+}
+
+// agree is the consensus of one step, or of a flush or the end of the run (drain true): it finishes this rank's
+// load-backs (a local wait, then byte verification), with drain also its backups, and brings the frontiers, the
+// digest and any failure to one all-reduce over the CP group. Then it commits every backup the group finished and
+// releases the load-backs every rank finished, the same ones on every rank. checkDigest false (a recovery flush
+// after a recorded divergence) lets differing digests pass.
+//
+// Every rank calls it at the same point of every step whatever its local state, and the number of calls never
+// depends on local state: waiting for copies is local, so a drain costs this one call.
+func (c *controller) agree(kind ConsensusKind, drain, checkDigest bool) (agreement, error) {
+	// The copy worker's goroutine can sit queued behind this one, which is locked to its OS thread for MPI;
+	// yielding once a step lets it run, as a GPU's copy engine would during the forward pass.
+	runtime.Gosched()
+	c.finishLoads()
+	if drain {
+		c.waitLocal("write drain", "a backup copy on this rank did not complete", func() bool { return c.writes.advance() >= c.writes.lastSeq })
+	}
+	writeFrontier, loadFrontier := c.writes.advance(), c.loads.advance()
+	c.noteFailedCopies()
+	v := vote{writeFrontier: writeFrontier, writeIdle: writeFrontier >= c.writes.lastSeq, loadFrontier: loadFrontier,
+		loadDone: loadFrontier >= c.loads.lastSeq, digest: c.alloc.Digest(), failure: c.failure}
+	c.failure = nil
+	a, err := c.cons.agree(kind, v)
+	if err != nil {
+		return a, err
+	}
+	if c.cons.cp.Size() > 1 {
+		c.counters.PlacementChecks++
+	}
+	if checkDigest && !c.testAssertOff && !a.digestsAgree() {
+		return a, c.divergence(kind, v.digest)
+	}
+	// Flush and final always drain, on every rank; a step drains when its rank throttles, a decision that could
+	// differ between ranks if their states did, so only the kind, never the local drain flag, decides the check.
+	if !a.loadDone || (kind != StepConsensus && !a.writeIdle) {
+		return a, fmt.Errorf("%s consensus of CP group %d at step %d: a rank still had copies in flight after its local wait (load-backs done %v, backups idle %v)",
+			kind, c.cons.group, c.cons.step, a.loadDone, a.writeIdle)
+	}
+	committedUpTo := a.writeFrontier
+	if c.testCommitOnLocalFrontier {
+		committedUpTo = writeFrontier
+	}
+	c.commit(committedUpTo)
+	c.releaseLoads(a.loadFrontier)
+	return a, nil
+}
+
+// waitLocal polls until done, with the watchdog's drain slot armed under name: a copy that never completes ends
+// the job with that name, however many quick polls the wait is made of.
+func (c *controller) waitLocal(name, hint string, done func() bool) {
+	if done() {
+		return
+	}
+	c.cons.watchdog.ArmDrain(name, hint, c.cons.group, c.cons.cp.Size(), c.cons.step)
+	defer c.cons.watchdog.DisarmDrain()
+	for !done() {
+		time.Sleep(drainPollInterval)
+	}
+}
+
+// noteFailedCopies records the first finished copy that failed, of either direction, as this rank's failure.
+func (c *controller) noteFailedCopies() {
+	for _, q := range []*opQueue{&c.writes, &c.loads} {
+		for _, op := range q.ops {
+			if !op.done() || op.failCounted {
+				continue
+			}
+			if err := opErr(op); err != nil {
+				op.failCounted = true
+				c.counters.CopyErrs++
+				c.fail(FailureCopy, fmt.Errorf("%w: %s %d (L2 object %d): %w", errCopy, q.name, op.seq, op.obj, err))
+			}
 		}
+	}
+}
+
+// finishLoads waits, on this rank alone, until every load-back issued so far is done, and verifies each against
+// the content function. The group's agreement that every rank finished follows in the consensus.
+func (c *controller) finishLoads() {
+	c.waitLocal("load wait", "a load-back copy on this rank did not complete", func() bool { return c.loads.advance() >= c.loads.lastSeq })
+	for _, op := range c.loads.ops {
+		if op.verified || opErr(op) != nil {
+			continue
+		}
+		op.verified = true
+		if err := c.verifyLoad(op); err != nil {
+			c.fail(FailureDevice, fmt.Errorf("verifying load-back %d: %w", op.seq, err))
+		}
+	}
+}
+
+// commit marks every backup with seq <= upTo committed, in sequence order: every rank of the group has finished
+// them, so every rank commits them at this same step. The auditing rank then checks each whole object.
+func (c *controller) commit(upTo uint64) {
+	for _, op := range c.writes.retire(upTo) {
 		if err := c.alloc.MarkObjectCommitted(op.obj); err != nil {
-			return false, fmt.Errorf("commit of L2 object %d: %w", op.obj, err)
+			c.fail(FailureAllocator, fmt.Errorf("commit of L2 object %d: %w", op.obj, err))
+			continue
 		}
 		c.dev.unpin(op.devicePages)
 		c.counters.BackupCommitted++
+		c.audit(op)
 		if op.evictAfterCommit && c.evictableFromL1(op.node) {
 			c.evictNode(op.node)
 		}
 	}
-	return allIdle, nil
 }
 
-// loadingCheck waits until every rank of the CP group has finished every load-back issued so far, then
-// verifies them. It runs every step, loads or not, and every rank leaves the loop at the same iteration because
-// the exit is decided by the agreed flag, never by local state.
-func (c *controller) loadingCheck() error {
-	target := c.loads.lastSeq
-	for {
-		frontier := c.loads.advance()
-		_, allDone, err := c.cons.frontierCheck(LoadingCheck, frontier, frontier >= target)
-		if err != nil {
-			return err
-		}
-		if allDone {
-			break
-		}
-		time.Sleep(drainPollInterval)
-	}
-	for _, op := range c.loads.retire(target) {
-		if err := opErr(op); err != nil {
-			return fmt.Errorf("%w: load-back %d: %v", errCopy, op.seq, err)
-		}
-		if err := c.verifyLoad(op); err != nil {
-			return err
-		}
+// releaseLoads retires the load-backs every rank has finished: their device pages and L2 objects are free again.
+func (c *controller) releaseLoads(upTo uint64) {
+	for _, op := range c.loads.retire(upTo) {
 		c.dev.unpin(op.devicePages)
 		if err := c.alloc.Unprotect(op.obj); err != nil {
-			return fmt.Errorf("unprotect L2 object %d: %w", op.obj, err)
+			c.fail(FailureAllocator, fmt.Errorf("unprotect L2 object %d: %w", op.obj, err))
 		}
 	}
-	return nil
 }
 
 // endStep releases the nodes the step's requests used.
@@ -226,7 +289,7 @@ func (c *controller) endStep() {
 }
 
 // writeBacklogPages counts the device pages pinned by backups not yet committed. It is the same number on every
-// rank of the group: pins are taken when a backup is issued and released when writing_check commits it.
+// rank of the group: pins are taken when a backup is issued and released when a consensus commits it.
 func (c *controller) writeBacklogPages() int {
 	n := 0
 	for _, op := range c.writes.ops {
@@ -235,158 +298,14 @@ func (c *controller) writeBacklogPages() int {
 	return n
 }
 
-// throttleWrites drains the backups when they pin more than half of L1: without it a rank whose copies lag keeps
-// L1 full of pinned pages and stops caching, as a serving engine would stall on a saturated copy stream. The
-// decision rests on the backlog, which every rank agrees on, so every rank enters the drain's collectives.
-func (c *controller) throttleWrites() error {
+// throttleWrites says whether this step's consensus drains the backups: when they pin more than half of L1. A
+// rank whose copies lag would otherwise keep L1 full of pinned pages and stop caching, as a serving engine stalls
+// on a saturated copy stream. The backlog is replicated state; and even if it were not, the decision only changes
+// how long a rank waits before the step's one consensus, never how many collectives it enters.
+func (c *controller) throttleWrites() bool {
 	if c.writeBacklogPages() <= c.dev.capacity()/2 {
-		return nil
+		return false
 	}
 	c.counters.WriteThrottles++
-	return c.drainWrites()
-}
-
-// drainWrites polls writing_check until every backup issued on every rank of the group is committed.
-func (c *controller) drainWrites() error {
-	for {
-		allIdle, err := c.writingCheck()
-		if err != nil || allIdle {
-			return err
-		}
-		time.Sleep(drainPollInterval)
-	}
-}
-
-// flush drains every in-flight copy, meets the rest of the CP group at a barrier, and resets tree, queues and
-// allocator to their fresh state. Afterwards the digest is the fresh digest on every rank.
-func (c *controller) flush() error {
-	if err := c.drainWrites(); err != nil {
-		return err
-	}
-	if err := c.cons.barrier(); err != nil {
-		return err
-	}
-	c.tree.reset()
-	c.dev.reset()
-	c.alloc.Reset()
-	clear(c.objectNodes)
-	c.writes.ops, c.loads.ops = c.writes.ops[:0], c.loads.ops[:0]
-	c.counters.Flushes++
-	if c.alloc.Digest() != c.alloc.FreshDigest() || c.alloc.FreeSlots() != c.geometry().Slots {
-		c.counters.FlushWrong++
-		return fmt.Errorf("flush left the allocator unlike a fresh one: digest %016x (fresh %016x), %d of %d slots free",
-			c.alloc.Digest(), c.alloc.FreshDigest(), c.alloc.FreeSlots(), c.geometry().Slots)
-	}
-	return nil
-}
-
-// DivergenceError is a failed placement assert: the ranks of a CP group hold different allocator digests.
-type DivergenceError struct {
-	Step    int64
-	Event   uint64 // requests replayed by the group when the assert ran: the event index of the design
-	Group   int
-	Digests []uint64 // by CP rank
-}
-
-func (e *DivergenceError) Error() string {
-	byDigest := map[uint64][]int{}
-	var order []uint64
-	for r, d := range e.Digests {
-		if _, seen := byDigest[d]; !seen {
-			order = append(order, d)
-		}
-		byDigest[d] = append(byDigest[d], r)
-	}
-	var parts []string
-	for _, d := range order {
-		parts = append(parts, fmt.Sprintf("digest %016x on CP ranks %v", d, byDigest[d]))
-	}
-	return fmt.Sprintf("placement divergence in CP group %d at step %d (event %d): %s", e.Group, e.Step, e.Event, strings.Join(parts, "; "))
-}
-
-// placementAssert compares the allocator digest over the CP group and returns a *DivergenceError when ranks
-// disagree.
-func (c *controller) placementAssert(step int64) error {
-	c.counters.PlacementChecks++
-	digest := c.alloc.Digest()
-	agree, err := c.cons.digestsAgree(digest)
-	if err != nil || agree {
-		return err
-	}
-	c.counters.Divergences++
-	all, err := c.cons.gatherDigests(digest)
-	if err != nil {
-		return err
-	}
-	return &DivergenceError{Step: step, Event: c.clock, Group: c.cons.group, Digests: all}
-}
-
-// checkStepInvariants verifies, between steps, that no node is still locked, that exactly the pages of copies
-// in flight are pinned, and that every device page is either free or owned by exactly one node.
-func (c *controller) checkStepInvariants() error {
-	owners := make([]int, c.dev.capacity())
-	var err error
-	c.tree.forEach(func(n *treeNode) {
-		if n.lockRefs != 0 && err == nil {
-			err = fmt.Errorf("node %d still has %d locks between steps", n.id, n.lockRefs)
-		}
-		for _, p := range n.devicePages {
-			owners[p]++
-		}
-	})
-	if err != nil {
-		return err
-	}
-	pins := make([]int32, c.dev.capacity())
-	for _, op := range c.writes.ops {
-		for _, p := range op.devicePages {
-			pins[p]++
-		}
-	}
-	for _, p := range c.dev.free {
-		owners[p]++
-	}
-	for p := range owners {
-		if owners[p] != 1 {
-			return fmt.Errorf("device page %d has %d owners (nodes and the free list)", p, owners[p])
-		}
-		if pins[p] != c.dev.pins[p] {
-			return fmt.Errorf("device page %d has %d pins, but %d backups in flight use it", p, c.dev.pins[p], pins[p])
-		}
-	}
-	return nil
-}
-
-// comparePlacements compares every live object's placement across the CP group, not only the digest: MIN and
-// MAX of each object's placement hash, in object-id order. It counts the objects whose placement differs.
-func (c *controller) comparePlacements() error {
-	ids := make([]pool.ObjectID, 0, len(c.objectNodes))
-	for id := range c.objectNodes {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids) // the map only gathers the ids; their order comes from here
-	// The vectors must have one length everywhere before they can be reduced element by element.
-	agree, err := c.cons.digestsAgree(uint64(len(ids)))
-	if err != nil {
-		return err
-	}
-	c.counters.ObjectsCompared += int64(len(ids))
-	if !agree {
-		c.counters.ObjectsWrong += int64(len(ids))
-		return nil
-	}
-	hashes := make([]uint64, 2*len(ids))
-	for i, id := range ids {
-		h := c.alloc.PlacementHash(id) ^ mix64(uint64(id))
-		hashes[2*i], hashes[2*i+1] = h, ^h
-	}
-	if err := c.cons.minVector(PlacementAssert, hashes); err != nil {
-		return err
-	}
-	for i := range ids {
-		if hashes[2*i] != ^hashes[2*i+1] {
-			c.counters.ObjectsWrong++
-		}
-	}
-	return nil
+	return true
 }

@@ -22,9 +22,9 @@ const (
 	ncclHostBuffersEnv = "CPHICACHE_NCCL_HOST_BUFFERS"
 	// ncclShimErrorPrefix starts every string ncclshim returns: how a loaded library shows it is the shim.
 	ncclShimErrorPrefix = "ncclshim: "
-	// ncclValuesMax bounds one all-reduce: writing_check reduces the frontier and the idle flag; the buffers are sized once at
-	// start-up, so a longer call is a programming error, not a reason to allocate on the hot path.
-	ncclValuesMax = 2
+	// ncclValuesMax bounds one all-reduce: the step consensus reduces its fixed vector; the buffers are sized once
+	// at start-up, so a longer call is a programming error, not a reason to allocate on the hot path.
+	ncclValuesMax = consensusWords
 )
 
 // loadNCCL loads the library named by CPHICACHE_NCCL_LIB (or the default soname).

@@ -27,9 +27,19 @@ type Report struct {
 		Divergences int64 `json:"divergences"`
 	} `json:"placement"`
 	Verify struct {
-		PagesChecked int64 `json:"pages_checked"`
-		Mismatches   int64 `json:"mismatches"`
+		PagesChecked    int64 `json:"pages_checked"`
+		Mismatches      int64 `json:"mismatches"`
+		AuditObjects    int64 `json:"audit_objects"`    // committed objects checked whole, every rank's parts
+		AuditMismatches int64 `json:"audit_mismatches"` // of those, objects with a wrong byte
+		CopyErrors      int64 `json:"copy_errors"`
 	} `json:"verify"`
+	// Consensus counts the step consensus, the one all-reduce of a fixed vector that carries everything a CP group
+	// agrees on (commit, load-backs, digest, errors), over every group.
+	Consensus struct {
+		Calls        int64   `json:"calls"`          // step, flush and final calls
+		CallsPerStep float64 `json:"calls_per_step"` // calls inside the steps (step and flush) per step: 1 without flushes
+		Skipped      int64   `json:"skipped"`        // calls skipped because a CP group has one rank
+	} `json:"consensus"`
 	Hits struct {
 		L1Tokens   int64 `json:"l1_tokens"`
 		L2Tokens   int64 `json:"l2_tokens"`
@@ -51,14 +61,17 @@ type Report struct {
 		D2H int64 `json:"d2h"`
 		H2D int64 `json:"h2d"`
 	} `json:"bytes"`
-	Flushes        int64   `json:"flushes"`
-	WallSeconds    float64 `json:"wall_seconds"`
+	Flushes     int64   `json:"flushes"`
+	WallSeconds float64 `json:"wall_seconds"`
+	// WritingCheckUs is the latency of the step consensus, which carries writing_check (and everything else agreed
+	// in a step).
 	WritingCheckUs struct {
 		P50 float64 `json:"p50"`
 		P99 float64 `json:"p99"`
 	} `json:"writing_check_us"`
-	// PlacementAssertUs is the time the slowest rank spent inside placement asserts: an upper bound of what the
-	// assert costs the run (it includes waiting for skewed ranks, which the next collective would absorb anyway).
+	// PlacementAssertUs is the time the slowest rank spent in object-by-object placement comparisons (the digest
+	// rides in every consensus at no extra call): an upper bound of what the comparisons cost the run (it includes
+	// waiting for skewed ranks, which the next collective would absorb anyway).
 	PlacementAssertUs struct {
 		Total    float64 `json:"total"`
 		SharePct float64 `json:"share_pct"` // of wall_seconds
@@ -83,18 +96,19 @@ func (s CollectiveStats) MarshalJSON() ([]byte, error) {
 func replicatedCounters(c *Counters) []*int64 {
 	return []*int64{&c.Requests, &c.L1HitTokens, &c.L2HitTokens, &c.MissTokens, &c.BackupReserved, &c.BackupCommitted,
 		&c.ReserveMisses, &c.L2Evictions, &c.L1Evictions, &c.LoadBacks, &c.Uncached, &c.Flushes, &c.PlacementChecks, &c.Divergences,
-		&c.WriteThrottles}
+		&c.WriteThrottles, &c.consensusCalls, &c.consensusStepCalls, &c.consensusSkipped}
 }
 
 // perRankCounters differ by rank: summed over every rank.
 func perRankCounters(c *Counters) []*int64 {
-	return []*int64{&c.BytesD2H, &c.BytesH2D, &c.PagesChecked, &c.Mismatches, &c.CopyErrs}
+	return []*int64{&c.BytesD2H, &c.BytesH2D, &c.PagesChecked, &c.Mismatches, &c.CopyErrs, &c.AuditObjects, &c.AuditMismatches}
 }
 
 // report aggregates over World (a collective every rank calls).
 func (rs *runState) report() (*Report, error) {
 	t := rs.job.Topo
 	c := rs.ctrl.counters
+	c.consensusTallies(&rs.cons.stats)
 	sums := make([]int64, 0, 24)
 	for _, p := range replicatedCounters(&c) {
 		v := *p
@@ -123,8 +137,8 @@ func (rs *runState) report() (*Report, error) {
 	}
 	steps = sums[i]
 	wall := time.Since(rs.start)
-	assertSeconds := rs.cons.stats[PlacementAssert].Seconds
-	timing := []int64{wall.Microseconds(), percentileNs(rs.cons.writingCheckUs, 0.50), percentileNs(rs.cons.writingCheckUs, 0.99),
+	assertSeconds := rs.cons.stats[ObjectCompare].Seconds
+	timing := []int64{wall.Microseconds(), percentileNs(rs.cons.stepUs, 0.50), percentileNs(rs.cons.stepUs, 0.99),
 		int64(assertSeconds * 1e6), int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9))}
 	if err := t.World.AllreduceInt64(timing, timing, mpi.Max); err != nil {
 		return nil, err
@@ -134,7 +148,7 @@ func (rs *runState) report() (*Report, error) {
 		return nil, err
 	}
 	r := &Report{Ranks: t.World.Size(), CP: t.CPSize, DP: t.DPSize, Steps: steps, Requests: c.Requests,
-		Layout: rs.opts.Layout.String(), Policy: rs.opts.Policy.String(), Transport: rs.cons.frontier.Name(), Groups: groups}
+		Layout: rs.opts.Layout.String(), Policy: rs.opts.Policy.String(), Transport: rs.cons.transport.Name(), Groups: groups}
 	r.fill(&c)
 	r.WallSeconds = float64(timing[0]) / 1e6
 	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = float64(timing[1])/1e3, float64(timing[2])/1e3
@@ -151,6 +165,18 @@ func (r *Report) fill(c *Counters) {
 	r.L1.Evictions, r.L1.LoadBacks, r.L1.UncachedPages = c.L1Evictions, c.LoadBacks, c.Uncached
 	r.Bytes.D2H, r.Bytes.H2D = c.BytesD2H, c.BytesH2D
 	r.Flushes = c.Flushes
+	r.Verify.AuditObjects, r.Verify.AuditMismatches, r.Verify.CopyErrors = c.AuditObjects, c.AuditMismatches, c.CopyErrs
+	r.Consensus.Calls, r.Consensus.Skipped = c.consensusCalls, c.consensusSkipped
+	if r.Steps > 0 {
+		r.Consensus.CallsPerStep = float64(c.consensusStepCalls) / float64(r.Steps)
+	}
+}
+
+// consensusTallies copies the consensus statistics into the counters the report sums.
+func (c *Counters) consensusTallies(stats *[consensusKinds]CollectiveStats) {
+	c.consensusStepCalls = stats[StepConsensus].Count + stats[FlushConsensus].Count
+	c.consensusCalls = c.consensusStepCalls + stats[FinalConsensus].Count
+	c.consensusSkipped = stats[StepConsensus].Skipped + stats[FlushConsensus].Skipped + stats[FinalConsensus].Skipped
 }
 
 // percentileNs is the q-quantile of samples (microseconds), in nanoseconds so it travels as an integer.
@@ -171,7 +197,7 @@ func (rs *runState) gatherGroups() ([]GroupReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	mine := make([]int64, 0, 4*int(collectiveKinds))
+	mine := make([]int64, 0, 4*int(consensusKinds))
 	for _, s := range rs.cons.stats {
 		mine = append(mine, s.Count, s.Skipped, int64(s.CommSizeMin), int64(s.CommSizeMax))
 	}
@@ -189,7 +215,7 @@ func (rs *runState) gatherGroups() ([]GroupReport, error) {
 		if row.CPRank != 0 {
 			continue
 		}
-		for k := CollectiveKind(0); k < collectiveKinds; k++ {
+		for k := ConsensusKind(0); k < consensusKinds; k++ {
 			v := all[r*len(mine)+4*int(k):]
 			gr.Collectives[k.String()] = CollectiveStats{Count: v[0], Skipped: v[1], CommSizeMin: int(v[2]), CommSizeMax: int(v[3])}
 		}
@@ -215,19 +241,28 @@ func (r *Report) WriteSummary(w io.Writer) {
 		return 100 * float64(part) / float64(whole)
 	}
 	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.MissTokens
-	fmt.Fprintf(w, "# cphicache run: %d ranks, cp %d, dp %d, layout %s, %s, writing_check over %s\n", r.Ranks, r.CP, r.DP, r.Layout, r.Policy, r.Transport)
+	fmt.Fprintf(w, "# cphicache run: %d ranks, cp %d, dp %d, layout %s, %s, step consensus over %s\n", r.Ranks, r.CP, r.DP, r.Layout, r.Policy, r.Transport)
 	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
 	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%), computed %d (%.1f%%)\n",
 		r.Hits.L1Tokens, pct(r.Hits.L1Tokens, tokens), r.Hits.L2Tokens, pct(r.Hits.L2Tokens, tokens), r.Hits.MissTokens, pct(r.Hits.MissTokens, tokens))
 	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs\n",
 		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks)
 	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %d flushes\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), r.Flushes)
-	fmt.Fprintf(w, "  writing_check latency: p50 %.1f us, p99 %.1f us (slowest rank)\n", r.WritingCheckUs.P50, r.WritingCheckUs.P99)
-	fmt.Fprintf(w, "  placement: %d checks (%.2f%% of the wall time, slowest rank), %d divergences; verify: %d pages checked, %d mismatches\n",
-		r.Placement.Checks, r.PlacementAssertUs.SharePct, r.Placement.Divergences, r.Verify.PagesChecked, r.Verify.Mismatches)
+	fmt.Fprintf(w, "  step consensus: %d calls, %.2f per step; latency p50 %.1f us, p99 %.1f us (slowest rank)\n",
+		r.Consensus.Calls, r.Consensus.CallsPerStep, r.WritingCheckUs.P50, r.WritingCheckUs.P99)
+	fmt.Fprintf(w, "  placement: %d digest checks, object comparisons %.2f%% of the wall time (slowest rank), %d divergences\n",
+		r.Placement.Checks, r.PlacementAssertUs.SharePct, r.Placement.Divergences)
+	fmt.Fprintf(w, "  verify: %d load-back pages checked, %d mismatches; audit: %d committed objects checked whole, %d wrong\n",
+		r.Verify.PagesChecked, r.Verify.Mismatches, r.Verify.AuditObjects, r.Verify.AuditMismatches)
 	verdict := "OK"
-	if r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 {
+	if r.Failed() {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "  result: %s\n", verdict)
+}
+
+// Failed reports whether the run saw anything wrong: a divergence, a wrong byte in a load-back or an audit, or a
+// copy that failed.
+func (r *Report) Failed() bool {
+	return r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.Verify.CopyErrors != 0
 }

@@ -52,8 +52,16 @@ func (c *controller) hitNode(n *treeNode) bool {
 	if n.l2 == 0 || !c.committed(n.l2) {
 		return false
 	}
+	// Protected before L1 makes room: under write_back, evicting from L1 backs nodes up, and their reservations
+	// could otherwise evict this very object from L2.
+	if err := c.alloc.Protect(n.l2); err != nil {
+		panic(fmt.Sprintf("hicache: protect committed L2 object %d of node %d: %v", n.l2, n.id, err))
+	}
 	pages := c.takeDevicePages(n.pages(c.geometry().PageTokens))
 	if pages == nil {
+		if err := c.alloc.Unprotect(n.l2); err != nil {
+			panic(fmt.Sprintf("hicache: unprotect L2 object %d of node %d: %v", n.l2, n.id, err))
+		}
 		return false
 	}
 	if err := c.loadBack(n, pages); err != nil {
@@ -80,14 +88,11 @@ func (c *controller) touchL2(n *treeNode) {
 	}
 }
 
-// loadBack starts copying a node's pages from L2 into freshly taken device pages. The object is protected
-// from eviction until the load is verified.
+// loadBack starts copying a node's pages from L2 into freshly taken device pages. The caller has protected the
+// object from eviction; it stays protected until every rank of the group has finished the load.
 func (c *controller) loadBack(n *treeNode, pages []int32) error {
 	spans, err := c.spansFor(n.l2, n.l2Offset, pages)
 	if err != nil {
-		return err
-	}
-	if err := c.alloc.Protect(n.l2); err != nil {
 		return err
 	}
 	c.nextSeq++
@@ -146,7 +151,7 @@ func (c *controller) fill(n *treeNode) bool {
 	}
 	n.devicePages = pages
 	if err := c.writeContent(n); err != nil {
-		panic(err)
+		c.fail(FailureDevice, err)
 	}
 	if c.cfg.Policy == WriteThrough && n.l2 == 0 {
 		c.backup(n)

@@ -61,15 +61,24 @@ type Options struct {
 	InjectDivergence                                 Injection
 	InjectHang                                       Injection
 	InjectExit                                       Injection
+	InjectCopyError                                  Injection
+	InjectStuckCopy                                  Injection
 	JobID                                            string
 	Quiet                                            bool
 
 	checkInvariants bool // tests: check the controller's invariants after every step
 
-	// validate mode: a divergence is recorded and the group restarts from a fresh state instead of failing,
-	// and every assert also compares each object's placement across the CP group.
-	recordDivergence  bool
-	comparePlacements bool
+	// validate mode: a divergence is recorded and the group restarts from a fresh state instead of failing; a
+	// flush that leaves the cache unlike a fresh one is counted for the flush_reset row; and a workload without a
+	// flush gets one at the end, so that the row has something to check.
+	recordDivergence bool
+	validateFlush    bool
+
+	// tests only: commit on the local write frontier (see controller.testCommitOnLocalFrontier), with copies on
+	// one world rank slowed so that the others' commits come before its copies finish.
+	testCommitOnLocalFrontier bool
+	testSlowCopyRank          Injection
+	testPlacementAssertOff    bool
 }
 
 // Validate checks the options that need no MPI, so that bad input fails before any shared state exists.
@@ -111,14 +120,18 @@ func (o *Options) geometry(cp int) pool.Geometry {
 
 // runState is one rank's run.
 type runState struct {
-	job   *Job
-	opts  *Options
-	slab  *SharedSlab
-	eng   kernels.Engine
-	cons  *consensus
-	ctrl  *controller
-	steps int64
-	start time.Time
+	job    *Job
+	opts   *Options
+	slab   *SharedSlab
+	eng    kernels.Engine
+	cons   *consensus
+	ctrl   *controller
+	faults *faultyEngine // the engine as the controller sees it, with --inject-*-copy
+	// drainNext: the backups left after this step's commit pin over half of L1, so the next step's consensus
+	// drains them first (throttleWrites).
+	drainNext bool
+	steps     int64
+	start     time.Time
 }
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
@@ -135,7 +148,6 @@ func Run(job *Job, opts *Options) (*Report, error) {
 // state, whose shared slab is already released.
 func runPass(job *Job, opts *Options) (*runState, error) {
 	rs := &runState{job: job, opts: opts, start: time.Now()}
-	worldRankForMessagesValue.Store(int64(job.Topo.WorldRank))
 	events, err := rs.loadWorkload()
 	if err != nil {
 		return nil, err
@@ -205,22 +217,30 @@ type PeerFailedError struct{}
 func (PeerFailedError) Error() string { return "another rank failed; its message names the cause" }
 
 // agreeOnFailure makes a local failure everyone's, in one World all-reduce that every rank enters: if any rank
-// failed, every rank returns a *SharedError, and the lowest failing rank is the one that reports it.
+// failed, every rank returns a *SharedError. The rank that reports it is the lowest one whose failure is its own
+// (not the echo of a peer's, see originates), or else the lowest failing rank.
 func agreeOnFailure(world *mpi.Comm, local error) error {
-	lowest := []int64{math.MaxInt64}
+	lowest := []int64{math.MaxInt64, math.MaxInt64} // lowest originating rank, lowest failing rank
 	if local != nil {
-		lowest[0] = int64(world.Rank())
+		lowest[1] = int64(world.Rank())
+		if originates(local) {
+			lowest[0] = lowest[1]
+		}
 	}
 	if err := world.AllreduceInt64(lowest, lowest, mpi.Min); err != nil {
 		return errors.Join(local, err)
 	}
+	speaker := lowest[0]
+	if speaker == math.MaxInt64 {
+		speaker = lowest[1]
+	}
 	switch {
-	case lowest[0] == math.MaxInt64:
+	case lowest[1] == math.MaxInt64:
 		return nil
 	case local == nil:
 		return &SharedError{Err: PeerFailedError{}}
 	default:
-		return &SharedError{Err: local, Speaker: lowest[0] == int64(world.Rank())}
+		return &SharedError{Err: local, Speaker: speaker == int64(world.Rank())}
 	}
 }
 
@@ -248,10 +268,19 @@ func (rs *runState) setUp() error {
 	}
 	// A rank the watchdog ends leaves nothing behind: the segment is unlinked by now (or, on CP-rank 0 before
 	// every rank mapped it, unlinked by the cleanup) and the exit releases the mapping.
-	watchdog := NewWatchdog(rs.opts.WatchdogTimeout, unlinkPendingSegment)
+	watchdog := NewWatchdog(rs.opts.WatchdogTimeout, t.WorldRank, unlinkPendingSegment)
 	rs.cons = newConsensus(t.CP, t.CPGroup, frontier, watchdog, 1<<16)
-	rs.ctrl, err = newController(cfg, t.CPRank, rs.eng, rs.cons)
-	return err
+	rs.faults = newFaultyEngine(rs.eng)
+	if rs.ctrl, err = newController(cfg, t.CPRank, rs.faults, slab.Slabs, rs.cons); err != nil {
+		return err
+	}
+	rs.ctrl.recordFlushWrong = rs.opts.validateFlush
+	rs.ctrl.testCommitOnLocalFrontier = rs.opts.testCommitOnLocalFrontier
+	rs.ctrl.testAssertOff = rs.opts.testPlacementAssertOff
+	if rs.opts.testSlowCopyRank.Set && rs.opts.testSlowCopyRank.Rank == t.WorldRank {
+		rs.faults.delay.Store(int64(testSlowCopyDelay))
+	}
+	return nil
 }
 
 func (rs *runState) tearDown() {
@@ -260,7 +289,7 @@ func (rs *runState) tearDown() {
 	}
 	if rs.cons != nil {
 		rs.cons.watchdog.Stop()
-		closeFrontier(rs.cons.frontier)
+		closeFrontier(rs.cons.transport)
 	}
 	// The engine goes before the slab: the GPU build unregisters the slab's pages from the GPU before unmapping.
 	if rs.eng != nil {
@@ -324,7 +353,8 @@ func takeBatch(events *[]Event, max int) []Event {
 }
 
 // replay runs the step loop. Every rank of the group runs the same steps and enters the same collectives in the
-// same order: nothing below returns early on local state before a collective.
+// same order: nothing below returns early on local state before a collective, and a rank's own failure waits for
+// the next consensus, where the whole group learns it.
 func (rs *runState) replay(events []Event) error {
 	progress := newProgress(rs.job.Topo.WorldRank == 0 && !rs.opts.Quiet, int64(len(events)))
 	for {
@@ -342,73 +372,98 @@ func (rs *runState) replay(events []Event) error {
 		progress.update(rs.steps, rs.ctrl.counters.Requests)
 	}
 	progress.done()
-	// Drain: every backup issued is committed before the report, and one last assert covers the final state.
-	if err := rs.ctrl.drainWrites(); err != nil {
+	return rs.finish()
+}
+
+// finish ends the replay: every backup issued is committed, the last consensus compares the final digests (and
+// carries any failure still waiting), and the objects are compared one by one. Validate first flushes once when
+// the workload had none, so that its flush row has a flush to check.
+func (rs *runState) finish() error {
+	if rs.opts.validateFlush && rs.ctrl.counters.Flushes == 0 {
+		if err := rs.flush(); err != nil {
+			return err
+		}
+	}
+	if err := rs.agree(FinalConsensus, true); err != nil {
 		return err
 	}
-	return rs.assertPlacement(rs.steps)
+	return rs.comparePlacements()
 }
 
 func (rs *runState) runStep(step int64, batch []Event) error {
 	c := rs.ctrl
 	rs.cons.step = step
+	rs.injectCopyFaults(step)
 	if batch[0].Flush {
-		if err := c.flush(); err != nil {
+		if err := rs.flush(); err != nil {
 			return err
 		}
 	} else {
-		if err := c.throttleWrites(); err != nil {
-			return err
-		}
-		for i := range batch {
-			if err := c.serve(&batch[i].Request); err != nil {
-				return err
-			}
-		}
-	}
-	if err := c.loadingCheck(); err != nil {
-		return err
+		rs.serve(batch)
 	}
 	c.endStep()
 	rs.injectHangOrExit(step)
 	if rs.opts.checkInvariants {
 		if err := c.checkStepInvariants(); err != nil {
-			return fmt.Errorf("step %d: %w", step, err)
+			c.fail(FailureInvariant, fmt.Errorf("step %d: %w", step, err))
 		}
 	}
-	if _, err := c.writingCheck(); err != nil {
+	if err := rs.agree(StepConsensus, rs.drainNext); err != nil {
 		return err
 	}
-	if rs.opts.FlushEvery > 0 && step%rs.opts.FlushEvery == 0 {
-		if err := c.flush(); err != nil {
-			return err
-		}
-	}
+	rs.drainNext = c.throttleWrites()
 	if rs.opts.InjectDivergence.hits(rs.job.Topo.WorldRank, step) {
 		c.alloc.Perturb()
 	}
+	if rs.opts.FlushEvery > 0 && step%rs.opts.FlushEvery == 0 {
+		if err := rs.flush(); err != nil {
+			return err
+		}
+	}
 	if rs.opts.PlacementAssertEvery > 0 && step%rs.opts.PlacementAssertEvery == 0 {
-		return rs.assertPlacement(step)
+		return rs.comparePlacements()
 	}
 	return nil
 }
 
-// assertPlacement runs the placement assert; in validate mode it also compares every object's placement, and a
-// divergence is recorded, after which the group starts again from a fresh state.
-func (rs *runState) assertPlacement(step int64) error {
+// serve runs a step's requests. A rank that fails stops serving and takes its failure to the step's consensus.
+func (rs *runState) serve(batch []Event) {
 	c := rs.ctrl
-	err := c.placementAssert(step)
-	var div *DivergenceError
-	if errors.As(err, &div) && rs.opts.recordDivergence {
-		if c.counters.DivergenceFirstStep == 0 {
-			c.counters.DivergenceFirstStep = step
+	for i := range batch {
+		if err := c.serve(&batch[i].Request); err != nil {
+			c.fail(FailureDevice, err)
 		}
-		return c.flush()
+		if c.failure != nil {
+			return
+		}
 	}
-	if err != nil || !rs.opts.comparePlacements {
+}
+
+// agree runs one consensus of the controller. In validate a divergence it reports is recorded, and the group
+// starts again from a fresh state.
+func (rs *runState) agree(kind ConsensusKind, drain bool) error {
+	_, err := rs.ctrl.agree(kind, drain, true)
+	return rs.recordOr(err)
+}
+
+func (rs *runState) flush() error {
+	return rs.recordOr(rs.ctrl.flush(rs.opts.recordDivergence))
+}
+
+func (rs *runState) comparePlacements() error {
+	return rs.recordOr(rs.ctrl.comparePlacements(rs.opts.recordDivergence))
+}
+
+// recordOr returns err, except a divergence in validate, which it records before the group recovers.
+func (rs *runState) recordOr(err error) error {
+	var div *DivergenceError
+	if !errors.As(err, &div) || !rs.opts.recordDivergence {
 		return err
 	}
-	return c.comparePlacements()
+	if rs.ctrl.counters.DivergenceFirstStep == 0 {
+		rs.ctrl.counters.DivergenceFirstStep = div.Step
+	}
+	return rs.ctrl.recover()
 }
 
 // progress shows rank 0's progress: a bar on a terminal, a plain line every 10% in a log file (Slurm).

@@ -50,18 +50,15 @@ func (v *ValidationReport) Failed() int {
 	return n
 }
 
-// divergenceInjectStep and divergenceAssertEvery place the injected perturbation of the divergence pass: it must
-// be caught by the assert at the end of the interval it falls in.
-const (
-	divergenceInjectStep  = 5
-	divergenceAssertEvery = 4
-)
+// divergenceInjectStep places the injected perturbation of the divergence pass: the digest rides in every
+// consensus, so it must be caught by the very next one (see divergenceWantStep).
+const divergenceInjectStep = 5
 
 // Validate runs the validation matrix on every rank; world rank 0 gets the report.
 func Validate(job *Job, opts *Options) (*ValidationReport, error) {
 	t := job.Topo
 	main := *opts
-	main.comparePlacements = true
+	main.validateFlush = true
 	mainPass, err := runPass(job, &main)
 	if err != nil {
 		return nil, err
@@ -74,7 +71,6 @@ func Validate(job *Job, opts *Options) (*ValidationReport, error) {
 	}
 	divergence := *opts
 	divergence.recordDivergence = true
-	divergence.PlacementAssertEvery = divergenceAssertEvery
 	// The last CP rank of every group perturbs its allocator.
 	divergence.InjectDivergence = Injection{Rank: t.CPGroup*t.CPSize + t.CPSize - 1, Step: divergenceInjectStep, Set: t.CPSize > 1}
 	divergencePass, err := runPass(job, &divergence)
@@ -154,7 +150,7 @@ func (rs *runState) checkPlacement() (Check, error) {
 // carries on from a fresh state with no further divergence.
 func (rs *runState) checkDivergenceDetected() (Check, error) {
 	c := &rs.ctrl.counters
-	wantStep := int64((divergenceInjectStep + divergenceAssertEvery - 1) / divergenceAssertEvery * divergenceAssertEvery)
+	wantStep := divergenceWantStep(rs.opts.FlushEvery)
 	caughtLate := int64(0)
 	if c.DivergenceFirstStep != wantStep {
 		caughtLate = 1
@@ -166,7 +162,7 @@ func (rs *runState) checkDivergenceDetected() (Check, error) {
 	groups := int64(rs.job.Topo.DPSize)
 	check := Check{Name: "divergence_detected", Ranks: rs.job.Topo.World.Size(), Steps: v[2],
 		Wrong:  v[0] + max(0, v[1]-groups),
-		Detail: fmt.Sprintf("perturbed at step %d, want caught at step %d; %d detections in %d groups", divergenceInjectStep, wantStep, v[1], groups)}
+		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at step %d; %d detections in %d groups", divergenceInjectStep, wantStep, v[1], groups)}
 	if rs.job.Topo.CPSize == 1 {
 		check.Result, check.Wrong, check.Detail = "skip", 0, "single-rank CP groups cannot diverge"
 		return check, nil
@@ -174,7 +170,17 @@ func (rs *runState) checkDivergenceDetected() (Check, error) {
 	return verdict(check, check.Wrong == 0 && v[1] == groups), nil
 }
 
-// checkFlushReset: every flush left the allocator equal to a fresh one (digest and free space).
+// divergenceWantStep is the step whose consensus must catch the divergence pass's perturbation: the flush that
+// follows at the same step when --flush-every falls on it, else the next step's consensus.
+func divergenceWantStep(flushEvery int64) int64 {
+	if flushEvery > 0 && divergenceInjectStep%flushEvery == 0 {
+		return divergenceInjectStep
+	}
+	return divergenceInjectStep + 1
+}
+
+// checkFlushReset: every flush left the cache equal to a fresh one: the allocator's state hash (every table
+// walked) against a fresh allocator's, the tree and the device pool empty. The main pass flushes at least once.
 func (rs *runState) checkFlushReset() (Check, error) {
 	c := &rs.ctrl.counters
 	v, err := rs.sumOverGroups(nil, []int64{c.Flushes, c.FlushWrong})
@@ -186,7 +192,7 @@ func (rs *runState) checkFlushReset() (Check, error) {
 		return Check{}, err
 	}
 	check := Check{Name: "flush_reset", Ranks: rs.job.Topo.World.Size(), Steps: steps, Wrong: v[1],
-		Detail: fmt.Sprintf("%d rank-flushes compared with a fresh allocator", v[0])}
+		Detail: fmt.Sprintf("%d rank-flushes compared with a fresh cache (allocator state hash, tree, device pages)", v[0])}
 	return verdict(check, v[1] == 0 && v[0] > 0), nil
 }
 
@@ -229,7 +235,7 @@ func (rs *runState) checkCapacity() (Check, error) {
 	for i, x := range local {
 		minMax[2*i], minMax[2*i+1] = x, ^x
 	}
-	if err := rs.cons.minVector(PlacementAssert, minMax); err != nil {
+	if err := rs.cons.minVector(minMax); err != nil {
 		return Check{}, err
 	}
 	var differ int64

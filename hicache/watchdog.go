@@ -9,42 +9,61 @@ import (
 	"time"
 )
 
-// ExitWatchdog is the exit status of a rank whose collective outlived the watchdog timeout.
+// ExitWatchdog is the exit status of a rank whose collective or drain outlived the watchdog timeout.
 const ExitWatchdog = 3
 
 // watchdogPollInterval bounds how late a timeout is noticed; it costs one wake-up per interval while armed.
 const watchdogPollInterval = 100 * time.Millisecond
 
-// Watchdog ends the process when a collective waits longer than its timeout. Arm and Disarm are two atomic
-// stores, so they cost nothing measurable on the hot path; a single goroutine polls.
+// Watchdog ends the process when a collective, or a drain, waits longer than its timeout. Arm and Disarm are two
+// atomic stores, so they cost nothing measurable on the hot path; a single goroutine polls.
+//
+// It has two independent slots. The collective slot times one blocking call (a consensus all-reduce, the step
+// broadcast). The drain slot times a whole wait that is made of many short steps, each of which returns quickly:
+// a rank waiting for its own copies (write drain, load wait), or for room in its copy queue. Without the drain slot
+// a copy that never completes would keep a rank polling forever, every poll well inside the timeout.
 //
 // A rank that times out exits with a non-zero status; mpirun (and srun) then ends every other rank of the job,
 // including one that hangs outside MPI. A blocked MPI call cannot be interrupted from another thread under
 // MPI_THREAD_FUNNELED, which is why the watchdog exits the process rather than aborting through MPI.
 type Watchdog struct {
-	timeout time.Duration
-	out     io.Writer
-	exit    func(int)
-	cleanup func()
+	timeout   time.Duration
+	worldRank int
+	out       io.Writer
+	exit      func(int)
+	cleanup   func()
 
-	armedAtNs atomic.Int64 // 0 when disarmed
-	what      atomic.Pointer[watchdogSite]
+	slots [watchdogSlots]watchdogSlot
 
 	stopOnce sync.Once
 	stop     chan struct{}
 }
 
-// watchdogSite says what the armed collective is, for the message.
+const (
+	collectiveSlot = iota
+	drainSlot
+	watchdogSlots
+)
+
+// watchdogSlot is one armed wait: when it started (0 when disarmed) and what it is.
+type watchdogSlot struct {
+	armedAtNs atomic.Int64
+	what      atomic.Pointer[watchdogSite]
+}
+
+// watchdogSite says what the armed wait is, for the message.
 type watchdogSite struct {
 	name     string
 	group    int
 	commSize int
 	step     int64
+	hint     string // what usually causes it, for the operator
 }
 
-// NewWatchdog starts a watchdog. timeout <= 0 disables it. cleanup runs before the exit (unlink, unmap).
-func NewWatchdog(timeout time.Duration, cleanup func()) *Watchdog {
-	w := &Watchdog{timeout: timeout, out: os.Stderr, exit: os.Exit, cleanup: cleanup, stop: make(chan struct{})}
+// NewWatchdog starts a watchdog for the rank worldRank (named in its message). timeout <= 0 disables it. cleanup
+// runs before the exit (unlink, unmap).
+func NewWatchdog(timeout time.Duration, worldRank int, cleanup func()) *Watchdog {
+	w := &Watchdog{timeout: timeout, worldRank: worldRank, out: os.Stderr, exit: os.Exit, cleanup: cleanup, stop: make(chan struct{})}
 	if timeout > 0 {
 		go w.poll()
 	}
@@ -53,22 +72,37 @@ func NewWatchdog(timeout time.Duration, cleanup func()) *Watchdog {
 
 // Arm records that a collective (named for the message) is about to block.
 func (w *Watchdog) Arm(name string, group, commSize int, step int64) {
-	if w == nil || w.timeout <= 0 {
-		return
-	}
-	site := w.what.Load()
-	if site == nil || site.name != name || site.group != group || site.step != step || site.commSize != commSize {
-		w.what.Store(&watchdogSite{name: name, group: group, commSize: commSize, step: step})
-	}
-	w.armedAtNs.Store(time.Now().UnixNano())
+	w.arm(collectiveSlot, watchdogSite{name: name, group: group, commSize: commSize, step: step})
 }
 
 // Disarm records that the collective returned.
-func (w *Watchdog) Disarm() {
+func (w *Watchdog) Disarm() { w.disarm(collectiveSlot) }
+
+// ArmDrain records that a drain (named for the message, with a hint at its usual cause) begins; it stays armed
+// until DisarmDrain, whatever collectives run inside it.
+func (w *Watchdog) ArmDrain(name, hint string, group, commSize int, step int64) {
+	w.arm(drainSlot, watchdogSite{name: name, group: group, commSize: commSize, step: step, hint: hint})
+}
+
+// DisarmDrain records that the drain ended.
+func (w *Watchdog) DisarmDrain() { w.disarm(drainSlot) }
+
+func (w *Watchdog) arm(slot int, site watchdogSite) {
+	if w == nil || w.timeout <= 0 {
+		return
+	}
+	s := &w.slots[slot]
+	if old := s.what.Load(); old == nil || *old != site {
+		s.what.Store(&site)
+	}
+	s.armedAtNs.Store(time.Now().UnixNano())
+}
+
+func (w *Watchdog) disarm(slot int) {
 	if w == nil {
 		return
 	}
-	w.armedAtNs.Store(0)
+	w.slots[slot].armedAtNs.Store(0)
 }
 
 // Stop ends the polling goroutine.
@@ -87,34 +121,33 @@ func (w *Watchdog) poll() {
 		case <-w.stop:
 			return
 		case now := <-tick.C:
-			armed := w.armedAtNs.Load()
-			if armed == 0 {
-				continue
-			}
-			waited := now.Sub(time.Unix(0, armed))
-			if waited >= w.timeout {
-				w.fire(waited)
-				return
+			// The drain slot first: when a drain and a collective inside it are both late, the drain says more.
+			for _, slot := range []int{drainSlot, collectiveSlot} {
+				armed := w.slots[slot].armedAtNs.Load()
+				if armed == 0 {
+					continue
+				}
+				if waited := now.Sub(time.Unix(0, armed)); waited >= w.timeout {
+					w.fire(w.slots[slot].what.Load(), waited)
+					return
+				}
 			}
 		}
 	}
 }
 
-func (w *Watchdog) fire(waited time.Duration) {
-	site := w.what.Load()
+func (w *Watchdog) fire(site *watchdogSite, waited time.Duration) {
 	msg := "a collective"
 	if site != nil {
 		msg = fmt.Sprintf("%s on CP group %d (%d ranks) at step %d", site.name, site.group, site.commSize, site.step)
+		if site.hint != "" {
+			msg += " (" + site.hint + ")"
+		}
 	}
 	fmt.Fprintf(w.out, "cphicache: rank %d: watchdog: %s waited %.1f s, longer than --watchdog-timeout %.0f s; ending the job\n",
-		worldRankForMessages(), msg, waited.Seconds(), w.timeout.Seconds())
+		w.worldRank, msg, waited.Seconds(), w.timeout.Seconds())
 	if w.cleanup != nil {
 		w.cleanup()
 	}
 	w.exit(ExitWatchdog)
 }
-
-// worldRankForMessages is set once the topology is known.
-var worldRankForMessagesValue atomic.Int64
-
-func worldRankForMessages() int64 { return worldRankForMessagesValue.Load() }

@@ -1,0 +1,186 @@
+package hicache
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cphicache/cphicache/pool"
+)
+
+// The placement assert (design section 4) and the commit audit (section 9). The digest rides in every consensus;
+// what is here is what happens when it differs, the slower object-by-object comparison, and the audit of each
+// committed object's bytes.
+
+// DivergenceError is a failed placement assert: the ranks of a CP group hold different allocator digests, or
+// place some objects differently.
+type DivergenceError struct {
+	Step         int64
+	Event        uint64 // requests replayed by the group when the assert ran: the event index of the design
+	Group        int
+	Where        string   // the consensus that caught it
+	Digests      []uint64 // by CP rank; nil when the digests agreed and objects differed
+	ObjectsWrong int64    // objects placed differently (object comparison only)
+}
+
+func (e *DivergenceError) Error() string {
+	head := fmt.Sprintf("placement divergence in CP group %d at step %d (event %d), caught by the %s", e.Group, e.Step, e.Event, e.Where)
+	if e.Digests == nil {
+		return fmt.Sprintf("%s: %d objects placed differently across the group", head, e.ObjectsWrong)
+	}
+	byDigest := map[uint64][]int{}
+	var order []uint64
+	for r, d := range e.Digests {
+		if _, seen := byDigest[d]; !seen {
+			order = append(order, d)
+		}
+		byDigest[d] = append(byDigest[d], r)
+	}
+	var parts []string
+	for _, d := range order {
+		parts = append(parts, fmt.Sprintf("digest %016x on CP ranks %v", d, byDigest[d]))
+	}
+	return fmt.Sprintf("%s: %s", head, strings.Join(parts, "; "))
+}
+
+// divergence builds the error of a consensus whose digests differed, with every rank's digest. Every rank of the
+// group calls it after the same agreement, so the gather matches.
+func (c *controller) divergence(kind ConsensusKind, digest uint64) error {
+	c.counters.Divergences++
+	all, err := c.cons.gatherDigests(digest)
+	if err != nil {
+		return err
+	}
+	where := kind.String() + " consensus"
+	if kind == FlushConsensus {
+		where += " (before the flush's reset)"
+	}
+	return &DivergenceError{Step: c.cons.step, Event: c.clock, Group: c.cons.group, Where: where, Digests: all}
+}
+
+// comparePlacements compares every live object's placement across the CP group, not only the digest: MIN and
+// MAX of each object's placement hash, in object-id order. Objects placed differently are a divergence, or in
+// validate (record) only counted.
+func (c *controller) comparePlacements(record bool) error {
+	if c.testAssertOff {
+		return nil
+	}
+	ids := make([]pool.ObjectID, 0, len(c.objectNodes))
+	for id := range c.objectNodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // the map only gathers the ids; their order comes from here
+	hashes := make([]uint64, 2*len(ids))
+	for i, id := range ids {
+		h := c.alloc.PlacementHash(id) ^ mix64(uint64(id))
+		hashes[2*i], hashes[2*i+1] = h, ^h
+	}
+	sameCount, err := c.cons.compareObjects(hashes)
+	if err != nil {
+		return err
+	}
+	c.counters.ObjectsCompared += int64(len(ids))
+	wrong := int64(0)
+	if !sameCount {
+		wrong = int64(len(ids))
+	} else {
+		for i := range ids {
+			if hashes[2*i] != ^hashes[2*i+1] {
+				wrong++
+			}
+		}
+	}
+	c.counters.ObjectsWrong += wrong
+	if wrong == 0 || record {
+		return nil
+	}
+	c.counters.Divergences++
+	return &DivergenceError{Step: c.cons.step, Event: c.clock, Group: c.cons.group, Where: "object-by-object comparison", ObjectsWrong: wrong}
+}
+
+// audit checks a freshly committed object's bytes in the shared slab, every CP rank's parts of it, against the
+// content function, on the one rank of the group its sequence number names. A rank's load-back verification sees
+// only its own parts; the audit is what catches a commit that came before another rank's copy finished.
+func (c *controller) audit(op *copyOp) {
+	g := c.geometry()
+	if int(op.seq%uint64(g.CPSize)) != c.cpRank {
+		return
+	}
+	extents, ok := c.alloc.Extents(op.obj)
+	if !ok {
+		c.fail(FailureAllocator, fmt.Errorf("audit: committed L2 object %d has no placement", op.obj))
+		return
+	}
+	bad, page := false, 0
+	for _, e := range extents {
+		for s := uint32(0); s < e.Slots; s++ {
+			if !c.auditSlot(op, int(e.Slab), int(e.FirstSlot+s), page) {
+				bad = true
+			}
+			page++
+		}
+	}
+	c.counters.AuditObjects++
+	if bad {
+		c.counters.AuditMismatches++
+	}
+}
+
+// auditSlot checks one slot of an object (its page-th page): every rank, layer and payload.
+func (c *controller) auditSlot(op *copyOp, slab, slot, page int) bool {
+	g := c.geometry()
+	toks := op.tokens[page*g.PageTokens : (page+1)*g.PageTokens]
+	firstPos := op.startPos + page*g.PageTokens
+	ok := true
+	for rank := 0; rank < g.CPSize; rank++ {
+		for layer := 0; layer < g.Layers; layer++ {
+			for payload := 0; payload < g.PayloadsPerLayer; payload++ {
+				off := g.PartOffset(slab, slot, rank, layer, payload)
+				got := c.slabs[slab][off : off+c.partBytes]
+				key := contentKey{seed: c.cfg.Seed, rank: rank, layer: layer, payload: payload}
+				if !partMatches(got, c.scratchBuf, toks, firstPos, g.TokenBytes, key) {
+					ok = false
+				}
+			}
+		}
+	}
+	return ok
+}
+
+// checkStepInvariants verifies, between steps, that no node is still locked, that exactly the pages of copies
+// in flight are pinned, and that every device page is either free or owned by exactly one node.
+func (c *controller) checkStepInvariants() error {
+	owners := make([]int, c.dev.capacity())
+	var err error
+	c.tree.forEach(func(n *treeNode) {
+		if n.lockRefs != 0 && err == nil {
+			err = fmt.Errorf("node %d still has %d locks between steps", n.id, n.lockRefs)
+		}
+		for _, p := range n.devicePages {
+			owners[p]++
+		}
+	})
+	if err != nil {
+		return err
+	}
+	pins := make([]int32, c.dev.capacity())
+	for _, q := range []*opQueue{&c.writes, &c.loads} {
+		for _, op := range q.ops {
+			for _, p := range op.devicePages {
+				pins[p]++
+			}
+		}
+	}
+	for _, p := range c.dev.free {
+		owners[p]++
+	}
+	for p := range owners {
+		if owners[p] != 1 {
+			return fmt.Errorf("device page %d has %d owners (nodes and the free list)", p, owners[p])
+		}
+		if pins[p] != c.dev.pins[p] {
+			return fmt.Errorf("device page %d has %d pins, but %d copies in flight use it", p, c.dev.pins[p], pins[p])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package hicache
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cphicache/cphicache/pool"
+)
+
+// Tests of the step consensus (SPMD: every rank runs them, at 1, 2, 8 and 16 ranks under make test-mpi).
+
+func testConsensus(t *testing.T) (*consensus, *Topology) {
+	t.Helper()
+	job := testJob(t)
+	return newConsensus(job.Topo.CP, job.Topo.CPGroup, nil, nil, 16), job.Topo
+}
+
+func TestConsensusAgreesOnMinimaAndDigestRange(t *testing.T) {
+	c, topo := testConsensus(t)
+	r := uint64(topo.CPRank)
+	a, err := c.agree(StepConsensus, vote{writeFrontier: 100 + r, writeIdle: r != 1, loadFrontier: 7, loadDone: true, digest: 50 + r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := uint64(topo.CPSize)
+	if a.writeFrontier != 100 || a.writeIdle != (cp == 1) || a.loadFrontier != 7 || !a.loadDone {
+		t.Errorf("agreement %+v: want write frontier 100, idle only at cp 1, load frontier 7 and done", a)
+	}
+	if a.digestMin != 50 || a.digestMax != 50+cp-1 || a.digestsAgree() != (cp == 1) {
+		t.Errorf("digests %d..%d, want 50..%d", a.digestMin, a.digestMax, 50+cp-1)
+	}
+	want := CollectiveStats{Count: 1, CommSizeMin: topo.CPSize, CommSizeMax: topo.CPSize}
+	if cp == 1 {
+		want = CollectiveStats{Skipped: 1}
+	}
+	if got := c.stats[StepConsensus]; got.Count != want.Count || got.Skipped != want.Skipped || got.CommSizeMin != want.CommSizeMin || got.CommSizeMax != want.CommSizeMax {
+		t.Errorf("stats %+v, want %+v", got, want)
+	}
+}
+
+// A rank's failure travels in the error word: the failing rank gets its own error back, every other rank of the
+// group a *PeerFailure naming it, all from the same call.
+func TestConsensusCarriesTheLowestFailingRank(t *testing.T) {
+	c, topo := testConsensus(t)
+	failing := min(1, topo.CPSize-1)
+	var own error
+	if topo.CPRank >= failing {
+		own = &LocalFailure{Code: FailureCopy, Err: errors.New("copy broke")}
+	}
+	_, err := c.agree(StepConsensus, vote{failure: own})
+	var peer *PeerFailure
+	switch {
+	case topo.CPRank == failing && err != own:
+		t.Errorf("failing CP rank %d got %v, want its own error", topo.CPRank, err)
+	case topo.CPRank != failing && (!errors.As(err, &peer) || peer.CPRank != failing || peer.Code != FailureCopy || peer.Group != topo.CPGroup):
+		t.Errorf("CP rank %d got %v, want a peer failure of CP rank %d, code %v", topo.CPRank, err, failing, FailureCopy)
+	}
+	// The next call is clean: nothing sticks.
+	if _, err := c.agree(StepConsensus, vote{}); err != nil {
+		t.Errorf("the call after a failure: %v", err)
+	}
+}
+
+// Ranks that enter different kinds of consensus are told so, by name, instead of pairing silently.
+func TestConsensusOutOfStepIsANamedError(t *testing.T) {
+	c, topo := testConsensus(t)
+	if topo.CPSize == 1 {
+		t.Skip("a single-rank group has nobody to be out of step with")
+	}
+	kind := StepConsensus
+	if topo.CPRank == 0 {
+		kind = FlushConsensus
+	}
+	_, err := c.agree(kind, vote{})
+	var oos *OutOfStepError
+	if !errors.As(err, &oos) || !strings.Contains(err.Error(), "step call #1") || !strings.Contains(err.Error(), "flush call #1") {
+		t.Errorf("CP rank %d: %v, want collectives out of step naming the step and the flush call", topo.CPRank, err)
+	}
+}
+
+// runErr runs opts on every rank and checks that no shared memory is left, whatever the outcome.
+func runErr(t *testing.T, opts *Options) (*Report, error) {
+	t.Helper()
+	r, err := Run(testJob(t), opts)
+	checkNoLeakedSegments(t)
+	return r, err
+}
+
+func TestCopyErrorIsAgreedByTheWholeGroup(t *testing.T) {
+	cp, _ := testLayout()
+	failing := cp - 1 // the last rank of group 0
+	opts := smallOptions()
+	opts.InjectCopyError = Injection{Rank: failing, Step: 3, Set: true}
+	_, err := runErr(t, opts)
+	rank := testWorld.Rank()
+	var lf *LocalFailure
+	var peer *PeerFailure
+	switch {
+	case rank == failing:
+		if !errors.As(err, &lf) || lf.Code != FailureCopy || !errors.Is(err, errInjectedCopy) {
+			t.Fatalf("failing rank %d: %v, want its own copy failure", rank, err)
+		}
+	case rank < cp:
+		if !errors.As(err, &peer) || peer.CPRank != failing || peer.Code != FailureCopy || peer.Step < 3 {
+			t.Fatalf("rank %d: %v, want a peer failure naming CP rank %d's copy error at step 3 or later", rank, err, failing)
+		}
+	default:
+		if !errors.As(err, new(PeerFailedError)) {
+			t.Fatalf("rank %d of another group: %v, want the peer-failure error", rank, err)
+		}
+	}
+	var shared *SharedError
+	if !errors.As(err, &shared) || shared.Speaker != (rank == failing) {
+		t.Errorf("rank %d: speaker %v, want only the failing rank %d to speak", rank, shared != nil && shared.Speaker, failing)
+	}
+}
+
+// A flush asserts before it resets: a divergence between the last step consensus and the flush is caught there,
+// not forgiven.
+func TestFlushCatchesADivergenceBeforeItsReset(t *testing.T) {
+	cp, _ := testLayout()
+	if cp == 1 {
+		t.Skip("a single-rank CP group cannot diverge")
+	}
+	opts := smallOptions()
+	opts.FlushEvery, opts.PlacementAssertEvery = 6, 0
+	opts.InjectDivergence = Injection{Rank: cp - 1, Step: 6, Set: true} // after step 6's consensus, before its flush
+	_, err := runErr(t, opts)
+	var div *DivergenceError
+	if testWorld.Rank() < cp {
+		if !errors.As(err, &div) || div.Step != 6 || !strings.Contains(div.Where, "flush") || div.Digests[cp-1] == div.Digests[0] {
+			t.Fatalf("rank %d: %v, want the divergence caught by step 6's flush", testWorld.Rank(), err)
+		}
+	}
+}
+
+// A Reset that forgets the free bitmap passes a digest-and-free-count check; the state hash against a fresh
+// allocator catches it, and the run fails.
+func TestBrokenResetFailsTheRun(t *testing.T) {
+	restore := pool.BreakResetForTest()
+	defer restore()
+	opts := smallOptions()
+	_, err := runErr(t, opts)
+	var lf *LocalFailure
+	var peer *PeerFailure
+	if !(errors.As(err, &lf) && lf.Code == FailureFlush) && !(errors.As(err, &peer) && peer.Code == FailureFlush) && !errors.As(err, new(PeerFailedError)) {
+		t.Fatalf("rank %d: %v, want the flush check to fail the run", testWorld.Rank(), err)
+	}
+	if lf != nil && !strings.Contains(lf.Error(), "state hash") {
+		t.Errorf("the message does not say what differs: %v", lf)
+	}
+}
+
+// Committing on a rank's own frontier instead of the group's MIN is the bug the commit audit exists for: with
+// one rank's copies slowed and the placement assert off, the audit alone must see the early commits.
+func TestAuditCatchesCommitsBeforeEveryRankFinished(t *testing.T) {
+	cp, _ := testLayout()
+	if cp == 1 {
+		t.Skip("with one rank every commit follows the only copy")
+	}
+	opts := smallOptions()
+	opts.testCommitOnLocalFrontier, opts.testPlacementAssertOff = true, true
+	opts.testSlowCopyRank = Injection{Rank: cp - 1, Set: true}
+	opts.WatchdogTimeout = 120 * time.Second
+	r, err := runErr(t, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verify.AuditObjects == 0 || r.Verify.AuditMismatches == 0 || !r.Failed() {
+		t.Errorf("audit: %d objects, %d wrong, failed %v: want the early commits caught", r.Verify.AuditObjects, r.Verify.AuditMismatches, r.Failed())
+	}
+}
+
+func TestCleanRunAuditsEveryCommitAndCallsOncePerStep(t *testing.T) {
+	opts := smallOptions()
+	opts.Synthetic.FlushEvery = 0 // no flush: every step makes exactly one consensus call
+	r, err := runErr(t, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verify.AuditObjects != r.Backup.Committed || r.Verify.AuditMismatches != 0 || r.Failed() {
+		t.Errorf("audit: %d objects of %d committed, %d wrong", r.Verify.AuditObjects, r.Backup.Committed, r.Verify.AuditMismatches)
+	}
+	if r.CP > 1 && (r.Consensus.CallsPerStep != 1 || r.Consensus.Calls != r.Steps+int64(r.DP)) {
+		t.Errorf("consensus: %d calls, %.3f per step over %d steps; want one a step and one final per group", r.Consensus.Calls, r.Consensus.CallsPerStep, r.Steps)
+	}
+	if r.CP == 1 && (r.Consensus.Calls != 0 || r.Consensus.Skipped == 0) {
+		t.Errorf("cp 1: %d consensus calls ran, %d skipped; want none run", r.Consensus.Calls, r.Consensus.Skipped)
+	}
+}
