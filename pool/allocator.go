@@ -391,7 +391,9 @@ func (a *Allocator) Reset() {
 		}
 	}
 	a.table.reset()
-	a.bitmap.fill()
+	if !resetSkipsBitmapFill.Load() { // false except under BreakResetForTest
+		a.bitmap.fill()
+	}
 	a.resetCounters()
 }
 

@@ -47,7 +47,8 @@
 //   - per slab: free + reserved (+ slots leaked by Perturb, fault injection only) == SlabSlots(slab).
 //   - a committed object is reserved (only live records carry a committed mark).
 //   - the LRU heap holds exactly the live objects with committed && refs == 0; refs never goes below 0.
-//   - digest(Reset()) == digest(New()) == FreshDigest().
+//   - digest(Reset()) == digest(New()) == FreshDigest(), and StateHash(Reset()) == StateHash(New()) ==
+//     FreshStateHash(geometry): StateHash walks every table, so a Reset that forgets one is seen.
 //
 // A broken internal invariant panics with a dump of the state it checked; caller misuse returns an
 // error and changes nothing.
