@@ -233,11 +233,13 @@ func (rs *runState) setUp() error {
 	if err := agreeOnFailure(t.World, CheckShmFits(g, t.NodeSize/t.CPSize)); err != nil {
 		return err
 	}
+	// A group that cannot make its slab (a full /dev/shm) fails alike on its ranks; the World agrees on it so
+	// that the other groups do not start a replay that would wait for the failed one at the end.
 	slab, err := OpenSharedSlab(t.CP, g, rs.opts.JobID, t.CPGroup)
-	if err != nil {
+	rs.slab = slab
+	if err := agreeOnFailure(t.World, err); err != nil {
 		return err
 	}
-	rs.slab = slab
 	cfg := CacheConfig{Geometry: g, DevicePages: rs.opts.DevicePages, Policy: rs.opts.Policy, Seed: rs.opts.Seed}
 	if rs.eng, err = newCopyEngine(t, cfg, slab.Slabs); err != nil {
 		return err
