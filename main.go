@@ -195,7 +195,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "collective", Value: "mpi", EnvVars: []string{"CPHICACHE_COLLECTIVE"}, Category: "checks",
 			Usage: "transport of writing_check's MIN all-reduce: mpi, or nccl (GPU build only; loads libnccl.so.2, or the library in CPHICACHE_NCCL_LIB)"},
 		&cli.DurationFlag{Name: "watchdog-timeout", Value: 120 * time.Second, EnvVars: []string{"CPHICACHE_WATCHDOG_TIMEOUT"}, Category: "checks",
-			Usage: "end the job when a collective waits longer than this (e.g. 120s, 2m); 0 = never"},
+			Usage: "end the job when a collective waits longer than this (e.g. 120s, 2m); 0 = off (no watchdog; a hung rank hangs the job); negative values are refused"},
 		&cli.StringFlag{Name: "report", EnvVars: []string{"CPHICACHE_REPORT"}, Category: "output",
 			Usage: "write the run's report, aggregated over all ranks, as JSON to this file (world rank 0 writes it)"},
 		&cli.BoolFlag{Name: "quiet", EnvVars: []string{"CPHICACHE_QUIET"}, Category: "output",
