@@ -369,7 +369,7 @@ func runMain(job *hicache.Job, opts *hicache.Options) error {
 		}
 	}
 	if report.Placement.Divergences != 0 || report.Verify.Mismatches != 0 {
-		return fmt.Errorf("run failed: %d placement divergences, %d load-back mismatches", report.Placement.Divergences, report.Verify.Mismatches)
+		return &hicache.RunFailed{Divergences: report.Placement.Divergences, Mismatches: report.Verify.Mismatches}
 	}
 	return nil
 }
