@@ -134,3 +134,39 @@ func writeLongTrace(t *testing.T) string {
 	}
 	return path
 }
+
+// TestOddConfigurationsFailNamingTheFlag: configurations that pass each flag's own check but not the job (a
+// pool whose allocator tables cannot fit in memory, a slot larger than a slab, a byte count that overflows, an
+// injection aimed at a rank the job does not have) and negative intervals fail with one line naming the right
+// flag, before any shared memory exists, instead of a runtime crash or a silent pass.
+func TestOddConfigurationsFailNamingTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--l2-slots", "2147483647", "--page-tokens", "1", "--token-bytes", "8", "--layers", "1", "--payloads", "1",
+			"--slab-bytes-max", "1073741824"}, "invalid --l2-slots: 2147483647 slots need"},
+		{[]string{"--flush-every", "-5"}, "invalid --flush-every"},
+		{[]string{"--placement-assert-every", "-1"}, "invalid --placement-assert-every"},
+		{[]string{"--slab-bytes-max", "100"}, "invalid --slab-bytes-max"},
+		{[]string{"--layers", "10000000000000000"}, "invalid --layers"},
+		{[]string{"--page-tokens", "100000000000000000"}, "invalid --page-tokens"},
+		{[]string{"--watchdog-timeout", "-5s"}, "invalid --watchdog-timeout"},
+		{[]string{"--inject-exit", "2@3"}, "invalid --inject-exit: rank 2 is outside the job's 2 ranks"},
+		{[]string{"--inject-divergence", "7@3"}, "invalid --inject-divergence"},
+	} {
+		res := runMPI(t, 2, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
+		lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
+		if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+			t.Errorf("%v: exit %d, want non-zero and one line saying %q; got:\n%s%s", tc.args, res.exitCode, tc.want, res.stdout, res.stderr)
+		}
+	}
+	checkNoSegments(t)
+}
+
+func TestHelpSaysZeroWatchdogTimeoutIsOff(t *testing.T) {
+	out, err := exec.Command(binPath, "run", "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "0 = off (no watchdog") {
+		t.Fatalf("cphicache run --help: %v; it must say that --watchdog-timeout 0 is off:\n%s", err, out)
+	}
+}

@@ -195,7 +195,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "collective", Value: "mpi", EnvVars: []string{"CPHICACHE_COLLECTIVE"}, Category: "checks",
 			Usage: "transport of the step consensus's MIN all-reduce: mpi, or nccl (GPU build only; loads libnccl.so.2, or the library in CPHICACHE_NCCL_LIB)"},
 		&cli.DurationFlag{Name: "watchdog-timeout", Value: 120 * time.Second, EnvVars: []string{"CPHICACHE_WATCHDOG_TIMEOUT"}, Category: "checks",
-			Usage: "end the job when a collective waits longer than this (e.g. 120s, 2m); 0 = never"},
+			Usage: "end the job when a collective waits longer than this (e.g. 120s, 2m); 0 = off (no watchdog; a hung rank hangs the job); negative values are refused"},
 		&cli.StringFlag{Name: "report", EnvVars: []string{"CPHICACHE_REPORT"}, Category: "output",
 			Usage: "write the run's report, aggregated over all ranks, as JSON to this file (world rank 0 writes it)"},
 		&cli.BoolFlag{Name: "quiet", EnvVars: []string{"CPHICACHE_QUIET"}, Category: "output",
@@ -374,8 +374,8 @@ func runMain(job *hicache.Job, opts *hicache.Options) error {
 		}
 	}
 	if report.Failed() {
-		return fmt.Errorf("run failed: %d placement divergences, %d load-back mismatches, %d audited objects wrong, %d copy errors",
-			report.Placement.Divergences, report.Verify.Mismatches, report.Verify.AuditMismatches, report.Verify.CopyErrors)
+		return &hicache.RunFailed{Divergences: report.Placement.Divergences, Mismatches: report.Verify.Mismatches,
+			AuditMismatches: report.Verify.AuditMismatches, CopyErrors: report.Verify.CopyErrors}
 	}
 	return nil
 }

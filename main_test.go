@@ -182,7 +182,15 @@ func TestRunDefaultWorkloadAtEveryScale(t *testing.T) {
 				t.Errorf("np %d: %s = %v, want 0", tc.np, key, v)
 			}
 		}
-		for _, key := range []string{"hits.l2_tokens", "backup.l2_evictions", "flushes", "verify.pages_checked", "placement.checks",
+		// A CP group of one rank has nothing to compare: the asserts are skipped, and the report says so.
+		checked, skipped := reportNumber(t, m, "placement.checks"), reportNumber(t, m, "placement.skipped")
+		if singleRank := tc.np == 1; (checked == 0) != singleRank || (skipped > 0) != singleRank {
+			t.Errorf("np %d: placement.checks = %v, placement.skipped = %v", tc.np, checked, skipped)
+		}
+		if tc.np == 1 && !strings.Contains(res.stdout, "placement: assert skipped (cp 1") {
+			t.Errorf("np 1: the summary does not say the placement assert was skipped:\n%s", res.stdout)
+		}
+		for _, key := range []string{"hits.l2_tokens", "backup.l2_evictions", "flushes", "verify.pages_checked",
 			"hits.l1_tokens", "hits.miss_tokens", "backup.reserved", "backup.committed", "bytes.d2h", "bytes.h2d", "steps", "requests", "wall_seconds"} {
 			if v := reportNumber(t, m, key); v <= 0 {
 				t.Errorf("np %d: %s = %v, want > 0", tc.np, key, v)
@@ -215,4 +223,19 @@ func checkNoSegments(t *testing.T) {
 	if len(matches) != 0 {
 		t.Errorf("shared memory left behind: %v", matches)
 	}
+}
+
+// TestRunThatVerifiesNothingSaysSo: a workload that fits in L1 never loads a page back from L2, so no byte is
+// verified; the summary must say so rather than a plain OK.
+func TestRunThatVerifiesNothingSaysSo(t *testing.T) {
+	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--conversations", "4", "--turns-max", "2", "--device-pages", "4096")
+	if res.exitCode != 0 {
+		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
+	}
+	for _, want := range []string{"verify: NOTHING VERIFIED", "result: OK, but no data verified (0 load-backs)"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("the summary does not say %q:\n%s", want, res.stdout)
+		}
+	}
+	checkNoSegments(t)
 }

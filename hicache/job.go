@@ -107,11 +107,12 @@ func (j *Job) Fail(err error) int {
 // silentRankGrace is how long a rank that does not print a shared error waits before exiting.
 const silentRankGrace = 2 * time.Second
 
-// IsUniform reports whether err is one that every rank reaches identically (a bad flag), so printing it once,
-// on world rank 0, says everything.
+// IsUniform reports whether err is one that every rank reaches identically (a bad flag, the verdict of a report
+// aggregated over every rank), so printing it once, on world rank 0, says everything.
 func IsUniform(err error) bool {
 	var ce *ConfigError
 	var we *WorkloadError
 	var vf *ValidationFailed
-	return errors.As(err, &ce) || errors.As(err, &we) || errors.As(err, &vf)
+	var rf *RunFailed
+	return errors.As(err, &ce) || errors.As(err, &we) || errors.As(err, &vf) || errors.As(err, &rf)
 }

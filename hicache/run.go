@@ -102,8 +102,14 @@ func (o *Options) Validate() error {
 	if o.TokenBytes%8 != 0 {
 		return &ConfigError{"token-bytes", fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
 	}
-	if o.PlacementAssertEvery < 0 || o.FlushEvery < 0 {
-		return &ConfigError{"placement-assert-every", "intervals must be 0 (off) or more"}
+	if o.PlacementAssertEvery < 0 {
+		return &ConfigError{"placement-assert-every", fmt.Sprintf("%d: give 0 (only at the end) or more steps", o.PlacementAssertEvery)}
+	}
+	if o.FlushEvery < 0 {
+		return &ConfigError{"flush-every", fmt.Sprintf("%d: give 0 (off) or more steps", o.FlushEvery)}
+	}
+	if o.WatchdogTimeout < 0 {
+		return &ConfigError{"watchdog-timeout", fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
 	}
 	if o.Collective != "mpi" && o.Collective != "nccl" {
 		return &ConfigError{"collective", fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
@@ -247,17 +253,19 @@ func agreeOnFailure(world *mpi.Comm, local error) error {
 func (rs *runState) setUp() error {
 	t := rs.job.Topo
 	g := rs.opts.geometry(t.CPSize)
-	if err := g.Validate(); err != nil {
-		return &ConfigError{"l2-slots", err.Error()}
+	if err := rs.checkJobLimits(g); err != nil {
+		return err
 	}
 	if err := agreeOnFailure(t.World, CheckShmFits(g, t.NodeSize/t.CPSize)); err != nil {
 		return err
 	}
+	// A group that cannot make its slab (a full /dev/shm) fails alike on its ranks; the World agrees on it so
+	// that the other groups do not start a replay that would wait for the failed one at the end.
 	slab, err := OpenSharedSlab(t.CP, g, rs.opts.JobID, t.CPGroup)
-	if err != nil {
+	rs.slab = slab
+	if err := agreeOnFailure(t.World, err); err != nil {
 		return err
 	}
-	rs.slab = slab
 	cfg := CacheConfig{Geometry: g, DevicePages: rs.opts.DevicePages, Policy: rs.opts.Policy, Seed: rs.opts.Seed}
 	if rs.eng, err = newCopyEngine(t, cfg, slab.Slabs); err != nil {
 		return err

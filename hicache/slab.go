@@ -144,7 +144,32 @@ func createSegment(jobID string, group int, segmentBytes int64) (string, error) 
 		unlinkPendingSegment()
 		return "", fmt.Errorf("size shared L2 segment %s to %d bytes: %w", name, segmentBytes, err)
 	}
+	if err := reserveShm(f, segmentBytes); err != nil {
+		unlinkPendingSegment()
+		freeText := "unknown"
+		if free, statErr := ShmFreeBytes(); statErr == nil { // after the unlink: what the segment could not have
+			freeText = fmt.Sprintf("%d bytes (%d MiB)", free, free>>20)
+		}
+		return "", fmt.Errorf("reserve the %d bytes (%d MiB) of the shared L2 segment in %s: %w; %s has %s free: free shared memory, or lower --l2-slots or the page size",
+			segmentBytes, segmentBytes>>20, shmDir, err, shmDir, freeText)
+	}
 	return name, nil
+}
+
+// reserveShm gives the segment its memory now, so that a /dev/shm that fills up after CheckShmFits (another job,
+// a leak) fails here, at start and agreed by every rank, instead of with SIGBUS in the middle of a copy, which is
+// what touching a page of a sparse tmpfs file that tmpfs cannot back does. Tests replace it to fail.
+var reserveShm = fallocateFile
+
+// fallocateFile allocates [0, size) of f. tmpfs zeroes and charges the pages; a large reservation can be
+// interrupted by a signal and resumes where it stopped.
+func fallocateFile(f *os.File, size int64) error {
+	for {
+		err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
 }
 
 func sanitize(s string) string {

@@ -470,6 +470,21 @@ func (a *Allocator) Perturb() {
 	a.freeSlots--
 }
 
+// TableBytes is what New(g) allocates for its tables (Allocator.TableBytes), computed without allocating, so that
+// a caller can refuse a pool whose tables cannot fit in memory before trying. g must be valid.
+func (g Geometry) TableBytes() int64 {
+	maxObjects, slabs := int64(g.maxObjects()), int64(g.SlabCount())
+	var bitmapWords int64
+	for words := (int64(g.Slots) + wordBits - 1) / wordBits; ; words = (words + wordBits - 1) / wordBits {
+		bitmapWords += words
+		if words == 1 {
+			break
+		}
+	}
+	return 2*slabs*4 + bitmapWords*8 + (2*int64(g.Slots)+maxObjects)*4 + maxObjects*objectBytes +
+		int64(bucketsFor(int(maxObjects)))*8 + min(int64(g.Slots), 1024)*extentBytes + min(maxObjects, 1024)*8
+}
+
 // TableBytes is the size of every table New allocated: address space, of which the OS backs only the
 // pages the allocator has touched. It is about 8.1 bytes per slot plus 68 bytes per MaxObjects.
 func (a *Allocator) TableBytes() int64 {

@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"errors"
 	"fmt"
 	"math"
 )
@@ -57,43 +56,55 @@ type Geometry struct {
 	MaxObjects int
 }
 
-// Validate returns an error naming the first field that makes the geometry unusable, including sizes
+// FieldError is an unusable Geometry. Field is the name of the field at fault as spelled in Geometry, so that a
+// caller can name its own flag for it; when a product of fields overflows, it is the largest factor.
+type FieldError struct {
+	Field  string
+	Reason string // starts with the value
+}
+
+func (e *FieldError) Error() string { return "invalid Geometry." + e.Field + " " + e.Reason }
+
+// Validate returns a *FieldError naming the first field that makes the geometry unusable, including sizes
 // whose byte counts overflow int64.
 func (g Geometry) Validate() error {
-	positive := []struct {
+	fields := []struct {
 		name  string
 		value int
 	}{{"CPSize", g.CPSize}, {"Layers", g.Layers}, {"PayloadsPerLayer", g.PayloadsPerLayer},
 		{"PageTokens", g.PageTokens}, {"TokenBytes", g.TokenBytes}, {"Slots", g.Slots}}
-	for _, field := range positive {
+	for _, field := range fields {
 		if field.value <= 0 {
-			return fmt.Errorf("invalid Geometry.%s %d: must be positive", field.name, field.value)
+			return &FieldError{field.name, fmt.Sprintf("%d: must be positive", field.value)}
 		}
 	}
 	if g.Slots > slotsMax {
-		return fmt.Errorf("invalid Geometry.Slots %d: at most %d", g.Slots, slotsMax)
+		return &FieldError{"Slots", fmt.Sprintf("%d: at most %d", g.Slots, slotsMax)}
 	}
 	if g.Layout > PageFirst {
-		return fmt.Errorf("invalid Geometry.Layout %d: allowed values are %s and %s", g.Layout, LayerFirst, PageFirst)
+		return &FieldError{"Layout", fmt.Sprintf("%d: allowed values are %s and %s", g.Layout, LayerFirst, PageFirst)}
 	}
 	if g.MaxObjects < 0 || g.MaxObjects > g.Slots {
-		return fmt.Errorf("invalid Geometry.MaxObjects %d: must be in [0, Slots=%d]", g.MaxObjects, g.Slots)
+		return &FieldError{"MaxObjects", fmt.Sprintf("%d: must be in [0, Slots=%d]", g.MaxObjects, g.Slots)}
 	}
-	partBytes, ok := mulInt64(int64(g.PageTokens), int64(g.TokenBytes))
-	if !ok {
-		return errors.New("invalid Geometry.TokenBytes: PageTokens*TokenBytes overflows int64")
-	}
-	slotBytes := partBytes
-	for _, factor := range []int{g.CPSize, g.Layers, g.PayloadsPerLayer} {
-		if slotBytes, ok = mulInt64(slotBytes, int64(factor)); !ok {
-			return errors.New("invalid Geometry: slot bytes (PartBytes*CPSize*Layers*PayloadsPerLayer) overflow int64")
+	// The slot's size is the product of every field but Slots: on overflow, blame the largest factor.
+	slotBytes, largest := int64(1), fields[0]
+	for _, field := range fields[:5] {
+		var ok bool
+		if slotBytes, ok = mulInt64(slotBytes, int64(field.value)); !ok {
+			for _, f := range fields[:5] {
+				if f.value > largest.value {
+					largest = f
+				}
+			}
+			return &FieldError{largest.name, fmt.Sprintf("%d: slot bytes (PageTokens*TokenBytes*CPSize*Layers*PayloadsPerLayer) overflow int64", largest.value)}
 		}
 	}
 	if _, ok := mulInt64(slotBytes, int64(g.Slots)); !ok {
-		return fmt.Errorf("invalid Geometry.Slots %d: total bytes overflow int64", g.Slots)
+		return &FieldError{"Slots", fmt.Sprintf("%d: total bytes overflow int64", g.Slots)}
 	}
 	if g.SlabBytesMax < slotBytes {
-		return fmt.Errorf("invalid Geometry.SlabBytesMax %d: smaller than one slot (%d bytes)", g.SlabBytesMax, slotBytes)
+		return &FieldError{"SlabBytesMax", fmt.Sprintf("%d: smaller than one slot (%d bytes)", g.SlabBytesMax, slotBytes)}
 	}
 	return nil
 }

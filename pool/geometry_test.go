@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -117,16 +118,18 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"SlabBytesMax", func(g *Geometry) { g.SlabBytesMax = g.SlotBytes() - 1 }},
 		{"Layout", func(g *Geometry) { g.Layout = 7 }},
 		{"MaxObjects", func(g *Geometry) { g.MaxObjects = g.Slots + 1 }},
-		{"TokenBytes", func(g *Geometry) { g.PageTokens, g.TokenBytes = math.MaxInt64/2, 3 }},
-		{"slot bytes", func(g *Geometry) { g.TokenBytes = math.MaxInt64 / 64 }},
-		{"total bytes", func(g *Geometry) { g.TokenBytes, g.Slots = 1<<40, 1<<20 }},
+		{"PageTokens", func(g *Geometry) { g.PageTokens, g.TokenBytes = math.MaxInt64/2, 3 }},
+		{"TokenBytes", func(g *Geometry) { g.TokenBytes = math.MaxInt64 / 64 }},
+		{"Layers", func(g *Geometry) { g.Layers = math.MaxInt64 / 64 }},
+		{"Slots", func(g *Geometry) { g.TokenBytes, g.Slots = 1<<40, 1<<20 }},
 	}
 	for _, c := range cases {
 		g := good
 		c.mutate(&g)
 		err := g.Validate()
-		if err == nil || !strings.Contains(err.Error(), c.field) {
-			t.Errorf("%s: Validate() = %v, want an error naming %s", c.field, err, c.field)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(err.Error(), "Geometry."+c.field) {
+			t.Errorf("%s: Validate() = %v, want a *FieldError naming %s", c.field, err, c.field)
 		}
 		if _, err := New(g); err == nil {
 			t.Errorf("%s: New accepted an invalid geometry", c.field)

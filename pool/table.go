@@ -42,16 +42,22 @@ type objectTable struct {
 }
 
 func newObjectTable(maxObjects int) objectTable {
-	bucketCount := 2 * homeRunIDs
-	for bucketCount < 2*maxObjects {
-		bucketCount *= 2
-	}
+	bucketCount := bucketsFor(maxObjects)
 	shift := uint(64)
 	for n := bucketCount; n > 1; n /= 2 {
 		shift--
 	}
 	// The large slices are only written where used: fresh zero pages from the OS cost no time here.
 	return objectTable{records: make([]object, maxObjects), buckets: make([]uint64, bucketCount), shift: shift}
+}
+
+// bucketsFor is the bucket count of a table of maxObjects records: a power of two, at least twice the records.
+func bucketsFor(maxObjects int) int {
+	bucketCount := 2 * homeRunIDs
+	for bucketCount < 2*maxObjects {
+		bucketCount *= 2
+	}
+	return bucketCount
 }
 
 // homeRunIDs consecutive ids share one run of homeRunIDs consecutive buckets (two 64-byte cache lines).

@@ -50,3 +50,20 @@ func TestObjectTableAgainstMap(t *testing.T) {
 		}
 	}
 }
+
+// TestGeometryTableBytesMatchesNew pins the estimate made before allocating to what New allocates.
+func TestGeometryTableBytesMatchesNew(t *testing.T) {
+	geometries := append(layoutGeometries(), modelGeometries...)
+	geometries = append(geometries,
+		Geometry{CPSize: 8, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 32, Slots: 1<<20 + 3, SlabBytesMax: 64 << 20},
+		Geometry{CPSize: 8, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 32, Slots: 1 << 16, SlabBytesMax: 1 << 20, MaxObjects: 1000})
+	for _, g := range geometries {
+		a, err := New(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := g.TableBytes(), a.TableBytes(); got != want {
+			t.Errorf("%+v: Geometry.TableBytes %d, New allocated %d", g, got, want)
+		}
+	}
+}
