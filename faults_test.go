@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +23,7 @@ func TestInjectedHangEndsWithinTheWatchdogTimeout(t *testing.T) {
 	if res.exitCode == 0 {
 		t.Fatal("a hung rank did not end the job")
 	}
-	for _, want := range []string{"injected hang at step 5", "watchdog: writing_check on CP group 0 (4 ranks) at step 5", "--watchdog-timeout 3 s"} {
+	for _, want := range []string{"injected hang at step 5", "watchdog: step consensus on CP group 0 (4 ranks) at step 5", "--watchdog-timeout 3 s"} {
 		if !strings.Contains(res.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
 		}
@@ -169,4 +172,108 @@ func TestHelpSaysZeroWatchdogTimeoutIsOff(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "0 = off (no watchdog") {
 		t.Fatalf("cphicache run --help: %v; it must say that --watchdog-timeout 0 is off:\n%s", err, out)
 	}
+}
+
+// A copy that fails on one rank is agreed in its group's next consensus: the job ends at once, with that rank's
+// own message, printed once, and no watchdog wait.
+func TestInjectedCopyErrorEndsTheJobWithTheFailingRanksMessage(t *testing.T) {
+	start := time.Now()
+	res := runMPI(t, 8, 60*time.Second, "run", "--quiet", "--inject-copy-error", "3@5")
+	elapsed := time.Since(start)
+	lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
+	if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], "rank 3 (CP group 0, CP rank 3)") ||
+		!strings.Contains(lines[0], "page copy failed") || !strings.Contains(lines[0], "injected copy error") {
+		t.Errorf("exit %d; want non-zero and one line from rank 3 naming the copy error:\n%s", res.exitCode, res.stderr)
+	}
+	if strings.Contains(res.stderr, "watchdog") || elapsed > 10*time.Second {
+		t.Errorf("the job took %v (the watchdog must not be what ends it):\n%s", elapsed, res.stderr)
+	}
+	checkNoSegments(t)
+}
+
+// A copy that never completes ends the job within the watchdog timeout plus 5 s of its injection, named as the
+// drain of the rank that waited for it, mid-run and in the final drain after the last step.
+func TestInjectedStuckCopyEndsWithinTheWatchdogTimeout(t *testing.T) {
+	const timeout = 3 * time.Second
+	for _, step := range []string{"5", "199"} { // the default workload has 199 steps at any cp
+		marker := "injected stuck copy at step " + step
+		res, injectedAt := runMPIMarked(t, 4, 60*time.Second, marker, "run", "--quiet", "--watchdog-timeout", timeout.String(), "--inject-stuck-copy", "2@"+step)
+		if res.exitCode == 0 || injectedAt.IsZero() {
+			t.Fatalf("step %s: exit %d, stderr:\n%s", step, res.exitCode, res.stderr)
+		}
+		named := strings.Contains(res.stderr, "rank 2: watchdog: write drain") || strings.Contains(res.stderr, "rank 2: watchdog: load wait") ||
+			strings.Contains(res.stderr, "rank 2: watchdog: copy queue")
+		if !named {
+			t.Errorf("step %s: the watchdog message does not name rank 2's drain:\n%s", step, res.stderr)
+		}
+		if took := time.Since(injectedAt); took > timeout+5*time.Second {
+			t.Errorf("step %s: the job ended %v after the injection, with a %v watchdog timeout", step, took, timeout)
+		}
+	}
+	checkNoSegments(t)
+}
+
+// runMPIMarked is runMPI that also returns when marker first appeared on stderr (zero if never).
+func runMPIMarked(t *testing.T, np int, timeout time.Duration, marker string, args ...string) (mpirunResult, time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	full := append([]string{"-np", fmt.Sprint(np), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", binPath}, args...)
+	cmd := exec.CommandContext(ctx, "mpirun", full...)
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	var markedAt time.Time
+	scanner := bufio.NewScanner(pipe)
+	for scanner.Scan() {
+		if markedAt.IsZero() && strings.Contains(scanner.Text(), marker) {
+			markedAt = time.Now()
+		}
+		stderr.WriteString(scanner.Text() + "\n")
+	}
+	err = cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("mpirun -np %d %v did not finish within %v\nstderr:\n%s", np, args, timeout, stderr.String())
+	}
+	res := mpirunResult{stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		res.exitCode = ee.ExitCode()
+	} else if err != nil {
+		res.exitCode = -1
+	}
+	return res, markedAt
+}
+
+// A flush never forgives a divergence: the perturbation is caught before the reset, by the flush itself or by
+// the step consensus before it, whether flushes come from --flush-every or from the trace.
+func TestFlushDoesNotForgiveADivergence(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "flushes.jsonl")
+	if out, err := exec.Command(binPath, "gen-trace", "--flush-every-requests", "40", "--output", trace).CombinedOutput(); err != nil {
+		t.Fatalf("gen-trace: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--inject-divergence", "1@5", "--flush-every", "10", "--placement-assert-every", "10"}, "at step 6 (event"},
+		{[]string{"--inject-divergence", "1@9", "--flush-every", "12"}, "at step 10 (event"},
+		{[]string{"--inject-divergence", "1@12", "--flush-every", "12"}, "caught by the flush consensus (before the flush's reset)"},
+		// 40 requests in steps of 4: the trace's first flush op is step 11.
+		{[]string{"--trace", trace, "--inject-divergence", "1@10", "--placement-assert-every", "100"}, "caught by the flush consensus (before the flush's reset)"},
+	} {
+		res := runMPI(t, 8, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
+		if res.exitCode == 0 || !strings.Contains(res.stderr, "placement divergence in CP group 0") || !strings.Contains(res.stderr, tc.want) ||
+			!strings.Contains(res.stderr, "CP ranks [1]") {
+			t.Errorf("%v: exit %d, want the divergence of CP rank 1 named (%q):\n%s%s", tc.args, res.exitCode, tc.want, res.stdout, res.stderr)
+		}
+	}
+	checkNoSegments(t)
 }

@@ -177,7 +177,7 @@ func TestRunDefaultWorkloadAtEveryScale(t *testing.T) {
 			t.Errorf("np %d: the summary does not say OK:\n%s", tc.np, res.stdout)
 		}
 		m := readReport(t, report)
-		for _, key := range []string{"placement.divergences", "verify.mismatches"} {
+		for _, key := range []string{"placement.divergences", "verify.mismatches", "verify.audit_mismatches", "verify.copy_errors"} {
 			if v := reportNumber(t, m, key); v != 0 {
 				t.Errorf("np %d: %s = %v, want 0", tc.np, key, v)
 			}
@@ -199,6 +199,13 @@ func TestRunDefaultWorkloadAtEveryScale(t *testing.T) {
 		for _, key := range []string{"backup.reserve_misses", "writing_check_us.p50", "writing_check_us.p99"} {
 			reportNumber(t, m, key) // present
 		}
+		// Every commit is audited whole by one rank; every step makes one consensus call (plus the flush's).
+		if audited, committed := reportNumber(t, m, "verify.audit_objects"), reportNumber(t, m, "backup.committed"); audited != committed {
+			t.Errorf("np %d: %v objects audited, %v committed", tc.np, audited, committed)
+		}
+		if perStep := reportNumber(t, m, "consensus.calls_per_step"); tc.np > 1 && (perStep < 1 || perStep > 1.05) {
+			t.Errorf("np %d: consensus.calls_per_step = %v, want 1 and a flush's worth", tc.np, perStep)
+		}
 		if got := reportNumber(t, m, "ranks"); int(got) != tc.np {
 			t.Errorf("np %d: ranks = %v", tc.np, got)
 		}
@@ -211,7 +218,8 @@ func TestInjectedDivergenceEndsTheJob(t *testing.T) {
 	if res.exitCode == 0 {
 		t.Fatalf("the job exited 0 despite a perturbed allocator:\n%s", res.stderr)
 	}
-	if !strings.Contains(res.stderr, "placement divergence in CP group 0 at step 8") || !strings.Contains(res.stderr, "CP ranks [2]") {
+	// The digest rides in every step's consensus: the perturbation after step 5's is caught at step 6.
+	if !strings.Contains(res.stderr, "placement divergence in CP group 0 at step 6") || !strings.Contains(res.stderr, "CP ranks [2]") {
 		t.Errorf("the message does not name the step and the divergent rank:\n%s", res.stderr)
 	}
 	checkNoSegments(t)

@@ -15,6 +15,12 @@ const ExitWatchdog = 3
 // watchdogPollInterval bounds how late a timeout is noticed; it costs one wake-up per interval while armed.
 const watchdogPollInterval = 100 * time.Millisecond
 
+// collectiveGrace is how much longer than a drain a collective may wait before the watchdog fires. A rank stuck
+// in its own drain (a copy that never completes) is the cause; its peers, waiting for it in the next collective,
+// only show the symptom. With the grace the stuck rank's watchdog fires first, and the job's message names the
+// drain and the rank, not the collective its peers waited in.
+const collectiveGrace = time.Second
+
 // Watchdog ends the process when a collective, or a drain, waits longer than its timeout. Arm and Disarm are two
 // atomic stores, so they cost nothing measurable on the hot path; a single goroutine polls.
 //
@@ -127,7 +133,11 @@ func (w *Watchdog) poll() {
 				if armed == 0 {
 					continue
 				}
-				if waited := now.Sub(time.Unix(0, armed)); waited >= w.timeout {
+				limit := w.timeout
+				if slot == collectiveSlot {
+					limit += collectiveGrace
+				}
+				if waited := now.Sub(time.Unix(0, armed)); waited >= limit {
 					w.fire(w.slots[slot].what.Load(), waited)
 					return
 				}
