@@ -11,7 +11,7 @@ import (
 )
 
 // TestRunWithNCCLCollectiveOverTheShim runs `cphicache run --collective nccl` as a user would, with the CPU
-// build's test switch and ncclshim (built and named by make through CPHICACHE_NCCL_LIB): writing_check goes
+// build's test switch and ncclshim (built and named by make through CPHICACHE_NCCL_LIB): the step consensus goes
 // through the dlopen'ed library on one communicator per CP group, and the report says so.
 func TestRunWithNCCLCollectiveOverTheShim(t *testing.T) {
 	if os.Getenv("CPHICACHE_NCCL_LIB") == "" {
@@ -40,10 +40,11 @@ func TestRunWithNCCLCollectiveOverTheShim(t *testing.T) {
 		if len(groups) != 1 {
 			t.Fatalf("np %d: %d CP groups in the report, want 1", np, len(groups))
 		}
-		key := "groups.writing_check"
-		wc, _ := groups[0].(map[string]any)["collectives"].(map[string]any)["writing_check"].(map[string]any)
+		// The step consensus is what travels over NCCL here (writing_check and everything else agreed in a step).
+		key := "groups.collectives.step"
+		wc, _ := groups[0].(map[string]any)["collectives"].(map[string]any)["step"].(map[string]any)
 		if wc == nil || wc["count"].(float64) == 0 || wc["comm_size"] != float64(np) || wc["comm_size_min"] != float64(np) {
-			t.Errorf("np %d: %s = %v: want writing_check run on communicators of exactly %d ranks", np, key, wc, np)
+			t.Errorf("np %d: %s = %v: want the step consensus run on communicators of exactly %d ranks", np, key, wc, np)
 		}
 	}
 	checkNoSegments(t)

@@ -126,6 +126,27 @@ func (c *controller) audit(op *copyOp) {
 	}
 }
 
+// holdForAudit protects a freshly committed object until the group's next consensus, on every rank alike. The
+// auditing rank reads every rank's parts; without the hold a faster rank could evict the object in its next step
+// and start writing a new backup into the same slots while the auditor still reads them.
+func (c *controller) holdForAudit(op *copyOp) {
+	if err := c.alloc.Protect(op.obj); err != nil {
+		c.fail(FailureAllocator, fmt.Errorf("audit hold of L2 object %d: %w", op.obj, err))
+		return
+	}
+	c.auditHeld = append(c.auditHeld, op.obj)
+}
+
+// releaseAudited drops the holds of the last consensus's commits: by this consensus the auditor has finished.
+func (c *controller) releaseAudited() {
+	for _, obj := range c.auditHeld {
+		if err := c.alloc.Unprotect(obj); err != nil {
+			c.fail(FailureAllocator, fmt.Errorf("audit release of L2 object %d: %w", obj, err))
+		}
+	}
+	c.auditHeld = c.auditHeld[:0]
+}
+
 // auditSlot checks one slot of an object (its page-th page): every rank, layer and payload.
 func (c *controller) auditSlot(op *copyOp, slab, slot, page int) bool {
 	g := c.geometry()

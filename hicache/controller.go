@@ -85,8 +85,9 @@ type controller struct {
 	objectNodes map[pool.ObjectID][]*treeNode // nodes that point into each L2 object (lookup only)
 	work        stepWork                      // what the current step's requests hold
 	counters    Counters
-	failure     error    // this rank's failure, for the group's next consensus (fail)
-	slabs       [][]byte // the shared L2, read by the commit audit
+	failure     error           // this rank's failure, for the group's next consensus (fail)
+	slabs       [][]byte        // the shared L2, read by the commit audit
+	auditHeld   []pool.ObjectID // committed at the last consensus, protected until this one (holdForAudit)
 
 	freshStateHash   uint64 // the allocator's state hash when it was built: what every flush must restore
 	recordFlushWrong bool   // validate: a flush that leaves the cache unlike a fresh one is counted, not fatal

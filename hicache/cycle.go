@@ -203,6 +203,7 @@ func (c *controller) agree(kind ConsensusKind, drain, checkDigest bool) (agreeme
 	if c.testCommitOnLocalFrontier {
 		committedUpTo = writeFrontier
 	}
+	c.releaseAudited()
 	c.commit(committedUpTo)
 	c.releaseLoads(a.loadFrontier)
 	return a, nil
@@ -262,6 +263,7 @@ func (c *controller) commit(upTo uint64) {
 		}
 		c.dev.unpin(op.devicePages)
 		c.counters.BackupCommitted++
+		c.holdForAudit(op)
 		c.audit(op)
 		if op.evictAfterCommit && c.evictableFromL1(op.node) {
 			c.evictNode(op.node)

@@ -52,7 +52,10 @@ func (rs *runState) injectHangOrExit(step int64) {
 // handleSignals ends the run on SIGTERM (scancel) or SIGINT (Ctrl-C): in-flight copies are abandoned, a
 // still-linked segment is unlinked, the process exits with 128 + the signal. World rank 0 says why; mpirun
 // delivers the signal to every rank, so the others exit quietly. The returned function stops the handling.
-func handleSignals(worldRank int) (stop func()) {
+//
+// failing is set once the rank is already ending on a failure whose message another rank prints: the launcher's
+// SIGTERM to the silent ranks is then no news, and saying "run abandoned" would only hide the real message.
+func handleSignals(worldRank int, failing *atomic.Bool) (stop func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
 	done := make(chan struct{})
@@ -60,7 +63,7 @@ func handleSignals(worldRank int) (stop func()) {
 		select {
 		case sig := <-ch:
 			unlinkPendingSegment()
-			if worldRank == 0 {
+			if worldRank == 0 && !failing.Load() {
 				name := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[sig]
 				fmt.Fprintf(os.Stderr, "cphicache: received %s; run abandoned (in-flight copies dropped, shared memory released)\n", name)
 			}

@@ -3,6 +3,8 @@ package hicache
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cphicache/cphicache/pool"
 )
 
 // flush (design section 7): drain every copy in flight, meet the group in the flush consensus (a barrier: no rank
@@ -38,13 +40,21 @@ func (c *controller) reset() {
 	c.dev.reset()
 	c.alloc.Reset()
 	clear(c.objectNodes)
-	c.writes.ops, c.loads.ops = c.writes.ops[:0], c.loads.ops[:0]
+	c.writes.ops, c.loads.ops, c.auditHeld = c.writes.ops[:0], c.loads.ops[:0], c.auditHeld[:0]
 	c.counters.Flushes++
 	if err := c.checkFresh(); err != nil {
 		c.counters.FlushWrong++
 		if !c.recordFlushWrong {
 			c.fail(FailureFlush, err)
+			return
 		}
+		// validate goes on from a rebuilt allocator, so that the other rows still check something.
+		alloc, err := pool.New(c.geometry())
+		if err != nil {
+			c.fail(FailureAllocator, err)
+			return
+		}
+		c.alloc = alloc
 	}
 }
 

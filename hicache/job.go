@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cphicache/cphicache/mpi"
@@ -18,6 +19,7 @@ type Job struct {
 	Log  *slog.Logger
 
 	stopSignals func()
+	failing     atomic.Bool // Fail was called: a SIGTERM from the launcher is expected now
 }
 
 // ParseLogLevel turns --log-level into a slog level.
@@ -51,7 +53,9 @@ func StartJob(cp, dp int, level slog.Level) (*Job, error) {
 	}
 	handler := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
 	logger := slog.New(handler).With("rank", topo.WorldRank, "cp_group", topo.CPGroup, "cp_rank", topo.CPRank)
-	return &Job{Topo: topo, Log: logger, stopSignals: handleSignals(topo.WorldRank)}, nil
+	job := &Job{Topo: topo, Log: logger}
+	job.stopSignals = handleSignals(topo.WorldRank, &job.failing)
+	return job, nil
 }
 
 // Close frees the communicators and finalises MPI.
@@ -80,6 +84,7 @@ func (j *Job) PrintTopology(w io.Writer) error {
 // briefly, so that the rank that speaks is not killed by mpirun before its message is out. It returns the
 // process exit status.
 func (j *Job) Fail(err error) int {
+	j.failing.Store(true)
 	t := j.Topo
 	var shared *SharedError
 	var div *DivergenceError

@@ -69,10 +69,11 @@ type Options struct {
 	checkInvariants bool // tests: check the controller's invariants after every step
 
 	// validate mode: a divergence is recorded and the group restarts from a fresh state instead of failing; a
-	// flush that leaves the cache unlike a fresh one is counted for the flush_reset row; and a workload without a
-	// flush gets one at the end, so that the row has something to check.
+	// flush that leaves the cache unlike a fresh one is counted for the flush_reset row (recordFlushWrong); and a
+	// workload without a flush gets one at the end, so that the row has something to check (flushAtEnd).
 	recordDivergence bool
-	validateFlush    bool
+	recordFlushWrong bool
+	flushAtEnd       bool
 
 	// tests only: commit on the local write frontier (see controller.testCommitOnLocalFrontier), with copies on
 	// one world rank slowed so that the others' commits come before its copies finish.
@@ -282,7 +283,7 @@ func (rs *runState) setUp() error {
 	if rs.ctrl, err = newController(cfg, t.CPRank, rs.faults, slab.Slabs, rs.cons); err != nil {
 		return err
 	}
-	rs.ctrl.recordFlushWrong = rs.opts.validateFlush
+	rs.ctrl.recordFlushWrong = rs.opts.recordFlushWrong
 	rs.ctrl.testCommitOnLocalFrontier = rs.opts.testCommitOnLocalFrontier
 	rs.ctrl.testAssertOff = rs.opts.testPlacementAssertOff
 	if rs.opts.testSlowCopyRank.Set && rs.opts.testSlowCopyRank.Rank == t.WorldRank {
@@ -387,7 +388,7 @@ func (rs *runState) replay(events []Event) error {
 // carries any failure still waiting), and the objects are compared one by one. Validate first flushes once when
 // the workload had none, so that its flush row has a flush to check.
 func (rs *runState) finish() error {
-	if rs.opts.validateFlush && rs.ctrl.counters.Flushes == 0 {
+	if rs.opts.flushAtEnd && rs.ctrl.counters.Flushes == 0 {
 		if err := rs.flush(); err != nil {
 			return err
 		}

@@ -55,21 +55,23 @@ func (v *ValidationReport) Failed() int {
 const divergenceInjectStep = 5
 
 // Validate runs the validation matrix on every rank; world rank 0 gets the report.
-func Validate(job *Job, opts *Options) (*ValidationReport, error) {
+func Validate(job *Job, options *Options) (*ValidationReport, error) {
 	t := job.Topo
-	main := *opts
-	main.validateFlush = true
+	opts := *options
+	opts.recordFlushWrong = true // every pass: the flush_reset row counts, and the pass goes on
+	main := opts
+	main.flushAtEnd = true
 	mainPass, err := runPass(job, &main)
 	if err != nil {
 		return nil, err
 	}
-	capacity := *opts
+	capacity := opts
 	capacity.L2Slots = max(16, opts.L2Slots/32) // far below the working set: misses and evictions
 	capacityPass, err := runPass(job, &capacity)
 	if err != nil {
 		return nil, err
 	}
-	divergence := *opts
+	divergence := opts
 	divergence.recordDivergence = true
 	// The last CP rank of every group perturbs its allocator.
 	divergence.InjectDivergence = Injection{Rank: t.CPGroup*t.CPSize + t.CPSize - 1, Step: divergenceInjectStep, Set: t.CPSize > 1}
@@ -81,7 +83,7 @@ func Validate(job *Job, opts *Options) (*ValidationReport, error) {
 	rows := []func() (Check, error){
 		func() (Check, error) { return mainPass.checkPlacement() },
 		func() (Check, error) { return divergencePass.checkDivergenceDetected() },
-		func() (Check, error) { return mainPass.checkFlushReset() },
+		func() (Check, error) { return checkFlushReset(mainPass, capacityPass, divergencePass) },
 		func() (Check, error) { return checkScoping(mainPass, capacityPass, divergencePass) },
 		func() (Check, error) { return capacityPass.checkCapacity() },
 		func() (Check, error) { return checkData(mainPass, capacityPass, divergencePass) },
@@ -179,21 +181,25 @@ func divergenceWantStep(flushEvery int64) int64 {
 	return divergenceInjectStep + 1
 }
 
-// checkFlushReset: every flush left the cache equal to a fresh one: the allocator's state hash (every table
-// walked) against a fresh allocator's, the tree and the device pool empty. The main pass flushes at least once.
-func (rs *runState) checkFlushReset() (Check, error) {
-	c := &rs.ctrl.counters
-	v, err := rs.sumOverGroups(nil, []int64{c.Flushes, c.FlushWrong})
+// checkFlushReset: every flush of every pass left the cache equal to a fresh one: the allocator's state hash
+// (every table walked) against a fresh allocator's, the tree and the device pool empty. The main pass flushes at
+// least once, so the row always has a flush to check.
+func checkFlushReset(passes ...*runState) (Check, error) {
+	var flushes, wrong int64
+	for _, rs := range passes {
+		v, err := rs.sumOverGroups(nil, []int64{rs.ctrl.counters.Flushes, rs.ctrl.counters.FlushWrong})
+		if err != nil {
+			return Check{}, err
+		}
+		flushes, wrong = flushes+v[0], wrong+v[1]
+	}
+	steps, err := passes[0].steps64()
 	if err != nil {
 		return Check{}, err
 	}
-	steps, err := rs.steps64()
-	if err != nil {
-		return Check{}, err
-	}
-	check := Check{Name: "flush_reset", Ranks: rs.job.Topo.World.Size(), Steps: steps, Wrong: v[1],
-		Detail: fmt.Sprintf("%d rank-flushes compared with a fresh cache (allocator state hash, tree, device pages)", v[0])}
-	return verdict(check, v[1] == 0 && v[0] > 0), nil
+	check := Check{Name: "flush_reset", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: wrong,
+		Detail: fmt.Sprintf("%d rank-flushes compared with a fresh cache (allocator state hash, tree, device pages)", flushes)}
+	return verdict(check, wrong == 0 && flushes > 0), nil
 }
 
 // checkScoping: every consensus collective of every pass ran on a communicator of exactly cp ranks, and none

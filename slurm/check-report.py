@@ -9,17 +9,19 @@ Prints one line per failed check and exits 1 when any failed, 0 otherwise. What 
 the layout (ranks, cp, dp), one `groups` entry per CP group of `cp` ranks, each group on exactly one host and the
 groups spread over `nodes` distinct hosts, and every consensus collective of every group run on the group's own
 communicator (comm_size == cp; a collective on the world or on a size-1 communicator is the CP-scoping bug).
-For `run`: no placement divergence, no load-back mismatch, and the assert and the write check actually ran.
+For `run`: no placement divergence, no load-back or audit mismatch, no copy error, and the step consensus and the
+placement comparison actually ran.
 For `validate`: at least one check, every check passed with wrong == 0.
 """
 import argparse
 import json
 import sys
 
-COLLECTIVES = ("writing_check", "loading_check", "placement_assert", "flush_barrier")
-# Collectives that every non-trivial run must have entered at least once; the others may legitimately not run
-# (a workload without load-backs, a run without a flush).
-COLLECTIVES_THAT_MUST_RUN = ("writing_check", "placement_assert")
+# The consensus calls a CP group makes: one at every step (commit, load-backs, digest, errors in one all-reduce),
+# one in every flush, one after the last step, and the object-by-object placement comparisons.
+COLLECTIVES = ("step", "flush", "final", "object_compare")
+# Collectives that every non-trivial run must have entered at least once; a run without a flush has no flush call.
+COLLECTIVES_THAT_MUST_RUN = ("step", "final", "object_compare")
 
 
 def get(report, dotted):
@@ -65,18 +67,19 @@ def check_collectives(name, collectives, cp, problems):
         if not isinstance(entry, dict):
             problems.append(f"{name}: no collectives.{collective}")
             continue
-        if entry.get("comm_size") != cp:
+        if entry.get("count", 0) > 0 and entry.get("comm_size") != cp:
             problems.append(f"{name}: {collective} ran on a communicator of {entry.get('comm_size')} ranks, want the CP group's {cp}")
         if collective in COLLECTIVES_THAT_MUST_RUN and not entry.get("count", 0) > 0:
             problems.append(f"{name}: {collective} never ran (count {entry.get('count')})")
 
 
 def check_run(report, problems):
-    for key, want in (("placement.divergences", 0), ("verify.mismatches", 0)):
+    for key, want in (("placement.divergences", 0), ("verify.mismatches", 0), ("verify.audit_mismatches", 0),
+                      ("verify.copy_errors", 0)):
         value = get(report, key)
         if value != want:
             problems.append(f"{key} is {value}, want {want}")
-    for key in ("placement.checks", "verify.pages_checked", "steps", "requests"):
+    for key in ("placement.checks", "verify.pages_checked", "verify.audit_objects", "steps", "requests"):
         value = get(report, key)
         if not value > 0:
             problems.append(f"{key} is {value}: the run did no work to check")
@@ -109,7 +112,7 @@ def sample_report(cp=8, dp=2):
         return {"group": g, "size": cp, "hosts": [f"node{g + 1}"] * cp,
                 "collectives": {c: {"count": 5, "comm_size": cp} for c in COLLECTIVES}}
     return {"ranks": cp * dp, "cp": cp, "dp": dp, "steps": 10, "requests": 40,
-            "placement": {"checks": 3, "divergences": 0}, "verify": {"pages_checked": 100, "mismatches": 0},
+            "placement": {"checks": 3, "divergences": 0}, "verify": {"pages_checked": 100, "mismatches": 0, "audit_objects": 40, "audit_mismatches": 0, "copy_errors": 0},
             "checks": [{"name": "placement", "result": "pass", "wrong": 0}],
             "groups": [group(g) for g in range(dp)]}
 
@@ -120,9 +123,13 @@ def self_test():
     breakages = {
         "divergence": lambda r: r["placement"].update(divergences=1),
         "mismatch": lambda r: r["verify"].update(mismatches=4),
-        "world-scoped collective": lambda r: r["groups"][1]["collectives"]["writing_check"].update(comm_size=16),
-        "size-1 collective": lambda r: r["groups"][0]["collectives"]["placement_assert"].update(comm_size=1),
-        "assert never ran": lambda r: r["groups"][0]["collectives"]["placement_assert"].update(count=0),
+        "audit mismatch": lambda r: r["verify"].update(audit_mismatches=1),
+        "copy error": lambda r: r["verify"].update(copy_errors=1),
+        "nothing audited": lambda r: r["verify"].update(audit_objects=0),
+        "world-scoped collective": lambda r: r["groups"][1]["collectives"]["step"].update(comm_size=16),
+        "size-1 collective": lambda r: r["groups"][0]["collectives"]["object_compare"].update(comm_size=1),
+        "assert never ran": lambda r: r["groups"][0]["collectives"]["object_compare"].update(count=0),
+        "step consensus never ran": lambda r: r["groups"][0]["collectives"]["step"].update(count=0),
         "groups on one node": lambda r: r["groups"][1].update(hosts=["node1"] * 8),
         "group across nodes": lambda r: r["groups"][0].update(hosts=["node1"] * 4 + ["node2"] * 4),
         "one group missing": lambda r: r["groups"].pop(),
