@@ -66,9 +66,11 @@ type CUDAEngine struct {
 	stream      cu.Stream
 	blocksMax   int
 	spans       []Span     // scratch: the caller's spans, coalesced
-	items       []cudaItem // scratch: the items of one call, uploaded to itemsPtr
+	items       []cudaItem // scratch: the items of one call, staged in itemsHost and uploaded to itemsPtr
+	itemsHost   []cudaItem // pinned (cuMemAllocHost) staging of itemsCap items: C memory, not Go heap
 	itemsPtr    cu.DevicePtr
 	itemsCap    int
+	hasModule   bool
 	closed      bool
 }
 
@@ -123,6 +125,7 @@ func (e *CUDAEngine) start() error {
 	if e.module, err = cu.LoadData(pagecopyPTX); err != nil {
 		return fmt.Errorf("kernels: loading the pagecopy PTX: %w", err)
 	}
+	e.hasModule = true
 	if e.copyFn, err = e.module.Function("copy_items"); err != nil {
 		return fmt.Errorf("kernels: copy_items in the pagecopy PTX: %w", err)
 	}
@@ -177,10 +180,7 @@ func (e *CUDAEngine) release() error {
 		errs = append(errs, unregisterHost(c.hostAddr))
 	}
 	e.chunks = nil
-	if e.itemsPtr != 0 {
-		errs = append(errs, cu.MemFree(e.itemsPtr))
-		e.itemsPtr = 0
-	}
+	errs = append(errs, e.freeItems())
 	if e.devicePtr != 0 {
 		errs = append(errs, cu.MemFree(e.devicePtr))
 		e.devicePtr = 0
@@ -188,7 +188,12 @@ func (e *CUDAEngine) release() error {
 	if e.stream != (cu.Stream{}) {
 		errs = append(errs, e.stream.Destroy())
 	}
-	// gorgonia.org/cu has no cuModuleUnload: the module (a few KiB) lives as long as the primary context.
+	// The primary context outlives the engine (another engine, or NCCL, may hold it), so the module must be
+	// unloaded here or each engine would leak one.
+	if e.hasModule {
+		errs = append(errs, e.module.Unload())
+		e.hasModule = false
+	}
 	errs = append(errs, e.device.ReleasePrimaryCtx())
 	return errors.Join(errs...)
 }
@@ -326,14 +331,20 @@ func (e *CUDAEngine) chunkOf(addr uintptr) cudaChunk {
 }
 
 // launch uploads the items and runs copy_items on the engine's stream until it completes.
+//
+// The upload is on the engine's stream, from pinned staging, so the kernel that follows it on that stream
+// reads this call's items: a plain cuMemcpyHtoD runs on the legacy default stream, which the engine's
+// non-blocking stream does not wait for, and from pageable memory it may return before its DMA lands. The
+// staging is rewritten only by the next call, after this one synchronised the stream.
 func (e *CUDAEngine) launch() error {
 	if len(e.items) > e.itemsCap {
 		if err := e.growItems(max(len(e.items), 2*e.itemsCap)); err != nil {
 			return err
 		}
 	}
+	copy(e.itemsHost, e.items)
 	itemBytes := int64(len(e.items)) * int64(unsafe.Sizeof(cudaItem{}))
-	if err := cu.MemcpyHtoD(e.itemsPtr, unsafe.Pointer(&e.items[0]), itemBytes); err != nil {
+	if err := cu.MemcpyHtoDAsync(e.itemsPtr, unsafe.Pointer(&e.itemsHost[0]), itemBytes, e.stream); err != nil {
 		return fmt.Errorf("kernels: uploading %d copy items: %w", len(e.items), err)
 	}
 	warpsPerBlock := cudaThreadsPerBlock / 32
@@ -349,18 +360,38 @@ func (e *CUDAEngine) launch() error {
 	return nil
 }
 
-// growItems replaces the device item buffer with one of capacity items.
+// growItems replaces the device item buffer and its pinned staging with ones of capacity items.
 func (e *CUDAEngine) growItems(capacity int) error {
-	if e.itemsPtr != 0 {
-		if err := cu.MemFree(e.itemsPtr); err != nil {
-			return fmt.Errorf("kernels: freeing the item buffer: %w", err)
-		}
-		e.itemsPtr, e.itemsCap = 0, 0
+	if err := e.freeItems(); err != nil {
+		return err
 	}
-	ptr, err := cu.MemAlloc(int64(capacity) * int64(unsafe.Sizeof(cudaItem{})))
+	itemBytes := capacity * int(unsafe.Sizeof(cudaItem{}))
+	host, err := allocPinnedBytes(itemBytes)
 	if err != nil {
+		return fmt.Errorf("kernels: staging for %d copy items: %w", capacity, err)
+	}
+	e.itemsHost = unsafe.Slice((*cudaItem)(unsafe.Pointer(&host[0])), capacity)
+	if e.itemsPtr, err = cu.MemAlloc(int64(itemBytes)); err != nil {
 		return fmt.Errorf("kernels: cuMemAlloc for %d copy items: %w", capacity, err)
 	}
-	e.itemsPtr, e.itemsCap = ptr, capacity
+	e.itemsCap = capacity
+	return nil
+}
+
+// freeItems frees the item buffer and its staging, whichever exist.
+func (e *CUDAEngine) freeItems() error {
+	var errs []error
+	if e.itemsPtr != 0 {
+		errs = append(errs, cu.MemFree(e.itemsPtr))
+		e.itemsPtr = 0
+	}
+	if e.itemsHost != nil {
+		errs = append(errs, freePinnedBytes(unsafe.Slice((*byte)(unsafe.Pointer(&e.itemsHost[0])), len(e.itemsHost)*int(unsafe.Sizeof(cudaItem{})))))
+		e.itemsHost = nil
+	}
+	e.itemsCap = 0
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kernels: freeing the item buffers: %w", err)
+	}
 	return nil
 }
