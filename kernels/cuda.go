@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -23,31 +22,13 @@ const CUDABuild = true
 var pagecopyPTX string
 
 const (
-	// cudaRegisterChunkBytes bounds one cuMemHostRegister call: registering pins pages, and a bounded call keeps
-	// the driver's work per call (and any failure) small and the error message specific.
-	cudaRegisterChunkBytes = 1 << 30
-	// cudaItemMaxBytes splits long spans (coalesced layer_first runs) so that one warp does not copy megabytes
-	// alone while the others idle; 256 KiB is 512 uint4 accesses per lane, which hides the launch of the item.
-	cudaItemMaxBytes = 256 << 10
 	// cudaThreadsPerBlock matches __launch_bounds__(256) in pagecopy.cu: 8 warps, 8 items at a time per block.
 	cudaThreadsPerBlock = 256
 	// cudaBlocksPerSM bounds the grid: enough resident warps per SM to keep many bus transactions in flight.
 	cudaBlocksPerSM = 8
 	// cudaItemsMin is the item buffer's first capacity; it doubles when a call needs more.
 	cudaItemsMin = 4096
-	pageBytes    = 4096
 )
-
-// cudaItem must match CopyItem in pagecopy.cu.
-type cudaItem struct {
-	dst, src, bytes, reserved uint64
-}
-
-// cudaChunk is one registered range of host memory: host [hostAddr, hostAddr+bytes) is devicePtr on the GPU.
-type cudaChunk struct {
-	hostAddr, devicePtr uintptr
-	bytes               int64
-}
 
 // CUDAEngine is the cuda build's engine: the device KV buffer is cuMemAlloc memory (never managed memory), the
 // slabs are registered with the GPU and mapped, and the copy_items kernel of pagecopy.cu moves the bytes.
@@ -138,37 +119,15 @@ func (e *CUDAEngine) start() error {
 	return e.registerSlabs()
 }
 
-// registerSlabs registers the page-rounded union of the slabs in chunks of at most cudaRegisterChunkBytes.
-// Rounding to pages and merging first matters: two slabs that share a page (or one mapping split into slabs)
-// would otherwise register the same page twice, which the driver refuses.
+// registerSlabs registers the slabs with the GPU, mapped, in the chunks registrationChunks plans.
 func (e *CUDAEngine) registerSlabs() error {
-	type interval struct{ lo, hi uintptr }
-	var ranges []interval
-	for _, s := range e.slabs {
-		if len(s) == 0 {
-			continue
+	for _, c := range registrationChunks(slabRanges(e.slabs)) {
+		ptr, err := registerHostMapped(c.hostAddr, c.bytes)
+		if err != nil {
+			return err
 		}
-		base := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
-		ranges = append(ranges, interval{base &^ (pageBytes - 1), (base + uintptr(len(s)) + pageBytes - 1) &^ (pageBytes - 1)})
-	}
-	slices.SortFunc(ranges, func(a, b interval) int { return int(int64(a.lo) - int64(b.lo)) })
-	var merged []interval
-	for _, r := range ranges {
-		if n := len(merged); n > 0 && r.lo <= merged[n-1].hi {
-			merged[n-1].hi = max(merged[n-1].hi, r.hi)
-			continue
-		}
-		merged = append(merged, r)
-	}
-	for _, r := range merged {
-		for lo := r.lo; lo < r.hi; lo += cudaRegisterChunkBytes {
-			n := int64(min(r.hi-lo, cudaRegisterChunkBytes))
-			ptr, err := registerHostMapped(lo, n)
-			if err != nil {
-				return err
-			}
-			e.chunks = append(e.chunks, cudaChunk{hostAddr: lo, devicePtr: ptr, bytes: n})
-		}
+		c.devicePtr = ptr
+		e.chunks = append(e.chunks, c)
 	}
 	return nil
 }
@@ -299,35 +258,11 @@ func (e *CUDAEngine) run(spans []Span, gather bool) error {
 	})
 }
 
-// appendItems splits one span at registration-chunk boundaries and at cudaItemMaxBytes, and appends its items.
+// appendItems appends the items of one span (appendSpanItems).
 func (e *CUDAEngine) appendItems(s Span, gather bool) {
-	host := uintptr(unsafe.Pointer(unsafe.SliceData(e.slabs[s.Slab]))) + uintptr(s.SlabOffsetBytes)
+	host := sliceAddr(e.slabs[s.Slab]) + uintptr(s.SlabOffsetBytes)
 	device := uintptr(e.devicePtr) + uintptr(s.DeviceOffsetBytes)
-	for left := s.Bytes; left > 0; {
-		c := e.chunkOf(host)
-		n := min(left, cudaItemMaxBytes, int64(c.hostAddr+uintptr(c.bytes)-host))
-		mapped := c.devicePtr + (host - c.hostAddr)
-		item := cudaItem{dst: uint64(device), src: uint64(mapped), bytes: uint64(n)}
-		if gather {
-			item.dst, item.src = uint64(mapped), uint64(device)
-		}
-		e.items = append(e.items, item)
-		host, device, left = host+uintptr(n), device+uintptr(n), left-n
-	}
-}
-
-// chunkOf returns the registered chunk holding host address addr; validation guarantees there is one.
-func (e *CUDAEngine) chunkOf(addr uintptr) cudaChunk {
-	i, _ := slices.BinarySearchFunc(e.chunks, addr, func(c cudaChunk, a uintptr) int {
-		switch {
-		case c.hostAddr+uintptr(c.bytes) <= a:
-			return -1
-		case c.hostAddr > a:
-			return 1
-		}
-		return 0
-	})
-	return e.chunks[i]
+	e.items = appendSpanItems(e.items, e.chunks, host, device, s.Bytes, gather)
 }
 
 // launch uploads the items and runs copy_items on the engine's stream until it completes.

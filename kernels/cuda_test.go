@@ -88,7 +88,7 @@ func TestCUDAMmapSlabsAcrossRegistrationChunks(t *testing.T) {
 	}
 	for i, s := range spans {
 		first := uintptr(unsafe.Pointer(&slabs[s.Slab][s.SlabOffsetBytes]))
-		if e.chunkOf(first) == e.chunkOf(first+uintptr(s.Bytes)-1) {
+		if chunkOf(e.chunks, first) == chunkOf(e.chunks, first+uintptr(s.Bytes)-1) {
 			t.Fatalf("span %d lies in one registration chunk: nothing to split", i)
 		}
 	}
