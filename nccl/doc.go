@@ -30,6 +30,7 @@
 // Threading: NCCL calls may come from any goroutine, but NewCommOverMPI uses MPI and so must run on the MPI
 // goroutine (see package mpi). A Comm must not be used from two goroutines at once.
 //
-// This package imports the mpi package only (for NewCommOverMPI) and must not import hicache or any other
-// cphicache package; its C code uses libdl only, never libmpi, libcuda or libnccl.
+// This package imports no other cphicache package (NewCommOverMPI takes any Bootstrap, which *mpi.Comm is; only
+// its tests import mpi), so a binary that uses it alone links no MPI; its C code uses libdl only, never libmpi,
+// libcuda or libnccl.
 package nccl

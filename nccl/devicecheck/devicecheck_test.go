@@ -71,7 +71,9 @@ func setUp(t testing.TB) *gpu {
 
 func (g *gpu) streamHandle() uintptr { return uintptr(unsafe.Pointer(g.stream.C())) }
 
-// deviceValues allocates device memory holding values.
+// deviceValues allocates device memory holding values. The upload is on the test's stream, so the collectives
+// enqueued there after it see the values: a cuMemcpyHtoD would run on the legacy default stream, which a
+// non-blocking stream does not wait for.
 func (g *gpu) deviceValues(t testing.TB, values []uint64) cu.DevicePtr {
 	t.Helper()
 	p, err := cu.MemAlloc(int64(len(values)) * 8)
@@ -79,20 +81,23 @@ func (g *gpu) deviceValues(t testing.TB, values []uint64) cu.DevicePtr {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cu.MemFree(p) })
-	if err := cu.MemcpyHtoD(p, unsafe.Pointer(&values[0]), int64(len(values))*8); err != nil {
+	if err := cu.MemcpyHtoDAsync(p, unsafe.Pointer(&values[0]), int64(len(values))*8, g.stream); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.stream.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-// read synchronises the stream and copies n values back from the device.
+// read copies n values back from the device on the stream, after everything enqueued there, and waits for them.
 func (g *gpu) read(t testing.TB, p cu.DevicePtr, n int) []uint64 {
 	t.Helper()
-	if err := g.stream.Synchronize(); err != nil {
+	out := make([]uint64, n)
+	if err := cu.MemcpyDtoHAsync(unsafe.Pointer(&out[0]), p, int64(n)*8, g.stream); err != nil {
 		t.Fatal(err)
 	}
-	out := make([]uint64, n)
-	if err := cu.MemcpyDtoH(unsafe.Pointer(&out[0]), p, int64(n)*8); err != nil {
+	if err := g.stream.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
 	return out
