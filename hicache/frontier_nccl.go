@@ -49,7 +49,7 @@ func newNCCLCommOnCP(t *Topology, lib *nccl.Library, ready error) (*nccl.Comm, e
 	if err := agreeOnFailure(t.World, ready); err != nil {
 		return nil, err
 	}
-	comm, err := nccl.NewCommOverMPI(lib, t.CP)
+	comm, err := nccl.NewCommOverMPI(lib, t.CP, 0)
 	if err := agreeOnFailure(t.World, err); err != nil {
 		if comm != nil {
 			comm.Abort()
