@@ -206,6 +206,8 @@ func runFlags() []cli.Flag {
 			Usage: "RANK@STEP: world rank RANK stops before step STEP's writing_check; the watchdog must end the job"},
 		&cli.StringFlag{Name: "inject-exit", EnvVars: []string{"CPHICACHE_INJECT_EXIT"}, Category: "fault injection (validation only)",
 			Usage: "RANK@STEP: world rank RANK exits (status 4) before step STEP's writing_check; the launcher must end the job"},
+		&cli.StringFlag{Name: "inject-setup-error", EnvVars: []string{"CPHICACHE_INJECT_SETUP_ERROR"}, Category: "fault injection (validation only)",
+			Usage: "RANK: world rank RANK fails its copy-engine set-up, as a GPU out of memory would; every rank must exit with that rank's message"},
 	}...)
 }
 
@@ -224,6 +226,10 @@ func readRunOptions(c *cli.Context) (*hicache.Options, error) {
 			return nil, err
 		}
 	}
+	setupError, err := hicache.ParseRankInjection("inject-setup-error", c.String("inject-setup-error"))
+	if err != nil {
+		return nil, err
+	}
 	synthetic, err := readSynthetic(c)
 	if err != nil {
 		return nil, err
@@ -235,7 +241,7 @@ func readRunOptions(c *cli.Context) (*hicache.Options, error) {
 		PlacementAssertEvery: c.Int64("placement-assert-every"), FlushEvery: c.Int64("flush-every"), Seed: c.Uint64("seed"),
 		TracePath: c.String("trace"), VocabSize: c.Int("vocab-size"), Synthetic: synthetic, ReportPath: c.String("report"),
 		Collective: c.String("collective"), WatchdogTimeout: c.Duration("watchdog-timeout"), InjectDivergence: injections[0], InjectHang: injections[1], InjectExit: injections[2],
-		JobID: jobID(), Quiet: c.Bool("quiet"),
+		InjectSetupError: setupError, JobID: jobID(), Quiet: c.Bool("quiet"),
 	}
 	return opts, opts.Validate()
 }

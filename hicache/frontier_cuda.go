@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -28,7 +29,7 @@ func checkCollectiveBuild(collective string) error {
 // newFrontierReducer returns writing_check's transport: nil (MPI, the default of newConsensus) for
 // --collective mpi, and for nccl the device reducer over NVIDIA's NCCL on this rank's GPU. Every rank calls it
 // at start-up, on the MPI goroutine.
-func newFrontierReducer(t *Topology, collective string) (MinAllReducer, error) {
+func newFrontierReducer(t *Topology, collective string, initTimeout time.Duration) (MinAllReducer, error) {
 	if collective != "nccl" {
 		return nil, nil
 	}
@@ -37,7 +38,7 @@ func newFrontierReducer(t *Topology, collective string) (MinAllReducer, error) {
 	if err == nil && isNCCLShim(f.lib) {
 		err = &ConfigError{"collective", fmt.Sprintf("%s=%s is ncclshim, the CPU test stand-in that reduces host memory; the GPU build needs NVIDIA's libnccl.so.2", ncclLibEnv, f.lib.Path())}
 	}
-	if err := f.joinCP(t, err); err != nil {
+	if err := f.joinCP(t, err, initTimeout); err != nil {
 		return nil, errors.Join(err, f.Close())
 	}
 	return f, nil
@@ -93,7 +94,7 @@ func (f *deviceNCCLFrontier) start(t *Topology) error {
 // checked distinct, so that two ranks on one GPU fail with a line naming them instead of inside NCCL. NCCL
 // learns its GPU from the context current on the calling thread (the runtime API's current device), so the
 // context is made current first.
-func (f *deviceNCCLFrontier) joinCP(t *Topology, ready error) error {
+func (f *deviceNCCLFrontier) joinCP(t *Topology, ready error, initTimeout time.Duration) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := agreeOnFailure(t.World, ready); err != nil {
@@ -105,7 +106,7 @@ func (f *deviceNCCLFrontier) joinCP(t *Topology, ready error) error {
 			err = fmt.Errorf("nccl frontier: cuCtxSetCurrent: %w", err)
 		}
 	}
-	f.comm, err = newNCCLCommOnCP(t, f.lib, err)
+	f.comm, err = newNCCLCommOnCP(t, f.lib, err, initTimeout)
 	return err
 }
 

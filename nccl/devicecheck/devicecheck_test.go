@@ -8,12 +8,16 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
 
 	"github.com/cphicache/cphicache/nccl"
 )
+
+// initTimeout bounds the one-rank communicator's init, well inside gpu-check.sh's bound on the step.
+const initTimeout = 15 * time.Second
 
 // gpu is one rank's NCCL set-up on GPU 0, as the GPU build of hicache makes it: the primary context current on a
 // locked thread, a one-rank communicator, a non-blocking stream.
@@ -35,7 +39,7 @@ func setUp(t testing.TB) *gpu {
 	if strings.HasPrefix(lib.ErrorString(nccl.Success), "ncclshim: ") {
 		t.Fatalf("%s is ncclshim, which reduces host memory: this check needs NVIDIA's NCCL", lib.Path())
 	}
-	t.Logf("NCCL %s from %s", nccl.VersionString(lib.Version()), lib.Path())
+	t.Logf("NCCL %s from %s (non-blocking init: %v)", nccl.VersionString(lib.Version()), lib.Path(), lib.HasNonBlockingInit())
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
 	g := &gpu{}
@@ -54,7 +58,8 @@ func setUp(t testing.TB) *gpu {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.comm, err = lib.InitRank(id, 1, 0); err != nil {
+	// As hicache makes it: non-blocking where NCCL has it (2.14+), polled under a bound.
+	if g.comm, err = lib.InitRankWithin(id, 1, 0, initTimeout); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
