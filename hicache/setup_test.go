@@ -85,3 +85,23 @@ func TestNCCLInitThatNeverCompletesIsAbortedOnEveryRank(t *testing.T) {
 	}
 	checkNoLeakedSegments(t)
 }
+
+// TestWatchdogNamesTheStartUpPhase: a rank stuck in its device set-up is ended by the watchdog with a message
+// naming the phase, not a step that has not begun.
+func TestWatchdogNamesTheStartUpPhase(t *testing.T) {
+	var out strings.Builder
+	exited := make(chan int, 1)
+	w := &Watchdog{timeout: 50 * time.Millisecond, out: &out, exit: func(code int) { exited <- code }, stop: make(chan struct{})}
+	go w.poll()
+	defer w.Stop()
+	w.Arm(siteNCCLStart, 1, 8, 0)
+	select {
+	case code := <-exited:
+		want := "watchdog: start-up: NCCL communicator init on CP group 1 (8 ranks) waited"
+		if code != ExitWatchdog || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "at step") {
+			t.Errorf("exit %d, message %q: want %d and %q without a step", code, out.String(), ExitWatchdog, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watchdog did not fire during start-up")
+	}
+}

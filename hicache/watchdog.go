@@ -104,7 +104,10 @@ func (w *Watchdog) fire(waited time.Duration) {
 	site := w.what.Load()
 	msg := "a collective"
 	if site != nil {
-		msg = fmt.Sprintf("%s on CP group %d (%d ranks) at step %d", site.name, site.group, site.commSize, site.step)
+		msg = fmt.Sprintf("%s on CP group %d (%d ranks)", site.name, site.group, site.commSize)
+		if site.step > 0 { // step 0 is start-up (setup.go), before any step
+			msg += fmt.Sprintf(" at step %d", site.step)
+		}
 	}
 	fmt.Fprintf(w.out, "cphicache: rank %d: watchdog: %s waited %.1f s, longer than --watchdog-timeout %.0f s; ending the job\n",
 		worldRankForMessages(), msg, waited.Seconds(), w.timeout.Seconds())
