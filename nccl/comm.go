@@ -91,8 +91,11 @@ func (c *Comm) allreduce(sendPtr, recvPtr uintptr, count int, dataType int, op O
 
 // wait polls a non-blocking communicator's state (ncclCommGetAsyncError) until it leaves ncclInProgress, and
 // returns its error if it failed. timeout > 0 bounds the wait: past it, the error wraps Timeout.
+//
+// The pause between polls starts short and doubles up to asyncPollInterval: a collective that NCCL reports in
+// progress (connecting on first use) is usually done within microseconds, and writing_check waits on it.
 func (c *Comm) wait(call string, timeout time.Duration) error {
-	start := time.Now()
+	start, pause := time.Now(), asyncPollFirstPause
 	for {
 		var state C.ncclResult_t
 		if err := c.lib.check("ncclCommGetAsyncError", C.cph_nccl_comm_get_async_error(c.lib.c, c.handle, &state), c.handle); err != nil {
@@ -104,7 +107,8 @@ func (c *Comm) wait(call string, timeout time.Duration) error {
 		if waited := time.Since(start); timeout > 0 && waited >= timeout {
 			return &Error{Call: call, Code: Timeout, Message: fmt.Sprintf("still in progress after %.1f s (the bound given); communicator aborted", waited.Seconds())}
 		}
-		time.Sleep(asyncPollInterval)
+		time.Sleep(pause)
+		pause = min(2*pause, asyncPollInterval)
 	}
 }
 

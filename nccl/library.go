@@ -26,9 +26,12 @@ const MinVersion = 2700
 // NonBlockingVersion is the first NCCL with ncclCommInitRankConfig and non-blocking communicators (2.14.0).
 const NonBlockingVersion = 21400
 
-// asyncPollInterval is how often a non-blocking call's state is polled: NCCL's init takes from tens of
-// milliseconds to seconds, and a poll costs one function call.
-const asyncPollInterval = 2 * time.Millisecond
+// A non-blocking call's state is polled after asyncPollFirstPause, then at pauses doubling up to
+// asyncPollInterval: NCCL's init takes from tens of milliseconds to seconds, and a poll costs one function call.
+const (
+	asyncPollFirstPause = 5 * time.Microsecond
+	asyncPollInterval   = 2 * time.Millisecond
+)
 
 // UniqueIDBytes is the size of an NCCL unique id (NCCL_UNIQUE_ID_BYTES).
 const UniqueIDBytes = 128
