@@ -210,6 +210,8 @@ func runFlags() []cli.Flag {
 			Usage: "RANK@STEP: world rank RANK's next page copy from step STEP on fails; its CP group learns it in the step's consensus and the job ends with that rank's message"},
 		&cli.StringFlag{Name: "inject-stuck-copy", EnvVars: []string{"CPHICACHE_INJECT_STUCK_COPY"}, Category: "fault injection (validation only)",
 			Usage: "RANK@STEP: world rank RANK's next page copy from step STEP on never completes; the watchdog must end the job, naming the drain"},
+		&cli.StringFlag{Name: "inject-setup-error", EnvVars: []string{"CPHICACHE_INJECT_SETUP_ERROR"}, Category: "fault injection (validation only)",
+			Usage: "RANK: world rank RANK fails its copy-engine set-up, as a GPU out of memory would; every rank must exit with that rank's message"},
 	}...)
 }
 
@@ -228,6 +230,10 @@ func readRunOptions(c *cli.Context) (*hicache.Options, error) {
 			return nil, err
 		}
 	}
+	setupError, err := hicache.ParseRankInjection("inject-setup-error", c.String("inject-setup-error"))
+	if err != nil {
+		return nil, err
+	}
 	synthetic, err := readSynthetic(c)
 	if err != nil {
 		return nil, err
@@ -239,7 +245,7 @@ func readRunOptions(c *cli.Context) (*hicache.Options, error) {
 		PlacementAssertEvery: c.Int64("placement-assert-every"), FlushEvery: c.Int64("flush-every"), Seed: c.Uint64("seed"),
 		TracePath: c.String("trace"), VocabSize: c.Int("vocab-size"), Synthetic: synthetic, ReportPath: c.String("report"),
 		Collective: c.String("collective"), WatchdogTimeout: c.Duration("watchdog-timeout"), InjectDivergence: injections[0], InjectHang: injections[1], InjectExit: injections[2],
-		InjectCopyError: injections[3], InjectStuckCopy: injections[4],
+		InjectCopyError: injections[3], InjectStuckCopy: injections[4], InjectSetupError: setupError,
 		JobID: jobID(), Quiet: c.Bool("quiet"),
 	}
 	return opts, opts.Validate()

@@ -14,23 +14,33 @@ import (
 // shared L2 slabs are host memory registered with (and mapped into) that GPU, and pagecopy.cu's kernel moves
 // the pages.
 func newCopyEngine(t *Topology, cfg CacheConfig, slabs [][]byte) (kernels.Engine, error) {
-	ordinal, err := gpuOrdinal(t)
+	ordinal, err := gpuOrdinal(t, false)
 	if err != nil {
 		return nil, err
 	}
 	return kernels.NewCUDAEngineOnDevice(ordinal, cfg.DeviceBytes(), slabs)
 }
 
-// gpuOrdinal is this rank's GPU: its rank on the node modulo the GPUs it can see. On an 8-GPU node with 8 ranks
-// that is one GPU per rank, as a CP group needs; under Slurm's per-task GPU binding (CUDA_VISIBLE_DEVICES holds
-// one GPU) it is 0.
-func gpuOrdinal(t *Topology) (int, error) {
+// gpuOrdinal is this rank's GPU (gpuLayout.ordinal): its rank on the node modulo the GPUs it sees, or the one
+// GPU a per-task binding leaves it. exclusive (--collective nccl) refuses CP groups larger than the GPUs seen.
+func gpuOrdinal(t *Topology, exclusive bool) (int, error) {
 	count, err := cu.NumDevices()
 	if err != nil {
-		return 0, fmt.Errorf("counting GPUs: %w", err)
+		return 0, fmt.Errorf("GPU layout: counting GPUs on node rank %d of %s: %w", t.NodeRank, t.Host, err)
 	}
-	if count < 1 {
-		return 0, fmt.Errorf("node rank %d on %s sees no GPU", t.NodeRank, t.Host)
+	return newGPULayout(t, count, exclusive).ordinal()
+}
+
+// describeGPU is this rank's GPU for the topology table: the ordinal it would use and its PCI bus id, or why
+// it has none.
+func describeGPU(t *Topology) string {
+	ordinal, err := gpuOrdinal(t, false)
+	if err != nil {
+		return "none"
 	}
-	return t.NodeRank % count, nil
+	busID, err := kernels.GPUBusID(ordinal)
+	if err != nil {
+		return fmt.Sprintf("%d (bus id: %v)", ordinal, err)
+	}
+	return fmt.Sprintf("%d %s", ordinal, busID)
 }

@@ -8,3 +8,6 @@ import "github.com/cphicache/cphicache/kernels"
 func newCopyEngine(_ *Topology, cfg CacheConfig, slabs [][]byte) (kernels.Engine, error) {
 	return kernels.NewHostEngine(cfg.DeviceBytes(), slabs, 1)
 }
+
+// describeGPU is empty in the CPU build: no rank uses a GPU, and the topology table has no GPU column.
+func describeGPU(*Topology) string { return "" }

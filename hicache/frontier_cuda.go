@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
 
+	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/nccl"
 )
 
@@ -26,7 +29,7 @@ func checkCollectiveBuild(collective string) error {
 // newFrontierReducer returns writing_check's transport: nil (MPI, the default of newConsensus) for
 // --collective mpi, and for nccl the device reducer over NVIDIA's NCCL on this rank's GPU. Every rank calls it
 // at start-up, on the MPI goroutine.
-func newFrontierReducer(t *Topology, collective string) (MinAllReducer, error) {
+func newFrontierReducer(t *Topology, collective string, initTimeout time.Duration) (MinAllReducer, error) {
 	if collective != "nccl" {
 		return nil, nil
 	}
@@ -35,7 +38,7 @@ func newFrontierReducer(t *Topology, collective string) (MinAllReducer, error) {
 	if err == nil && isNCCLShim(f.lib) {
 		err = &ConfigError{"collective", fmt.Sprintf("%s=%s is ncclshim, the CPU test stand-in that reduces host memory; the GPU build needs NVIDIA's libnccl.so.2", ncclLibEnv, f.lib.Path())}
 	}
-	if err := f.joinCP(t, err); err != nil {
+	if err := f.joinCP(t, err, initTimeout); err != nil {
 		return nil, errors.Join(err, f.Close())
 	}
 	return f, nil
@@ -48,19 +51,24 @@ type deviceNCCLFrontier struct {
 	comm      *nccl.Comm
 	device    cu.Device
 	ctx       cu.CUContext
+	busID     string // the GPU's PCI bus id, checked distinct over the CP group before NCCL's init
 	hasCtx    bool
 	stream    cu.Stream
 	valuesPtr cu.DevicePtr // ncclValuesMax uint64 values
 }
 
-// start loads NCCL and acquires the GPU resources on this rank's GPU (the engine's, see gpuOrdinal).
+// start loads NCCL and acquires the GPU resources on this rank's GPU (the engine's, see gpuOrdinal), refusing a
+// layout with fewer GPUs than CP ranks.
 func (f *deviceNCCLFrontier) start(t *Topology) error {
 	var err error
 	if f.lib, err = loadNCCL(); err != nil {
 		return err
 	}
-	ordinal, err := gpuOrdinal(t)
+	ordinal, err := gpuOrdinal(t, true)
 	if err != nil {
+		return err
+	}
+	if f.busID, err = kernels.GPUBusID(ordinal); err != nil {
 		return err
 	}
 	if f.device, err = cu.GetDevice(ordinal); err != nil {
@@ -82,19 +90,41 @@ func (f *deviceNCCLFrontier) start(t *Topology) error {
 }
 
 // joinCP makes the CP group's NCCL communicator. ready is this rank's start-up outcome: every rank takes part
-// in the agreement even when it failed, so that none waits for it. NCCL learns its GPU from the context current
-// on the calling thread (the runtime API's current device), so the context is made current first.
-func (f *deviceNCCLFrontier) joinCP(t *Topology, ready error) error {
+// in the agreements even when it failed, so that none waits for it. Before NCCL's init, the CP ranks' GPUs are
+// checked distinct, so that two ranks on one GPU fail with a line naming them instead of inside NCCL. NCCL
+// learns its GPU from the context current on the calling thread (the runtime API's current device), so the
+// context is made current first.
+func (f *deviceNCCLFrontier) joinCP(t *Topology, ready error, initTimeout time.Duration) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if ready == nil {
-		if err := cu.SetCurrentContext(f.ctx); err != nil {
-			ready = fmt.Errorf("nccl frontier: cuCtxSetCurrent: %w", err)
+	if err := agreeOnFailure(t.World, ready); err != nil {
+		return err
+	}
+	err := f.checkDistinctGPUs(t)
+	if err == nil {
+		if err = cu.SetCurrentContext(f.ctx); err != nil {
+			err = fmt.Errorf("nccl frontier: cuCtxSetCurrent: %w", err)
 		}
 	}
-	var err error
-	f.comm, err = newNCCLCommOnCP(t, f.lib, ready)
+	f.comm, err = newNCCLCommOnCP(t, f.lib, err, initTimeout)
 	return err
+}
+
+// checkDistinctGPUs gathers the CP ranks' PCI bus ids (a CP collective: every rank of the group calls it) and
+// refuses a group with two ranks on one GPU.
+func (f *deviceNCCLFrontier) checkDistinctGPUs(t *Topology) error {
+	const idBytes = 32
+	mine := make([]byte, idBytes)
+	copy(mine, f.busID)
+	all := make([]byte, idBytes*t.CPSize)
+	if err := t.CP.AllgatherBytes(mine, all); err != nil {
+		return fmt.Errorf("nccl frontier: gathering the CP group's GPU bus ids: %w", err)
+	}
+	ids := make([]string, t.CPSize)
+	for r := range ids {
+		ids[r] = strings.TrimRight(string(all[r*idBytes:(r+1)*idBytes]), "\x00")
+	}
+	return checkDistinctGPUs(ids, t.CPGroup)
 }
 
 // withContext runs fn on this goroutine's OS thread, locked, with the GPU's context current: CUDA contexts are

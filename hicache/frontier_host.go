@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"github.com/cphicache/cphicache/nccl"
@@ -23,7 +24,7 @@ func checkCollectiveBuild(collective string) error {
 
 // newFrontierReducer returns writing_check's transport: nil (MPI, the default of newConsensus) for
 // --collective mpi, and for nccl the host-buffer reducer over ncclshim. Every rank calls it at start-up.
-func newFrontierReducer(t *Topology, collective string) (MinAllReducer, error) {
+func newFrontierReducer(t *Topology, collective string, initTimeout time.Duration) (MinAllReducer, error) {
 	if collective != "nccl" {
 		return nil, nil
 	}
@@ -31,7 +32,7 @@ func newFrontierReducer(t *Topology, collective string) (MinAllReducer, error) {
 	if err == nil && !isNCCLShim(lib) {
 		err = &ConfigError{"collective", fmt.Sprintf("%s=1 is for tests with ncclshim (nccl/testdata), but %s is not the shim: NVIDIA's NCCL reduces device memory, which needs the GPU build (make gpu)", ncclHostBuffersEnv, lib.Path())}
 	}
-	comm, err := newNCCLCommOnCP(t, lib, err)
+	comm, err := newNCCLCommOnCP(t, lib, err, initTimeout)
 	if err != nil {
 		lib.Close()
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/cphicache/cphicache/nccl"
 )
@@ -44,12 +45,13 @@ func isNCCLShim(lib *nccl.Library) bool {
 // newNCCLCommOnCP makes the NCCL communicator of this rank's CP group: never the world (the scoping rule). Every
 // rank of the job calls it at start-up, and every rank returns an error if any rank failed before the
 // communicator exists (loading the library, say), so that no rank waits in the unique id's broadcast for a
-// peer that gave up. ready is this rank's outcome so far.
-func newNCCLCommOnCP(t *Topology, lib *nccl.Library, ready error) (*nccl.Comm, error) {
+// peer that gave up. ready is this rank's outcome so far. NCCL's init is bounded by initTimeout (0: none) and
+// its outcome agreed too, so that one rank's failed or expired init ends every rank.
+func newNCCLCommOnCP(t *Topology, lib *nccl.Library, ready error, initTimeout time.Duration) (*nccl.Comm, error) {
 	if err := agreeOnFailure(t.World, ready); err != nil {
 		return nil, err
 	}
-	comm, err := nccl.NewCommOverMPI(lib, t.CP)
+	comm, err := nccl.NewCommOverMPI(lib, t.CP, initTimeout)
 	if err := agreeOnFailure(t.World, err); err != nil {
 		if comm != nil {
 			comm.Abort()

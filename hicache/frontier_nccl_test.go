@@ -1,6 +1,9 @@
 package hicache
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestNCCLFrontierReducesMinInPlace checks the build's NCCL reducer alone (host buffers over ncclshim in the
 // CPU build, device buffers over NVIDIA's NCCL in the cuda build): the MIN of every CP rank's value,
@@ -8,7 +11,7 @@ import "testing"
 func TestNCCLFrontierReducesMinInPlace(t *testing.T) {
 	ncclForTest(t)
 	job := testJob(t)
-	f, err := newFrontierReducer(job.Topo, "nccl")
+	f, err := newFrontierReducer(job.Topo, "nccl", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,8 @@ func (o *Options) checkInjectionRanks(worldSize int) error {
 	for _, inj := range []struct {
 		flag string
 		inj  Injection
-	}{{"inject-divergence", o.InjectDivergence}, {"inject-hang", o.InjectHang}, {"inject-exit", o.InjectExit}} {
+	}{{"inject-divergence", o.InjectDivergence}, {"inject-hang", o.InjectHang}, {"inject-exit", o.InjectExit},
+		{"inject-copy-error", o.InjectCopyError}, {"inject-stuck-copy", o.InjectStuckCopy}, {"inject-setup-error", o.InjectSetupError}} {
 		if inj.inj.Set && inj.inj.Rank >= worldSize {
 			return &ConfigError{inj.flag, fmt.Sprintf("rank %d is outside the job's %d ranks (world ranks 0 to %d)", inj.inj.Rank, worldSize, worldSize-1)}
 		}

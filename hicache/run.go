@@ -63,6 +63,7 @@ type Options struct {
 	InjectExit                                       Injection
 	InjectCopyError                                  Injection
 	InjectStuckCopy                                  Injection
+	InjectSetupError                                 Injection // a world rank whose copy-engine set-up fails
 	JobID                                            string
 	Quiet                                            bool
 
@@ -268,16 +269,15 @@ func (rs *runState) setUp() error {
 		return err
 	}
 	cfg := CacheConfig{Geometry: g, DevicePages: rs.opts.DevicePages, Policy: rs.opts.Policy, Seed: rs.opts.Seed}
-	if rs.eng, err = newCopyEngine(t, cfg, slab.Slabs); err != nil {
-		return err
-	}
-	frontier, err := newFrontierReducer(t, rs.opts.Collective)
-	if err != nil {
-		return err
-	}
 	// A rank the watchdog ends leaves nothing behind: the segment is unlinked by now (or, on CP-rank 0 before
-	// every rank mapped it, unlinked by the cleanup) and the exit releases the mapping.
+	// every rank mapped it, unlinked by the cleanup) and the exit releases the mapping. It guards the device
+	// set-up too (setup.go).
 	watchdog := NewWatchdog(rs.opts.WatchdogTimeout, t.WorldRank, unlinkPendingSegment)
+	frontier, err := rs.startDevices(cfg, watchdog)
+	if err != nil {
+		watchdog.Stop()
+		return err
+	}
 	rs.cons = newConsensus(t.CP, t.CPGroup, frontier, watchdog, 1<<16)
 	rs.faults = newFaultyEngine(rs.eng)
 	if rs.ctrl, err = newController(cfg, t.CPRank, rs.faults, slab.Slabs, rs.cons); err != nil {

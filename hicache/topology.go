@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/cphicache/cphicache/mpi"
@@ -162,6 +163,7 @@ func (t *Topology) Close() {
 type RankInfo struct {
 	WorldRank, NodeRank, CPGroup, CPRank int
 	Host                                 string
+	GPU                                  string `json:",omitempty"` // GPU build: ordinal and PCI bus id
 }
 
 const hostNameBytes = 64
@@ -180,12 +182,20 @@ func (t *Topology) Gather() ([]RankInfo, error) {
 	if err := t.World.AllgatherBytes(host, allHosts); err != nil {
 		return nil, err
 	}
+	gpu := make([]byte, hostNameBytes)
+	copy(gpu, describeGPU(t))
+	allGPUs := make([]byte, hostNameBytes*n)
+	if err := t.World.AllgatherBytes(gpu, allGPUs); err != nil {
+		return nil, err
+	}
 	rows := make([]RankInfo, n)
 	for r := range rows {
-		name := allHosts[r*hostNameBytes : (r+1)*hostNameBytes]
+		field := func(all []byte) string {
+			return strings.TrimRight(string(all[r*hostNameBytes:(r+1)*hostNameBytes]), "\x00")
+		}
 		rows[r] = RankInfo{
 			WorldRank: r, NodeRank: int(allInts[3*r]), CPGroup: int(allInts[3*r+1]), CPRank: int(allInts[3*r+2]),
-			Host: strings.TrimRight(string(name), "\x00"),
+			Host: field(allHosts), GPU: field(allGPUs),
 		}
 	}
 	return rows, nil
@@ -198,8 +208,18 @@ func WriteTable(w io.Writer, rows []RankInfo, cp, dp int) {
 		nodes[r.Host] = true
 	}
 	fmt.Fprintf(w, "# cphicache topology: %d ranks, cp %d, dp %d, %d node(s)\n", len(rows), cp, dp, len(nodes))
-	fmt.Fprintf(w, "# %6s  %-24s %9s %6s %7s\n", "rank", "host", "node-rank", "dp", "cp-rank")
+	// The GPU column appears in the GPU build only, where every rank fills it.
+	gpus := slices.ContainsFunc(rows, func(r RankInfo) bool { return r.GPU != "" })
+	gpuHeader := ""
+	if gpus {
+		gpuHeader = "  gpu (ordinal, PCI bus id)"
+	}
+	fmt.Fprintf(w, "# %6s  %-24s %9s %6s %7s%s\n", "rank", "host", "node-rank", "dp", "cp-rank", gpuHeader)
 	for _, r := range rows {
-		fmt.Fprintf(w, "  %6d  %-24s %9d %6d %7d\n", r.WorldRank, r.Host, r.NodeRank, r.CPGroup, r.CPRank)
+		gpu := ""
+		if gpus {
+			gpu = "  " + r.GPU
+		}
+		fmt.Fprintf(w, "  %6d  %-24s %9d %6d %7d%s\n", r.WorldRank, r.Host, r.NodeRank, r.CPGroup, r.CPRank, gpu)
 	}
 }

@@ -149,7 +149,10 @@ func (w *Watchdog) poll() {
 func (w *Watchdog) fire(site *watchdogSite, waited time.Duration) {
 	msg := "a collective"
 	if site != nil {
-		msg = fmt.Sprintf("%s on CP group %d (%d ranks) at step %d", site.name, site.group, site.commSize, site.step)
+		msg = fmt.Sprintf("%s on CP group %d (%d ranks)", site.name, site.group, site.commSize)
+		if site.step > 0 { // step 0 is start-up (setup.go), before any step
+			msg += fmt.Sprintf(" at step %d", site.step)
+		}
 		if site.hint != "" {
 			msg += " (" + site.hint + ")"
 		}

@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"testing"
 )
@@ -29,17 +31,23 @@ func benchName(g testGeometry) string {
 	return fmt.Sprintf("%s/part=%dKiB", layout, g.partBytes>>10)
 }
 
+// benchSetup builds an engine for g and returns it with the slabs it copies to and from.
+type benchSetup func(tb testing.TB, g testGeometry) (Engine, [][]byte)
+
 // benchmarkEngine measures Gather (or Scatter) of one object in every layout and part size on the engine that
-// newEngine builds.
-func benchmarkEngine(b *testing.B, totalBytes int64, gather bool, newEngine func(testing.TB, int64, [][]byte) Engine) {
+// setUp builds. Each shape's bytes are verified once, before the timed loop: a fast wrong copy is no result.
+func benchmarkEngine(b *testing.B, totalBytes int64, gather bool, setUp benchSetup) {
 	for _, pageFirst := range []bool{false, true} {
 		for _, partBytes := range benchPartBytes {
 			g, spans := benchGeometry(partBytes, totalBytes, pageFirst)
 			b.Run(benchName(g), func(b *testing.B) {
-				e := newEngine(b, g.deviceBytes(), g.newSlabs(0))
+				e, slabs := setUp(b, g)
 				op := e.Scatter
 				if gather {
 					op = e.Gather
+				}
+				if err := verifyBenchCopy(e, slabs, spans, gather); err != nil {
+					b.Fatalf("%d spans: %v", len(spans), err)
 				}
 				b.SetBytes(totalBytes)
 				for b.Loop() {
@@ -52,6 +60,50 @@ func benchmarkEngine(b *testing.B, totalBytes int64, gather bool, newEngine func
 	}
 }
 
+// verifyBenchCopy fills the source side (device buffer or slabs) with a pattern, runs the copy once and checks
+// every span's destination bytes against its source. Spans must not overlap at their destinations.
+func verifyBenchCopy(e Engine, slabs [][]byte, spans []Span, gather bool) error {
+	device := benchPattern(e.DeviceBytes(), 1)
+	for i, slab := range slabs {
+		copy(slab, benchPattern(int64(len(slab)), uint64(i)+2))
+	}
+	if err := e.WriteDevice(0, device); err != nil {
+		return err
+	}
+	var err error
+	if gather {
+		err = e.Gather(spans)
+	} else {
+		err = e.Scatter(spans)
+	}
+	if err != nil {
+		return err
+	}
+	if !gather {
+		if err := e.ReadDevice(0, device); err != nil {
+			return err
+		}
+	}
+	for i, s := range spans {
+		onDevice := device[s.DeviceOffsetBytes : s.DeviceOffsetBytes+s.Bytes]
+		inSlab := slabs[s.Slab][s.SlabOffsetBytes : s.SlabOffsetBytes+s.Bytes]
+		if !bytes.Equal(onDevice, inSlab) {
+			return fmt.Errorf("span %d (%+v): destination bytes differ from the source after one copy", i, s)
+		}
+	}
+	return nil
+}
+
+// benchPattern is n bytes of distinct 8-byte words, seeded so that the device buffer and each slab differ:
+// cheaper than random bytes at hundreds of MiB, and no two parts alike.
+func benchPattern(n int64, seed uint64) []byte {
+	b := make([]byte, n)
+	for i := int64(0); i+8 <= n; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], (uint64(i)+seed<<56)*0x9e3779b97f4a7c15)
+	}
+	return b
+}
+
 func newBenchHostEngine(tb testing.TB, deviceBytes int64, slabs [][]byte) Engine {
 	e, err := NewHostEngine(deviceBytes, slabs, 0)
 	if err != nil {
@@ -61,11 +113,14 @@ func newBenchHostEngine(tb testing.TB, deviceBytes int64, slabs [][]byte) Engine
 	return e
 }
 
-func BenchmarkHostGather(b *testing.B) { benchmarkEngine(b, benchTotalBytes, true, newBenchHostEngine) }
-
-func BenchmarkHostScatter(b *testing.B) {
-	benchmarkEngine(b, benchTotalBytes, false, newBenchHostEngine)
+func benchHost(tb testing.TB, g testGeometry) (Engine, [][]byte) {
+	slabs := g.newSlabs(0)
+	return newBenchHostEngine(tb, g.deviceBytes(), slabs), slabs
 }
+
+func BenchmarkHostGather(b *testing.B) { benchmarkEngine(b, benchTotalBytes, true, benchHost) }
+
+func BenchmarkHostScatter(b *testing.B) { benchmarkEngine(b, benchTotalBytes, false, benchHost) }
 
 // BenchmarkCopyReference is the yardstick: one copy() (memmove) of the same total bytes in one call.
 func BenchmarkCopyReference(b *testing.B) {

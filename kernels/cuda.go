@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -23,31 +22,13 @@ const CUDABuild = true
 var pagecopyPTX string
 
 const (
-	// cudaRegisterChunkBytes bounds one cuMemHostRegister call: registering pins pages, and a bounded call keeps
-	// the driver's work per call (and any failure) small and the error message specific.
-	cudaRegisterChunkBytes = 1 << 30
-	// cudaItemMaxBytes splits long spans (coalesced layer_first runs) so that one warp does not copy megabytes
-	// alone while the others idle; 256 KiB is 512 uint4 accesses per lane, which hides the launch of the item.
-	cudaItemMaxBytes = 256 << 10
 	// cudaThreadsPerBlock matches __launch_bounds__(256) in pagecopy.cu: 8 warps, 8 items at a time per block.
 	cudaThreadsPerBlock = 256
 	// cudaBlocksPerSM bounds the grid: enough resident warps per SM to keep many bus transactions in flight.
 	cudaBlocksPerSM = 8
 	// cudaItemsMin is the item buffer's first capacity; it doubles when a call needs more.
 	cudaItemsMin = 4096
-	pageBytes    = 4096
 )
-
-// cudaItem must match CopyItem in pagecopy.cu.
-type cudaItem struct {
-	dst, src, bytes, reserved uint64
-}
-
-// cudaChunk is one registered range of host memory: host [hostAddr, hostAddr+bytes) is devicePtr on the GPU.
-type cudaChunk struct {
-	hostAddr, devicePtr uintptr
-	bytes               int64
-}
 
 // CUDAEngine is the cuda build's engine: the device KV buffer is cuMemAlloc memory (never managed memory), the
 // slabs are registered with the GPU and mapped, and the copy_items kernel of pagecopy.cu moves the bytes.
@@ -66,9 +47,11 @@ type CUDAEngine struct {
 	stream      cu.Stream
 	blocksMax   int
 	spans       []Span     // scratch: the caller's spans, coalesced
-	items       []cudaItem // scratch: the items of one call, uploaded to itemsPtr
+	items       []cudaItem // scratch: the items of one call, staged in itemsHost and uploaded to itemsPtr
+	itemsHost   []cudaItem // pinned (cuMemAllocHost) staging of itemsCap items: C memory, not Go heap
 	itemsPtr    cu.DevicePtr
 	itemsCap    int
+	hasModule   bool
 	closed      bool
 }
 
@@ -123,6 +106,7 @@ func (e *CUDAEngine) start() error {
 	if e.module, err = cu.LoadData(pagecopyPTX); err != nil {
 		return fmt.Errorf("kernels: loading the pagecopy PTX: %w", err)
 	}
+	e.hasModule = true
 	if e.copyFn, err = e.module.Function("copy_items"); err != nil {
 		return fmt.Errorf("kernels: copy_items in the pagecopy PTX: %w", err)
 	}
@@ -135,37 +119,15 @@ func (e *CUDAEngine) start() error {
 	return e.registerSlabs()
 }
 
-// registerSlabs registers the page-rounded union of the slabs in chunks of at most cudaRegisterChunkBytes.
-// Rounding to pages and merging first matters: two slabs that share a page (or one mapping split into slabs)
-// would otherwise register the same page twice, which the driver refuses.
+// registerSlabs registers the slabs with the GPU, mapped, in the chunks registrationChunks plans.
 func (e *CUDAEngine) registerSlabs() error {
-	type interval struct{ lo, hi uintptr }
-	var ranges []interval
-	for _, s := range e.slabs {
-		if len(s) == 0 {
-			continue
+	for _, c := range registrationChunks(slabRanges(e.slabs)) {
+		ptr, err := registerHostMapped(c.hostAddr, c.bytes)
+		if err != nil {
+			return err
 		}
-		base := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
-		ranges = append(ranges, interval{base &^ (pageBytes - 1), (base + uintptr(len(s)) + pageBytes - 1) &^ (pageBytes - 1)})
-	}
-	slices.SortFunc(ranges, func(a, b interval) int { return int(int64(a.lo) - int64(b.lo)) })
-	var merged []interval
-	for _, r := range ranges {
-		if n := len(merged); n > 0 && r.lo <= merged[n-1].hi {
-			merged[n-1].hi = max(merged[n-1].hi, r.hi)
-			continue
-		}
-		merged = append(merged, r)
-	}
-	for _, r := range merged {
-		for lo := r.lo; lo < r.hi; lo += cudaRegisterChunkBytes {
-			n := int64(min(r.hi-lo, cudaRegisterChunkBytes))
-			ptr, err := registerHostMapped(lo, n)
-			if err != nil {
-				return err
-			}
-			e.chunks = append(e.chunks, cudaChunk{hostAddr: lo, devicePtr: ptr, bytes: n})
-		}
+		c.devicePtr = ptr
+		e.chunks = append(e.chunks, c)
 	}
 	return nil
 }
@@ -177,10 +139,7 @@ func (e *CUDAEngine) release() error {
 		errs = append(errs, unregisterHost(c.hostAddr))
 	}
 	e.chunks = nil
-	if e.itemsPtr != 0 {
-		errs = append(errs, cu.MemFree(e.itemsPtr))
-		e.itemsPtr = 0
-	}
+	errs = append(errs, e.freeItems())
 	if e.devicePtr != 0 {
 		errs = append(errs, cu.MemFree(e.devicePtr))
 		e.devicePtr = 0
@@ -188,7 +147,12 @@ func (e *CUDAEngine) release() error {
 	if e.stream != (cu.Stream{}) {
 		errs = append(errs, e.stream.Destroy())
 	}
-	// gorgonia.org/cu has no cuModuleUnload: the module (a few KiB) lives as long as the primary context.
+	// The primary context outlives the engine (another engine, or NCCL, may hold it), so the module must be
+	// unloaded here or each engine would leak one.
+	if e.hasModule {
+		errs = append(errs, e.module.Unload())
+		e.hasModule = false
+	}
 	errs = append(errs, e.device.ReleasePrimaryCtx())
 	return errors.Join(errs...)
 }
@@ -294,46 +258,28 @@ func (e *CUDAEngine) run(spans []Span, gather bool) error {
 	})
 }
 
-// appendItems splits one span at registration-chunk boundaries and at cudaItemMaxBytes, and appends its items.
+// appendItems appends the items of one span (appendSpanItems).
 func (e *CUDAEngine) appendItems(s Span, gather bool) {
-	host := uintptr(unsafe.Pointer(unsafe.SliceData(e.slabs[s.Slab]))) + uintptr(s.SlabOffsetBytes)
+	host := sliceAddr(e.slabs[s.Slab]) + uintptr(s.SlabOffsetBytes)
 	device := uintptr(e.devicePtr) + uintptr(s.DeviceOffsetBytes)
-	for left := s.Bytes; left > 0; {
-		c := e.chunkOf(host)
-		n := min(left, cudaItemMaxBytes, int64(c.hostAddr+uintptr(c.bytes)-host))
-		mapped := c.devicePtr + (host - c.hostAddr)
-		item := cudaItem{dst: uint64(device), src: uint64(mapped), bytes: uint64(n)}
-		if gather {
-			item.dst, item.src = uint64(mapped), uint64(device)
-		}
-		e.items = append(e.items, item)
-		host, device, left = host+uintptr(n), device+uintptr(n), left-n
-	}
-}
-
-// chunkOf returns the registered chunk holding host address addr; validation guarantees there is one.
-func (e *CUDAEngine) chunkOf(addr uintptr) cudaChunk {
-	i, _ := slices.BinarySearchFunc(e.chunks, addr, func(c cudaChunk, a uintptr) int {
-		switch {
-		case c.hostAddr+uintptr(c.bytes) <= a:
-			return -1
-		case c.hostAddr > a:
-			return 1
-		}
-		return 0
-	})
-	return e.chunks[i]
+	e.items = appendSpanItems(e.items, e.chunks, host, device, s.Bytes, gather)
 }
 
 // launch uploads the items and runs copy_items on the engine's stream until it completes.
+//
+// The upload is on the engine's stream, from pinned staging, so the kernel that follows it on that stream
+// reads this call's items: a plain cuMemcpyHtoD runs on the legacy default stream, which the engine's
+// non-blocking stream does not wait for, and from pageable memory it may return before its DMA lands. The
+// staging is rewritten only by the next call, after this one synchronised the stream.
 func (e *CUDAEngine) launch() error {
 	if len(e.items) > e.itemsCap {
 		if err := e.growItems(max(len(e.items), 2*e.itemsCap)); err != nil {
 			return err
 		}
 	}
+	copy(e.itemsHost, e.items)
 	itemBytes := int64(len(e.items)) * int64(unsafe.Sizeof(cudaItem{}))
-	if err := cu.MemcpyHtoD(e.itemsPtr, unsafe.Pointer(&e.items[0]), itemBytes); err != nil {
+	if err := cu.MemcpyHtoDAsync(e.itemsPtr, unsafe.Pointer(&e.itemsHost[0]), itemBytes, e.stream); err != nil {
 		return fmt.Errorf("kernels: uploading %d copy items: %w", len(e.items), err)
 	}
 	warpsPerBlock := cudaThreadsPerBlock / 32
@@ -349,18 +295,38 @@ func (e *CUDAEngine) launch() error {
 	return nil
 }
 
-// growItems replaces the device item buffer with one of capacity items.
+// growItems replaces the device item buffer and its pinned staging with ones of capacity items.
 func (e *CUDAEngine) growItems(capacity int) error {
-	if e.itemsPtr != 0 {
-		if err := cu.MemFree(e.itemsPtr); err != nil {
-			return fmt.Errorf("kernels: freeing the item buffer: %w", err)
-		}
-		e.itemsPtr, e.itemsCap = 0, 0
+	if err := e.freeItems(); err != nil {
+		return err
 	}
-	ptr, err := cu.MemAlloc(int64(capacity) * int64(unsafe.Sizeof(cudaItem{})))
+	itemBytes := capacity * int(unsafe.Sizeof(cudaItem{}))
+	host, err := allocPinnedBytes(itemBytes)
 	if err != nil {
+		return fmt.Errorf("kernels: staging for %d copy items: %w", capacity, err)
+	}
+	e.itemsHost = unsafe.Slice((*cudaItem)(unsafe.Pointer(&host[0])), capacity)
+	if e.itemsPtr, err = cu.MemAlloc(int64(itemBytes)); err != nil {
 		return fmt.Errorf("kernels: cuMemAlloc for %d copy items: %w", capacity, err)
 	}
-	e.itemsPtr, e.itemsCap = ptr, capacity
+	e.itemsCap = capacity
+	return nil
+}
+
+// freeItems frees the item buffer and its staging, whichever exist.
+func (e *CUDAEngine) freeItems() error {
+	var errs []error
+	if e.itemsPtr != 0 {
+		errs = append(errs, cu.MemFree(e.itemsPtr))
+		e.itemsPtr = 0
+	}
+	if e.itemsHost != nil {
+		errs = append(errs, freePinnedBytes(unsafe.Slice((*byte)(unsafe.Pointer(&e.itemsHost[0])), len(e.itemsHost)*int(unsafe.Sizeof(cudaItem{})))))
+		e.itemsHost = nil
+	}
+	e.itemsCap = 0
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kernels: freeing the item buffers: %w", err)
+	}
 	return nil
 }

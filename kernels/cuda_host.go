@@ -3,7 +3,8 @@
 package kernels
 
 // This file is the only one that calls the CUDA driver through cgo directly: gorgonia.org/cu v0.9.6 does not
-// wrap cuMemHostRegister / cuMemHostGetDevicePointer / cuMemHostUnregister. The calls use whatever context is
+// wrap cuMemHostRegister / cuMemHostGetDevicePointer / cuMemHostUnregister, cuMemAllocHost or
+// cuDeviceGetPCIBusId. The calls use whatever context is
 // current on the calling OS thread, which CUDAEngine.withContext sets.
 
 /*
@@ -23,6 +24,18 @@ static CUresult registerMapped(uintptr_t p, size_t n, CUdeviceptr* devicePtr) {
 
 static CUresult unregister(uintptr_t p) { return cuMemHostUnregister((void*)p); }
 
+// busID writes the PCI bus id of GPU ordinal ("0000:1b:00.0") into out.
+static CUresult busID(int ordinal, char* out, int outBytes) {
+	CUdevice dev;
+	CUresult r = cuDeviceGet(&dev, ordinal);
+	if (r != CUDA_SUCCESS) return r;
+	return cuDeviceGetPCIBusId(out, outBytes, dev);
+}
+
+static CUresult allocPinned(void** p, size_t n) { return cuMemAllocHost(p, n); }
+
+static CUresult freePinned(void* p) { return cuMemFreeHost(p); }
+
 static const char* errorName(CUresult r) {
 	const char* s = 0;
 	if (cuGetErrorName(r, &s) != CUDA_SUCCESS || s == 0) return "unknown CUDA error";
@@ -31,7 +44,10 @@ static const char* errorName(CUresult r) {
 */
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // registerHostMapped registers [hostAddr, hostAddr+lengthBytes) with the GPU and returns its mapped device
 // address. The address is passed as an integer: the memory is the shared L2 mapping (mmap), not Go heap, and
@@ -48,6 +64,38 @@ func registerHostMapped(hostAddr uintptr, lengthBytes int64) (uintptr, error) {
 func unregisterHost(hostAddr uintptr) error {
 	if r := C.unregister(C.uintptr_t(hostAddr)); r != C.CUDA_SUCCESS {
 		return cudaError(fmt.Sprintf("cuMemHostUnregister(%#x)", hostAddr), r)
+	}
+	return nil
+}
+
+// GPUBusID is the PCI bus id of GPU ordinal ("0000:1b:00.0"): the identity NCCL compares when it refuses two
+// ranks of a communicator on one GPU, and the same for every process that sees the GPU, whatever ordinal
+// CUDA_VISIBLE_DEVICES gives it there.
+func GPUBusID(ordinal int) (string, error) {
+	var buf [32]C.char
+	if r := C.busID(C.int(ordinal), &buf[0], C.int(len(buf))); r != C.CUDA_SUCCESS {
+		return "", cudaError(fmt.Sprintf("cuDeviceGetPCIBusId(GPU %d)", ordinal), r)
+	}
+	return C.GoString(&buf[0]), nil
+}
+
+// allocPinnedBytes allocates page-locked host memory (cuMemAllocHost) in the current context: what an
+// asynchronous host-to-device copy must read from to be truly asynchronous and ordered on its stream. The
+// slice is C memory, freed by freePinnedBytes, never by Go.
+func allocPinnedBytes(n int) ([]byte, error) {
+	var p unsafe.Pointer
+	if r := C.allocPinned(&p, C.size_t(n)); r != C.CUDA_SUCCESS {
+		return nil, cudaError(fmt.Sprintf("cuMemAllocHost(%d bytes)", n), r)
+	}
+	return unsafe.Slice((*byte)(p), n), nil
+}
+
+func freePinnedBytes(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if r := C.freePinned(unsafe.Pointer(&b[0])); r != C.CUDA_SUCCESS {
+		return cudaError("cuMemFreeHost", r)
 	}
 	return nil
 }

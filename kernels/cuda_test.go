@@ -7,6 +7,7 @@ package kernels
 // byte-for-byte verification.
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -49,13 +50,14 @@ func mmapSlabs(tb testing.TB, count int, slabBytes int64) [][]byte {
 	return slabs
 }
 
-// cudaGeometries add to the CPU ones parts of typical KV sizes (64 KiB and 1 MiB) and an odd part size, which
-// takes the kernel's byte-copy path.
+// cudaGeometries add to the CPU ones parts of typical KV sizes (64 KiB and 1 MiB), a part that is a multiple of
+// 8 bytes but not 16 (the kernel's 8-byte path) and an odd one (its byte path).
 var cudaGeometries = append(append([]testGeometry(nil), roundTripGeometries...),
 	testGeometry{ranks: 4, layers: 4, payloads: 2, devicePages: 64, slotsPerSlab: 24, slabs: 3, partBytes: 64 << 10},
 	testGeometry{ranks: 4, layers: 4, payloads: 2, devicePages: 64, slotsPerSlab: 24, slabs: 3, partBytes: 64 << 10, pageFirst: true},
 	testGeometry{ranks: 2, layers: 2, payloads: 1, devicePages: 24, slotsPerSlab: 16, slabs: 2, partBytes: 1 << 20},
 	testGeometry{ranks: 2, layers: 3, payloads: 2, devicePages: 32, slotsPerSlab: 20, slabs: 2, partBytes: 1000, pageFirst: true},
+	testGeometry{ranks: 2, layers: 3, payloads: 2, devicePages: 32, slotsPerSlab: 20, slabs: 2, partBytes: 1001, pageFirst: true},
 )
 
 func TestCUDAGatherScatterRoundTrip(t *testing.T) {
@@ -68,24 +70,37 @@ func TestCUDABoundsErrorCopiesNothing(t *testing.T) {
 
 func TestCUDAZeroLengthEdgeCases(t *testing.T) { checkZeroLengthEdgeCases(t, newTestCUDAEngine) }
 
-// TestCUDAMmapSlabsAcrossRegistrationChunks registers slabs larger than one registration chunk and copies
-// spans that cross a chunk boundary, which the engine must split.
+// TestCUDAMmapSlabsAcrossRegistrationChunks registers two slabs larger than one registration chunk and copies
+// spans that cross a chunk boundary, which the engine must split. The slabs come from one mapping with a page
+// between them: two separate mappings may lie back to back, registration would merge them into one range, and
+// the spans chosen below might then not cross a boundary at all. The test asserts both premises.
 func TestCUDAMmapSlabsAcrossRegistrationChunks(t *testing.T) {
 	const slabBytes = cudaRegisterChunkBytes + 8<<20
-	slabs := mmapSlabs(t, 2, slabBytes)
-	e := newTestCUDAEngine(t, 16<<20, slabs)
+	region := mmapSlabs(t, 1, 2*slabBytes+pageBytes)[0]
+	slabs := [][]byte{region[:slabBytes:slabBytes], region[slabBytes+pageBytes:]}
+	e := newTestCUDAEngine(t, 16<<20, slabs).(*CUDAEngine)
+	if len(e.chunks) != 4 {
+		t.Fatalf("two slabs of %d bytes apart registered as %d chunks, want 2 each", slabBytes, len(e.chunks))
+	}
+	spans := []Span{
+		{DeviceOffsetBytes: 0, Slab: 0, SlabOffsetBytes: cudaRegisterChunkBytes - 3<<20, Bytes: 8 << 20},
+		{DeviceOffsetBytes: 8 << 20, Slab: 1, SlabOffsetBytes: cudaRegisterChunkBytes - 5<<20, Bytes: 8 << 20},
+	}
+	for i, s := range spans {
+		first := uintptr(unsafe.Pointer(&slabs[s.Slab][s.SlabOffsetBytes]))
+		if chunkOf(e.chunks, first) == chunkOf(e.chunks, first+uintptr(s.Bytes)-1) {
+			t.Fatalf("span %d lies in one registration chunk: nothing to split", i)
+		}
+	}
 	rng := rand.New(rand.NewPCG(7, 7))
 	content := randomBytes(rng, 16<<20)
 	mustOK(t, e.WriteDevice(0, content))
-	spans := []Span{
-		{DeviceOffsetBytes: 0, Slab: 0, SlabOffsetBytes: cudaRegisterChunkBytes - 3<<20, Bytes: 8 << 20},
-		{DeviceOffsetBytes: 8 << 20, Slab: 1, SlabOffsetBytes: slabBytes - 8<<20, Bytes: 8 << 20},
-	}
 	mustOK(t, e.Gather(spans))
-	want := make([][]byte, 2)
-	want[0] = slabs[0][cudaRegisterChunkBytes-3<<20 : cudaRegisterChunkBytes+5<<20]
-	want[1] = slabs[1][slabBytes-8<<20:]
-	if j := firstDiff(append(append([]byte(nil), want[0]...), want[1]...), content); j >= 0 {
+	var gathered []byte
+	for _, s := range spans {
+		gathered = append(gathered, slabs[s.Slab][s.SlabOffsetBytes:s.SlabOffsetBytes+s.Bytes]...)
+	}
+	if j := firstDiff(gathered, content); j >= 0 {
 		t.Fatalf("Gather across a registration chunk: byte %d differs", j)
 	}
 	mustOK(t, e.WriteDevice(0, make([]byte, 16<<20)))
@@ -94,6 +109,30 @@ func TestCUDAMmapSlabsAcrossRegistrationChunks(t *testing.T) {
 	mustOK(t, e.ReadDevice(0, got))
 	if j := firstDiff(got, content); j >= 0 {
 		t.Fatalf("Scatter across a registration chunk: byte %d differs", j)
+	}
+}
+
+// TestCUDAConsecutiveCallsUseTheirOwnItems runs calls of different item lists back to back, each verified: a
+// kernel that read the item list before this call's upload landed would copy the previous call's pages. Lists
+// grow past cudaItemsMin, so the item buffers are replaced between calls too.
+func TestCUDAConsecutiveCallsUseTheirOwnItems(t *testing.T) {
+	g := testGeometry{ranks: 1, layers: 2, payloads: 2, devicePages: 2048, slotsPerSlab: 2048, slabs: 2, partBytes: 4096, pageFirst: true}
+	slabs := mmapSlabs(t, g.slabs, g.slabBytes())
+	e := newTestCUDAEngine(t, g.deviceBytes(), slabs)
+	rng := rand.New(rand.NewPCG(11, 13))
+	content := randomBytes(rng, g.deviceBytes())
+	mustOK(t, e.WriteDevice(0, content))
+	for call := range 40 {
+		spans := g.spansFor(0, g.randomPlacements(rng, 1+rng.IntN(g.devicePages)))
+		for _, slab := range slabs {
+			clear(slab)
+		}
+		mustOK(t, e.Gather(spans))
+		for i, s := range spans {
+			if !bytes.Equal(slabs[s.Slab][s.SlabOffsetBytes:s.SlabOffsetBytes+s.Bytes], content[s.DeviceOffsetBytes:s.DeviceOffsetBytes+s.Bytes]) {
+				t.Fatalf("call %d (%d spans): span %d holds other bytes than its device pages", call, len(spans), i)
+			}
+		}
 	}
 }
 
@@ -114,17 +153,15 @@ func TestCUDAConcurrentCallsAreSafe(t *testing.T) {
 // launch and synchronization costs are small.
 const cudaBenchTotalBytes = 256 << 20
 
-func newBenchCUDAEngineMmap(tb testing.TB, deviceBytes int64, slabs [][]byte) Engine {
-	return newBenchCUDAEngine(tb, deviceBytes, mmapSlabs(tb, len(slabs), int64(len(slabs[0]))))
+// benchCUDA builds a CUDA engine over mmap'ed slabs, as the shared L2 is.
+func benchCUDA(tb testing.TB, g testGeometry) (Engine, [][]byte) {
+	slabs := mmapSlabs(tb, g.slabs, g.slabBytes())
+	return newBenchCUDAEngine(tb, g.deviceBytes(), slabs), slabs
 }
 
-func BenchmarkCUDAGather(b *testing.B) {
-	benchmarkEngine(b, cudaBenchTotalBytes, true, newBenchCUDAEngineMmap)
-}
+func BenchmarkCUDAGather(b *testing.B) { benchmarkEngine(b, cudaBenchTotalBytes, true, benchCUDA) }
 
-func BenchmarkCUDAScatter(b *testing.B) {
-	benchmarkEngine(b, cudaBenchTotalBytes, false, newBenchCUDAEngineMmap)
-}
+func BenchmarkCUDAScatter(b *testing.B) { benchmarkEngine(b, cudaBenchTotalBytes, false, benchCUDA) }
 
 // BenchmarkCUDAMemcpyReference is the yardstick beside our kernel: cuMemcpyDtoH and cuMemcpyHtoD (the copy
 // engines' DMA) of the same total bytes in one call, between the device buffer and registered (pinned) slab

@@ -5,7 +5,8 @@
 #   make gpu               build bin/cphicache-gpu with the cuda build tag
 #   make test-cuda-build   compile and vet the cuda build, build bin/cphicache-gpu and the GPU test binaries, and
 #                          check the committed PTX equals a fresh nvcc run (in EXTRA_TESTS; alias test-gpu-build)
-#   make gpu-check         test-cuda-build plus the MPI libraries, all kernels/gpu-check.sh needs on a GPU machine
+#   make gpu-check         test-cuda-build, then build/gpu-check-kit: the one folder to carry to a GPU machine, with
+#                          the one script to run there (gpu-check.sh)
 
 NVCC          ?= nvcc
 NVCC_FLAGS    ?= -arch=sm_90 -ptx -O3
@@ -62,19 +63,22 @@ test-gpu-build: test-cuda-build
 
 EXTRA_TESTS += test-cuda-build
 
-# gpu-check prepares what kernels/gpu-check.sh runs on a GPU machine (which needs no Go toolchain): the cuda
-# build's binary and test binaries, and in $(GPU_CHECK_LIBS) the MPI libraries they link, for a machine that
-# has no MPI (the loader needs them even where MPI is never initialised; glibc and libcuda are the machine's).
-# Carry bin/cphicache-gpu, $(BUILD)/*-cuda.test and $(GPU_CHECK_LIBS) there and run kernels/gpu-check.sh from
-# the repository root.
-GPU_CHECK_LIBS := $(BUILD)/gpu-check-libs
+# gpu-check assembles $(GPU_CHECK_KIT), everything kernels/gpu-check.sh runs on a GPU machine (which needs no
+# Go toolchain): the script itself, the cuda build's binary and test binaries, and hicache's test data. Carry
+# the folder there and run $(GPU_CHECK_KIT)/gpu-check.sh. No library is carried: steps 1-3 link only glibc and
+# the driver's libcuda (package nccl links no MPI), and the MPI steps run only where an MPI is installed, with
+# that MPI. The binaries need the glibc version printed here, which the script checks on the machine with
+# ldd, binary by binary, before each step.
+GPU_CHECK_KIT := $(BUILD)/gpu-check-kit
 
 gpu-check: test-cuda-build
-	@rm -rf $(GPU_CHECK_LIBS) && mkdir -p $(GPU_CHECK_LIBS)
-	@ldd $(GPU_BIN) | awk '$$2 == "=>" && $$3 ~ /^\// { print $$3 }' | while read -r lib; do \
-		case $$(basename $$lib) in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libcuda.so*|ld-linux*) ;; \
-		*) cp -L $$lib $(GPU_CHECK_LIBS)/ ;; esac; done
-	@echo "gpu-check: ready ($$(du -sh $(GPU_BIN) $(GPU_CHECK_TESTS) $(GPU_CHECK_LIBS) | awk '{s = s $$1 " "} END {print s}')): on the GPU machine run kernels/gpu-check.sh (under 10 minutes)"
+	@rm -rf $(GPU_CHECK_KIT) && mkdir -p $(GPU_CHECK_KIT)/bin $(GPU_CHECK_KIT)/hicache
+	@cp kernels/gpu-check.sh $(GPU_CHECK_KIT)/
+	@cp $(GPU_BIN) $(GPU_CHECK_KIT)/bin/
+	@cp $(GPU_CHECK_TESTS) $(GPU_CHECK_KIT)/
+	@cp -r hicache/testdata $(GPU_CHECK_KIT)/hicache/
+	@glibc=$$(for f in $(GPU_CHECK_KIT)/bin/* $(GPU_CHECK_KIT)/*.test; do objdump -T $$f | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1); \
+	echo "gpu-check: ready: $(GPU_CHECK_KIT) ($$(du -sh $(GPU_CHECK_KIT) | cut -f1), needs $$glibc or later); on the GPU machine run $(GPU_CHECK_KIT)/gpu-check.sh (under 7 minutes)"
 
 # The concurrency tests under the race detector, small: several callers on one engine, whose workers share
 # per-call state.

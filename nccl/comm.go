@@ -8,6 +8,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Op is an NCCL reduction operator (ncclRedOp_t).
@@ -43,10 +44,11 @@ var ErrDestroyed = errors.New("nccl: communicator already destroyed")
 
 // Comm is one rank's NCCL communicator.
 type Comm struct {
-	lib    *Library
-	handle C.ncclComm_t
-	nranks int
-	rank   int
+	lib         *Library
+	handle      C.ncclComm_t
+	nranks      int
+	rank        int
+	nonBlocking bool // made by InitRankWithin: any call may return ncclInProgress, and must then be waited for
 }
 
 // Rank is this process's rank in the communicator.
@@ -79,7 +81,35 @@ func (c *Comm) allreduce(sendPtr, recvPtr uintptr, count int, dataType int, op O
 	}
 	rc := C.cph_nccl_all_reduce(c.lib.c, C.uintptr_t(sendPtr), C.uintptr_t(recvPtr), C.size_t(count),
 		C.ncclDataType_t(dataType), C.ncclRedOp_t(op), c.handle, C.uintptr_t(stream))
+	if c.nonBlocking && Result(rc) == InProgress {
+		// NCCL's rule for non-blocking communicators: wait until the call is enqueued before the next one. The
+		// caller's watchdog bounds this, as it bounds the stream synchronisation that follows.
+		return c.wait("ncclAllReduce", 0)
+	}
 	return c.lib.check("ncclAllReduce", rc, c.handle)
+}
+
+// wait polls a non-blocking communicator's state (ncclCommGetAsyncError) until it leaves ncclInProgress, and
+// returns its error if it failed. timeout > 0 bounds the wait: past it, the error wraps Timeout.
+//
+// The pause between polls starts short and doubles up to asyncPollInterval: a collective that NCCL reports in
+// progress (connecting on first use) is usually done within microseconds, and writing_check waits on it.
+func (c *Comm) wait(call string, timeout time.Duration) error {
+	start, pause := time.Now(), asyncPollFirstPause
+	for {
+		var state C.ncclResult_t
+		if err := c.lib.check("ncclCommGetAsyncError", C.cph_nccl_comm_get_async_error(c.lib.c, c.handle, &state), c.handle); err != nil {
+			return fmt.Errorf("nccl: %s: %w", call, err)
+		}
+		if Result(state) != InProgress {
+			return c.lib.check(call, state, c.handle)
+		}
+		if waited := time.Since(start); timeout > 0 && waited >= timeout {
+			return &Error{Call: call, Code: Timeout, Message: fmt.Sprintf("still in progress after %.1f s (the bound given); communicator aborted", waited.Seconds())}
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, asyncPollInterval)
+	}
 }
 
 // Destroy frees the communicator once its pending work is done (ncclCommDestroy). Destroying twice is harmless.

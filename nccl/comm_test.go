@@ -3,7 +3,9 @@ package nccl
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -94,7 +96,7 @@ func TestTwoGroupsStayIndependent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mpiGroup.Free()
-	comm, err := NewCommOverMPI(shim, mpiGroup)
+	comm, err := NewCommOverMPI(shim, mpiGroup, testInitTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func TestAllreduceOfNothingIsANoOp(t *testing.T) {
 }
 
 func TestDestroyedCommRefusesWorkAndDestroysOnce(t *testing.T) {
-	comm, err := NewCommOverMPI(shim, world)
+	comm, err := NewCommOverMPI(shim, world, testInitTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +174,7 @@ func TestDestroyedCommRefusesWorkAndDestroysOnce(t *testing.T) {
 }
 
 func TestAbortReleasesTheComm(t *testing.T) {
-	comm, err := NewCommOverMPI(shim, world)
+	comm, err := NewCommOverMPI(shim, world, testInitTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ func TestLegacyLibraryReducesToo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lib.Close()
-	comm, err := NewCommOverMPI(lib, world)
+	comm, err := NewCommOverMPI(lib, world, testInitTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +209,56 @@ func TestLegacyLibraryReducesToo(t *testing.T) {
 	}
 }
 
+// TestInitRankWithinIsNonBlockingAndWaited: with a library that has ncclCommInitRankConfig, the communicator is
+// non-blocking and ready when NewCommOverMPI returns (the shim refuses an all-reduce on one still in progress,
+// and answers each all-reduce with ncclInProgress, which the binding must wait out); the legacy one falls back
+// to the blocking init.
+func TestInitRankWithinIsNonBlockingAndWaited(t *testing.T) {
+	t.Setenv("NCCLSHIM_INIT_POLLS", "20")
+	if !shim.HasNonBlockingInit() {
+		t.Fatalf("shim (NCCL %s) has no non-blocking init", VersionString(shim.Version()))
+	}
+	comm := worldComm(t)
+	if !comm.nonBlocking {
+		t.Fatal("communicator of a 2.14+ library is blocking")
+	}
+	for round := range 3 {
+		v := []uint64{uint64(world.Rank()) + 5}
+		p := hostPtr(t, v)
+		if err := comm.AllreduceUint64(p, p, 1, Min, 0); err != nil || v[0] != 5 {
+			t.Fatalf("round %d: MIN on a non-blocking communicator = %d, %v; want 5", round, v[0], err)
+		}
+	}
+	legacy, err := Load(legacyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer legacy.Close()
+	if legacy.HasNonBlockingInit() {
+		t.Error("legacy NCCL 2.7.8 claims a non-blocking init")
+	}
+}
+
+// TestInitRankWithinAbortsOnTimeout: an init that never completes (a peer that never arrives) ends after the
+// bound with a Timeout error on every rank, its communicator aborted, instead of waiting for good.
+func TestInitRankWithinAbortsOnTimeout(t *testing.T) {
+	t.Setenv("NCCLSHIM_INIT_HANG", "1")
+	const bound = 300 * time.Millisecond
+	start := time.Now()
+	comm, err := NewCommOverMPI(shim, world, bound)
+	waited := time.Since(start)
+	if err == nil {
+		comm.Destroy()
+		t.Fatal("an init that never completes returned a communicator")
+	}
+	if !errors.Is(err, Timeout) || !strings.Contains(err.Error(), "ncclCommInitRankConfig") {
+		t.Errorf("error %v: want ncclTimeout naming ncclCommInitRankConfig", err)
+	}
+	if waited < bound || waited > bound+5*time.Second {
+		t.Errorf("gave up after %v, want just over %v", waited, bound)
+	}
+}
+
 // BenchmarkAllreduceMinOneValue measures one writing_check-sized MIN through the binding (cgo, a function
 // pointer, the shim's MPI_Allreduce) beside the mpi package's own call. At one rank only: b.N differs from
 // rank to rank, which would leave collectives unmatched.
@@ -214,7 +266,7 @@ func BenchmarkAllreduceMinOneValue(b *testing.B) {
 	if world.Size() != 1 {
 		b.Skip("benchmarks run at one rank")
 	}
-	comm, err := NewCommOverMPI(shim, world)
+	comm, err := NewCommOverMPI(shim, world, testInitTimeout)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -36,6 +36,8 @@ int cph_nccl_open(const char *path, cph_nccl *lib, char *err, size_t err_bytes)
 		{"ncclGetVersion", (void **)&lib->get_version, 1},
 		{"ncclGetUniqueId", (void **)&lib->get_unique_id, 1},
 		{"ncclCommInitRank", (void **)&lib->comm_init_rank, 1},
+		{"ncclCommInitRankConfig", (void **)&lib->comm_init_rank_config, 0},
+		{"ncclCommGetAsyncError", (void **)&lib->comm_get_async_error, 1},
 		{"ncclCommDestroy", (void **)&lib->comm_destroy, 1},
 		{"ncclCommAbort", (void **)&lib->comm_abort, 1},
 		{"ncclAllReduce", (void **)&lib->all_reduce, 1},
@@ -67,6 +69,26 @@ ncclResult_t cph_nccl_comm_init_rank(const cph_nccl *lib, ncclComm_t *comm, int 
                                      int rank)
 {
 	return lib->comm_init_rank(comm, nranks, *id, rank);
+}
+
+/* The non-blocking init: ncclCommInitRankConfig with blocking = 0 returns at once (ncclInProgress while NCCL's
+ * own thread connects the ranks), and ncclCommGetAsyncError says when it is done. Only called when the library
+ * has ncclCommInitRankConfig. */
+ncclResult_t cph_nccl_comm_init_rank_nonblocking(const cph_nccl *lib, ncclComm_t *comm, int nranks,
+                                                const ncclUniqueId *id, int rank)
+{
+	cph_nccl_config_v21400 config;
+	memset(&config, 0, sizeof config);
+	config.size = sizeof config;
+	config.magic = CPH_NCCL_CONFIG_MAGIC;
+	config.version = CPH_NCCL_CONFIG_VERSION;
+	config.blocking = 0;
+	return lib->comm_init_rank_config(comm, nranks, *id, rank, &config);
+}
+
+ncclResult_t cph_nccl_comm_get_async_error(const cph_nccl *lib, ncclComm_t comm, ncclResult_t *async_error)
+{
+	return lib->comm_get_async_error(comm, async_error);
 }
 
 ncclResult_t cph_nccl_comm_destroy(const cph_nccl *lib, ncclComm_t comm) { return lib->comm_destroy(comm); }

@@ -20,6 +20,20 @@ typedef int ncclResult_t;   /* ncclSuccess = 0, ... */
 typedef int ncclDataType_t; /* ncclInt64 = 4, ncclUint64 = 5 */
 typedef int ncclRedOp_t;    /* ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 */
 
+/* ncclConfig_t as NCCL 2.14 introduced it (ncclConfig_v21400 in nccl.h.in): size, magic, version, blocking. Later
+ * NCCLs only append fields; they copy min(size, their own size) bytes of the caller's struct, check the magic,
+ * and honour each field only when version is at least the release that added it, so this struct with version
+ * 2.14.0 is read correctly by every NCCL from 2.14 on (the fields it lacks take NCCL's defaults). */
+typedef struct {
+	size_t size;
+	unsigned int magic;
+	unsigned int version;
+	int blocking;
+} cph_nccl_config_v21400;
+
+#define CPH_NCCL_CONFIG_MAGIC 0xcafebeefu /* NCCL_API_MAGIC */
+#define CPH_NCCL_CONFIG_VERSION 21400     /* NCCL_VERSION(2, 14, 0) */
+
 /* cph_nccl is one loaded NCCL library: its dlopen handle and the entry points looked up in it. The optional
  * ones are NULL when the library lacks them. */
 typedef struct cph_nccl {
@@ -27,6 +41,9 @@ typedef struct cph_nccl {
 	ncclResult_t (*get_version)(int *version);
 	ncclResult_t (*get_unique_id)(ncclUniqueId *id);
 	ncclResult_t (*comm_init_rank)(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
+	ncclResult_t (*comm_init_rank_config)(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+	                                      cph_nccl_config_v21400 *config); /* optional: NCCL 2.14 and later */
+	ncclResult_t (*comm_get_async_error)(ncclComm_t comm, ncclResult_t *async_error);
 	ncclResult_t (*comm_destroy)(ncclComm_t comm);
 	ncclResult_t (*comm_abort)(ncclComm_t comm);
 	ncclResult_t (*all_reduce)(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
@@ -42,6 +59,9 @@ ncclResult_t cph_nccl_get_version(const cph_nccl *lib, int *version);
 ncclResult_t cph_nccl_get_unique_id(const cph_nccl *lib, ncclUniqueId *id);
 ncclResult_t cph_nccl_comm_init_rank(const cph_nccl *lib, ncclComm_t *comm, int nranks, const ncclUniqueId *id,
                                      int rank);
+ncclResult_t cph_nccl_comm_init_rank_nonblocking(const cph_nccl *lib, ncclComm_t *comm, int nranks,
+                                                const ncclUniqueId *id, int rank);
+ncclResult_t cph_nccl_comm_get_async_error(const cph_nccl *lib, ncclComm_t comm, ncclResult_t *async_error);
 ncclResult_t cph_nccl_comm_destroy(const cph_nccl *lib, ncclComm_t comm);
 ncclResult_t cph_nccl_comm_abort(const cph_nccl *lib, ncclComm_t comm);
 ncclResult_t cph_nccl_all_reduce(const cph_nccl *lib, uintptr_t send, uintptr_t recv, size_t count,

@@ -23,6 +23,11 @@
 // gorgonia.org/cu hands them out): NCCL only enqueues the collective on the stream and returns, so the caller
 // must synchronise the stream before it reads the result.
 //
+// Communicators are made non-blocking where NCCL allows (2.14 and later: ncclCommInitRankConfig with NCCL 2.14's
+// ncclConfig_t, blocking = 0), so that an init whose peers never arrive ends after a bound, aborted, instead of
+// holding the thread in NCCL for good (InitRankWithin); calls on such a communicator wait out ncclInProgress
+// themselves. Older libraries init blocking.
+//
 // Testing without a GPU: testdata/ncclshim.c is a stand-in libnccl.so.2 with the same symbols and ABI that
 // implements them with MPI on host memory. The tests build it with mpicc (or take it from CPHICACHE_NCCL_LIB,
 // which nccl.mk sets), dlopen it by path and run under mpirun like the mpi package's tests.
@@ -30,6 +35,7 @@
 // Threading: NCCL calls may come from any goroutine, but NewCommOverMPI uses MPI and so must run on the MPI
 // goroutine (see package mpi). A Comm must not be used from two goroutines at once.
 //
-// This package imports the mpi package only (for NewCommOverMPI) and must not import hicache or any other
-// cphicache package; its C code uses libdl only, never libmpi, libcuda or libnccl.
+// This package imports no other cphicache package (NewCommOverMPI takes any Bootstrap, which *mpi.Comm is; only
+// its tests import mpi), so a binary that uses it alone links no MPI; its C code uses libdl only, never libmpi,
+// libcuda or libnccl.
 package nccl

@@ -8,7 +8,9 @@ package nccl
 import "C"
 
 import (
+	"errors"
 	"fmt"
+	"time"
 	"unsafe"
 )
 
@@ -20,6 +22,16 @@ const DefaultPath = "libnccl.so.2"
 // all-reduce of int64/uint64 MIN and MAX on every transport cphicache meets, and ncclCommAbort, which we require,
 // is older still.
 const MinVersion = 2700
+
+// NonBlockingVersion is the first NCCL with ncclCommInitRankConfig and non-blocking communicators (2.14.0).
+const NonBlockingVersion = 21400
+
+// A non-blocking call's state is polled after asyncPollFirstPause, then at pauses doubling up to
+// asyncPollInterval: NCCL's init takes from tens of milliseconds to seconds, and a poll costs one function call.
+const (
+	asyncPollFirstPause = 5 * time.Microsecond
+	asyncPollInterval   = 2 * time.Millisecond
+)
 
 // UniqueIDBytes is the size of an NCCL unique id (NCCL_UNIQUE_ID_BYTES).
 const UniqueIDBytes = 128
@@ -123,4 +135,39 @@ func (l *Library) InitRank(id UniqueID, nranks, rank int) (*Comm, error) {
 		return nil, err
 	}
 	return &Comm{lib: l, handle: handle, nranks: nranks, rank: rank}, nil
+}
+
+// HasNonBlockingInit reports whether InitRankWithin can bound NCCL's init (NCCL 2.14 and later); with an older
+// library it falls back to the blocking ncclCommInitRank.
+func (l *Library) HasNonBlockingInit() bool {
+	return l.c != nil && l.c.comm_init_rank_config != nil && l.version >= NonBlockingVersion
+}
+
+// InitRankWithin joins like InitRank, but without blocking where the library allows (HasNonBlockingInit): the
+// communicator is made non-blocking (ncclCommInitRankConfig with blocking = 0) and its state polled
+// (ncclCommGetAsyncError) until the init succeeds, fails, or timeout passes; then the half-made communicator is
+// aborted (ncclCommAbort) and the error wraps Timeout. A peer that never arrives thus costs a bounded wait and
+// an error, not a thread stuck in NCCL. timeout <= 0 waits as long as the init takes. The returned Comm is
+// non-blocking: its calls wait for NCCL themselves.
+func (l *Library) InitRankWithin(id UniqueID, nranks, rank int, timeout time.Duration) (*Comm, error) {
+	if !l.HasNonBlockingInit() {
+		return l.InitRank(id, nranks, rank)
+	}
+	var cID C.ncclUniqueId
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&cID)), UniqueIDBytes), id[:])
+	var handle C.ncclComm_t
+	rc := C.cph_nccl_comm_init_rank_nonblocking(l.c, &handle, C.int(nranks), &cID, C.int(rank))
+	if Result(rc) != InProgress {
+		if err := l.check("ncclCommInitRankConfig", rc, nil); err != nil {
+			if handle != nil {
+				C.cph_nccl_comm_abort(l.c, handle)
+			}
+			return nil, err
+		}
+	}
+	c := &Comm{lib: l, handle: handle, nranks: nranks, rank: rank, nonBlocking: true}
+	if err := c.wait("ncclCommInitRankConfig", timeout); err != nil {
+		return nil, errors.Join(err, c.Abort())
+	}
+	return c, nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/cphicache/cphicache/mpi"
@@ -24,6 +25,9 @@ import (
 // builds both with mpicc into a temporary folder.
 
 const shimEnv = "CPHICACHE_NCCL_LIB"
+
+// testInitTimeout bounds each communicator's init in these tests: generous for 16 oversubscribed ranks.
+const testInitTimeout = 60 * time.Second
 
 var (
 	world      *mpi.Comm
@@ -149,7 +153,7 @@ func hostPtr[T any](t testing.TB, s []T) uintptr {
 // worldComm makes an NCCL communicator of every rank, destroyed when the test ends.
 func worldComm(t *testing.T) *Comm {
 	t.Helper()
-	comm, err := NewCommOverMPI(shim, world)
+	comm, err := NewCommOverMPI(shim, world, testInitTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}

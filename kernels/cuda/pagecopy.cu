@@ -40,9 +40,21 @@ __device__ __forceinline__ void copyVector16(uint4* __restrict__ dst, const uint
     }
 }
 
+// copyVector8 copies n8 8-byte words, lane-strided: the path of items that are 8-byte but not 16-byte
+// multiples, as a part of an odd number of 24-byte tokens is.
+__device__ __forceinline__ void copyVector8(unsigned long long* __restrict__ dst,
+                                            const unsigned long long* __restrict__ src, unsigned long long n8,
+                                            unsigned int lane) {
+    for (unsigned long long k = lane; k < n8; k += 32) {
+        dst[k] = src[k];
+    }
+}
+
 // copy_items copies every item; warps take items in a grid-stride loop, so any grid size is correct.
-// Items whose addresses or length are not multiples of 16 bytes fall back to byte copies (the data path never
-// builds them: parts are multiples of 16 bytes, and both buffers are page aligned).
+// Each item takes the widest access its addresses and length allow: 16 bytes, else 8, else single bytes. A part
+// (page tokens x token bytes) is a multiple of 8 bytes, as hicache requires of token sizes, but not always of
+// 16 (24- or 40-byte tokens with an odd page size); both buffers are page aligned, so the byte path is for
+// callers outside hicache only.
 extern "C" __global__ void __launch_bounds__(256) copy_items(const CopyItem* __restrict__ items,
                                                              unsigned long long count) {
     const unsigned int lane = threadIdx.x & 31;
@@ -50,8 +62,11 @@ extern "C" __global__ void __launch_bounds__(256) copy_items(const CopyItem* __r
     const unsigned long long warps = (gridDim.x * (unsigned long long)blockDim.x) >> 5;
     for (unsigned long long i = warp; i < count; i += warps) {
         const CopyItem item = items[i];
-        if (((item.dst | item.src | item.bytes) & 15) == 0) {
+        const unsigned long long align = item.dst | item.src | item.bytes;
+        if ((align & 15) == 0) {
             copyVector16((uint4*)item.dst, (const uint4*)item.src, item.bytes >> 4, lane);
+        } else if ((align & 7) == 0) {
+            copyVector8((unsigned long long*)item.dst, (const unsigned long long*)item.src, item.bytes >> 3, lane);
         } else {
             char* dst = (char*)item.dst;
             const char* src = (const char*)item.src;

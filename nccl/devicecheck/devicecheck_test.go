@@ -8,12 +8,16 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
 
 	"github.com/cphicache/cphicache/nccl"
 )
+
+// initTimeout bounds the one-rank communicator's init, well inside gpu-check.sh's bound on the step.
+const initTimeout = 15 * time.Second
 
 // gpu is one rank's NCCL set-up on GPU 0, as the GPU build of hicache makes it: the primary context current on a
 // locked thread, a one-rank communicator, a non-blocking stream.
@@ -35,7 +39,7 @@ func setUp(t testing.TB) *gpu {
 	if strings.HasPrefix(lib.ErrorString(nccl.Success), "ncclshim: ") {
 		t.Fatalf("%s is ncclshim, which reduces host memory: this check needs NVIDIA's NCCL", lib.Path())
 	}
-	t.Logf("NCCL %s from %s", nccl.VersionString(lib.Version()), lib.Path())
+	t.Logf("NCCL %s from %s (non-blocking init: %v)", nccl.VersionString(lib.Version()), lib.Path(), lib.HasNonBlockingInit())
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
 	g := &gpu{}
@@ -54,7 +58,8 @@ func setUp(t testing.TB) *gpu {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.comm, err = lib.InitRank(id, 1, 0); err != nil {
+	// As hicache makes it: non-blocking where NCCL has it (2.14+), polled under a bound.
+	if g.comm, err = lib.InitRankWithin(id, 1, 0, initTimeout); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -71,7 +76,9 @@ func setUp(t testing.TB) *gpu {
 
 func (g *gpu) streamHandle() uintptr { return uintptr(unsafe.Pointer(g.stream.C())) }
 
-// deviceValues allocates device memory holding values.
+// deviceValues allocates device memory holding values. The upload is on the test's stream, so the collectives
+// enqueued there after it see the values: a cuMemcpyHtoD would run on the legacy default stream, which a
+// non-blocking stream does not wait for.
 func (g *gpu) deviceValues(t testing.TB, values []uint64) cu.DevicePtr {
 	t.Helper()
 	p, err := cu.MemAlloc(int64(len(values)) * 8)
@@ -79,20 +86,23 @@ func (g *gpu) deviceValues(t testing.TB, values []uint64) cu.DevicePtr {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cu.MemFree(p) })
-	if err := cu.MemcpyHtoD(p, unsafe.Pointer(&values[0]), int64(len(values))*8); err != nil {
+	if err := cu.MemcpyHtoDAsync(p, unsafe.Pointer(&values[0]), int64(len(values))*8, g.stream); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.stream.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-// read synchronises the stream and copies n values back from the device.
+// read copies n values back from the device on the stream, after everything enqueued there, and waits for them.
 func (g *gpu) read(t testing.TB, p cu.DevicePtr, n int) []uint64 {
 	t.Helper()
-	if err := g.stream.Synchronize(); err != nil {
+	out := make([]uint64, n)
+	if err := cu.MemcpyDtoHAsync(unsafe.Pointer(&out[0]), p, int64(n)*8, g.stream); err != nil {
 		t.Fatal(err)
 	}
-	out := make([]uint64, n)
-	if err := cu.MemcpyDtoH(unsafe.Pointer(&out[0]), p, int64(n)*8); err != nil {
+	if err := g.stream.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
 	return out

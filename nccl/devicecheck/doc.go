@@ -3,7 +3,7 @@
 //
 // It exists apart from package nccl because that package's tests need MPI and ncclshim, and a lent GPU machine
 // may have neither: this test makes its one-rank communicator with ncclGetUniqueId and ncclCommInitRank
-// directly and never initialises MPI (the binary still links libmpi through package nccl's import of package
-// mpi; gpu-check.sh carries that library when the machine lacks it). Its test file builds only with the cuda
-// tag (gorgonia.org/cu exits the process where there is no GPU). It must not be imported.
+// directly and needs no MPI: package nccl links none (NewCommOverMPI takes an interface), so the test binary
+// loads on a GPU machine without any MPI library. Its test file builds only with the cuda tag (gorgonia.org/cu
+// exits the process where there is no GPU). It must not be imported.
 package devicecheck

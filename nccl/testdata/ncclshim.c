@@ -10,8 +10,18 @@
  * time (each with its own group's unique id). The unique id's bytes pick the MPI_Comm_split color, so ranks
  * holding different ids end up in different, independent communicators.
  *
- * Knobs for tests: NCCLSHIM_VERSION_CODE in the environment overrides the version ncclGetVersion reports.
- * Built with -DNCCLSHIM_LEGACY it poses as NCCL 2.7.8, which has no ncclGetLastError.
+ * Non-blocking communicators (ncclCommInitRankConfig with config->blocking = 0) behave as NVIDIA's do, as far
+ * as the caller can tell: the init does its MPI work at once but reports ncclInProgress, and
+ * ncclCommGetAsyncError reports ncclInProgress for NCCLSHIM_INIT_POLLS more polls (default 3) before
+ * ncclSuccess; each all-reduce on such a communicator returns ncclInProgress once, then one poll of
+ * ncclCommGetAsyncError shows it done. The config is checked as NCCL checks it, and stricter: it must be the
+ * NCCL 2.14 layout (size, magic, version 2.14.0, blocking), which is what package nccl passes.
+ *
+ * Knobs for tests, read from the environment at each call: NCCLSHIM_VERSION_CODE overrides the version
+ * ncclGetVersion reports; NCCLSHIM_INIT_POLLS (above); NCCLSHIM_INIT_HANG=1 keeps a non-blocking init in
+ * progress until the communicator is aborted, as a peer that never arrives would.
+ * Built with -DNCCLSHIM_LEGACY it poses as NCCL 2.7.8, which has no ncclGetLastError and no
+ * ncclCommInitRankConfig.
  *
  * Build: mpicc -shared -fPIC -Wl,-soname,libnccl.so.2 -o libnccl.so.2 ncclshim.c */
 #include <mpi.h>
@@ -70,7 +80,17 @@ struct ncclComm {
 	MPI_Comm comm;
 	int nranks;
 	int rank;
+	int non_blocking;
+	int pending_polls; /* ncclCommGetAsyncError answers ncclInProgress this many more times; -1: until aborted */
 };
+
+/* ncclConfig_t of NCCL 2.14 (ncclConfig_v21400). */
+typedef struct {
+	size_t size;
+	unsigned int magic;
+	unsigned int version;
+	int blocking;
+} ncclConfig_t;
 
 static char last_error[256];
 
@@ -198,6 +218,7 @@ static ncclResult_t check_members(MPI_Comm comm, const ncclUniqueId *id, int nra
 	return ncclSuccess;
 }
 
+
 EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int rank)
 {
 	if (out == NULL)
@@ -223,7 +244,54 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId i
 	c->comm = comm;
 	c->nranks = nranks;
 	c->rank = rank;
+	c->non_blocking = 0;
+	c->pending_polls = 0;
 	*out = c;
+	return ncclSuccess;
+}
+
+#ifndef NCCLSHIM_LEGACY
+static int env_int(const char *name, int fallback)
+{
+	const char *v = getenv(name);
+	return v != NULL && *v != '\0' ? atoi(v) : fallback;
+}
+
+EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id, int rank,
+                                           ncclConfig_t *config)
+{
+	if (config != NULL) {
+		if (config->magic != 0xcafebeefu)
+			return fail(ncclInvalidArgument, "ncclCommInitRankConfig: config magic %#x, not NCCL_API_MAGIC",
+			            config->magic);
+		if (config->size != sizeof(ncclConfig_t) || config->version != 21400)
+			return fail(ncclInvalidArgument,
+			            "ncclCommInitRankConfig: config of %zu bytes, version %u: want the NCCL 2.14 layout "
+			            "(%zu bytes, version 21400)",
+			            config->size, config->version, sizeof(ncclConfig_t));
+		if (config->blocking != 0 && config->blocking != 1)
+			return fail(ncclInvalidArgument, "ncclCommInitRankConfig: blocking = %d", config->blocking);
+	}
+	ncclResult_t res = ncclCommInitRank(out, nranks, id, rank);
+	if (res != ncclSuccess || config == NULL || config->blocking != 0)
+		return res;
+	(*out)->non_blocking = 1;
+	(*out)->pending_polls = env_int("NCCLSHIM_INIT_HANG", 0) == 1 ? -1 : env_int("NCCLSHIM_INIT_POLLS", 3);
+	return ncclInProgress;
+}
+#endif
+
+EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async_error)
+{
+	if (comm == NULL || async_error == NULL)
+		return fail(ncclInvalidArgument, "ncclCommGetAsyncError: %s is NULL", comm == NULL ? "comm" : "asyncError");
+	if (comm->pending_polls != 0) {
+		if (comm->pending_polls > 0)
+			comm->pending_polls--;
+		*async_error = ncclInProgress;
+		return ncclSuccess;
+	}
+	*async_error = ncclSuccess;
 	return ncclSuccess;
 }
 
@@ -296,7 +364,15 @@ EXPORT ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, nc
 		return ncclSuccess;
 	if (send == NULL || recv == NULL)
 		return fail(ncclInvalidArgument, "ncclAllReduce: %s buffer is NULL", send == NULL ? "send" : "recv");
+	if (comm->pending_polls != 0)
+		return fail(ncclInvalidUsage, "ncclAllReduce: the communicator is still in progress (poll ncclCommGetAsyncError first)");
 	int rc = MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, mpi_type(type), mpi_op(op),
 	                       comm->comm);
-	return rc == MPI_SUCCESS ? ncclSuccess : mpi_fail("ncclAllReduce: MPI_Allreduce", rc);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("ncclAllReduce: MPI_Allreduce", rc);
+	if (comm->non_blocking) {
+		comm->pending_polls = 1;
+		return ncclInProgress;
+	}
+	return ncclSuccess;
 }

@@ -1,0 +1,107 @@
+package hicache
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cphicache/cphicache/nccl"
+)
+
+// The guarded start-up (setup.go): a set-up failure on one rank, or an NCCL init that cannot complete, ends
+// every rank with one message and leaves no rank waiting and no shared memory behind.
+
+func TestParseRankInjection(t *testing.T) {
+	if inj, err := ParseRankInjection("inject-setup-error", "3"); err != nil || !inj.Set || inj.Rank != 3 {
+		t.Errorf("\"3\": %+v, %v", inj, err)
+	}
+	if inj, err := ParseRankInjection("inject-setup-error", ""); err != nil || inj.Set {
+		t.Errorf("empty: %+v, %v; want unset", inj, err)
+	}
+	for _, bad := range []string{"-1", "1@2", "one"} {
+		var ce *ConfigError
+		if _, err := ParseRankInjection("inject-setup-error", bad); !errors.As(err, &ce) || ce.Flag != "inject-setup-error" {
+			t.Errorf("%q: %v, want an error naming --inject-setup-error", bad, err)
+		}
+	}
+}
+
+// TestInjectedSetupErrorEndsEveryRankWithItsMessage fails the copy engine's set-up on the last world rank: every
+// rank must return (none waits for it), that rank speaking with its own message and the others quiet.
+func TestInjectedSetupErrorEndsEveryRankWithItsMessage(t *testing.T) {
+	for _, collective := range []string{"mpi", "nccl"} {
+		t.Run(collective, func(t *testing.T) {
+			if collective == "nccl" {
+				ncclForTest(t)
+			}
+			opts := smallOptions()
+			opts.Collective = collective
+			failing := testWorld.Size() - 1
+			opts.InjectSetupError = Injection{Rank: failing, Set: true}
+			_, err := Run(testJob(t), opts)
+			checkSetupFailure(t, err, failing, "injected set-up failure on world rank")
+			checkNoLeakedSegments(t)
+		})
+	}
+}
+
+// checkSetupFailure checks the agreed outcome of a start-up failure on world rank failing (-1: on every rank,
+// rank 0 speaking).
+func checkSetupFailure(t *testing.T, err error, failing int, message string) {
+	t.Helper()
+	var shared *SharedError
+	if !errors.As(err, &shared) {
+		t.Fatalf("rank %d: %v, want the agreed start-up failure", testWorld.Rank(), err)
+	}
+	speaker := failing == testWorld.Rank() || (failing < 0 && testWorld.Rank() == 0)
+	switch {
+	case shared.Speaker != speaker:
+		t.Errorf("rank %d speaks: %v, want %v (%v)", testWorld.Rank(), shared.Speaker, speaker, err)
+	case speaker && !strings.Contains(err.Error(), message):
+		t.Errorf("rank %d: %q does not say %q", testWorld.Rank(), err, message)
+	case failing >= 0 && !speaker && !errors.As(err, new(PeerFailedError)):
+		t.Errorf("rank %d: %v, want the peer-failure error", testWorld.Rank(), err)
+	}
+}
+
+// TestNCCLInitThatNeverCompletesIsAbortedOnEveryRank: ncclshim keeps every rank's non-blocking init in progress
+// (a peer that never arrives); each rank gives up at the bound derived from the watchdog's timeout, aborts its
+// communicator and the failure is agreed, before the watchdog (which would end this test process) fires.
+func TestNCCLInitThatNeverCompletesIsAbortedOnEveryRank(t *testing.T) {
+	ncclForTest(t)
+	t.Setenv("NCCLSHIM_INIT_HANG", "1")
+	opts := smallOptions()
+	opts.Collective = "nccl"
+	opts.WatchdogTimeout = 8 * time.Second
+	start := time.Now()
+	_, err := Run(testJob(t), opts)
+	if waited := time.Since(start); waited < ncclInitTimeout(opts.WatchdogTimeout) {
+		t.Errorf("gave up after %v, before the init bound %v", waited, ncclInitTimeout(opts.WatchdogTimeout))
+	}
+	checkSetupFailure(t, err, -1, "ncclCommInitRankConfig")
+	if !errors.Is(err, nccl.Timeout) {
+		t.Errorf("rank %d: %v, want ncclTimeout", testWorld.Rank(), err)
+	}
+	checkNoLeakedSegments(t)
+}
+
+// TestWatchdogNamesTheStartUpPhase: a rank stuck in its device set-up is ended by the watchdog with a message
+// naming the phase, not a step that has not begun.
+func TestWatchdogNamesTheStartUpPhase(t *testing.T) {
+	var out strings.Builder
+	exited := make(chan int, 1)
+	w := &Watchdog{timeout: 50 * time.Millisecond, out: &out, exit: func(code int) { exited <- code }, stop: make(chan struct{})}
+	go w.poll()
+	defer w.Stop()
+	w.Arm(siteNCCLStart, 1, 8, 0)
+	select {
+	case code := <-exited:
+		want := "watchdog: start-up: NCCL communicator init on CP group 1 (8 ranks) waited"
+		if code != ExitWatchdog || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "at step") {
+			t.Errorf("exit %d, message %q: want %d and %q without a step", code, out.String(), ExitWatchdog, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watchdog did not fire during start-up")
+	}
+}
