@@ -14,7 +14,7 @@ VERSION     := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GO_LDFLAGS  := -X main.version=$(VERSION)
 
 # OpenMPI refuses to run as root without these, and 8 or 16 ranks on 2 cores need oversubscription with
-# yielding, or busy-polling ranks starve each other (../shared/ENVIRONMENT.md).
+# yielding, or busy-polling ranks starve each other.
 export OMPI_ALLOW_RUN_AS_ROOT         := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 MPIRUN       ?= mpirun

@@ -47,7 +47,7 @@ type mpirunResult struct {
 	exitCode       int
 }
 
-// runMPI launches np ranks of the binary with the flags ../shared/ENVIRONMENT.md requires here, bounded in time
+// runMPI launches np ranks of the binary with the flags OpenMPI needs here (as root, oversubscribed), bounded in time
 // so that a hang fails the test instead of the suite.
 func runMPI(t *testing.T, np int, timeout time.Duration, args ...string) mpirunResult {
 	t.Helper()

@@ -17,7 +17,7 @@ GPU_BIN       := bin/cphicache-gpu
 .PHONY: deps-cuda gpu test-cuda-build test-gpu-build gpu-check kernels-ptx test-kernels-race
 
 # The toolkit lives in Debian's non-free component, which a fresh machine does not enable
-# (../shared/ENVIRONMENT.md); the edit of the sources file is itself idempotent.
+# on Debian 12; the edit of the sources file is itself idempotent.
 deps-cuda:
 	@if ! command -v $(NVCC) >/dev/null 2>&1; then \
 		echo "deps-cuda: installing nvidia-cuda-toolkit"; \

@@ -11,13 +11,12 @@
 // library older than 2.7 (MinVersion). ncclGetLastError (NCCL 2.13 and later) is optional: with an older library
 // an Error simply has no Detail.
 //
-// How the GPU build uses it: writing_check (../shared/DESIGN.md) is an all-reduce MIN of each rank's write
-// frontier over its CP group. In the GPU build the frontier lives in device memory next to the copies it
-// describes, so hicache makes one Comm per CP group at start-up with NewCommOverMPI (CP rank 0 makes the unique
-// id and broadcasts it over the CP group's MPI communicator; NCCL rank = CP rank), then at each check calls
-// AllreduceInt64(frontier, frontier, 1, Min, stream) on the copy stream, synchronises that stream itself
-// (the kernels package owns CUDA) and reads the result back. The CPU build does the same MIN with
-// mpi.(*Comm).AllreduceInt64 instead and never calls Load.
+// How the GPU build uses it: the step consensus (DESIGN.md at the repository's root) is one all-reduce MIN of a
+// fixed vector of words (frontiers, flags, digest, error word) over a CP group. In the GPU build the vector is
+// reduced in device memory, so hicache makes one Comm per CP group at start-up with NewCommOverMPI (CP rank 0
+// makes the unique id and broadcasts it over the CP group; NCCL rank = CP rank), then at each step copies the
+// vector to the device, all-reduces it MIN on its stream, synchronises that stream and reads the result back.
+// The CPU build does the same MIN through MPI and never calls Load.
 //
 // Streams and buffers are opaque integers here (a CUDA stream handle and device addresses, as
 // gorgonia.org/cu hands them out): NCCL only enqueues the collective on the stream and returns, so the caller
