@@ -68,7 +68,8 @@ func collectiveDone(call string, rc C.int) error {
 }
 
 // Init initialises MPI with MPI_THREAD_FUNNELED and locks the calling goroutine to its OS thread; every later
-// MPI call must come from that goroutine. Calling Init when MPI is already initialised is harmless.
+// MPI call must come from that goroutine. It then chooses how collectives wait (YieldEnv); every rank must call
+// it, as MPI_Init. Calling Init when MPI is already initialised is harmless.
 func Init() error {
 	runtime.LockOSThread()
 	var provided C.int
@@ -78,7 +79,7 @@ func Init() error {
 	if provided < C.cph_thread_funneled() {
 		return fmt.Errorf("mpi: the MPI library provides thread level %d, below MPI_THREAD_FUNNELED", int(provided))
 	}
-	return nil
+	return chooseYield()
 }
 
 // Initialized reports whether MPI_Init has been called.
