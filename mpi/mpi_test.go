@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -321,5 +322,24 @@ func TestYieldingCollectivesGiveTheSameResults(t *testing.T) {
 		if waits, want := yieldingWaits()-before, map[bool]uint64{false: 0, true: 4}[yield]; waits != want {
 			t.Errorf("yield %v: %d collectives waited by yielding, want %d", yield, waits, want)
 		}
+	}
+}
+
+func TestLibraryNameSaysWhichAndWhatVersion(t *testing.T) {
+	for in, want := range map[string]string{
+		"MPICH Version:\t4.0.2\nMPICH Release date:\tThu Apr  7 12:34:45 CDT 2022\nMPICH Device:\tch4:ucx\n": "MPICH 4.0.2",
+		"MVAPICH2 Version      :\t2.3.7\nMVAPICH2 Release date :\tWed March 02 22:00:00 EST 2022\n":          "MVAPICH2 2.3.7",
+		"Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022\x00":         "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022",
+		"Intel(R) MPI Library 2021.9 for Linux* OS\n\n":                                                      "Intel(R) MPI Library 2021.9 for Linux* OS",
+		"MPI VERSION    : CRAY MPICH version 8.1.26.12 (ANL base 3.4a2)\nMPI BUILD INFO : Sun Feb 26 2023\n": "CRAY MPICH version 8.1.26.12 (ANL base 3.4a2)",
+	} {
+		if got := libraryName(in); got != want {
+			t.Errorf("libraryName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// The library this test runs on: a name, then a version with a digit in it, on one line.
+	lib, err := LibraryVersion()
+	if err != nil || strings.ContainsAny(lib, "\n\t") || !strings.ContainsAny(lib, "0123456789") {
+		t.Errorf("LibraryVersion = %q, %v: want one line naming the library and its version", lib, err)
 	}
 }
