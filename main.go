@@ -86,12 +86,19 @@ func newApp() *cli.App {
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
-		Usage: "print cphicache's version and the MPI library it is linked with (needs no mpirun)",
+		Usage: "print cphicache's version, the MPI library it runs on and the MPI standard that implements (needs no mpirun)",
 		Action: func(c *cli.Context) error {
 			fmt.Printf("cphicache %s\n", version)
-			if lib, err := mpi.LibraryVersion(); err == nil {
-				fmt.Printf("MPI library: %s\n", lib)
+			// Both calls are among the few MPI allows before MPI_Init.
+			lib, err := mpi.LibraryVersion()
+			if err != nil {
+				return err
 			}
+			major, minor, err := mpi.Version()
+			if err != nil {
+				return err
+			}
+			fmt.Printf("MPI library: %s (MPI %d.%d)\n", lib, major, minor)
 			return nil
 		},
 	}
