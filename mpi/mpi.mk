@@ -5,7 +5,8 @@
 #   make test-mpich   install MPICH beside OpenMPI, keeping OpenMPI what plain mpirun, mpicc and pkg-config
 #                     ompi-c name; build bin/cphicache-mpich and the SPMD test binaries with -tags mpich; run those
 #                     and `cphicache run` under mpiexec.mpich at np 1, 2 and 8, with the shared-memory leak check
-#                     (in EXTRA_TESTS: about 1.5 minutes here, plus about 1.5 minutes to install MPICH once)
+#                     and a tiny `bench allreduce` whose every side must give the right MIN (in EXTRA_TESTS: about
+#                     1.5 minutes here, plus about 1.5 minutes to install MPICH once)
 #
 # With more ranks than CPUs on a node, the mpich build's collectives wait by yielding the core by themselves
 # (mpi/yield.go: MPICH 4's ch4 device has no yield setting of its own), so mpiexec needs no extra flag.
@@ -85,7 +86,12 @@ test-mpich: mpich $(MPICH_NCCL_SHIM) $(foreach p,$(MPICH_TEST_PKGS),$(MPICH_BUIL
 		[ -z "$$leaked" ] || { echo "FAIL: mpich run at np $$n left shared memory behind: $$leaked"; exit 1; }; \
 		echo "ok   mpich run np=$$n ($$(grep -o 'p50 [0-9.]* us' $$log | head -1) writing_check, no shared memory left)"; \
 	done
+	@timeout 120 $(MPIEXEC_MPICH) -n 2 $(MPICH_BIN) bench allreduce --max-size 64 --iters 50 --iters-large 5 --warmup 5 --rounds 2 \
+		--gap-us 1 --json $(MPICH_BUILD)/allreduce.json > $(MPICH_BUILD)/allreduce.txt \
+		&& grep -q '^# wrong results: 0$$' $(MPICH_BUILD)/allreduce.txt \
+		|| { cat $(MPICH_BUILD)/allreduce.txt; echo "FAIL: mpich bench allreduce: an error or a wrong MIN on some side"; exit 1; }
+	@echo "ok   mpich bench allreduce (ours, cgo floor and C: #wrong 0)"
 	@$(MAKE) --no-print-directory check-mpi-default
-	@echo "ok   mpich build: SPMD tests and run at np $(MPICH_TEST_NPS), OpenMPI still the default"
+	@echo "ok   mpich build: SPMD tests and run at np $(MPICH_TEST_NPS), bench smoke, OpenMPI still the default"
 
 EXTRA_TESTS += test-mpich
