@@ -65,7 +65,7 @@ $(MPICH_NCCL_SHIM): nccl/testdata/ncclshim.c | deps-mpich
 
 test-mpich: export CPHICACHE_NCCL_LIB := $(abspath $(MPICH_NCCL_SHIM))
 test-mpich: mpich $(MPICH_NCCL_SHIM) $(foreach p,$(MPICH_TEST_PKGS),$(MPICH_BUILD)/$(p).test)
-	@$(MPICH_BIN) version | tee $(MPICH_BUILD)/version.txt | grep -q '^MPI library: MPICH' \
+	@$(MPICH_BIN) version > $(MPICH_BUILD)/version.txt && grep -q '^MPI library: MPICH' $(MPICH_BUILD)/version.txt \
 		|| { cat $(MPICH_BUILD)/version.txt; echo "FAIL: $(MPICH_BIN) version does not name MPICH"; exit 1; }
 	@for p in $(MPICH_TEST_PKGS); do for n in $(MPICH_TEST_NPS); do \
 		echo "== $(MPIEXEC_MPICH) -n $$n $(MPICH_BUILD)/$$p.test"; \
