@@ -18,12 +18,12 @@ import (
 // between polls when told to (--mca mpi_yield_when_idle 1). MPICH 4's ch4 device, the one Debian packages, has
 // no such setting for a single-threaded rank: MPIR_CVAR_POLLS_BEFORE_YIELD belongs to the older ch3 device,
 // and the ch4 progress loop yields only under MPI_THREAD_MULTIPLE, which measured no faster. A C loop of
-// one-element MPI_Allreduce at 8 ranks on 2 cores took 28 ms a call with MPICH 4.0.2 either way, and 48 us
-// started as MPI_Iallreduce and tested with sched_yield between tests (np 2, not oversubscribed: 0.5 us
-// blocking, 1.8 us yielding).
+// one-element MPI_Allreduce at 8 ranks on 2 cores took 28 ms a call with MPICH 4.0.2 either way, and 28 to 37 us
+// (OpenMPI with its yield: 16 to 19 us) started as MPI_Iallreduce and tested 16 times between yields of the core
+// (np 2, not oversubscribed: 0.5 us blocking, 1.2 us yielding).
 //
 // So the binding can wait by itself: each blocking collective is started as its non-blocking twin and tested,
-// yielding the core between tests (cph_mpi.c, cph_wait). YieldEnv chooses:
+// yielding the core between bursts of tests (cph_mpi.c, cph_wait). YieldEnv chooses:
 //
 //	1     always
 //	0     never: the library's own blocking call
