@@ -131,6 +131,15 @@ func TestSingleRankWithoutMpirun(t *testing.T) {
 	}
 }
 
+func TestBadMPIYieldSettingFailsBeforeMPIStarts(t *testing.T) {
+	cmd := exec.Command(binPath, "topo")
+	cmd.Env = append(os.Environ(), "CPHICACHE_MPI_YIELD=often")
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.Count(string(out), `CPHICACHE_MPI_YIELD="often"`) != 1 || strings.Contains(string(out), "rank 0") {
+		t.Fatalf("topo with CPHICACHE_MPI_YIELD=often: %v, want one line naming the setting (as for a bad flag):\n%s", err, out)
+	}
+}
+
 // readReport parses a report written by `cphicache run --report`.
 func readReport(t *testing.T, path string) map[string]any {
 	t.Helper()

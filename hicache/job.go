@@ -113,5 +113,6 @@ func IsUniform(err error) bool {
 	var ce *ConfigError
 	var we *WorkloadError
 	var vf *ValidationFailed
-	return errors.As(err, &ce) || errors.As(err, &we) || errors.As(err, &vf)
+	var se *mpi.SettingError
+	return errors.As(err, &ce) || errors.As(err, &we) || errors.As(err, &vf) || errors.As(err, &se)
 }

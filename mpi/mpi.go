@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -71,6 +72,10 @@ func collectiveDone(call string, rc C.int) error {
 // MPI call must come from that goroutine. It then chooses how collectives wait (YieldEnv); every rank must call
 // it, as MPI_Init. Calling Init when MPI is already initialised is harmless.
 func Init() error {
+	// A bad setting fails before MPI starts, as a bad flag does.
+	if _, err := decideYield(os.Getenv(YieldEnv), false, 0, 0); err != nil {
+		return err
+	}
 	runtime.LockOSThread()
 	var provided C.int
 	if err := check("MPI_Init_thread", C.cph_init(&provided)); err != nil {

@@ -81,5 +81,15 @@ func decideYield(setting string, libraryYields bool, nodeRanks, nodeCPUs int) (b
 	case "", "auto":
 		return !libraryYields && nodeRanks > nodeCPUs, nil
 	}
-	return false, fmt.Errorf("mpi: %s=%q: want 1 (yield while waiting), 0 (the library's blocking calls) or auto", YieldEnv, setting)
+	return false, &SettingError{Name: YieldEnv, Value: setting, Want: "1 (yield while waiting), 0 (the library's blocking calls) or auto"}
+}
+
+// SettingError is an environment variable of this package's with a value it does not take. Every rank reads the
+// same environment, so every rank fails alike, before MPI starts.
+type SettingError struct {
+	Name, Value, Want string
+}
+
+func (e *SettingError) Error() string {
+	return fmt.Sprintf("mpi: %s=%q: want %s", e.Name, e.Value, e.Want)
 }
