@@ -51,7 +51,17 @@ func StartJob(cp, dp int, level slog.Level) (*Job, error) {
 	}
 	handler := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
 	logger := slog.New(handler).With("rank", topo.WorldRank, "cp_group", topo.CPGroup, "cp_rank", topo.CPRank)
+	logger.Info("mpi", "library", libraryName(), "yield_when_idle", mpi.YieldWhenIdle())
 	return &Job{Topo: topo, Log: logger, stopSignals: handleSignals(topo.WorldRank)}, nil
+}
+
+// libraryName is the MPI library's name and version, or why it is unknown.
+func libraryName() string {
+	name, err := mpi.LibraryVersion()
+	if err != nil {
+		return err.Error()
+	}
+	return name
 }
 
 // Close frees the communicators and finalises MPI.
