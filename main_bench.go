@@ -109,6 +109,14 @@ func benchAllreduceCommand() *cli.Command {
 	}
 }
 
+// waitingSetting says how every side of the all-reduce benchmark waits (mpi.YieldEnv).
+func waitingSetting() string {
+	if mpi.YieldWhenIdle() {
+		return "MPI_Iallreduce tested with sched_yield between tests, every side (" + mpi.YieldEnv + ")"
+	}
+	return "the library's blocking MPI_Allreduce, every side (" + mpi.YieldEnv + ")"
+}
+
 func benchAllreduce(c *cli.Context, job *hicache.Job, cfg bench.AllreduceConfig) error {
 	meta := bench.NewMeta("allreduce", version)
 	lib, _ := mpi.LibraryVersion()
@@ -117,6 +125,7 @@ func benchAllreduce(c *cli.Context, job *hicache.Job, cfg bench.AllreduceConfig)
 	meta.Set("communicator", fmt.Sprintf("world, %d ranks (the cgo floor and the C side name MPI_COMM_WORLD themselves)", job.Topo.World.Size()))
 	meta.Set("sizes", fmt.Sprintf("%d to %d bytes, x%d", 8*cfg.MinCount, 8*cfg.MaxCount, cfg.CountFactor))
 	meta.Set("iterations", fmt.Sprintf("%d per side and round (%d above 8 KiB), %d warm-up, %d rounds", cfg.Iters, cfg.ItersLarge, cfg.Warmup, cfg.Rounds))
+	meta.Set("waiting", waitingSetting())
 	if cfg.GapMicroseconds > 0 {
 		meta.Set("timing", fmt.Sprintf("each call alone, after a %g us spin and a barrier (ours and floor: time.Now, C: MPI_Wtime)", cfg.GapMicroseconds))
 	} else {

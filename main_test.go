@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +124,19 @@ func TestSingleRankWithoutMpirun(t *testing.T) {
 	out, err = exec.Command(binPath, "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "cphicache") {
 		t.Fatalf("cphicache version: %v\n%s", err, out)
+	}
+	// The library by name and version, and the standard's version: "MPI library: MPICH 4.0.2 (MPI 4.0)".
+	if !regexp.MustCompile(`(?m)^MPI library: \S.*[0-9].* \(MPI [0-9]+\.[0-9]+\)$`).Match(out) {
+		t.Errorf("cphicache version does not name the MPI library, its version and the MPI standard's:\n%s", out)
+	}
+}
+
+func TestBadMPIYieldSettingFailsBeforeMPIStarts(t *testing.T) {
+	cmd := exec.Command(binPath, "topo")
+	cmd.Env = append(os.Environ(), "CPHICACHE_MPI_YIELD=often")
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.Count(string(out), `CPHICACHE_MPI_YIELD="often"`) != 1 || strings.Contains(string(out), "rank 0") {
+		t.Fatalf("topo with CPHICACHE_MPI_YIELD=often: %v, want one line naming the setting (as for a bad flag):\n%s", err, out)
 	}
 }
 

@@ -65,6 +65,9 @@ func RunAllreduce(comm *mpi.Comm, cfg AllreduceConfig) ([]AllreduceRow, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := configureRef(); err != nil {
+		return nil, err
+	}
 	buf := make([]uint64, cfg.MaxCount)
 	var rows []AllreduceRow
 	for count := cfg.MinCount; count <= cfg.MaxCount; count *= cfg.CountFactor {

@@ -5,11 +5,18 @@
 #include <mpi.h>
 #include <stdint.h>
 
+// ref_configure makes every call below wait and reduce as cphicache's binding does on the same library
+// (mpi/yield.go, mpi/cph_mpi.c), so that the columns still differ by the binding alone: with yield_when_idle,
+// MPI_Iallreduce tested with sched_yield between tests instead of MPI_Allreduce; where MPI_Reduce_local shows
+// the library ordering MPI_UINT64_T as signed (MPICH 4.0.2), MPI_INT64_T on values with the sign bit flipped.
+// Call it after MPI_Init; without it, every call is a plain MPI_Allreduce of MPI_UINT64_T.
+int ref_configure(int yield_when_idle);
+
 // ref_world_f is MPI_COMM_WORLD as a Fortran handle, the form communicators cross the Go/C boundary in.
 MPI_Fint ref_world_f(void);
 
 // ref_allreduce_loop runs `warmup` untimed, then `iters` timed MPI_Allreduce(MPI_IN_PLACE, buf, count,
-// MPI_UINT64_T, MPI_MIN) on the communicator comm_f, after a barrier, and stores this rank's mean seconds per
+// MPI_UINT64_T, MPI_MIN) (as ref_configure set) on the communicator comm_f, after a barrier, and stores this rank's mean seconds per
 // call in *seconds_per_call. It returns MPI's code of the first call that failed, or MPI_SUCCESS.
 //
 // gap_seconds 0 is the OSU loop: calls back to back, timed as a whole. A positive gap spins that long, then

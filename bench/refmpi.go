@@ -18,6 +18,19 @@ import (
 // handed (mpi/ keeps its handles private, so the C side names the world itself).
 func refComm() C.MPI_Fint { return C.ref_world_f() }
 
+// configureRef makes the C reference and the cgo floor wait and reduce as mpi/ does on this library
+// (ref_configure), so that the three sides differ by the binding alone.
+func configureRef() error {
+	yield := C.int(0)
+	if mpi.YieldWhenIdle() {
+		yield = 1
+	}
+	if rc := C.ref_configure(yield); rc != C.MPI_SUCCESS {
+		return fmt.Errorf("bench: C reference MPI_Reduce_local failed with MPI error code %d", int(rc))
+	}
+	return nil
+}
+
 // refAllreduceLoop is the C loop (ref_allreduce.c): warmup untimed calls, then iters calls timed with
 // MPI_Wtime inside C, back to back (gapSeconds 0) or each alone after a spin of gapSeconds. It returns this
 // rank's mean seconds per call.

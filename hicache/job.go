@@ -53,9 +53,19 @@ func StartJob(cp, dp int, level slog.Level) (*Job, error) {
 	}
 	handler := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
 	logger := slog.New(handler).With("rank", topo.WorldRank, "cp_group", topo.CPGroup, "cp_rank", topo.CPRank)
+	logger.Info("mpi", "library", libraryName(), "yield_when_idle", mpi.YieldWhenIdle())
 	job := &Job{Topo: topo, Log: logger}
 	job.stopSignals = handleSignals(topo.WorldRank, &job.failing)
 	return job, nil
+}
+
+// libraryName is the MPI library's name and version, or why it is unknown.
+func libraryName() string {
+	name, err := mpi.LibraryVersion()
+	if err != nil {
+		return err.Error()
+	}
+	return name
 }
 
 // Close frees the communicators and finalises MPI.
@@ -119,5 +129,6 @@ func IsUniform(err error) bool {
 	var we *WorkloadError
 	var vf *ValidationFailed
 	var rf *RunFailed
-	return errors.As(err, &ce) || errors.As(err, &we) || errors.As(err, &vf) || errors.As(err, &rf)
+	var se *mpi.SettingError
+	return errors.As(err, &ce) || errors.As(err, &we) || errors.As(err, &vf) || errors.As(err, &rf) || errors.As(err, &se)
 }

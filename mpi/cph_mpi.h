@@ -31,4 +31,8 @@ int cph_max_error_string(void);
 int cph_version(int *major, int *minor);
 int cph_library_version(char *buf, int *len);
 int cph_max_library_version(void);
+void cph_set_yield_when_idle(int on);
+uint64_t cph_yielding_wait_count(void);
+int cph_node_cpus(int *ranks, int *cpus);
+int cph_uint64_order_workaround(void);
 #endif

@@ -12,6 +12,11 @@
 // of aborting inside the library. Nothing in this package logs or exits, except Abort, which exists to end the
 // whole job on purpose.
 //
+// Two things differ by library. Whether unsigned 64-bit MIN and MAX need the sign-bit workaround is asked of the
+// library at start-up (MPICH 4.0.2 orders them as signed; cph_mpi.c, MPI_Reduce_local). Whether collectives wait
+// by yielding the core is decided at start-up too (yield.go): the mpich build does on a node with more ranks
+// than CPUs, because MPICH's ch4 device cannot be told to yield and such a node then crawls.
+//
 // Threading: MPI is initialised with MPI_THREAD_FUNNELED. Init locks the calling goroutine to its OS thread and
 // every later MPI call must come from that same goroutine (in cphicache, the main goroutine).
 //

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -68,8 +69,13 @@ func collectiveDone(call string, rc C.int) error {
 }
 
 // Init initialises MPI with MPI_THREAD_FUNNELED and locks the calling goroutine to its OS thread; every later
-// MPI call must come from that goroutine. Calling Init when MPI is already initialised is harmless.
+// MPI call must come from that goroutine. It then chooses how collectives wait (YieldEnv); every rank must call
+// it, as MPI_Init. Calling Init when MPI is already initialised is harmless.
 func Init() error {
+	// A bad setting fails before MPI starts, as a bad flag does.
+	if _, err := decideYield(os.Getenv(YieldEnv), false, 0, 0); err != nil {
+		return err
+	}
 	runtime.LockOSThread()
 	var provided C.int
 	if err := check("MPI_Init_thread", C.cph_init(&provided)); err != nil {
@@ -78,7 +84,7 @@ func Init() error {
 	if provided < C.cph_thread_funneled() {
 		return fmt.Errorf("mpi: the MPI library provides thread level %d, below MPI_THREAD_FUNNELED", int(provided))
 	}
-	return nil
+	return chooseYield()
 }
 
 // Initialized reports whether MPI_Init has been called.
@@ -121,16 +127,36 @@ func Version() (major, minor int, err error) {
 	return int(ma), int(mi), err
 }
 
-// LibraryVersion is the library's own version string (its first line).
+// LibraryVersion names the MPI library and its version, from the first line of MPI_Get_library_version
+// (libraryName says how).
 func LibraryVersion() (string, error) {
 	buf := make([]byte, int(C.cph_max_library_version())+1)
 	var n C.int
 	if err := check("MPI_Get_library_version", C.cph_library_version((*C.char)(unsafe.Pointer(&buf[0])), &n)); err != nil {
 		return "", err
 	}
-	s := strings.TrimRight(string(buf[:int(n)]), "\x00 \n")
+	return libraryName(string(buf[:int(n)])), nil
+}
+
+// libraryName shortens a library version string to its first line, with MPICH's "MPICH Version:\t4.0.2" form
+// (MVAPICH's too) read as "MPICH 4.0.2". OpenMPI's "Open MPI v4.1.4, package: ..." and Intel MPI's "Intel(R) MPI
+// Library 2021.9 for Linux* OS" already say both, and Cray MPICH's "MPI VERSION : CRAY MPICH version 8.1.26 ..."
+// says them after the colon.
+func libraryName(s string) string {
+	s = strings.TrimLeft(s, "\x00 \t\n")
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	return strings.TrimSpace(strings.TrimSuffix(s, ",")), nil
+	s = strings.TrimRight(s, "\x00 \t\r,")
+	if key, value, ok := strings.Cut(s, ":"); ok {
+		key = strings.TrimSpace(key)
+		if name, found := strings.CutSuffix(strings.ToLower(key), "version"); found {
+			name = strings.TrimSpace(key[:len(name)])
+			s = strings.TrimSpace(value)
+			if name != "" && !strings.EqualFold(name, "MPI") {
+				s = name + " " + s
+			}
+		}
+	}
+	return strings.Join(strings.Fields(s), " ")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -207,14 +208,22 @@ func TestSplitSharedHoldsThisNode(t *testing.T) {
 }
 
 func TestMPIErrorCarriesLibraryMessage(t *testing.T) {
-	// A negative color other than MPI_UNDEFINED is an argument error that MPI itself detects and returns,
-	// because every communicator is set to MPI_ERRORS_RETURN.
-	_, err := world.Split(-7, 0, "bad")
+	// Freeing a communicator twice is an error that both OpenMPI and MPICH detect and return (MPICH does not
+	// check a negative split color, which this test used before), because every communicator is set to
+	// MPI_ERRORS_RETURN.
+	c, err := world.Split(0, world.Rank(), "twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Free(); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Free()
 	var mpiErr *Error
 	if !errors.As(err, &mpiErr) {
-		t.Fatalf("Split(-7) = %v, want an *mpi.Error", err)
+		t.Fatalf("a second Free = %v, want an *mpi.Error", err)
 	}
-	if mpiErr.Code == 0 || mpiErr.Message == "" || mpiErr.Call != "MPI_Comm_split" {
+	if mpiErr.Code == 0 || mpiErr.Message == "" || mpiErr.Call != "MPI_Comm_free" {
 		t.Errorf("error lacks MPI's code or message: %+v", mpiErr)
 	}
 }
@@ -260,4 +269,77 @@ func allreduceAtDepth(depth int, v int64) (int64, error) {
 	buf := []int64{v}
 	err := world.AllreduceInt64(buf, buf, Sum)
 	return buf[0], err
+}
+
+func TestDecideYield(t *testing.T) {
+	for _, tc := range []struct {
+		setting        string
+		libraryYields  bool
+		ranks, cpus    int
+		want, wantFail bool
+	}{
+		{"", false, 8, 2, true, false},      // MPICH oversubscribed: yield
+		{"auto", false, 2, 2, false, false}, // a core per rank: poll
+		{"", true, 8, 2, false, false},      // OpenMPI has mpi_yield_when_idle
+		{"1", true, 1, 64, true, false},
+		{"0", false, 16, 2, false, false},
+		{"yes", false, 8, 2, false, true},
+	} {
+		got, err := decideYield(tc.setting, tc.libraryYields, tc.ranks, tc.cpus)
+		if (err != nil) != tc.wantFail || got != tc.want {
+			t.Errorf("decideYield(%q, library yields %v, %d ranks, %d CPUs) = %v, %v; want %v, failure %v",
+				tc.setting, tc.libraryYields, tc.ranks, tc.cpus, got, err, tc.want, tc.wantFail)
+		}
+	}
+}
+
+// TestYieldingCollectivesGiveTheSameResults runs every collective once waiting the library's way and once by
+// yielding (cph_wait), whatever Init chose, and checks that the yielding ones took that path.
+func TestYieldingCollectivesGiveTheSameResults(t *testing.T) {
+	defer setYieldWhenIdle(YieldWhenIdle())
+	n, r := world.Size(), world.Rank()
+	for _, yield := range []bool{false, true} {
+		setYieldWhenIdle(yield)
+		before := yieldingWaits()
+		if err := world.Barrier(); err != nil {
+			t.Fatal(err)
+		}
+		sum := []int64{int64(r)}
+		if err := world.AllreduceInt64(sum, sum, Sum); err != nil {
+			t.Fatal(err)
+		}
+		gathered := make([]int64, n)
+		if err := world.AllgatherInt64([]int64{int64(r)}, gathered); err != nil {
+			t.Fatal(err)
+		}
+		buf := []byte{byte(r)}
+		if err := world.BcastBytes(buf, n-1); err != nil {
+			t.Fatal(err)
+		}
+		if sum[0] != int64(n*(n-1)/2) || gathered[n-1] != int64(n-1) || buf[0] != byte(n-1) {
+			t.Errorf("yield %v: SUM %d, allgather %v, bcast %d; want %d, [0..%d], %d", yield, sum[0], gathered, buf[0], n*(n-1)/2, n-1, n-1)
+		}
+		if waits, want := yieldingWaits()-before, map[bool]uint64{false: 0, true: 4}[yield]; waits != want {
+			t.Errorf("yield %v: %d collectives waited by yielding, want %d", yield, waits, want)
+		}
+	}
+}
+
+func TestLibraryNameSaysWhichAndWhatVersion(t *testing.T) {
+	for in, want := range map[string]string{
+		"MPICH Version:\t4.0.2\nMPICH Release date:\tThu Apr  7 12:34:45 CDT 2022\nMPICH Device:\tch4:ucx\n": "MPICH 4.0.2",
+		"MVAPICH2 Version      :\t2.3.7\nMVAPICH2 Release date :\tWed March 02 22:00:00 EST 2022\n":          "MVAPICH2 2.3.7",
+		"Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022\x00":         "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022",
+		"Intel(R) MPI Library 2021.9 for Linux* OS\n\n":                                                      "Intel(R) MPI Library 2021.9 for Linux* OS",
+		"MPI VERSION    : CRAY MPICH version 8.1.26.12 (ANL base 3.4a2)\nMPI BUILD INFO : Sun Feb 26 2023\n": "CRAY MPICH version 8.1.26.12 (ANL base 3.4a2)",
+	} {
+		if got := libraryName(in); got != want {
+			t.Errorf("libraryName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// The library this test runs on: a name, then a version with a digit in it, on one line.
+	lib, err := LibraryVersion()
+	if err != nil || strings.ContainsAny(lib, "\n\t") || !strings.ContainsAny(lib, "0123456789") {
+		t.Errorf("LibraryVersion = %q, %v: want one line naming the library and its version", lib, err)
+	}
 }

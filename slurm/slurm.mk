@@ -2,6 +2,8 @@
 #
 #   make test-slurm   start slurm/local-cluster, sbatch slurm/cp8.sbatch and slurm/cp8dp2.sbatch, check both jobs
 #                     and their reports, stop the cluster (bounded: about a minute here, at most ~6 minutes)
+#   make test-slurm-mpich   the same jobs with bin/cphicache-mpich under MPIRUN=mpiexec.mpich (mpi/mpi.mk), on a
+#                     cluster of its own (state directory and ports), so that it never meets test-slurm's
 #
 # slurm/local-cluster installs slurmd, slurmctld, slurm-client and munge itself when missing, so they are not in
 # DEB_PACKAGES: `make build` on a machine that never runs this test does not need them.
@@ -9,8 +11,12 @@
 # The test checks the jobs' JSON reports with slurm/check-report.py.
 DEB_PACKAGES += python3
 
-.PHONY: test-slurm
-EXTRA_TESTS += test-slurm
+.PHONY: test-slurm test-slurm-mpich
+EXTRA_TESTS += test-slurm test-slurm-mpich
 
 test-slurm: build
 	timeout -k 60 420 slurm/test-slurm.sh
+
+test-slurm-mpich: mpich
+	CPHICACHE_SLURM_TEST_MPI=mpich CPHICACHE_SLURM_DIR=/tmp/cphicache-slurm-mpich CPHICACHE_SLURM_CTLD_PORT=16917 \
+		CPHICACHE_SLURM_NODE_PORT=17101 timeout -k 60 420 slurm/test-slurm.sh

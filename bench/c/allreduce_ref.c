@@ -3,12 +3,21 @@
 // inside the Go binary equals a plain C program's: run both under the same mpirun flags and compare.
 //
 //   mpirun -np 2 build/bench/allreduce_ref [max_count] [iters]
+//
+// CPHICACHE_MPI_YIELD=1 waits as cphicache's binding does when it yields (mpi/yield.go); its "auto" is not read
+// here.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "../ref_allreduce.h"
 
 int main(int argc, char **argv) {
 	MPI_Init(&argc, &argv);
+	const char *yield = getenv("CPHICACHE_MPI_YIELD");
+	if (ref_configure(yield != NULL && strcmp(yield, "1") == 0) != MPI_SUCCESS) {
+		fprintf(stderr, "allreduce_ref: MPI_Reduce_local failed\n");
+		return 1;
+	}
 	int max_count = argc > 1 ? atoi(argv[1]) : 1 << 16;
 	int iters = argc > 2 ? atoi(argv[2]) : 1000;
 	int rank, size;

@@ -1,0 +1,97 @@
+# mpi/: the MPICH-family build (MPICH, Cray MPICH, Intel MPI and MVAPICH share its ABI) beside the default
+# OpenMPI one. Included by the top-level Makefile.
+#
+#   make mpich        bin/cphicache-mpich, built against MPICH (-tags mpich, cgo flags from pkg-config mpich)
+#   make test-mpich   install MPICH beside OpenMPI, keeping OpenMPI what plain mpirun, mpicc and pkg-config
+#                     ompi-c name; build bin/cphicache-mpich and the SPMD test binaries with -tags mpich; run those
+#                     and `cphicache run` under mpiexec.mpich at np 1, 2 and 8, with the shared-memory leak check
+#                     and a tiny `bench allreduce` whose every side must give the right MIN (in EXTRA_TESTS: about
+#                     1.5 minutes here, plus about 1.5 minutes to install MPICH once)
+#
+# With more ranks than CPUs on a node, the mpich build's collectives wait by yielding the core by themselves
+# (mpi/yield.go: MPICH 4's ch4 device has no yield setting of its own), so mpiexec needs no extra flag.
+
+MPICH_PACKAGES  := libmpich-dev mpich
+MPICH_BIN       := bin/cphicache-mpich
+MPICH_BUILD     := $(BUILD)/mpich
+MPIEXEC_MPICH   ?= mpiexec.mpich
+MPICH_TEST_PKGS := mpi hicache
+MPICH_TEST_NPS  := 1 2 8
+MPICC_MPICH     ?= mpicc.mpich
+# hicache's tests drive --collective nccl through the NCCL shim (nccl/nccl.mk), which must link the same MPI.
+MPICH_NCCL_SHIM := $(MPICH_BUILD)/ncclshim/libnccl.so.2
+# The alternatives both MPIs register (mpicc and friends, mpirun and mpiexec, the mpi.h and mpi.pc links).
+MPI_ALTERNATIVES := mpi mpirun mpi-x86_64-linux-gnu
+
+.PHONY: deps-mpich mpich test-mpich check-mpi-default
+
+# deps-mpich installs MPICH only when missing. Debian gives OpenMPI the higher alternatives priority (50 to 40),
+# but an alternative an administrator set by hand could move: each is put back where it pointed before.
+deps-mpich: deps
+	@missing=$$(for p in $(MPICH_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "deps-mpich: installing" $$missing; \
+		before=$$(for a in $(MPI_ALTERNATIVES); do echo "$$a $$(update-alternatives --query $$a 2>/dev/null | awk '/^Value:/ {print $$2}')"; done); \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+			apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing >/dev/null; \
+		echo "$$before" | while read -r name value; do \
+			now=$$(update-alternatives --query $$name 2>/dev/null | awk '/^Value:/ {print $$2}'); \
+			if [ -n "$$value" ] && [ "$$now" != "$$value" ]; then \
+				echo "deps-mpich: putting alternative $$name back to $$value"; update-alternatives --set $$name $$value; \
+			fi; \
+		done; \
+	fi
+	@$(MAKE) --no-print-directory check-mpi-default
+
+# check-mpi-default fails when plain mpirun, mpicc or pkg-config ompi-c no longer name OpenMPI, which the rest of
+# the suite builds and runs with.
+check-mpi-default:
+	@mpirun --version 2>&1 | grep -q 'Open MPI' || { echo "FAIL: mpirun is not OpenMPI's: $$(readlink -f $$(command -v mpirun))"; exit 1; }
+	@mpicc -showme:version 2>&1 | grep -q 'Open MPI' || { echo "FAIL: mpicc is not OpenMPI's: $$(readlink -f $$(command -v mpicc))"; exit 1; }
+	@pkg-config --exists ompi-c || { echo "FAIL: pkg-config finds no ompi-c"; exit 1; }
+
+mpich: deps-mpich
+	$(GO) build -tags mpich -ldflags '$(GO_LDFLAGS)' -o $(MPICH_BIN) .
+
+# Test binaries of the mpich build go to their own folder: the OpenMPI ones keep their names in $(BUILD).
+$(MPICH_BUILD)/%.test: deps-mpich FORCE
+	@mkdir -p $(MPICH_BUILD)
+	$(GO) test -c -tags mpich -o $@ ./$*
+
+$(MPICH_NCCL_SHIM): nccl/testdata/ncclshim.c | deps-mpich
+	@mkdir -p $(@D)
+	$(MPICC_MPICH) $(NCCL_SHIM_CFLAGS) -o $@ $<
+
+test-mpich: export CPHICACHE_NCCL_LIB := $(abspath $(MPICH_NCCL_SHIM))
+test-mpich: mpich $(MPICH_NCCL_SHIM) $(foreach p,$(MPICH_TEST_PKGS),$(MPICH_BUILD)/$(p).test)
+	@$(MPICH_BIN) version > $(MPICH_BUILD)/version.txt && grep -q '^MPI library: MPICH' $(MPICH_BUILD)/version.txt \
+		|| { cat $(MPICH_BUILD)/version.txt; echo "FAIL: $(MPICH_BIN) version does not name MPICH"; exit 1; }
+	@for p in $(MPICH_TEST_PKGS); do for n in $(MPICH_TEST_NPS); do \
+		echo "== $(MPIEXEC_MPICH) -n $$n $(MPICH_BUILD)/$$p.test"; \
+		( cd $$p && timeout 300 $(MPIEXEC_MPICH) -n $$n $(abspath $(MPICH_BUILD))/$$p.test -test.count=1 ) > $(MPICH_BUILD)/$$p.np$$n.log 2>&1 \
+			|| { cat $(MPICH_BUILD)/$$p.np$$n.log; echo "FAIL: mpich $$p at np $$n"; exit 1; }; \
+		passed=$$(grep -c '^PASS$$' $(MPICH_BUILD)/$$p.np$$n.log || true); \
+		[ "$$passed" = "$$n" ] || { cat $(MPICH_BUILD)/$$p.np$$n.log; echo "FAIL: mpich $$p at np $$n: $$passed of $$n ranks passed"; exit 1; }; \
+		leaked=$$(ls /dev/shm | grep '^cphicache-' || true); \
+		[ -z "$$leaked" ] || { echo "FAIL: mpich $$p at np $$n left shared memory behind: $$leaked"; exit 1; }; \
+		echo "ok   mpich $$p np=$$n ($$passed ranks passed, no shared memory left)"; \
+	done; done
+	@for n in $(MPICH_TEST_NPS); do \
+		log=$(MPICH_BUILD)/run.np$$n.log; \
+		timeout 300 $(MPIEXEC_MPICH) -n $$n $(MPICH_BIN) run > $$log 2>&1 || { cat $$log; echo "FAIL: mpich run at np $$n"; exit 1; }; \
+		grep -q ' 0 divergences; verify: [0-9]* pages checked, 0 mismatches' $$log && grep -q 'result: OK' $$log \
+			|| { cat $$log; echo "FAIL: mpich run at np $$n: divergences, mismatches or no OK"; exit 1; }; \
+		leaked=$$(ls /dev/shm | grep '^cphicache-' || true); \
+		[ -z "$$leaked" ] || { echo "FAIL: mpich run at np $$n left shared memory behind: $$leaked"; exit 1; }; \
+		echo "ok   mpich run np=$$n ($$(grep -o 'p50 [0-9.]* us' $$log | head -1) writing_check, no shared memory left)"; \
+	done
+	@timeout 120 $(MPIEXEC_MPICH) -n 2 $(MPICH_BIN) bench allreduce --max-size 64 --iters 50 --iters-large 5 --warmup 5 --rounds 2 \
+		--gap-us 1 --json $(MPICH_BUILD)/allreduce.json > $(MPICH_BUILD)/allreduce.txt \
+		&& grep -q '^# wrong results: 0$$' $(MPICH_BUILD)/allreduce.txt \
+		|| { cat $(MPICH_BUILD)/allreduce.txt; echo "FAIL: mpich bench allreduce: an error or a wrong MIN on some side"; exit 1; }
+	@echo "ok   mpich bench allreduce (ours, cgo floor and C: #wrong 0)"
+	@$(MAKE) --no-print-directory check-mpi-default
+	@echo "ok   mpich build: SPMD tests and run at np $(MPICH_TEST_NPS), bench smoke, OpenMPI still the default"
+
+EXTRA_TESTS += test-mpich
