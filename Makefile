@@ -89,8 +89,8 @@ FORCE:
 # fuzz runs each fuzz target for FUZZTIME (the suite runs their seed corpora only).
 FUZZTIME ?= 30s
 fuzz: deps
-	$(GO) test ./hicache -run '^$$' -fuzz FuzzReadTrace -fuzztime $(FUZZTIME)
-	$(GO) test ./hicache -run '^$$' -fuzz FuzzDecodeEvents -fuzztime $(FUZZTIME)
+	$(GO) test ./hicache/workload -run '^$$' -fuzz FuzzReadTrace -fuzztime $(FUZZTIME)
+	$(GO) test ./hicache/workload -run '^$$' -fuzz FuzzDecodeEvents -fuzztime $(FUZZTIME)
 	$(GO) test ./pool -run '^$$' -fuzz FuzzAllocatorAgainstModel -fuzztime $(FUZZTIME)
 	$(GO) test ./kernels -run '^$$' -fuzz FuzzCoalesce -fuzztime $(FUZZTIME)
 

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -209,7 +210,7 @@ func topoCommand() *cli.Command {
 
 // syntheticFlags size the embedded synthetic workload (run, validate and gen-trace).
 func syntheticFlags() []cli.Flag {
-	d := hicache.DefaultSyntheticConfig()
+	d := workload.DefaultSyntheticConfig()
 	const cat = "synthetic workload (when no --trace)"
 	return []cli.Flag{
 		&cli.IntFlag{Name: "conversations", Value: d.Conversations, EnvVars: []string{"CPHICACHE_CONVERSATIONS"}, Category: cat,
@@ -229,21 +230,20 @@ func syntheticFlags() []cli.Flag {
 	}
 }
 
-func readSynthetic(c *cli.Context) (hicache.SyntheticConfig, error) {
-	cfg := hicache.SyntheticConfig{
+func readSynthetic(c *cli.Context) (workload.SyntheticConfig, error) {
+	cfg := workload.SyntheticConfig{
 		Seed: c.Uint64("seed"), Conversations: c.Int("conversations"), TurnsMax: c.Int("turns-max"),
 		SystemPrompts: c.Int("system-prompts"), SystemPromptTokens: c.Int("system-prompt-tokens"),
 		TurnTokens: c.Int("turn-tokens"), OutputTokens: c.Int("output-tokens"), VocabSize: c.Int("vocab-size"),
 		FlushEvery: c.Int("flush-every-requests"),
 	}
 	if err := cfg.Validate(); err != nil {
-		// The message names the field as its flag: "synthetic workload: turns-max = -1, want 1..1024".
-		reason := strings.TrimPrefix(err.Error(), "synthetic workload: ")
-		flag, _, found := strings.Cut(reason, " = ")
-		if !found {
-			flag = "conversations"
+		// SyntheticConfig names its fields as their flags.
+		var fe *workload.FieldError
+		if errors.As(err, &fe) {
+			return cfg, &hicache.ConfigError{Flag: fe.Field, Reason: fe.Reason}
 		}
-		return cfg, &hicache.ConfigError{Flag: flag, Reason: reason}
+		return cfg, err
 	}
 	return cfg, nil
 }
@@ -418,7 +418,7 @@ func genTraceCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			events, err := hicache.GenerateSynthetic(cfg)
+			events, err := workload.GenerateSynthetic(cfg)
 			if err != nil {
 				return err
 			}
@@ -427,9 +427,9 @@ func genTraceCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				return errors.Join(hicache.WriteTrace(f, events), f.Close())
+				return errors.Join(workload.WriteTrace(f, events), f.Close())
 			}
-			return hicache.WriteTrace(os.Stdout, events)
+			return workload.WriteTrace(os.Stdout, events)
 		},
 	}
 }

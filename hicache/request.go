@@ -3,6 +3,7 @@ package hicache
 import (
 	"fmt"
 
+	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -13,7 +14,7 @@ type stepWork struct {
 
 // serve runs one request through the cache: match its prefix, load L2 hits back, compute and insert the rest,
 // and back up new KV by the write policy. Load-backs complete later in the step (loading_check).
-func (c *controller) serve(req *Request) error {
+func (c *controller) serve(req *workload.Request) error {
 	work := &c.work
 	c.clock++
 	c.counters.Requests++

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
@@ -54,7 +55,7 @@ type Options struct {
 	Seed                                             uint64
 	TracePath                                        string
 	VocabSize                                        int
-	Synthetic                                        SyntheticConfig
+	Synthetic                                        workload.SyntheticConfig
 	ReportPath                                       string
 	Collective                                       string
 	WatchdogTimeout                                  time.Duration
@@ -176,18 +177,18 @@ func runPass(job *Job, opts *Options) (*runState, error) {
 
 // loadWorkload has CP-rank 0 of each group read (or generate) its replica's share; the others get events by
 // broadcast during the replay. A bad trace fails on every rank, before anything is created.
-func (rs *runState) loadWorkload() ([]Event, error) {
+func (rs *runState) loadWorkload() ([]workload.Event, error) {
 	t := rs.job.Topo
-	var events []Event
+	var events []workload.Event
 	var loadErr error
 	if t.CPRank == 0 {
 		if rs.opts.TracePath != "" {
-			events, loadErr = ReadTraceFile(rs.opts.TracePath, rs.opts.VocabSize)
+			events, loadErr = workload.ReadTraceFile(rs.opts.TracePath, rs.opts.VocabSize)
 		} else {
-			events, loadErr = GenerateSynthetic(rs.opts.Synthetic)
+			events, loadErr = workload.GenerateSynthetic(rs.opts.Synthetic)
 		}
 		if loadErr == nil {
-			events = ShardForReplica(events, t.DPSize, t.CPGroup)
+			events = workload.ShardForReplica(events, t.DPSize, t.CPGroup)
 		}
 	}
 	if err := agreeOnFailure(t.World, wrapWorkload(loadErr)); err != nil {
@@ -311,12 +312,12 @@ func (rs *runState) tearDown() {
 
 // nextStep is the replicated event stream: CP-rank 0 sends each step's events to its group. A step is up to
 // --batch-requests requests, or one flush. An empty step ends the stream.
-func (rs *runState) nextStep(events *[]Event) ([]Event, error) {
+func (rs *runState) nextStep(events *[]workload.Event) ([]workload.Event, error) {
 	cp := rs.job.Topo.CP
 	var payload []byte
 	if cp.Rank() == 0 {
-		batch := takeBatch(events, rs.opts.BatchRequests)
-		payload = EncodeEvents(batch)
+		batch := workload.TakeBatch(events, rs.opts.BatchRequests)
+		payload = workload.EncodeEvents(batch)
 		if len(batch) == 0 {
 			payload = nil
 		}
@@ -340,31 +341,13 @@ func (rs *runState) nextStep(events *[]Event) ([]Event, error) {
 	if err := cp.BcastBytes(payload, 0); err != nil {
 		return nil, err
 	}
-	return DecodeEvents(payload)
-}
-
-// takeBatch pops the next step's events: a flush alone, or up to max requests stopping before a flush.
-func takeBatch(events *[]Event, max int) []Event {
-	ev := *events
-	if len(ev) == 0 {
-		return nil
-	}
-	if ev[0].Flush {
-		*events = ev[1:]
-		return ev[:1]
-	}
-	n := 0
-	for n < len(ev) && n < max && !ev[n].Flush {
-		n++
-	}
-	*events = ev[n:]
-	return ev[:n]
+	return workload.DecodeEvents(payload)
 }
 
 // replay runs the step loop. Every rank of the group runs the same steps and enters the same collectives in the
 // same order: nothing below returns early on local state before a collective, and a rank's own failure waits for
 // the next consensus, where the whole group learns it.
-func (rs *runState) replay(events []Event) error {
+func (rs *runState) replay(events []workload.Event) error {
 	progress := newProgress(rs.job.Topo.WorldRank == 0 && !rs.opts.Quiet, int64(len(events)))
 	for {
 		batch, err := rs.nextStep(&events)
@@ -399,7 +382,7 @@ func (rs *runState) finish() error {
 	return rs.comparePlacements()
 }
 
-func (rs *runState) runStep(step int64, batch []Event) error {
+func (rs *runState) runStep(step int64, batch []workload.Event) error {
 	c := rs.ctrl
 	rs.cons.step = step
 	rs.injectCopyFaults(step)
@@ -436,7 +419,7 @@ func (rs *runState) runStep(step int64, batch []Event) error {
 }
 
 // serve runs a step's requests. A rank that fails stops serving and takes its failure to the step's consensus.
-func (rs *runState) serve(batch []Event) {
+func (rs *runState) serve(batch []workload.Event) {
 	c := rs.ctrl
 	for i := range batch {
 		if err := c.serve(&batch[i].Request); err != nil {

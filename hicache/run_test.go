@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -32,7 +33,7 @@ func testJob(t *testing.T) *Job {
 // smallOptions is a workload small enough for 16 ranks on 2 cores, with caches small enough that L1 evictions,
 // load-backs, L2 evictions and a flush all happen.
 func smallOptions() *Options {
-	syn := DefaultSyntheticConfig()
+	syn := workload.DefaultSyntheticConfig()
 	_, dp := testLayout()
 	// Each DP replica serves its own share of the conversations: scale them so that every replica is as busy.
 	syn.Conversations, syn.TurnsMax, syn.SystemPrompts = 24*dp, 6, 3
@@ -136,7 +137,7 @@ func TestFlushRestoresTheFreshAllocator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rs.tearDown()
-	events, err := GenerateSynthetic(opts.Synthetic)
+	events, err := workload.GenerateSynthetic(opts.Synthetic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ gpu-check: test-cuda-build
 	@cp kernels/gpu-check.sh $(GPU_CHECK_KIT)/
 	@cp $(GPU_BIN) $(GPU_CHECK_KIT)/bin/
 	@cp $(GPU_CHECK_TESTS) $(GPU_CHECK_KIT)/
-	@cp -r hicache/testdata $(GPU_CHECK_KIT)/hicache/
+	@mkdir -p $(GPU_CHECK_KIT)/hicache/workload && cp -r hicache/workload/testdata $(GPU_CHECK_KIT)/hicache/workload/
 	@glibc=$$(for f in $(GPU_CHECK_KIT)/bin/* $(GPU_CHECK_KIT)/*.test; do objdump -T $$f | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1); \
 	echo "gpu-check: ready: $(GPU_CHECK_KIT) ($$(du -sh $(GPU_CHECK_KIT) | cut -f1), needs $$glibc or later); on the GPU machine run $(GPU_CHECK_KIT)/gpu-check.sh (under 7 minutes)"
 

@@ -1,8 +1,10 @@
 package pool
 
-// mix64 is the splitmix64 finalizer: a bijection on uint64 whose every output bit depends on every input
-// bit. Chaining h = mix64(h ^ word) over words is order-sensitive because mix64 is not linear.
-func mix64(x uint64) uint64 {
+// Mix64 is the splitmix64 finalizer: a bijection on uint64 whose every output bit depends on every input
+// bit. Chaining h = Mix64(h ^ word) over words is order-sensitive because Mix64 is not linear. It is the one
+// mixer of the module: the digest and state hash here, and the synthetic workload's streams and the KV content
+// function in hicache, all use it, so they can never drift apart.
+func Mix64(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
@@ -30,7 +32,7 @@ const (
 // digestAdd chains words into the running digest.
 func digestAdd(h uint64, words ...uint64) uint64 {
 	for _, w := range words {
-		h = mix64(h ^ w)
+		h = Mix64(h ^ w)
 	}
 	return h
 }

@@ -1,30 +1,10 @@
-package hicache
+package workload
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"hash/crc32"
-	"hash/fnv"
-	"strings"
+
+	"github.com/cphicache/cphicache/pool"
 )
-
-// The workload is the event stream every rank of a CP group replays identically (design section 2): CP-rank 0
-// reads or generates it and broadcasts each step's events (EncodeEvents / DecodeEvents), and each DP replica
-// takes its own share of it (ShardForReplica).
-
-// Request is one inference request: its prompt tokens and how many tokens it will generate.
-type Request struct {
-	RID       string
-	InputIDs  []int32
-	OutputLen int32
-}
-
-// Event is one line of a workload: a request, or a flush of the whole cache.
-type Event struct {
-	Flush   bool
-	Request Request // zero when Flush is set
-}
 
 // The default synthetic workload is sized so that one CP group of 8 ranks, oversubscribed on a 2-core machine,
 // replays it in well under a minute, while still exercising hits, evictions and a flush.
@@ -108,15 +88,20 @@ func (cfg SyntheticConfig) Validate() error {
 	}
 	for _, c := range checks {
 		if c.value < c.min || c.value > c.max {
-			return fmt.Errorf("synthetic workload: %s = %d, want %d..%d", c.name, c.value, c.min, c.max)
+			return &FieldError{Field: c.name, Reason: fmt.Sprintf("%d, want %d..%d", c.value, c.min, c.max)}
 		}
 	}
 	if tokens := cfg.worstCaseTokens(); tokens > syntheticTotalTokensMax {
-		return fmt.Errorf("synthetic workload: up to %d prompt tokens in all, above the bound of %d: "+
-			"lower conversations, turns-max or the token counts", tokens, syntheticTotalTokensMax)
+		return &FieldError{Field: "conversations", Reason: fmt.Sprintf("up to %d prompt tokens in all, above the bound of %d: "+
+			"lower conversations, turns-max or the token counts", tokens, syntheticTotalTokensMax)}
 	}
 	return nil
 }
+
+// FieldError is a SyntheticConfig field out of its range. Field is named as its command-line flag is.
+type FieldError struct{ Field, Reason string }
+
+func (e *FieldError) Error() string { return fmt.Sprintf("synthetic workload: %s = %s", e.Field, e.Reason) }
 
 // worstCaseTokens bounds the prompt tokens of the whole workload: every conversation takes TurnsMax turns and
 // every segment its longest length. The field bounds keep it inside int64.
@@ -287,217 +272,13 @@ func newSplitMix(seed uint64) splitMix { return splitMix{state: seed} }
 
 func (s *splitMix) next() uint64 {
 	s.state += 0x9e3779b97f4a7c15
-	return mix64(s.state)
+	return pool.Mix64(s.state)
 }
 
 // below returns a value in [0, n), n > 0. The modulo bias is below n/2^64: irrelevant for a workload.
 func (s *splitMix) below(n uint64) uint64 { return s.next() % n }
 
-// mix64 is splitmix64's finaliser: a bijection that spreads every input bit over the output.
-func mix64(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
 // streamKey derives the seed of one PRNG stream from the workload seed and the stream's coordinates.
 func streamKey(seed, stream, a, b uint64) uint64 {
-	return mix64(mix64(mix64(seed^mix64(stream))^a) ^ mix64(b+0x632be59bd9b4e019))
-}
-
-// ShardRuleHelp states how ShardForReplica splits a workload; the CLI prints it in --help.
-const ShardRuleHelp = "Each DP replica (CP group) serves the requests whose rid maps to it: the part of the rid " +
-	"before the first '.' (the conversation, \"c17\" of \"c17.t3\"; the whole rid when it has no '.') is hashed " +
-	"with 64-bit FNV-1a, and replica = hash mod dp, so every turn of a conversation lands on the same replica. " +
-	"Flush events go to every replica."
-
-// ReplicaForRID returns the DP replica, in [0, dp), that serves rid; see ShardRuleHelp. dp must be positive.
-func ReplicaForRID(rid string, dp int) int {
-	if dp <= 0 {
-		panic(fmt.Sprintf("ReplicaForRID: dp = %d, want > 0", dp))
-	}
-	conversation := rid
-	if dot := strings.IndexByte(rid, '.'); dot >= 0 {
-		conversation = rid[:dot]
-	}
-	h := fnv.New64a()
-	h.Write([]byte(conversation)) // a hash.Hash never returns a write error
-	return int(h.Sum64() % uint64(dp))
-}
-
-// ShardForReplica returns, in order, the events replica (of dp) replays: its requests (ReplicaForRID) and every
-// flush. It panics unless 0 <= replica < dp: the topology has checked both long before.
-func ShardForReplica(events []Event, dp, replica int) []Event {
-	if replica < 0 || replica >= dp {
-		panic(fmt.Sprintf("ShardForReplica: replica %d outside [0, %d)", replica, dp))
-	}
-	shard := make([]Event, 0, len(events)/dp+1)
-	for _, e := range events {
-		if e.Flush || ReplicaForRID(e.Request.RID, dp) == replica {
-			shard = append(shard, e)
-		}
-	}
-	return shard
-}
-
-// The broadcast form of a run of events, all integers unsigned varints (encoding/binary):
-//
-//	magic "HCE1" | count | count events | CRC-32C (little-endian) of everything before it
-//	event: 0 = request | len(rid) | rid bytes | uint32(output_len) | len(input_ids) | uint32(id) per id
-//	       1 = flush
-//
-// The checksum makes a corrupt or mismatched buffer an error rather than a silently different event stream,
-// which would break the ranks' replicated determinism.
-const (
-	eventsMagic       = "HCE1"
-	eventKindRequest  = 0
-	eventKindFlush    = 1
-	eventsTrailerSize = 4
-)
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// EncodeEvents returns the compact binary form of events, for broadcasting a step over MPI.
-func EncodeEvents(events []Event) []byte {
-	buf := make([]byte, 0, encodedSizeEstimate(events))
-	buf = append(buf, eventsMagic...)
-	buf = binary.AppendUvarint(buf, uint64(len(events)))
-	for _, e := range events {
-		if e.Flush {
-			buf = append(buf, eventKindFlush)
-			continue
-		}
-		r := e.Request
-		buf = append(buf, eventKindRequest)
-		buf = binary.AppendUvarint(buf, uint64(len(r.RID)))
-		buf = append(buf, r.RID...)
-		buf = binary.AppendUvarint(buf, uint64(uint32(r.OutputLen)))
-		buf = binary.AppendUvarint(buf, uint64(len(r.InputIDs)))
-		for _, id := range r.InputIDs {
-			buf = binary.AppendUvarint(buf, uint64(uint32(id)))
-		}
-	}
-	return binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
-}
-
-// encodedSizeEstimate assumes 3-byte token ids (vocabularies up to 2^21): one allocation in the common case.
-func encodedSizeEstimate(events []Event) int {
-	size := len(eventsMagic) + binary.MaxVarintLen64 + eventsTrailerSize
-	for _, e := range events {
-		size += 1 + 3*binary.MaxVarintLen32 + len(e.Request.RID) + 3*len(e.Request.InputIDs)
-	}
-	return size
-}
-
-// errEventsCorrupt is wrapped by every DecodeEvents error.
-var errEventsCorrupt = errors.New("corrupt event buffer")
-
-// DecodeEvents is the inverse of EncodeEvents. A truncated or corrupt buffer is an error; counts are checked
-// against the bytes left before anything is allocated, so no input makes it allocate more than len(buf) words.
-func DecodeEvents(buf []byte) ([]Event, error) {
-	minSize := len(eventsMagic) + 1 + eventsTrailerSize
-	if len(buf) < minSize {
-		return nil, fmt.Errorf("%w: %d bytes, want at least %d", errEventsCorrupt, len(buf), minSize)
-	}
-	body, trailer := buf[:len(buf)-eventsTrailerSize], buf[len(buf)-eventsTrailerSize:]
-	if want, got := binary.LittleEndian.Uint32(trailer), crc32.Checksum(body, castagnoli); want != got {
-		return nil, fmt.Errorf("%w: checksum %08x, want %08x", errEventsCorrupt, got, want)
-	}
-	if string(body[:len(eventsMagic)]) != eventsMagic {
-		return nil, fmt.Errorf("%w: magic %q, want %q", errEventsCorrupt, body[:len(eventsMagic)], eventsMagic)
-	}
-	d := eventDecoder{buf: body[len(eventsMagic):]}
-	count := d.count("event count", 1)
-	events := make([]Event, 0, count)
-	for i := uint64(0); i < count && d.err == nil; i++ {
-		events = append(events, d.event())
-	}
-	if d.err == nil && len(d.buf) != 0 {
-		d.fail("%d bytes after the last event", len(d.buf))
-	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return events, nil
-}
-
-// eventDecoder reads the event encoding; after the first error every read returns zero and err keeps it.
-type eventDecoder struct {
-	buf []byte
-	err error
-}
-
-func (d *eventDecoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", errEventsCorrupt, fmt.Sprintf(format, args...))
-	}
-}
-
-func (d *eventDecoder) uvarint(what string) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.buf)
-	if n <= 0 {
-		d.fail("%s: truncated or overlong varint", what)
-		return 0
-	}
-	d.buf = d.buf[n:]
-	return v
-}
-
-// count reads a length whose items each take at least itemBytesMin bytes, and rejects one the buffer cannot hold.
-func (d *eventDecoder) count(what string, itemBytesMin uint64) uint64 {
-	n := d.uvarint(what)
-	if d.err == nil && n > uint64(len(d.buf))/itemBytesMin {
-		d.fail("%s %d, but %d bytes left", what, n, len(d.buf))
-		return 0
-	}
-	return n
-}
-
-func (d *eventDecoder) uint32(what string) uint32 {
-	v := d.uvarint(what)
-	if d.err == nil && v > 1<<32-1 {
-		d.fail("%s %d does not fit 32 bits", what, v)
-	}
-	return uint32(v)
-}
-
-func (d *eventDecoder) event() Event {
-	if d.err != nil || len(d.buf) == 0 {
-		d.fail("truncated before an event")
-		return Event{}
-	}
-	kind := d.buf[0]
-	d.buf = d.buf[1:]
-	switch kind {
-	case eventKindFlush:
-		return Event{Flush: true}
-	case eventKindRequest:
-		return Event{Request: d.request()}
-	default:
-		d.fail("event kind %d", kind)
-		return Event{}
-	}
-}
-
-func (d *eventDecoder) request() Request {
-	var r Request
-	ridBytes := d.count("rid length", 1)
-	if d.err != nil {
-		return r
-	}
-	r.RID = string(d.buf[:ridBytes])
-	d.buf = d.buf[ridBytes:]
-	r.OutputLen = int32(d.uint32("output_len"))
-	tokens := d.count("input_ids length", 1)
-	if d.err != nil || tokens == 0 {
-		return r
-	}
-	r.InputIDs = make([]int32, tokens)
-	for i := range r.InputIDs {
-		r.InputIDs[i] = int32(d.uint32("token id"))
-	}
-	return r
+	return pool.Mix64(pool.Mix64(pool.Mix64(seed^pool.Mix64(stream))^a) ^ pool.Mix64(b+0x632be59bd9b4e019))
 }

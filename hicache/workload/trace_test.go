@@ -1,4 +1,4 @@
-package hicache
+package workload
 
 import (
 	"bytes"
