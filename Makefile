@@ -29,7 +29,7 @@ DEB_PACKAGES := libopenmpi-dev openmpi-bin pkg-config gcc make
 # Packages whose tests are SPMD: compiled once, run under mpirun at each rank count below. A folder's own
 # make fragment (*/*.mk, included below) may add packages here, Debian packages to DEB_PACKAGES, and targets to
 # EXTRA_TESTS, which `make test` runs after the SPMD tests.
-MPI_TEST_PKGS := mpi hicache
+MPI_TEST_PKGS := mpi hicache hicache/spmd
 MPI_TEST_NPS  := 1 2 8 16
 EXTRA_TESTS   :=
 
@@ -81,7 +81,7 @@ test-mpi: $(foreach p,$(MPI_TEST_PKGS),$(BUILD)/$(p).test)
 	done; done
 
 $(BUILD)/%.test: deps FORCE
-	@mkdir -p $(BUILD)
+	@mkdir -p $(dir $@)
 	$(GO) test -c -o $@ ./$*
 
 FORCE:

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
@@ -28,6 +29,9 @@ var version = "dev"
 type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() + " (see --help)" }
+
+// Scope: every rank parses the same command line.
+func (e usageError) Scope() spmd.Scope { return spmd.JobScope }
 
 func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
 
@@ -50,14 +54,14 @@ func globalFlags() []cli.Flag {
 }
 
 func readGlobal(c *cli.Context) (globalOptions, error) {
-	level, err := hicache.ParseLogLevel(c.String("log-level"))
+	level, err := spmd.ParseLogLevel(c.String("log-level"))
 	if err != nil {
 		return globalOptions{}, err
 	}
 	// Left unset, --cp and --dp are derived from the launch; given explicitly, they must be real group sizes.
 	for _, name := range []string{"cp", "dp"} {
 		if c.IsSet(name) && c.Int(name) < 1 {
-			return globalOptions{}, &hicache.ConfigError{Flag: name, Reason: fmt.Sprintf("%d is not a group size; give 1 or more, or leave it unset to derive it from the launch", c.Int(name))}
+			return globalOptions{}, &spmd.ConfigError{Flag: name, Reason: fmt.Sprintf("%d is not a group size; give 1 or more, or leave it unset to derive it from the launch", c.Int(name))}
 		}
 	}
 	return globalOptions{cp: c.Int("cp"), dp: c.Int("dp"), logLevel: level}, nil
@@ -199,11 +203,11 @@ func topoCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			job, err := hicache.StartJob(opts.cp, opts.dp, opts.logLevel)
+			job, err := spmd.StartJob(opts.cp, opts.dp, opts.logLevel)
 			if err != nil {
 				return err
 			}
-			return errors.Join(job.PrintTopology(os.Stdout), job.Close())
+			return errors.Join(job.PrintTopology(os.Stdout, hicache.DescribeGPU(job.Topo)), job.Close())
 		},
 	}
 }
@@ -241,7 +245,7 @@ func readSynthetic(c *cli.Context) (workload.SyntheticConfig, error) {
 		// SyntheticConfig names its fields as their flags.
 		var fe *workload.FieldError
 		if errors.As(err, &fe) {
-			return cfg, &hicache.ConfigError{Flag: fe.Field, Reason: fe.Reason}
+			return cfg, &spmd.ConfigError{Flag: fe.Field, Reason: fe.Reason}
 		}
 		return cfg, err
 	}
@@ -306,7 +310,7 @@ func runFlags() []cli.Flag {
 func readRunOptions(c *cli.Context) (*hicache.Options, error) {
 	layout, err := pool.ParseLayout(c.String("layout"))
 	if err != nil {
-		return nil, &hicache.ConfigError{Flag: "layout", Reason: err.Error()}
+		return nil, &spmd.ConfigError{Flag: "layout", Reason: err.Error()}
 	}
 	policy, err := hicache.ParseWritePolicy(c.String("write-policy"))
 	if err != nil {
@@ -363,7 +367,7 @@ func runCommand() *cli.Command {
 
 // replayAction is the Action of the commands that replay a workload (run, validate): read and check every
 // flag before MPI starts, then run fn on every rank.
-func replayAction(fn func(*hicache.Job, *hicache.Options) error) cli.ActionFunc {
+func replayAction(fn func(*spmd.Job, *hicache.Options) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		g, err := readGlobal(c)
 		if err != nil {
@@ -373,13 +377,13 @@ func replayAction(fn func(*hicache.Job, *hicache.Options) error) cli.ActionFunc 
 		if err != nil {
 			return err
 		}
-		return withJob(g, func(job *hicache.Job) error { return fn(job, opts) })
+		return withJob(g, func(job *spmd.Job) error { return fn(job, opts) })
 	}
 }
 
 // withJob starts MPI and the topology, runs fn, and ends the process the way the job's error requires.
-func withJob(g globalOptions, fn func(*hicache.Job) error) error {
-	job, err := hicache.StartJob(g.cp, g.dp, g.logLevel)
+func withJob(g globalOptions, fn func(*spmd.Job) error) error {
+	job, err := spmd.StartJob(g.cp, g.dp, g.logLevel)
 	if err != nil {
 		return err
 	}
@@ -434,7 +438,7 @@ func genTraceCommand() *cli.Command {
 	}
 }
 
-func validateMain(job *hicache.Job, opts *hicache.Options) error {
+func validateMain(job *spmd.Job, opts *hicache.Options) error {
 	opts.Quiet = true
 	v, err := hicache.Validate(job, opts)
 	if err != nil {
@@ -454,7 +458,7 @@ func validateMain(job *hicache.Job, opts *hicache.Options) error {
 	return nil
 }
 
-func runMain(job *hicache.Job, opts *hicache.Options) error {
+func runMain(job *spmd.Job, opts *hicache.Options) error {
 	report, err := hicache.Run(job, opts)
 	if err != nil {
 		return err
@@ -481,22 +485,11 @@ func main() {
 	}
 }
 
-// uniformErrorGrace is how long ranks other than 0 wait before exiting on an error every rank shares.
-const uniformErrorGrace = 2 * time.Second
-
-// reportError prints a fatal error once for errors every rank shares (a bad flag) and with the rank otherwise.
+// reportError prints a fatal error that ended the command before or outside a job (a bad flag, a usage error)
+// the one way every error is printed (spmd.Report): once for an error every rank shares, with the rank
+// otherwise. A rank that stays silent waits, so that mpirun does not end the speaker before its message is out.
 func reportError(err error) {
-	rank := mpi.LauncherRank()
-	var usage usageError
-	if hicache.IsUniform(err) || errors.As(err, &usage) {
-		if rank == 0 {
-			fmt.Fprintf(os.Stderr, "cphicache: %v\n", err)
-			return
-		}
-		// mpirun tears the job down at the first non-zero exit; the other ranks wait so that rank 0's
-		// reason reaches the user before that happens.
-		time.Sleep(uniformErrorGrace)
-		return
+	if !spmd.Report(os.Stderr, err, spmd.Where{WorldRank: mpi.LauncherRank()}) {
+		time.Sleep(spmd.SilentRankGrace)
 	}
-	fmt.Fprintf(os.Stderr, "cphicache: rank %d: %v\n", rank, err)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cphicache/cphicache/bench"
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -64,7 +65,7 @@ func benchWrite(c *cli.Context, meta *bench.Meta, rows any, wrong int64, table f
 
 func powerOfTwo(flag string, v int64, minimum int64) error {
 	if v < minimum || v&(v-1) != 0 {
-		return &hicache.ConfigError{Flag: flag, Reason: fmt.Sprintf("%d is not a power of two of at least %d", v, minimum)}
+		return &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%d is not a power of two of at least %d", v, minimum)}
 	}
 	return nil
 }
@@ -98,13 +99,13 @@ func benchAllreduceCommand() *cli.Command {
 				return err
 			}
 			if err := cfg.Validate(); err != nil {
-				return &hicache.ConfigError{Flag: "iters", Reason: err.Error()}
+				return &spmd.ConfigError{Flag: "iters", Reason: err.Error()}
 			}
-			level, err := hicache.ParseLogLevel(c.String("log-level"))
+			level, err := spmd.ParseLogLevel(c.String("log-level"))
 			if err != nil {
 				return err
 			}
-			return withJob(globalOptions{logLevel: level}, func(job *hicache.Job) error { return benchAllreduce(c, job, cfg) })
+			return withJob(globalOptions{logLevel: level}, func(job *spmd.Job) error { return benchAllreduce(c, job, cfg) })
 		},
 	}
 }
@@ -117,7 +118,7 @@ func waitingSetting() string {
 	return "the library's blocking MPI_Allreduce, every side (" + mpi.YieldEnv + ")"
 }
 
-func benchAllreduce(c *cli.Context, job *hicache.Job, cfg bench.AllreduceConfig) error {
+func benchAllreduce(c *cli.Context, job *spmd.Job, cfg bench.AllreduceConfig) error {
 	meta := bench.NewMeta("allreduce", version)
 	lib, _ := mpi.LibraryVersion()
 	meta.MPILibrary = lib
@@ -131,7 +132,7 @@ func benchAllreduce(c *cli.Context, job *hicache.Job, cfg bench.AllreduceConfig)
 	} else {
 		meta.Set("timing", "back to back, the loop timed as a whole with MPI_Wtime on every side (OSU)")
 	}
-	ranks, err := job.Topo.Gather()
+	ranks, err := job.Topo.Gather(hicache.DescribeGPU(job.Topo))
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func benchAllreduce(c *cli.Context, job *hicache.Job, cfg bench.AllreduceConfig)
 	wrong := bench.AllreduceWrong(rows)
 	if job.Topo.WorldRank != 0 {
 		if wrong != 0 {
-			return hicache.PeerFailedError{} // rank 0 names the cause
+			return spmd.PeerFailedError{} // rank 0 names the cause
 		}
 		return nil
 	}
@@ -174,7 +175,7 @@ func benchCopyCommand() *cli.Command {
 			cfg := bench.CopyConfig{PartBytes: c.Int64Slice("part-sizes"), TotalBytes: c.Int64("total-bytes"), Layers: c.Int("layers"),
 				Payloads: c.Int("payloads"), CPSize: c.Int("cp-ranks"), Workers: c.Int("workers"), Iters: c.Int("iters"), Rounds: c.Int("rounds")}
 			if err := cfg.Validate(); err != nil {
-				return &hicache.ConfigError{Flag: "part-sizes", Reason: err.Error()}
+				return &spmd.ConfigError{Flag: "part-sizes", Reason: err.Error()}
 			}
 			meta := bench.NewMeta("copy", version)
 			meta.Set("ours", "kernels.HostEngine Gather (D2H) / Scatter (H2D), one call per layer, spans from pool.Geometry.PartOffset")
@@ -212,7 +213,7 @@ func benchReserveCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			cfg := bench.ReserveConfig{SlotsLog2: c.IntSlice("slots-log2"), Pages: c.IntSlice("pages"), MinSeconds: c.Float64("min-seconds")}
 			if err := cfg.Validate(); err != nil {
-				return &hicache.ConfigError{Flag: "slots-log2", Reason: err.Error()}
+				return &spmd.ConfigError{Flag: "slots-log2", Reason: err.Error()}
 			}
 			meta := bench.NewMeta("reserve", version)
 			meta.Set("op", "Reserve + MarkObjectCommitted + Release of one object, half the pool free")
@@ -256,7 +257,7 @@ func benchE2ECommand() *cli.Command {
 				Launcher: strings.Fields(c.String("mpirun")), Binary: self, RunArgs: strings.Fields(c.String("run-args")),
 				OutDir: c.String("out-dir"), TimeoutSeconds: c.Duration("timeout").Seconds()}
 			if err := cfg.Validate(); err != nil {
-				return &hicache.ConfigError{Flag: "np-list", Reason: err.Error()}
+				return &spmd.ConfigError{Flag: "np-list", Reason: err.Error()}
 			}
 			meta := bench.NewMeta("e2e", version)
 			meta.Set("launch", strings.TrimSpace(fmt.Sprintf("%s -np N ... %s run --quiet --report FILE --placement-assert-every A %s", cfg.Launcher[0], self, strings.Join(cfg.RunArgs, " "))))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // E2EConfig is the end-to-end benchmark: the main job (`cphicache run`) launched once per (ranks, assert
@@ -219,20 +220,20 @@ func median(v []float64) float64 {
 }
 
 // E2ERanks is the rank -> host map of the largest launch, from its report's CP groups.
-func E2ERanks(runs []E2ERun) []hicache.RankInfo {
+func E2ERanks(runs []E2ERun) []spmd.RankInfo {
 	var largest *hicache.Report
 	for _, r := range runs {
 		if largest == nil || r.report.Ranks > largest.Ranks {
 			largest = r.report
 		}
 	}
-	var ranks []hicache.RankInfo
+	var ranks []spmd.RankInfo
 	if largest == nil {
 		return nil
 	}
 	for _, g := range largest.Groups {
 		for cpRank, host := range g.Hosts {
-			ranks = append(ranks, hicache.RankInfo{WorldRank: len(ranks), NodeRank: -1, CPGroup: g.Group, CPRank: cpRank, Host: host})
+			ranks = append(ranks, spmd.RankInfo{WorldRank: len(ranks), NodeRank: -1, CPGroup: g.Group, CPRank: cpRank, Host: host})
 		}
 	}
 	return ranks

@@ -9,22 +9,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // Meta is what every benchmark's header and JSON say about the run: enough to reproduce it and to judge it
 // (the machine is shared, so the load average at the start is part of the record).
 type Meta struct {
-	Benchmark   string             `json:"benchmark"`
-	Version     string             `json:"version"` // git describe of the build (main.version)
-	StartedAt   time.Time          `json:"started_at"`
-	GoVersion   string             `json:"go_version"`
-	GOMAXPROCS  int                `json:"gomaxprocs"`
-	CPUs        int                `json:"cpus"`
-	LoadAverage string             `json:"load_average"` // /proc/loadavg at the start
-	MPILibrary  string             `json:"mpi_library,omitempty"`
-	Config      []Setting          `json:"config"`
-	Ranks       []hicache.RankInfo `json:"ranks"`
+	Benchmark   string          `json:"benchmark"`
+	Version     string          `json:"version"` // git describe of the build (main.version)
+	StartedAt   time.Time       `json:"started_at"`
+	GoVersion   string          `json:"go_version"`
+	GOMAXPROCS  int             `json:"gomaxprocs"`
+	CPUs        int             `json:"cpus"`
+	LoadAverage string          `json:"load_average"` // /proc/loadavg at the start
+	MPILibrary  string          `json:"mpi_library,omitempty"`
+	Config      []Setting       `json:"config"`
+	Ranks       []spmd.RankInfo `json:"ranks"`
 }
 
 // Setting is one line of the configuration, in the order it was set.
@@ -51,7 +51,7 @@ func (m *Meta) Set(name string, value any) {
 // SingleRank records the rank map of a benchmark that runs without MPI: one rank on this host.
 func (m *Meta) SingleRank() {
 	host, _ := os.Hostname()
-	m.Ranks = []hicache.RankInfo{{Host: host}}
+	m.Ranks = []spmd.RankInfo{{Host: host}}
 }
 
 // WriteHeader prints the '#' header: build, machine, configuration and the rank -> host map.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -22,6 +23,9 @@ type DivergenceError struct {
 	Digests      []uint64 // by CP rank; nil when the digests agreed and objects differed
 	ObjectsWrong int64    // objects placed differently (object comparison only)
 }
+
+// Scope: every rank of the group sees the same agreed digests and hashes.
+func (e *DivergenceError) Scope() spmd.Scope { return spmd.GroupScope }
 
 func (e *DivergenceError) Error() string {
 	head := fmt.Sprintf("placement divergence in CP group %d at step %d (event %d), caught by the %s", e.Group, e.Step, e.Event, e.Where)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -107,7 +108,7 @@ type consensus struct {
 	cp        *mpi.Comm
 	group     int
 	transport MinAllReducer
-	watchdog  *Watchdog
+	watchdog  *spmd.Watchdog
 	stats     [consensusKinds]CollectiveStats
 	calls     uint64 // consensus calls entered on this communicator: the counter of the tag
 	step      int64  // the event stream's step, for messages
@@ -117,7 +118,7 @@ type consensus struct {
 	vector    [consensusWords]uint64
 }
 
-func newConsensus(cp *mpi.Comm, group int, transport MinAllReducer, watchdog *Watchdog, stepsHint int) *consensus {
+func newConsensus(cp *mpi.Comm, group int, transport MinAllReducer, watchdog *spmd.Watchdog, stepsHint int) *consensus {
 	if transport == nil {
 		transport = mpiMinAllReducer{cp}
 	}
@@ -258,6 +259,9 @@ type OutOfStepError struct {
 	Step           int64
 	MinTag, MaxTag uint64
 }
+
+// Scope: every rank of the group sees the same agreed tags.
+func (e *OutOfStepError) Scope() spmd.Scope { return spmd.GroupScope }
 
 func (e *OutOfStepError) Error() string {
 	describe := func(tag uint64) string {

@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
 
 // Tests of the step consensus (SPMD: every rank runs them, at 1, 2, 8 and 16 ranks under make test-mpi).
 
-func testConsensus(t *testing.T) (*consensus, *Topology) {
+func testConsensus(t *testing.T) (*consensus, *spmd.Topology) {
 	t.Helper()
 	job := testJob(t)
 	return newConsensus(job.Topo.CP, job.Topo.CPGroup, nil, nil, 16), job.Topo
@@ -107,11 +108,11 @@ func TestCopyErrorIsAgreedByTheWholeGroup(t *testing.T) {
 			t.Fatalf("rank %d: %v, want a peer failure naming CP rank %d's copy error at step 3 or later", rank, err, failing)
 		}
 	default:
-		if !errors.As(err, new(PeerFailedError)) {
+		if !errors.As(err, new(spmd.PeerFailedError)) {
 			t.Fatalf("rank %d of another group: %v, want the peer-failure error", rank, err)
 		}
 	}
-	var shared *SharedError
+	var shared *spmd.SharedError
 	if !errors.As(err, &shared) || shared.Speaker != (rank == failing) {
 		t.Errorf("rank %d: speaker %v, want only the failing rank %d to speak", rank, shared != nil && shared.Speaker, failing)
 	}
@@ -145,7 +146,7 @@ func TestBrokenResetFailsTheRun(t *testing.T) {
 	_, err := runErr(t, opts)
 	var lf *LocalFailure
 	var peer *PeerFailure
-	if !(errors.As(err, &lf) && lf.Code == FailureFlush) && !(errors.As(err, &peer) && peer.Code == FailureFlush) && !errors.As(err, new(PeerFailedError)) {
+	if !(errors.As(err, &lf) && lf.Code == FailureFlush) && !(errors.As(err, &peer) && peer.Code == FailureFlush) && !errors.As(err, new(spmd.PeerFailedError)) {
 		t.Fatalf("rank %d: %v, want the flush check to fail the run", testWorld.Rank(), err)
 	}
 	if lf != nil && !strings.Contains(lf.Error(), "state hash") {

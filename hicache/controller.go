@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -28,7 +29,7 @@ func ParseWritePolicy(s string) (WritePolicy, error) {
 			return WritePolicy(i), nil
 		}
 	}
-	return 0, &ConfigError{"write-policy", fmt.Sprintf("%q is not one of write_through, write_through_selective, write_back", s)}
+	return 0, &spmd.ConfigError{Flag: "write-policy", Reason: fmt.Sprintf("%q is not one of write_through, write_through_selective, write_back", s)}
 }
 
 // CacheConfig sizes one rank's cache.

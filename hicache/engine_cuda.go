@@ -7,13 +7,14 @@ import (
 
 	"gorgonia.org/cu"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/kernels"
 )
 
 // newCopyEngine is the GPU build's engine: the device KV buffer is cuMemAlloc memory on this rank's GPU, the
 // shared L2 slabs are host memory registered with (and mapped into) that GPU, and pagecopy.cu's kernel moves
 // the pages.
-func newCopyEngine(t *Topology, cfg CacheConfig, slabs [][]byte) (kernels.Engine, error) {
+func newCopyEngine(t *spmd.Topology, cfg CacheConfig, slabs [][]byte) (kernels.Engine, error) {
 	ordinal, err := gpuOrdinal(t, false)
 	if err != nil {
 		return nil, err
@@ -23,7 +24,7 @@ func newCopyEngine(t *Topology, cfg CacheConfig, slabs [][]byte) (kernels.Engine
 
 // gpuOrdinal is this rank's GPU (gpuLayout.ordinal): its rank on the node modulo the GPUs it sees, or the one
 // GPU a per-task binding leaves it. exclusive (--collective nccl) refuses CP groups larger than the GPUs seen.
-func gpuOrdinal(t *Topology, exclusive bool) (int, error) {
+func gpuOrdinal(t *spmd.Topology, exclusive bool) (int, error) {
 	count, err := cu.NumDevices()
 	if err != nil {
 		return 0, fmt.Errorf("GPU layout: counting GPUs on node rank %d of %s: %w", t.NodeRank, t.Host, err)
@@ -31,9 +32,9 @@ func gpuOrdinal(t *Topology, exclusive bool) (int, error) {
 	return newGPULayout(t, count, exclusive).ordinal()
 }
 
-// describeGPU is this rank's GPU for the topology table: the ordinal it would use and its PCI bus id, or why
+// DescribeGPU is this rank's GPU for the topology table: the ordinal it would use and its PCI bus id, or why
 // it has none.
-func describeGPU(t *Topology) string {
+func DescribeGPU(t *spmd.Topology) string {
 	ordinal, err := gpuOrdinal(t, false)
 	if err != nil {
 		return "none"

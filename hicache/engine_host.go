@@ -2,12 +2,15 @@
 
 package hicache
 
-import "github.com/cphicache/cphicache/kernels"
+import (
+	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/kernels"
+)
 
 // newCopyEngine is the CPU build's engine: the device KV buffer is host memory and Go copies the pages.
-func newCopyEngine(_ *Topology, cfg CacheConfig, slabs [][]byte) (kernels.Engine, error) {
+func newCopyEngine(_ *spmd.Topology, cfg CacheConfig, slabs [][]byte) (kernels.Engine, error) {
 	return kernels.NewHostEngine(cfg.DeviceBytes(), slabs, 1)
 }
 
-// describeGPU is empty in the CPU build: no rank uses a GPU, and the topology table has no GPU column.
-func describeGPU(*Topology) string { return "" }
+// DescribeGPU is empty in the CPU build: no rank uses a GPU, and the topology table has no GPU column.
+func DescribeGPU(*spmd.Topology) string { return "" }

@@ -65,8 +65,5 @@ func (e *PeerFailure) Error() string {
 	return fmt.Sprintf("CP rank %d of CP group %d failed at step %d (%s); its own message names the cause", e.CPRank, e.Group, e.Step, e.Code)
 }
 
-// originates reports whether err is a rank's own failure rather than the echo of another rank's: of the ranks
-// that fail, the job's message comes from the lowest one that originates its failure.
-func originates(err error) bool {
-	return !errors.As(err, new(*PeerFailure)) && !errors.As(err, new(PeerFailedError))
-}
+// EchoesPeer: the failing rank prints the cause; this rank only relays it (spmd.AgreeOnFailure).
+func (e *PeerFailure) EchoesPeer() bool { return true }

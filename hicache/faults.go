@@ -4,10 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cphicache/cphicache/kernels"
@@ -17,21 +14,7 @@ import (
 // linked when the process dies.
 
 // Exit statuses that tell an operator what ended a rank.
-const (
-	ExitInjected = 4   // --inject-exit
-	exitSignal   = 128 // plus the signal number, as a shell reports it
-)
-
-// pendingSegment is the name of a segment this process created and has not unlinked yet (CP-rank 0, between
-// creating the slab and every rank having mapped it). Whatever ends the process unlinks it first.
-var pendingSegment atomic.Pointer[string]
-
-// unlinkPendingSegment removes the segment named by pendingSegment, if any. Safe from any goroutine.
-func unlinkPendingSegment() {
-	if name := pendingSegment.Swap(nil); name != nil {
-		os.Remove(filepath.Join(shmDir, *name))
-	}
-}
+const ExitInjected = 4 // --inject-exit
 
 // injectHangOrExit carries out --inject-hang and --inject-exit at the end of a step, before its consensus:
 // one rank stops (or leaves) while the others enter a collective, which is what the watchdog must catch.
@@ -46,34 +29,6 @@ func (rs *runState) injectHangOrExit(step int64) {
 		for {
 			time.Sleep(time.Hour)
 		}
-	}
-}
-
-// handleSignals ends the run on SIGTERM (scancel) or SIGINT (Ctrl-C): in-flight copies are abandoned, a
-// still-linked segment is unlinked, the process exits with 128 + the signal. World rank 0 says why; mpirun
-// delivers the signal to every rank, so the others exit quietly. The returned function stops the handling.
-//
-// failing is set once the rank is already ending on a failure whose message another rank prints: the launcher's
-// SIGTERM to the silent ranks is then no news, and saying "run abandoned" would only hide the real message.
-func handleSignals(worldRank int, failing *atomic.Bool) (stop func()) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case sig := <-ch:
-			unlinkPendingSegment()
-			if worldRank == 0 && !failing.Load() {
-				name := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[sig]
-				fmt.Fprintf(os.Stderr, "cphicache: received %s; run abandoned (in-flight copies dropped, shared memory released)\n", name)
-			}
-			os.Exit(exitSignal + int(sig.(syscall.Signal)))
-		case <-done:
-		}
-	}()
-	return func() {
-		signal.Stop(ch)
-		close(done)
 	}
 }
 

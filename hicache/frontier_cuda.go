@@ -13,6 +13,7 @@ import (
 
 	"gorgonia.org/cu"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/nccl"
 )
@@ -21,7 +22,7 @@ import (
 // NCCL reduces device memory.
 func checkCollectiveBuild(collective string) error {
 	if collective == "nccl" && os.Getenv(ncclHostBuffersEnv) != "" {
-		return &ConfigError{"collective", fmt.Sprintf("%s is a test switch of the CPU build; unset it for the GPU build", ncclHostBuffersEnv)}
+		return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%s is a test switch of the CPU build; unset it for the GPU build", ncclHostBuffersEnv)}
 	}
 	return nil
 }
@@ -29,14 +30,14 @@ func checkCollectiveBuild(collective string) error {
 // newFrontierReducer returns writing_check's transport: nil (MPI, the default of newConsensus) for
 // --collective mpi, and for nccl the device reducer over NVIDIA's NCCL on this rank's GPU. Every rank calls it
 // at start-up, on the MPI goroutine.
-func newFrontierReducer(t *Topology, collective string, initTimeout time.Duration) (MinAllReducer, error) {
+func newFrontierReducer(t *spmd.Topology, collective string, initTimeout time.Duration) (MinAllReducer, error) {
 	if collective != "nccl" {
 		return nil, nil
 	}
 	f := &deviceNCCLFrontier{}
 	err := f.start(t)
 	if err == nil && isNCCLShim(f.lib) {
-		err = &ConfigError{"collective", fmt.Sprintf("%s=%s is ncclshim, the CPU test stand-in that reduces host memory; the GPU build needs NVIDIA's libnccl.so.2", ncclLibEnv, f.lib.Path())}
+		err = &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%s=%s is ncclshim, the CPU test stand-in that reduces host memory; the GPU build needs NVIDIA's libnccl.so.2", ncclLibEnv, f.lib.Path())}
 	}
 	if err := f.joinCP(t, err, initTimeout); err != nil {
 		return nil, errors.Join(err, f.Close())
@@ -59,7 +60,7 @@ type deviceNCCLFrontier struct {
 
 // start loads NCCL and acquires the GPU resources on this rank's GPU (the engine's, see gpuOrdinal), refusing a
 // layout with fewer GPUs than CP ranks.
-func (f *deviceNCCLFrontier) start(t *Topology) error {
+func (f *deviceNCCLFrontier) start(t *spmd.Topology) error {
 	var err error
 	if f.lib, err = loadNCCL(); err != nil {
 		return err
@@ -94,10 +95,10 @@ func (f *deviceNCCLFrontier) start(t *Topology) error {
 // checked distinct, so that two ranks on one GPU fail with a line naming them instead of inside NCCL. NCCL
 // learns its GPU from the context current on the calling thread (the runtime API's current device), so the
 // context is made current first.
-func (f *deviceNCCLFrontier) joinCP(t *Topology, ready error, initTimeout time.Duration) error {
+func (f *deviceNCCLFrontier) joinCP(t *spmd.Topology, ready error, initTimeout time.Duration) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := agreeOnFailure(t.World, ready); err != nil {
+	if err := spmd.AgreeOnFailure(t.World, ready); err != nil {
 		return err
 	}
 	err := f.checkDistinctGPUs(t)
@@ -112,7 +113,7 @@ func (f *deviceNCCLFrontier) joinCP(t *Topology, ready error, initTimeout time.D
 
 // checkDistinctGPUs gathers the CP ranks' PCI bus ids (a CP collective: every rank of the group calls it) and
 // refuses a group with two ranks on one GPU.
-func (f *deviceNCCLFrontier) checkDistinctGPUs(t *Topology) error {
+func (f *deviceNCCLFrontier) checkDistinctGPUs(t *spmd.Topology) error {
 	const idBytes = 32
 	mine := make([]byte, idBytes)
 	copy(mine, f.busID)

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/nccl"
 )
 
@@ -17,20 +18,20 @@ import (
 // ncclshim.
 func checkCollectiveBuild(collective string) error {
 	if collective == "nccl" && os.Getenv(ncclHostBuffersEnv) != "1" {
-		return &ConfigError{"collective", "nccl needs the GPU build (make gpu: bin/cphicache-gpu); this binary is the CPU build, use --collective mpi"}
+		return &spmd.ConfigError{Flag: "collective", Reason: "nccl needs the GPU build (make gpu: bin/cphicache-gpu); this binary is the CPU build, use --collective mpi"}
 	}
 	return nil
 }
 
 // newFrontierReducer returns writing_check's transport: nil (MPI, the default of newConsensus) for
 // --collective mpi, and for nccl the host-buffer reducer over ncclshim. Every rank calls it at start-up.
-func newFrontierReducer(t *Topology, collective string, initTimeout time.Duration) (MinAllReducer, error) {
+func newFrontierReducer(t *spmd.Topology, collective string, initTimeout time.Duration) (MinAllReducer, error) {
 	if collective != "nccl" {
 		return nil, nil
 	}
 	lib, err := loadNCCL()
 	if err == nil && !isNCCLShim(lib) {
-		err = &ConfigError{"collective", fmt.Sprintf("%s=1 is for tests with ncclshim (nccl/testdata), but %s is not the shim: NVIDIA's NCCL reduces device memory, which needs the GPU build (make gpu)", ncclHostBuffersEnv, lib.Path())}
+		err = &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%s=1 is for tests with ncclshim (nccl/testdata), but %s is not the shim: NVIDIA's NCCL reduces device memory, which needs the GPU build (make gpu)", ncclHostBuffersEnv, lib.Path())}
 	}
 	comm, err := newNCCLCommOnCP(t, lib, err, initTimeout)
 	if err != nil {

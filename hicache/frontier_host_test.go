@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // ncclForTest needs the ncclshim that make (nccl/nccl.mk) builds and names in CPHICACHE_NCCL_LIB, and turns on
@@ -49,7 +51,7 @@ func TestCPUBuildRefusesNCCLWithoutTheTestSwitch(t *testing.T) {
 	t.Setenv(ncclHostBuffersEnv, "")
 	opts := smallOptions()
 	opts.Collective = "nccl"
-	var ce *ConfigError
+	var ce *spmd.ConfigError
 	if err := opts.Validate(); !errors.As(err, &ce) || ce.Flag != "collective" || !strings.Contains(ce.Reason, "GPU build") {
 		t.Errorf("Validate: %v, want an invalid --collective error that names the GPU build", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/nccl"
 )
 
@@ -47,12 +48,12 @@ func isNCCLShim(lib *nccl.Library) bool {
 // communicator exists (loading the library, say), so that no rank waits in the unique id's broadcast for a
 // peer that gave up. ready is this rank's outcome so far. NCCL's init is bounded by initTimeout (0: none) and
 // its outcome agreed too, so that one rank's failed or expired init ends every rank.
-func newNCCLCommOnCP(t *Topology, lib *nccl.Library, ready error, initTimeout time.Duration) (*nccl.Comm, error) {
-	if err := agreeOnFailure(t.World, ready); err != nil {
+func newNCCLCommOnCP(t *spmd.Topology, lib *nccl.Library, ready error, initTimeout time.Duration) (*nccl.Comm, error) {
+	if err := spmd.AgreeOnFailure(t.World, ready); err != nil {
 		return nil, err
 	}
 	comm, err := nccl.NewCommOverMPI(lib, t.CP, initTimeout)
-	if err := agreeOnFailure(t.World, err); err != nil {
+	if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 		if comm != nil {
 			comm.Abort()
 		}

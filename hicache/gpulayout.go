@@ -3,6 +3,8 @@ package hicache
 import (
 	"fmt"
 	"os"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // The rank-to-GPU layout of the GPU build, in pure Go so that the CPU build tests it with made-up device counts:
@@ -26,7 +28,7 @@ type gpuLayout struct {
 }
 
 // newGPULayout reads CUDA_VISIBLE_DEVICES for a rank of t that sees visibleGPUs GPUs.
-func newGPULayout(t *Topology, visibleGPUs int, exclusive bool) gpuLayout {
+func newGPULayout(t *spmd.Topology, visibleGPUs int, exclusive bool) gpuLayout {
 	return gpuLayout{
 		NodeRank: t.NodeRank, NodeSize: t.NodeSize, CPSize: t.CPSize, VisibleGPUs: visibleGPUs,
 		CUDAVisibleDevices: os.Getenv(cudaVisibleDevicesEnv), Exclusive: exclusive,
@@ -45,7 +47,7 @@ func (l gpuLayout) ordinal() (int, error) {
 	case l.VisibleGPUs == 1:
 		return 0, nil
 	case l.Exclusive && l.CPSize > l.VisibleGPUs:
-		return 0, &ConfigError{"collective", fmt.Sprintf("nccl needs a GPU per CP rank, but CP groups of %d ranks (%d ranks on this node) see %d GPUs (%s): launch at most %d ranks per CP group on a node (--cp), or bind one GPU per task",
+		return 0, &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("nccl needs a GPU per CP rank, but CP groups of %d ranks (%d ranks on this node) see %d GPUs (%s): launch at most %d ranks per CP group on a node (--cp), or bind one GPU per task",
 			l.CPSize, l.NodeSize, l.VisibleGPUs, l.visibleDevicesText(), l.VisibleGPUs)}
 	}
 	return l.NodeRank % l.VisibleGPUs, nil
@@ -65,7 +67,7 @@ func checkDistinctGPUs(busIDs []string, group int) error {
 	first := map[string]int{}
 	for rank, id := range busIDs {
 		if other, seen := first[id]; seen {
-			return &ConfigError{"collective", fmt.Sprintf("nccl needs a GPU per CP rank, but CP ranks %d and %d of CP group %d both use the GPU at PCI bus id %s (%d CP ranks): give each rank of a CP group its own GPU (CUDA_VISIBLE_DEVICES, or Slurm's --gpus-per-task=1)",
+			return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("nccl needs a GPU per CP rank, but CP ranks %d and %d of CP group %d both use the GPU at PCI bus id %s (%d CP ranks): give each rank of a CP group its own GPU (CUDA_VISIBLE_DEVICES, or Slurm's --gpus-per-task=1)",
 				other, rank, group, id, len(busIDs))}
 		}
 		first[id] = rank

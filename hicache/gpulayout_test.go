@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // The rank-to-GPU layout with made-up device counts: what the GPU build decides on a node it cannot see here.
@@ -12,7 +14,7 @@ func TestGPULayoutRefusesMoreCPRanksThanGPUs(t *testing.T) {
 	// -np 16 on one 8-GPU node with the default --cp (the ranks of the node): NCCL would find GPU 0 twice.
 	l := gpuLayout{NodeRank: 9, NodeSize: 16, CPSize: 16, VisibleGPUs: 8, Exclusive: true}
 	_, err := l.ordinal()
-	var ce *ConfigError
+	var ce *spmd.ConfigError
 	if !errors.As(err, &ce) || ce.Flag != "collective" {
 		t.Fatalf("16 CP ranks on 8 GPUs under nccl: %v, want a --collective error", err)
 	}
@@ -49,7 +51,7 @@ func TestGPULayoutOneVisibleGPUIsUsed(t *testing.T) {
 }
 
 // TestGPULayoutGivesEachCPRankItsOwnGPU checks every node size, CP size and GPU count up to 16: under nccl, a
-// layout is either refused or gives the members of every CP group (consecutive node ranks, as NewTopology makes
+// layout is either refused or gives the members of every CP group (consecutive node ranks, as spmd.NewTopology makes
 // them) distinct GPUs; and one GPU per CP rank is always accepted.
 func TestGPULayoutGivesEachCPRankItsOwnGPU(t *testing.T) {
 	for nodeSize := 1; nodeSize <= 16; nodeSize++ {
@@ -105,15 +107,15 @@ func TestCheckDistinctGPUsNamesTheSharingRanks(t *testing.T) {
 }
 
 func TestTopologyTableShowsGPUsOnlyWhenKnown(t *testing.T) {
-	rows := []RankInfo{{WorldRank: 0, Host: "n1"}, {WorldRank: 1, Host: "n1", NodeRank: 1, CPRank: 1}}
+	rows := []spmd.RankInfo{{WorldRank: 0, Host: "n1"}, {WorldRank: 1, Host: "n1", NodeRank: 1, CPRank: 1}}
 	var b strings.Builder
-	WriteTable(&b, rows, 2, 1)
+	spmd.WriteTable(&b, rows, 2, 1)
 	if strings.Contains(b.String(), "gpu") {
 		t.Errorf("CPU build table has a GPU column:\n%s", b.String())
 	}
 	rows[0].GPU, rows[1].GPU = "0 0000:1b:00.0", "1 0000:43:00.0"
 	b.Reset()
-	WriteTable(&b, rows, 2, 1)
+	spmd.WriteTable(&b, rows, 2, 1)
 	if !strings.Contains(b.String(), "gpu") || !strings.Contains(b.String(), "1 0000:43:00.0\n") {
 		t.Errorf("GPU build table does not show each rank's GPU:\n%s", b.String())
 	}

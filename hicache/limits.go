@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -32,7 +33,7 @@ func (rs *runState) checkJobLimits(g pool.Geometry) error {
 	if err := geometryConfigError(g.Validate()); err != nil {
 		return err
 	}
-	return agreeOnFailure(t.World, checkTablesFit(g, t.NodeSize, memAvailableBytes))
+	return spmd.AgreeOnFailure(t.World, checkTablesFit(g, t.NodeSize, memAvailableBytes))
 }
 
 // checkInjectionRanks refuses a fault injection aimed at a rank the job does not have: it would silently not
@@ -44,7 +45,7 @@ func (o *Options) checkInjectionRanks(worldSize int) error {
 	}{{"inject-divergence", o.InjectDivergence}, {"inject-hang", o.InjectHang}, {"inject-exit", o.InjectExit},
 		{"inject-copy-error", o.InjectCopyError}, {"inject-stuck-copy", o.InjectStuckCopy}, {"inject-setup-error", o.InjectSetupError}} {
 		if inj.inj.Set && inj.inj.Rank >= worldSize {
-			return &ConfigError{inj.flag, fmt.Sprintf("rank %d is outside the job's %d ranks (world ranks 0 to %d)", inj.inj.Rank, worldSize, worldSize-1)}
+			return &spmd.ConfigError{Flag: inj.flag, Reason: fmt.Sprintf("rank %d is outside the job's %d ranks (world ranks 0 to %d)", inj.inj.Rank, worldSize, worldSize-1)}
 		}
 	}
 	return nil
@@ -60,7 +61,7 @@ func geometryConfigError(err error) error {
 	if !ok {
 		flag = "l2-slots"
 	}
-	return &ConfigError{flag, err.Error()}
+	return &spmd.ConfigError{Flag: flag, Reason: err.Error()}
 }
 
 // checkTablesFit refuses a pool whose allocator tables, built by each of the node's ranks, would not fit in the
@@ -73,7 +74,7 @@ func checkTablesFit(g pool.Geometry, ranksOnNode int, available func() (int64, e
 	}
 	perRank := g.TableBytes()
 	if need := perRank * int64(ranksOnNode); need > free {
-		return &ConfigError{"l2-slots", fmt.Sprintf("%d slots need %d MiB of allocator tables per rank, %d MiB for the %d rank(s) of this node, but it has %d MiB of memory available; lower --l2-slots",
+		return &spmd.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d slots need %d MiB of allocator tables per rank, %d MiB for the %d rank(s) of this node, but it has %d MiB of memory available; lower --l2-slots",
 			g.Slots, perRank>>20, need>>20, ranksOnNode, free>>20)}
 	}
 	return nil

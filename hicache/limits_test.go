@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -23,9 +24,9 @@ func TestGeometryErrorsNameTheirFlag(t *testing.T) {
 	} {
 		g := good
 		mutate(&g)
-		var ce *ConfigError
+		var ce *spmd.ConfigError
 		if err := geometryConfigError(g.Validate()); !errors.As(err, &ce) || ce.Flag != flag {
-			t.Errorf("%s: %v, want a ConfigError naming --%s", flag, err, flag)
+			t.Errorf("%s: %v, want a spmd.ConfigError naming --%s", flag, err, flag)
 		}
 	}
 	if err := geometryConfigError(good.Validate()); err != nil {
@@ -40,7 +41,7 @@ func TestTablesThatCannotFitAreRefused(t *testing.T) {
 	if err := checkTablesFit(g, 8, available(need)); err != nil {
 		t.Fatalf("tables that just fit: %v", err)
 	}
-	var ce *ConfigError
+	var ce *spmd.ConfigError
 	if err := checkTablesFit(g, 8, available(need-1)); !errors.As(err, &ce) || ce.Flag != "l2-slots" || !strings.Contains(err.Error(), "8 rank(s)") {
 		t.Fatalf("tables one byte too large for 8 ranks: %v, want --l2-slots refused", err)
 	}
@@ -57,7 +58,7 @@ func TestInjectionOutsideTheWorldIsRefused(t *testing.T) {
 	if err := o.checkInjectionRanks(4); err != nil {
 		t.Fatalf("rank 3 of 4: %v", err)
 	}
-	var ce *ConfigError
+	var ce *spmd.ConfigError
 	if err := o.checkInjectionRanks(3); !errors.As(err, &ce) || ce.Flag != "inject-hang" {
 		t.Fatalf("rank 3 of 3: %v, want --inject-hang refused", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -198,7 +199,7 @@ func percentileNs(samplesUs []float64, q float64) int64 {
 // gatherGroups collects, over World, each CP group's hosts and per-kind collective stats.
 func (rs *runState) gatherGroups() ([]GroupReport, error) {
 	t := rs.job.Topo
-	rows, err := t.Gather()
+	rows, err := t.Gather(DescribeGPU(t))
 	if err != nil {
 		return nil, err
 	}
@@ -297,6 +298,9 @@ func (e *RunFailed) Error() string {
 	return fmt.Sprintf("run failed: %d placement divergences, %d load-back mismatches, %d audited objects wrong, %d copy errors",
 		e.Divergences, e.Mismatches, e.AuditMismatches, e.CopyErrors)
 }
+
+// Scope: the report is aggregated over the whole job, so every rank fails alike.
+func (e *RunFailed) Scope() spmd.Scope { return spmd.JobScope }
 
 // Failed reports whether the run saw anything wrong: a divergence, a wrong byte in a load-back or an audit, or a
 // copy that failed.

@@ -3,12 +3,14 @@ package hicache
 import (
 	"strings"
 	"testing"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // TestRunFailedIsPrintedOnce: the verdict comes from the report aggregated over every rank, so it is uniform and
-// Job.Fail prints it on world rank 0 only.
+// spmd.Job.Fail prints it on world rank 0 only.
 func TestRunFailedIsPrintedOnce(t *testing.T) {
-	if !IsUniform(&RunFailed{Mismatches: 3}) {
+	if spmd.ScopeOf(&RunFailed{Mismatches: 3}) != spmd.JobScope {
 		t.Fatal("RunFailed is not uniform: every rank would print it")
 	}
 }

@@ -4,15 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/kernels"
-	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -32,7 +31,7 @@ func ParseInjection(flag, s string) (Injection, error) {
 	r, err1 := strconv.Atoi(rank)
 	st, err2 := strconv.ParseInt(step, 10, 64)
 	if !ok || err1 != nil || err2 != nil || r < 0 || st < 1 {
-		return Injection{}, &ConfigError{flag, fmt.Sprintf("%q is not RANK@STEP (a world rank >= 0 and a step >= 1)", s)}
+		return Injection{}, &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is not RANK@STEP (a world rank >= 0 and a step >= 1)", s)}
 	}
 	return Injection{Rank: r, Step: st, Set: true}, nil
 }
@@ -82,6 +81,9 @@ type Options struct {
 	testCommitOnLocalFrontier bool
 	testSlowCopyRank          Injection
 	testPlacementAssertOff    bool
+	// testSyncCopies drains every step: each step commits everything it backed up, so the run's decisions no
+	// longer depend on how fast the copy worker ran, and a test can rely on every path being taken.
+	testSyncCopies bool
 }
 
 // Validate checks the options that need no MPI, so that bad input fails before any shared state exists.
@@ -96,26 +98,26 @@ func (o *Options) Validate() error {
 	}
 	for _, p := range positive {
 		if p.value < 1 {
-			return &ConfigError{p.flag, fmt.Sprintf("%d must be 1 or more", p.value)}
+			return &spmd.ConfigError{Flag: p.flag, Reason: fmt.Sprintf("%d must be 1 or more", p.value)}
 		}
 	}
 	if o.PayloadsPerLayer > 2 {
-		return &ConfigError{"payloads", fmt.Sprintf("%d: use 2 for K and V, or 1 for an MLA latent", o.PayloadsPerLayer)}
+		return &spmd.ConfigError{Flag: "payloads", Reason: fmt.Sprintf("%d: use 2 for K and V, or 1 for an MLA latent", o.PayloadsPerLayer)}
 	}
 	if o.TokenBytes%8 != 0 {
-		return &ConfigError{"token-bytes", fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
+		return &spmd.ConfigError{Flag: "token-bytes", Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
 	}
 	if o.PlacementAssertEvery < 0 {
-		return &ConfigError{"placement-assert-every", fmt.Sprintf("%d: give 0 (only at the end) or more steps", o.PlacementAssertEvery)}
+		return &spmd.ConfigError{Flag: "placement-assert-every", Reason: fmt.Sprintf("%d: give 0 (only at the end) or more steps", o.PlacementAssertEvery)}
 	}
 	if o.FlushEvery < 0 {
-		return &ConfigError{"flush-every", fmt.Sprintf("%d: give 0 (off) or more steps", o.FlushEvery)}
+		return &spmd.ConfigError{Flag: "flush-every", Reason: fmt.Sprintf("%d: give 0 (off) or more steps", o.FlushEvery)}
 	}
 	if o.WatchdogTimeout < 0 {
-		return &ConfigError{"watchdog-timeout", fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
+		return &spmd.ConfigError{Flag: "watchdog-timeout", Reason: fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
 	}
 	if o.Collective != "mpi" && o.Collective != "nccl" {
-		return &ConfigError{"collective", fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
+		return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
 	}
 	return checkCollectiveBuild(o.Collective)
 }
@@ -129,7 +131,7 @@ func (o *Options) geometry(cp int) pool.Geometry {
 
 // runState is one rank's run.
 type runState struct {
-	job    *Job
+	job    *spmd.Job
 	opts   *Options
 	slab   *SharedSlab
 	eng    kernels.Engine
@@ -145,7 +147,7 @@ type runState struct {
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
 // step, and report. Every rank calls it; world rank 0 prints.
-func Run(job *Job, opts *Options) (*Report, error) {
+func Run(job *spmd.Job, opts *Options) (*Report, error) {
 	rs, err := runPass(job, opts)
 	if err != nil {
 		return nil, err
@@ -155,7 +157,7 @@ func Run(job *Job, opts *Options) (*Report, error) {
 
 // runPass replays one workload end to end and leaves its counters and collective statistics in the returned
 // state, whose shared slab is already released.
-func runPass(job *Job, opts *Options) (*runState, error) {
+func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	rs := &runState{job: job, opts: opts, start: time.Now()}
 	events, err := rs.loadWorkload()
 	if err != nil {
@@ -169,7 +171,7 @@ func runPass(job *Job, opts *Options) (*runState, error) {
 	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
 	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
 	replayErr := rs.replay(events)
-	if err := agreeOnFailure(job.Topo.World, replayErr); err != nil {
+	if err := spmd.AgreeOnFailure(job.Topo.World, replayErr); err != nil {
 		return nil, err
 	}
 	return rs, nil
@@ -191,7 +193,7 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 			events = workload.ShardForReplica(events, t.DPSize, t.CPGroup)
 		}
 	}
-	if err := agreeOnFailure(t.World, wrapWorkload(loadErr)); err != nil {
+	if err := spmd.AgreeOnFailure(t.World, wrapWorkload(loadErr)); err != nil {
 		return nil, err
 	}
 	return events, nil
@@ -203,54 +205,14 @@ type WorkloadError struct{ Err error }
 func (e *WorkloadError) Error() string { return e.Err.Error() }
 func (e *WorkloadError) Unwrap() error { return e.Err }
 
+// Scope: every rank that reads the workload finds the same error, and every rank learns it.
+func (e *WorkloadError) Scope() spmd.Scope { return spmd.JobScope }
+
 func wrapWorkload(err error) error {
 	if err == nil {
 		return nil
 	}
 	return &WorkloadError{err}
-}
-
-// SharedError is a failure every rank returns after agreeing on it: one rank, the lowest failing one, reports
-// the cause (Speaker); the others end quietly, so that a job prints its reason once.
-type SharedError struct {
-	Err     error
-	Speaker bool
-}
-
-func (e *SharedError) Error() string { return e.Err.Error() }
-func (e *SharedError) Unwrap() error { return e.Err }
-
-// PeerFailedError is what a rank returns when another rank's failure ended the run; that rank reports the cause.
-type PeerFailedError struct{}
-
-func (PeerFailedError) Error() string { return "another rank failed; its message names the cause" }
-
-// agreeOnFailure makes a local failure everyone's, in one World all-reduce that every rank enters: if any rank
-// failed, every rank returns a *SharedError. The rank that reports it is the lowest one whose failure is its own
-// (not the echo of a peer's, see originates), or else the lowest failing rank.
-func agreeOnFailure(world *mpi.Comm, local error) error {
-	lowest := []int64{math.MaxInt64, math.MaxInt64} // lowest originating rank, lowest failing rank
-	if local != nil {
-		lowest[1] = int64(world.Rank())
-		if originates(local) {
-			lowest[0] = lowest[1]
-		}
-	}
-	if err := world.AllreduceInt64(lowest, lowest, mpi.Min); err != nil {
-		return errors.Join(local, err)
-	}
-	speaker := lowest[0]
-	if speaker == math.MaxInt64 {
-		speaker = lowest[1]
-	}
-	switch {
-	case lowest[1] == math.MaxInt64:
-		return nil
-	case local == nil:
-		return &SharedError{Err: PeerFailedError{}}
-	default:
-		return &SharedError{Err: local, Speaker: speaker == int64(world.Rank())}
-	}
 }
 
 func (rs *runState) setUp() error {
@@ -259,21 +221,21 @@ func (rs *runState) setUp() error {
 	if err := rs.checkJobLimits(g); err != nil {
 		return err
 	}
-	if err := agreeOnFailure(t.World, CheckShmFits(g, t.NodeSize/t.CPSize)); err != nil {
+	if err := spmd.AgreeOnFailure(t.World, CheckShmFits(g, t.NodeSize/t.CPSize)); err != nil {
 		return err
 	}
 	// A group that cannot make its slab (a full /dev/shm) fails alike on its ranks; the World agrees on it so
 	// that the other groups do not start a replay that would wait for the failed one at the end.
-	slab, err := OpenSharedSlab(t.CP, g, rs.opts.JobID, t.CPGroup)
+	slab, err := OpenSharedSlab(t.CP, g, rs.opts.JobID, t.CPGroup, rs.job.Cleanup)
 	rs.slab = slab
-	if err := agreeOnFailure(t.World, err); err != nil {
+	if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 		return err
 	}
 	cfg := CacheConfig{Geometry: g, DevicePages: rs.opts.DevicePages, Policy: rs.opts.Policy, Seed: rs.opts.Seed}
 	// A rank the watchdog ends leaves nothing behind: the segment is unlinked by now (or, on CP-rank 0 before
 	// every rank mapped it, unlinked by the cleanup) and the exit releases the mapping. It guards the device
 	// set-up too (setup.go).
-	watchdog := NewWatchdog(rs.opts.WatchdogTimeout, t.WorldRank, unlinkPendingSegment)
+	watchdog := rs.job.NewWatchdog(rs.opts.WatchdogTimeout)
 	frontier, err := rs.startDevices(cfg, watchdog)
 	if err != nil {
 		watchdog.Stop()
@@ -400,7 +362,7 @@ func (rs *runState) runStep(step int64, batch []workload.Event) error {
 			c.fail(FailureInvariant, fmt.Errorf("step %d: %w", step, err))
 		}
 	}
-	if err := rs.agree(StepConsensus, rs.drainNext); err != nil {
+	if err := rs.agree(StepConsensus, rs.drainNext || rs.opts.testSyncCopies); err != nil {
 		return err
 	}
 	rs.drainNext = c.throttleWrites()

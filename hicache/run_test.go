@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -19,15 +20,15 @@ func testLayout() (cp, dp int) {
 	return testWorld.Size(), 1
 }
 
-func testJob(t *testing.T) *Job {
+func testJob(t *testing.T) *spmd.Job {
 	t.Helper()
 	cp, dp := testLayout()
-	topo, err := NewTopology(testWorld, cp, dp)
+	topo, err := spmd.NewTopology(testWorld, cp, dp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(topo.Close)
-	return &Job{Topo: topo, Log: slog.Default()}
+	return &spmd.Job{Topo: topo, Log: slog.Default(), Cleanup: &spmd.Cleanup{}}
 }
 
 // smallOptions is a workload small enough for 16 ranks on 2 cores, with caches small enough that L1 evictions,
@@ -59,6 +60,7 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 		for _, policy := range []WritePolicy{WriteThrough, WriteThroughSelective, WriteBack} {
 			opts := smallOptions()
 			opts.Layout, opts.Policy = layout, policy
+			opts.testSyncCopies = true // commits at every step: every path is taken, however loaded the machine
 			r, err := Run(testJob(t), opts)
 			if err != nil {
 				t.Fatalf("%v %v: %v", layout, policy, err)
@@ -123,7 +125,7 @@ func TestInjectedDivergenceIsCaughtAtTheNextAssert(t *testing.T) {
 		if div.Step != 4 || div.Group != 0 || len(div.Digests) != cp || div.Digests[cp-1] == div.Digests[0] {
 			t.Errorf("divergence report %+v: want step 4, group 0, the last rank's digest different", div)
 		}
-	} else if !errors.As(err, new(PeerFailedError)) {
+	} else if !errors.As(err, new(spmd.PeerFailedError)) {
 		t.Errorf("rank %d of an unperturbed group: %v, want the peer-failure error", testWorld.Rank(), err)
 	}
 	checkNoLeakedSegments(t)

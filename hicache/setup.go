@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // The guarded start-up of the copy engine and writing_check's transport. Both can fail on one rank only (out of
@@ -26,7 +28,7 @@ func ParseRankInjection(flag, s string) (Injection, error) {
 	}
 	r, err := strconv.Atoi(s)
 	if err != nil || r < 0 {
-		return Injection{}, &ConfigError{flag, fmt.Sprintf("%q is not RANK (a world rank >= 0)", s)}
+		return Injection{}, &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is not RANK (a world rank >= 0)", s)}
 	}
 	return Injection{Rank: r, Set: true}, nil
 }
@@ -40,7 +42,7 @@ func ncclInitTimeout(watchdogTimeout time.Duration) time.Duration {
 
 // startDevices makes the copy engine (rs.eng) and returns writing_check's transport, under the watchdog, with
 // every rank's outcome agreed after each: the engine's here, NCCL's inside newNCCLCommOnCP.
-func (rs *runState) startDevices(cfg CacheConfig, watchdog *Watchdog) (MinAllReducer, error) {
+func (rs *runState) startDevices(cfg CacheConfig, watchdog *spmd.Watchdog) (MinAllReducer, error) {
 	t := rs.job.Topo
 	defer watchdog.Disarm()
 	watchdog.Arm(siteEngineStart, t.CPGroup, t.CPSize, 0)
@@ -51,7 +53,7 @@ func (rs *runState) startDevices(cfg CacheConfig, watchdog *Watchdog) (MinAllRed
 		err = errors.Join(fmt.Errorf("copy engine: injected set-up failure on world rank %d (--inject-setup-error)", t.WorldRank), eng.Close())
 		eng = nil
 	}
-	if err := agreeOnFailure(t.World, err); err != nil {
+	if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 		if eng != nil {
 			eng.Close()
 		}

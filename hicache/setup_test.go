@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/nccl"
 )
 
@@ -20,7 +21,7 @@ func TestParseRankInjection(t *testing.T) {
 		t.Errorf("empty: %+v, %v; want unset", inj, err)
 	}
 	for _, bad := range []string{"-1", "1@2", "one"} {
-		var ce *ConfigError
+		var ce *spmd.ConfigError
 		if _, err := ParseRankInjection("inject-setup-error", bad); !errors.As(err, &ce) || ce.Flag != "inject-setup-error" {
 			t.Errorf("%q: %v, want an error naming --inject-setup-error", bad, err)
 		}
@@ -50,7 +51,7 @@ func TestInjectedSetupErrorEndsEveryRankWithItsMessage(t *testing.T) {
 // rank 0 speaking).
 func checkSetupFailure(t *testing.T, err error, failing int, message string) {
 	t.Helper()
-	var shared *SharedError
+	var shared *spmd.SharedError
 	if !errors.As(err, &shared) {
 		t.Fatalf("rank %d: %v, want the agreed start-up failure", testWorld.Rank(), err)
 	}
@@ -60,7 +61,7 @@ func checkSetupFailure(t *testing.T, err error, failing int, message string) {
 		t.Errorf("rank %d speaks: %v, want %v (%v)", testWorld.Rank(), shared.Speaker, speaker, err)
 	case speaker && !strings.Contains(err.Error(), message):
 		t.Errorf("rank %d: %q does not say %q", testWorld.Rank(), err, message)
-	case failing >= 0 && !speaker && !errors.As(err, new(PeerFailedError)):
+	case failing >= 0 && !speaker && !errors.As(err, new(spmd.PeerFailedError)):
 		t.Errorf("rank %d: %v, want the peer-failure error", testWorld.Rank(), err)
 	}
 }
@@ -84,24 +85,4 @@ func TestNCCLInitThatNeverCompletesIsAbortedOnEveryRank(t *testing.T) {
 		t.Errorf("rank %d: %v, want ncclTimeout", testWorld.Rank(), err)
 	}
 	checkNoLeakedSegments(t)
-}
-
-// TestWatchdogNamesTheStartUpPhase: a rank stuck in its device set-up is ended by the watchdog with a message
-// naming the phase, not a step that has not begun.
-func TestWatchdogNamesTheStartUpPhase(t *testing.T) {
-	var out strings.Builder
-	exited := make(chan int, 1)
-	w := &Watchdog{timeout: 50 * time.Millisecond, out: &out, exit: func(code int) { exited <- code }, stop: make(chan struct{})}
-	go w.poll()
-	defer w.Stop()
-	w.Arm(siteNCCLStart, 1, 8, 0)
-	select {
-	case code := <-exited:
-		want := "watchdog: start-up: NCCL communicator init on CP group 1 (8 ranks) waited"
-		if code != ExitWatchdog || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "at step") {
-			t.Errorf("exit %d, message %q: want %d and %q without a step", code, out.String(), ExitWatchdog, want)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the watchdog did not fire during start-up")
-	}
 }

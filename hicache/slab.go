@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -30,6 +31,7 @@ type SharedSlab struct {
 	Slabs      [][]byte // one mapping per pool slab
 	TotalBytes int64
 	unlinked   bool
+	forget     func() // drops the segment's unlink from the job's clean-up, once it is unlinked (CP rank 0)
 }
 
 // ShmFreeBytes is the space left in /dev/shm.
@@ -63,22 +65,28 @@ func CheckShmFits(g pool.Geometry, groupsOnNode int) error {
 	}
 	need := segmentBytes * int64(groupsOnNode)
 	if need > free {
-		return &ConfigError{"l2-slots", fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --l2-slots or the page size", need>>20, groupsOnNode, segmentBytes>>20, shmDir, free>>20)}
+		return &spmd.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --l2-slots or the page size", need>>20, groupsOnNode, segmentBytes>>20, shmDir, free>>20)}
 	}
 	return nil
 }
 
 // OpenSharedSlab creates (CP-rank 0) or opens (the others) the group's segment and maps it on every rank of cp.
 // It is a collective over cp. The name is unpredictable and includes the job id; the segment is unlinked as soon
-// as every rank has mapped it, so a crash after that point leaks nothing.
-func OpenSharedSlab(cp *mpi.Comm, g pool.Geometry, jobID string, group int) (*SharedSlab, error) {
+// as every rank has mapped it, so a crash after that point leaks nothing; until then CP rank 0 keeps the unlink
+// in cleanup, which the watchdog and the signal handler run before they end the process.
+func OpenSharedSlab(cp *mpi.Comm, g pool.Geometry, jobID string, group int, cleanup *spmd.Cleanup) (*SharedSlab, error) {
 	offsets, segmentBytes := slabOffsets(g)
 	nameBuf := make([]byte, 128)
 	var createErr error
+	forget := func() {}
 	if cp.Rank() == 0 {
 		name, err := createSegment(jobID, group, segmentBytes)
 		createErr = err
 		copy(nameBuf, name)
+		if err == nil {
+			path := filepath.Join(shmDir, name)
+			forget = cleanup.Add(func() { os.Remove(path) })
+		}
 	}
 	// Rank 0 sends the name, or an empty one when creation failed, so that no rank waits for a segment that
 	// does not exist.
@@ -92,7 +100,7 @@ func OpenSharedSlab(cp *mpi.Comm, g pool.Geometry, jobID string, group int) (*Sh
 		}
 		return nil, createErr
 	}
-	s := &SharedSlab{Name: name, TotalBytes: segmentBytes}
+	s := &SharedSlab{Name: name, TotalBytes: segmentBytes, forget: forget}
 	mapErr := s.mapAll(g, offsets)
 	// Everyone has tried to map before the name goes away; the outcome is agreed so that all ranks fail alike.
 	failed := []int64{0}
@@ -139,13 +147,13 @@ func createSegment(jobID string, group int, segmentBytes int64) (string, error) 
 		return "", fmt.Errorf("create shared L2 segment: %w", err)
 	}
 	defer f.Close()
-	pendingSegment.Store(&name)
+	// Until the caller registers the name for clean-up, an error here must remove it itself.
 	if err := f.Truncate(segmentBytes); err != nil {
-		unlinkPendingSegment()
+		os.Remove(path)
 		return "", fmt.Errorf("size shared L2 segment %s to %d bytes: %w", name, segmentBytes, err)
 	}
 	if err := reserveShm(f, segmentBytes); err != nil {
-		unlinkPendingSegment()
+		os.Remove(path)
 		freeText := "unknown"
 		if free, statErr := ShmFreeBytes(); statErr == nil { // after the unlink: what the segment could not have
 			freeText = fmt.Sprintf("%d bytes (%d MiB)", free, free>>20)
@@ -206,7 +214,9 @@ func (s *SharedSlab) unlink() error {
 		return nil
 	}
 	s.unlinked = true
-	pendingSegment.Store(nil)
+	if s.forget != nil {
+		s.forget()
+	}
 	if err := os.Remove(filepath.Join(shmDir, s.Name)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("unlink shared L2 segment: %w", err)
 	}

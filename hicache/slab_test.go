@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // TestFallocateReservesAndRefusesWhatShmLacks runs the real reservation on a scratch file in /dev/shm (named
@@ -57,9 +59,9 @@ func TestFullShmFailsAtStartOnEveryRank(t *testing.T) {
 	t.Cleanup(func() { reserveShm = saved })
 
 	_, err := runPass(testJob(t), smallOptions())
-	var shared *SharedError
+	var shared *spmd.SharedError
 	if !errors.As(err, &shared) {
-		t.Fatalf("a full /dev/shm in group %d: %v, want an agreed *SharedError on every rank", failingCreator/cp, err)
+		t.Fatalf("a full /dev/shm in group %d: %v, want an agreed *spmd.SharedError on every rank", failingCreator/cp, err)
 	}
 	if speaker := testWorld.Rank() == failingCreator; shared.Speaker != speaker {
 		t.Fatalf("speaker %v, want %v (world rank %d creates the failing group's slab)", shared.Speaker, speaker, failingCreator)

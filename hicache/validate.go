@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -39,6 +40,9 @@ func (e *ValidationFailed) Error() string {
 	return fmt.Sprintf("validation failed: %d check(s) failed (see the table)", e.Failed)
 }
 
+// Scope: the table is aggregated over the whole job, so every rank fails alike.
+func (e *ValidationFailed) Scope() spmd.Scope { return spmd.JobScope }
+
 // Failed counts the failed checks.
 func (v *ValidationReport) Failed() int {
 	n := 0
@@ -55,7 +59,7 @@ func (v *ValidationReport) Failed() int {
 const divergenceInjectStep = 5
 
 // Validate runs the validation matrix on every rank; world rank 0 gets the report.
-func Validate(job *Job, options *Options) (*ValidationReport, error) {
+func Validate(job *spmd.Job, options *Options) (*ValidationReport, error) {
 	t := job.Topo
 	opts := *options
 	opts.recordFlushWrong = true // every pass: the flush_reset row counts, and the pass goes on

@@ -101,7 +101,9 @@ func (cfg SyntheticConfig) Validate() error {
 // FieldError is a SyntheticConfig field out of its range. Field is named as its command-line flag is.
 type FieldError struct{ Field, Reason string }
 
-func (e *FieldError) Error() string { return fmt.Sprintf("synthetic workload: %s = %s", e.Field, e.Reason) }
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("synthetic workload: %s = %s", e.Field, e.Reason)
+}
 
 // worstCaseTokens bounds the prompt tokens of the whole workload: every conversation takes TurnsMax turns and
 // every segment its longest length. The field bounds keep it inside int64.

@@ -1,4 +1,4 @@
-package hicache
+package spmd
 
 import (
 	"errors"
@@ -17,6 +17,10 @@ import (
 type Job struct {
 	Topo *Topology
 	Log  *slog.Logger
+
+	// Cleanup runs before any abnormal exit (the watchdog, a signal): the cache registers here what must not
+	// outlive the process, such as a shared-memory name not yet unlinked.
+	Cleanup *Cleanup
 
 	stopSignals func()
 	failing     atomic.Bool // Fail was called: a SIGTERM from the launcher is expected now
@@ -41,6 +45,10 @@ func ParseLogLevel(s string) (slog.Level, error) {
 // builds the topology. On error MPI is finalised again, so the caller only prints and exits.
 func StartJob(cp, dp int, level slog.Level) (*Job, error) {
 	if err := mpi.Init(); err != nil {
+		var setting *mpi.SettingError
+		if errors.As(err, &setting) { // an environment variable every rank reads alike
+			return nil, &JobWide{err}
+		}
 		return nil, err
 	}
 	world, err := mpi.World()
@@ -54,8 +62,8 @@ func StartJob(cp, dp int, level slog.Level) (*Job, error) {
 	handler := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
 	logger := slog.New(handler).With("rank", topo.WorldRank, "cp_group", topo.CPGroup, "cp_rank", topo.CPRank)
 	logger.Info("mpi", "library", libraryName(), "yield_when_idle", mpi.YieldWhenIdle())
-	job := &Job{Topo: topo, Log: logger}
-	job.stopSignals = handleSignals(topo.WorldRank, &job.failing)
+	job := &Job{Topo: topo, Log: logger, Cleanup: &Cleanup{}}
+	job.stopSignals = handleSignals(topo.WorldRank, &job.failing, job.Cleanup)
 	return job, nil
 }
 
@@ -78,8 +86,8 @@ func (j *Job) Close() error {
 }
 
 // PrintTopology gathers the rank map and has world rank 0 print it (a World collective: every rank calls it).
-func (j *Job) PrintTopology(w io.Writer) error {
-	rows, err := j.Topo.Gather()
+func (j *Job) PrintTopology(w io.Writer, gpu string) error {
+	rows, err := j.Topo.Gather(gpu)
 	if err != nil {
 		return err
 	}
@@ -89,46 +97,23 @@ func (j *Job) PrintTopology(w io.Writer) error {
 	return nil
 }
 
-// Fail prints a fatal error the way an operator wants to read it: once per job for an error every rank shares,
-// once per CP group for a placement divergence, and with the rank otherwise. Ranks that stay silent wait
-// briefly, so that the rank that speaks is not killed by mpirun before its message is out. It returns the
-// process exit status.
+// Fail prints a fatal error once, from the rank that should (Report), and returns the process exit status. A
+// rank that stays silent first waits SilentRankGrace.
 func (j *Job) Fail(err error) int {
 	j.failing.Store(true)
-	t := j.Topo
-	var shared *SharedError
-	var div *DivergenceError
-	speaker := true
-	switch {
-	case errors.As(err, &shared):
-		speaker = shared.Speaker
-	case IsUniform(err):
-		speaker = t.WorldRank == 0
-	case errors.As(err, &div):
-		speaker = t.CPRank == 0
+	if !Report(os.Stderr, err, j.Where()) {
+		time.Sleep(SilentRankGrace)
 	}
-	if speaker {
-		if IsUniform(err) {
-			fmt.Fprintf(os.Stderr, "cphicache: %v\n", err)
-		} else {
-			fmt.Fprintf(os.Stderr, "cphicache: rank %d (CP group %d, CP rank %d): %v\n", t.WorldRank, t.CPGroup, t.CPRank, err)
-		}
-		return 1
-	}
-	time.Sleep(silentRankGrace)
 	return 1
 }
 
-// silentRankGrace is how long a rank that does not print a shared error waits before exiting.
-const silentRankGrace = 2 * time.Second
+// Where names this rank for messages.
+func (j *Job) Where() Where {
+	t := j.Topo
+	return Where{WorldRank: t.WorldRank, CPGroup: t.CPGroup, CPRank: t.CPRank, InGroup: true}
+}
 
-// IsUniform reports whether err is one that every rank reaches identically (a bad flag, the verdict of a report
-// aggregated over every rank), so printing it once, on world rank 0, says everything.
-func IsUniform(err error) bool {
-	var ce *ConfigError
-	var we *WorkloadError
-	var vf *ValidationFailed
-	var rf *RunFailed
-	var se *mpi.SettingError
-	return errors.As(err, &ce) || errors.As(err, &we) || errors.As(err, &vf) || errors.As(err, &rf) || errors.As(err, &se)
+// NewWatchdog starts a watchdog for this rank whose expiry runs the job's clean-up before it exits.
+func (j *Job) NewWatchdog(timeout time.Duration) *Watchdog {
+	return NewWatchdog(timeout, j.Topo.WorldRank, j.Cleanup.Run)
 }

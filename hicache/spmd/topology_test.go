@@ -1,4 +1,4 @@
-package hicache
+package spmd
 
 import (
 	"errors"
@@ -101,7 +101,7 @@ func TestTopologyGatherMapsEveryRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer topo.Close()
-	rows, err := topo.Gather()
+	rows, err := topo.Gather("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package hicache
+package spmd
 
 import (
 	"fmt"
@@ -32,11 +32,6 @@ type Topology struct {
 
 	nodeSizesEqual bool // every node runs the same number of ranks of this job
 }
-
-// ConfigError is a start-up error caused by a flag value; its message names the flag.
-type ConfigError struct{ Flag, Reason string }
-
-func (e *ConfigError) Error() string { return fmt.Sprintf("invalid --%s: %s", e.Flag, e.Reason) }
 
 // NewTopology splits world into CP groups and checks the layout. cp == 0 means "the ranks of one node";
 // dp == 0 means "world size / cp". Every rank returns the same error, so a bad layout ends every rank the same
@@ -169,7 +164,7 @@ type RankInfo struct {
 const hostNameBytes = 64
 
 // Gather collects every rank's RankInfo on every rank (a World collective: every rank must call it).
-func (t *Topology) Gather() ([]RankInfo, error) {
+func (t *Topology) Gather(gpu string) ([]RankInfo, error) {
 	n := t.World.Size()
 	ints := []int64{int64(t.NodeRank), int64(t.CPGroup), int64(t.CPRank)}
 	allInts := make([]int64, 3*n)
@@ -182,10 +177,10 @@ func (t *Topology) Gather() ([]RankInfo, error) {
 	if err := t.World.AllgatherBytes(host, allHosts); err != nil {
 		return nil, err
 	}
-	gpu := make([]byte, hostNameBytes)
-	copy(gpu, describeGPU(t))
+	gpuBytes := make([]byte, hostNameBytes)
+	copy(gpuBytes, gpu)
 	allGPUs := make([]byte, hostNameBytes*n)
-	if err := t.World.AllgatherBytes(gpu, allGPUs); err != nil {
+	if err := t.World.AllgatherBytes(gpuBytes, allGPUs); err != nil {
 		return nil, err
 	}
 	rows := make([]RankInfo, n)

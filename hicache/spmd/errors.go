@@ -1,0 +1,141 @@
+package spmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/cphicache/cphicache/mpi"
+)
+
+// Which ranks reach an error alike decides which rank prints it: an operator wants each cause once, from the
+// rank that knows it, and mpirun ends the job at the first non-zero exit, so the silent ranks wait a moment.
+
+// Scope says which ranks reach an error alike.
+type Scope int
+
+const (
+	RankScope  Scope = iota // this rank alone: printed by it, naming the rank
+	GroupScope              // every rank of one CP group alike (a divergence): printed once, by the group's CP rank 0
+	JobScope                // every rank of the job alike (a bad flag, a verdict aggregated over the job): once, by world rank 0
+)
+
+// Scoped is an error that knows its scope; an error that does not is RankScope.
+type Scoped interface{ Scope() Scope }
+
+// ScopeOf returns err's scope.
+func ScopeOf(err error) Scope {
+	var s Scoped
+	if errors.As(err, &s) {
+		return s.Scope()
+	}
+	return RankScope
+}
+
+// ConfigError is a start-up error caused by a flag value; its message names the flag. Every rank sees the same
+// flags, so every rank finds the same ConfigError.
+type ConfigError struct{ Flag, Reason string }
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("invalid --%s: %s", e.Flag, e.Reason) }
+func (e *ConfigError) Scope() Scope  { return JobScope }
+
+// JobWide marks an error every rank of the job reaches alike (an environment setting read by every rank).
+type JobWide struct{ Err error }
+
+func (e *JobWide) Error() string { return e.Err.Error() }
+func (e *JobWide) Unwrap() error { return e.Err }
+func (e *JobWide) Scope() Scope  { return JobScope }
+
+// SharedError is a failure every rank returns after agreeing on it: one rank, chosen by AgreeOnFailure, reports
+// the cause (Speaker); the others end quietly, so that a job prints its reason once.
+type SharedError struct {
+	Err     error
+	Speaker bool
+}
+
+func (e *SharedError) Error() string { return e.Err.Error() }
+func (e *SharedError) Unwrap() error { return e.Err }
+
+// PeerFailedError is what a rank returns when another rank's failure ended the run; that rank reports the cause.
+type PeerFailedError struct{}
+
+func (PeerFailedError) Error() string { return "another rank failed; its message names the cause" }
+
+// Echo is implemented by an error that only relays another rank's failure (that rank prints the cause).
+type Echo interface{ EchoesPeer() bool }
+
+// originates reports whether err is a rank's own failure rather than the echo of another rank's.
+func originates(err error) bool {
+	var e Echo
+	return !errors.As(err, new(PeerFailedError)) && !(errors.As(err, &e) && e.EchoesPeer())
+}
+
+// AgreeOnFailure makes a local failure everyone's, in one World all-reduce that every rank enters: if any rank
+// failed, every rank returns a *SharedError. The rank that reports it is the lowest one whose failure is its own
+// (not the echo of a peer's), or else the lowest failing rank.
+func AgreeOnFailure(world *mpi.Comm, local error) error {
+	lowest := []int64{math.MaxInt64, math.MaxInt64} // lowest originating rank, lowest failing rank
+	if local != nil {
+		lowest[1] = int64(world.Rank())
+		if originates(local) {
+			lowest[0] = lowest[1]
+		}
+	}
+	if err := world.AllreduceInt64(lowest, lowest, mpi.Min); err != nil {
+		return errors.Join(local, err)
+	}
+	speaker := lowest[0]
+	if speaker == math.MaxInt64 {
+		speaker = lowest[1]
+	}
+	switch {
+	case lowest[1] == math.MaxInt64:
+		return nil
+	case local == nil:
+		return &SharedError{Err: PeerFailedError{}}
+	default:
+		return &SharedError{Err: local, Speaker: speaker == int64(world.Rank())}
+	}
+}
+
+// Where names a rank for messages: its world rank, and its CP group and CP rank once the topology is known.
+type Where struct {
+	WorldRank       int
+	CPGroup, CPRank int
+	InGroup         bool // the topology is known
+}
+
+// SilentRankGrace is how long a rank that does not print a fatal error waits before exiting, so that the rank
+// that speaks is not killed by mpirun before its message is out.
+const SilentRankGrace = 2 * time.Second
+
+// Report prints a fatal error the way an operator wants to read it, once: an agreed failure by the rank chosen
+// to speak, a job-wide error by world rank 0, a group-wide one by the group's CP rank 0, anything else by its
+// own rank, named. It reports whether this rank printed; a rank that did not should wait SilentRankGrace.
+func Report(w io.Writer, err error, at Where) bool {
+	scope := ScopeOf(err)
+	var shared *SharedError
+	speaker := true
+	switch {
+	case errors.As(err, &shared):
+		speaker = shared.Speaker
+	case scope == JobScope:
+		speaker = at.WorldRank == 0
+	case scope == GroupScope:
+		speaker = !at.InGroup || at.CPRank == 0
+	}
+	if !speaker {
+		return false
+	}
+	switch {
+	case scope == JobScope:
+		fmt.Fprintf(w, "cphicache: %v\n", err)
+	case at.InGroup:
+		fmt.Fprintf(w, "cphicache: rank %d (CP group %d, CP rank %d): %v\n", at.WorldRank, at.CPGroup, at.CPRank, err)
+	default:
+		fmt.Fprintf(w, "cphicache: rank %d: %v\n", at.WorldRank, err)
+	}
+	return true
+}

@@ -1,0 +1,81 @@
+package spmd
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// exitSignal plus the signal number is the exit status of a rank ended by a signal, as a shell reports it.
+const exitSignal = 128
+
+// Cleanup holds what must run however the process ends, also when it ends abnormally (the watchdog, a signal)
+// and deferred calls do not run: today, the name of a shared-memory segment not yet unlinked. Its owner adds an
+// action and removes it once done; Run runs whatever is left, once. Safe from any goroutine.
+type Cleanup struct {
+	mu      sync.Mutex
+	actions map[int]func()
+	next    int
+}
+
+// Add registers fn and returns the function that unregisters it.
+func (c *Cleanup) Add(fn func()) (remove func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.actions == nil {
+		c.actions = map[int]func(){}
+	}
+	id := c.next
+	c.next++
+	c.actions[id] = fn
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.actions, id)
+	}
+}
+
+// Run runs and forgets every registered action.
+func (c *Cleanup) Run() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	actions := c.actions
+	c.actions = nil
+	c.mu.Unlock()
+	for _, fn := range actions {
+		fn()
+	}
+}
+
+// handleSignals ends the run on SIGTERM (scancel) or SIGINT (Ctrl-C): in-flight copies are abandoned, the
+// clean-up runs (a still-linked segment is unlinked), the process exits with 128 + the signal. World rank 0 says why; mpirun
+// delivers the signal to every rank, so the others exit quietly. The returned function stops the handling.
+//
+// failing is set once the rank is already ending on a failure whose message another rank prints: the launcher's
+// SIGTERM to the silent ranks is then no news, and saying "run abandoned" would only hide the real message.
+func handleSignals(worldRank int, failing *atomic.Bool, cleanup *Cleanup) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			cleanup.Run()
+			if worldRank == 0 && !failing.Load() {
+				name := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[sig]
+				fmt.Fprintf(os.Stderr, "cphicache: received %s; run abandoned (in-flight copies dropped, shared memory released)\n", name)
+			}
+			os.Exit(exitSignal + int(sig.(syscall.Signal)))
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+	}
+}

@@ -1,0 +1,79 @@
+package spmd
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// testWatchdog is a watchdog whose expiry is reported on a channel instead of ending the process.
+func testWatchdog(timeout time.Duration) (*Watchdog, *strings.Builder, chan int) {
+	var out strings.Builder
+	exited := make(chan int, 1)
+	w := &Watchdog{timeout: timeout, worldRank: 3, out: &out, exit: func(code int) { exited <- code }, stop: make(chan struct{})}
+	go w.poll()
+	return w, &out, exited
+}
+
+func waitFired(t *testing.T, exited chan int) int {
+	t.Helper()
+	select {
+	case code := <-exited:
+		return code
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watchdog did not fire")
+		return 0
+	}
+}
+
+// A start-up phase (step 0) is named without a step that has not begun.
+func TestWatchdogNamesTheStartUpPhase(t *testing.T) {
+	w, out, exited := testWatchdog(50 * time.Millisecond)
+	defer w.Stop()
+	w.Arm("start-up: NCCL communicator init", 1, 8, 0)
+	code := waitFired(t, exited)
+	want := "rank 3: watchdog: start-up: NCCL communicator init on CP group 1 (8 ranks) waited"
+	if code != ExitWatchdog || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "at step") {
+		t.Errorf("exit %d, message %q: want %d and %q without a step", code, out.String(), ExitWatchdog, want)
+	}
+}
+
+// A drain is bounded as a whole, however many quick collectives run inside it, and it is named with its hint;
+// a collective waiting as long fires later (collectiveGrace), so the drain's rank is the one that speaks.
+func TestWatchdogBoundsAWholeDrainAndNamesIt(t *testing.T) {
+	w, out, exited := testWatchdog(300 * time.Millisecond)
+	defer w.Stop()
+	w.ArmDrain("write drain", "a backup copy on this rank did not complete", 0, 4, 7)
+	w.Arm("step consensus", 0, 4, 7)
+	stopQuickCalls := make(chan struct{})
+	defer close(stopQuickCalls)
+	go func() { // quick collectives inside the drain: each re-arms and disarms the collective slot
+		for {
+			select {
+			case <-stopQuickCalls:
+				return
+			case <-time.After(20 * time.Millisecond):
+				w.Arm("step consensus", 0, 4, 7)
+				w.Disarm()
+			}
+		}
+	}()
+	code := waitFired(t, exited)
+	want := "watchdog: write drain on CP group 0 (4 ranks) at step 7 (a backup copy on this rank did not complete) waited"
+	if code != ExitWatchdog || !strings.Contains(out.String(), want) {
+		t.Errorf("exit %d, message %q: want the drain named: %q", code, out.String(), want)
+	}
+}
+
+func TestCleanupRunsWhatIsLeftOnce(t *testing.T) {
+	var c Cleanup
+	ran := map[string]int{}
+	c.Add(func() { ran["kept"]++ })
+	remove := c.Add(func() { ran["removed"]++ })
+	remove()
+	c.Run()
+	c.Run()
+	if ran["kept"] != 1 || ran["removed"] != 0 {
+		t.Errorf("ran %v: want the kept action once and the removed one never", ran)
+	}
+}
