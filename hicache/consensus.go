@@ -72,11 +72,21 @@ type MinAllReducer interface {
 	AllreduceMinUint64(values []uint64) error // in place
 }
 
-// mpiMinAllReducer sends the MIN through MPI on the CP communicator.
-type mpiMinAllReducer struct{ comm *mpi.Comm }
+// groupComm is what the consensus needs of the CP group's communicator: its size and this rank's place in it,
+// MIN all-reduces (the vector when no other transport is given, and the object hashes) and the digest gather.
+// *mpi.Comm has it; the in-process tests run a group of ranks in one process over an in-memory one.
+type groupComm interface {
+	Size() int
+	Rank() int
+	AllreduceUint64(send, recv []uint64, op mpi.Op) error
+	AllgatherUint64(send, recv []uint64) error
+}
 
-func (m mpiMinAllReducer) Name() string { return "mpi" }
-func (m mpiMinAllReducer) AllreduceMinUint64(v []uint64) error {
+// commMinAllReducer sends the MIN through the group's communicator: MPI on the CP communicator.
+type commMinAllReducer struct{ comm groupComm }
+
+func (m commMinAllReducer) Name() string { return "mpi" }
+func (m commMinAllReducer) AllreduceMinUint64(v []uint64) error {
 	return m.comm.AllreduceUint64(v, v, mpi.Min)
 }
 
@@ -105,7 +115,7 @@ func (a agreement) digestsAgree() bool { return a.digestMin == a.digestMax }
 // consensus runs every consensus collective of one CP group. It holds only the CP communicator: there is no way
 // to reach the world communicator from here, which is how the scoping rule is kept by construction.
 type consensus struct {
-	cp        *mpi.Comm
+	cp        groupComm
 	group     int
 	transport MinAllReducer
 	watchdog  *spmd.Watchdog
@@ -118,9 +128,9 @@ type consensus struct {
 	vector    [consensusWords]uint64
 }
 
-func newConsensus(cp *mpi.Comm, group int, transport MinAllReducer, watchdog *spmd.Watchdog, stepsHint int) *consensus {
+func newConsensus(cp groupComm, group int, transport MinAllReducer, watchdog *spmd.Watchdog, stepsHint int) *consensus {
 	if transport == nil {
-		transport = mpiMinAllReducer{cp}
+		transport = commMinAllReducer{cp}
 	}
 	return &consensus{cp: cp, group: group, transport: transport, watchdog: watchdog, stepUs: make([]float64, 0, stepsHint+16)}
 }
