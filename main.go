@@ -17,6 +17,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
@@ -207,7 +208,7 @@ func topoCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return errors.Join(job.PrintTopology(os.Stdout, hicache.DescribeGPU(job.Topo)), job.Close())
+			return errors.Join(job.PrintTopology(os.Stdout, transport.DescribeGPU(job.Topo)), job.Close())
 		},
 	}
 }

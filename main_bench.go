@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/bench"
-	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -132,7 +132,7 @@ func benchAllreduce(c *cli.Context, job *spmd.Job, cfg bench.AllreduceConfig) er
 	} else {
 		meta.Set("timing", "back to back, the loop timed as a whole with MPI_Wtime on every side (OSU)")
 	}
-	ranks, err := job.Topo.Gather(hicache.DescribeGPU(job.Topo))
+	ranks, err := job.Topo.Gather(transport.DescribeGPU(job.Topo))
 	if err != nil {
 		return err
 	}
