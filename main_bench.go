@@ -155,7 +155,7 @@ func benchStepCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "iters", Value: 2000, EnvVars: env("ITERS"), Usage: "timed steps per side and round"},
 			&cli.IntFlag{Name: "warmup", Value: 200, EnvVars: env("WARMUP"), Usage: "untimed steps before each timed loop"},
-			&cli.IntFlag{Name: "rounds", Value: 21, EnvVars: env("ROUNDS"), Usage: "rounds; each times every side, rotating which goes first; each rank reports its median round"},
+			&cli.IntFlag{Name: "rounds", Value: 21, EnvVars: env("ROUNDS"), Usage: "timed rounds, after one untimed round; each times every side, rotating which goes first; each rank reports its median round"},
 			&cli.Float64Flag{Name: "gap-us", Value: 0, EnvVars: env("GAP_US"),
 				Usage: "microseconds: 0 = steps back to back, timed as a loop; more = every side spins this long and enters a barrier before every step, and each step is timed alone, as a run agrees between other work"},
 			&cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: env("LOG_LEVEL"), Usage: "log verbosity on stderr: debug, info, warn or error"},
@@ -183,7 +183,7 @@ func benchStep(c *cli.Context, job *hicache.Job, cfg bench.StepConfig) error {
 	meta.Set("C-seed", "the seed design's step in C: MPI_Allreduce MIN of 2 uint64 words (writing_check: frontier, idle), MIN of 2 (loading_check: frontier, done), MIN of 1 (digest), MAX of 1 (digest)")
 	meta.Set("C-fused", fmt.Sprintf("one MPI_Allreduce MIN of %d uint64 words per step in C", hicache.ConsensusVectorWords))
 	meta.Set("communicator", fmt.Sprintf("world, %d ranks, as the CP group (the C sides name MPI_COMM_WORLD themselves)", job.Topo.World.Size()))
-	meta.Set("iterations", fmt.Sprintf("%d steps per side and round, %d warm-up, %d rounds", cfg.Iters, cfg.Warmup, cfg.Rounds))
+	meta.Set("iterations", fmt.Sprintf("%d steps per side and round, %d warm-up, %d rounds after an untimed one", cfg.Iters, cfg.Warmup, cfg.Rounds))
 	if cfg.GapMicroseconds > 0 {
 		meta.Set("timing", fmt.Sprintf("each step alone, after a %g us spin and a barrier (Go sides: time.Now, C: MPI_Wtime)", cfg.GapMicroseconds))
 	} else {
