@@ -154,7 +154,7 @@ func benchStepCommand() *cli.Command {
 			hicache.ConsensusVectorWords),
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "iters", Value: 2000, EnvVars: env("ITERS"), Usage: "timed steps per side and round"},
-			&cli.IntFlag{Name: "warmup", Value: 200, EnvVars: env("WARMUP"), Usage: "untimed steps before each timed loop"},
+			&cli.IntFlag{Name: "warmup", Value: 2000, EnvVars: env("WARMUP"), Usage: "untimed steps before each timed loop (a few ms at np 2: a Go loop right after a C loop needs that long to settle)"},
 			&cli.IntFlag{Name: "rounds", Value: 21, EnvVars: env("ROUNDS"), Usage: "timed rounds, after one untimed round; each times every side, rotating which goes first; each rank reports its median round"},
 			&cli.Float64Flag{Name: "gap-us", Value: 0, EnvVars: env("GAP_US"),
 				Usage: "microseconds: 0 = steps back to back, timed as a loop; more = every side spins this long and enters a barrier before every step, and each step is timed alone, as a run agrees between other work"},

@@ -44,7 +44,7 @@ var (
 	fusedStepPlan = []stepCall{{words: hicache.ConsensusVectorWords}}
 )
 
-// The sides of the step benchmark, in the order the first round runs them.
+// The sides of the step benchmark, in the order of the table.
 const (
 	stepOurs = iota
 	stepFloor
@@ -52,6 +52,12 @@ const (
 	stepCSeed
 	stepSides
 )
+
+// stepRunOrder is the cycle the rounds rotate through: Go and C sides alternate, so that each Go side follows a C
+// side, whichever goes first. A Go loop that follows a C loop (one long cgo call) ran up to 2 times slower for
+// its first few milliseconds (per-round times at np 2); in the table's order ours always followed C-seed and
+// the cgo floor always followed ours, so ours alone paid it.
+var stepRunOrder = [stepSides]int{stepOurs, stepCFused, stepFloor, stepCSeed}
 
 // stepSideInfo names a side and says what one of its steps is.
 var stepSideInfo = [stepSides]struct {
@@ -94,12 +100,12 @@ func RunStep(comm *mpi.Comm, cfg StepConfig) ([]StepRow, error) {
 	floor := newFloorStep(comm)
 	var seconds [stepSides][]float64
 	var wrong [stepSides]int64
-	// Round 0 is untimed: ours ran 2 times slower than in later rounds for the first 20 to 40 ms of a launch
-	// (per-round times at np 2), longer than the other sides' settling and than any per-loop warm-up.
+	// Round 0 is untimed: every side ran slower in the first rounds of a launch (ours up to 2 times, for 20 to 40
+	// ms at np 2), beyond what a per-loop warm-up absorbs.
 	for round := range cfg.Rounds + 1 {
 		// Rotating the order cancels a drift of the machine's load over the round.
 		for k := range stepSides {
-			side := (round + k) % stepSides
+			side := stepRunOrder[(round+k)%stepSides]
 			first := uint64(round) * uint64(cfg.Warmup+cfg.Iters) // a fresh frontier each step, across rounds too
 			var t float64
 			var bad int64
