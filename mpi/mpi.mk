@@ -80,11 +80,12 @@ test-mpich: mpich $(MPICH_NCCL_SHIM) $(foreach p,$(MPICH_TEST_PKGS),$(MPICH_BUIL
 	@for n in $(MPICH_TEST_NPS); do \
 		log=$(MPICH_BUILD)/run.np$$n.log; \
 		timeout 300 $(MPIEXEC_MPICH) -n $$n $(MPICH_BIN) run > $$log 2>&1 || { cat $$log; echo "FAIL: mpich run at np $$n"; exit 1; }; \
-		grep -q ' 0 divergences; verify: [0-9]* pages checked, 0 mismatches' $$log && grep -q 'result: OK' $$log \
+		grep -qE '^  placement: (.*, 0 divergences|assert skipped)' $$log && grep -q '^  verify: [0-9]* load-back pages checked, 0 mismatches; .*, 0 wrong$$' $$log \
+			&& grep -q '^  result: OK' $$log \
 			|| { cat $$log; echo "FAIL: mpich run at np $$n: divergences, mismatches or no OK"; exit 1; }; \
 		leaked=$$(ls /dev/shm | grep '^cphicache-' || true); \
 		[ -z "$$leaked" ] || { echo "FAIL: mpich run at np $$n left shared memory behind: $$leaked"; exit 1; }; \
-		echo "ok   mpich run np=$$n ($$(grep -o 'p50 [0-9.]* us' $$log | head -1) writing_check, no shared memory left)"; \
+		echo "ok   mpich run np=$$n (step consensus $$(grep -o 'p50 [0-9.]* us' $$log | head -1), no shared memory left)"; \
 	done
 	@timeout 120 $(MPIEXEC_MPICH) -n 2 $(MPICH_BIN) bench allreduce --max-size 64 --iters 50 --iters-large 5 --warmup 5 --rounds 2 \
 		--gap-us 1 --json $(MPICH_BUILD)/allreduce.json > $(MPICH_BUILD)/allreduce.txt \
