@@ -109,7 +109,7 @@ func (o *allreduceOptions) before(c *cli.Context) error {
 	o.cfg = bench.AllreduceConfig{MinCount: int(o.minSize / 8), MaxCount: int(o.maxSize / 8), CountFactor: o.stepFactor,
 		Iters: o.iters, ItersLarge: o.itersLarge, Warmup: o.warmup, Rounds: o.rounds, GapMicroseconds: o.gapUs}
 	if err := o.cfg.Validate(); err != nil {
-		return &spmd.ConfigError{Flag: "iters", Reason: err.Error()}
+		return flagError(err)
 	}
 	return o.global.check(c)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/bench"
-	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 type copyOptions struct {
@@ -43,10 +42,7 @@ func (o *copyOptions) flags() []cli.Flag {
 func (o *copyOptions) before(*cli.Context) error {
 	o.cfg = bench.CopyConfig{PartBytes: o.partSizes.Value(), TotalBytes: o.totalBytes, Layers: o.layers, Payloads: o.payloads,
 		CPSize: o.cpRanks, Workers: o.workers, Iters: o.iters, Rounds: o.rounds}
-	if err := o.cfg.Validate(); err != nil {
-		return &spmd.ConfigError{Flag: "part-sizes", Reason: err.Error()}
-	}
-	return nil
+	return flagError(o.cfg.Validate())
 }
 
 func benchCopyCommand() *cli.Command {
@@ -101,10 +97,7 @@ func (o *reserveOptions) flags() []cli.Flag {
 
 func (o *reserveOptions) before(*cli.Context) error {
 	o.cfg = bench.ReserveConfig{SlotsLog2: o.slotsLog2.Value(), Pages: o.pages.Value(), MinSeconds: o.minSeconds}
-	if err := o.cfg.Validate(); err != nil {
-		return &spmd.ConfigError{Flag: "slots-log2", Reason: err.Error()}
-	}
-	return nil
+	return flagError(o.cfg.Validate())
 }
 
 func benchReserveCommand() *cli.Command {
@@ -169,10 +162,7 @@ func (o *e2eOptions) before(*cli.Context) error {
 	o.cfg = bench.E2EConfig{NPs: o.npList.Value(), AssertEvery: o.assertEveryList.Value(), Repeats: o.repeats,
 		Launcher: strings.Fields(o.mpirun), Binary: self, RunArgs: strings.Fields(o.runArgs),
 		OutDir: o.outDir, TimeoutSeconds: o.timeout.Seconds()}
-	if err := o.cfg.Validate(); err != nil {
-		return &spmd.ConfigError{Flag: "np-list", Reason: err.Error()}
-	}
-	return nil
+	return flagError(o.cfg.Validate())
 }
 
 func benchE2ECommand() *cli.Command {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cphicache/cphicache/bench"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
@@ -99,19 +100,26 @@ func seedFlags(o *syntheticOptions) []cli.Flag {
 	}
 }
 
-// config is the synthetic workload's configuration, checked. SyntheticConfig names a bad field as its flag.
+// config is the synthetic workload's configuration, checked.
 func (o *syntheticOptions) config() (workload.SyntheticConfig, error) {
 	cfg := workload.SyntheticConfig{
 		Seed: o.seed, Conversations: o.conversations, TurnsMax: o.turnsMax, SystemPrompts: o.systemPrompts,
 		SystemPromptTokens: o.systemPromptTokens, TurnTokens: o.turnTokens, OutputTokens: o.outputTokens,
 		VocabSize: o.vocabSize, FlushEvery: o.flushN,
 	}
-	if err := cfg.Validate(); err != nil {
-		var fe *workload.FieldError
-		if errors.As(err, &fe) {
-			return cfg, &spmd.ConfigError{Flag: fe.Field, Reason: fe.Reason}
-		}
-		return cfg, err
+	return cfg, flagError(cfg.Validate())
+}
+
+// flagError turns a package's typed field error, whose field is named as its flag, into the *spmd.ConfigError
+// every bad flag ends in; other errors pass unchanged.
+func flagError(err error) error {
+	var synthetic *workload.FieldError
+	if errors.As(err, &synthetic) {
+		return &spmd.ConfigError{Flag: synthetic.Field, Reason: synthetic.Reason}
 	}
-	return cfg, nil
+	var benchmark *bench.FieldError
+	if errors.As(err, &benchmark) {
+		return &spmd.ConfigError{Flag: benchmark.Field, Reason: benchmark.Reason}
+	}
+	return err
 }

@@ -100,7 +100,10 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 		{[]string{"topo", "--log-level", "loud"}, "", "log-level"},
 		{[]string{"bench", "allreduce", "--max-size", "12"}, "", "max-size"},
 		{[]string{"bench", "allreduce", "--log-level", "loud"}, "", "log-level"},
-		{[]string{"bench", "copy", "--layers", "0"}, "", "part-sizes"},
+		{[]string{"bench", "copy", "--layers", "0"}, "", "layers"},
+		{[]string{"bench", "allreduce", "--step-factor", "3"}, "", "step-factor"},
+		{[]string{"bench", "reserve", "--pages", "4096", "--slots-log2", "10"}, "", "pages"},
+		{[]string{"bench", "e2e", "--timeout", "0s"}, "", "timeout"},
 		{[]string{"bench", "reserve", "--slots-log2", "40"}, "", "slots-log2"},
 		{[]string{"bench", "e2e", "--np-list", "0"}, "", "np-list"},
 	} {
