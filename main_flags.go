@@ -1,9 +1,10 @@
 package main
 
-// Flag groups and the option structs they fill. Every flag is defined once, here or in main_bench.go, by a
+// The flag groups several commands share, and the option structs they fill. Every flag is defined once, by a
 // function that takes the struct its value goes to (Destination), so that a flag two commands share (--seed,
-// --vocab-size, the synthetic workload's) has one name, default, environment variable and help text. A command's
-// Before turns its struct into the packages' options and checks them (main_run.go); its Action reads the struct.
+// --vocab-size, the synthetic workload's, --log-level) has one name, default and help text. A command's Before
+// turns its struct into the packages' options and checks them; its Action reads only the struct.
+// TestEveryFlagIsDefinedOnce holds this.
 
 import (
 	"errors"

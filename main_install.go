@@ -1,7 +1,8 @@
 package main
 
-// The commands make install runs: completion (the bash and zsh scripts) and the hidden man. Both are generated
-// from the command and flag definitions themselves, so they never disagree with --help.
+// The commands make install runs: completion (the bash and zsh scripts) and the hidden man. The man page is
+// rendered from the command and flag definitions, and the scripts ask the binary itself for its words, so
+// neither can disagree with --help.
 
 import (
 	"fmt"
