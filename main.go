@@ -19,8 +19,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -96,7 +96,7 @@ func topoCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return errors.Join(job.PrintTopology(os.Stdout, hicache.DescribeGPU(job.Topo)), job.Close())
+			return errors.Join(job.PrintTopology(os.Stdout, transport.DescribeGPU(job.Topo)), job.Close())
 		},
 	}
 }

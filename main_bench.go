@@ -12,21 +12,21 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/bench"
-	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
 )
 
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "benchmarks, each beside a reference measured in the same run: allreduce (under mpirun), copy, reserve, e2e",
+		Usage: "benchmarks, each beside a reference measured in the same run: allreduce and step (under mpirun), copy, reserve, e2e",
 		Description: "Output in the style of nccl-tests: a '#' header with the version, configuration and rank -> host map, " +
 			"fixed-width columns with a units line, a #wrong column from validation outside the timed loops, and a non-zero " +
 			"exit on any wrong result. --json FILE writes the rows for machines, --plot FILE.png draws them. " +
 			"See bench/PERFORMANCE.md.",
 		OnUsageError: onUsageError,
-		Subcommands:  []*cli.Command{benchAllreduceCommand(), benchCopyCommand(), benchReserveCommand(), benchE2ECommand()},
+		Subcommands:  []*cli.Command{benchAllreduceCommand(), benchStepCommand(), benchCopyCommand(), benchReserveCommand(), benchE2ECommand()},
 	}
 }
 
@@ -150,7 +150,7 @@ func benchAllreduce(job *spmd.Job, cfg bench.AllreduceConfig, out *benchOutput) 
 	} else {
 		meta.Set("timing", "back to back, the loop timed as a whole with MPI_Wtime on every side (OSU)")
 	}
-	ranks, err := job.Topo.Gather(hicache.DescribeGPU(job.Topo))
+	ranks, err := job.Topo.Gather(transport.DescribeGPU(job.Topo))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 # bench/: benchmarks beside their references (bench/PERFORMANCE.md). Included by the top-level Makefile.
 #
-#   make bench         the full set (a few minutes): allreduce at np 2 and 8, copy, reserve, e2e at np 1 2 4 8 with
+#   make bench         the full set (a few minutes): allreduce and step at np 2 and 8, copy, reserve, e2e at np 1 2 4 8 with
 #                      the placement assert on and at the end only; text, JSON and PNG into build/bench/
 #   make bench-c       build/bench/allreduce_ref: the C reference loop as a standalone mpicc program
 #   make bench-allreduce-mpich   allreduce at np 2 and 8 under MPICH (bin/cphicache-mpich, mpiexec.mpich)
@@ -10,12 +10,13 @@ BENCH_DIR         := $(BUILD)/bench
 BENCH_REF         := $(BENCH_DIR)/allreduce_ref
 MPICC             ?= mpicc
 BENCH_ALLREDUCE_NPS ?= 2 8
+BENCH_STEP_NPS    ?= 2 8
 BENCH_E2E_NPS     ?= 1,2,4,8
 BENCH_E2E_REPEATS ?= 5
 # mpirun as the Makefile runs it, for the e2e benchmark's own launches.
 BENCH_MPIRUN      := $(MPIRUN) $(MPIRUN_FLAGS)
 
-.PHONY: bench bench-c bench-smoke bench-allreduce bench-allreduce-mpich bench-copy bench-reserve bench-e2e
+.PHONY: bench bench-c bench-smoke bench-allreduce bench-allreduce-mpich bench-step bench-copy bench-reserve bench-e2e
 
 $(BENCH_REF): bench/c/allreduce_ref.c bench/ref_allreduce.c bench/ref_allreduce.h | deps
 	@mkdir -p $(BENCH_DIR)
@@ -23,7 +24,7 @@ $(BENCH_REF): bench/c/allreduce_ref.c bench/ref_allreduce.c bench/ref_allreduce.
 
 bench-c: $(BENCH_REF)
 
-bench: bench-allreduce bench-copy bench-reserve bench-e2e
+bench: bench-allreduce bench-step bench-copy bench-reserve bench-e2e
 	@echo "bench: results in $(BENCH_DIR)/ (*.txt, *.json, *.png)"
 
 # The C column is measured inside the Go binary; the standalone program is run after it, under the same flags,
@@ -54,6 +55,13 @@ bench-allreduce-mpich: mpich $(BENCH_REF_MPICH)
 		CPHICACHE_MPI_YIELD=$$yield timeout 300 $(MPIEXEC_MPICH) -n $$n $(BENCH_REF_MPICH) | tee $(BENCH_MPICH_DIR)/allreduce-ref-np$$n.txt; \
 	done
 
+# One step's agreement: hicache's step consensus beside the seed design's four calls and the one fused call, in C.
+bench-step: build
+	@mkdir -p $(BENCH_DIR)
+	@for n in $(BENCH_STEP_NPS); do \
+		timeout 300 $(MPIRUN) -np $$n $(MPIRUN_FLAGS) $(BIN) bench step --json $(BENCH_DIR)/step-np$$n.json | tee $(BENCH_DIR)/step-np$$n.txt; \
+	done
+
 bench-copy: build
 	@mkdir -p $(BENCH_DIR)
 	timeout 600 $(BIN) bench copy --json $(BENCH_DIR)/copy.json --plot $(BENCH_DIR)/copy.png | tee $(BENCH_DIR)/copy.txt
@@ -74,13 +82,14 @@ bench-smoke: build $(BENCH_REF)
 	@mkdir -p $(BENCH_SMOKE)
 	timeout 120 $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BIN) bench allreduce --max-size 64 --iters 50 --iters-large 5 --warmup 5 --rounds 2 --gap-us 1 \
 		--json $(BENCH_SMOKE)/allreduce.json --plot $(BENCH_SMOKE)/allreduce.png > $(BENCH_SMOKE)/allreduce.txt
+	timeout 120 $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BIN) bench step --iters 50 --warmup 5 --rounds 3 --json $(BENCH_SMOKE)/step.json > $(BENCH_SMOKE)/step.txt
 	timeout 120 $(BIN) bench copy --part-sizes 4096,65536 --total-bytes 1048576 --iters 1 --rounds 2 \
 		--json $(BENCH_SMOKE)/copy.json --plot $(BENCH_SMOKE)/copy.png > $(BENCH_SMOKE)/copy.txt
 	timeout 120 $(BIN) bench reserve --slots-log2 10,14 --pages 1,16 --min-seconds 0.01 --json $(BENCH_SMOKE)/reserve.json > $(BENCH_SMOKE)/reserve.txt
 	timeout 300 $(BIN) bench e2e --np-list 1,2 --assert-every-list 8,0 --repeats 1 --mpirun "$(BENCH_MPIRUN)" \
 		--out-dir $(BENCH_SMOKE)/e2e --json $(BENCH_SMOKE)/e2e.json > $(BENCH_SMOKE)/e2e.txt
 	timeout 60 $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BENCH_REF) 16 50 > $(BENCH_SMOKE)/allreduce-ref.txt
-	@for f in allreduce copy reserve e2e; do \
+	@for f in allreduce step copy reserve e2e; do \
 		rows=$$(grep -vc '^#' $(BENCH_SMOKE)/$$f.txt || true); \
 		bad=$$(grep -v '^#' $(BENCH_SMOKE)/$$f.txt | awk '$$NF != 0' | wc -l); \
 		[ "$$rows" -gt 0 ] && [ "$$bad" = 0 ] || { cat $(BENCH_SMOKE)/$$f.txt; echo "FAIL: bench $$f: $$rows rows, $$bad with #wrong != 0"; exit 1; }; \
@@ -88,6 +97,8 @@ bench-smoke: build $(BENCH_REF)
 		echo "ok   bench $$f ($$rows rows, #wrong 0)"; \
 	done
 	@test -s $(BENCH_SMOKE)/allreduce.png && test -s $(BENCH_SMOKE)/copy.png || { echo "FAIL: bench wrote no plot"; exit 1; }
+	@sides=$$(grep -v '^#' $(BENCH_SMOKE)/step.txt | awk '$$6 > 0 && $$6 < 1e9 {print $$1}' | LC_ALL=C sort | tr '\n' ' '); \
+		[ "$$sides" = "C-fused C-seed cgo-floor ours " ] || { cat $(BENCH_SMOKE)/step.txt; echo "FAIL: bench step: sides with a finite positive ratio: $$sides"; exit 1; }
 	@grep -qv '^#' $(BENCH_SMOKE)/allreduce-ref.txt || { echo "FAIL: allreduce_ref printed no rows"; exit 1; }
 	@echo "ok   bench smoke: plots and the standalone C reference too"
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -65,13 +66,6 @@ type CollectiveStats struct {
 	Seconds     float64 // wall time this rank spent inside them
 }
 
-// MinAllReducer is the transport of the consensus vector's MIN all-reduce: MPI in the CPU build, NCCL on the device
-// in the GPU build.
-type MinAllReducer interface {
-	Name() string
-	AllreduceMinUint64(values []uint64) error // in place
-}
-
 // groupComm is what the consensus needs of the CP group's communicator: its size and this rank's place in it,
 // MIN all-reduces (the vector when no other transport is given, and the object hashes) and the digest gather.
 // *mpi.Comm has it; the in-process tests run a group of ranks in one process over an in-memory one.
@@ -117,7 +111,7 @@ func (a agreement) digestsAgree() bool { return a.digestMin == a.digestMax }
 type consensus struct {
 	cp        groupComm
 	group     int
-	transport MinAllReducer
+	transport transport.MinAllReducer
 	watchdog  *spmd.Watchdog
 	stats     [consensusKinds]CollectiveStats
 	calls     uint64 // consensus calls entered on this communicator: the counter of the tag
@@ -128,7 +122,7 @@ type consensus struct {
 	vector    [consensusWords]uint64
 }
 
-func newConsensus(cp groupComm, group int, transport MinAllReducer, watchdog *spmd.Watchdog, stepsHint int) *consensus {
+func newConsensus(cp groupComm, group int, transport transport.MinAllReducer, watchdog *spmd.Watchdog, stepsHint int) *consensus {
 	if transport == nil {
 		transport = commMinAllReducer{cp}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/nccl"
 )
 
@@ -13,16 +14,16 @@ import (
 // that variable names ncclshim, which the GPU build refuses, so the NCCL tests are skipped there.
 func ncclForTest(t *testing.T) {
 	t.Helper()
-	path := os.Getenv(ncclLibEnv)
+	path := os.Getenv(transport.NCCLLibEnv)
 	if path == "" {
-		t.Skipf("%s is unset: kernels/gpu-check.sh sets it to NVIDIA's libnccl.so.2", ncclLibEnv)
+		t.Skipf("%s is unset: kernels/gpu-check.sh sets it to NVIDIA's libnccl.so.2", transport.NCCLLibEnv)
 	}
 	lib, err := nccl.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lib.Close()
-	if isNCCLShim(lib) {
+	if transport.IsNCCLShim(lib) {
 		t.Skipf("%s is ncclshim; the GPU build's NCCL tests need NVIDIA's NCCL", path)
 	}
 }

@@ -9,16 +9,17 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
 )
 
 // ncclForTest needs the ncclshim that make (nccl/nccl.mk) builds and names in CPHICACHE_NCCL_LIB, and turns on
 // the CPU build's host-buffer test switch for the test.
 func ncclForTest(t *testing.T) {
 	t.Helper()
-	if os.Getenv(ncclLibEnv) == "" {
-		t.Skipf("%s is unset: make test builds ncclshim and sets it", ncclLibEnv)
+	if os.Getenv(transport.NCCLLibEnv) == "" {
+		t.Skipf("%s is unset: make test builds ncclshim and sets it", transport.NCCLLibEnv)
 	}
-	t.Setenv(ncclHostBuffersEnv, "1")
+	t.Setenv(transport.NCCLHostBuffersEnv, "1")
 }
 
 // TestRunOverNCCLShimCommitsOnCPCommunicators drives writing_check through the NCCL binding (dlopen'ed
@@ -48,7 +49,7 @@ func TestRunOverNCCLShimCommitsOnCPCommunicators(t *testing.T) {
 }
 
 func TestCPUBuildRefusesNCCLWithoutTheTestSwitch(t *testing.T) {
-	t.Setenv(ncclHostBuffersEnv, "")
+	t.Setenv(transport.NCCLHostBuffersEnv, "")
 	opts := smallOptions()
 	opts.Collective = "nccl"
 	var ce *spmd.ConfigError

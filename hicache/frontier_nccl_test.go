@@ -3,6 +3,8 @@ package hicache
 import (
 	"testing"
 	"time"
+
+	"github.com/cphicache/cphicache/hicache/transport"
 )
 
 // TestNCCLFrontierReducesMinInPlace checks the build's NCCL reducer alone (host buffers over ncclshim in the
@@ -11,12 +13,12 @@ import (
 func TestNCCLFrontierReducesMinInPlace(t *testing.T) {
 	ncclForTest(t)
 	job := testJob(t)
-	f, err := newFrontierReducer(job.Topo, "nccl", time.Minute)
+	f, err := transport.NewReducer(job.Topo, "nccl", consensusWords, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := closeFrontier(f); err != nil {
+		if err := transport.Close(f); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -28,7 +30,7 @@ func TestNCCLFrontierReducesMinInPlace(t *testing.T) {
 	if values[0] != 100 || values[1] != 1<<63 {
 		t.Errorf("MIN over %d CP ranks = %v, want [100 %d]", job.Topo.CPSize, values, uint64(1<<63))
 	}
-	if err := f.AllreduceMinUint64(make([]uint64, ncclValuesMax+1)); err == nil {
+	if err := f.AllreduceMinUint64(make([]uint64, consensusWords+1)); err == nil {
 		t.Error("a call longer than the buffer was accepted")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -199,7 +200,7 @@ func percentileNs(samplesUs []float64, q float64) int64 {
 // gatherGroups collects, over World, each CP group's hosts and per-kind collective stats.
 func (rs *runState) gatherGroups() ([]GroupReport, error) {
 	t := rs.job.Topo
-	rows, err := t.Gather(DescribeGPU(t))
+	rows, err := t.Gather(transport.DescribeGPU(t))
 	if err != nil {
 		return nil, err
 	}

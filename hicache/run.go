@@ -4,136 +4,20 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/kernels"
-	"github.com/cphicache/cphicache/pool"
 )
-
-// Injection names a rank and a step for fault injection (--inject-divergence RANK@STEP and friends).
-type Injection struct {
-	Rank int
-	Step int64
-	Set  bool
-}
-
-// ParseInjection reads RANK@STEP; flag names the flag for errors.
-func ParseInjection(flag, s string) (Injection, error) {
-	if s == "" {
-		return Injection{}, nil
-	}
-	rank, step, ok := strings.Cut(s, "@")
-	r, err1 := strconv.Atoi(rank)
-	st, err2 := strconv.ParseInt(step, 10, 64)
-	if !ok || err1 != nil || err2 != nil || r < 0 || st < 1 {
-		return Injection{}, &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is not RANK@STEP (a world rank >= 0 and a step >= 1)", s)}
-	}
-	return Injection{Rank: r, Step: st, Set: true}, nil
-}
-
-func (inj Injection) hits(worldRank int, step int64) bool {
-	return inj.Set && inj.Rank == worldRank && inj.Step == step
-}
-
-// Options is everything `cphicache run` takes.
-type Options struct {
-	Layers, PayloadsPerLayer, PageTokens, TokenBytes int
-	DevicePages                                      int
-	L2Slots                                          int
-	SlabBytesMax                                     int64
-	Layout                                           pool.Layout
-	Policy                                           WritePolicy
-	BatchRequests                                    int
-	PlacementAssertEvery                             int64
-	FlushEvery                                       int64
-	Seed                                             uint64
-	TracePath                                        string
-	VocabSize                                        int
-	Synthetic                                        workload.SyntheticConfig
-	ReportPath                                       string
-	Collective                                       string
-	WatchdogTimeout                                  time.Duration
-	InjectDivergence                                 Injection
-	InjectHang                                       Injection
-	InjectExit                                       Injection
-	InjectCopyError                                  Injection
-	InjectStuckCopy                                  Injection
-	InjectSetupError                                 Injection // a world rank whose copy-engine set-up fails
-	JobID                                            string
-	Quiet                                            bool
-
-	checkInvariants bool // tests: check the controller's invariants after every step
-
-	// validate mode: a divergence is recorded and the group restarts from a fresh state instead of failing; a
-	// flush that leaves the cache unlike a fresh one is counted for the flush_reset row (recordFlushWrong); and a
-	// workload without a flush gets one at the end, so that the row has something to check (flushAtEnd).
-	recordDivergence bool
-	recordFlushWrong bool
-	flushAtEnd       bool
-
-	// tests only: commit on the local write frontier (see controller.testCommitOnLocalFrontier), with copies on
-	// one world rank slowed so that the others' commits come before its copies finish.
-	testCommitOnLocalFrontier bool
-	testSlowCopyRank          Injection
-	testPlacementAssertOff    bool
-	// testSyncCopies drains every step: each step commits everything it backed up, so the run's decisions no
-	// longer depend on how fast the copy worker ran, and a test can rely on every path being taken.
-	testSyncCopies bool
-}
-
-// Validate checks the options that need no MPI, so that bad input fails before any shared state exists.
-func (o *Options) Validate() error {
-	positive := []struct {
-		flag  string
-		value int
-	}{
-		{"layers", o.Layers}, {"payloads", o.PayloadsPerLayer}, {"page-tokens", o.PageTokens},
-		{"token-bytes", o.TokenBytes}, {"device-pages", o.DevicePages}, {"l2-slots", o.L2Slots},
-		{"batch-requests", o.BatchRequests}, {"vocab-size", o.VocabSize},
-	}
-	for _, p := range positive {
-		if p.value < 1 {
-			return &spmd.ConfigError{Flag: p.flag, Reason: fmt.Sprintf("%d must be 1 or more", p.value)}
-		}
-	}
-	if o.PayloadsPerLayer > 2 {
-		return &spmd.ConfigError{Flag: "payloads", Reason: fmt.Sprintf("%d: use 2 for K and V, or 1 for an MLA latent", o.PayloadsPerLayer)}
-	}
-	if o.TokenBytes%8 != 0 {
-		return &spmd.ConfigError{Flag: "token-bytes", Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
-	}
-	if o.PlacementAssertEvery < 0 {
-		return &spmd.ConfigError{Flag: "placement-assert-every", Reason: fmt.Sprintf("%d: give 0 (only at the end) or more steps", o.PlacementAssertEvery)}
-	}
-	if o.FlushEvery < 0 {
-		return &spmd.ConfigError{Flag: "flush-every", Reason: fmt.Sprintf("%d: give 0 (off) or more steps", o.FlushEvery)}
-	}
-	if o.WatchdogTimeout < 0 {
-		return &spmd.ConfigError{Flag: "watchdog-timeout", Reason: fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
-	}
-	if o.Collective != "mpi" && o.Collective != "nccl" {
-		return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
-	}
-	return checkCollectiveBuild(o.Collective)
-}
-
-func (o *Options) geometry(cp int) pool.Geometry {
-	return pool.Geometry{
-		CPSize: cp, Layers: o.Layers, PayloadsPerLayer: o.PayloadsPerLayer, PageTokens: o.PageTokens,
-		TokenBytes: o.TokenBytes, Slots: o.L2Slots, SlabBytesMax: o.SlabBytesMax, Layout: o.Layout,
-	}
-}
 
 // runState is one rank's run.
 type runState struct {
 	job    *spmd.Job
 	opts   *Options
-	slab   *SharedSlab
+	slab   *shm.SharedSlab
 	eng    kernels.Engine
 	cons   *consensus
 	ctrl   *controller
@@ -221,12 +105,12 @@ func (rs *runState) setUp() error {
 	if err := rs.checkJobLimits(g); err != nil {
 		return err
 	}
-	if err := spmd.AgreeOnFailure(t.World, CheckShmFits(g, t.NodeSize/t.CPSize)); err != nil {
+	if err := spmd.AgreeOnFailure(t.World, shm.CheckFits(g, t.NodeSize/t.CPSize)); err != nil {
 		return err
 	}
 	// A group that cannot make its slab (a full /dev/shm) fails alike on its ranks; the World agrees on it so
 	// that the other groups do not start a replay that would wait for the failed one at the end.
-	slab, err := OpenSharedSlab(t.CP, g, rs.opts.JobID, t.CPGroup, rs.job.Cleanup)
+	slab, err := shm.OpenSharedSlab(t.CP, g, shm.Segment{JobID: rs.opts.JobID, Group: t.CPGroup, Reserve: rs.opts.testReserveShm}, rs.job.Cleanup)
 	rs.slab = slab
 	if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 		return err
@@ -234,13 +118,16 @@ func (rs *runState) setUp() error {
 	cfg := CacheConfig{Geometry: g, DevicePages: rs.opts.DevicePages, Policy: rs.opts.Policy, Seed: rs.opts.Seed}
 	// A rank the watchdog ends leaves nothing behind: the segment is unlinked by now (or, on CP-rank 0 before
 	// every rank mapped it, unlinked by the cleanup) and the exit releases the mapping. It guards the device
-	// set-up too (setup.go).
+	// set-up too (transport/start.go).
 	watchdog := rs.job.NewWatchdog(rs.opts.WatchdogTimeout)
-	frontier, err := rs.startDevices(cfg, watchdog)
+	eng, frontier, err := transport.Start(t, transport.Config{Collective: rs.opts.Collective, Words: consensusWords,
+		DeviceBytes: cfg.DeviceBytes(), Slabs: slab.Slabs, WatchdogTimeout: rs.opts.WatchdogTimeout,
+		FailSetup: rs.opts.InjectSetupError.Set && rs.opts.InjectSetupError.Rank == t.WorldRank}, watchdog)
 	if err != nil {
 		watchdog.Stop()
 		return err
 	}
+	rs.eng = eng
 	rs.cons = newConsensus(t.CP, t.CPGroup, frontier, watchdog, 1<<16)
 	rs.faults = newFaultyEngine(rs.eng)
 	if rs.ctrl, err = newController(cfg, t.CPRank, rs.faults, slab.Slabs, rs.cons); err != nil {
@@ -261,7 +148,7 @@ func (rs *runState) tearDown() {
 	}
 	if rs.cons != nil {
 		rs.cons.watchdog.Stop()
-		closeFrontier(rs.cons.transport)
+		transport.Close(rs.cons.transport)
 	}
 	// The engine goes before the slab: the GPU build unregisters the slab's pages from the GPU before unmapping.
 	if rs.eng != nil {
@@ -418,43 +305,4 @@ func (rs *runState) recordOr(err error) error {
 		rs.ctrl.counters.DivergenceFirstStep = div.Step
 	}
 	return rs.ctrl.recover()
-}
-
-// progress shows rank 0's progress: a bar on a terminal, a plain line every 10% in a log file (Slurm).
-type progress struct {
-	on, tty    bool
-	total      int64
-	lastDecile int64
-	start      time.Time
-}
-
-func newProgress(on bool, totalEvents int64) *progress {
-	p := &progress{on: on, total: totalEvents, start: time.Now()}
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		p.tty = true
-	}
-	return p
-}
-
-func (p *progress) update(steps, requests int64) {
-	if !p.on || p.total == 0 {
-		return
-	}
-	frac := float64(requests) / float64(p.total)
-	if p.tty {
-		const width = 40
-		filled := int(frac * width)
-		fmt.Fprintf(os.Stderr, "\r[%s%s] %3.0f%% step %d, %d requests", strings.Repeat("#", filled), strings.Repeat(".", max(0, width-filled)), 100*frac, steps, requests)
-		return
-	}
-	if decile := int64(frac * 10); decile > p.lastDecile {
-		p.lastDecile = decile
-		fmt.Fprintf(os.Stderr, "cphicache: progress %3d%%: step %d, %d requests of group 0, %.1f s\n", decile*10, steps, requests, time.Since(p.start).Seconds())
-	}
-}
-
-func (p *progress) done() {
-	if p.on && p.tty {
-		fmt.Fprintln(os.Stderr)
-	}
 }

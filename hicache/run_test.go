@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
@@ -50,7 +51,7 @@ func smallOptions() *Options {
 
 func checkNoLeakedSegments(t *testing.T) {
 	t.Helper()
-	if leaked, err := LeakedSegments(); err != nil || len(leaked) != 0 {
+	if leaked, err := shm.LeakedSegments(); err != nil || len(leaked) != 0 {
 		t.Errorf("shared memory left behind: %v %v", leaked, err)
 	}
 }

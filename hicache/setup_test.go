@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/nccl"
 )
 
-// The guarded start-up (setup.go): a set-up failure on one rank, or an NCCL init that cannot complete, ends
+// The guarded start-up (transport/start.go): a set-up failure on one rank, or an NCCL init that cannot complete, ends
 // every rank with one message and leaves no rank waiting and no shared memory behind.
 
 func TestParseRankInjection(t *testing.T) {
@@ -77,8 +78,8 @@ func TestNCCLInitThatNeverCompletesIsAbortedOnEveryRank(t *testing.T) {
 	opts.WatchdogTimeout = 8 * time.Second
 	start := time.Now()
 	_, err := Run(testJob(t), opts)
-	if waited := time.Since(start); waited < ncclInitTimeout(opts.WatchdogTimeout) {
-		t.Errorf("gave up after %v, before the init bound %v", waited, ncclInitTimeout(opts.WatchdogTimeout))
+	if waited := time.Since(start); waited < transport.NCCLInitTimeout(opts.WatchdogTimeout) {
+		t.Errorf("gave up after %v, before the init bound %v", waited, transport.NCCLInitTimeout(opts.WatchdogTimeout))
 	}
 	checkSetupFailure(t, err, -1, "ncclCommInitRankConfig")
 	if !errors.Is(err, nccl.Timeout) {

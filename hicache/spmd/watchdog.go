@@ -150,7 +150,7 @@ func (w *Watchdog) fire(site *watchdogSite, waited time.Duration) {
 	msg := "a collective"
 	if site != nil {
 		msg = fmt.Sprintf("%s on CP group %d (%d ranks)", site.name, site.group, site.commSize)
-		if site.step > 0 { // step 0 is start-up (setup.go), before any step
+		if site.step > 0 { // step 0 is start-up (transport.Start), before any step
 			msg += fmt.Sprintf(" at step %d", site.step)
 		}
 		if site.hint != "" {

@@ -1,6 +1,6 @@
 //go:build !cuda
 
-package hicache
+package transport
 
 import (
 	"fmt"
@@ -13,38 +13,39 @@ import (
 	"github.com/cphicache/cphicache/nccl"
 )
 
-// checkCollectiveBuild refuses --collective nccl in the CPU build: NCCL reduces device memory, and this build
+// CheckCollectiveBuild refuses --collective nccl in the CPU build: NCCL reduces device memory, and this build
 // has none. The one exception is the test path of CPHICACHE_NCCL_HOST_BUFFERS=1, which setUp further limits to
 // ncclshim.
-func checkCollectiveBuild(collective string) error {
-	if collective == "nccl" && os.Getenv(ncclHostBuffersEnv) != "1" {
+func CheckCollectiveBuild(collective string) error {
+	if collective == "nccl" && os.Getenv(NCCLHostBuffersEnv) != "1" {
 		return &spmd.ConfigError{Flag: "collective", Reason: "nccl needs the GPU build (make gpu: bin/cphicache-gpu); this binary is the CPU build, use --collective mpi"}
 	}
 	return nil
 }
 
-// newFrontierReducer returns writing_check's transport: nil (MPI, the default of newConsensus) for
-// --collective mpi, and for nccl the host-buffer reducer over ncclshim. Every rank calls it at start-up.
-func newFrontierReducer(t *spmd.Topology, collective string, initTimeout time.Duration) (MinAllReducer, error) {
+// NewReducer returns the step consensus's transport for vectors of up to words words: nil (MPI, which the
+// consensus does itself) for --collective mpi, and for nccl the host-buffer reducer over ncclshim. Every rank
+// calls it at start-up.
+func NewReducer(t *spmd.Topology, collective string, words int, initTimeout time.Duration) (MinAllReducer, error) {
 	if collective != "nccl" {
 		return nil, nil
 	}
 	lib, err := loadNCCL()
-	if err == nil && !isNCCLShim(lib) {
-		err = &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%s=1 is for tests with ncclshim (nccl/testdata), but %s is not the shim: NVIDIA's NCCL reduces device memory, which needs the GPU build (make gpu)", ncclHostBuffersEnv, lib.Path())}
+	if err == nil && !IsNCCLShim(lib) {
+		err = &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%s=1 is for tests with ncclshim (nccl/testdata), but %s is not the shim: NVIDIA's NCCL reduces device memory, which needs the GPU build (make gpu)", NCCLHostBuffersEnv, lib.Path())}
 	}
 	comm, err := newNCCLCommOnCP(t, lib, err, initTimeout)
 	if err != nil {
 		lib.Close()
 		return nil, err
 	}
-	f := &hostNCCLFrontier{lib: lib, comm: comm, values: make([]uint64, ncclValuesMax)}
+	f := &hostNCCLFrontier{lib: lib, comm: comm, values: make([]uint64, words)}
 	// The shim's C code reads and writes this buffer through an integer address: pinned, it cannot move.
 	f.pinner.Pin(&f.values[0])
 	return f, nil
 }
 
-// hostNCCLFrontier is writing_check through the NCCL binding on host memory, for tests without a GPU: the same
+// hostNCCLFrontier is the consensus's all-reduce through the NCCL binding on host memory, for tests without a GPU: the same
 // dlopen'ed library calls, communicator set-up over the CP group and in-place all-reduce MIN as the GPU build,
 // with a host buffer where the GPU build has a device buffer.
 type hostNCCLFrontier struct {
@@ -60,8 +61,8 @@ func (f *hostNCCLFrontier) Name() string { return "nccl" }
 // GPU build does through its device buffer.
 func (f *hostNCCLFrontier) AllreduceMinUint64(values []uint64) error {
 	n := len(values)
-	if n == 0 || n > ncclValuesMax {
-		return fmt.Errorf("nccl frontier: %d values, want 1..%d", n, ncclValuesMax)
+	if n == 0 || n > len(f.values) {
+		return fmt.Errorf("nccl frontier: %d values, want 1..%d", n, len(f.values))
 	}
 	copy(f.values, values)
 	p := uintptr(unsafe.Pointer(&f.values[0]))

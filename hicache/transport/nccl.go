@@ -1,4 +1,4 @@
-package hicache
+package transport
 
 import (
 	"errors"
@@ -11,35 +11,32 @@ import (
 	"github.com/cphicache/cphicache/nccl"
 )
 
-// writing_check over NCCL (--collective nccl), the parts both builds share. The GPU build (frontier_cuda.go)
-// reduces the frontier in device memory with NVIDIA's NCCL; the CPU build (frontier_host.go) can only drive the
-// same code path through ncclshim, the test stand-in of nccl/testdata that reduces host memory with MPI, and
-// only when a test asks for it explicitly.
+// The step consensus over NCCL (--collective nccl), the parts both builds share. The GPU build (nccl_cuda.go)
+// reduces the vector in device memory with NVIDIA's NCCL; the CPU build (nccl_host.go) can only drive the same
+// code path through ncclshim, the test stand-in of nccl/testdata that reduces host memory with MPI, and only when
+// a test asks for it explicitly.
 const (
-	// ncclLibEnv names the libnccl.so.2 to load; unset, the dynamic loader's search finds one (nccl.DefaultPath).
+	// NCCLLibEnv names the libnccl.so.2 to load; unset, the dynamic loader's search finds one (nccl.DefaultPath).
 	// It is the variable the nccl package's tests read, so under make it points at the shim.
-	ncclLibEnv = "CPHICACHE_NCCL_LIB"
-	// ncclHostBuffersEnv=1 (tests only) lets the CPU build run --collective nccl on host buffers, which is
+	NCCLLibEnv = "CPHICACHE_NCCL_LIB"
+	// NCCLHostBuffersEnv=1 (tests only) lets the CPU build run --collective nccl on host buffers, which is
 	// honest only with ncclshim: NVIDIA's NCCL reads device memory. The CPU build refuses any other library.
-	ncclHostBuffersEnv = "CPHICACHE_NCCL_HOST_BUFFERS"
+	NCCLHostBuffersEnv = "CPHICACHE_NCCL_HOST_BUFFERS"
 	// ncclShimErrorPrefix starts every string ncclshim returns: how a loaded library shows it is the shim.
 	ncclShimErrorPrefix = "ncclshim: "
-	// ncclValuesMax bounds one all-reduce: the step consensus reduces its fixed vector; the buffers are sized once
-	// at start-up, so a longer call is a programming error, not a reason to allocate on the hot path.
-	ncclValuesMax = consensusWords
 )
 
 // loadNCCL loads the library named by CPHICACHE_NCCL_LIB (or the default soname).
 func loadNCCL() (*nccl.Library, error) {
-	lib, err := nccl.Load(os.Getenv(ncclLibEnv))
+	lib, err := nccl.Load(os.Getenv(NCCLLibEnv))
 	if err != nil {
-		return nil, fmt.Errorf("--collective nccl: %w (set %s to the path of libnccl.so.2)", err, ncclLibEnv)
+		return nil, fmt.Errorf("--collective nccl: %w (set %s to the path of libnccl.so.2)", err, NCCLLibEnv)
 	}
 	return lib, nil
 }
 
-// isNCCLShim reports whether lib is ncclshim rather than NVIDIA's NCCL: the shim's strings carry its name.
-func isNCCLShim(lib *nccl.Library) bool {
+// IsNCCLShim reports whether lib is ncclshim rather than NVIDIA's NCCL: the shim's strings carry its name.
+func IsNCCLShim(lib *nccl.Library) bool {
 	return strings.HasPrefix(lib.ErrorString(nccl.Success), ncclShimErrorPrefix)
 }
 
@@ -66,8 +63,8 @@ func newNCCLCommOnCP(t *spmd.Topology, lib *nccl.Library, ready error, initTimeo
 	return comm, nil
 }
 
-// closeFrontier releases an NCCL frontier's communicator, buffers and library; the MPI one holds nothing.
-func closeFrontier(f MinAllReducer) error {
+// Close releases a reducer's communicator, buffers and library; the MPI one holds nothing.
+func Close(f MinAllReducer) error {
 	if c, ok := f.(interface{ Close() error }); ok {
 		return c.Close()
 	}

@@ -1,4 +1,10 @@
-package hicache
+// Package shm owns a CP group's shared L2 in host memory: the POSIX shared-memory segment that CP rank 0 creates
+// (unpredictable name with the job id, O_EXCL, mode 0600, its memory reserved at once), that every rank of the
+// group maps slab by slab, and whose name is unlinked as soon as all have mapped it. Until then the unlink waits
+// in the job's clean-up, so that no exit path leaks it.
+//
+// It imports mpi, pool (the geometry) and spmd, and must not import hicache.
+package shm
 
 import (
 	"crypto/rand"
@@ -14,15 +20,22 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// shmDir is where POSIX shared memory lives on Linux: shm_open(name) is open("/dev/shm/name").
-const shmDir = "/dev/shm"
+// Dir is where POSIX shared memory lives on Linux: shm_open(name) is open("/dev/shm/name").
+const Dir = "/dev/shm"
 
-// shmNamePrefix starts the name of every segment cphicache creates, so that leaks are easy to find.
-const shmNamePrefix = "cphicache-"
+// NamePrefix starts the name of every segment cphicache creates, so that leaks are easy to find.
+const NamePrefix = "cphicache-"
 
 // mapAlignBytes is the alignment of each slab inside the segment: mmap offsets must be page aligned, and 2 MiB
 // also suits huge pages and GPU host registration.
 const mapAlignBytes = 2 << 20
+
+// Segment names a CP group's segment and says how its memory is reserved.
+type Segment struct {
+	JobID   string
+	Group   int
+	Reserve func(f *os.File, bytes int64) error // nil: Fallocate; tests make it fail
+}
 
 // SharedSlab is one CP group's L2: a POSIX shared-memory segment that every rank of the group maps, carved
 // into the pool's slabs, each mapped separately so that no mapping exceeds the slab bound.
@@ -34,11 +47,11 @@ type SharedSlab struct {
 	forget     func() // drops the segment's unlink from the job's clean-up, once it is unlinked (CP rank 0)
 }
 
-// ShmFreeBytes is the space left in /dev/shm.
-func ShmFreeBytes() (int64, error) {
+// FreeBytes is the space left in /dev/shm.
+func FreeBytes() (int64, error) {
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(shmDir, &st); err != nil {
-		return 0, fmt.Errorf("statfs %s: %w", shmDir, err)
+	if err := syscall.Statfs(Dir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", Dir, err)
 	}
 	return int64(st.Bavail) * st.Bsize, nil
 }
@@ -55,17 +68,17 @@ func slabOffsets(g pool.Geometry) ([]int64, int64) {
 	return offsets, next
 }
 
-// CheckShmFits fails, naming the flags that size the slab, when one node's slabs (one per CP group on the node)
+// CheckFits fails, naming the flags that size the slab, when one node's slabs (one per CP group on the node)
 // cannot fit in /dev/shm. It runs before any shared state is created.
-func CheckShmFits(g pool.Geometry, groupsOnNode int) error {
+func CheckFits(g pool.Geometry, groupsOnNode int) error {
 	_, segmentBytes := slabOffsets(g)
-	free, err := ShmFreeBytes()
+	free, err := FreeBytes()
 	if err != nil {
 		return err
 	}
 	need := segmentBytes * int64(groupsOnNode)
 	if need > free {
-		return &spmd.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --l2-slots or the page size", need>>20, groupsOnNode, segmentBytes>>20, shmDir, free>>20)}
+		return &spmd.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --l2-slots or the page size", need>>20, groupsOnNode, segmentBytes>>20, Dir, free>>20)}
 	}
 	return nil
 }
@@ -74,17 +87,17 @@ func CheckShmFits(g pool.Geometry, groupsOnNode int) error {
 // It is a collective over cp. The name is unpredictable and includes the job id; the segment is unlinked as soon
 // as every rank has mapped it, so a crash after that point leaks nothing; until then CP rank 0 keeps the unlink
 // in cleanup, which the watchdog and the signal handler run before they end the process.
-func OpenSharedSlab(cp *mpi.Comm, g pool.Geometry, jobID string, group int, cleanup *spmd.Cleanup) (*SharedSlab, error) {
+func OpenSharedSlab(cp *mpi.Comm, g pool.Geometry, seg Segment, cleanup *spmd.Cleanup) (*SharedSlab, error) {
 	offsets, segmentBytes := slabOffsets(g)
 	nameBuf := make([]byte, 128)
 	var createErr error
 	forget := func() {}
 	if cp.Rank() == 0 {
-		name, err := createSegment(jobID, group, segmentBytes)
+		name, err := createSegment(seg, segmentBytes)
 		createErr = err
 		copy(nameBuf, name)
 		if err == nil {
-			path := filepath.Join(shmDir, name)
+			path := filepath.Join(Dir, name)
 			forget = cleanup.Add(func() { os.Remove(path) })
 		}
 	}
@@ -135,13 +148,13 @@ func clen(b []byte) int {
 }
 
 // createSegment makes the segment with O_EXCL and mode 0600 and sizes it.
-func createSegment(jobID string, group int, segmentBytes int64) (string, error) {
+func createSegment(seg Segment, segmentBytes int64) (string, error) {
 	var nonce [8]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return "", err
 	}
-	name := fmt.Sprintf("%s%s-g%d-%s", shmNamePrefix, sanitize(jobID), group, hex.EncodeToString(nonce[:]))
-	path := filepath.Join(shmDir, name)
+	name := fmt.Sprintf("%s%s-g%d-%s", NamePrefix, sanitize(seg.JobID), seg.Group, hex.EncodeToString(nonce[:]))
+	path := filepath.Join(Dir, name)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("create shared L2 segment: %w", err)
@@ -152,26 +165,27 @@ func createSegment(jobID string, group int, segmentBytes int64) (string, error) 
 		os.Remove(path)
 		return "", fmt.Errorf("size shared L2 segment %s to %d bytes: %w", name, segmentBytes, err)
 	}
-	if err := reserveShm(f, segmentBytes); err != nil {
+	reserve := seg.Reserve
+	if reserve == nil {
+		reserve = Fallocate
+	}
+	if err := reserve(f, segmentBytes); err != nil {
 		os.Remove(path)
 		freeText := "unknown"
-		if free, statErr := ShmFreeBytes(); statErr == nil { // after the unlink: what the segment could not have
+		if free, statErr := FreeBytes(); statErr == nil { // after the unlink: what the segment could not have
 			freeText = fmt.Sprintf("%d bytes (%d MiB)", free, free>>20)
 		}
 		return "", fmt.Errorf("reserve the %d bytes (%d MiB) of the shared L2 segment in %s: %w; %s has %s free: free shared memory, or lower --l2-slots or the page size",
-			segmentBytes, segmentBytes>>20, shmDir, err, shmDir, freeText)
+			segmentBytes, segmentBytes>>20, Dir, err, Dir, freeText)
 	}
 	return name, nil
 }
 
-// reserveShm gives the segment its memory now, so that a /dev/shm that fills up after CheckShmFits (another job,
-// a leak) fails here, at start and agreed by every rank, instead of with SIGBUS in the middle of a copy, which is
-// what touching a page of a sparse tmpfs file that tmpfs cannot back does. Tests replace it to fail.
-var reserveShm = fallocateFile
-
-// fallocateFile allocates [0, size) of f. tmpfs zeroes and charges the pages; a large reservation can be
+// Fallocate allocates [0, size) of f: it gives the segment its memory now, so that a /dev/shm that fills up
+// after CheckFits (another job, a leak) fails here, at start and agreed by every rank, instead of with SIGBUS in
+// the middle of a copy, which is what touching a page of a sparse tmpfs file that tmpfs cannot back does. tmpfs zeroes and charges the pages; a large reservation can be
 // interrupted by a signal and resumes where it stopped.
-func fallocateFile(f *os.File, size int64) error {
+func Fallocate(f *os.File, size int64) error {
 	for {
 		err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
 		if err != syscall.EINTR {
@@ -194,7 +208,7 @@ func sanitize(s string) string {
 }
 
 func (s *SharedSlab) mapAll(g pool.Geometry, offsets []int64) error {
-	f, err := os.OpenFile(filepath.Join(shmDir, s.Name), os.O_RDWR, 0)
+	f, err := os.OpenFile(filepath.Join(Dir, s.Name), os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("open shared L2 segment: %w", err)
 	}
@@ -217,7 +231,7 @@ func (s *SharedSlab) unlink() error {
 	if s.forget != nil {
 		s.forget()
 	}
-	if err := os.Remove(filepath.Join(shmDir, s.Name)); err != nil && !os.IsNotExist(err) {
+	if err := os.Remove(filepath.Join(Dir, s.Name)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("unlink shared L2 segment: %w", err)
 	}
 	return nil
@@ -237,7 +251,7 @@ func (s *SharedSlab) Close() error {
 
 // LeakedSegments lists cphicache segments present in /dev/shm (for tests and for validate).
 func LeakedSegments() ([]string, error) {
-	matches, err := filepath.Glob(filepath.Join(shmDir, shmNamePrefix+"*"))
+	matches, err := filepath.Glob(filepath.Join(Dir, NamePrefix+"*"))
 	for i := range matches {
 		matches[i] = filepath.Base(matches[i])
 	}

@@ -1,4 +1,4 @@
-package hicache
+package transport
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 )
 
 // The rank-to-GPU layout of the GPU build, in pure Go so that the CPU build tests it with made-up device counts:
-// engine_cuda.go and frontier_cuda.go feed it the CUDA device count and PCI bus ids.
+// engine_cuda.go and nccl_cuda.go feed it the CUDA device count and PCI bus ids.
 //
 // NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU detected"), so under --collective nccl
 // every rank of a CP group needs a GPU of its own. Ranks of different CP groups may share one (two DP replicas

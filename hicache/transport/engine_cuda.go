@@ -1,11 +1,9 @@
 //go:build cuda
 
-package hicache
+package transport
 
 import (
 	"fmt"
-
-	"gorgonia.org/cu"
 
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/kernels"
@@ -14,18 +12,18 @@ import (
 // newCopyEngine is the GPU build's engine: the device KV buffer is cuMemAlloc memory on this rank's GPU, the
 // shared L2 slabs are host memory registered with (and mapped into) that GPU, and pagecopy.cu's kernel moves
 // the pages.
-func newCopyEngine(t *spmd.Topology, cfg CacheConfig, slabs [][]byte) (kernels.Engine, error) {
+func newCopyEngine(t *spmd.Topology, deviceBytes int64, slabs [][]byte) (kernels.Engine, error) {
 	ordinal, err := gpuOrdinal(t, false)
 	if err != nil {
 		return nil, err
 	}
-	return kernels.NewCUDAEngineOnDevice(ordinal, cfg.DeviceBytes(), slabs)
+	return kernels.NewCUDAEngineOnDevice(ordinal, deviceBytes, slabs)
 }
 
 // gpuOrdinal is this rank's GPU (gpuLayout.ordinal): its rank on the node modulo the GPUs it sees, or the one
 // GPU a per-task binding leaves it. exclusive (--collective nccl) refuses CP groups larger than the GPUs seen.
 func gpuOrdinal(t *spmd.Topology, exclusive bool) (int, error) {
-	count, err := cu.NumDevices()
+	count, err := kernels.DeviceCount()
 	if err != nil {
 		return 0, fmt.Errorf("GPU layout: counting GPUs on node rank %d of %s: %w", t.NodeRank, t.Host, err)
 	}

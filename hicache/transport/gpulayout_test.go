@@ -1,4 +1,4 @@
-package hicache
+package transport
 
 import (
 	"errors"

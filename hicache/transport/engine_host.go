@@ -1,6 +1,6 @@
 //go:build !cuda
 
-package hicache
+package transport
 
 import (
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -8,8 +8,8 @@ import (
 )
 
 // newCopyEngine is the CPU build's engine: the device KV buffer is host memory and Go copies the pages.
-func newCopyEngine(_ *spmd.Topology, cfg CacheConfig, slabs [][]byte) (kernels.Engine, error) {
-	return kernels.NewHostEngine(cfg.DeviceBytes(), slabs, 1)
+func newCopyEngine(_ *spmd.Topology, deviceBytes int64, slabs [][]byte) (kernels.Engine, error) {
+	return kernels.NewHostEngine(deviceBytes, slabs, 1)
 }
 
 // DescribeGPU is empty in the CPU build: no rank uses a GPU, and the topology table has no GPU column.

@@ -1,0 +1,56 @@
+package hicache
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cphicache/cphicache/pool"
+)
+
+// backup reserves an L2 object for the node and starts copying this rank's parts of it, layer by layer. A
+// capacity miss evicts or skips inside the allocator, identically on every rank, with no communication.
+func (c *controller) backup(n *treeNode) *copyOp {
+	pages := n.pages(c.geometry().PageTokens)
+	if pages > c.geometry().Slots {
+		// An object larger than the whole L2 can never fit: a miss, decided the same way on every rank.
+		c.counters.ReserveMisses++
+		return nil
+	}
+	c.nextSeq++
+	seq := c.nextSeq
+	obj := pool.ObjectID(seq)
+	outcome, err := c.alloc.Reserve(obj, pages, seq, c.clock)
+	if err != nil {
+		panic(fmt.Sprintf("hicache: reserve of %d pages for node %d: %v", pages, n.id, err))
+	}
+	c.dropEvicted()
+	if outcome == pool.Miss {
+		c.counters.ReserveMisses++
+		return nil
+	}
+	spans, err := c.spansFor(obj, 0, n.devicePages)
+	if err != nil {
+		panic(fmt.Sprintf("hicache: placement of fresh object %d: %v", obj, err))
+	}
+	n.l2, n.l2Offset = obj, 0
+	c.objectNodes[obj] = []*treeNode{n}
+	op := &copyOp{seq: seq, obj: obj, node: n, tokens: n.tokens, startPos: n.startPos, devicePages: slices.Clone(n.devicePages), spans: spans}
+	c.dev.pin(op.devicePages)
+	c.writes.push(op)
+	c.submit(op, true)
+	c.counters.BackupReserved++
+	c.counters.BytesD2H += int64(pages) * c.pageBytesPerRank()
+	return op
+}
+
+// noteSplit keeps the controller's indexes right when the tree splits a node: the head inherits the tail's
+// locks, so it is recorded among the step's locked nodes as often, and released with them; and a head that
+// points into L2 is indexed under its object.
+func (c *controller) noteSplit(head, tail *treeNode) {
+	for i := 0; i < tail.lockRefs; i++ {
+		c.work.locked = append(c.work.locked, head)
+	}
+	if head.l2 != 0 {
+		c.objectNodes[head.l2] = append(c.objectNodes[head.l2], head)
+	}
+}

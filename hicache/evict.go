@@ -1,0 +1,100 @@
+package hicache
+
+import "slices"
+
+// Eviction from L1 (device pages) and what follows an eviction from L2. Every choice is a pure function of the
+// replicated state (LRU by logical clock, ties by node id), so every rank of a group evicts the same nodes.
+
+// dropEvicted forgets the L2 objects the allocator just evicted; nodes left with no KV anywhere are pruned.
+func (c *controller) dropEvicted() {
+	for _, obj := range c.alloc.Evicted() {
+		c.counters.L2Evictions++
+		for _, n := range c.objectNodes[obj] {
+			n.l2, n.l2Offset = 0, 0
+			c.pruneHollow(n)
+		}
+		delete(c.objectNodes, obj)
+	}
+}
+
+// pruneHollow removes a node that holds no KV and has no children, then its parents while the same holds.
+func (c *controller) pruneHollow(n *treeNode) {
+	for n != c.tree.root && n.l2 == 0 && !n.inL1() && len(n.children) == 0 && n.lockRefs == 0 {
+		parent := n.parent
+		c.tree.remove(n)
+		n = parent
+	}
+}
+
+// takeDevicePages returns n device pages, evicting from L1 if needed, or nil when that is impossible.
+func (c *controller) takeDevicePages(n int) []int32 {
+	if n > c.dev.capacity() {
+		return nil
+	}
+	for c.dev.available() < n {
+		if !c.evictL1(n - c.dev.available()) {
+			return nil
+		}
+	}
+	return c.dev.take(n)
+}
+
+// evictL1 frees device pages from the least recently used evictable nodes (ties by node id). It reports false
+// when no node could be evicted.
+func (c *controller) evictL1(needPages int) bool {
+	var candidates []*treeNode
+	c.tree.forEach(func(n *treeNode) {
+		if c.evictableFromL1(n) {
+			candidates = append(candidates, n)
+		}
+	})
+	slices.SortFunc(candidates, func(a, b *treeNode) int {
+		if older(a, b) {
+			return -1
+		}
+		return 1
+	})
+	progress := false
+	freed := 0
+	for _, n := range candidates {
+		if freed >= needPages {
+			break
+		}
+		pages := len(n.devicePages)
+		if c.evictNode(n) {
+			freed += pages
+			progress = true
+		}
+	}
+	return progress
+}
+
+// evictableFromL1: on the device, unused this step, no copy touching it, and no child on the device (a prefix
+// leaves L1 after its extensions).
+func (c *controller) evictableFromL1(n *treeNode) bool {
+	if !n.inL1() || n.lockRefs > 0 || c.dev.anyPinned(n.devicePages) {
+		return false
+	}
+	for _, child := range n.children {
+		if child.inL1() {
+			return false
+		}
+	}
+	return true
+}
+
+// evictNode drops a node's device pages. A node backed up in L2 stays as an L2-only node; one that is not is
+// deleted, except under write_back, where it is backed up first and leaves L1 when the backup commits.
+func (c *controller) evictNode(n *treeNode) bool {
+	if n.l2 == 0 && c.cfg.Policy == WriteBack {
+		if op := c.backup(n); op != nil {
+			op.evictAfterCommit = true
+			return false
+		}
+	}
+	c.dev.give(n.devicePages)
+	n.devicePages = nil
+	c.counters.L1Evictions++
+	c.pruneHollow(n)
+	return true
+}

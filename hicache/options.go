@@ -1,0 +1,130 @@
+package hicache
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
+	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// Injection names a rank and a step for fault injection (--inject-divergence RANK@STEP and friends).
+type Injection struct {
+	Rank int
+	Step int64
+	Set  bool
+}
+
+// ParseInjection reads RANK@STEP; flag names the flag for errors.
+func ParseInjection(flag, s string) (Injection, error) {
+	if s == "" {
+		return Injection{}, nil
+	}
+	rank, step, ok := strings.Cut(s, "@")
+	r, err1 := strconv.Atoi(rank)
+	st, err2 := strconv.ParseInt(step, 10, 64)
+	if !ok || err1 != nil || err2 != nil || r < 0 || st < 1 {
+		return Injection{}, &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is not RANK@STEP (a world rank >= 0 and a step >= 1)", s)}
+	}
+	return Injection{Rank: r, Step: st, Set: true}, nil
+}
+
+func (inj Injection) hits(worldRank int, step int64) bool {
+	return inj.Set && inj.Rank == worldRank && inj.Step == step
+}
+
+// Options is everything `cphicache run` takes.
+type Options struct {
+	Layers, PayloadsPerLayer, PageTokens, TokenBytes int
+	DevicePages                                      int
+	L2Slots                                          int
+	SlabBytesMax                                     int64
+	Layout                                           pool.Layout
+	Policy                                           WritePolicy
+	BatchRequests                                    int
+	PlacementAssertEvery                             int64
+	FlushEvery                                       int64
+	Seed                                             uint64
+	TracePath                                        string
+	VocabSize                                        int
+	Synthetic                                        workload.SyntheticConfig
+	ReportPath                                       string
+	Collective                                       string
+	WatchdogTimeout                                  time.Duration
+	InjectDivergence                                 Injection
+	InjectHang                                       Injection
+	InjectExit                                       Injection
+	InjectCopyError                                  Injection
+	InjectStuckCopy                                  Injection
+	InjectSetupError                                 Injection // a world rank whose copy-engine set-up fails
+	JobID                                            string
+	Quiet                                            bool
+
+	checkInvariants bool // tests: check the controller's invariants after every step
+
+	// validate mode: a divergence is recorded and the group restarts from a fresh state instead of failing; a
+	// flush that leaves the cache unlike a fresh one is counted for the flush_reset row (recordFlushWrong); and a
+	// workload without a flush gets one at the end, so that the row has something to check (flushAtEnd).
+	recordDivergence bool
+	recordFlushWrong bool
+	flushAtEnd       bool
+
+	// tests only: commit on the local write frontier (see controller.testCommitOnLocalFrontier), with copies on
+	// one world rank slowed so that the others' commits come before its copies finish.
+	testCommitOnLocalFrontier bool
+	testSlowCopyRank          Injection
+	testPlacementAssertOff    bool
+	// testSyncCopies drains every step: each step commits everything it backed up, so the run's decisions no
+	// longer depend on how fast the copy worker ran, and a test can rely on every path being taken.
+	testSyncCopies bool
+	// testReserveShm replaces the slab's memory reservation (nil: fallocate), to fake a full /dev/shm.
+	testReserveShm func(f *os.File, bytes int64) error
+}
+
+// Validate checks the options that need no MPI, so that bad input fails before any shared state exists.
+func (o *Options) Validate() error {
+	positive := []struct {
+		flag  string
+		value int
+	}{
+		{"layers", o.Layers}, {"payloads", o.PayloadsPerLayer}, {"page-tokens", o.PageTokens},
+		{"token-bytes", o.TokenBytes}, {"device-pages", o.DevicePages}, {"l2-slots", o.L2Slots},
+		{"batch-requests", o.BatchRequests}, {"vocab-size", o.VocabSize},
+	}
+	for _, p := range positive {
+		if p.value < 1 {
+			return &spmd.ConfigError{Flag: p.flag, Reason: fmt.Sprintf("%d must be 1 or more", p.value)}
+		}
+	}
+	if o.PayloadsPerLayer > 2 {
+		return &spmd.ConfigError{Flag: "payloads", Reason: fmt.Sprintf("%d: use 2 for K and V, or 1 for an MLA latent", o.PayloadsPerLayer)}
+	}
+	if o.TokenBytes%8 != 0 {
+		return &spmd.ConfigError{Flag: "token-bytes", Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
+	}
+	if o.PlacementAssertEvery < 0 {
+		return &spmd.ConfigError{Flag: "placement-assert-every", Reason: fmt.Sprintf("%d: give 0 (only at the end) or more steps", o.PlacementAssertEvery)}
+	}
+	if o.FlushEvery < 0 {
+		return &spmd.ConfigError{Flag: "flush-every", Reason: fmt.Sprintf("%d: give 0 (off) or more steps", o.FlushEvery)}
+	}
+	if o.WatchdogTimeout < 0 {
+		return &spmd.ConfigError{Flag: "watchdog-timeout", Reason: fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
+	}
+	if o.Collective != "mpi" && o.Collective != "nccl" {
+		return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
+	}
+	return transport.CheckCollectiveBuild(o.Collective)
+}
+
+func (o *Options) geometry(cp int) pool.Geometry {
+	return pool.Geometry{
+		CPSize: cp, Layers: o.Layers, PayloadsPerLayer: o.PayloadsPerLayer, PageTokens: o.PageTokens,
+		TokenBytes: o.TokenBytes, Slots: o.L2Slots, SlabBytesMax: o.SlabBytesMax, Layout: o.Layout,
+	}
+}
