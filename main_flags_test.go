@@ -102,6 +102,7 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 		{[]string{"bench", "allreduce", "--log-level", "loud"}, "", "log-level"},
 		{[]string{"bench", "copy", "--layers", "0"}, "", "layers"},
 		{[]string{"bench", "allreduce", "--step-factor", "3"}, "", "step-factor"},
+		{[]string{"bench", "step", "--rounds", "0"}, "", "rounds"},
 		{[]string{"bench", "reserve", "--pages", "4096", "--slots-log2", "10"}, "", "pages"},
 		{[]string{"bench", "e2e", "--timeout", "0s"}, "", "timeout"},
 		{[]string{"bench", "reserve", "--slots-log2", "40"}, "", "slots-log2"},

@@ -22,6 +22,8 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{"min-seconds", ReserveConfig{SlotsLog2: []int{4}, Pages: []int{1}}.Validate()},
 		{"timeout", func() error { c := e2e; c.TimeoutSeconds = 0; return c.Validate() }()},
 		{"assert-every-list", func() error { c := e2e; c.AssertEvery = []int64{-1}; return c.Validate() }()},
+		{"warmup", StepConfig{Iters: 1, Warmup: -1, Rounds: 1}.Validate()},
+		{"gap-us", StepConfig{Iters: 1, Rounds: 1, GapMicroseconds: -1}.Validate()},
 	} {
 		var fe *FieldError
 		if !errors.As(tc.err, &fe) || fe.Field != tc.field {
