@@ -26,21 +26,19 @@ type AllreduceConfig struct {
 // tens of microseconds or more, and fewer calls give the same precision.
 const largeMessageBytes = 8 << 10
 
-// Validate returns an error naming the first unusable field.
+// Validate returns a *FieldError naming the first unusable field as its flag of `cphicache bench allreduce`.
 func (c AllreduceConfig) Validate() error {
 	switch {
 	case c.MinCount < 1 || c.MinCount&(c.MinCount-1) != 0:
-		return fmt.Errorf("min count %d is not a power of two", c.MinCount)
+		return fieldErrorf("min-size", "min count %d is not a power of two", c.MinCount)
 	case c.MaxCount < c.MinCount || c.MaxCount&(c.MaxCount-1) != 0:
-		return fmt.Errorf("max count %d is not a power of two of at least min count %d", c.MaxCount, c.MinCount)
+		return fieldErrorf("max-size", "max count %d is not a power of two of at least min count %d", c.MaxCount, c.MinCount)
 	case c.CountFactor != 2 && c.CountFactor != 4:
-		return fmt.Errorf("count factor %d: use 2 or 4", c.CountFactor)
+		return fieldErrorf("step-factor", "count factor %d: use 2 or 4", c.CountFactor)
 	case c.GapMicroseconds < 0:
-		return fmt.Errorf("gap %g us is negative", c.GapMicroseconds)
-	case c.Iters < 1 || c.ItersLarge < 1 || c.Warmup < 0 || c.Rounds < 1:
-		return fmt.Errorf("iterations %d/%d, warm-up %d and rounds %d must be positive", c.Iters, c.ItersLarge, c.Warmup, c.Rounds)
+		return fieldErrorf("gap-us", "gap %g us is negative", c.GapMicroseconds)
 	}
-	return nil
+	return firstBelow(bound{"iters", c.Iters, 1}, bound{"iters-large", c.ItersLarge, 1}, bound{"warmup", c.Warmup, 0}, bound{"rounds", c.Rounds, 1})
 }
 
 // AllreduceRow is one message size: the mean latency of ours, of the cgo floor and of the C reference, averaged

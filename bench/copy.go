@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -23,19 +22,18 @@ type CopyConfig struct {
 	Rounds     int
 }
 
-// Validate returns an error naming the first unusable field.
+// Validate returns a *FieldError naming the first unusable field as its flag of `cphicache bench copy`.
 func (c CopyConfig) Validate() error {
-	switch {
-	case len(c.PartBytes) == 0:
-		return fmt.Errorf("no part sizes")
-	case c.Layers < 1 || c.Payloads < 1 || c.CPSize < 1 || c.Workers < 1:
-		return fmt.Errorf("layers %d, payloads %d, cp %d and workers %d must be positive", c.Layers, c.Payloads, c.CPSize, c.Workers)
-	case c.Iters < 1 || c.Rounds < 1:
-		return fmt.Errorf("iterations %d and rounds %d must be positive", c.Iters, c.Rounds)
+	if len(c.PartBytes) == 0 {
+		return fieldErrorf("part-sizes", "no part sizes")
+	}
+	if err := firstBelow(bound{"layers", c.Layers, 1}, bound{"payloads", c.Payloads, 1}, bound{"cp-ranks", c.CPSize, 1},
+		bound{"workers", c.Workers, 1}, bound{"iters", c.Iters, 1}, bound{"rounds", c.Rounds, 1}); err != nil {
+		return err
 	}
 	for _, p := range c.PartBytes {
 		if p < 1 || c.TotalBytes < p*int64(c.Layers*c.Payloads) {
-			return fmt.Errorf("part of %d bytes: total %d bytes must hold at least one page (%d layers x %d payloads)", p, c.TotalBytes, c.Layers, c.Payloads)
+			return fieldErrorf("part-sizes", "part of %d bytes: total %d bytes must hold at least one page (%d layers x %d payloads)", p, c.TotalBytes, c.Layers, c.Payloads)
 		}
 	}
 	return nil

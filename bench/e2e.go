@@ -30,24 +30,33 @@ type E2EConfig struct {
 	TimeoutSeconds float64  // per launch
 }
 
-// Validate returns an error naming the first unusable field.
+// Validate returns a *FieldError naming the first unusable field as its flag of `cphicache bench e2e`, or, for
+// the binary, which no flag sets, a plain error.
 func (c E2EConfig) Validate() error {
 	switch {
-	case len(c.NPs) == 0 || len(c.AssertEvery) == 0:
-		return fmt.Errorf("need rank counts and assert intervals")
-	case c.Repeats < 1 || c.TimeoutSeconds <= 0:
-		return fmt.Errorf("repeats %d and timeout %g s must be positive", c.Repeats, c.TimeoutSeconds)
-	case len(c.Launcher) == 0 || c.Binary == "" || c.OutDir == "":
-		return fmt.Errorf("need a launcher, a binary and an output folder")
+	case len(c.NPs) == 0:
+		return fieldErrorf("np-list", "no rank counts")
+	case len(c.AssertEvery) == 0:
+		return fieldErrorf("assert-every-list", "no assert intervals")
+	case c.Repeats < 1:
+		return fieldErrorf("repeats", "%d must be 1 or more", c.Repeats)
+	case c.TimeoutSeconds <= 0:
+		return fieldErrorf("timeout", "%g s must be positive", c.TimeoutSeconds)
+	case len(c.Launcher) == 0:
+		return fieldErrorf("mpirun", "no launcher")
+	case c.OutDir == "":
+		return fieldErrorf("out-dir", "no output folder")
+	case c.Binary == "":
+		return fmt.Errorf("e2e: no cphicache binary to launch")
 	}
 	for _, np := range c.NPs {
 		if np < 1 {
-			return fmt.Errorf("%d ranks", np)
+			return fieldErrorf("np-list", "%d ranks", np)
 		}
 	}
 	for _, every := range c.AssertEvery {
 		if every < 0 {
-			return fmt.Errorf("assert interval %d is negative", every)
+			return fieldErrorf("assert-every-list", "assert interval %d is negative", every)
 		}
 	}
 	return nil

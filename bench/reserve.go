@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"fmt"
 	"io"
 	"time"
 
@@ -24,16 +23,21 @@ const reserveFillPages = 64
 
 // Validate returns an error naming the first unusable field.
 func (c ReserveConfig) Validate() error {
-	if len(c.SlotsLog2) == 0 || len(c.Pages) == 0 || c.MinSeconds <= 0 {
-		return fmt.Errorf("need pool sizes, object sizes and a positive time per cell")
+	switch {
+	case len(c.SlotsLog2) == 0:
+		return fieldErrorf("slots-log2", "no pool sizes")
+	case len(c.Pages) == 0:
+		return fieldErrorf("pages", "no object sizes")
+	case c.MinSeconds <= 0:
+		return fieldErrorf("min-seconds", "%g: the time per cell must be positive", c.MinSeconds)
 	}
 	for _, s := range c.SlotsLog2 {
 		if s < 1 || s > 30 {
-			return fmt.Errorf("pool of 2^%d slots: use 1 to 30", s)
+			return fieldErrorf("slots-log2", "pool of 2^%d slots: use 1 to 30", s)
 		}
 		for _, p := range c.Pages {
 			if p < 1 || p > (1<<s)/2 {
-				return fmt.Errorf("object of %d pages does not fit in the free half of a pool of 2^%d slots", p, s)
+				return fieldErrorf("pages", "object of %d pages does not fit in the free half of a pool of 2^%d slots", p, s)
 			}
 		}
 	}

@@ -20,15 +20,12 @@ type StepConfig struct {
 	GapMicroseconds float64
 }
 
-// Validate returns an error naming the first unusable field.
+// Validate returns a *FieldError naming the first unusable field as its flag of `cphicache bench step`.
 func (c StepConfig) Validate() error {
-	switch {
-	case c.GapMicroseconds < 0:
-		return fmt.Errorf("gap %g us is negative", c.GapMicroseconds)
-	case c.Iters < 1 || c.Warmup < 0 || c.Rounds < 1:
-		return fmt.Errorf("iterations %d, warm-up %d and rounds %d must be positive", c.Iters, c.Warmup, c.Rounds)
+	if c.GapMicroseconds < 0 {
+		return fieldErrorf("gap-us", "gap %g us is negative", c.GapMicroseconds)
 	}
-	return nil
+	return firstBelow(bound{"iters", c.Iters, 1}, bound{"warmup", c.Warmup, 0}, bound{"rounds", c.Rounds, 1})
 }
 
 // stepWatchdogTimeout is `cphicache run`'s default --watchdog-timeout: the probe arms and disarms a watchdog on

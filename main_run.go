@@ -1,0 +1,288 @@
+package main
+
+// The commands that replay a workload (run, validate) and the one that writes it (gen-trace): their flags, bound
+// into runOptions and genTraceOptions, and the one conversion into hicache.Options, which their Before runs
+// with every check before MPI starts.
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// runOptions holds every flag of run and validate. Flags that need parsing (layout, write policy, injections)
+// stay strings here; options turns them into their types.
+type runOptions struct {
+	global    globalOptions
+	synthetic syntheticOptions
+
+	trace, report, collective                          string
+	batchRequests, layers, payloads, pageTokens        int
+	tokenBytes, devicePages, l2Slots                   int
+	slabBytesMax, placementAssertEvery, flushEvery     int64
+	layout, writePolicy                                string
+	watchdogTimeout                                    time.Duration
+	quiet                                              bool
+	injectDivergence, injectHang, injectExit           string
+	injectCopyError, injectStuckCopy, injectSetupError string
+
+	opts *hicache.Options // from the flags, checked, by Before
+}
+
+// injectFlag is one of the fault injections, each RANK@STEP but --inject-setup-error (RANK); its environment
+// variable is CPHICACHE_ and its name in capitals, as every flag's of run.
+func injectFlag(name string, dest *string, usage string) cli.Flag {
+	env := "CPHICACHE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	return &cli.StringFlag{Name: name, EnvVars: []string{env}, Category: "fault injection (validation only)",
+		Destination: dest, Usage: usage}
+}
+
+func (o *runOptions) flags() []cli.Flag {
+	flags := append(globalFlags(&o.global), syntheticFlags(&o.synthetic)...)
+	flags = append(flags, &cli.StringFlag{Name: "trace", EnvVars: []string{"CPHICACHE_TRACE"}, Category: "workload", Destination: &o.trace,
+		Usage: "replay a JSON Lines trace ({\"rid\": ..., \"input_ids\": [...], \"output_len\": N} or {\"op\": \"flush\"} per line); empty = the embedded synthetic multi-turn chat workload. Requests of one conversation (rid before the first '.') go to the same DP replica"})
+	flags = append(flags, seedFlags(&o.synthetic)...)
+	flags = append(flags, &cli.IntFlag{Name: "batch-requests", Value: 4, EnvVars: []string{"CPHICACHE_BATCH_REQUESTS"}, Category: "workload", Destination: &o.batchRequests,
+		Usage: "requests per step; each step ends with one consensus all-reduce over the CP group (commit, load-backs, placement digest, errors)"})
+	flags = append(flags, o.modelFlags()...)
+	flags = append(flags, o.cacheFlags()...)
+	flags = append(flags, o.checkFlags()...)
+	flags = append(flags, o.outputFlags()...)
+	return append(flags, o.injectFlags()...)
+}
+
+func (o *runOptions) modelFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "layers", Value: 4, EnvVars: []string{"CPHICACHE_LAYERS"}, Category: "model", Destination: &o.layers,
+			Usage: "transformer layers whose KV each rank holds"},
+		&cli.IntFlag{Name: "payloads", Value: 2, EnvVars: []string{"CPHICACHE_PAYLOADS"}, Category: "model", Destination: &o.payloads,
+			Usage: "payloads per layer: 2 = K and V, 1 = an MLA latent"},
+		&cli.IntFlag{Name: "page-tokens", Value: 16, EnvVars: []string{"CPHICACHE_PAGE_TOKENS"}, Category: "model", Destination: &o.pageTokens,
+			Usage: "tokens per KV page"},
+		&cli.IntFlag{Name: "token-bytes", Value: 32, EnvVars: []string{"CPHICACHE_TOKEN_BYTES"}, Category: "model", Destination: &o.tokenBytes,
+			Usage: "bytes of KV per token per rank per layer per payload (a multiple of 8)"},
+	}
+}
+
+func (o *runOptions) cacheFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "device-pages", Value: 512, EnvVars: []string{"CPHICACHE_DEVICE_PAGES"}, Category: "cache", Destination: &o.devicePages,
+			Usage: "L1 capacity: device KV pages per rank"},
+		&cli.IntFlag{Name: "l2-slots", Value: 2048, EnvVars: []string{"CPHICACHE_L2_SLOTS"}, Category: "cache", Destination: &o.l2Slots,
+			Usage: "L2 capacity: pages in the CP group's shared slab (one slot holds a page for every rank, layer and payload)"},
+		&cli.Int64Flag{Name: "slab-bytes-max", Value: 64 << 20, EnvVars: []string{"CPHICACHE_SLAB_BYTES_MAX"}, Category: "cache", Destination: &o.slabBytesMax,
+			Usage: "bytes: the bound on one slab of the shared L2"},
+		&cli.StringFlag{Name: "layout", Value: "layer_first", EnvVars: []string{"CPHICACHE_LAYOUT"}, Category: "cache", Destination: &o.layout,
+			Usage: "L2 layout: layer_first (a region per rank and layer, slot-major) or page_first (per slot: rank x layer x payload)"},
+		&cli.StringFlag{Name: "write-policy", Value: "write_through", EnvVars: []string{"CPHICACHE_WRITE_POLICY"}, Category: "cache", Destination: &o.writePolicy,
+			Usage: "when KV is backed up to L2: write_through (on insert), write_through_selective (on the second hit) or write_back (on L1 eviction)"},
+	}
+}
+
+func (o *runOptions) checkFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.Int64Flag{Name: "placement-assert-every", Value: 8, EnvVars: []string{"CPHICACHE_PLACEMENT_ASSERT_EVERY"}, Category: "checks", Destination: &o.placementAssertEvery,
+			Usage: "steps between object-by-object placement comparisons over the CP group (the allocator digest is compared in every step's consensus, and objects at every flush); 0 = at flushes and the end only"},
+		&cli.Int64Flag{Name: "flush-every", Value: 0, EnvVars: []string{"CPHICACHE_FLUSH_EVERY"}, Category: "checks", Destination: &o.flushEvery,
+			Usage: "steps between cache flushes (drain, barrier, reset); 0 = only the workload's own flush ops"},
+		&cli.StringFlag{Name: "collective", Value: "mpi", EnvVars: []string{"CPHICACHE_COLLECTIVE"}, Category: "checks", Destination: &o.collective,
+			Usage: "transport of the step consensus's MIN all-reduce: mpi, or nccl (GPU build only; loads libnccl.so.2, or the library in CPHICACHE_NCCL_LIB)"},
+		&cli.DurationFlag{Name: "watchdog-timeout", Value: 120 * time.Second, EnvVars: []string{"CPHICACHE_WATCHDOG_TIMEOUT"}, Category: "checks", Destination: &o.watchdogTimeout,
+			Usage: "end the job when a collective waits longer than this (e.g. 120s, 2m); 0 = off (no watchdog; a hung rank hangs the job); negative values are refused"},
+	}
+}
+
+func (o *runOptions) outputFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "report", EnvVars: []string{"CPHICACHE_REPORT"}, Category: "output", Destination: &o.report,
+			Usage: "write the run's report, aggregated over all ranks, as JSON to this file (world rank 0 writes it)"},
+		&cli.BoolFlag{Name: "quiet", EnvVars: []string{"CPHICACHE_QUIET"}, Category: "output", Destination: &o.quiet,
+			Usage: "no progress lines"},
+	}
+}
+
+func (o *runOptions) injectFlags() []cli.Flag {
+	return []cli.Flag{
+		injectFlag("inject-divergence", &o.injectDivergence, "RANK@STEP: world rank RANK perturbs its allocator after step STEP; the placement assert must catch it"),
+		injectFlag("inject-hang", &o.injectHang, "RANK@STEP: world rank RANK stops before step STEP's consensus; the watchdog must end the job"),
+		injectFlag("inject-exit", &o.injectExit, "RANK@STEP: world rank RANK exits (status 4) before step STEP's consensus; the launcher must end the job"),
+		injectFlag("inject-copy-error", &o.injectCopyError, "RANK@STEP: world rank RANK's next page copy from step STEP on fails; its CP group learns it in the step's consensus and the job ends with that rank's message"),
+		injectFlag("inject-stuck-copy", &o.injectStuckCopy, "RANK@STEP: world rank RANK's next page copy from step STEP on never completes; the watchdog must end the job, naming the drain"),
+		injectFlag("inject-setup-error", &o.injectSetupError, "RANK: world rank RANK fails its copy-engine set-up, as a GPU out of memory would; every rank must exit with that rank's message"),
+	}
+}
+
+// before is run's and validate's Before: every flag checked, and the options built, before MPI starts.
+func (o *runOptions) before(c *cli.Context) (err error) {
+	if err := o.global.check(c); err != nil {
+		return err
+	}
+	o.opts, err = o.options()
+	return err
+}
+
+// options is the one conversion from the flags to hicache.Options, with every check that needs no MPI.
+func (o *runOptions) options() (*hicache.Options, error) {
+	layout, err := pool.ParseLayout(o.layout)
+	if err != nil {
+		return nil, &spmd.ConfigError{Flag: "layout", Reason: err.Error()}
+	}
+	policy, err := hicache.ParseWritePolicy(o.writePolicy)
+	if err != nil {
+		return nil, err
+	}
+	synthetic, err := o.synthetic.config()
+	if err != nil {
+		return nil, err
+	}
+	opts := &hicache.Options{
+		Layers: o.layers, PayloadsPerLayer: o.payloads, PageTokens: o.pageTokens, TokenBytes: o.tokenBytes,
+		DevicePages: o.devicePages, L2Slots: o.l2Slots, SlabBytesMax: o.slabBytesMax, Layout: layout, Policy: policy,
+		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
+		Seed: o.synthetic.seed, TracePath: o.trace, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
+		ReportPath: o.report, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(), Quiet: o.quiet,
+	}
+	if err := o.injections(opts); err != nil {
+		return nil, err
+	}
+	return opts, opts.Validate()
+}
+
+// injections parses the fault injections into opts; each error names its flag.
+func (o *runOptions) injections(opts *hicache.Options) (err error) {
+	for _, in := range []struct {
+		flag  string
+		value string
+		dest  *hicache.Injection
+	}{
+		{"inject-divergence", o.injectDivergence, &opts.InjectDivergence},
+		{"inject-hang", o.injectHang, &opts.InjectHang},
+		{"inject-exit", o.injectExit, &opts.InjectExit},
+		{"inject-copy-error", o.injectCopyError, &opts.InjectCopyError},
+		{"inject-stuck-copy", o.injectStuckCopy, &opts.InjectStuckCopy},
+	} {
+		if *in.dest, err = hicache.ParseInjection(in.flag, in.value); err != nil {
+			return err
+		}
+	}
+	opts.InjectSetupError, err = hicache.ParseRankInjection("inject-setup-error", o.injectSetupError)
+	return err
+}
+
+// replayCommand is run or validate: the same flags, checked the same way, then fn on every rank.
+func replayCommand(name, usage, description string, fn func(*spmd.Job, *hicache.Options) error) *cli.Command {
+	o := &runOptions{}
+	return &cli.Command{
+		Name: name, Usage: usage, Description: description,
+		Flags:        o.flags(),
+		OnUsageError: onUsageError,
+		Before:       o.before,
+		Action: func(*cli.Context) error {
+			return withJob(o.global, func(job *spmd.Job) error { return fn(job, o.opts) })
+		},
+	}
+}
+
+func runCommand() *cli.Command {
+	return replayCommand("run",
+		"the main job: replay a workload through the CP-shared L2 cache on every rank, verify every load-back, report",
+		"Launch under mpirun, e.g. mpirun -np 8 cphicache run. CP-rank 0 of each CP group reads the workload and "+
+			"broadcasts each step to its group; every rank runs the same cache logic; backups commit by a MIN all-reduce "+
+			"of the write frontiers over the CP group; a placement digest is compared over the group every "+
+			"--placement-assert-every steps. Exits non-zero on any divergence or load-back mismatch.",
+		runMain)
+}
+
+func validateCommand() *cli.Command {
+	return replayCommand("validate",
+		"run the validation matrix in one job and print a table (check, ranks, steps, result, #wrong); exit non-zero on any failure",
+		"Replays the workload three times: as configured (placement compared object by object across each CP group, "+
+			"flush reset, data integrity, CP scoping), with an L2 far smaller than the working set (the capacity miss path must "+
+			"decide identically on every rank), and with one perturbed rank per CP group (the placement assert must catch it "+
+			"at the next check, after which the group restarts from a fresh state). Takes every flag of run.",
+		validateMain)
+}
+
+// genTraceOptions: the synthetic workload's flags, the same definitions as run's, and where to write.
+type genTraceOptions struct {
+	synthetic syntheticOptions
+	output    string
+
+	cfg workload.SyntheticConfig // checked, by Before
+}
+
+func genTraceCommand() *cli.Command {
+	o := &genTraceOptions{}
+	return &cli.Command{
+		Name:  "gen-trace",
+		Usage: "write the synthetic workload as a JSON Lines trace (the format --trace replays); needs no mpirun",
+		Flags: append(append(syntheticFlags(&o.synthetic), seedFlags(&o.synthetic)...),
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Destination: &o.output, Usage: "file to write; - = standard output"}),
+		OnUsageError: onUsageError,
+		Before:       func(*cli.Context) (err error) { o.cfg, err = o.synthetic.config(); return err },
+		Action:       func(*cli.Context) error { return o.write() },
+	}
+}
+
+func (o *genTraceOptions) write() error {
+	events, err := workload.GenerateSynthetic(o.cfg)
+	if err != nil {
+		return err
+	}
+	if o.output == "-" {
+		return workload.WriteTrace(os.Stdout, events)
+	}
+	f, err := os.Create(o.output)
+	if err != nil {
+		return err
+	}
+	return errors.Join(workload.WriteTrace(f, events), f.Close())
+}
+
+func validateMain(job *spmd.Job, opts *hicache.Options) error {
+	opts.Quiet = true
+	v, err := hicache.Validate(job, opts)
+	if err != nil {
+		return err
+	}
+	if job.Topo.WorldRank == 0 {
+		v.WriteTable(os.Stdout)
+		if opts.ReportPath != "" {
+			if err := v.WriteJSON(opts.ReportPath); err != nil {
+				return err
+			}
+		}
+	}
+	if n := v.Failed(); n != 0 {
+		return &hicache.ValidationFailed{Failed: n}
+	}
+	return nil
+}
+
+func runMain(job *spmd.Job, opts *hicache.Options) error {
+	report, err := hicache.Run(job, opts)
+	if err != nil {
+		return err
+	}
+	if job.Topo.WorldRank == 0 {
+		report.WriteSummary(os.Stdout)
+		if opts.ReportPath != "" {
+			if err := report.WriteJSON(opts.ReportPath); err != nil {
+				return err
+			}
+		}
+	}
+	if report.Failed() {
+		return &hicache.RunFailed{Divergences: report.Placement.Divergences, Mismatches: report.Verify.Mismatches,
+			AuditMismatches: report.Verify.AuditMismatches, CopyErrors: report.Verify.CopyErrors}
+	}
+	return nil
+}
