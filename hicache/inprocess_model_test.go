@@ -204,7 +204,7 @@ func fuzzWorkload(data []byte) (cfg CacheConfig, n, batch int, events []workload
 		return cfg, 0, 0, nil, false
 	}
 	cfg = modelConfig(4+int(data[1]%16), 2+int(data[2]%20), modelPolicies[int(data[0])%len(modelPolicies)])
-	n, batch = 1+int(data[3]%2), 1+int(data[4]%3)
+	n, batch = 1+int(data[3]%3), 1+int(data[4]%3)
 	for i, b := range data[5:min(len(data), 5+96)] {
 		if b%11 == 0 {
 			events = append(events, flush)
