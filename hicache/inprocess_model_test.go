@@ -25,18 +25,21 @@ func modelConfig(devicePages, slots int, policy WritePolicy) CacheConfig {
 	}
 }
 
-// checkAgainstModel runs events on n in-process ranks and the model, and reports every difference.
+// checkAgainstModel runs events on n in-process ranks and the model, and reports every difference: between
+// each rank and the model, and between each rank and rank 0 (replicated determinism, whatever the model says).
 func checkAgainstModel(t testing.TB, name string, cfg CacheConfig, n int, events []workload.Event, batch int) runTally {
 	t.Helper()
 	model := newCacheModel(cfg)
 	model.run(events, batch)
-	for r, res := range runInProcess(cfg, n, events, batch) {
-		where := fmt.Sprintf("%s, %s, L1 %d pages, L2 %d slots, batch %d, N=%d, rank %d", name, cfg.Policy,
-			cfg.DevicePages, cfg.Geometry.Slots, batch, n, r)
+	results := runInProcess(cfg, n, events, batch)
+	for r, res := range results {
+		where := fmt.Sprintf("%s, %s, %s, L1 %d pages, L2 %d slots, batch %d, N=%d, rank %d", name, cfg.Policy,
+			cfg.Geometry.Layout, cfg.DevicePages, cfg.Geometry.Slots, batch, n, r)
 		if res.err != nil {
 			t.Fatalf("%s: %v", where, res.err)
 		}
-		compareOutcomes(t, where, res.outcomes, model.outcomes)
+		compareOutcomes(t, where+" against rank 0", res.outcomes, results[0].outcomes)
+		compareOutcomes(t, where+" against the model", res.outcomes, model.outcomes)
 		if got := tallyOf(res.counters); got != model.tally {
 			t.Errorf("%s: counters\n got   %+v\n model %+v", where, got, model.tally)
 		}
@@ -65,8 +68,8 @@ func compareOutcomes(t testing.TB, where string, got, want []reqOutcome) {
 
 // modelSynthetic is the synthetic workload, small: shared system prompts that end mid-page, multi-turn
 // conversations whose prompts extend the previous turn, and flushes.
-func modelSynthetic(t testing.TB) []workload.Event {
-	syn := workload.SyntheticConfig{Seed: 5, Conversations: 16, TurnsMax: 4, SystemPrompts: 3, SystemPromptTokens: 18,
+func modelSynthetic(t testing.TB, seed uint64) []workload.Event {
+	syn := workload.SyntheticConfig{Seed: seed, Conversations: 20, TurnsMax: 4, SystemPrompts: 3, SystemPromptTokens: 18,
 		TurnTokens: 6, OutputTokens: 5, VocabSize: 97, FlushEvery: 16}
 	events, err := workload.GenerateSynthetic(syn)
 	if err != nil {
@@ -146,13 +149,16 @@ func checkNoGoroutineLeak(t *testing.T, before int) {
 func TestInProcessSyntheticMatchesModel(t *testing.T) {
 	skipUnlessOneRank(t)
 	defer checkNoGoroutineLeak(t, runtime.NumGoroutine())
-	events := modelSynthetic(t)
-	for _, n := range []int{1, 2, 8} {
+	for i, n := range []int{1, 2, 8} {
 		for _, policy := range modelPolicies {
 			var total runTally
 			for _, mc := range modelCases {
 				for _, batch := range []int{1, 3} {
-					tally := checkAgainstModel(t, "synthetic", modelConfig(mc.devicePages, mc.slots, policy), n, events, batch)
+					cfg := modelConfig(mc.devicePages, mc.slots, policy)
+					// Layouts only move bytes (the audit reads them back); decisions must not change with them.
+					cfg.Geometry.Layout = []pool.Layout{pool.LayerFirst, pool.PageFirst}[(i+batch)%2]
+					seed := uint64(5 + batch)
+					tally := checkAgainstModel(t, fmt.Sprintf("synthetic seed %d", seed), cfg, n, modelSynthetic(t, seed), batch)
 					total.L1Evictions += tally.L1Evictions
 					total.L2Evictions += tally.L2Evictions
 					total.LoadBacks += tally.LoadBacks
