@@ -234,6 +234,8 @@ func FuzzControllerAgainstModel(f *testing.F) {
 	}
 	// Reaches L1 eviction's tie-break: two candidates last used at the same clock, told apart by node id.
 	f.Add([]byte("28102020181010k0z1000"))
+	// Reaches L2 eviction's tie-break: objects reserved at the same clock, told apart by object id.
+	f.Add([]byte("0100011%08001"))
 	// Longer streams, for the pressure that makes both tiers evict.
 	for k := range uint64(6) {
 		seed := make([]byte, 64)
