@@ -239,15 +239,22 @@ func (m *cacheModel) computeRest(tokens []int32, path []*mNode, usable int) {
 	}
 }
 
-// take hands out n device pages, evicting from L1 until they fit, or nil.
+// take hands out n device pages, evicting from L1 until they fit, or nil. Pages of nodes write_back is
+// backing up leave at the commit: they count toward the room made, but are not there yet.
 func (m *cacheModel) take(n int) []int {
 	if n > m.cfg.DevicePages {
 		return nil
 	}
-	for m.cfg.DevicePages-m.l1Used < n {
-		if !m.evictL1(n - (m.cfg.DevicePages - m.l1Used)) {
+	leaving := 0
+	for m.cfg.DevicePages-m.l1Used+leaving < n {
+		freed, backedUp := m.evictL1(n - (m.cfg.DevicePages - m.l1Used) - leaving)
+		if freed+backedUp == 0 {
 			return nil
 		}
+		leaving += backedUp
+	}
+	if m.cfg.DevicePages-m.l1Used < n {
+		return nil
 	}
 	pages := make([]int, n)
 	for i := range pages {
@@ -258,7 +265,7 @@ func (m *cacheModel) take(n int) []int {
 	return pages
 }
 
-func (m *cacheModel) evictL1(need int) bool {
+func (m *cacheModel) evictL1(need int) (freed, backedUp int) {
 	var cands []*mNode
 	m.each(m.root, func(n *mNode) {
 		if m.evictable(n) {
@@ -269,18 +276,18 @@ func (m *cacheModel) evictL1(need int) bool {
 		a, b := cands[i], cands[j]
 		return a.lastAccess < b.lastAccess || a.lastAccess == b.lastAccess && a.id < b.id
 	})
-	progress, freed := false, 0
 	for _, n := range cands {
-		if freed >= need {
+		if freed+backedUp >= need {
 			break
 		}
 		k := len(n.pages)
 		if m.evictNode(n) {
 			freed += k
-			progress = true
+		} else {
+			backedUp += k
 		}
 	}
-	return progress
+	return freed, backedUp
 }
 
 func (m *cacheModel) each(n *mNode, fn func(*mNode)) {
