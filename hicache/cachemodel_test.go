@@ -70,7 +70,7 @@ type mLoad struct {
 }
 
 func newCacheModel(cfg CacheConfig) *cacheModel {
-	m := &cacheModel{cfg: cfg, pins: map[int]int{}}
+	m := &cacheModel{cfg: cfg}
 	m.reset()
 	return m
 }
