@@ -26,22 +26,27 @@ func (c *controller) pruneHollow(n *treeNode) {
 	}
 }
 
-// takeDevicePages returns n device pages, evicting from L1 if needed, or nil when that is impossible.
+// takeDevicePages returns n device pages, evicting from L1 if needed, or nil when that is impossible. Under
+// write_back some evicted nodes leave L1 only when their backup commits: their pages count as on their way
+// out, so that no more nodes are evicted than the request needs, but the request goes uncached this time.
 func (c *controller) takeDevicePages(n int) []int32 {
 	if n > c.dev.capacity() {
 		return nil
 	}
-	for c.dev.available() < n {
-		if !c.evictL1(n - c.dev.available()) {
+	leaving := 0
+	for c.dev.available()+leaving < n {
+		freed, backedUp := c.evictL1(n - c.dev.available() - leaving)
+		if freed == 0 && backedUp == 0 {
 			return nil
 		}
+		leaving += backedUp
 	}
 	return c.dev.take(n)
 }
 
-// evictL1 frees device pages from the least recently used evictable nodes (ties by node id). It reports false
-// when no node could be evicted.
-func (c *controller) evictL1(needPages int) bool {
+// evictL1 frees device pages from the least recently used evictable nodes (ties by node id) until needPages
+// are freed or on their way out (backedUp: write_back nodes that leave L1 when their backup commits).
+func (c *controller) evictL1(needPages int) (freed, backedUp int) {
 	var candidates []*treeNode
 	c.tree.forEach(func(n *treeNode) {
 		if c.evictableFromL1(n) {
@@ -54,19 +59,18 @@ func (c *controller) evictL1(needPages int) bool {
 		}
 		return 1
 	})
-	progress := false
-	freed := 0
 	for _, n := range candidates {
-		if freed >= needPages {
+		if freed+backedUp >= needPages {
 			break
 		}
 		pages := len(n.devicePages)
 		if c.evictNode(n) {
 			freed += pages
-			progress = true
+		} else {
+			backedUp += pages
 		}
 	}
-	return progress
+	return freed, backedUp
 }
 
 // evictableFromL1: on the device, unused this step, no copy touching it, and no child on the device (a prefix

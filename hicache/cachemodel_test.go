@@ -1,0 +1,435 @@
+package hicache
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/cphicache/cphicache/hicache/workload"
+)
+
+// cacheModel is a deliberately plain, sequential statement of the cache's policies, to check the controller's
+// decisions against: no allocator, no device pool, no copies, no consensus. Every step is drained (as
+// runRank drains), so a backup is committed at the end of the step that issued it.
+//
+// What it models: the prefix match at page granularity with node splits; L1 hits, L2 load-backs, the
+// recompute of the rest; L1 eviction (least recently used, ties by node id, leaves first, nothing locked by
+// the step or pinned by a copy); the write policies, write_back's backup-on-evict; L2 as a capacity in slots
+// with LRU eviction (logical clock, ties by object id) of committed, unprotected objects, all or nothing; the
+// protection of load-backs until the consensus and the audit hold until the next one; flush.
+//
+// What it leaves out: where objects are placed in L2. The allocator takes the lowest free slots across
+// extents and slabs, so a reservation never fails for fragmentation, only for capacity (checked in pool's own
+// model test); the object table is never the limit here because geometry's MaxObjects defaults to Slots and
+// every object holds at least one slot. Content and verification are left to the controller's own checks.
+type cacheModel struct {
+	cfg      CacheConfig
+	root     *mNode
+	nextID   uint64
+	clock    uint64
+	seq      uint64 // backups and load-backs share one sequence; an object's id is its backup's seq
+	l1Used   int
+	nextPage int
+	pins     map[int]int // device page -> copies using it
+	objs     map[uint64]*mObj
+	writes   []mWrite // issued this step, committed at its consensus
+	loads    []mLoad  // issued this step, released at its consensus
+	held     []uint64 // committed at the last consensus: protected until this one
+	locked   []*mNode // on a path this step
+	outcomes []reqOutcome
+	tally    runTally
+}
+
+type mNode struct {
+	id         uint64
+	parent     *mNode
+	children   []*mNode
+	tokens     []int32
+	pages      []int // device pages, nil when not in L1
+	obj        uint64
+	lastAccess uint64
+	hits       int
+	locked     bool
+}
+
+type mObj struct {
+	pages, refs int
+	clock       uint64
+	committed   bool
+}
+
+type mWrite struct {
+	obj           uint64
+	node          *mNode
+	pages         []int
+	evictOnCommit bool
+}
+
+type mLoad struct {
+	obj   uint64
+	pages []int
+}
+
+func newCacheModel(cfg CacheConfig) *cacheModel {
+	m := &cacheModel{cfg: cfg}
+	m.reset()
+	return m
+}
+
+func (m *cacheModel) reset() {
+	m.root, m.nextID, m.l1Used, m.pins, m.objs = &mNode{}, 1, 0, map[int]int{}, map[uint64]*mObj{}
+	m.writes, m.loads, m.held = nil, nil, nil
+}
+
+// run replays events in the steps the real run takes.
+func (m *cacheModel) run(events []workload.Event, batch int) {
+	for _, b := range steps(events, batch) {
+		if b[0].Flush {
+			m.consensus()
+			m.reset()
+			m.tally.Flushes++
+		} else {
+			for _, e := range b {
+				m.serve(e.Request.InputIDs)
+			}
+		}
+		for _, n := range m.locked {
+			n.locked = false
+		}
+		m.locked = nil
+		m.consensus()
+	}
+	m.consensus()
+}
+
+func (m *cacheModel) pt() int { return m.cfg.Geometry.PageTokens }
+
+func (m *cacheModel) serve(ids []int32) {
+	m.clock++
+	m.tally.Requests++
+	tokens := ids[:len(ids)/m.pt()*m.pt()]
+	out := reqOutcome{Computed: int64(len(ids) - len(tokens))}
+	path := m.walk(tokens)
+	hit := 0
+	usable := 0
+	for _, n := range path {
+		kind := m.hit(n)
+		if kind == 0 {
+			break
+		}
+		if kind == 1 {
+			out.L1Hit += int64(len(n.tokens))
+		} else {
+			out.L2Hit += int64(len(n.tokens))
+		}
+		hit += len(n.tokens)
+		usable++
+	}
+	out.Computed += int64(len(tokens) - hit)
+	m.outcomes = append(m.outcomes, out)
+	m.computeRest(tokens, path, usable)
+}
+
+// walk matches tokens page by page, splitting the last matched node where the tokens leave it.
+func (m *cacheModel) walk(tokens []int32) []*mNode {
+	var path []*mNode
+	cur, pos, p := m.root, 0, m.pt()
+	for pos+p <= len(tokens) {
+		var child *mNode
+		for _, c := range cur.children {
+			if slices.Equal(c.tokens[:p], tokens[pos:pos+p]) {
+				child = c
+			}
+		}
+		if child == nil {
+			break
+		}
+		matched := p
+		for matched < len(child.tokens) && pos+matched+p <= len(tokens) && slices.Equal(child.tokens[matched:matched+p], tokens[pos+matched:pos+matched+p]) {
+			matched += p
+		}
+		if matched < len(child.tokens) {
+			child = m.split(child, matched)
+		}
+		child.locked = true
+		m.locked = append(m.locked, child)
+		path = append(path, child)
+		cur, pos = child, pos+matched
+	}
+	return path
+}
+
+// split puts a new node for the first at tokens above n; n keeps its id for the rest.
+func (m *cacheModel) split(n *mNode, at int) *mNode {
+	k := at / m.pt()
+	head := &mNode{id: m.nextID, parent: n.parent, children: []*mNode{n}, tokens: n.tokens[:at], obj: n.obj,
+		lastAccess: n.lastAccess, hits: n.hits, locked: n.locked}
+	m.nextID++
+	if n.pages != nil {
+		head.pages, n.pages = n.pages[:k], n.pages[k:]
+	}
+	n.parent.children[slices.Index(n.parent.children, n)] = head
+	n.parent, n.tokens = head, n.tokens[at:]
+	if head.locked {
+		m.locked = append(m.locked, head)
+	}
+	return head
+}
+
+// hit serves one node: 1 from L1, 2 by a load-back from L2, 0 when it holds no usable KV.
+func (m *cacheModel) hit(n *mNode) int {
+	n.lastAccess = m.clock
+	n.hits++
+	if n.pages != nil {
+		m.touch(n)
+		if m.cfg.Policy == WriteThroughSelective && n.hits >= 2 && n.obj == 0 && !m.pinned(n.pages) {
+			m.backup(n)
+		}
+		return 1
+	}
+	o := m.objs[n.obj]
+	if o == nil || !o.committed {
+		return 0
+	}
+	o.refs++ // before L1 makes room: write_back's backups must not evict it
+	pages := m.take(len(n.tokens) / m.pt())
+	if pages == nil {
+		o.refs--
+		return 0
+	}
+	m.seq++
+	m.pin(pages, 1)
+	m.loads = append(m.loads, mLoad{obj: n.obj, pages: pages})
+	n.pages = pages
+	m.tally.LoadBacks++
+	m.touch(n)
+	return 2
+}
+
+func (m *cacheModel) touch(n *mNode) {
+	if o := m.objs[n.obj]; o != nil {
+		o.clock = m.clock
+	}
+}
+
+func (m *cacheModel) computeRest(tokens []int32, path []*mNode, usable int) {
+	parent, pos := m.root, 0
+	for i, n := range path {
+		if i >= usable && n.pages == nil {
+			if n.pages = m.take(len(n.tokens) / m.pt()); n.pages == nil {
+				m.tally.Uncached += int64(len(n.tokens) / m.pt())
+			} else if m.cfg.Policy == WriteThrough && n.obj == 0 {
+				m.backup(n)
+			}
+		}
+		parent, pos = n, pos+len(n.tokens)
+	}
+	if pos == len(tokens) {
+		return
+	}
+	pages := m.take((len(tokens) - pos) / m.pt())
+	if pages == nil {
+		m.tally.Uncached += int64((len(tokens) - pos) / m.pt())
+		return
+	}
+	leaf := &mNode{id: m.nextID, parent: parent, tokens: tokens[pos:], pages: pages, lastAccess: m.clock, hits: 1}
+	m.nextID++
+	parent.children = append(parent.children, leaf)
+	if m.cfg.Policy == WriteThrough {
+		m.backup(leaf)
+	}
+}
+
+// take hands out n device pages, evicting from L1 until they fit, or nil. Pages of nodes write_back is
+// backing up leave at the commit: they count toward the room made, but are not there yet.
+func (m *cacheModel) take(n int) []int {
+	if n > m.cfg.DevicePages {
+		return nil
+	}
+	leaving := 0
+	for m.cfg.DevicePages-m.l1Used+leaving < n {
+		freed, backedUp := m.evictL1(n - (m.cfg.DevicePages - m.l1Used) - leaving)
+		if freed+backedUp == 0 {
+			return nil
+		}
+		leaving += backedUp
+	}
+	if m.cfg.DevicePages-m.l1Used < n {
+		return nil
+	}
+	pages := make([]int, n)
+	for i := range pages {
+		m.nextPage++
+		pages[i] = m.nextPage
+	}
+	m.l1Used += n
+	return pages
+}
+
+func (m *cacheModel) evictL1(need int) (freed, backedUp int) {
+	var cands []*mNode
+	m.each(m.root, func(n *mNode) {
+		if m.evictable(n) {
+			cands = append(cands, n)
+		}
+	})
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		return a.lastAccess < b.lastAccess || a.lastAccess == b.lastAccess && a.id < b.id
+	})
+	for _, n := range cands {
+		if freed+backedUp >= need {
+			break
+		}
+		k := len(n.pages)
+		if m.evictNode(n) {
+			freed += k
+		} else {
+			backedUp += k
+		}
+	}
+	return freed, backedUp
+}
+
+func (m *cacheModel) each(n *mNode, fn func(*mNode)) {
+	for _, c := range n.children {
+		fn(c)
+		m.each(c, fn)
+	}
+}
+
+// evictable: in L1, not on a path this step, no copy on its pages, no child in L1.
+func (m *cacheModel) evictable(n *mNode) bool {
+	if n.pages == nil || n.locked || m.pinned(n.pages) {
+		return false
+	}
+	for _, c := range n.children {
+		if c.pages != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *cacheModel) evictNode(n *mNode) bool {
+	if n.obj == 0 && m.cfg.Policy == WriteBack {
+		if w := m.backup(n); w != nil {
+			w.evictOnCommit = true
+			return false
+		}
+	}
+	m.l1Used -= len(n.pages)
+	n.pages = nil
+	m.tally.L1Evictions++
+	m.prune(n)
+	return true
+}
+
+// prune removes n and then its parents while they hold nothing and have no children.
+func (m *cacheModel) prune(n *mNode) {
+	for n != m.root && n.obj == 0 && n.pages == nil && len(n.children) == 0 && !n.locked {
+		p := n.parent
+		p.children = slices.DeleteFunc(p.children, func(c *mNode) bool { return c == n })
+		n = p
+	}
+}
+
+// backup reserves L2 for a node: evicting committed, unprotected objects oldest first if that makes room,
+// and nothing at all if it cannot.
+func (m *cacheModel) backup(n *mNode) *mWrite {
+	need := len(n.tokens) / m.pt()
+	if need > m.cfg.Geometry.Slots {
+		m.tally.ReserveMisses++
+		return nil
+	}
+	m.seq++
+	used, evictable := 0, []uint64{}
+	for id, o := range m.objs {
+		used += o.pages
+		if o.committed && o.refs == 0 {
+			evictable = append(evictable, id)
+		}
+	}
+	sort.Slice(evictable, func(i, j int) bool {
+		a, b := m.objs[evictable[i]], m.objs[evictable[j]]
+		return a.clock < b.clock || a.clock == b.clock && evictable[i] < evictable[j]
+	})
+	free := m.cfg.Geometry.Slots - used
+	room := free
+	for _, id := range evictable {
+		room += m.objs[id].pages
+	}
+	if free < need && room < need {
+		m.tally.ReserveMisses++
+		return nil
+	}
+	for i := 0; free < need; i++ {
+		free += m.objs[evictable[i]].pages
+		m.dropObject(evictable[i])
+	}
+	m.objs[m.seq] = &mObj{pages: need, clock: m.clock}
+	n.obj = m.seq
+	m.pin(n.pages, 1)
+	m.writes = append(m.writes, mWrite{obj: m.seq, node: n, pages: slices.Clone(n.pages)})
+	m.tally.BackupReserved++
+	return &m.writes[len(m.writes)-1]
+}
+
+// dropObject evicts an L2 object: the nodes pointing into it lose it, and those left empty go.
+func (m *cacheModel) dropObject(id uint64) {
+	delete(m.objs, id)
+	m.tally.L2Evictions++
+	var holders []*mNode
+	m.each(m.root, func(n *mNode) {
+		if n.obj == id {
+			holders = append(holders, n)
+		}
+	})
+	for _, n := range holders {
+		n.obj = 0
+	}
+	for _, n := range holders {
+		m.prune(n)
+	}
+}
+
+// consensus ends a step: the last step's audit holds go, this step's backups commit (each held until the
+// next consensus; write_back's evict once committed) and its load-backs are released.
+func (m *cacheModel) consensus() {
+	for _, id := range m.held {
+		m.objs[id].refs--
+	}
+	m.held = nil
+	writes := m.writes
+	m.writes = nil
+	for _, w := range writes {
+		o := m.objs[w.obj]
+		o.committed = true
+		o.refs++
+		m.held = append(m.held, w.obj)
+		m.pin(w.pages, -1)
+		m.tally.BackupCommitted++
+		if w.evictOnCommit && m.evictable(w.node) {
+			m.evictNode(w.node)
+		}
+	}
+	for _, l := range m.loads {
+		m.pin(l.pages, -1)
+		m.objs[l.obj].refs--
+	}
+	m.loads = nil
+}
+
+func (m *cacheModel) pin(pages []int, d int) {
+	for _, p := range pages {
+		m.pins[p] += d
+	}
+}
+
+func (m *cacheModel) pinned(pages []int) bool {
+	for _, p := range pages {
+		if m.pins[p] != 0 {
+			return true
+		}
+	}
+	return false
+}
