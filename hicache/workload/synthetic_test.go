@@ -36,8 +36,10 @@ func mustGenerate(t testing.TB, cfg SyntheticConfig) []Event {
 
 func eventsEqual(a, b []Event) bool {
 	return slices.EqualFunc(a, b, func(x, y Event) bool {
+		bx, by := x.Request.Blocks, y.Request.Blocks
 		return x.Flush == y.Flush && x.Request.RID == y.Request.RID && x.Request.OutputLen == y.Request.OutputLen &&
-			slices.Equal(x.Request.InputIDs, y.Request.InputIDs)
+			slices.Equal(x.Request.InputIDs, y.Request.InputIDs) && slices.Equal(bx.HashIDs, by.HashIDs) &&
+			bx.InputTokens == by.InputTokens && bx.BlockTokens == by.BlockTokens
 	})
 }
 
