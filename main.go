@@ -8,6 +8,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -256,7 +257,13 @@ func readSynthetic(c *cli.Context) (workload.SyntheticConfig, error) {
 func runFlags() []cli.Flag {
 	return append(syntheticFlags(), []cli.Flag{
 		&cli.StringFlag{Name: "trace", EnvVars: []string{"CPHICACHE_TRACE"}, Category: "workload",
-			Usage: "replay a JSON Lines trace ({\"rid\": ..., \"input_ids\": [...], \"output_len\": N} or {\"op\": \"flush\"} per line); empty = the embedded synthetic multi-turn chat workload. Requests of one conversation (rid before the first '.') go to the same DP replica"},
+			Usage: "replay a JSON Lines trace ({\"rid\": ..., \"input_ids\": [...], \"output_len\": N} or {\"op\": \"flush\"} per line), or a Mooncake FAST'25 trace ({\"timestamp\": ms, \"input_length\": N, \"output_length\": N, \"hash_ids\": [...]} per line); empty = the embedded synthetic multi-turn chat workload. Requests of one conversation (rid before the first '.') go to the same DP replica; a Mooncake request's rid is its line number"},
+		&cli.StringFlag{Name: "trace-format", Value: "auto", EnvVars: []string{"CPHICACHE_TRACE_FORMAT"}, Category: "workload",
+			Usage: "the --trace format: tokens, mooncake, or auto (decided by the first request line)"},
+		&cli.IntFlag{Name: "trace-block-tokens", Value: workload.DefaultBlockTokens, EnvVars: []string{"CPHICACHE_TRACE_BLOCK_TOKENS"}, Category: "workload",
+			Usage: "tokens per hash_ids block of a Mooncake trace: a request has ceil(input_length / this) ids"},
+		&cli.IntFlag{Name: "trace-limit", Value: 0, EnvVars: []string{"CPHICACHE_TRACE_LIMIT"}, Category: "workload",
+			Usage: "replay only the trace's first N requests (lines after the Nth are not read); 0 = all"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, EnvVars: []string{"CPHICACHE_SEED"}, Category: "workload",
 			Usage: "seed of the synthetic workload and of the KV content"},
 		&cli.IntFlag{Name: "vocab-size", Value: 32000, EnvVars: []string{"CPHICACHE_VOCAB_SIZE"}, Category: "workload",
@@ -331,12 +338,17 @@ func readRunOptions(c *cli.Context) (*hicache.Options, error) {
 	if err != nil {
 		return nil, err
 	}
+	traceFormat, err := workload.ParseTraceFormat(c.String("trace-format"))
+	if err != nil {
+		return nil, &spmd.ConfigError{Flag: "trace-format", Reason: err.Error()}
+	}
 	opts := &hicache.Options{
 		Layers: c.Int("layers"), PayloadsPerLayer: c.Int("payloads"), PageTokens: c.Int("page-tokens"),
 		TokenBytes: c.Int("token-bytes"), DevicePages: c.Int("device-pages"), L2Slots: c.Int("l2-slots"),
 		SlabBytesMax: c.Int64("slab-bytes-max"), Layout: layout, Policy: policy, BatchRequests: c.Int("batch-requests"),
 		PlacementAssertEvery: c.Int64("placement-assert-every"), FlushEvery: c.Int64("flush-every"), Seed: c.Uint64("seed"),
-		TracePath: c.String("trace"), VocabSize: c.Int("vocab-size"), Synthetic: synthetic, ReportPath: c.String("report"),
+		TracePath: c.String("trace"), TraceFormat: traceFormat, TraceBlockTokens: c.Int("trace-block-tokens"), TraceLimit: c.Int("trace-limit"),
+		VocabSize: c.Int("vocab-size"), Synthetic: synthetic, ReportPath: c.String("report"),
 		Collective: c.String("collective"), WatchdogTimeout: c.Duration("watchdog-timeout"), InjectDivergence: injections[0], InjectHang: injections[1], InjectExit: injections[2],
 		InjectCopyError: injections[3], InjectStuckCopy: injections[4], InjectSetupError: setupError,
 		JobID: jobID(), Quiet: c.Bool("quiet"),
@@ -411,11 +423,15 @@ func validateCommand() *cli.Command {
 func genTraceCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "gen-trace",
-		Usage: "write the synthetic workload as a JSON Lines trace (the format --trace replays); needs no mpirun",
+		Usage: "write the synthetic workload as a JSON Lines trace (either format --trace replays); needs no mpirun",
 		Flags: append(syntheticFlags(),
 			&cli.Uint64Flag{Name: "seed", Value: 1, EnvVars: []string{"CPHICACHE_SEED"}, Usage: "seed of the synthetic workload"},
 			&cli.IntFlag{Name: "vocab-size", Value: 32000, EnvVars: []string{"CPHICACHE_VOCAB_SIZE"}, Usage: "token ids lie in [0, vocab-size)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Usage: "file to write; - = standard output"},
+			&cli.StringFlag{Name: "format", Value: "tokens", EnvVars: []string{"CPHICACHE_FORMAT"},
+				Usage: "tokens (rid, input_ids, output_len) or mooncake (block ids: each block's tokens hashed with the previous block's id, numbered in order of first appearance)"},
+			&cli.IntFlag{Name: "trace-block-tokens", Value: workload.DefaultBlockTokens, EnvVars: []string{"CPHICACHE_TRACE_BLOCK_TOKENS"},
+				Usage: "tokens per block of a mooncake trace"},
 		),
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -427,14 +443,18 @@ func genTraceCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			write, err := traceWriter(c.String("format"), c.Int("trace-block-tokens"))
+			if err != nil {
+				return err
+			}
 			if path := c.String("output"); path != "-" {
 				f, err := os.Create(path)
 				if err != nil {
 					return err
 				}
-				return errors.Join(workload.WriteTrace(f, events), f.Close())
+				return errors.Join(write(f, events), f.Close())
 			}
-			return workload.WriteTrace(os.Stdout, events)
+			return write(os.Stdout, events)
 		},
 	}
 }
@@ -493,4 +513,20 @@ func reportError(err error) {
 	if !spmd.Report(os.Stderr, err, spmd.Where{WorldRank: mpi.LauncherRank()}) {
 		time.Sleep(spmd.SilentRankGrace)
 	}
+}
+
+// traceWriter is gen-trace's writer for --format.
+func traceWriter(format string, blockTokens int) (func(io.Writer, []workload.Event) error, error) {
+	switch format {
+	case "tokens":
+		return workload.WriteTrace, nil
+	case "mooncake":
+		if blockTokens < 1 || blockTokens > workload.BlockTokensMax {
+			return nil, &spmd.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", blockTokens, workload.BlockTokensMax)}
+		}
+		return func(w io.Writer, events []workload.Event) error {
+			return workload.WriteMooncakeTrace(w, events, blockTokens)
+		}, nil
+	}
+	return nil, &spmd.ConfigError{Flag: "format", Reason: fmt.Sprintf("%q is not one of tokens, mooncake", format)}
 }

@@ -52,7 +52,7 @@ type Options struct {
 	Seed                                             uint64
 	TracePath                                        string
 	TraceFormat                                      workload.TraceFormat // --trace-format: auto detects it
-	TraceBlockTokens                                 int                  // tokens per Mooncake block; 0 = workload.DefaultBlockTokens
+	TraceBlockTokens                                 int                  // tokens per Mooncake block (checked with a trace)
 	TraceLimit                                       int                  // replay the trace's first N requests; 0 = all
 	VocabSize                                        int
 	Synthetic                                        workload.SyntheticConfig
@@ -107,7 +107,7 @@ func (o *Options) Validate() error {
 	if o.PayloadsPerLayer > 2 {
 		return &spmd.ConfigError{Flag: "payloads", Reason: fmt.Sprintf("%d: use 2 for K and V, or 1 for an MLA latent", o.PayloadsPerLayer)}
 	}
-	if o.TraceBlockTokens < 0 || o.TraceBlockTokens > workload.BlockTokensMax {
+	if o.TracePath != "" && (o.TraceBlockTokens < 1 || o.TraceBlockTokens > workload.BlockTokensMax) {
 		return &spmd.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", o.TraceBlockTokens, workload.BlockTokensMax)}
 	}
 	if o.TraceLimit < 0 {

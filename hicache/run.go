@@ -1,7 +1,6 @@
 package hicache
 
 import (
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -93,7 +92,7 @@ func (rs *runState) readWorkload() ([]workload.Event, error) {
 		return workload.GenerateSynthetic(o.Synthetic)
 	}
 	return workload.ReadTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
-		BlockTokens: cmp.Or(o.TraceBlockTokens, workload.DefaultBlockTokens), LimitRequests: o.TraceLimit})
+		BlockTokens: o.TraceBlockTokens, LimitRequests: o.TraceLimit})
 }
 
 // WorkloadError is a bad workload (trace file); every reading rank finds the same one.
