@@ -418,6 +418,7 @@ func TestDecodeEventsRejectsStructuralCorruption(t *testing.T) {
 func FuzzDecodeEvents(f *testing.F) {
 	f.Add(EncodeEvents(encodingEdgeEvents))
 	f.Add(EncodeEvents(nil))
+	f.Add(EncodeEvents(compactEdgeEvents))
 	f.Add(withChecksum([]byte("HCE1\x01\x00\x01a\x02\x02\x05\x06")))
 	f.Fuzz(func(t *testing.T, buf []byte) {
 		events, err := DecodeEvents(buf)
