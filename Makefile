@@ -90,6 +90,7 @@ FORCE:
 FUZZTIME ?= 30s
 fuzz: deps
 	$(GO) test ./hicache/workload -run '^$$' -fuzz FuzzReadTrace -fuzztime $(FUZZTIME)
+	$(GO) test ./hicache/workload -run '^$$' -fuzz FuzzReadMooncakeTrace -fuzztime $(FUZZTIME)
 	$(GO) test ./hicache/workload -run '^$$' -fuzz FuzzDecodeEvents -fuzztime $(FUZZTIME)
 	$(GO) test ./pool -run '^$$' -fuzz FuzzAllocatorAgainstModel -fuzztime $(FUZZTIME)
 	$(GO) test ./kernels -run '^$$' -fuzz FuzzCoalesce -fuzztime $(FUZZTIME)

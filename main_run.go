@@ -6,6 +6,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -25,6 +27,8 @@ type runOptions struct {
 	synthetic syntheticOptions
 
 	trace, report, collective                          string
+	traceFormat                                        string
+	traceBlockTokens, traceLimit                       int
 	batchRequests, layers, payloads, pageTokens        int
 	tokenBytes, devicePages, l2Slots                   int
 	slabBytesMax, placementAssertEvery, flushEvery     int64
@@ -47,8 +51,7 @@ func injectFlag(name string, dest *string, usage string) cli.Flag {
 
 func (o *runOptions) flags() []cli.Flag {
 	flags := append(globalFlags(&o.global), syntheticFlags(&o.synthetic)...)
-	flags = append(flags, &cli.StringFlag{Name: "trace", EnvVars: []string{"CPHICACHE_TRACE"}, Category: "workload", Destination: &o.trace,
-		Usage: "replay a JSON Lines trace ({\"rid\": ..., \"input_ids\": [...], \"output_len\": N} or {\"op\": \"flush\"} per line); empty = the embedded synthetic multi-turn chat workload. Requests of one conversation (rid before the first '.') go to the same DP replica"})
+	flags = append(flags, o.traceFlags()...)
 	flags = append(flags, seedFlags(&o.synthetic)...)
 	flags = append(flags, &cli.IntFlag{Name: "batch-requests", Value: 4, EnvVars: []string{"CPHICACHE_BATCH_REQUESTS"}, Category: "workload", Destination: &o.batchRequests,
 		Usage: "requests per step; each step ends with one consensus all-reduce over the CP group (commit, load-backs, placement digest, errors)"})
@@ -57,6 +60,24 @@ func (o *runOptions) flags() []cli.Flag {
 	flags = append(flags, o.checkFlags()...)
 	flags = append(flags, o.outputFlags()...)
 	return append(flags, o.injectFlags()...)
+}
+
+func (o *runOptions) traceFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "trace", EnvVars: []string{"CPHICACHE_TRACE"}, Category: "workload", Destination: &o.trace,
+			Usage: "replay a JSON Lines trace ({\"rid\": ..., \"input_ids\": [...], \"output_len\": N} or {\"op\": \"flush\"} per line), or a Mooncake FAST'25 trace ({\"timestamp\": ms, \"input_length\": N, \"output_length\": N, \"hash_ids\": [...]} per line); empty = the embedded synthetic multi-turn chat workload. Requests of one conversation (rid before the first '.') go to the same DP replica; a Mooncake request's rid is its line number"},
+		&cli.StringFlag{Name: "trace-format", Value: "auto", EnvVars: []string{"CPHICACHE_TRACE_FORMAT"}, Category: "workload", Destination: &o.traceFormat,
+			Usage: "the --trace format: tokens, mooncake, or auto (decided by the first request line)"},
+		traceBlockTokensFlag(&o.traceBlockTokens),
+		&cli.IntFlag{Name: "trace-limit", Value: 0, EnvVars: []string{"CPHICACHE_TRACE_LIMIT"}, Category: "workload", Destination: &o.traceLimit,
+			Usage: "replay only the trace's first N requests (lines after the Nth are not read); 0 = all"},
+	}
+}
+
+// traceBlockTokensFlag is --trace-block-tokens, run's and gen-trace's.
+func traceBlockTokensFlag(dest *int) cli.Flag {
+	return &cli.IntFlag{Name: "trace-block-tokens", Value: workload.DefaultBlockTokens, EnvVars: []string{"CPHICACHE_TRACE_BLOCK_TOKENS"}, Category: "workload", Destination: dest,
+		Usage: "tokens per hash_ids block of a Mooncake trace: a request has ceil(input_length / this) ids"}
 }
 
 func (o *runOptions) modelFlags() []cli.Flag {
@@ -143,11 +164,16 @@ func (o *runOptions) options() (*hicache.Options, error) {
 	if err != nil {
 		return nil, err
 	}
+	traceFormat, err := workload.ParseTraceFormat(o.traceFormat)
+	if err != nil {
+		return nil, &spmd.ConfigError{Flag: "trace-format", Reason: err.Error()}
+	}
 	opts := &hicache.Options{
 		Layers: o.layers, PayloadsPerLayer: o.payloads, PageTokens: o.pageTokens, TokenBytes: o.tokenBytes,
 		DevicePages: o.devicePages, L2Slots: o.l2Slots, SlabBytesMax: o.slabBytesMax, Layout: layout, Policy: policy,
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
-		Seed: o.synthetic.seed, TracePath: o.trace, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
+		Seed: o.synthetic.seed, TracePath: o.trace, TraceFormat: traceFormat, TraceBlockTokens: o.traceBlockTokens,
+		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
 		ReportPath: o.report, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(), Quiet: o.quiet,
 	}
 	if err := o.injections(opts); err != nil {
@@ -195,9 +221,11 @@ func runCommand() *cli.Command {
 	return replayCommand("run",
 		"the main job: replay a workload through the CP-shared L2 cache on every rank, verify every load-back, report",
 		"Launch under mpirun, e.g. mpirun -np 8 cphicache run. CP-rank 0 of each CP group reads the workload and "+
-			"broadcasts each step to its group; every rank runs the same cache logic; backups commit by a MIN all-reduce "+
-			"of the write frontiers over the CP group; a placement digest is compared over the group every "+
-			"--placement-assert-every steps. Exits non-zero on any divergence or load-back mismatch.",
+			"broadcasts each step to its group; every rank runs the same cache logic; each step ends with one consensus, "+
+			"a MIN all-reduce over the CP group that commits the backups every rank finished, agrees on load-backs, "+
+			"compares the placement digest and carries any rank's failure; objects are compared one by one every "+
+			"--placement-assert-every steps and at every flush. Exits non-zero on any divergence, a wrong byte in a "+
+			"load-back or an audit, or a failed copy.",
 		runMain)
 }
 
@@ -213,23 +241,38 @@ func validateCommand() *cli.Command {
 
 // genTraceOptions: the synthetic workload's flags, the same definitions as run's, and where to write.
 type genTraceOptions struct {
-	synthetic syntheticOptions
-	output    string
+	synthetic   syntheticOptions
+	output      string
+	format      string
+	blockTokens int
 
-	cfg workload.SyntheticConfig // checked, by Before
+	cfg         workload.SyntheticConfig                // checked, by Before
+	writeEvents func(io.Writer, []workload.Event) error // the --format's writer, by Before
 }
 
 func genTraceCommand() *cli.Command {
 	o := &genTraceOptions{}
 	return &cli.Command{
 		Name:  "gen-trace",
-		Usage: "write the synthetic workload as a JSON Lines trace (the format --trace replays); needs no mpirun",
+		Usage: "write the synthetic workload as a JSON Lines trace (either format --trace replays); needs no mpirun",
 		Flags: append(append(syntheticFlags(&o.synthetic), seedFlags(&o.synthetic)...),
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Destination: &o.output, Usage: "file to write; - = standard output"}),
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Destination: &o.output, Usage: "file to write; - = standard output"},
+			&cli.StringFlag{Name: "format", Value: "tokens", EnvVars: []string{"CPHICACHE_FORMAT"}, Destination: &o.format,
+				Usage: "tokens (rid, input_ids, output_len) or mooncake (block ids: each block's tokens hashed with the previous block's id, numbered in order of first appearance)"},
+			traceBlockTokensFlag(&o.blockTokens)),
 		OnUsageError: onUsageError,
-		Before:       func(*cli.Context) (err error) { o.cfg, err = o.synthetic.config(); return err },
+		Before:       o.before,
 		Action:       func(*cli.Context) error { return o.write() },
 	}
+}
+
+// before checks gen-trace's flags: the synthetic workload, the format and its block size.
+func (o *genTraceOptions) before(*cli.Context) (err error) {
+	if o.cfg, err = o.synthetic.config(); err != nil {
+		return err
+	}
+	o.writeEvents, err = traceWriter(o.format, o.blockTokens)
+	return err
 }
 
 func (o *genTraceOptions) write() error {
@@ -238,13 +281,29 @@ func (o *genTraceOptions) write() error {
 		return err
 	}
 	if o.output == "-" {
-		return workload.WriteTrace(os.Stdout, events)
+		return o.writeEvents(os.Stdout, events)
 	}
 	f, err := os.Create(o.output)
 	if err != nil {
 		return err
 	}
-	return errors.Join(workload.WriteTrace(f, events), f.Close())
+	return errors.Join(o.writeEvents(f, events), f.Close())
+}
+
+// traceWriter is gen-trace's writer for --format.
+func traceWriter(format string, blockTokens int) (func(io.Writer, []workload.Event) error, error) {
+	switch format {
+	case "tokens":
+		return workload.WriteTrace, nil
+	case "mooncake":
+		if blockTokens < 1 || blockTokens > workload.BlockTokensMax {
+			return nil, &spmd.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", blockTokens, workload.BlockTokensMax)}
+		}
+		return func(w io.Writer, events []workload.Event) error {
+			return workload.WriteMooncakeTrace(w, events, blockTokens)
+		}, nil
+	}
+	return nil, &spmd.ConfigError{Flag: "format", Reason: fmt.Sprintf("%q is not one of tokens, mooncake", format)}
 }
 
 func validateMain(job *spmd.Job, opts *hicache.Options) error {

@@ -51,6 +51,9 @@ type Counters struct {
 
 	WriteThrottles                int64 // steps whose consensus first drained backups pinning over half of L1
 	AuditObjects, AuditMismatches int64 // committed objects audited whole (every rank's parts), and those wrong
+	// IdealHitTokens is the replica's prompt tokens an unbounded cache would hit (workload.IdealHitTokens), known
+	// on CP rank 0, which reads the workload: the report sums it like the replicated counters.
+	IdealHitTokens int64
 
 	// consensus calls, copied from the consensus statistics for the report (consensusTallies)
 	consensusCalls, consensusStepCalls, consensusSkipped int64

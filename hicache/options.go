@@ -51,6 +51,9 @@ type Options struct {
 	FlushEvery                                       int64
 	Seed                                             uint64
 	TracePath                                        string
+	TraceFormat                                      workload.TraceFormat // --trace-format: auto detects it
+	TraceBlockTokens                                 int                  // tokens per Mooncake block (checked with a trace)
+	TraceLimit                                       int                  // replay the trace's first N requests; 0 = all
 	VocabSize                                        int
 	Synthetic                                        workload.SyntheticConfig
 	ReportPath                                       string
@@ -103,6 +106,12 @@ func (o *Options) Validate() error {
 	}
 	if o.PayloadsPerLayer > 2 {
 		return &spmd.ConfigError{Flag: "payloads", Reason: fmt.Sprintf("%d: use 2 for K and V, or 1 for an MLA latent", o.PayloadsPerLayer)}
+	}
+	if o.TracePath != "" && (o.TraceBlockTokens < 1 || o.TraceBlockTokens > workload.BlockTokensMax) {
+		return &spmd.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", o.TraceBlockTokens, workload.BlockTokensMax)}
+	}
+	if o.TraceLimit < 0 {
+		return &spmd.ConfigError{Flag: "trace-limit", Reason: fmt.Sprintf("%d: give 0 (every request) or more requests", o.TraceLimit)}
 	}
 	if o.TokenBytes%8 != 0 {
 		return &spmd.ConfigError{Flag: "token-bytes", Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}

@@ -48,6 +48,9 @@ type Report struct {
 		L1Tokens   int64 `json:"l1_tokens"`
 		L2Tokens   int64 `json:"l2_tokens"`
 		MissTokens int64 `json:"miss_tokens"`
+		// IdealTokens: an unbounded cache's hits over the same events (whole pages of a prefix an earlier request
+		// of the replica began with since the last flush): the bound L1 + L2 hits approach as the cache grows.
+		IdealTokens int64 `json:"ideal_tokens"`
 	} `json:"hits"`
 	Backup struct {
 		Reserved      int64 `json:"reserved"`
@@ -100,7 +103,7 @@ func (s CollectiveStats) MarshalJSON() ([]byte, error) {
 func replicatedCounters(c *Counters) []*int64 {
 	return []*int64{&c.Requests, &c.L1HitTokens, &c.L2HitTokens, &c.MissTokens, &c.BackupReserved, &c.BackupCommitted,
 		&c.ReserveMisses, &c.L2Evictions, &c.L1Evictions, &c.LoadBacks, &c.Uncached, &c.Flushes, &c.PlacementChecks, &c.Divergences,
-		&c.WriteThrottles, &c.consensusCalls, &c.consensusStepCalls, &c.consensusSkipped}
+		&c.WriteThrottles, &c.IdealHitTokens, &c.consensusCalls, &c.consensusStepCalls, &c.consensusSkipped}
 }
 
 // perRankCounters differ by rank: summed over every rank.
@@ -167,6 +170,7 @@ func (r *Report) fill(c *Counters) {
 	}
 	r.Verify.PagesChecked, r.Verify.Mismatches = c.PagesChecked, c.Mismatches
 	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = c.L1HitTokens, c.L2HitTokens, c.MissTokens
+	r.Hits.IdealTokens = c.IdealHitTokens
 	r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions = c.BackupReserved, c.BackupCommitted, c.ReserveMisses, c.L2Evictions
 	r.Backup.Throttles = c.WriteThrottles
 	r.L1.Evictions, r.L1.LoadBacks, r.L1.UncachedPages = c.L1Evictions, c.LoadBacks, c.Uncached
@@ -250,8 +254,9 @@ func (r *Report) WriteSummary(w io.Writer) {
 	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.MissTokens
 	fmt.Fprintf(w, "# cphicache run: %d ranks, cp %d, dp %d, layout %s, %s, step consensus over %s\n", r.Ranks, r.CP, r.DP, r.Layout, r.Policy, r.Transport)
 	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
-	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%), computed %d (%.1f%%)\n",
-		r.Hits.L1Tokens, pct(r.Hits.L1Tokens, tokens), r.Hits.L2Tokens, pct(r.Hits.L2Tokens, tokens), r.Hits.MissTokens, pct(r.Hits.MissTokens, tokens))
+	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%), computed %d (%.1f%%); ideal hit %d (%.1f%%, an unbounded cache)\n",
+		r.Hits.L1Tokens, pct(r.Hits.L1Tokens, tokens), r.Hits.L2Tokens, pct(r.Hits.L2Tokens, tokens), r.Hits.MissTokens, pct(r.Hits.MissTokens, tokens),
+		r.Hits.IdealTokens, pct(r.Hits.IdealTokens, tokens))
 	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs\n",
 		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks)
 	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %d flushes\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), r.Flushes)

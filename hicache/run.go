@@ -27,6 +27,8 @@ type runState struct {
 	drainNext bool
 	steps     int64
 	start     time.Time
+	// idealHitTokens: the replica's ideal hits, computed by CP rank 0 as it loads the workload.
+	idealHitTokens int64
 }
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
@@ -52,6 +54,7 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 		return nil, err
 	}
 	defer rs.tearDown()
+	rs.ctrl.counters.IdealHitTokens = rs.idealHitTokens
 	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
 	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
 	replayErr := rs.replay(events)
@@ -68,19 +71,28 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 	var events []workload.Event
 	var loadErr error
 	if t.CPRank == 0 {
-		if rs.opts.TracePath != "" {
-			events, loadErr = workload.ReadTraceFile(rs.opts.TracePath, rs.opts.VocabSize)
-		} else {
-			events, loadErr = workload.GenerateSynthetic(rs.opts.Synthetic)
-		}
+		events, loadErr = rs.readWorkload()
 		if loadErr == nil {
 			events = workload.ShardForReplica(events, t.DPSize, t.CPGroup)
+			rs.idealHitTokens = workload.IdealHitTokens(events, workload.IdealConfig{PageTokens: rs.opts.PageTokens,
+				VocabSize: rs.opts.VocabSize, BatchRequests: rs.opts.BatchRequests, FlushEverySteps: rs.opts.FlushEvery})
 		}
 	}
 	if err := spmd.AgreeOnFailure(t.World, wrapWorkload(loadErr)); err != nil {
 		return nil, err
 	}
 	return events, nil
+}
+
+// readWorkload reads the trace, or generates the synthetic workload. A Mooncake trace's requests stay compact
+// (block ids) here and in the step broadcast; nextStep expands them on every rank.
+func (rs *runState) readWorkload() ([]workload.Event, error) {
+	o := rs.opts
+	if o.TracePath == "" {
+		return workload.GenerateSynthetic(o.Synthetic)
+	}
+	return workload.ReadTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
+		BlockTokens: o.TraceBlockTokens, LimitRequests: o.TraceLimit})
 }
 
 // WorkloadError is a bad workload (trace file); every reading rank finds the same one.
@@ -190,7 +202,9 @@ func (rs *runState) nextStep(events *[]workload.Event) ([]workload.Event, error)
 	if err := cp.BcastBytes(payload, 0); err != nil {
 		return nil, err
 	}
-	return workload.DecodeEvents(payload)
+	batch, err := workload.DecodeEvents(payload)
+	workload.ExpandEvents(batch, rs.opts.VocabSize)
+	return batch, err
 }
 
 // replay runs the step loop. Every rank of the group runs the same steps and enters the same collectives in the

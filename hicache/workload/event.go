@@ -7,11 +7,14 @@ import (
 	"hash/crc32"
 )
 
-// Request is one inference request: its prompt tokens and how many tokens it will generate.
+// Request is one inference request: its prompt tokens and how many tokens it will generate. A request of a
+// Mooncake trace arrives compact (Blocks set, InputIDs nil): it travels so in the step broadcast, and every rank
+// expands it after decoding (ExpandEvents), so its tokens never exist as a whole trace.
 type Request struct {
 	RID       string
 	InputIDs  []int32
 	OutputLen int32
+	Blocks    BlockPrompt // the compact form; zero for a request given by its tokens
 }
 
 // Event is one line of a workload: a request, or a flush of the whole cache.
@@ -43,6 +46,8 @@ func TakeBatch(events *[]Event, max int) []Event {
 //	magic "HCE1" | count | count events | CRC-32C (little-endian) of everything before it
 //	event: 0 = request | len(rid) | rid bytes | uint32(output_len) | len(input_ids) | uint32(id) per id
 //	       1 = flush
+//	       2 = compact request | len(rid) | rid bytes | uint32(output_len) | input_tokens | block_tokens |
+//	           len(hash_ids) | id per id (64 bits)
 //
 // The checksum makes a corrupt or mismatched buffer an error rather than a silently different event stream,
 // which would break the ranks' replicated determinism.
@@ -50,6 +55,7 @@ const (
 	eventsMagic       = "HCE1"
 	eventKindRequest  = 0
 	eventKindFlush    = 1
+	eventKindBlocks   = 2
 	eventsTrailerSize = 4
 )
 
@@ -65,24 +71,44 @@ func EncodeEvents(events []Event) []byte {
 			buf = append(buf, eventKindFlush)
 			continue
 		}
-		r := e.Request
-		buf = append(buf, eventKindRequest)
-		buf = binary.AppendUvarint(buf, uint64(len(r.RID)))
-		buf = append(buf, r.RID...)
-		buf = binary.AppendUvarint(buf, uint64(uint32(r.OutputLen)))
-		buf = binary.AppendUvarint(buf, uint64(len(r.InputIDs)))
-		for _, id := range r.InputIDs {
-			buf = binary.AppendUvarint(buf, uint64(uint32(id)))
-		}
+		buf = appendRequest(buf, &e.Request)
 	}
 	return binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
+}
+
+// appendRequest encodes a request in its compact form when it has one: its tokens, if already expanded, are
+// recomputed from it on every rank.
+func appendRequest(buf []byte, r *Request) []byte {
+	kind := byte(eventKindRequest)
+	if r.Blocks.Compact() {
+		kind = eventKindBlocks
+	}
+	buf = append(buf, kind)
+	buf = binary.AppendUvarint(buf, uint64(len(r.RID)))
+	buf = append(buf, r.RID...)
+	buf = binary.AppendUvarint(buf, uint64(uint32(r.OutputLen)))
+	if kind == eventKindBlocks {
+		b := &r.Blocks
+		buf = binary.AppendUvarint(buf, uint64(uint32(b.InputTokens)))
+		buf = binary.AppendUvarint(buf, uint64(uint32(b.BlockTokens)))
+		buf = binary.AppendUvarint(buf, uint64(len(b.HashIDs)))
+		for _, id := range b.HashIDs {
+			buf = binary.AppendUvarint(buf, id)
+		}
+		return buf
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(r.InputIDs)))
+	for _, id := range r.InputIDs {
+		buf = binary.AppendUvarint(buf, uint64(uint32(id)))
+	}
+	return buf
 }
 
 // encodedSizeEstimate assumes 3-byte token ids (vocabularies up to 2^21): one allocation in the common case.
 func encodedSizeEstimate(events []Event) int {
 	size := len(eventsMagic) + binary.MaxVarintLen64 + eventsTrailerSize
 	for _, e := range events {
-		size += 1 + 3*binary.MaxVarintLen32 + len(e.Request.RID) + 3*len(e.Request.InputIDs)
+		size += 1 + 5*binary.MaxVarintLen32 + len(e.Request.RID) + 3*len(e.Request.InputIDs) + 4*len(e.Request.Blocks.HashIDs)
 	}
 	return size
 }
@@ -174,21 +200,28 @@ func (d *eventDecoder) event() Event {
 		return Event{Flush: true}
 	case eventKindRequest:
 		return Event{Request: d.request()}
+	case eventKindBlocks:
+		return Event{Request: d.compactRequest()}
 	default:
 		d.fail("event kind %d", kind)
 		return Event{}
 	}
 }
 
-func (d *eventDecoder) request() Request {
-	var r Request
+// ridAndOutputLen reads the two fields every request kind starts with.
+func (d *eventDecoder) ridAndOutputLen(r *Request) {
 	ridBytes := d.count("rid length", 1)
 	if d.err != nil {
-		return r
+		return
 	}
 	r.RID = string(d.buf[:ridBytes])
 	d.buf = d.buf[ridBytes:]
 	r.OutputLen = int32(d.uint32("output_len"))
+}
+
+func (d *eventDecoder) request() Request {
+	var r Request
+	d.ridAndOutputLen(&r)
 	tokens := d.count("input_ids length", 1)
 	if d.err != nil || tokens == 0 {
 		return r
@@ -196,6 +229,28 @@ func (d *eventDecoder) request() Request {
 	r.InputIDs = make([]int32, tokens)
 	for i := range r.InputIDs {
 		r.InputIDs[i] = int32(d.uint32("token id"))
+	}
+	return r
+}
+
+// compactRequest reads a kind-2 request and checks its block chain as the trace reader does (BlockPrompt.check),
+// so no buffer can make a rank expand a prompt the reader would have refused.
+func (d *eventDecoder) compactRequest() Request {
+	var r Request
+	d.ridAndOutputLen(&r)
+	b := &r.Blocks
+	b.InputTokens = int32(d.uint32("input_tokens"))
+	b.BlockTokens = int32(d.uint32("block_tokens"))
+	ids := d.count("hash_ids length", 1)
+	if d.err != nil {
+		return r
+	}
+	b.HashIDs = make([]uint64, ids)
+	for i := range b.HashIDs {
+		b.HashIDs[i] = d.uvarint("hash id")
+	}
+	if err := b.check(); d.err == nil && err != nil {
+		d.fail("compact request: %v", err)
 	}
 	return r
 }

@@ -10,7 +10,8 @@ import (
 const ShardRuleHelp = "Each DP replica (CP group) serves the requests whose rid maps to it: the part of the rid " +
 	"before the first '.' (the conversation, \"c17\" of \"c17.t3\"; the whole rid when it has no '.') is hashed " +
 	"with 64-bit FNV-1a, and replica = hash mod dp, so every turn of a conversation lands on the same replica. " +
-	"Flush events go to every replica."
+	"A Mooncake trace has no conversations: a request's rid is its line number, so its requests spread over the " +
+	"replicas one by one, and a prefix two replicas both use is cached by each. Flush events go to every replica."
 
 // ReplicaForRID returns the DP replica, in [0, dp), that serves rid; see ShardRuleHelp. dp must be positive.
 func ReplicaForRID(rid string, dp int) int {

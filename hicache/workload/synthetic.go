@@ -161,6 +161,7 @@ const (
 	streamSchedule
 	streamSystemPrompt
 	streamTurn
+	streamBlock // a Mooncake block's tokens (BlockPrompt.AppendTokens)
 )
 
 func newConversations(cfg SyntheticConfig) []conversation {

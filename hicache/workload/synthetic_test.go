@@ -36,8 +36,10 @@ func mustGenerate(t testing.TB, cfg SyntheticConfig) []Event {
 
 func eventsEqual(a, b []Event) bool {
 	return slices.EqualFunc(a, b, func(x, y Event) bool {
+		bx, by := x.Request.Blocks, y.Request.Blocks
 		return x.Flush == y.Flush && x.Request.RID == y.Request.RID && x.Request.OutputLen == y.Request.OutputLen &&
-			slices.Equal(x.Request.InputIDs, y.Request.InputIDs)
+			slices.Equal(x.Request.InputIDs, y.Request.InputIDs) && slices.Equal(bx.HashIDs, by.HashIDs) &&
+			bx.InputTokens == by.InputTokens && bx.BlockTokens == by.BlockTokens
 	})
 }
 
@@ -416,6 +418,7 @@ func TestDecodeEventsRejectsStructuralCorruption(t *testing.T) {
 func FuzzDecodeEvents(f *testing.F) {
 	f.Add(EncodeEvents(encodingEdgeEvents))
 	f.Add(EncodeEvents(nil))
+	f.Add(EncodeEvents(compactEdgeEvents))
 	f.Add(withChecksum([]byte("HCE1\x01\x00\x01a\x02\x02\x05\x06")))
 	f.Fuzz(func(t *testing.T, buf []byte) {
 		events, err := DecodeEvents(buf)

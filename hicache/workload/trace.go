@@ -47,28 +47,36 @@ func ReadTraceFile(path string, vocabSize int) ([]Event, error) {
 	return ReadTrace(f, path, vocabSize)
 }
 
-// ReadTrace parses a JSON Lines trace (TraceFormatHelp) named name in errors. Token ids must lie in
-// [0, vocabSize). A trace without requests is an error: a replay of it would test nothing.
+// ReadTrace parses a JSON Lines trace of the token format (TraceFormatHelp) named name in errors. Token ids must
+// lie in [0, vocabSize). A trace without requests is an error: a replay of it would test nothing.
 func ReadTrace(r io.Reader, name string, vocabSize int) ([]Event, error) {
-	return readTrace(r, name, vocabSize, traceLineBytesMax)
+	return readTrace(r, name, TraceOptions{Format: TraceTokens, VocabSize: vocabSize}, traceLineBytesMax)
 }
 
-// readTrace is ReadTrace with the line bound as a parameter, so a test can reach it without 64 MiB lines.
-func readTrace(r io.Reader, name string, vocabSize, lineBytesMax int) ([]Event, error) {
-	if vocabSize < 1 || vocabSize > vocabSizeMax {
-		return nil, fmt.Errorf("trace %s: vocab size %d, want 1..%d", name, vocabSize, vocabSizeMax)
+// ReadTraceAs parses a trace of either format (TraceOptions).
+func ReadTraceAs(r io.Reader, name string, o TraceOptions) ([]Event, error) {
+	return readTrace(r, name, o, traceLineBytesMax)
+}
+
+// readTrace is ReadTraceAs with the line bound as a parameter, so a test can reach it without 64 MiB lines.
+func readTrace(r io.Reader, name string, o TraceOptions, lineBytesMax int) ([]Event, error) {
+	if err := o.check(name); err != nil {
+		return nil, err
 	}
 	scanner := bufio.NewScanner(r)
 	scanner.Buffer(make([]byte, 0, min(64<<10, lineBytesMax)), lineBytesMax)
 	var events []Event
 	requests, line := 0, 0
-	for scanner.Scan() {
+	for (o.LimitRequests == 0 || requests < o.LimitRequests) && scanner.Scan() {
 		line++
 		text := bytes.Trim(scanner.Bytes(), jsonSpaces)
 		if len(text) == 0 {
 			continue
 		}
-		e, err := parseTraceLine(text, vocabSize)
+		if o.Format == TraceAuto {
+			o.Format = detectTraceFormat(text) // stays TraceAuto on a flush line, which both formats read alike
+		}
+		e, err := o.parseLine(text, line)
 		if err != nil {
 			return nil, &TraceError{File: name, Line: line, Reason: err.Error()}
 		}
@@ -114,34 +122,47 @@ func parseTraceLine(text []byte, vocabSize int) (Event, error) {
 // (FuzzReadTrace checks this against encoding/json).
 func splitTraceFields(text []byte) (traceLine, error) {
 	var fields traceLine
+	return fields, splitFields(text, &fields)
+}
+
+// lineFields is a line format's fields: slot is where a field's raw value goes, nil for an unknown field.
+type lineFields interface {
+	slot(key string) *[]byte
+	names() string // the fields, for the unknown-field message
+}
+
+// splitFields scans one JSON object into fields (see splitTraceFields for why it scans by itself).
+func splitFields(text []byte, fields lineFields) error {
 	s := jsonScan{text: text}
 	if !s.consume('{') {
-		return fields, errors.New("not a JSON object")
+		return errors.New("not a JSON object")
 	}
 	for first := true; !s.consume('}'); first = false {
 		if !first && !s.consume(',') {
-			return fields, s.notJSON("want ',' or '}'")
+			return s.notJSON("want ',' or '}'")
 		}
 		key, err := s.key()
 		if err != nil {
-			return fields, err
+			return err
 		}
 		slot := fields.slot(key)
 		if slot == nil {
-			return fields, fmt.Errorf("unknown field %s (want rid, input_ids, output_len or op)", quoteTrimmed(key))
+			return fmt.Errorf("unknown field %s (want %s)", quoteTrimmed(key), fields.names())
 		}
 		if *slot != nil {
-			return fields, fmt.Errorf("duplicate field %s", quoteTrimmed(key))
+			return fmt.Errorf("duplicate field %s", quoteTrimmed(key))
 		}
 		if *slot, err = s.value(); err != nil {
-			return fields, err
+			return err
 		}
 	}
 	if s.skipSpace(); s.pos != len(s.text) {
-		return fields, s.notJSON("data after the object")
+		return s.notJSON("data after the object")
 	}
-	return fields, nil
+	return nil
 }
+
+func (l *traceLine) names() string { return "rid, input_ids, output_len or op" }
 
 func (l *traceLine) slot(key string) *[]byte {
 	switch key {
@@ -158,11 +179,16 @@ func (l *traceLine) slot(key string) *[]byte {
 }
 
 func parseTraceOp(fields traceLine) (Event, error) {
-	var op string
-	if err := json.Unmarshal(fields.op, &op); err != nil || op != "flush" {
-		return Event{}, fmt.Errorf("unknown op %s (want \"flush\")", excerpt(fields.op))
+	return parseFlush(fields.op, fields.rid != nil || fields.inputIDs != nil || fields.outputLen != nil)
+}
+
+// parseFlush reads an op line of either format: {"op": "flush"} and nothing else.
+func parseFlush(op []byte, otherFields bool) (Event, error) {
+	var name string
+	if err := json.Unmarshal(op, &name); err != nil || name != "flush" {
+		return Event{}, fmt.Errorf("unknown op %s (want \"flush\")", excerpt(op))
 	}
-	if fields.rid != nil || fields.inputIDs != nil || fields.outputLen != nil {
+	if otherFields {
 		return Event{}, errors.New(`a {"op": "flush"} line takes no other field`)
 	}
 	return Event{Flush: true}, nil

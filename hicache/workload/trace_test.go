@@ -166,7 +166,7 @@ func TestReadTraceRejectsALineOverTheBound(t *testing.T) {
 	const lineBytesMax = 1024
 	long := `{"rid": "a", "input_ids": [` + strings.Repeat("1,", lineBytesMax) + `1]}`
 	trace := `{"rid": "a", "input_ids": [1]}` + "\n" + long + "\n"
-	_, err := readTrace(strings.NewReader(trace), "big.jsonl", testVocabSize, lineBytesMax)
+	_, err := readTrace(strings.NewReader(trace), "big.jsonl", TraceOptions{Format: TraceTokens, VocabSize: testVocabSize}, lineBytesMax)
 	if err == nil || !strings.HasPrefix(err.Error(), "big.jsonl:2: line longer than 1024 bytes") {
 		t.Fatalf("error %v, want big.jsonl:2: line longer than 1024 bytes", err)
 	}

@@ -1,0 +1,63 @@
+package workload
+
+import "github.com/cphicache/cphicache/pool"
+
+// IdealConfig is how a replay cuts and flushes a replica's events, so the ideal count resets where the cache does.
+type IdealConfig struct {
+	PageTokens      int   // the cache keeps whole pages only
+	VocabSize       int   // to expand compact requests
+	BatchRequests   int   // requests per step (TakeBatch)
+	FlushEverySteps int64 // the replay's own flush after every N steps (--flush-every); 0 = none
+}
+
+// IdealHitTokens is the prompt tokens an unbounded cache would serve from cache over a replica's events: for each
+// request, the longest prefix of its whole pages (PageTokens each, as the cache counts: a page is shared when it
+// and every page before it are equal) that any earlier request since the last flush also began with, summed.
+// Flushes are the events' own and the replay's every FlushEverySteps steps, counted as the replay counts steps.
+// No capacity, eviction or write policy limits it, so a replay's L1 + L2 hit tokens never exceed it.
+func IdealHitTokens(events []Event, cfg IdealConfig) int64 {
+	seen := map[uint64]struct{}{} // hashes of every whole-page prefix seen since the last flush
+	var hits int64
+	var scratch []int32
+	rest := events
+	for step := int64(1); ; step++ {
+		batch := TakeBatch(&rest, cfg.BatchRequests)
+		if len(batch) == 0 {
+			return hits
+		}
+		for i := range batch {
+			if batch[i].Flush {
+				clear(seen)
+				continue
+			}
+			tokens := batch[i].Request.InputIDs
+			if tokens == nil && batch[i].Request.Blocks.Compact() {
+				scratch = batch[i].Request.Blocks.AppendTokens(scratch[:0], cfg.VocabSize)
+				tokens = scratch
+			}
+			hits += idealHit(seen, tokens, cfg.PageTokens)
+		}
+		if cfg.FlushEverySteps > 0 && step%cfg.FlushEverySteps == 0 {
+			clear(seen)
+		}
+	}
+}
+
+// idealHit counts tokens' whole pages whose prefix is in seen, then adds all of its page prefixes. A prefix is a
+// 64-bit hash chained over every token before it, so after the first page not seen no later one is (but for a
+// collision, about n^2/2^65 over n prefixes, which could only add a page to the count).
+func idealHit(seen map[uint64]struct{}, tokens []int32, pageTokens int) int64 {
+	var hit int64
+	h := uint64(0x9e3779b97f4a7c15)
+	for start := 0; start+pageTokens <= len(tokens); start += pageTokens {
+		for _, t := range tokens[start : start+pageTokens] {
+			h = pool.Mix64(h ^ uint64(uint32(t)))
+		}
+		if _, ok := seen[h]; ok {
+			hit += int64(pageTokens)
+		} else {
+			seen[h] = struct{}{}
+		}
+	}
+	return hit
+}

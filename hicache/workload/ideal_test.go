@@ -1,0 +1,87 @@
+package workload
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestIdealHitTokensByHand(t *testing.T) {
+	req := func(ids ...int32) Event { return Event{Request: Request{RID: "r", InputIDs: ids}} }
+	events := []Event{
+		req(1, 2, 3, 4, 5),       // nothing before it
+		req(1, 2, 3, 4, 6, 7),    // pages (1 2) (3 4) shared: 4
+		req(1, 2, 3, 9),          // page (1 2): 2 (the half page 9 never counts)
+		req(1, 2),                // 2
+		req(2, 1, 3, 4),          // 0: page (3 4) follows another first page
+		{Flush: true},            //
+		req(1, 2, 3, 4, 5, 6, 7), // 0 after the flush
+		req(1, 2, 3, 4, 5, 6),    // 6
+	}
+	cfg := IdealConfig{PageTokens: 2, VocabSize: 10, BatchRequests: 3}
+	if got := IdealHitTokens(events, cfg); got != 4+2+2+6 {
+		t.Fatalf("ideal hit tokens %d, want 14", got)
+	}
+	// --flush-every 1 with one request a step: no request follows another without a flush between them.
+	cfg.BatchRequests, cfg.FlushEverySteps = 1, 1
+	if got := IdealHitTokens(events, cfg); got != 0 {
+		t.Fatalf("with a flush every step: %d, want 0", got)
+	}
+}
+
+// bruteForceIdeal compares every request with every earlier one of the same flush epoch, token by token.
+func bruteForceIdeal(events []Event, cfg IdealConfig) int64 {
+	var epoch [][]int32 // prompts since the last flush
+	var hits int64
+	rest := events
+	for step := int64(1); ; step++ {
+		batch := TakeBatch(&rest, cfg.BatchRequests)
+		if len(batch) == 0 {
+			return hits
+		}
+		for _, e := range batch {
+			if e.Flush {
+				epoch = nil
+				continue
+			}
+			tokens := e.Request.InputIDs
+			if tokens == nil {
+				tokens = e.Request.Blocks.AppendTokens(nil, cfg.VocabSize)
+			}
+			best := 0
+			for _, earlier := range epoch {
+				best = max(best, commonPrefix(tokens, earlier)/cfg.PageTokens*cfg.PageTokens)
+			}
+			hits += int64(best)
+			epoch = append(epoch, tokens)
+		}
+		if cfg.FlushEverySteps > 0 && step%cfg.FlushEverySteps == 0 {
+			epoch = nil
+		}
+	}
+}
+
+func TestIdealHitTokensMatchesABruteForceCount(t *testing.T) {
+	cfg := smallSyntheticConfig()
+	cfg.FlushEvery = 40
+	synthetic := mustGenerate(t, cfg)
+	var trace bytes.Buffer
+	if err := WriteMooncakeTrace(&trace, synthetic, 16); err != nil {
+		t.Fatal(err)
+	}
+	compact, err := ReadTraceAs(&trace, "gen.jsonl", TraceOptions{VocabSize: cfg.VocabSize, BlockTokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, events := range map[string][]Event{"tokens": synthetic, "compact": compact} {
+		for _, ic := range []IdealConfig{
+			{PageTokens: 16, VocabSize: cfg.VocabSize, BatchRequests: 4},
+			{PageTokens: 5, VocabSize: cfg.VocabSize, BatchRequests: 3, FlushEverySteps: 7},
+			{PageTokens: 64, VocabSize: cfg.VocabSize, BatchRequests: 1},
+		} {
+			got, want := IdealHitTokens(events, ic), bruteForceIdeal(events, ic)
+			if got != want || want == 0 {
+				t.Errorf("%s %+v: ideal %d, brute force %d (want equal and > 0)", name, ic, got, want)
+			}
+		}
+	}
+}
