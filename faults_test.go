@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -218,9 +217,7 @@ func runMPIMarked(t *testing.T, np int, timeout time.Duration, marker string, ar
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	full := append([]string{"-np", fmt.Sprint(np), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", binPath}, args...)
-	cmd := exec.CommandContext(ctx, "mpirun", full...)
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	cmd := mpirunCommand(ctx, np, args...)
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
 	pipe, err := cmd.StderrPipe()

@@ -48,15 +48,21 @@ type mpirunResult struct {
 	exitCode       int
 }
 
+// mpirunCommand is mpirun of np ranks of the binary, with the flags OpenMPI needs here (as root, oversubscribed).
+func mpirunCommand(ctx context.Context, np int, args ...string) *exec.Cmd {
+	full := append([]string{"-np", fmt.Sprint(np), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", binPath}, args...)
+	cmd := exec.CommandContext(ctx, "mpirun", full...)
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	return cmd
+}
+
 // runMPI launches np ranks of the binary with the flags OpenMPI needs here (as root, oversubscribed), bounded in time
 // so that a hang fails the test instead of the suite.
 func runMPI(t *testing.T, np int, timeout time.Duration, args ...string) mpirunResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	full := append([]string{"-np", fmt.Sprint(np), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", binPath}, args...)
-	cmd := exec.CommandContext(ctx, "mpirun", full...)
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	cmd := mpirunCommand(ctx, np, args...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

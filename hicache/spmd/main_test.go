@@ -1,11 +1,10 @@
 package spmd
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/cphicache/cphicache/mpi"
+	"github.com/cphicache/cphicache/mpi/mpitest"
 )
 
 // The spmd tests are SPMD: the Makefile runs this binary under mpirun at 1, 2, 8 and 16 ranks, and plain
@@ -13,23 +12,4 @@ import (
 
 var testWorld *mpi.Comm
 
-func TestMain(m *testing.M) {
-	if err := mpi.Init(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	var err error
-	if testWorld, err = mpi.World(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	failed := []int64{int64(code)}
-	if err := testWorld.AllreduceInt64(failed, failed, mpi.Max); err != nil || (failed[0] != 0 && code == 0) {
-		code = 1
-	}
-	if err := mpi.Finalize(); err != nil {
-		code = 2
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mpitest.Main(m, &testWorld) }
