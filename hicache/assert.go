@@ -72,7 +72,7 @@ func (c *controller) comparePlacements(record bool) error {
 	slices.Sort(ids) // the map only gathers the ids; their order comes from here
 	hashes := make([]uint64, 2*len(ids))
 	for i, id := range ids {
-		h := c.alloc.PlacementHash(id) ^ mix64(uint64(id))
+		h := c.alloc.PlacementHash(id) ^ pool.Mix64(uint64(id))
 		hashes[2*i], hashes[2*i+1] = h, ^h
 	}
 	sameCount, err := c.cons.compareObjects(hashes)

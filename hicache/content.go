@@ -1,8 +1,12 @@
 package hicache
 
-import "encoding/binary"
+import (
+	"encoding/binary"
 
-// KV content (mix64 is the splitmix64 finaliser of workload.go). In a real server a page's KV is what the model computed for its tokens. Here every part (page,
+	"github.com/cphicache/cphicache/pool"
+)
+
+// KV content (pool.Mix64 is the splitmix64 finaliser). In a real server a page's KV is what the model computed for its tokens. Here every part (page,
 // layer, payload) of a rank is a deterministic function of (token, position, layer, payload, rank, seed), so any
 // rank can recompute what a page must hold and check a load-back byte for byte: a lost write, a stale page or a
 // rank that overwrote another rank's range all show up as mismatches.
@@ -18,12 +22,12 @@ type contentKey struct {
 // fillPart writes the content of one part: the tokens of one page starting at position firstPos, each token
 // getting tokenBytes bytes. len(dst) must be len(tokens)*tokenBytes, and tokenBytes a multiple of 8.
 func fillPart(dst []byte, tokens []int32, firstPos int, tokenBytes int, k contentKey) {
-	base := mix64(k.seed ^ uint64(k.rank)<<48 ^ uint64(k.layer)<<32 ^ uint64(k.payload)<<24)
+	base := pool.Mix64(k.seed ^ uint64(k.rank)<<48 ^ uint64(k.layer)<<32 ^ uint64(k.payload)<<24)
 	for i, tok := range tokens {
-		h := mix64(base ^ uint64(uint32(tok)) ^ uint64(firstPos+i)<<32)
+		h := pool.Mix64(base ^ uint64(uint32(tok)) ^ uint64(firstPos+i)<<32)
 		row := dst[i*tokenBytes : (i+1)*tokenBytes]
 		for w := 0; w < tokenBytes; w += 8 {
-			h = mix64(h + 0x9e3779b97f4a7c15)
+			h = pool.Mix64(h + 0x9e3779b97f4a7c15)
 			binary.LittleEndian.PutUint64(row[w:], h)
 		}
 	}

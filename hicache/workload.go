@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"hash/fnv"
 	"strings"
+
+	"github.com/cphicache/cphicache/pool"
 )
 
 // The workload is the event stream every rank of a CP group replays identically (design section 2): CP-rank 0
@@ -287,22 +289,15 @@ func newSplitMix(seed uint64) splitMix { return splitMix{state: seed} }
 
 func (s *splitMix) next() uint64 {
 	s.state += 0x9e3779b97f4a7c15
-	return mix64(s.state)
+	return pool.Mix64(s.state)
 }
 
 // below returns a value in [0, n), n > 0. The modulo bias is below n/2^64: irrelevant for a workload.
 func (s *splitMix) below(n uint64) uint64 { return s.next() % n }
 
-// mix64 is splitmix64's finaliser: a bijection that spreads every input bit over the output.
-func mix64(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
 // streamKey derives the seed of one PRNG stream from the workload seed and the stream's coordinates.
 func streamKey(seed, stream, a, b uint64) uint64 {
-	return mix64(mix64(mix64(seed^mix64(stream))^a) ^ mix64(b+0x632be59bd9b4e019))
+	return pool.Mix64(pool.Mix64(pool.Mix64(seed^pool.Mix64(stream))^a) ^ pool.Mix64(b+0x632be59bd9b4e019))
 }
 
 // ShardRuleHelp states how ShardForReplica splits a workload; the CLI prints it in --help.

@@ -1,8 +1,12 @@
 package pool
 
-// mix64 is the splitmix64 finalizer: a bijection on uint64 whose every output bit depends on every input
-// bit. Chaining h = mix64(h ^ word) over words is order-sensitive because mix64 is not linear.
-func mix64(x uint64) uint64 {
+// Mix64 is the splitmix64 finaliser (Steele, Lea and Flood 2014): a bijection on uint64 whose every output
+// bit depends on every input bit. pool chains it into the placement digest and the state hash (h =
+// Mix64(h ^ word) is order-sensitive because Mix64 is not linear) and spreads ids over the object table
+// with it; hicache derives its synthetic workload's PRNG streams and the KV content of every part from it.
+// It is exported so that the whole program has one copy: its outputs are pinned by the digest goldens
+// here and by hicache's pinned synthetic workload, so it must never change.
+func Mix64(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
@@ -30,7 +34,7 @@ const (
 // digestAdd chains words into the running digest.
 func digestAdd(h uint64, words ...uint64) uint64 {
 	for _, w := range words {
-		h = mix64(h ^ w)
+		h = Mix64(h ^ w)
 	}
 	return h
 }

@@ -234,7 +234,7 @@ type splitmixSource struct{ state uint64 }
 
 func (s *splitmixSource) next(n int) int {
 	s.state += 0x9e3779b97f4a7c15
-	return int(mix64(s.state) % uint64(n))
+	return int(Mix64(s.state) % uint64(n))
 }
 func (s *splitmixSource) done() bool { return false }
 

@@ -75,10 +75,10 @@ func (a *Allocator) hashRecords(h uint64) uint64 {
 // that differs in any word (or in length) hashes differently. Zero words mix nothing, which keeps mostly empty
 // tables cheap.
 func hashWords[W uint32 | uint64 | ObjectID](h, tag uint64, words []W) uint64 {
-	h = mix64(mix64(h^tag) ^ uint64(len(words)))
+	h = Mix64(Mix64(h^tag) ^ uint64(len(words)))
 	for i, w := range words {
 		if w != 0 {
-			h = mix64(mix64(h^uint64(i)) ^ uint64(w))
+			h = Mix64(Mix64(h^uint64(i)) ^ uint64(w))
 		}
 	}
 	return h

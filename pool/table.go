@@ -70,7 +70,7 @@ const homeRunIDs = 16
 
 // home is the first bucket of id's probe sequence.
 func (t *objectTable) home(id ObjectID) uint32 {
-	run := mix64(uint64(id)/homeRunIDs) >> t.shift
+	run := Mix64(uint64(id)/homeRunIDs) >> t.shift
 	return uint32(run*homeRunIDs+uint64(id)%homeRunIDs) & uint32(len(t.buckets)-1)
 }
 
