@@ -113,32 +113,83 @@ func (b *freeBitmap) freeRun(pos, limit int) int {
 	return min(run, limit)
 }
 
-// take marks the slots [base, limit) used; the caller has checked they are free.
+// take marks the slots [base, limit) used. It asserts, on the words it writes anyway, that every slot of
+// the range was free before and that level 1 agrees with each written word after: a slot taken twice
+// would hand one page to two objects.
 func (b *freeBitmap) take(base, limit int) {
+	b.assertRange("take", base, limit)
 	for s := base; s < limit; {
 		w, offset := s/wordBits, s%wordBits
-		n := min(wordBits-offset, limit-s)
-		b.levels[0][w] &^= runMask(offset, n)
+		runSlots := min(wordBits-offset, limit-s)
+		mask := runMask(offset, runSlots)
+		if b.levels[0][w]&mask != mask {
+			b.throw(w, "take [%d, %d): slot %d is not free", base, limit, w*wordBits+bits.TrailingZeros64(mask&^b.levels[0][w]))
+		}
+		b.levels[0][w] &^= mask
 		if b.levels[0][w] == 0 {
 			b.summaryClear(1, w)
 		}
-		s += n
+		if !b.summaryAgrees(w) {
+			b.throwSummary("take", w)
+		}
+		s += runSlots
 	}
 }
 
-// give marks the slots [base, limit) free; the caller has checked they are used.
+// give marks the slots [base, limit) free. It asserts, on the words it writes anyway, that every slot of
+// the range was used before and that level 1 agrees with each written word after: a slot given twice
+// means two objects held it.
 func (b *freeBitmap) give(base, limit int) {
+	b.assertRange("give", base, limit)
 	b.lowFree = min(b.lowFree, base)
 	for s := base; s < limit; {
 		w, offset := s/wordBits, s%wordBits
-		n := min(wordBits-offset, limit-s)
+		runSlots := min(wordBits-offset, limit-s)
+		mask := runMask(offset, runSlots)
+		if b.levels[0][w]&mask != 0 {
+			b.throw(w, "give [%d, %d): slot %d is already free", base, limit, w*wordBits+bits.TrailingZeros64(mask&b.levels[0][w]))
+		}
 		wasEmpty := b.levels[0][w] == 0
-		b.levels[0][w] |= runMask(offset, n)
+		b.levels[0][w] |= mask
 		if wasEmpty {
 			b.summarySet(1, w)
 		}
-		s += n
+		if !b.summaryAgrees(w) {
+			b.throwSummary("give", w)
+		}
+		s += runSlots
 	}
+}
+
+// assertRange checks that [base, limit) is a non-empty range of slots: callers never take or give
+// nothing, and a range past the end would write the zero bits beyond slots.
+func (b *freeBitmap) assertRange(op string, base, limit int) {
+	if base < 0 || base >= limit || limit > b.slots {
+		b.throwRange(op, base, limit)
+	}
+}
+
+// throwRange is assertRange's failure, out of line so that the check inlines.
+//
+//go:noinline
+func (b *freeBitmap) throwRange(op string, base, limit int) {
+	b.throw(0, "%s [%d, %d): not a non-empty range of the %d slots", op, base, limit, b.slots)
+}
+
+// summaryAgrees reports whether level 1 says whether word w of level 0 has a free slot: one bit, read
+// after the write that should have set or cleared it. The levels above are checked by checkSummaries.
+func (b *freeBitmap) summaryAgrees(w int) bool {
+	if len(b.levels) == 1 {
+		return true
+	}
+	return (b.levels[1][uint(w)/wordBits]&(1<<(uint(w)%wordBits)) != 0) == (b.levels[0][w] != 0)
+}
+
+// throwSummary is the failure of summaryAgrees after op, out of line to keep take and give short.
+//
+//go:noinline
+func (b *freeBitmap) throwSummary(op string, w int) {
+	b.throw(w, "%s: the level 1 summary bit of free bitmap word %d disagrees with the word", op, w)
 }
 
 // runMask has n set bits starting at bit offset; n in [1, 64-offset].
@@ -181,9 +232,9 @@ func (b *freeBitmap) freeCount(base, limit int) int {
 	count := 0
 	for s := base; s < limit; {
 		w, offset := s/wordBits, s%wordBits
-		n := min(wordBits-offset, limit-s)
-		count += bits.OnesCount64(b.levels[0][w] & runMask(offset, n))
-		s += n
+		runSlots := min(wordBits-offset, limit-s)
+		count += bits.OnesCount64(b.levels[0][w] & runMask(offset, runSlots))
+		s += runSlots
 	}
 	return count
 }

@@ -5,10 +5,33 @@ import (
 	"strings"
 )
 
-// throw panics on a broken internal invariant with a dump of the state it checked, as the Go runtime's
-// page allocator does: a divergent allocator must stop loudly, never carry on placing.
-func (a *Allocator) throw(format string, args ...any) {
-	panic("pool: broken invariant: " + fmt.Sprintf(format, args...) + "\n" + a.dump())
+// throw panics on a broken internal invariant, named by the message, with a dump of the state it checked,
+// as the Go runtime's page allocator does: a divergent allocator must stop loudly, never carry on placing.
+// The parts (free bitmap, object table, LRU heap) assert on their own and dump what they hold; the
+// allocator dumps its counters.
+func throw(dump string, format string, args ...any) {
+	panic("pool: broken invariant: " + fmt.Sprintf(format, args...) + "\n" + dump)
+}
+
+// throw is throw with the allocator's counters and first bitmap words.
+func (a *Allocator) throw(format string, args ...any) { throw(a.dump(), format, args...) }
+
+// throw is throw with the bitmap words around word w of level 0 and the summary words above it.
+func (b *freeBitmap) throw(w int, format string, args ...any) { throw(b.dump(w), format, args...) }
+
+// dump describes the bitmap around word w of level 0: its neighbours and, per summary level, the word
+// that holds its summary bit.
+func (b *freeBitmap) dump(w int) string {
+	var out strings.Builder
+	fmt.Fprintf(&out, "free bitmap: slots=%d levels=%d low_free=%d\n", b.slots, len(b.levels), b.lowFree)
+	for v := max(w-1, 0); v < min(w+2, len(b.levels[0])); v++ {
+		fmt.Fprintf(&out, "free bitmap word %d: %064b\n", v, b.levels[0][v])
+	}
+	for k, bit := 1, w; k < len(b.levels); k++ {
+		fmt.Fprintf(&out, "free bitmap level %d word %d: %064b\n", k, bit/wordBits, b.levels[k][bit/wordBits])
+		bit /= wordBits
+	}
+	return out.String()
 }
 
 // dump describes the counters and the first words of the bitmap, bounded so a panic stays readable.
@@ -18,7 +41,7 @@ func (a *Allocator) dump() string {
 	fmt.Fprintf(&b, "geometry: slots=%d slots_per_slab=%d slabs=%d max_objects=%d layout=%s\n",
 		g.Slots, a.slotsPerSlab, g.SlabCount(), g.maxObjects(), g.Layout)
 	fmt.Fprintf(&b, "free_slots=%d objects=%d lru=%d lru_pages=%d digest=%#016x\n",
-		a.freeSlots, a.table.live, len(a.lru.items), a.lruPages, a.digest)
+		a.freeSlots, a.table.liveObjects, len(a.lru.items), a.lruPages, a.digest)
 	for slab := range min(len(a.slabFree), 16) {
 		fmt.Fprintf(&b, "slab %d: slots=%d free=%d leaked=%d\n", slab, g.SlabSlots(slab), a.slabFree[slab], a.slabLeaked[slab])
 	}
@@ -55,8 +78,8 @@ func (a *Allocator) CheckInvariants() error {
 			evictablePages += int(r.pages)
 		}
 	}
-	if objects != a.table.live {
-		return fmt.Errorf("object table counts %d live objects, records hold %d", a.table.live, objects)
+	if objects != a.table.liveObjects {
+		return fmt.Errorf("object table counts %d live objects, records hold %d", a.table.liveObjects, objects)
 	}
 	free := 0
 	for slab := range a.slabFree {

@@ -45,7 +45,7 @@ func (a *Allocator) StateHash() uint64 {
 	h = hashWords(h, stateTagExtentNext, a.extentNext)
 	h = hashWords(h, stateTagEvicted, a.evicted)
 	t := &a.table
-	return digestAdd(h, stateTagCounters, uint64(t.shift), uint64(t.freeHead), uint64(t.highWater), uint64(t.live),
+	return digestAdd(h, stateTagCounters, uint64(t.shift), uint64(t.freeHead), uint64(t.highWater), uint64(t.liveObjects),
 		uint64(a.freeSlots), uint64(a.lruPages), a.digest)
 }
 

@@ -122,7 +122,7 @@ func TestStateHashSeesEveryPart(t *testing.T) {
 		"evictable page count": func(a *Allocator) { a.lruPages++ },
 		"table free head":      func(a *Allocator) { a.table.freeHead = 0 },
 		"table high water":     func(a *Allocator) { a.table.highWater++ },
-		"table live count":     func(a *Allocator) { a.table.live++ },
+		"table live count":     func(a *Allocator) { a.table.liveObjects++ },
 	}
 	base := busyAllocator(t).StateHash()
 	if again := busyAllocator(t).StateHash(); again != base {
