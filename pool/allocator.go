@@ -195,6 +195,7 @@ func (a *Allocator) place(id ObjectID, pages int, seq, clock uint64) {
 		previous, remaining, pos = pos, remaining-run, pos+run
 	}
 	a.freeSlots -= pages
+	a.checkExpensive("reserve")
 }
 
 // freeSlotsOf gives back every slot of record `index` and clears its extent chain.
@@ -229,6 +230,7 @@ func (a *Allocator) drop(index uint32) {
 	}
 	a.freeSlotsOf(index)
 	a.table.remove(index)
+	a.checkExpensive("drop")
 }
 
 // evictRecord evicts an evictable record.
@@ -298,6 +300,7 @@ func (a *Allocator) updateEvictable(index uint32) {
 		a.lru.remove(a.table.records, index)
 		a.lruPages -= int(r.pages)
 	}
+	a.checkExpensive("commit, protect or unprotect")
 }
 
 // Release drops an object, committed or not, and frees its slots. A protected object is being loaded
@@ -344,6 +347,7 @@ func (a *Allocator) Touch(id ObjectID, clock uint64) error {
 	if r.lruIndex != 0 {
 		a.lru.fix(a.table.records, index)
 	}
+	a.checkExpensive("touch")
 	return nil
 }
 
@@ -395,6 +399,7 @@ func (a *Allocator) Reset() {
 		a.bitmap.fill()
 	}
 	a.resetCounters()
+	a.checkExpensive("reset")
 }
 
 // Extents returns the object's extents in page order. The slice is an internal buffer, valid until the
@@ -468,6 +473,7 @@ func (a *Allocator) Perturb() {
 	a.slabFree[slab]--
 	a.slabLeaked[slab]++
 	a.freeSlots--
+	a.checkExpensive("perturb")
 }
 
 // TableBytes is what New(g) allocates for its tables (Allocator.TableBytes), computed without allocating, so that

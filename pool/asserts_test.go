@@ -5,6 +5,13 @@ import (
 	"testing"
 )
 
+// withExpensiveChecks makes every mutation of the test check the whole state, and restores the default
+// when the test ends. Tests that use it must not run in parallel.
+func withExpensiveChecks(t testing.TB) {
+	expensiveChecks = true
+	t.Cleanup(func() { expensiveChecks = false })
+}
+
 // mustThrow runs f and checks that it throws: a panic that names the broken invariant and dumps state.
 func mustThrow(t *testing.T, invariant string, f func()) {
 	t.Helper()
@@ -145,7 +152,8 @@ func TestLRUHeapAssertsFire(t *testing.T) {
 	}
 }
 
-// TestAllocatorAssertsFire corrupts allocators behind their back and checks that the next mutation throws.
+// TestAllocatorAssertsFire corrupts allocators behind their back and checks that the next mutation
+// throws: the cheap asserts always, the whole-state check only with expensive checks on.
 func TestAllocatorAssertsFire(t *testing.T) {
 	t.Run("empty extent", func(t *testing.T) {
 		a := newTestAllocator(t, 8)
@@ -158,5 +166,20 @@ func TestAllocatorAssertsFire(t *testing.T) {
 		mustReserve(t, a, 1, 3, 1)
 		a.bitmap.give(1, 2)
 		mustThrow(t, "give [0, 3): slot 1 is already free", func() { _ = a.Release(1) })
+	})
+	t.Run("slab counter off, expensive checks off", func(t *testing.T) {
+		a := newTestAllocator(t, 8)
+		mustReserve(t, a, 1, 3, 1)
+		a.slabFree[0]++
+		if err := a.Touch(1, 5); err != nil { // the cheap asserts cannot see a counter
+			t.Fatal(err)
+		}
+	})
+	t.Run("slab counter off, expensive checks on", func(t *testing.T) {
+		withExpensiveChecks(t)
+		a := newTestAllocator(t, 8)
+		mustReserve(t, a, 1, 3, 1)
+		a.slabFree[0]++
+		mustThrow(t, "after touch: slab 0: free counter", func() { _ = a.Touch(1, 5) })
 	})
 }

@@ -51,6 +51,21 @@ func (a *Allocator) dump() string {
 	return b.String()
 }
 
+// expensiveChecks makes every mutation end with CheckInvariants, O(slots + objects) each. Only tests set it
+// (withExpensiveChecks), and not in parallel with other tests; the mutations assert only their cheap
+// pre- and post-conditions otherwise.
+var expensiveChecks = false
+
+// checkExpensive checks the whole state after mutation op when expensiveChecks is set.
+func (a *Allocator) checkExpensive(op string) {
+	if !expensiveChecks {
+		return
+	}
+	if err := a.CheckInvariants(); err != nil {
+		a.throw("after %s: %v", op, err)
+	}
+}
+
 // CheckInvariants checks the whole state, in O(slots + objects), and returns the first violation:
 //   - the summary levels of the free bitmap agree with level 0 and no bit lies at or beyond Slots;
 //   - per slab, free (counter) == free (bitmap) and free + reserved + leaked == SlabSlots;

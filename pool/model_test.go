@@ -381,16 +381,35 @@ func TestAllocatorAgainstModelMillionOperations(t *testing.T) {
 	}
 }
 
+// TestAllocatorAgainstModelWithExpensiveChecks runs a shorter stream with every mutation checking the
+// whole state, so that a break is caught inside the mutation (and between the evictions of one Reserve)
+// rather than at the next comparison.
+func TestAllocatorAgainstModelWithExpensiveChecks(t *testing.T) {
+	withExpensiveChecks(t)
+	perGeometry := 50_000
+	if testing.Short() {
+		perGeometry /= 20
+	}
+	for i, g := range modelGeometries {
+		src := &splitmixSource{state: uint64(i) + 100}
+		if n, _ := runAgainstModel(t, g, src, perGeometry); n != perGeometry {
+			t.Fatalf("geometry %d ran %d operations, want %d", i, n, perGeometry)
+		}
+	}
+}
+
+// FuzzAllocatorAgainstModel runs with expensive checks on, so each input is cut to fewer operations.
 func FuzzAllocatorAgainstModel(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte("reserve commit release touch evict protect unprotect abort reset reserve reserve"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		withExpensiveChecks(t)
 		src := &bytesSource{data: data}
 		g := modelGeometries[src.next(len(modelGeometries))]
 		g.Slots = 1 + src.next(g.Slots)
 		if g.MaxObjects > g.Slots {
 			g.MaxObjects = g.Slots
 		}
-		runAgainstModel(t, g, src, 1<<20)
+		runAgainstModel(t, g, src, 1<<14)
 	})
 }
