@@ -170,7 +170,7 @@ func TestAllocatorAssertsFire(t *testing.T) {
 	t.Run("slab counter off, expensive checks off", func(t *testing.T) {
 		a := newTestAllocator(t, 8)
 		mustReserve(t, a, 1, 3, 1)
-		a.slabFree[0]++
+		a.slabFreeSlots[0]++
 		if err := a.Touch(1, 5); err != nil { // the cheap asserts cannot see a counter
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func TestAllocatorAssertsFire(t *testing.T) {
 		withExpensiveChecks(t)
 		a := newTestAllocator(t, 8)
 		mustReserve(t, a, 1, 3, 1)
-		a.slabFree[0]++
+		a.slabFreeSlots[0]++
 		mustThrow(t, "after touch: slab 0: free counter", func() { _ = a.Touch(1, 5) })
 	})
 }

@@ -12,11 +12,11 @@ import "math/bits"
 type freeBitmap struct {
 	levels [][]uint64
 	slots  int
-	// lowFree is a lower bound of the lowest free slot: no slot below it is free. Placement asks for the lowest
-	// free slot on every reservation, and in a pool filled from the bottom the search from 0 would climb every
-	// summary level and come back down (7 dependent reads at 2^24 slots); from lowFree it usually ends in the
-	// first word it reads.
-	lowFree int
+	// lowFreeSlot is a lower bound of the lowest free slot: no slot below it is free. Placement asks for the
+	// lowest free slot on every reservation, and in a pool filled from the bottom the search from 0 would
+	// climb every summary level and come back down (7 dependent reads at 2^24 slots); from lowFreeSlot it
+	// usually ends in the first word it reads.
+	lowFreeSlot int
 }
 
 const wordBits = 64
@@ -35,7 +35,7 @@ func newFreeBitmap(slots int) freeBitmap {
 
 // fill marks every slot free and rebuilds the summaries from level 0 up.
 func (b *freeBitmap) fill() {
-	b.lowFree = 0
+	b.lowFreeSlot = 0
 	for k, level := range b.levels {
 		count := b.slots
 		if k > 0 {
@@ -56,16 +56,16 @@ func (b *freeBitmap) isFree(s int) bool {
 }
 
 // nextFree returns the lowest free slot >= pos, or -1 if there is none. A search that starts at or below
-// lowFree starts at lowFree and moves it up to what it found.
+// lowFreeSlot starts at lowFreeSlot and moves it up to what it found.
 func (b *freeBitmap) nextFree(pos int) int {
-	if pos > b.lowFree {
+	if pos > b.lowFreeSlot {
 		return b.search(pos)
 	}
-	found := b.search(b.lowFree)
+	found := b.search(b.lowFreeSlot)
 	if found < 0 {
-		b.lowFree = b.slots
+		b.lowFreeSlot = b.slots
 	} else {
-		b.lowFree = found
+		b.lowFreeSlot = found
 	}
 	return found
 }
@@ -98,10 +98,10 @@ func (b *freeBitmap) search(pos int) int {
 	return bit
 }
 
-// freeRun returns how many consecutive slots starting at pos are free, capped at limit.
-func (b *freeBitmap) freeRun(pos, limit int) int {
+// freeRun returns how many consecutive slots starting at pos are free, capped at maxSlots.
+func (b *freeBitmap) freeRun(pos, maxSlots int) int {
 	run := 0
-	for run < limit {
+	for run < maxSlots {
 		s := pos + run
 		offset := s % wordBits
 		ones := bits.TrailingZeros64(^(b.levels[0][s/wordBits] >> offset))
@@ -110,7 +110,7 @@ func (b *freeBitmap) freeRun(pos, limit int) int {
 			break
 		}
 	}
-	return min(run, limit)
+	return min(run, maxSlots)
 }
 
 // take marks the slots [base, limit) used. It asserts, on the words it writes anyway, that every slot of
@@ -141,7 +141,7 @@ func (b *freeBitmap) take(base, limit int) {
 // means two objects held it.
 func (b *freeBitmap) give(base, limit int) {
 	b.assertRange("give", base, limit)
-	b.lowFree = min(b.lowFree, base)
+	b.lowFreeSlot = min(b.lowFreeSlot, base)
 	for s := base; s < limit; {
 		w, offset := s/wordBits, s%wordBits
 		runSlots := min(wordBits-offset, limit-s)
@@ -192,12 +192,12 @@ func (b *freeBitmap) throwSummary(op string, w int) {
 	b.throw(w, "%s: the level 1 summary bit of free bitmap word %d disagrees with the word", op, w)
 }
 
-// runMask has n set bits starting at bit offset; n in [1, 64-offset].
-func runMask(offset, n int) uint64 {
-	if n == wordBits {
+// runMask has runSlots set bits starting at bit offset; runSlots in [1, 64-offset].
+func runMask(offset, runSlots int) uint64 {
+	if runSlots == wordBits {
 		return ^uint64(0)
 	}
-	return (1<<n - 1) << offset
+	return (1<<runSlots - 1) << offset
 }
 
 // summaryClear clears bit `bit` of level `level` because the word below became empty, and climbs while
@@ -227,8 +227,8 @@ func (b *freeBitmap) summarySet(level, bit int) {
 	}
 }
 
-// freeCount counts the free slots in [base, limit) from level 0; for invariant checks, O(limit-base).
-func (b *freeBitmap) freeCount(base, limit int) int {
+// freeSlotsIn counts the free slots in [base, limit) from level 0; for invariant checks, O(limit-base).
+func (b *freeBitmap) freeSlotsIn(base, limit int) int {
 	count := 0
 	for s := base; s < limit; {
 		w, offset := s/wordBits, s%wordBits

@@ -34,7 +34,7 @@ func (m *modelAllocator) find(id ObjectID) int {
 	return slices.IndexFunc(m.objects, func(o modelObject) bool { return o.id == id })
 }
 
-func (m *modelAllocator) free() int {
+func (m *modelAllocator) freeSlots() int {
 	n := 0
 	for _, used := range m.used {
 		if !used {
@@ -51,7 +51,7 @@ func (m *modelAllocator) reserve(id ObjectID, pages int, seq, clock uint64) (Out
 	if m.find(id) >= 0 {
 		return Miss, nil, ErrDuplicateObject
 	}
-	fits := func() bool { return m.free() >= pages && len(m.objects) < m.maxObjects }
+	fits := func() bool { return m.freeSlots() >= pages && len(m.objects) < m.maxObjects }
 	outcome := Reserved
 	var evicted []ObjectID
 	if !fits() {
@@ -63,7 +63,7 @@ func (m *modelAllocator) reserve(id ObjectID, pages int, seq, clock uint64) (Out
 				candidatePages += len(o.slots)
 			}
 		}
-		if m.free()+candidatePages < pages || (len(m.objects) >= m.maxObjects && len(candidates) == 0) {
+		if m.freeSlots()+candidatePages < pages || (len(m.objects) >= m.maxObjects && len(candidates) == 0) {
 			return Miss, nil, nil
 		}
 		slices.SortFunc(candidates, func(a, b modelObject) int {
@@ -286,8 +286,8 @@ func randomOperation(src opSource, g Geometry, event uint64, ids int) operation 
 
 // compareWithModel checks every observable of the real allocator against the model.
 func compareWithModel(a *Allocator, m *modelAllocator, ids int) error {
-	if a.Objects() != len(m.objects) || a.FreeSlots() != m.free() {
-		return fmt.Errorf("objects %d free %d, model objects %d free %d", a.Objects(), a.FreeSlots(), len(m.objects), m.free())
+	if a.Objects() != len(m.objects) || a.FreeSlots() != m.freeSlots() {
+		return fmt.Errorf("objects %d free %d, model objects %d free %d", a.Objects(), a.FreeSlots(), len(m.objects), m.freeSlots())
 	}
 	for slab := range a.geometry.SlabCount() {
 		modelFree := 0

@@ -35,9 +35,9 @@ func (a *Allocator) StateHash() uint64 {
 	for k, level := range a.bitmap.levels {
 		h = hashWords(h, stateTagBitmapLevel+uint64(k)<<32, level)
 	}
-	h = digestAdd(h, uint64(a.bitmap.slots), uint64(a.bitmap.lowFree))
-	h = hashWords(h, stateTagSlabs, a.slabFree)
-	h = hashWords(h, stateTagSlabs, a.slabLeaked)
+	h = digestAdd(h, uint64(a.bitmap.slots), uint64(a.bitmap.lowFreeSlot))
+	h = hashWords(h, stateTagSlabs, a.slabFreeSlots)
+	h = hashWords(h, stateTagSlabs, a.slabLeakedSlots)
 	h = a.hashRecords(h)
 	h = hashWords(h, stateTagBuckets, a.table.buckets)
 	h = hashWords(h, stateTagLRU, a.lru.items)
@@ -66,7 +66,7 @@ func (a *Allocator) hashRecords(h uint64) uint64 {
 			flags |= 2
 		}
 		h = digestAdd(h, uint64(index), uint64(r.id), r.seq, r.clock, uint64(r.pages)<<32|uint64(r.firstSlot),
-			uint64(r.extents)<<32|uint64(r.lruIndex), uint64(r.refs)<<32|flags)
+			uint64(r.extentCount)<<32|uint64(r.lruIndex), uint64(r.refs)<<32|flags)
 	}
 	return h
 }

@@ -15,12 +15,12 @@ type object struct {
 	pages uint32
 	// firstSlot is the global slot where the object's first extent starts; extents are chained through
 	// Allocator.extentSlots and extentNext. On a free record it links the free list instead (index+1).
-	firstSlot uint32
-	extents   uint32 // number of extents
-	lruIndex  uint32 // index+1 in Allocator.lru; 0 <=> not evictable (uncommitted or referenced)
-	refs      uint32
-	committed bool
-	live      bool
+	firstSlot   uint32
+	extentCount uint32
+	lruIndex    uint32 // index+1 in Allocator.lru; 0 <=> not evictable (uncommitted or referenced)
+	refs        uint32
+	committed   bool
+	live        bool
 }
 
 // objectBytes and extentBytes are the sizes of object and Extent on 64-bit platforms (pinned by a
