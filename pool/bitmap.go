@@ -115,22 +115,26 @@ func (b *freeBitmap) freeRun(pos, maxSlots int) int {
 
 // take marks the slots [base, limit) used. It asserts, on the words it writes anyway, that every slot of
 // the range was free before and that level 1 agrees with each written word after: a slot taken twice
-// would hand one page to two objects.
+// would hand one page to two objects. The loop counts in uint, which the range check makes safe and which
+// turns the divisions into shifts: that pays for the asserts.
 func (b *freeBitmap) take(base, limit int) {
 	b.assertRange("take", base, limit)
-	for s := base; s < limit; {
+	level0 := b.levels[0]
+	for s := uint(base); s < uint(limit); {
 		w, offset := s/wordBits, s%wordBits
-		runSlots := min(wordBits-offset, limit-s)
-		mask := runMask(offset, runSlots)
-		if b.levels[0][w]&mask != mask {
-			b.throw(w, "take [%d, %d): slot %d is not free", base, limit, w*wordBits+bits.TrailingZeros64(mask&^b.levels[0][w]))
+		runSlots := min(wordBits-offset, uint(limit)-s)
+		mask := runMask(int(offset), int(runSlots))
+		word := level0[w]
+		if word&mask != mask {
+			b.throwSlot("take", base, limit, int(w), mask&^word, "is not free")
 		}
-		b.levels[0][w] &^= mask
-		if b.levels[0][w] == 0 {
-			b.summaryClear(1, w)
+		word &^= mask
+		level0[w] = word
+		if word == 0 {
+			b.summaryClear(1, int(w))
 		}
-		if !b.summaryAgrees(w) {
-			b.throwSummary("take", w)
+		if !b.summaryAgrees(w, word) {
+			b.throwSummary("take", int(w))
 		}
 		s += runSlots
 	}
@@ -142,23 +146,32 @@ func (b *freeBitmap) take(base, limit int) {
 func (b *freeBitmap) give(base, limit int) {
 	b.assertRange("give", base, limit)
 	b.lowFreeSlot = min(b.lowFreeSlot, base)
-	for s := base; s < limit; {
+	level0 := b.levels[0]
+	for s := uint(base); s < uint(limit); {
 		w, offset := s/wordBits, s%wordBits
-		runSlots := min(wordBits-offset, limit-s)
-		mask := runMask(offset, runSlots)
-		if b.levels[0][w]&mask != 0 {
-			b.throw(w, "give [%d, %d): slot %d is already free", base, limit, w*wordBits+bits.TrailingZeros64(mask&b.levels[0][w]))
+		runSlots := min(wordBits-offset, uint(limit)-s)
+		mask := runMask(int(offset), int(runSlots))
+		word := level0[w]
+		if word&mask != 0 {
+			b.throwSlot("give", base, limit, int(w), mask&word, "is already free")
 		}
-		wasEmpty := b.levels[0][w] == 0
-		b.levels[0][w] |= mask
-		if wasEmpty {
-			b.summarySet(1, w)
+		level0[w] = word | mask
+		if word == 0 {
+			b.summarySet(1, int(w))
 		}
-		if !b.summaryAgrees(w) {
-			b.throwSummary("give", w)
+		if !b.summaryAgrees(w, word|mask) {
+			b.throwSummary("give", int(w))
 		}
 		s += runSlots
 	}
+}
+
+// throwSlot is the failure of take's or give's precondition: the lowest bit of wrong, in word w, is a slot
+// of [base, limit) in the wrong state. Out of line, to keep the loops of take and give short.
+//
+//go:noinline
+func (b *freeBitmap) throwSlot(op string, base, limit, w int, wrong uint64, state string) {
+	b.throw(w, "%s [%d, %d): slot %d %s", op, base, limit, w*wordBits+bits.TrailingZeros64(wrong), state)
 }
 
 // assertRange checks that [base, limit) is a non-empty range of slots: callers never take or give
@@ -176,13 +189,14 @@ func (b *freeBitmap) throwRange(op string, base, limit int) {
 	b.throw(0, "%s [%d, %d): not a non-empty range of the %d slots", op, base, limit, b.slots)
 }
 
-// summaryAgrees reports whether level 1 says whether word w of level 0 has a free slot: one bit, read
-// after the write that should have set or cleared it. The levels above are checked by checkSummaries.
-func (b *freeBitmap) summaryAgrees(w int) bool {
+// summaryAgrees reports whether level 1 says whether word w of level 0, now `word`, has a free slot: one
+// bit, read after the write that should have set or cleared it. The levels above are checked by
+// checkSummaries.
+func (b *freeBitmap) summaryAgrees(w uint, word uint64) bool {
 	if len(b.levels) == 1 {
 		return true
 	}
-	return (b.levels[1][uint(w)/wordBits]&(1<<(uint(w)%wordBits)) != 0) == (b.levels[0][w] != 0)
+	return (b.levels[1][w/wordBits]&(1<<(w%wordBits)) != 0) == (word != 0)
 }
 
 // throwSummary is the failure of summaryAgrees after op, out of line to keep take and give short.

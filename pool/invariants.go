@@ -56,11 +56,16 @@ func (a *Allocator) dump() string {
 // pre- and post-conditions otherwise.
 var expensiveChecks = false
 
-// checkExpensive checks the whole state after mutation op when expensiveChecks is set.
+// checkExpensive checks the whole state after mutation op when expensiveChecks is set; it inlines to one
+// test of the flag on the hot path.
 func (a *Allocator) checkExpensive(op string) {
-	if !expensiveChecks {
-		return
+	if expensiveChecks {
+		a.checkAll(op)
 	}
+}
+
+// checkAll throws if CheckInvariants finds a violation after mutation op.
+func (a *Allocator) checkAll(op string) {
 	if err := a.CheckInvariants(); err != nil {
 		a.throw("after %s: %v", op, err)
 	}
