@@ -178,7 +178,7 @@ func (a *Allocator) place(id ObjectID, pages int, seq, clock uint64) {
 	remainingPages, previous, pos := pages, -1, 0
 	for remainingPages > 0 {
 		if pos = a.bitmap.nextFree(pos); pos < 0 {
-			a.throw("place: free count says %d more free slots for object %d, bitmap has none", remainingPages, id)
+			panic(a.broken("place: free count says %d more free slots for object %d, bitmap has none", remainingPages, id))
 		}
 		slab := pos / a.slotsPerSlab
 		run := a.bitmap.freeRun(pos, min(remainingPages, (slab+1)*a.slotsPerSlab-pos))
@@ -206,7 +206,7 @@ func (a *Allocator) freeSlotsOf(index uint32) {
 	for range r.extentCount {
 		run := int(a.extentSlots[pos])
 		if run == 0 {
-			a.throw("free: object %d extent at slot %d is empty", r.id, pos)
+			panic(a.broken("free: object %d extent at slot %d is empty", r.id, pos))
 		}
 		a.bitmap.give(pos, pos+run) // asserts that every slot of the extent was used
 		a.slabFreeSlots[pos/a.slotsPerSlab] += uint32(run)
@@ -216,7 +216,7 @@ func (a *Allocator) freeSlotsOf(index uint32) {
 		pos = int(next) - 1
 	}
 	if freedSlots != int(r.pages) || pos != -1 {
-		a.throw("free: object %d has %d pages, its extents hold %d (chain end %d)", r.id, r.pages, freedSlots, pos)
+		panic(a.broken("free: object %d has %d pages, its extents hold %d (chain end %d)", r.id, r.pages, freedSlots, pos))
 	}
 	a.freeSlots += freedSlots
 }

@@ -126,7 +126,7 @@ func (b *freeBitmap) take(base, limit int) {
 		mask := runMask(int(offset), int(runSlots))
 		word := level0[w]
 		if word&mask != mask {
-			b.throwSlot("take", base, limit, int(w), mask&^word, "is not free")
+			panic(b.slotBroken("take", base, limit, int(w), mask&^word, "is not free"))
 		}
 		word &^= mask
 		level0[w] = word
@@ -134,7 +134,7 @@ func (b *freeBitmap) take(base, limit int) {
 			b.summaryClear(1, int(w))
 		}
 		if !b.summaryAgrees(w, word) {
-			b.throwSummary("take", int(w))
+			panic(b.summaryBroken("take", int(w)))
 		}
 		s += runSlots
 	}
@@ -153,40 +153,40 @@ func (b *freeBitmap) give(base, limit int) {
 		mask := runMask(int(offset), int(runSlots))
 		word := level0[w]
 		if word&mask != 0 {
-			b.throwSlot("give", base, limit, int(w), mask&word, "is already free")
+			panic(b.slotBroken("give", base, limit, int(w), mask&word, "is already free"))
 		}
 		level0[w] = word | mask
 		if word == 0 {
 			b.summarySet(1, int(w))
 		}
 		if !b.summaryAgrees(w, word|mask) {
-			b.throwSummary("give", int(w))
+			panic(b.summaryBroken("give", int(w)))
 		}
 		s += runSlots
 	}
 }
 
-// throwSlot is the failure of take's or give's precondition: the lowest bit of wrong, in word w, is a slot
-// of [base, limit) in the wrong state. Out of line, to keep the loops of take and give short.
+// slotBroken describes the failure of take's or give's precondition: the lowest bit of wrong, in word w,
+// is a slot of [base, limit) in the wrong state. Out of line, to keep the loops of take and give short.
 //
 //go:noinline
-func (b *freeBitmap) throwSlot(op string, base, limit, w int, wrong uint64, state string) {
-	b.throw(w, "%s [%d, %d): slot %d %s", op, base, limit, w*wordBits+bits.TrailingZeros64(wrong), state)
+func (b *freeBitmap) slotBroken(op string, base, limit, w int, wrong uint64, state string) string {
+	return b.broken(w, "%s [%d, %d): slot %d %s", op, base, limit, w*wordBits+bits.TrailingZeros64(wrong), state)
 }
 
 // assertRange checks that [base, limit) is a non-empty range of slots: callers never take or give
 // nothing, and a range past the end would write the zero bits beyond slots.
 func (b *freeBitmap) assertRange(op string, base, limit int) {
 	if base < 0 || base >= limit || limit > b.slots {
-		b.throwRange(op, base, limit)
+		panic(b.rangeBroken(op, base, limit))
 	}
 }
 
-// throwRange is assertRange's failure, out of line so that the check inlines.
+// rangeBroken describes assertRange's failure, out of line so that the check inlines.
 //
 //go:noinline
-func (b *freeBitmap) throwRange(op string, base, limit int) {
-	b.throw(0, "%s [%d, %d): not a non-empty range of the %d slots", op, base, limit, b.slots)
+func (b *freeBitmap) rangeBroken(op string, base, limit int) string {
+	return b.broken(0, "%s [%d, %d): not a non-empty range of the %d slots", op, base, limit, b.slots)
 }
 
 // summaryAgrees reports whether level 1 says whether word w of level 0, now `word`, has a free slot: one
@@ -199,11 +199,11 @@ func (b *freeBitmap) summaryAgrees(w uint, word uint64) bool {
 	return (b.levels[1][w/wordBits]&(1<<(w%wordBits)) != 0) == (word != 0)
 }
 
-// throwSummary is the failure of summaryAgrees after op, out of line to keep take and give short.
+// summaryBroken describes the failure of summaryAgrees after op, out of line to keep take and give short.
 //
 //go:noinline
-func (b *freeBitmap) throwSummary(op string, w int) {
-	b.throw(w, "%s: the level 1 summary bit of free bitmap word %d disagrees with the word", op, w)
+func (b *freeBitmap) summaryBroken(op string, w int) string {
+	return b.broken(w, "%s: the level 1 summary bit of free bitmap word %d disagrees with the word", op, w)
 }
 
 // runMask has runSlots set bits starting at bit offset; runSlots in [1, 64-offset].

@@ -5,19 +5,26 @@ import (
 	"strings"
 )
 
-// throw panics on a broken internal invariant, named by the message, with a dump of the state it checked,
-// as the Go runtime's page allocator does: a divergent allocator must stop loudly, never carry on placing.
-// The parts (free bitmap, object table, LRU heap) assert on their own and dump what they hold; the
-// allocator dumps its counters.
-func throw(dump string, format string, args ...any) {
-	panic("pool: broken invariant: " + fmt.Sprintf(format, args...) + "\n" + dump)
+// brokenInvariant is what pool panics with on a broken internal invariant: the invariant, named by the
+// message, and a dump of the state it checked, as the Go runtime's page allocator throws: a divergent
+// allocator must stop loudly, never carry on placing. The parts (free bitmap, object table, LRU heap)
+// assert on their own and dump what they hold; the allocator dumps its counters.
+//
+// Each check panics itself, panic(x.broken(...)), rather than calling a function that panics: a branch
+// that ends in panic keeps no value alive, so the compiler spills nothing on the hot path for it.
+func brokenInvariant(dump string, format string, args ...any) string {
+	return "pool: broken invariant: " + fmt.Sprintf(format, args...) + "\n" + dump
 }
 
-// throw is throw with the allocator's counters and first bitmap words.
-func (a *Allocator) throw(format string, args ...any) { throw(a.dump(), format, args...) }
+// broken is brokenInvariant with the allocator's counters and first bitmap words.
+func (a *Allocator) broken(format string, args ...any) string {
+	return brokenInvariant(a.dump(), format, args...)
+}
 
-// throw is throw with the bitmap words around word w of level 0 and the summary words above it.
-func (b *freeBitmap) throw(w int, format string, args ...any) { throw(b.dump(w), format, args...) }
+// broken is brokenInvariant with the bitmap words around word w of level 0 and the summary words above it.
+func (b *freeBitmap) broken(w int, format string, args ...any) string {
+	return brokenInvariant(b.dump(w), format, args...)
+}
 
 // dump describes the bitmap around word w of level 0: its neighbours and, per summary level, the word
 // that holds its summary bit.
@@ -67,7 +74,7 @@ func (a *Allocator) checkExpensive(op string) {
 // checkAll throws if CheckInvariants finds a violation after mutation op.
 func (a *Allocator) checkAll(op string) {
 	if err := a.CheckInvariants(); err != nil {
-		a.throw("after %s: %v", op, err)
+		panic(a.broken("after %s: %v", op, err))
 	}
 }
 

@@ -26,10 +26,10 @@ func lruLess(records []object, a, b uint32) bool {
 // position and the heap order holds between it, its parent and its children.
 func (h *lruHeap) push(records []object, index uint32) {
 	if i := int(records[index].lruIndex) - 1; i >= 0 {
-		h.throw(records, i, "lru push: record %d already has heap position %d", index, i)
+		panic(h.broken(records, i, "lru push: record %d already has heap position %d", index, i))
 	}
 	if len(h.items) == cap(h.items) {
-		h.throw(records, len(h.items)-1, "lru push of record %d: the heap is full (%d records)", index, cap(h.items))
+		panic(h.broken(records, len(h.items)-1, "lru push of record %d: the heap is full (%d records)", index, cap(h.items)))
 	}
 	h.items = append(h.items, index) // never grows: capacity is the record count
 	records[index].lruIndex = uint32(len(h.items))
@@ -48,7 +48,7 @@ func (h *lruHeap) push(records []object, index uint32) {
 func (h *lruHeap) remove(records []object, index uint32) {
 	i := int(records[index].lruIndex) - 1
 	if i < 0 || i >= len(h.items) || h.items[i] != index {
-		h.throw(records, i, "lru remove: record %d has heap position %d, which does not hold it (heap holds %d)", index, i, len(h.items))
+		panic(h.broken(records, i, "lru remove: record %d has heap position %d, which does not hold it (heap holds %d)", index, i, len(h.items)))
 	}
 	last := len(h.items) - 1
 	if i != last {
@@ -68,21 +68,21 @@ func (h *lruHeap) remove(records []object, index uint32) {
 // check costs no cache misses.
 func (h *lruHeap) assertAround(records []object, op string, index uint32, i int) {
 	if i < 0 || i >= len(h.items) || h.items[i] != index || int(records[index].lruIndex) != i+1 {
-		h.throw(records, i, "%s: record %d has heap position %d, which does not hold it", op, index, i)
+		panic(h.broken(records, i, "%s: record %d has heap position %d, which does not hold it", op, index, i))
 	}
 	if i > 0 && lruLess(records, index, h.items[(i-1)/2]) {
-		h.throw(records, i, "%s: heap order broken: position %d orders before its parent", op, i)
+		panic(h.broken(records, i, "%s: heap order broken: position %d orders before its parent", op, i))
 	}
 	for _, child := range [2]int{2*i + 1, 2*i + 2} {
 		if child < len(h.items) && lruLess(records, h.items[child], index) {
-			h.throw(records, i, "%s: heap order broken: child %d orders before position %d", op, child, i)
+			panic(h.broken(records, i, "%s: heap order broken: child %d orders before position %d", op, child, i))
 		}
 	}
 }
 
-// throw is throw with the heap around position i: the node, its parent and its children.
-func (h *lruHeap) throw(records []object, i int, format string, args ...any) {
-	throw(h.dump(records, i), format, args...)
+// broken is brokenInvariant with the heap around position i: the node, its parent and its children.
+func (h *lruHeap) broken(records []object, i int, format string, args ...any) string {
+	return brokenInvariant(h.dump(records, i), format, args...)
 }
 
 // dump describes the heap's size and the nodes around position i, each with its record's key and back link.

@@ -111,7 +111,7 @@ func (t *objectTable) insert(id ObjectID) uint32 {
 		t.highWater++
 	}
 	if int(index) >= len(t.records) || t.records[index].live {
-		t.throw(0, "insert of object %d: record %d is not a free record", id, index)
+		panic(t.broken(0, "insert of object %d: record %d is not a free record", id, index))
 	}
 	t.records[index] = object{id: id, live: true}
 	mask := uint32(len(t.buckets) - 1)
@@ -120,16 +120,16 @@ func (t *objectTable) insert(id ObjectID) uint32 {
 	// Bounded: the load stays <= 1/2, so an empty bucket lies ahead; coming back to home means there is none.
 	for e := t.buckets[i]; e != 0; e = t.buckets[i] {
 		if uint32(e>>32) == home && t.records[uint32(e)-1].id == id {
-			t.throw(int(i), "insert: object %d is already in the table at bucket %d (record %d)", id, i, uint32(e)-1)
+			panic(t.broken(int(i), "insert: object %d is already in the table at bucket %d (record %d)", id, i, uint32(e)-1))
 		}
 		if i = (i + 1) & mask; i == home {
-			t.throw(int(i), "insert of object %d: no empty bucket", id)
+			panic(t.broken(int(i), "insert of object %d: no empty bucket", id))
 		}
 	}
 	t.buckets[i] = uint64(home)<<32 | uint64(index+1)
 	t.liveObjects++
 	if t.liveObjects > len(t.records) {
-		t.throw(int(i), "insert of object %d: %d live objects in %d records", id, t.liveObjects, len(t.records))
+		panic(t.broken(int(i), "insert of object %d: %d live objects in %d records", id, t.liveObjects, len(t.records)))
 	}
 	return index
 }
@@ -140,7 +140,7 @@ func (t *objectTable) insert(id ObjectID) uint32 {
 func (t *objectTable) remove(index uint32) {
 	id := t.records[index].id
 	if !t.records[index].live {
-		t.throw(0, "remove: record %d (object %d) is not live", index, id)
+		panic(t.broken(0, "remove: record %d (object %d) is not live", index, id))
 	}
 	mask := uint32(len(t.buckets) - 1)
 	home := t.home(id)
@@ -148,12 +148,12 @@ func (t *objectTable) remove(index uint32) {
 	// Bounded: the scan stops at an empty bucket, and with the load <= 1/2 there is one.
 	for uint32(t.buckets[hole]) != index+1 {
 		if t.buckets[hole] == 0 {
-			t.throw(int(hole), "remove: object %d (record %d) is not on the probe chain from its home bucket %d", id, index, home)
+			panic(t.broken(int(hole), "remove: object %d (record %d) is not on the probe chain from its home bucket %d", id, index, home))
 		}
 		hole = (hole + 1) & mask
 	}
 	if uint32(t.buckets[hole]>>32) != home {
-		t.throw(int(hole), "remove: bucket %d of object %d records home %d, the id's home is %d", hole, id, t.buckets[hole]>>32, home)
+		panic(t.broken(int(hole), "remove: bucket %d of object %d records home %d, the id's home is %d", hole, id, t.buckets[hole]>>32, home))
 	}
 	// Backward shift: move later entries of the cluster into the hole unless their home lies cyclically
 	// in (hole, j], where moving them would put them before their home.
@@ -168,13 +168,13 @@ func (t *objectTable) remove(index uint32) {
 	t.freeHead = index + 1
 	t.liveObjects--
 	if t.liveObjects < 0 {
-		t.throw(int(hole), "remove of object %d: live object count went negative (%d)", id, t.liveObjects)
+		panic(t.broken(int(hole), "remove of object %d: live object count went negative (%d)", id, t.liveObjects))
 	}
 }
 
-// throw is throw with the table's counters and the buckets around bucket `bucket`.
-func (t *objectTable) throw(bucket int, format string, args ...any) {
-	throw(t.dump(bucket), format, args...)
+// broken is brokenInvariant with the table's counters and the buckets around bucket `bucket`.
+func (t *objectTable) broken(bucket int, format string, args ...any) string {
+	return brokenInvariant(t.dump(bucket), format, args...)
 }
 
 // dump describes the table's counters and the buckets around `bucket`, each with its home and its record's id.
