@@ -64,8 +64,8 @@ func (h *lruHeap) remove(records []object, index uint32) {
 }
 
 // assertAround checks that position i holds record `index` with its back link, and the heap order between
-// it, its parent and its children. The records it reads are those up and down just compared, so the
-// check costs no cache misses.
+// it, its parent and its children. up and down have just compared most of these records, so the check
+// costs at most one more record read (a sibling of the node's old position).
 func (h *lruHeap) assertAround(records []object, op string, index uint32, i int) {
 	if i < 0 || i >= len(h.items) || h.items[i] != index || int(records[index].lruIndex) != i+1 {
 		panic(h.broken(records, i, "%s: record %d has heap position %d, which does not hold it", op, index, i))
