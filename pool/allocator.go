@@ -61,15 +61,15 @@ const noSlot = 0
 
 // Allocator is the deterministic slot allocator of one CP group's shared L2. See doc.go.
 type Allocator struct {
-	geometry     Geometry
-	slotsPerSlab int
-	bitmap       freeBitmap
-	slabFree     []uint32 // slabFree[slab] = free slots in slab; sum == freeSlots
-	slabLeaked   []uint32 // slots taken by Perturb, per slab
-	freeSlots    int
-	table        objectTable
-	lru          lruHeap
-	lruPages     int // sum of pages of the objects in lru
+	geometry        Geometry
+	slotsPerSlab    int
+	bitmap          freeBitmap
+	slabFreeSlots   []uint32 // slabFreeSlots[slab] = free slots in slab; sum == freeSlots
+	slabLeakedSlots []uint32 // slots taken by Perturb, per slab
+	freeSlots       int
+	table           objectTable
+	lru             lruHeap
+	lruPages        int // sum of pages of the objects in lru
 	// For an extent starting at global slot s: extentSlots[s] is its length and extentNext[s] is the
 	// next extent's first global slot + 1, or noSlot. Entries are zero everywhere else.
 	extentSlots []uint32
@@ -88,18 +88,18 @@ func New(g Geometry) (*Allocator, error) {
 	}
 	maxObjects := g.maxObjects()
 	a := &Allocator{
-		geometry:     g,
-		slotsPerSlab: g.SlotsPerSlab(),
-		bitmap:       newFreeBitmap(g.Slots),
-		slabFree:     make([]uint32, g.SlabCount()),
-		slabLeaked:   make([]uint32, g.SlabCount()),
-		table:        newObjectTable(maxObjects),
-		lru:          lruHeap{items: make([]uint32, 0, maxObjects)},
-		extentSlots:  make([]uint32, g.Slots),
-		extentNext:   make([]uint32, g.Slots),
-		extentBuf:    make([]Extent, 0, min(g.Slots, 1024)),
-		evicted:      make([]ObjectID, 0, min(maxObjects, 1024)),
-		freshDigest:  geometrySeed(g),
+		geometry:        g,
+		slotsPerSlab:    g.SlotsPerSlab(),
+		bitmap:          newFreeBitmap(g.Slots),
+		slabFreeSlots:   make([]uint32, g.SlabCount()),
+		slabLeakedSlots: make([]uint32, g.SlabCount()),
+		table:           newObjectTable(maxObjects),
+		lru:             lruHeap{items: make([]uint32, 0, maxObjects)},
+		extentSlots:     make([]uint32, g.Slots),
+		extentNext:      make([]uint32, g.Slots),
+		extentBuf:       make([]Extent, 0, min(g.Slots, 1024)),
+		evicted:         make([]ObjectID, 0, min(maxObjects, 1024)),
+		freshDigest:     geometrySeed(g),
 	}
 	a.adviseHugePages()
 	a.resetCounters()
@@ -120,9 +120,9 @@ func (a *Allocator) adviseHugePages() {
 
 // resetCounters sets everything that New and Reset share apart from the bitmap and the tables.
 func (a *Allocator) resetCounters() {
-	for slab := range a.slabFree {
-		a.slabFree[slab] = uint32(a.geometry.SlabSlots(slab))
-		a.slabLeaked[slab] = 0
+	for slab := range a.slabFreeSlots {
+		a.slabFreeSlots[slab] = uint32(a.geometry.SlabSlots(slab))
+		a.slabLeakedSlots[slab] = 0
 	}
 	a.freeSlots = a.geometry.Slots
 	a.lru.items = a.lru.items[:0]
@@ -175,49 +175,50 @@ func (a *Allocator) place(id ObjectID, pages int, seq, clock uint64) {
 	r := &a.table.records[index]
 	r.seq, r.clock, r.pages = seq, clock, uint32(pages)
 	a.digest = digestAdd(a.digest, tagReserve, uint64(id), uint64(pages), seq, clock)
-	remaining, previous, pos := pages, -1, 0
-	for remaining > 0 {
+	remainingPages, previous, pos := pages, -1, 0
+	for remainingPages > 0 {
 		if pos = a.bitmap.nextFree(pos); pos < 0 {
-			a.throw("place: free count says %d more free slots for object %d, bitmap has none", remaining, id)
+			panic(a.broken("place: free count says %d more free slots for object %d, bitmap has none", remainingPages, id))
 		}
 		slab := pos / a.slotsPerSlab
-		run := a.bitmap.freeRun(pos, min(remaining, (slab+1)*a.slotsPerSlab-pos))
+		run := a.bitmap.freeRun(pos, min(remainingPages, (slab+1)*a.slotsPerSlab-pos))
 		a.bitmap.take(pos, pos+run)
-		a.slabFree[slab] -= uint32(run)
+		a.slabFreeSlots[slab] -= uint32(run)
 		a.extentSlots[pos] = uint32(run)
 		if previous < 0 {
 			r.firstSlot = uint32(pos)
 		} else {
 			a.extentNext[previous] = uint32(pos) + 1
 		}
-		r.extents++
+		r.extentCount++
 		a.digest = digestAdd(a.digest, tagExtent, uint64(slab), uint64(pos-slab*a.slotsPerSlab), uint64(run))
-		previous, remaining, pos = pos, remaining-run, pos+run
+		previous, remainingPages, pos = pos, remainingPages-run, pos+run
 	}
 	a.freeSlots -= pages
+	a.checkExpensive("reserve")
 }
 
 // freeSlotsOf gives back every slot of record `index` and clears its extent chain.
 func (a *Allocator) freeSlotsOf(index uint32) {
 	r := &a.table.records[index]
-	freed := 0
+	freedSlots := 0
 	pos := int(r.firstSlot)
-	for range r.extents {
+	for range r.extentCount {
 		run := int(a.extentSlots[pos])
-		if run == 0 || a.bitmap.freeCount(pos, pos+run) != 0 {
-			a.throw("free: object %d extent at slot %d (length %d) is empty or already free", r.id, pos, run)
+		if run == 0 {
+			panic(a.broken("free: object %d extent at slot %d is empty", r.id, pos))
 		}
-		a.bitmap.give(pos, pos+run)
-		a.slabFree[pos/a.slotsPerSlab] += uint32(run)
+		a.bitmap.give(pos, pos+run) // asserts that every slot of the extent was used
+		a.slabFreeSlots[pos/a.slotsPerSlab] += uint32(run)
 		next := a.extentNext[pos]
 		a.extentSlots[pos], a.extentNext[pos] = 0, noSlot
-		freed += run
+		freedSlots += run
 		pos = int(next) - 1
 	}
-	if freed != int(r.pages) || pos != -1 {
-		a.throw("free: object %d has %d pages, its extents hold %d (chain end %d)", r.id, r.pages, freed, pos)
+	if freedSlots != int(r.pages) || pos != -1 {
+		panic(a.broken("free: object %d has %d pages, its extents hold %d (chain end %d)", r.id, r.pages, freedSlots, pos))
 	}
-	a.freeSlots += freed
+	a.freeSlots += freedSlots
 }
 
 // drop frees record `index`, which must not be protected, and removes it from the LRU and the table.
@@ -229,6 +230,7 @@ func (a *Allocator) drop(index uint32) {
 	}
 	a.freeSlotsOf(index)
 	a.table.remove(index)
+	a.checkExpensive("drop")
 }
 
 // evictRecord evicts an evictable record.
@@ -298,6 +300,7 @@ func (a *Allocator) updateEvictable(index uint32) {
 		a.lru.remove(a.table.records, index)
 		a.lruPages -= int(r.pages)
 	}
+	a.checkExpensive("commit, protect or unprotect")
 }
 
 // Release drops an object, committed or not, and frees its slots. A protected object is being loaded
@@ -344,6 +347,7 @@ func (a *Allocator) Touch(id ObjectID, clock uint64) error {
 	if r.lruIndex != 0 {
 		a.lru.fix(a.table.records, index)
 	}
+	a.checkExpensive("touch")
 	return nil
 }
 
@@ -384,7 +388,7 @@ func (a *Allocator) Unprotect(id ObjectID) error {
 func (a *Allocator) Reset() {
 	for index := range a.table.highWater {
 		r := &a.table.records[index]
-		for pos, n := int(r.firstSlot), r.extents; r.live && n > 0; n-- {
+		for pos, n := int(r.firstSlot), r.extentCount; r.live && n > 0; n-- {
 			next := a.extentNext[pos]
 			a.extentSlots[pos], a.extentNext[pos] = 0, noSlot
 			pos = int(next) - 1
@@ -395,6 +399,7 @@ func (a *Allocator) Reset() {
 		a.bitmap.fill()
 	}
 	a.resetCounters()
+	a.checkExpensive("reset")
 }
 
 // Extents returns the object's extents in page order. The slice is an internal buffer, valid until the
@@ -406,7 +411,7 @@ func (a *Allocator) Extents(id ObjectID) ([]Extent, bool) {
 	}
 	r := &a.table.records[index]
 	a.extentBuf = a.extentBuf[:0]
-	for pos, n := int(r.firstSlot), r.extents; n > 0; n-- {
+	for pos, n := int(r.firstSlot), r.extentCount; n > 0; n-- {
 		slab := pos / a.slotsPerSlab
 		a.extentBuf = append(a.extentBuf, Extent{Slab: uint32(slab), FirstSlot: uint32(pos - slab*a.slotsPerSlab), Slots: a.extentSlots[pos]})
 		pos = int(a.extentNext[pos]) - 1
@@ -448,10 +453,10 @@ func (a *Allocator) PlacementHash(id ObjectID) uint64 {
 func (a *Allocator) FreeSlots() int { return a.freeSlots }
 
 // FreeSlotsInSlab is the number of free slots in slab `slab`.
-func (a *Allocator) FreeSlotsInSlab(slab int) int { return int(a.slabFree[slab]) }
+func (a *Allocator) FreeSlotsInSlab(slab int) int { return int(a.slabFreeSlots[slab]) }
 
 // Objects is the number of live objects.
-func (a *Allocator) Objects() int { return a.table.live }
+func (a *Allocator) Objects() int { return a.table.liveObjects }
 
 // Perturb is FOR FAULT INJECTION ONLY: it makes this allocator diverge as a broken rank would, so that
 // tests and the `validate` command can show that the placement assert catches divergence. It leaks the
@@ -465,9 +470,10 @@ func (a *Allocator) Perturb() {
 	}
 	slab := pos / a.slotsPerSlab
 	a.bitmap.take(pos, pos+1)
-	a.slabFree[slab]--
-	a.slabLeaked[slab]++
+	a.slabFreeSlots[slab]--
+	a.slabLeakedSlots[slab]++
 	a.freeSlots--
+	a.checkExpensive("perturb")
 }
 
 // TableBytes is what New(g) allocates for its tables (Allocator.TableBytes), computed without allocating, so that
@@ -488,7 +494,7 @@ func (g Geometry) TableBytes() int64 {
 // TableBytes is the size of every table New allocated: address space, of which the OS backs only the
 // pages the allocator has touched. It is about 8.1 bytes per slot plus 68 bytes per MaxObjects.
 func (a *Allocator) TableBytes() int64 {
-	total := int64(len(a.slabFree)+len(a.slabLeaked)) * 4
+	total := int64(len(a.slabFreeSlots)+len(a.slabLeakedSlots)) * 4
 	for _, level := range a.bitmap.levels {
 		total += int64(len(level)) * 8
 	}

@@ -12,11 +12,11 @@ import "math/bits"
 type freeBitmap struct {
 	levels [][]uint64
 	slots  int
-	// lowFree is a lower bound of the lowest free slot: no slot below it is free. Placement asks for the lowest
-	// free slot on every reservation, and in a pool filled from the bottom the search from 0 would climb every
-	// summary level and come back down (7 dependent reads at 2^24 slots); from lowFree it usually ends in the
-	// first word it reads.
-	lowFree int
+	// lowFreeSlot is a lower bound of the lowest free slot: no slot below it is free. Placement asks for the
+	// lowest free slot on every reservation, and in a pool filled from the bottom the search from 0 would
+	// climb every summary level and come back down (7 dependent reads at 2^24 slots); from lowFreeSlot it
+	// usually ends in the first word it reads.
+	lowFreeSlot int
 }
 
 const wordBits = 64
@@ -35,7 +35,7 @@ func newFreeBitmap(slots int) freeBitmap {
 
 // fill marks every slot free and rebuilds the summaries from level 0 up.
 func (b *freeBitmap) fill() {
-	b.lowFree = 0
+	b.lowFreeSlot = 0
 	for k, level := range b.levels {
 		count := b.slots
 		if k > 0 {
@@ -56,16 +56,16 @@ func (b *freeBitmap) isFree(s int) bool {
 }
 
 // nextFree returns the lowest free slot >= pos, or -1 if there is none. A search that starts at or below
-// lowFree starts at lowFree and moves it up to what it found.
+// lowFreeSlot starts at lowFreeSlot and moves it up to what it found.
 func (b *freeBitmap) nextFree(pos int) int {
-	if pos > b.lowFree {
+	if pos > b.lowFreeSlot {
 		return b.search(pos)
 	}
-	found := b.search(b.lowFree)
+	found := b.search(b.lowFreeSlot)
 	if found < 0 {
-		b.lowFree = b.slots
+		b.lowFreeSlot = b.slots
 	} else {
-		b.lowFree = found
+		b.lowFreeSlot = found
 	}
 	return found
 }
@@ -98,10 +98,10 @@ func (b *freeBitmap) search(pos int) int {
 	return bit
 }
 
-// freeRun returns how many consecutive slots starting at pos are free, capped at limit.
-func (b *freeBitmap) freeRun(pos, limit int) int {
+// freeRun returns how many consecutive slots starting at pos are free, capped at maxSlots.
+func (b *freeBitmap) freeRun(pos, maxSlots int) int {
 	run := 0
-	for run < limit {
+	for run < maxSlots {
 		s := pos + run
 		offset := s % wordBits
 		ones := bits.TrailingZeros64(^(b.levels[0][s/wordBits] >> offset))
@@ -110,43 +110,108 @@ func (b *freeBitmap) freeRun(pos, limit int) int {
 			break
 		}
 	}
-	return min(run, limit)
+	return min(run, maxSlots)
 }
 
-// take marks the slots [base, limit) used; the caller has checked they are free.
+// take marks the slots [base, limit) used. It asserts, on the words it writes anyway, that every slot of
+// the range was free before and that level 1 agrees with each written word after: a slot taken twice
+// would hand one page to two objects. The loop counts in uint, which the range check makes safe and which
+// turns the divisions into shifts: that pays for the asserts.
 func (b *freeBitmap) take(base, limit int) {
-	for s := base; s < limit; {
+	b.assertRange("take", base, limit)
+	level0 := b.levels[0]
+	for s := uint(base); s < uint(limit); {
 		w, offset := s/wordBits, s%wordBits
-		n := min(wordBits-offset, limit-s)
-		b.levels[0][w] &^= runMask(offset, n)
-		if b.levels[0][w] == 0 {
-			b.summaryClear(1, w)
+		runSlots := min(wordBits-offset, uint(limit)-s)
+		mask := runMask(int(offset), int(runSlots))
+		word := level0[w]
+		if word&mask != mask {
+			panic(b.slotBroken("take", base, limit, int(w), mask&^word, "is not free"))
 		}
-		s += n
+		word &^= mask
+		level0[w] = word
+		if word == 0 {
+			b.summaryClear(1, int(w))
+		}
+		if !b.summaryAgrees(w, word) {
+			panic(b.summaryBroken("take", int(w)))
+		}
+		s += runSlots
 	}
 }
 
-// give marks the slots [base, limit) free; the caller has checked they are used.
+// give marks the slots [base, limit) free. It asserts, on the words it writes anyway, that every slot of
+// the range was used before and that level 1 agrees with each written word after: a slot given twice
+// means two objects held it.
 func (b *freeBitmap) give(base, limit int) {
-	b.lowFree = min(b.lowFree, base)
-	for s := base; s < limit; {
+	b.assertRange("give", base, limit)
+	b.lowFreeSlot = min(b.lowFreeSlot, base)
+	level0 := b.levels[0]
+	for s := uint(base); s < uint(limit); {
 		w, offset := s/wordBits, s%wordBits
-		n := min(wordBits-offset, limit-s)
-		wasEmpty := b.levels[0][w] == 0
-		b.levels[0][w] |= runMask(offset, n)
-		if wasEmpty {
-			b.summarySet(1, w)
+		runSlots := min(wordBits-offset, uint(limit)-s)
+		mask := runMask(int(offset), int(runSlots))
+		word := level0[w]
+		if word&mask != 0 {
+			panic(b.slotBroken("give", base, limit, int(w), mask&word, "is already free"))
 		}
-		s += n
+		level0[w] = word | mask
+		if word == 0 {
+			b.summarySet(1, int(w))
+		}
+		if !b.summaryAgrees(w, word|mask) {
+			panic(b.summaryBroken("give", int(w)))
+		}
+		s += runSlots
 	}
 }
 
-// runMask has n set bits starting at bit offset; n in [1, 64-offset].
-func runMask(offset, n int) uint64 {
-	if n == wordBits {
+// slotBroken describes the failure of take's or give's precondition: the lowest bit of wrong, in word w,
+// is a slot of [base, limit) in the wrong state. Out of line, to keep the loops of take and give short.
+//
+//go:noinline
+func (b *freeBitmap) slotBroken(op string, base, limit, w int, wrong uint64, state string) string {
+	return b.broken(w, "%s [%d, %d): slot %d %s", op, base, limit, w*wordBits+bits.TrailingZeros64(wrong), state)
+}
+
+// assertRange checks that [base, limit) is a non-empty range of slots: callers never take or give
+// nothing, and a range past the end would write the zero bits beyond slots.
+func (b *freeBitmap) assertRange(op string, base, limit int) {
+	if base < 0 || base >= limit || limit > b.slots {
+		panic(b.rangeBroken(op, base, limit))
+	}
+}
+
+// rangeBroken describes assertRange's failure, out of line so that the check inlines.
+//
+//go:noinline
+func (b *freeBitmap) rangeBroken(op string, base, limit int) string {
+	return b.broken(0, "%s [%d, %d): not a non-empty range of the %d slots", op, base, limit, b.slots)
+}
+
+// summaryAgrees reports whether level 1 says whether word w of level 0, now `word`, has a free slot: one
+// bit, read after the write that should have set or cleared it. The levels above are checked by
+// checkSummaries.
+func (b *freeBitmap) summaryAgrees(w uint, word uint64) bool {
+	if len(b.levels) == 1 {
+		return true
+	}
+	return (b.levels[1][w/wordBits]&(1<<(w%wordBits)) != 0) == (word != 0)
+}
+
+// summaryBroken describes the failure of summaryAgrees after op, out of line to keep take and give short.
+//
+//go:noinline
+func (b *freeBitmap) summaryBroken(op string, w int) string {
+	return b.broken(w, "%s: the level 1 summary bit of free bitmap word %d disagrees with the word", op, w)
+}
+
+// runMask has runSlots set bits starting at bit offset; runSlots in [1, 64-offset].
+func runMask(offset, runSlots int) uint64 {
+	if runSlots == wordBits {
 		return ^uint64(0)
 	}
-	return (1<<n - 1) << offset
+	return (1<<runSlots - 1) << offset
 }
 
 // summaryClear clears bit `bit` of level `level` because the word below became empty, and climbs while
@@ -176,14 +241,14 @@ func (b *freeBitmap) summarySet(level, bit int) {
 	}
 }
 
-// freeCount counts the free slots in [base, limit) from level 0; for invariant checks, O(limit-base).
-func (b *freeBitmap) freeCount(base, limit int) int {
+// freeSlotsIn counts the free slots in [base, limit) from level 0; for invariant checks, O(limit-base).
+func (b *freeBitmap) freeSlotsIn(base, limit int) int {
 	count := 0
 	for s := base; s < limit; {
 		w, offset := s/wordBits, s%wordBits
-		n := min(wordBits-offset, limit-s)
-		count += bits.OnesCount64(b.levels[0][w] & runMask(offset, n))
-		s += n
+		runSlots := min(wordBits-offset, limit-s)
+		count += bits.OnesCount64(b.levels[0][w] & runMask(offset, runSlots))
+		s += runSlots
 	}
 	return count
 }

@@ -3,7 +3,7 @@ package pool
 import "testing"
 
 // TestFreeBitmapAgainstBools drives bitmaps of three and four summary levels (the model comparison uses
-// small pools with fewer) with random takes and gives of runs, and checks nextFree, freeRun, freeCount
+// small pools with fewer) with random takes and gives of runs, and checks nextFree, freeRun, freeSlotsIn
 // and the summaries against a slice of bools.
 func TestFreeBitmapAgainstBools(t *testing.T) {
 	for _, c := range []struct {
@@ -47,7 +47,7 @@ func TestFreeBitmapAgainstBools(t *testing.T) {
 			}
 			pos := src.next(slots + 2)
 			if step%3 == 0 {
-				pos = 0 // placement's own query, the one that moves lowFree
+				pos = 0 // placement's own query, the one that moves lowFreeSlot
 			}
 			want := -1
 			for s := pos; s < slots; s++ {
@@ -75,8 +75,8 @@ func TestFreeBitmapAgainstBools(t *testing.T) {
 				count++
 			}
 		}
-		if got := b.freeCount(0, slots); got != count {
-			t.Fatalf("slots %d: freeCount %d, want %d", slots, got, count)
+		if got := b.freeSlotsIn(0, slots); got != count {
+			t.Fatalf("slots %d: freeSlotsIn %d, want %d", slots, got, count)
 		}
 		if len(b.levels) < 3 {
 			t.Fatalf("slots %d has only %d levels: the test misses the deep paths", slots, len(b.levels))

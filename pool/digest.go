@@ -1,9 +1,11 @@
 package pool
 
-// Mix64 is the splitmix64 finalizer: a bijection on uint64 whose every output bit depends on every input
-// bit. Chaining h = Mix64(h ^ word) over words is order-sensitive because Mix64 is not linear. It is the one
-// mixer of the module: the digest and state hash here, and the synthetic workload's streams and the KV content
-// function in hicache, all use it, so they can never drift apart.
+// Mix64 is the splitmix64 finaliser (Steele, Lea and Flood 2014): a bijection on uint64 whose every output
+// bit depends on every input bit. pool chains it into the placement digest and the state hash (h =
+// Mix64(h ^ word) is order-sensitive because Mix64 is not linear) and spreads ids over the object table
+// with it; hicache derives its synthetic workload's PRNG streams and the KV content of every part from it.
+// It is exported so that the whole program has one copy: its outputs are pinned by the digest goldens
+// here and by hicache's pinned synthetic workload, so it must never change.
 func Mix64(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9

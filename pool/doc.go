@@ -50,8 +50,16 @@
 //   - digest(Reset()) == digest(New()) == FreshDigest(), and StateHash(Reset()) == StateHash(New()) ==
 //     FreshStateHash(geometry): StateHash walks every table, so a Reset that forgets one is seen.
 //
-// A broken internal invariant panics with a dump of the state it checked; caller misuse returns an
-// error and changes nothing.
+// Each mutation asserts its cheap pre- and post-conditions, always on, in O(1) or O(words it writes):
+// take (give) finds every slot of its range free (used) and leaves level 1 agreeing with each word it
+// wrote; the object table's insert finds its record free and no entry of the id on the probe path, remove
+// finds its record live and its bucket on the probe chain from the id's home; the LRU heap's push finds the
+// record outside the heap and remove finds it at its recorded position, and both leave the order between
+// the touched node, its parent and its children intact. Tests set expensiveChecks, which ends every
+// mutation with CheckInvariants.
+//
+// A broken internal invariant panics, naming the invariant, with a dump of the state it checked; caller
+// misuse returns an error and changes nothing.
 //
 // # Memory
 //

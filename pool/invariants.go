@@ -5,10 +5,40 @@ import (
 	"strings"
 )
 
-// throw panics on a broken internal invariant with a dump of the state it checked, as the Go runtime's
-// page allocator does: a divergent allocator must stop loudly, never carry on placing.
-func (a *Allocator) throw(format string, args ...any) {
-	panic("pool: broken invariant: " + fmt.Sprintf(format, args...) + "\n" + a.dump())
+// brokenInvariant is what pool panics with on a broken internal invariant: the invariant, named by the
+// message, and a dump of the state it checked, as the Go runtime's page allocator throws: a divergent
+// allocator must stop loudly, never carry on placing. The parts (free bitmap, object table, LRU heap)
+// assert on their own and dump what they hold; the allocator dumps its counters.
+//
+// Each check panics itself, panic(x.broken(...)), rather than calling a function that panics: a branch
+// that ends in panic keeps no value alive, so the compiler spills nothing on the hot path for it.
+func brokenInvariant(dump string, format string, args ...any) string {
+	return "pool: broken invariant: " + fmt.Sprintf(format, args...) + "\n" + dump
+}
+
+// broken is brokenInvariant with the allocator's counters and first bitmap words.
+func (a *Allocator) broken(format string, args ...any) string {
+	return brokenInvariant(a.dump(), format, args...)
+}
+
+// broken is brokenInvariant with the bitmap words around word w of level 0 and the summary words above it.
+func (b *freeBitmap) broken(w int, format string, args ...any) string {
+	return brokenInvariant(b.dump(w), format, args...)
+}
+
+// dump describes the bitmap around word w of level 0: its neighbours and, per summary level, the word
+// that holds its summary bit.
+func (b *freeBitmap) dump(w int) string {
+	var out strings.Builder
+	fmt.Fprintf(&out, "free bitmap: slots=%d levels=%d low_free=%d\n", b.slots, len(b.levels), b.lowFreeSlot)
+	for v := max(w-1, 0); v < min(w+2, len(b.levels[0])); v++ {
+		fmt.Fprintf(&out, "free bitmap word %d: %064b\n", v, b.levels[0][v])
+	}
+	for k, bit := 1, w; k < len(b.levels); k++ {
+		fmt.Fprintf(&out, "free bitmap level %d word %d: %064b\n", k, bit/wordBits, b.levels[k][bit/wordBits])
+		bit /= wordBits
+	}
+	return out.String()
 }
 
 // dump describes the counters and the first words of the bitmap, bounded so a panic stays readable.
@@ -18,14 +48,34 @@ func (a *Allocator) dump() string {
 	fmt.Fprintf(&b, "geometry: slots=%d slots_per_slab=%d slabs=%d max_objects=%d layout=%s\n",
 		g.Slots, a.slotsPerSlab, g.SlabCount(), g.maxObjects(), g.Layout)
 	fmt.Fprintf(&b, "free_slots=%d objects=%d lru=%d lru_pages=%d digest=%#016x\n",
-		a.freeSlots, a.table.live, len(a.lru.items), a.lruPages, a.digest)
-	for slab := range min(len(a.slabFree), 16) {
-		fmt.Fprintf(&b, "slab %d: slots=%d free=%d leaked=%d\n", slab, g.SlabSlots(slab), a.slabFree[slab], a.slabLeaked[slab])
+		a.freeSlots, a.table.liveObjects, len(a.lru.items), a.lruPages, a.digest)
+	for slab := range min(len(a.slabFreeSlots), 16) {
+		fmt.Fprintf(&b, "slab %d: slots=%d free_slots=%d leaked_slots=%d\n", slab, g.SlabSlots(slab), a.slabFreeSlots[slab], a.slabLeakedSlots[slab])
 	}
 	for w, word := range a.bitmap.levels[0][:min(len(a.bitmap.levels[0]), 8)] {
 		fmt.Fprintf(&b, "free bitmap word %d: %064b\n", w, word)
 	}
 	return b.String()
+}
+
+// expensiveChecks makes every mutation end with CheckInvariants, O(slots + objects) each. Only tests set it
+// (withExpensiveChecks), and not in parallel with other tests; the mutations assert only their cheap
+// pre- and post-conditions otherwise.
+var expensiveChecks = false
+
+// checkExpensive checks the whole state after mutation op when expensiveChecks is set; it inlines to one
+// test of the flag on the hot path.
+func (a *Allocator) checkExpensive(op string) {
+	if expensiveChecks {
+		a.checkAll(op)
+	}
+}
+
+// checkAll throws if CheckInvariants finds a violation after mutation op.
+func (a *Allocator) checkAll(op string) {
+	if err := a.CheckInvariants(); err != nil {
+		panic(a.broken("after %s: %v", op, err))
+	}
 }
 
 // CheckInvariants checks the whole state, in O(slots + objects), and returns the first violation:
@@ -38,53 +88,53 @@ func (a *Allocator) CheckInvariants() error {
 	if level, word := a.bitmap.checkSummaries(); level >= 0 {
 		return fmt.Errorf("free bitmap level %d word %d disagrees with the level below (or has bits beyond Slots)", level, word)
 	}
-	reserved := make([]int, len(a.slabFree))
+	reservedSlots := make([]int, len(a.slabFreeSlots))
 	owned := newFreeBitmap(a.geometry.Slots) // set = not yet claimed by an object
-	objects, evictable, evictablePages := 0, 0, 0
+	liveObjects, evictableObjects, evictablePages := 0, 0, 0
 	for index := range a.table.highWater {
 		r := &a.table.records[index]
 		if !r.live {
 			continue
 		}
-		objects++
-		if err := a.checkObject(index, reserved, &owned); err != nil {
+		liveObjects++
+		if err := a.checkObject(index, reservedSlots, &owned); err != nil {
 			return err
 		}
 		if r.committed && r.refs == 0 {
-			evictable++
+			evictableObjects++
 			evictablePages += int(r.pages)
 		}
 	}
-	if objects != a.table.live {
-		return fmt.Errorf("object table counts %d live objects, records hold %d", a.table.live, objects)
+	if liveObjects != a.table.liveObjects {
+		return fmt.Errorf("object table counts %d live objects, records hold %d", a.table.liveObjects, liveObjects)
 	}
-	free := 0
-	for slab := range a.slabFree {
+	freeSlots := 0
+	for slab := range a.slabFreeSlots {
 		base := slab * a.slotsPerSlab
 		limit := base + a.geometry.SlabSlots(slab)
-		bitmapFree := a.bitmap.freeCount(base, limit)
-		if int(a.slabFree[slab]) != bitmapFree {
-			return fmt.Errorf("slab %d: free counter %d, bitmap %d", slab, a.slabFree[slab], bitmapFree)
+		bitmapFreeSlots := a.bitmap.freeSlotsIn(base, limit)
+		if int(a.slabFreeSlots[slab]) != bitmapFreeSlots {
+			return fmt.Errorf("slab %d: free counter %d, bitmap %d", slab, a.slabFreeSlots[slab], bitmapFreeSlots)
 		}
-		if sum := bitmapFree + reserved[slab] + int(a.slabLeaked[slab]); sum != limit-base {
-			return fmt.Errorf("slab %d: free %d + reserved %d + leaked %d != capacity %d", slab, bitmapFree, reserved[slab], a.slabLeaked[slab], limit-base)
+		if sum := bitmapFreeSlots + reservedSlots[slab] + int(a.slabLeakedSlots[slab]); sum != limit-base {
+			return fmt.Errorf("slab %d: free %d + reserved %d + leaked %d != capacity %d slots", slab, bitmapFreeSlots, reservedSlots[slab], a.slabLeakedSlots[slab], limit-base)
 		}
-		free += bitmapFree
+		freeSlots += bitmapFreeSlots
 	}
-	if free != a.freeSlots {
-		return fmt.Errorf("free counter %d, slabs hold %d free slots", a.freeSlots, free)
+	if freeSlots != a.freeSlots {
+		return fmt.Errorf("free counter %d, slabs hold %d free slots", a.freeSlots, freeSlots)
 	}
-	return a.checkLRU(evictable, evictablePages)
+	return a.checkLRU(evictableObjects, evictablePages)
 }
 
 // checkObject checks one live record's lookup and extents, and claims its slots in owned.
-func (a *Allocator) checkObject(index uint32, reserved []int, owned *freeBitmap) error {
+func (a *Allocator) checkObject(index uint32, reservedSlots []int, owned *freeBitmap) error {
 	r := &a.table.records[index]
 	if found, ok := a.table.find(r.id); !ok || found != index {
 		return fmt.Errorf("object %d (record %d) not found by id", r.id, index)
 	}
 	pages, pos := 0, int(r.firstSlot)
-	for n := range r.extents {
+	for n := range r.extentCount {
 		if pos < 0 || pos >= a.geometry.Slots {
 			return fmt.Errorf("object %d extent %d starts at slot %d, outside the pool", r.id, n, pos)
 		}
@@ -92,14 +142,14 @@ func (a *Allocator) checkObject(index uint32, reserved []int, owned *freeBitmap)
 		if run == 0 || pos+run > slab*a.slotsPerSlab+a.geometry.SlabSlots(slab) {
 			return fmt.Errorf("object %d extent %d [%d, %d) is empty or crosses the end of slab %d", r.id, n, pos, pos+run, slab)
 		}
-		if a.bitmap.freeCount(pos, pos+run) != 0 {
+		if a.bitmap.freeSlotsIn(pos, pos+run) != 0 {
 			return fmt.Errorf("object %d extent [%d, %d) has free slots", r.id, pos, pos+run)
 		}
-		if owned.freeCount(pos, pos+run) != run {
+		if owned.freeSlotsIn(pos, pos+run) != run {
 			return fmt.Errorf("object %d extent [%d, %d) overlaps another object", r.id, pos, pos+run)
 		}
 		owned.take(pos, pos+run)
-		reserved[slab] += run
+		reservedSlots[slab] += run
 		pages += run
 		pos = int(a.extentNext[pos]) - 1
 	}
@@ -113,10 +163,10 @@ func (a *Allocator) checkObject(index uint32, reserved []int, owned *freeBitmap)
 }
 
 // checkLRU checks the heap order, the back links and the evictable totals.
-func (a *Allocator) checkLRU(evictable, evictablePages int) error {
-	if len(a.lru.items) != evictable || a.lruPages != evictablePages {
+func (a *Allocator) checkLRU(evictableObjects, evictablePages int) error {
+	if len(a.lru.items) != evictableObjects || a.lruPages != evictablePages {
 		return fmt.Errorf("LRU holds %d objects, %d pages; evictable are %d objects, %d pages",
-			len(a.lru.items), a.lruPages, evictable, evictablePages)
+			len(a.lru.items), a.lruPages, evictableObjects, evictablePages)
 	}
 	for i, index := range a.lru.items {
 		if int(a.table.records[index].lruIndex) != i+1 {

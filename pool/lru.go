@@ -1,5 +1,10 @@
 package pool
 
+import (
+	"fmt"
+	"strings"
+)
+
 // lruHeap is a binary min-heap of the evictable records (committed and unreferenced), keyed by
 // (clock, id): the least recently used object comes first and equal clocks fall back to the lower id,
 // a total order, so every rank evicts the same objects in the same order. All operations are
@@ -16,15 +21,35 @@ func lruLess(records []object, a, b uint32) bool {
 	return ra.id < rb.id
 }
 
+// push adds record `index`, which must not be in the heap. It asserts that the record has no heap position
+// and that room is left (the array never grows), and after placing it that its back link names its
+// position and the heap order holds between it, its parent and its children.
 func (h *lruHeap) push(records []object, index uint32) {
+	if i := int(records[index].lruIndex) - 1; i >= 0 {
+		panic(h.broken(records, i, "lru push: record %d already has heap position %d", index, i))
+	}
+	if len(h.items) == cap(h.items) {
+		panic(h.broken(records, len(h.items)-1, "lru push of record %d: the heap is full (%d records)", index, cap(h.items)))
+	}
 	h.items = append(h.items, index) // never grows: capacity is the record count
 	records[index].lruIndex = uint32(len(h.items))
 	h.up(records, len(h.items)-1)
+	// Most pushes (the newest clock) stay at the end, a leaf whose order with its parent up has just
+	// checked: then the back link settles it inline, and assertAround (which throws naming what broke)
+	// runs only for a node that moved.
+	if i := int(records[index].lruIndex) - 1; i != len(h.items)-1 || h.items[i] != index {
+		h.assertAround(records, "lru push", index, i)
+	}
 }
 
-// remove takes record `index` out of the heap; it must be in it.
+// remove takes record `index` out of the heap; it must be in it. It asserts that the record's back link
+// names a heap position that holds it, and after the removal that the heap order holds around the
+// position it emptied.
 func (h *lruHeap) remove(records []object, index uint32) {
 	i := int(records[index].lruIndex) - 1
+	if i < 0 || i >= len(h.items) || h.items[i] != index {
+		panic(h.broken(records, i, "lru remove: record %d has heap position %d, which does not hold it (heap holds %d)", index, i, len(h.items)))
+	}
 	last := len(h.items) - 1
 	if i != last {
 		h.swap(records, i, last)
@@ -34,7 +59,44 @@ func (h *lruHeap) remove(records []object, index uint32) {
 	if i != last {
 		h.down(records, i)
 		h.up(records, i)
+		h.assertAround(records, "lru remove", h.items[i], i)
 	}
+}
+
+// assertAround checks that position i holds record `index` with its back link, and the heap order between
+// it, its parent and its children. up and down have just compared most of these records, so the check
+// costs at most one more record read (a sibling of the node's old position).
+func (h *lruHeap) assertAround(records []object, op string, index uint32, i int) {
+	if i < 0 || i >= len(h.items) || h.items[i] != index || int(records[index].lruIndex) != i+1 {
+		panic(h.broken(records, i, "%s: record %d has heap position %d, which does not hold it", op, index, i))
+	}
+	if i > 0 && lruLess(records, index, h.items[(i-1)/2]) {
+		panic(h.broken(records, i, "%s: heap order broken: position %d orders before its parent", op, i))
+	}
+	for _, child := range [2]int{2*i + 1, 2*i + 2} {
+		if child < len(h.items) && lruLess(records, h.items[child], index) {
+			panic(h.broken(records, i, "%s: heap order broken: child %d orders before position %d", op, child, i))
+		}
+	}
+}
+
+// broken is brokenInvariant with the heap around position i: the node, its parent and its children.
+func (h *lruHeap) broken(records []object, i int, format string, args ...any) string {
+	return brokenInvariant(h.dump(records, i), format, args...)
+}
+
+// dump describes the heap's size and the nodes around position i, each with its record's key and back link.
+func (h *lruHeap) dump(records []object, i int) string {
+	var out strings.Builder
+	fmt.Fprintf(&out, "lru heap: items=%d capacity=%d\n", len(h.items), cap(h.items))
+	for n, p := range [4]int{(i - 1) / 2, i, 2*i + 1, 2*i + 2} {
+		if (n == 0 && i <= 0) || p < 0 || p >= len(h.items) { // the root has no parent
+			continue
+		}
+		r := &records[h.items[p]]
+		fmt.Fprintf(&out, "lru position %d: record %d (object %d, clock %d, back link %d)\n", p, h.items[p], r.id, r.clock, r.lruIndex)
+	}
+	return out.String()
 }
 
 // fix restores the heap order after the key of record `index` changed.

@@ -34,7 +34,7 @@ func (m *modelAllocator) find(id ObjectID) int {
 	return slices.IndexFunc(m.objects, func(o modelObject) bool { return o.id == id })
 }
 
-func (m *modelAllocator) free() int {
+func (m *modelAllocator) freeSlots() int {
 	n := 0
 	for _, used := range m.used {
 		if !used {
@@ -51,7 +51,7 @@ func (m *modelAllocator) reserve(id ObjectID, pages int, seq, clock uint64) (Out
 	if m.find(id) >= 0 {
 		return Miss, nil, ErrDuplicateObject
 	}
-	fits := func() bool { return m.free() >= pages && len(m.objects) < m.maxObjects }
+	fits := func() bool { return m.freeSlots() >= pages && len(m.objects) < m.maxObjects }
 	outcome := Reserved
 	var evicted []ObjectID
 	if !fits() {
@@ -63,7 +63,7 @@ func (m *modelAllocator) reserve(id ObjectID, pages int, seq, clock uint64) (Out
 				candidatePages += len(o.slots)
 			}
 		}
-		if m.free()+candidatePages < pages || (len(m.objects) >= m.maxObjects && len(candidates) == 0) {
+		if m.freeSlots()+candidatePages < pages || (len(m.objects) >= m.maxObjects && len(candidates) == 0) {
 			return Miss, nil, nil
 		}
 		slices.SortFunc(candidates, func(a, b modelObject) int {
@@ -286,8 +286,8 @@ func randomOperation(src opSource, g Geometry, event uint64, ids int) operation 
 
 // compareWithModel checks every observable of the real allocator against the model.
 func compareWithModel(a *Allocator, m *modelAllocator, ids int) error {
-	if a.Objects() != len(m.objects) || a.FreeSlots() != m.free() {
-		return fmt.Errorf("objects %d free %d, model objects %d free %d", a.Objects(), a.FreeSlots(), len(m.objects), m.free())
+	if a.Objects() != len(m.objects) || a.FreeSlots() != m.freeSlots() {
+		return fmt.Errorf("objects %d free %d, model objects %d free %d", a.Objects(), a.FreeSlots(), len(m.objects), m.freeSlots())
 	}
 	for slab := range a.geometry.SlabCount() {
 		modelFree := 0
@@ -381,16 +381,35 @@ func TestAllocatorAgainstModelMillionOperations(t *testing.T) {
 	}
 }
 
+// TestAllocatorAgainstModelWithExpensiveChecks runs a shorter stream with every mutation checking the
+// whole state, so that a break is caught inside the mutation (and between the evictions of one Reserve)
+// rather than at the next comparison.
+func TestAllocatorAgainstModelWithExpensiveChecks(t *testing.T) {
+	withExpensiveChecks(t)
+	perGeometry := 50_000
+	if testing.Short() {
+		perGeometry /= 20
+	}
+	for i, g := range modelGeometries {
+		src := &splitmixSource{state: uint64(i) + 100}
+		if n, _ := runAgainstModel(t, g, src, perGeometry); n != perGeometry {
+			t.Fatalf("geometry %d ran %d operations, want %d", i, n, perGeometry)
+		}
+	}
+}
+
+// FuzzAllocatorAgainstModel runs with expensive checks on, so each input is cut to fewer operations.
 func FuzzAllocatorAgainstModel(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte("reserve commit release touch evict protect unprotect abort reset reserve reserve"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		withExpensiveChecks(t)
 		src := &bytesSource{data: data}
 		g := modelGeometries[src.next(len(modelGeometries))]
 		g.Slots = 1 + src.next(g.Slots)
 		if g.MaxObjects > g.Slots {
 			g.MaxObjects = g.Slots
 		}
-		runAgainstModel(t, g, src, 1<<20)
+		runAgainstModel(t, g, src, 1<<14)
 	})
 }

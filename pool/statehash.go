@@ -35,9 +35,9 @@ func (a *Allocator) StateHash() uint64 {
 	for k, level := range a.bitmap.levels {
 		h = hashWords(h, stateTagBitmapLevel+uint64(k)<<32, level)
 	}
-	h = digestAdd(h, uint64(a.bitmap.slots), uint64(a.bitmap.lowFree))
-	h = hashWords(h, stateTagSlabs, a.slabFree)
-	h = hashWords(h, stateTagSlabs, a.slabLeaked)
+	h = digestAdd(h, uint64(a.bitmap.slots), uint64(a.bitmap.lowFreeSlot))
+	h = hashWords(h, stateTagSlabs, a.slabFreeSlots)
+	h = hashWords(h, stateTagSlabs, a.slabLeakedSlots)
 	h = a.hashRecords(h)
 	h = hashWords(h, stateTagBuckets, a.table.buckets)
 	h = hashWords(h, stateTagLRU, a.lru.items)
@@ -45,7 +45,7 @@ func (a *Allocator) StateHash() uint64 {
 	h = hashWords(h, stateTagExtentNext, a.extentNext)
 	h = hashWords(h, stateTagEvicted, a.evicted)
 	t := &a.table
-	return digestAdd(h, stateTagCounters, uint64(t.shift), uint64(t.freeHead), uint64(t.highWater), uint64(t.live),
+	return digestAdd(h, stateTagCounters, uint64(t.shift), uint64(t.freeHead), uint64(t.highWater), uint64(t.liveObjects),
 		uint64(a.freeSlots), uint64(a.lruPages), a.digest)
 }
 
@@ -66,7 +66,7 @@ func (a *Allocator) hashRecords(h uint64) uint64 {
 			flags |= 2
 		}
 		h = digestAdd(h, uint64(index), uint64(r.id), r.seq, r.clock, uint64(r.pages)<<32|uint64(r.firstSlot),
-			uint64(r.extents)<<32|uint64(r.lruIndex), uint64(r.refs)<<32|flags)
+			uint64(r.extentCount)<<32|uint64(r.lruIndex), uint64(r.refs)<<32|flags)
 	}
 	return h
 }

@@ -1,5 +1,10 @@
 package pool
 
+import (
+	"fmt"
+	"strings"
+)
+
 // object is one live reservation. Records live in a table allocated at start-up; a record index is an
 // internal handle that never reaches the digest or a placement, so record reuse order cannot make two
 // allocators with equal histories look different.
@@ -10,12 +15,12 @@ type object struct {
 	pages uint32
 	// firstSlot is the global slot where the object's first extent starts; extents are chained through
 	// Allocator.extentSlots and extentNext. On a free record it links the free list instead (index+1).
-	firstSlot uint32
-	extents   uint32 // number of extents
-	lruIndex  uint32 // index+1 in Allocator.lru; 0 <=> not evictable (uncommitted or referenced)
-	refs      uint32
-	committed bool
-	live      bool
+	firstSlot   uint32
+	extentCount uint32
+	lruIndex    uint32 // index+1 in Allocator.lru; 0 <=> not evictable (uncommitted or referenced)
+	refs        uint32
+	committed   bool
+	live        bool
 }
 
 // objectBytes and extentBytes are the sizes of object and Extent on 64-bit platforms (pinned by a
@@ -38,7 +43,8 @@ type objectTable struct {
 	shift     uint // 64 - log2(len(buckets))
 	freeHead  uint32
 	highWater uint32 // records [highWater, len) have never been used
-	live      int
+	// liveObjects counts the live records.
+	liveObjects int
 }
 
 func newObjectTable(maxObjects int) objectTable {
@@ -92,7 +98,9 @@ func (t *objectTable) find(id ObjectID) (uint32, bool) {
 // full reports whether no record is left.
 func (t *objectTable) full() bool { return t.freeHead == 0 && int(t.highWater) == len(t.records) }
 
-// insert takes a record for id, which must be absent, and returns its index.
+// insert takes a record for id, which must be absent, and returns its index. It asserts that the record
+// it takes is free, that no entry of id's home on the probe path names id (the entries it passes anyway;
+// only those of the same home cost a record read) and that the live count stays within the records.
 func (t *objectTable) insert(id ObjectID) uint32 {
 	var index uint32
 	if t.freeHead != 0 {
@@ -102,24 +110,50 @@ func (t *objectTable) insert(id ObjectID) uint32 {
 		index = t.highWater
 		t.highWater++
 	}
+	if int(index) >= len(t.records) || t.records[index].live {
+		panic(t.broken(0, "insert of object %d: record %d is not a free record", id, index))
+	}
 	t.records[index] = object{id: id, live: true}
 	mask := uint32(len(t.buckets) - 1)
 	home := t.home(id)
 	i := home
-	for t.buckets[i] != 0 {
-		i = (i + 1) & mask
+	// Bounded: the load stays <= 1/2, so an empty bucket lies ahead; coming back to home means there is none.
+	for e := t.buckets[i]; e != 0; e = t.buckets[i] {
+		if uint32(e>>32) == home && t.records[uint32(e)-1].id == id {
+			panic(t.broken(int(i), "insert: object %d is already in the table at bucket %d (record %d)", id, i, uint32(e)-1))
+		}
+		if i = (i + 1) & mask; i == home {
+			panic(t.broken(int(i), "insert of object %d: no empty bucket", id))
+		}
 	}
 	t.buckets[i] = uint64(home)<<32 | uint64(index+1)
-	t.live++
+	t.liveObjects++
+	if t.liveObjects > len(t.records) {
+		panic(t.broken(int(i), "insert of object %d: %d live objects in %d records", id, t.liveObjects, len(t.records)))
+	}
 	return index
 }
 
-// remove drops the live record `index` from the table and puts it on the free list.
+// remove drops the live record `index` from the table and puts it on the free list. It asserts that the
+// record is live, that its bucket lies on the probe chain from its id's home (no empty bucket before it)
+// and records that home, and that the live count stays non-negative.
 func (t *objectTable) remove(index uint32) {
+	id := t.records[index].id
+	if !t.records[index].live {
+		panic(t.broken(0, "remove: record %d (object %d) is not live", index, id))
+	}
 	mask := uint32(len(t.buckets) - 1)
-	hole := t.home(t.records[index].id)
+	home := t.home(id)
+	hole := home
+	// Bounded: the scan stops at an empty bucket, and with the load <= 1/2 there is one.
 	for uint32(t.buckets[hole]) != index+1 {
+		if t.buckets[hole] == 0 {
+			panic(t.broken(int(hole), "remove: object %d (record %d) is not on the probe chain from its home bucket %d", id, index, home))
+		}
 		hole = (hole + 1) & mask
+	}
+	if uint32(t.buckets[hole]>>32) != home {
+		panic(t.broken(int(hole), "remove: bucket %d of object %d records home %d, the id's home is %d", hole, id, t.buckets[hole]>>32, home))
 	}
 	// Backward shift: move later entries of the cluster into the hole unless their home lies cyclically
 	// in (hole, j], where moving them would put them before their home.
@@ -132,7 +166,33 @@ func (t *objectTable) remove(index uint32) {
 	t.buckets[hole] = 0
 	t.records[index] = object{firstSlot: t.freeHead}
 	t.freeHead = index + 1
-	t.live--
+	t.liveObjects--
+	if t.liveObjects < 0 {
+		panic(t.broken(int(hole), "remove of object %d: live object count went negative (%d)", id, t.liveObjects))
+	}
+}
+
+// broken is brokenInvariant with the table's counters and the buckets around bucket `bucket`.
+func (t *objectTable) broken(bucket int, format string, args ...any) string {
+	return brokenInvariant(t.dump(bucket), format, args...)
+}
+
+// dump describes the table's counters and the buckets around `bucket`, each with its home and its record's id.
+func (t *objectTable) dump(bucket int) string {
+	var out strings.Builder
+	fmt.Fprintf(&out, "object table: records=%d live_objects=%d high_water=%d free_head=%d buckets=%d\n",
+		len(t.records), t.liveObjects, t.highWater, t.freeHead, len(t.buckets))
+	for n := -4; n <= 4; n++ {
+		i := (bucket + n) & (len(t.buckets) - 1)
+		e := t.buckets[i]
+		if e == 0 {
+			fmt.Fprintf(&out, "bucket %d: empty\n", i)
+			continue
+		}
+		r := &t.records[min(uint32(e)-1, uint32(len(t.records)-1))]
+		fmt.Fprintf(&out, "bucket %d: home %d record %d (object %d, live %v)\n", i, e>>32, uint32(e)-1, r.id, r.live)
+	}
+	return out.String()
 }
 
 // reset empties the table by removing every live record, O(records used), and then forgets the free

@@ -39,8 +39,8 @@ func TestObjectTableAgainstMap(t *testing.T) {
 		case !ok && !table.full():
 			live[id] = table.insert(id)
 		}
-		if table.live != len(live) {
-			t.Fatalf("step %d: table counts %d live, map %d", step, table.live, len(live))
+		if table.liveObjects != len(live) {
+			t.Fatalf("step %d: table counts %d live, map %d", step, table.liveObjects, len(live))
 		}
 	}
 	table.reset()
