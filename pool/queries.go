@@ -1,0 +1,104 @@
+package pool
+
+// What the allocator reports without changing anything: placements, lookups, digests, counts.
+
+// Extents returns the object's extents in page order. The slice is an internal buffer, valid until the
+// next call or mutation; it only grows (allocates) for an object with more extents than ever before.
+func (a *Allocator) Extents(id ObjectID) ([]Extent, bool) {
+	index, ok := a.table.find(id)
+	if !ok {
+		return nil, false
+	}
+	r := &a.table.records[index]
+	a.extentBuf = a.extentBuf[:0]
+	for pos, n := int(r.firstSlot), r.extentCount; n > 0; n-- {
+		slab := pos / a.slotsPerSlab
+		a.extentBuf = append(a.extentBuf, Extent{Slab: uint32(slab), FirstSlot: uint32(pos - slab*a.slotsPerSlab), Slots: a.extentSlots[pos]})
+		pos = int(a.extentNext[pos]) - 1
+	}
+	return a.extentBuf, true
+}
+
+// Lookup reports a live object.
+func (a *Allocator) Lookup(id ObjectID) (ObjectInfo, bool) {
+	index, ok := a.table.find(id)
+	if !ok {
+		return ObjectInfo{}, false
+	}
+	r := &a.table.records[index]
+	return ObjectInfo{Pages: int(r.pages), Seq: r.seq, Clock: r.clock, Committed: r.committed, Refs: int(r.refs)}, true
+}
+
+// Digest is the order-sensitive chain over every mutation since New or Reset.
+func (a *Allocator) Digest() uint64 { return a.digest }
+
+// FreshDigest is the digest of New and of Reset: a function of the geometry only.
+func (a *Allocator) FreshDigest() uint64 { return a.freshDigest }
+
+// PlacementHash hashes the object's id and extents, for comparing one placement across ranks; 0 if the
+// object is absent.
+func (a *Allocator) PlacementHash(id ObjectID) uint64 {
+	extents, ok := a.Extents(id)
+	if !ok {
+		return 0
+	}
+	h := digestAdd(a.freshDigest, uint64(id))
+	for _, e := range extents {
+		h = digestAdd(h, uint64(e.Slab), uint64(e.FirstSlot), uint64(e.Slots))
+	}
+	return h
+}
+
+// FreeSlots is the number of free slots in the whole pool.
+func (a *Allocator) FreeSlots() int { return a.freeSlots }
+
+// FreeSlotsInSlab is the number of free slots in slab `slab`.
+func (a *Allocator) FreeSlotsInSlab(slab int) int { return int(a.slabFreeSlots[slab]) }
+
+// Objects is the number of live objects.
+func (a *Allocator) Objects() int { return a.table.liveObjects }
+
+// Perturb is FOR FAULT INJECTION ONLY: it makes this allocator diverge as a broken rank would, so that
+// tests and the `validate` command can show that the placement assert catches divergence. It leaks the
+// lowest free slot (later placements shift, so the divergence shows in placements too) and chains a tag
+// into the digest. CheckInvariants accounts for leaked slots; Reset forgets them.
+func (a *Allocator) Perturb() {
+	a.digest = digestAdd(a.digest, tagPerturb)
+	pos := a.bitmap.nextFree(0)
+	if pos < 0 {
+		return
+	}
+	slab := pos / a.slotsPerSlab
+	a.bitmap.take(pos, pos+1)
+	a.slabFreeSlots[slab]--
+	a.slabLeakedSlots[slab]++
+	a.freeSlots--
+	a.checkExpensive("perturb")
+}
+
+// TableBytes is what New(g) allocates for its tables (Allocator.TableBytes), computed without allocating, so that
+// a caller can refuse a pool whose tables cannot fit in memory before trying. g must be valid.
+func (g Geometry) TableBytes() int64 {
+	maxObjects, slabs := int64(g.maxObjects()), int64(g.SlabCount())
+	var bitmapWords int64
+	for words := (int64(g.Slots) + wordBits - 1) / wordBits; ; words = (words + wordBits - 1) / wordBits {
+		bitmapWords += words
+		if words == 1 {
+			break
+		}
+	}
+	return 2*slabs*4 + bitmapWords*8 + (2*int64(g.Slots)+maxObjects)*4 + maxObjects*objectBytes +
+		int64(bucketsFor(int(maxObjects)))*8 + min(int64(g.Slots), 1024)*extentBytes + min(maxObjects, 1024)*8
+}
+
+// TableBytes is the size of every table New allocated: address space, of which the OS backs only the
+// pages the allocator has touched. It is about 8.1 bytes per slot plus 68 bytes per MaxObjects.
+func (a *Allocator) TableBytes() int64 {
+	total := int64(len(a.slabFreeSlots)+len(a.slabLeakedSlots)) * 4
+	for _, level := range a.bitmap.levels {
+		total += int64(len(level)) * 8
+	}
+	total += int64(len(a.extentSlots)+len(a.extentNext)+cap(a.lru.items)) * 4
+	total += int64(len(a.table.records))*objectBytes + int64(len(a.table.buckets))*8
+	return total + int64(cap(a.extentBuf))*extentBytes + int64(cap(a.evicted))*8
+}
