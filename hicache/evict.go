@@ -1,7 +1,5 @@
 package hicache
 
-import "slices"
-
 // Eviction from L1 (device pages) and what follows an eviction from L2. Every choice is a pure function of the
 // replicated state (LRU by logical clock, ties by node id), so every rank of a group evicts the same nodes.
 
@@ -39,31 +37,37 @@ func (c *controller) takeDevicePages(n int) []int32 {
 	return c.dev.take(n)
 }
 
-// evictL1 frees device pages from the least recently used evictable nodes (ties by node id). It reports false
-// when no node could be evicted.
+// evictL1 frees device pages from the least recently used evictable nodes (ties by node id), popped from the
+// eviction queue. It reports false when no node could be evicted. Only the nodes evictable when it begins are
+// candidates (the queue holds back the parents it makes evictable), the order a walk and sort of the tree would
+// give; the tests compare every eviction with that walk (testEvictionModel).
 func (c *controller) evictL1(needPages int) bool {
-	var candidates []*treeNode
-	c.tree.forEach(func(n *treeNode) {
-		if c.evictableFromL1(n) {
-			candidates = append(candidates, n)
-		}
-	})
-	slices.SortFunc(candidates, func(a, b *treeNode) int {
-		if older(a, b) {
-			return -1
-		}
-		return 1
-	})
+	var check evictionCheck
+	var chosen []*treeNode
+	if c.testEvictionModel != nil {
+		check = c.testEvictionModel(c)
+	}
+	c.evictq.beginEviction()
 	progress := false
 	freed := 0
-	for _, n := range candidates {
-		if freed >= needPages {
+	for freed < needPages {
+		n := c.evictq.popOldest(c.evictableFromL1)
+		if n == nil {
 			break
+		}
+		if check != nil {
+			chosen = append(chosen, n)
 		}
 		pages := len(n.devicePages)
 		if c.evictNode(n) {
 			freed += pages
 			progress = true
+		}
+	}
+	c.evictq.endEviction()
+	if check != nil {
+		if err := check(chosen, freed, needPages); err != nil {
+			c.fail(FailureInvariant, err)
 		}
 	}
 	return progress
@@ -92,9 +96,11 @@ func (c *controller) evictNode(n *treeNode) bool {
 			return false
 		}
 	}
+	parent := n.parent
 	c.dev.give(n.devicePages)
 	n.devicePages = nil
 	c.counters.L1Evictions++
 	c.pruneHollow(n)
+	c.evictq.childLeftL1(parent)
 	return true
 }
