@@ -291,3 +291,40 @@ func ids(nodes []*treeNode) []uint64 {
 	}
 	return out
 }
+
+// BenchmarkEvictL1FromAFullCache serves requests that each evict one leaf from a full L1 of `pages` pages, in a
+// tree of three levels (so that no node's fan-out, searched linearly, grows fast): ns/op should not grow with
+// the cache's size. `go test ./hicache -run '^$' -bench EvictL1`.
+func BenchmarkEvictL1FromAFullCache(b *testing.B) {
+	for _, pages := range []int{1 << 10, 1 << 13, 1 << 16} {
+		b.Run(fmt.Sprintf("pages=%d", pages), func(b *testing.B) {
+			c := newTestController(b, WriteThroughSelective, pages, 16) // no backups: nothing pinned
+			c.testEvictionModel = nil
+			fanOut := int32(2)
+			for fanOut*fanOut*fanOut < int32(pages) {
+				fanOut++
+			}
+			next := int32(0)
+			serveLeaf := func() {
+				next++
+				a, b2, leaf := next%fanOut, next/fanOut%fanOut, next
+				req := requestOf([]int32{a, a, b2, b2, leaf, leaf})
+				if err := c.serve(&req); err != nil {
+					b.Fatal(err)
+				}
+				c.endStep()
+			}
+			for c.dev.available() > 0 {
+				serveLeaf()
+			}
+			b.ResetTimer()
+			for range b.N {
+				serveLeaf()
+			}
+			b.StopTimer()
+			if c.counters.L1Evictions == 0 {
+				b.Fatal("no eviction")
+			}
+		})
+	}
+}
