@@ -10,9 +10,10 @@ import "fmt"
 // Invariant (checked between steps in the tests, checkEvictQueue): every node that is evictableFromL1 is queued
 // under its current key. The controller pushes a node at every change that can make it evictable: the step
 // unlocks it (endStep; a hit changes the key only of a locked node), a copy unpins it (commit, releaseLoads), its
-// child leaves the device (evictNode), it is a new leaf (computeRest); splits need nothing (noteSplit). Entries that went stale (the node was evicted,
-// pruned, locked, pinned, got a child on the device, or was touched again) stay until popped, where they are
-// checked and dropped or re-keyed: a stale entry costs one pop, never a wrong choice.
+// child leaves the device (evictNode), it is a new leaf (computeRest); splits need nothing (noteSplit). Entries
+// that went stale (the node was evicted, pruned, locked, pinned, got a child on the device, or was touched again)
+// stay until popped, where they are checked and dropped or re-keyed: a stale entry costs one pop, never a wrong
+// choice.
 type evictQueue struct {
 	tree    *radixTree // its node count bounds the heap (compact)
 	entries []evictEntry
