@@ -161,6 +161,7 @@ func fakeRun(t *testing.T, dir string, np int, every int64, wall float64, diverg
 	r.WallSeconds = wall
 	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = wall, 10*wall
 	r.Placement.Divergences = divergences
+	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = 500, 300, 200
 	r.Groups = []hicache.GroupReport{{Group: 0, Size: np, Hosts: slices.Repeat([]string{"h"}, np)}}
 	path := filepath.Join(dir, "r.json")
 	if err := r.WriteJSON(path); err != nil {
@@ -170,7 +171,8 @@ func fakeRun(t *testing.T, dir string, np int, every int64, wall float64, diverg
 	if err != nil {
 		t.Fatal(err)
 	}
-	return E2ERun{NP: np, AssertEvery: every, report: read, StepsPerSec: float64(read.Steps) / read.WallSeconds}
+	return E2ERun{NP: np, AssertEvery: every, report: read, StepsPerSec: float64(read.Steps) / read.WallSeconds,
+		PromptTokensPerSec: float64(promptTokens(read)) / read.WallSeconds}
 }
 
 func TestSummarizeE2EMediansOverheadAndWrong(t *testing.T) {
@@ -191,6 +193,9 @@ func TestSummarizeE2EMediansOverheadAndWrong(t *testing.T) {
 	}
 	if on.StepsPerSecond != 100 || off.StepsPerSecond != 125 || on.WritingCheckP99Us != 10 {
 		t.Errorf("medians: on %g, off %g steps/s, p99 %g", on.StepsPerSecond, off.StepsPerSecond, on.WritingCheckP99Us)
+	}
+	if on.PromptTokens != 1000 || on.PromptTokensPerSecond != 1000 || off.PromptTokensPerSecond != 1250 {
+		t.Errorf("prompt tokens %d, at %g and %g tokens/s; want 1000, 1000 and 1250", on.PromptTokens, on.PromptTokensPerSecond, off.PromptTokensPerSecond)
 	}
 	if math.Abs(on.AssertOverheadPct-20) > 1e-9 || off.AssertOverheadPct != 0 {
 		t.Errorf("overhead %g%% and %g%%, want 20 and 0", on.AssertOverheadPct, off.AssertOverheadPct)

@@ -69,23 +69,28 @@ type E2ERun struct {
 	Repeat      int     `json:"repeat"`
 	ReportPath  string  `json:"report"`
 	StepsPerSec float64 `json:"steps_per_s"`
-	report      *hicache.Report
+	// PromptTokensPerSec is the prompt tokens replayed (L1 hits + L2 hits + computed) per wall second: unlike
+	// steps, a unit whose cost should not grow with the length of the replay.
+	PromptTokensPerSec float64 `json:"prompt_tokens_per_s"`
+	report             *hicache.Report
 }
 
 // E2ERow is one (ranks, assert interval): medians over the repeats.
 type E2ERow struct {
-	NP                int     `json:"np"`
-	CP                int     `json:"cp"`
-	DP                int     `json:"dp"`
-	AssertEvery       int64   `json:"placement_assert_every"`
-	Runs              int     `json:"runs"`
-	Steps             int64   `json:"steps"`
-	Requests          int64   `json:"requests"`
-	PlacementChecks   int64   `json:"placement_checks"`
-	WallSeconds       float64 `json:"wall_seconds"`
-	StepsPerSecond    float64 `json:"steps_per_s"`
-	WritingCheckP50Us float64 `json:"writing_check_p50_us"`
-	WritingCheckP99Us float64 `json:"writing_check_p99_us"`
+	NP                    int     `json:"np"`
+	CP                    int     `json:"cp"`
+	DP                    int     `json:"dp"`
+	AssertEvery           int64   `json:"placement_assert_every"`
+	Runs                  int     `json:"runs"`
+	Steps                 int64   `json:"steps"`
+	Requests              int64   `json:"requests"`
+	PlacementChecks       int64   `json:"placement_checks"`
+	WallSeconds           float64 `json:"wall_seconds"`
+	StepsPerSecond        float64 `json:"steps_per_s"`
+	PromptTokens          int64   `json:"prompt_tokens"`       // L1 hits + L2 hits + computed, of the first run
+	PromptTokensPerSecond float64 `json:"prompt_tokens_per_s"` // median
+	WritingCheckP50Us     float64 `json:"writing_check_p50_us"`
+	WritingCheckP99Us     float64 `json:"writing_check_p99_us"`
 	// AssertOverheadPct is 100 x (1 - steps/s here / steps/s with the assert at the end only) at the same
 	// ranks; 0 on the rows of the end-only interval itself.
 	AssertOverheadPct float64 `json:"assert_overhead_pct"`
@@ -112,7 +117,7 @@ func RunE2E(cfg E2EConfig, progress io.Writer) ([]E2ERow, []E2ERun, error) {
 				if err != nil {
 					return nil, runs, err
 				}
-				fmt.Fprintf(progress, "# e2e: np %d, assert every %d, repeat %d: %.1f steps/s (%s)\n", np, every, repeat, run.StepsPerSec, run.ReportPath)
+				fmt.Fprintf(progress, "# e2e: np %d, assert every %d, repeat %d: %.1f steps/s, %.0f prompt tokens/s (%s)\n", np, every, repeat, run.StepsPerSec, run.PromptTokensPerSec, run.ReportPath)
 				runs = append(runs, run)
 			}
 		}
@@ -149,7 +154,13 @@ func launchE2E(cfg E2EConfig, np int, every int64, repeat int) (E2ERun, error) {
 	}
 	run.report = report
 	run.StepsPerSec = float64(report.Steps) / report.WallSeconds
+	run.PromptTokensPerSec = float64(promptTokens(report)) / report.WallSeconds
 	return run, nil
+}
+
+// promptTokens is every prompt token a run replayed, however it was served.
+func promptTokens(r *hicache.Report) int64 {
+	return r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.MissTokens
 }
 
 // ReadReport reads a `cphicache run --report` file.
@@ -203,17 +214,18 @@ func SummarizeE2E(runs []E2ERun) []E2ERow {
 func summarizeGroup(runs []E2ERun) E2ERow {
 	first := runs[0].report
 	row := E2ERow{NP: runs[0].NP, CP: first.CP, DP: first.DP, AssertEvery: runs[0].AssertEvery, Runs: len(runs),
-		Steps: first.Steps, Requests: first.Requests, PlacementChecks: first.Placement.Checks}
-	var wall, sps, p50, p99, assertShare []float64
+		Steps: first.Steps, Requests: first.Requests, PlacementChecks: first.Placement.Checks, PromptTokens: promptTokens(first)}
+	var wall, sps, tps, p50, p99, assertShare []float64
 	for _, r := range runs {
 		wall = append(wall, r.report.WallSeconds)
 		sps = append(sps, r.StepsPerSec)
+		tps = append(tps, r.PromptTokensPerSec)
 		p50 = append(p50, r.report.WritingCheckUs.P50)
 		p99 = append(p99, r.report.WritingCheckUs.P99)
 		assertShare = append(assertShare, r.report.PlacementAssertUs.SharePct)
 		row.Wrong += r.report.Placement.Divergences + r.report.Verify.Mismatches
 	}
-	row.WallSeconds, row.StepsPerSecond = median(wall), median(sps)
+	row.WallSeconds, row.StepsPerSecond, row.PromptTokensPerSecond = median(wall), median(sps), median(tps)
 	row.WritingCheckP50Us, row.WritingCheckP99Us = median(p50), median(p99)
 	row.AssertTimePct = median(assertShare)
 	return row
@@ -251,13 +263,13 @@ func E2ERanks(runs []E2ERun) []spmd.RankInfo {
 var e2eTable = table{
 	{"np", "", "%d", 4}, {"cp", "", "%d", 4}, {"dp", "", "%d", 4}, {"assert", "(steps)", "%s", 9},
 	{"runs", "", "%d", 4}, {"steps", "", "%d", 6}, {"checks", "", "%d", 6}, {"wall", "(s)", "%.2f", 7},
-	{"rate", "(steps/s)", "%.1f", 9}, {"wc-p50", "(us)", "%.1f", 9}, {"wc-p99", "(us)", "%.1f", 9},
+	{"rate", "(steps/s)", "%.1f", 9}, {"prompt", "(tok/s)", "%.0f", 9}, {"wc-p50", "(us)", "%.1f", 9}, {"wc-p99", "(us)", "%.1f", 9},
 	{"overhead", "(%)", "%s", 8}, {"assert-time", "(%)", "%.2f", 11}, {"#wrong", "", "%d", 6},
 }
 
 // WriteE2ETable prints the rows; medians over the runs of each configuration.
 func WriteE2ETable(w io.Writer, rows []E2ERow) {
-	fmt.Fprintln(w, "# medians over runs; assert = --placement-assert-every (end = 0: one assert after the last step); wc = writing_check latency, slowest rank; overhead = steps/s lost against assert=end at the same np (noisy across launches); assert-time = share of the wall time the slowest rank spent inside placement asserts, same run")
+	fmt.Fprintln(w, "# medians over runs; assert = --placement-assert-every (end = 0: one assert after the last step); prompt = prompt tokens replayed (L1 + L2 hits + computed) per wall second; wc = writing_check latency, slowest rank; overhead = steps/s lost against assert=end at the same np (noisy across launches); assert-time = share of the wall time the slowest rank spent inside placement asserts, same run")
 	e2eTable.writeHeader(w)
 	for _, r := range rows {
 		every, overhead := fmt.Sprint(r.AssertEvery), fmt.Sprintf("%.1f", r.AssertOverheadPct)
@@ -265,7 +277,7 @@ func WriteE2ETable(w io.Writer, rows []E2ERow) {
 			every, overhead = "end", "-"
 		}
 		e2eTable.writeRow(w, r.NP, r.CP, r.DP, every, r.Runs, r.Steps, r.PlacementChecks, r.WallSeconds, r.StepsPerSecond,
-			r.WritingCheckP50Us, r.WritingCheckP99Us, overhead, r.AssertTimePct, r.Wrong)
+			r.PromptTokensPerSecond, r.WritingCheckP50Us, r.WritingCheckP99Us, overhead, r.AssertTimePct, r.Wrong)
 	}
 }
 

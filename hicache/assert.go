@@ -188,6 +188,9 @@ func (c *controller) checkStepInvariants() error {
 	if err != nil {
 		return err
 	}
+	if err := c.checkEvictQueue(); err != nil {
+		return err
+	}
 	pins := make([]int32, c.dev.capacity())
 	for _, q := range []*opQueue{&c.writes, &c.loads} {
 		for _, op := range q.ops {

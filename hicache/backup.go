@@ -46,6 +46,11 @@ func (c *controller) backup(n *treeNode) *copyOp {
 // noteSplit keeps the controller's indexes right when the tree splits a node: the head inherits the tail's
 // locks, so it is recorded among the step's locked nodes as often, and released with them; and a head that
 // points into L2 is indexed under its object.
+//
+// The eviction queue needs nothing here. The head is on the path of the request that split it, so it is locked
+// and queued when the step unlocks it. The tail keeps its key, locks, children and pin state (a copy pins all of
+// a node's pages). When a copy of the node before the split ends, only the tail is told (commit), but the head
+// still has the tail on the device below it, so it becomes a candidate only when the tail leaves (childLeftL1).
 func (c *controller) noteSplit(head, tail *treeNode) {
 	for i := 0; i < tail.lockRefs; i++ {
 		c.work.locked = append(c.work.locked, head)

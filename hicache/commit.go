@@ -117,6 +117,7 @@ func (c *controller) commit(upTo uint64) {
 			continue
 		}
 		c.dev.unpin(op.devicePages)
+		c.evictq.push(op.node) // unpinned; see noteSplit for the nodes split off it
 		c.counters.BackupCommitted++
 		c.holdForAudit(op)
 		c.audit(op)
@@ -130,6 +131,7 @@ func (c *controller) commit(upTo uint64) {
 func (c *controller) releaseLoads(upTo uint64) {
 	for _, op := range c.loads.retire(upTo) {
 		c.dev.unpin(op.devicePages)
+		c.evictq.push(op.node) // unpinned; see noteSplit for the nodes split off it
 		if err := c.alloc.Unprotect(op.obj); err != nil {
 			c.fail(FailureAllocator, fmt.Errorf("unprotect L2 object %d: %w", op.obj, err))
 		}
@@ -141,6 +143,9 @@ func (c *controller) endStep() {
 	work := &c.work
 	for _, n := range work.locked {
 		n.lockRefs--
+		if n.lockRefs == 0 {
+			c.evictq.push(n)
+		}
 	}
 	work.locked = work.locked[:0]
 }

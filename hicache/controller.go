@@ -62,6 +62,10 @@ type Counters struct {
 	ObjectsCompared, ObjectsWrong                        int64 // validate: per-object placement comparisons across the CP group
 }
 
+// evictionCheck (tests only) checks the nodes one L1 eviction chose, in order, and how many pages it freed of
+// how many it needed.
+type evictionCheck func(chosen []*treeNode, freedPages, needPages int) error
+
 // copyQueueTasks bounds the copies (one layer of one op each) queued for the copy worker. When the worker falls
 // behind, submitting blocks the step until it catches up: backpressure, as a full copy stream gives a serving
 // engine, instead of an unbounded backlog of pinned device pages. It is a timing matter only: decisions depend on
@@ -76,6 +80,7 @@ type controller struct {
 	cpRank     int
 	alloc      *pool.Allocator
 	tree       *radixTree
+	evictq     *evictQueue // L1 eviction candidates, oldest first
 	dev        *devicePool
 	engine     copyEngine
 	cons       *consensus
@@ -102,6 +107,9 @@ type controller struct {
 	// testAssertOff (tests only) turns the placement assert off, digest and objects, to show what the audit
 	// catches alone.
 	testAssertOff bool
+	// testEvictionModel (tests only), when set, is called at the start of every L1 eviction and returns the check
+	// of the nodes that eviction then chooses: the queue's order against a walk and sort of the tree.
+	testEvictionModel func(c *controller) evictionCheck
 
 	partBytes  int64
 	partBuf    []byte // one part's content, for filling and verifying
@@ -123,6 +131,7 @@ func newController(cfg CacheConfig, cpRank int, engine copyEngine, slabs [][]byt
 	c.partBuf = make([]byte, c.partBytes)
 	c.scratchBuf = make([]byte, c.partBytes)
 	c.tree.onSplit = c.noteSplit
+	c.evictq = newEvictQueue(c.tree)
 	c.workerDone = make(chan struct{})
 	go func() {
 		copyWorker(engine, c.tasks)

@@ -1,7 +1,5 @@
 package hicache
 
-import "slices"
-
 // Eviction from L1 (device pages) and what follows an eviction from L2. Every choice is a pure function of the
 // replicated state (LRU by logical clock, ties by node id), so every rank of a group evicts the same nodes.
 
@@ -44,30 +42,37 @@ func (c *controller) takeDevicePages(n int) []int32 {
 	return c.dev.take(n)
 }
 
-// evictL1 frees device pages from the least recently used evictable nodes (ties by node id) until needPages
-// are freed or on their way out (backedUp: write_back nodes that leave L1 when their backup commits).
+// evictL1 frees device pages from the least recently used evictable nodes (ties by node id), popped from the
+// eviction queue, until needPages are freed or on their way out (backedUp: write_back nodes that leave L1 when
+// their backup commits). Only the nodes evictable when it begins are candidates (the queue holds back the
+// parents it makes evictable), the order a walk and sort of the tree would give; the tests compare every
+// eviction with that walk (testEvictionModel).
 func (c *controller) evictL1(needPages int) (freed, backedUp int) {
-	var candidates []*treeNode
-	c.tree.forEach(func(n *treeNode) {
-		if c.evictableFromL1(n) {
-			candidates = append(candidates, n)
-		}
-	})
-	slices.SortFunc(candidates, func(a, b *treeNode) int {
-		if older(a, b) {
-			return -1
-		}
-		return 1
-	})
-	for _, n := range candidates {
-		if freed+backedUp >= needPages {
+	var check evictionCheck
+	var chosen []*treeNode
+	if c.testEvictionModel != nil {
+		check = c.testEvictionModel(c)
+	}
+	c.evictq.beginEviction()
+	for freed+backedUp < needPages {
+		n := c.evictq.popOldest(c.evictableFromL1)
+		if n == nil {
 			break
+		}
+		if check != nil {
+			chosen = append(chosen, n)
 		}
 		pages := len(n.devicePages)
 		if c.evictNode(n) {
 			freed += pages
 		} else {
 			backedUp += pages
+		}
+	}
+	c.evictq.endEviction()
+	if check != nil {
+		if err := check(chosen, freed+backedUp, needPages); err != nil {
+			c.fail(FailureInvariant, err)
 		}
 	}
 	return freed, backedUp
@@ -96,9 +101,11 @@ func (c *controller) evictNode(n *treeNode) bool {
 			return false
 		}
 	}
+	parent := n.parent
 	c.dev.give(n.devicePages)
 	n.devicePages = nil
 	c.counters.L1Evictions++
 	c.pruneHollow(n)
+	c.evictq.childLeftL1(parent)
 	return true
 }

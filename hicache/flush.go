@@ -37,6 +37,7 @@ func (c *controller) recover() error {
 // failure (its group learns it in the next consensus), or in validate only a count in the flush_reset row.
 func (c *controller) reset() {
 	c.tree.reset()
+	c.evictq.reset()
 	c.dev.reset()
 	c.alloc.Reset()
 	clear(c.objectNodes)

@@ -85,6 +85,8 @@ type Options struct {
 	// testSyncCopies drains every step: each step commits everything it backed up, so the run's decisions no
 	// longer depend on how fast the copy worker ran, and a test can rely on every path being taken.
 	testSyncCopies bool
+	// testEvictionModel checks every L1 eviction against a model (controller.testEvictionModel).
+	testEvictionModel func(c *controller) evictionCheck
 	// testReserveShm replaces the slab's memory reservation (nil: fallocate), to fake a full /dev/shm.
 	testReserveShm func(f *os.File, bytes int64) error
 }

@@ -28,6 +28,12 @@ type treeNode struct {
 	lastAccess uint64 // logical clock of the last hit
 	hits       int    // for write_through_selective
 	lockRefs   int    // requests of the current step using this node: not evictable
+
+	// The eviction queue's bookkeeping (evictqueue.go): queued says the queue holds an entry for this node under
+	// (queuedAccess, id), its latest; held keeps it out of the L1 eviction in progress.
+	queued       bool
+	queuedAccess uint64
+	held         bool
 }
 
 func (n *treeNode) pages(pageTokens int) int { return len(n.tokens) / pageTokens }

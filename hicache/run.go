@@ -148,6 +148,7 @@ func (rs *runState) setUp() error {
 	rs.ctrl.recordFlushWrong = rs.opts.recordFlushWrong
 	rs.ctrl.testCommitOnLocalFrontier = rs.opts.testCommitOnLocalFrontier
 	rs.ctrl.testAssertOff = rs.opts.testPlacementAssertOff
+	rs.ctrl.testEvictionModel = rs.opts.testEvictionModel
 	if rs.opts.testSlowCopyRank.Set && rs.opts.testSlowCopyRank.Rank == t.WorldRank {
 		rs.faults.delay.Store(int64(testSlowCopyDelay))
 	}

@@ -46,6 +46,7 @@ func smallOptions() *Options {
 		SlabBytesMax: 1 << 20, Layout: pool.LayerFirst, Policy: WriteThrough, BatchRequests: 3,
 		PlacementAssertEvery: 4, Seed: 7, VocabSize: 32000, Synthetic: syn, Collective: "mpi",
 		WatchdogTimeout: 60 * time.Second, JobID: "test", Quiet: true, checkInvariants: true,
+		testEvictionModel: naiveEvictionModel,
 	}
 }
 

@@ -135,6 +135,7 @@ func (c *controller) computeRest(tokens []int32, path []*treeNode, usable, hitTo
 	leaf.lastAccess = c.clock
 	leaf.hits = 1
 	leaf.devicePages = pages
+	c.evictq.push(leaf) // unlocked: a candidate at once, unless its backup pins it
 	if err := c.writeContent(leaf); err != nil {
 		return err
 	}

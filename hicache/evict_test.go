@@ -1,0 +1,330 @@
+package hicache
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/kernels"
+	"github.com/cphicache/cphicache/mpi"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// The eviction queue against its model: the walk-and-sort eviction it replaced. Every L1 eviction of the SPMD run
+// tests (smallOptions) and of the fuzz target below is compared with it, choice by choice.
+
+// naiveEvictionOrder is the model: every node of the tree evictable now, least recently used first, ties by id.
+func naiveEvictionOrder(c *controller) []*treeNode {
+	var candidates []*treeNode
+	c.tree.forEach(func(n *treeNode) {
+		if c.evictableFromL1(n) {
+			candidates = append(candidates, n)
+		}
+	})
+	slices.SortFunc(candidates, func(a, b *treeNode) int {
+		if older(a, b) {
+			return -1
+		}
+		return 1
+	})
+	return candidates
+}
+
+// naiveEvictionModel is Options.testEvictionModel: it takes the model's order when an eviction begins and checks
+// the eviction's choices against it when it ends.
+func naiveEvictionModel(c *controller) evictionCheck {
+	model := naiveEvictionOrder(c)
+	return func(chosen []*treeNode, freedPages, needPages int) error {
+		return compareEviction(model, chosen, freedPages, needPages)
+	}
+}
+
+// compareEviction: the walk-and-sort eviction took its candidates in order until enough pages were freed or none
+// were left, so the choices must be a prefix of the model's order that stops only for one of those reasons.
+func compareEviction(model, chosen []*treeNode, freedPages, needPages int) error {
+	for i, n := range chosen {
+		if i >= len(model) {
+			return fmt.Errorf("L1 eviction choice %d is node %d; the model had only %d candidates", i, n.id, len(model))
+		}
+		if model[i] != n {
+			return fmt.Errorf("L1 eviction choice %d is node %d (last access %d), the model's is node %d (last access %d)",
+				i, n.id, n.lastAccess, model[i].id, model[i].lastAccess)
+		}
+	}
+	if len(chosen) < len(model) && freedPages < needPages {
+		return fmt.Errorf("L1 eviction stopped after %d of the model's %d candidates with %d of %d pages freed",
+			len(chosen), len(model), freedPages, needPages)
+	}
+	return nil
+}
+
+func TestCompareEvictionCatchesEveryKindOfDeparture(t *testing.T) {
+	a, b, c := &treeNode{id: 1}, &treeNode{id: 2}, &treeNode{id: 3}
+	model := []*treeNode{a, b, c}
+	cases := []struct {
+		name        string
+		chosen      []*treeNode
+		freed, need int
+		wantErr     bool
+	}{
+		{"prefix, enough freed", []*treeNode{a, b}, 2, 2, false},
+		{"all, not enough freed", []*treeNode{a, b, c}, 3, 5, false},
+		{"swapped", []*treeNode{b, a}, 2, 2, true},
+		{"skipped one", []*treeNode{a, c}, 2, 2, true},
+		{"stopped early", []*treeNode{a}, 1, 2, true},
+		{"one too many", []*treeNode{a, b, c, {id: 4}}, 4, 9, true},
+	}
+	for _, tc := range cases {
+		if err := compareEviction(model, tc.chosen, tc.freed, tc.need); (err != nil) != tc.wantErr {
+			t.Errorf("%s: %v, want an error %v", tc.name, err, tc.wantErr)
+		}
+	}
+}
+
+// soloComm is a one-rank CP group, for driving a controller in one process.
+type soloComm struct{}
+
+func (soloComm) Size() int { return 1 }
+func (soloComm) Rank() int { return 0 }
+func (soloComm) AllreduceUint64(send, recv []uint64, _ mpi.Op) error {
+	copy(recv, send)
+	return nil
+}
+func (soloComm) AllgatherUint64(send, recv []uint64) error {
+	copy(recv, send)
+	return nil
+}
+
+const testOpPageTokens = 2
+
+// newTestController is a one-rank cache with tiny pages, checked against the eviction model.
+func newTestController(t testing.TB, policy WritePolicy, devicePages, l2Slots int) *controller {
+	t.Helper()
+	g := pool.Geometry{CPSize: 1, Layers: 1, PayloadsPerLayer: 1, PageTokens: testOpPageTokens, TokenBytes: 8,
+		Slots: l2Slots, SlabBytesMax: 1 << 20, Layout: pool.LayerFirst}
+	slabs := make([][]byte, g.SlabCount())
+	for i := range slabs {
+		slabs[i] = make([]byte, g.SlabBytes(i))
+	}
+	cfg := CacheConfig{Geometry: g, DevicePages: devicePages, Policy: policy, Seed: 3}
+	eng, err := kernels.NewHostEngine(cfg.DeviceBytes(), slabs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newController(cfg, 0, eng, slabs, newConsensus(soloComm{}, 0, nil, nil, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.close()
+		eng.Close()
+	})
+	c.testEvictionModel = naiveEvictionModel
+	return c
+}
+
+// testOps drives a controller with operations decoded from bytes: requests whose pages come from a three-letter
+// alphabet (so prefixes are shared, nodes split and L1 fills), step ends with or without the consensus (pins
+// that outlive a step), and flushes. Every consensus drains, so the run does not depend on copy timing.
+func testOps(t testing.TB, c *controller, ops []byte) {
+	t.Helper()
+	for i := 0; i < len(ops); i++ {
+		switch op := ops[i]; op % 8 {
+		case 5:
+			endTestStep(t, c, true)
+		case 6:
+			endTestStep(t, c, false)
+		case 7:
+			endTestStep(t, c, true)
+			if op>>3%8 != 0 { // flushes are rarer, or the cache never fills
+				break
+			}
+			if err := c.flush(false); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			pages := 1 + int(op>>3)%6
+			tokens := make([]int32, 0, pages*testOpPageTokens)
+			for p := 0; p < pages && i+1 < len(ops); p++ {
+				i++
+				letter := int32(ops[i] % 3)
+				tokens = append(tokens, letter, letter)
+			}
+			req := requestOf(tokens)
+			if err := c.serve(&req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c.failure != nil {
+			t.Fatalf("op %d: %v", i, c.failure)
+		}
+	}
+	endTestStep(t, c, true)
+}
+
+// endTestStep ends a step as the run does: unlock, check the invariants (the queue's among them), and agree.
+func endTestStep(t testing.TB, c *controller, agree bool) {
+	t.Helper()
+	c.endStep()
+	if err := c.checkStepInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if agree {
+		if _, err := c.agree(StepConsensus, true, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestEvictionQueueMatchesTheModel replays one sequence per policy with enough evictions to cover holding back
+// parents, write_back's backup on eviction, pins that outlive a step, splits and a flush.
+func TestEvictionQueueMatchesTheModel(t *testing.T) {
+	ops := make([]byte, 0, 4000)
+	x := uint32(12345)
+	for range cap(ops) {
+		x = x*1664525 + 1013904223
+		ops = append(ops, byte(x>>24))
+	}
+	for _, policy := range []WritePolicy{WriteThrough, WriteThroughSelective, WriteBack} {
+		c := newTestController(t, policy, 24, 40)
+		compared := 0
+		c.testEvictionModel = func(c *controller) evictionCheck {
+			compared++
+			return naiveEvictionModel(c)
+		}
+		testOps(t, c, ops)
+		if compared < 100 || c.counters.L1Evictions < 100 || c.counters.Flushes == 0 {
+			t.Errorf("%v: %d evictions compared, %d L1 evictions, %d flushes: the sequence exercises too little",
+				policy, compared, c.counters.L1Evictions, c.counters.Flushes)
+		}
+	}
+}
+
+// TestEvictionModelCatchesAQueueThatMissedANode: a node dropped from the queue is caught by the queue's invariant
+// between steps and, at the next eviction, by the comparison with the model.
+func TestEvictionModelCatchesAQueueThatMissedANode(t *testing.T) {
+	c := newTestController(t, WriteThroughSelective, 8, 40)
+	for _, letter := range []int32{0, 1, 2} {
+		req := requestOf([]int32{letter, letter})
+		if err := c.serve(&req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	endTestStep(t, c, true)
+	oldest := naiveEvictionOrder(c)[0]
+	oldest.queued = false // as if a push had been missed: its entry is superseded
+	if err := c.checkStepInvariants(); err == nil {
+		t.Error("the step invariants missed a node absent from the queue")
+	}
+	req := requestOf(seq(testOpPageTokens, 5, 6, 7, 8, 9, 10))
+	if err := c.serve(&req); err != nil {
+		t.Fatal(err)
+	}
+	if c.failure == nil {
+		t.Error("the eviction model missed an eviction that skipped the oldest node")
+	}
+}
+
+// FuzzEvictionQueueAgainstModel: no sequence of requests, step ends and flushes makes the queue choose otherwise
+// than the model. Run it with `go test ./hicache -run '^$' -fuzz FuzzEvictionQueueAgainstModel -fuzztime 30s`.
+func FuzzEvictionQueueAgainstModel(f *testing.F) {
+	f.Add(byte(0), byte(8), []byte{0, 1, 2, 0, 40, 1, 1, 2, 0, 5, 48, 0, 0, 0, 0, 0, 0, 6, 16, 2, 2, 2, 7})
+	f.Add(byte(2), byte(4), []byte{40, 0, 1, 2, 0, 1, 2, 6, 40, 0, 1, 2, 1, 1, 1, 5, 40, 2, 2, 2, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, policy, devicePages byte, ops []byte) {
+		if len(ops) > 2000 {
+			ops = ops[:2000]
+		}
+		c := newTestController(t, WritePolicy(policy%3), 2+int(devicePages%30), 24)
+		testOps(t, c, ops)
+	})
+}
+
+func requestOf(tokens []int32) workload.Request { return workload.Request{InputIDs: tokens} }
+
+// TestEvictQueueStaysBoundedAndOrdered: touching nodes again and again leaves stale entries behind; the heap
+// stays within its bound, and pops come out in (lastAccess, id) order with every stale entry skipped.
+func TestEvictQueueStaysBoundedAndOrdered(t *testing.T) {
+	tree := newRadixTree(1)
+	q := newEvictQueue(tree)
+	var nodes []*treeNode
+	for i := range 10 {
+		n := tree.newNode(tree.root, []int32{int32(i)}, 0)
+		n.devicePages = []int32{int32(i)}
+		nodes = append(nodes, n)
+	}
+	clock := uint64(0)
+	for round := range 100 {
+		for i, n := range nodes {
+			if (round+i)%3 == 0 { // touch some: their earlier entries go stale
+				clock++
+				n.lastAccess = clock
+			}
+			q.push(n)
+		}
+		if bound := 2*tree.nodes + compactSlackEntries; len(q.entries) > bound {
+			t.Fatalf("round %d: %d entries for %d nodes, bound %d", round, len(q.entries), tree.nodes, bound)
+		}
+	}
+	// Touched without a push (re-keyed at pop, to a later key since the clock only grows), and tied.
+	nodes[6].lastAccess, nodes[4].lastAccess = clock+1, clock+1
+	want := slices.Clone(nodes)
+	slices.SortFunc(want, func(a, b *treeNode) int {
+		if older(a, b) {
+			return -1
+		}
+		return 1
+	})
+	var got []*treeNode
+	for n := q.popOldest(func(*treeNode) bool { return true }); n != nil; n = q.popOldest(func(*treeNode) bool { return true }) {
+		got = append(got, n)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("popped %v, want %v", ids(got), ids(want))
+	}
+}
+
+func ids(nodes []*treeNode) []uint64 {
+	out := make([]uint64, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.id
+	}
+	return out
+}
+
+// BenchmarkEvictL1FromAFullCache serves requests that each evict one leaf from a full L1 of `pages` pages, in a
+// tree of three levels (so that no node's fan-out, searched linearly, grows fast): ns/op should not grow with
+// the cache's size. `go test ./hicache -run '^$' -bench EvictL1`.
+func BenchmarkEvictL1FromAFullCache(b *testing.B) {
+	for _, pages := range []int{1 << 10, 1 << 13, 1 << 16} {
+		b.Run(fmt.Sprintf("pages=%d", pages), func(b *testing.B) {
+			c := newTestController(b, WriteThroughSelective, pages, 16) // no backups: nothing pinned
+			c.testEvictionModel = nil
+			fanOut := int32(2)
+			for fanOut*fanOut*fanOut < int32(pages) {
+				fanOut++
+			}
+			next := int32(0)
+			serveLeaf := func() {
+				next++
+				a, b2, leaf := next%fanOut, next/fanOut%fanOut, next
+				req := requestOf([]int32{a, a, b2, b2, leaf, leaf})
+				if err := c.serve(&req); err != nil {
+					b.Fatal(err)
+				}
+				c.endStep()
+			}
+			for c.dev.available() > 0 {
+				serveLeaf()
+			}
+			b.ResetTimer()
+			for range b.N {
+				serveLeaf()
+			}
+			b.StopTimer()
+			if c.counters.L1Evictions == 0 {
+				b.Fatal("no eviction")
+			}
+		})
+	}
+}
