@@ -63,6 +63,11 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 			opts := smallOptions()
 			opts.Layout, opts.Policy = layout, policy
 			opts.testSyncCopies = true // commits at every step: every path is taken, however loaded the machine
+			if policy == WriteBack {
+				// write_back backs up only what L1 evicts, and evicts only what a request needs: smaller L1 and L2,
+				// so that L2 still fills and evicts at every layout, CP8DP2 included.
+				opts.DevicePages, opts.L2Slots = 128, 128
+			}
 			r, err := Run(testJob(t), opts)
 			if err != nil {
 				t.Fatalf("%v %v: %v", layout, policy, err)
