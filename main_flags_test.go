@@ -94,6 +94,9 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 		{[]string{"run", "--inject-hang", "x@y"}, "", "inject-hang"},
 		{[]string{"run", "--inject-setup-error", "x"}, "", "inject-setup-error"},
 		{[]string{"run", "--cp", "0"}, "", "cp"},
+		{[]string{"run", "--metrics-file", "/no/such/dir/cphicache.prom"}, "", "metrics-file"},
+		{[]string{"run", "--metrics-interval", "-1s"}, "", "metrics-interval"},
+		{[]string{"run"}, "CPHICACHE_METRICS_INTERVAL=10s", "metrics-interval"}, // without a file
 		{[]string{"run"}, "CPHICACHE_DP=-1", "dp"},
 		{[]string{"validate", "--token-bytes", "12"}, "", "token-bytes"},
 		{[]string{"validate", "--watchdog-timeout", "-5s"}, "", "watchdog-timeout"},
@@ -125,7 +128,7 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 func captureRun(t *testing.T, args ...string) *hicache.Options {
 	t.Helper()
 	o := &runOptions{}
-	app := &cli.App{Commands: []*cli.Command{{Name: "run", Flags: o.flags(), Before: o.before, Action: func(*cli.Context) error { return nil }}}}
+	app := &cli.App{Commands: []*cli.Command{{Name: "run", Flags: append(o.flags(), o.metricsFlags()...), Before: o.before, Action: func(*cli.Context) error { return nil }}}}
 	if err := app.Run(append([]string{"cphicache", "run"}, args...)); err != nil {
 		t.Fatalf("run %v: %v", args, err)
 	}
@@ -140,11 +143,12 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 		got.Layers != 4 || got.PayloadsPerLayer != 2 || got.PageTokens != 16 || got.TokenBytes != 32 ||
 		got.DevicePages != 512 || got.L2Slots != 2048 || got.SlabBytesMax != 64<<20 || got.Layout != pool.LayerFirst ||
 		got.BatchRequests != 4 || got.PlacementAssertEvery != 8 || got.FlushEvery != 0 || got.Collective != "mpi" ||
-		got.WatchdogTimeout != 120*time.Second || got.Quiet || got.InjectHang.Set || got.JobID == "" {
+		got.WatchdogTimeout != 120*time.Second || got.Quiet || got.InjectHang.Set || got.JobID == "" ||
+		got.MetricsPath != "" || got.MetricsInterval != 0 {
 		t.Errorf("defaults: %+v", got)
 	}
-	report := filepath.Join(t.TempDir(), "r.json")
-	got = captureRun(t, "--seed", "9", "--vocab-size", "1000", "--conversations", "3", "--turns-max", "2", "--system-prompts", "5",
+	report, metrics := filepath.Join(t.TempDir(), "r.json"), filepath.Join(t.TempDir(), "m.prom")
+	got = captureRun(t, "--metrics-file", metrics, "--metrics-interval", "3s", "--seed", "9", "--vocab-size", "1000", "--conversations", "3", "--turns-max", "2", "--system-prompts", "5",
 		"--system-prompt-tokens", "6", "--turn-tokens", "7", "--output-tokens", "8", "--flush-every-requests", "11",
 		"--layers", "3", "--payloads", "1", "--page-tokens", "8", "--token-bytes", "64", "--device-pages", "100", "--l2-slots", "300",
 		"--slab-bytes-max", "1048576", "--layout", "page_first", "--write-policy", "write_back", "--batch-requests", "5",
@@ -159,6 +163,7 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 		got.PageTokens != 8 || got.TokenBytes != 64 || got.DevicePages != 100 || got.L2Slots != 300 || got.SlabBytesMax != 1<<20 ||
 		got.Layout != pool.PageFirst || got.Policy != policy || got.BatchRequests != 5 || got.PlacementAssertEvery != 6 ||
 		got.FlushEvery != 12 || got.WatchdogTimeout != 7*time.Second || got.ReportPath != report || !got.Quiet ||
+		got.MetricsPath != metrics || got.MetricsInterval != 3*time.Second ||
 		got.TracePath != "t.jsonl" || got.InjectDivergence != in(2) || got.InjectHang != in(3) || got.InjectExit != in(4) ||
 		got.InjectCopyError != in(5) || got.InjectStuckCopy != in(6) || got.InjectSetupError != (hicache.Injection{Rank: 1, Set: true}) {
 		t.Errorf("every flag set: %+v", got)

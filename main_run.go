@@ -34,6 +34,8 @@ type runOptions struct {
 	slabBytesMax, placementAssertEvery, flushEvery     int64
 	layout, writePolicy                                string
 	watchdogTimeout                                    time.Duration
+	metricsFile                                        string
+	metricsInterval                                    time.Duration
 	quiet                                              bool
 	injectDivergence, injectHang, injectExit           string
 	injectCopyError, injectStuckCopy, injectSetupError string
@@ -130,6 +132,20 @@ func (o *runOptions) outputFlags() []cli.Flag {
 	}
 }
 
+// metricsFlags are run's alone: validate replays three passes and reports a table, not a run's counters.
+func (o *runOptions) metricsFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "metrics-file", EnvVars: []string{"CPHICACHE_METRICS_FILE"}, Category: "output", Destination: &o.metricsFile,
+			Usage: "write Prometheus metrics (text format, for node_exporter's textfile collector; e.g. DIR/cphicache.prom) to this file, " +
+				"replaced atomically, by world rank 0. At the end: counters job-wide as in --report, cp_group=\"all\", and consensus " +
+				"latency histograms per CP group (as its CP rank 0 timed them), cphicache_metrics_final 1. Periodic files " +
+				"(--metrics-interval) hold world rank 0's own view without any collective: its CP group's counters, its own copy " +
+				"bytes, checks and latencies, cp_group=\"0\", cphicache_metrics_final 0. The directory must exist on every node"},
+		&cli.DurationFlag{Name: "metrics-interval", Value: 0, EnvVars: []string{"CPHICACHE_METRICS_INTERVAL"}, Category: "output", Destination: &o.metricsInterval,
+			Usage: "also write --metrics-file during the run, at the first step end after each interval (e.g. 15s); 0 = only at the end"},
+	}
+}
+
 func (o *runOptions) injectFlags() []cli.Flag {
 	return []cli.Flag{
 		injectFlag("inject-divergence", &o.injectDivergence, "RANK@STEP: world rank RANK perturbs its allocator after step STEP; the placement assert must catch it"),
@@ -174,7 +190,7 @@ func (o *runOptions) options() (*hicache.Options, error) {
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
 		Seed: o.synthetic.seed, TracePath: o.trace, TraceFormat: traceFormat, TraceBlockTokens: o.traceBlockTokens,
 		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
-		ReportPath: o.report, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(), Quiet: o.quiet,
+		ReportPath: o.report, MetricsPath: o.metricsFile, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(), Quiet: o.quiet,
 	}
 	if err := o.injections(opts); err != nil {
 		return nil, err
@@ -203,12 +219,17 @@ func (o *runOptions) injections(opts *hicache.Options) (err error) {
 	return err
 }
 
-// replayCommand is run or validate: the same flags, checked the same way, then fn on every rank.
-func replayCommand(name, usage, description string, fn func(*spmd.Job, *hicache.Options) error) *cli.Command {
+// replayCommand is run or validate: the same flags (run's also the metrics'), checked the same way, then fn on
+// every rank.
+func replayCommand(name, usage, description string, withMetrics bool, fn func(*spmd.Job, *hicache.Options) error) *cli.Command {
 	o := &runOptions{}
+	flags := o.flags()
+	if withMetrics {
+		flags = append(flags, o.metricsFlags()...)
+	}
 	return &cli.Command{
 		Name: name, Usage: usage, Description: description,
-		Flags:        o.flags(),
+		Flags:        flags,
 		OnUsageError: onUsageError,
 		Before:       o.before,
 		Action: func(*cli.Context) error {
@@ -226,7 +247,7 @@ func runCommand() *cli.Command {
 			"compares the placement digest and carries any rank's failure; objects are compared one by one every "+
 			"--placement-assert-every steps and at every flush. Exits non-zero on any divergence, a wrong byte in a "+
 			"load-back or an audit, or a failed copy.",
-		runMain)
+		true, runMain)
 }
 
 func validateCommand() *cli.Command {
@@ -235,8 +256,8 @@ func validateCommand() *cli.Command {
 		"Replays the workload three times: as configured (placement compared object by object across each CP group, "+
 			"flush reset, data integrity, CP scoping), with an L2 far smaller than the working set (the capacity miss path must "+
 			"decide identically on every rank), and with one perturbed rank per CP group (the placement assert must catch it "+
-			"at the next check, after which the group restarts from a fresh state). Takes every flag of run.",
-		validateMain)
+			"at the next check, after which the group restarts from a fresh state). Takes every flag of run but the metrics'.",
+		false, validateMain)
 }
 
 // genTraceOptions: the synthetic workload's flags, the same definitions as run's, and where to write.
@@ -335,6 +356,11 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 		report.WriteSummary(os.Stdout)
 		if opts.ReportPath != "" {
 			if err := report.WriteJSON(opts.ReportPath); err != nil {
+				return err
+			}
+		}
+		if opts.MetricsPath != "" {
+			if err := report.WriteMetrics(opts.MetricsPath, opts.JobID); err != nil {
 				return err
 			}
 		}

@@ -117,8 +117,9 @@ type consensus struct {
 	calls     uint64 // consensus calls entered on this communicator: the counter of the tag
 	step      int64  // the event stream's step, for messages
 
-	enteredAt time.Time // when the call in progress was entered
-	stepUs    []float64 // latency samples of the step consensus, preallocated
+	enteredAt time.Time                   // when the call in progress was entered
+	stepUs    []float64                   // latency samples of the step consensus, preallocated
+	latency   [consensusKinds]latencyHist // every call's latency by kind, for the metrics
 	vector    [consensusWords]uint64
 }
 
@@ -155,6 +156,7 @@ func (c *consensus) leave(k ConsensusKind) {
 	c.watchdog.Disarm()
 	elapsed := time.Since(c.enteredAt)
 	c.stats[k].Seconds += elapsed.Seconds()
+	c.latency[k].observe(elapsed)
 	if k == StepConsensus && len(c.stepUs) < cap(c.stepUs) {
 		c.stepUs = append(c.stepUs, float64(elapsed.Nanoseconds())/1e3)
 	}

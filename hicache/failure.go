@@ -22,11 +22,13 @@ const (
 	FailureAllocator                        // the allocator refused an operation the controller relies on
 	FailureInvariant                        // a controller invariant checked between steps is broken
 	FailureFlush                            // a flush left the cache unlike a fresh one
+	FailureMetrics                          // a periodic --metrics-file write failed (world rank 0)
 )
 
 var failureNames = map[FailureCode]string{
 	FailureInternal: "internal error", FailureCopy: "page copy error", FailureDevice: "device memory error",
 	FailureAllocator: "allocator error", FailureInvariant: "broken invariant", FailureFlush: "flush left the cache unlike a fresh one",
+	FailureMetrics: "metrics file write failed",
 }
 
 func (c FailureCode) String() string {

@@ -57,6 +57,8 @@ type Options struct {
 	VocabSize                                        int
 	Synthetic                                        workload.SyntheticConfig
 	ReportPath                                       string
+	MetricsPath                                      string        // --metrics-file: Prometheus text format, world rank 0 writes it
+	MetricsInterval                                  time.Duration // between periodic metrics writes; 0 = only at the end
 	Collective                                       string
 	WatchdogTimeout                                  time.Duration
 	InjectDivergence                                 Injection
@@ -127,10 +129,23 @@ func (o *Options) Validate() error {
 	if o.WatchdogTimeout < 0 {
 		return &spmd.ConfigError{Flag: "watchdog-timeout", Reason: fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
 	}
+	if err := o.checkMetrics(); err != nil {
+		return err
+	}
 	if o.Collective != "mpi" && o.Collective != "nccl" {
 		return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
 	}
 	return transport.CheckCollectiveBuild(o.Collective)
+}
+
+func (o *Options) checkMetrics() error {
+	if o.MetricsInterval < 0 {
+		return &spmd.ConfigError{Flag: "metrics-interval", Reason: fmt.Sprintf("%v is negative: give a duration such as 30s, or 0 for only at the end", o.MetricsInterval)}
+	}
+	if o.MetricsInterval > 0 && o.MetricsPath == "" {
+		return &spmd.ConfigError{Flag: "metrics-interval", Reason: "needs --metrics-file"}
+	}
+	return checkMetricsPath(o.MetricsPath)
 }
 
 func (o *Options) geometry(cp int) pool.Geometry {

@@ -88,10 +88,11 @@ type Report struct {
 
 // GroupReport is one CP group: its members' hosts and the collectives it ran, with their communicator sizes.
 type GroupReport struct {
-	Group       int                        `json:"group"`
-	Size        int                        `json:"size"`
-	Hosts       []string                   `json:"hosts"`
-	Collectives map[string]CollectiveStats `json:"collectives"`
+	Group       int                         `json:"group"`
+	Size        int                         `json:"size"`
+	Hosts       []string                    `json:"hosts"`
+	Collectives map[string]CollectiveStats  `json:"collectives"`
+	latency     [consensusKinds]latencyHist // CP rank 0's consensus latencies by kind: the metrics file's histograms
 }
 
 // MarshalJSON names CollectiveStats' fields in the report's style.
@@ -208,9 +209,12 @@ func (rs *runState) gatherGroups() ([]GroupReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	mine := make([]int64, 0, 4*int(consensusKinds))
-	for _, s := range rs.cons.stats {
+	// Per kind: the stats, then the latency histogram, so that the metrics' histograms cost no collective of their own.
+	const perKind = 4 + latencyHistWords
+	mine := make([]int64, 0, perKind*int(consensusKinds))
+	for k, s := range rs.cons.stats {
 		mine = append(mine, s.Count, s.Skipped, int64(s.CommSizeMin), int64(s.CommSizeMax))
+		mine = append(mine, rs.cons.latency[k].words()...)
 	}
 	all := make([]int64, len(mine)*t.World.Size())
 	if err := t.World.AllgatherInt64(mine, all); err != nil {
@@ -227,8 +231,9 @@ func (rs *runState) gatherGroups() ([]GroupReport, error) {
 			continue
 		}
 		for k := ConsensusKind(0); k < consensusKinds; k++ {
-			v := all[r*len(mine)+4*int(k):]
+			v := all[r*len(mine)+perKind*int(k):]
 			gr.Collectives[k.String()] = CollectiveStats{Count: v[0], Skipped: v[1], CommSizeMin: int(v[2]), CommSizeMax: int(v[3])}
+			gr.latency[k] = latencyFromWords(v[4:perKind])
 		}
 	}
 	return groups, nil

@@ -29,6 +29,7 @@ type runState struct {
 	start     time.Time
 	// idealHitTokens: the replica's ideal hits, computed by CP rank 0 as it loads the workload.
 	idealHitTokens int64
+	metrics        *metricsTicker // world rank 0's periodic metrics writes; nil when none
 }
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
@@ -55,6 +56,9 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	}
 	defer rs.tearDown()
 	rs.ctrl.counters.IdealHitTokens = rs.idealHitTokens
+	if job.Topo.WorldRank == 0 && opts.MetricsPath != "" && opts.MetricsInterval > 0 {
+		rs.metrics = newMetricsTicker(opts.MetricsInterval, time.Now)
+	}
 	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
 	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
 	replayErr := rs.replay(events)
@@ -226,6 +230,7 @@ func (rs *runState) replay(events []workload.Event) error {
 			return err
 		}
 		progress.update(rs.steps, rs.ctrl.counters.Requests)
+		rs.writeMetricsIfDue()
 	}
 	progress.done()
 	return rs.finish()

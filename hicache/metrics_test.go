@@ -1,0 +1,218 @@
+package hicache
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// parseMetrics reads a metrics file with Prometheus's own text parser.
+func parseMetrics(t *testing.T, path string) map[string]*dto.MetricFamily {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return families
+}
+
+// metricValue is the value of the one series of name whose labels include want; it fails unless exactly one does.
+func metricValue(t *testing.T, families map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	t.Helper()
+	var found []*dto.Metric
+	for _, m := range families[name].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for k, v := range want {
+			match = match && labels[k] == v
+		}
+		if match {
+			found = append(found, m)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s%v: %d series, want 1", name, want, len(found))
+	}
+	if h := found[0].GetHistogram(); h != nil {
+		return float64(h.GetSampleCount())
+	}
+	return found[0].GetCounter().GetValue() + found[0].GetGauge().GetValue()
+}
+
+func TestMetricsTickerIsDueOncePerInterval(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	m := newMetricsTicker(10*time.Second, func() time.Time { return clock })
+	var due []int
+	for s := 0; s <= 45; s++ { // one check a second, as steps of one second would
+		if m.due() {
+			due = append(due, s)
+		}
+		clock = clock.Add(time.Second)
+	}
+	if want := []int{10, 20, 30, 40}; !slices.Equal(due, want) {
+		t.Errorf("due at seconds %v, want %v", due, want)
+	}
+	// A step longer than several intervals gives one write, and the next comes an interval after it.
+	clock = clock.Add(time.Minute)
+	if !m.due() || m.due() {
+		t.Error("after a long step: want one write, then none until the next interval")
+	}
+	if (*metricsTicker)(nil).due() {
+		t.Error("no ticker (no --metrics-interval) must never be due")
+	}
+}
+
+// sampleView is a view with every counter set, and a latency histogram for one group.
+func sampleView() *metricsView {
+	r := &Report{}
+	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = 100, 50, 25
+	r.Bytes.D2H, r.Bytes.H2D = 1<<20, 1<<19
+	var g GroupReport
+	g.latency[StepConsensus].observe(30 * time.Microsecond)
+	g.latency[StepConsensus].observe(time.Hour) // above the top bound: counted in +Inf only
+	r.Groups = []GroupReport{g}
+	return &metricsView{job: "j", counterGroup: "all", final: true, report: r}
+}
+
+// TestMetricsFileIsAlwaysWhole: a reader racing the writer always parses a whole file, the old one or the new.
+func TestMetricsFileIsAlwaysWhole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.prom")
+	v := sampleView()
+	if err := v.write(path); err != nil {
+		t.Fatal(err)
+	}
+	want := len(parseMetrics(t, path))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 200; i++ {
+			if err := v.write(path); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		if got := len(parseMetrics(t, path)); got != want {
+			t.Fatalf("read %d: %d metric families, want %d: a reader saw a partial file", i, got, want)
+		}
+	}
+	wg.Wait()
+	f := parseMetrics(t, path)
+	if got := metricValue(t, f, "cphicache_consensus_latency_seconds", map[string]string{"kind": "step", "cp_group": "0"}); got != 2 {
+		t.Errorf("step latency count %v, want 2", got)
+	}
+	if got := metricValue(t, f, "cphicache_prompt_tokens_total", map[string]string{"tier": "l2", "cp_group": "all"}); got != 50 {
+		t.Errorf("l2 tokens %v, want 50", got)
+	}
+}
+
+// TestMetricsWriteErrorLeavesNoTempFile: a write that cannot replace its path (here a directory) fails, naming
+// the flag, and leaves nothing behind.
+func TestMetricsWriteErrorLeavesNoTempFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.prom")
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := sampleView().write(path)
+	if err == nil || !strings.Contains(err.Error(), "--metrics-file") {
+		t.Fatalf("write over a directory: %v, want an error naming --metrics-file", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("the directory holds %d entries after a failed write, want only the one it had: %v", len(entries), entries)
+	}
+}
+
+func TestMetricsOptionsAreCheckedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		path     string
+		interval time.Duration
+		flag     string // "" = valid
+	}{
+		{filepath.Join(dir, "m.prom"), time.Second, ""},
+		{filepath.Join(dir, "missing", "m.prom"), 0, "metrics-file"},
+		{dir, 0, "metrics-file"},
+		{filepath.Join(dir, "m.prom"), -time.Second, "metrics-interval"},
+		{"", time.Second, "metrics-interval"},
+	} {
+		opts := smallOptions()
+		opts.MetricsPath, opts.MetricsInterval = tc.path, tc.interval
+		err := opts.Validate()
+		var ce *spmd.ConfigError
+		if tc.flag == "" && err != nil || tc.flag != "" && (!errors.As(err, &ce) || ce.Flag != tc.flag) {
+			t.Errorf("%q every %v: %v, want an error naming --%s", tc.path, tc.interval, err, tc.flag)
+		}
+	}
+}
+
+// TestPeriodicMetricsHoldRankZerosGroup: with an interval shorter than any step, world rank 0 writes after every
+// step; the last periodic file is its group's view after the last step.
+func TestPeriodicMetricsHoldRankZerosGroup(t *testing.T) {
+	opts := smallOptions()
+	opts.MetricsPath, opts.MetricsInterval = filepath.Join(t.TempDir(), "m.prom"), time.Nanosecond
+	r, err := Run(testJob(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testWorld.Rank() != 0 {
+		return
+	}
+	f := parseMetrics(t, opts.MetricsPath)
+	group := map[string]string{"cp_group": "0", "job": "test"}
+	if final := metricValue(t, f, "cphicache_metrics_final", nil); final != 0 {
+		t.Errorf("cphicache_metrics_final %v in a periodic file", final)
+	}
+	stepCalls := r.Groups[0].Collectives["step"].Count // CP rank 0 of group 0 (world rank 0): one per step, 0 at cp 1
+	if got := metricValue(t, f, "cphicache_consensus_latency_seconds", map[string]string{"cp_group": "0", "kind": "step"}); got != float64(stepCalls) {
+		t.Errorf("step latency count %v, want %d", got, stepCalls)
+	}
+	if _, dp := testLayout(); dp == 1 { // the report is group 0's alone
+		if got := metricValue(t, f, "cphicache_steps_total", group); got != float64(r.Steps) {
+			t.Errorf("steps_total %v, want %d", got, r.Steps)
+		}
+		for tier, want := range map[string]int64{"l1": r.Hits.L1Tokens, "l2": r.Hits.L2Tokens, "computed": r.Hits.MissTokens} {
+			if got := metricValue(t, f, "cphicache_prompt_tokens_total", map[string]string{"cp_group": "0", "tier": tier}); got != float64(want) {
+				t.Errorf("prompt tokens %s: %v, want %d", tier, got, want)
+			}
+		}
+	}
+}
+
+// TestFailedPeriodicMetricsWriteEndsTheGroup: world rank 0's failed write travels in the next consensus, so
+// every rank ends with an error instead of waiting for rank 0 in a collective.
+func TestFailedPeriodicMetricsWriteEndsTheGroup(t *testing.T) {
+	opts := smallOptions()
+	opts.MetricsPath, opts.MetricsInterval = t.TempDir(), time.Nanosecond // a directory: the rename fails
+	_, err := Run(testJob(t), opts)
+	if err == nil {
+		t.Fatal("the run succeeded although world rank 0 could not write its metrics")
+	}
+	if testWorld.Rank() == 0 && !strings.Contains(err.Error(), "--metrics-file") {
+		t.Errorf("world rank 0's error does not name the flag: %v", err)
+	}
+	checkNoLeakedSegments(t)
+}
