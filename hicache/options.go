@@ -68,6 +68,18 @@ type Options struct {
 	JobID                                            string
 	Quiet                                            bool
 
+	// Sizing (capacity.go, models.go), turned into the fields above by Size once the CP size is known.
+	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'
+	CopyTokenBytes int    // bytes actually copied per token per rank per layer per payload; 0 = TokenBytes
+	L2Bytes        int64  // per node, instead of L2Slots; 0 = L2Slots
+	DeviceBytes    int64  // per rank, instead of DevicePages; 0 = DevicePages
+	// SyncCopies drains every step: each step commits everything it backed up, so hit counts no longer depend
+	// on how fast the copy worker ran, and two runs of one configuration count the same (sweep uses it).
+	SyncCopies bool
+
+	// accountTokenBytes: the real TokenBytes that capacities count when CopyTokenBytes copies fewer (Size).
+	accountTokenBytes int
+
 	checkInvariants bool // tests: check the controller's invariants after every step
 
 	// validate mode: a divergence is recorded and the group restarts from a fresh state instead of failing; a
@@ -82,9 +94,6 @@ type Options struct {
 	testCommitOnLocalFrontier bool
 	testSlowCopyRank          Injection
 	testPlacementAssertOff    bool
-	// testSyncCopies drains every step: each step commits everything it backed up, so the run's decisions no
-	// longer depend on how fast the copy worker ran, and a test can rely on every path being taken.
-	testSyncCopies bool
 	// testReserveShm replaces the slab's memory reservation (nil: fallocate), to fake a full /dev/shm.
 	testReserveShm func(f *os.File, bytes int64) error
 }
@@ -116,6 +125,9 @@ func (o *Options) Validate() error {
 	if o.TokenBytes%8 != 0 {
 		return &spmd.ConfigError{Flag: "token-bytes", Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
 	}
+	if err := o.validateSizing(); err != nil {
+		return err
+	}
 	if o.PlacementAssertEvery < 0 {
 		return &spmd.ConfigError{Flag: "placement-assert-every", Reason: fmt.Sprintf("%d: give 0 (only at the end) or more steps", o.PlacementAssertEvery)}
 	}
@@ -129,6 +141,22 @@ func (o *Options) Validate() error {
 		return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
 	}
 	return transport.CheckCollectiveBuild(o.Collective)
+}
+
+// validateSizing checks --model, --copy-token-bytes and the byte capacities before the job starts.
+func (o *Options) validateSizing() error {
+	if o.Model != "" {
+		if _, err := LookupModel(o.Model); err != nil {
+			return err
+		}
+	}
+	if o.CopyTokenBytes < 0 || o.CopyTokenBytes%8 != 0 {
+		return &spmd.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d must be 0 (copy the real size) or a positive multiple of 8", o.CopyTokenBytes)}
+	}
+	if o.L2Bytes < 0 || o.DeviceBytes < 0 {
+		return &spmd.ConfigError{Flag: "l2-bytes", Reason: fmt.Sprintf("%d and --device-bytes %d: sizes are positive", o.L2Bytes, o.DeviceBytes)}
+	}
+	return nil
 }
 
 func (o *Options) geometry(cp int) pool.Geometry {

@@ -61,7 +61,7 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 		for _, policy := range []WritePolicy{WriteThrough, WriteThroughSelective, WriteBack} {
 			opts := smallOptions()
 			opts.Layout, opts.Policy = layout, policy
-			opts.testSyncCopies = true // commits at every step: every path is taken, however loaded the machine
+			opts.SyncCopies = true // commits at every step: every path is taken, however loaded the machine
 			r, err := Run(testJob(t), opts)
 			if err != nil {
 				t.Fatalf("%v %v: %v", layout, policy, err)
