@@ -159,6 +159,19 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 
 // options is the one conversion from the flags to hicache.Options, with every check that needs no MPI.
 func (o *runOptions) options() (*hicache.Options, error) {
+	opts, err := o.baseOptions()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.sizing.single(opts); err != nil {
+		return nil, err
+	}
+	return opts, opts.Validate()
+}
+
+// baseOptions converts every flag but the sizing ones, which run and sweep read differently, and does not
+// validate: the caller does, once it has the sizes.
+func (o *runOptions) baseOptions() (*hicache.Options, error) {
 	layout, err := pool.ParseLayout(o.layout)
 	if err != nil {
 		return nil, &spmd.ConfigError{Flag: "layout", Reason: err.Error()}
@@ -183,13 +196,7 @@ func (o *runOptions) options() (*hicache.Options, error) {
 		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
 		ReportPath: o.report, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(), Quiet: o.quiet,
 	}
-	if err := o.injections(opts); err != nil {
-		return nil, err
-	}
-	if err := o.sizing.single(opts); err != nil {
-		return nil, err
-	}
-	return opts, opts.Validate()
+	return opts, o.injections(opts)
 }
 
 // injections parses the fault injections into opts; each error names its flag.

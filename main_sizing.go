@@ -97,3 +97,41 @@ func parseSlots(s string) (int, error) {
 	}
 	return slots, nil
 }
+
+// sweepSizes fills opts for sweep and returns its points: --l2-bytes's list, else --l2-slots's; one of them
+// must be given, since a sweep of the default size alone is one run.
+func (o *sizingOptions) sweepSizes(c *cli.Context, opts *hicache.Options) ([]hicache.SweepSize, error) {
+	opts.Model, opts.CopyTokenBytes, opts.SyncCopies = o.model, o.copyTokenBytes, true
+	if o.deviceBytes != "" {
+		var err error
+		if opts.DeviceBytes, err = hicache.ParseByteSize("device-bytes", o.deviceBytes); err != nil {
+			return nil, err
+		}
+	}
+	var sizes []hicache.SweepSize
+	switch {
+	case c.IsSet("l2-bytes"):
+		bytes, err := hicache.ParseByteSizes("l2-bytes", o.l2Bytes)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bytes {
+			sizes = append(sizes, hicache.SweepSize{Bytes: b})
+		}
+	case c.IsSet("l2-slots"):
+		for _, item := range strings.Split(o.l2Slots, ",") {
+			slots, err := parseSlots(item)
+			if err != nil {
+				return nil, err
+			}
+			if slots < 1 {
+				return nil, &spmd.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d must be 1 or more", slots)}
+			}
+			sizes = append(sizes, hicache.SweepSize{Slots: slots})
+		}
+	default:
+		return nil, &spmd.ConfigError{Flag: "l2-bytes", Reason: "sweep needs the sizes to run: a list such as --l2-bytes 64GiB,128GiB,256GiB, or --l2-slots 1024,4096,16384"}
+	}
+	opts.L2Slots = max(1, sizes[0].Slots) // Validate's check; each point sets its own
+	return sizes, nil
+}
