@@ -74,6 +74,9 @@ func sweepCommand() *cli.Command {
 }
 
 func (o *sweepOptions) sweep(job *spmd.Job) error {
+	if err := hicache.CheckSweepJob(job); err != nil {
+		return err
+	}
 	fmt.Printf("# cphicache sweep: %d sizes, cp 1 (one process), every step's copies drained\n", len(o.sizes))
 	res, err := hicache.Sweep(job, o.opts, o.sizes, func(p hicache.SweepPoint) { writeSweepPoint(os.Stdout, p) })
 	if err != nil {

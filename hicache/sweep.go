@@ -53,8 +53,8 @@ type SweepResult struct {
 
 // Sweep runs the workload once per size on a one-rank job, calling done after each point (progress).
 func Sweep(job *spmd.Job, options *Options, sizes []SweepSize, done func(SweepPoint)) (*SweepResult, error) {
-	if n := job.Topo.World.Size(); n != 1 {
-		return nil, &spmd.JobWide{Err: fmt.Errorf("sweep runs as one process, the cache at cp 1 (placement does not depend on the CP size): start it without mpirun, not as %d ranks", n)}
+	if err := CheckSweepJob(job); err != nil {
+		return nil, err
 	}
 	res := &SweepResult{Model: options.Model, Trace: options.TracePath, WritePolicy: options.Policy.String(), PageTokens: options.PageTokens}
 	for _, size := range sizes {
@@ -78,6 +78,14 @@ func Sweep(job *spmd.Job, options *Options, sizes []SweepSize, done func(SweepPo
 		}
 	}
 	return res, nil
+}
+
+// CheckSweepJob refuses a job of more than one rank: the sweep is one process (an MPI singleton).
+func CheckSweepJob(job *spmd.Job) error {
+	if n := job.Topo.World.Size(); n != 1 {
+		return &spmd.JobWide{Err: fmt.Errorf("sweep runs as one process, the cache at cp 1 (placement does not depend on the CP size): start it without mpirun, not as %d ranks", n)}
+	}
+	return nil
 }
 
 func sweepPoint(r *Report) SweepPoint {
