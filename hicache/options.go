@@ -153,8 +153,13 @@ func (o *Options) validateSizing() error {
 	if o.CopyTokenBytes < 0 || o.CopyTokenBytes%8 != 0 {
 		return &spmd.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d must be 0 (copy the real size) or a positive multiple of 8", o.CopyTokenBytes)}
 	}
-	if o.L2Bytes < 0 || o.DeviceBytes < 0 {
-		return &spmd.ConfigError{Flag: "l2-bytes", Reason: fmt.Sprintf("%d and --device-bytes %d: sizes are positive", o.L2Bytes, o.DeviceBytes)}
+	for _, size := range []struct {
+		flag  string
+		bytes int64
+	}{{"l2-bytes", o.L2Bytes}, {"device-bytes", o.DeviceBytes}} {
+		if size.bytes < 0 {
+			return &spmd.ConfigError{Flag: size.flag, Reason: fmt.Sprintf("%d: give a positive size, or 0 for the size in pages", size.bytes)}
+		}
 	}
 	return nil
 }
