@@ -132,7 +132,7 @@ uninstall:
 # test-install installs into a temporary prefix and uses what it installed: the binary runs, the man page
 # renders and names every command, bash completion offers the commands and a command's flags, the zsh script
 # loads and registers its function; then uninstall must leave no file behind. About 5 s.
-INSTALL_TEST_CMDS := run validate gen-trace topo version bench completion
+INSTALL_TEST_CMDS := run validate gen-trace sweep topo version bench completion
 
 test-install: build
 	@prefix=$$(mktemp -d /tmp/cphicache-install.XXXXXX); trap 'rm -rf "$$prefix"' EXIT; \

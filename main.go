@@ -51,6 +51,7 @@ func newApp() *cli.App {
 			runCommand(),
 			validateCommand(),
 			genTraceCommand(),
+			sweepCommand(),
 			topoCommand(),
 			versionCommand(),
 			benchCommand(),

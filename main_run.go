@@ -30,7 +30,8 @@ type runOptions struct {
 	traceFormat                                        string
 	traceBlockTokens, traceLimit                       int
 	batchRequests, layers, payloads, pageTokens        int
-	tokenBytes, devicePages, l2Slots                   int
+	tokenBytes, devicePages                            int
+	sizing                                             sizingOptions
 	slabBytesMax, placementAssertEvery, flushEvery     int64
 	layout, writePolicy                                string
 	watchdogTimeout                                    time.Duration
@@ -55,8 +56,7 @@ func (o *runOptions) flags() []cli.Flag {
 	flags := append(globalFlags(&o.global), syntheticFlags(&o.synthetic)...)
 	flags = append(flags, o.traceFlags()...)
 	flags = append(flags, seedFlags(&o.synthetic)...)
-	flags = append(flags, &cli.IntFlag{Name: "batch-requests", Value: 4, EnvVars: []string{"CPHICACHE_BATCH_REQUESTS"}, Category: "workload", Destination: &o.batchRequests,
-		Usage: "requests per step; each step ends with one consensus all-reduce over the CP group (commit, load-backs, placement digest, errors)"})
+	flags = append(flags, batchRequestsFlag(&o.batchRequests))
 	flags = append(flags, o.modelFlags()...)
 	flags = append(flags, o.cacheFlags()...)
 	flags = append(flags, o.checkFlags()...)
@@ -76,6 +76,11 @@ func (o *runOptions) traceFlags() []cli.Flag {
 	}
 }
 
+func batchRequestsFlag(dest *int) cli.Flag {
+	return &cli.IntFlag{Name: "batch-requests", Value: 4, EnvVars: []string{"CPHICACHE_BATCH_REQUESTS"}, Category: "workload", Destination: dest,
+		Usage: "requests per step; each step ends with one consensus all-reduce over the CP group (commit, load-backs, placement digest, errors)"}
+}
+
 // traceBlockTokensFlag is --trace-block-tokens, run's and gen-trace's.
 func traceBlockTokensFlag(dest *int) cli.Flag {
 	return &cli.IntFlag{Name: "trace-block-tokens", Value: workload.DefaultBlockTokens, EnvVars: []string{"CPHICACHE_TRACE_BLOCK_TOKENS"}, Category: "workload", Destination: dest,
@@ -83,7 +88,7 @@ func traceBlockTokensFlag(dest *int) cli.Flag {
 }
 
 func (o *runOptions) modelFlags() []cli.Flag {
-	return []cli.Flag{
+	return append(o.sizing.modelFlags(), []cli.Flag{
 		&cli.IntFlag{Name: "layers", Value: 4, EnvVars: []string{"CPHICACHE_LAYERS"}, Category: "model", Destination: &o.layers,
 			Usage: "transformer layers whose KV each rank holds"},
 		&cli.IntFlag{Name: "payloads", Value: 2, EnvVars: []string{"CPHICACHE_PAYLOADS"}, Category: "model", Destination: &o.payloads,
@@ -92,22 +97,20 @@ func (o *runOptions) modelFlags() []cli.Flag {
 			Usage: "tokens per KV page"},
 		&cli.IntFlag{Name: "token-bytes", Value: 32, EnvVars: []string{"CPHICACHE_TOKEN_BYTES"}, Category: "model", Destination: &o.tokenBytes,
 			Usage: "bytes of KV per token per rank per layer per payload (a multiple of 8)"},
-	}
+	}...)
 }
 
 func (o *runOptions) cacheFlags() []cli.Flag {
-	return []cli.Flag{
+	return append(o.sizing.capacityFlags(), []cli.Flag{
 		&cli.IntFlag{Name: "device-pages", Value: 512, EnvVars: []string{"CPHICACHE_DEVICE_PAGES"}, Category: "cache", Destination: &o.devicePages,
 			Usage: "L1 capacity: device KV pages per rank"},
-		&cli.IntFlag{Name: "l2-slots", Value: 2048, EnvVars: []string{"CPHICACHE_L2_SLOTS"}, Category: "cache", Destination: &o.l2Slots,
-			Usage: "L2 capacity: pages in the CP group's shared slab (one slot holds a page for every rank, layer and payload)"},
 		&cli.Int64Flag{Name: "slab-bytes-max", Value: 64 << 20, EnvVars: []string{"CPHICACHE_SLAB_BYTES_MAX"}, Category: "cache", Destination: &o.slabBytesMax,
 			Usage: "bytes: the bound on one slab of the shared L2"},
 		&cli.StringFlag{Name: "layout", Value: "layer_first", EnvVars: []string{"CPHICACHE_LAYOUT"}, Category: "cache", Destination: &o.layout,
 			Usage: "L2 layout: layer_first (a region per rank and layer, slot-major) or page_first (per slot: rank x layer x payload)"},
 		&cli.StringFlag{Name: "write-policy", Value: "write_through", EnvVars: []string{"CPHICACHE_WRITE_POLICY"}, Category: "cache", Destination: &o.writePolicy,
 			Usage: "when KV is backed up to L2: write_through (on insert), write_through_selective (on the second hit) or write_back (on L1 eviction)"},
-	}
+	}...)
 }
 
 func (o *runOptions) checkFlags() []cli.Flag {
@@ -120,6 +123,7 @@ func (o *runOptions) checkFlags() []cli.Flag {
 			Usage: "transport of the step consensus's MIN all-reduce: mpi, or nccl (GPU build only; loads libnccl.so.2, or the library in CPHICACHE_NCCL_LIB)"},
 		&cli.DurationFlag{Name: "watchdog-timeout", Value: 120 * time.Second, EnvVars: []string{"CPHICACHE_WATCHDOG_TIMEOUT"}, Category: "checks", Destination: &o.watchdogTimeout,
 			Usage: "end the job when a collective waits longer than this (e.g. 120s, 2m); 0 = off (no watchdog; a hung rank hangs the job); negative values are refused"},
+		o.sizing.syncCopiesFlag(),
 	}
 }
 
@@ -162,12 +166,28 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	if err := o.global.check(c); err != nil {
 		return err
 	}
+	if err := o.sizing.exclusive(c); err != nil {
+		return err
+	}
 	o.opts, err = o.options()
 	return err
 }
 
 // options is the one conversion from the flags to hicache.Options, with every check that needs no MPI.
 func (o *runOptions) options() (*hicache.Options, error) {
+	opts, err := o.baseOptions()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.sizing.single(opts); err != nil {
+		return nil, err
+	}
+	return opts, opts.Validate()
+}
+
+// baseOptions converts every flag but the sizing ones, which run and sweep read differently, and does not
+// validate: the caller does, once it has the sizes.
+func (o *runOptions) baseOptions() (*hicache.Options, error) {
 	layout, err := pool.ParseLayout(o.layout)
 	if err != nil {
 		return nil, &spmd.ConfigError{Flag: "layout", Reason: err.Error()}
@@ -186,16 +206,13 @@ func (o *runOptions) options() (*hicache.Options, error) {
 	}
 	opts := &hicache.Options{
 		Layers: o.layers, PayloadsPerLayer: o.payloads, PageTokens: o.pageTokens, TokenBytes: o.tokenBytes,
-		DevicePages: o.devicePages, L2Slots: o.l2Slots, SlabBytesMax: o.slabBytesMax, Layout: layout, Policy: policy,
+		DevicePages: o.devicePages, SlabBytesMax: o.slabBytesMax, Layout: layout, Policy: policy,
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
 		Seed: o.synthetic.seed, TracePath: o.trace, TraceFormat: traceFormat, TraceBlockTokens: o.traceBlockTokens,
 		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
 		ReportPath: o.report, MetricsPath: o.metricsFile, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(), Quiet: o.quiet,
 	}
-	if err := o.injections(opts); err != nil {
-		return nil, err
-	}
-	return opts, opts.Validate()
+	return opts, o.injections(opts)
 }
 
 // injections parses the fault injections into opts; each error names its flag.

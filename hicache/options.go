@@ -70,6 +70,18 @@ type Options struct {
 	JobID                                            string
 	Quiet                                            bool
 
+	// Sizing (capacity.go, models.go), turned into the fields above by Size once the CP size is known.
+	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'
+	CopyTokenBytes int    // bytes actually copied per token per rank per layer per payload; 0 = TokenBytes
+	L2Bytes        int64  // per node, instead of L2Slots; 0 = L2Slots
+	DeviceBytes    int64  // per rank, instead of DevicePages; 0 = DevicePages
+	// SyncCopies drains every step: each step commits everything it backed up, so hit counts no longer depend
+	// on how fast the copy worker ran, and two runs of one configuration count the same (sweep uses it).
+	SyncCopies bool
+
+	// accountTokenBytes: the real TokenBytes that capacities count when CopyTokenBytes copies fewer (Size).
+	accountTokenBytes int
+
 	checkInvariants bool // tests: check the controller's invariants after every step
 
 	// validate mode: a divergence is recorded and the group restarts from a fresh state instead of failing; a
@@ -84,9 +96,6 @@ type Options struct {
 	testCommitOnLocalFrontier bool
 	testSlowCopyRank          Injection
 	testPlacementAssertOff    bool
-	// testSyncCopies drains every step: each step commits everything it backed up, so the run's decisions no
-	// longer depend on how fast the copy worker ran, and a test can rely on every path being taken.
-	testSyncCopies bool
 	// testEvictionModel checks every L1 eviction against a model (controller.testEvictionModel).
 	testEvictionModel func(c *controller) evictionCheck
 	// testReserveShm replaces the slab's memory reservation (nil: fallocate), to fake a full /dev/shm.
@@ -120,6 +129,9 @@ func (o *Options) Validate() error {
 	if o.TokenBytes%8 != 0 {
 		return &spmd.ConfigError{Flag: "token-bytes", Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
 	}
+	if err := o.validateSizing(); err != nil {
+		return err
+	}
 	if o.PlacementAssertEvery < 0 {
 		return &spmd.ConfigError{Flag: "placement-assert-every", Reason: fmt.Sprintf("%d: give 0 (only at the end) or more steps", o.PlacementAssertEvery)}
 	}
@@ -146,6 +158,27 @@ func (o *Options) checkMetrics() error {
 		return &spmd.ConfigError{Flag: "metrics-interval", Reason: "needs --metrics-file"}
 	}
 	return checkMetricsPath(o.MetricsPath)
+}
+
+// validateSizing checks --model, --copy-token-bytes and the byte capacities before the job starts.
+func (o *Options) validateSizing() error {
+	if o.Model != "" {
+		if _, err := LookupModel(o.Model); err != nil {
+			return err
+		}
+	}
+	if o.CopyTokenBytes < 0 || o.CopyTokenBytes%8 != 0 {
+		return &spmd.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d must be 0 (copy the real size) or a positive multiple of 8", o.CopyTokenBytes)}
+	}
+	for _, size := range []struct {
+		flag  string
+		bytes int64
+	}{{"l2-bytes", o.L2Bytes}, {"device-bytes", o.DeviceBytes}} {
+		if size.bytes < 0 {
+			return &spmd.ConfigError{Flag: size.flag, Reason: fmt.Sprintf("%d: give a positive size, or 0 for the size in pages", size.bytes)}
+		}
+	}
+	return nil
 }
 
 func (o *Options) geometry(cp int) pool.Geometry {

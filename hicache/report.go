@@ -25,6 +25,8 @@ type Report struct {
 	Layout    string `json:"layout"`
 	Policy    string `json:"write_policy"`
 	Transport string `json:"collective"`
+	// Capacity is each tier's size in tokens and bytes (per CP group for L2, per rank for L1).
+	Capacity  Capacity `json:"capacity"`
 	Placement struct {
 		Checks      int64 `json:"checks"`
 		Skipped     int64 `json:"skipped"` // asserts not run: a CP group of one rank has nothing to compare
@@ -158,6 +160,7 @@ func (rs *runState) report() (*Report, error) {
 	r := &Report{Ranks: t.World.Size(), CP: t.CPSize, DP: t.DPSize, Steps: steps, Requests: c.Requests,
 		Layout: rs.opts.Layout.String(), Policy: rs.opts.Policy.String(), Transport: rs.cons.transport.Name(), Groups: groups}
 	r.fill(&c)
+	r.Capacity = rs.opts.capacity(t.CPSize)
 	r.WallSeconds = float64(timing[0]) / 1e6
 	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = float64(timing[1])/1e3, float64(timing[2])/1e3
 	r.PlacementAssertUs.Total, r.PlacementAssertUs.SharePct = float64(timing[3]), float64(timing[4])/1e4
@@ -259,6 +262,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.MissTokens
 	fmt.Fprintf(w, "# cphicache run: %d ranks, cp %d, dp %d, layout %s, %s, step consensus over %s\n", r.Ranks, r.CP, r.DP, r.Layout, r.Policy, r.Transport)
 	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
+	r.writeCapacity(w)
 	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%), computed %d (%.1f%%); ideal hit %d (%.1f%%, an unbounded cache)\n",
 		r.Hits.L1Tokens, pct(r.Hits.L1Tokens, tokens), r.Hits.L2Tokens, pct(r.Hits.L2Tokens, tokens), r.Hits.MissTokens, pct(r.Hits.MissTokens, tokens),
 		r.Hits.IdealTokens, pct(r.Hits.IdealTokens, tokens))
@@ -280,6 +284,21 @@ func (r *Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "  verify: %s; audit: %d committed objects checked whole (every rank's parts), %d wrong\n",
 		verify, r.Verify.AuditObjects, r.Verify.AuditMismatches)
 	fmt.Fprintf(w, "  result: %s\n", r.verdict())
+}
+
+// writeCapacity states each tier in tokens and bytes, and says plainly when the copies are scaled down.
+func (r *Report) writeCapacity(w io.Writer) {
+	c := r.Capacity
+	model := "per token"
+	if c.Model != "" {
+		model = "per token of " + c.Model
+	}
+	fmt.Fprintf(w, "  capacity: L2 %d slots = %d tokens = %s per CP group; L1 %d pages = %d tokens = %s per rank; KV %s %s\n",
+		c.L2Slots, c.L2Tokens, FormatBytes(c.L2Bytes), c.DevicePages, c.DeviceTokens, FormatBytes(c.DeviceBytes), FormatBytes(c.TokenBytes), model)
+	if c.Scaled {
+		fmt.Fprintf(w, "  copies SCALED DOWN: %s copied per token instead of %s; tokens and hit counts are the real sizes', bytes copied and the slab (%s) are not\n",
+			FormatBytes(c.CopiedTokenBytes), FormatBytes(c.TokenBytes), FormatBytes(c.L2SlabBytes))
+	}
 }
 
 // verdict is the summary's last word: FAILED on anything wrong (Failed), and an OK that says what it does not

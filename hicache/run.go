@@ -34,7 +34,11 @@ type runState struct {
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
 // step, and report. Every rank calls it; world rank 0 prints.
-func Run(job *spmd.Job, opts *Options) (*Report, error) {
+func Run(job *spmd.Job, options *Options) (*Report, error) {
+	opts, err := options.Size(job.Topo.CPSize, job.Topo.NodeSize)
+	if err != nil {
+		return nil, err
+	}
 	rs, err := runPass(job, opts)
 	if err != nil {
 		return nil, err
@@ -269,7 +273,7 @@ func (rs *runState) runStep(step int64, batch []workload.Event) error {
 			c.fail(FailureInvariant, fmt.Errorf("step %d: %w", step, err))
 		}
 	}
-	if err := rs.agree(StepConsensus, rs.drainNext || rs.opts.testSyncCopies); err != nil {
+	if err := rs.agree(StepConsensus, rs.drainNext || rs.opts.SyncCopies); err != nil {
 		return err
 	}
 	rs.drainNext = c.throttleWrites()

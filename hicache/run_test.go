@@ -62,7 +62,7 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 		for _, policy := range []WritePolicy{WriteThrough, WriteThroughSelective, WriteBack} {
 			opts := smallOptions()
 			opts.Layout, opts.Policy = layout, policy
-			opts.testSyncCopies = true // commits at every step: every path is taken, however loaded the machine
+			opts.SyncCopies = true // commits at every step: every path is taken, however loaded the machine
 			if policy == WriteBack {
 				// write_back backs up only what L1 evicts, and evicts only what a request needs: smaller L1 and L2,
 				// so that L2 still fills and evicts at every layout, CP8DP2 included.

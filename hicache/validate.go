@@ -61,7 +61,11 @@ const divergenceInjectStep = 5
 // Validate runs the validation matrix on every rank; world rank 0 gets the report.
 func Validate(job *spmd.Job, options *Options) (*ValidationReport, error) {
 	t := job.Topo
-	opts := *options
+	sized, err := options.Size(t.CPSize, t.NodeSize)
+	if err != nil {
+		return nil, err
+	}
+	opts := *sized
 	opts.recordFlushWrong = true // every pass: the flush_reset row counts, and the pass goes on
 	main := opts
 	main.flushAtEnd = true

@@ -1,0 +1,109 @@
+package hicache
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// `cphicache sweep`: the hit rate against the L2's capacity, one run of the same workload per size, in one
+// process. Placement does not depend on the CP size (every rank of a group takes the same decisions, and a
+// model's slot is a page of its tokens whatever cp is: models.go), so the sweep runs the cache at cp 1, as an MPI
+// singleton. Every point drains its copies every step (SyncCopies): a backup commits in the step that made it,
+// so a point's hit counts are a function of the configuration, equal to `run --sync-copies` at that size.
+
+// SweepSize is one point's L2 capacity: Slots, or Bytes per node (as --l2-bytes) when Bytes > 0.
+type SweepSize struct {
+	Slots int
+	Bytes int64
+}
+
+// SweepPoint is one run of the sweep.
+type SweepPoint struct {
+	L2Slots  int     `json:"l2_slots"`
+	L2Tokens int64   `json:"l2_tokens"`
+	L2Bytes  int64   `json:"l2_bytes"` // at the real bytes per token
+	L2GiB    float64 `json:"l2_gib"`
+	// Hits: the run's prompt tokens served from L1 and L2, computed, and an unbounded cache's hits.
+	L1Tokens    int64   `json:"l1_tokens"`
+	L2HitTokens int64   `json:"l2_hit_tokens"`
+	MissTokens  int64   `json:"miss_tokens"`
+	IdealTokens int64   `json:"ideal_tokens"`
+	HitRate     float64 `json:"hit_rate"`   // (L1 + L2 hits) / prompt tokens
+	IdealRate   float64 `json:"ideal_rate"` // ideal hits / prompt tokens
+	Committed   int64   `json:"backups_committed"`
+	L2Evictions int64   `json:"l2_evictions"`
+	WallSeconds float64 `json:"wall_seconds"`
+}
+
+// SweepResult is the sweep's JSON: the configuration every point shares, and the points in the order given.
+type SweepResult struct {
+	Model            string       `json:"model,omitempty"`
+	Trace            string       `json:"trace,omitempty"` // empty: the synthetic workload
+	WritePolicy      string       `json:"write_policy"`
+	PageTokens       int          `json:"page_tokens"`
+	TokenBytes       int64        `json:"token_bytes"`        // KV bytes per token, which the byte sizes count
+	CopiedTokenBytes int64        `json:"copied_token_bytes"` // what the runs copied per token
+	DevicePages      int          `json:"device_pages"`
+	DeviceTokens     int64        `json:"device_tokens"`
+	Points           []SweepPoint `json:"points"`
+}
+
+// Sweep runs the workload once per size on a one-rank job, calling done after each point (progress).
+func Sweep(job *spmd.Job, options *Options, sizes []SweepSize, done func(SweepPoint)) (*SweepResult, error) {
+	if err := CheckSweepJob(job); err != nil {
+		return nil, err
+	}
+	res := &SweepResult{Model: options.Model, Trace: options.TracePath, WritePolicy: options.Policy.String(), PageTokens: options.PageTokens}
+	for _, size := range sizes {
+		opts := *options
+		opts.SyncCopies, opts.Quiet = true, true
+		opts.L2Slots, opts.L2Bytes = size.Slots, size.Bytes
+		report, err := Run(job, &opts)
+		if err != nil {
+			return nil, err
+		}
+		if report.Failed() {
+			return nil, &RunFailed{Divergences: report.Placement.Divergences, Mismatches: report.Verify.Mismatches,
+				AuditMismatches: report.Verify.AuditMismatches, CopyErrors: report.Verify.CopyErrors}
+		}
+		c := report.Capacity
+		res.TokenBytes, res.CopiedTokenBytes, res.DevicePages, res.DeviceTokens = c.TokenBytes, c.CopiedTokenBytes, c.DevicePages, c.DeviceTokens
+		p := sweepPoint(report)
+		res.Points = append(res.Points, p)
+		if done != nil {
+			done(p)
+		}
+	}
+	return res, nil
+}
+
+// CheckSweepJob refuses a job of more than one rank: the sweep is one process (an MPI singleton).
+func CheckSweepJob(job *spmd.Job) error {
+	if n := job.Topo.World.Size(); n != 1 {
+		return &spmd.JobWide{Err: fmt.Errorf("sweep runs as one process, the cache at cp 1 (placement does not depend on the CP size): start it without mpirun, not as %d ranks", n)}
+	}
+	return nil
+}
+
+func sweepPoint(r *Report) SweepPoint {
+	h, c := r.Hits, r.Capacity
+	tokens := float64(max(1, h.L1Tokens+h.L2Tokens+h.MissTokens))
+	return SweepPoint{
+		L2Slots: c.L2Slots, L2Tokens: c.L2Tokens, L2Bytes: c.L2Bytes, L2GiB: float64(c.L2Bytes) / (1 << 30),
+		L1Tokens: h.L1Tokens, L2HitTokens: h.L2Tokens, MissTokens: h.MissTokens, IdealTokens: h.IdealTokens,
+		HitRate: float64(h.L1Tokens+h.L2Tokens) / tokens, IdealRate: float64(h.IdealTokens) / tokens,
+		Committed: r.Backup.Committed, L2Evictions: r.Backup.L2Evictions, WallSeconds: r.WallSeconds,
+	}
+}
+
+// WriteJSON writes the sweep to path.
+func (s *SweepResult) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

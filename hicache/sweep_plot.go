@@ -1,0 +1,104 @@
+package hicache
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// The sweep's PNG, drawn as bench/plot.go draws the benchmarks: ours as lines with points, the reference (here
+// the ideal hit rate of an unbounded cache) as a thick black dashed line.
+
+const sweepPlotWidth, sweepPlotHeight = 8 * vg.Inch, 5 * vg.Inch
+
+// WritePlot draws the token hit rate (L1 + L2) against the L2's capacity, one point per run, with the ideal rate
+// as a horizontal line. The x axis is logarithmic (sweeps double the size) and each point is labelled with its
+// bytes and its tokens.
+func (s *SweepResult) WritePlot(path string) error {
+	if len(s.Points) == 0 {
+		return fmt.Errorf("sweep plot %s: no points", path)
+	}
+	p := plot.New()
+	p.Title.Text = s.title()
+	p.X.Label.Text = "L2 capacity per node (bytes at " + FormatBytes(s.TokenBytes) + " per token; tokens), log scale"
+	p.Y.Label.Text = "prompt token hit rate, L1 + L2 (%)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = sweepTicks(s.Points)
+	p.Y.Min, p.Y.Max = 0, 100
+	var hits plotter.XYs
+	for _, pt := range s.Points {
+		hits = append(hits, plotter.XY{X: float64(max(1, pt.L2Bytes)), Y: 100 * pt.HitRate})
+	}
+	if err := plotutil.AddLinePoints(p, "L1 + L2 hit rate (one run per size)", hits); err != nil {
+		return err
+	}
+	if err := s.addIdeal(p, hits); err != nil {
+		return err
+	}
+	p.Legend.Top, p.Legend.Left = false, false
+	return p.Save(sweepPlotWidth, sweepPlotHeight, path)
+}
+
+func (s *SweepResult) title() string {
+	workload := "synthetic workload"
+	if s.Trace != "" {
+		workload = filepath.Base(s.Trace)
+	}
+	model := "--token-bytes geometry"
+	if s.Model != "" {
+		model = s.Model
+	}
+	return fmt.Sprintf("cphicache sweep: hit rate vs L2 capacity\n%s, %s, %s, L1 %d tokens per rank", model, workload, s.WritePolicy, s.DeviceTokens)
+}
+
+// addIdeal draws the ideal rate across the swept range. It is the same at every point (the same events), so the
+// first point's stands for all.
+func (s *SweepResult) addIdeal(p *plot.Plot, hits plotter.XYs) error {
+	lo, hi := hits[0].X, hits[0].X
+	for _, h := range hits {
+		lo, hi = min(lo, h.X), max(hi, h.X)
+	}
+	if hi == lo { // one point: a line needs a width
+		lo, hi = lo/2, hi*2
+	}
+	ideal := 100 * s.Points[0].IdealRate
+	line, err := plotter.NewLine(plotter.XYs{{X: lo, Y: ideal}, {X: hi, Y: ideal}})
+	if err != nil {
+		return err
+	}
+	line.Color = color.Black
+	line.Width = vg.Points(2.5)
+	line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+	p.Add(line)
+	p.Legend.Add(fmt.Sprintf("ideal: an unbounded cache (%.1f%%)", ideal), line)
+	return nil
+}
+
+// sweepTicks labels each swept size with its bytes and tokens.
+type sweepTicks []SweepPoint
+
+func (t sweepTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for _, pt := range t {
+		if x := float64(max(1, pt.L2Bytes)); x >= lo && x <= hi {
+			ticks = append(ticks, plot.Tick{Value: x, Label: FormatBytes(pt.L2Bytes) + "\n" + formatTokens(pt.L2Tokens) + " tok"})
+		}
+	}
+	return ticks
+}
+
+// formatTokens writes a token count as 3.36M, 210k or 512.
+func formatTokens(n int64) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.3gM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.3gk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
