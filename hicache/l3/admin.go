@@ -1,0 +1,99 @@
+package l3
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// NamespaceUsage is one namespace directory's contents, for `cphicache l3 stat`.
+type NamespaceUsage struct {
+	Fingerprint    uint64
+	Description    string // the namespace's printable form, or "" when its file is missing
+	Blocks         int
+	Bytes          int64
+	Oldest, Newest time.Time // the blocks' last use (mtime); zero without blocks
+	TemporaryFiles int       // writes in flight, or a dead writer's left-overs that the next Open removes
+}
+
+// Usage lists every namespace under an L3 directory, by fingerprint. It opens no Store and changes nothing.
+func Usage(dir string) ([]NamespaceUsage, error) {
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
+	fps, err := namespaceDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []NamespaceUsage
+	for _, fp := range fps {
+		nsDir := filepath.Join(dir, fmt.Sprintf("%016x", fp))
+		blocks, temps, err := scanNamespace(nsDir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // cleared meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		u := NamespaceUsage{Fingerprint: fp, Blocks: len(blocks), TemporaryFiles: len(temps)}
+		if b, err := os.ReadFile(filepath.Join(nsDir, namespaceFile)); err == nil {
+			u.Description = string(b[:len(b)-min(len(b), 1)])
+		}
+		for _, b := range blocks {
+			u.Bytes += b.bytes
+			if u.Oldest.IsZero() || b.modTime.Before(u.Oldest) {
+				u.Oldest = b.modTime
+			}
+			if b.modTime.After(u.Newest) {
+				u.Newest = b.modTime
+			}
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// Clear removes one namespace's directory (fingerprint non-nil) or every namespace's, and returns the
+// fingerprints it removed. Only directories named as a fingerprint are touched: whatever else lives in the
+// directory is not the L3's.
+func Clear(dir string, fingerprint *uint64) ([]uint64, error) {
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
+	fps, err := namespaceDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var removed []uint64
+	for _, fp := range fps {
+		if fingerprint != nil && *fingerprint != fp {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, fmt.Sprintf("%016x", fp))); err != nil {
+			return removed, err
+		}
+		removed = append(removed, fp)
+	}
+	return removed, nil
+}
+
+// namespaceDirs lists the fingerprints that have a directory under dir, in order.
+func namespaceDirs(dir string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var fps []uint64
+	for _, e := range entries {
+		if fp, err := strconv.ParseUint(e.Name(), 16, 64); e.IsDir() && len(e.Name()) == 16 && err == nil {
+			fps = append(fps, fp)
+		}
+	}
+	sort.Slice(fps, func(i, j int) bool { return fps[i] < fps[j] })
+	return fps, nil
+}

@@ -1,0 +1,14 @@
+// Package l3 is the persistent storage tier under the shared L2: KV blocks kept as files on a local or shared
+// filesystem, so that a later job (or another job on the same directory) can load a prefix back instead of
+// computing it.
+//
+// It owns the block file format (a checksummed header and the payload of every CP rank, layer and payload in
+// one canonical order), the directory layout (one directory per namespace fingerprint, fan-out by key), atomic
+// publication (a unique temporary name renamed into place), verified reads (a bad block is a *CorruptError, is
+// removed, and is the caller's miss), and the byte budget (LRU by last use, seeded from the files' modification
+// times, so a job continues the order the last one left).
+//
+// It must not import hicache (the controller will use it, not the other way round), nor MPI, NCCL or kernels:
+// the step consensus decides what to read and write; this package only stores bytes. It imports spmd for
+// ConfigError alone. DESIGN.md, "The L3 store (foundation)", says what the controller wiring still needs.
+package l3

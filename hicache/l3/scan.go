@@ -1,0 +1,110 @@
+package l3
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// namespaceFile holds a namespace's printable form beside its blocks, for `cphicache l3 stat`.
+const namespaceFile = "namespace.txt"
+
+// writeNamespaceFile creates the namespace's directory and (re)writes its description, atomically. It is also
+// Open's proof that the directory is writable.
+func (s *Store) writeNamespaceFile() error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(s.dir, namespaceFile)
+	if b, err := os.ReadFile(path); err == nil && string(b) == s.ns.String()+"\n" {
+		return nil
+	}
+	err := s.publish(path, []byte(s.ns.String()+"\n"), nil, false, s.now())
+	var we *WriteError
+	if errors.As(err, &we) {
+		return fmt.Errorf("%s: %v", we.Op, we.Err)
+	}
+	return err
+}
+
+// fileInfo is one block file, or one temporary file, found by a scan.
+type fileInfo struct {
+	key     uint64
+	path    string
+	bytes   int64
+	modTime time.Time
+}
+
+// scanNamespace lists a namespace directory's blocks and temporary files. A file removed while the scan runs
+// (another job's eviction or rename) is skipped.
+func scanNamespace(dir string) (blocks, temps []fileInfo, err error) {
+	fans, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, fan := range fans {
+		if !fan.IsDir() || len(fan.Name()) != 2 {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(dir, fan.Name()))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, err
+		}
+		for _, e := range entries {
+			info, err := e.Info()
+			if err != nil || !info.Mode().IsRegular() {
+				continue
+			}
+			fi := fileInfo{path: filepath.Join(dir, fan.Name(), e.Name()), bytes: info.Size(), modTime: info.ModTime()}
+			if name := e.Name(); isTemp(name) {
+				temps = append(temps, fi)
+			} else if key, ok := parseBlockName(name); ok {
+				fi.key = key
+				blocks = append(blocks, fi)
+			}
+		}
+	}
+	return blocks, temps, nil
+}
+
+func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") }
+
+func parseBlockName(name string) (uint64, bool) {
+	hex, ok := strings.CutSuffix(name, ".blk")
+	if !ok || len(hex) != 16 {
+		return 0, false
+	}
+	key, err := strconv.ParseUint(hex, 16, 64)
+	return key, err == nil
+}
+
+// seed removes stale temporary files (a writer that died before its rename) and orders the blocks by mtime,
+// ties by key, so that this job's LRU continues the last one's.
+func (s *Store) seed() error {
+	blocks, temps, err := scanNamespace(s.dir)
+	if err != nil {
+		return fmt.Errorf("l3: scan %s: %w", s.dir, err)
+	}
+	cutoff := s.now().Add(-staleTempAge)
+	for _, t := range temps {
+		if t.modTime.Before(cutoff) && os.Remove(t.path) == nil {
+			s.counters.StaleTempsRemoved++
+		}
+	}
+	sort.Slice(blocks, func(i, j int) bool {
+		if !blocks[i].modTime.Equal(blocks[j].modTime) {
+			return blocks[i].modTime.Before(blocks[j].modTime)
+		}
+		return blocks[i].key < blocks[j].key
+	})
+	for _, b := range blocks {
+		s.lru.use(b.key, b.bytes, b.modTime)
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package l3
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// Store is one namespace's blocks under an L3 directory. Its methods are safe for concurrent use, and several
+// Stores (in this process or in other jobs) may share a directory: a file is only ever published whole (by
+// rename) and removed whole, so each sees blocks appear and disappear, never change.
+type Store struct {
+	root, dir     string // the --l3-dir, and this namespace's directory under it
+	ns            Namespace
+	fingerprint   uint64
+	capacityBytes int64
+
+	mu       sync.Mutex
+	lru      *lruIndex
+	counters Counters
+
+	// Seams for the tests: the clock, and how a temporary file is created (to make a full filesystem).
+	now        func() time.Time
+	createTemp func(dir, pattern string) (tempFile, error)
+}
+
+// tempFile is what Write needs of an *os.File.
+type tempFile interface {
+	io.Writer
+	Sync() error
+	Close() error
+	Name() string
+}
+
+// Counters are this Store's events since Open.
+type Counters struct {
+	Hits, Misses, Corrupt, Writes, Evictions, StaleTempsRemoved int64
+}
+
+// staleTempAge is how old a temporary file must be before Open removes it as a dead writer's. A live write
+// takes milliseconds; ten minutes leaves room for a slow shared filesystem.
+const staleTempAge = 10 * time.Minute
+
+// Open opens (creating if needed) ns's directory under dir, removes stale temporary files, and seeds the LRU
+// order from the blocks' modification times; blocks beyond capacityBytes are evicted, oldest first.
+func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
+	if err := ns.Validate(); err != nil {
+		return nil, err
+	}
+	if capacityBytes < 1 {
+		return nil, &spmd.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d bytes: the L3 needs a budget of 1 byte or more", capacityBytes)}
+	}
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
+	fp := ns.Fingerprint()
+	s := &Store{root: dir, dir: filepath.Join(dir, fmt.Sprintf("%016x", fp)), ns: ns, fingerprint: fp,
+		capacityBytes: capacityBytes, lru: newLRU(), now: time.Now, createTemp: createOSTemp}
+	if err := s.writeNamespaceFile(); err != nil {
+		return nil, &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not writable: %v", dir, err)}
+	}
+	if err := s.seed(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.evictOverBudget()
+	return s, nil
+}
+
+// checkDir refuses an L3 directory that is not there: creating it would hide a mistyped path or an unmounted
+// filesystem, and the blocks would silently go to the wrong disk.
+func checkDir(dir string) error {
+	if dir == "" {
+		return &spmd.ConfigError{Flag: "l3-dir", Reason: "no directory given"}
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s: %v", dir, err)}
+	}
+	if !info.IsDir() {
+		return &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not a directory", dir)}
+	}
+	return nil
+}
+
+func createOSTemp(dir, pattern string) (tempFile, error) { return os.CreateTemp(dir, pattern) }
+
+// Namespace and Fingerprint are what the Store was opened with.
+func (s *Store) Namespace() Namespace { return s.ns }
+func (s *Store) Fingerprint() uint64  { return s.fingerprint }
+
+// Counters returns a copy of the counters.
+func (s *Store) Counters() Counters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counters
+}
+
+// UsedBytes is the size of the blocks this Store knows of (its own writes and hits, and what Open found).
+func (s *Store) UsedBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lru.totalBytes
+}
+
+// blockPath is DIR/<fingerprint>/<key hex[0:2]>/<key hex>.blk: 256 fan-out directories keep any one directory
+// small enough for a shared filesystem's lookups.
+func (s *Store) blockPath(key uint64) string {
+	name := fmt.Sprintf("%016x", key)
+	return filepath.Join(s.dir, name[:2], name+".blk")
+}
+
+// Exists says whether key's block is there now; the prefetch counts with it. A block another job wrote joins
+// this Store's LRU view. A true answer promises nothing: the block may be evicted before Read, which then misses.
+func (s *Store) Exists(key uint64) bool {
+	info, err := os.Stat(s.blockPath(key))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.lru.remove(key)
+		return false
+	}
+	if !s.lru.has(key) {
+		s.lru.place(key, info.Size(), info.ModTime())
+	}
+	return true
+}
+
+// Read loads key's payload into into (which must hold it) and returns its token count. An absent block is a
+// *MissError; a bad one a *CorruptError, after Read has removed it; any other error (EIO, a buffer too small)
+// is a failure of this reader, and the file stays. A hit refreshes the block: its mtime, and its LRU place.
+func (s *Store) Read(key uint64, into []byte) (tokenCount int, err error) {
+	path := s.blockPath(key)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		s.miss(key)
+		return 0, &MissError{Key: key}
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	h, err := s.readVerified(f, path, key, into)
+	var corrupt *CorruptError
+	if errors.As(err, &corrupt) {
+		s.removeCorrupt(f, path, key)
+		return 0, err
+	}
+	if err != nil {
+		return 0, err
+	}
+	s.refresh(key, path, headerBytes+int64(h.payloadBytes))
+	return int(h.tokenCount), nil
+}
+
+// readVerified reads and checks the header, the payload into into, the end of the file and the checksum.
+func (s *Store) readVerified(f *os.File, path string, key uint64, into []byte) (header, error) {
+	corrupt := func(reason string) (header, error) {
+		return header{}, &CorruptError{Path: path, Key: key, Reason: reason}
+	}
+	buf := make([]byte, headerBytes)
+	if n, err := io.ReadFull(f, buf); err != nil {
+		if n < headerBytes && (err == io.EOF || err == io.ErrUnexpectedEOF) {
+			return corrupt(fmt.Sprintf("short header: %d of %d bytes", n, headerBytes))
+		}
+		return header{}, err
+	}
+	h, reason := parseHeader(buf)
+	if reason == "" {
+		reason = checkHeader(h, s.ns, s.fingerprint, key)
+	}
+	if reason != "" {
+		return corrupt(reason)
+	}
+	if uint64(len(into)) < h.payloadBytes {
+		return header{}, fmt.Errorf("l3: read %016x: buffer of %d bytes, the block has %d", key, len(into), h.payloadBytes)
+	}
+	payload := into[:h.payloadBytes]
+	if n, err := io.ReadFull(f, payload); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return corrupt(fmt.Sprintf("short payload: %d of %d bytes", n, h.payloadBytes))
+		}
+		return header{}, err
+	}
+	if n, _ := f.Read(buf[:1]); n > 0 {
+		return corrupt("bytes after the payload")
+	}
+	if xxhash.Sum64(payload) != h.payloadSum {
+		return corrupt("payload checksum mismatch")
+	}
+	return h, nil
+}
