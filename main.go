@@ -4,7 +4,7 @@
 // The main*.go files hold the command-line interface only: commands, flags, their validation, and one call per
 // command into the packages that do the work. This one holds the app, the small commands and the way a command
 // ends; main_flags.go the shared flag groups; main_run.go run, validate and gen-trace; main_bench.go bench;
-// main_install.go completion and man.
+// main_install.go completion and man; main_l3.go l3 stat and clear.
 //
 // Every command follows one pattern (urfave/cli's): its flags write into an options struct (Destination); its
 // Before turns the struct into the packages' options and checks them, naming the flag (*spmd.ConfigError); its
@@ -52,6 +52,7 @@ func newApp() *cli.App {
 			validateCommand(),
 			genTraceCommand(),
 			sweepCommand(),
+			l3Command(),
 			topoCommand(),
 			versionCommand(),
 			benchCommand(),

@@ -110,6 +110,11 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 		{[]string{"bench", "e2e", "--timeout", "0s"}, "", "timeout"},
 		{[]string{"bench", "reserve", "--slots-log2", "40"}, "", "slots-log2"},
 		{[]string{"bench", "e2e", "--np-list", "0"}, "", "np-list"},
+		{[]string{"l3", "stat"}, "", "l3-dir"},
+		{[]string{"l3", "stat", "--l3-dir", "/no/such/l3"}, "", "l3-dir"},
+		{[]string{"l3", "clear"}, "CPHICACHE_L3_DIR=main_l3.go", "l3-dir"}, // a file
+		{[]string{"l3", "clear", "--l3-dir", ".", "--l3-namespace-fingerprint", "xyz"}, "", "l3-namespace-fingerprint"},
+		{[]string{"l3", "clear", "--l3-dir", ".", "--l3-namespace-fingerprint", "1234567890abcdef0"}, "", "l3-namespace-fingerprint"},
 	} {
 		t.Run(strings.Join(tc.args, " ")+" "+tc.env, func(t *testing.T) {
 			if name, value, ok := strings.Cut(tc.env, "="); ok {

@@ -23,7 +23,7 @@ type NamespaceUsage struct {
 
 // Usage lists every namespace under an L3 directory, by fingerprint. It opens no Store and changes nothing.
 func Usage(dir string) ([]NamespaceUsage, error) {
-	if err := checkDir(dir); err != nil {
+	if err := CheckDir(dir); err != nil {
 		return nil, err
 	}
 	fps, err := namespaceDirs(dir)
@@ -62,7 +62,7 @@ func Usage(dir string) ([]NamespaceUsage, error) {
 // fingerprints it removed. Only directories named as a fingerprint are touched: whatever else lives in the
 // directory is not the L3's.
 func Clear(dir string, fingerprint *uint64) ([]uint64, error) {
-	if err := checkDir(dir); err != nil {
+	if err := CheckDir(dir); err != nil {
 		return nil, err
 	}
 	fps, err := namespaceDirs(dir)

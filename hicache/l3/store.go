@@ -59,7 +59,7 @@ func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
 	if capacityBytes < 1 {
 		return nil, &spmd.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d bytes: the L3 needs a budget of 1 byte or more", capacityBytes)}
 	}
-	if err := checkDir(dir); err != nil {
+	if err := CheckDir(dir); err != nil {
 		return nil, err
 	}
 	fp := ns.Fingerprint()
@@ -77,9 +77,9 @@ func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
 	return s, nil
 }
 
-// checkDir refuses an L3 directory that is not there: creating it would hide a mistyped path or an unmounted
+// CheckDir refuses an L3 directory that is not there: creating it would hide a mistyped path or an unmounted
 // filesystem, and the blocks would silently go to the wrong disk.
-func checkDir(dir string) error {
+func CheckDir(dir string) error {
 	if dir == "" {
 		return &spmd.ConfigError{Flag: "l3-dir", Reason: "no directory given"}
 	}
