@@ -101,7 +101,9 @@ func writeL3Usage(w io.Writer, dir string, usage []l3.NamespaceUsage) {
 }
 
 // l3Bytes is a size both readable and exact, for comparing with a budget (--l3-bytes) or du.
-func l3Bytes(bytes int64) string { return fmt.Sprintf("%s (%d bytes)", hicache.FormatBytes(bytes), bytes) }
+func l3Bytes(bytes int64) string {
+	return fmt.Sprintf("%s (%d bytes)", hicache.FormatBytes(bytes), bytes)
+}
 
 func l3ClearCommand() *cli.Command {
 	o := &l3Options{}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -27,7 +26,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || tokens != 2*pageTokens || !bytes.Equal(got[:len(want)], want) {
 		t.Fatalf("Read: %d tokens, %v; bytes equal %v", tokens, err, bytes.Equal(got[:len(want)], want))
 	}
-	name := filepath.Join(dir, "", strings.ToLower(hex16(testNS.Fingerprint())), hex16(key)[:2], hex16(key)+".blk")
+	name := filepath.Join(dir, hex16(testNS.Fingerprint()), hex16(key)[:2], hex16(key)+".blk")
 	if info, err := os.Stat(name); err != nil || info.Size() != headerBytes+int64(len(want)) {
 		t.Fatalf("block file %s: %v", name, err)
 	}

@@ -102,18 +102,19 @@ func (s *Store) miss(key uint64) {
 }
 
 // refresh marks a hit: the file's mtime (what the next job's Open and other jobs' evictions read) and the LRU.
-// A block evicted by another job since it was read needs no refresh.
+// A block evicted by another job since it was read needs no refresh. A refresh the filesystem refuses (a
+// read-only mount) leaves the order to this process alone: the hit was still a hit.
 func (s *Store) refresh(key uint64, path string, fileBytes int64) {
 	now := s.now()
 	err := os.Chtimes(path, now, now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counters.Hits++
-	if err == nil {
-		s.lru.use(key, fileBytes, now)
-	} else {
+	if errors.Is(err, fs.ErrNotExist) {
 		s.lru.remove(key)
+		return
 	}
+	s.lru.use(key, fileBytes, now)
 }
 
 // removeCorrupt removes a corrupt block, unless another writer has replaced the file since it was opened: that
