@@ -16,6 +16,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/sweep"
 )
 
 type sizingOptions struct {
@@ -100,7 +101,7 @@ func parseSlots(s string) (int, error) {
 
 // sweepSizes fills opts for sweep and returns its points: --l2-bytes's list, else --l2-slots's; one of them
 // must be given, since a sweep of the default size alone is one run.
-func (o *sizingOptions) sweepSizes(c *cli.Context, opts *hicache.Options) ([]hicache.SweepSize, error) {
+func (o *sizingOptions) sweepSizes(c *cli.Context, opts *hicache.Options) ([]sweep.Size, error) {
 	opts.Model, opts.CopyTokenBytes, opts.SyncCopies = o.model, o.copyTokenBytes, true
 	if o.deviceBytes != "" {
 		var err error
@@ -108,7 +109,7 @@ func (o *sizingOptions) sweepSizes(c *cli.Context, opts *hicache.Options) ([]hic
 			return nil, err
 		}
 	}
-	var sizes []hicache.SweepSize
+	var sizes []sweep.Size
 	switch {
 	case c.IsSet("l2-bytes"):
 		bytes, err := hicache.ParseByteSizes("l2-bytes", o.l2Bytes)
@@ -116,7 +117,7 @@ func (o *sizingOptions) sweepSizes(c *cli.Context, opts *hicache.Options) ([]hic
 			return nil, err
 		}
 		for _, b := range bytes {
-			sizes = append(sizes, hicache.SweepSize{Bytes: b})
+			sizes = append(sizes, sweep.Size{Bytes: b})
 		}
 	case c.IsSet("l2-slots"):
 		for _, item := range strings.Split(o.l2Slots, ",") {
@@ -127,7 +128,7 @@ func (o *sizingOptions) sweepSizes(c *cli.Context, opts *hicache.Options) ([]hic
 			if slots < 1 {
 				return nil, &spmd.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d must be 1 or more", slots)}
 			}
-			sizes = append(sizes, hicache.SweepSize{Slots: slots})
+			sizes = append(sizes, sweep.Size{Slots: slots})
 		}
 	default:
 		return nil, &spmd.ConfigError{Flag: "l2-bytes", Reason: "sweep needs the sizes to run: a list such as --l2-bytes 64GiB,128GiB,256GiB, or --l2-slots 1024,4096,16384"}

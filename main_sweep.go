@@ -2,7 +2,7 @@ package main
 
 // `cphicache sweep`: the hit rate against the L2's capacity for one workload and model, one run per size in one
 // process, as JSON and a PNG. The flags are run's (the workload, the model, the cache), but for the CP layout:
-// the sweep runs the cache at cp 1, as an MPI singleton without mpirun (hicache/sweep.go says why that loses
+// the sweep runs the cache at cp 1, as an MPI singleton without mpirun (hicache/sweep says why that loses
 // nothing), and --l2-bytes or --l2-slots take a list.
 
 import (
@@ -14,6 +14,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/sweep"
 )
 
 type sweepOptions struct {
@@ -21,7 +22,7 @@ type sweepOptions struct {
 	json, plot string
 
 	opts  *hicache.Options // checked, by Before
-	sizes []hicache.SweepSize
+	sizes []sweep.Size
 }
 
 func (o *sweepOptions) flags() []cli.Flag {
@@ -74,11 +75,11 @@ func sweepCommand() *cli.Command {
 }
 
 func (o *sweepOptions) sweep(job *spmd.Job) error {
-	if err := hicache.CheckSweepJob(job); err != nil {
+	if err := sweep.CheckJob(job); err != nil {
 		return err
 	}
 	fmt.Printf("# cphicache sweep: %d sizes, cp 1 (one process), every step's copies drained\n", len(o.sizes))
-	res, err := hicache.Sweep(job, o.opts, o.sizes, func(p hicache.SweepPoint) { writeSweepPoint(os.Stdout, p) })
+	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) { writeSweepPoint(os.Stdout, p) })
 	if err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	return nil
 }
 
-func writeSweepPoint(w io.Writer, p hicache.SweepPoint) {
+func writeSweepPoint(w io.Writer, p sweep.Point) {
 	fmt.Fprintf(w, "  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s\n",
 		hicache.FormatBytes(p.L2Bytes), p.L2Tokens, p.L2Slots, 100*p.HitRate, p.L1Tokens, p.L2HitTokens, 100*p.IdealRate, p.WallSeconds)
 }

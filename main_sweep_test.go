@@ -14,6 +14,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/sweep"
 )
 
 // The sweep and model tests run the binary as an MPI singleton, without mpirun, as a user runs sweep.
@@ -64,7 +65,7 @@ func TestSweepPointEqualsRun(t *testing.T) {
 		sweepJSON, runJSON := filepath.Join(dir, "sweep.json"), filepath.Join(dir, "run.json")
 		singleton(t, append(append([]string{"sweep", "--json", sweepJSON}, sweepWorkload...), tc.sweep...)...)
 		singleton(t, append(append([]string{"run", "--quiet", "--sync-copies", "--report", runJSON}, sweepWorkload...), tc.runs...)...)
-		var sweep hicache.SweepResult
+		var sweep sweep.Result
 		var run hicache.Report
 		readJSON(t, sweepJSON, &sweep)
 		readJSON(t, runJSON, &run)
@@ -86,7 +87,7 @@ func TestSweepWritesJSONAndPNG(t *testing.T) {
 	if n := strings.Count(out, "  L2 "); n != 3 {
 		t.Errorf("%d point lines, want 3:\n%s", n, out)
 	}
-	var sweep hicache.SweepResult
+	var sweep sweep.Result
 	readJSON(t, sweepJSON, &sweep)
 	if len(sweep.Points) != 3 || sweep.PageTokens != 16 {
 		t.Fatalf("%+v", sweep)

@@ -1,27 +1,29 @@
-package hicache
+// Package sweep is `cphicache sweep`: the hit rate against the L2's capacity, one run of the same workload per size, in one
+// process. Placement does not depend on the CP size (every rank of a group takes the same decisions, and a
+// model's slot is a page of its tokens whatever cp is: hicache/models.go), so the sweep runs the cache at cp 1, as an MPI
+// singleton. Every point drains its copies every step (SyncCopies): a backup commits in the step that made it,
+// so a point's hit counts are a function of the configuration, equal to `run --sync-copies` at that size.
+//
+// It drives the cache through hicache's exported API only (Run, Options, Report); hicache must not import it.
+package sweep
 
 import (
 	"encoding/json"
 	"fmt"
 	"os"
 
+	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
-// `cphicache sweep`: the hit rate against the L2's capacity, one run of the same workload per size, in one
-// process. Placement does not depend on the CP size (every rank of a group takes the same decisions, and a
-// model's slot is a page of its tokens whatever cp is: models.go), so the sweep runs the cache at cp 1, as an MPI
-// singleton. Every point drains its copies every step (SyncCopies): a backup commits in the step that made it,
-// so a point's hit counts are a function of the configuration, equal to `run --sync-copies` at that size.
-
-// SweepSize is one point's L2 capacity: Slots, or Bytes per node (as --l2-bytes) when Bytes > 0.
-type SweepSize struct {
+// Size is one point's L2 capacity: Slots, or Bytes per node (as --l2-bytes) when Bytes > 0.
+type Size struct {
 	Slots int
 	Bytes int64
 }
 
-// SweepPoint is one run of the sweep.
-type SweepPoint struct {
+// Point is one run of the sweep.
+type Point struct {
 	L2Slots  int     `json:"l2_slots"`
 	L2Tokens int64   `json:"l2_tokens"`
 	L2Bytes  int64   `json:"l2_bytes"` // at the real bytes per token
@@ -38,35 +40,35 @@ type SweepPoint struct {
 	WallSeconds float64 `json:"wall_seconds"`
 }
 
-// SweepResult is the sweep's JSON: the configuration every point shares, and the points in the order given.
-type SweepResult struct {
-	Model            string       `json:"model,omitempty"`
-	Trace            string       `json:"trace,omitempty"` // empty: the synthetic workload
-	WritePolicy      string       `json:"write_policy"`
-	PageTokens       int          `json:"page_tokens"`
-	TokenBytes       int64        `json:"token_bytes"`        // KV bytes per token, which the byte sizes count
-	CopiedTokenBytes int64        `json:"copied_token_bytes"` // what the runs copied per token
-	DevicePages      int          `json:"device_pages"`
-	DeviceTokens     int64        `json:"device_tokens"`
-	Points           []SweepPoint `json:"points"`
+// Result is the sweep's JSON: the configuration every point shares, and the points in the order given.
+type Result struct {
+	Model            string  `json:"model,omitempty"`
+	Trace            string  `json:"trace,omitempty"` // empty: the synthetic workload
+	WritePolicy      string  `json:"write_policy"`
+	PageTokens       int     `json:"page_tokens"`
+	TokenBytes       int64   `json:"token_bytes"`        // KV bytes per token, which the byte sizes count
+	CopiedTokenBytes int64   `json:"copied_token_bytes"` // what the runs copied per token
+	DevicePages      int     `json:"device_pages"`
+	DeviceTokens     int64   `json:"device_tokens"`
+	Points           []Point `json:"points"`
 }
 
 // Sweep runs the workload once per size on a one-rank job, calling done after each point (progress).
-func Sweep(job *spmd.Job, options *Options, sizes []SweepSize, done func(SweepPoint)) (*SweepResult, error) {
-	if err := CheckSweepJob(job); err != nil {
+func Run(job *spmd.Job, options *hicache.Options, sizes []Size, done func(Point)) (*Result, error) {
+	if err := CheckJob(job); err != nil {
 		return nil, err
 	}
-	res := &SweepResult{Model: options.Model, Trace: options.TracePath, WritePolicy: options.Policy.String(), PageTokens: options.PageTokens}
+	res := &Result{Model: options.Model, Trace: options.TracePath, WritePolicy: options.Policy.String(), PageTokens: options.PageTokens}
 	for _, size := range sizes {
 		opts := *options
 		opts.SyncCopies, opts.Quiet = true, true
 		opts.L2Slots, opts.L2Bytes = size.Slots, size.Bytes
-		report, err := Run(job, &opts)
+		report, err := hicache.Run(job, &opts)
 		if err != nil {
 			return nil, err
 		}
 		if report.Failed() {
-			return nil, &RunFailed{Divergences: report.Placement.Divergences, Mismatches: report.Verify.Mismatches,
+			return nil, &hicache.RunFailed{Divergences: report.Placement.Divergences, Mismatches: report.Verify.Mismatches,
 				AuditMismatches: report.Verify.AuditMismatches, CopyErrors: report.Verify.CopyErrors}
 		}
 		c := report.Capacity
@@ -80,18 +82,18 @@ func Sweep(job *spmd.Job, options *Options, sizes []SweepSize, done func(SweepPo
 	return res, nil
 }
 
-// CheckSweepJob refuses a job of more than one rank: the sweep is one process (an MPI singleton).
-func CheckSweepJob(job *spmd.Job) error {
+// CheckJob refuses a job of more than one rank: the sweep is one process (an MPI singleton).
+func CheckJob(job *spmd.Job) error {
 	if n := job.Topo.World.Size(); n != 1 {
 		return &spmd.JobWide{Err: fmt.Errorf("sweep runs as one process, the cache at cp 1 (placement does not depend on the CP size): start it without mpirun, not as %d ranks", n)}
 	}
 	return nil
 }
 
-func sweepPoint(r *Report) SweepPoint {
+func sweepPoint(r *hicache.Report) Point {
 	h, c := r.Hits, r.Capacity
 	tokens := float64(max(1, h.L1Tokens+h.L2Tokens+h.MissTokens))
-	return SweepPoint{
+	return Point{
 		L2Slots: c.L2Slots, L2Tokens: c.L2Tokens, L2Bytes: c.L2Bytes, L2GiB: float64(c.L2Bytes) / (1 << 30),
 		L1Tokens: h.L1Tokens, L2HitTokens: h.L2Tokens, MissTokens: h.MissTokens, IdealTokens: h.IdealTokens,
 		HitRate: float64(h.L1Tokens+h.L2Tokens) / tokens, IdealRate: float64(h.IdealTokens) / tokens,
@@ -100,7 +102,7 @@ func sweepPoint(r *Report) SweepPoint {
 }
 
 // WriteJSON writes the sweep to path.
-func (s *SweepResult) WriteJSON(path string) error {
+func (s *Result) WriteJSON(path string) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err

@@ -1,10 +1,11 @@
-package hicache
+package sweep
 
 import (
 	"fmt"
 	"image/color"
 	"path/filepath"
 
+	"github.com/cphicache/cphicache/hicache"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -19,13 +20,13 @@ const sweepPlotWidth, sweepPlotHeight = 8 * vg.Inch, 5 * vg.Inch
 // WritePlot draws the token hit rate (L1 + L2) against the L2's capacity, one point per run, with the ideal rate
 // as a horizontal line. The x axis is logarithmic (sweeps double the size) and each point is labelled with its
 // bytes and its tokens.
-func (s *SweepResult) WritePlot(path string) error {
+func (s *Result) WritePlot(path string) error {
 	if len(s.Points) == 0 {
 		return fmt.Errorf("sweep plot %s: no points", path)
 	}
 	p := plot.New()
 	p.Title.Text = s.title()
-	p.X.Label.Text = "L2 capacity per node (bytes at " + FormatBytes(s.TokenBytes) + " per token; tokens), log scale"
+	p.X.Label.Text = "L2 capacity per node (bytes at " + hicache.FormatBytes(s.TokenBytes) + " per token; tokens), log scale"
 	p.Y.Label.Text = "prompt token hit rate, L1 + L2 (%)"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sweepTicks(s.Points)
@@ -44,7 +45,7 @@ func (s *SweepResult) WritePlot(path string) error {
 	return p.Save(sweepPlotWidth, sweepPlotHeight, path)
 }
 
-func (s *SweepResult) title() string {
+func (s *Result) title() string {
 	workload := "synthetic workload"
 	if s.Trace != "" {
 		workload = filepath.Base(s.Trace)
@@ -58,7 +59,7 @@ func (s *SweepResult) title() string {
 
 // addIdeal draws the ideal rate across the swept range. It is the same at every point (the same events), so the
 // first point's stands for all.
-func (s *SweepResult) addIdeal(p *plot.Plot, hits plotter.XYs) error {
+func (s *Result) addIdeal(p *plot.Plot, hits plotter.XYs) error {
 	lo, hi := hits[0].X, hits[0].X
 	for _, h := range hits {
 		lo, hi = min(lo, h.X), max(hi, h.X)
@@ -80,13 +81,13 @@ func (s *SweepResult) addIdeal(p *plot.Plot, hits plotter.XYs) error {
 }
 
 // sweepTicks labels each swept size with its bytes and tokens.
-type sweepTicks []SweepPoint
+type sweepTicks []Point
 
 func (t sweepTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ticks []plot.Tick
 	for _, pt := range t {
 		if x := float64(max(1, pt.L2Bytes)); x >= lo && x <= hi {
-			ticks = append(ticks, plot.Tick{Value: x, Label: FormatBytes(pt.L2Bytes) + "\n" + formatTokens(pt.L2Tokens) + " tok"})
+			ticks = append(ticks, plot.Tick{Value: x, Label: hicache.FormatBytes(pt.L2Bytes) + "\n" + formatTokens(pt.L2Tokens) + " tok"})
 		}
 	}
 	return ticks
