@@ -163,7 +163,7 @@ func (c *controller) auditSlot(op *copyOp, slab, slot, page int) bool {
 				off := g.PartOffset(slab, slot, rank, layer, payload)
 				got := c.slabs[slab][off : off+c.partBytes]
 				key := contentKey{seed: c.cfg.Seed, rank: rank, layer: layer, payload: payload}
-				if !partMatches(got, c.scratchBuf, toks, firstPos, g.TokenBytes, key) {
+				if !partMatches(got, toks, firstPos, g.TokenBytes, key) {
 					ok = false
 				}
 			}

@@ -111,9 +111,8 @@ type controller struct {
 	// of the nodes that eviction then chooses: the queue's order against a walk and sort of the tree.
 	testEvictionModel func(c *controller) evictionCheck
 
-	partBytes  int64
-	partBuf    []byte // one part's content, for filling and verifying
-	scratchBuf []byte
+	partBytes int64
+	partBuf   []byte // one part's content, for filling and verifying
 }
 
 func newController(cfg CacheConfig, cpRank int, engine copyEngine, slabs [][]byte, cons *consensus) (*controller, error) {
@@ -129,7 +128,6 @@ func newController(cfg CacheConfig, cpRank int, engine copyEngine, slabs [][]byt
 		writes: opQueue{name: "backup"}, loads: opQueue{name: "load-back"},
 	}
 	c.partBuf = make([]byte, c.partBytes)
-	c.scratchBuf = make([]byte, c.partBytes)
 	c.tree.onSplit = c.noteSplit
 	c.evictq = newEvictQueue(c.tree)
 	c.workerDone = make(chan struct{})

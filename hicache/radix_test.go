@@ -128,19 +128,29 @@ func TestContentDependsOnEveryCoordinate(t *testing.T) {
 	toks := []int32{5, 6}
 	base := make([]byte, 2*tokenBytes)
 	fillPart(base, toks, 32, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1})
-	scratch := make([]byte, len(base))
 	for name, k := range map[string]contentKey{
 		"seed": {seed: 2, rank: 2, layer: 3, payload: 1}, "rank": {seed: 1, rank: 3, layer: 3, payload: 1},
 		"layer": {seed: 1, rank: 2, layer: 4, payload: 1}, "payload": {seed: 1, rank: 2, layer: 3, payload: 0},
 	} {
-		if partMatches(base, scratch, toks, 32, tokenBytes, k) {
+		if partMatches(base, toks, 32, tokenBytes, k) {
 			t.Errorf("content does not change with the %s", name)
 		}
 	}
-	if partMatches(base, scratch, toks, 33, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1}) {
+	if partMatches(base, toks, 33, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1}) {
 		t.Error("content does not change with the position")
 	}
-	if !partMatches(base, scratch, toks, 32, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1}) {
+	if !partMatches(base, toks, 32, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1}) {
 		t.Error("content is not reproducible")
+	}
+	// The check compares as it goes: a flip of any single byte, in any word, must be seen.
+	for i := range base {
+		base[i] ^= 0x10
+		if partMatches(base, toks, 32, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1}) {
+			t.Errorf("a flipped byte %d went unseen", i)
+		}
+		base[i] ^= 0x10
+	}
+	if partMatches(base[:len(base)-8], toks, 32, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1}) {
+		t.Error("a short part matched")
 	}
 }

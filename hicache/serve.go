@@ -201,7 +201,7 @@ func (c *controller) verifyLoad(op *copyOp) error {
 				if err := c.engine.ReadDevice(c.deviceOffset(page, layer, payload), c.partBuf); err != nil {
 					return err
 				}
-				if !partMatches(c.partBuf, c.scratchBuf, toks, firstPos, g.TokenBytes, c.contentKey(layer, payload)) {
+				if !partMatches(c.partBuf, toks, firstPos, g.TokenBytes, c.contentKey(layer, payload)) {
 					bad = true
 				}
 			}
