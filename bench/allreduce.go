@@ -145,7 +145,7 @@ func goAllreduceLoop(comm *mpi.Comm, call func([]uint64) error, buf []uint64, it
 		return 0, err
 	}
 	if gapSeconds > 0 {
-		return goAllreduceGapped(comm, call, buf, iters, gapSeconds)
+		return goGapped(comm, func() error { return call(buf) }, iters, gapSeconds)
 	}
 	start := mpi.Wtime()
 	for range iters {
@@ -156,10 +156,10 @@ func goAllreduceLoop(comm *mpi.Comm, call func([]uint64) error, buf []uint64, it
 	return (mpi.Wtime() - start) / float64(iters), nil
 }
 
-// goAllreduceGapped spins gapSeconds and enters a barrier before every call, and times each call alone, as
-// ref_allreduce_loop does. The clock is time.Now, which reads the same clock as MPI_Wtime without a cgo call of
-// its own inside the timed span.
-func goAllreduceGapped(comm *mpi.Comm, call func([]uint64) error, buf []uint64, iters int, gapSeconds float64) (float64, error) {
+// goGapped spins gapSeconds and enters a barrier before every call of run, and times each call alone, as
+// ref_allreduce_loop and ref_step_loop do (bench allreduce and bench step). The clock is time.Now, which reads the
+// same clock as MPI_Wtime without a cgo call of its own inside the timed span.
+func goGapped(comm *mpi.Comm, run func() error, iters int, gapSeconds float64) (float64, error) {
 	gap := time.Duration(gapSeconds * float64(time.Second))
 	var total time.Duration
 	for range iters {
@@ -169,7 +169,7 @@ func goAllreduceGapped(comm *mpi.Comm, call func([]uint64) error, buf []uint64, 
 			return 0, err
 		}
 		start := time.Now()
-		if err := call(buf); err != nil {
+		if err := run(); err != nil {
 			return 0, err
 		}
 		total += time.Since(start)

@@ -205,7 +205,7 @@ func goStepLoop(comm *mpi.Comm, step goStep, first uint64, iters, warmup int, ga
 		return 0, 0, err
 	}
 	if gapSeconds > 0 {
-		t, err := goStepGapped(comm, run, iters, gapSeconds)
+		t, err := goGapped(comm, run, iters, gapSeconds)
 		return t, wrong, err
 	}
 	start := mpi.Wtime()
@@ -215,26 +215,6 @@ func goStepLoop(comm *mpi.Comm, step goStep, first uint64, iters, warmup int, ga
 		}
 	}
 	return (mpi.Wtime() - start) / float64(iters), wrong, nil
-}
-
-// goStepGapped spins gapSeconds and enters a barrier before every step, and times each step alone, as
-// ref_step_loop does (time.Now reads the same clock as MPI_Wtime, without a cgo call in the timed span).
-func goStepGapped(comm *mpi.Comm, run func() error, iters int, gapSeconds float64) (float64, error) {
-	gap := time.Duration(gapSeconds * float64(time.Second))
-	var total time.Duration
-	for range iters {
-		for spinStart := time.Now(); time.Since(spinStart) < gap; {
-		}
-		if err := comm.Barrier(); err != nil {
-			return 0, err
-		}
-		start := time.Now()
-		if err := run(); err != nil {
-			return 0, err
-		}
-		total += time.Since(start)
-	}
-	return total.Seconds() / float64(iters), nil
 }
 
 // floorStep is the cgo floor of a fused step: the words written as ref_step.c writes them, one bare cgo

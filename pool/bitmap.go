@@ -50,11 +50,6 @@ func (b *freeBitmap) fill() {
 	}
 }
 
-// isFree reports whether slot s is free.
-func (b *freeBitmap) isFree(s int) bool {
-	return b.levels[0][s/wordBits]&(1<<(s%wordBits)) != 0
-}
-
 // nextFree returns the lowest free slot >= pos, or -1 if there is none. A search that starts at or below
 // lowFreeSlot starts at lowFreeSlot and moves it up to what it found.
 func (b *freeBitmap) nextFree(pos int) int {

@@ -2,9 +2,9 @@ package sweep
 
 import (
 	"fmt"
-	"image/color"
 	"path/filepath"
 
+	"github.com/cphicache/cphicache/bench"
 	"github.com/cphicache/cphicache/hicache"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -68,16 +68,7 @@ func (s *Result) addIdeal(p *plot.Plot, hits plotter.XYs) error {
 		lo, hi = lo/2, hi*2
 	}
 	ideal := 100 * s.Points[0].IdealRate
-	line, err := plotter.NewLine(plotter.XYs{{X: lo, Y: ideal}, {X: hi, Y: ideal}})
-	if err != nil {
-		return err
-	}
-	line.Color = color.Black
-	line.Width = vg.Points(2.5)
-	line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-	p.Add(line)
-	p.Legend.Add(fmt.Sprintf("ideal: an unbounded cache (%.1f%%)", ideal), line)
-	return nil
+	return bench.AddReference(p, fmt.Sprintf("ideal: an unbounded cache (%.1f%%)", ideal), plotter.XYs{{X: lo, Y: ideal}, {X: hi, Y: ideal}})
 }
 
 // sweepTicks labels each swept size with its bytes and tokens.
