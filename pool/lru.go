@@ -138,3 +138,74 @@ func (h *lruHeap) down(records []object, i int) {
 		i = least
 	}
 }
+
+// lruWalk visits the heap's records in (clock, id) order, the order in which popping the root again and again
+// would take them, without changing the heap or the records: a best-first walk from the root. The walk is its
+// frontier, a min-heap of heap positions, keyed by the records they hold, whose parents have been visited. A
+// record's ancestors all order before it, so the least record not yet visited is always on the frontier; each
+// visit takes one position off and puts at most its two children on, so after k visits the frontier holds at
+// most k+1 positions and k visits cost O(k log k), reading nothing else of the heap.
+//
+// The walk is a slice passed by value, which next returns updated, so that a caller's scratch array can stay
+// on its stack (escape analysis moves it to the heap once a pointer to the slice stores an append).
+type lruWalk []uint32
+
+// newLRUWalk starts a walk of h in scratch, whose contents are overwritten; it grows beyond cap(scratch) as needed.
+func newLRUWalk(h *lruHeap, scratch []uint32) lruWalk {
+	w := lruWalk(scratch[:0])
+	if len(h.items) > 0 {
+		w = append(w, 0)
+	}
+	return w
+}
+
+// next returns the walk after one visit, and the least record not yet visited, or false when every record
+// has been. h and records must not change during the walk.
+func (w lruWalk) next(h *lruHeap, records []object) (lruWalk, uint32, bool) {
+	if len(w) == 0 {
+		return w, 0, false
+	}
+	pos := int(w[0])
+	// The first child replaces the visited position at the frontier's root (or the frontier's last entry
+	// does, when it has no children), and the second child joins at the end.
+	child := 2*pos + 1
+	if child < len(h.items) {
+		w[0] = uint32(child)
+	} else {
+		w[0] = w[len(w)-1]
+		w = w[:len(w)-1]
+	}
+	w.down(h.items, records, 0)
+	if child+1 < len(h.items) {
+		w = append(w, uint32(child+1))
+		w.up(h.items, records, len(w)-1)
+	}
+	return w, h.items[pos], true
+}
+
+func (w lruWalk) up(items []uint32, records []object, i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !lruLess(records, items[w[i]], items[w[parent]]) {
+			return
+		}
+		w[i], w[parent] = w[parent], w[i]
+		i = parent
+	}
+}
+
+func (w lruWalk) down(items []uint32, records []object, i int) {
+	for {
+		least := i
+		for _, child := range [2]int{2*i + 1, 2*i + 2} {
+			if child < len(w) && lruLess(records, items[w[child]], items[w[least]]) {
+				least = child
+			}
+		}
+		if least == i {
+			return
+		}
+		w[i], w[least] = w[least], w[i]
+		i = least
+	}
+}

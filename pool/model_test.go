@@ -55,23 +55,14 @@ func (m *modelAllocator) reserve(id ObjectID, pages int, seq, clock uint64) (Out
 	outcome := Reserved
 	var evicted []ObjectID
 	if !fits() {
-		var candidates []modelObject
+		candidates := m.evictionOrder()
 		candidatePages := 0
-		for _, o := range m.objects {
-			if o.committed && o.refs == 0 {
-				candidates = append(candidates, o)
-				candidatePages += len(o.slots)
-			}
+		for _, o := range candidates {
+			candidatePages += len(o.slots)
 		}
 		if m.freeSlots()+candidatePages < pages || (len(m.objects) >= m.maxObjects && len(candidates) == 0) {
 			return Miss, nil, nil
 		}
-		slices.SortFunc(candidates, func(a, b modelObject) int {
-			if a.clock != b.clock {
-				return cmpUint64(a.clock, b.clock)
-			}
-			return cmpUint64(uint64(a.id), uint64(b.id))
-		})
 		for _, victim := range candidates {
 			if fits() {
 				break
@@ -90,6 +81,35 @@ func (m *modelAllocator) reserve(id ObjectID, pages int, seq, clock uint64) (Out
 	}
 	m.objects = append(m.objects, o)
 	return outcome, evicted, nil
+}
+
+// evictionOrder lists the evictable objects (committed, unreferenced), sorted by clock and then id: the order
+// in which reserve evicts them.
+func (m *modelAllocator) evictionOrder() []modelObject {
+	var candidates []modelObject
+	for _, o := range m.objects {
+		if o.committed && o.refs == 0 {
+			candidates = append(candidates, o)
+		}
+	}
+	slices.SortFunc(candidates, func(a, b modelObject) int {
+		if a.clock != b.clock {
+			return cmpUint64(a.clock, b.clock)
+		}
+		return cmpUint64(uint64(a.id), uint64(b.id))
+	})
+	return candidates
+}
+
+// oldestEvictable is the model of Allocator.OldestEvictable: the shortest prefix of evictionOrder whose pages
+// reach maxPages, or all of it.
+func (m *modelAllocator) oldestEvictable(maxPages int) []ObjectID {
+	var out []ObjectID
+	for pages, candidates := 0, m.evictionOrder(); pages < maxPages && len(out) < len(candidates); {
+		out = append(out, candidates[len(out)].id)
+		pages += len(candidates[len(out)-1].slots)
+	}
+	return out
 }
 
 func cmpUint64(a, b uint64) int {

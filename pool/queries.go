@@ -29,6 +29,36 @@ func (a *Allocator) Lookup(id ObjectID) (ObjectInfo, bool) {
 	return ObjectInfo{Pages: int(r.pages), Seq: r.seq, Clock: r.clock, Committed: r.committed, Refs: int(r.refs)}, true
 }
 
+// OldestEvictable lists committed, unreferenced objects in eviction order (the order Reserve would evict them:
+// LRU by (clock, id) ascending, see lruLess in lru.go) until their pages sum to at least maxPages or none are
+// left: the shortest prefix of that order holding maxPages pages, or all of it. So a Reserve of p pages on a
+// pool with f free slots that has to evict evicts exactly OldestEvictable(p-f) (or the first one, when only
+// the full object table forced it), unless it misses. maxPages <= 0 lists nothing.
+//
+// The ids are appended to into[:0], whose contents are overwritten. It changes nothing (no table, no digest,
+// no StateHash, no buffer of the allocator's), so it may run alongside other queries. It walks the LRU heap
+// best first (lruWalk) and costs O(k log k) for the k objects listed, whatever the number of evictable
+// objects; it allocates only when into is too short, or beyond 64 objects, for its scratch.
+func (a *Allocator) OldestEvictable(maxPages int, into []ObjectID) []ObjectID {
+	into = into[:0]
+	if maxPages <= 0 {
+		return into
+	}
+	var scratch [64]uint32
+	walk := newLRUWalk(&a.lru, scratch[:])
+	for pages := 0; pages < maxPages; {
+		var index uint32
+		var ok bool
+		if walk, index, ok = walk.next(&a.lru, a.table.records); !ok {
+			break
+		}
+		r := &a.table.records[index]
+		into = append(into, r.id)
+		pages += int(r.pages)
+	}
+	return into
+}
+
 // Digest is the order-sensitive chain over every mutation since New or Reset.
 func (a *Allocator) Digest() uint64 { return a.digest }
 
