@@ -132,3 +132,58 @@ func l3ClearCommand() *cli.Command {
 		},
 	}
 }
+
+// runL3Options are run's and validate's --l3-* flags (--l3-dir is l3DirFlag, shared with the l3 commands).
+type runL3Options struct {
+	dir, bytes, namespace          string
+	blockTokens, prefetchThreshold int
+	writePolicy, prefetchPolicy    string
+	fsync                          bool
+}
+
+func (o *runL3Options) flags() []cli.Flag {
+	env := func(name string) []string {
+		return []string{"CPHICACHE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))}
+	}
+	return []cli.Flag{
+		l3DirFlag(&o.dir),
+		&cli.StringFlag{Name: "l3-bytes", Value: "64GiB", EnvVars: env("l3-bytes"), Category: "L3", Destination: &o.bytes,
+			Usage: "the L3's capacity (e.g. 2TiB, 500GB): each CP group keeps the blocks it knows of in this namespace within it, least recently used first out; with --l3-dir"},
+		&cli.StringFlag{Name: "l3-namespace", EnvVars: env("l3-namespace"), Category: "L3", Destination: &o.namespace,
+			DefaultText: "--model's name", Usage: "what else makes two jobs' KV differ (model, weights version, dtype): blocks are shared only within a namespace, which also fingerprints the layers, payloads, page tokens, bytes per token, CP size and --seed"},
+		&cli.IntFlag{Name: "l3-block-tokens", Value: 512, EnvVars: env("l3-block-tokens"), Category: "L3", Destination: &o.blockTokens,
+			Usage: "tokens per L3 block, a multiple of --page-tokens; blocks are aligned to the start of the prompt and keyed by every token up to their end, so an L3 hit is always a prefix"},
+		&cli.StringFlag{Name: "l3-write-policy", Value: "write_through", EnvVars: env("l3-write-policy"), Category: "L3", Destination: &o.writePolicy,
+			Usage: "when a block is written: write_through (once its L2 objects are committed) or write_back (when the L2 is about to evict them)"},
+		&cli.BoolFlag{Name: "l3-fsync", EnvVars: env("l3-fsync"), Category: "L3", Destination: &o.fsync,
+			Usage: "fsync each block file and its directory before the block counts as stored"},
+		&cli.StringFlag{Name: "l3-prefetch-policy", Value: "timeout", EnvVars: env("l3-prefetch-policy"), Category: "L3", Destination: &o.prefetchPolicy,
+			Usage: "how long a step waits for its L3 reads before its consensus: best_effort (not at all), wait_complete (until all are read), timeout (2 s + 0.1 s per 1K tokens, at most 30 s); a request whose blocks are not read by then computes them"},
+		&cli.IntFlag{Name: "l3-prefetch-threshold", Value: 256, EnvVars: env("l3-prefetch-threshold"), Category: "L3", Destination: &o.prefetchThreshold,
+			Usage: "tokens: a request prefetches from the L3 only when at least this many of its prompt tokens are not cached in L1 or L2"},
+	}
+}
+
+// options converts the flags; an --l3-* flag without --l3-dir is refused, since it would silently do nothing.
+func (o *runL3Options) options(c *cli.Context, model string) (opts hicache.L3Options, err error) {
+	if o.dir == "" {
+		for _, f := range o.flags()[1:] {
+			if name := f.Names()[0]; c.IsSet(name) {
+				return opts, &spmd.ConfigError{Flag: name, Reason: "needs --l3-dir"}
+			}
+		}
+		return opts, nil
+	}
+	opts = hicache.L3Options{Dir: o.dir, Namespace: o.namespace, BlockTokens: o.blockTokens, Fsync: o.fsync, PrefetchThreshold: o.prefetchThreshold}
+	if !c.IsSet("l3-namespace") {
+		opts.Namespace = model
+	}
+	if opts.Bytes, err = hicache.ParseByteSize("l3-bytes", o.bytes); err != nil {
+		return opts, err
+	}
+	if opts.WritePolicy, err = hicache.ParseL3WritePolicy(o.writePolicy); err != nil {
+		return opts, err
+	}
+	opts.PrefetchPolicy, err = hicache.ParsePrefetchPolicy(o.prefetchPolicy)
+	return opts, err
+}

@@ -32,6 +32,7 @@ type runOptions struct {
 	batchRequests, layers, payloads, pageTokens        int
 	tokenBytes, devicePages                            int
 	sizing                                             sizingOptions
+	l3                                                 runL3Options
 	slabBytesMax, placementAssertEvery, flushEvery     int64
 	layout, writePolicy                                string
 	watchdogTimeout                                    time.Duration
@@ -60,6 +61,7 @@ func (o *runOptions) flags() []cli.Flag {
 	flags = append(flags, o.modelFlags()...)
 	flags = append(flags, o.cacheFlags()...)
 	flags = append(flags, o.checkFlags()...)
+	flags = append(flags, o.l3.flags()...)
 	flags = append(flags, o.outputFlags()...)
 	return append(flags, o.injectFlags()...)
 }
@@ -169,8 +171,13 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	if err := o.sizing.exclusive(c); err != nil {
 		return err
 	}
-	o.opts, err = o.options()
-	return err
+	if o.opts, err = o.options(); err != nil {
+		return err
+	}
+	if o.opts.L3, err = o.l3.options(c, o.opts.Model); err != nil {
+		return err
+	}
+	return o.opts.Validate()
 }
 
 // options is the one conversion from the flags to hicache.Options, with every check that needs no MPI.

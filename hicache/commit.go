@@ -33,10 +33,14 @@ func (c *controller) agree(kind ConsensusKind, drain, checkDigest bool) (agreeme
 	if drain {
 		c.waitLocal("write drain", "a backup copy on this rank did not complete", func() bool { return c.writes.advance() >= c.writes.lastSeq })
 	}
+	c.waitL3(drain)
 	writeFrontier, loadFrontier := c.writes.advance(), c.loads.advance()
 	c.noteFailedCopies()
 	v := vote{writeFrontier: writeFrontier, writeIdle: writeFrontier >= c.writes.lastSeq, loadFrontier: loadFrontier,
-		loadDone: loadFrontier >= c.loads.lastSeq, digest: c.alloc.Digest(), failure: c.failure}
+		loadDone: loadFrontier >= c.loads.lastSeq, digest: c.alloc.Digest(), failure: c.failure, prefetchFailed: noFailure}
+	if c.l3 != nil {
+		c.l3.vote(&v)
+	}
 	c.failure = nil
 	a, err := c.cons.agree(kind, v)
 	if err != nil {
@@ -54,14 +58,44 @@ func (c *controller) agree(kind ConsensusKind, drain, checkDigest bool) (agreeme
 		return a, fmt.Errorf("%s consensus of CP group %d at step %d: a rank still had copies in flight after its local wait (load-backs done %v, backups idle %v)",
 			kind, c.cons.group, c.cons.step, a.loadDone, a.writeIdle)
 	}
+	if c.l3 != nil && kind != StepConsensus && a.storeFrontier < c.l3.lastSeq.write {
+		return a, fmt.Errorf("%s consensus of CP group %d at step %d: a rank still had L3 writes in flight after its local wait", kind, c.cons.group, c.cons.step)
+	}
 	committedUpTo := a.writeFrontier
 	if c.testCommitOnLocalFrontier {
 		committedUpTo = writeFrontier
 	}
 	c.releaseAudited()
+	if c.l3 != nil {
+		c.retireWrites(a.storeFrontier)
+		c.resolvePrefetches(a.prefetchFrontier, a.prefetchFailed)
+	}
 	c.commit(committedUpTo)
 	c.releaseLoads(a.loadFrontier)
+	c.l3WriteBackNearEviction()
 	return a, nil
+}
+
+// waitL3 is the L3's local wait before a consensus: a drain (flush, final, or a backlog of writes holding too
+// much L2) waits for all of this rank's L3 I/O; a step waits for its prefetch reads as the policy says.
+func (c *controller) waitL3(drain bool) {
+	t := c.l3
+	if t == nil {
+		return
+	}
+	if drain || t.writeBacklog(c.geometry().Slots) {
+		c.waitLocal("L3 drain", "an L3 read or write on this rank did not finish", t.idle)
+		return
+	}
+	switch t.opts.PrefetchPolicy {
+	case PrefetchWaitComplete:
+		c.waitLocal("L3 prefetch wait", "an L3 read on this rank did not finish", func() bool { return t.prefetchSettled(time.Now()) })
+	case PrefetchTimeout:
+		// Bounded by the deadlines (30 s at most), not by the watchdog, whose timeout may be shorter.
+		for !t.prefetchSettled(time.Now()) {
+			time.Sleep(drainPollInterval)
+		}
+	}
 }
 
 // waitLocal polls until done, with the watchdog's drain slot armed under name: a copy that never completes ends
@@ -121,6 +155,7 @@ func (c *controller) commit(upTo uint64) {
 		c.counters.BackupCommitted++
 		c.holdForAudit(op)
 		c.audit(op)
+		c.l3Committed(op.obj)
 		if op.evictAfterCommit && c.evictableFromL1(op.node) {
 			c.evictNode(op.node)
 		}

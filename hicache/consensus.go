@@ -23,10 +23,11 @@ const (
 	FlushConsensus                      // inside a flush, after the drain: the barrier and the assert before the reset
 	FinalConsensus                      // after the last step: the final drain and assert
 	ObjectCompare                       // every --placement-assert-every steps and at a flush: each object's placement
+	PrefetchCount                       // with an L3, at the start of every serving step: the L3 blocks each request can prefetch
 	consensusKinds
 )
 
-var consensusNames = [consensusKinds]string{"step", "flush", "final", "object_compare"}
+var consensusNames = [consensusKinds]string{"step", "flush", "final", "object_compare", "l3_prefetch"}
 
 func (k ConsensusKind) String() string {
 	if k < 0 || k >= consensusKinds {
@@ -37,15 +38,18 @@ func (k ConsensusKind) String() string {
 
 // The words of the consensus vector.
 const (
-	wordTag           = iota // kind << 56 | per-communicator call counter
-	wordTagNot               // ^tag: MIN(^tag) = ^MAX(tag)
-	wordError                // lowest failing CP rank << 32 | its failure code; noFailure when none
-	wordWriteFrontier        // writing_check: every backup with seq <= it is done on the rank
-	wordWriteIdle            // 1 when the rank has no backup in flight
-	wordLoadFrontier         // loading_check: every load-back with seq <= it is done and verified on the rank
-	wordLoadDone             // 1 when the rank has no load-back in flight
-	wordDigest               // the placement digest
-	wordDigestNot            // ^digest
+	wordTag              = iota // kind << 56 | per-communicator call counter
+	wordTagNot                  // ^tag: MIN(^tag) = ^MAX(tag)
+	wordError                   // lowest failing CP rank << 32 | its failure code; noFailure when none
+	wordWriteFrontier           // writing_check: every backup with seq <= it is done on the rank
+	wordWriteIdle               // 1 when the rank has no backup in flight
+	wordLoadFrontier            // loading_check: every load-back with seq <= it is done and verified on the rank
+	wordLoadDone                // 1 when the rank has no load-back in flight
+	wordDigest                  // the placement digest
+	wordDigestNot               // ^digest
+	wordStoreFrontier           // every L3 block write with seq <= it is done on the rank (or is not the rank's)
+	wordPrefetchFrontier        // every L3 prefetch with seq <= it has finished its reads on the rank
+	wordPrefetchFailed          // the rank's lowest failed prefetch read, seq << prefetchBlockBits | block; noFailure when none
 	consensusWords
 )
 
@@ -92,6 +96,8 @@ type vote struct {
 	loadDone      bool
 	digest        uint64
 	failure       error // this rank's own failure since the last call, or nil
+
+	storeFrontier, prefetchFrontier, prefetchFailed uint64 // the L3's (l3tier.go); 0, 0, noFailure without one
 }
 
 // agreement is what the group agreed in one call.
@@ -102,6 +108,8 @@ type agreement struct {
 	loadDone      bool
 	digestMin     uint64
 	digestMax     uint64
+
+	storeFrontier, prefetchFrontier, prefetchFailed uint64
 }
 
 func (a agreement) digestsAgree() bool { return a.digestMin == a.digestMax }
@@ -121,6 +129,7 @@ type consensus struct {
 	stepUs    []float64                   // latency samples of the step consensus, preallocated
 	latency   [consensusKinds]latencyHist // every call's latency by kind, for the metrics
 	vector    [consensusWords]uint64
+	countBuf  []uint64 // minCounts' vector
 }
 
 func newConsensus(cp groupComm, group int, transport transport.MinAllReducer, watchdog *spmd.Watchdog, stepsHint int) *consensus {
@@ -171,7 +180,8 @@ func (c *consensus) agree(k ConsensusKind, v vote) (agreement, error) {
 	w := &c.vector
 	*w = [consensusWords]uint64{wordTag: tag, wordTagNot: ^tag, wordError: noFailure,
 		wordWriteFrontier: v.writeFrontier, wordWriteIdle: boolWord(v.writeIdle), wordLoadFrontier: v.loadFrontier,
-		wordLoadDone: boolWord(v.loadDone), wordDigest: v.digest, wordDigestNot: ^v.digest}
+		wordLoadDone: boolWord(v.loadDone), wordDigest: v.digest, wordDigestNot: ^v.digest,
+		wordStoreFrontier: v.storeFrontier, wordPrefetchFrontier: v.prefetchFrontier, wordPrefetchFailed: v.prefetchFailed}
 	if v.failure != nil {
 		w[wordError] = uint64(c.cp.Rank())<<32 | uint64(failureCodeOf(v.failure))
 	}
@@ -187,7 +197,8 @@ func (c *consensus) agree(k ConsensusKind, v vote) (agreement, error) {
 	}
 	return agreement{writeFrontier: w[wordWriteFrontier], writeIdle: w[wordWriteIdle] == 1,
 		loadFrontier: w[wordLoadFrontier], loadDone: w[wordLoadDone] == 1,
-		digestMin: w[wordDigest], digestMax: ^w[wordDigestNot]}, nil
+		digestMin: w[wordDigest], digestMax: ^w[wordDigestNot],
+		storeFrontier: w[wordStoreFrontier], prefetchFrontier: w[wordPrefetchFrontier], prefetchFailed: w[wordPrefetchFailed]}, nil
 }
 
 // checkAgreed turns the reduced error and tag words into the error every rank of the group returns.
@@ -238,6 +249,27 @@ func (c *consensus) compareObjects(hashes []uint64) (sameCount bool, err error) 
 		return false, fmt.Errorf("object_compare on CP group %d at step %d: %w", c.group, c.step, err)
 	}
 	return true, nil
+}
+
+// minCounts reduces MIN of counts over the CP group in place: the L3 blocks every rank found for each request of
+// a step. It is a call of its own kind, on MPI, entered at the start of every serving step of a run with an L3,
+// whether or not this rank has a candidate; the vector's length is fixed by --batch-requests, the same on every
+// rank, and it travels behind its tag and the tag's complement.
+func (c *consensus) minCounts(counts []uint64) error {
+	tag, ran := c.enter(PrefetchCount)
+	if !ran {
+		return nil
+	}
+	defer c.leave(PrefetchCount)
+	c.countBuf = append(append(c.countBuf[:0], tag, ^tag), counts...)
+	if err := c.cp.AllreduceUint64(c.countBuf, c.countBuf, mpi.Min); err != nil {
+		return fmt.Errorf("l3_prefetch on CP group %d at step %d: %w", c.group, c.step, err)
+	}
+	if c.countBuf[0] != ^c.countBuf[1] {
+		return &OutOfStepError{Group: c.group, Step: c.step, MinTag: c.countBuf[0], MaxTag: ^c.countBuf[1]}
+	}
+	copy(counts, c.countBuf[2:])
+	return nil
 }
 
 // gatherDigests collects every CP rank's digest, for the divergence report. Every rank of the group calls it

@@ -44,6 +44,7 @@ type CacheConfig struct {
 // every rank of a CP group; bytes and verification are per rank.
 type Counters struct {
 	Requests, L1HitTokens, L2HitTokens, MissTokens  int64
+	L3HitTokens                                     int64 // L2 hits on blocks prefetched from the L3 for them
 	BackupReserved, BackupCommitted, ReserveMisses  int64
 	L2Evictions, L1Evictions, LoadBacks, Uncached   int64
 	BytesD2H, BytesH2D, PagesChecked, Mismatches    int64
@@ -54,6 +55,10 @@ type Counters struct {
 	// IdealHitTokens is the replica's prompt tokens an unbounded cache would hit (workload.IdealHitTokens), known
 	// on CP rank 0, which reads the workload: the report sums it like the replicated counters.
 	IdealHitTokens int64
+
+	// The L3's: its I/O per rank (the writer or reader rank of each block does it), and what the group decided.
+	L3Writes, L3WriteBytes, L3WriteErrors, L3Reads, L3ReadBytes, L3ReadFailures, L3Corrupt, L3Evictions int64
+	L3Prefetches, L3PrefetchBlocks, L3PrefetchMisses, L3PrefetchTimeouts                                int64
 
 	// consensus calls, copied from the consensus statistics for the report (consensusTallies)
 	consensusCalls, consensusStepCalls, consensusSkipped int64
@@ -84,6 +89,7 @@ type controller struct {
 	dev        *devicePool
 	engine     copyEngine
 	cons       *consensus
+	l3         *l3Tier // nil without --l3-dir
 	tasks      chan copyTask
 	workerDone chan struct{}
 	writes     opQueue

@@ -7,6 +7,9 @@ package hicache
 func (c *controller) dropEvicted() {
 	for _, obj := range c.alloc.Evicted() {
 		c.counters.L2Evictions++
+		if c.l3 != nil {
+			delete(c.l3.backedUp, obj)
+		}
 		for _, n := range c.objectNodes[obj] {
 			n.l2, n.l2Offset = 0, 0
 			c.pruneHollow(n)

@@ -41,6 +41,9 @@ func (c *controller) reset() {
 	c.dev.reset()
 	c.alloc.Reset()
 	clear(c.objectNodes)
+	if c.l3 != nil {
+		c.l3.reset()
+	}
 	c.writes.ops, c.loads.ops, c.auditHeld = c.writes.ops[:0], c.loads.ops[:0], c.auditHeld[:0]
 	c.counters.Flushes++
 	if err := c.checkFresh(); err != nil {

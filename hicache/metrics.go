@@ -77,9 +77,9 @@ type counterSample struct {
 }
 
 func counterSamples(r *Report) []counterSample {
-	const tiers = "prompt tokens by the tier that served them: l1 (device hit), l2 (shared-slab hit), computed (miss)"
+	const tiers = "prompt tokens by the tier that served them: l1 (device hit), l2 (shared-slab hit), l3 (prefetched from storage, with --l3-dir), computed (miss)"
 	const bytes = "bytes copied between device and the shared slab: d2h (backups), h2d (load-backs)"
-	return []counterSample{
+	samples := []counterSample{
 		{"prompt_tokens_total", tiers, "tier", "l1", r.Hits.L1Tokens},
 		{"prompt_tokens_total", tiers, "tier", "l2", r.Hits.L2Tokens},
 		{"prompt_tokens_total", tiers, "tier", "computed", r.Hits.MissTokens},
@@ -97,6 +97,23 @@ func counterSamples(r *Report) []counterSample {
 		{"copy_errors_total", "page copies that failed", "", "", r.Verify.CopyErrors},
 		{"steps_total", "steps replayed", "", "", r.Steps},
 	}
+	if l3 := r.L3; l3 != nil {
+		const io = "L3 block files by direction: write (published), read (read and verified into the L2)"
+		const ioBytes = "payload bytes of those block files by direction"
+		samples = append(samples, []counterSample{
+			{"prompt_tokens_total", tiers, "tier", "l3", r.Hits.L3Tokens},
+			{"l3_blocks_total", io, "direction", "write", l3.Writes},
+			{"l3_blocks_total", io, "direction", "read", l3.Reads},
+			{"l3_bytes_total", ioBytes, "direction", "write", l3.WriteBytes},
+			{"l3_bytes_total", ioBytes, "direction", "read", l3.ReadBytes},
+			{"l3_write_errors_total", "L3 blocks dropped on a failed write (ENOSPC, EIO)", "", "", l3.WriteErrors},
+			{"l3_read_failures_total", "L3 reads that failed and were served as misses", "", "", l3.ReadFailures},
+			{"l3_corrupt_total", "L3 block files that failed their checks (removed, never served)", "", "", l3.Corrupt},
+			{"l3_evictions_total", "L3 block files removed to keep --l3-bytes", "", "", l3.Evictions},
+			{"l3_prefetch_timeouts_total", "L3 prefetches not agreed done when their request was served", "", "", l3.PrefetchTimeouts},
+		}...)
+	}
+	return samples
 }
 
 // Describe sends nothing: the view is an unchecked collector, whose series the registry still checks as it gathers.
@@ -181,6 +198,10 @@ func (rs *runState) groupView() *metricsView {
 	c := rs.ctrl.counters
 	r := &Report{CP: t.CPSize, DP: t.DPSize, Steps: rs.steps,
 		Groups: []GroupReport{{Group: t.CPGroup, latency: rs.cons.latency}}}
+	if rs.l3 != nil {
+		rs.l3.tally(&c)
+		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Fingerprint())
+	}
 	r.fill(&c)
 	return &metricsView{job: rs.opts.JobID, counterGroup: strconv.Itoa(t.CPGroup), report: r}
 }

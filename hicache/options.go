@@ -78,6 +78,8 @@ type Options struct {
 	// SyncCopies drains every step: each step commits everything it backed up, so hit counts no longer depend
 	// on how fast the copy worker ran, and two runs of one configuration count the same (sweep uses it).
 	SyncCopies bool
+	// L3 is the persistent tier under the L2 (--l3-*); off without a directory.
+	L3 L3Options
 
 	// accountTokenBytes: the real TokenBytes that capacities count when CopyTokenBytes copies fewer (Size).
 	accountTokenBytes int
@@ -140,6 +142,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WatchdogTimeout < 0 {
 		return &spmd.ConfigError{Flag: "watchdog-timeout", Reason: fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
+	}
+	if err := o.L3.validate(o.PageTokens); err != nil {
+		return err
 	}
 	if err := o.checkMetrics(); err != nil {
 		return err

@@ -24,6 +24,7 @@ type treeNode struct {
 
 	l2       pool.ObjectID // 0 when the node has no L2 copy (or one being written)
 	l2Offset int           // the node's first page within the L2 object (nodes split after backup share it)
+	fromL3   bool          // its L2 object was prefetched from the L3 and it has not been hit since: an L3 hit
 
 	lastAccess uint64 // logical clock of the last hit
 	hits       int    // for write_through_selective
@@ -118,7 +119,7 @@ func (t *radixTree) split(n *treeNode, at int) *treeNode {
 	pagesAt := at / t.pageTokens
 	head := &treeNode{
 		id: t.nextID, parent: n.parent, tokens: n.tokens[:at:at], startPos: n.startPos,
-		l2: n.l2, l2Offset: n.l2Offset, lastAccess: n.lastAccess, hits: n.hits, lockRefs: n.lockRefs,
+		l2: n.l2, l2Offset: n.l2Offset, fromL3: n.fromL3, lastAccess: n.lastAccess, hits: n.hits, lockRefs: n.lockRefs,
 	}
 	t.nextID++
 	t.nodes++

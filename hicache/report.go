@@ -49,6 +49,7 @@ type Report struct {
 	Hits struct {
 		L1Tokens   int64 `json:"l1_tokens"`
 		L2Tokens   int64 `json:"l2_tokens"`
+		L3Tokens   int64 `json:"l3_tokens"` // L2 hits on blocks prefetched from the L3 for the request (not in l2_tokens)
 		MissTokens int64 `json:"miss_tokens"`
 		// IdealTokens: an unbounded cache's hits over the same events (whole pages of a prefix an earlier request
 		// of the replica began with since the last flush): the bound L1 + L2 hits approach as the cache grows.
@@ -85,6 +86,8 @@ type Report struct {
 		Total    float64 `json:"total"`
 		SharePct float64 `json:"share_pct"` // of wall_seconds
 	} `json:"placement_assert_us"`
+	// L3 is the storage tier's, when the run had one (--l3-dir).
+	L3     *L3Report     `json:"l3,omitempty"`
 	Groups []GroupReport `json:"groups"`
 }
 
@@ -106,12 +109,14 @@ func (s CollectiveStats) MarshalJSON() ([]byte, error) {
 func replicatedCounters(c *Counters) []*int64 {
 	return []*int64{&c.Requests, &c.L1HitTokens, &c.L2HitTokens, &c.MissTokens, &c.BackupReserved, &c.BackupCommitted,
 		&c.ReserveMisses, &c.L2Evictions, &c.L1Evictions, &c.LoadBacks, &c.Uncached, &c.Flushes, &c.PlacementChecks, &c.Divergences,
-		&c.WriteThrottles, &c.IdealHitTokens, &c.consensusCalls, &c.consensusStepCalls, &c.consensusSkipped}
+		&c.WriteThrottles, &c.IdealHitTokens, &c.consensusCalls, &c.consensusStepCalls, &c.consensusSkipped,
+		&c.L3HitTokens, &c.L3Prefetches, &c.L3PrefetchBlocks, &c.L3PrefetchMisses, &c.L3PrefetchTimeouts}
 }
 
 // perRankCounters differ by rank: summed over every rank.
 func perRankCounters(c *Counters) []*int64 {
-	return []*int64{&c.BytesD2H, &c.BytesH2D, &c.PagesChecked, &c.Mismatches, &c.CopyErrs, &c.AuditObjects, &c.AuditMismatches}
+	return []*int64{&c.BytesD2H, &c.BytesH2D, &c.PagesChecked, &c.Mismatches, &c.CopyErrs, &c.AuditObjects, &c.AuditMismatches,
+		&c.L3Writes, &c.L3WriteBytes, &c.L3WriteErrors, &c.L3Reads, &c.L3ReadBytes, &c.L3ReadFailures, &c.L3Corrupt, &c.L3Evictions}
 }
 
 // report aggregates over World (a collective every rank calls).
@@ -119,6 +124,9 @@ func (rs *runState) report() (*Report, error) {
 	t := rs.job.Topo
 	c := rs.ctrl.counters
 	c.consensusTallies(&rs.cons.stats)
+	if rs.l3 != nil {
+		rs.l3.tally(&c)
+	}
 	sums := make([]int64, 0, 24)
 	for _, p := range replicatedCounters(&c) {
 		v := *p
@@ -149,7 +157,10 @@ func (rs *runState) report() (*Report, error) {
 	wall := time.Since(rs.start)
 	assertSeconds := rs.cons.stats[ObjectCompare].Seconds
 	timing := []int64{wall.Microseconds(), percentileNs(rs.cons.stepUs, 0.50), percentileNs(rs.cons.stepUs, 0.99),
-		int64(assertSeconds * 1e6), int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9))}
+		int64(assertSeconds * 1e6), int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9)), 0, 0}
+	if rs.l3 != nil {
+		timing[5], timing[6] = percentileNs(rs.l3.prefetchWaitUs, 0.50), percentileNs(rs.l3.prefetchWaitUs, 0.99)
+	}
 	if err := t.World.AllreduceInt64(timing, timing, mpi.Max); err != nil {
 		return nil, err
 	}
@@ -164,6 +175,10 @@ func (rs *runState) report() (*Report, error) {
 	r.WallSeconds = float64(timing[0]) / 1e6
 	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = float64(timing[1])/1e3, float64(timing[2])/1e3
 	r.PlacementAssertUs.Total, r.PlacementAssertUs.SharePct = float64(timing[3]), float64(timing[4])/1e4
+	if rs.l3 != nil {
+		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Fingerprint())
+		r.L3.PrefetchWaitUs.P50, r.L3.PrefetchWaitUs.P99 = float64(timing[5])/1e3, float64(timing[6])/1e3
+	}
 	return r, nil
 }
 
@@ -175,6 +190,7 @@ func (r *Report) fill(c *Counters) {
 	r.Verify.PagesChecked, r.Verify.Mismatches = c.PagesChecked, c.Mismatches
 	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = c.L1HitTokens, c.L2HitTokens, c.MissTokens
 	r.Hits.IdealTokens = c.IdealHitTokens
+	r.Hits.L3Tokens = c.L3HitTokens
 	r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions = c.BackupReserved, c.BackupCommitted, c.ReserveMisses, c.L2Evictions
 	r.Backup.Throttles = c.WriteThrottles
 	r.L1.Evictions, r.L1.LoadBacks, r.L1.UncachedPages = c.L1Evictions, c.LoadBacks, c.Uncached
@@ -259,15 +275,20 @@ func (r *Report) WriteSummary(w io.Writer) {
 		}
 		return 100 * float64(part) / float64(whole)
 	}
-	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.MissTokens
+	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens + r.Hits.MissTokens
 	fmt.Fprintf(w, "# cphicache run: %d ranks, cp %d, dp %d, layout %s, %s, step consensus over %s\n", r.Ranks, r.CP, r.DP, r.Layout, r.Policy, r.Transport)
 	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
 	r.writeCapacity(w)
-	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%), computed %d (%.1f%%); ideal hit %d (%.1f%%, an unbounded cache)\n",
-		r.Hits.L1Tokens, pct(r.Hits.L1Tokens, tokens), r.Hits.L2Tokens, pct(r.Hits.L2Tokens, tokens), r.Hits.MissTokens, pct(r.Hits.MissTokens, tokens),
+	l3Hits := ""
+	if r.L3 != nil {
+		l3Hits = fmt.Sprintf(", L3 hit %d (%.1f%%)", r.Hits.L3Tokens, pct(r.Hits.L3Tokens, tokens))
+	}
+	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%)%s, computed %d (%.1f%%); ideal hit %d (%.1f%%, an unbounded cache)\n",
+		r.Hits.L1Tokens, pct(r.Hits.L1Tokens, tokens), r.Hits.L2Tokens, pct(r.Hits.L2Tokens, tokens), l3Hits, r.Hits.MissTokens, pct(r.Hits.MissTokens, tokens),
 		r.Hits.IdealTokens, pct(r.Hits.IdealTokens, tokens))
 	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs\n",
 		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks)
+	r.L3.writeSummary(w)
 	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %d flushes\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), r.Flushes)
 	placement := fmt.Sprintf("%d digest checks, object comparisons %.2f%% of the wall time (slowest rank), %d divergences",
 		r.Placement.Checks, r.PlacementAssertUs.SharePct, r.Placement.Divergences)

@@ -29,7 +29,10 @@ type runState struct {
 	start     time.Time
 	// idealHitTokens: the replica's ideal hits, computed by CP rank 0 as it loads the workload.
 	idealHitTokens int64
-	metrics        *metricsTicker // world rank 0's periodic metrics writes; nil when none
+	// deferred: requests of the last step waiting for their L3 prefetch; served first in the next step.
+	deferred []deferredRequest
+	l3       *l3Tier        // nil without --l3-dir
+	metrics  *metricsTicker // world rank 0's periodic metrics writes; nil when none
 }
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
@@ -128,6 +131,14 @@ func (rs *runState) setUp() error {
 	if err := spmd.AgreeOnFailure(t.World, shm.CheckFits(g, t.NodeSize/t.CPSize)); err != nil {
 		return err
 	}
+	// The L3 store opens before the slab exists: a directory that cannot hold it fails with nothing to clean up.
+	if rs.opts.L3.Enabled() {
+		var err error
+		rs.l3, err = newL3Tier(rs.opts.L3, g, rs.opts.Seed, t.CPRank)
+		if err := spmd.AgreeOnFailure(t.World, err); err != nil {
+			return err
+		}
+	}
 	// A group that cannot make its slab (a full /dev/shm) fails alike on its ranks; the World agrees on it so
 	// that the other groups do not start a replay that would wait for the failed one at the end.
 	slab, err := shm.OpenSharedSlab(t.CP, g, shm.Segment{JobID: rs.opts.JobID, Group: t.CPGroup, Reserve: rs.opts.testReserveShm}, rs.job.Cleanup)
@@ -153,6 +164,10 @@ func (rs *runState) setUp() error {
 	if rs.ctrl, err = newController(cfg, t.CPRank, rs.faults, slab.Slabs, rs.cons); err != nil {
 		return err
 	}
+	if rs.l3 != nil {
+		rs.l3.attachSlabs(g, slab.Slabs)
+		rs.ctrl.l3 = rs.l3
+	}
 	rs.ctrl.recordFlushWrong = rs.opts.recordFlushWrong
 	rs.ctrl.testCommitOnLocalFrontier = rs.opts.testCommitOnLocalFrontier
 	rs.ctrl.testAssertOff = rs.opts.testPlacementAssertOff
@@ -166,6 +181,9 @@ func (rs *runState) setUp() error {
 func (rs *runState) tearDown() {
 	if rs.ctrl != nil {
 		rs.ctrl.close()
+	}
+	if rs.l3 != nil { // its I/O reads and writes the slab: it ends before the slab is unmapped
+		rs.l3.close()
 	}
 	if rs.cons != nil {
 		rs.cons.watchdog.Stop()
@@ -236,6 +254,13 @@ func (rs *runState) replay(events []workload.Event) error {
 		progress.update(rs.steps, rs.ctrl.counters.Requests)
 		rs.writeMetricsIfDue()
 	}
+	// Requests still waiting for a prefetch get steps of their own (every rank knows: the list is replicated).
+	for len(rs.deferred) > 0 {
+		rs.steps++
+		if err := rs.runStep(rs.steps, nil); err != nil {
+			return err
+		}
+	}
 	progress.done()
 	return rs.finish()
 }
@@ -259,12 +284,13 @@ func (rs *runState) runStep(step int64, batch []workload.Event) error {
 	c := rs.ctrl
 	rs.cons.step = step
 	rs.injectCopyFaults(step)
-	if batch[0].Flush {
+	rs.serveDeferred()
+	if len(batch) > 0 && batch[0].Flush {
 		if err := rs.flush(); err != nil {
 			return err
 		}
-	} else {
-		rs.serve(batch)
+	} else if err := rs.serve(batch); err != nil {
+		return err
 	}
 	c.endStep()
 	rs.injectHangOrExit(step)
@@ -291,15 +317,49 @@ func (rs *runState) runStep(step int64, batch []workload.Event) error {
 	return nil
 }
 
-// serve runs a step's requests. A rank that fails stops serving and takes its failure to the step's consensus.
-func (rs *runState) serve(batch []workload.Event) {
+// serve runs a step's requests. With an L3 it first agrees the step's prefetches (a collective every rank
+// enters, whatever its state), and the requests that wait for one are served in the next step. A rank that fails
+// stops serving and takes its failure to the step's consensus.
+func (rs *runState) serve(batch []workload.Event) error {
 	c := rs.ctrl
+	waiting := map[*workload.Request]bool{}
+	if c.l3 != nil && len(batch) > 0 {
+		deferred, err := c.planPrefetch(batch, rs.opts.BatchRequests)
+		if err != nil {
+			return err
+		}
+		rs.deferred = deferred
+		for _, d := range deferred {
+			waiting[d.req] = true
+		}
+	}
 	for i := range batch {
+		if c.failure != nil {
+			return nil
+		}
+		if waiting[&batch[i].Request] {
+			continue
+		}
 		if err := c.serve(&batch[i].Request); err != nil {
 			c.fail(FailureDevice, err)
 		}
+	}
+	return nil
+}
+
+// serveDeferred serves the requests the last step kept waiting for their prefetch, each after its prefetched
+// blocks joined the tree.
+func (rs *runState) serveDeferred() {
+	c := rs.ctrl
+	deferred := rs.deferred
+	rs.deferred = nil
+	for _, d := range deferred {
 		if c.failure != nil {
 			return
+		}
+		c.attachPrefetch(d.req, d.prefetch)
+		if err := c.serve(d.req); err != nil {
+			c.fail(FailureDevice, err)
 		}
 	}
 }

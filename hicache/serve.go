@@ -70,7 +70,12 @@ func (c *controller) hitNode(n *treeNode) bool {
 		panic(fmt.Sprintf("hicache: load-back of node %d from L2 object %d: %v", n.id, n.l2, err))
 	}
 	n.devicePages = pages
-	c.counters.L2HitTokens += int64(len(n.tokens))
+	if n.fromL3 {
+		c.counters.L3HitTokens += int64(len(n.tokens))
+		n.fromL3 = false
+	} else {
+		c.counters.L2HitTokens += int64(len(n.tokens))
+	}
 	c.counters.LoadBacks++
 	c.touchL2(n)
 	return true
@@ -152,6 +157,7 @@ func (c *controller) fill(n *treeNode) bool {
 		return false
 	}
 	n.devicePages = pages
+	n.fromL3 = false
 	if err := c.writeContent(n); err != nil {
 		c.fail(FailureDevice, err)
 	}

@@ -93,6 +93,35 @@ func CheckDir(dir string) error {
 	return nil
 }
 
+// CheckWritable is CheckDir, then proof that a file can be created in dir (a read-only mount, missing
+// permissions): a run checks it on every rank before it creates anything, so that it fails at start, naming
+// --l3-dir, not at its first block.
+func CheckWritable(dir string) error {
+	if err := CheckDir(dir); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".cphicache-probe-*.tmp")
+	if err != nil {
+		return &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not writable: %v", dir, err)}
+	}
+	name := f.Name()
+	return errors.Join(f.Close(), os.Remove(name))
+}
+
+// Adopt records a block that another rank of this job wrote, as its file now shows it, so that this Store's
+// budget counts it; blocks beyond the budget are then evicted. A block that is not there is forgotten.
+func (s *Store) Adopt(key uint64) {
+	info, err := os.Stat(s.blockPath(key))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.lru.remove(key)
+		return
+	}
+	s.lru.place(key, info.Size(), info.ModTime())
+	s.evictOverBudget()
+}
+
 func createOSTemp(dir, pattern string) (tempFile, error) { return os.CreateTemp(dir, pattern) }
 
 // Namespace and Fingerprint are what the Store was opened with.

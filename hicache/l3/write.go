@@ -152,3 +152,9 @@ func (s *Store) evictOverBudget() {
 		}
 	}
 }
+
+// FailWritesForTest makes every later Write fail at its first step with err, as a full filesystem would, for the
+// tests of the callers' error paths. Call it before the Store is shared.
+func (s *Store) FailWritesForTest(err error) {
+	s.createTemp = func(string, string) (tempFile, error) { return nil, err }
+}

@@ -1,0 +1,93 @@
+package l3
+
+import (
+	"fmt"
+
+	"github.com/cphicache/cphicache/pool"
+)
+
+// PageSlot is where one page of a block lives in the CP group's shared L2: a slab and a slot in it.
+type PageSlot struct{ Slab, Slot int32 }
+
+// Slabs is the shared L2 as the block I/O sees it: its geometry and every slab mapped.
+type Slabs struct {
+	Geometry pool.Geometry
+	Mem      [][]byte
+}
+
+// checkSlabs refuses an L2 whose bytes a block of this namespace could not describe: the canonical order holds
+// every CP rank's, layer's and payload's part, each PageTokens x TokenBytes per page, as the slab does.
+func (s *Store) checkSlabs(sl Slabs, pages []PageSlot) error {
+	g, ns := sl.Geometry, s.ns
+	if g.CPSize != ns.CPSize || g.Layers != ns.Layers || g.PayloadsPerLayer != ns.Payloads || g.PageTokens != ns.PageTokens || g.TokenBytes != ns.TokenBytes {
+		return fmt.Errorf("l3: the L2 geometry (cp %d, layers %d, payloads %d, page tokens %d, token bytes %d) is not the namespace's %s",
+			g.CPSize, g.Layers, g.PayloadsPerLayer, g.PageTokens, g.TokenBytes, ns)
+	}
+	if len(pages) == 0 {
+		return fmt.Errorf("l3: a block of no pages")
+	}
+	return nil
+}
+
+// WriteFromSlab stores key's block from the L2: the pages, in block order, with every CP rank's parts, gathered
+// into the canonical order in buf (grown as needed and kept by the caller for the next block), then Write.
+// The caller guarantees that nobody writes those slots meanwhile (the L2 objects are protected).
+func (s *Store) WriteFromSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte, fsync bool) error {
+	if err := s.checkSlabs(sl, pages); err != nil {
+		return err
+	}
+	tokenCount := len(pages) * s.ns.PageTokens
+	payload := grow(buf, s.ns.PayloadBytes(tokenCount))
+	s.eachPart(sl, pages, func(canonical, slabOffset int64, slab int32, partBytes int64) {
+		copy(payload[canonical:canonical+partBytes], sl.Mem[slab][slabOffset:slabOffset+partBytes])
+	})
+	return s.Write(key, tokenCount, payload, fsync)
+}
+
+// ReadIntoSlab loads key's block into the L2 slots of pages, in block order, every CP rank's parts: a verified
+// Read into buf, then a scatter. Nothing reaches the slab unless the whole block verified; a miss or a corrupt
+// block is Read's error (IsMiss), and the slots are left as they were.
+func (s *Store) ReadIntoSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte) error {
+	if err := s.checkSlabs(sl, pages); err != nil {
+		return err
+	}
+	tokenCount := len(pages) * s.ns.PageTokens
+	payload := grow(buf, s.ns.PayloadBytes(tokenCount))
+	got, err := s.Read(key, payload)
+	if err != nil {
+		return err
+	}
+	if got != tokenCount {
+		// The key names the tokens, so a block of another length under it is a different block size: a miss.
+		return &MissError{Key: key}
+	}
+	s.eachPart(sl, pages, func(canonical, slabOffset int64, slab int32, partBytes int64) {
+		copy(sl.Mem[slab][slabOffset:slabOffset+partBytes], payload[canonical:canonical+partBytes])
+	})
+	return nil
+}
+
+// eachPart visits every (page, rank, layer, payload) part of a block: where it is in the canonical payload and
+// where in the slab.
+func (s *Store) eachPart(sl Slabs, pages []PageSlot, visit func(canonical, slabOffset int64, slab int32, partBytes int64)) {
+	g := sl.Geometry
+	partBytes := g.PartBytes()
+	tokenCount := len(pages) * s.ns.PageTokens
+	for rank := 0; rank < g.CPSize; rank++ {
+		for layer := 0; layer < g.Layers; layer++ {
+			for payload := 0; payload < g.PayloadsPerLayer; payload++ {
+				base := s.ns.PartOffset(tokenCount, rank, layer, payload)
+				for i, p := range pages {
+					visit(base+int64(i)*partBytes, g.PartOffset(int(p.Slab), int(p.Slot), rank, layer, payload), p.Slab, partBytes)
+				}
+			}
+		}
+	}
+}
+
+func grow(buf *[]byte, n int64) []byte {
+	if int64(cap(*buf)) < n {
+		*buf = make([]byte, n)
+	}
+	return (*buf)[:n]
+}

@@ -1,0 +1,112 @@
+package hicache
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// L3WritePolicy says when a block goes from the L2 to the L3.
+type L3WritePolicy int
+
+const (
+	L3WriteThrough L3WritePolicy = iota // once the L2 objects holding the whole block are committed
+	L3WriteBack                         // when the L2 is about to evict an object of the block
+)
+
+var l3WritePolicyNames = []string{"write_through", "write_back"}
+
+func (p L3WritePolicy) String() string { return l3WritePolicyNames[p] }
+
+// PrefetchPolicy says how long a step waits for the L3 reads it issued before its consensus, as SGLang's
+// --hicache-storage-prefetch-policy does: not at all, until every read is done, or until a deadline that grows
+// with the tokens read.
+type PrefetchPolicy int
+
+const (
+	PrefetchBestEffort   PrefetchPolicy = iota // no wait: what is done at the consensus is used
+	PrefetchWaitComplete                       // every read finishes first
+	PrefetchTimeout                            // up to prefetchTimeout(tokens)
+)
+
+var prefetchPolicyNames = []string{"best_effort", "wait_complete", "timeout"}
+
+func (p PrefetchPolicy) String() string { return prefetchPolicyNames[p] }
+
+// The timeout policy's deadline: SGLang's defaults, a base plus a share per thousand tokens, capped.
+const (
+	prefetchTimeoutBase  = 2 * time.Second
+	prefetchTimeoutPer1K = 100 * time.Millisecond
+	prefetchTimeoutMax   = 30 * time.Second
+)
+
+// prefetchTimeout is how long the timeout policy waits for a prefetch of tokens tokens.
+func prefetchTimeout(tokens int) time.Duration {
+	return min(prefetchTimeoutBase+time.Duration(tokens)*prefetchTimeoutPer1K/1000, prefetchTimeoutMax)
+}
+
+// L3Options are the run's --l3-* flags. The tier is off when Dir is empty.
+type L3Options struct {
+	Dir               string
+	Bytes             int64  // the byte budget of this job's blocks in the namespace
+	Namespace         string // free-form: model, weights version, dtype
+	BlockTokens       int    // tokens per block, a multiple of the page size
+	WritePolicy       L3WritePolicy
+	Fsync             bool
+	PrefetchPolicy    PrefetchPolicy
+	PrefetchThreshold int // a request prefetches only when at least this many of its tokens are not cached
+
+	// testFailWrites (tests only) makes every block write fail as a full filesystem would.
+	testFailWrites bool
+}
+
+// Enabled says whether the run has an L3.
+func (o *L3Options) Enabled() bool { return o.Dir != "" }
+
+// ParseL3WritePolicy reads --l3-write-policy.
+func ParseL3WritePolicy(s string) (L3WritePolicy, error) {
+	for i, name := range l3WritePolicyNames {
+		if s == name {
+			return L3WritePolicy(i), nil
+		}
+	}
+	return 0, &spmd.ConfigError{Flag: "l3-write-policy", Reason: fmt.Sprintf("%q is not one of write_through, write_back", s)}
+}
+
+// ParsePrefetchPolicy reads --l3-prefetch-policy.
+func ParsePrefetchPolicy(s string) (PrefetchPolicy, error) {
+	for i, name := range prefetchPolicyNames {
+		if s == name {
+			return PrefetchPolicy(i), nil
+		}
+	}
+	return 0, &spmd.ConfigError{Flag: "l3-prefetch-policy", Reason: fmt.Sprintf("%q is not one of best_effort, wait_complete, timeout", s)}
+}
+
+// validate checks the L3 flags that need no MPI, the directory included: a missing or unwritable --l3-dir fails
+// here, before any shared memory exists.
+func (o *L3Options) validate(pageTokens int) error {
+	if !o.Enabled() {
+		return nil
+	}
+	if o.BlockTokens < pageTokens || o.BlockTokens%pageTokens != 0 {
+		return &spmd.ConfigError{Flag: "l3-block-tokens", Reason: fmt.Sprintf("%d is not a positive multiple of --page-tokens %d", o.BlockTokens, pageTokens)}
+	}
+	if o.Bytes < 1 {
+		return &spmd.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d: the L3 needs a budget of 1 byte or more", o.Bytes)}
+	}
+	if o.PrefetchThreshold < 0 {
+		return &spmd.ConfigError{Flag: "l3-prefetch-threshold", Reason: fmt.Sprintf("%d tokens is negative", o.PrefetchThreshold)}
+	}
+	return l3.CheckWritable(o.Dir)
+}
+
+// namespace is everything that changes a block's bytes in this run: the L2's geometry (bytes per token as
+// copied), the content seed and --l3-namespace.
+func (o *L3Options) namespace(g pool.Geometry, seed uint64) l3.Namespace {
+	return l3.Namespace{Layers: g.Layers, Payloads: g.PayloadsPerLayer, PageTokens: g.PageTokens, TokenBytes: g.TokenBytes,
+		CPSize: g.CPSize, ContentSeed: seed, Name: o.Namespace}
+}

@@ -1,0 +1,229 @@
+package hicache
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// Prefetching from the L3. At the start of a serving step every rank counts, for each request, the consecutive
+// L3 blocks that follow the prefix its tree can serve (local existence checks, which can differ between ranks:
+// another job evicts a block, a shared filesystem caches); the group takes the MIN in one call for the whole
+// step; every rank reserves the same L2 object for that many blocks; each block's reader (its index mod cp)
+// reads it into the slab. The request waits one step: the step's consensus agrees which reads finished (the
+// prefetch frontier, and the lowest failed block), and at the next step the agreed blocks become an L2 node of
+// the tree, loaded back and verified like any L2 hit. A block that failed to read is a miss from there on.
+
+// prefetchCandidate is what one request could prefetch: its blocks from firstBlock on, by key.
+type prefetchCandidate struct {
+	firstBlock int
+	keys       []uint64 // the blocks from firstBlock to the last whole block of the prompt
+}
+
+// deferredRequest is a request waiting one step for its prefetch.
+type deferredRequest struct {
+	req      *workload.Request
+	prefetch *l3Prefetch
+}
+
+// planPrefetch agrees what each request of the batch prefetches and starts this rank's reads. It returns the
+// requests that wait for a prefetch; the caller serves the others now. Every rank calls it at the start of every
+// serving step, with or without candidates of its own.
+func (c *controller) planPrefetch(batch []workload.Event, batchRequests int) ([]deferredRequest, error) {
+	t := c.l3
+	counts := make([]uint64, batchRequests)
+	candidates := make([]prefetchCandidate, len(batch))
+	for i := range batch {
+		counts[i] = uint64(c.countL3Blocks(&batch[i].Request, &candidates[i]))
+	}
+	if err := c.cons.minCounts(counts); err != nil {
+		return nil, err
+	}
+	var waiting []deferredRequest
+	started := map[uint64]*l3Prefetch{} // by first key: a prefix two requests of the step share is read once
+	for i := range batch {
+		n := min(int(counts[i]), len(candidates[i].keys), maxPrefetchBlocks, c.geometry().Slots/2/t.blockPages())
+		if n == 0 {
+			continue
+		}
+		p := started[candidates[i].keys[0]]
+		if p == nil {
+			if p = c.startPrefetch(candidates[i], n); p == nil {
+				continue
+			}
+			started[candidates[i].keys[0]] = p
+		}
+		waiting = append(waiting, deferredRequest{req: &batch[i].Request, prefetch: p})
+	}
+	return waiting, nil
+}
+
+// countL3Blocks is this rank's count of the request's consecutive L3 blocks after the prefix the tree can serve;
+// 0 when fewer than --l3-prefetch-threshold tokens are not cached.
+func (c *controller) countL3Blocks(req *workload.Request, cand *prefetchCandidate) int {
+	t := c.l3
+	B := t.blockTokens()
+	tokens := c.wholePages(req)
+	usable := c.usablePrefix(tokens)
+	if len(tokens)-usable < t.opts.PrefetchThreshold || usable/B >= len(tokens)/B {
+		return 0
+	}
+	cand.firstBlock = usable / B
+	cand.keys = chainKeys(tokens, B, len(tokens)/B, nil)[cand.firstBlock:]
+	n := 0
+	for n < len(cand.keys) && n < maxPrefetchBlocks && t.store.Exists(cand.keys[n]) {
+		n++
+	}
+	return n
+}
+
+func (c *controller) wholePages(req *workload.Request) []int32 {
+	p := c.geometry().PageTokens
+	return req.InputIDs[:len(req.InputIDs)/p*p]
+}
+
+// usablePrefix is how many of tokens the tree could serve now (nodes in L1 or in committed L2), without
+// changing the tree.
+func (c *controller) usablePrefix(tokens []int32) int {
+	p := c.geometry().PageTokens
+	cur, pos := c.tree.root, 0
+	for pos+p <= len(tokens) {
+		child := c.tree.childFor(cur, tokens[pos:pos+p])
+		if child == nil || !(child.inL1() || (child.l2 != 0 && c.committed(child.l2))) {
+			break
+		}
+		matched := p
+		for matched < len(child.tokens) && pos+matched+p <= len(tokens) && samePage(child.tokens[matched:matched+p], tokens[pos+matched:pos+matched+p]) {
+			matched += p
+		}
+		pos += matched
+		if matched < len(child.tokens) {
+			break
+		}
+		cur = child
+	}
+	return pos
+}
+
+// startPrefetch reserves one L2 object for n blocks, the same on every rank, and queues this rank's reads. A
+// full L2 (every object protected) is a miss, decided alike on every rank.
+func (c *controller) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
+	t := c.l3
+	c.nextSeq++
+	obj := pool.ObjectID(c.nextSeq)
+	outcome, err := c.alloc.Reserve(obj, n*t.blockPages(), c.nextSeq, c.clock)
+	if err != nil {
+		panic(fmt.Sprintf("hicache: reserve of %d pages for an L3 prefetch: %v", n*t.blockPages(), err))
+	}
+	c.dropEvicted()
+	if outcome == pool.Miss {
+		c.counters.ReserveMisses++
+		return nil
+	}
+	now := time.Now()
+	t.lastSeq.read++
+	p := &l3Prefetch{seq: t.lastSeq.read, obj: obj, firstBlock: cand.firstBlock, keys: cand.keys[:n:n], issued: now,
+		deadline: now.Add(prefetchTimeout(n * t.blockTokens()))}
+	p.failed.Store(-1)
+	t.reads, t.open = append(t.reads, p), append(t.open, p)
+	t.prefetches++
+	t.prefetchBlocks += int64(n)
+	var mine []int
+	for j := range n {
+		if (cand.firstBlock+j)%t.cpSize == t.cpRank {
+			mine = append(mine, j)
+		}
+	}
+	p.readsLeft.Store(int32(len(mine)))
+	for _, j := range mine {
+		slots, err := c.pageSlots(obj, j*t.blockPages(), t.blockPages(), nil)
+		if err != nil {
+			panic(fmt.Sprintf("hicache: placement of fresh L3 prefetch object %d: %v", obj, err))
+		}
+		c.submitL3(t.readJobs, "L3 read queue", func(buf *[]byte) { t.read(p, j, slots, buf) })
+	}
+	return p
+}
+
+// read is a reader rank's I/O for block j of a prefetch, on the read goroutine. Any failure (absent, corrupt,
+// short, EIO) makes the block and those after it a miss for the whole group; the file's checks are the store's.
+func (t *l3Tier) read(p *l3Prefetch, j int, slots []l3.PageSlot, buf *[]byte) {
+	defer p.readsLeft.Add(-1)
+	if err := t.store.ReadIntoSlab(p.keys[j], slots, t.slabs, buf); err != nil {
+		t.readFailures.Add(1)
+		for {
+			old := p.failed.Load()
+			if (old >= 0 && old <= int32(j)) || p.failed.CompareAndSwap(old, int32(j)) {
+				return
+			}
+		}
+	}
+	t.readsDone.Add(1)
+	t.readBytes.Add(t.store.Namespace().PayloadBytes(len(slots) * t.pageTokens))
+}
+
+// attachPrefetch makes a resolved prefetch's agreed blocks part of the tree, just before its request is served:
+// the hollow nodes of the prompt's path after the usable prefix, and a new node for the tokens past the path,
+// point into the prefetched object, which is committed. A prefetch not resolved by now is given up (a timeout);
+// one the tree no longer needs is given back.
+func (c *controller) attachPrefetch(req *workload.Request, p *l3Prefetch) {
+	t := c.l3
+	if p.closed {
+		return
+	}
+	p.closed = true
+	if !p.resolved {
+		t.prefetchTimeouts++ // its object is given back when its reads are agreed done (resolvePrefetches)
+		return
+	}
+	B := t.blockTokens()
+	tokens := c.wholePages(req)
+	start, end := p.firstBlock*B, (p.firstBlock+p.okBlocks)*B
+	usable := c.usablePrefix(tokens)
+	if p.okBlocks == 0 || usable >= end || usable < start {
+		c.abortPrefetch(p)
+		return
+	}
+	if attached := c.attachRange(tokens[:end], usable, start, p.obj); attached == 0 {
+		c.abortPrefetch(p)
+		return
+	}
+	if err := c.alloc.MarkObjectCommitted(p.obj); err != nil {
+		c.fail(FailureAllocator, fmt.Errorf("commit the L2 object %d of L3 prefetch %d: %w", p.obj, p.seq, err))
+	}
+	for _, key := range p.keys[:p.okBlocks] {
+		t.known[key] = struct{}{}
+	}
+}
+
+// attachRange points the path's tokens from usable to the end at the object obj, whose first page holds the
+// token at objStart, and returns how many tokens it attached. It stops at a node that already holds KV.
+func (c *controller) attachRange(tokens []int32, usable, objStart int, obj pool.ObjectID) int {
+	p := c.geometry().PageTokens
+	path := c.tree.walk(tokens, nil) // splits the node that runs past the end, so the path ends on a boundary
+	parent, pos := c.tree.root, 0
+	point := func(n *treeNode) {
+		n.l2, n.l2Offset, n.fromL3 = obj, (n.startPos-objStart)/p, true
+		c.objectNodes[obj] = append(c.objectNodes[obj], n)
+	}
+	for _, n := range path {
+		if pos+len(n.tokens) <= usable {
+			parent, pos = n, pos+len(n.tokens)
+			continue
+		}
+		if n.inL1() || n.l2 != 0 {
+			return max(0, pos-usable)
+		}
+		point(n)
+		parent, pos = n, pos+len(n.tokens)
+	}
+	if pos < len(tokens) {
+		leaf := c.tree.newNode(parent, tokens[pos:len(tokens):len(tokens)], pos)
+		leaf.lastAccess = c.clock
+		point(leaf)
+	}
+	return len(tokens) - usable
+}

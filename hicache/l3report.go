@@ -1,0 +1,61 @@
+package hicache
+
+import (
+	"fmt"
+	"io"
+)
+
+// L3Report is the report's L3 section: the group's decisions (summed over CP groups) and every rank's I/O.
+type L3Report struct {
+	Dir            string `json:"dir"`
+	Namespace      string `json:"namespace_fingerprint"`
+	WritePolicy    string `json:"write_policy"`
+	PrefetchPolicy string `json:"prefetch_policy"`
+	BlockTokens    int    `json:"block_tokens"`
+	Writes         int64  `json:"writes"`       // block files published
+	WriteBytes     int64  `json:"write_bytes"`  // their payloads
+	WriteErrors    int64  `json:"write_errors"` // blocks dropped on a failed write (ENOSPC, EIO): the run went on
+	Reads          int64  `json:"reads"`        // blocks read and verified into the L2
+	ReadBytes      int64  `json:"read_bytes"`
+	ReadFailures   int64  `json:"read_failures"` // reads that failed (absent, corrupt, I/O error): misses
+	Corrupt        int64  `json:"corrupt"`       // of those, block files that failed their checks (removed, never served)
+	Evictions      int64  `json:"evictions"`     // block files removed to keep --l3-bytes
+	Prefetches     int64  `json:"prefetches"`    // agreed prefetches (one per request, or per prefix a step shares)
+	// PrefetchBlocks: the blocks they asked for; PrefetchMisses: prefetches cut short by a failed read.
+	PrefetchBlocks   int64 `json:"prefetch_blocks"`
+	PrefetchMisses   int64 `json:"prefetch_misses"`
+	PrefetchTimeouts int64 `json:"prefetch_timeouts"` // prefetches not agreed done when their request was served
+	PrefetchWaitUs   struct {
+		P50 float64 `json:"p50"`
+		P99 float64 `json:"p99"`
+	} `json:"prefetch_wait_us"` // from issue to the consensus that agreed it done (slowest rank)
+}
+
+func newL3Report(c *Counters, o L3Options, fingerprint uint64) *L3Report {
+	return &L3Report{Dir: o.Dir, Namespace: fmt.Sprintf("%016x", fingerprint), WritePolicy: o.WritePolicy.String(),
+		PrefetchPolicy: o.PrefetchPolicy.String(), BlockTokens: o.BlockTokens,
+		Writes: c.L3Writes, WriteBytes: c.L3WriteBytes, WriteErrors: c.L3WriteErrors, Reads: c.L3Reads, ReadBytes: c.L3ReadBytes,
+		ReadFailures: c.L3ReadFailures, Corrupt: c.L3Corrupt, Evictions: c.L3Evictions, Prefetches: c.L3Prefetches,
+		PrefetchBlocks: c.L3PrefetchBlocks, PrefetchMisses: c.L3PrefetchMisses, PrefetchTimeouts: c.L3PrefetchTimeouts}
+}
+
+// writeSummary is the summary's L3 line; nothing without an L3.
+func (r *L3Report) writeSummary(w io.Writer) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(w, "  L3 (%s, %s, %d-token blocks): %d blocks written (%.1f MiB), %d write errors; %d read (%.1f MiB), %d failed reads (%d corrupt); %d evicted\n",
+		r.Dir, r.WritePolicy, r.BlockTokens, r.Writes, float64(r.WriteBytes)/(1<<20), r.WriteErrors, r.Reads, float64(r.ReadBytes)/(1<<20),
+		r.ReadFailures, r.Corrupt, r.Evictions)
+	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out; wait p50 %.0f us, p99 %.0f us\n",
+		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99)
+}
+
+// tally copies the tier's counts into c for the report.
+func (t *l3Tier) tally(c *Counters) {
+	sc := t.store.Counters()
+	c.L3Writes, c.L3WriteBytes, c.L3WriteErrors = t.writesDone.Load(), t.writeBytes.Load(), t.writeErrors.Load()
+	c.L3Reads, c.L3ReadBytes, c.L3ReadFailures = t.readsDone.Load(), t.readBytes.Load(), t.readFailures.Load()
+	c.L3Corrupt, c.L3Evictions = sc.Corrupt, sc.Evictions
+	c.L3Prefetches, c.L3PrefetchBlocks, c.L3PrefetchMisses, c.L3PrefetchTimeouts = t.prefetches, t.prefetchBlocks, t.prefetchMisses, t.prefetchTimeouts
+}

@@ -1,0 +1,190 @@
+package hicache
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// Writing blocks to the L3. A block is the tokens [k*B, (k+1)*B) of a path from the root; it may lie in several
+// tree nodes and so in several L2 objects. It is written once all of them are committed (the write_through
+// policy looks when an object commits, write_back when the L2 is about to evict one), by the rank k mod cp, which
+// reads every rank's parts from the shared slab. Its L2 objects stay protected until the group agrees the write
+// is done (the storage frontier), so no slot is reused under the writer.
+
+// l3Committed is the write_through policy's hook: a backup just committed, so blocks through its nodes may now
+// be whole in L2.
+func (c *controller) l3Committed(obj pool.ObjectID) {
+	if c.l3 == nil || c.l3.opts.WritePolicy != L3WriteThrough {
+		return
+	}
+	for _, n := range c.objectNodes[obj] {
+		c.scheduleBlocksThrough(n)
+	}
+}
+
+// l3WriteBackNearEviction is the write_back policy's: when the L2's free slots fall below an eighth of it, the
+// committed objects the next reservations would evict first (as many pages as that eighth) get their blocks
+// written, once each. Writing at the eviction itself is not possible: Reserve gives the slots to the new object
+// at once, and its copies would race the writer.
+func (c *controller) l3WriteBackNearEviction() {
+	t := c.l3
+	if t == nil || t.opts.WritePolicy != L3WriteBack {
+		return
+	}
+	watermark := max(c.geometry().Slots/8, t.blockPages())
+	if c.alloc.FreeSlots() >= watermark {
+		return
+	}
+	for _, obj := range c.alloc.OldestEvictable(watermark, nil) {
+		if t.backedUp[obj] {
+			continue
+		}
+		t.backedUp[obj] = true
+		for _, n := range c.objectNodes[obj] {
+			c.scheduleBlocksThrough(n)
+		}
+	}
+}
+
+// scheduleBlocksThrough schedules every block that overlaps node n and is whole in committed L2: those that end
+// in n, and those that continue into its descendants.
+func (c *controller) scheduleBlocksThrough(n *treeNode) {
+	B := c.l3.blockTokens()
+	start, end := n.startPos, n.startPos+len(n.tokens)
+	for blockEnd := (start/B + 1) * B; blockEnd-B < end; blockEnd += B {
+		if blockEnd <= end {
+			c.scheduleBlock(n, blockEnd)
+		} else {
+			c.scheduleBlocksBelow(n, blockEnd)
+		}
+	}
+}
+
+// scheduleBlocksBelow follows n's children to the nodes where a block ending at blockEnd ends.
+func (c *controller) scheduleBlocksBelow(n *treeNode, blockEnd int) {
+	for _, child := range n.children {
+		if child.startPos+len(child.tokens) >= blockEnd {
+			c.scheduleBlock(child, blockEnd)
+		} else {
+			c.scheduleBlocksBelow(child, blockEnd)
+		}
+	}
+}
+
+// blockSegment is a run of a block's pages in one L2 object.
+type blockSegment struct {
+	obj              pool.ObjectID
+	firstPage, pages int
+}
+
+// scheduleBlock schedules the block that ends at blockEnd inside node m, when every page of it is in committed
+// L2 and the group has not stored or loaded it before.
+func (c *controller) scheduleBlock(m *treeNode, blockEnd int) {
+	t := c.l3
+	segs, ok := c.blockSegments(m, blockEnd)
+	if !ok {
+		return
+	}
+	key := c.blockKey(m, blockEnd)
+	if _, seen := t.known[key]; seen {
+		return
+	}
+	var pages []l3.PageSlot
+	var objs []pool.ObjectID
+	for i := len(segs) - 1; i >= 0; i-- { // segments were found from the end back
+		s := segs[i]
+		var err error
+		if pages, err = c.pageSlots(s.obj, s.firstPage, s.pages, pages); err != nil {
+			c.fail(FailureInvariant, fmt.Errorf("L3 block ending at token %d: %w", blockEnd, err))
+			return
+		}
+		if !slices.Contains(objs, s.obj) {
+			objs = append(objs, s.obj)
+		}
+	}
+	for _, obj := range objs {
+		if err := c.alloc.Protect(obj); err != nil {
+			panic(fmt.Sprintf("hicache: protect committed L2 object %d for an L3 write: %v", obj, err))
+		}
+	}
+	t.known[key] = struct{}{}
+	t.lastSeq.write++
+	w := &l3Write{seq: t.lastSeq.write, key: key, pages: pages, objs: objs}
+	t.writes = append(t.writes, w)
+	if (blockEnd/t.blockTokens()-1)%t.cpSize == t.cpRank {
+		c.submitL3(t.writeJobs, "L3 write queue", func(buf *[]byte) { t.write(w, buf) })
+	} else {
+		w.done.Store(true) // not this rank's block
+	}
+}
+
+// blockSegments finds the L2 pages of the block ending at blockEnd in node m, walking up to its start; ok is
+// false when a node on the way has no committed L2 object.
+func (c *controller) blockSegments(m *treeNode, blockEnd int) (segs []blockSegment, ok bool) {
+	p := c.geometry().PageTokens
+	blockStart := blockEnd - c.l3.blockTokens()
+	pos := blockEnd
+	for x := m; pos > blockStart; x = x.parent {
+		if x == c.tree.root || x.l2 == 0 || !c.committed(x.l2) {
+			return nil, false
+		}
+		lo := max(x.startPos, blockStart)
+		segs = append(segs, blockSegment{obj: x.l2, firstPage: x.l2Offset + (lo-x.startPos)/p, pages: (pos - lo) / p})
+		pos = lo
+	}
+	return segs, true
+}
+
+// blockKey is the chain key of the block ending at blockEnd in node m: over every token of the path before it.
+func (c *controller) blockKey(m *treeNode, blockEnd int) uint64 {
+	tokens := make([]int32, blockEnd)
+	for x := m; x != c.tree.root; x = x.parent {
+		hi := min(x.startPos+len(x.tokens), blockEnd)
+		copy(tokens[x.startPos:hi], x.tokens[:hi-x.startPos])
+	}
+	keys := chainKeys(tokens, c.l3.blockTokens(), blockEnd/c.l3.blockTokens(), nil)
+	return keys[len(keys)-1]
+}
+
+// chainKeys appends the keys of the first blocks blocks of tokens.
+func chainKeys(tokens []int32, blockTokens, blocks int, into []uint64) []uint64 {
+	var key uint64
+	for k := 0; k < blocks; k++ {
+		key = l3.ChainKey(key, tokens[k*blockTokens:(k+1)*blockTokens])
+		into = append(into, key)
+	}
+	return into
+}
+
+// write is the writer rank's I/O for one block, on the write goroutine. A block already there (an earlier job,
+// or another group sharing the directory, stored it) is not written again. A failed write (ENOSPC, EIO) drops
+// the block and is counted: the run goes on, and the group's L2 objects are released as for a write that worked.
+func (t *l3Tier) write(w *l3Write, buf *[]byte) {
+	defer w.done.Store(true)
+	if t.store.Exists(w.key) {
+		return
+	}
+	if err := t.store.WriteFromSlab(w.key, w.pages, t.slabs, buf, t.opts.Fsync); err != nil {
+		if t.writeErrors.Add(1) == 1 {
+			t.firstWriteErr.Store(&err)
+		}
+		return
+	}
+	t.writesDone.Add(1)
+	t.writeBytes.Add(t.store.Namespace().PayloadBytes(len(w.pages) * t.pageTokens))
+}
+
+// submitL3 queues a job for an I/O goroutine. A full queue blocks under the watchdog's drain slot, as a full
+// copy queue does: a goroutine stuck in a filesystem must not hold the step forever.
+func (c *controller) submitL3(jobs chan func(*[]byte), name string, job func(*[]byte)) {
+	select {
+	case jobs <- job:
+	default:
+		c.cons.watchdog.ArmDrain(name, "this rank's L3 I/O stopped (a hung filesystem?)", c.cons.group, c.cons.cp.Size(), c.cons.step)
+		jobs <- job
+		c.cons.watchdog.DisarmDrain()
+	}
+}
