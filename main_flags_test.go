@@ -110,6 +110,16 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 		{[]string{"bench", "e2e", "--timeout", "0s"}, "", "timeout"},
 		{[]string{"bench", "reserve", "--slots-log2", "40"}, "", "slots-log2"},
 		{[]string{"bench", "e2e", "--np-list", "0"}, "", "np-list"},
+		{[]string{"run", "--l3-dir", "/no/such/l3"}, "", "l3-dir"},
+		{[]string{"run", "--l3-dir", "/proc"}, "", "l3-dir"}, // not writable, even by root
+		{[]string{"validate", "--l3-dir", "main_l3.go"}, "", "l3-dir"},
+		{[]string{"run", "--l3-bytes", "1TiB"}, "", "l3-bytes"}, // without --l3-dir
+		{[]string{"run"}, "CPHICACHE_L3_WRITE_POLICY=write_back", "l3-write-policy"},
+		{[]string{"run", "--l3-dir", ".", "--l3-block-tokens", "100"}, "", "l3-block-tokens"},
+		{[]string{"run", "--l3-dir", ".", "--l3-bytes", "lots"}, "", "l3-bytes"},
+		{[]string{"run", "--l3-dir", ".", "--l3-write-policy", "write_around"}, "", "l3-write-policy"},
+		{[]string{"run", "--l3-dir", ".", "--l3-prefetch-policy", "eager"}, "", "l3-prefetch-policy"},
+		{[]string{"run", "--l3-dir", ".", "--l3-prefetch-threshold", "-1"}, "", "l3-prefetch-threshold"},
 		{[]string{"l3", "stat"}, "", "l3-dir"},
 		{[]string{"l3", "stat", "--l3-dir", "/no/such/l3"}, "", "l3-dir"},
 		{[]string{"l3", "clear"}, "CPHICACHE_L3_DIR=main_l3.go", "l3-dir"}, // a file

@@ -59,8 +59,10 @@ type L3Options struct {
 	PrefetchPolicy    PrefetchPolicy
 	PrefetchThreshold int // a request prefetches only when at least this many of its tokens are not cached
 
-	// testFailWrites (tests only) makes every block write fail as a full filesystem would.
-	testFailWrites bool
+	// Tests only, each on the rank that sets it: every block write fails as on a full filesystem; every read
+	// fails as on a bad disk; the existence check misses every block whose key is 0 mod 3, as on a shared
+	// filesystem whose view lags.
+	testFailWrites, testFailReads, testHideBlocks bool
 }
 
 // Enabled says whether the run has an L3.

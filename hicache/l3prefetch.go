@@ -1,6 +1,7 @@
 package hicache
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -74,7 +75,7 @@ func (c *controller) countL3Blocks(req *workload.Request, cand *prefetchCandidat
 	cand.firstBlock = usable / B
 	cand.keys = chainKeys(tokens, B, len(tokens)/B, nil)[cand.firstBlock:]
 	n := 0
-	for n < len(cand.keys) && n < maxPrefetchBlocks && t.store.Exists(cand.keys[n]) {
+	for n < len(cand.keys) && n < maxPrefetchBlocks && t.exists(cand.keys[n]) {
 		n++
 	}
 	return n
@@ -152,7 +153,11 @@ func (c *controller) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
 // short, EIO) makes the block and those after it a miss for the whole group; the file's checks are the store's.
 func (t *l3Tier) read(p *l3Prefetch, j int, slots []l3.PageSlot, buf *[]byte) {
 	defer p.readsLeft.Add(-1)
-	if err := t.store.ReadIntoSlab(p.keys[j], slots, t.slabs, buf); err != nil {
+	err := errInjectedRead
+	if !t.opts.testFailReads {
+		err = t.store.ReadIntoSlab(p.keys[j], slots, t.slabs, buf)
+	}
+	if err != nil {
 		t.readFailures.Add(1)
 		for {
 			old := p.failed.Load()
@@ -163,6 +168,16 @@ func (t *l3Tier) read(p *l3Prefetch, j int, slots []l3.PageSlot, buf *[]byte) {
 	}
 	t.readsDone.Add(1)
 	t.readBytes.Add(t.store.Namespace().PayloadBytes(len(slots) * t.pageTokens))
+}
+
+var errInjectedRead = errors.New("injected L3 read failure")
+
+// exists is the existence check of one block on this rank.
+func (t *l3Tier) exists(key uint64) bool {
+	if t.opts.testHideBlocks && key%3 == 0 {
+		return false
+	}
+	return t.store.Exists(key)
 }
 
 // attachPrefetch makes a resolved prefetch's agreed blocks part of the tree, just before its request is served:

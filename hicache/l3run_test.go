@@ -1,0 +1,117 @@
+package hicache
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"github.com/cphicache/cphicache/pool"
+)
+
+// SPMD tests of the L3 tier: every rank runs them, over one directory shared by the job.
+
+// sharedTempDir is a directory every rank of the job uses: world rank 0 makes it and sends its name; it is
+// removed after every rank is done with it.
+func sharedTempDir(t *testing.T) string {
+	t.Helper()
+	name := make([]byte, 256)
+	if testWorld.Rank() == 0 {
+		dir, err := os.MkdirTemp("", "cphicache-l3-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(name, dir)
+	}
+	if err := testWorld.BcastBytes(name, 0); err != nil {
+		t.Fatal(err)
+	}
+	dir := string(bytes.TrimRight(name, "\x00"))
+	t.Cleanup(func() {
+		testWorld.Barrier()
+		if testWorld.Rank() == 0 {
+			os.RemoveAll(dir)
+		}
+	})
+	return dir
+}
+
+// l3Options is smallOptions with an L3 in dir: two-page blocks, and every agreed prefetch waited for.
+func l3Options(dir string) *Options {
+	opts := smallOptions()
+	opts.L3 = L3Options{Dir: dir, Bytes: 1 << 30, BlockTokens: 32, PrefetchPolicy: PrefetchWaitComplete, PrefetchThreshold: 32}
+	return opts
+}
+
+// checkL3Run: nothing wrong, at any layout and fault.
+func checkL3Run(t *testing.T, name string, r *Report, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.L3 == nil {
+		t.Fatalf("%s: %d divergences, %d mismatches, %d audit mismatches, L3 report %v", name, r.Placement.Divergences,
+			r.Verify.Mismatches, r.Verify.AuditMismatches, r.L3)
+	}
+}
+
+// TestL3WritesAndWarmRestartAtEveryPolicyAndLayout: both write policies, both layouts: a first run stores blocks,
+// a second over the same directory serves some of its prompts from them, every page verified, no divergence.
+func TestL3WritesAndWarmRestartAtEveryPolicyAndLayout(t *testing.T) {
+	for _, layout := range []pool.Layout{pool.LayerFirst, pool.PageFirst} {
+		for _, policy := range []L3WritePolicy{L3WriteThrough, L3WriteBack} {
+			dir := sharedTempDir(t)
+			name := layout.String() + "/" + policy.String()
+			for pass := range 2 {
+				opts := l3Options(dir)
+				opts.Layout, opts.L3.WritePolicy = layout, policy
+				r, err := Run(testJob(t), opts)
+				checkL3Run(t, name, r, err)
+				if pass == 0 && r.L3.Writes == 0 {
+					t.Errorf("%s: the first run wrote no block", name)
+				}
+				if pass == 1 && (r.Hits.L3Tokens == 0 || r.L3.Reads == 0) {
+					t.Errorf("%s: the second run got %d L3 hit tokens from %d blocks read", name, r.Hits.L3Tokens, r.L3.Reads)
+				}
+			}
+		}
+	}
+	checkNoLeakedSegments(t)
+}
+
+// TestL3RanksThatSeeDifferentBlocksAgree: one rank's existence checks miss a third of the blocks, another rank's
+// reads all fail. The counts are agreed by MIN and the failed reads through the consensus, so every rank places
+// the same objects (no divergence), nothing wrong is served (no mismatch), and the failed reads are misses.
+func TestL3RanksThatSeeDifferentBlocksAgree(t *testing.T) {
+	dir := sharedTempDir(t)
+	r, err := Run(testJob(t), l3Options(dir))
+	checkL3Run(t, "first run", r, err)
+	cp, _ := testLayout()
+	opts := l3Options(dir)
+	opts.L3.testHideBlocks = testWorld.Rank()%cp == 0
+	opts.L3.testFailReads = testWorld.Rank()%cp == cp-1
+	r, err = Run(testJob(t), opts)
+	checkL3Run(t, "second run", r, err)
+	if r.L3.PrefetchMisses == 0 || r.L3.ReadFailures == 0 {
+		t.Errorf("%d prefetches cut short, %d failed reads: the failing reader was never asked", r.L3.PrefetchMisses, r.L3.ReadFailures)
+	}
+	if cp > 2 && r.Hits.L3Tokens == 0 {
+		t.Errorf("no L3 hit: the blocks of the ranks that read well were never used")
+	}
+	checkNoLeakedSegments(t)
+}
+
+// TestL3WriteErrorsAreCountedAndTheRunGoesOn: a filesystem that refuses every write (as a full one does) drops
+// the blocks, counts them, and the run ends OK: the L2 objects the writes held are released all the same.
+func TestL3WriteErrorsAreCountedAndTheRunGoesOn(t *testing.T) {
+	opts := l3Options(sharedTempDir(t))
+	opts.L3.testFailWrites = true
+	r, err := Run(testJob(t), opts)
+	checkL3Run(t, "full filesystem", r, err)
+	if r.L3.WriteErrors == 0 || r.L3.Writes != 0 {
+		t.Errorf("%d write errors, %d blocks written; want every write failed and counted", r.L3.WriteErrors, r.L3.Writes)
+	}
+	if r.Backup.Committed == 0 || r.Verify.PagesChecked == 0 {
+		t.Errorf("%d backups committed, %d pages verified: the run stopped caching", r.Backup.Committed, r.Verify.PagesChecked)
+	}
+	checkNoLeakedSegments(t)
+}
