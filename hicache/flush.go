@@ -36,6 +36,10 @@ func (c *controller) recover() error {
 // reset empties the cache and checks that it now equals a fresh one. A cache unlike a fresh one is this rank's
 // failure (its group learns it in the next consensus), or in validate only a count in the flush_reset row.
 func (c *controller) reset() {
+	if c.l3 != nil {
+		// The flush's own commit may have scheduled block writes: they read slots the reset is about to free.
+		c.waitLocal("L3 drain", "an L3 write on this rank did not finish", c.l3.idle)
+	}
 	c.tree.reset()
 	c.evictq.reset()
 	c.dev.reset()

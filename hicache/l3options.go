@@ -63,6 +63,11 @@ type L3Options struct {
 	// fails as on a bad disk; the existence check misses every block whose key is 0 mod 3, as on a shared
 	// filesystem whose view lags.
 	testFailWrites, testFailReads, testHideBlocks bool
+	// testIgnoreFailedReads (tests only) uses every prefetched block even when the group agreed a read failed:
+	// the bug validate's L3 row exists to catch.
+	testIgnoreFailedReads bool
+	// testSlowWrites (tests only) delays every block write, so that writes are still in flight at the next flush.
+	testSlowWrites bool
 }
 
 // Enabled says whether the run has an L3.

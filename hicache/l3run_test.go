@@ -2,6 +2,7 @@ package hicache
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"testing"
 
@@ -112,6 +113,45 @@ func TestL3WriteErrorsAreCountedAndTheRunGoesOn(t *testing.T) {
 	}
 	if r.Backup.Committed == 0 || r.Verify.PagesChecked == 0 {
 		t.Errorf("%d backups committed, %d pages verified: the run stopped caching", r.Backup.Committed, r.Verify.PagesChecked)
+	}
+	checkNoLeakedSegments(t)
+}
+
+// TestValidateL3RowCatchesIgnoredReadFailures: validate's l3_roundtrip row passes on a sound cache and fails, alone,
+// when the group's agreement on failed reads is ignored (blocks the failing rank never read are served).
+func TestValidateL3RowCatchesIgnoredReadFailures(t *testing.T) {
+	if cp, _ := testLayout(); cp == 1 {
+		t.Skip("a single-rank group has no other rank's failed reads to agree on")
+	}
+	for _, broken := range []bool{false, true} {
+		opts := smallOptions()
+		opts.L3.testIgnoreFailedReads = broken
+		v, err := Validate(testJob(t), opts)
+		if err != nil {
+			t.Fatalf("broken %v: %v", broken, err)
+		}
+		for _, c := range v.Checks {
+			// data_integrity counts the other passes' load-backs: the L3 passes' wrong bytes are the L3 row's.
+			wantFail := broken && c.Name == "l3_roundtrip"
+			if (c.Result == "fail") != wantFail {
+				t.Errorf("broken %v: %s %s (%s)", broken, c.Name, c.Result, c.Detail)
+			}
+		}
+		checkNoLeakedSegments(t)
+	}
+}
+
+// TestL3FlushWaitsForBlockWrites: a flush's own commit schedules block writes; with writes slowed, they are still
+// reading the slab when the flush resets the allocator. The reset must wait for them, or the next pass loads
+// blocks written from slots already reused (mismatches).
+func TestL3FlushWaitsForBlockWrites(t *testing.T) {
+	dir := sharedTempDir(t)
+	for pass := range 2 {
+		opts := l3Options(dir)
+		opts.FlushEvery = 3
+		opts.L3.testSlowWrites = true
+		r, err := Run(testJob(t), opts)
+		checkL3Run(t, fmt.Sprintf("pass %d", pass), r, err)
 	}
 	checkNoLeakedSegments(t)
 }

@@ -214,7 +214,7 @@ func (c *controller) resolvePrefetches(upTo, failed uint64) {
 	for n < len(t.reads) && t.reads[n].seq <= upTo {
 		p := t.reads[n]
 		p.resolved, p.okBlocks = true, len(p.keys)
-		if failed != noFailure && failed>>prefetchBlockBits == p.seq {
+		if failed != noFailure && failed>>prefetchBlockBits == p.seq && !t.opts.testIgnoreFailedReads {
 			p.okBlocks = int(failed & (1<<prefetchBlockBits - 1))
 			t.prefetchMisses++
 		}

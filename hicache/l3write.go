@@ -3,6 +3,7 @@ package hicache
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/pool"
@@ -164,6 +165,9 @@ func chainKeys(tokens []int32, blockTokens, blocks int, into []uint64) []uint64 
 // the block and is counted: the run goes on, and the group's L2 objects are released as for a write that worked.
 func (t *l3Tier) write(w *l3Write, buf *[]byte) {
 	defer w.done.Store(true)
+	if t.opts.testSlowWrites {
+		time.Sleep(2 * time.Millisecond)
+	}
 	if t.store.Exists(w.key) {
 		return
 	}

@@ -97,6 +97,7 @@ type GroupReport struct {
 	Size        int                         `json:"size"`
 	Hosts       []string                    `json:"hosts"`
 	Collectives map[string]CollectiveStats  `json:"collectives"`
+	L3HitTokens int64                       `json:"l3_hit_tokens"` // this replica's prompt tokens served from L3 blocks
 	latency     [consensusKinds]latencyHist // CP rank 0's consensus latencies by kind: the metrics file's histograms
 }
 
@@ -235,6 +236,7 @@ func (rs *runState) gatherGroups() ([]GroupReport, error) {
 		mine = append(mine, s.Count, s.Skipped, int64(s.CommSizeMin), int64(s.CommSizeMax))
 		mine = append(mine, rs.cons.latency[k].words()...)
 	}
+	mine = append(mine, rs.ctrl.counters.L3HitTokens)
 	all := make([]int64, len(mine)*t.World.Size())
 	if err := t.World.AllgatherInt64(mine, all); err != nil {
 		return nil, err
@@ -254,6 +256,7 @@ func (rs *runState) gatherGroups() ([]GroupReport, error) {
 			gr.Collectives[k.String()] = CollectiveStats{Count: v[0], Skipped: v[1], CommSizeMin: int(v[2]), CommSizeMax: int(v[3])}
 			gr.latency[k] = latencyFromWords(v[4:perKind])
 		}
+		gr.L3HitTokens = all[(r+1)*len(mine)-1]
 	}
 	return groups, nil
 }

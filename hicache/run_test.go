@@ -186,8 +186,8 @@ func TestValidateMatrixPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp, _ := testLayout()
-	if len(v.Checks) != 6 {
-		t.Fatalf("%d checks, want 6", len(v.Checks))
+	if len(v.Checks) != 7 {
+		t.Fatalf("%d checks, want 7", len(v.Checks))
 	}
 	for _, c := range v.Checks {
 		skippable := c.Name == "placement_identical" || c.Name == "divergence_detected"

@@ -12,7 +12,8 @@ import (
 
 // Validation runs the workload three times in one job and turns what it sees into checks an operator can read
 // before trusting a cache design: the main pass (placement, flush, scoping, data), a pass with a tiny L2
-// (capacity misses), and a pass with a perturbed rank in every CP group (divergence detection).
+// (capacity misses), a pass with a perturbed rank in every CP group (divergence detection), and two passes over
+// an L3 of their own (validate_l3.go).
 
 // Check is one row of the validation table.
 type Check struct {
@@ -87,6 +88,13 @@ func Validate(job *spmd.Job, options *Options) (*ValidationReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	plain := opts
+	// The L3 row's own passes take the L3.
+	plain.L3 = L3Options{Dir: opts.L3.Dir, Namespace: opts.L3.Namespace, testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
+	l3Fill, l3Read, err := l3Passes(job, &plain)
+	if err != nil {
+		return nil, err
+	}
 	v := &ValidationReport{Ranks: t.World.Size(), CP: t.CPSize, DP: t.DPSize}
 	rows := []func() (Check, error){
 		func() (Check, error) { return mainPass.checkPlacement() },
@@ -95,6 +103,7 @@ func Validate(job *spmd.Job, options *Options) (*ValidationReport, error) {
 		func() (Check, error) { return checkScoping(mainPass, capacityPass, divergencePass) },
 		func() (Check, error) { return capacityPass.checkCapacity() },
 		func() (Check, error) { return checkData(mainPass, capacityPass, divergencePass) },
+		func() (Check, error) { return checkL3(l3Fill, l3Read) },
 	}
 	for _, row := range rows {
 		c, err := row()

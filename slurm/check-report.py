@@ -3,6 +3,7 @@
 
     check-report.py run REPORT --ranks 16 --cp 8 --dp 2 --nodes 2
     check-report.py validate REPORT --ranks 8 --cp 8 --dp 1 --nodes 1
+    check-report.py run REPORT --ranks 16 --cp 8 --dp 2 --nodes 2 --l3-hits
     check-report.py --self-test
 
 Prints one line per failed check and exits 1 when any failed, 0 otherwise. What it checks, for both kinds:
@@ -12,14 +13,17 @@ communicator (comm_size == cp; a collective on the world or on a size-1 communic
 For `run`: no placement divergence, no load-back or audit mismatch, no copy error, and the step consensus and the
 placement comparison actually ran.
 For `validate`: at least one check, every check passed with wrong == 0.
+With --l3-hits (a run over an L3 directory another job filled): every CP group served prompt tokens from L3
+blocks, no block read was corrupt and no write failed.
 """
 import argparse
 import json
 import sys
 
 # The consensus calls a CP group makes: one at every step (commit, load-backs, digest, errors in one all-reduce),
-# one in every flush, one after the last step, and the object-by-object placement comparisons.
-COLLECTIVES = ("step", "flush", "final", "object_compare")
+# one in every flush, one after the last step, the object-by-object placement comparisons, and with an L3 the
+# prefetch counts at the start of every serving step.
+COLLECTIVES = ("step", "flush", "final", "object_compare", "l3_prefetch")
 # Collectives that every non-trivial run must have entered at least once; a run without a flush has no flush call.
 COLLECTIVES_THAT_MUST_RUN = ("step", "final", "object_compare")
 
@@ -85,6 +89,15 @@ def check_run(report, problems):
             problems.append(f"{key} is {value}: the run did no work to check")
 
 
+def check_l3_hits(report, problems):
+    for key in ("l3.corrupt", "l3.write_errors"):
+        if get(report, key) != 0:
+            problems.append(f"{key} is {get(report, key)}, want 0")
+    for index, group in enumerate(report.get("groups") or []):
+        if not group.get("l3_hit_tokens", 0) > 0:
+            problems.append(f"group {group.get('group', index)}: l3_hit_tokens is {group.get('l3_hit_tokens')}: it served nothing from the L3")
+
+
 def check_validate(report, problems):
     checks = report.get("checks")
     if not isinstance(checks, list) or not checks:
@@ -101,6 +114,8 @@ def check(kind, report, want):
     try:
         check_layout(kind, report, want, problems)
         (check_run if kind == "run" else check_validate)(report, problems)
+        if want.get("l3_hits"):
+            check_l3_hits(report, problems)
     except KeyError as missing:
         problems.append(f"the report has no {missing.args[0]}")
     return problems
@@ -110,10 +125,10 @@ def sample_report(cp=8, dp=2):
     """A report that passes, for the self-test: the schema of `cphicache run --report`."""
     def group(g):
         return {"group": g, "size": cp, "hosts": [f"node{g + 1}"] * cp,
-                "collectives": {c: {"count": 5, "comm_size": cp} for c in COLLECTIVES}}
+                "collectives": {c: {"count": 5, "comm_size": cp} for c in COLLECTIVES}, "l3_hit_tokens": 64 * (g + 1)}
     return {"ranks": cp * dp, "cp": cp, "dp": dp, "steps": 10, "requests": 40,
             "placement": {"checks": 3, "divergences": 0}, "verify": {"pages_checked": 100, "mismatches": 0, "audit_objects": 40, "audit_mismatches": 0, "copy_errors": 0},
-            "checks": [{"name": "placement", "result": "pass", "wrong": 0}],
+            "checks": [{"name": "placement", "result": "pass", "wrong": 0}], "l3": {"corrupt": 0, "write_errors": 0},
             "groups": [group(g) for g in range(dp)]}
 
 
@@ -135,15 +150,19 @@ def self_test():
         "one group missing": lambda r: r["groups"].pop(),
         "key missing": lambda r: r.pop("verify"),
         "failed validate check": lambda r: r["checks"].append({"name": "reserve", "result": "fail", "wrong": 2}),
+        "world-scoped l3 prefetch": lambda r: r["groups"][0]["collectives"]["l3_prefetch"].update(comm_size=16),
+        "l3: a group without hits": lambda r: r["groups"][1].update(l3_hit_tokens=0),
+        "l3: a corrupt block": lambda r: r["l3"].update(corrupt=1),
     }
     failures = []
-    if check("run", sample_report(), want) or check("validate", sample_report(), want):
+    want_l3 = dict(want, l3_hits=True)
+    if check("run", sample_report(), want_l3) or check("validate", sample_report(), want):
         failures.append("the good report fails: " + "; ".join(check("run", sample_report(), want)))
     for name, breakage in breakages.items():
         report = sample_report()
         breakage(report)
         kind = "validate" if "validate" in name else "run"
-        if not check(kind, report, want):
+        if not check(kind, report, want_l3 if name.startswith("l3") else want):
             failures.append(f"{name}: not detected")
     for failure in failures:
         print(f"check-report self-test: {failure}")
@@ -159,6 +178,7 @@ def main():
     parser.add_argument("--cp", type=int)
     parser.add_argument("--dp", type=int)
     parser.add_argument("--nodes", type=int)
+    parser.add_argument("--l3-hits", action="store_true", help="every CP group must have served L3 hits")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
     if args.self_test:
@@ -171,7 +191,7 @@ def main():
     except (OSError, ValueError) as err:
         print(f"{args.report}: cannot read the report: {err}")
         return 1
-    want = {"ranks": args.ranks, "cp": args.cp, "dp": args.dp, "nodes": args.nodes}
+    want = {"ranks": args.ranks, "cp": args.cp, "dp": args.dp, "nodes": args.nodes, "l3_hits": args.l3_hits}
     problems = check(args.kind, report, want)
     for problem in problems:
         print(f"{args.report}: {problem}")

@@ -2,6 +2,9 @@
 # test-slurm.sh: the job scripts on a real (local, two-node) Slurm cluster. Starts slurm/local-cluster, submits
 # slurm/cp8.sbatch and slurm/cp8dp2.sbatch unchanged with sbatch, waits (bounded) for both, checks each ended with
 # exit status 0 and checks their JSON reports with slurm/check-report.py; always stops the cluster at the end.
+# In full mode it then runs the L3 pair over one directory both nodes share: cp8.sbatch on the first node fills
+# it, and cp8dp2.sbatch on both nodes must serve L3 hits in each CP group, the second node's included, which
+# never wrote a block (the shared filesystem of a real cluster; here both nodes are this machine).
 #
 # Mode (CPHICACHE_SLURM_TEST_MODE):
 #   full  the real commands: run + validate in cp8, run in cp8dp2, and every report checked (CP8DP2: two CP groups
@@ -136,5 +139,18 @@ else
 	checkReport run "$workDir/cphicache-$cp8Job.report.json" --ranks 8 --cp 8 --dp 1 --nodes 1
 	checkReport validate "$workDir/cphicache-$cp8Job.validate.json" --ranks 8 --cp 8 --dp 1 --nodes 1
 	checkReport run "$workDir/cphicache-$cp8dp2Job.report.json" --ranks 16 --cp 8 --dp 2 --nodes 2
+
+	# The L3 pair: the CP8 job stores blocks, then the CP8DP2 job reads them on both nodes.
+	l3Dir=$workDir/l3
+	mkdir -p "$l3Dir"
+	export CPHICACHE_ARGS="--l3-dir $l3Dir --l3-block-tokens 64 --l3-prefetch-threshold 64 --l3-prefetch-policy wait_complete"
+	l3FillJob=$(CPHICACHE_VALIDATE_COMMAND= submit "$oneNodeFlags" cp8.sbatch)
+	waitJobs "$l3FillJob"
+	checkJob "$l3FillJob" "cp8 filling the L3"
+	l3ReadJob=$(submit "$twoNodeFlags" cp8dp2.sbatch)
+	waitJobs "$l3ReadJob"
+	checkJob "$l3ReadJob" "cp8dp2 reading the L3"
+	checkReport run "$workDir/cphicache-$l3ReadJob.report.json" --ranks 16 --cp 8 --dp 2 --nodes 2 --l3-hits
+	unset CPHICACHE_ARGS
 fi
 say "PASS ($mode mode, $mpi)"

@@ -1,0 +1,105 @@
+package hicache
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// The L3 row of validate: two passes over a directory of their own, the first storing blocks, the second loading
+// them back with the last CP rank of every group failing each of its reads. Every block that comes back must
+// verify byte for byte, every failed read must be a miss the whole group agreed on (no divergence), and the
+// directory is removed afterwards. It lies under --l3-dir when given (that filesystem is the one to trust), else
+// under the system's temporary directory.
+
+// validateL3BlockPages is the validation's block size: small, so that the default workload's prompts make many.
+const validateL3BlockPages = 4
+
+// l3Passes runs the fill and the faulty read pass; cleanup removes their directory.
+func l3Passes(job *spmd.Job, opts *Options) (fill, read *runState, err error) {
+	dir, err := validationL3Dir(job, opts.L3.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer removeValidationL3Dir(job, dir)
+	l3opts := L3Options{Dir: dir, Bytes: 1 << 40, Namespace: opts.L3.Namespace + "/cphicache-validate",
+		BlockTokens: validateL3BlockPages * opts.PageTokens, PrefetchPolicy: PrefetchWaitComplete, PrefetchThreshold: opts.PageTokens,
+		testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
+	fillOpts := *opts
+	fillOpts.L3 = l3opts
+	if fill, err = runPass(job, &fillOpts); err != nil {
+		return nil, nil, err
+	}
+	readOpts := fillOpts
+	t := job.Topo
+	readOpts.L3.testFailReads = t.CPSize > 1 && t.CPRank == t.CPSize-1
+	read, err = runPass(job, &readOpts)
+	return fill, read, err
+}
+
+// validationL3Dir makes the passes' directory, named by world rank 0 for the whole job, on every rank (a node
+// without a shared filesystem makes its own).
+func validationL3Dir(job *spmd.Job, base string) (string, error) {
+	if base == "" {
+		base = os.TempDir()
+	}
+	name := make([]byte, 4096)
+	if job.Topo.WorldRank == 0 {
+		copy(name, filepath.Join(base, fmt.Sprintf("cphicache-validate-l3-%d", os.Getpid())))
+	}
+	if err := job.Topo.World.BcastBytes(name, 0); err != nil {
+		return "", err
+	}
+	dir := string(bytes.TrimRight(name, "\x00"))
+	err := os.MkdirAll(dir, 0o755)
+	if err != nil {
+		err = &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("validate's L3 directory %s: %v", dir, err)}
+	}
+	return dir, spmd.AgreeOnFailure(job.Topo.World, err)
+}
+
+// removeValidationL3Dir removes the directory once every rank is done with it; each CP group's rank 0 removes it
+// on its node (on a shared filesystem the later removals find nothing, which is fine).
+func removeValidationL3Dir(job *spmd.Job, dir string) {
+	if err := job.Topo.World.Barrier(); err != nil {
+		return
+	}
+	if job.Topo.CPRank == 0 {
+		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			job.Log.Warn("validate: could not remove its L3 directory", "dir", dir, "err", err)
+		}
+	}
+}
+
+// checkL3: blocks stored by the fill pass come back in the read pass, verified, and the injected read failures
+// became agreed misses.
+func checkL3(fill, read *runState) (Check, error) {
+	var wrong, written int64
+	for _, rs := range []*runState{fill, read} {
+		c := rs.ctrl.counters
+		rs.l3.tally(&c)
+		v, err := rs.sumOverGroups([]int64{c.Divergences}, []int64{c.Mismatches, c.AuditMismatches, c.L3Corrupt, c.L3Writes})
+		if err != nil {
+			return Check{}, err
+		}
+		wrong, written = wrong+v[0]+v[1]+v[2]+v[3], written+v[4]
+	}
+	c := read.ctrl.counters
+	read.l3.tally(&c)
+	v, err := read.sumOverGroups([]int64{c.L3HitTokens, c.L3PrefetchMisses, read.steps}, []int64{c.L3Reads, c.PagesChecked})
+	if err != nil {
+		return Check{}, err
+	}
+	hits, misses, steps, reads, checked := v[0], v[1], v[2], v[3], v[4]
+	t := read.job.Topo
+	check := Check{Name: "l3_roundtrip", Ranks: t.World.Size(), Steps: steps, Wrong: wrong,
+		Detail: fmt.Sprintf("%d blocks stored, %d read back (%d hit tokens, %d pages verified); %d prefetches cut short by the last CP rank's failed reads",
+			written, reads, hits, checked, misses)}
+	injected := t.CPSize == 1 || misses > 0
+	return verdict(check, wrong == 0 && written > 0 && hits > 0 && injected), nil
+}
