@@ -110,6 +110,9 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 		{[]string{"bench", "e2e", "--timeout", "0s"}, "", "timeout"},
 		{[]string{"bench", "reserve", "--slots-log2", "40"}, "", "slots-log2"},
 		{[]string{"bench", "e2e", "--np-list", "0"}, "", "np-list"},
+		{[]string{"bench", "l3", "--l3-dir", "/no/such/l3"}, "", "l3-dir"},
+		{[]string{"bench", "l3", "--block-bytes", "5000"}, "", "block-bytes"},
+		{[]string{"bench", "l3"}, "CPHICACHE_BENCH_L3_BLOCKS=0", "blocks"},
 		{[]string{"l3", "stat"}, "", "l3-dir"},
 		{[]string{"l3", "stat", "--l3-dir", "/no/such/l3"}, "", "l3-dir"},
 		{[]string{"l3", "clear"}, "CPHICACHE_L3_DIR=main_l3.go", "l3-dir"}, // a file
