@@ -34,7 +34,7 @@ func (o *l3BenchOptions) flags() []cli.Flag {
 		&cli.Int64SliceFlag{Name: "block-bytes", Value: cli.NewInt64Slice(256<<10, 1<<20, 4<<20, 16<<20), EnvVars: env("BLOCK_BYTES"), Destination: &o.blockBytes,
 			Usage: "block payload sizes in bytes, comma separated; whole pages of 4096 bytes (run's default geometry)"},
 		&cli.IntFlag{Name: "blocks", Value: 16, EnvVars: env("BLOCKS"), Destination: &o.blocks, Usage: "blocks (and reference files) each side writes and reads back per size and round"},
-		&cli.IntFlag{Name: "rounds", Value: 5, EnvVars: env("ROUNDS"), Destination: &o.rounds, Usage: "timed rounds per size, after one untimed that validates; each times ours and the reference, alternating which goes first; the median round is reported"},
+		&cli.IntFlag{Name: "rounds", Value: 10, EnvVars: env("ROUNDS"), Destination: &o.rounds, Usage: "timed rounds per size, after one untimed that validates; each times ours and the reference, alternating which goes first; the median round is reported"},
 		&cli.BoolFlag{Name: "fsync", EnvVars: env("FSYNC"), Destination: &o.fsync, Usage: "fsync every block (ours: Store.Write's fsync of the file and its directory) and every reference file"},
 	}, benchOutputFlags("l3", false, &o.out)...)
 }
