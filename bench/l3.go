@@ -187,8 +187,8 @@ func seconds(times []l3Times, write bool) []float64 {
 }
 
 // removeBlockFiles removes the files a side's round wrote (untimed), keeping the directories: each round's
-// writes then create new files, as a job's do, rather than replace the last round's; and the store's 256 fan-out
-// directories, made once in a namespace's life (about 50 us each on ext4 here), stay made, as in a store in use.
+// writes then create new files, as a job's do, rather than replace the last round's; and the store's fan-out
+// directories, each made once in a namespace's life (about 50 us on ext4 here), stay made, as in a store in use.
 func removeBlockFiles(dir string) error {
 	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() == "namespace.txt" {
