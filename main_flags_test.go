@@ -120,6 +120,9 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 		{[]string{"run", "--l3-dir", ".", "--l3-write-policy", "write_around"}, "", "l3-write-policy"},
 		{[]string{"run", "--l3-dir", ".", "--l3-prefetch-policy", "eager"}, "", "l3-prefetch-policy"},
 		{[]string{"run", "--l3-dir", ".", "--l3-prefetch-threshold", "-1"}, "", "l3-prefetch-threshold"},
+		{[]string{"bench", "l3", "--l3-dir", "/no/such/l3"}, "", "l3-dir"},
+		{[]string{"bench", "l3", "--block-bytes", "5000"}, "", "block-bytes"},
+		{[]string{"bench", "l3"}, "CPHICACHE_BENCH_L3_BLOCKS=0", "blocks"},
 		{[]string{"l3", "stat"}, "", "l3-dir"},
 		{[]string{"l3", "stat", "--l3-dir", "/no/such/l3"}, "", "l3-dir"},
 		{[]string{"l3", "clear"}, "CPHICACHE_L3_DIR=main_l3.go", "l3-dir"}, // a file

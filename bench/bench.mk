@@ -1,7 +1,7 @@
 # bench/: benchmarks beside their references (bench/PERFORMANCE.md). Included by the top-level Makefile.
 #
-#   make bench         the full set (a few minutes): allreduce and step at np 2 and 8, copy, reserve, e2e at np 1 2 4 8 with
-#                      the placement assert on and at the end only; text, JSON and PNG into build/bench/
+#   make bench         the full set (a few minutes): allreduce and step at np 2 and 8, copy, reserve, l3 (in BENCH_L3_DIR),
+#                      e2e at np 1 2 4 8 with the placement assert on and at the end only; text, JSON and PNG into build/bench/
 #   make bench-c       build/bench/allreduce_ref: the C reference loop as a standalone mpicc program
 #   make bench-allreduce-mpich   allreduce at np 2 and 8 under MPICH (bin/cphicache-mpich, mpiexec.mpich)
 #   make bench-smoke   every benchmark, tiny, checking exit 0 and #wrong 0 (in `make test`; never asserts a time)
@@ -16,7 +16,7 @@ BENCH_E2E_REPEATS ?= 5
 # mpirun as the Makefile runs it, for the e2e benchmark's own launches.
 BENCH_MPIRUN      := $(MPIRUN) $(MPIRUN_FLAGS)
 
-.PHONY: bench bench-c bench-smoke bench-allreduce bench-allreduce-mpich bench-step bench-copy bench-reserve bench-e2e
+.PHONY: bench bench-c bench-smoke bench-allreduce bench-allreduce-mpich bench-step bench-copy bench-reserve bench-l3 bench-e2e
 
 $(BENCH_REF): bench/c/allreduce_ref.c bench/ref_allreduce.c bench/ref_allreduce.h | deps
 	@mkdir -p $(BENCH_DIR)
@@ -24,7 +24,7 @@ $(BENCH_REF): bench/c/allreduce_ref.c bench/ref_allreduce.c bench/ref_allreduce.
 
 bench-c: $(BENCH_REF)
 
-bench: bench-allreduce bench-step bench-copy bench-reserve bench-e2e
+bench: bench-allreduce bench-step bench-copy bench-reserve bench-l3 bench-e2e
 	@echo "bench: results in $(BENCH_DIR)/ (*.txt, *.json, *.png)"
 
 # The C column is measured inside the Go binary; the standalone program is run after it, under the same flags,
@@ -70,6 +70,12 @@ bench-reserve: build
 	@mkdir -p $(BENCH_DIR)
 	timeout 600 $(BIN) bench reserve --json $(BENCH_DIR)/reserve.json | tee $(BENCH_DIR)/reserve.txt
 
+# The L3 benchmark measures the filesystem of this directory (an existing one); it removes what it writes there.
+BENCH_L3_DIR ?= $(BENCH_DIR)
+bench-l3: build
+	@mkdir -p $(BENCH_DIR)
+	timeout 600 $(BIN) bench l3 --l3-dir $(BENCH_L3_DIR) --json $(BENCH_DIR)/l3.json | tee $(BENCH_DIR)/l3.txt
+
 bench-e2e: build
 	@mkdir -p $(BENCH_DIR)
 	timeout 1200 $(BIN) bench e2e --np-list $(BENCH_E2E_NPS) --repeats $(BENCH_E2E_REPEATS) --mpirun "$(BENCH_MPIRUN)" \
@@ -86,10 +92,11 @@ bench-smoke: build $(BENCH_REF)
 	timeout 120 $(BIN) bench copy --part-sizes 4096,65536 --total-bytes 1048576 --iters 1 --rounds 2 \
 		--json $(BENCH_SMOKE)/copy.json --plot $(BENCH_SMOKE)/copy.png > $(BENCH_SMOKE)/copy.txt
 	timeout 120 $(BIN) bench reserve --slots-log2 10,14 --pages 1,16 --min-seconds 0.01 --json $(BENCH_SMOKE)/reserve.json > $(BENCH_SMOKE)/reserve.txt
+	timeout 120 $(BIN) bench l3 --l3-dir $(BENCH_SMOKE) --block-bytes 4096,65536 --blocks 4 --rounds 1 --json $(BENCH_SMOKE)/l3.json > $(BENCH_SMOKE)/l3.txt
 	timeout 300 $(BIN) bench e2e --np-list 1,2 --assert-every-list 8,0 --repeats 1 --mpirun "$(BENCH_MPIRUN)" \
 		--out-dir $(BENCH_SMOKE)/e2e --json $(BENCH_SMOKE)/e2e.json > $(BENCH_SMOKE)/e2e.txt
 	timeout 60 $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BENCH_REF) 16 50 > $(BENCH_SMOKE)/allreduce-ref.txt
-	@for f in allreduce step copy reserve e2e; do \
+	@for f in allreduce step copy reserve l3 e2e; do \
 		rows=$$(grep -vc '^#' $(BENCH_SMOKE)/$$f.txt || true); \
 		bad=$$(grep -v '^#' $(BENCH_SMOKE)/$$f.txt | awk '$$NF != 0' | wc -l); \
 		[ "$$rows" -gt 0 ] && [ "$$bad" = 0 ] || { cat $(BENCH_SMOKE)/$$f.txt; echo "FAIL: bench $$f: $$rows rows, $$bad with #wrong != 0"; exit 1; }; \

@@ -1,9 +1,10 @@
 // Package bench owns cphicache's benchmarks: the micro-benchmarks of the pieces a cache layer is chosen by (the
 // writing_check MIN all-reduce, one step's agreement, the page gather/scatter copies, the allocator's
-// reserve/commit/release) and the end-to-end summary of the main job, each printed beside a reference measured in
-// the same run: a C MPI_Allreduce loop (ref_allreduce.c, linked in through cgo), C loops of the seed design's four
-// calls per step and of the one fused call (ref_step.c), a memcpy of the same bytes, the allocator's own smallest
-// pool, the job with the placement assert at the end only.
+// reserve/commit/release, the L3 store's block writes and verified reads) and the end-to-end summary of the main
+// job, each printed beside a reference measured in the same run: a C MPI_Allreduce loop (ref_allreduce.c, linked
+// in through cgo), C loops of the seed design's four calls per step and of the one fused call (ref_step.c), a
+// memcpy of the same bytes, the allocator's own smallest pool, plain files of the same bytes in the same
+// directory, the job with the placement assert at the end only.
 //
 // Output follows NVIDIA nccl-tests and the OSU micro-benchmarks: a '#' header with the version, the full
 // configuration and the rank -> host map, fixed-width columns with a units line, a #wrong column wherever a

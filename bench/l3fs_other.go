@@ -1,0 +1,6 @@
+//go:build !linux
+
+package bench
+
+// FilesystemType is only known on Linux.
+func FilesystemType(string) string { return "unknown" }

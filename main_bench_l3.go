@@ -1,0 +1,81 @@
+package main
+
+// bench l3: the L3 store (hicache/l3) beside plain files on the same filesystem, in one process.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cphicache/cphicache/bench"
+)
+
+type l3BenchOptions struct {
+	dir            string
+	blockBytes     cli.Int64Slice
+	blocks, rounds int
+	fsync          bool
+	out            benchOutput
+
+	cfg bench.L3Config
+}
+
+func (o *l3BenchOptions) flags() []cli.Flag {
+	env := func(name string) []string { return []string{"CPHICACHE_BENCH_L3_" + name} }
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "l3-dir", Value: os.TempDir(), EnvVars: env("L3_DIR"), Destination: &o.dir,
+			Usage: "an existing directory on the filesystem to measure (the L3's); the benchmark works in a subdirectory it makes and removes"},
+		&cli.Int64SliceFlag{Name: "block-bytes", Value: cli.NewInt64Slice(256<<10, 1<<20, 4<<20, 16<<20), EnvVars: env("BLOCK_BYTES"), Destination: &o.blockBytes,
+			Usage: "block payload sizes in bytes, comma separated; whole pages of 4096 bytes (run's default geometry)"},
+		&cli.IntFlag{Name: "blocks", Value: 16, EnvVars: env("BLOCKS"), Destination: &o.blocks, Usage: "blocks (and reference files) each side writes and reads back per size and round"},
+		&cli.IntFlag{Name: "rounds", Value: 10, EnvVars: env("ROUNDS"), Destination: &o.rounds, Usage: "timed rounds per size, after one untimed that validates; each times ours and the reference, alternating which goes first; the median round is reported"},
+		&cli.BoolFlag{Name: "fsync", EnvVars: env("FSYNC"), Destination: &o.fsync, Usage: "fsync every block (ours: Store.Write's fsync of the file and its directory) and every reference file"},
+	}, benchOutputFlags("l3", false, &o.out)...)
+}
+
+func (o *l3BenchOptions) before(*cli.Context) error {
+	o.cfg = bench.L3Config{Dir: o.dir, BlockBytes: o.blockBytes.Value(), Blocks: o.blocks, Rounds: o.rounds, Fsync: o.fsync}
+	return flagError(o.cfg.Validate())
+}
+
+func benchL3Command() *cli.Command {
+	o := &l3BenchOptions{}
+	return &cli.Command{
+		Name:         "l3",
+		Usage:        "the L3 store's Write and verified Read of blocks, beside plain file writes and reads of the same bytes in the same directory (one rank, no mpirun needed)",
+		Flags:        o.flags(),
+		OnUsageError: onUsageError,
+		Before:       o.before,
+		Action:       func(*cli.Context) error { return benchL3(o.cfg, &o.out) },
+	}
+}
+
+func benchL3(cfg bench.L3Config, out *benchOutput) error {
+	meta := bench.NewMeta("l3", version)
+	meta.Set("ours", "hicache/l3 Store.Write of every block (temporary file, rename), then Store.Read of every block (header, length and xxhash checked)")
+	meta.Set("reference", "os.WriteFile's steps for each block (create, write, close) in one directory, then each file read whole into one buffer")
+	meta.Set("reads", "from the page cache on both sides: each reads back what it just wrote (dropping the caches needs root and slows the whole machine, so it is not done)")
+	meta.Set("directory", fmt.Sprintf("%s (%s)", cfg.Dir, bench.FilesystemType(cfg.Dir)))
+	meta.Set("block sizes", fmt.Sprint(cfg.BlockBytes))
+	meta.Set("blocks", fmt.Sprintf("%d per side, size and round", cfg.Blocks))
+	meta.Set("fsync", cfg.Fsync)
+	meta.Set("rounds", fmt.Sprintf("%d timed, alternating which side goes first, after 1 untimed that validates every byte", cfg.Rounds))
+	meta.SingleRank()
+	// A signal cancels the run between two blocks, so that the benchmark removes its files before exiting.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	rows, err := bench.RunL3(ctx, cfg)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("bench l3: interrupted; its files under %s are removed", cfg.Dir)
+	}
+	if err != nil {
+		return err
+	}
+	return out.write(meta, rows, bench.L3Wrong(rows), func(w io.Writer) { bench.WriteL3Table(w, rows) }, nil)
+}
