@@ -20,7 +20,7 @@ type l3BenchOptions struct {
 	dir            string
 	blockBytes     cli.Int64Slice
 	blocks, rounds int
-	fsync          bool
+	fsync, cold    bool
 	out            benchOutput
 
 	cfg bench.L3Config
@@ -36,11 +36,12 @@ func (o *l3BenchOptions) flags() []cli.Flag {
 		&cli.IntFlag{Name: "blocks", Value: 16, EnvVars: env("BLOCKS"), Destination: &o.blocks, Usage: "blocks (and reference files) each side writes and reads back per size and round"},
 		&cli.IntFlag{Name: "rounds", Value: 10, EnvVars: env("ROUNDS"), Destination: &o.rounds, Usage: "timed rounds per size, after one untimed that validates; each times ours and the reference, alternating which goes first; the median round is reported"},
 		&cli.BoolFlag{Name: "fsync", EnvVars: env("FSYNC"), Destination: &o.fsync, Usage: "fsync every block (ours: Store.Write's fsync of the file and its directory) and every reference file"},
+		&cli.BoolFlag{Name: "cold", EnvVars: env("COLD"), Destination: &o.cold, Usage: "drop every file from the page cache between writes and reads (fdatasync + posix_fadvise DONTNEED, untimed, both sides): reads from the device, as an L3 read of a block no longer in memory; default: reads from the page cache"},
 	}, benchOutputFlags("l3", false, &o.out)...)
 }
 
 func (o *l3BenchOptions) before(*cli.Context) error {
-	o.cfg = bench.L3Config{Dir: o.dir, BlockBytes: o.blockBytes.Value(), Blocks: o.blocks, Rounds: o.rounds, Fsync: o.fsync}
+	o.cfg = bench.L3Config{Dir: o.dir, BlockBytes: o.blockBytes.Value(), Blocks: o.blocks, Rounds: o.rounds, Fsync: o.fsync, Cold: o.cold}
 	return flagError(o.cfg.Validate())
 }
 
@@ -58,13 +59,14 @@ func benchL3Command() *cli.Command {
 
 func benchL3(cfg bench.L3Config, out *benchOutput) error {
 	meta := bench.NewMeta("l3", version)
-	meta.Set("ours", "hicache/l3 Store.Write of every block (temporary file, rename), then Store.Read of every block (header, length and xxhash checked)")
+	meta.Set("ours", "hicache/l3 Store.Write of every block (temporary file, rename), then Store.Read of every block (header, length and checksum verified)")
 	meta.Set("reference", "os.WriteFile's steps for each block (create, write, close) in one directory, then each file read whole into one buffer")
 	meta.Set("reads", "from the page cache on both sides: each reads back what it just wrote (dropping the caches needs root and slows the whole machine, so it is not done)")
 	meta.Set("directory", fmt.Sprintf("%s (%s)", cfg.Dir, bench.FilesystemType(cfg.Dir)))
 	meta.Set("block sizes", fmt.Sprint(cfg.BlockBytes))
 	meta.Set("blocks", fmt.Sprintf("%d per side, size and round", cfg.Blocks))
 	meta.Set("fsync", cfg.Fsync)
+	meta.Set("cold", cfg.Cold)
 	meta.Set("rounds", fmt.Sprintf("%d timed, alternating which side goes first, after 1 untimed that validates every byte", cfg.Rounds))
 	meta.SingleRank()
 	// A signal cancels the run between two blocks, so that the benchmark removes its files before exiting.

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cphicache/cphicache/hicache/l3"
 )
 
@@ -24,6 +26,9 @@ type L3Config struct {
 	Blocks     int     // blocks (ours) and files (the reference) per side, size and round
 	Rounds     int
 	Fsync      bool // ours: Store.Write's fsync (the file and its directory); the reference: fsync of each file
+	// Cold drops every file's pages from the page cache between the writes and the reads (untimed), on both
+	// sides, so that reads come from the device, as an L3 read of a block no longer in memory does.
+	Cold bool
 }
 
 // l3BenchNamespace is `cphicache run`'s default geometry (4 layers, K and V, 16-token pages of 32 bytes per
@@ -217,6 +222,9 @@ func (c *l3Case) runOurs(ctx context.Context, validate bool) (l3Times, error) {
 		}
 	}
 	t.write = time.Since(start).Seconds()
+	if err := c.dropCached(c.oursDir); err != nil {
+		return t, err
+	}
 	start = time.Now()
 	for i, key := range c.keys {
 		if err := ctx.Err(); err != nil {
@@ -252,6 +260,9 @@ func (c *l3Case) runRef(ctx context.Context, validate bool) (l3Times, error) {
 		}
 	}
 	t.write = time.Since(start).Seconds()
+	if err := c.dropCached(c.refDir); err != nil {
+		return t, err
+	}
 	start = time.Now()
 	for i, key := range c.keys {
 		if err := ctx.Err(); err != nil {
@@ -267,6 +278,32 @@ func (c *l3Case) runRef(ctx context.Context, validate bool) (l3Times, error) {
 	}
 	t.read = time.Since(start).Seconds()
 	return t, nil
+}
+
+// dropCached, with Cold, writes back and drops from the page cache every file under dir (fdatasync, then
+// posix_fadvise DONTNEED: only clean pages can be dropped), so that the reads that follow come from the device.
+func (c *l3Case) dropCached(dir string) error {
+	if !c.cfg.Cold {
+		return nil
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fd := int(f.Fd())
+		if err := unix.Fdatasync(fd); err != nil {
+			return fmt.Errorf("%s: fdatasync: %w", path, err)
+		}
+		if err := unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED); err != nil {
+			return fmt.Errorf("%s: posix_fadvise: %w", path, err)
+		}
+		return nil
+	})
 }
 
 // refPath names the reference's file as the store names a block, so both sides pay for formatting a name.

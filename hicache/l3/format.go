@@ -6,26 +6,56 @@ import (
 	"fmt"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/zeebo/xxh3"
 )
+
+// sumChunkBytes is the piece of a payload its checksum hashes at a time.
+const sumChunkBytes = 256 << 10
+
+// payloadSum is a block payload's checksum (header bytes 48..55): XXH3-64 of the XXH3-64s of its 256 KiB
+// pieces, in order, as little-endian words. Pieces let a reader hash each one just after reading it, while it is
+// still in the CPU's cache: a verified read then passes over memory once, as a plain read does (hashing a 16 MiB
+// block read whole is a second pass from memory: about 0.65x of a plain read here).
+func payloadSum(payload []byte) uint64 {
+	var s chunkSums
+	for off := 0; off < len(payload); off += sumChunkBytes {
+		s.add(payload[off:min(off+sumChunkBytes, len(payload))])
+	}
+	return s.sum()
+}
+
+// chunkSums accumulates the pieces' hashes; add takes whole pieces (sumChunkBytes, the last one shorter).
+type chunkSums struct {
+	words []byte
+}
+
+func (s *chunkSums) add(piece []byte) {
+	s.words = binary.LittleEndian.AppendUint64(s.words, xxh3.Hash(piece))
+}
+
+func (s *chunkSums) sum() uint64 { return xxh3.Hash(s.words) }
 
 // A block file is a 64-byte header followed by the payload. Every header word is little-endian:
 //
 //	offset  size  field
 //	 0       8    magic "CPHIL3BK"
-//	 8       4    format version (1)
+//	 8       4    format version (2)
 //	12       4    header size in bytes (64)
 //	16       8    namespace fingerprint
 //	24       8    key
 //	32       8    token count
 //	40       8    payload length in bytes
-//	48       8    xxhash64 of the payload
+//	48       8    XXH3-64 of the payload
 //	56       8    xxhash64 of bytes 0..55
 //
 // The header's own checksum makes every header field self-checking, including the ones the reader cannot
-// compare with an expected value.
+// compare with an expected value. Version 1 checked the payload with xxhash64, which runs no faster than the
+// page-cache copy of a read, so a verified read cost two passes (bench l3: 0.4-0.5x of a plain read); XXH3, the
+// same family's newer 64-bit hash, runs several times faster. A version-1 block is a corrupt block to this
+// reader: counted, removed, a miss.
 const (
 	headerBytes   = 64
-	formatVersion = 1
+	formatVersion = 2
 	magic         = "CPHIL3BK"
 )
 

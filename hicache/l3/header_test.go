@@ -42,3 +42,22 @@ func FuzzParseHeader(f *testing.F) {
 		_ = checkHeader(h, testNS, testNS.Fingerprint(), h.key)
 	})
 }
+
+// TestChunkedPayloadSumEqualsWhole: a verified read hashes the payload piece by piece as it arrives; the sum must
+// be the writer's, computed over the whole payload, at every size around the piece and read boundaries.
+func TestChunkedPayloadSumEqualsWhole(t *testing.T) {
+	for _, size := range []int{1, 63, sumChunkBytes - 1, sumChunkBytes, sumChunkBytes + 1, readChunkBytes + 17, 3*readChunkBytes - 8} {
+		payload := make([]byte, size)
+		for i := range payload {
+			payload[i] = byte(i*7 + i>>9)
+		}
+		sum, n, err := readSummed(bytes.NewReader(payload), make([]byte, size))
+		if err != nil || n != size || sum != payloadSum(payload) {
+			t.Errorf("%d bytes: sum %016x, n %d, err %v; whole %016x", size, sum, n, err, payloadSum(payload))
+		}
+		payload[size/2] ^= 1
+		if payloadSum(payload) == sum {
+			t.Errorf("%d bytes: a flipped bit leaves the sum unchanged", size)
+		}
+	}
+}

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // Write stores key's block of tokenCount tokens (whole pages) and payload (every rank's, layer's and payload's
@@ -24,7 +22,7 @@ func (s *Store) Write(key uint64, tokenCount int, payload []byte, fsync bool) er
 	}
 	path := s.blockPath(key)
 	h := header{fingerprint: s.fingerprint, key: key, tokenCount: uint64(tokenCount),
-		payloadBytes: uint64(len(payload)), payloadSum: xxhash.Sum64(payload)}
+		payloadBytes: uint64(len(payload)), payloadSum: payloadSum(payload)}
 	now := s.now()
 	if err := s.publish(path, h.encode(), payload, fsync, now); err != nil {
 		return err
