@@ -10,9 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // The L3 end to end: real jobs under mpirun over one --l3-dir, as a user runs them one after another.
@@ -75,16 +72,7 @@ func TestL3WarmRestartAtEightRanks(t *testing.T) {
 // checkL3Metrics: the metrics file's L3 series equal the report's.
 func checkL3Metrics(t *testing.T, path string, m map[string]any) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	families := readMetrics(t, path)
 	for _, c := range []struct{ name, labels, key string }{
 		{"cphicache_prompt_tokens_total", "cp_group=all,tier=l3", "hits.l3_tokens"},
 		{"cphicache_l3_blocks_total", "cp_group=all,direction=read", "l3.reads"},

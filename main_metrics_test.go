@@ -40,16 +40,7 @@ func TestRunMetricsFileMatchesTheReport(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
 	}
 	m := readReport(t, report)
-	f, err := os.Open(metrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(f)
-	if err != nil {
-		t.Fatalf("%s: %v", metrics, err)
-	}
+	families := readMetrics(t, metrics)
 	counter := func(name, labels string) float64 {
 		t.Helper()
 		s, ok := seriesByLabels(families[name])[labels]
@@ -94,6 +85,22 @@ func TestRunMetricsFileMatchesTheReport(t *testing.T) {
 		t.Errorf("%d files in the metrics directory, want the report and the metrics file only: %v", len(entries), entries)
 	}
 	checkNoSegments(t)
+}
+
+// readMetrics parses a metrics file with Prometheus's own parser.
+func readMetrics(t *testing.T, path string) map[string]*dto.MetricFamily {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return families
 }
 
 // checkLatencyHistograms: one histogram per CP group and kind, counting that group's calls of that kind.

@@ -425,11 +425,16 @@ func FuzzAllocatorAgainstModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		withExpensiveChecks(t)
 		src := &bytesSource{data: data}
-		g := modelGeometries[src.next(len(modelGeometries))]
-		g.Slots = 1 + src.next(g.Slots)
-		if g.MaxObjects > g.Slots {
-			g.MaxObjects = g.Slots
-		}
-		runAgainstModel(t, g, src, 1<<14)
+		runAgainstModel(t, fuzzGeometry(src), src, 1<<14)
 	})
+}
+
+// fuzzGeometry draws one of the model geometries from the fuzzer's bytes, with fewer slots.
+func fuzzGeometry(src *bytesSource) Geometry {
+	g := modelGeometries[src.next(len(modelGeometries))]
+	g.Slots = 1 + src.next(g.Slots)
+	if g.MaxObjects > g.Slots {
+		g.MaxObjects = g.Slots
+	}
+	return g
 }

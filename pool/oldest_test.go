@@ -230,11 +230,6 @@ func FuzzOldestEvictableAgainstModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		withExpensiveChecks(t)
 		src := &bytesSource{data: data}
-		g := modelGeometries[src.next(len(modelGeometries))]
-		g.Slots = 1 + src.next(g.Slots)
-		if g.MaxObjects > g.Slots {
-			g.MaxObjects = g.Slots
-		}
-		runOldestEvictableAgainstModel(t, g, src, 1<<12)
+		runOldestEvictableAgainstModel(t, fuzzGeometry(src), src, 1<<12)
 	})
 }
