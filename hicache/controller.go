@@ -62,6 +62,7 @@ type Counters struct {
 
 	// consensus calls, copied from the consensus statistics for the report (consensusTallies)
 	consensusCalls, consensusStepCalls, consensusSkipped int64
+	l3PrefetchCalls                                      int64 // l3_prefetch calls (the L3's one more per serving step)
 	DivergenceFirstStep                                  int64 // validate: the step of the first assert that caught a divergence
 	FlushWrong                                           int64 // flushes after which the allocator differed from a fresh one
 	ObjectsCompared, ObjectsWrong                        int64 // validate: per-object placement comparisons across the CP group

@@ -209,9 +209,6 @@ func (c *controller) attachPrefetch(req *workload.Request, p *l3Prefetch) {
 	if err := c.alloc.MarkObjectCommitted(p.obj); err != nil {
 		c.fail(FailureAllocator, fmt.Errorf("commit the L2 object %d of L3 prefetch %d: %w", p.obj, p.seq, err))
 	}
-	for _, key := range p.keys[:p.okBlocks] {
-		t.known[key] = struct{}{}
-	}
 }
 
 // attachRange points the path's tokens from usable to the end at the object obj, whose first page holds the

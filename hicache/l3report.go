@@ -25,6 +25,7 @@ type L3Report struct {
 	PrefetchBlocks   int64 `json:"prefetch_blocks"`
 	PrefetchMisses   int64 `json:"prefetch_misses"`
 	PrefetchTimeouts int64 `json:"prefetch_timeouts"` // prefetches not agreed done when their request was served
+	PrefetchCalls    int64 `json:"prefetch_calls"`    // l3_prefetch consensus calls (one per serving step and group; 0 at cp 1)
 	PrefetchWaitUs   struct {
 		P50 float64 `json:"p50"`
 		P99 float64 `json:"p99"`
@@ -36,7 +37,8 @@ func newL3Report(c *Counters, o L3Options, fingerprint uint64) *L3Report {
 		PrefetchPolicy: o.PrefetchPolicy.String(), BlockTokens: o.BlockTokens,
 		Writes: c.L3Writes, WriteBytes: c.L3WriteBytes, WriteErrors: c.L3WriteErrors, Reads: c.L3Reads, ReadBytes: c.L3ReadBytes,
 		ReadFailures: c.L3ReadFailures, Corrupt: c.L3Corrupt, Evictions: c.L3Evictions, Prefetches: c.L3Prefetches,
-		PrefetchBlocks: c.L3PrefetchBlocks, PrefetchMisses: c.L3PrefetchMisses, PrefetchTimeouts: c.L3PrefetchTimeouts}
+		PrefetchBlocks: c.L3PrefetchBlocks, PrefetchMisses: c.L3PrefetchMisses, PrefetchTimeouts: c.L3PrefetchTimeouts,
+		PrefetchCalls: c.l3PrefetchCalls}
 }
 
 // writeSummary is the summary's L3 line; nothing without an L3.
@@ -47,8 +49,8 @@ func (r *L3Report) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  L3 (%s, %s, %d-token blocks): %d blocks written (%.1f MiB), %d write errors; %d read (%.1f MiB), %d failed reads (%d corrupt); %d evicted\n",
 		r.Dir, r.WritePolicy, r.BlockTokens, r.Writes, float64(r.WriteBytes)/(1<<20), r.WriteErrors, r.Reads, float64(r.ReadBytes)/(1<<20),
 		r.ReadFailures, r.Corrupt, r.Evictions)
-	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out; wait p50 %.0f us, p99 %.0f us\n",
-		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99)
+	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out; wait p50 %.0f us, p99 %.0f us; %d l3_prefetch consensus calls\n",
+		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99, r.PrefetchCalls)
 }
 
 // tally copies the tier's counts into c for the report.

@@ -36,7 +36,6 @@ type l3Tier struct {
 	// other ranks' stores only read, write and check files.
 	keeper bool
 
-	known    map[uint64]struct{}    // replicated: blocks this group stored or loaded; none is written twice
 	backedUp map[pool.ObjectID]bool // replicated, write_back: L2 objects whose blocks were scheduled
 	writes   []*l3Write             // scheduled, not yet retired, ascending seq
 	lastSeq  struct{ write, read uint64 }
@@ -98,7 +97,7 @@ func newL3Tier(o L3Options, g pool.Geometry, seed uint64, cpRank int) (*l3Tier, 
 		store.FailWritesForTest(errors.New("no space left on device (injected)"))
 	}
 	t := &l3Tier{opts: o, store: store, cpRank: cpRank, cpSize: g.CPSize, pageTokens: g.PageTokens, keeper: cpRank == 0,
-		known: map[uint64]struct{}{}, backedUp: map[pool.ObjectID]bool{},
+		backedUp:  map[pool.ObjectID]bool{},
 		writeJobs: make(chan func(*[]byte), 1024), readJobs: make(chan func(*[]byte), 1024)}
 	for _, jobs := range []chan func(*[]byte){t.writeJobs, t.readJobs} {
 		t.workers.Add(1)

@@ -82,7 +82,8 @@ type blockSegment struct {
 }
 
 // scheduleBlock schedules the block that ends at blockEnd inside node m, when every page of it is in committed
-// L2 and the group has not stored or loaded it before.
+// L2. The group does not remember what it stored: a block may have been evicted (by this group's budget or
+// another job's) or found corrupt since, so its writer looks at the directory instead (write).
 func (c *controller) scheduleBlock(m *treeNode, blockEnd int) {
 	t := c.l3
 	segs, ok := c.blockSegments(m, blockEnd)
@@ -90,9 +91,6 @@ func (c *controller) scheduleBlock(m *treeNode, blockEnd int) {
 		return
 	}
 	key := c.blockKey(m, blockEnd)
-	if _, seen := t.known[key]; seen {
-		return
-	}
 	var pages []l3.PageSlot
 	var objs []pool.ObjectID
 	for i := len(segs) - 1; i >= 0; i-- { // segments were found from the end back
@@ -111,7 +109,6 @@ func (c *controller) scheduleBlock(m *treeNode, blockEnd int) {
 			panic(fmt.Sprintf("hicache: protect committed L2 object %d for an L3 write: %v", obj, err))
 		}
 	}
-	t.known[key] = struct{}{}
 	t.lastSeq.write++
 	w := &l3Write{seq: t.lastSeq.write, key: key, pages: pages, objs: objs}
 	t.writes = append(t.writes, w)

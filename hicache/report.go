@@ -111,7 +111,7 @@ func replicatedCounters(c *Counters) []*int64 {
 	return []*int64{&c.Requests, &c.L1HitTokens, &c.L2HitTokens, &c.MissTokens, &c.BackupReserved, &c.BackupCommitted,
 		&c.ReserveMisses, &c.L2Evictions, &c.L1Evictions, &c.LoadBacks, &c.Uncached, &c.Flushes, &c.PlacementChecks, &c.Divergences,
 		&c.WriteThrottles, &c.IdealHitTokens, &c.consensusCalls, &c.consensusStepCalls, &c.consensusSkipped,
-		&c.L3HitTokens, &c.L3Prefetches, &c.L3PrefetchBlocks, &c.L3PrefetchMisses, &c.L3PrefetchTimeouts}
+		&c.L3HitTokens, &c.l3PrefetchCalls, &c.L3Prefetches, &c.L3PrefetchBlocks, &c.L3PrefetchMisses, &c.L3PrefetchTimeouts}
 }
 
 // perRankCounters differ by rank: summed over every rank.
@@ -209,6 +209,7 @@ func (c *Counters) consensusTallies(stats *[consensusKinds]CollectiveStats) {
 	c.consensusStepCalls = stats[StepConsensus].Count + stats[FlushConsensus].Count
 	c.consensusCalls = c.consensusStepCalls + stats[FinalConsensus].Count
 	c.consensusSkipped = stats[StepConsensus].Skipped + stats[FlushConsensus].Skipped + stats[FinalConsensus].Skipped
+	c.l3PrefetchCalls = stats[PrefetchCount].Count
 }
 
 // percentileNs is the q-quantile of samples (microseconds), in nanoseconds so it travels as an integer.
