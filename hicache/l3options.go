@@ -66,8 +66,9 @@ type L3Options struct {
 	// testIgnoreFailedReads (tests only) uses every prefetched block even when the group agreed a read failed:
 	// the bug validate's L3 row exists to catch.
 	testIgnoreFailedReads bool
-	// testSlowWrites (tests only) delays every block write, so that writes are still in flight at the next flush.
-	testSlowWrites bool
+	// testSlowWrites and testSlowReads (tests only) delay every block write or read: writes still in flight at
+	// the next flush, reads not done when best_effort stops waiting.
+	testSlowWrites, testSlowReads bool
 }
 
 // Enabled says whether the run has an L3.

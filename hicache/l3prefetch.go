@@ -153,6 +153,9 @@ func (c *controller) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
 // short, EIO) makes the block and those after it a miss for the whole group; the file's checks are the store's.
 func (t *l3Tier) read(p *l3Prefetch, j int, slots []l3.PageSlot, buf *[]byte) {
 	defer p.readsLeft.Add(-1)
+	if t.opts.testSlowReads {
+		time.Sleep(2 * time.Millisecond)
+	}
 	err := errInjectedRead
 	if !t.opts.testFailReads {
 		err = t.store.ReadIntoSlab(p.keys[j], slots, t.slabs, buf)

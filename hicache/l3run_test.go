@@ -155,3 +155,41 @@ func TestL3FlushWaitsForBlockWrites(t *testing.T) {
 	}
 	checkNoLeakedSegments(t)
 }
+
+// TestL3EveryPrefetchPolicyAgrees: with slowed reads, best_effort gives up prefetches whose reads are not agreed
+// done when their request is served (their L2 objects are given back once the reads end), timeout and
+// wait_complete wait; under every policy the group places the same objects and serves nothing wrong.
+func TestL3EveryPrefetchPolicyAgrees(t *testing.T) {
+	dir := sharedTempDir(t)
+	r, err := Run(testJob(t), l3Options(dir))
+	checkL3Run(t, "fill", r, err)
+	for _, policy := range []PrefetchPolicy{PrefetchBestEffort, PrefetchTimeout, PrefetchWaitComplete} {
+		opts := l3Options(dir)
+		opts.L3.PrefetchPolicy, opts.L3.testSlowReads = policy, true
+		r, err := Run(testJob(t), opts)
+		checkL3Run(t, policy.String(), r, err)
+		if r.L3.Prefetches == 0 {
+			t.Errorf("%s: no prefetch", policy)
+		}
+		if policy == PrefetchBestEffort && r.L3.PrefetchTimeouts == 0 {
+			t.Errorf("best_effort with slowed reads: no prefetch given up; the path is not exercised")
+		}
+		if policy != PrefetchBestEffort && (r.L3.PrefetchTimeouts != 0 || r.Hits.L3Tokens == 0) {
+			t.Errorf("%s: %d prefetches given up, %d L3 hit tokens", policy, r.L3.PrefetchTimeouts, r.Hits.L3Tokens)
+		}
+	}
+	checkNoLeakedSegments(t)
+}
+
+// TestL3BudgetEvicts: an L3 budget far below what a run stores evicts the least recently used blocks (CP rank 0
+// of each group keeps the budget for the blocks its group wrote) and the run goes on.
+func TestL3BudgetEvicts(t *testing.T) {
+	opts := l3Options(sharedTempDir(t))
+	opts.L3.Bytes = 256 << 10
+	r, err := Run(testJob(t), opts)
+	checkL3Run(t, "small budget", r, err)
+	if r.L3.Writes == 0 || r.L3.Evictions == 0 {
+		t.Errorf("%d blocks written, %d evicted under a 256 KiB budget", r.L3.Writes, r.L3.Evictions)
+	}
+	checkNoLeakedSegments(t)
+}
