@@ -175,10 +175,26 @@ func TestL3SigkillMidWriteLeavesNoTornBlock(t *testing.T) {
 		t.Fatalf("only %d blocks written before the kill", written)
 	}
 	waitForRanksToExit(t, cmd.Process.Pid)
+	removeSessionDir(t, cmd.Process.Pid)
 	second := runL3(t, 2, dir, "--token-bytes", "1024", "--l3-block-tokens", "256")
 	checkClean(t, "run after the kill", second)
 	if reportNumber(t, second, "l3.reads") <= 0 {
 		t.Errorf("the run after the kill read no block: the check proves nothing")
+	}
+}
+
+// removeSessionDir removes what the killed mpirun could not: its OpenMPI session directory
+// (TMPDIR/ompi.HOST.UID/pid.PID), which holds PMIx's shared-memory segments.
+func removeSessionDir(t *testing.T, pid int) {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "ompi.*", fmt.Sprintf("pid.%d", pid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing the killed job's session directory: %v", err)
+		}
 	}
 }
 
