@@ -52,7 +52,8 @@ type Report struct {
 		L3Tokens   int64 `json:"l3_tokens"` // L2 hits on blocks prefetched from the L3 for the request (not in l2_tokens)
 		MissTokens int64 `json:"miss_tokens"`
 		// IdealTokens: an unbounded cache's hits over the same events (whole pages of a prefix an earlier request
-		// of the replica began with since the last flush): the bound L1 + L2 hits approach as the cache grows.
+		// of the replica began with since the last flush): the bound L1 + L2 hits approach as the cache grows. An L3
+		// outlives flushes and jobs, so with one L1 + L2 + L3 hits can exceed it.
 		IdealTokens int64 `json:"ideal_tokens"`
 	} `json:"hits"`
 	Backup struct {
