@@ -161,7 +161,9 @@ func (t *l3Tier) read(p *l3Prefetch, j int, slots []l3.PageSlot, buf *[]byte) {
 		err = t.store.ReadIntoSlab(p.keys[j], slots, t.slabs, buf)
 	}
 	if err != nil {
-		t.readFailures.Add(1)
+		if t.readFailures.Add(1) == 1 {
+			t.log.Warn("L3 block read failed: the group computes that block and the rest of its prefetch (counted in l3.read_failures; later failures are not said)", "err", err)
+		}
 		for {
 			old := p.failed.Load()
 			if (old >= 0 && old <= int32(j)) || p.failed.CompareAndSwap(old, int32(j)) {

@@ -3,9 +3,12 @@ package hicache
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -34,6 +37,22 @@ func sharedTempDir(t *testing.T) string {
 		}
 	})
 	return dir
+}
+
+// loggedJob is testJob with its log in a buffer.
+func loggedJob(t *testing.T) (*spmd.Job, *bytes.Buffer) {
+	job := testJob(t)
+	var buf bytes.Buffer
+	job.Log = slog.New(slog.NewTextHandler(&buf, nil))
+	return job, &buf
+}
+
+// checkSaidOnce: the log has the message once, with its cause.
+func checkSaidOnce(t *testing.T, log *bytes.Buffer, message, cause string) {
+	t.Helper()
+	if n := strings.Count(log.String(), message); n != 1 || !strings.Contains(log.String(), cause) {
+		t.Errorf("%q said %d times, want once with %q:\n%s", message, n, cause, log)
+	}
 }
 
 // l3Options is smallOptions with an L3 in dir: two-page blocks, and every agreed prefetch waited for.
@@ -90,10 +109,14 @@ func TestL3RanksThatSeeDifferentBlocksAgree(t *testing.T) {
 	opts := l3Options(dir)
 	opts.L3.testHideBlocks = testWorld.Rank()%cp == 0
 	opts.L3.testFailReads = testWorld.Rank()%cp == cp-1
-	r, err = Run(testJob(t), opts)
+	job, log := loggedJob(t)
+	r, err = Run(job, opts)
 	checkL3Run(t, "second run", r, err)
 	if r.L3.PrefetchMisses == 0 || r.L3.ReadFailures == 0 {
 		t.Errorf("%d prefetches cut short, %d failed reads: the failing reader was never asked", r.L3.PrefetchMisses, r.L3.ReadFailures)
+	}
+	if opts.L3.testFailReads { // the only rank whose reads fail, so r's failed reads are its own
+		checkSaidOnce(t, log, "L3 block read failed", errInjectedRead.Error())
 	}
 	if cp > 2 && r.Hits.L3Tokens == 0 {
 		t.Errorf("no L3 hit: the blocks of the ranks that read well were never used")
@@ -106,8 +129,12 @@ func TestL3RanksThatSeeDifferentBlocksAgree(t *testing.T) {
 func TestL3WriteErrorsAreCountedAndTheRunGoesOn(t *testing.T) {
 	opts := l3Options(sharedTempDir(t))
 	opts.L3.testFailWrites = true
-	r, err := Run(testJob(t), opts)
+	job, log := loggedJob(t)
+	r, err := Run(job, opts)
 	checkL3Run(t, "full filesystem", r, err)
+	if cp, _ := testLayout(); testWorld.Rank()%cp == 0 { // CP rank 0 writes every prompt's first block
+		checkSaidOnce(t, log, "L3 block write failed", "no space left on device")
+	}
 	if r.L3.WriteErrors == 0 || r.L3.Writes != 0 {
 		t.Errorf("%d write errors, %d blocks written; want every write failed and counted", r.L3.WriteErrors, r.L3.Writes)
 	}

@@ -3,6 +3,7 @@ package hicache
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,12 +43,12 @@ type l3Tier struct {
 	reads    []*l3Prefetch // prefetches not yet resolved, ascending seq
 	open     []*l3Prefetch // prefetches not yet attached to the tree or given up (resolved or not)
 
+	log                 *slog.Logger // the first failed write and read of this rank are said, with their cause
 	writeJobs, readJobs chan func(buf *[]byte)
 	workers             sync.WaitGroup
 
 	// per rank: this rank's I/O
 	writesDone, writeBytes, writeErrors atomic.Int64
-	firstWriteErr                       atomic.Pointer[error] // for the report's warning
 	readsDone, readBytes, readFailures  atomic.Int64
 	// replicated: what the group decided
 	prefetches, prefetchBlocks, prefetchMisses, prefetchTimeouts int64
@@ -84,7 +85,7 @@ type l3Prefetch struct {
 func (p *l3Prefetch) done() bool { return p.readsLeft.Load() == 0 }
 
 // newL3Tier opens the store; nothing is shared yet, so a failure leaves nothing behind.
-func newL3Tier(o L3Options, g pool.Geometry, seed uint64, cpRank int) (*l3Tier, error) {
+func newL3Tier(o L3Options, g pool.Geometry, seed uint64, cpRank int, log *slog.Logger) (*l3Tier, error) {
 	budget := o.Bytes
 	if cpRank != 0 {
 		budget = 1<<63 - 1 // only the keeper evicts: the other ranks' views never see the group's whole L3
@@ -96,7 +97,7 @@ func newL3Tier(o L3Options, g pool.Geometry, seed uint64, cpRank int) (*l3Tier, 
 	if o.testFailWrites {
 		store.FailWritesForTest(errors.New("no space left on device (injected)"))
 	}
-	t := &l3Tier{opts: o, store: store, cpRank: cpRank, cpSize: g.CPSize, pageTokens: g.PageTokens, keeper: cpRank == 0,
+	t := &l3Tier{opts: o, store: store, log: log, cpRank: cpRank, cpSize: g.CPSize, pageTokens: g.PageTokens, keeper: cpRank == 0,
 		backedUp:  map[pool.ObjectID]bool{},
 		writeJobs: make(chan func(*[]byte), 1024), readJobs: make(chan func(*[]byte), 1024)}
 	for _, jobs := range []chan func(*[]byte){t.writeJobs, t.readJobs} {

@@ -170,7 +170,7 @@ func (t *l3Tier) write(w *l3Write, buf *[]byte) {
 	}
 	if err := t.store.WriteFromSlab(w.key, w.pages, t.slabs, buf, t.opts.Fsync); err != nil {
 		if t.writeErrors.Add(1) == 1 {
-			t.firstWriteErr.Store(&err)
+			t.log.Warn("L3 block write failed: the block is dropped and the run goes on (counted in l3.write_errors; later failures are not said)", "err", err)
 		}
 		return
 	}

@@ -134,7 +134,7 @@ func (rs *runState) setUp() error {
 	// The L3 store opens before the slab exists: a directory that cannot hold it fails with nothing to clean up.
 	if rs.opts.L3.Enabled() {
 		var err error
-		rs.l3, err = newL3Tier(rs.opts.L3, g, rs.opts.Seed, t.CPRank)
+		rs.l3, err = newL3Tier(rs.opts.L3, g, rs.opts.Seed, t.CPRank, rs.job.Log)
 		if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 			return err
 		}
@@ -322,13 +322,14 @@ func (rs *runState) runStep(step int64, batch []workload.Event) error {
 // stops serving and takes its failure to the step's consensus.
 func (rs *runState) serve(batch []workload.Event) error {
 	c := rs.ctrl
-	waiting := map[*workload.Request]bool{}
+	var waiting map[*workload.Request]bool // nil without an L3: no allocation on the step's path
 	if c.l3 != nil && len(batch) > 0 {
 		deferred, err := c.planPrefetch(batch, rs.opts.BatchRequests)
 		if err != nil {
 			return err
 		}
 		rs.deferred = deferred
+		waiting = make(map[*workload.Request]bool, len(deferred))
 		for _, d := range deferred {
 			waiting[d.req] = true
 		}
