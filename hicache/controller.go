@@ -170,36 +170,46 @@ func (cfg CacheConfig) DeviceBytes() int64 {
 // spansFor builds, per layer, the copies between the node's device pages and its pages of the L2 object, in
 // page order; kernels coalesce consecutive ones.
 func (c *controller) spansFor(obj pool.ObjectID, objOffset int, devicePages []int32) ([][]kernels.Span, error) {
-	extents, ok := c.alloc.Extents(obj)
-	if !ok {
-		return nil, fmt.Errorf("L2 object %d has no placement", obj)
-	}
 	g := c.geometry()
 	spans := make([][]kernels.Span, g.Layers)
 	for layer := range spans {
 		spans[layer] = make([]kernels.Span, 0, len(devicePages)*g.PayloadsPerLayer)
 	}
-	page := 0 // index within the object
-	for _, e := range extents {
-		for s := uint32(0); s < e.Slots; s++ {
-			i := page - objOffset
-			page++
-			if i < 0 || i >= len(devicePages) {
-				continue
-			}
-			for layer := 0; layer < g.Layers; layer++ {
-				for payload := 0; payload < g.PayloadsPerLayer; payload++ {
-					spans[layer] = append(spans[layer], kernels.Span{
-						DeviceOffsetBytes: c.deviceOffset(devicePages[i], layer, payload),
-						Slab:              int32(e.Slab),
-						SlabOffsetBytes:   g.PartOffset(int(e.Slab), int(e.FirstSlot+s), c.cpRank, layer, payload),
-						Bytes:             c.partBytes,
-					})
-				}
+	err := c.eachPageSlot(obj, objOffset, len(devicePages), func(i, slab, slot int) {
+		for layer := 0; layer < g.Layers; layer++ {
+			for payload := 0; payload < g.PayloadsPerLayer; payload++ {
+				spans[layer] = append(spans[layer], kernels.Span{
+					DeviceOffsetBytes: c.deviceOffset(devicePages[i], layer, payload),
+					Slab:              int32(slab),
+					SlabOffsetBytes:   g.PartOffset(slab, slot, c.cpRank, layer, payload),
+					Bytes:             c.partBytes,
+				})
 			}
 		}
+	})
+	return spans, err
+}
+
+// eachPageSlot visits pages [first, first+count) of an L2 object in page order: visit gets the index from first,
+// and the slab and slot in it. Fewer pages than that in the object is an error.
+func (c *controller) eachPageSlot(obj pool.ObjectID, first, count int, visit func(i, slab, slot int)) error {
+	extents, ok := c.alloc.Extents(obj)
+	if !ok {
+		return fmt.Errorf("L2 object %d has no placement", obj)
 	}
-	return spans, nil
+	page := 0 // index within the object
+	for _, e := range extents {
+		for s := range int(e.Slots) {
+			if i := page - first; i >= 0 && i < count {
+				visit(i, int(e.Slab), int(e.FirstSlot)+s)
+			}
+			page++
+		}
+	}
+	if page < first+count {
+		return fmt.Errorf("L2 object %d has %d pages, not pages %d..%d", obj, page, first, first+count-1)
+	}
+	return nil
 }
 
 // submit queues every layer of op on the copy worker. A full queue blocks the step until the worker catches up,

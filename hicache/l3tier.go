@@ -245,24 +245,10 @@ func (t *l3Tier) reset() {
 	clear(t.backedUp)
 }
 
-// pageSlots lists where pages [first, first+count) of an L2 object live, in page order.
+// pageSlots appends where pages [first, first+count) of an L2 object live, in page order.
 func (c *controller) pageSlots(obj pool.ObjectID, first, count int, into []l3.PageSlot) ([]l3.PageSlot, error) {
-	extents, ok := c.alloc.Extents(obj)
-	if !ok {
-		return nil, fmt.Errorf("L2 object %d has no placement", obj)
-	}
-	page, found := 0, 0
-	for _, e := range extents {
-		for s := uint32(0); s < e.Slots; s++ {
-			if page >= first && page < first+count {
-				into = append(into, l3.PageSlot{Slab: int32(e.Slab), Slot: int32(e.FirstSlot + s)})
-				found++
-			}
-			page++
-		}
-	}
-	if found != count {
-		return nil, fmt.Errorf("L2 object %d has %d pages, not pages %d..%d", obj, page, first, first+count-1)
-	}
-	return into, nil
+	err := c.eachPageSlot(obj, first, count, func(_, slab, slot int) {
+		into = append(into, l3.PageSlot{Slab: int32(slab), Slot: int32(slot)})
+	})
+	return into, err
 }

@@ -55,9 +55,18 @@ func (c *controller) l3WriteBackNearEviction() {
 func (c *controller) scheduleBlocksThrough(n *treeNode) {
 	B := c.l3.blockTokens()
 	start, end := n.startPos, n.startPos+len(n.tokens)
+	var keys []uint64 // the path's chain keys up to n's last whole block: one pass for every block ending in n
+	keyIn := func(blockEnd int) func() uint64 {
+		return func() uint64 {
+			if keys == nil {
+				keys = c.pathKeys(n, end/B*B)
+			}
+			return keys[blockEnd/B-1]
+		}
+	}
 	for blockEnd := (start/B + 1) * B; blockEnd-B < end; blockEnd += B {
 		if blockEnd <= end {
-			c.scheduleBlock(n, blockEnd)
+			c.scheduleBlock(n, blockEnd, keyIn(blockEnd))
 		} else {
 			c.scheduleBlocksBelow(n, blockEnd)
 		}
@@ -68,7 +77,7 @@ func (c *controller) scheduleBlocksThrough(n *treeNode) {
 func (c *controller) scheduleBlocksBelow(n *treeNode, blockEnd int) {
 	for _, child := range n.children {
 		if child.startPos+len(child.tokens) >= blockEnd {
-			c.scheduleBlock(child, blockEnd)
+			c.scheduleBlock(child, blockEnd, func() uint64 { keys := c.pathKeys(child, blockEnd); return keys[len(keys)-1] })
 		} else {
 			c.scheduleBlocksBelow(child, blockEnd)
 		}
@@ -84,13 +93,13 @@ type blockSegment struct {
 // scheduleBlock schedules the block that ends at blockEnd inside node m, when every page of it is in committed
 // L2. The group does not remember what it stored: a block may have been evicted (by this group's budget or
 // another job's) or found corrupt since, so its writer looks at the directory instead (write).
-func (c *controller) scheduleBlock(m *treeNode, blockEnd int) {
+func (c *controller) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 	t := c.l3
 	segs, ok := c.blockSegments(m, blockEnd)
 	if !ok {
 		return
 	}
-	key := c.blockKey(m, blockEnd)
+	key := keyOf() // only for a block that can be written: the key hashes the whole path before it
 	var pages []l3.PageSlot
 	var objs []pool.ObjectID
 	for i := len(segs) - 1; i >= 0; i-- { // segments were found from the end back
@@ -136,15 +145,15 @@ func (c *controller) blockSegments(m *treeNode, blockEnd int) (segs []blockSegme
 	return segs, true
 }
 
-// blockKey is the chain key of the block ending at blockEnd in node m: over every token of the path before it.
-func (c *controller) blockKey(m *treeNode, blockEnd int) uint64 {
-	tokens := make([]int32, blockEnd)
+// pathKeys are the chain keys of every block of the path through node m up to end (a block boundary inside or
+// at the end of m): each over every token of the path before it.
+func (c *controller) pathKeys(m *treeNode, end int) []uint64 {
+	tokens := make([]int32, end)
 	for x := m; x != c.tree.root; x = x.parent {
-		hi := min(x.startPos+len(x.tokens), blockEnd)
+		hi := min(x.startPos+len(x.tokens), end)
 		copy(tokens[x.startPos:hi], x.tokens[:hi-x.startPos])
 	}
-	keys := chainKeys(tokens, c.l3.blockTokens(), blockEnd/c.l3.blockTokens(), nil)
-	return keys[len(keys)-1]
+	return chainKeys(tokens, c.l3.blockTokens(), end/c.l3.blockTokens(), nil)
 }
 
 // chainKeys appends the keys of the first blocks blocks of tokens.

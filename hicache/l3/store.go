@@ -243,9 +243,7 @@ func readSummed(f io.Reader, payload []byte) (sum uint64, n int, err error) {
 		if err != nil {
 			return 0, n + got, err
 		}
-		for off := 0; off < len(chunk); off += sumChunkBytes {
-			sums.add(chunk[off:min(off+sumChunkBytes, len(chunk))])
-		}
+		sums.add(chunk)
 		n += got
 	}
 	return sums.sum(), n, nil
