@@ -88,7 +88,7 @@ func (p *l3Prefetch) done() bool { return p.readsLeft.Load() == 0 }
 func newL3Tier(o L3Options, g pool.Geometry, seed uint64, cpRank int, log *slog.Logger) (*l3Tier, error) {
 	budget := o.Bytes
 	if cpRank != 0 {
-		budget = 1<<63 - 1 // only the keeper evicts: the other ranks' views never see the group's whole L3
+		budget = l3.Unbounded // only the keeper evicts (and scans the directory at start)
 	}
 	store, err := l3.Open(o.Dir, o.namespace(g, seed), budget)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -48,8 +49,14 @@ type Counters struct {
 // takes milliseconds; ten minutes leaves room for a slow shared filesystem.
 const staleTempAge = 10 * time.Minute
 
+// Unbounded is the capacity of a Store that never evicts: it reads, writes and checks blocks for a job whose
+// budget another Store keeps, so Open skips the scan that seeds the LRU order (and the stale-file cleanup, the
+// keeper's too), the cost of a start-up that grows with the directory.
+const Unbounded = int64(math.MaxInt64)
+
 // Open opens (creating if needed) ns's directory under dir, removes stale temporary files, and seeds the LRU
-// order from the blocks' modification times; blocks beyond capacityBytes are evicted, oldest first.
+// order from the blocks' modification times; blocks beyond capacityBytes are evicted, oldest first. A Store of
+// Unbounded capacity does none of the three.
 func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
 	if err := ns.Validate(); err != nil {
 		return nil, err
@@ -65,6 +72,9 @@ func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
 		capacityBytes: capacityBytes, lru: newLRU(), now: time.Now, createTemp: createOSTemp}
 	if err := s.writeNamespaceFile(); err != nil {
 		return nil, &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not writable: %v", dir, err)}
+	}
+	if capacityBytes == Unbounded {
+		return s, nil
 	}
 	if err := s.seed(); err != nil {
 		return nil, err

@@ -195,3 +195,26 @@ func TestOpenNamesTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestUnboundedStoreSkipsTheScan: a Store that never evicts (a job's non-keeper ranks) does not scan the
+// directory at start, yet reads every block; a bounded one seeds its LRU from the same blocks.
+func TestUnboundedStoreSkipsTheScan(t *testing.T) {
+	dir := t.TempDir()
+	w := openStore(t, dir, testNS, 1<<20, nil)
+	for k := uint64(1); k <= 5; k++ {
+		mustWrite(t, w, k)
+	}
+	reader := openStore(t, dir, testNS, Unbounded, nil)
+	if used := reader.UsedBytes(); used != 0 {
+		t.Errorf("an unbounded Store knows %d bytes at start: it scanned the directory", used)
+	}
+	buf := make([]byte, testNS.PayloadBytes(pageTokens))
+	for k := uint64(1); k <= 5; k++ {
+		if _, err := reader.Read(k, buf); err != nil {
+			t.Errorf("block %d: %v", k, err)
+		}
+	}
+	if used := openStore(t, dir, testNS, 1<<20, nil).UsedBytes(); used != 5*blockFileBytes {
+		t.Errorf("a bounded Store seeded %d bytes, want %d", used, 5*blockFileBytes)
+	}
+}
