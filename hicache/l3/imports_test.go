@@ -7,14 +7,14 @@ import (
 )
 
 // TestImportsStayBelowTheController: the controller will use this package, so it must not use the controller
-// (an import cycle in waiting), nor MPI, NCCL or the kernels; spmd is allowed for ConfigError, pool for Mix64.
+// (an import cycle in waiting), nor MPI, NCCL or the kernels; errscope is allowed for ConfigError, pool for Mix64.
 func TestImportsStayBelowTheController(t *testing.T) {
 	pkg, err := build.ImportDir(".", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const module = "github.com/cphicache/cphicache/"
-	allowed := map[string]bool{module + "hicache/spmd": true, module + "pool": true}
+	allowed := map[string]bool{module + "hicache/errscope": true, module + "pool": true}
 	for _, imp := range pkg.Imports {
 		if strings.HasPrefix(imp, module) && !allowed[imp] {
 			t.Errorf("hicache/l3 imports %s", imp)

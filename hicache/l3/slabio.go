@@ -29,42 +29,71 @@ func (s *Store) checkSlabs(sl Slabs, pages []PageSlot) error {
 	return nil
 }
 
-// WriteFromSlab stores key's block from the L2: the pages, in block order, with every CP rank's parts, gathered
-// into the canonical order in buf (grown as needed and kept by the caller for the next block), then Write.
-// The caller guarantees that nobody writes those slots meanwhile (the L2 objects are protected).
-func (s *Store) WriteFromSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte, fsync bool) error {
+// GatherFromSlab copies every CP rank's parts of pages (in block order) from the L2 into the canonical order in
+// buf (grown as needed and kept by the caller for the next block) and returns the payload, for Write. The caller
+// guarantees that nobody writes those slots meanwhile (the L2 objects are protected).
+func (s *Store) GatherFromSlab(pages []PageSlot, sl Slabs, buf *[]byte) ([]byte, error) {
 	if err := s.checkSlabs(sl, pages); err != nil {
-		return err
+		return nil, err
 	}
-	tokenCount := len(pages) * s.ns.PageTokens
-	payload := grow(buf, s.ns.PayloadBytes(tokenCount))
+	payload := grow(buf, s.ns.PayloadBytes(len(pages)*s.ns.PageTokens))
 	s.eachPart(sl, pages, func(canonical, slabOffset int64, slab int32, partBytes int64) {
 		copy(payload[canonical:canonical+partBytes], sl.Mem[slab][slabOffset:slabOffset+partBytes])
 	})
-	return s.Write(key, tokenCount, payload, fsync)
+	return payload, nil
 }
 
-// ReadIntoSlab loads key's block into the L2 slots of pages, in block order, every CP rank's parts: a verified
-// Read into buf, then a scatter. Nothing reaches the slab unless the whole block verified; a miss or a corrupt
-// block is Read's error (IsMiss), and the slots are left as they were.
-func (s *Store) ReadIntoSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte) error {
-	if err := s.checkSlabs(sl, pages); err != nil {
-		return err
-	}
-	tokenCount := len(pages) * s.ns.PageTokens
-	payload := grow(buf, s.ns.PayloadBytes(tokenCount))
-	got, err := s.Read(key, payload)
+// WriteFromSlab stores key's block from the L2: GatherFromSlab, then Write.
+func (s *Store) WriteFromSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte, fsync bool) error {
+	payload, err := s.GatherFromSlab(pages, sl, buf)
 	if err != nil {
 		return err
 	}
+	return s.Write(key, len(pages)*s.ns.PageTokens, payload, fsync)
+}
+
+// ReadBlock loads key's block of pageCount pages into buf (grown as needed) and returns its verified payload:
+// Read, with a block of another length under the key a miss (the key names the tokens, so it is a different
+// block size).
+func (s *Store) ReadBlock(key uint64, pageCount int, buf *[]byte) ([]byte, error) {
+	tokenCount := pageCount * s.ns.PageTokens
+	payload := grow(buf, s.ns.PayloadBytes(tokenCount))
+	got, err := s.Read(key, payload)
+	if err != nil {
+		return nil, err
+	}
 	if got != tokenCount {
-		// The key names the tokens, so a block of another length under it is a different block size: a miss.
-		return &MissError{Key: key}
+		return nil, &MissError{Key: key}
+	}
+	return payload, nil
+}
+
+// ScatterIntoSlab copies a verified payload (ReadBlock's) into the L2 slots of pages, every CP rank's parts.
+func (s *Store) ScatterIntoSlab(payload []byte, pages []PageSlot, sl Slabs) error {
+	if err := s.checkSlabs(sl, pages); err != nil {
+		return err
+	}
+	if want := s.ns.PayloadBytes(len(pages) * s.ns.PageTokens); int64(len(payload)) != want {
+		return fmt.Errorf("l3: scatter of %d bytes into %d pages, which hold %d", len(payload), len(pages), want)
 	}
 	s.eachPart(sl, pages, func(canonical, slabOffset int64, slab int32, partBytes int64) {
 		copy(sl.Mem[slab][slabOffset:slabOffset+partBytes], payload[canonical:canonical+partBytes])
 	})
 	return nil
+}
+
+// ReadIntoSlab loads key's block into the L2 slots of pages, in block order, every CP rank's parts: ReadBlock,
+// then ScatterIntoSlab. Nothing reaches the slab unless the whole block verified; a miss or a corrupt block is
+// Read's error (IsMiss), and the slots are left as they were.
+func (s *Store) ReadIntoSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte) error {
+	if err := s.checkSlabs(sl, pages); err != nil {
+		return err
+	}
+	payload, err := s.ReadBlock(key, len(pages), buf)
+	if err != nil {
+		return err
+	}
+	return s.ScatterIntoSlab(payload, pages, sl)
 }
 
 // eachPart visits every (page, rank, layer, payload) part of a block: where it is in the canonical payload and

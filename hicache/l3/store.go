@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // Store is one namespace's blocks under an L3 directory. Its methods are safe for concurrent use, and several
@@ -62,7 +62,7 @@ func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
 		return nil, err
 	}
 	if capacityBytes < 1 {
-		return nil, &spmd.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d bytes: the L3 needs a budget of 1 byte or more", capacityBytes)}
+		return nil, &errscope.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d bytes: the L3 needs a budget of 1 byte or more", capacityBytes)}
 	}
 	if err := CheckDir(dir); err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
 	s := &Store{root: dir, dir: filepath.Join(dir, fmt.Sprintf("%016x", fp)), ns: ns, fingerprint: fp,
 		capacityBytes: capacityBytes, lru: newLRU(), now: time.Now, createTemp: createOSTemp}
 	if err := s.writeNamespaceFile(); err != nil {
-		return nil, &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not writable: %v", dir, err)}
+		return nil, &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not writable: %v", dir, err)}
 	}
 	if capacityBytes == Unbounded {
 		return s, nil
@@ -89,14 +89,14 @@ func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
 // filesystem, and the blocks would silently go to the wrong disk.
 func CheckDir(dir string) error {
 	if dir == "" {
-		return &spmd.ConfigError{Flag: "l3-dir", Reason: "no directory given"}
+		return &errscope.ConfigError{Flag: "l3-dir", Reason: "no directory given"}
 	}
 	info, err := os.Stat(dir)
 	if err != nil {
-		return &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s: %v", dir, err)}
+		return &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s: %v", dir, err)}
 	}
 	if !info.IsDir() {
-		return &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not a directory", dir)}
+		return &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not a directory", dir)}
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func CheckWritable(dir string) error {
 	}
 	f, err := os.CreateTemp(dir, ".cphicache-probe-*.tmp")
 	if err != nil {
-		return &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not writable: %v", dir, err)}
+		return &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not writable: %v", dir, err)}
 	}
 	name := f.Name()
 	return errors.Join(f.Close(), os.Remove(name))

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -189,7 +189,7 @@ func TestOpenNamesTheFlag(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := Open(tc.dir, testNS, tc.capacity)
-		var ce *spmd.ConfigError
+		var ce *errscope.ConfigError
 		if !errors.As(err, &ce) || ce.Flag != tc.flag {
 			t.Errorf("Open(%q, %d): %v, want an invalid --%s", tc.dir, tc.capacity, err, tc.flag)
 		}

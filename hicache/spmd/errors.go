@@ -7,46 +7,30 @@ import (
 	"math"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/mpi"
 )
 
 // Which ranks reach an error alike decides which rank prints it: an operator wants each cause once, from the
 // rank that knows it, and mpirun ends the job at the first non-zero exit, so the silent ranks wait a moment.
 
-// Scope says which ranks reach an error alike.
-type Scope int
-
-const (
-	RankScope  Scope = iota // this rank alone: printed by it, naming the rank
-	GroupScope              // every rank of one CP group alike (a divergence): printed once, by the group's CP rank 0
-	JobScope                // every rank of the job alike (a bad flag, a verdict aggregated over the job): once, by world rank 0
+// The scopes and the errors that carry them are package errscope's (types only, so that the cache core need not
+// link MPI); they are re-exported here for the job's code.
+type (
+	Scope       = errscope.Scope
+	Scoped      = errscope.Scoped
+	ConfigError = errscope.ConfigError
+	JobWide     = errscope.JobWide
 )
 
-// Scoped is an error that knows its scope; an error that does not is RankScope.
-type Scoped interface{ Scope() Scope }
+const (
+	RankScope  = errscope.RankScope
+	GroupScope = errscope.GroupScope
+	JobScope   = errscope.JobScope
+)
 
 // ScopeOf returns err's scope.
-func ScopeOf(err error) Scope {
-	var s Scoped
-	if errors.As(err, &s) {
-		return s.Scope()
-	}
-	return RankScope
-}
-
-// ConfigError is a start-up error caused by a flag value; its message names the flag. Every rank sees the same
-// flags, so every rank finds the same ConfigError.
-type ConfigError struct{ Flag, Reason string }
-
-func (e *ConfigError) Error() string { return fmt.Sprintf("invalid --%s: %s", e.Flag, e.Reason) }
-func (e *ConfigError) Scope() Scope  { return JobScope }
-
-// JobWide marks an error every rank of the job reaches alike (an environment setting read by every rank).
-type JobWide struct{ Err error }
-
-func (e *JobWide) Error() string { return e.Err.Error() }
-func (e *JobWide) Unwrap() error { return e.Err }
-func (e *JobWide) Scope() Scope  { return JobScope }
+func ScopeOf(err error) Scope { return errscope.Of(err) }
 
 // SharedError is a failure every rank returns after agreeing on it: one rank, chosen by AgreeOnFailure, reports
 // the cause (Speaker); the others end quietly, so that a job prints its reason once.
