@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -16,15 +17,26 @@ import (
 // allocator's digest, commit and release): local work that no choice of collective changes.
 type StepProbe struct {
 	cons       *consensus
+	probe      *cache.Probe
 	watchdog   *spmd.Watchdog
 	rank, size uint64
 }
+
+// probeEnv is the probe's Env: the consensus's collective, nothing else (a probe makes no other call).
+type probeEnv struct {
+	cache.Env
+	cons *consensus
+}
+
+func (e probeEnv) Collective(c *cache.Collective) error { return e.cons.collective(c) }
 
 // NewStepProbe makes a probe on the communicator cp (every rank of it must make the same calls), with a watchdog
 // of the given timeout as a run has (0: none; `cphicache run` defaults to 120 s). Close stops the watchdog.
 func NewStepProbe(cp *mpi.Comm, watchdogTimeout time.Duration) *StepProbe {
 	w := spmd.NewWatchdog(watchdogTimeout, cp.Rank(), nil)
-	return &StepProbe{cons: newConsensus(cp, 0, nil, w, 0), watchdog: w, rank: uint64(cp.Rank()), size: uint64(cp.Size())}
+	cons := newConsensus(cp, 0, nil, w)
+	return &StepProbe{cons: cons, probe: cache.NewProbe(cp.Rank(), cp.Size(), probeEnv{cons: cons}), watchdog: w,
+		rank: uint64(cp.Rank()), size: uint64(cp.Size())}
 }
 
 // Close stops the watchdog's goroutine.
@@ -37,7 +49,7 @@ func (p *StepProbe) Stats() CollectiveStats { return p.cons.stats[StepConsensus]
 // returns a *ProbeMismatchError when the agreement is not the one the votes imply (a wrong result), or the
 // consensus's own error (a failed transport, ranks out of step).
 func (p *StepProbe) Step(frontier uint64) error {
-	a, err := p.cons.agree(StepConsensus, p.vote(frontier))
+	a, err := p.probe.Step(p.vote(frontier))
 	if err != nil {
 		return err
 	}
@@ -47,26 +59,26 @@ func (p *StepProbe) Step(frontier uint64) error {
 // vote spreads the MIN over the ranks: the write frontier's MIN is rank 0's, the load frontier's the last
 // rank's, and only the last rank has a backup in flight, so a transport that returned one rank's own vector, or
 // skipped a rank, shows in some word. The digest is the same on every rank, as in a healthy run.
-func (p *StepProbe) vote(frontier uint64) vote {
+func (p *StepProbe) vote(frontier uint64) cache.ProbeVote {
 	last := p.size - 1
-	return vote{writeFrontier: frontier + p.rank, writeIdle: p.rank != last, loadFrontier: frontier + last - p.rank,
-		loadDone: true, digest: probeDigest(frontier)}
+	return cache.ProbeVote{WriteFrontier: frontier + p.rank, WriteIdle: p.rank != last, LoadFrontier: frontier + last - p.rank,
+		LoadDone: true, Digest: probeDigest(frontier)}
 }
 
 // check compares the agreement with what the votes imply. At one rank the consensus is skipped and the
 // agreement is this rank's own vote, which the same values describe.
-func (p *StepProbe) check(frontier uint64, a agreement) error {
+func (p *StepProbe) check(frontier uint64, a cache.ProbeAgreement) error {
 	digest := probeDigest(frontier)
 	for _, f := range [...]struct {
 		name      string
 		got, want uint64
 	}{
-		{"write frontier", a.writeFrontier, frontier},
-		{"write idle", boolWord(a.writeIdle), 0},
-		{"load frontier", a.loadFrontier, frontier},
-		{"load done", boolWord(a.loadDone), 1},
-		{"digest min", a.digestMin, digest},
-		{"digest max", a.digestMax, digest},
+		{"write frontier", a.WriteFrontier, frontier},
+		{"write idle", boolWord(a.WriteIdle), 0},
+		{"load frontier", a.LoadFrontier, frontier},
+		{"load done", boolWord(a.LoadDone), 1},
+		{"digest min", a.DigestMin, digest},
+		{"digest max", a.DigestMax, digest},
 	} {
 		if f.got != f.want {
 			return &ProbeMismatchError{Frontier: frontier, Field: f.name, Got: f.got, Want: f.want}
@@ -95,4 +107,11 @@ func (e *ProbeMismatchError) Error() string {
 
 // ConsensusVectorWords is the length of the step consensus vector: what one step all-reduces, for the benchmark's
 // header and its C reference of the fused design.
-const ConsensusVectorWords = consensusWords
+const ConsensusVectorWords = cache.VectorWords
+
+func boolWord(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -3,6 +3,8 @@ package hicache
 import (
 	"errors"
 	"testing"
+
+	"github.com/cphicache/cphicache/hicache/cache"
 )
 
 // The probe behind `cphicache bench step` (SPMD, like the consensus tests).
@@ -32,16 +34,16 @@ func TestStepProbeCatchesAWrongAgreement(t *testing.T) {
 	p := NewStepProbe(testWorld, 0)
 	defer p.Close()
 	const f = 77
-	good := agreement{writeFrontier: f, loadFrontier: f, loadDone: true, digestMin: probeDigest(f), digestMax: probeDigest(f)}
+	good := cache.ProbeAgreement{WriteFrontier: f, LoadFrontier: f, LoadDone: true, DigestMin: probeDigest(f), DigestMax: probeDigest(f)}
 	if err := p.check(f, good); err != nil {
 		t.Fatalf("the right agreement: %v", err)
 	}
-	for name, bad := range map[string]func(*agreement){
-		"write frontier": func(a *agreement) { a.writeFrontier++ },
-		"write idle":     func(a *agreement) { a.writeIdle = true },
-		"load frontier":  func(a *agreement) { a.loadFrontier += 3 },
-		"load done":      func(a *agreement) { a.loadDone = false },
-		"digest max":     func(a *agreement) { a.digestMax++ },
+	for name, bad := range map[string]func(*cache.ProbeAgreement){
+		"write frontier": func(a *cache.ProbeAgreement) { a.WriteFrontier++ },
+		"write idle":     func(a *cache.ProbeAgreement) { a.WriteIdle = true },
+		"load frontier":  func(a *cache.ProbeAgreement) { a.LoadFrontier += 3 },
+		"load done":      func(a *cache.ProbeAgreement) { a.LoadDone = false },
+		"digest max":     func(a *cache.ProbeAgreement) { a.DigestMax++ },
 	} {
 		a := good
 		bad(&a)
@@ -53,7 +55,7 @@ func TestStepProbeCatchesAWrongAgreement(t *testing.T) {
 	// Rank 0's own vote is what a transport that skipped the others would leave on rank 0: at more than one
 	// rank its idle word (and on the last rank its load frontier) differs from the agreement.
 	v := p.vote(f)
-	own := agreement{writeFrontier: v.writeFrontier, writeIdle: v.writeIdle, loadFrontier: v.loadFrontier, loadDone: v.loadDone, digestMin: v.digest, digestMax: v.digest}
+	own := cache.ProbeAgreement{WriteFrontier: v.WriteFrontier, WriteIdle: v.WriteIdle, LoadFrontier: v.LoadFrontier, LoadDone: v.LoadDone, DigestMin: v.Digest, DigestMax: v.Digest}
 	if err := p.check(f, own); (err == nil) != (testWorld.Size() == 1) {
 		t.Errorf("this rank's own vote as the agreement at %d ranks: %v", testWorld.Size(), err)
 	}

@@ -6,37 +6,50 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
 
 // Tests of the step consensus (SPMD: every rank runs them, at 1, 2, 8 and 16 ranks under make test-mpi).
 
-func testConsensus(t *testing.T) (*consensus, *spmd.Topology) {
+// testConsensus is the runner's consensus on the CP communicator with the core's vector code (cache.Probe): the
+// very calls a run makes.
+type testCall struct {
+	cons  *consensus
+	probe *cache.Probe
+}
+
+func (c testCall) agree(k ConsensusKind, v cache.ProbeVote) (cache.ProbeAgreement, error) { return c.probe.Call(k, v) }
+
+func testConsensus(t *testing.T) (testCall, *spmd.Topology) {
 	t.Helper()
 	job := testJob(t)
-	return newConsensus(job.Topo.CP, job.Topo.CPGroup, nil, nil, 16), job.Topo
+	w := spmd.NewWatchdog(0, job.Topo.WorldRank, nil)
+	t.Cleanup(w.Stop)
+	cons := newConsensus(job.Topo.CP, job.Topo.CPGroup, nil, w)
+	return testCall{cons: cons, probe: cache.NewProbe(job.Topo.CPRank, job.Topo.CPSize, probeEnv{cons: cons})}, job.Topo
 }
 
 func TestConsensusAgreesOnMinimaAndDigestRange(t *testing.T) {
 	c, topo := testConsensus(t)
 	r := uint64(topo.CPRank)
-	a, err := c.agree(StepConsensus, vote{writeFrontier: 100 + r, writeIdle: r != 1, loadFrontier: 7, loadDone: true, digest: 50 + r})
+	a, err := c.agree(StepConsensus, cache.ProbeVote{WriteFrontier: 100 + r, WriteIdle: r != 1, LoadFrontier: 7, LoadDone: true, Digest: 50 + r})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cp := uint64(topo.CPSize)
-	if a.writeFrontier != 100 || a.writeIdle != (cp == 1) || a.loadFrontier != 7 || !a.loadDone {
+	if a.WriteFrontier != 100 || a.WriteIdle != (cp == 1) || a.LoadFrontier != 7 || !a.LoadDone {
 		t.Errorf("agreement %+v: want write frontier 100, idle only at cp 1, load frontier 7 and done", a)
 	}
-	if a.digestMin != 50 || a.digestMax != 50+cp-1 || a.digestsAgree() != (cp == 1) {
-		t.Errorf("digests %d..%d, want 50..%d", a.digestMin, a.digestMax, 50+cp-1)
+	if a.DigestMin != 50 || a.DigestMax != 50+cp-1 {
+		t.Errorf("digests %d..%d, want 50..%d", a.DigestMin, a.DigestMax, 50+cp-1)
 	}
 	want := CollectiveStats{Count: 1, CommSizeMin: topo.CPSize, CommSizeMax: topo.CPSize}
 	if cp == 1 {
 		want = CollectiveStats{Skipped: 1}
 	}
-	if got := c.stats[StepConsensus]; got.Count != want.Count || got.Skipped != want.Skipped || got.CommSizeMin != want.CommSizeMin || got.CommSizeMax != want.CommSizeMax {
+	if got := c.cons.stats[StepConsensus]; got.Count != want.Count || got.Skipped != want.Skipped || got.CommSizeMin != want.CommSizeMin || got.CommSizeMax != want.CommSizeMax {
 		t.Errorf("stats %+v, want %+v", got, want)
 	}
 }
@@ -50,7 +63,7 @@ func TestConsensusCarriesTheLowestFailingRank(t *testing.T) {
 	if topo.CPRank >= failing {
 		own = &LocalFailure{Code: FailureCopy, Err: errors.New("copy broke")}
 	}
-	_, err := c.agree(StepConsensus, vote{failure: own})
+	_, err := c.agree(StepConsensus, cache.ProbeVote{Failure: own})
 	var peer *PeerFailure
 	switch {
 	case topo.CPRank == failing && err != own:
@@ -59,7 +72,7 @@ func TestConsensusCarriesTheLowestFailingRank(t *testing.T) {
 		t.Errorf("CP rank %d got %v, want a peer failure of CP rank %d, code %v", topo.CPRank, err, failing, FailureCopy)
 	}
 	// The next call is clean: nothing sticks.
-	if _, err := c.agree(StepConsensus, vote{}); err != nil {
+	if _, err := c.agree(StepConsensus, cache.ProbeVote{}); err != nil {
 		t.Errorf("the call after a failure: %v", err)
 	}
 }
@@ -74,7 +87,7 @@ func TestConsensusOutOfStepIsANamedError(t *testing.T) {
 	if topo.CPRank == 0 {
 		kind = FlushConsensus
 	}
-	_, err := c.agree(kind, vote{})
+	_, err := c.agree(kind, cache.ProbeVote{})
 	var oos *OutOfStepError
 	if !errors.As(err, &oos) || !strings.Contains(err.Error(), "step call #1") || !strings.Contains(err.Error(), "flush call #1") {
 		t.Errorf("CP rank %d: %v, want collectives out of step naming the step and the flush call", topo.CPRank, err)
@@ -162,7 +175,10 @@ func TestAuditCatchesCommitsBeforeEveryRankFinished(t *testing.T) {
 		t.Skip("with one rank every commit follows the only copy")
 	}
 	opts := smallOptions()
-	opts.testCommitOnLocalFrontier, opts.testPlacementAssertOff = true, true
+	if !cache.BugsCompiled {
+		t.Skip("needs the deliberate bugs: the test binary of make test-mpi is built with -tags simbugs")
+	}
+	opts.testBugs = cache.Bugs(0).With(cache.BugCommitOnLocalFrontier).With(cache.BugAssertOff)
 	opts.testSlowCopyRank = Injection{Rank: cp - 1, Set: true}
 	opts.WatchdogTimeout = 120 * time.Second
 	r, err := runErr(t, opts)

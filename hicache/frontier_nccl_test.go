@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/transport"
 )
 
@@ -13,7 +14,7 @@ import (
 func TestNCCLFrontierReducesMinInPlace(t *testing.T) {
 	ncclForTest(t)
 	job := testJob(t)
-	f, err := transport.NewReducer(job.Topo, "nccl", consensusWords, time.Minute)
+	f, err := transport.NewReducer(job.Topo, "nccl", cache.VectorWords, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestNCCLFrontierReducesMinInPlace(t *testing.T) {
 	if values[0] != 100 || values[1] != 1<<63 {
 		t.Errorf("MIN over %d CP ranks = %v, want [100 %d]", job.Topo.CPSize, values, uint64(1<<63))
 	}
-	if err := f.AllreduceMinUint64(make([]uint64, consensusWords+1)); err == nil {
+	if err := f.AllreduceMinUint64(make([]uint64, cache.VectorWords+1)); err == nil {
 		t.Error("a call longer than the buffer was accepted")
 	}
 }

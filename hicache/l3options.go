@@ -4,37 +4,31 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
 
-// L3WritePolicy says when a block goes from the L2 to the L3.
-type L3WritePolicy int
-
-const (
-	L3WriteThrough L3WritePolicy = iota // once the L2 objects holding the whole block are committed
-	L3WriteBack                         // when the L2 is about to evict an object of the block
+// The L3 policies are the core's (package cache).
+type (
+	L3WritePolicy  = cache.L3WritePolicy
+	PrefetchPolicy = cache.PrefetchPolicy
 )
 
-var l3WritePolicyNames = []string{"write_through", "write_back"}
-
-func (p L3WritePolicy) String() string { return l3WritePolicyNames[p] }
-
-// PrefetchPolicy says how long a step waits for the L3 reads it issued before its consensus, as SGLang's
-// --hicache-storage-prefetch-policy does: not at all, until every read is done, or until a deadline that grows
-// with the tokens read.
-type PrefetchPolicy int
-
 const (
-	PrefetchBestEffort   PrefetchPolicy = iota // no wait: what is done at the consensus is used
-	PrefetchWaitComplete                       // every read finishes first
-	PrefetchTimeout                            // up to prefetchTimeout(tokens)
+	L3WriteThrough       = cache.L3WriteThrough
+	L3WriteBack          = cache.L3WriteBack
+	PrefetchBestEffort   = cache.PrefetchBestEffort
+	PrefetchWaitComplete = cache.PrefetchWaitComplete
+	PrefetchTimeout      = cache.PrefetchTimeout
 )
 
-var prefetchPolicyNames = []string{"best_effort", "wait_complete", "timeout"}
+// ParseL3WritePolicy reads --l3-write-policy.
+func ParseL3WritePolicy(s string) (L3WritePolicy, error) { return cache.ParseL3WritePolicy(s) }
 
-func (p PrefetchPolicy) String() string { return prefetchPolicyNames[p] }
+// ParsePrefetchPolicy reads --l3-prefetch-policy.
+func ParsePrefetchPolicy(s string) (PrefetchPolicy, error) { return cache.ParsePrefetchPolicy(s) }
 
 // The timeout policy's deadline: SGLang's defaults, a base plus a share per thousand tokens, capped.
 const (
@@ -73,26 +67,6 @@ type L3Options struct {
 
 // Enabled says whether the run has an L3.
 func (o *L3Options) Enabled() bool { return o.Dir != "" }
-
-// ParseL3WritePolicy reads --l3-write-policy.
-func ParseL3WritePolicy(s string) (L3WritePolicy, error) {
-	for i, name := range l3WritePolicyNames {
-		if s == name {
-			return L3WritePolicy(i), nil
-		}
-	}
-	return 0, &spmd.ConfigError{Flag: "l3-write-policy", Reason: fmt.Sprintf("%q is not one of write_through, write_back", s)}
-}
-
-// ParsePrefetchPolicy reads --l3-prefetch-policy.
-func ParsePrefetchPolicy(s string) (PrefetchPolicy, error) {
-	for i, name := range prefetchPolicyNames {
-		if s == name {
-			return PrefetchPolicy(i), nil
-		}
-	}
-	return 0, &spmd.ConfigError{Flag: "l3-prefetch-policy", Reason: fmt.Sprintf("%q is not one of best_effort, wait_complete, timeout", s)}
-}
 
 // validate checks the L3 flags that need no MPI, the directory included: a missing or unwritable --l3-dir fails
 // here, before any shared memory exists.

@@ -3,6 +3,8 @@ package hicache
 import (
 	"fmt"
 	"io"
+
+	"github.com/cphicache/cphicache/hicache/cache"
 )
 
 // L3Report is the report's L3 section: the group's decisions (summed over CP groups) and every rank's I/O.
@@ -25,6 +27,10 @@ type L3Report struct {
 	PrefetchBlocks   int64 `json:"prefetch_blocks"`
 	PrefetchMisses   int64 `json:"prefetch_misses"`
 	PrefetchTimeouts int64 `json:"prefetch_timeouts"` // prefetches not agreed done when their request was served
+	PrefetchFlushed  int64 `json:"prefetch_flushed"`  // prefetches a flush dropped before their request was served
+	// WriteMismatches: blocks whose L2 parts were not their content, refused before publishing (the run fails).
+	WriteMismatches int64 `json:"write_mismatches"`
+	ReadTimeouts    int64 `json:"read_timeouts"` // reads given up at their deadline (in read_failures)
 	PrefetchCalls    int64 `json:"prefetch_calls"`    // l3_prefetch consensus calls (one per serving step and group; 0 at cp 1)
 	PrefetchWaitUs   struct {
 		P50 float64 `json:"p50"`
@@ -32,13 +38,14 @@ type L3Report struct {
 	} `json:"prefetch_wait_us"` // from issue to the consensus that agreed it done (slowest rank)
 }
 
-func newL3Report(c *Counters, o L3Options, fingerprint uint64) *L3Report {
+func newL3Report(c *cache.Counters, o L3Options, fingerprint uint64) *L3Report {
 	return &L3Report{Dir: o.Dir, Namespace: fmt.Sprintf("%016x", fingerprint), WritePolicy: o.WritePolicy.String(),
 		PrefetchPolicy: o.PrefetchPolicy.String(), BlockTokens: o.BlockTokens,
 		Writes: c.L3Writes, WriteBytes: c.L3WriteBytes, WriteErrors: c.L3WriteErrors, Reads: c.L3Reads, ReadBytes: c.L3ReadBytes,
 		ReadFailures: c.L3ReadFailures, Corrupt: c.L3Corrupt, Evictions: c.L3Evictions, Prefetches: c.L3Prefetches,
 		PrefetchBlocks: c.L3PrefetchBlocks, PrefetchMisses: c.L3PrefetchMisses, PrefetchTimeouts: c.L3PrefetchTimeouts,
-		PrefetchCalls: c.l3PrefetchCalls}
+		PrefetchFlushed: c.L3PrefetchFlushed, PrefetchCalls: c.L3PrefetchCalls, WriteMismatches: c.L3WriteMismatches,
+		ReadTimeouts: c.L3ReadTimeouts}
 }
 
 // writeSummary is the summary's L3 line; nothing without an L3.
@@ -49,15 +56,6 @@ func (r *L3Report) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  L3 (%s, %s, %d-token blocks): %d blocks written (%.1f MiB), %d write errors; %d read (%.1f MiB), %d failed reads (%d corrupt); %d evicted\n",
 		r.Dir, r.WritePolicy, r.BlockTokens, r.Writes, float64(r.WriteBytes)/(1<<20), r.WriteErrors, r.Reads, float64(r.ReadBytes)/(1<<20),
 		r.ReadFailures, r.Corrupt, r.Evictions)
-	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out; wait p50 %.0f us, p99 %.0f us; %d l3_prefetch consensus calls\n",
-		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99, r.PrefetchCalls)
-}
-
-// tally copies the tier's counts into c for the report.
-func (t *l3Tier) tally(c *Counters) {
-	sc := t.store.Counters()
-	c.L3Writes, c.L3WriteBytes, c.L3WriteErrors = t.writesDone.Load(), t.writeBytes.Load(), t.writeErrors.Load()
-	c.L3Reads, c.L3ReadBytes, c.L3ReadFailures = t.readsDone.Load(), t.readBytes.Load(), t.readFailures.Load()
-	c.L3Corrupt, c.L3Evictions = sc.Corrupt, sc.Evictions
-	c.L3Prefetches, c.L3PrefetchBlocks, c.L3PrefetchMisses, c.L3PrefetchTimeouts = t.prefetches, t.prefetchBlocks, t.prefetchMisses, t.prefetchTimeouts
+	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out, %d dropped by a flush; wait p50 %.0f us, p99 %.0f us; %d l3_prefetch consensus calls\n",
+		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchFlushed, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99, r.PrefetchCalls)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -195,11 +196,10 @@ func (m *metricsTicker) due() bool {
 // this rank's state, between steps, and enters no collective.
 func (rs *runState) groupView() *metricsView {
 	t := rs.job.Topo
-	c := rs.ctrl.counters
-	r := &Report{CP: t.CPSize, DP: t.DPSize, Steps: rs.steps,
+	c := rs.counters()
+	r := &Report{CP: t.CPSize, DP: t.DPSize, Steps: rs.core.Step(),
 		Groups: []GroupReport{{Group: t.CPGroup, latency: rs.cons.latency}}}
 	if rs.l3 != nil {
-		rs.l3.tally(&c)
 		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Fingerprint())
 	}
 	r.fill(&c)
@@ -213,7 +213,7 @@ func (rs *runState) writeMetricsIfDue() {
 		return
 	}
 	if err := rs.groupView().write(rs.opts.MetricsPath); err != nil {
-		rs.ctrl.fail(FailureMetrics, err)
+		rs.core.Fail(cache.FailureMetrics, err)
 	}
 }
 

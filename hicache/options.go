@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/hicache/workload"
@@ -93,13 +94,12 @@ type Options struct {
 	recordFlushWrong bool
 	flushAtEnd       bool
 
-	// tests only: commit on the local write frontier (see controller.testCommitOnLocalFrontier), with copies on
-	// one world rank slowed so that the others' commits come before its copies finish.
-	testCommitOnLocalFrontier bool
-	testSlowCopyRank          Injection
-	testPlacementAssertOff    bool
-	// testEvictionModel checks every L1 eviction against a model (controller.testEvictionModel).
-	testEvictionModel func(c *controller) evictionCheck
+	// tests only: deliberate bugs of the core (a simbugs build only; cache.Bugs), with copies on one world rank
+	// slowed so that the others' commits come before its copies finish.
+	testBugs         cache.Bugs
+	testSlowCopyRank Injection
+	// testEvictionModel checks every L1 eviction against a model (cache.Config.EvictionModel).
+	testEvictionModel func(c *cache.Core) cache.EvictionCheck
 	// testReserveShm replaces the slab's memory reservation (nil: fallocate), to fake a full /dev/shm.
 	testReserveShm func(f *os.File, bytes int64) error
 }
@@ -191,4 +191,34 @@ func (o *Options) geometry(cp int) pool.Geometry {
 		CPSize: cp, Layers: o.Layers, PayloadsPerLayer: o.PayloadsPerLayer, PageTokens: o.PageTokens,
 		TokenBytes: o.TokenBytes, Slots: o.L2Slots, SlabBytesMax: o.SlabBytesMax, Layout: o.Layout,
 	}
+}
+
+// The write policies are the core's (package cache).
+type WritePolicy = cache.WritePolicy
+
+const (
+	WriteThrough          = cache.WriteThrough
+	WriteThroughSelective = cache.WriteThroughSelective
+	WriteBack             = cache.WriteBack
+)
+
+// ParseWritePolicy reads --write-policy.
+func ParseWritePolicy(s string) (WritePolicy, error) { return cache.ParseWritePolicy(s) }
+
+// coreConfig is the core's configuration on one rank: the cache, the step program's schedule, validate's modes,
+// this rank's injected divergence, and the tests' checks.
+func (o *Options) coreConfig(g pool.Geometry, cpRank, group, worldRank int) cache.Config {
+	cfg := cache.Config{Geometry: g, DevicePages: o.DevicePages, Policy: o.Policy, Seed: o.Seed, CPRank: cpRank, Group: group,
+		SyncCopies: o.SyncCopies, FlushEvery: o.FlushEvery, PlacementAssertEvery: o.PlacementAssertEvery,
+		CheckInvariants: o.checkInvariants, RecordDivergence: o.recordDivergence, RecordFlushWrong: o.recordFlushWrong,
+		FlushAtEnd: o.flushAtEnd, Bugs: o.testBugs, EvictionModel: o.testEvictionModel}
+	if o.InjectDivergence.Set && o.InjectDivergence.Rank == worldRank {
+		cfg.PerturbAtStep = o.InjectDivergence.Step
+	}
+	if o.L3.Enabled() {
+		cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: o.L3.BlockTokens, WritePolicy: o.L3.WritePolicy,
+			PrefetchPolicy: o.L3.PrefetchPolicy, PrefetchThreshold: o.L3.PrefetchThreshold, BatchRequests: o.BatchRequests,
+			IgnoreFailedReads: o.L3.testIgnoreFailedReads}
+	}
+	return cfg
 }

@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
@@ -107,40 +106,49 @@ func (s CollectiveStats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]any{"count": s.Count, "skipped": s.Skipped, "comm_size": s.CommSizeMax, "comm_size_min": s.CommSizeMin})
 }
 
-// replicatedCounters are the same on every rank of a CP group: summed over CP-rank 0 of each group only.
-func replicatedCounters(c *Counters) []*int64 {
-	return []*int64{&c.Requests, &c.L1HitTokens, &c.L2HitTokens, &c.MissTokens, &c.BackupReserved, &c.BackupCommitted,
-		&c.ReserveMisses, &c.L2Evictions, &c.L1Evictions, &c.LoadBacks, &c.Uncached, &c.Flushes, &c.PlacementChecks, &c.Divergences,
-		&c.WriteThrottles, &c.IdealHitTokens, &c.consensusCalls, &c.consensusStepCalls, &c.consensusSkipped,
-		&c.L3HitTokens, &c.l3PrefetchCalls, &c.L3Prefetches, &c.L3PrefetchBlocks, &c.L3PrefetchMisses, &c.L3PrefetchTimeouts}
+// counters are this rank's tallies for the report: the core's, the runner's own (its L3 I/O), the store's and the
+// consensus statistics, each field defined once (cache.Counters).
+func (rs *runState) counters() cache.Counters {
+	c := rs.core.Counters()
+	mine := rs.io
+	if rs.l3 != nil {
+		sc := rs.l3.store.Counters()
+		mine.L3Corrupt, mine.L3Evictions = sc.Corrupt, sc.Evictions
+	}
+	consensusTallies(&mine, &rs.cons.stats)
+	for _, agg := range []string{"group", "rank"} {
+		dst, src := c.CounterFields(agg), mine.CounterFields(agg)
+		for i := range dst {
+			*dst[i] += *src[i]
+		}
+	}
+	return c
 }
 
-// perRankCounters differ by rank: summed over every rank.
-func perRankCounters(c *Counters) []*int64 {
-	return []*int64{&c.BytesD2H, &c.BytesH2D, &c.PagesChecked, &c.Mismatches, &c.CopyErrs, &c.AuditObjects, &c.AuditMismatches,
-		&c.L3Writes, &c.L3WriteBytes, &c.L3WriteErrors, &c.L3Reads, &c.L3ReadBytes, &c.L3ReadFailures, &c.L3Corrupt, &c.L3Evictions}
+// counts is counters, for validate's rows (after the pass).
+func (rs *runState) counts() *cache.Counters {
+	c := rs.counters()
+	return &c
 }
 
-// report aggregates over World (a collective every rank calls).
+// report aggregates over World (a collective every rank calls): the replicated counters over CP rank 0 of each
+// group, the per-rank ones over every rank, by their agg tags.
 func (rs *runState) report() (*Report, error) {
 	t := rs.job.Topo
-	c := rs.ctrl.counters
-	c.consensusTallies(&rs.cons.stats)
-	if rs.l3 != nil {
-		rs.l3.tally(&c)
-	}
-	sums := make([]int64, 0, 24)
-	for _, p := range replicatedCounters(&c) {
+	c := rs.counters()
+	group, rank := c.CounterFields("group"), c.CounterFields("rank")
+	sums := make([]int64, 0, len(group)+len(rank)+1)
+	for _, p := range group {
 		v := *p
 		if t.CPRank != 0 {
 			v = 0
 		}
 		sums = append(sums, v)
 	}
-	for _, p := range perRankCounters(&c) {
+	for _, p := range rank {
 		sums = append(sums, *p)
 	}
-	steps := rs.steps
+	steps := rs.core.Step()
 	if t.CPRank != 0 {
 		steps = 0
 	}
@@ -148,21 +156,15 @@ func (rs *runState) report() (*Report, error) {
 	if err := t.World.AllreduceInt64(sums, sums, mpi.Sum); err != nil {
 		return nil, err
 	}
-	i := 0
-	for _, p := range replicatedCounters(&c) {
-		*p, i = sums[i], i+1
+	for i, p := range append(group, rank...) {
+		*p = sums[i]
 	}
-	for _, p := range perRankCounters(&c) {
-		*p, i = sums[i], i+1
-	}
-	steps = sums[i]
+	steps = sums[len(sums)-1]
 	wall := time.Since(rs.start)
 	assertSeconds := rs.cons.stats[ObjectCompare].Seconds
-	timing := []int64{wall.Microseconds(), percentileNs(rs.cons.stepUs, 0.50), percentileNs(rs.cons.stepUs, 0.99),
-		int64(assertSeconds * 1e6), int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9)), 0, 0}
-	if rs.l3 != nil {
-		timing[5], timing[6] = percentileNs(rs.l3.prefetchWaitUs, 0.50), percentileNs(rs.l3.prefetchWaitUs, 0.99)
-	}
+	timing := []int64{wall.Microseconds(), int64(1e3 * rs.cons.stepUs.quantileUs(0.50)), int64(1e3 * rs.cons.stepUs.quantileUs(0.99)),
+		int64(assertSeconds * 1e6), int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9)),
+		int64(1e3 * rs.prefetchWait.quantileUs(0.50)), int64(1e3 * rs.prefetchWait.quantileUs(0.99))}
 	if err := t.World.AllreduceInt64(timing, timing, mpi.Max); err != nil {
 		return nil, err
 	}
@@ -184,10 +186,10 @@ func (rs *runState) report() (*Report, error) {
 	return r, nil
 }
 
-func (r *Report) fill(c *Counters) {
+func (r *Report) fill(c *cache.Counters) {
 	r.Placement.Checks, r.Placement.Divergences = c.PlacementChecks, c.Divergences
 	if r.CP == 1 { // the consensus skips every collective of a one-rank group: no assert compared anything
-		r.Placement.Checks, r.Placement.Skipped = 0, c.consensusSkipped
+		r.Placement.Checks, r.Placement.Skipped = 0, c.ConsensusSkipped
 	}
 	r.Verify.PagesChecked, r.Verify.Mismatches = c.PagesChecked, c.Mismatches
 	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = c.L1HitTokens, c.L2HitTokens, c.MissTokens
@@ -199,29 +201,18 @@ func (r *Report) fill(c *Counters) {
 	r.Bytes.D2H, r.Bytes.H2D = c.BytesD2H, c.BytesH2D
 	r.Flushes = c.Flushes
 	r.Verify.AuditObjects, r.Verify.AuditMismatches, r.Verify.CopyErrors = c.AuditObjects, c.AuditMismatches, c.CopyErrs
-	r.Consensus.Calls, r.Consensus.Skipped = c.consensusCalls, c.consensusSkipped
+	r.Consensus.Calls, r.Consensus.Skipped = c.ConsensusCalls, c.ConsensusSkipped
 	if r.Steps > 0 {
-		r.Consensus.CallsPerStep = float64(c.consensusStepCalls) / float64(r.Steps)
+		r.Consensus.CallsPerStep = float64(c.ConsensusStepCalls) / float64(r.Steps)
 	}
 }
 
 // consensusTallies copies the consensus statistics into the counters the report sums.
-func (c *Counters) consensusTallies(stats *[consensusKinds]CollectiveStats) {
-	c.consensusStepCalls = stats[StepConsensus].Count + stats[FlushConsensus].Count
-	c.consensusCalls = c.consensusStepCalls + stats[FinalConsensus].Count
-	c.consensusSkipped = stats[StepConsensus].Skipped + stats[FlushConsensus].Skipped + stats[FinalConsensus].Skipped
-	c.l3PrefetchCalls = stats[PrefetchCount].Count
-}
-
-// percentileNs is the q-quantile of samples (microseconds), in nanoseconds so it travels as an integer.
-func percentileNs(samplesUs []float64, q float64) int64 {
-	if len(samplesUs) == 0 {
-		return 0
-	}
-	s := slices.Clone(samplesUs)
-	slices.Sort(s)
-	idx := int(math.Ceil(q*float64(len(s)))) - 1
-	return int64(s[max(0, idx)] * 1e3)
+func consensusTallies(c *cache.Counters, stats *[consensusKinds]CollectiveStats) {
+	c.ConsensusStepCalls = stats[StepConsensus].Count + stats[FlushConsensus].Count
+	c.ConsensusCalls = c.ConsensusStepCalls + stats[FinalConsensus].Count
+	c.ConsensusSkipped = stats[StepConsensus].Skipped + stats[FlushConsensus].Skipped + stats[FinalConsensus].Skipped
+	c.L3PrefetchCalls = stats[PrefetchCount].Count
 }
 
 // gatherGroups collects, over World, each CP group's hosts and per-kind collective stats.
@@ -238,7 +229,7 @@ func (rs *runState) gatherGroups() ([]GroupReport, error) {
 		mine = append(mine, s.Count, s.Skipped, int64(s.CommSizeMin), int64(s.CommSizeMax))
 		mine = append(mine, rs.cons.latency[k].words()...)
 	}
-	mine = append(mine, rs.ctrl.counters.L3HitTokens)
+	mine = append(mine, rs.core.Counters().L3HitTokens)
 	all := make([]int64, len(mine)*t.World.Size())
 	if err := t.World.AllgatherInt64(mine, all); err != nil {
 		return nil, err

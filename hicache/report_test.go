@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -20,9 +21,9 @@ func TestRunFailedIsPrintedOnce(t *testing.T) {
 func TestSummarySaysWhatWasNotChecked(t *testing.T) {
 	summary := func(cp int, pagesChecked int64) string {
 		r := &Report{Ranks: cp, CP: cp, DP: 1}
-		c := &Counters{PlacementChecks: 5, PagesChecked: pagesChecked}
+		c := &cache.Counters{PlacementChecks: 5, PagesChecked: pagesChecked}
 		if cp == 1 { // a one-rank group's consensus calls are skipped, and so no digest is compared
-			c.PlacementChecks, c.consensusSkipped = 0, 5
+			c.PlacementChecks, c.ConsensusSkipped = 0, 5
 		}
 		r.fill(c)
 		var b strings.Builder

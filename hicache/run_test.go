@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
@@ -46,7 +47,7 @@ func smallOptions() *Options {
 		SlabBytesMax: 1 << 20, Layout: pool.LayerFirst, Policy: WriteThrough, BatchRequests: 3,
 		PlacementAssertEvery: 4, Seed: 7, VocabSize: 32000, Synthetic: syn, Collective: "mpi",
 		WatchdogTimeout: 60 * time.Second, JobID: "test", Quiet: true, checkInvariants: true,
-		testEvictionModel: naiveEvictionModel,
+		testEvictionModel: cache.WalkEvictionModel,
 	}
 }
 
@@ -136,48 +137,6 @@ func TestInjectedDivergenceIsCaughtAtTheNextAssert(t *testing.T) {
 		t.Errorf("rank %d of an unperturbed group: %v, want the peer-failure error", testWorld.Rank(), err)
 	}
 	checkNoLeakedSegments(t)
-}
-
-func TestFlushRestoresTheFreshAllocator(t *testing.T) {
-	job := testJob(t)
-	opts := smallOptions()
-	rs := &runState{job: job, opts: opts, start: time.Now()}
-	if err := rs.setUp(); err != nil {
-		t.Fatal(err)
-	}
-	defer rs.tearDown()
-	events, err := workload.GenerateSynthetic(opts.Synthetic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20 && i < len(events); i++ {
-		if !events[i].Flush {
-			if err := rs.ctrl.serve(&events[i].Request); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	rs.ctrl.endStep()
-	if _, err := rs.ctrl.agree(StepConsensus, false, true); err != nil {
-		t.Fatal(err)
-	}
-	if rs.ctrl.alloc.Digest() == rs.ctrl.alloc.FreshDigest() {
-		t.Fatal("the workload did not change the allocator")
-	}
-	if err := rs.ctrl.flush(false); err != nil {
-		t.Fatal(err)
-	}
-	if rs.ctrl.failure != nil || rs.ctrl.counters.FlushWrong != 0 {
-		t.Fatalf("flush failed its own check: %v", rs.ctrl.failure)
-	}
-	a := rs.ctrl.alloc
-	if a.Digest() != a.FreshDigest() || a.FreeSlots() != opts.L2Slots || a.Objects() != 0 || rs.ctrl.tree.nodes != 0 || rs.ctrl.dev.available() != opts.DevicePages {
-		t.Errorf("after flush: digest %x (fresh %x), %d free slots, %d objects, %d nodes, %d free device pages",
-			a.Digest(), a.FreshDigest(), a.FreeSlots(), a.Objects(), rs.ctrl.tree.nodes, rs.ctrl.dev.available())
-	}
-	if err := a.CheckInvariants(); err != nil {
-		t.Error(err)
-	}
 }
 
 func TestValidateMatrixPasses(t *testing.T) {

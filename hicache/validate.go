@@ -134,7 +134,7 @@ func (rs *runState) sumOverGroups(groupValues, rankValues []int64) ([]int64, err
 }
 
 func (rs *runState) steps64() (int64, error) {
-	s, err := rs.sumOverGroups([]int64{rs.steps}, nil)
+	s, err := rs.sumOverGroups([]int64{rs.core.Step()}, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -151,8 +151,8 @@ func verdict(c Check, ok bool) Check {
 
 // checkPlacement: every object placed identically on every CP rank (per-object hashes, not only digests).
 func (rs *runState) checkPlacement() (Check, error) {
-	c := &rs.ctrl.counters
-	v, err := rs.sumOverGroups([]int64{c.ObjectsCompared, c.ObjectsWrong, c.Divergences, c.PlacementChecks, rs.steps}, nil)
+	c := rs.counts()
+	v, err := rs.sumOverGroups([]int64{c.ObjectsCompared, c.ObjectsWrong, c.Divergences, c.PlacementChecks, rs.core.Step()}, nil)
 	if err != nil {
 		return Check{}, err
 	}
@@ -168,13 +168,13 @@ func (rs *runState) checkPlacement() (Check, error) {
 // checkDivergenceDetected: the injected perturbation is caught at the first assert after it, and the group then
 // carries on from a fresh state with no further divergence.
 func (rs *runState) checkDivergenceDetected() (Check, error) {
-	c := &rs.ctrl.counters
+	c := rs.counts()
 	wantStep := divergenceWantStep(rs.opts.FlushEvery)
 	caughtLate := int64(0)
 	if c.DivergenceFirstStep != wantStep {
 		caughtLate = 1
 	}
-	v, err := rs.sumOverGroups([]int64{caughtLate, c.Divergences, rs.steps}, nil)
+	v, err := rs.sumOverGroups([]int64{caughtLate, c.Divergences, rs.core.Step()}, nil)
 	if err != nil {
 		return Check{}, err
 	}
@@ -204,7 +204,7 @@ func divergenceWantStep(flushEvery int64) int64 {
 func checkFlushReset(passes ...*runState) (Check, error) {
 	var flushes, wrong int64
 	for _, rs := range passes {
-		v, err := rs.sumOverGroups(nil, []int64{rs.ctrl.counters.Flushes, rs.ctrl.counters.FlushWrong})
+		v, err := rs.sumOverGroups(nil, []int64{rs.counts().Flushes, rs.counts().FlushWrong})
 		if err != nil {
 			return Check{}, err
 		}
@@ -252,7 +252,7 @@ func checkScoping(passes ...*runState) (Check, error) {
 // checkCapacity: with an L2 far smaller than the working set, the miss path (evict, or skip the backup) took
 // the same decisions on every rank of each CP group.
 func (rs *runState) checkCapacity() (Check, error) {
-	c := &rs.ctrl.counters
+	c := rs.counts()
 	local := []uint64{uint64(c.ReserveMisses), uint64(c.L2Evictions), uint64(c.BackupReserved)}
 	minMax := make([]uint64, 2*len(local))
 	for i, x := range local {
@@ -267,7 +267,7 @@ func (rs *runState) checkCapacity() (Check, error) {
 			differ++
 		}
 	}
-	v, err := rs.sumOverGroups([]int64{differ, c.ReserveMisses, c.L2Evictions, rs.steps}, nil)
+	v, err := rs.sumOverGroups([]int64{differ, c.ReserveMisses, c.L2Evictions, rs.core.Step()}, nil)
 	if err != nil {
 		return Check{}, err
 	}
@@ -280,7 +280,7 @@ func (rs *runState) checkCapacity() (Check, error) {
 func checkData(passes ...*runState) (Check, error) {
 	var checked, mismatches, steps int64
 	for _, rs := range passes {
-		v, err := rs.sumOverGroups([]int64{rs.steps}, []int64{rs.ctrl.counters.PagesChecked, rs.ctrl.counters.Mismatches})
+		v, err := rs.sumOverGroups([]int64{rs.core.Step()}, []int64{rs.counts().PagesChecked, rs.counts().Mismatches})
 		if err != nil {
 			return Check{}, err
 		}

@@ -81,17 +81,15 @@ func removeValidationL3Dir(job *spmd.Job, dir string) {
 func checkL3(fill, read *runState) (Check, error) {
 	var wrong, written int64
 	for _, rs := range []*runState{fill, read} {
-		c := rs.ctrl.counters
-		rs.l3.tally(&c)
-		v, err := rs.sumOverGroups([]int64{c.Divergences}, []int64{c.Mismatches, c.AuditMismatches, c.L3Corrupt, c.L3Writes})
+		c := *rs.counts()
+		v, err := rs.sumOverGroups([]int64{c.Divergences}, []int64{c.Mismatches, c.AuditMismatches, c.L3Corrupt, c.L3WriteMismatches, c.L3Writes})
 		if err != nil {
 			return Check{}, err
 		}
-		wrong, written = wrong+v[0]+v[1]+v[2]+v[3], written+v[4]
+		wrong, written = wrong+v[0]+v[1]+v[2]+v[3]+v[4], written+v[5]
 	}
-	c := read.ctrl.counters
-	read.l3.tally(&c)
-	v, err := read.sumOverGroups([]int64{c.L3HitTokens, c.L3PrefetchMisses, read.steps}, []int64{c.L3Reads, c.PagesChecked})
+	c := *read.counts()
+	v, err := read.sumOverGroups([]int64{c.L3HitTokens, c.L3PrefetchMisses, read.core.Step()}, []int64{c.L3Reads, c.PagesChecked})
 	if err != nil {
 		return Check{}, err
 	}

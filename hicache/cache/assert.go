@@ -1,11 +1,11 @@
-package hicache
+package cache
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -25,7 +25,7 @@ type DivergenceError struct {
 }
 
 // Scope: every rank of the group sees the same agreed digests and hashes.
-func (e *DivergenceError) Scope() spmd.Scope { return spmd.GroupScope }
+func (e *DivergenceError) Scope() errscope.Scope { return errscope.GroupScope }
 
 func (e *DivergenceError) Error() string {
 	head := fmt.Sprintf("placement divergence in CP group %d at step %d (event %d), caught by the %s", e.Group, e.Step, e.Event, e.Where)
@@ -49,9 +49,9 @@ func (e *DivergenceError) Error() string {
 
 // divergence builds the error of a consensus whose digests differed, with every rank's digest. Every rank of the
 // group calls it after the same agreement, so the gather matches.
-func (c *controller) divergence(kind ConsensusKind, digest uint64) error {
+func (c *Core) divergence(kind ConsensusKind, digest uint64) error {
 	c.counters.Divergences++
-	all, err := c.cons.gatherDigests(digest)
+	all, err := c.gatherDigests(digest)
 	if err != nil {
 		return err
 	}
@@ -59,14 +59,14 @@ func (c *controller) divergence(kind ConsensusKind, digest uint64) error {
 	if kind == FlushConsensus {
 		where += " (before the flush's reset)"
 	}
-	return &DivergenceError{Step: c.cons.step, Event: c.clock, Group: c.cons.group, Where: where, Digests: all}
+	return &DivergenceError{Step: c.step, Event: c.clock, Group: c.cfg.Group, Where: where, Digests: all}
 }
 
 // comparePlacements compares every live object's placement across the CP group, not only the digest: MIN and
 // MAX of each object's placement hash, in object-id order. Objects placed differently are a divergence, or in
 // validate (record) only counted.
-func (c *controller) comparePlacements(record bool) error {
-	if c.testAssertOff {
+func (c *Core) comparePlacements(record bool) error {
+	if c.cfg.Bugs.has(BugAssertOff) {
 		return nil
 	}
 	ids := make([]pool.ObjectID, 0, len(c.objectNodes))
@@ -79,7 +79,7 @@ func (c *controller) comparePlacements(record bool) error {
 		h := c.alloc.PlacementHash(id) ^ pool.Mix64(uint64(id))
 		hashes[2*i], hashes[2*i+1] = h, ^h
 	}
-	sameCount, err := c.cons.compareObjects(hashes)
+	sameCount, err := c.compareObjects(hashes)
 	if err != nil {
 		return err
 	}
@@ -99,33 +99,29 @@ func (c *controller) comparePlacements(record bool) error {
 		return nil
 	}
 	c.counters.Divergences++
-	return &DivergenceError{Step: c.cons.step, Event: c.clock, Group: c.cons.group, Where: "object-by-object comparison", ObjectsWrong: wrong}
+	return &DivergenceError{Step: c.step, Event: c.clock, Group: c.cfg.Group, Where: "object-by-object comparison", ObjectsWrong: wrong}
 }
 
 // audit checks a freshly committed object's bytes in the shared slab, every CP rank's parts of it, against the
 // content function, on the one rank of the group its sequence number names. A rank's load-back verification sees
 // only its own parts; the audit is what catches a commit that came before another rank's copy finished.
-func (c *controller) audit(op *copyOp) {
+func (c *Core) audit(op *copyOp) {
 	g := c.geometry()
-	if int(op.seq%uint64(g.CPSize)) != c.cpRank {
+	if int(op.seq%uint64(g.CPSize)) != c.cfg.CPRank {
 		return
 	}
-	extents, ok := c.alloc.Extents(op.obj)
-	if !ok {
-		c.fail(FailureAllocator, fmt.Errorf("audit: committed L2 object %d has no placement", op.obj))
+	slots, err := c.slotsOf(op.obj, 0, len(op.devicePages))
+	if err != nil {
+		c.fail(FailureAllocator, fmt.Errorf("audit: committed L2 object %d: %w", op.obj, err))
 		return
 	}
-	bad, page := false, 0
-	for _, e := range extents {
-		for s := uint32(0); s < e.Slots; s++ {
-			if !c.auditSlot(op, int(e.Slab), int(e.FirstSlot+s), page) {
-				bad = true
-			}
-			page++
-		}
+	ranks := g.CPSize
+	if c.cfg.Bugs.has(BugAuditSkipsRank) {
+		ranks--
 	}
+	ok := c.env.Audit(&Audit{Seq: op.seq, Object: uint64(op.obj), Slots: slots, Tokens: op.tokens, StartPos: op.startPos, Ranks: ranks})
 	c.counters.AuditObjects++
-	if bad {
+	if !ok {
 		c.counters.AuditMismatches++
 	}
 }
@@ -133,7 +129,10 @@ func (c *controller) audit(op *copyOp) {
 // holdForAudit protects a freshly committed object until the group's next consensus, on every rank alike. The
 // auditing rank reads every rank's parts; without the hold a faster rank could evict the object in its next step
 // and start writing a new backup into the same slots while the auditor still reads them.
-func (c *controller) holdForAudit(op *copyOp) {
+func (c *Core) holdForAudit(op *copyOp) {
+	if c.cfg.Bugs.has(BugNoAuditHold) {
+		return
+	}
 	if err := c.alloc.Protect(op.obj); err != nil {
 		c.fail(FailureAllocator, fmt.Errorf("audit hold of L2 object %d: %w", op.obj, err))
 		return
@@ -142,7 +141,7 @@ func (c *controller) holdForAudit(op *copyOp) {
 }
 
 // releaseAudited drops the holds of the last consensus's commits: by this consensus the auditor has finished.
-func (c *controller) releaseAudited() {
+func (c *Core) releaseAudited() {
 	for _, obj := range c.auditHeld {
 		if err := c.alloc.Unprotect(obj); err != nil {
 			c.fail(FailureAllocator, fmt.Errorf("audit release of L2 object %d: %w", obj, err))
@@ -151,30 +150,9 @@ func (c *controller) releaseAudited() {
 	c.auditHeld = c.auditHeld[:0]
 }
 
-// auditSlot checks one slot of an object (its page-th page): every rank, layer and payload.
-func (c *controller) auditSlot(op *copyOp, slab, slot, page int) bool {
-	g := c.geometry()
-	toks := op.tokens[page*g.PageTokens : (page+1)*g.PageTokens]
-	firstPos := op.startPos + page*g.PageTokens
-	ok := true
-	for rank := 0; rank < g.CPSize; rank++ {
-		for layer := 0; layer < g.Layers; layer++ {
-			for payload := 0; payload < g.PayloadsPerLayer; payload++ {
-				off := g.PartOffset(slab, slot, rank, layer, payload)
-				got := c.slabs[slab][off : off+c.partBytes]
-				key := contentKey{seed: c.cfg.Seed, rank: rank, layer: layer, payload: payload}
-				if !partMatches(got, toks, firstPos, g.TokenBytes, key) {
-					ok = false
-				}
-			}
-		}
-	}
-	return ok
-}
-
 // checkStepInvariants verifies, between steps, that no node is still locked, that exactly the pages of copies
 // in flight are pinned, and that every device page is either free or owned by exactly one node.
-func (c *controller) checkStepInvariants() error {
+func (c *Core) checkStepInvariants() error {
 	owners := make([]int, c.dev.capacity())
 	var err error
 	c.tree.forEach(func(n *treeNode) {

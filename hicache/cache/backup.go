@@ -1,4 +1,4 @@
-package hicache
+package cache
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 // backup reserves an L2 object for the node and starts copying this rank's parts of it, layer by layer. A
 // capacity miss evicts or skips inside the allocator, identically on every rank, with no communication.
-func (c *controller) backup(n *treeNode) *copyOp {
+func (c *Core) backup(n *treeNode) *copyOp {
 	pages := n.pages(c.geometry().PageTokens)
 	if pages > c.geometry().Slots {
 		// An object larger than the whole L2 can never fit: a miss, decided the same way on every rank.
@@ -21,23 +21,23 @@ func (c *controller) backup(n *treeNode) *copyOp {
 	obj := pool.ObjectID(seq)
 	outcome, err := c.alloc.Reserve(obj, pages, seq, c.clock)
 	if err != nil {
-		panic(fmt.Sprintf("hicache: reserve of %d pages for node %d: %v", pages, n.id, err))
+		panic(fmt.Sprintf("cache: reserve of %d pages for node %d: %v", pages, n.id, err))
 	}
 	c.dropEvicted()
 	if outcome == pool.Miss {
 		c.counters.ReserveMisses++
 		return nil
 	}
-	spans, err := c.spansFor(obj, 0, n.devicePages)
+	slots, err := c.slotsOf(obj, 0, len(n.devicePages))
 	if err != nil {
-		panic(fmt.Sprintf("hicache: placement of fresh object %d: %v", obj, err))
+		panic(fmt.Sprintf("cache: placement of fresh object %d: %v", obj, err))
 	}
 	n.l2, n.l2Offset = obj, 0
 	c.objectNodes[obj] = []*treeNode{n}
-	op := &copyOp{seq: seq, obj: obj, node: n, tokens: n.tokens, startPos: n.startPos, devicePages: slices.Clone(n.devicePages), spans: spans}
+	op := &copyOp{seq: seq, obj: obj, node: n, tokens: n.tokens, startPos: n.startPos, devicePages: slices.Clone(n.devicePages), slots: slots}
 	c.dev.pin(op.devicePages)
 	c.writes.push(op)
-	c.submit(op, true)
+	c.startCopy(op, true)
 	c.counters.BackupReserved++
 	c.counters.BytesD2H += int64(pages) * c.pageBytesPerRank()
 	return op
@@ -51,7 +51,7 @@ func (c *controller) backup(n *treeNode) *copyOp {
 // and queued when the step unlocks it. The tail keeps its key, locks, children and pin state (a copy pins all of
 // a node's pages). When a copy of the node before the split ends, only the tail is told (commit), but the head
 // still has the tail on the device below it, so it becomes a candidate only when the tail leaves (childLeftL1).
-func (c *controller) noteSplit(head, tail *treeNode) {
+func (c *Core) noteSplit(head, tail *treeNode) {
 	for i := 0; i < tail.lockRefs; i++ {
 		c.work.locked = append(c.work.locked, head)
 	}

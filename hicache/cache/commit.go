@@ -1,39 +1,35 @@
-package hicache
+package cache
 
-import (
-	"fmt"
-	"runtime"
-	"time"
-)
-
-// drainPollInterval is how long a rank waits between two looks at its own copies while it drains them: long
-// enough to let the copy worker run on an oversubscribed node, short next to a page copy.
-const drainPollInterval = 50 * time.Microsecond
+import "fmt"
 
 // fail records this rank's failure for its group's next consensus; the first one since the last consensus wins.
-func (c *controller) fail(code FailureCode, err error) {
+func (c *Core) fail(code FailureCode, err error) {
 	if c.failure == nil {
 		c.failure = &LocalFailure{Code: code, Err: err}
 	}
 }
 
 // agree is the consensus of one step, or of a flush or the end of the run (drain true): it finishes this rank's
-// load-backs (a local wait, then byte verification), with drain also its backups, and brings the frontiers, the
-// digest and any failure to one all-reduce over the CP group. Then it commits every backup the group finished and
-// releases the load-backs every rank finished, the same ones on every rank. checkDigest false (a recovery flush
-// after a recorded divergence) lets differing digests pass.
+// load-backs (a local wait, then byte verification), with drain also its backups and L3 I/O, and brings the
+// frontiers, the digest and any failure to one all-reduce over the CP group. Then it commits every backup the
+// group finished and releases the load-backs every rank finished, the same ones on every rank. checkDigest false
+// (a recovery flush after a recorded divergence) lets differing digests pass.
 //
 // Every rank calls it at the same point of every step whatever its local state, and the number of calls never
 // depends on local state: waiting for copies is local, so a drain costs this one call.
-func (c *controller) agree(kind ConsensusKind, drain, checkDigest bool) (agreement, error) {
-	// The copy worker's goroutine can sit queued behind this one, which is locked to its OS thread for MPI;
-	// yielding once a step lets it run, as a GPU's copy engine would during the forward pass.
-	runtime.Gosched()
-	c.finishLoads()
-	if drain {
-		c.waitLocal("write drain", "a backup copy on this rank did not complete", func() bool { return c.writes.advance() >= c.writes.lastSeq })
+func (c *Core) agree(kind ConsensusKind, drain, checkDigest bool) (agreement, error) {
+	c.env.Poll()
+	if err := c.finishLoads(); err != nil {
+		return agreement{}, err
 	}
-	c.waitL3(drain)
+	if drain {
+		if err := c.env.Wait(waitWrites, func() bool { return c.writes.advance() >= c.writes.lastSeq }); err != nil {
+			return agreement{}, err
+		}
+	}
+	if err := c.waitL3(drain); err != nil {
+		return agreement{}, err
+	}
 	writeFrontier, loadFrontier := c.writes.advance(), c.loads.advance()
 	c.noteFailedCopies()
 	v := vote{writeFrontier: writeFrontier, writeIdle: writeFrontier >= c.writes.lastSeq, loadFrontier: loadFrontier,
@@ -42,27 +38,27 @@ func (c *controller) agree(kind ConsensusKind, drain, checkDigest bool) (agreeme
 		c.l3.vote(&v)
 	}
 	c.failure = nil
-	a, err := c.cons.agree(kind, v)
+	a, err := c.consensus(kind, v)
 	if err != nil {
 		return a, err
 	}
-	if c.cons.cp.Size() > 1 {
+	if c.cfg.Geometry.CPSize > 1 {
 		c.counters.PlacementChecks++
 	}
-	if checkDigest && !c.testAssertOff && !a.digestsAgree() {
+	if checkDigest && !c.cfg.Bugs.has(BugAssertOff) && !a.digestsAgree() {
 		return a, c.divergence(kind, v.digest)
 	}
 	// Flush and final always drain, on every rank; a step drains when its rank throttles, a decision that could
 	// differ between ranks if their states did, so only the kind, never the local drain flag, decides the check.
 	if !a.loadDone || (kind != StepConsensus && !a.writeIdle) {
 		return a, fmt.Errorf("%s consensus of CP group %d at step %d: a rank still had copies in flight after its local wait (load-backs done %v, backups idle %v)",
-			kind, c.cons.group, c.cons.step, a.loadDone, a.writeIdle)
+			kind, c.cfg.Group, c.step, a.loadDone, a.writeIdle)
 	}
 	if c.l3 != nil && kind != StepConsensus && a.storeFrontier < c.l3.lastSeq.write {
-		return a, fmt.Errorf("%s consensus of CP group %d at step %d: a rank still had L3 writes in flight after its local wait", kind, c.cons.group, c.cons.step)
+		return a, fmt.Errorf("%s consensus of CP group %d at step %d: a rank still had L3 writes in flight after its local wait", kind, c.cfg.Group, c.step)
 	}
 	committedUpTo := a.writeFrontier
-	if c.testCommitOnLocalFrontier {
+	if c.cfg.Bugs.has(BugCommitOnLocalFrontier) {
 		committedUpTo = writeFrontier
 	}
 	c.releaseAudited()
@@ -77,48 +73,30 @@ func (c *controller) agree(kind ConsensusKind, drain, checkDigest bool) (agreeme
 }
 
 // waitL3 is the L3's local wait before a consensus: a drain (flush, final, or a backlog of writes holding too
-// much L2) waits for all of this rank's L3 I/O; a step waits for its prefetch reads as the policy says.
-func (c *controller) waitL3(drain bool) {
+// much L2) waits for all of this rank's L3 I/O; a step waits for its prefetch reads as the policy says (the Env
+// ends a read that outlives its deadline as a failed one, so the timeout policy's wait ends by then).
+func (c *Core) waitL3(drain bool) error {
 	t := c.l3
 	if t == nil {
-		return
+		return nil
 	}
 	if drain || t.writeBacklog(c.geometry().Slots) {
-		c.waitLocal("L3 drain", "an L3 read or write on this rank did not finish", t.idle)
-		return
+		return c.env.Wait(waitL3, t.idle)
 	}
-	switch t.opts.PrefetchPolicy {
-	case PrefetchWaitComplete:
-		c.waitLocal("L3 prefetch wait", "an L3 read on this rank did not finish", func() bool { return t.prefetchSettled(time.Now()) })
-	case PrefetchTimeout:
-		// Bounded by the deadlines (30 s at most), not by the watchdog, whose timeout may be shorter.
-		for !t.prefetchSettled(time.Now()) {
-			time.Sleep(drainPollInterval)
-		}
+	if t.cfg.PrefetchPolicy == PrefetchBestEffort {
+		return nil
 	}
-}
-
-// waitLocal polls until done, with the watchdog's drain slot armed under name: a copy that never completes ends
-// the job with that name, however many quick polls the wait is made of.
-func (c *controller) waitLocal(name, hint string, done func() bool) {
-	if done() {
-		return
-	}
-	c.cons.watchdog.ArmDrain(name, hint, c.cons.group, c.cons.cp.Size(), c.cons.step)
-	defer c.cons.watchdog.DisarmDrain()
-	for !done() {
-		time.Sleep(drainPollInterval)
-	}
+	return c.env.Wait(waitPrefetch, t.readsDone)
 }
 
 // noteFailedCopies records the first finished copy that failed, of either direction, as this rank's failure.
-func (c *controller) noteFailedCopies() {
+func (c *Core) noteFailedCopies() {
 	for _, q := range []*opQueue{&c.writes, &c.loads} {
 		for _, op := range q.ops {
 			if !op.done() || op.failCounted {
 				continue
 			}
-			if err := opErr(op); err != nil {
+			if err := op.err; err != nil {
 				op.failCounted = true
 				c.counters.CopyErrs++
 				c.fail(FailureCopy, fmt.Errorf("%w: %s %d (L2 object %d): %w", errCopy, q.name, op.seq, op.obj, err))
@@ -129,10 +107,12 @@ func (c *controller) noteFailedCopies() {
 
 // finishLoads waits, on this rank alone, until every load-back issued so far is done, and verifies each against
 // the content function. The group's agreement that every rank finished follows in the consensus.
-func (c *controller) finishLoads() {
-	c.waitLocal("load wait", "a load-back copy on this rank did not complete", func() bool { return c.loads.advance() >= c.loads.lastSeq })
+func (c *Core) finishLoads() error {
+	if err := c.env.Wait(waitLoads, func() bool { return c.loads.advance() >= c.loads.lastSeq }); err != nil {
+		return err
+	}
 	for _, op := range c.loads.ops {
-		if op.verified || opErr(op) != nil {
+		if op.verified || op.err != nil {
 			continue
 		}
 		op.verified = true
@@ -140,11 +120,12 @@ func (c *controller) finishLoads() {
 			c.fail(FailureDevice, fmt.Errorf("verifying load-back %d: %w", op.seq, err))
 		}
 	}
+	return nil
 }
 
 // commit marks every backup with seq <= upTo committed, in sequence order: every rank of the group has finished
 // them, so every rank commits them at this same step. The auditing rank then checks each whole object.
-func (c *controller) commit(upTo uint64) {
+func (c *Core) commit(upTo uint64) {
 	for _, op := range c.writes.retire(upTo) {
 		if err := c.alloc.MarkObjectCommitted(op.obj); err != nil {
 			c.fail(FailureAllocator, fmt.Errorf("commit of L2 object %d: %w", op.obj, err))
@@ -163,10 +144,13 @@ func (c *controller) commit(upTo uint64) {
 }
 
 // releaseLoads retires the load-backs every rank has finished: their device pages and L2 objects are free again.
-func (c *controller) releaseLoads(upTo uint64) {
+func (c *Core) releaseLoads(upTo uint64) {
 	for _, op := range c.loads.retire(upTo) {
 		c.dev.unpin(op.devicePages)
 		c.evictq.push(op.node) // unpinned; see noteSplit for the nodes split off it
+		if c.cfg.Bugs.has(BugNoLoadProtect) {
+			continue // the bug: its protection was never taken
+		}
 		if err := c.alloc.Unprotect(op.obj); err != nil {
 			c.fail(FailureAllocator, fmt.Errorf("unprotect L2 object %d: %w", op.obj, err))
 		}
@@ -174,7 +158,7 @@ func (c *controller) releaseLoads(upTo uint64) {
 }
 
 // endStep releases the nodes the step's requests used.
-func (c *controller) endStep() {
+func (c *Core) endStep() {
 	work := &c.work
 	for _, n := range work.locked {
 		n.lockRefs--
@@ -187,7 +171,7 @@ func (c *controller) endStep() {
 
 // writeBacklogPages counts the device pages pinned by backups not yet committed. It is the same number on every
 // rank of the group: pins are taken when a backup is issued and released when a consensus commits it.
-func (c *controller) writeBacklogPages() int {
+func (c *Core) writeBacklogPages() int {
 	n := 0
 	for _, op := range c.writes.ops {
 		n += len(op.devicePages)
@@ -199,7 +183,7 @@ func (c *controller) writeBacklogPages() int {
 // rank whose copies lag would otherwise keep L1 full of pinned pages and stop caching, as a serving engine stalls
 // on a saturated copy stream. The backlog is replicated state; and even if it were not, the decision only changes
 // how long a rank waits before the step's one consensus, never how many collectives it enters.
-func (c *controller) throttleWrites() bool {
+func (c *Core) throttleWrites() bool {
 	if c.writeBacklogPages() <= c.dev.capacity()/2 {
 		return false
 	}

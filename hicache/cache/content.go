@@ -1,4 +1,4 @@
-package hicache
+package cache
 
 import (
 	"encoding/binary"
@@ -11,18 +11,18 @@ import (
 // rank can recompute what a page must hold and check a load-back byte for byte: a lost write, a stale page or a
 // rank that overwrote another rank's range all show up as mismatches.
 
-// contentKey identifies what one part holds, minus the tokens.
-type contentKey struct {
-	seed    uint64
-	rank    int
-	layer   int
-	payload int
+// ContentKey identifies what one part holds, minus the tokens.
+type ContentKey struct {
+	Seed    uint64
+	Rank    int
+	Layer   int
+	Payload int
 }
 
-// fillPart writes the content of one part: the tokens of one page starting at position firstPos, each token
+// FillPart writes the content of one part: the tokens of one page starting at position firstPos, each token
 // getting tokenBytes bytes. len(dst) must be len(tokens)*tokenBytes, and tokenBytes a multiple of 8.
-func fillPart(dst []byte, tokens []int32, firstPos int, tokenBytes int, k contentKey) {
-	base := pool.Mix64(k.seed ^ uint64(k.rank)<<48 ^ uint64(k.layer)<<32 ^ uint64(k.payload)<<24)
+func FillPart(dst []byte, tokens []int32, firstPos int, tokenBytes int, k ContentKey) {
+	base := pool.Mix64(k.Seed ^ uint64(k.Rank)<<48 ^ uint64(k.Layer)<<32 ^ uint64(k.Payload)<<24)
 	for i, tok := range tokens {
 		h := pool.Mix64(base ^ uint64(uint32(tok)) ^ uint64(firstPos+i)<<32)
 		row := dst[i*tokenBytes : (i+1)*tokenBytes]
@@ -33,14 +33,14 @@ func fillPart(dst []byte, tokens []int32, firstPos int, tokenBytes int, k conten
 	}
 }
 
-// partMatches reports whether got is what fillPart would write. It recomputes the words and compares them as it
+// PartMatches reports whether got is what FillPart would write. It recomputes the words and compares them as it
 // goes, stopping at the first difference: the commit audit reads every rank's parts of every object, so this runs
 // once per byte backed up, and writing the expected bytes out first would double its memory traffic.
-func partMatches(got []byte, tokens []int32, firstPos int, tokenBytes int, k contentKey) bool {
+func PartMatches(got []byte, tokens []int32, firstPos int, tokenBytes int, k ContentKey) bool {
 	if len(got) != len(tokens)*tokenBytes {
 		return false
 	}
-	base := pool.Mix64(k.seed ^ uint64(k.rank)<<48 ^ uint64(k.layer)<<32 ^ uint64(k.payload)<<24)
+	base := pool.Mix64(k.Seed ^ uint64(k.Rank)<<48 ^ uint64(k.Layer)<<32 ^ uint64(k.Payload)<<24)
 	for i, tok := range tokens {
 		h := pool.Mix64(base ^ uint64(uint32(tok)) ^ uint64(firstPos+i)<<32)
 		row := got[i*tokenBytes : (i+1)*tokenBytes]

@@ -1,23 +1,10 @@
-package hicache
+package cache
 
-import (
-	"sync/atomic"
+import "github.com/cphicache/cphicache/pool"
 
-	"github.com/cphicache/cphicache/kernels"
-	"github.com/cphicache/cphicache/pool"
-)
-
-// copyEngine is what the controller needs from kernels/: page copies between the device KV buffer and the slab,
-// and host staging of device content. kernels.HostEngine (CPU build) and kernels.CUDAEngine (cuda build) have it.
-type copyEngine interface {
-	Gather(spans []kernels.Span) error
-	Scatter(spans []kernels.Span) error
-	WriteDevice(offsetBytes int64, src []byte) error
-	ReadDevice(offsetBytes int64, dst []byte) error
-}
-
-// copyOp is one backup (device to L2) or load-back (L2 to device) of one object, copied layer by layer. Its
-// sequence number comes from the replicated event stream, so it is the same on every rank.
+// copyOp is one backup (device to L2) or load-back (L2 to device) of one object. Its sequence number comes from
+// the replicated event stream, so it is the same on every rank; when it finished is this rank's alone, told by
+// Complete (the Env reports a copy done only when every layer and payload of it is: the all-payload done gate).
 type copyOp struct {
 	seq      uint64
 	obj      pool.ObjectID
@@ -26,16 +13,16 @@ type copyOp struct {
 	startPos int
 	// evictAfterCommit: a write_back backup started by an L1 eviction; the node leaves L1 once it commits.
 	evictAfterCommit bool
-	devicePages      []int32 // pinned until the op is retired
-	spans            [][]kernels.Span
-	layersLeft       atomic.Int32 // the all-payload done gate: zero when every layer and payload is copied
-	err              atomic.Pointer[error]
+	devicePages      []int32    // pinned until the op is retired
+	slots            []SlabSlot // page i of devicePages goes with slots[i]
+	isDone           bool
+	err              error
 
 	verified    bool // a load-back: checked against the content function
 	failCounted bool // its failure is recorded (noteFailedCopies)
 }
 
-func (op *copyOp) done() bool { return op.layersLeft.Load() == 0 }
+func (op *copyOp) done() bool { return op.isDone }
 
 // opQueue holds the ops of one direction in sequence order and tracks the local frontier: the highest seq s
 // such that every op with seq <= s is done.
@@ -81,28 +68,4 @@ func (q *opQueue) retire(upTo uint64) []*copyOp {
 	out := q.ops[:n:n]
 	q.ops = q.ops[n:]
 	return out
-}
-
-// copyTask is one layer of one op, for the copy worker.
-type copyTask struct {
-	op     *copyOp
-	layer  int
-	gather bool
-}
-
-// copyWorker runs the copies of one rank in order on one goroutine, as one CUDA stream would: copies overlap
-// the step's logic and the collectives, but not each other.
-func copyWorker(engine copyEngine, tasks <-chan copyTask) {
-	for t := range tasks {
-		var err error
-		if t.gather {
-			err = engine.Gather(t.op.spans[t.layer])
-		} else {
-			err = engine.Scatter(t.op.spans[t.layer])
-		}
-		if err != nil {
-			t.op.err.Store(&err)
-		}
-		t.op.layersLeft.Add(-1)
-	}
 }

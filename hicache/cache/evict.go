@@ -1,10 +1,10 @@
-package hicache
+package cache
 
 // Eviction from L1 (device pages) and what follows an eviction from L2. Every choice is a pure function of the
 // replicated state (LRU by logical clock, ties by node id), so every rank of a group evicts the same nodes.
 
 // dropEvicted forgets the L2 objects the allocator just evicted; nodes left with no KV anywhere are pruned.
-func (c *controller) dropEvicted() {
+func (c *Core) dropEvicted() {
 	for _, obj := range c.alloc.Evicted() {
 		c.counters.L2Evictions++
 		if c.l3 != nil {
@@ -19,7 +19,7 @@ func (c *controller) dropEvicted() {
 }
 
 // pruneHollow removes a node that holds no KV and has no children, then its parents while the same holds.
-func (c *controller) pruneHollow(n *treeNode) {
+func (c *Core) pruneHollow(n *treeNode) {
 	for n != c.tree.root && n.l2 == 0 && !n.inL1() && len(n.children) == 0 && n.lockRefs == 0 {
 		parent := n.parent
 		c.tree.remove(n)
@@ -30,7 +30,7 @@ func (c *controller) pruneHollow(n *treeNode) {
 // takeDevicePages returns n device pages, evicting from L1 if needed, or nil when that is impossible. Under
 // write_back some evicted nodes leave L1 only when their backup commits: their pages count as on their way
 // out, so that no more nodes are evicted than the request needs, but the request goes uncached this time.
-func (c *controller) takeDevicePages(n int) []int32 {
+func (c *Core) takeDevicePages(n int) []int32 {
 	if n > c.dev.capacity() {
 		return nil
 	}
@@ -49,12 +49,12 @@ func (c *controller) takeDevicePages(n int) []int32 {
 // eviction queue, until needPages are freed or on their way out (backedUp: write_back nodes that leave L1 when
 // their backup commits). Only the nodes evictable when it begins are candidates (the queue holds back the
 // parents it makes evictable), the order a walk and sort of the tree would give; the tests compare every
-// eviction with that walk (testEvictionModel).
-func (c *controller) evictL1(needPages int) (freed, backedUp int) {
-	var check evictionCheck
+// eviction with that walk (EvictionModel).
+func (c *Core) evictL1(needPages int) (freed, backedUp int) {
+	var check EvictionCheck
 	var chosen []*treeNode
-	if c.testEvictionModel != nil {
-		check = c.testEvictionModel(c)
+	if c.cfg.EvictionModel != nil {
+		check = c.cfg.EvictionModel(c)
 	}
 	c.evictq.beginEviction()
 	for freed+backedUp < needPages {
@@ -83,7 +83,7 @@ func (c *controller) evictL1(needPages int) (freed, backedUp int) {
 
 // evictableFromL1: on the device, unused this step, no copy touching it, and no child on the device (a prefix
 // leaves L1 after its extensions).
-func (c *controller) evictableFromL1(n *treeNode) bool {
+func (c *Core) evictableFromL1(n *treeNode) bool {
 	if !n.inL1() || n.lockRefs > 0 || c.dev.anyPinned(n.devicePages) {
 		return false
 	}
@@ -97,7 +97,7 @@ func (c *controller) evictableFromL1(n *treeNode) bool {
 
 // evictNode drops a node's device pages. A node backed up in L2 stays as an L2-only node; one that is not is
 // deleted, except under write_back, where it is backed up first and leaves L1 when the backup commits.
-func (c *controller) evictNode(n *treeNode) bool {
+func (c *Core) evictNode(n *treeNode) bool {
 	if n.l2 == 0 && c.cfg.Policy == WriteBack {
 		if op := c.backup(n); op != nil {
 			op.evictAfterCommit = true

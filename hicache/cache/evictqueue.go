@@ -1,4 +1,4 @@
-package hicache
+package cache
 
 import "fmt"
 
@@ -22,6 +22,8 @@ type evictQueue struct {
 	// a parent whose last child on the device it evicted is held back until the eviction ends (hold).
 	evicting bool
 	held     []*treeNode
+
+	tieHigh bool // BugTieBreakOnRank on this rank: ties go to the higher node id
 }
 
 // evictEntry is a node's key when it was pushed.
@@ -134,6 +136,9 @@ func (q *evictQueue) less(i, j int) bool {
 	if a.lastAccess != b.lastAccess {
 		return a.lastAccess < b.lastAccess
 	}
+	if q.tieHigh {
+		return a.id > b.id
+	}
 	return a.id < b.id
 }
 
@@ -178,7 +183,7 @@ func (q *evictQueue) popMin() evictEntry {
 }
 
 // checkEvictQueue verifies the queue's invariant: every evictable node is queued under its current key.
-func (c *controller) checkEvictQueue() error {
+func (c *Core) checkEvictQueue() error {
 	var err error
 	c.tree.forEach(func(n *treeNode) {
 		if err == nil && c.evictableFromL1(n) && !(n.queued && n.queuedAccess == n.lastAccess) {

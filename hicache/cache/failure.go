@@ -1,4 +1,4 @@
-package hicache
+package cache
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package hicache
+package cache
 
 import (
 	"errors"
@@ -7,12 +7,16 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// flush (design section 7): drain every copy in flight, meet the group in the flush consensus (a barrier: no rank
-// leaves it before every rank is idle), assert placement there and object by object before anything is reset,
-// then reset the radix tree, the queues and the allocator, and check the result against a fresh cache. A
-// divergence is never forgiven by a flush.
-func (c *controller) flush(recordObjects bool) error {
-	if _, err := c.agree(FlushConsensus, true, true); err != nil {
+// flush (DESIGN.md, "Invariants" 7): drain every copy in flight, meet the group in the flush consensus (a barrier:
+// no rank leaves it before every rank is idle), settle the L3 I/O the flush's own commit started, assert placement
+// there and object by object before anything is reset, then reset the radix tree, the queues and the allocator,
+// and check the result against a fresh cache. A divergence is never forgiven by a flush.
+func (c *Core) flush(recordObjects bool) error {
+	a, err := c.agree(FlushConsensus, true, true)
+	if err != nil {
+		return err
+	}
+	if err := c.settle(FlushConsensus, a, true); err != nil {
 		return err
 	}
 	if err := c.comparePlacements(recordObjects); err != nil {
@@ -22,10 +26,13 @@ func (c *controller) flush(recordObjects bool) error {
 	return nil
 }
 
-// recover is validate's flush after a recorded divergence: the same drain and barrier, with the digests known to
-// differ, then the reset. The group carries on from a fresh state.
-func (c *controller) recover() error {
-	_, err := c.agree(FlushConsensus, true, false)
+// recover is validate's flush after a recorded divergence: the same drain, barrier and settling, with the digests
+// known to differ, then the reset. The group carries on from a fresh state.
+func (c *Core) recover() error {
+	a, err := c.agree(FlushConsensus, true, false)
+	if err == nil {
+		err = c.settle(FlushConsensus, a, false)
+	}
 	if err != nil && !errors.As(err, new(*DivergenceError)) {
 		return err
 	}
@@ -33,26 +40,57 @@ func (c *controller) recover() error {
 	return nil
 }
 
+// settle is the one rule for letting go of the L2 wholesale (a flush's reset, the end of the run): a slot is freed
+// only once the group has agreed that no block write or read still references it, on any rank. A drain's
+// consensus agrees the copies, but its own commit can schedule block writes after its vote (write_through writes
+// what it commits), and a write is done on its writer rank alone: a rank that reset at once would back up new
+// KV into slots the writer is still reading. So while the agreed storage or prefetch frontier is short of the
+// last write or prefetch scheduled (replicated counts), every rank waits for its own L3 I/O and the group meets
+// again. The number of calls is decided from agreed and replicated values only, so every rank makes as many.
+func (c *Core) settle(kind ConsensusKind, a agreement, checkDigest bool) error {
+	t := c.l3
+	if t == nil {
+		return nil
+	}
+	if c.cfg.Bugs.has(BugFlushWaitsOnlyOnWriter) {
+		return c.env.Wait(waitFlushL3IO, t.idle) // the bug: only this rank's own I/O, not the group's
+	}
+	// Each round drains every rank's I/O; a round can leave at most one failed prefetch unresolved per rank.
+	for rounds := 0; a.storeFrontier < t.lastSeq.write || a.prefetchFrontier < t.lastSeq.read; rounds++ {
+		if rounds > len(t.reads)+c.cfg.Geometry.CPSize+2 {
+			return fmt.Errorf("%s of CP group %d at step %d: the L3 I/O did not settle after %d consensus rounds (storage frontier %d of %d, prefetch frontier %d of %d)",
+				kind, c.cfg.Group, c.step, rounds, a.storeFrontier, t.lastSeq.write, a.prefetchFrontier, t.lastSeq.read)
+		}
+		var err error
+		if a, err = c.agree(kind, true, checkDigest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // reset empties the cache and checks that it now equals a fresh one. A cache unlike a fresh one is this rank's
 // failure (its group learns it in the next consensus), or in validate only a count in the flush_reset row.
-func (c *controller) reset() {
-	if c.l3 != nil {
-		// The flush's own commit may have scheduled block writes: they read slots the reset is about to free.
-		c.waitLocal("L3 drain", "an L3 write on this rank did not finish", c.l3.idle)
+func (c *Core) reset() {
+	if c.l3 != nil && !c.l3.idle() {
+		// settle agreed every L3 operation done on every rank: this rank's own must be.
+		c.fail(FailureInvariant, fmt.Errorf("step %d: a flush's reset found this rank's L3 I/O still in flight after the group agreed it done", c.step))
 	}
 	c.tree.reset()
 	c.evictq.reset()
-	c.dev.reset()
-	c.alloc.Reset()
+	if !c.cfg.Bugs.has(BugResetKeepsDevicePages) {
+		c.dev.reset()
+	}
+	c.alloc.Reset() // the simulator's reset_keeps_free_bitmap bug breaks it in pool (BreakResetForTest)
 	clear(c.objectNodes)
 	if c.l3 != nil {
-		c.l3.reset()
+		c.l3.reset(c)
 	}
 	c.writes.ops, c.loads.ops, c.auditHeld = c.writes.ops[:0], c.loads.ops[:0], c.auditHeld[:0]
 	c.counters.Flushes++
 	if err := c.checkFresh(); err != nil {
 		c.counters.FlushWrong++
-		if !c.recordFlushWrong {
+		if !c.cfg.RecordFlushWrong {
 			c.fail(FailureFlush, err)
 			return
 		}
@@ -69,7 +107,7 @@ func (c *controller) reset() {
 // checkFresh compares the whole cache with a freshly built one: the allocator by its state hash, computed by
 // walking the free bitmap, the object table and the LRU (not by reading fields that Reset assigns), and the tree
 // and the device pool by what they hold.
-func (c *controller) checkFresh() error {
+func (c *Core) checkFresh() error {
 	if got := c.alloc.StateHash(); got != c.freshStateHash {
 		return fmt.Errorf("after the flush the allocator's state hash is %016x, a fresh allocator's %016x (%d of %d slots free, %d objects)",
 			got, c.freshStateHash, c.alloc.FreeSlots(), c.geometry().Slots, c.alloc.Objects())

@@ -1,11 +1,8 @@
-package hicache
+package cache
 
 import (
-	"errors"
-	"fmt"
-	"time"
-
-	"github.com/cphicache/cphicache/hicache/l3"
+		"fmt"
+	
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -33,15 +30,22 @@ type deferredRequest struct {
 // planPrefetch agrees what each request of the batch prefetches and starts this rank's reads. It returns the
 // requests that wait for a prefetch; the caller serves the others now. Every rank calls it at the start of every
 // serving step, with or without candidates of its own.
-func (c *controller) planPrefetch(batch []workload.Event, batchRequests int) ([]deferredRequest, error) {
+func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 	t := c.l3
-	counts := make([]uint64, batchRequests)
+	counts := make([]uint64, t.cfg.BatchRequests)
 	candidates := make([]prefetchCandidate, len(batch))
 	for i := range batch {
 		counts[i] = uint64(c.countL3Blocks(&batch[i].Request, &candidates[i]))
 	}
-	if err := c.cons.minCounts(counts); err != nil {
+	local := counts[:len(batch):len(batch)]
+	if c.cfg.Bugs.has(BugLocalPrefetchCount) {
+		local = append([]uint64(nil), local...) // the bug: keep this rank's own counts
+	}
+	if err := c.minCounts(counts); err != nil {
 		return nil, err
+	}
+	if c.cfg.Bugs.has(BugLocalPrefetchCount) {
+		copy(counts, local)
 	}
 	var waiting []deferredRequest
 	started := map[uint64]*l3Prefetch{} // by first key: a prefix two requests of the step share is read once
@@ -64,31 +68,31 @@ func (c *controller) planPrefetch(batch []workload.Event, batchRequests int) ([]
 
 // countL3Blocks is this rank's count of the request's consecutive L3 blocks after the prefix the tree can serve;
 // 0 when fewer than --l3-prefetch-threshold tokens are not cached.
-func (c *controller) countL3Blocks(req *workload.Request, cand *prefetchCandidate) int {
+func (c *Core) countL3Blocks(req *workload.Request, cand *prefetchCandidate) int {
 	t := c.l3
 	B := t.blockTokens()
 	tokens := c.wholePages(req)
 	usable := c.usablePrefix(tokens)
-	if len(tokens)-usable < t.opts.PrefetchThreshold || usable/B >= len(tokens)/B {
+	if len(tokens)-usable < t.cfg.PrefetchThreshold || usable/B >= len(tokens)/B {
 		return 0
 	}
 	cand.firstBlock = usable / B
 	cand.keys = chainKeys(tokens, B, len(tokens)/B, nil)[cand.firstBlock:]
 	n := 0
-	for n < len(cand.keys) && n < maxPrefetchBlocks && t.exists(cand.keys[n]) {
+	for n < len(cand.keys) && n < maxPrefetchBlocks && c.env.Exists(cand.keys[n]) {
 		n++
 	}
 	return n
 }
 
-func (c *controller) wholePages(req *workload.Request) []int32 {
+func (c *Core) wholePages(req *workload.Request) []int32 {
 	p := c.geometry().PageTokens
 	return req.InputIDs[:len(req.InputIDs)/p*p]
 }
 
 // usablePrefix is how many of tokens the tree could serve now (nodes in L1 or in committed L2), without
 // changing the tree.
-func (c *controller) usablePrefix(tokens []int32) int {
+func (c *Core) usablePrefix(tokens []int32) int {
 	p := c.geometry().PageTokens
 	cur, pos := c.tree.root, 0
 	for pos+p <= len(tokens) {
@@ -111,92 +115,55 @@ func (c *controller) usablePrefix(tokens []int32) int {
 
 // startPrefetch reserves one L2 object for n blocks, the same on every rank, and queues this rank's reads. A
 // full L2 (every object protected) is a miss, decided alike on every rank.
-func (c *controller) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
+func (c *Core) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
 	t := c.l3
 	c.nextSeq++
 	obj := pool.ObjectID(c.nextSeq)
 	outcome, err := c.alloc.Reserve(obj, n*t.blockPages(), c.nextSeq, c.clock)
 	if err != nil {
-		panic(fmt.Sprintf("hicache: reserve of %d pages for an L3 prefetch: %v", n*t.blockPages(), err))
+		panic(fmt.Sprintf("cache: reserve of %d pages for an L3 prefetch: %v", n*t.blockPages(), err))
 	}
 	c.dropEvicted()
 	if outcome == pool.Miss {
 		c.counters.ReserveMisses++
 		return nil
 	}
-	now := time.Now()
 	t.lastSeq.read++
-	p := &l3Prefetch{seq: t.lastSeq.read, obj: obj, firstBlock: cand.firstBlock, keys: cand.keys[:n:n], issued: now,
-		deadline: now.Add(prefetchTimeout(n * t.blockTokens()))}
-	p.failed.Store(-1)
+	p := &l3Prefetch{seq: t.lastSeq.read, obj: obj, firstBlock: cand.firstBlock, keys: cand.keys[:n:n], failed: -1}
 	t.reads, t.open = append(t.reads, p), append(t.open, p)
-	t.prefetches++
-	t.prefetchBlocks += int64(n)
-	var mine []int
+	c.counters.L3Prefetches++
+	c.env.Prefetch(p.seq, false)
+	c.counters.L3PrefetchBlocks += int64(n)
 	for j := range n {
 		if (cand.firstBlock+j)%t.cpSize == t.cpRank {
-			mine = append(mine, j)
+			p.readsLeft++
 		}
 	}
-	p.readsLeft.Store(int32(len(mine)))
-	for _, j := range mine {
-		slots, err := c.pageSlots(obj, j*t.blockPages(), t.blockPages(), nil)
-		if err != nil {
-			panic(fmt.Sprintf("hicache: placement of fresh L3 prefetch object %d: %v", obj, err))
+	for j := range n {
+		if (cand.firstBlock+j)%t.cpSize != t.cpRank {
+			continue
 		}
-		c.submitL3(t.readJobs, "L3 read queue", func(buf *[]byte) { t.read(p, j, slots, buf) })
+		slots, err := c.slotsOf(obj, j*t.blockPages(), t.blockPages())
+		if err != nil {
+			panic(fmt.Sprintf("cache: placement of fresh L3 prefetch object %d: %v", obj, err))
+		}
+		c.env.Start(&BlockRead{Prefetch: p.seq, Block: j, Key: p.keys[j], Pages: slots, Tokens: n * t.blockTokens()})
 	}
 	return p
-}
-
-// read is a reader rank's I/O for block j of a prefetch, on the read goroutine. Any failure (absent, corrupt,
-// short, EIO) makes the block and those after it a miss for the whole group; the file's checks are the store's.
-func (t *l3Tier) read(p *l3Prefetch, j int, slots []l3.PageSlot, buf *[]byte) {
-	defer p.readsLeft.Add(-1)
-	if t.opts.testSlowReads {
-		time.Sleep(2 * time.Millisecond)
-	}
-	err := errInjectedRead
-	if !t.opts.testFailReads {
-		err = t.store.ReadIntoSlab(p.keys[j], slots, t.slabs, buf)
-	}
-	if err != nil {
-		if t.readFailures.Add(1) == 1 {
-			t.log.Warn("L3 block read failed: the group computes that block and the rest of its prefetch (counted in l3.read_failures; later failures are not said)", "err", err)
-		}
-		for {
-			old := p.failed.Load()
-			if (old >= 0 && old <= int32(j)) || p.failed.CompareAndSwap(old, int32(j)) {
-				return
-			}
-		}
-	}
-	t.readsDone.Add(1)
-	t.readBytes.Add(t.store.Namespace().PayloadBytes(len(slots) * t.pageTokens))
-}
-
-var errInjectedRead = errors.New("injected L3 read failure")
-
-// exists is the existence check of one block on this rank.
-func (t *l3Tier) exists(key uint64) bool {
-	if t.opts.testHideBlocks && key%3 == 0 {
-		return false
-	}
-	return t.store.Exists(key)
 }
 
 // attachPrefetch makes a resolved prefetch's agreed blocks part of the tree, just before its request is served:
 // the hollow nodes of the prompt's path after the usable prefix, and a new node for the tokens past the path,
 // point into the prefetched object, which is committed. A prefetch not resolved by now is given up (a timeout);
 // one the tree no longer needs is given back.
-func (c *controller) attachPrefetch(req *workload.Request, p *l3Prefetch) {
+func (c *Core) attachPrefetch(req *workload.Request, p *l3Prefetch) {
 	t := c.l3
 	if p.closed {
 		return
 	}
 	p.closed = true
 	if !p.resolved {
-		t.prefetchTimeouts++ // its object is given back when its reads are agreed done (resolvePrefetches)
+		c.counters.L3PrefetchTimeouts++ // its object is given back when its reads are agreed done (resolvePrefetches)
 		return
 	}
 	B := t.blockTokens()
@@ -218,7 +185,7 @@ func (c *controller) attachPrefetch(req *workload.Request, p *l3Prefetch) {
 
 // attachRange points the path's tokens from usable to the end at the object obj, whose first page holds the
 // token at objStart, and returns how many tokens it attached. It stops at a node that already holds KV.
-func (c *controller) attachRange(tokens []int32, usable, objStart int, obj pool.ObjectID) int {
+func (c *Core) attachRange(tokens []int32, usable, objStart int, obj pool.ObjectID) int {
 	p := c.geometry().PageTokens
 	path := c.tree.walk(tokens, nil) // splits the node that runs past the end, so the path ends on a boundary
 	parent, pos := c.tree.root, 0

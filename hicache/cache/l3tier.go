@@ -1,22 +1,89 @@
-package hicache
+package cache
 
 import (
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
-	"sync/atomic"
-	"time"
 
-	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/pool"
 )
 
-// The L3 tier (DESIGN.md, "The L3 tier"): blocks of --l3-block-tokens tokens, aligned to the start of the prompt
-// and keyed by a chain over every token before their end, stored whole (every CP rank's parts) by one rank of
-// the group. Every decision (which block to write, what to prefetch, when an L2 object is free again) is a
-// function of replicated state and agreed values; only the file I/O is local, done by the block's one writer or
+// The L3 tier's decisions (DESIGN.md, "The L3 tier"): blocks of BlockTokens tokens, aligned to the start of the
+// prompt and keyed by a chain over every token before their end, stored whole (every CP rank's parts) by one
+// rank of the group. Every decision (which block to write, what to prefetch, when an L2 object is free again) is
+// a function of replicated state and agreed values; the file I/O is the Env's, done by the block's one writer or
 // reader, and its completion reaches the group through the step consensus.
+
+// L3WritePolicy says when a block goes from the L2 to the L3.
+type L3WritePolicy int
+
+const (
+	L3WriteThrough L3WritePolicy = iota // once the L2 objects holding the whole block are committed
+	L3WriteBack                         // when the L2 is about to evict an object of the block
+)
+
+var l3WritePolicyNames = []string{"write_through", "write_back"}
+
+func (p L3WritePolicy) String() string { return l3WritePolicyNames[p] }
+
+// PrefetchPolicy says how long a step waits for the L3 reads it issued before its consensus, as SGLang's
+// --hicache-storage-prefetch-policy does: not at all, until every read is done, or until a deadline that grows
+// with the tokens read (the deadline is the Env's: a read that outlives it ends as a failed read).
+type PrefetchPolicy int
+
+const (
+	PrefetchBestEffort   PrefetchPolicy = iota // no wait: what is done at the consensus is used
+	PrefetchWaitComplete                       // every read finishes first
+	PrefetchTimeout                            // up to the read's deadline
+)
+
+var prefetchPolicyNames = []string{"best_effort", "wait_complete", "timeout"}
+
+func (p PrefetchPolicy) String() string { return prefetchPolicyNames[p] }
+
+// ParseL3WritePolicy reads --l3-write-policy.
+func ParseL3WritePolicy(s string) (L3WritePolicy, error) {
+	for i, name := range l3WritePolicyNames {
+		if s == name {
+			return L3WritePolicy(i), nil
+		}
+	}
+	return 0, &errscope.ConfigError{Flag: "l3-write-policy", Reason: fmt.Sprintf("%q is not one of write_through, write_back", s)}
+}
+
+// ParsePrefetchPolicy reads --l3-prefetch-policy.
+func ParsePrefetchPolicy(s string) (PrefetchPolicy, error) {
+	for i, name := range prefetchPolicyNames {
+		if s == name {
+			return PrefetchPolicy(i), nil
+		}
+	}
+	return 0, &errscope.ConfigError{Flag: "l3-prefetch-policy", Reason: fmt.Sprintf("%q is not one of best_effort, wait_complete, timeout", s)}
+}
+
+// L3Config is what the tier decides from.
+type L3Config struct {
+	Enabled           bool
+	BlockTokens       int // tokens per block, a multiple of the page size
+	WritePolicy       L3WritePolicy
+	PrefetchPolicy    PrefetchPolicy
+	PrefetchThreshold int  // a request prefetches only when at least this many of its tokens are not cached
+	BatchRequests     int  // the l3_prefetch vector's length: requests per step
+	IgnoreFailedReads bool // tests only: validate's L3 row must catch it (the same as BugAttachFailedPrefetch)
+}
+
+func (o *L3Config) validate(pageTokens int) error {
+	if o.BlockTokens < pageTokens || o.BlockTokens%pageTokens != 0 {
+		return &errscope.ConfigError{Flag: "l3-block-tokens", Reason: fmt.Sprintf("%d is not a positive multiple of --page-tokens %d", o.BlockTokens, pageTokens)}
+	}
+	if o.PrefetchThreshold < 0 {
+		return &errscope.ConfigError{Flag: "l3-prefetch-threshold", Reason: fmt.Sprintf("%d tokens is negative", o.PrefetchThreshold)}
+	}
+	if o.BatchRequests < 1 {
+		return &errscope.ConfigError{Flag: "batch-requests", Reason: fmt.Sprintf("%d must be 1 or more", o.BatchRequests)}
+	}
+	return nil
+}
 
 // prefetchBlockBits is the low part of the failed-prefetch word, the block index within its prefetch.
 const prefetchBlockBits = 20
@@ -24,17 +91,13 @@ const prefetchBlockBits = 20
 // maxPrefetchBlocks bounds one prefetch, so that its block index fits the failed-prefetch word.
 const maxPrefetchBlocks = 1<<prefetchBlockBits - 1
 
-// l3Tier is one rank's part of the L3: the store, the block writes and prefetches in flight, and the two I/O
-// goroutines that do this rank's share of them.
+// l3Tier is one rank's part of the L3: the block writes and prefetches in flight.
 type l3Tier struct {
-	opts       L3Options
-	store      *l3.Store
-	slabs      l3.Slabs
+	cfg        L3Config
 	cpRank     int
 	cpSize     int
 	pageTokens int
-	// keeper: CP rank 0 keeps the group's byte budget; it learns every block the group wrote (Adopt), while the
-	// other ranks' stores only read, write and check files.
+	// keeper: CP rank 0 keeps the group's byte budget; it learns every block the group wrote (Env.Adopt).
 	keeper bool
 
 	backedUp map[pool.ObjectID]bool // replicated, write_back: L2 objects whose blocks were scheduled
@@ -42,27 +105,15 @@ type l3Tier struct {
 	lastSeq  struct{ write, read uint64 }
 	reads    []*l3Prefetch // prefetches not yet resolved, ascending seq
 	open     []*l3Prefetch // prefetches not yet attached to the tree or given up (resolved or not)
-
-	log                 *slog.Logger // the first failed write and read of this rank are said, with their cause
-	writeJobs, readJobs chan func(buf *[]byte)
-	workers             sync.WaitGroup
-
-	// per rank: this rank's I/O
-	writesDone, writeBytes, writeErrors atomic.Int64
-	readsDone, readBytes, readFailures  atomic.Int64
-	// replicated: what the group decided
-	prefetches, prefetchBlocks, prefetchMisses, prefetchTimeouts int64
-	prefetchWaitUs                                               []float64 // issue to agreed completion, this rank
 }
 
 // l3Write is one block on its way from the L2 to the L3. Every rank holds it (its L2 objects stay protected
 // until the group agrees it is done); only the writer rank does the I/O.
 type l3Write struct {
-	seq   uint64
-	key   uint64
-	pages []l3.PageSlot
-	objs  []pool.ObjectID
-	done  atomic.Bool
+	seq  uint64
+	key  uint64
+	objs []pool.ObjectID
+	done bool
 }
 
 // l3Prefetch is the consecutive blocks of one request read from the L3 into one fresh L2 object. Every rank
@@ -72,61 +123,59 @@ type l3Prefetch struct {
 	obj        pool.ObjectID
 	firstBlock int      // the first block's index in the prompt
 	keys       []uint64 // one per block
-	issued     time.Time
-	deadline   time.Time    // the timeout policy's
-	readsLeft  atomic.Int32 // this rank's reads not finished
-	failed     atomic.Int32 // the lowest block index (within the prefetch) whose read failed on this rank; -1 none
+	readsLeft  int      // this rank's reads not finished
+	failed     int      // the lowest block index (within the prefetch) whose read failed on this rank; -1 none
 
 	resolved bool // the group agreed its outcome
 	okBlocks int  // blocks every rank read (agreed): the prefix the tree may use
 	closed   bool // attached, given up or flushed: nothing more to do
 }
 
-func (p *l3Prefetch) done() bool { return p.readsLeft.Load() == 0 }
+func (p *l3Prefetch) done() bool { return p.readsLeft == 0 }
 
-// newL3Tier opens the store; nothing is shared yet, so a failure leaves nothing behind.
-func newL3Tier(o L3Options, g pool.Geometry, seed uint64, cpRank int, log *slog.Logger) (*l3Tier, error) {
-	budget := o.Bytes
-	if cpRank != 0 {
-		budget = l3.Unbounded // only the keeper evicts (and scans the directory at start)
-	}
-	store, err := l3.Open(o.Dir, o.namespace(g, seed), budget)
-	if err != nil {
-		return nil, err
-	}
-	if o.testFailWrites {
-		store.FailWritesForTest(errors.New("no space left on device (injected)"))
-	}
-	t := &l3Tier{opts: o, store: store, log: log, cpRank: cpRank, cpSize: g.CPSize, pageTokens: g.PageTokens, keeper: cpRank == 0,
-		backedUp:  map[pool.ObjectID]bool{},
-		writeJobs: make(chan func(*[]byte), 1024), readJobs: make(chan func(*[]byte), 1024)}
-	for _, jobs := range []chan func(*[]byte){t.writeJobs, t.readJobs} {
-		t.workers.Add(1)
-		go func() {
-			defer t.workers.Done()
-			var buf []byte // one block's payload, reused
-			for job := range jobs {
-				job(&buf)
+func newL3Tier(cfg L3Config, g pool.Geometry, cpRank int) *l3Tier {
+	return &l3Tier{cfg: cfg, cpRank: cpRank, cpSize: g.CPSize, pageTokens: g.PageTokens, keeper: cpRank == 0,
+		backedUp: map[pool.ObjectID]bool{}}
+}
+
+func (t *l3Tier) blockTokens() int { return t.cfg.BlockTokens }
+func (t *l3Tier) blockPages() int  { return t.cfg.BlockTokens / t.pageTokens }
+
+// complete records a finished block write or read of this rank.
+func (t *l3Tier) complete(c *Core, x Completion) {
+	switch x.Kind {
+	case BlockWritten:
+		for _, w := range t.writes {
+			if w.seq == x.Seq {
+				w.done = true
+				if errors.Is(x.Err, ErrBlockMismatch) {
+					c.counters.L3WriteMismatches++
+				}
+				return
 			}
-		}()
+		}
+		panic(fmt.Sprintf("cache: completion of L3 write %d, which is not scheduled", x.Seq))
+	case BlockReadDone:
+		p := t.prefetchBySeq(x.Seq)
+		if p == nil || p.readsLeft == 0 {
+			panic(fmt.Sprintf("cache: completion of a read of L3 prefetch %d, which has none in flight", x.Seq))
+		}
+		p.readsLeft--
+		if x.Err != nil && (p.failed < 0 || x.Block < p.failed) {
+			p.failed = x.Block
+		}
 	}
-	return t, nil
 }
 
-// attachSlabs gives the tier the mapped L2, once the slab exists.
-func (t *l3Tier) attachSlabs(g pool.Geometry, mem [][]byte) {
-	t.slabs = l3.Slabs{Geometry: g, Mem: mem}
+// prefetchBySeq finds a prefetch whose reads may still be in flight: one not yet resolved.
+func (t *l3Tier) prefetchBySeq(seq uint64) *l3Prefetch {
+	for _, p := range t.reads {
+		if p.seq == seq {
+			return p
+		}
+	}
+	return nil
 }
-
-// close waits for the I/O queued so far; the slab must still be mapped.
-func (t *l3Tier) close() {
-	close(t.writeJobs)
-	close(t.readJobs)
-	t.workers.Wait()
-}
-
-func (t *l3Tier) blockTokens() int { return t.opts.BlockTokens }
-func (t *l3Tier) blockPages() int  { return t.opts.BlockTokens / t.pageTokens }
 
 // vote is what the tier brings to a consensus: the write frontier, and the prefetch frontier with the lowest
 // failed read. The prefetch frontier stops at this rank's first failed prefetch, so that an agreed frontier holds
@@ -135,7 +184,7 @@ func (t *l3Tier) blockPages() int  { return t.opts.BlockTokens / t.pageTokens }
 func (t *l3Tier) vote(v *vote) {
 	v.storeFrontier = t.lastSeq.write
 	for _, w := range t.writes {
-		if !w.done.Load() {
+		if !w.done {
 			v.storeFrontier = w.seq - 1
 			break
 		}
@@ -146,8 +195,8 @@ func (t *l3Tier) vote(v *vote) {
 			v.prefetchFrontier = p.seq - 1
 			return
 		}
-		if b := p.failed.Load(); b >= 0 {
-			v.prefetchFrontier, v.prefetchFailed = p.seq, p.seq<<prefetchBlockBits|uint64(b)
+		if p.failed >= 0 {
+			v.prefetchFrontier, v.prefetchFailed = p.seq, p.seq<<prefetchBlockBits|uint64(p.failed)
 			return
 		}
 	}
@@ -156,23 +205,18 @@ func (t *l3Tier) vote(v *vote) {
 // idle says whether this rank has no L3 I/O in flight.
 func (t *l3Tier) idle() bool {
 	for _, w := range t.writes {
-		if !w.done.Load() {
+		if !w.done {
 			return false
 		}
 	}
-	for _, p := range t.reads {
-		if !p.done() {
-			return false
-		}
-	}
-	return true
+	return t.readsDone()
 }
 
-// prefetchSettled says whether a step with the prefetch policy may enter its consensus: every read done, or under
-// the timeout policy past its deadline.
-func (t *l3Tier) prefetchSettled(now time.Time) bool {
+// readsDone says whether every prefetch read this rank started has finished. A prefetch stays in reads until
+// the group agrees it done, so a given-up one is waited for too: its reads write into its object's slots.
+func (t *l3Tier) readsDone() bool {
 	for _, p := range t.reads {
-		if !p.done() && (t.opts.PrefetchPolicy == PrefetchWaitComplete || now.Before(p.deadline)) {
+		if !p.done() {
 			return false
 		}
 	}
@@ -187,8 +231,11 @@ func (t *l3Tier) writeBacklog(l2Slots int) bool {
 
 // retireWrites ends the writes every rank finished: their L2 objects are free to go, and the keeper counts the
 // blocks in its budget.
-func (c *controller) retireWrites(upTo uint64) {
+func (c *Core) retireWrites(upTo uint64) {
 	t := c.l3
+	if c.cfg.Bugs.has(BugUnprotectBeforeStored) {
+		upTo = t.lastSeq.write // the bug: as if every write were done
+	}
 	n := 0
 	for n < len(t.writes) && t.writes[n].seq <= upTo {
 		w := t.writes[n]
@@ -198,7 +245,7 @@ func (c *controller) retireWrites(upTo uint64) {
 			}
 		}
 		if t.keeper {
-			t.store.Adopt(w.key)
+			c.env.Adopt(w.key)
 		}
 		n++
 	}
@@ -208,17 +255,18 @@ func (c *controller) retireWrites(upTo uint64) {
 // resolvePrefetches records the agreed outcome of every prefetch up to the agreed frontier: all its blocks, or
 // those before the lowest failed one. A prefetch already given up (its request served without it) gives back
 // its L2 object now that no read can touch it.
-func (c *controller) resolvePrefetches(upTo, failed uint64) {
+func (c *Core) resolvePrefetches(upTo, failed uint64) {
 	t := c.l3
 	n := 0
 	for n < len(t.reads) && t.reads[n].seq <= upTo {
 		p := t.reads[n]
 		p.resolved, p.okBlocks = true, len(p.keys)
-		if failed != noFailure && failed>>prefetchBlockBits == p.seq && !t.opts.testIgnoreFailedReads {
+		c.env.Prefetch(p.seq, true)
+		ignore := t.cfg.IgnoreFailedReads || c.cfg.Bugs.has(BugAttachFailedPrefetch)
+		if failed != noFailure && failed>>prefetchBlockBits == p.seq && !ignore {
 			p.okBlocks = int(failed & (1<<prefetchBlockBits - 1))
-			t.prefetchMisses++
+			c.counters.L3PrefetchMisses++
 		}
-		t.prefetchWaitUs = append(t.prefetchWaitUs, float64(time.Since(p.issued).Nanoseconds())/1e3)
 		if p.closed {
 			c.abortPrefetch(p)
 		}
@@ -228,27 +276,22 @@ func (c *controller) resolvePrefetches(upTo, failed uint64) {
 }
 
 // abortPrefetch gives back a prefetch's L2 object, which nothing points to.
-func (c *controller) abortPrefetch(p *l3Prefetch) {
+func (c *Core) abortPrefetch(p *l3Prefetch) {
 	if err := c.alloc.Abort(p.obj); err != nil {
 		c.fail(FailureAllocator, fmt.Errorf("abort the L2 object %d of L3 prefetch %d: %w", p.obj, p.seq, err))
 	}
 }
 
-// resetL3 forgets what a flush wiped from the L2: the writes and prefetches (drained by the flush) and the
-// write_back marks. The L3 itself, and what the group knows is in it, stay.
-func (t *l3Tier) reset() {
-	t.writes, t.reads = t.writes[:0], t.reads[:0]
+// reset forgets what a flush wiped from the L2: the writes and prefetches (settled by the flush) and the
+// write_back marks. Prefetches whose requests had not been served yet are counted: their reads were wasted.
+// The L3 itself, and what the group knows is in it, stay.
+func (t *l3Tier) reset(c *Core) {
 	for _, p := range t.open {
+		if !p.closed {
+			c.counters.L3PrefetchFlushed++
+		}
 		p.closed = true
 	}
-	t.open = t.open[:0]
+	t.writes, t.reads, t.open = t.writes[:0], t.reads[:0], t.open[:0]
 	clear(t.backedUp)
-}
-
-// pageSlots appends where pages [first, first+count) of an L2 object live, in page order.
-func (c *controller) pageSlots(obj pool.ObjectID, first, count int, into []l3.PageSlot) ([]l3.PageSlot, error) {
-	err := c.eachPageSlot(obj, first, count, func(_, slab, slot int) {
-		into = append(into, l3.PageSlot{Slab: int32(slab), Slot: int32(slot)})
-	})
-	return into, err
 }

@@ -1,10 +1,9 @@
-package hicache
+package cache
 
 import (
 	"fmt"
 	"slices"
-	"time"
-
+	
 	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -17,8 +16,8 @@ import (
 
 // l3Committed is the write_through policy's hook: a backup just committed, so blocks through its nodes may now
 // be whole in L2.
-func (c *controller) l3Committed(obj pool.ObjectID) {
-	if c.l3 == nil || c.l3.opts.WritePolicy != L3WriteThrough {
+func (c *Core) l3Committed(obj pool.ObjectID) {
+	if c.l3 == nil || c.l3.cfg.WritePolicy != L3WriteThrough {
 		return
 	}
 	for _, n := range c.objectNodes[obj] {
@@ -30,9 +29,9 @@ func (c *controller) l3Committed(obj pool.ObjectID) {
 // committed objects the next reservations would evict first (as many pages as that eighth) get their blocks
 // written, once each. Writing at the eviction itself is not possible: Reserve gives the slots to the new object
 // at once, and its copies would race the writer.
-func (c *controller) l3WriteBackNearEviction() {
+func (c *Core) l3WriteBackNearEviction() {
 	t := c.l3
-	if t == nil || t.opts.WritePolicy != L3WriteBack {
+	if t == nil || t.cfg.WritePolicy != L3WriteBack {
 		return
 	}
 	watermark := max(c.geometry().Slots/8, t.blockPages())
@@ -52,7 +51,7 @@ func (c *controller) l3WriteBackNearEviction() {
 
 // scheduleBlocksThrough schedules every block that overlaps node n and is whole in committed L2: those that end
 // in n, and those that continue into its descendants.
-func (c *controller) scheduleBlocksThrough(n *treeNode) {
+func (c *Core) scheduleBlocksThrough(n *treeNode) {
 	B := c.l3.blockTokens()
 	start, end := n.startPos, n.startPos+len(n.tokens)
 	var keys []uint64 // the path's chain keys up to n's last whole block: one pass for every block ending in n
@@ -74,7 +73,7 @@ func (c *controller) scheduleBlocksThrough(n *treeNode) {
 }
 
 // scheduleBlocksBelow follows n's children to the nodes where a block ending at blockEnd ends.
-func (c *controller) scheduleBlocksBelow(n *treeNode, blockEnd int) {
+func (c *Core) scheduleBlocksBelow(n *treeNode, blockEnd int) {
 	for _, child := range n.children {
 		if child.startPos+len(child.tokens) >= blockEnd {
 			c.scheduleBlock(child, blockEnd, func() uint64 { keys := c.pathKeys(child, blockEnd); return keys[len(keys)-1] })
@@ -93,44 +92,50 @@ type blockSegment struct {
 // scheduleBlock schedules the block that ends at blockEnd inside node m, when every page of it is in committed
 // L2. The group does not remember what it stored: a block may have been evicted (by this group's budget or
 // another job's) or found corrupt since, so its writer looks at the directory instead (write).
-func (c *controller) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
+func (c *Core) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 	t := c.l3
 	segs, ok := c.blockSegments(m, blockEnd)
 	if !ok {
 		return
 	}
 	key := keyOf() // only for a block that can be written: the key hashes the whole path before it
-	var pages []l3.PageSlot
+	var pages []SlabSlot
 	var objs []pool.ObjectID
 	for i := len(segs) - 1; i >= 0; i-- { // segments were found from the end back
 		s := segs[i]
-		var err error
-		if pages, err = c.pageSlots(s.obj, s.firstPage, s.pages, pages); err != nil {
+		slots, err := c.slotsOf(s.obj, s.firstPage, s.pages)
+		if err != nil {
 			c.fail(FailureInvariant, fmt.Errorf("L3 block ending at token %d: %w", blockEnd, err))
 			return
 		}
+		pages = append(pages, slots...)
 		if !slices.Contains(objs, s.obj) {
 			objs = append(objs, s.obj)
 		}
 	}
-	for _, obj := range objs {
-		if err := c.alloc.Protect(obj); err != nil {
-			panic(fmt.Sprintf("hicache: protect committed L2 object %d for an L3 write: %v", obj, err))
+	if !(c.cfg.Bugs.has(BugNoWriteBackProtect) && t.cfg.WritePolicy == L3WriteBack) {
+		for _, obj := range objs {
+			if err := c.alloc.Protect(obj); err != nil {
+				panic(fmt.Sprintf("cache: protect committed L2 object %d for an L3 write: %v", obj, err))
+			}
 		}
+	} else {
+		objs = nil // the bug: nothing to unprotect later either
 	}
 	t.lastSeq.write++
-	w := &l3Write{seq: t.lastSeq.write, key: key, pages: pages, objs: objs}
+	w := &l3Write{seq: t.lastSeq.write, key: key, objs: objs}
 	t.writes = append(t.writes, w)
-	if (blockEnd/t.blockTokens()-1)%t.cpSize == t.cpRank {
-		c.submitL3(t.writeJobs, "L3 write queue", func(buf *[]byte) { t.write(w, buf) })
+	B := t.blockTokens()
+	if (blockEnd/B-1)%t.cpSize == t.cpRank {
+		c.env.Start(&BlockWrite{Seq: w.seq, Key: key, Pages: pages, Tokens: c.pathTokens(m, blockEnd-B, blockEnd), StartPos: blockEnd - B})
 	} else {
-		w.done.Store(true) // not this rank's block
+		w.done = true // not this rank's block
 	}
 }
 
 // blockSegments finds the L2 pages of the block ending at blockEnd in node m, walking up to its start; ok is
 // false when a node on the way has no committed L2 object.
-func (c *controller) blockSegments(m *treeNode, blockEnd int) (segs []blockSegment, ok bool) {
+func (c *Core) blockSegments(m *treeNode, blockEnd int) (segs []blockSegment, ok bool) {
 	p := c.geometry().PageTokens
 	blockStart := blockEnd - c.l3.blockTokens()
 	pos := blockEnd
@@ -147,7 +152,7 @@ func (c *controller) blockSegments(m *treeNode, blockEnd int) (segs []blockSegme
 
 // pathKeys are the chain keys of every block of the path through node m up to end (a block boundary inside or
 // at the end of m): each over every token of the path before it.
-func (c *controller) pathKeys(m *treeNode, end int) []uint64 {
+func (c *Core) pathKeys(m *treeNode, end int) []uint64 {
 	tokens := make([]int32, end)
 	for x := m; x != c.tree.root; x = x.parent {
 		hi := min(x.startPos+len(x.tokens), end)
@@ -166,35 +171,14 @@ func chainKeys(tokens []int32, blockTokens, blocks int, into []uint64) []uint64 
 	return into
 }
 
-// write is the writer rank's I/O for one block, on the write goroutine. A block already there (an earlier job,
-// or another group sharing the directory, stored it) is not written again. A failed write (ENOSPC, EIO) drops
-// the block and is counted: the run goes on, and the group's L2 objects are released as for a write that worked.
-func (t *l3Tier) write(w *l3Write, buf *[]byte) {
-	defer w.done.Store(true)
-	if t.opts.testSlowWrites {
-		time.Sleep(2 * time.Millisecond)
-	}
-	if t.store.Exists(w.key) {
-		return
-	}
-	if err := t.store.WriteFromSlab(w.key, w.pages, t.slabs, buf, t.opts.Fsync); err != nil {
-		if t.writeErrors.Add(1) == 1 {
-			t.log.Warn("L3 block write failed: the block is dropped and the run goes on (counted in l3.write_errors; later failures are not said)", "err", err)
+// pathTokens are the tokens [from, to) of the path from the root through node m (to <= m's end).
+func (c *Core) pathTokens(m *treeNode, from, to int) []int32 {
+	tokens := make([]int32, to-from)
+	for x := m; x != c.tree.root && x.startPos+len(x.tokens) > from; x = x.parent {
+		lo, hi := max(x.startPos, from), min(x.startPos+len(x.tokens), to)
+		if lo < hi {
+			copy(tokens[lo-from:hi-from], x.tokens[lo-x.startPos:hi-x.startPos])
 		}
-		return
 	}
-	t.writesDone.Add(1)
-	t.writeBytes.Add(t.store.Namespace().PayloadBytes(len(w.pages) * t.pageTokens))
-}
-
-// submitL3 queues a job for an I/O goroutine. A full queue blocks under the watchdog's drain slot, as a full
-// copy queue does: a goroutine stuck in a filesystem must not hold the step forever.
-func (c *controller) submitL3(jobs chan func(*[]byte), name string, job func(*[]byte)) {
-	select {
-	case jobs <- job:
-	default:
-		c.cons.watchdog.ArmDrain(name, "this rank's L3 I/O stopped (a hung filesystem?)", c.cons.group, c.cons.cp.Size(), c.cons.step)
-		jobs <- job
-		c.cons.watchdog.DisarmDrain()
-	}
+	return tokens
 }

@@ -1,4 +1,4 @@
-package hicache
+package cache
 
 import (
 	"fmt"
@@ -14,7 +14,14 @@ type stepWork struct {
 
 // serve runs one request through the cache: match its prefix, load L2 hits back, compute and insert the rest,
 // and back up new KV by the write policy. Load-backs complete later in the step (loading_check).
-func (c *controller) serve(req *workload.Request) error {
+func (c *Core) serve(req *workload.Request) error {
+	if c.cfg.Served != nil {
+		before := c.counters
+		defer func() {
+			c.cfg.Served(Outcome{L1Hit: c.counters.L1HitTokens - before.L1HitTokens, L2Hit: c.counters.L2HitTokens - before.L2HitTokens,
+				L3Hit: c.counters.L3HitTokens - before.L3HitTokens, Computed: c.counters.MissTokens - before.MissTokens})
+		}()
+	}
 	work := &c.work
 	c.clock++
 	c.counters.Requests++
@@ -41,7 +48,7 @@ func (c *controller) serve(req *workload.Request) error {
 
 // hitNode serves one node of the matched path from L1 or, by a load-back, from L2. It reports false when the
 // node holds no usable KV (hollow, or L1 could not take the load-back).
-func (c *controller) hitNode(n *treeNode) bool {
+func (c *Core) hitNode(n *treeNode) bool {
 	n.lastAccess = c.clock
 	n.hits++
 	if n.inL1() {
@@ -55,19 +62,24 @@ func (c *controller) hitNode(n *treeNode) bool {
 	}
 	// Protected before L1 makes room: under write_back, evicting from L1 backs nodes up, and their reservations
 	// could otherwise evict this very object from L2.
-	if err := c.alloc.Protect(n.l2); err != nil {
-		panic(fmt.Sprintf("hicache: protect committed L2 object %d of node %d: %v", n.l2, n.id, err))
+	protect := !c.cfg.Bugs.has(BugNoLoadProtect) // the bug: nothing keeps the slots while the load-back reads them
+	if protect {
+		if err := c.alloc.Protect(n.l2); err != nil {
+			panic(fmt.Sprintf("cache: protect committed L2 object %d of node %d: %v", n.l2, n.id, err))
+		}
 	}
 	pages := c.takeDevicePages(n.pages(c.geometry().PageTokens))
 	if pages == nil {
-		if err := c.alloc.Unprotect(n.l2); err != nil {
-			panic(fmt.Sprintf("hicache: unprotect L2 object %d of node %d: %v", n.l2, n.id, err))
+		if protect {
+			if err := c.alloc.Unprotect(n.l2); err != nil {
+				panic(fmt.Sprintf("cache: unprotect L2 object %d of node %d: %v", n.l2, n.id, err))
+			}
 		}
 		return false
 	}
 	if err := c.loadBack(n, pages); err != nil {
 		// A committed object always has a placement and can be protected: this is a broken invariant.
-		panic(fmt.Sprintf("hicache: load-back of node %d from L2 object %d: %v", n.id, n.l2, err))
+		panic(fmt.Sprintf("cache: load-back of node %d from L2 object %d: %v", n.id, n.l2, err))
 	}
 	n.devicePages = pages
 	if n.fromL3 {
@@ -81,44 +93,44 @@ func (c *controller) hitNode(n *treeNode) bool {
 	return true
 }
 
-func (c *controller) committed(obj pool.ObjectID) bool {
+func (c *Core) committed(obj pool.ObjectID) bool {
 	info, ok := c.alloc.Lookup(obj)
 	return ok && info.Committed
 }
 
-func (c *controller) touchL2(n *treeNode) {
+func (c *Core) touchL2(n *treeNode) {
 	if n.l2 != 0 {
 		if err := c.alloc.Touch(n.l2, c.clock); err != nil {
-			panic(fmt.Sprintf("hicache: touch of live L2 object %d: %v", n.l2, err))
+			panic(fmt.Sprintf("cache: touch of live L2 object %d: %v", n.l2, err))
 		}
 	}
 }
 
 // loadBack starts copying a node's pages from L2 into freshly taken device pages. The caller has protected the
 // object from eviction; it stays protected until every rank of the group has finished the load.
-func (c *controller) loadBack(n *treeNode, pages []int32) error {
-	spans, err := c.spansFor(n.l2, n.l2Offset, pages)
+func (c *Core) loadBack(n *treeNode, pages []int32) error {
+	slots, err := c.slotsOf(n.l2, n.l2Offset, len(pages))
 	if err != nil {
 		return err
 	}
 	c.nextSeq++
-	op := &copyOp{seq: c.nextSeq, obj: n.l2, node: n, tokens: n.tokens, startPos: n.startPos, devicePages: pages, spans: spans}
+	op := &copyOp{seq: c.nextSeq, obj: n.l2, node: n, tokens: n.tokens, startPos: n.startPos, devicePages: pages, slots: slots}
 	c.dev.pin(pages)
 	c.loads.push(op)
-	c.submit(op, false)
+	c.startCopy(op, false)
 	c.counters.BytesH2D += int64(len(pages)) * c.pageBytesPerRank()
 	return nil
 }
 
-func (c *controller) pageBytesPerRank() int64 {
+func (c *Core) pageBytesPerRank() int64 {
 	g := c.geometry()
-	return c.partBytes * int64(g.Layers) * int64(g.PayloadsPerLayer)
+	return g.PartBytes() * int64(g.Layers) * int64(g.PayloadsPerLayer)
 }
 
 // computeRest "runs the model" over the tokens after the usable prefix: it writes their KV into device pages
 // and records them in the tree, filling the hollow nodes of the rest of the path and adding one leaf for the
 // tokens past the path.
-func (c *controller) computeRest(tokens []int32, path []*treeNode, usable, hitTokens int) error {
+func (c *Core) computeRest(tokens []int32, path []*treeNode, usable, hitTokens int) error {
 	c.counters.MissTokens += int64(len(tokens) - hitTokens)
 	parent, pos := c.tree.root, 0
 	for i, n := range path {
@@ -151,7 +163,7 @@ func (c *controller) computeRest(tokens []int32, path []*treeNode, usable, hitTo
 }
 
 // fill gives a hollow node recomputed KV. It reports false when L1 has no room.
-func (c *controller) fill(n *treeNode) bool {
+func (c *Core) fill(n *treeNode) bool {
 	pages := c.takeDevicePages(n.pages(c.geometry().PageTokens))
 	if pages == nil {
 		return false
@@ -167,55 +179,21 @@ func (c *controller) fill(n *treeNode) bool {
 	return true
 }
 
-func (c *controller) maybeSelectiveBackup(n *treeNode) {
+func (c *Core) maybeSelectiveBackup(n *treeNode) {
 	if c.cfg.Policy == WriteThroughSelective && n.hits >= 2 && n.l2 == 0 && !c.dev.anyPinned(n.devicePages) {
 		c.backup(n)
 	}
 }
 
 // writeContent writes the node's KV, as the model would have computed it, into its device pages.
-func (c *controller) writeContent(n *treeNode) error {
-	g := c.geometry()
-	for i, page := range n.devicePages {
-		toks := n.tokens[i*g.PageTokens : (i+1)*g.PageTokens]
-		firstPos := n.startPos + i*g.PageTokens
-		for layer := 0; layer < g.Layers; layer++ {
-			for payload := 0; payload < g.PayloadsPerLayer; payload++ {
-				fillPart(c.partBuf, toks, firstPos, g.TokenBytes, c.contentKey(layer, payload))
-				if err := c.engine.WriteDevice(c.deviceOffset(page, layer, payload), c.partBuf); err != nil {
-					return fmt.Errorf("write KV of page %d: %w", page, err)
-				}
-			}
-		}
-	}
-	return nil
-}
-
-func (c *controller) contentKey(layer, payload int) contentKey {
-	return contentKey{seed: c.cfg.Seed, rank: c.cpRank, layer: layer, payload: payload}
+func (c *Core) writeContent(n *treeNode) error {
+	return c.env.Fill(&Fill{DevicePages: n.devicePages, Tokens: n.tokens, StartPos: n.startPos})
 }
 
 // verifyLoad checks every part of a finished load-back against the content function and counts mismatches.
-func (c *controller) verifyLoad(op *copyOp) error {
-	g := c.geometry()
-	for i, page := range op.devicePages {
-		toks := op.tokens[i*g.PageTokens : (i+1)*g.PageTokens]
-		firstPos := op.startPos + i*g.PageTokens
-		bad := false
-		for layer := 0; layer < g.Layers; layer++ {
-			for payload := 0; payload < g.PayloadsPerLayer; payload++ {
-				if err := c.engine.ReadDevice(c.deviceOffset(page, layer, payload), c.partBuf); err != nil {
-					return err
-				}
-				if !partMatches(c.partBuf, toks, firstPos, g.TokenBytes, c.contentKey(layer, payload)) {
-					bad = true
-				}
-			}
-		}
-		c.counters.PagesChecked++
-		if bad {
-			c.counters.Mismatches++
-		}
-	}
-	return nil
+func (c *Core) verifyLoad(op *copyOp) error {
+	checked, mismatches, err := c.env.VerifyLoad(&Verify{Seq: op.seq, DevicePages: op.devicePages, Tokens: op.tokens, StartPos: op.startPos})
+	c.counters.PagesChecked += checked
+	c.counters.Mismatches += mismatches
+	return err
 }

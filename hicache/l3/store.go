@@ -258,3 +258,6 @@ func readSummed(f io.Reader, payload []byte) (sum uint64, n int, err error) {
 	}
 	return sums.sum(), n, nil
 }
+
+// BlockPath is where key's block lives (for messages).
+func (s *Store) BlockPath(key uint64) string { return s.blockPath(key) }

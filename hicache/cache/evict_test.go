@@ -1,4 +1,4 @@
-package hicache
+package cache
 
 import (
 	"fmt"
@@ -6,58 +6,11 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/workload"
-	"github.com/cphicache/cphicache/kernels"
-	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
 )
 
 // The eviction queue against its model: the walk-and-sort eviction it replaced. Every L1 eviction of the SPMD run
 // tests (smallOptions) and of the fuzz target below is compared with it, choice by choice.
-
-// naiveEvictionOrder is the model: every node of the tree evictable now, least recently used first, ties by id.
-func naiveEvictionOrder(c *controller) []*treeNode {
-	var candidates []*treeNode
-	c.tree.forEach(func(n *treeNode) {
-		if c.evictableFromL1(n) {
-			candidates = append(candidates, n)
-		}
-	})
-	slices.SortFunc(candidates, func(a, b *treeNode) int {
-		if older(a, b) {
-			return -1
-		}
-		return 1
-	})
-	return candidates
-}
-
-// naiveEvictionModel is Options.testEvictionModel: it takes the model's order when an eviction begins and checks
-// the eviction's choices against it when it ends.
-func naiveEvictionModel(c *controller) evictionCheck {
-	model := naiveEvictionOrder(c)
-	return func(chosen []*treeNode, freedPages, needPages int) error {
-		return compareEviction(model, chosen, freedPages, needPages)
-	}
-}
-
-// compareEviction: the walk-and-sort eviction took its candidates in order until enough pages were freed or none
-// were left, so the choices must be a prefix of the model's order that stops only for one of those reasons.
-func compareEviction(model, chosen []*treeNode, freedPages, needPages int) error {
-	for i, n := range chosen {
-		if i >= len(model) {
-			return fmt.Errorf("L1 eviction choice %d is node %d; the model had only %d candidates", i, n.id, len(model))
-		}
-		if model[i] != n {
-			return fmt.Errorf("L1 eviction choice %d is node %d (last access %d), the model's is node %d (last access %d)",
-				i, n.id, n.lastAccess, model[i].id, model[i].lastAccess)
-		}
-	}
-	if len(chosen) < len(model) && freedPages < needPages {
-		return fmt.Errorf("L1 eviction stopped after %d of the model's %d candidates with %d of %d pages freed",
-			len(chosen), len(model), freedPages, needPages)
-	}
-	return nil
-}
 
 func TestCompareEvictionCatchesEveryKindOfDeparture(t *testing.T) {
 	a, b, c := &treeNode{id: 1}, &treeNode{id: 2}, &treeNode{id: 3}
@@ -82,52 +35,20 @@ func TestCompareEvictionCatchesEveryKindOfDeparture(t *testing.T) {
 	}
 }
 
-// soloComm is a one-rank CP group, for driving a controller in one process.
-type soloComm struct{}
-
-func (soloComm) Size() int { return 1 }
-func (soloComm) Rank() int { return 0 }
-func (soloComm) AllreduceUint64(send, recv []uint64, _ mpi.Op) error {
-	copy(recv, send)
-	return nil
-}
-func (soloComm) AllgatherUint64(send, recv []uint64) error {
-	copy(recv, send)
-	return nil
-}
-
 const testOpPageTokens = 2
 
 // newTestController is a one-rank cache with tiny pages, checked against the eviction model.
-func newTestController(t testing.TB, policy WritePolicy, devicePages, l2Slots int) *controller {
+func newTestController(t testing.TB, policy WritePolicy, devicePages, l2Slots int) *Core {
 	t.Helper()
 	g := pool.Geometry{CPSize: 1, Layers: 1, PayloadsPerLayer: 1, PageTokens: testOpPageTokens, TokenBytes: 8,
 		Slots: l2Slots, SlabBytesMax: 1 << 20, Layout: pool.LayerFirst}
-	slabs := make([][]byte, g.SlabCount())
-	for i := range slabs {
-		slabs[i] = make([]byte, g.SlabBytes(i))
-	}
-	cfg := CacheConfig{Geometry: g, DevicePages: devicePages, Policy: policy, Seed: 3}
-	eng, err := kernels.NewHostEngine(cfg.DeviceBytes(), slabs, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := newController(cfg, 0, eng, slabs, newConsensus(soloComm{}, 0, nil, nil, 16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.close()
-		eng.Close()
-	})
-	c.testEvictionModel = naiveEvictionModel
-	return c
+	return newSolo(t, Config{Geometry: g, DevicePages: devicePages, Policy: policy, Seed: 3, EvictionModel: WalkEvictionModel})
 }
 
 // testOps drives a controller with operations decoded from bytes: requests whose pages come from a three-letter
 // alphabet (so prefixes are shared, nodes split and L1 fills), step ends with or without the consensus (pins
 // that outlive a step), and flushes. Every consensus drains, so the run does not depend on copy timing.
-func testOps(t testing.TB, c *controller, ops []byte) {
+func testOps(t testing.TB, c *Core, ops []byte) {
 	t.Helper()
 	for i := 0; i < len(ops); i++ {
 		switch op := ops[i]; op % 8 {
@@ -164,7 +85,7 @@ func testOps(t testing.TB, c *controller, ops []byte) {
 }
 
 // endTestStep ends a step as the run does: unlock, check the invariants (the queue's among them), and agree.
-func endTestStep(t testing.TB, c *controller, agree bool) {
+func endTestStep(t testing.TB, c *Core, agree bool) {
 	t.Helper()
 	c.endStep()
 	if err := c.checkStepInvariants(); err != nil {
@@ -189,9 +110,9 @@ func TestEvictionQueueMatchesTheModel(t *testing.T) {
 	for _, policy := range []WritePolicy{WriteThrough, WriteThroughSelective, WriteBack} {
 		c := newTestController(t, policy, 24, 40)
 		compared := 0
-		c.testEvictionModel = func(c *controller) evictionCheck {
+		c.cfg.EvictionModel = func(c *Core) EvictionCheck {
 			compared++
-			return naiveEvictionModel(c)
+			return WalkEvictionModel(c)
 		}
 		testOps(t, c, ops)
 		if compared < 100 || c.counters.L1Evictions < 100 || c.counters.Flushes == 0 {
@@ -299,7 +220,7 @@ func BenchmarkEvictL1FromAFullCache(b *testing.B) {
 	for _, pages := range []int{1 << 10, 1 << 13, 1 << 16} {
 		b.Run(fmt.Sprintf("pages=%d", pages), func(b *testing.B) {
 			c := newTestController(b, WriteThroughSelective, pages, 16) // no backups: nothing pinned
-			c.testEvictionModel = nil
+			c.cfg.EvictionModel = nil
 			fanOut := int32(2)
 			for fanOut*fanOut*fanOut < int32(pages) {
 				fanOut++

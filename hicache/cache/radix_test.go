@@ -1,4 +1,4 @@
-package hicache
+package cache
 
 import (
 	"testing"
@@ -98,22 +98,22 @@ func TestOpQueueFrontierStopsAtTheFirstUnfinishedOp(t *testing.T) {
 	ops := make([]*copyOp, 4)
 	for i := range ops {
 		ops[i] = &copyOp{seq: uint64(2*i + 1)} // seqs 1 3 5 7: gaps belong to the other direction
-		ops[i].layersLeft.Store(1)
+		ops[i].isDone = false
 		q.push(ops[i])
 	}
-	ops[1].layersLeft.Store(0)
-	ops[2].layersLeft.Store(0)
+	ops[1].isDone = true
+	ops[2].isDone = true
 	if f := q.advance(); f != 0 {
 		t.Fatalf("frontier %d with op 1 unfinished, want 0", f)
 	}
-	ops[0].layersLeft.Store(0)
+	ops[0].isDone = true
 	if f := q.advance(); f != 5 {
 		t.Fatalf("frontier %d, want 5 (op 7 unfinished)", f)
 	}
 	if got := q.retire(3); len(got) != 2 || len(q.ops) != 2 {
 		t.Fatalf("retire(3) took %d ops, left %d", len(got), len(q.ops))
 	}
-	ops[3].layersLeft.Store(0)
+	ops[3].isDone = true
 	if f := q.advance(); f != 7 {
 		t.Fatalf("frontier %d, want 7", f)
 	}
@@ -127,30 +127,30 @@ func TestContentDependsOnEveryCoordinate(t *testing.T) {
 	const tokenBytes = 16
 	toks := []int32{5, 6}
 	base := make([]byte, 2*tokenBytes)
-	fillPart(base, toks, 32, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1})
-	for name, k := range map[string]contentKey{
-		"seed": {seed: 2, rank: 2, layer: 3, payload: 1}, "rank": {seed: 1, rank: 3, layer: 3, payload: 1},
-		"layer": {seed: 1, rank: 2, layer: 4, payload: 1}, "payload": {seed: 1, rank: 2, layer: 3, payload: 0},
+	FillPart(base, toks, 32, tokenBytes, ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1})
+	for name, k := range map[string]ContentKey{
+		"seed": {Seed: 2, Rank: 2, Layer: 3, Payload: 1}, "rank": {Seed: 1, Rank: 3, Layer: 3, Payload: 1},
+		"layer": {Seed: 1, Rank: 2, Layer: 4, Payload: 1}, "payload": {Seed: 1, Rank: 2, Layer: 3, Payload: 0},
 	} {
-		if partMatches(base, toks, 32, tokenBytes, k) {
+		if PartMatches(base, toks, 32, tokenBytes, k) {
 			t.Errorf("content does not change with the %s", name)
 		}
 	}
-	if partMatches(base, toks, 33, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1}) {
+	if PartMatches(base, toks, 33, tokenBytes, ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1}) {
 		t.Error("content does not change with the position")
 	}
-	if !partMatches(base, toks, 32, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1}) {
+	if !PartMatches(base, toks, 32, tokenBytes, ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1}) {
 		t.Error("content is not reproducible")
 	}
 	// The check compares as it goes: a flip of any single byte, in any word, must be seen.
 	for i := range base {
 		base[i] ^= 0x10
-		if partMatches(base, toks, 32, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1}) {
+		if PartMatches(base, toks, 32, tokenBytes, ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1}) {
 			t.Errorf("a flipped byte %d went unseen", i)
 		}
 		base[i] ^= 0x10
 	}
-	if partMatches(base[:len(base)-8], toks, 32, tokenBytes, contentKey{seed: 1, rank: 2, layer: 3, payload: 1}) {
+	if PartMatches(base[:len(base)-8], toks, 32, tokenBytes, ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1}) {
 		t.Error("a short part matched")
 	}
 }

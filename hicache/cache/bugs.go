@@ -1,0 +1,68 @@
+package cache
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Deliberate bugs: each one is a mistake this cache could plausibly make, kept so that the simulator can show it
+// catches them (hicache/sim's TestEveryDeliberateBugIsCaught). They exist only in a build with the simbugs tag:
+// without it, Bugs.has is a constant false (bugs_off.go) and the compiler drops every branch that tests one.
+type Bugs uint32
+
+// Bug is one deliberate bug.
+type Bug uint32
+
+const (
+	BugCommitOnLocalFrontier  Bug = 1 << iota // commit on this rank's write frontier, not the group's MIN
+	BugFlushWaitsOnlyOnWriter                 // a flush waits for its block writes on the writer rank only (the flush race)
+	BugUnprotectBeforeStored                  // unprotect a block's L2 objects before the storage frontier passes its write
+	BugAttachFailedPrefetch                   // use every prefetched block even when the group agreed a read failed
+	BugResetKeepsFreeBitmap                   // the allocator's reset leaves the free bitmap as it was
+	BugTieBreakOnRank                         // CP rank 1 breaks L1 eviction ties by the higher node id
+	BugAuditSkipsRank                         // the commit audit skips the last CP rank's parts
+	BugNoAuditHold                            // a committed object is not held until the next consensus for its audit
+	BugLocalPrefetchCount                     // prefetch this rank's own count of L3 blocks, not the group's MIN
+	BugNoLoadProtect                          // a load-back does not protect its L2 object from eviction
+	BugNoWriteBackProtect                     // write_back's near-eviction block writes do not protect their objects
+	BugResetKeepsDevicePages                  // a flush's reset leaves the device pages taken
+	BugAssertOff                              // the placement assert is off (digest and objects): to show what the audit catches alone
+	bugEnd
+)
+
+var bugNames = map[Bug]string{
+	BugCommitOnLocalFrontier: "commit_on_local_frontier", BugFlushWaitsOnlyOnWriter: "flush_waits_only_on_writer",
+	BugUnprotectBeforeStored: "unprotect_before_stored", BugAttachFailedPrefetch: "attach_failed_prefetch",
+	BugResetKeepsFreeBitmap: "reset_keeps_free_bitmap", BugTieBreakOnRank: "tie_break_on_rank",
+	BugAuditSkipsRank: "audit_skips_rank", BugNoAuditHold: "no_audit_hold", BugLocalPrefetchCount: "local_prefetch_count",
+	BugNoLoadProtect: "no_load_protect", BugNoWriteBackProtect: "no_write_back_protect",
+	BugResetKeepsDevicePages: "reset_keeps_device_pages", BugAssertOff: "assert_off",
+}
+
+func (b Bug) String() string { return bugNames[b] }
+
+// AllBugs lists every deliberate bug, in a fixed order.
+func AllBugs() []Bug {
+	var all []Bug
+	for b := Bug(1); b < bugEnd; b <<= 1 {
+		all = append(all, b)
+	}
+	return all
+}
+
+// ParseBug reads a bug's name.
+func ParseBug(name string) (Bug, error) {
+	for b, n := range bugNames {
+		if n == name {
+			return b, nil
+		}
+	}
+	var names []string
+	for _, b := range AllBugs() {
+		names = append(names, b.String())
+	}
+	return 0, fmt.Errorf("%q is not a deliberate bug: one of %s", name, strings.Join(names, ", "))
+}
+
+// With returns b with bug added.
+func (b Bugs) With(bug Bug) Bugs { return b | Bugs(bug) }

@@ -1,0 +1,217 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cphicache/cphicache/hicache/errscope"
+)
+
+// The step consensus (DESIGN.md, "The step consensus"): everything the ranks of a CP group must agree on in a step
+// travels in one all-reduce MIN of a fixed vector of 64-bit words. MAX of a word is the complement of MIN of its
+// complement, so a word and its complement give both, in the same call. This file builds the vectors and reads
+// the agreed ones; the Env carries them.
+
+// ConsensusKind names a consensus call: where in the step it is entered.
+type ConsensusKind int
+
+const (
+	StepConsensus  ConsensusKind = iota // once at the end of every step: commit, load-backs, digest, errors
+	FlushConsensus                      // inside a flush, after the drain: the barrier and the assert before the reset
+	FinalConsensus                      // after the last step: the final drain and assert
+	ObjectCompare                       // every --placement-assert-every steps and at a flush: each object's placement
+	PrefetchCount                       // with an L3, at the start of every serving step: the L3 blocks each request can prefetch
+	DigestGather                        // after a divergence: every rank's digest, for the message
+	ConsensusKinds
+)
+
+var consensusNames = [ConsensusKinds]string{"step", "flush", "final", "object_compare", "l3_prefetch", "digest_gather"}
+
+func (k ConsensusKind) String() string {
+	if k < 0 || k >= ConsensusKinds {
+		return fmt.Sprintf("consensus kind %d", int(k))
+	}
+	return consensusNames[k]
+}
+
+// The words of the consensus vector.
+const (
+	wordTag              = iota // kind << 56 | per-communicator call counter
+	wordTagNot                  // ^tag: MIN(^tag) = ^MAX(tag)
+	wordError                   // lowest failing CP rank << 32 | its failure code; noFailure when none
+	wordWriteFrontier           // writing_check: every backup with seq <= it is done on the rank
+	wordWriteIdle               // 1 when the rank has no backup in flight
+	wordLoadFrontier            // loading_check: every load-back with seq <= it is done and verified on the rank
+	wordLoadDone                // 1 when the rank has no load-back in flight
+	wordDigest                  // the placement digest
+	wordDigestNot               // ^digest
+	wordStoreFrontier           // every L3 block write with seq <= it is done on the rank (or is not the rank's)
+	wordPrefetchFrontier        // every L3 prefetch with seq <= it has finished its reads on the rank
+	wordPrefetchFailed          // the rank's lowest failed prefetch read, seq << prefetchBlockBits | block; noFailure when none
+	consensusWords
+)
+
+// VectorWords is the length of the step consensus vector: what one step all-reduces.
+const VectorWords = consensusWords
+
+// noFailure is the error word of a rank that has nothing to report: larger than every encoded failure, so the
+// MIN is the lowest failing rank's.
+const noFailure = math.MaxUint64
+
+// tagCounterBits leaves the top byte of a tag for its kind.
+const tagCounterBits = 56
+
+// vote is what one rank brings to a consensus call.
+type vote struct {
+	writeFrontier uint64
+	writeIdle     bool
+	loadFrontier  uint64
+	loadDone      bool
+	digest        uint64
+	failure       error // this rank's own failure since the last call, or nil
+
+	storeFrontier, prefetchFrontier, prefetchFailed uint64 // the L3's (l3tier.go); 0, 0, noFailure without one
+}
+
+// agreement is what the group agreed in one call.
+type agreement struct {
+	writeFrontier uint64 // MIN: every rank finished every backup up to here
+	writeIdle     bool   // every rank has no backup in flight
+	loadFrontier  uint64
+	loadDone      bool
+	digestMin     uint64
+	digestMax     uint64
+
+	storeFrontier, prefetchFrontier, prefetchFailed uint64
+}
+
+func (a agreement) digestsAgree() bool { return a.digestMin == a.digestMax }
+
+// nextTag books one consensus call of kind k on this rank's CP communicator and returns its tag.
+func (c *Core) nextTag(k ConsensusKind) uint64 {
+	c.calls++
+	return uint64(k)<<tagCounterBits | c.calls&(1<<tagCounterBits-1)
+}
+
+// collective hands one collective to the Env.
+func (c *Core) collective(k ConsensusKind, op Op, part int, transport bool, words []uint64) error {
+	return c.env.Collective(&Collective{Kind: k, Op: op, Part: part, Transport: transport, Step: c.step, Words: words})
+}
+
+// consensus runs one consensus call of kind k (step, flush or final). It returns the group's agreement, or the
+// error that ends the group's run, the same on every rank: a rank's own failure (to that rank, as it is) or a
+// *PeerFailure naming the failing rank (to the others), then ranks out of step. A digest that differs is not an
+// error here: the caller decides what a divergence means (fail, or record it in validate).
+func (c *Core) consensus(k ConsensusKind, v vote) (agreement, error) {
+	tag := c.nextTag(k)
+	w := &c.vector
+	*w = [consensusWords]uint64{wordTag: tag, wordTagNot: ^tag, wordError: noFailure,
+		wordWriteFrontier: v.writeFrontier, wordWriteIdle: boolWord(v.writeIdle), wordLoadFrontier: v.loadFrontier,
+		wordLoadDone: boolWord(v.loadDone), wordDigest: v.digest, wordDigestNot: ^v.digest,
+		wordStoreFrontier: v.storeFrontier, wordPrefetchFrontier: v.prefetchFrontier, wordPrefetchFailed: v.prefetchFailed}
+	if v.failure != nil {
+		w[wordError] = uint64(c.cfg.CPRank)<<32 | uint64(failureCodeOf(v.failure))
+	}
+	if err := c.collective(k, OpMin, 0, true, w[:]); err != nil {
+		return agreement{}, errors.Join(v.failure, fmt.Errorf("%s consensus on CP group %d (%d ranks) at step %d: %w", k, c.cfg.Group, c.cfg.Geometry.CPSize, c.step, err))
+	}
+	if err := c.checkAgreed(w, v.failure); err != nil {
+		return agreement{}, err
+	}
+	return agreement{writeFrontier: w[wordWriteFrontier], writeIdle: w[wordWriteIdle] == 1,
+		loadFrontier: w[wordLoadFrontier], loadDone: w[wordLoadDone] == 1,
+		digestMin: w[wordDigest], digestMax: ^w[wordDigestNot],
+		storeFrontier: w[wordStoreFrontier], prefetchFrontier: w[wordPrefetchFrontier], prefetchFailed: w[wordPrefetchFailed]}, nil
+}
+
+// checkAgreed turns the reduced error and tag words into the error every rank of the group returns.
+func (c *Core) checkAgreed(w *[consensusWords]uint64, own error) error {
+	if failed := w[wordError]; failed != noFailure {
+		rank, code := int(failed>>32), FailureCode(uint32(failed))
+		if own != nil && rank == c.cfg.CPRank {
+			return own
+		}
+		return &PeerFailure{Group: c.cfg.Group, CPRank: rank, Code: code, Step: c.step}
+	}
+	if minTag, maxTag := w[wordTag], ^w[wordTagNot]; minTag != maxTag {
+		return &OutOfStepError{Group: c.cfg.Group, Step: c.step, MinTag: minTag, MaxTag: maxTag}
+	}
+	return nil
+}
+
+func boolWord(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// compareObjects reduces, over the CP group, MIN of every element of hashes in place (callers pass each value
+// beside its complement to get MAX in the same call). It is a call of its own kind, on MPI (the placement assert
+// travels over MPI), in two reductions: first its tag and the vector's length with their complements, since
+// vectors of different lengths cannot be reduced element by element; then, when every rank has as many, the
+// vector. sameCount is false when the lengths differ.
+func (c *Core) compareObjects(hashes []uint64) (sameCount bool, err error) {
+	tag := c.nextTag(ObjectCompare)
+	n := uint64(len(hashes))
+	head := []uint64{tag, ^tag, n, ^n}
+	if err := c.collective(ObjectCompare, OpMin, 0, false, head); err != nil {
+		return false, fmt.Errorf("object_compare on CP group %d at step %d: %w", c.cfg.Group, c.step, err)
+	}
+	if head[0] != ^head[1] {
+		return false, &OutOfStepError{Group: c.cfg.Group, Step: c.step, MinTag: head[0], MaxTag: ^head[1]}
+	}
+	if head[2] != ^head[3] || n == 0 {
+		return head[2] == ^head[3], nil
+	}
+	if err := c.collective(ObjectCompare, OpMin, 1, false, hashes); err != nil {
+		return false, fmt.Errorf("object_compare on CP group %d at step %d: %w", c.cfg.Group, c.step, err)
+	}
+	return true, nil
+}
+
+// minCounts reduces MIN of counts over the CP group in place: the L3 blocks every rank found for each request of
+// a step. It is a call of its own kind, on MPI, entered at the start of every serving step of a run with an L3,
+// whether or not this rank has a candidate; the vector's length is fixed by the batch size, the same on every
+// rank, and it travels behind its tag and the tag's complement.
+func (c *Core) minCounts(counts []uint64) error {
+	tag := c.nextTag(PrefetchCount)
+	buf := append(append(make([]uint64, 0, len(counts)+2), tag, ^tag), counts...)
+	if err := c.collective(PrefetchCount, OpMin, 0, false, buf); err != nil {
+		return fmt.Errorf("l3_prefetch on CP group %d at step %d: %w", c.cfg.Group, c.step, err)
+	}
+	if buf[0] != ^buf[1] {
+		return &OutOfStepError{Group: c.cfg.Group, Step: c.step, MinTag: buf[0], MaxTag: ^buf[1]}
+	}
+	copy(counts, buf[2:])
+	return nil
+}
+
+// gatherDigests collects every CP rank's digest, for the divergence report. Every rank of the group calls it
+// after the same agreement showed the digests differ.
+func (c *Core) gatherDigests(digest uint64) ([]uint64, error) {
+	all := make([]uint64, c.cfg.Geometry.CPSize)
+	all[c.cfg.CPRank] = digest
+	err := c.collective(DigestGather, OpGather, 0, false, all)
+	return all, err
+}
+
+// OutOfStepError: the ranks of a CP group entered different consensus calls (a different kind, or a different
+// number of calls so far). Their vectors were paired by MPI all the same; the tag words show it.
+type OutOfStepError struct {
+	Group          int
+	Step           int64
+	MinTag, MaxTag uint64
+}
+
+// Scope: every rank of the group sees the same agreed tags.
+func (e *OutOfStepError) Scope() errscope.Scope { return errscope.GroupScope }
+
+func (e *OutOfStepError) Error() string {
+	describe := func(tag uint64) string {
+		return fmt.Sprintf("%s call #%d", ConsensusKind(tag>>tagCounterBits), tag&(1<<tagCounterBits-1))
+	}
+	return fmt.Sprintf("collectives out of step in CP group %d at step %d: one rank entered the %s while another entered the %s",
+		e.Group, e.Step, describe(e.MinTag), describe(e.MaxTag))
+}

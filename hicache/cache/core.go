@@ -1,0 +1,204 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// WritePolicy says when a node's KV is backed up to L2.
+type WritePolicy int
+
+const (
+	WriteThrough          WritePolicy = iota // on first insert
+	WriteThroughSelective                    // on the second hit
+	WriteBack                                // only when evicted from L1
+)
+
+var writePolicyNames = []string{"write_through", "write_through_selective", "write_back"}
+
+func (p WritePolicy) String() string { return writePolicyNames[p] }
+
+// ParseWritePolicy reads --write-policy.
+func ParseWritePolicy(s string) (WritePolicy, error) {
+	for i, name := range writePolicyNames {
+		if s == name {
+			return WritePolicy(i), nil
+		}
+	}
+	return 0, &errscope.ConfigError{Flag: "write-policy", Reason: fmt.Sprintf("%q is not one of write_through, write_through_selective, write_back", s)}
+}
+
+// Config is one rank's cache and the run it takes part in: everything Run decides from, besides the events.
+type Config struct {
+	Geometry    pool.Geometry // the CP group's shared L2
+	DevicePages int           // this rank's L1 capacity in pages
+	Policy      WritePolicy
+	Seed        uint64 // of the KV content
+	CPRank      int
+	Group       int // the CP group, for messages
+
+	L3 L3Config // off unless L3.Enabled
+
+	SyncCopies           bool  // every step's consensus drains the backups (sweep, --sync-copies)
+	FlushEvery           int64 // steps between flushes; 0 = only the workload's
+	PlacementAssertEvery int64 // steps between object-by-object comparisons; 0 = at flushes and the end
+	PerturbAtStep        int64 // --inject-divergence on this rank: perturb the allocator after this step's consensus; 0 = never
+
+	CheckInvariants  bool // check the step invariants after every step (tests and the simulator)
+	RecordDivergence bool // validate: record a divergence and start the group again from a fresh state
+	RecordFlushWrong bool // validate: a flush that leaves the cache unlike a fresh one is counted, not fatal
+	FlushAtEnd       bool // validate: flush once at the end when the workload had no flush
+
+	// Test: a deliberate bug (bugs.go) and the checks tests attach.
+	Bugs Bugs
+	// EvictionModel (tests only), when set, is called at the start of every L1 eviction and returns the check of
+	// the nodes that eviction then chooses.
+	EvictionModel func(c *Core) EvictionCheck
+	// Served (tests and the simulator), when set, is told what each request's serve decided, in tokens.
+	Served func(o Outcome)
+}
+
+// Outcome is what one request's serve decided, in tokens.
+type Outcome struct{ L1Hit, L2Hit, L3Hit, Computed int64 }
+
+// EvictionCheck (tests only) checks the nodes one L1 eviction chose, in order, and how many pages it freed of
+// how many it needed.
+type EvictionCheck func(chosen []*treeNode, freedPages, needPages int) error
+
+// Core is one rank's cache: the radix tree over its device pages, the shared L2 allocator, the copies and L3
+// I/O in flight, and the step program that drives them (Run). Every decision it makes is a pure function of the
+// event stream and of agreed values; what differs between ranks (when work finishes) reaches it only through
+// Complete, and is reconciled by the step consensus. It owns no goroutine, clock, file, communicator or logger:
+// all of that is its Env's.
+type Core struct {
+	cfg     Config
+	env     Env
+	alloc   *pool.Allocator
+	tree    *radixTree
+	evictq  *evictQueue // L1 eviction candidates, oldest first
+	dev     *devicePool
+	l3      *l3Tier // nil without an L3
+	writes  opQueue
+	loads   opQueue
+	nextSeq uint64 // backup, load and prefetch object sequence numbers share one counter
+	clock   uint64 // logical time: one tick per request
+	step    int64  // the step in progress
+	calls   uint64 // consensus calls entered on this CP communicator: the counter of the tag
+
+	objectNodes map[pool.ObjectID][]*treeNode // nodes that point into each L2 object (lookup only)
+	inFlight    map[uint64]*copyOp            // copies started and not yet complete, by seq (lookup only)
+	work        stepWork                      // what the current step's requests hold
+	counters    Counters
+	failure     error           // this rank's failure, for the group's next consensus (Fail)
+	auditHeld   []pool.ObjectID // committed at the last consensus, protected until this one (holdForAudit)
+	drainNext   bool            // the backups left after a step pin over half of L1: the next consensus drains them
+	deferred    []deferredRequest
+
+	freshStateHash uint64 // the allocator's state hash when it was built: what every flush must restore
+	vector         [consensusWords]uint64
+}
+
+// New builds a rank's cache for cfg; env is the world around it.
+func New(cfg Config, env Env) (*Core, error) {
+	alloc, err := pool.New(cfg.Geometry)
+	if err != nil {
+		return nil, err
+	}
+	c := &Core{
+		cfg: cfg, env: env, alloc: alloc, tree: newRadixTree(cfg.Geometry.PageTokens), dev: newDevicePool(cfg.DevicePages),
+		objectNodes: map[pool.ObjectID][]*treeNode{}, inFlight: map[uint64]*copyOp{}, freshStateHash: alloc.StateHash(),
+		writes: opQueue{name: "backup"}, loads: opQueue{name: "load-back"},
+	}
+	c.tree.onSplit = c.noteSplit
+	c.evictq = newEvictQueue(c.tree)
+	c.evictq.tieHigh = cfg.Bugs.has(BugTieBreakOnRank) && cfg.CPRank == 1
+	if cfg.L3.Enabled {
+		if err := cfg.L3.validate(cfg.Geometry.PageTokens); err != nil {
+			return nil, err
+		}
+		c.l3 = newL3Tier(cfg.L3, cfg.Geometry, cfg.CPRank)
+	}
+	return c, nil
+}
+
+func (c *Core) geometry() pool.Geometry { return c.cfg.Geometry }
+
+// Counters returns this rank's tallies so far.
+func (c *Core) Counters() Counters { return c.counters }
+
+// Step is the step in progress (or the last one).
+func (c *Core) Step() int64 { return c.step }
+
+// Fail records a failure of this rank's surroundings (a metrics write, say) for the group's next consensus.
+func (c *Core) Fail(code FailureCode, err error) { c.fail(code, err) }
+
+// DeviceBytes is the size of a rank's device KV buffer for a geometry and L1 size.
+func DeviceBytes(g pool.Geometry, devicePages int) int64 {
+	return int64(g.Layers) * int64(g.PayloadsPerLayer) * int64(devicePages) * g.PartBytes()
+}
+
+// slotsOf lists where pages [first, first+count) of an L2 object live, in page order.
+func (c *Core) slotsOf(obj pool.ObjectID, first, count int) ([]SlabSlot, error) {
+	slots := make([]SlabSlot, 0, count)
+	err := c.eachPageSlot(obj, first, count, func(_, slab, slot int) {
+		slots = append(slots, SlabSlot{Slab: int32(slab), Slot: int32(slot)})
+	})
+	return slots, err
+}
+
+// eachPageSlot visits pages [first, first+count) of an L2 object in page order: visit gets the index from first,
+// and the slab and slot in it. Fewer pages than that in the object is an error.
+func (c *Core) eachPageSlot(obj pool.ObjectID, first, count int, visit func(i, slab, slot int)) error {
+	extents, ok := c.alloc.Extents(obj)
+	if !ok {
+		return fmt.Errorf("L2 object %d has no placement", obj)
+	}
+	page := 0 // index within the object
+	for _, e := range extents {
+		for s := range int(e.Slots) {
+			if i := page - first; i >= 0 && i < count {
+				visit(i, int(e.Slab), int(e.FirstSlot)+s)
+			}
+			page++
+		}
+	}
+	if page < first+count {
+		return fmt.Errorf("L2 object %d has %d pages, not pages %d..%d", obj, page, first, first+count-1)
+	}
+	return nil
+}
+
+// startCopy hands a copy to the Env and keeps it in flight until its completion comes back.
+func (c *Core) startCopy(op *copyOp, gather bool) {
+	c.inFlight[op.seq] = op
+	c.env.Start(&Copy{Seq: op.seq, Gather: gather, Object: uint64(op.obj), DevicePages: op.devicePages, Slots: op.slots})
+}
+
+// Complete is told that a piece of work finished. It only records the fact: what follows from it is decided at
+// the next consensus, from what every rank brings.
+func (c *Core) Complete(x Completion) {
+	switch x.Kind {
+	case CopyDone:
+		op := c.inFlight[x.Seq]
+		if op == nil {
+			panic(fmt.Sprintf("cache: completion of copy %d, which is not in flight", x.Seq))
+		}
+		delete(c.inFlight, x.Seq)
+		op.isDone, op.err = true, x.Err
+	case BlockWritten, BlockReadDone:
+		if c.l3 == nil {
+			panic("cache: an L3 completion without an L3")
+		}
+		c.l3.complete(c, x)
+	}
+}
+
+// errCopy wraps a failed page copy; the run ends on it.
+var errCopy = errors.New("page copy failed")
+
+// ErrBlockMismatch is a BlockWrite's error when the gathered parts were not the block's content: the block was
+// not published, and the run fails as on an audit mismatch.
+var ErrBlockMismatch = errors.New("the L2 parts of an L3 block were not its content: not published")

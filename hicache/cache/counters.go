@@ -1,0 +1,81 @@
+package cache
+
+import "reflect"
+
+// Counters are one rank's tallies, each defined once, here: the report sums them over the job by their agg tag
+// (TestEveryCounterIsAggregated holds every field to one), the L3 and metrics sections read them from the sum.
+//
+//   - agg:"group": replicated, the same on every rank of a CP group (cache decisions): summed over CP rank 0 of each.
+//   - agg:"rank": this rank's own (copy bytes, verification, its L3 I/O): summed over every rank.
+//   - agg:"first": validate's bookkeeping, read on each rank for its own group, never summed.
+type Counters struct {
+	Requests    int64 `agg:"group"`
+	L1HitTokens int64 `agg:"group"`
+	L2HitTokens int64 `agg:"group"`
+	MissTokens  int64 `agg:"group"`
+	L3HitTokens int64 `agg:"group"` // L2 hits on blocks prefetched from the L3 for them
+
+	BackupReserved  int64 `agg:"group"`
+	BackupCommitted int64 `agg:"group"`
+	ReserveMisses   int64 `agg:"group"`
+	L2Evictions     int64 `agg:"group"`
+	L1Evictions     int64 `agg:"group"`
+	LoadBacks       int64 `agg:"group"`
+	Uncached        int64 `agg:"group"` // pages that could not be cached: L1 had no room
+	Flushes         int64 `agg:"group"`
+	PlacementChecks int64 `agg:"group"`
+	Divergences     int64 `agg:"group"`
+	WriteThrottles  int64 `agg:"group"` // steps whose consensus first drained backups pinning over half of L1
+	// IdealHitTokens is the replica's prompt tokens an unbounded cache would hit (workload.IdealHitTokens), known
+	// on CP rank 0, which reads the workload: the report sums it like the replicated counters.
+	IdealHitTokens int64 `agg:"group"`
+
+	BytesD2H        int64 `agg:"rank"`
+	BytesH2D        int64 `agg:"rank"`
+	PagesChecked    int64 `agg:"rank"`
+	Mismatches      int64 `agg:"rank"`
+	CopyErrs        int64 `agg:"rank"`
+	AuditObjects    int64 `agg:"rank"` // committed objects audited whole (every rank's parts)
+	AuditMismatches int64 `agg:"rank"` // of those, objects with a wrong byte
+
+	// The consensus calls, from the runner's collective statistics, for the report.
+	ConsensusCalls     int64 `agg:"group"` // step, flush and final calls
+	ConsensusStepCalls int64 `agg:"group"` // step and flush calls: those inside the steps
+	ConsensusSkipped   int64 `agg:"group"` // calls skipped because the CP group has one rank
+	L3PrefetchCalls    int64 `agg:"group"` // l3_prefetch calls (the L3's one more per serving step)
+
+	// The L3: what the group decided (replicated), and each rank's I/O (its writer or reader share).
+	L3Prefetches       int64 `agg:"group"` // agreed prefetches (one per request, or per prefix a step shares)
+	L3PrefetchBlocks   int64 `agg:"group"` // the blocks they asked for
+	L3PrefetchMisses   int64 `agg:"group"` // prefetches cut short by a failed read
+	L3PrefetchTimeouts int64 `agg:"group"` // prefetches not agreed done when their request was served
+	L3PrefetchFlushed  int64 `agg:"group"` // prefetches a flush dropped before their request was served
+	L3Writes           int64 `agg:"rank"`  // block files published
+	L3WriteBytes       int64 `agg:"rank"`
+	L3WriteErrors      int64 `agg:"rank"` // blocks dropped on a failed write (ENOSPC, EIO): the run went on
+	L3WriteMismatches  int64 `agg:"rank"` // blocks whose L2 parts were not their content: not published, the run fails
+	L3Reads            int64 `agg:"rank"` // blocks read and verified into the L2
+	L3ReadBytes        int64 `agg:"rank"`
+	L3ReadFailures     int64 `agg:"rank"` // reads that failed (absent, corrupt, I/O error, past their deadline): misses
+	L3ReadTimeouts     int64 `agg:"rank"` // of those, reads still running at their deadline
+	L3Corrupt          int64 `agg:"rank"` // block files that failed their checks (removed, never served)
+	L3Evictions        int64 `agg:"rank"` // block files removed to keep --l3-bytes
+
+	DivergenceFirstStep int64 `agg:"first"` // validate: the step of the first assert that caught a divergence
+	FlushWrong          int64 `agg:"group"` // flushes after which the allocator differed from a fresh one
+	ObjectsCompared     int64 `agg:"group"` // per-object placement comparisons across the CP group
+	ObjectsWrong        int64 `agg:"group"`
+}
+
+// CounterFields lists the counters with the given agg tag, as pointers into c, in field order: the report's
+// aggregation walks them instead of a hand-kept list.
+func (c *Counters) CounterFields(agg string) []*int64 {
+	v := reflect.ValueOf(c).Elem()
+	var out []*int64
+	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("agg") == agg {
+			out = append(out, v.Field(i).Addr().Interface().(*int64))
+		}
+	}
+	return out
+}

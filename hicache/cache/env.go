@@ -1,0 +1,155 @@
+package cache
+
+import (
+	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/workload"
+)
+
+// Env is everything the core asks of the world around one rank: the step's events, the group's collectives, the
+// start of asynchronous work and the wait for its completions, and the few operations on this rank's memory and
+// files that finish at once. The core calls it only from inside Run, in program order, and is told of finished
+// work only through Complete, called by the Env from inside Wait, Poll or Start. The real runner (package
+// hicache) implements it with MPI, the shared slab, the copy worker, the L3 goroutines and the watchdog; the
+// simulator (package sim) with a seeded scheduler over simulated memory and files.
+type Env interface {
+	// NextStep returns the events of step (1, 2, ...): up to --batch-requests requests or one flush. nil ends the
+	// stream. On the real runner it is CP rank 0's broadcast.
+	NextStep(step int64) ([]workload.Event, error)
+	// Collective enters one collective of the CP group and leaves the group's result in c.Words.
+	Collective(c *Collective) error
+	// Start begins one piece of asynchronous work; its completion comes back through Core.Complete.
+	Start(w Work)
+	// Wait returns once done() holds, delivering completions as they come; r names the wait (the watchdog's
+	// drain slot names it if it never ends).
+	Wait(r WaitReason, done func() bool) error
+	// Poll delivers the completions already in, without waiting.
+	Poll()
+	// StepDone is told that a step ended (after its consensus and any flush or comparison it held).
+	StepDone(step int64)
+	// Prefetch is told that an L3 prefetch began (resolved false) and that the group agreed its outcome (true).
+	Prefetch(seq uint64, resolved bool)
+
+	// At once, on this rank: write computed KV into device pages; verify a finished load-back (pages checked
+	// and how many had a wrong byte); audit a committed object, every rank's parts in the shared slab; look for
+	// an L3 block; and, on the group's keeper, learn a block the group wrote.
+	Fill(f *Fill) error
+	VerifyLoad(v *Verify) (pagesChecked, mismatches int64, err error)
+	Audit(a *Audit) (ok bool)
+	Exists(key uint64) bool
+	Adopt(key uint64)
+}
+
+// WaitReason names a local wait: what it waits for, and what usually causes it to never end.
+type WaitReason struct{ Name, Hint string }
+
+var (
+	waitLoads     = WaitReason{"load wait", "a load-back copy on this rank did not complete"}
+	waitWrites    = WaitReason{"write drain", "a backup copy on this rank did not complete"}
+	waitL3        = WaitReason{"L3 drain", "an L3 read or write on this rank did not finish"}
+	waitPrefetch  = WaitReason{"L3 prefetch wait", "an L3 read on this rank did not finish"}
+	waitL3Exists  = WaitReason{"L3 existence checks", "an L3 existence check on this rank did not answer"}
+	waitFlushL3IO = WaitReason{"flush L3 drain", "an L3 write or read on this rank did not finish before the flush's reset"}
+)
+
+// Op is what a collective does with its words.
+type Op int
+
+const (
+	OpMin    Op = iota // all-reduce MIN in place
+	OpGather           // all-gather: Words holds one word per CP rank, this rank's at its index
+)
+
+// Collective is one collective call of the CP group. Kind is the consensus kind it belongs to; Part is 0 for the
+// call that opens it and 1 for a second reduction of the same call (the object comparison's vector), so that
+// statistics count calls, not reductions. Transport says the words may travel over the step consensus's
+// transport (NCCL in the GPU build); the others go over MPI.
+type Collective struct {
+	Kind      ConsensusKind
+	Op        Op
+	Part      int
+	Transport bool
+	Step      int64
+	Words     []uint64
+}
+
+// Work is asynchronous work for the Env to start: *Copy, *BlockWrite or *BlockRead.
+type Work interface{ work() }
+
+// SlabSlot is a slot of the shared L2: a slab and a slot in it.
+type SlabSlot = l3.PageSlot
+
+// Copy is one backup (device to slab, Gather) or load-back (slab to device) of a node's pages: page i of
+// DevicePages and Slots go together. Its sequence number is replicated.
+type Copy struct {
+	Seq         uint64
+	Gather      bool
+	Object      uint64 // the L2 object (for messages and the simulator's slot checks)
+	DevicePages []int32
+	Slots       []SlabSlot
+}
+
+// BlockWrite is an L3 block to store, started on its writer rank only: every rank's parts of Pages, gathered from
+// the slab, checked against the content of Tokens (the block's, from StartPos) before they are published.
+type BlockWrite struct {
+	Seq      uint64
+	Key      uint64
+	Pages    []SlabSlot
+	Tokens   []int32
+	StartPos int
+}
+
+// BlockRead is one block of an L3 prefetch, started on its reader rank only: read, verified by its checksum, and
+// scattered into Pages. Tokens is how many tokens the prefetch reads (its deadline grows with them).
+type BlockRead struct {
+	Prefetch uint64 // the prefetch's sequence number
+	Block    int    // within the prefetch
+	Key      uint64
+	Pages    []SlabSlot
+	Tokens   int
+}
+
+func (*Copy) work()       {}
+func (*BlockWrite) work() {}
+func (*BlockRead) work()  {}
+
+// Fill is the KV the model computed for Tokens (from StartPos), to write into DevicePages.
+type Fill struct {
+	DevicePages []int32
+	Tokens      []int32
+	StartPos    int
+}
+
+// Verify is a finished load-back to check against the content of its tokens.
+type Verify struct {
+	Seq         uint64
+	DevicePages []int32
+	Tokens      []int32
+	StartPos    int
+}
+
+// Audit is a committed object to check whole: the parts of CP ranks [0, Ranks) of its Slots (every rank's).
+type Audit struct {
+	Seq      uint64
+	Object   uint64
+	Slots    []SlabSlot
+	Tokens   []int32
+	StartPos int
+	Ranks    int
+}
+
+// CompletionKind says what finished.
+type CompletionKind int
+
+const (
+	CopyDone     CompletionKind = iota // a Copy, by Seq
+	BlockWritten                       // a BlockWrite, by Seq (a failed write is still written: dropped, counted by the Env)
+	BlockReadDone                      // block Block of prefetch Seq; Err set when the read failed
+)
+
+// Completion is one finished piece of work.
+type Completion struct {
+	Kind  CompletionKind
+	Seq   uint64
+	Block int
+	Err   error
+}

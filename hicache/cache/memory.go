@@ -1,0 +1,143 @@
+package cache
+
+import "github.com/cphicache/cphicache/pool"
+
+// Memory is a CP group's memory in ordinary Go slices, for the simulator and the tests: the shared slab and each
+// rank's device KV buffer, with the copies and the content checks an Env does on real memory (the real runner's
+// go through kernels and the mapped slab instead). Every byte is the content function's, so a load-back, an
+// audit or an L3 block made of the wrong bytes shows as it would in a run. It does no I/O.
+type Memory struct {
+	g           pool.Geometry
+	devicePages int
+	Slabs       [][]byte
+	Devices     [][]byte // by CP rank
+	seed        uint64
+	part        []byte // scratch: one part's content
+}
+
+// NewMemory allocates a group's memory for g (every CP rank's device buffer of devicePages pages).
+func NewMemory(g pool.Geometry, devicePages int, seed uint64) *Memory {
+	m := &Memory{g: g, devicePages: devicePages, seed: seed, part: make([]byte, g.PartBytes())}
+	for i := range g.SlabCount() {
+		m.Slabs = append(m.Slabs, make([]byte, g.SlabBytes(i)))
+	}
+	for range g.CPSize {
+		m.Devices = append(m.Devices, make([]byte, DeviceBytes(g, devicePages)))
+	}
+	return m
+}
+
+func (m *Memory) deviceOffset(page int32, layer, payload int) int64 {
+	return ((int64(layer)*int64(m.g.PayloadsPerLayer)+int64(payload))*int64(m.devicePages) + int64(page)) * m.g.PartBytes()
+}
+
+func (m *Memory) key(rank, layer, payload int) ContentKey {
+	return ContentKey{Seed: m.seed, Rank: rank, Layer: layer, Payload: payload}
+}
+
+// eachPart visits every (page, layer, payload) part of rank: its device bytes and its slab bytes.
+func (m *Memory) eachPart(rank int, pages []int32, slots []SlabSlot, visit func(device, slab []byte)) {
+	pb := m.g.PartBytes()
+	for i, page := range pages {
+		s := slots[i]
+		for layer := range m.g.Layers {
+			for payload := range m.g.PayloadsPerLayer {
+				d := m.deviceOffset(page, layer, payload)
+				o := m.g.PartOffset(int(s.Slab), int(s.Slot), rank, layer, payload)
+				visit(m.Devices[rank][d:d+pb], m.Slabs[s.Slab][o:o+pb])
+			}
+		}
+	}
+}
+
+// Copy carries out rank's copy, whole.
+func (m *Memory) Copy(rank int, c *Copy) {
+	m.eachPart(rank, c.DevicePages, c.Slots, func(device, slab []byte) {
+		if c.Gather {
+			copy(slab, device)
+		} else {
+			copy(device, slab)
+		}
+	})
+}
+
+// Fill writes rank's computed KV into its device pages.
+func (m *Memory) Fill(rank int, f *Fill) {
+	pt := m.g.PageTokens
+	for i, page := range f.DevicePages {
+		for layer := range m.g.Layers {
+			for payload := range m.g.PayloadsPerLayer {
+				d := m.deviceOffset(page, layer, payload)
+				FillPart(m.Devices[rank][d:d+m.g.PartBytes()], f.Tokens[i*pt:(i+1)*pt], f.StartPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload))
+			}
+		}
+	}
+}
+
+// Verify checks rank's finished load-back: pages checked, and those with a wrong byte.
+func (m *Memory) Verify(rank int, v *Verify) (checked, mismatches int64) {
+	pt := m.g.PageTokens
+	for i, page := range v.DevicePages {
+		bad := false
+		for layer := range m.g.Layers {
+			for payload := range m.g.PayloadsPerLayer {
+				d := m.deviceOffset(page, layer, payload)
+				if !PartMatches(m.Devices[rank][d:d+m.g.PartBytes()], v.Tokens[i*pt:(i+1)*pt], v.StartPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload)) {
+					bad = true
+				}
+			}
+		}
+		checked++
+		if bad {
+			mismatches++
+		}
+	}
+	return checked, mismatches
+}
+
+// SlotsMatch checks the parts of ranks [0, ranks) of slots against the content of tokens from startPos.
+func (m *Memory) SlotsMatch(slots []SlabSlot, tokens []int32, startPos, ranks int) bool {
+	pt, pb := m.g.PageTokens, m.g.PartBytes()
+	for i, s := range slots {
+		for rank := range ranks {
+			for layer := range m.g.Layers {
+				for payload := range m.g.PayloadsPerLayer {
+					o := m.g.PartOffset(int(s.Slab), int(s.Slot), rank, layer, payload)
+					if !PartMatches(m.Slabs[s.Slab][o:o+pb], tokens[i*pt:(i+1)*pt], startPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload)) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// Gather copies every rank's parts of slots (a block's pages) out of the slab, rank-major as an L3 block holds
+// them; Scatter puts such bytes back.
+func (m *Memory) Gather(slots []SlabSlot) []byte {
+	var out []byte
+	m.eachBlockPart(slots, func(part []byte) { out = append(out, part...) })
+	return out
+}
+
+func (m *Memory) Scatter(slots []SlabSlot, data []byte) {
+	m.eachBlockPart(slots, func(part []byte) {
+		copy(part, data)
+		data = data[len(part):]
+	})
+}
+
+func (m *Memory) eachBlockPart(slots []SlabSlot, visit func(part []byte)) {
+	pb := m.g.PartBytes()
+	for rank := range m.g.CPSize {
+		for layer := range m.g.Layers {
+			for payload := range m.g.PayloadsPerLayer {
+				for _, s := range slots {
+					o := m.g.PartOffset(int(s.Slab), int(s.Slot), rank, layer, payload)
+					visit(m.Slabs[s.Slab][o : o+pb])
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,333 @@
+package hicache
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/kernels"
+)
+
+// The runner as the core's Env (cache.Env): the step broadcast, the collectives, the copy worker and the L3
+// goroutines, the local waits under the watchdog, and the content operations on this rank's device memory and
+// the shared slab. Everything here runs on the step goroutine but the workers' I/O.
+
+// drainPollInterval is how long a rank waits between two looks at its own work while it drains it: long enough
+// to let the workers run on an oversubscribed node, short next to a page copy.
+const drainPollInterval = 50 * time.Microsecond
+
+// NextStep is the replicated event stream: CP rank 0 sends each step's events to its group.
+func (rs *runState) NextStep(step int64) ([]workload.Event, error) {
+	rs.injectCopyFaults(step)
+	return rs.nextStep(step)
+}
+
+// Collective carries one of the core's collectives; a rank told to hang or exit at a step does so just before
+// that step's consensus.
+func (rs *runState) Collective(c *cache.Collective) error {
+	if c.Kind == StepConsensus {
+		rs.injectHangOrExit(c.Step)
+	}
+	return rs.cons.collective(c)
+}
+
+// Start begins a copy (on the copy worker), or an L3 block write or read (on the tier's goroutines). A full queue
+// blocks the step under the watchdog's drain slot: a worker stuck in a copy or a filesystem must not hold it
+// forever.
+func (rs *runState) Start(w cache.Work) {
+	switch w := w.(type) {
+	case *cache.Copy:
+		job := &copyJob{seq: w.Seq, gather: w.Gather, spans: rs.spansFor(w)}
+		job.layersLeft = len(job.spans)
+		for layer := range job.spans {
+			rs.enqueue("copy queue", "the copy worker of this rank stopped taking copies", func() bool {
+				select {
+				case rs.tasks <- copyTask{job: job, layer: layer}:
+					return true
+				default:
+					return false
+				}
+			})
+		}
+	case *cache.BlockWrite:
+		t := rs.l3
+		rs.enqueue("L3 write queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
+			return offer(t.writeJobs, func() { t.done.post(t.write(w, &rs.writeBuf)) })
+		})
+	case *cache.BlockRead:
+		t := rs.l3
+		key := readKey{w.Prefetch, w.Block}
+		t.reads[key] = &pendingRead{read: w, deadline: readDeadline(rs.opts.L3.PrefetchPolicy, w.Tokens, rs.opts.WatchdogTimeout, time.Now())}
+		buf := t.buffer()
+		rs.enqueue("L3 read queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
+			return offer(t.readJobs, func() { t.done.post(t.read(w, buf)) })
+		})
+	}
+}
+
+func offer(jobs chan func(), job func()) bool {
+	select {
+	case jobs <- job:
+		return true
+	default:
+		return false
+	}
+}
+
+// enqueue retries put until it takes the work, delivering completions meanwhile, under the drain slot.
+func (rs *runState) enqueue(name, hint string, put func() bool) {
+	if put() {
+		return
+	}
+	rs.cons.watchdog.ArmDrain(name, hint, rs.cons.group, rs.cons.cp.Size(), rs.core.Step())
+	defer rs.cons.watchdog.DisarmDrain()
+	for !put() {
+		rs.deliver(true)
+	}
+}
+
+// Wait polls until done, with the watchdog's drain slot armed under the wait's name: work that never completes
+// ends the job with that name, however many quick polls the wait is made of.
+func (rs *runState) Wait(r cache.WaitReason, done func() bool) error {
+	rs.deliver(false)
+	if done() {
+		return nil
+	}
+	rs.cons.watchdog.ArmDrain(r.Name, r.Hint, rs.cons.group, rs.cons.cp.Size(), rs.core.Step())
+	defer rs.cons.watchdog.DisarmDrain()
+	for !done() {
+		rs.deliver(true)
+	}
+	return nil
+}
+
+// Poll hands the core what has finished. The copy worker's goroutine can sit queued behind this one, which is
+// locked to its OS thread for MPI; yielding once a step lets it run, as a GPU's copy engine would during the
+// forward pass.
+func (rs *runState) Poll() {
+	runtime.Gosched()
+	rs.deliver(false)
+}
+
+// deliver hands every finished piece of work to the core (scattering L3 reads into the slab first), and gives up
+// the L3 reads past their deadline as failed; with wait, it first waits a poll interval for something to finish.
+func (rs *runState) deliver(wait bool) {
+	if wait {
+		select {
+		case <-rs.done.notify:
+		case <-time.After(drainPollInterval):
+		}
+	}
+	rs.doneBuf = rs.done.take(rs.doneBuf)
+	for _, d := range rs.doneBuf {
+		if d.read != nil && !rs.landRead(&d) {
+			continue
+		}
+		if d.Kind == cache.BlockWritten {
+			rs.countWrite(d)
+		}
+		rs.core.Complete(d.Completion)
+	}
+	if rs.l3 != nil {
+		rs.expireReads(time.Now())
+	}
+}
+
+// landRead scatters a finished read into the slab and counts it; false for a read given up at its deadline,
+// which the core has already been told of.
+func (rs *runState) landRead(d *doneWork) bool {
+	t := rs.l3
+	r := d.read
+	defer t.release(r.buf)
+	p := t.reads[r.key]
+	delete(t.reads, r.key)
+	if p == nil || p.abandoned {
+		return false
+	}
+	if r.err == nil {
+		r.err = t.store.ScatterIntoSlab(r.data, p.read.Pages, t.slabs)
+	}
+	if r.err != nil {
+		d.Err = r.err
+		rs.io.L3ReadFailures++
+		if !t.readFailedSaid {
+			t.readFailedSaid = true
+			t.log.Warn("L3 block read failed: the group computes that block and the rest of its prefetch (counted in l3.read_failures; later failures are not said)", "err", r.err)
+		}
+		return true
+	}
+	rs.io.L3Reads++
+	rs.io.L3ReadBytes += int64(len(r.data))
+	return true
+}
+
+// expireReads gives up every read past its deadline: a failed read for the core (the group agrees it as a miss),
+// the file named once; its result, when it comes, is dropped.
+func (rs *runState) expireReads(now time.Time) {
+	t := rs.l3
+	for key, p := range t.reads {
+		if p.abandoned || p.deadline.IsZero() || now.Before(p.deadline) {
+			continue
+		}
+		p.abandoned = true
+		rs.io.L3ReadFailures++
+		rs.io.L3ReadTimeouts++
+		if !t.timeoutSaid {
+			t.timeoutSaid = true
+			t.log.Warn("L3 block read given up at its deadline: a miss for the group (counted in l3.read_timeouts; later ones are not said)",
+				"file", t.store.BlockPath(p.read.Key), "deadline", p.deadline.Format(time.RFC3339Nano))
+		}
+		rs.core.Complete(cache.Completion{Kind: cache.BlockReadDone, Seq: key.prefetch, Block: key.block, Err: errReadDeadline})
+	}
+}
+
+// countWrite tallies a finished block write of this rank.
+func (rs *runState) countWrite(x doneWork) {
+	switch {
+	case x.Err == nil:
+		if x.writtenBytes > 0 {
+			rs.io.L3Writes++
+			rs.io.L3WriteBytes += x.writtenBytes
+		}
+	case isMismatch(x.Err):
+		rs.job.Log.Error("L3 block write refused: its L2 parts were not the block's content (counted in l3.write_mismatches; the run fails)", "err", x.Err)
+		return
+	default:
+		rs.io.L3WriteErrors++
+		if !rs.l3.writeFailSaid {
+			rs.l3.writeFailSaid = true
+			rs.l3.log.Warn("L3 block write failed: the block is dropped and the run goes on (counted in l3.write_errors; later failures are not said)", "err", x.Err)
+		}
+	}
+}
+
+// StepDone shows progress and writes the periodic metrics file.
+func (rs *runState) StepDone(step int64) {
+	rs.progress.update(step, rs.core.Counters().Requests)
+	rs.writeMetricsIfDue()
+}
+
+// Prefetch times each prefetch from its start to the consensus that agreed it done.
+func (rs *runState) Prefetch(seq uint64, resolved bool) {
+	if !resolved {
+		rs.prefetchStart[seq] = time.Now()
+		return
+	}
+	if start, ok := rs.prefetchStart[seq]; ok {
+		rs.prefetchWait.observe(time.Since(start))
+		delete(rs.prefetchStart, seq)
+	}
+}
+
+// Exists is this rank's look for a block (tests may hide every block whose key is 0 mod 3, as a shared
+// filesystem whose view lags would).
+func (rs *runState) Exists(key uint64) bool {
+	if rs.opts.L3.testHideBlocks && key%3 == 0 {
+		return false
+	}
+	return rs.l3.store.Exists(key)
+}
+
+// Adopt lets the keeper's store count a block another rank of the group wrote.
+func (rs *runState) Adopt(key uint64) { rs.l3.store.Adopt(key) }
+
+// deviceOffset is where (page, layer, payload) lives in the device KV buffer: [layer][payload][page], so the
+// pages of one layer and payload are contiguous, as in a per-layer KV buffer of a serving engine.
+func (rs *runState) deviceOffset(page int32, layer, payload int) int64 {
+	g := rs.geometry
+	return ((int64(layer)*int64(g.PayloadsPerLayer)+int64(payload))*int64(rs.opts.DevicePages) + int64(page)) * rs.partBytes
+}
+
+// spansFor builds, per layer, the copies between a copy's device pages and its slots, in page order; kernels
+// coalesce consecutive ones.
+func (rs *runState) spansFor(w *cache.Copy) [][]kernels.Span {
+	g := rs.geometry
+	spans := make([][]kernels.Span, g.Layers)
+	for layer := range spans {
+		spans[layer] = make([]kernels.Span, 0, len(w.DevicePages)*g.PayloadsPerLayer)
+		for i, page := range w.DevicePages {
+			s := w.Slots[i]
+			for payload := range g.PayloadsPerLayer {
+				spans[layer] = append(spans[layer], kernels.Span{
+					DeviceOffsetBytes: rs.deviceOffset(page, layer, payload),
+					Slab:              s.Slab,
+					SlabOffsetBytes:   g.PartOffset(int(s.Slab), int(s.Slot), rs.job.Topo.CPRank, layer, payload),
+					Bytes:             rs.partBytes,
+				})
+			}
+		}
+	}
+	return spans
+}
+
+func (rs *runState) contentKey(rank, layer, payload int) cache.ContentKey {
+	return cache.ContentKey{Seed: rs.opts.Seed, Rank: rank, Layer: layer, Payload: payload}
+}
+
+// Fill writes a node's KV, as the model would have computed it, into its device pages.
+func (rs *runState) Fill(f *cache.Fill) error {
+	g := rs.geometry
+	for i, page := range f.DevicePages {
+		toks := f.Tokens[i*g.PageTokens : (i+1)*g.PageTokens]
+		for layer := range g.Layers {
+			for payload := range g.PayloadsPerLayer {
+				cache.FillPart(rs.partBuf, toks, f.StartPos+i*g.PageTokens, g.TokenBytes, rs.contentKey(rs.job.Topo.CPRank, layer, payload))
+				if err := rs.faults.WriteDevice(rs.deviceOffset(page, layer, payload), rs.partBuf); err != nil {
+					return fmt.Errorf("write KV of page %d: %w", page, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// VerifyLoad checks every part of a finished load-back against the content function.
+func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err error) {
+	g := rs.geometry
+	for i, page := range v.DevicePages {
+		toks := v.Tokens[i*g.PageTokens : (i+1)*g.PageTokens]
+		bad := false
+		for layer := range g.Layers {
+			for payload := range g.PayloadsPerLayer {
+				if err := rs.faults.ReadDevice(rs.deviceOffset(page, layer, payload), rs.partBuf); err != nil {
+					return checked, mismatches, err
+				}
+				if !cache.PartMatches(rs.partBuf, toks, v.StartPos+i*g.PageTokens, g.TokenBytes, rs.contentKey(rs.job.Topo.CPRank, layer, payload)) {
+					bad = true
+				}
+			}
+		}
+		checked++
+		if bad {
+			mismatches++
+		}
+	}
+	return checked, mismatches, nil
+}
+
+// Audit checks a committed object in the shared slab, the parts of the ranks it names, against the content
+// function.
+func (rs *runState) Audit(a *cache.Audit) bool {
+	g := rs.geometry
+	mem := rs.slab.Slabs
+	ok := true
+	for page, s := range a.Slots {
+		toks := a.Tokens[page*g.PageTokens : (page+1)*g.PageTokens]
+		for rank := range a.Ranks {
+			for layer := range g.Layers {
+				for payload := range g.PayloadsPerLayer {
+					off := g.PartOffset(int(s.Slab), int(s.Slot), rank, layer, payload)
+					if !cache.PartMatches(mem[s.Slab][off:off+rs.partBytes], toks, a.StartPos+page*g.PageTokens, g.TokenBytes, rs.contentKey(rank, layer, payload)) {
+						ok = false
+					}
+				}
+			}
+		}
+	}
+	return ok
+}
+
+func isMismatch(err error) bool { return errors.Is(err, cache.ErrBlockMismatch) }

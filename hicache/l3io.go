@@ -1,0 +1,198 @@
+package hicache
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// The L3 tier's file I/O on one rank: the store, and one goroutine each for block writes and reads. The core
+// decides which blocks this rank writes and reads (cache.BlockWrite, cache.BlockRead); here they are done, and
+// their completions go back through the completion queue. A read lands in a buffer of its own and the step
+// goroutine scatters it into the slab when it hands the completion to the core, so a read that outlives its
+// deadline (a hung filesystem) can be given up, as a failed read, without ever writing the slab afterwards.
+
+// l3QueueJobs bounds each I/O goroutine's queue: a full queue blocks the step under the watchdog's drain slot.
+const l3QueueJobs = 1024
+
+// l3IO is one rank's L3 I/O.
+type l3IO struct {
+	opts   L3Options
+	store  *l3.Store
+	slabs  l3.Slabs
+	seed   uint64
+	cpRank int
+	log    *slog.Logger
+
+	writeJobs, readJobs chan func()
+	workers             sync.WaitGroup
+	done                *completions
+	bufs                chan *[]byte // payload buffers, reused: one per read in flight at most
+
+	reads          map[readKey]*pendingRead // started, not yet handed to the core
+	readFailedSaid bool
+	writeFailSaid  bool
+	timeoutSaid    bool
+}
+
+type readKey struct {
+	prefetch uint64
+	block    int
+}
+
+// pendingRead is a read in flight: its deadline, and whether it was given up at it.
+type pendingRead struct {
+	read      *cache.BlockRead
+	deadline  time.Time // zero: none (wait_complete waits under the watchdog)
+	abandoned bool
+}
+
+// readDone is a read's result, for the step goroutine.
+type readDone struct {
+	key  readKey
+	buf  *[]byte
+	data []byte // the verified payload; nil on an error
+	err  error
+}
+
+// newL3IO opens the store; nothing is shared yet, so a failure leaves nothing behind.
+func newL3IO(o L3Options, g pool.Geometry, seed uint64, cpRank int, log *slog.Logger, done *completions) (*l3IO, error) {
+	budget := o.Bytes
+	if cpRank != 0 {
+		budget = l3.Unbounded // only the keeper evicts (and scans the directory at start)
+	}
+	store, err := l3.Open(o.Dir, o.namespace(g, seed), budget)
+	if err != nil {
+		return nil, err
+	}
+	if o.testFailWrites {
+		store.FailWritesForTest(errors.New("no space left on device (injected)"))
+	}
+	t := &l3IO{opts: o, store: store, seed: seed, cpRank: cpRank, log: log, done: done, reads: map[readKey]*pendingRead{},
+		writeJobs: make(chan func(), l3QueueJobs), readJobs: make(chan func(), l3QueueJobs), bufs: make(chan *[]byte, l3QueueJobs)}
+	for _, jobs := range []chan func(){t.writeJobs, t.readJobs} {
+		t.workers.Add(1)
+		go func() {
+			defer t.workers.Done()
+			for job := range jobs {
+				job()
+			}
+		}()
+	}
+	return t, nil
+}
+
+// attachSlabs gives the tier the mapped L2, once the slab exists.
+func (t *l3IO) attachSlabs(g pool.Geometry, mem [][]byte) { t.slabs = l3.Slabs{Geometry: g, Mem: mem} }
+
+// close waits for the writes queued so far (they read the slab, which must still be mapped) and for the reads
+// (which write only their own buffers).
+func (t *l3IO) close() {
+	close(t.writeJobs)
+	close(t.readJobs)
+	t.workers.Wait()
+}
+
+func (t *l3IO) buffer() *[]byte {
+	select {
+	case b := <-t.bufs:
+		return b
+	default:
+		return new([]byte)
+	}
+}
+
+func (t *l3IO) release(b *[]byte) {
+	select {
+	case t.bufs <- b:
+	default:
+	}
+}
+
+// write is the writer rank's I/O for one block, on the write goroutine: gather every rank's parts, check them
+// against the content of the block's tokens (the commit audit, extended to the L3: a wrong block fails the job
+// that made it, and is never published for the next job to load), and publish it, unless a block is there
+// already (an earlier job, or another group sharing the directory, stored it).
+func (t *l3IO) write(w *cache.BlockWrite, buf *[]byte) doneWork {
+	res := doneWork{Completion: cache.Completion{Kind: cache.BlockWritten, Seq: w.Seq}}
+	if t.opts.testSlowWrites {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if t.store.Exists(w.Key) {
+		return res
+	}
+	payload, err := t.store.GatherFromSlab(w.Pages, t.slabs, buf)
+	if err == nil && !blockMatches(payload, w, t.store.Namespace(), t.seed) {
+		res.Err = fmt.Errorf("%w: block %016x (tokens %d..%d)", cache.ErrBlockMismatch, w.Key, w.StartPos, w.StartPos+len(w.Tokens)-1)
+		return res
+	}
+	if err == nil {
+		err = t.store.Write(w.Key, len(w.Tokens), payload, t.opts.Fsync)
+	}
+	if res.Err = err; err == nil {
+		res.writtenBytes = int64(len(payload))
+	}
+	return res
+}
+
+// blockMatches checks a gathered block, every rank's, layer's and payload's part of every page, against the
+// content function.
+func blockMatches(payload []byte, w *cache.BlockWrite, ns l3.Namespace, seed uint64) bool {
+	tokenCount := len(w.Tokens)
+	partBytes := int64(ns.PageTokens) * int64(ns.TokenBytes)
+	for rank := range ns.CPSize {
+		for layer := range ns.Layers {
+			for p := range ns.Payloads {
+				base := ns.PartOffset(tokenCount, rank, layer, p)
+				key := cache.ContentKey{Seed: seed, Rank: rank, Layer: layer, Payload: p}
+				for page := range tokenCount / ns.PageTokens {
+					got := payload[base+int64(page)*partBytes : base+int64(page+1)*partBytes]
+					first := page * ns.PageTokens
+					if !cache.PartMatches(got, w.Tokens[first:first+ns.PageTokens], w.StartPos+first, ns.TokenBytes, key) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// read is a reader rank's I/O for one block of a prefetch, on the read goroutine: into a buffer of its own,
+// verified; the step goroutine scatters it.
+func (t *l3IO) read(r *cache.BlockRead, buf *[]byte) doneWork {
+	if t.opts.testSlowReads {
+		time.Sleep(2 * time.Millisecond)
+	}
+	res := &readDone{key: readKey{r.Prefetch, r.Block}, buf: buf, err: errInjectedRead}
+	if !t.opts.testFailReads {
+		res.data, res.err = t.store.ReadBlock(r.Key, len(r.Pages), buf)
+	}
+	return doneWork{Completion: cache.Completion{Kind: cache.BlockReadDone, Seq: r.Prefetch, Block: r.Block, Err: res.err}, read: res}
+}
+
+var errInjectedRead = errors.New("injected L3 read failure")
+
+// errReadDeadline is a read given up at its deadline.
+var errReadDeadline = errors.New("the L3 read did not finish by its deadline")
+
+// readDeadline is when a read of a prefetch of tokens tokens is given up, by policy: the timeout policy's
+// deadline, and the same for best_effort (which never waits, but must not hold the prefetch's L2 object
+// forever); wait_complete waits under the watchdog instead. A deadline never goes past half the watchdog's
+// timeout, so that the deadline, not the watchdog, ends a hung read.
+func readDeadline(p PrefetchPolicy, tokens int, watchdog time.Duration, now time.Time) time.Time {
+	if p == PrefetchWaitComplete {
+		return time.Time{}
+	}
+	d := prefetchTimeout(tokens)
+	if watchdog > 0 {
+		d = min(d, watchdog/2)
+	}
+	return now.Add(d)
+}

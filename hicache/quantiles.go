@@ -1,0 +1,53 @@
+package hicache
+
+import (
+	"math"
+	"time"
+)
+
+// quantiles keeps a latency distribution in bounded memory, for the report's p50 and p99: counts in buckets whose
+// bounds grow by quantileRatio from quantileFloorUs, so that a quantile is known to within 2% however many calls a
+// run makes (a list of samples either grows with the run or, bounded, drops the late ones unseen).
+type quantiles struct {
+	counts [quantileBuckets]int64
+	n      int64
+}
+
+// quantileRatio is the width of a bucket: its upper bound over its lower, so a quantile read from the bucket's
+// upper bound is at most 2% high.
+const quantileRatio = 1.02
+
+// quantileFloorUs is the first bucket's upper bound; quantileBuckets then reach past 1,000 s
+// (0.1 us x 1.02^1163 = 1e9 us), longer than any watchdog lets a call wait.
+const (
+	quantileFloorUs = 0.1
+	quantileBuckets = 1164
+)
+
+var logQuantileRatio = math.Log(quantileRatio)
+
+func (q *quantiles) observe(d time.Duration) { q.observeUs(float64(d.Nanoseconds()) / 1e3) }
+
+func (q *quantiles) observeUs(us float64) {
+	i := 0
+	if us > quantileFloorUs {
+		i = min(quantileBuckets-1, int(math.Ceil(math.Log(us/quantileFloorUs)/logQuantileRatio)))
+	}
+	q.counts[i]++
+	q.n++
+}
+
+// quantileUs is the q-quantile in microseconds (the upper bound of its bucket), 0 with no samples.
+func (q *quantiles) quantileUs(p float64) float64 {
+	if q.n == 0 {
+		return 0
+	}
+	rank := int64(math.Ceil(p * float64(q.n)))
+	var seen int64
+	for i, c := range q.counts {
+		if seen += c; seen >= max(rank, 1) {
+			return quantileFloorUs * math.Pow(quantileRatio, float64(i))
+		}
+	}
+	return quantileFloorUs * math.Pow(quantileRatio, quantileBuckets-1)
+}
