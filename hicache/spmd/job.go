@@ -38,7 +38,7 @@ func ParseLogLevel(s string) (slog.Level, error) {
 	case "error":
 		return slog.LevelError, nil
 	}
-	return 0, &ConfigError{"log-level", fmt.Sprintf("%q is not one of debug, info, warn, error", s)}
+	return 0, &ConfigError{Flag: "log-level", Reason: fmt.Sprintf("%q is not one of debug, info, warn, error", s)}
 }
 
 // StartJob initialises MPI on the calling goroutine (which must stay the one that makes every MPI call) and
@@ -47,7 +47,7 @@ func StartJob(cp, dp int, level slog.Level) (*Job, error) {
 	if err := mpi.Init(); err != nil {
 		var setting *mpi.SettingError
 		if errors.As(err, &setting) { // an environment variable every rank reads alike
-			return nil, &JobWide{err}
+			return nil, &JobWide{Err: err}
 		}
 		return nil, err
 	}

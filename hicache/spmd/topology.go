@@ -85,31 +85,31 @@ func (t *Topology) agreeNodes() error {
 // arguments, so every rank reaches the same verdict.
 func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (int, int, error) {
 	if cp < 0 {
-		return 0, 0, &ConfigError{"cp", fmt.Sprintf("%d is negative; give the ranks per CP group, or 0 for the ranks of one node", cp)}
+		return 0, 0, &ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d is negative; give the ranks per CP group, or 0 for the ranks of one node", cp)}
 	}
 	if dp < 0 {
-		return 0, 0, &ConfigError{"dp", fmt.Sprintf("%d is negative; give the number of DP replicas, or 0 to derive it", dp)}
+		return 0, 0, &ConfigError{Flag: "dp", Reason: fmt.Sprintf("%d is negative; give the number of DP replicas, or 0 to derive it", dp)}
 	}
 	if cp == 0 && dp > 0 {
 		cp = worldSize / dp
 	}
 	if cp == 0 {
 		if !nodeSizesEqual {
-			return 0, 0, &ConfigError{"cp", "0 (the ranks of one node) needs the same number of ranks on every node; give --cp explicitly"}
+			return 0, 0, &ConfigError{Flag: "cp", Reason: "0 (the ranks of one node) needs the same number of ranks on every node; give --cp explicitly"}
 		}
 		cp = nodeSize
 	}
 	if cp > worldSize {
-		return 0, 0, &ConfigError{"cp", fmt.Sprintf("%d is larger than the %d ranks of the job (launch more ranks with mpirun -np)", cp, worldSize)}
+		return 0, 0, &ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d is larger than the %d ranks of the job (launch more ranks with mpirun -np)", cp, worldSize)}
 	}
 	if worldSize%cp != 0 {
-		return 0, 0, &ConfigError{"cp", fmt.Sprintf("%d does not divide the world size %d", cp, worldSize)}
+		return 0, 0, &ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d does not divide the world size %d", cp, worldSize)}
 	}
 	if dp == 0 {
 		dp = worldSize / cp
 	}
 	if dp*cp != worldSize {
-		return 0, 0, &ConfigError{"dp", fmt.Sprintf("dp %d x cp %d = %d ranks, but the job has %d", dp, cp, dp*cp, worldSize)}
+		return 0, 0, &ConfigError{Flag: "dp", Reason: fmt.Sprintf("dp %d x cp %d = %d ranks, but the job has %d", dp, cp, dp*cp, worldSize)}
 	}
 	return cp, dp, nil
 }
@@ -129,7 +129,7 @@ func (t *Topology) checkGroupInNode() error {
 		return err
 	}
 	if split[0] != 0 {
-		return &ConfigError{"cp", fmt.Sprintf("%d puts a CP group on more than one node (nodes hold %d ranks here); a CP group shares one node's memory, so --cp must divide the ranks per node", t.CPSize, t.NodeSize)}
+		return &ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d puts a CP group on more than one node (nodes hold %d ranks here); a CP group shares one node's memory, so --cp must divide the ranks per node", t.CPSize, t.NodeSize)}
 	}
 	return nil
 }
