@@ -20,7 +20,9 @@ type testCall struct {
 	probe *cache.Probe
 }
 
-func (c testCall) agree(k ConsensusKind, v cache.ProbeVote) (cache.ProbeAgreement, error) { return c.probe.Call(k, v) }
+func (c testCall) agree(k ConsensusKind, v cache.ProbeVote) (cache.ProbeAgreement, error) {
+	return c.probe.Call(k, v)
+}
 
 func testConsensus(t *testing.T) (testCall, *spmd.Topology) {
 	t.Helper()

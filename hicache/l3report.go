@@ -30,9 +30,9 @@ type L3Report struct {
 	PrefetchFlushed  int64 `json:"prefetch_flushed"`  // prefetches a flush dropped before their request was served
 	// WriteMismatches: blocks whose L2 parts were not their content, refused before publishing (the run fails).
 	WriteMismatches int64 `json:"write_mismatches"`
-	ReadTimeouts    int64 `json:"read_timeouts"` // reads given up at their deadline (in read_failures)
-	PrefetchCalls    int64 `json:"prefetch_calls"`    // l3_prefetch consensus calls (one per serving step and group; 0 at cp 1)
-	PrefetchWaitUs   struct {
+	ReadTimeouts    int64 `json:"read_timeouts"`  // reads given up at their deadline (in read_failures)
+	PrefetchCalls   int64 `json:"prefetch_calls"` // l3_prefetch consensus calls (one per serving step and group; 0 at cp 1)
+	PrefetchWaitUs  struct {
 		P50 float64 `json:"p50"`
 		P99 float64 `json:"p99"`
 	} `json:"prefetch_wait_us"` // from issue to the consensus that agreed it done (slowest rank)

@@ -141,9 +141,9 @@ type Audit struct {
 type CompletionKind int
 
 const (
-	CopyDone     CompletionKind = iota // a Copy, by Seq
-	BlockWritten                       // a BlockWrite, by Seq (a failed write is still written: dropped, counted by the Env)
-	BlockReadDone                      // block Block of prefetch Seq; Err set when the read failed
+	CopyDone      CompletionKind = iota // a Copy, by Seq
+	BlockWritten                        // a BlockWrite, by Seq (a failed write is still written: dropped, counted by the Env)
+	BlockReadDone                       // block Block of prefetch Seq; Err set when the read failed
 )
 
 // Completion is one finished piece of work.

@@ -52,4 +52,3 @@ func compareEviction(model, chosen []*treeNode, freedPages, needPages int) error
 	}
 	return nil
 }
-

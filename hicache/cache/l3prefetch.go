@@ -1,8 +1,8 @@
 package cache
 
 import (
-		"fmt"
-	
+	"fmt"
+
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )

@@ -3,7 +3,7 @@ package cache
 import (
 	"fmt"
 	"slices"
-	
+
 	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/pool"
 )

@@ -52,7 +52,7 @@ func (e *soloEnv) Poll() {
 	}
 }
 
-func (e *soloEnv) StepDone(int64)       {}
+func (e *soloEnv) StepDone(int64)        {}
 func (e *soloEnv) Prefetch(uint64, bool) {}
 func (e *soloEnv) Fill(f *Fill) error {
 	e.mem.Fill(0, f)
@@ -62,9 +62,11 @@ func (e *soloEnv) VerifyLoad(v *Verify) (int64, int64, error) {
 	checked, bad := e.mem.Verify(0, v)
 	return checked, bad, nil
 }
-func (e *soloEnv) Audit(a *Audit) bool  { return e.mem.SlotsMatch(a.Slots, a.Tokens, a.StartPos, a.Ranks) }
-func (e *soloEnv) Exists(uint64) bool   { return false }
-func (e *soloEnv) Adopt(uint64)         {}
+func (e *soloEnv) Audit(a *Audit) bool {
+	return e.mem.SlotsMatch(a.Slots, a.Tokens, a.StartPos, a.Ranks)
+}
+func (e *soloEnv) Exists(uint64) bool { return false }
+func (e *soloEnv) Adopt(uint64)       {}
 
 // newSolo builds a one-rank core over its own memory.
 func newSolo(t testing.TB, cfg Config) *Core {
