@@ -35,7 +35,7 @@ func (e probeEnv) Collective(c *cache.Collective) error { return e.cons.collecti
 func NewStepProbe(cp *mpi.Comm, watchdogTimeout time.Duration) *StepProbe {
 	w := spmd.NewWatchdog(watchdogTimeout, cp.Rank(), nil)
 	cons := newConsensus(cp, 0, nil, w)
-	return &StepProbe{cons: cons, probe: cache.NewProbe(cp.Rank(), cp.Size(), probeEnv{cons: cons}), watchdog: w,
+	return &StepProbe{cons: cons, probe: cache.NewProbe(cp.Rank(), cp.Size(), 0, probeEnv{cons: cons}), watchdog: w,
 		rank: uint64(cp.Rank()), size: uint64(cp.Size())}
 }
 

@@ -30,7 +30,7 @@ func testConsensus(t *testing.T) (testCall, *spmd.Topology) {
 	w := spmd.NewWatchdog(0, job.Topo.WorldRank, nil)
 	t.Cleanup(w.Stop)
 	cons := newConsensus(job.Topo.CP, job.Topo.CPGroup, nil, w)
-	return testCall{cons: cons, probe: cache.NewProbe(job.Topo.CPRank, job.Topo.CPSize, probeEnv{cons: cons})}, job.Topo
+	return testCall{cons: cons, probe: cache.NewProbe(job.Topo.CPRank, job.Topo.CPSize, job.Topo.CPGroup, probeEnv{cons: cons})}, job.Topo
 }
 
 func TestConsensusAgreesOnMinimaAndDigestRange(t *testing.T) {

@@ -55,9 +55,11 @@ func (c *Core) settle(kind ConsensusKind, a agreement, checkDigest bool) error {
 	if c.cfg.Bugs.has(BugFlushWaitsOnlyOnWriter) {
 		return c.env.Wait(waitFlushL3IO, t.idle) // the bug: only this rank's own I/O, not the group's
 	}
-	// Each round drains every rank's I/O; a round can leave at most one failed prefetch unresolved per rank.
+	// Each round drains every rank's I/O and resolves at least one prefetch (the agreed frontier holds at most one
+	// failed prefetch, so failed reads resolve one a round); a write scheduled by a round's commit needs one more.
+	maxRounds := len(t.reads) + 2
 	for rounds := 0; a.storeFrontier < t.lastSeq.write || a.prefetchFrontier < t.lastSeq.read; rounds++ {
-		if rounds > len(t.reads)+c.cfg.Geometry.CPSize+2 {
+		if rounds > maxRounds {
 			return fmt.Errorf("%s of CP group %d at step %d: the L3 I/O did not settle after %d consensus rounds (storage frontier %d of %d, prefetch frontier %d of %d)",
 				kind, c.cfg.Group, c.step, rounds, a.storeFrontier, t.lastSeq.write, a.prefetchFrontier, t.lastSeq.read)
 		}

@@ -20,10 +20,10 @@ type ProbeAgreement struct {
 	DigestMin, DigestMax        uint64
 }
 
-// NewProbe makes a probe for CP rank cpRank of a group of cpSize ranks.
-func NewProbe(cpRank, cpSize int, env Env) *Probe {
+// NewProbe makes a probe for CP rank cpRank of CP group group, of cpSize ranks.
+func NewProbe(cpRank, cpSize, group int, env Env) *Probe {
 	p := &Probe{}
-	p.core.cfg.CPRank, p.core.cfg.Geometry.CPSize, p.core.env = cpRank, cpSize, env
+	p.core.cfg.CPRank, p.core.cfg.Geometry.CPSize, p.core.cfg.Group, p.core.env = cpRank, cpSize, group, env
 	return p
 }
 
