@@ -180,11 +180,7 @@ func show(rel string) string {
 // imports (relative path to import paths, the builds' union). A test file's imports are not the package's.
 func listModule(t *testing.T) (module string, imports map[string][]string) {
 	t.Helper()
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(gomod)) == "" {
-		t.Fatalf("go env GOMOD: %q, %v: the test needs the go command and the module", gomod, err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	root := moduleRoot(t)
 	imports = map[string][]string{}
 	for _, tags := range []string{"", "cuda,mpich"} {
 		cmd := exec.Command("go", "list", "-e", "-tags", tags, "-json=ImportPath,Imports,Module", "./...")
@@ -229,4 +225,14 @@ func listModule(t *testing.T) (module string, imports map[string][]string) {
 		t.Fatalf("go list found %d packages in %s, expected the whole module", len(imports), root)
 	}
 	return module, imports
+}
+
+// moduleRoot is the directory of the module's go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(gomod)) == "" {
+		t.Fatalf("go env GOMOD: %q, %v: the test needs the go command and the module", gomod, err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(gomod)))
 }
