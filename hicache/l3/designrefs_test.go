@@ -29,7 +29,7 @@ var (
 var staleDesignRefs = []string{"hicache/assert.go", "hicache/consensus.go", "hicache/flush.go"}
 
 // TestDesignReferencesExist: every citation of a DESIGN.md section by title names a heading of DESIGN.md, and
-// nothing cites the design by a section number, in every Go, C, Markdown, shell and make file of the repository.
+// nothing cites the design by a section number, in every source, script and document of the repository.
 func TestDesignReferencesExist(t *testing.T) {
 	root := moduleRoot(t)
 	design, err := os.ReadFile(filepath.Join(root, "DESIGN.md"))
@@ -46,29 +46,14 @@ func TestDesignReferencesExist(t *testing.T) {
 		t.Fatalf("DESIGN.md's headings not found (%d read): the test reads them wrong", len(titles))
 	}
 	stale := map[string][]string{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "shared" || name == "bin") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if ext := filepath.Ext(name); !slices.Contains([]string{".go", ".c", ".h", ".md", ".sh", ".mk", ".cu"}, ext) && name != "Makefile" {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, path)
+	for _, rel := range repoTextFiles(t, root) {
 		if rel == "DESIGN.md" {
-			return nil
+			continue
 		}
-		f, err := os.Open(path)
+		f, err := os.Open(filepath.Join(root, rel))
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		defer f.Close()
 		sc := bufio.NewScanner(f)
 		sc.Buffer(nil, 1<<20)
 		for n := 1; sc.Scan(); n++ {
@@ -82,10 +67,10 @@ func TestDesignReferencesExist(t *testing.T) {
 				stale[rel] = append(stale[rel], sprintLine(n, m, "DESIGN.md's sections have titles, not numbers: cite the title"))
 			}
 		}
-		return sc.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
+		f.Close()
+		if err := sc.Err(); err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
 	}
 	for rel, refs := range stale {
 		if !slices.Contains(staleDesignRefs, rel) {
@@ -100,3 +85,35 @@ func TestDesignReferencesExist(t *testing.T) {
 }
 
 func sprintLine(n int, what, why string) string { return fmt.Sprintf("line %d: %s: %s", n, what, why) }
+
+// repoTextFiles lists the repository's sources, scripts and documents (Go, C, CUDA, Markdown, shell, make,
+// Python, sbatch), relative to root, in order; test data, hidden folders and build outputs are not among them.
+func repoTextFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || slices.Contains([]string{"testdata", "shared", "bin", "build"}, name)) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if slices.Contains([]string{".go", ".c", ".h", ".cu", ".md", ".sh", ".mk", ".py", ".sbatch"}, filepath.Ext(name)) || name == "Makefile" {
+			rel, err := filepath.Rel(root, path)
+			out = append(out, rel)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 50 {
+		t.Fatalf("found %d files under %s, expected the repository", len(out), root)
+	}
+	return out
+}
