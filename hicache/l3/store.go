@@ -158,8 +158,9 @@ func (s *Store) blockPath(key uint64) string {
 }
 
 // Exists says whether key's block is there now, as a regular file (anything else is a corrupt block that Read
-// would refuse: counting it would agree a prefetch that fails); the prefetch counts with it. A block another job wrote joins
-// this Store's LRU view. A true answer promises nothing: the block may be evicted before Read, which then misses.
+// refuses: counting it would agree a prefetch that fails); the prefetch counts with it. A block another job
+// wrote joins this Store's LRU view. A true answer promises nothing: the block may be evicted before Read,
+// which then misses.
 func (s *Store) Exists(key uint64) bool {
 	info, err := os.Stat(s.blockPath(key))
 	s.mu.Lock()
