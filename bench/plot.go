@@ -44,7 +44,7 @@ func PlotCopy(rows []CopyRow, path, title string) error {
 	if err := addLines(p, names, series); err != nil {
 		return err
 	}
-	if err := AddReference(p, "memcpy (same bytes, same run)", ref); err != nil {
+	if err := addReference(p, "memcpy (same bytes, same run)", ref); err != nil {
 		return err
 	}
 	// Bandwidth lines are high and flat: the legend goes to the empty bottom left.
@@ -72,7 +72,7 @@ func PlotAllreduce(rows []AllreduceRow, path, title string) error {
 	if err := addLines(p, []string{oursName, floorName}, map[string]plotter.XYs{oursName: ours, floorName: floor}); err != nil {
 		return err
 	}
-	if err := AddReference(p, "C: MPI_Allreduce loop (same job)", ref); err != nil {
+	if err := addReference(p, "C: MPI_Allreduce loop (same job)", ref); err != nil {
 		return err
 	}
 	// Latency grows with size: the top left is empty.
@@ -88,9 +88,10 @@ func addLines(p *plot.Plot, names []string, series map[string]plotter.XYs) error
 	return plotutil.AddLinePoints(p, args...)
 }
 
-// AddReference draws a reference as a thick black dashed line, so it stands apart from the measured lines (the
-// benchmarks' plots, and the sweep's ideal rate).
-func AddReference(p *plot.Plot, name string, xys plotter.XYs) error {
+// addReference draws a reference as a thick black dashed line, so it stands apart from the measured lines.
+// hicache/sweep draws its ideal rate in the same style with a copy of its own, since hicache/* may not import
+// bench (DESIGN.md, "Code map").
+func addReference(p *plot.Plot, name string, xys plotter.XYs) error {
 	line, err := plotter.NewLine(xys)
 	if err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// The placement assert (design section 4) and the commit audit (section 9). The digest rides in every consensus;
+// The placement assert (DESIGN.md, "Invariants" 6) and the commit audit ("Verification"). The digest rides in every consensus;
 // what is here is what happens when it differs, the slower object-by-object comparison, and the audit of each
 // committed object's bytes.
 

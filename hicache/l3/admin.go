@@ -41,7 +41,7 @@ func Usage(dir string) ([]NamespaceUsage, error) {
 			return nil, err
 		}
 		u := NamespaceUsage{Fingerprint: fp, Blocks: len(blocks), TemporaryFiles: len(temps)}
-		if b, err := os.ReadFile(filepath.Join(nsDir, namespaceFile)); err == nil {
+		if b, err := readSmallRegular(filepath.Join(nsDir, namespaceFile), namespaceFileMaxBytes); err == nil {
 			u.Description = string(b[:len(b)-min(len(b), 1)])
 		}
 		for _, b := range blocks {

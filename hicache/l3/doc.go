@@ -8,7 +8,11 @@
 // removed, and is the caller's miss), and the byte budget (LRU by last use, seeded from the files' modification
 // times, so a job continues the order the last one left).
 //
-// It must not import hicache (the controller will use it, not the other way round), nor MPI, NCCL or kernels:
-// the step consensus decides what to read and write; this package only stores bytes. It imports spmd for
-// ConfigError alone. DESIGN.md, "The L3 store (foundation)", says what the controller wiring still needs.
+// A block path that is not a regular file (a FIFO, a directory, a socket, a device, or a symbolic link to one)
+// is a corrupt block too: it is found without blocking (regular.go) and never read.
+//
+// It must not import hicache (the controller uses it, not the other way round), nor MPI, NCCL or kernels: the
+// step consensus decides what to read and write; this package only stores bytes. Of this module it imports
+// spmd for ConfigError and pool for the geometry and Mix64, and nothing else (imports_test.go checks it, with
+// every other package's rule of the code map). DESIGN.md, "The L3 tier", says how the controller uses it.
 package l3

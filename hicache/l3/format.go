@@ -114,7 +114,8 @@ func checkHeader(h header, ns Namespace, fingerprint, key uint64) string {
 }
 
 // CorruptError is a block file that cannot be trusted: a wrong header, a short or long file, a checksum that
-// does not match. Read has already removed it; the caller's policy is to count it and treat it as a miss.
+// does not match, a path that is not a regular file (a FIFO, a directory, a socket, a device). Read has already
+// removed it; the caller's policy is to count it and treat it as a miss.
 type CorruptError struct {
 	Path   string
 	Key    uint64

@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// namespaceFile holds a namespace's printable form beside its blocks, for `cphicache l3 stat`.
-const namespaceFile = "namespace.txt"
+// namespaceFile holds a namespace's printable form beside its blocks, for `cphicache l3 stat`; a line of about a
+// hundred bytes, so a larger one is not ours.
+const namespaceFile, namespaceFileMaxBytes = "namespace.txt", 64 << 10
 
 // writeNamespaceFile creates the namespace's directory and (re)writes its description, atomically. It is also
 // Open's proof that the directory is writable.
@@ -22,7 +23,7 @@ func (s *Store) writeNamespaceFile() error {
 		return err
 	}
 	path := filepath.Join(s.dir, namespaceFile)
-	if b, err := os.ReadFile(path); err == nil && string(b) == s.ns.String()+"\n" {
+	if b, err := readSmallRegular(path, namespaceFileMaxBytes); err == nil && string(b) == s.ns.String()+"\n" {
 		return nil
 	}
 	err := s.publish(path, []byte(s.ns.String()+"\n"), nil, false, s.now())

@@ -122,7 +122,7 @@ func (s *Store) Adopt(key uint64) {
 	info, err := os.Stat(s.blockPath(key))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil {
+	if err != nil || !info.Mode().IsRegular() {
 		s.lru.remove(key)
 		return
 	}
@@ -157,13 +157,15 @@ func (s *Store) blockPath(key uint64) string {
 	return filepath.Join(s.dir, name[:2], name+".blk")
 }
 
-// Exists says whether key's block is there now; the prefetch counts with it. A block another job wrote joins
-// this Store's LRU view. A true answer promises nothing: the block may be evicted before Read, which then misses.
+// Exists says whether key's block is there now, as a regular file (anything else is a corrupt block that Read
+// refuses: counting it would agree a prefetch that fails); the prefetch counts with it. A block another job
+// wrote joins this Store's LRU view. A true answer promises nothing: the block may be evicted before Read,
+// which then misses.
 func (s *Store) Exists(key uint64) bool {
 	info, err := os.Stat(s.blockPath(key))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil {
+	if err != nil || !info.Mode().IsRegular() { // a FIFO, a directory, a socket, a device: Read calls it corrupt
 		s.lru.remove(key)
 		return false
 	}
@@ -176,12 +178,19 @@ func (s *Store) Exists(key uint64) bool {
 // Read loads key's payload into into (which must hold it) and returns its token count. An absent block is a
 // *MissError; a bad one a *CorruptError, after Read has removed it; any other error (EIO, a buffer too small)
 // is a failure of this reader, and the file stays. A hit refreshes the block: its mtime, and its LRU place.
+// A path that is not a regular file (a FIFO, a directory, a socket, a device, or a symbolic link to one) is a
+// corrupt block, found without blocking and never read: a FIFO's reader would wait for a writer forever.
 func (s *Store) Read(key uint64, into []byte) (tokenCount int, err error) {
 	path := s.blockPath(key)
-	f, err := os.Open(path)
+	f, opened, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		s.miss(key)
 		return 0, &MissError{Key: key}
+	}
+	var notRegular *notRegularError
+	if errors.As(err, &notRegular) {
+		s.removeCorrupt(notRegular.info, path, key)
+		return 0, &CorruptError{Path: path, Key: key, Reason: notRegular.reason()}
 	}
 	if err != nil {
 		return 0, err
@@ -190,7 +199,7 @@ func (s *Store) Read(key uint64, into []byte) (tokenCount int, err error) {
 	h, err := s.readVerified(f, path, key, into)
 	var corrupt *CorruptError
 	if errors.As(err, &corrupt) {
-		s.removeCorrupt(f, path, key)
+		s.removeCorrupt(opened, path, key)
 		return 0, err
 	}
 	if err != nil {

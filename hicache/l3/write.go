@@ -122,12 +122,11 @@ func (s *Store) refresh(key uint64, path string, fileBytes int64) {
 	s.lru.use(key, fileBytes, now)
 }
 
-// removeCorrupt removes a corrupt block, unless another writer has replaced the file since it was opened: that
-// one is a new, whole block.
-func (s *Store) removeCorrupt(f *os.File, path string, key uint64) {
-	opened, errOpened := f.Stat()
+// removeCorrupt removes a corrupt block, unless another writer has replaced the file since it was opened (opened
+// is what it was then): that one is a new, whole block.
+func (s *Store) removeCorrupt(opened fs.FileInfo, path string, key uint64) {
 	now, errNow := os.Stat(path)
-	if errOpened == nil && errNow == nil && os.SameFile(opened, now) {
+	if errNow == nil && os.SameFile(opened, now) {
 		os.Remove(path)
 	}
 	s.mu.Lock()

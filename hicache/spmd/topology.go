@@ -13,8 +13,8 @@ import (
 // Topology is this rank's place in a dp x cp job. CP groups are consecutive world ranks: group g holds world
 // ranks [g*cp, (g+1)*cp). Each CP group is one data-parallel replica.
 //
-// The scoping rule of the design (section 5) lives here: consensus collectives are handed CP, the CP group's own
-// communicator, and never World.
+// The scoping rule (DESIGN.md, "Invariants", 4. Scoping) lives here: consensus collectives are handed CP, the
+// CP group's own communicator, and never World.
 type Topology struct {
 	World *mpi.Comm // every rank of the job: start-up agreement and reports only
 	CP    *mpi.Comm // this rank's CP group: every consensus collective

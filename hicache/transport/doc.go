@@ -4,5 +4,6 @@
 // layout), and the guarded start-up that makes them on every rank and agrees on the outcome.
 //
 // Its build-tagged twins live here (nccl_host.go / nccl_cuda.go, engine_host.go / engine_cuda.go); only kernels
-// and nccl talk to CUDA and NCCL themselves. It imports spmd, kernels, nccl and mpi, and must not import hicache.
+// and nccl talk to CUDA and NCCL themselves. It imports spmd, kernels and nccl (mpi only through spmd), and must
+// not import hicache.
 package transport
