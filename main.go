@@ -53,6 +53,7 @@ func newApp() *cli.App {
 			genTraceCommand(),
 			sweepCommand(),
 			l3Command(),
+			simCommand(),
 			topoCommand(),
 			versionCommand(),
 			benchCommand(),

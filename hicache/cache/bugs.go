@@ -66,3 +66,6 @@ func ParseBug(name string) (Bug, error) {
 
 // With returns b with bug added.
 func (b Bugs) With(bug Bug) Bugs { return b | Bugs(bug) }
+
+// Has says whether b holds bug (whether or not this build carries the bugs' code).
+func (b Bugs) Has(bug Bug) bool { return b&Bugs(bug) != 0 }

@@ -53,7 +53,7 @@ func (c *Core) settle(kind ConsensusKind, a agreement, checkDigest bool) error {
 		return nil
 	}
 	if c.cfg.Bugs.has(BugFlushWaitsOnlyOnWriter) {
-		return c.env.Wait(waitFlushL3IO, t.idle) // the bug: only this rank's own I/O, not the group's
+		return nil // the bug: reset waits for this rank's own I/O, after the last collective, not for the group's
 	}
 	// Each round drains every rank's I/O and resolves at least one prefetch (the agreed frontier holds at most one
 	// failed prefetch, so failed reads resolve one a round); a write scheduled by a round's commit needs one more.
@@ -74,11 +74,20 @@ func (c *Core) settle(kind ConsensusKind, a agreement, checkDigest bool) error {
 // reset empties the cache and checks that it now equals a fresh one. A cache unlike a fresh one is this rank's
 // failure (its group learns it in the next consensus), or in validate only a count in the flush_reset row.
 func (c *Core) reset() {
+	if c.l3 != nil && c.cfg.Bugs.has(BugFlushWaitsOnlyOnWriter) {
+		if err := c.env.Wait(waitFlushL3IO, c.l3.idle); err != nil {
+			c.fail(FailureInvariant, err)
+		}
+	}
 	if c.l3 != nil && !c.l3.idle() {
 		// settle agreed every L3 operation done on every rank: this rank's own must be.
 		c.fail(FailureInvariant, fmt.Errorf("step %d: a flush's reset found this rank's L3 I/O still in flight after the group agreed it done", c.step))
 	}
 	c.tree.reset()
+	// The step's locks go with the tree: a flush event in a step that first served the requests kept waiting for
+	// their L3 prefetch holds their nodes locked, and unlocking them after the reset would queue those dead nodes,
+	// still holding device pages that new nodes now own, for a later eviction to free a second time.
+	c.work.locked = c.work.locked[:0]
 	c.evictq.reset()
 	if !c.cfg.Bugs.has(BugResetKeepsDevicePages) {
 		c.dev.reset()

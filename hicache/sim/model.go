@@ -1,9 +1,10 @@
-package hicache
+package sim
 
 import (
 	"slices"
 	"sort"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
@@ -22,7 +23,7 @@ import (
 // model test); the object table is never the limit here because geometry's MaxObjects defaults to Slots and
 // every object holds at least one slot. Content and verification are left to the controller's own checks.
 type cacheModel struct {
-	cfg      CacheConfig
+	cfg      cache.Config
 	root     *mNode
 	nextID   uint64
 	clock    uint64
@@ -35,8 +36,8 @@ type cacheModel struct {
 	loads    []mLoad  // issued this step, released at its consensus
 	held     []uint64 // committed at the last consensus: protected until this one
 	locked   []*mNode // on a path this step
-	outcomes []reqOutcome
-	tally    runTally
+	outcomes []cache.Outcome
+	tally    cache.Counters // the fields the model counts, named as the core does
 }
 
 type mNode struct {
@@ -69,7 +70,7 @@ type mLoad struct {
 	pages []int
 }
 
-func newCacheModel(cfg CacheConfig) *cacheModel {
+func newCacheModel(cfg cache.Config) *cacheModel {
 	m := &cacheModel{cfg: cfg}
 	m.reset()
 	return m
@@ -80,13 +81,17 @@ func (m *cacheModel) reset() {
 	m.writes, m.loads, m.held = nil, nil, nil
 }
 
-// run replays events in the steps the real run takes.
-func (m *cacheModel) run(events []workload.Event, batch int) {
-	for _, b := range steps(events, batch) {
+// run replays events in the steps the real run takes, flushing after every flushEvery-th step as well.
+func (m *cacheModel) run(events []workload.Event, batch int, flushEvery int64) {
+	step := int64(0)
+	for rest := events; ; {
+		b := workload.TakeBatch(&rest, batch)
+		if b == nil {
+			break
+		}
+		step++
 		if b[0].Flush {
-			m.consensus()
-			m.reset()
-			m.tally.Flushes++
+			m.flush()
 		} else {
 			for _, e := range b {
 				m.serve(e.Request.InputIDs)
@@ -97,8 +102,17 @@ func (m *cacheModel) run(events []workload.Event, batch int) {
 		}
 		m.locked = nil
 		m.consensus()
+		if flushEvery > 0 && step%flushEvery == 0 {
+			m.flush()
+		}
 	}
 	m.consensus()
+}
+
+func (m *cacheModel) flush() {
+	m.consensus()
+	m.reset()
+	m.tally.Flushes++
 }
 
 func (m *cacheModel) pt() int { return m.cfg.Geometry.PageTokens }
@@ -107,7 +121,7 @@ func (m *cacheModel) serve(ids []int32) {
 	m.clock++
 	m.tally.Requests++
 	tokens := ids[:len(ids)/m.pt()*m.pt()]
-	out := reqOutcome{Computed: int64(len(ids) - len(tokens))}
+	out := cache.Outcome{Computed: int64(len(ids) - len(tokens))}
 	path := m.walk(tokens)
 	hit := 0
 	usable := 0
@@ -181,7 +195,7 @@ func (m *cacheModel) hit(n *mNode) int {
 	n.hits++
 	if n.pages != nil {
 		m.touch(n)
-		if m.cfg.Policy == WriteThroughSelective && n.hits >= 2 && n.obj == 0 && !m.pinned(n.pages) {
+		if m.cfg.Policy == cache.WriteThroughSelective && n.hits >= 2 && n.obj == 0 && !m.pinned(n.pages) {
 			m.backup(n)
 		}
 		return 1
@@ -217,7 +231,7 @@ func (m *cacheModel) computeRest(tokens []int32, path []*mNode, usable int) {
 		if i >= usable && n.pages == nil {
 			if n.pages = m.take(len(n.tokens) / m.pt()); n.pages == nil {
 				m.tally.Uncached += int64(len(n.tokens) / m.pt())
-			} else if m.cfg.Policy == WriteThrough && n.obj == 0 {
+			} else if m.cfg.Policy == cache.WriteThrough && n.obj == 0 {
 				m.backup(n)
 			}
 		}
@@ -234,7 +248,7 @@ func (m *cacheModel) computeRest(tokens []int32, path []*mNode, usable int) {
 	leaf := &mNode{id: m.nextID, parent: parent, tokens: tokens[pos:], pages: pages, lastAccess: m.clock, hits: 1}
 	m.nextID++
 	parent.children = append(parent.children, leaf)
-	if m.cfg.Policy == WriteThrough {
+	if m.cfg.Policy == cache.WriteThrough {
 		m.backup(leaf)
 	}
 }
@@ -311,7 +325,7 @@ func (m *cacheModel) evictable(n *mNode) bool {
 }
 
 func (m *cacheModel) evictNode(n *mNode) bool {
-	if n.obj == 0 && m.cfg.Policy == WriteBack {
+	if n.obj == 0 && m.cfg.Policy == cache.WriteBack {
 		if w := m.backup(n); w != nil {
 			w.evictOnCommit = true
 			return false

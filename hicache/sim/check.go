@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+)
+
+// The checks at the end of a job: every rank ended as its faults say it must, nothing wrong was counted, and
+// a job without timing in its outcomes matches the sequential model.
+
+// Outcome says how a job ended.
+type Outcome int
+
+const (
+	Clean       Outcome = iota // every rank ran to the end
+	FailedLoud                 // an injected fault ended the run, agreed by its group
+	WatchdogEnd                // an injected stuck copy or exit left ranks waiting: the watchdog ends such a job
+	outcomeKinds
+)
+
+var outcomeNames = [outcomeKinds]string{"clean", "failed loudly", "ended by the watchdog"}
+
+func (o Outcome) String() string { return outcomeNames[o] }
+
+// finalChecks judges a job that stopped without a violation.
+func (j *job) finalChecks() Outcome {
+	fault := j.cfg.Fault
+	fired := false
+	for _, r := range j.groups[0].ranks {
+		fired = fired || r.faultFired || (fault == FaultDivergence && r.cp == j.cfg.FaultRank && r.core.Step() >= j.cfg.FaultStep)
+	}
+	if j.stuck != "" {
+		if fired && (fault == FaultStuckCopy || fault == FaultExit) {
+			return WatchdogEnd
+		}
+		j.violate(nil, "no rank can move, and no injected fault explains it (the watchdog would end the job): "+j.stuck)
+		return Clean
+	}
+	outcome := Clean
+	for _, g := range j.groups {
+		for _, r := range g.ranks {
+			if r.err == nil {
+				continue
+			}
+			if g.index == 0 && fired && j.explains(r) {
+				outcome = FailedLoud
+				continue
+			}
+			j.violate(r, fmt.Sprintf("the run failed and no injected fault explains it: %v", r.err))
+			return outcome
+		}
+	}
+	if fired && outcome == Clean && fault != FaultNone {
+		j.violate(j.groups[0].ranks[j.cfg.FaultRank], fmt.Sprintf("the injected %s at step %d ended with every rank's OK", fault, j.cfg.FaultStep))
+		return outcome
+	}
+	j.checkCounters()
+	if outcome == Clean && j.violation == nil {
+		j.checkModel()
+	}
+	return outcome
+}
+
+// explains says whether r's error is the one its group's fault must cause.
+func (j *job) explains(r *rank) bool {
+	var lf *cache.LocalFailure
+	var peer *cache.PeerFailure
+	var div *cache.DivergenceError
+	switch j.cfg.Fault {
+	case FaultCopyError:
+		if r.cp == j.cfg.FaultRank {
+			return errors.As(r.err, &lf) && lf.Code == cache.FailureCopy
+		}
+		return errors.As(r.err, &peer) && peer.CPRank == j.cfg.FaultRank && peer.Code == cache.FailureCopy
+	case FaultDivergence:
+		return errors.As(r.err, &div)
+	case FaultExit: // a group of one rank has nobody left waiting: its exit is the whole story
+		return r.cp == j.cfg.FaultRank && errors.Is(r.err, errExited)
+	}
+	return false
+}
+
+// checkCounters: nothing wrong was counted on any rank.
+func (j *job) checkCounters() {
+	for _, g := range j.groups {
+		for _, r := range g.ranks {
+			c := r.core.Counters()
+			switch {
+			case c.Mismatches != 0, c.AuditMismatches != 0, c.L3WriteMismatches != 0:
+				j.violate(r, fmt.Sprintf("wrong bytes counted: %d load-back mismatches, %d audit mismatches, %d L3 block mismatches",
+					c.Mismatches, c.AuditMismatches, c.L3WriteMismatches))
+				return
+			case c.Divergences != 0 && j.cfg.Fault != FaultDivergence:
+				j.violate(r, fmt.Sprintf("%d divergences without an injected one", c.Divergences))
+				return
+			}
+		}
+	}
+}
+
+// checkModel: with synchronous copies, no L3 and no fault, every request's hits by tier and the run's tallies
+// are the sequential model's (model.go), on every group.
+func (j *job) checkModel() {
+	if !j.cfg.SyncCopies || j.cfg.L3.Enabled || j.cfg.Fault != FaultNone {
+		return
+	}
+	for _, g := range j.groups {
+		m := newCacheModel(j.cfg.coreConfig(g.index, 0))
+		m.run(g.all, j.cfg.Batch, j.cfg.FlushEvery)
+		r := g.ranks[0]
+		if len(r.outcomes) != len(m.outcomes) {
+			j.violate(r, fmt.Sprintf("the core served %d requests, the sequential model %d", len(r.outcomes), len(m.outcomes)))
+			return
+		}
+		for i, o := range r.outcomes {
+			if o != m.outcomes[i] {
+				j.violate(r, fmt.Sprintf("request %d: the core's hits by tier %+v, the sequential model's %+v", i, o, m.outcomes[i]))
+				return
+			}
+		}
+		c, want := r.core.Counters(), m.tally
+		got := [...]int64{c.Requests, c.L1Evictions, c.L2Evictions, c.BackupReserved, c.BackupCommitted, c.ReserveMisses, c.LoadBacks, c.Uncached, c.Flushes}
+		exp := [...]int64{want.Requests, want.L1Evictions, want.L2Evictions, want.BackupReserved, want.BackupCommitted, want.ReserveMisses, want.LoadBacks, want.Uncached, want.Flushes}
+		if got != exp {
+			j.violate(r, fmt.Sprintf("tallies (requests, L1 evictions, L2 evictions, reserved, committed, misses, load-backs, uncached, flushes) %v, the sequential model's %v", got, exp))
+			return
+		}
+	}
+}

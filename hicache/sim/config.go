@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// Fault is one fault class a job may inject.
+type Fault int
+
+const (
+	FaultNone        Fault = iota
+	FaultCopyError         // a rank's copy fails: the group must end with that rank's failure, agreed
+	FaultStuckCopy         // a rank's copy never completes: the job must end on the stuck rank's local wait
+	FaultDivergence        // a rank's allocator is perturbed: the next consensus must catch it
+	FaultExit              // a rank leaves: its peers must end waiting in a collective, not run on
+	faultKinds
+)
+
+var faultNames = [faultKinds]string{"none", "copy_error", "stuck_copy", "divergence", "exit"}
+
+func (f Fault) String() string { return faultNames[f] }
+
+// L3Faults are what a job's simulated L3 directory does wrong; none of them may change a byte anyone serves.
+type L3Faults struct {
+	FailReadPerMille    int  // a read fails (EIO)
+	CorruptPerMille     int  // a block file is corrupt when read (flipped byte: its checksum fails)
+	TruncatedPerMille   int  // a block file is short
+	NonRegularPerMille  int  // the path is a FIFO or a directory: not a block, corrupt
+	HungReadPerMille    int  // a read never returns: given up at its deadline (never under wait_complete)
+	WriteErrorPerMille  int  // ENOSPC or EIO on a write: the block is dropped
+	HideFromRankPerMill int  // one rank does not see a block that is there (a lagging shared filesystem)
+	OtherJobPerMille    int  // per step, another job evicts a block, or clears the whole namespace (rarely)
+	SharedAcrossGroups  bool // the job's groups share the directory (always: one namespace)
+}
+
+// JobConfig is one simulated job: its geometry, policies, schedule, workload size and faults, all drawn from
+// its seed (Draw), or set by a test.
+type JobConfig struct {
+	Seed                 uint64
+	CP, DP               int
+	Geometry             pool.Geometry
+	DevicePages          int
+	Policy               cache.WritePolicy
+	Batch                int
+	Requests             int
+	FlushEvery           int64
+	PlacementAssertEvery int64
+	SyncCopies           bool
+	L3                   cache.L3Config
+	L3Faults             L3Faults
+	Fault                Fault
+	FaultRank            int   // the CP rank of group 0 the fault hits
+	FaultStep            int64 // the step it hits at
+	Bugs                 cache.Bugs
+	// LateTicks is how much later than usual a late completion comes; lateness is drawn per completion.
+	LateTicks int
+}
+
+// Draw makes a job's configuration from its seed, within small bounds: every write and prefetch policy, layout,
+// page and block size, and fault class comes up often. cp > 0 sets the CP size instead of drawing it.
+func Draw(seed uint64, bugs cache.Bugs, cp int) JobConfig {
+	r := newRNG(seed ^ 0x6a6f62)
+	j := JobConfig{Seed: seed, CP: pick(r, 1, 2, 2, 3, 4, 4, 8, 8, 8), DP: pick(r, 1, 1, 1, 2), Bugs: bugs}
+	if cp > 0 {
+		j.CP = cp
+	}
+	g := pool.Geometry{CPSize: j.CP, Layers: r.between(1, 2), PayloadsPerLayer: r.between(1, 2), PageTokens: pick(r, 1, 2, 4),
+		TokenBytes: 8, Slots: r.between(6, 48), Layout: pick(r, pool.LayerFirst, pool.PageFirst)}
+	// One to three slabs, so that objects straddle slab ends as they do in a pool of several slabs.
+	g.SlabBytesMax = g.SlotBytes() * int64(max(1, (g.Slots+r.intn(3))/r.between(1, 3)))
+	j.Geometry = g
+	j.DevicePages = r.between(6, 40)
+	j.Policy = cache.WritePolicy(r.intn(3))
+	j.Batch = r.between(1, 4)
+	j.Requests = r.between(12, 90)
+	j.FlushEvery = pick[int64](r, 0, 0, 0, int64(r.between(2, 12)))
+	j.PlacementAssertEvery = pick[int64](r, 0, int64(r.between(1, 6)))
+	j.SyncCopies = r.chance(200)
+	j.LateTicks = pick(r, 20, 200, 2000)
+	if r.chance(650) {
+		j.L3 = cache.L3Config{Enabled: true, BlockTokens: g.PageTokens * r.between(1, 3), WritePolicy: cache.L3WritePolicy(r.intn(2)),
+			PrefetchPolicy: cache.PrefetchPolicy(r.intn(3)), PrefetchThreshold: pick(r, 0, g.PageTokens), BatchRequests: j.Batch}
+		j.L3Faults = drawL3Faults(r, j.L3.PrefetchPolicy)
+	}
+	if r.chance(300) {
+		j.Fault = Fault(r.between(1, int(faultKinds)-1))
+		j.FaultRank, j.FaultStep = r.intn(j.CP), int64(r.between(1, 12))
+		if j.Fault == FaultDivergence && j.CP == 1 {
+			j.Fault = FaultNone // a one-rank group cannot diverge
+		}
+	}
+	return j
+}
+
+func drawL3Faults(r *rng, policy cache.PrefetchPolicy) L3Faults {
+	if r.chance(400) {
+		return L3Faults{SharedAcrossGroups: true}
+	}
+	f := L3Faults{SharedAcrossGroups: true, FailReadPerMille: pick(r, 0, 50), CorruptPerMille: pick(r, 0, 50),
+		TruncatedPerMille: pick(r, 0, 30), NonRegularPerMille: pick(r, 0, 20), WriteErrorPerMille: pick(r, 0, 80),
+		HideFromRankPerMill: pick(r, 0, 100), OtherJobPerMille: pick(r, 0, 100)}
+	if policy != cache.PrefetchWaitComplete {
+		f.HungReadPerMille = pick(r, 0, 30)
+	}
+	return f
+}
+
+// coreConfig is rank cpRank's core configuration in group g.
+func (j *JobConfig) coreConfig(group, cpRank int) cache.Config {
+	cfg := cache.Config{Geometry: j.Geometry, DevicePages: j.DevicePages, Policy: j.Policy, Seed: j.Seed | 1, CPRank: cpRank, Group: group,
+		L3: j.L3, SyncCopies: j.SyncCopies, FlushEvery: j.FlushEvery, PlacementAssertEvery: j.PlacementAssertEvery,
+		CheckInvariants: true, Bugs: j.Bugs, EvictionModel: cache.WalkEvictionModel}
+	if j.Fault == FaultDivergence && group == 0 && cpRank == j.FaultRank {
+		cfg.PerturbAtStep = j.FaultStep
+	}
+	return cfg
+}
+
+func (j *JobConfig) String() string {
+	g := j.Geometry
+	l3 := "no L3"
+	if j.L3.Enabled {
+		l3 = fmt.Sprintf("L3 %d-token blocks %s %s", j.L3.BlockTokens, j.L3.WritePolicy, j.L3.PrefetchPolicy)
+	}
+	return fmt.Sprintf("cp %d dp %d, %d layers x %d payloads, %d-token pages, %d slots %s, %d device pages, %s, batch %d, %d requests, flush every %d, compare every %d, sync %v, %s, fault %s (rank %d step %d)",
+		j.CP, j.DP, g.Layers, g.PayloadsPerLayer, g.PageTokens, g.Slots, g.Layout, j.DevicePages, j.Policy, j.Batch, j.Requests,
+		j.FlushEvery, j.PlacementAssertEvery, j.SyncCopies, l3, j.Fault, j.FaultRank, j.FaultStep)
+}

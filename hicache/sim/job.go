@@ -1,0 +1,436 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// job is one simulated job: its CP groups, the directory they share, and the scheduler's clock.
+type job struct {
+	cfg       JobConfig
+	r         *rng // scheduling and timing
+	fs        *simFS
+	groups    []*group
+	now       uint64 // scheduler ticks
+	violation *Violation
+	stuck     string // how the job ended when nothing could move (the watchdog's view), "" when it ran to its end
+}
+
+// Violation is a broken invariant: what the simulator exists to find.
+type Violation struct {
+	JobSeed     uint64
+	Group, Rank int
+	Step        int64
+	What        string
+	Config      string
+}
+
+func (v *Violation) Error() string {
+	return fmt.Sprintf("VIOLATION in job seed %d, CP group %d, CP rank %d, step %d: %s\n  job: %s", v.JobSeed, v.Group, v.Rank, v.Step, v.What, v.Config)
+}
+
+// pending is one piece of work a rank started and the scheduler has not completed.
+type pending struct {
+	work     cache.Work
+	rank     *rank
+	readyAt  uint64
+	deadline uint64 // a read given up at it; 0 none
+	writes   bool   // it writes its parts of the slab (a backup, a prefetch read); else it reads them
+	parts    []partKey
+	fail     bool // an injected copy error
+	stuck    bool // an injected stuck copy: never completes
+	hung     bool // a read that never returns by itself
+}
+
+// partKey is one rank's part of one slot of the shared slab.
+type partKey struct {
+	slab, slot int32
+	rank       int32
+}
+
+func (j *job) violate(r *rank, what string) {
+	if j.violation != nil || (r != nil && j.diverged(r.g)) {
+		return
+	}
+	v := &Violation{JobSeed: j.cfg.Seed, Group: -1, Rank: -1, What: what, Config: j.cfg.String()}
+	if r != nil {
+		v.Group, v.Rank, v.Step = r.g.index, r.cp, r.core.Step()
+	}
+	j.violation = v
+}
+
+// diverged says whether g's injected divergence has happened: from then on its ranks place objects differently
+// until the next consensus catches it, and what follows from that (slots reused under another rank's work, wrong
+// bytes) is the divergence's, which the end of the job checks was caught.
+func (j *job) diverged(g *group) bool {
+	c := &j.cfg
+	return c.Fault == FaultDivergence && g.index == 0 && g.ranks[c.FaultRank].core.Step() >= c.FaultStep
+}
+
+// delay is how many ticks a piece of work takes: mostly a few, sometimes much longer than the others'.
+func (j *job) delay() uint64 {
+	if j.r.chance(50) {
+		return uint64(1 + j.r.intn(j.cfg.LateTicks))
+	}
+	return uint64(1 + j.r.intn(8))
+}
+
+// newJob builds the job's groups and ranks for cfg.
+func newJob(cfg JobConfig) (*job, error) {
+	j := &job{cfg: cfg, r: newRNG(cfg.Seed ^ 0x736368)}
+	if cfg.L3.Enabled {
+		j.fs = newSimFS(newRNG(cfg.Seed^0x6673), cfg.L3Faults)
+	}
+	for gi := range cfg.DP {
+		g := &group{j: j, index: gi, mem: cache.NewMemory(cfg.Geometry, cfg.DevicePages, cfg.Seed|1),
+			sent: map[int64][]workload.Event{}, hashes: map[int64][]uint64{}, refs: map[partKey][]*pending{}}
+		g.events = makeWorkload(newRNG(cfg.Seed^uint64(gi+1)*0x9e37), &j.cfg)
+		g.all = g.events
+		for cp := range cfg.CP {
+			r := &rank{g: g, cp: cp}
+			ccfg := cfg.coreConfig(gi, cp)
+			if cp == 0 {
+				ccfg.Served = func(o cache.Outcome) { r.outcomes = append(r.outcomes, o) }
+			}
+			c, err := cache.New(ccfg, r)
+			if err != nil {
+				return nil, err
+			}
+			r.core = c
+			g.ranks = append(g.ranks, r)
+		}
+		j.groups = append(j.groups, g)
+	}
+	return j, nil
+}
+
+// run schedules the job to its end, or to a violation, or to a point where nothing can move.
+func (j *job) run() {
+	var all []*rank
+	for _, g := range j.groups {
+		for _, r := range g.ranks {
+			r.next, r.stop = iter.Pull(func(yield func(struct{}) bool) {
+				r.yield = yield
+				r.err = r.core.Run()
+				r.state = stFinished
+			})
+			all = append(all, r)
+		}
+	}
+	defer func() {
+		for _, r := range all {
+			r.stop()
+		}
+	}()
+	for j.violation == nil {
+		j.now++
+		if !j.move(all) {
+			j.noteStuck(all)
+			return
+		}
+	}
+}
+
+// move does one thing: resumes a runnable rank or completes a piece of due work, chosen at random; when neither
+// is possible now, it moves the clock to the next due work. It reports false when nothing can ever move.
+func (j *job) move(all []*rank) bool {
+	var runnable []*rank
+	var due []*pending
+	next := uint64(0)
+	for _, r := range all {
+		if r.runnable() {
+			runnable = append(runnable, r)
+		}
+		for _, q := range r.queues {
+			if len(q) == 0 {
+				continue
+			}
+			p := q[0]
+			if at, ok := p.dueAt(); ok {
+				if at <= j.now {
+					due = append(due, p)
+				} else if next == 0 || at < next {
+					next = at
+				}
+			}
+		}
+	}
+	if n := len(runnable) + len(due); n > 0 {
+		if i := j.r.intn(n); i < len(runnable) {
+			j.resume(runnable[i])
+		} else {
+			j.complete(due[i-len(runnable)])
+		}
+		return true
+	}
+	if next > 0 {
+		j.now = next
+		return true
+	}
+	return false
+}
+
+// dueAt is when the work completes: its ready time, or a hung read's deadline; ok is false when it never does.
+func (p *pending) dueAt() (uint64, bool) {
+	switch {
+	case p.stuck:
+		return 0, false
+	case p.hung:
+		return p.deadline, p.deadline > 0
+	case p.deadline > 0:
+		return min(p.readyAt, p.deadline), true
+	}
+	return p.readyAt, true
+}
+
+func (r *rank) runnable() bool {
+	switch r.state {
+	case stNew:
+		return true
+	case stBcast:
+		return r.g.sentUpTo >= r.bcastStep
+	case stColl:
+		return r.collDone
+	case stWait:
+		return len(r.completed) > 0
+	}
+	return false
+}
+
+func (j *job) resume(r *rank) {
+	r.state = stRunning
+	defer func() {
+		if p := recover(); p != nil {
+			r.panicked, r.state = p, stFinished
+			j.violate(r, fmt.Sprintf("the core panicked: %v", p))
+		}
+	}()
+	r.next()
+}
+
+// complete carries out a piece of work's effect on memory and the directory, and queues its completion.
+func (j *job) complete(p *pending) {
+	r := p.rank
+	for q := range r.queues {
+		if len(r.queues[q]) > 0 && r.queues[q][0] == p {
+			r.queues[q] = r.queues[q][1:]
+		}
+	}
+	r.g.release(p)
+	x := cache.Completion{}
+	switch w := p.work.(type) {
+	case *cache.Copy:
+		x = cache.Completion{Kind: cache.CopyDone, Seq: w.Seq}
+		if p.fail {
+			x.Err = errors.New("injected copy error (sim)")
+		} else {
+			r.g.mem.Copy(r.cp, w)
+		}
+	case *cache.BlockWrite:
+		x = cache.Completion{Kind: cache.BlockWritten, Seq: w.Seq, Err: j.writeBlock(r, w)}
+	case *cache.BlockRead:
+		x = cache.Completion{Kind: cache.BlockReadDone, Seq: w.Prefetch, Block: w.Block, Err: j.readBlock(r, w, p)}
+	}
+	r.completed = append(r.completed, x)
+}
+
+// writeBlock is a writer rank's block write: gather every rank's parts, check them against the block's content
+// (the real writer's check), and publish.
+func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
+	if j.fs.exists(-1, w.Key) {
+		return nil
+	}
+	if !r.g.mem.SlotsMatch(w.Pages, w.Tokens, w.StartPos, j.cfg.CP) {
+		j.violate(r, fmt.Sprintf("L3 block write %d (key %016x, tokens %d..%d) gathered bytes that are not its content from the shared slab",
+			w.Seq, w.Key, w.StartPos, w.StartPos+len(w.Tokens)-1))
+		return cache.ErrBlockMismatch
+	}
+	return j.fs.write(w.Key, r.g.mem.Gather(w.Pages), j.cfg.CP)
+}
+
+// readBlock is a reader rank's block read: past its deadline a failed read, else the directory's answer,
+// scattered into the slab when it is a whole block.
+func (j *job) readBlock(r *rank, w *cache.BlockRead, p *pending) error {
+	if p.hung || (p.deadline > 0 && p.deadline <= j.now && p.readyAt > j.now) {
+		return errors.New("the L3 read did not finish by its deadline (sim)")
+	}
+	data, _, err := j.fs.read(w.Key)
+	if err != nil {
+		return err
+	}
+	if want := len(r.g.mem.Gather(w.Pages)); len(data) != want {
+		return errSimMiss // a block of another size under the key
+	}
+	r.g.mem.Scatter(w.Pages, data)
+	return nil
+}
+
+// noteStuck records why the job stopped moving when not every rank finished: the watchdog's message.
+func (j *job) noteStuck(all []*rank) {
+	var blocked []string
+	for _, r := range all {
+		if r.state == stFinished {
+			continue
+		}
+		what := stateNames[r.state]
+		if r.state == stWait {
+			what += " (" + r.waitReason.Name + ")"
+		}
+		blocked = append(blocked, fmt.Sprintf("group %d rank %d %s at step %d", r.g.index, r.cp, what, r.core.Step()))
+	}
+	if len(blocked) > 0 {
+		j.stuck = strings.Join(blocked, "; ")
+	}
+}
+
+// group is one CP group of the job: its ranks, its shared memory, its share of the events, and what the
+// scheduler keeps for its collectives and its checks.
+type group struct {
+	j        *job
+	index    int
+	ranks    []*rank
+	mem      *cache.Memory
+	events   []workload.Event // CP rank 0's, not yet sent
+	all      []workload.Event // the whole share, for the sequential model
+	sent     map[int64][]workload.Event
+	sentUpTo int64
+	arrived  []*rank
+	hashes   map[int64][]uint64
+	refs     map[partKey][]*pending
+}
+
+// partsOf lists the parts of slots that an operation touches: rank's own, or every rank's (rank -1).
+func (g *group) partsOf(slots []cache.SlabSlot, rank int) []partKey {
+	var out []partKey
+	for _, s := range slots {
+		for r := range g.j.cfg.CP {
+			if rank < 0 || r == rank {
+				out = append(out, partKey{slab: s.Slab, slot: s.Slot, rank: int32(r)})
+			}
+		}
+	}
+	return out
+}
+
+// reference applies the reference rule to work about to start, then records its parts: no part may be written
+// while another operation references it, nor referenced while another writes it, whichever rank does either.
+func (g *group) reference(p *pending) {
+	for _, k := range p.parts {
+		for _, q := range g.refs[k] {
+			if p.writes || q.writes {
+				g.j.violate(p.rank, fmt.Sprintf("slot %d of slab %d (CP rank %d's part) is reused under a live reference: %s on CP rank %d started while %s on CP rank %d still %s it",
+					k.slot, k.slab, k.rank, describe(p.work), p.rank.cp, describe(q.work), q.rank.cp, map[bool]string{true: "writes", false: "reads"}[q.writes]))
+				return
+			}
+		}
+		g.refs[k] = append(g.refs[k], p)
+	}
+}
+
+func (g *group) release(p *pending) {
+	for _, k := range p.parts {
+		refs := g.refs[k]
+		if i := slices.Index(refs, p); i >= 0 {
+			refs = slices.Delete(refs, i, i+1)
+		}
+		if len(refs) == 0 {
+			delete(g.refs, k)
+		} else {
+			g.refs[k] = refs
+		}
+	}
+}
+
+func describe(w cache.Work) string {
+	switch w := w.(type) {
+	case *cache.Copy:
+		if w.Gather {
+			return fmt.Sprintf("backup %d of L2 object %d", w.Seq, w.Object)
+		}
+		return fmt.Sprintf("load-back %d of L2 object %d", w.Seq, w.Object)
+	case *cache.BlockWrite:
+		return fmt.Sprintf("L3 block write %d", w.Seq)
+	case *cache.BlockRead:
+		return fmt.Sprintf("L3 read of block %d of prefetch %d", w.Block, w.Prefetch)
+	}
+	return "work"
+}
+
+// arrive enters r into the group's collective; the last rank in reduces and releases them all.
+func (g *group) arrive(r *rank) {
+	g.arrived = append(g.arrived, r)
+	if len(g.arrived) < len(g.ranks) {
+		return
+	}
+	first := g.arrived[0].coll
+	for _, x := range g.arrived[1:] {
+		c := x.coll
+		if c.Op != first.Op || len(c.Words) != len(first.Words) {
+			g.j.violate(x, fmt.Sprintf("collectives that MPI cannot pair: CP rank %d entered %s (%d words), CP rank %d %s (%d words)",
+				g.arrived[0].cp, first.Kind, len(first.Words), x.cp, c.Kind, len(c.Words)))
+			return
+		}
+	}
+	out := slices.Clone(first.Words)
+	for _, x := range g.arrived {
+		for i, w := range x.coll.Words {
+			if first.Op == cache.OpGather {
+				if i == x.cp {
+					out[i] = w // each rank brings its own word, at its index
+				}
+			} else {
+				out[i] = min(out[i], w)
+			}
+		}
+	}
+	for _, x := range g.arrived {
+		copy(x.coll.Words, out)
+		x.collDone = true
+	}
+	g.arrived = g.arrived[:0]
+}
+
+// reportHash collects each rank's state hash at the end of a step and compares them once every rank has one.
+func (g *group) reportHash(r *rank, step int64, h uint64) {
+	hs := g.hashes[step]
+	if hs == nil {
+		hs = make([]uint64, 0, len(g.ranks))
+	}
+	hs = append(hs, h, uint64(r.cp))
+	if len(hs) < 2*len(g.ranks) {
+		g.hashes[step] = hs
+		return
+	}
+	delete(g.hashes, step)
+	for i := 2; i < len(hs); i += 2 {
+		if hs[i] != hs[0] {
+			g.j.violate(r, fmt.Sprintf("the ranks' states differ at the end of step %d: CP rank %d's hash %016x, CP rank %d's %016x",
+				step, hs[1], hs[0], hs[i+1], hs[i]))
+			return
+		}
+	}
+}
+
+// hash folds the job's end into one word: every rank's state and counters.
+func (j *job) hash() uint64 {
+	h := j.cfg.Seed
+	for _, g := range j.groups {
+		for _, r := range g.ranks {
+			h = pool.Mix64(h ^ r.core.StateHash())
+			c := r.core.Counters()
+			for _, agg := range []string{"group", "rank"} {
+				for _, v := range c.CounterFields(agg) {
+					h = pool.Mix64(h ^ uint64(*v))
+				}
+			}
+		}
+	}
+	return h
+}

@@ -1,0 +1,212 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/workload"
+)
+
+// rank is one simulated rank: its core, and the core's Env over the group's simulated memory, the job's
+// simulated directory and the scheduler. Its step program runs as a coroutine: every Env call that would block
+// on a real rank (the step broadcast, a collective, a local wait) yields to the scheduler instead.
+type rank struct {
+	g     *group
+	cp    int
+	core  *cache.Core
+	next  func() (struct{}, bool)
+	stop  func()
+	yield func(struct{}) bool
+
+	state      rankState
+	coll       *cache.Collective
+	collDone   bool
+	bcastStep  int64
+	waitReason cache.WaitReason
+	queues     [queueKinds][]*pending // copies, block writes, block reads: each in order, as one worker runs them
+	completed  []cache.Completion
+	steps      int64
+	err        error
+	panicked   any
+
+	failNext, stickNext bool // armed faults: this rank's next copy fails, or never completes
+	faultFired          bool
+	outcomes            []cache.Outcome
+}
+
+type rankState int
+
+const (
+	stNew      rankState = iota
+	stRunning            // resumed, not yet blocked
+	stBcast              // waiting for CP rank 0's step broadcast
+	stColl               // in a collective
+	stWait               // in a local wait
+	stFinished           // Run returned
+)
+
+var stateNames = [...]string{"new", "running", "in the step broadcast", "in a collective", "in a local wait", "finished"}
+
+const (
+	queueCopies = iota
+	queueWrites
+	queueReads
+	queueKinds
+)
+
+// errAborted ends a rank's program when the scheduler stops the job.
+var errAborted = errors.New("sim: job stopped")
+
+// errExited is what a rank that leaves (FaultExit) returns.
+var errExited = errors.New("sim: injected exit")
+
+func (r *rank) block(s rankState) bool {
+	r.state = s
+	return r.yield(struct{}{})
+}
+
+// NextStep is CP rank 0's broadcast: rank 0 sends and goes on; the others receive once it has sent.
+func (r *rank) NextStep(step int64) ([]workload.Event, error) {
+	g := r.g
+	if r.cp == 0 {
+		batch := workload.TakeBatch(&g.events, g.j.cfg.Batch)
+		g.sent[step] = batch
+		g.sentUpTo = step
+	}
+	for g.sentUpTo < step {
+		r.bcastStep = step
+		if !r.block(stBcast) {
+			return nil, errAborted
+		}
+	}
+	r.armFaults(step)
+	batch := g.sent[step]
+	if batch == nil {
+		return nil, nil
+	}
+	return append([]workload.Event(nil), batch...), nil // each rank's own slice: the core keys requests by address
+}
+
+func (r *rank) armFaults(step int64) {
+	j := &r.g.j.cfg
+	if r.g.index != 0 || r.cp != j.FaultRank || step != j.FaultStep {
+		return
+	}
+	switch j.Fault {
+	case FaultCopyError:
+		r.failNext = true
+	case FaultStuckCopy:
+		r.stickNext = true
+	}
+}
+
+// Collective arrives at the group's collective and waits until every rank has.
+func (r *rank) Collective(c *cache.Collective) error {
+	j := &r.g.j.cfg
+	if j.Fault == FaultExit && r.g.index == 0 && r.cp == j.FaultRank && c.Kind == cache.StepConsensus && c.Step == j.FaultStep {
+		r.faultFired = true
+		return errExited
+	}
+	r.coll, r.collDone = c, false
+	r.g.arrive(r)
+	for !r.collDone {
+		if !r.block(stColl) {
+			return errAborted
+		}
+	}
+	return nil
+}
+
+// Start hands work to the scheduler, which completes it later, in order per queue; it first checks the reference
+// rule against every rank's work in flight.
+func (r *rank) Start(w cache.Work) {
+	j := r.g.j
+	p := &pending{work: w, rank: r, readyAt: j.now + j.delay()}
+	q := queueCopies
+	switch w := w.(type) {
+	case *cache.Copy:
+		p.writes = w.Gather
+		p.parts = r.g.partsOf(w.Slots, r.cp)
+		p.fail, p.stuck = r.failNext, r.stickNext
+		if r.failNext || r.stickNext {
+			r.faultFired = true
+		}
+		r.failNext, r.stickNext = false, false
+	case *cache.BlockWrite:
+		q = queueWrites
+		p.parts = r.g.partsOf(w.Pages, -1)
+	case *cache.BlockRead:
+		q = queueReads
+		p.writes = true
+		p.parts = r.g.partsOf(w.Pages, -1)
+		p.hung = j.fs.r.chance(j.fs.f.HungReadPerMille)
+		if j.cfg.L3.PrefetchPolicy != cache.PrefetchWaitComplete {
+			p.deadline = j.now + uint64(4*j.cfg.LateTicks)
+		}
+	}
+	r.g.reference(p)
+	r.queues[q] = append(r.queues[q], p)
+}
+
+// Wait delivers completions until done holds, yielding while it does not.
+func (r *rank) Wait(reason cache.WaitReason, done func() bool) error {
+	for {
+		r.Poll()
+		if done() {
+			return nil
+		}
+		r.waitReason = reason
+		if !r.block(stWait) {
+			return errAborted
+		}
+	}
+}
+
+// Poll hands the core what the scheduler completed.
+func (r *rank) Poll() {
+	done := r.completed
+	r.completed = nil
+	for _, x := range done {
+		r.core.Complete(x)
+	}
+}
+
+// StepDone records the rank's state hash for the group's check, and lets another job touch the directory.
+func (r *rank) StepDone(step int64) {
+	r.steps = step
+	r.g.reportHash(r, step, r.core.StateHash())
+	if r.g.index == 0 && r.cp == 0 && r.g.j.fs != nil {
+		r.g.j.fs.otherJob()
+	}
+}
+
+func (r *rank) Prefetch(uint64, bool) {}
+
+func (r *rank) Fill(f *cache.Fill) error {
+	r.g.mem.Fill(r.cp, f)
+	return nil
+}
+
+func (r *rank) VerifyLoad(v *cache.Verify) (int64, int64, error) {
+	checked, bad := r.g.mem.Verify(r.cp, v)
+	if bad > 0 {
+		r.g.j.violate(r, fmt.Sprintf("load-back %d: %d of %d pages had a wrong byte", v.Seq, bad, checked))
+	}
+	return checked, bad, nil
+}
+
+// Audit checks the parts the core asked for; asking for fewer than every rank's is itself a violation.
+func (r *rank) Audit(a *cache.Audit) bool {
+	if a.Ranks != r.g.j.cfg.CP {
+		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d checks %d of the %d CP ranks' parts", a.Object, a.Ranks, r.g.j.cfg.CP))
+	}
+	ok := r.g.mem.SlotsMatch(a.Slots, a.Tokens, a.StartPos, a.Ranks)
+	if !ok {
+		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d (backup %d) found a wrong byte in the shared slab", a.Object, a.Seq))
+	}
+	return ok
+}
+
+func (r *rank) Exists(key uint64) bool { return r.g.j.fs.exists(r.cp, key) }
+func (r *rank) Adopt(uint64)           {}

@@ -1,0 +1,117 @@
+package sim
+
+import (
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// Options is one simulation: a run of jobs, each drawn from a seed derived from Seed.
+type Options struct {
+	Seed uint64
+	// Steps stops the run once its jobs have made this many group steps (0: Jobs alone decides).
+	Steps int64
+	// Jobs stops it after this many jobs (0: Steps alone decides).
+	Jobs int
+	// JobSeed, when set, runs that one job alone (a violation's replay).
+	JobSeed uint64
+	// Bugs are the deliberate bugs every job carries (a simbugs build only).
+	Bugs cache.Bugs
+	// Configure, when set, may change each job's drawn configuration (tests).
+	Configure func(*JobConfig)
+	// Stop, when set, is asked after every job whether to stop (the command's clock).
+	Stop func() bool
+	// Report, when set, is told how every job ended.
+	Report func(JobResult)
+}
+
+// Result is what a simulation did.
+type Result struct {
+	Jobs              int
+	Steps, RankSteps  int64 // group steps, and rank steps (a group step of cp ranks is cp of them)
+	CP8Steps          int64 // group steps of CP groups of 8 ranks
+	Outcomes          [outcomeKinds]int
+	Hash              uint64 // of every job's final state: the same for the same options
+	Violation         *Violation
+	LastJob           JobConfig
+	L3Jobs, FaultJobs int
+}
+
+// JobSeed is the seed of the i-th job of a simulation of seed.
+func JobSeed(seed uint64, i int) uint64 { return pool.Mix64(seed*0x2545f4914f6cdd1d + uint64(i) + 1) }
+
+// Run runs jobs until a violation, the step or job budget, or Stop.
+func Run(o Options) Result {
+	var res Result
+	res.Hash = o.Seed
+	for i := 0; ; i++ {
+		seed := JobSeed(o.Seed, i)
+		if o.JobSeed != 0 {
+			seed = o.JobSeed
+		}
+		cfg := Draw(seed, o.Bugs, 0)
+		if o.Configure != nil {
+			o.Configure(&cfg)
+		}
+		var jr JobResult
+		if o.Bugs.Has(cache.BugResetKeepsFreeBitmap) {
+			restore := pool.BreakResetForTest()
+			jr = RunJob(cfg)
+			restore()
+		} else {
+			jr = RunJob(cfg)
+		}
+		res.add(jr)
+		if o.Report != nil {
+			o.Report(jr)
+		}
+		if res.Violation != nil || o.JobSeed != 0 || (o.Jobs > 0 && res.Jobs >= o.Jobs) || (o.Steps > 0 && res.Steps >= o.Steps) || (o.Stop != nil && o.Stop()) {
+			return res
+		}
+	}
+}
+
+// JobResult is one job's end.
+type JobResult struct {
+	Config    JobConfig
+	Steps     int64
+	Outcome   Outcome
+	Hash      uint64
+	Violation *Violation
+}
+
+// RunJob simulates one job.
+func RunJob(cfg JobConfig) JobResult {
+	j, err := newJob(cfg)
+	if err != nil {
+		return JobResult{Config: cfg, Violation: &Violation{JobSeed: cfg.Seed, Group: -1, Rank: -1, What: "the core refused the configuration: " + err.Error(), Config: cfg.String()}}
+	}
+	j.run()
+	out := JobResult{Config: cfg}
+	if j.violation == nil {
+		out.Outcome = j.finalChecks()
+	}
+	out.Violation = j.violation
+	for _, g := range j.groups {
+		out.Steps += g.ranks[0].steps
+	}
+	out.Hash = j.hash()
+	return out
+}
+
+func (res *Result) add(j JobResult) {
+	res.Jobs++
+	res.Steps += j.Steps
+	res.RankSteps += j.Steps * int64(j.Config.CP)
+	if j.Config.CP == 8 {
+		res.CP8Steps += j.Steps
+	}
+	res.Outcomes[j.Outcome]++
+	res.Hash = pool.Mix64(res.Hash ^ j.Hash)
+	res.Violation, res.LastJob = j.Violation, j.Config
+	if j.Config.L3.Enabled {
+		res.L3Jobs++
+	}
+	if j.Config.Fault != FaultNone {
+		res.FaultJobs++
+	}
+}
