@@ -105,7 +105,9 @@ func (o *simOptions) run(w io.Writer) error {
 		so.Stop = func() bool { return time.Since(start).Seconds() >= o.seconds }
 	}
 	if o.verbose {
-		so.Report = func(j sim.JobResult) { fmt.Fprintf(w, "  job %d: %d steps, %s: %s\n", j.Config.Seed, j.Steps, j.Outcome, j.Config.String()) }
+		so.Report = func(j sim.JobResult) {
+			fmt.Fprintf(w, "  job %d: %d steps, %s: %s\n", j.Config.Seed, j.Steps, j.Outcome, j.Config.String())
+		}
 	}
 	fmt.Fprintf(w, "# cphicache sim: seed %d, steps %d, jobs %d, seconds %g, cp %d, bug %q\n", o.seed, so.Steps, so.Jobs, o.seconds, o.cp, o.bug)
 	res := sim.Run(so)

@@ -11,11 +11,11 @@ import (
 type Fault int
 
 const (
-	FaultNone        Fault = iota
-	FaultCopyError         // a rank's copy fails: the group must end with that rank's failure, agreed
-	FaultStuckCopy         // a rank's copy never completes: the job must end on the stuck rank's local wait
-	FaultDivergence        // a rank's allocator is perturbed: the next consensus must catch it
-	FaultExit              // a rank leaves: its peers must end waiting in a collective, not run on
+	FaultNone       Fault = iota
+	FaultCopyError        // a rank's copy fails: the group must end with that rank's failure, agreed
+	FaultStuckCopy        // a rank's copy never completes: the job must end on the stuck rank's local wait
+	FaultDivergence       // a rank's allocator is perturbed: the next consensus must catch it
+	FaultExit             // a rank leaves: its peers must end waiting in a collective, not run on
 	faultKinds
 )
 

@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/workload"
+)
+
+// group is one CP group of the job: its ranks, its shared memory, its share of the events, and what the
+// scheduler keeps for its collectives and its checks.
+type group struct {
+	j        *job
+	index    int
+	ranks    []*rank
+	mem      *cache.Memory
+	events   []workload.Event // CP rank 0's, not yet sent
+	all      []workload.Event // the whole share, for the sequential model
+	sent     map[int64][]workload.Event
+	sentUpTo int64
+	arrived  []*rank
+	hashes   map[int64][]uint64
+	refs     map[partKey][]*pending
+}
+
+// partsOf lists the parts of slots that an operation touches: rank's own, or every rank's (rank -1).
+func (g *group) partsOf(slots []cache.SlabSlot, rank int) []partKey {
+	var out []partKey
+	for _, s := range slots {
+		for r := range g.j.cfg.CP {
+			if rank < 0 || r == rank {
+				out = append(out, partKey{slab: s.Slab, slot: s.Slot, rank: int32(r)})
+			}
+		}
+	}
+	return out
+}
+
+// reference applies the reference rule to work about to start, then records its parts: no part may be written
+// while another operation references it, nor referenced while another writes it, whichever rank does either.
+func (g *group) reference(p *pending) {
+	for _, k := range p.parts {
+		for _, q := range g.refs[k] {
+			if p.writes || q.writes {
+				g.j.violate(p.rank, fmt.Sprintf("slot %d of slab %d (CP rank %d's part) is reused under a live reference: %s on CP rank %d started while %s on CP rank %d still %s it",
+					k.slot, k.slab, k.rank, describe(p.work), p.rank.cp, describe(q.work), q.rank.cp, map[bool]string{true: "writes", false: "reads"}[q.writes]))
+				return
+			}
+		}
+		g.refs[k] = append(g.refs[k], p)
+	}
+}
+
+func (g *group) release(p *pending) {
+	for _, k := range p.parts {
+		refs := g.refs[k]
+		if i := slices.Index(refs, p); i >= 0 {
+			refs = slices.Delete(refs, i, i+1)
+		}
+		if len(refs) == 0 {
+			delete(g.refs, k)
+		} else {
+			g.refs[k] = refs
+		}
+	}
+}
+
+func describe(w cache.Work) string {
+	switch w := w.(type) {
+	case *cache.Copy:
+		if w.Gather {
+			return fmt.Sprintf("backup %d of L2 object %d", w.Seq, w.Object)
+		}
+		return fmt.Sprintf("load-back %d of L2 object %d", w.Seq, w.Object)
+	case *cache.BlockWrite:
+		return fmt.Sprintf("L3 block write %d", w.Seq)
+	case *cache.BlockRead:
+		return fmt.Sprintf("L3 read of block %d of prefetch %d", w.Block, w.Prefetch)
+	}
+	return "work"
+}
+
+// arrive enters r into the group's collective; the last rank in reduces and releases them all.
+func (g *group) arrive(r *rank) {
+	g.arrived = append(g.arrived, r)
+	if len(g.arrived) < len(g.ranks) {
+		return
+	}
+	first := g.arrived[0].coll
+	for _, x := range g.arrived[1:] {
+		c := x.coll
+		if c.Op != first.Op || len(c.Words) != len(first.Words) {
+			g.j.violate(x, fmt.Sprintf("collectives that MPI cannot pair: CP rank %d entered %s (%d words), CP rank %d %s (%d words)",
+				g.arrived[0].cp, first.Kind, len(first.Words), x.cp, c.Kind, len(c.Words)))
+			return
+		}
+	}
+	out := slices.Clone(first.Words)
+	for _, x := range g.arrived {
+		for i, w := range x.coll.Words {
+			if first.Op == cache.OpGather {
+				if i == x.cp {
+					out[i] = w // each rank brings its own word, at its index
+				}
+			} else {
+				out[i] = min(out[i], w)
+			}
+		}
+	}
+	for _, x := range g.arrived {
+		copy(x.coll.Words, out)
+		x.collDone = true
+	}
+	g.arrived = g.arrived[:0]
+}
+
+// reportHash collects each rank's state hash at the end of a step and compares them once every rank has one.
+func (g *group) reportHash(r *rank, step int64, h uint64) {
+	hs := g.hashes[step]
+	if hs == nil {
+		hs = make([]uint64, 0, len(g.ranks))
+	}
+	hs = append(hs, h, uint64(r.cp))
+	if len(hs) < 2*len(g.ranks) {
+		g.hashes[step] = hs
+		return
+	}
+	delete(g.hashes, step)
+	for i := 2; i < len(hs); i += 2 {
+		if hs[i] != hs[0] {
+			g.j.violate(r, fmt.Sprintf("the ranks' states differ at the end of step %d: CP rank %d's hash %016x, CP rank %d's %016x",
+				step, hs[1], hs[0], hs[i+1], hs[i]))
+			return
+		}
+	}
+}
+
