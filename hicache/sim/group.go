@@ -135,4 +135,3 @@ func (g *group) reportHash(r *rank, step int64, h uint64) {
 		}
 	}
 }
-
