@@ -43,6 +43,8 @@ int cph_nccl_open(const char *path, cph_nccl *lib, char *err, size_t err_bytes)
 		{"ncclAllReduce", (void **)&lib->all_reduce, 1},
 		{"ncclGetErrorString", (void **)&lib->get_error_string, 1},
 		{"ncclGetLastError", (void **)&lib->get_last_error, 0},
+		{"ncclRedOpCreatePreMulSum", (void **)&lib->redop_create_premulsum, 0},
+		{"ncclRedOpDestroy", (void **)&lib->redop_destroy, 0},
 	};
 	for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
 		if (lookup(lib, symbols[i].name, symbols[i].fn, symbols[i].required, err, err_bytes) != 0) {
@@ -100,6 +102,19 @@ ncclResult_t cph_nccl_all_reduce(const cph_nccl *lib, uintptr_t send, uintptr_t 
                                  ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm, uintptr_t stream)
 {
 	return lib->all_reduce((const void *)send, (void *)recv, count, type, op, comm, (cudaStream_t)stream);
+}
+
+/* The scalar is passed as a host value (ncclScalarHostImmediate): NCCL reads it during the call, so a local is
+ * enough. */
+ncclResult_t cph_nccl_redop_create_premulsum_u64(const cph_nccl *lib, ncclRedOp_t *op, uint64_t scalar,
+                                                ncclComm_t comm)
+{
+	return lib->redop_create_premulsum(op, &scalar, 5 /* ncclUint64 */, CPH_NCCL_SCALAR_HOST_IMMEDIATE, comm);
+}
+
+ncclResult_t cph_nccl_redop_destroy(const cph_nccl *lib, ncclRedOp_t op, ncclComm_t comm)
+{
+	return lib->redop_destroy(op, comm);
 }
 
 const char *cph_nccl_error_string(const cph_nccl *lib, ncclResult_t result)

@@ -137,6 +137,12 @@ func (l *Library) InitRank(id UniqueID, nranks, rank int) (*Comm, error) {
 	return &Comm{lib: l, handle: handle, nranks: nranks, rank: rank}, nil
 }
 
+// HasPreMulSum reports whether the library has ncclRedOpCreatePreMulSum and ncclRedOpDestroy (NCCL 2.11 and
+// later), which Comm.AllreducePreMulSumUint64 needs.
+func (l *Library) HasPreMulSum() bool {
+	return l.c != nil && l.c.redop_create_premulsum != nil && l.c.redop_destroy != nil
+}
+
 // HasNonBlockingInit reports whether InitRankWithin can bound NCCL's init (NCCL 2.14 and later); with an older
 // library it falls back to the blocking ncclCommInitRank.
 func (l *Library) HasNonBlockingInit() bool {

@@ -20,8 +20,12 @@
  * Knobs for tests, read from the environment at each call: NCCLSHIM_VERSION_CODE overrides the version
  * ncclGetVersion reports; NCCLSHIM_INIT_POLLS (above); NCCLSHIM_INIT_HANG=1 keeps a non-blocking init in
  * progress until the communicator is aborted, as a peer that never arrives would.
- * Built with -DNCCLSHIM_LEGACY it poses as NCCL 2.7.8, which has no ncclGetLastError and no
- * ncclCommInitRankConfig.
+ * Built with -DNCCLSHIM_LEGACY it poses as NCCL 2.7.8, which has no ncclGetLastError, no
+ * ncclCommInitRankConfig and no ncclRedOpCreatePreMulSum.
+ *
+ * Custom reductions: ncclRedOpCreatePreMulSum for int64 and uint64 with a host-immediate scalar, as operator
+ * values from 5 (ncclNumOps) on; an all-reduce with one multiplies each rank's values by the scalar (wrapping)
+ * and sums them.
  *
  * Build: mpicc -shared -fPIC -Wl,-soname,libnccl.so.2 -o libnccl.so.2 ncclshim.c */
 #include <mpi.h>
@@ -348,6 +352,71 @@ static MPI_Op mpi_op(ncclRedOp_t op)
 	}
 }
 
+#ifndef NCCLSHIM_LEGACY
+#define SHIM_CUSTOM_OPS 8
+#define SHIM_FIRST_CUSTOM_OP 5 /* ncclNumOps */
+static uint64_t custom_scalar[SHIM_CUSTOM_OPS];
+static int custom_used[SHIM_CUSTOM_OPS];
+
+EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t type, int residence,
+                                             ncclComm_t comm)
+{
+	if (op == NULL || scalar == NULL || comm == NULL)
+		return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op, scalar or comm is NULL");
+	if (type != ncclInt64 && type != ncclUint64)
+		return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: data type %d (the shim has int64 and uint64)", (int)type);
+	if (residence != 1)
+		return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: residence %d (the shim has host-immediate scalars only)", residence);
+	for (int i = 0; i < SHIM_CUSTOM_OPS; i++) {
+		if (!custom_used[i]) {
+			custom_used[i] = 1;
+			memcpy(&custom_scalar[i], scalar, sizeof custom_scalar[i]);
+			*op = (ncclRedOp_t)(SHIM_FIRST_CUSTOM_OP + i);
+			return ncclSuccess;
+		}
+	}
+	return fail(ncclInternalError, "ncclRedOpCreatePreMulSum: more than %d live operators", SHIM_CUSTOM_OPS);
+}
+
+static int custom_index(ncclRedOp_t op)
+{
+	int i = (int)op - SHIM_FIRST_CUSTOM_OP;
+	return i >= 0 && i < SHIM_CUSTOM_OPS && custom_used[i] ? i : -1;
+}
+
+EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
+{
+	int i = custom_index(op);
+	if (comm == NULL || i < 0)
+		return fail(ncclInvalidArgument, "ncclRedOpDestroy: operator %d is not a live custom one", (int)op);
+	custom_used[i] = 0;
+	return ncclSuccess;
+}
+#else
+static int custom_index(ncclRedOp_t op)
+{
+	(void)op;
+	return -1;
+}
+#endif
+
+/* premul writes send times the custom operator's scalar into recv (the two may be the same buffer). */
+static int premul(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op)
+{
+	int i = custom_index(op);
+	if (i < 0 || (type != ncclInt64 && type != ncclUint64))
+		return -1;
+#ifndef NCCLSHIM_LEGACY
+	const uint64_t *in = send;
+	uint64_t *out = recv;
+	for (size_t k = 0; k < count; k++)
+		out[k] = in[k] * custom_scalar[i];
+#else
+	(void)send, (void)recv, (void)count;
+#endif
+	return 0;
+}
+
 EXPORT ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                                   ncclComm_t comm, cudaStream_t stream)
 {
@@ -356,7 +425,8 @@ EXPORT ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, nc
 		return fail(ncclInvalidArgument, "ncclAllReduce: comm is NULL");
 	if (mpi_type(type) == MPI_DATATYPE_NULL)
 		return fail(ncclInvalidArgument, "ncclAllReduce: unsupported data type %d", (int)type);
-	if (mpi_op(op) == MPI_OP_NULL)
+	int custom = custom_index(op) >= 0;
+	if (mpi_op(op) == MPI_OP_NULL && !custom)
 		return fail(ncclInvalidArgument, "ncclAllReduce: unsupported operator %d", (int)op);
 	if (count > INT_MAX)
 		return fail(ncclInvalidArgument, "ncclAllReduce: count %zu exceeds MPI's int", count);
@@ -366,8 +436,13 @@ EXPORT ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, nc
 		return fail(ncclInvalidArgument, "ncclAllReduce: %s buffer is NULL", send == NULL ? "send" : "recv");
 	if (comm->pending_polls != 0)
 		return fail(ncclInvalidUsage, "ncclAllReduce: the communicator is still in progress (poll ncclCommGetAsyncError first)");
-	int rc = MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, mpi_type(type), mpi_op(op),
-	                       comm->comm);
+	if (custom) {
+		if (premul(send, recv, count, type, op) != 0)
+			return fail(ncclInvalidArgument, "ncclAllReduce: custom operator %d on data type %d", (int)op, (int)type);
+		send = recv; /* the multiplied values, summed in place */
+	}
+	int rc = MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, mpi_type(type),
+	                       custom ? MPI_SUM : mpi_op(op), comm->comm);
 	if (rc != MPI_SUCCESS)
 		return mpi_fail("ncclAllReduce: MPI_Allreduce", rc);
 	if (comm->non_blocking) {
