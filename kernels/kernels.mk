@@ -1,7 +1,8 @@
 # kernels/: page gather/scatter copies. Included by the top-level Makefile.
 #
 #   make deps-cuda         install the CUDA toolkit (Debian non-free nvidia-cuda-toolkit), only when missing
-#   make kernels/cuda/pagecopy.ptx   regenerate the PTX from kernels/cuda/pagecopy.cu (nvcc -arch=sm_90 -ptx)
+#   make kernels-ptx       regenerate kernels/cuda/pagecopy.fatbin (sm_90 SASS and PTX, embedded) and
+#                          pagecopy.ptx (its PTX, readable) from kernels/cuda/pagecopy.cu
 #   make gpu               build bin/cphicache-gpu with the cuda build tag
 #   make test-cuda-build   compile and vet the cuda build, build bin/cphicache-gpu and the GPU test binaries, and
 #                          check the committed PTX equals a fresh nvcc run (in EXTRA_TESTS; alias test-gpu-build)
@@ -11,7 +12,10 @@
 
 NVCC          ?= nvcc
 NVCC_FLAGS    ?= -arch=sm_90 -ptx -O3
+# The fatbin the engine loads: sm_90 SASS (no JIT at load on an H100/H200) and compute_90 PTX (JIT on newer GPUs).
+NVCC_FATBIN_FLAGS ?= -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -O3
 KERNELS_PTX   := kernels/cuda/pagecopy.ptx
+KERNELS_FATBIN := kernels/cuda/pagecopy.fatbin
 KERNELS_CU    := kernels/cuda/pagecopy.cu
 GPU_BIN       := bin/cphicache-gpu
 # gpu-check strips the kit's GPU binary (binutils) and test-gpu-kit checks each binary is stripped (file).
@@ -32,14 +36,18 @@ deps-cuda:
 		apt-get -o DPkg::Lock::Timeout=600 update -qq && apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends nvidia-cuda-toolkit >/dev/null; \
 	fi
 
-# The PTX is committed (so that `go build -tags cuda` works without nvcc) and regenerated from the .cu here;
-# test-cuda-build checks the two agree.
+# The fatbin (embedded, kernels/fatbin.go) and the PTX (its readable form, for review) are committed, so that
+# `go build -tags cuda` works without nvcc, and regenerated from the .cu here; test-cuda-build checks both agree
+# with it. nvcc writes the same bytes for the same source and flags (no path or time inside).
 $(KERNELS_PTX): $(KERNELS_CU) | deps-cuda
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
 
-kernels-ptx: $(KERNELS_PTX)
+$(KERNELS_FATBIN): $(KERNELS_CU) | deps-cuda
+	$(NVCC) $(NVCC_FATBIN_FLAGS) -o $@ $<
 
-gpu: deps deps-cuda $(KERNELS_PTX)
+kernels-ptx: $(KERNELS_PTX) $(KERNELS_FATBIN)
+
+gpu: deps deps-cuda $(KERNELS_PTX) $(KERNELS_FATBIN)
 	$(GO) build -tags cuda -ldflags '$(GO_LDFLAGS)' -o $(GPU_BIN) .
 
 # Compiles everything the cuda build has (there is no GPU here to run it), so that GPU code never rots: checks
@@ -61,6 +69,9 @@ test-cuda-build: deps deps-cuda
 	@cmp -s $(BUILD)/pagecopy.ptx $(KERNELS_PTX) || { \
 		diff $(KERNELS_PTX) $(BUILD)/pagecopy.ptx | head -20; \
 		echo "FAIL: $(KERNELS_PTX) is stale: run make $(KERNELS_PTX) and commit it"; exit 1; }
+	$(NVCC) $(NVCC_FATBIN_FLAGS) -o $(BUILD)/pagecopy.fatbin $(KERNELS_CU)
+	@cmp -s $(BUILD)/pagecopy.fatbin $(KERNELS_FATBIN) || { \
+		echo "FAIL: $(KERNELS_FATBIN) is stale: run make $(KERNELS_FATBIN) and commit it"; exit 1; }
 	$(GO) vet -tags cuda ./...
 	$(GO) vet -tags cuda,mpiself ./mpi ./hicache/...
 	$(GO) build -tags cuda -ldflags '$(GO_LDFLAGS)' -o $(GPU_BIN) .
@@ -68,7 +79,7 @@ test-cuda-build: deps deps-cuda
 	$(GO) test -c -tags cuda -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/ncclcheck-cuda.test ./nccl/devicecheck
 	$(GO) test -c -tags cuda,mpiself -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/transport-cuda.test ./hicache/transport
 	$(GO) test -c -tags cuda,mpiself -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/hicache-cuda.test ./hicache
-	@echo "ok   cuda build compiles and vets, $(GPU_BIN) built, PTX up to date"
+	@echo "ok   cuda build compiles and vets, $(GPU_BIN) built, PTX and fatbin up to date"
 
 test-gpu-build: test-cuda-build
 
