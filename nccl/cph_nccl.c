@@ -21,8 +21,12 @@ static int lookup(cph_nccl *lib, const char *name, void **fn, int required, char
 int cph_nccl_open(const char *path, cph_nccl *lib, char *err, size_t err_bytes)
 {
 	memset(lib, 0, sizeof *lib);
-	/* RTLD_LOCAL: two loaded NCCLs (a real one and a test shim) must not resolve each other's symbols. */
-	lib->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	/* RTLD_LOCAL: two loaded NCCLs (a real one and a test shim) must not resolve each other's symbols.
+	 * RTLD_NODELETE: NVIDIA's NCCL leaves threads of its own running after its last communicator is destroyed
+	 * (the RAS thread of NCCL 2.24 and later, the proxy threads until they notice), so unmapping it at dlclose
+	 * could pull their code from under them. The library stays mapped until the process exits, and a later
+	 * Load of the same file finds it loaded, its one-time set-up already done. */
+	lib->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (lib->handle == NULL) {
 		const char *why = dlerror();
 		snprintf(err, err_bytes, "%s", why != NULL ? why : "dlopen failed");
@@ -53,6 +57,16 @@ int cph_nccl_open(const char *path, cph_nccl *lib, char *err, size_t err_bytes)
 		}
 	}
 	return 0;
+}
+
+/* cph_nccl_is_mapped reports whether the library at path is loaded in this process, without loading it. */
+int cph_nccl_is_mapped(const char *path)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (h == NULL)
+		return 0;
+	dlclose(h);
+	return 1;
 }
 
 void cph_nccl_close(cph_nccl *lib)

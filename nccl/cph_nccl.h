@@ -59,6 +59,7 @@ typedef struct cph_nccl {
 
 int cph_nccl_open(const char *path, cph_nccl *lib, char *err, size_t err_bytes);
 void cph_nccl_close(cph_nccl *lib);
+int cph_nccl_is_mapped(const char *path);
 
 ncclResult_t cph_nccl_get_version(const cph_nccl *lib, int *version);
 ncclResult_t cph_nccl_get_unique_id(const cph_nccl *lib, ncclUniqueId *id);
