@@ -4,9 +4,10 @@
 #   1. The real kit (build/gpu-check-kit, when make gpu-check built it) on this machine: no GPU, no NCCL. The run
 #      must FAIL, with the nccl step FAIL (NCCL expected, not found: never SKIP or PASS), the bench SKIP (the
 #      kernels failed), and exactly summary.txt and the log archive in $OUT.
-#   2. A fake kit, each binary a stub that passes, beside a fake nvidia-smi and an NCCL installed where the
-#      nvidia-nccl-cu13 wheel puts it (nvidia/nccl/lib/libnccl.so.2 on Python's path): every step PASS but
-#      e2e-np2 (one GPU), each one-rank test's "proves:" line in the summary.
+#   2. A fake kit, each binary a stub that passes (one carried without its mode bits), beside a fake nvidia-smi
+#      and an NCCL installed where the nvidia-nccl-cu13 wheel puts it (nvidia/nccl/lib/libnccl.so.2 on Python's
+#      path): every step PASS but e2e-np2 (one GPU), each one-rank test's "proves:" line in the summary, the
+#      NCCL tests run with NCCL_DEBUG=INFO.
 #   3. The same without NCCL: nccl FAIL and the run FAIL; with GPU_CHECK_EXPECT_NCCL=0, nccl SKIP and the run
 #      PASS, the transport tests told to skip NCCL.
 #   4. A kernels stub that fails: the bench step SKIP and the kernels binary never asked to benchmark.
@@ -111,9 +112,10 @@ chmod +x "$tmp/path/nvidia-smi"
 touch "$tmp/site/nvidia/nccl/lib/libnccl.so.2" # nvidia/ and nvidia/nccl/ are namespace packages, as in the wheel
 fake=(PATH="$tmp/path:$PATH" FAKE_CALLS="$tmp/calls")
 
-# --- 2. everything there
+# --- 2. everything there; one binary has lost its mode bits on the way, which the script restores
 out=$tmp/pass && mkdir -p "$out"
 : > "$tmp/calls"
+chmod a-x "$kit/transport-cuda.test"
 run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" "$kit/gpu-check.sh"
 rc=$?
 [ "$rc" = 0 ] || fail "fake kit, all present: exit $rc, want 0: $(cat "$out/summary.txt")"

@@ -3,7 +3,7 @@
 # NVIDIA's NCCL; no Go toolchain and no MPI needed). On the build machine `make gpu-check` assembles
 # build/gpu-check-kit, which holds this script beside the binaries, and prints the command to run here:
 #
-#     build/gpu-check-kit/gpu-check.sh          (carry build/gpu-check-kit; give it 540 s)
+#     bash build/gpu-check-kit/gpu-check.sh     (carry build/gpu-check-kit; give it 540 s)
 #
 # It writes exactly two files into $OUT (or results/ beside this script): summary.txt, one line per step with
 # what each one-rank test proves, and gpu-check-logs.tar.gz, every log of the run. Both are written on every
@@ -158,6 +158,8 @@ gotest() { # step log min prefix binary args...
 }
 
 for f in "$kernels_test" "$nccl_test" "$transport_test" "$hicache_test" "$gpu_bin"; do
+	# A carried copy may have lost its mode bits: the kit's own binaries are made executable again.
+	[ -f "$f" ] && [ ! -x "$f" ] && chmod u+x "$f" 2> /dev/null
 	[ -x "$f" ] || { echo "gpu-check: $f not found: run make gpu-check on the build machine and carry build/gpu-check-kit" >&2; result env FAIL "kit incomplete: $(basename "$f") missing"; exit 1; }
 done
 echo "gpu-check: kit $kit, results in $out, worst case ${worst_s} s"
@@ -195,7 +197,8 @@ env_facts() { # kit logs
 	fact "python, nvidia packages" sh -c 'python3 --version; python3 -m pip list 2>/dev/null | grep -i -E "^nvidia|nccl" || echo "no nvidia wheels"'
 	fact "/dev/shm" df -h /dev/shm
 	fact "CPUs, memory" sh -c 'nproc; free -g'
-	fact "MPI, tools" sh -c 'command -v mpirun compute-sanitizer nvcc || true; env | grep -E "^(CUDA_|NCCL_|CPHICACHE_)" || true'
+	fact "MPI, tools" sh -c 'command -v mpirun compute-sanitizer nvcc || true; env | grep -E "^(CUDA_|NCCL_|CPHICACHE_|LD_LIBRARY_PATH)" || true'
+	fact "the kit's libraries, as the loader resolves them" ldd "$kit/kernels-cuda.test"
 	local nccl_lib gpu gpus cuda
 	nccl_lib=$(find_nccl 2>> "$logs/env.txt")
 	echo "### NCCL found: ${nccl_lib:-none}" >> "$logs/env.txt"

@@ -112,8 +112,8 @@ gpu-check: test-cuda-build
 	@$(MAKE) --no-print-directory test-gpu-kit
 	@echo "gpu-check: ready: $(GPU_CHECK_KIT) ($$(du -sm $(GPU_CHECK_KIT) | cut -f1) MiB, $$(grep -o 'GLIBC_[0-9.]*' $(GPU_CHECK_KIT)/build-info.txt) or later)"
 	@echo "  on the GPU machine, from the repository root (the kit folder carried beside the tree):"
-	@echo "    $(GPU_CHECK_KIT)/gpu-check.sh"
-	@echo "  with the device tool: run(command=\"$(GPU_CHECK_KIT)/gpu-check.sh\", carry=[\"$(GPU_CHECK_KIT)\"], timeout_s=$(GPU_CHECK_TIMEOUT_S))"
+	@echo "    bash $(GPU_CHECK_KIT)/gpu-check.sh"
+	@echo "  with the device tool: run(command=\"bash $(GPU_CHECK_KIT)/gpu-check.sh\", carry=[\"$(GPU_CHECK_KIT)\"], timeout_s=$(GPU_CHECK_TIMEOUT_S))"
 	@echo "  it writes exactly two files to \$$OUT (or $(GPU_CHECK_KIT)/results): summary.txt and gpu-check-logs.tar.gz"
 
 # test-gpu-kit checks the assembled kit against what the device machine takes: the working tree that travels
