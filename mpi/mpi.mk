@@ -59,7 +59,7 @@ $(MPICH_BUILD)/%.test: deps-mpich FORCE
 	@mkdir -p $(MPICH_BUILD)
 	$(GO) test -c -tags mpich -o $@ ./$*
 
-$(MPICH_NCCL_SHIM): nccl/testdata/ncclshim.c | deps-mpich
+$(MPICH_NCCL_SHIM): nccl/testdata/ncclshim.c nccl/testdata/ncclshim_redop.h | deps-mpich
 	@mkdir -p $(@D)
 	$(MPICC_MPICH) $(NCCL_SHIM_CFLAGS) -o $@ $<
 
