@@ -13,6 +13,8 @@
 #   4. A kernels stub that fails: the bench step SKIP and the kernels binary never asked to benchmark.
 #   5. A step that hangs, and the run sent SIGTERM: the step's process ended, summary and archive still
 #      written, the steps that did not run listed as FAIL.
+#   6. Binaries whose libraries do not resolve: the step FAIL quoting ldd, or SKIP when only libmpi is missing
+#      (the MPI-only steps on a machine without MPI).
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -175,5 +177,27 @@ hung=$(cat "$tmp/calls.hang" 2>/dev/null)
 sleep 0.5
 [ -n "$hung" ] && ! kill -0 "$hung" 2> /dev/null || { fail "SIGTERM: the hung step (pid $hung) still runs"; kill "$hung" 2> /dev/null; }
 ok "SIGTERM during a hung step: step ended, summary and archive written"
+
+# --- 6. binaries whose libraries do not resolve here: a missing library fails the step with ldd's line; a
+# missing libmpi alone makes the MPI-only step a SKIP. Real ELF programs, linked against libraries then removed
+# (the MPI one under a soname of its own: this machine has a real libmpi.so.40).
+lib=$tmp/lib && mkdir -p "$lib"
+echo 'int fake(void) { return 0; }' > "$lib/fake.c"
+echo 'int fake(void); int main(void) { return fake(); }' > "$lib/main.c"
+if gcc -shared -fPIC -o "$lib/libgone.so" "$lib/fake.c" && gcc -shared -fPIC -Wl,-soname,libmpi_gpucheck.so.40 -o "$lib/libmpi_gpucheck.so.40" "$lib/fake.c" \
+	&& gcc -o "$kit/kernels-cuda.test" "$lib/main.c" -L"$lib" -lgone \
+	&& gcc -o "$kit/bin/cphicache-gpu" "$lib/main.c" "$lib/libmpi_gpucheck.so.40"; then
+	rm -f "$lib"/*.so*
+	out=$tmp/ldd && mkdir -p "$out"
+	: > "$tmp/calls"
+	run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" "$kit/gpu-check.sh"
+	expect_step "unresolved" "$out" kernels FAIL
+	grep -q 'kernels-cuda.test cannot load here: libgone.so => not found' "$out/summary.txt" || fail "unresolved: the kernels line does not quote ldd: $(grep '^kernels' "$out/summary.txt")"
+	expect_step "unresolved" "$out" e2e-np1 SKIP
+	! grep -q '^kernels-cuda.test ' "$tmp/calls" || fail "unresolved: a binary that cannot load was run"
+	ok "binaries that cannot load: FAIL quoting ldd, SKIP when only libmpi is missing"
+else
+	fail "could not build the test's ELF programs with gcc"
+fi
 
 [ "$fails" = 0 ] || exit 1

@@ -118,9 +118,11 @@ why() {
 
 yes_no() { [ -n "$1" ] && echo yes || echo no; }
 
-# unresolved prints the libraries the loader cannot resolve for a binary here (missing, or too old a glibc).
+# unresolved prints the libraries the loader cannot resolve for a binary here (missing, or too old a glibc), as
+# the env step found them (ldd runs there, inside that step's bound).
+declare -A ldd_missing
 unresolved() {
-	ldd "$1" 2>&1 | grep 'not found' | sed 's/^[[:space:]]*//' | tr '\n' ';'
+	echo "${ldd_missing[$(basename "$1")]:-}"
 }
 
 # loadable reports a step that cannot even load as FAIL (or SKIP, with the reason given) and returns 1.
@@ -205,6 +207,11 @@ env_facts() { # kit logs
 	gpu=$(timeout -k 2 10 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 	gpus=$(timeout -k 2 10 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 	cuda=$(timeout -k 2 10 nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1)
+	local b missing
+	for b in kernels-cuda.test ncclcheck-cuda.test transport-cuda.test hicache-cuda.test bin/cphicache-gpu; do
+		missing=$(timeout -k 1 5 ldd "$kit/$b" 2>&1 | grep 'not found' | sed 's/^[[:space:]]*//' | tr '\n' ';')
+		printf 'ldd_missing[%q]=%q\n' "$(basename "$b")" "$missing"
+	done
 	printf 'nccl_lib=%q\ngpu=%q\ngpus=%q\ncuda=%q\nfacts_done=1\n' "$nccl_lib" "$gpu" "${gpus:-0}" "$cuda"
 }
 nccl_lib="" gpu="" gpus=0 cuda="" facts_done=""
