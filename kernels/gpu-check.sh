@@ -198,7 +198,7 @@ env_facts() { # kit logs
 	fact "libraries in the loader's cache" sh -c "ldconfig -p | grep -E 'libcuda\.so|libnccl|libmpi\.so|libcudart' || echo none"
 	fact "python, nvidia packages" sh -c 'python3 --version; python3 -m pip list 2>/dev/null | grep -i -E "^nvidia|nccl" || echo "no nvidia wheels"'
 	fact "/dev/shm" df -h /dev/shm
-	fact "CPUs, memory" sh -c 'nproc; free -g'
+	fact "CPUs, memory, limits" sh -c 'nproc; free -g; echo "locked memory: $(ulimit -l), open files: $(ulimit -n)"'
 	fact "MPI, tools" sh -c 'command -v mpirun compute-sanitizer nvcc || true; env | grep -E "^(CUDA_|NCCL_|CPHICACHE_|LD_LIBRARY_PATH)" || true'
 	fact "the kit's libraries, as the loader resolves them" ldd "$kit/kernels-cuda.test"
 	local nccl_lib gpu gpus cuda
