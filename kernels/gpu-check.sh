@@ -8,7 +8,7 @@
 # It writes exactly two files into $OUT (or results/ beside this script): summary.txt, one line per step with
 # what each one-rank test proves, and gpu-check-logs.tar.gz, every log of the run. Both are written on every
 # exit, an interrupted one included. Steps, in this order, each bounded by `timeout -k` (the sum of the bounds
-# is printed first and kept under 8 minutes; a healthy run takes 2-3):
+# is printed first and kept under 8 minutes; a healthy run should take 2-3):
 #   env         facts first: nvidia-smi, the driver and CUDA version, glibc (against the kit's needs), the
 #               libraries the loader and Python find (libcuda, libnccl, libmpi), /dev/shm's size;
 #   kernels     the CUDA driver tests: the kernels package's tests, the CUDA engine's byte-verified round trips,
