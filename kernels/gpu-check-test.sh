@@ -78,6 +78,8 @@ cat > "$tmp/stub" <<'EOF'
 #!/usr/bin/env bash
 name=$(basename "$0")
 echo "$name NCCL_DEBUG=${NCCL_DEBUG:-} $*" >> "$FAKE_CALLS"
+# As NCCL does: its debug lines go to NCCL_DEBUG_FILE, %p the pid.
+[ -n "${NCCL_DEBUG_FILE:-}" ] && echo "NCCL INFO fake $name" >> "${NCCL_DEBUG_FILE//%p/$$}"
 if [ "${FAKE_HANG:-}" = "$name" ]; then echo $$ > "$FAKE_CALLS.hang"; exec sleep 300; fi
 if [ "${FAKE_FAIL:-}" = "$name" ]; then printf -- '--- FAIL: TestCUDAFake (0.00s)\nFAIL\n'; exit 1; fi
 case "$name $*" in
@@ -127,6 +129,7 @@ expect_step "all present" "$out" e2e-np2 SKIP
 grep -q "NCCL $tmp/site/nvidia/nccl/lib/libnccl.so.2" "$out/summary.txt" || fail "all present: the env line does not name the wheel's libnccl.so.2"
 grep -q 'proves: TestStartOne by transport-cuda.test' "$out/summary.txt" || fail "all present: the transport tests' proves: lines are not in the summary"
 grep -q '^ncclcheck-cuda.test NCCL_DEBUG=INFO -test.count=1 -test.v' "$tmp/calls" || fail "all present: the NCCL tests did not run with NCCL_DEBUG=INFO"
+tar -tzf "$out/gpu-check-logs.tar.gz" | grep -q '^\./nccl-debug\.[0-9]*\.log$' || fail "all present: NCCL's debug files are not in the archive"
 ok "fake kit with NCCL from the wheel's path: every step PASS, proofs in the summary"
 
 # --- 3. no NCCL: FAIL when expected, SKIP when told not to expect it

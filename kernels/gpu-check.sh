@@ -240,6 +240,9 @@ fi
 
 # --- nccl: NVIDIA's NCCL on GPU memory, one rank, NCCL_DEBUG=INFO; then the writing_check round trip timed
 export NCCL_DEBUG=${NCCL_DEBUG:-INFO}
+# NCCL writes its debug lines to stdout unless told otherwise, where they could break the test output's lines;
+# each process writes its own file instead (%p: its pid), archived with the logs.
+export NCCL_DEBUG_FILE=${NCCL_DEBUG_FILE:-$logs/nccl-debug.%p.log}
 if [ -z "$nccl_lib" ]; then
 	looked="CPHICACHE_NCCL_LIB, python3's nvidia/nccl/lib (pip install nvidia-nccl-cu13), ldconfig -p"
 	if [ "$expect_nccl" = 0 ]; then
