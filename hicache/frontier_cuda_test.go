@@ -3,12 +3,30 @@
 package hicache
 
 import (
+	"fmt"
 	"os"
 	"testing"
+
+	"gorgonia.org/cu"
 
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/nccl"
 )
+
+// The cuda build's tests make a CUDA engine per run, about fifty in all. Each engine retains GPU 0's primary
+// context and releases it when closed, and a context released by its last holder is destroyed and made anew by
+// the next (hundreds of milliseconds each, inside gpu-check.sh's bound on the step). The test binary holds it
+// for its whole life instead, as a serving process holds it for its own; an engine that leaked device memory or
+// modules would then accumulate them rather than have them swept away with the context.
+func init() {
+	dev, err := cu.GetDevice(0)
+	if err == nil {
+		_, err = dev.RetainPrimaryCtx()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hicache tests: retaining GPU 0's primary context: %v\n", err)
+	}
+}
 
 // ncclForTest needs NVIDIA's NCCL, named by CPHICACHE_NCCL_LIB (kernels/gpu-check.sh finds one): under make
 // that variable names ncclshim, which the GPU build refuses, so the NCCL tests are skipped there.

@@ -2,6 +2,8 @@ package hicache
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +73,7 @@ func checkSetupFailure(t *testing.T, err error, failing int, message string) {
 // (a peer that never arrives); each rank gives up at the bound derived from the watchdog's timeout, aborts its
 // communicator and the failure is agreed, before the watchdog (which would end this test process) fires.
 func TestNCCLInitThatNeverCompletesIsAbortedOnEveryRank(t *testing.T) {
-	ncclForTest(t)
+	ncclShimForTest(t)
 	t.Setenv("NCCLSHIM_INIT_HANG", "1")
 	opts := smallOptions()
 	opts.Collective = "nccl"
@@ -86,4 +88,46 @@ func TestNCCLInitThatNeverCompletesIsAbortedOnEveryRank(t *testing.T) {
 		t.Errorf("rank %d: %v, want ncclTimeout", testWorld.Rank(), err)
 	}
 	checkNoLeakedSegments(t)
+}
+
+// ncclShimForTest is ncclForTest for a test that steers ncclshim's switches (NCCLSHIM_INIT_HANG), which NVIDIA's
+// NCCL ignores: it skips unless CPHICACHE_NCCL_LIB is the shim, so always in the GPU build (whose ncclForTest
+// skips the shim) on a GPU machine.
+func ncclShimForTest(t *testing.T) {
+	t.Helper()
+	ncclForTest(t)
+	if reason := notNCCLShim(os.Getenv(transport.NCCLLibEnv)); reason != "" {
+		t.Skip(reason)
+	}
+}
+
+// notNCCLShim says why the library at path is not ncclshim, or "" when it is (or does not load: the test then
+// fails on it, as it should).
+func notNCCLShim(path string) string {
+	lib, err := nccl.Load(path)
+	if err != nil {
+		return ""
+	}
+	defer lib.Close()
+	if transport.IsNCCLShim(lib) {
+		return ""
+	}
+	return fmt.Sprintf("%s is NCCL %s, not ncclshim: the test steers NCCLSHIM_INIT_HANG, which NVIDIA's NCCL ignores", lib.Path(), nccl.VersionString(lib.Version()))
+}
+
+// TestShimSwitchTestsRunOverTheShim: the skip above must not skip the shim itself, which the CPU build's tests
+// load (under make, CPHICACHE_NCCL_LIB names it).
+func TestShimSwitchTestsRunOverTheShim(t *testing.T) {
+	path := os.Getenv(transport.NCCLLibEnv)
+	if path == "" {
+		t.Skipf("%s is unset: make test builds ncclshim and sets it", transport.NCCLLibEnv)
+	}
+	lib, err := nccl.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close()
+	if reason := notNCCLShim(path); transport.IsNCCLShim(lib) && reason != "" {
+		t.Errorf("ncclshim at %s would skip the tests that need it: %s", path, reason)
+	}
 }

@@ -3,7 +3,7 @@
 package kernels
 
 import (
-	_ "embed"
+	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
@@ -16,18 +16,14 @@ import (
 // CUDABuild reports whether this binary was built with the cuda tag, and so can build a CUDAEngine.
 const CUDABuild = true
 
-// pagecopyPTX is kernels/cuda/pagecopy.cu compiled by `make kernels/cuda/pagecopy.ptx`.
-//
-//go:embed cuda/pagecopy.ptx
-var pagecopyPTX string
-
 const (
 	// cudaThreadsPerBlock matches __launch_bounds__(256) in pagecopy.cu: 8 warps, 8 items at a time per block.
 	cudaThreadsPerBlock = 256
-	// cudaBlocksPerSM bounds the grid: enough resident warps per SM to keep many bus transactions in flight.
-	cudaBlocksPerSM = 8
 	// cudaItemsMin is the item buffer's first capacity; it doubles when a call needs more.
 	cudaItemsMin = 4096
+	// cudaJITLogBytes is each of the two logs the driver fills when it loads the module (an error and an info
+	// log), so that a load that has to compile the PTX and fails says why.
+	cudaJITLogBytes = 4096
 )
 
 // CUDAEngine is the cuda build's engine: the device KV buffer is cuMemAlloc memory (never managed memory), the
@@ -45,7 +41,8 @@ type CUDAEngine struct {
 	module      cu.Module
 	copyFn      cu.Function
 	stream      cu.Stream
-	blocksMax   int
+	blocksMax   int // the grid's bound: SMs x the blocks of copy_items one SM holds at once (occupancy)
+	blocksPerSM int
 	spans       []Span     // scratch: the caller's spans, coalesced
 	items       []cudaItem // scratch: the items of one call, staged in itemsHost and uploaded to itemsPtr
 	itemsHost   []cudaItem // pinned (cuMemAllocHost) staging of itemsCap items: C memory, not Go heap
@@ -91,11 +88,7 @@ func NewCUDAEngineOnDevice(ordinal int, deviceBytes int64, slabs [][]byte) (*CUD
 
 // start acquires the device resources, in the order release frees them.
 func (e *CUDAEngine) start() error {
-	sms, err := e.device.Attribute(cu.MultiprocessorCount)
-	if err != nil {
-		return fmt.Errorf("kernels: SM count: %w", err)
-	}
-	e.blocksMax = sms * cudaBlocksPerSM
+	var err error
 	// cuMemAlloc refuses 0 bytes; an empty device buffer stays a null pointer, which validation never lets a
 	// copy touch.
 	if e.deviceBytes > 0 {
@@ -103,12 +96,15 @@ func (e *CUDAEngine) start() error {
 			return fmt.Errorf("kernels: cuMemAlloc(%d bytes) for the device KV buffer: %w", e.deviceBytes, err)
 		}
 	}
-	if e.module, err = cu.LoadData(pagecopyPTX); err != nil {
-		return fmt.Errorf("kernels: loading the pagecopy PTX: %w", err)
+	if e.module, err = loadModule(pagecopyFatbin); err != nil {
+		return err
 	}
 	e.hasModule = true
 	if e.copyFn, err = e.module.Function("copy_items"); err != nil {
-		return fmt.Errorf("kernels: copy_items in the pagecopy PTX: %w", err)
+		return fmt.Errorf("kernels: copy_items in the pagecopy fatbin: %w", err)
+	}
+	if err := e.sizeGrid(); err != nil {
+		return err
 	}
 	if e.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
 		return fmt.Errorf("kernels: cuStreamCreate: %w", err)
@@ -117,6 +113,45 @@ func (e *CUDAEngine) start() error {
 		return err
 	}
 	return e.registerSlabs()
+}
+
+// loadModule loads a fatbin (or PTX) image with cuModuleLoadDataEx and the driver's error and info logs: a
+// load that must compile PTX (a GPU the SASS is not for) and fails then says why, and which images it had.
+func loadModule(image string) (cu.Module, error) {
+	errorLog, infoLog := make([]byte, cudaJITLogBytes), make([]byte, cudaJITLogBytes)
+	m, err := cu.LoadDataEx(image, &cu.JITErrorLogBuffer{Buffer: errorLog}, &cu.JITInfoLogBuffer{Buffer: infoLog})
+	if err != nil {
+		return m, fmt.Errorf("kernels: loading the pagecopy module (%s): %w; JIT error log: %q; info log: %q",
+			describeFatbin(image), err, cText(errorLog), cText(infoLog))
+	}
+	return m, nil
+}
+
+// cText is the NUL-terminated text the driver wrote into buf.
+func cText(buf []byte) string {
+	if i := bytes.IndexByte(buf, 0); i >= 0 {
+		buf = buf[:i]
+	}
+	return string(bytes.TrimSpace(buf))
+}
+
+// sizeGrid bounds the grid by what the GPU runs at once: SMs times the blocks of copy_items one SM holds
+// (cuOccupancyMaxActiveBlocksPerMultiprocessor, which knows the kernel's registers: ptxas gives it 40 and a
+// spill, so 6 blocks of 256 threads fit an sm_90 SM, not the 8 a fixed number assumed). More blocks would wait
+// for a free SM; fewer would leave warps idle that could keep bus transactions in flight.
+func (e *CUDAEngine) sizeGrid() error {
+	sms, err := e.device.Attribute(cu.MultiprocessorCount)
+	if err != nil {
+		return fmt.Errorf("kernels: SM count: %w", err)
+	}
+	if e.blocksPerSM, err = e.copyFn.MaxActiveBlocksPerMultiProcessor(cudaThreadsPerBlock, 0); err != nil {
+		return fmt.Errorf("kernels: cuOccupancyMaxActiveBlocksPerMultiprocessor(copy_items, %d threads): %w", cudaThreadsPerBlock, err)
+	}
+	if e.blocksPerSM < 1 {
+		return fmt.Errorf("kernels: copy_items with %d threads per block fits no SM (occupancy %d)", cudaThreadsPerBlock, e.blocksPerSM)
+	}
+	e.blocksMax = sms * e.blocksPerSM
+	return nil
 }
 
 // registerSlabs registers the slabs with the GPU, mapped, in the chunks registrationChunks plans.

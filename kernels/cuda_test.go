@@ -8,7 +8,9 @@ package kernels
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -62,6 +64,9 @@ var cudaGeometries = append(append([]testGeometry(nil), roundTripGeometries...),
 
 func TestCUDAGatherScatterRoundTrip(t *testing.T) {
 	checkGatherScatterRoundTrip(t, newTestCUDAEngine, cudaGeometries, 8)
+	if !t.Failed() {
+		t.Logf("proves: copy_items gathered and scattered %d geometries (both layouts; 16-byte, 8-byte and byte paths) between device memory and mmap'ed slabs, byte for byte", len(cudaGeometries))
+	}
 }
 
 func TestCUDABoundsErrorCopiesNothing(t *testing.T) {
@@ -92,10 +97,12 @@ func TestCUDAMmapSlabsAcrossRegistrationChunks(t *testing.T) {
 			t.Fatalf("span %d lies in one registration chunk: nothing to split", i)
 		}
 	}
+	checkChunksRegisteredApart(t, e)
 	rng := rand.New(rand.NewPCG(7, 7))
 	content := randomBytes(rng, 16<<20)
 	mustOK(t, e.WriteDevice(0, content))
 	mustOK(t, e.Gather(spans))
+	checkItemsStayInChunks(t, e, len(spans))
 	var gathered []byte
 	for _, s := range spans {
 		gathered = append(gathered, slabs[s.Slab][s.SlabOffsetBytes:s.SlabOffsetBytes+s.Bytes]...)
@@ -110,6 +117,81 @@ func TestCUDAMmapSlabsAcrossRegistrationChunks(t *testing.T) {
 	if j := firstDiff(got, content); j >= 0 {
 		t.Fatalf("Scatter across a registration chunk: byte %d differs", j)
 	}
+	t.Logf("proves: 2 slabs of %d MiB registered as %d separate cuMemHostRegister chunks (each unregistered alone and registered again), the copy items split at their boundaries, the bytes round-tripped", slabBytes>>20, len(e.chunks))
+}
+
+// checkChunksRegisteredApart checks the split at the driver: each chunk is a registration of its own, so
+// cuMemHostUnregister of its first byte succeeds (a range registered whole would refuse a start inside it,
+// CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED). Each is registered again at once, and its mapping taken anew. With
+// unified addressing the mapped address equals the host one, so a copy alone could not tell a split from none.
+func checkChunksRegisteredApart(t *testing.T, e *CUDAEngine) {
+	t.Helper()
+	mustOK(t, e.locked(func() error {
+		for i := range e.chunks {
+			c := &e.chunks[i]
+			if err := unregisterHost(c.hostAddr); err != nil {
+				return fmt.Errorf("chunk %d of %d (%d bytes at %#x) is not a registration of its own: %w", i, len(e.chunks), c.bytes, c.hostAddr, err)
+			}
+			ptr, err := registerHostMapped(c.hostAddr, c.bytes)
+			if err != nil {
+				return fmt.Errorf("registering chunk %d again: %w", i, err)
+			}
+			c.devicePtr = ptr
+		}
+		return nil
+	}))
+}
+
+// checkItemsStayInChunks checks the last call's copy items: each one's slab side lies inside one chunk's
+// mapping, and the spans, which cross chunk boundaries, became more items than spans.
+func checkItemsStayInChunks(t *testing.T, e *CUDAEngine, spans int) {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, it := range e.items {
+		slabSide := uintptr(it.dst) // Gather: device -> slab
+		inside := false
+		for _, c := range e.chunks {
+			inside = inside || (slabSide >= c.devicePtr && slabSide+uintptr(it.bytes) <= c.devicePtr+uintptr(c.bytes))
+		}
+		if !inside {
+			t.Fatalf("item %d [%#x, +%d) lies in no single registration chunk", k, slabSide, it.bytes)
+		}
+	}
+	if len(e.items) <= spans {
+		t.Fatalf("%d spans across chunk boundaries became %d items: not split", spans, len(e.items))
+	}
+}
+
+// TestCUDAModuleLoadsAndSizesItsGrid: the fatbin's copy_items loads, built for this GPU's architecture (sm_90
+// SASS on an H100/H200), and the grid is SMs x the occupancy the driver computes for it. A module that cannot
+// load reports the driver's JIT error log: PTX with an error in it must fail with the log's text.
+func TestCUDAModuleLoadsAndSizesItsGrid(t *testing.T) {
+	e := newTestCUDAEngine(t, 1<<20, nil).(*CUDAEngine)
+	var binaryVersion, regs, sms int
+	var loadErr error
+	mustOK(t, e.locked(func() error {
+		var err error
+		if binaryVersion, err = e.copyFn.Attribute(cu.BinaryVersion); err != nil {
+			return err
+		}
+		if regs, err = e.copyFn.Attribute(cu.NumRegs); err != nil {
+			return err
+		}
+		if sms, err = e.device.Attribute(cu.MultiprocessorCount); err != nil {
+			return err
+		}
+		_, loadErr = loadModule(".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry broken() { not_an_instruction; }\n")
+		return nil
+	}))
+	if e.blocksPerSM < 1 || e.blocksMax != sms*e.blocksPerSM {
+		t.Errorf("grid bound %d for %d SMs at %d blocks per SM", e.blocksMax, sms, e.blocksPerSM)
+	}
+	if loadErr == nil || !strings.Contains(loadErr.Error(), "JIT error log") || strings.Contains(loadErr.Error(), `JIT error log: ""`) {
+		t.Errorf("loading broken PTX: %v, want an error carrying the driver's JIT error log", loadErr)
+	}
+	t.Logf("proves: copy_items loaded from the fatbin (%s) as binary version %d, %d registers; grid bound %d blocks = %d SMs x %d (occupancy); a broken PTX load reports its JIT log: %.120v",
+		describeFatbin(pagecopyFatbin), binaryVersion, regs, e.blocksMax, sms, e.blocksPerSM, loadErr)
 }
 
 // TestCUDAConsecutiveCallsUseTheirOwnItems runs calls of different item lists back to back, each verified: a

@@ -9,8 +9,8 @@
 //     both sides (layer_first turns runs of consecutive pages into one copy; page_first does not).
 //   - CUDAEngine (the `cuda` build tag only): the device KV buffer is cudaMalloc memory; the slabs are
 //     registered with the GPU (mapped, in bounded chunks) and a CUDA kernel (kernels/cuda/pagecopy.cu, compiled
-//     to PTX by `make kernels/cuda/pagecopy.ptx` and embedded) copies them with 16-byte vector loads, one warp
-//     per item.
+//     by `make kernels-ptx` to a fatbin of sm_90 SASS and PTX, embedded, and loaded with the driver's JIT logs)
+//     copies them with 16-byte vector loads, one warp per item, in a grid sized by the kernel's occupancy.
 //
 // Every span list is validated once, before any byte moves: a span out of bounds on either side is an error
 // that names the span, and nothing is copied.

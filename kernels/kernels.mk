@@ -1,20 +1,27 @@
 # kernels/: page gather/scatter copies. Included by the top-level Makefile.
 #
 #   make deps-cuda         install the CUDA toolkit (Debian non-free nvidia-cuda-toolkit), only when missing
-#   make kernels/cuda/pagecopy.ptx   regenerate the PTX from kernels/cuda/pagecopy.cu (nvcc -arch=sm_90 -ptx)
+#   make kernels-ptx       regenerate kernels/cuda/pagecopy.fatbin (sm_90 SASS and PTX, embedded) and
+#                          pagecopy.ptx (its PTX, readable) from kernels/cuda/pagecopy.cu
 #   make gpu               build bin/cphicache-gpu with the cuda build tag
 #   make test-cuda-build   compile and vet the cuda build, build bin/cphicache-gpu and the GPU test binaries, and
 #                          check the committed PTX equals a fresh nvcc run (in EXTRA_TESTS; alias test-gpu-build)
 #   make gpu-check         test-cuda-build, then build/gpu-check-kit: the one folder to carry to a GPU machine, with
-#                          the one script to run there (gpu-check.sh)
+#                          the one script to run there (gpu-check.sh); checks the kit's size and contents
+#                          (test-gpu-kit) and prints the command to run there, what to carry and the timeout
 
 NVCC          ?= nvcc
 NVCC_FLAGS    ?= -arch=sm_90 -ptx -O3
+# The fatbin the engine loads: sm_90 SASS (no JIT at load on an H100/H200) and compute_90 PTX (JIT on newer GPUs).
+NVCC_FATBIN_FLAGS ?= -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -O3
 KERNELS_PTX   := kernels/cuda/pagecopy.ptx
+KERNELS_FATBIN := kernels/cuda/pagecopy.fatbin
 KERNELS_CU    := kernels/cuda/pagecopy.cu
 GPU_BIN       := bin/cphicache-gpu
+# gpu-check strips the kit's GPU binary (binutils) and test-gpu-kit checks each binary is stripped (file).
+DEB_PACKAGES  += binutils file
 
-.PHONY: deps-cuda gpu test-cuda-build test-gpu-build gpu-check kernels-ptx test-kernels-race
+.PHONY: deps-cuda gpu test-cuda-build test-gpu-build gpu-check test-gpu-kit test-gpu-check-script kernels-ptx test-kernels-race
 
 # The toolkit lives in Debian's non-free component, which a fresh machine does not enable
 # on Debian 12; the edit of the sources file is itself idempotent.
@@ -29,14 +36,18 @@ deps-cuda:
 		apt-get -o DPkg::Lock::Timeout=600 update -qq && apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends nvidia-cuda-toolkit >/dev/null; \
 	fi
 
-# The PTX is committed (so that `go build -tags cuda` works without nvcc) and regenerated from the .cu here;
-# test-cuda-build checks the two agree.
+# The fatbin (embedded, kernels/fatbin.go) and the PTX (its readable form, for review) are committed, so that
+# `go build -tags cuda` works without nvcc, and regenerated from the .cu here; test-cuda-build checks both agree
+# with it. nvcc writes the same bytes for the same source and flags (no path or time inside).
 $(KERNELS_PTX): $(KERNELS_CU) | deps-cuda
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
 
-kernels-ptx: $(KERNELS_PTX)
+$(KERNELS_FATBIN): $(KERNELS_CU) | deps-cuda
+	$(NVCC) $(NVCC_FATBIN_FLAGS) -o $@ $<
 
-gpu: deps deps-cuda $(KERNELS_PTX)
+kernels-ptx: $(KERNELS_PTX) $(KERNELS_FATBIN)
+
+gpu: deps deps-cuda $(KERNELS_PTX) $(KERNELS_FATBIN)
 	$(GO) build -tags cuda -ldflags '$(GO_LDFLAGS)' -o $(GPU_BIN) .
 
 # Compiles everything the cuda build has (there is no GPU here to run it), so that GPU code never rots: checks
@@ -44,7 +55,13 @@ gpu: deps deps-cuda $(KERNELS_PTX)
 # bin/cphicache-gpu and the test binaries kernels/gpu-check.sh runs. In EXTRA_TESTS: about 1 minute with the
 # toolkit installed, plus about 3-5 minutes on a fresh machine for deps-cuda (an 860 MB download).
 # The PTX is compiled to $(BUILD) and compared, never regenerated in place, so a stale commit cannot pass.
-GPU_CHECK_TESTS := $(BUILD)/kernels-cuda.test $(BUILD)/hicache-cuda.test $(BUILD)/ncclcheck-cuda.test
+#
+# The test binaries are linked without symbol tables or DWARF (-s -w): they only travel to a GPU machine, whose
+# working tree is bounded (64 MiB), and a panic's stack trace still names every function. The two that run the
+# production start-up (transport, hicache) are built with the mpiself tag too (mpi/cgo_self.go): a one-process
+# MPI with no library, so that they run at one rank on a GPU machine that has no MPI installed.
+GPU_KIT_LDFLAGS := -s -w
+GPU_CHECK_TESTS := $(BUILD)/kernels-cuda.test $(BUILD)/ncclcheck-cuda.test $(BUILD)/transport-cuda.test $(BUILD)/hicache-cuda.test
 
 test-cuda-build: deps deps-cuda
 	@mkdir -p $(BUILD)
@@ -52,33 +69,84 @@ test-cuda-build: deps deps-cuda
 	@cmp -s $(BUILD)/pagecopy.ptx $(KERNELS_PTX) || { \
 		diff $(KERNELS_PTX) $(BUILD)/pagecopy.ptx | head -20; \
 		echo "FAIL: $(KERNELS_PTX) is stale: run make $(KERNELS_PTX) and commit it"; exit 1; }
+	$(NVCC) $(NVCC_FATBIN_FLAGS) -o $(BUILD)/pagecopy.fatbin $(KERNELS_CU)
+	@cmp -s $(BUILD)/pagecopy.fatbin $(KERNELS_FATBIN) || { \
+		echo "FAIL: $(KERNELS_FATBIN) is stale: run make $(KERNELS_FATBIN) and commit it"; exit 1; }
 	$(GO) vet -tags cuda ./...
+	$(GO) vet -tags cuda,mpiself ./mpi ./hicache/...
 	$(GO) build -tags cuda -ldflags '$(GO_LDFLAGS)' -o $(GPU_BIN) .
-	$(GO) test -c -tags cuda -o $(BUILD)/kernels-cuda.test ./kernels
-	$(GO) test -c -tags cuda -o $(BUILD)/hicache-cuda.test ./hicache
-	$(GO) test -c -tags cuda -o $(BUILD)/ncclcheck-cuda.test ./nccl/devicecheck
-	@echo "ok   cuda build compiles and vets, $(GPU_BIN) built, PTX up to date"
+	$(GO) test -c -tags cuda -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/kernels-cuda.test ./kernels
+	$(GO) test -c -tags cuda -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/ncclcheck-cuda.test ./nccl/devicecheck
+	$(GO) test -c -tags cuda,mpiself -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/transport-cuda.test ./hicache/transport
+	$(GO) test -c -tags cuda,mpiself -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/hicache-cuda.test ./hicache
+	@echo "ok   cuda build compiles and vets, $(GPU_BIN) built, PTX and fatbin up to date"
 
 test-gpu-build: test-cuda-build
 
 EXTRA_TESTS += test-cuda-build
 
 # gpu-check assembles $(GPU_CHECK_KIT), everything kernels/gpu-check.sh runs on a GPU machine (which needs no
-# Go toolchain): the script itself, the cuda build's binary and test binaries, and hicache's test data. Carry
-# the folder there and run $(GPU_CHECK_KIT)/gpu-check.sh. No library is carried: steps 1-3 link only glibc and
-# the driver's libcuda (package nccl links no MPI), and the MPI steps run only where an MPI is installed, with
-# that MPI. The binaries need the glibc version printed here, which the script checks on the machine with
-# ldd, binary by binary, before each step.
-GPU_CHECK_KIT := $(BUILD)/gpu-check-kit
+# Go toolchain and no MPI): the script itself, the cuda build's test binaries, a stripped copy of the GPU binary
+# (used only where MPI is installed), hicache's test data and build-info.txt (what was built, and the newest
+# glibc symbol version the binaries need, which the script compares with the machine's). No library is carried:
+# the binaries link only glibc and the driver's libcuda, and load NCCL at run time. It prints the one command to
+# run there, with what to carry and the timeout to give, and checks the kit's size (test-gpu-kit).
+GPU_CHECK_KIT      := $(BUILD)/gpu-check-kit
+GPU_CHECK_SCRIPT   := kernels/gpu-check.sh
+# The device machine takes a working tree (tracked and untracked files, plus what is carried) of at most 64 MiB;
+# the kit must leave room for the tree to grow. GPU_CHECK_TIMEOUT_S is the timeout to give the command: the
+# script's worst case (under 8 minutes) and a minute for the transfers.
+GPU_CARRY_LIMIT_MIB := 64
+GPU_KIT_BUDGET_MIB  := 48
+GPU_CHECK_TIMEOUT_S := 540
 
 gpu-check: test-cuda-build
-	@rm -rf $(GPU_CHECK_KIT) && mkdir -p $(GPU_CHECK_KIT)/bin $(GPU_CHECK_KIT)/hicache
-	@cp kernels/gpu-check.sh $(GPU_CHECK_KIT)/
-	@cp $(GPU_BIN) $(GPU_CHECK_KIT)/bin/
+	@rm -rf $(GPU_CHECK_KIT) && mkdir -p $(GPU_CHECK_KIT)/bin $(GPU_CHECK_KIT)/hicache/workload
+	@cp $(GPU_CHECK_SCRIPT) $(GPU_CHECK_KIT)/gpu-check.sh
+	@strip -o $(GPU_CHECK_KIT)/bin/cphicache-gpu $(GPU_BIN)
 	@cp $(GPU_CHECK_TESTS) $(GPU_CHECK_KIT)/
-	@mkdir -p $(GPU_CHECK_KIT)/hicache/workload && cp -r hicache/workload/testdata $(GPU_CHECK_KIT)/hicache/workload/
+	@cp -r hicache/workload/testdata $(GPU_CHECK_KIT)/hicache/workload/
 	@glibc=$$(for f in $(GPU_CHECK_KIT)/bin/* $(GPU_CHECK_KIT)/*.test; do objdump -T $$f | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1); \
-	echo "gpu-check: ready: $(GPU_CHECK_KIT) ($$(du -sh $(GPU_CHECK_KIT) | cut -f1), needs $$glibc or later); on the GPU machine run $(GPU_CHECK_KIT)/gpu-check.sh (under 7 minutes)"
+	{ echo "version: $(VERSION)"; echo "built: $$(date -u +%Y-%m-%dT%H:%M:%SZ) on $$(. /etc/os-release && echo $$PRETTY_NAME), $$($(GO) version)"; \
+	  echo "needs: $$glibc"; } > $(GPU_CHECK_KIT)/build-info.txt
+	@$(MAKE) --no-print-directory test-gpu-kit
+	@echo "gpu-check: ready: $(GPU_CHECK_KIT) ($$(du -sm $(GPU_CHECK_KIT) | cut -f1) MiB, $$(grep -o 'GLIBC_[0-9.]*' $(GPU_CHECK_KIT)/build-info.txt) or later)"
+	@echo "  on the GPU machine, from the repository root (the kit folder carried beside the tree):"
+	@echo "    bash $(GPU_CHECK_KIT)/gpu-check.sh"
+	@echo "  with the device tool: run(command=\"bash $(GPU_CHECK_KIT)/gpu-check.sh\", carry=[\"$(GPU_CHECK_KIT)\"], timeout_s=$(GPU_CHECK_TIMEOUT_S))"
+	@echo "  it writes exactly two files to \$$OUT (or $(GPU_CHECK_KIT)/results): summary.txt and gpu-check-logs.tar.gz"
+
+# test-gpu-kit checks the assembled kit against what the device machine takes: the working tree that travels
+# (tracked and untracked, not ignored, files, and a shared/ folder where the checkout has one) plus the kit
+# within GPU_KIT_BUDGET_MIB of the 64 MiB limit, every
+# binary stripped, and the kit holding exactly the files gpu-check assembles (a results/ folder or a stray
+# binary left in it would travel too). Needs the kit (make gpu-check).
+GPU_KIT_FILES := gpu-check.sh build-info.txt bin/cphicache-gpu $(notdir $(GPU_CHECK_TESTS))
+
+test-gpu-kit:
+	@[ -d $(GPU_CHECK_KIT) ] || { echo "FAIL: $(GPU_CHECK_KIT) is missing: run make gpu-check"; exit 1; }
+	@tree_b=$$( { git ls-files -z --cached --others --exclude-standard; [ ! -d shared ] || find shared -type f -print0; } \
+		| xargs -0 stat -c %s 2>/dev/null | awk '{ s += $$1 } END { print s + 0 }'); \
+	kit_b=$$(find $(GPU_CHECK_KIT) -type f -printf '%s\n' | awk '{ s += $$1 } END { print s + 0 }'); \
+	total_mib=$$(( (tree_b + kit_b + 1048575) / 1048576 )); \
+	[ $$total_mib -le $(GPU_KIT_BUDGET_MIB) ] || { echo "FAIL: tree $$((tree_b >> 20)) MiB + kit $$((kit_b >> 20)) MiB = $$total_mib MiB, over the kit's budget of $(GPU_KIT_BUDGET_MIB) MiB (the device machine takes $(GPU_CARRY_LIMIT_MIB) MiB)"; exit 1; }; \
+	for f in $(GPU_KIT_FILES); do [ -f $(GPU_CHECK_KIT)/$$f ] || { echo "FAIL: the kit lacks $$f"; exit 1; }; done; \
+	extra=$$(cd $(GPU_CHECK_KIT) && find . -type f ! -path './hicache/workload/testdata/*' | sed 's|^\./||' | grep -vxF -f <(printf '%s\n' $(GPU_KIT_FILES)) || true); \
+	[ -z "$$extra" ] || { echo "FAIL: the kit holds files gpu-check does not put there: $$extra"; exit 1; }; \
+	for f in $(GPU_CHECK_KIT)/bin/* $(GPU_CHECK_KIT)/*.test; do \
+		file $$f | grep -q ', stripped' || { echo "FAIL: $$f is not stripped"; exit 1; }; done; \
+	echo "ok   gpu-check kit: tree $$((tree_b >> 20)) MiB + kit $$((kit_b >> 20)) MiB = $$total_mib MiB (budget $(GPU_KIT_BUDGET_MIB), limit $(GPU_CARRY_LIMIT_MIB)), $$(find $(GPU_CHECK_KIT) -type f | wc -l) files as assembled, binaries stripped"
+
+EXTRA_TESTS += gpu-check
+
+# test-gpu-check-script runs kernels/gpu-check-test.sh: the real kit here, where it must FAIL with the nccl step
+# FAIL (no GPU, no NCCL), and a fake kit of stubs for the rest (every step PASS with NCCL where the cu13 wheel
+# puts it; no NCCL fails unless not expected; no benchmark after failed kernels; a report after SIGTERM; exactly
+# two files in $OUT every time). About 15 s.
+test-gpu-check-script: gpu-check
+	kernels/gpu-check-test.sh $(GPU_CHECK_KIT)
+
+EXTRA_TESTS += test-gpu-check-script
 
 # The concurrency tests under the race detector, small: several callers on one engine, whose workers share
 # per-call state.

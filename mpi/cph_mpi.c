@@ -1,3 +1,5 @@
+//go:build !mpiself
+
 // C side of the mpi package: every function returns MPI's own code so Go can check it.
 #define _GNU_SOURCE // sched_getaffinity and CPU_COUNT; before any system header
 #include "cph_mpi.h"

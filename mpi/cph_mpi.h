@@ -2,7 +2,13 @@
 // Go never depends on MPI_Comm's representation, which differs between OpenMPI and MPICH.
 #ifndef CPH_MPI_H
 #define CPH_MPI_H
+// The mpiself build (cgo_self.go) has no MPI library: cph_mpi_self.h declares the few names of mpi.h the Go side
+// uses, and cph_mpi_self.c implements the helpers for a job of one process.
+#ifdef CPH_MPI_SELF
+#include "cph_mpi_self.h"
+#else
 #include <mpi.h>
+#endif
 #include <stdint.h>
 
 enum { CPH_MIN = 0, CPH_MAX = 1, CPH_SUM = 2 };

@@ -59,7 +59,7 @@ $(MPICH_BUILD)/%.test: deps-mpich FORCE
 	@mkdir -p $(MPICH_BUILD)
 	$(GO) test -c -tags mpich -o $@ ./$*
 
-$(MPICH_NCCL_SHIM): nccl/testdata/ncclshim.c | deps-mpich
+$(MPICH_NCCL_SHIM): nccl/testdata/ncclshim.c nccl/testdata/ncclshim_redop.h | deps-mpich
 	@mkdir -p $(@D)
 	$(MPICC_MPICH) $(NCCL_SHIM_CFLAGS) -o $@ $<
 
@@ -96,3 +96,23 @@ test-mpich: mpich $(MPICH_NCCL_SHIM) $(foreach p,$(MPICH_TEST_PKGS),$(MPICH_BUIL
 	@echo "ok   mpich build: SPMD tests and run at np $(MPICH_TEST_NPS), bench smoke, OpenMPI still the default"
 
 EXTRA_TESTS += test-mpich
+
+# test-mpiself: the one-process build (mpi/cgo_self.go, -tags mpiself) that the GPU check's transport and
+# hicache test binaries use on a GPU machine without MPI: it must link no MPI library, and the spmd, shm,
+# transport and hicache tests must pass at one rank without mpirun (the NCCL ones skip: ncclshim needs MPI).
+# About 10 s.
+MPISELF_BUILD := $(BUILD)/mpiself
+
+.PHONY: test-mpiself
+
+test-mpiself: deps
+	@mkdir -p $(MPISELF_BUILD)
+	$(GO) test -c -tags mpiself -o $(MPISELF_BUILD)/hicache.test ./hicache
+	@! ldd $(MPISELF_BUILD)/hicache.test | grep -E 'libmpi|libopen-' || { echo "FAIL: the mpiself build links an MPI library"; exit 1; }
+	env -u CPHICACHE_NCCL_LIB $(GO) test -count=1 -tags mpiself ./hicache/spmd ./hicache/shm ./hicache/transport
+	@( cd hicache && env -u CPHICACHE_NCCL_LIB -u OMPI_COMM_WORLD_RANK timeout 300 $(abspath $(MPISELF_BUILD))/hicache.test -test.count=1 ) > $(MPISELF_BUILD)/hicache.log 2>&1 \
+		|| { tail -40 $(MPISELF_BUILD)/hicache.log; echo "FAIL: hicache tests in the mpiself build"; exit 1; }
+	@leaked=$$(ls /dev/shm | grep '^cphicache-' || true); [ -z "$$leaked" ] || { echo "FAIL: the mpiself hicache tests left shared memory behind: $$leaked"; exit 1; }
+	@echo "ok   mpiself build: no MPI library linked; spmd, shm, transport and hicache tests pass at one rank without mpirun"
+
+EXTRA_TESTS += test-mpiself

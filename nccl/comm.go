@@ -69,24 +69,54 @@ func (c *Comm) AllreduceUint64(sendPtr, recvPtr uintptr, count int, op Op, strea
 	return c.allreduce(sendPtr, recvPtr, count, typeUint64, op, stream)
 }
 
+// AllreducePreMulSumUint64 all-reduces count uint64 values at sendPtr into recvPtr with NCCL's pre-multiplied
+// sum (ncclRedOpCreatePreMulSum, NCCL 2.11 and later; HasPreMulSum): each rank's values are multiplied by scalar,
+// then summed, wrapping modulo 2^64. cphicache's consensus never uses it. It is the GPU check's proof that NCCL
+// computes on the device: on one rank MIN, MAX and SUM leave the values as they are, so a call that did nothing
+// at all would pass for them, but not for this.
+func (c *Comm) AllreducePreMulSumUint64(sendPtr, recvPtr uintptr, count int, scalar uint64, stream uintptr) error {
+	if c.handle == nil {
+		return ErrDestroyed
+	}
+	if !c.lib.HasPreMulSum() {
+		return fmt.Errorf("nccl: %s (NCCL %s) has no ncclRedOpCreatePreMulSum (NCCL 2.11 and later)", c.lib.path, VersionString(c.lib.version))
+	}
+	var op C.ncclRedOp_t
+	if err := c.done("ncclRedOpCreatePreMulSum", C.cph_nccl_redop_create_premulsum_u64(c.lib.c, &op, C.uint64_t(scalar), c.handle)); err != nil {
+		return err
+	}
+	// NCCL allows destroying the operator once the last call using it has returned (enqueued).
+	err := c.allreduceOp(sendPtr, recvPtr, count, typeUint64, op, stream)
+	return errors.Join(err, c.done("ncclRedOpDestroy", C.cph_nccl_redop_destroy(c.lib.c, op, c.handle)))
+}
+
 func (c *Comm) allreduce(sendPtr, recvPtr uintptr, count int, dataType int, op Op, stream uintptr) error {
 	if c.handle == nil {
 		return ErrDestroyed
 	}
-	if count < 0 {
-		return fmt.Errorf("nccl: ncclAllReduce: negative count %d", count)
-	}
 	if op != Min && op != Max && op != Sum {
 		return fmt.Errorf("nccl: ncclAllReduce: unsupported operator %v", op)
 	}
-	rc := C.cph_nccl_all_reduce(c.lib.c, C.uintptr_t(sendPtr), C.uintptr_t(recvPtr), C.size_t(count),
-		C.ncclDataType_t(dataType), C.ncclRedOp_t(op), c.handle, C.uintptr_t(stream))
-	if c.nonBlocking && Result(rc) == InProgress {
-		// NCCL's rule for non-blocking communicators: wait until the call is enqueued before the next one. The
-		// caller's watchdog bounds this, as it bounds the stream synchronisation that follows.
-		return c.wait("ncclAllReduce", 0)
+	return c.allreduceOp(sendPtr, recvPtr, count, dataType, C.ncclRedOp_t(op), stream)
+}
+
+func (c *Comm) allreduceOp(sendPtr, recvPtr uintptr, count int, dataType int, op C.ncclRedOp_t, stream uintptr) error {
+	if count < 0 {
+		return fmt.Errorf("nccl: ncclAllReduce: negative count %d", count)
 	}
-	return c.lib.check("ncclAllReduce", rc, c.handle)
+	rc := C.cph_nccl_all_reduce(c.lib.c, C.uintptr_t(sendPtr), C.uintptr_t(recvPtr), C.size_t(count),
+		C.ncclDataType_t(dataType), op, c.handle, C.uintptr_t(stream))
+	return c.done("ncclAllReduce", rc)
+}
+
+// done checks a call's result; on a non-blocking communicator, ncclInProgress is waited out first (NCCL's rule:
+// wait until a call is done before the next one). The caller's watchdog bounds this, as it bounds the stream
+// synchronisation that follows.
+func (c *Comm) done(call string, rc C.ncclResult_t) error {
+	if c.nonBlocking && Result(rc) == InProgress {
+		return c.wait(call, 0)
+	}
+	return c.lib.check(call, rc, c.handle)
 }
 
 // wait polls a non-blocking communicator's state (ncclCommGetAsyncError) until it leaves ncclInProgress, and

@@ -288,3 +288,33 @@ func BenchmarkAllreduceMinOneValue(b *testing.B) {
 		}
 	})
 }
+
+// TestAllreducePreMulSumMultipliesThenSums: every rank's values times the scalar, summed, wrapping modulo 2^64,
+// with distinct send and receive buffers (the send buffer left as it was); the legacy library (2.7.8) has no
+// such operator and says so, naming the library.
+func TestAllreducePreMulSumMultipliesThenSums(t *testing.T) {
+	comm := worldComm(t)
+	if !shim.HasPreMulSum() {
+		t.Fatal("the shim (NCCL 2.21.5) has no ncclRedOpCreatePreMulSum")
+	}
+	n, r := uint64(world.Size()), uint64(world.Rank())
+	send := []uint64{r + 1, 1 << 62}
+	recv := make([]uint64, len(send))
+	for round := range 2 { // twice: the operator is destroyed after each call, and a new one made
+		if err := comm.AllreducePreMulSumUint64(hostPtr(t, send), hostPtr(t, recv), len(send), 3, 0); err != nil {
+			t.Fatal(err)
+		}
+		want := []uint64{3 * n * (n + 1) / 2, 3 * n << 62}
+		if recv[0] != want[0] || recv[1] != want[1] || send[0] != r+1 {
+			t.Errorf("round %d: PreMulSum x3 on %d ranks = %v (send now %v), want %v", round, n, recv, send, want)
+		}
+	}
+	legacy, err := Load(legacyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer legacy.Close()
+	if legacy.HasPreMulSum() {
+		t.Error("legacy NCCL 2.7.8 claims ncclRedOpCreatePreMulSum")
+	}
+}

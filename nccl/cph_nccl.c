@@ -21,8 +21,12 @@ static int lookup(cph_nccl *lib, const char *name, void **fn, int required, char
 int cph_nccl_open(const char *path, cph_nccl *lib, char *err, size_t err_bytes)
 {
 	memset(lib, 0, sizeof *lib);
-	/* RTLD_LOCAL: two loaded NCCLs (a real one and a test shim) must not resolve each other's symbols. */
-	lib->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	/* RTLD_LOCAL: two loaded NCCLs (a real one and a test shim) must not resolve each other's symbols.
+	 * RTLD_NODELETE: NVIDIA's NCCL leaves threads of its own running after its last communicator is destroyed
+	 * (the RAS thread of NCCL 2.24 and later, the proxy threads until they notice), so unmapping it at dlclose
+	 * could pull their code from under them. The library stays mapped until the process exits, and a later
+	 * Load of the same file finds it loaded, its one-time set-up already done. */
+	lib->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (lib->handle == NULL) {
 		const char *why = dlerror();
 		snprintf(err, err_bytes, "%s", why != NULL ? why : "dlopen failed");
@@ -43,6 +47,8 @@ int cph_nccl_open(const char *path, cph_nccl *lib, char *err, size_t err_bytes)
 		{"ncclAllReduce", (void **)&lib->all_reduce, 1},
 		{"ncclGetErrorString", (void **)&lib->get_error_string, 1},
 		{"ncclGetLastError", (void **)&lib->get_last_error, 0},
+		{"ncclRedOpCreatePreMulSum", (void **)&lib->redop_create_premulsum, 0},
+		{"ncclRedOpDestroy", (void **)&lib->redop_destroy, 0},
 	};
 	for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
 		if (lookup(lib, symbols[i].name, symbols[i].fn, symbols[i].required, err, err_bytes) != 0) {
@@ -51,6 +57,16 @@ int cph_nccl_open(const char *path, cph_nccl *lib, char *err, size_t err_bytes)
 		}
 	}
 	return 0;
+}
+
+/* cph_nccl_is_mapped reports whether the library at path is loaded in this process, without loading it. */
+int cph_nccl_is_mapped(const char *path)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (h == NULL)
+		return 0;
+	dlclose(h);
+	return 1;
 }
 
 void cph_nccl_close(cph_nccl *lib)
@@ -100,6 +116,19 @@ ncclResult_t cph_nccl_all_reduce(const cph_nccl *lib, uintptr_t send, uintptr_t 
                                  ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm, uintptr_t stream)
 {
 	return lib->all_reduce((const void *)send, (void *)recv, count, type, op, comm, (cudaStream_t)stream);
+}
+
+/* The scalar is passed as a host value (ncclScalarHostImmediate): NCCL reads it during the call, so a local is
+ * enough. */
+ncclResult_t cph_nccl_redop_create_premulsum_u64(const cph_nccl *lib, ncclRedOp_t *op, uint64_t scalar,
+                                                ncclComm_t comm)
+{
+	return lib->redop_create_premulsum(op, &scalar, 5 /* ncclUint64 */, CPH_NCCL_SCALAR_HOST_IMMEDIATE, comm);
+}
+
+ncclResult_t cph_nccl_redop_destroy(const cph_nccl *lib, ncclRedOp_t op, ncclComm_t comm)
+{
+	return lib->redop_destroy(op, comm);
 }
 
 const char *cph_nccl_error_string(const cph_nccl *lib, ncclResult_t result)

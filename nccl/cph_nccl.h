@@ -18,7 +18,9 @@ typedef struct {
 
 typedef int ncclResult_t;   /* ncclSuccess = 0, ... */
 typedef int ncclDataType_t; /* ncclInt64 = 4, ncclUint64 = 5 */
-typedef int ncclRedOp_t;    /* ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 */
+typedef int ncclRedOp_t;    /* ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3; custom ones from 5 on */
+typedef int ncclScalarResidence_t; /* ncclScalarDevice = 0, ncclScalarHostImmediate = 1 */
+#define CPH_NCCL_SCALAR_HOST_IMMEDIATE 1
 
 /* ncclConfig_t as NCCL 2.14 introduced it (ncclConfig_v21400 in nccl.h.in): size, magic, version, blocking. Later
  * NCCLs only append fields; they copy min(size, their own size) bytes of the caller's struct, check the magic,
@@ -50,10 +52,14 @@ typedef struct cph_nccl {
 	                           ncclComm_t comm, cudaStream_t stream);
 	const char *(*get_error_string)(ncclResult_t result);
 	const char *(*get_last_error)(ncclComm_t comm); /* optional: NCCL 2.13 and later */
+	ncclResult_t (*redop_create_premulsum)(ncclRedOp_t *op, void *scalar, ncclDataType_t type,
+	                                       ncclScalarResidence_t residence, ncclComm_t comm); /* optional: 2.11+ */
+	ncclResult_t (*redop_destroy)(ncclRedOp_t op, ncclComm_t comm);                   /* optional: 2.11+ */
 } cph_nccl;
 
 int cph_nccl_open(const char *path, cph_nccl *lib, char *err, size_t err_bytes);
 void cph_nccl_close(cph_nccl *lib);
+int cph_nccl_is_mapped(const char *path);
 
 ncclResult_t cph_nccl_get_version(const cph_nccl *lib, int *version);
 ncclResult_t cph_nccl_get_unique_id(const cph_nccl *lib, ncclUniqueId *id);
@@ -66,6 +72,9 @@ ncclResult_t cph_nccl_comm_destroy(const cph_nccl *lib, ncclComm_t comm);
 ncclResult_t cph_nccl_comm_abort(const cph_nccl *lib, ncclComm_t comm);
 ncclResult_t cph_nccl_all_reduce(const cph_nccl *lib, uintptr_t send, uintptr_t recv, size_t count,
                                  ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm, uintptr_t stream);
+ncclResult_t cph_nccl_redop_create_premulsum_u64(const cph_nccl *lib, ncclRedOp_t *op, uint64_t scalar,
+                                                ncclComm_t comm);
+ncclResult_t cph_nccl_redop_destroy(const cph_nccl *lib, ncclRedOp_t op, ncclComm_t comm);
 const char *cph_nccl_error_string(const cph_nccl *lib, ncclResult_t result);
 const char *cph_nccl_last_error(const cph_nccl *lib, ncclComm_t comm);
 

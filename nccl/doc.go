@@ -9,7 +9,9 @@
 // links NCCL or includes nccl.h: cph_nccl.h declares the few types and entry points used, with the values of
 // NVIDIA/nccl src/nccl.h.in, and Load looks them up with dlsym, as NVIDIA/go-nvml does for NVML. Load refuses a
 // library older than 2.7 (MinVersion). ncclGetLastError (NCCL 2.13 and later) is optional: with an older library
-// an Error simply has no Detail.
+// an Error simply has no Detail. So are ncclRedOpCreatePreMulSum and ncclRedOpDestroy (2.11 and later), which only
+// the GPU check uses (AllreducePreMulSumUint64: on one rank the only reduction whose result a no-op cannot
+// give). A loaded library is never unmapped (RTLD_NODELETE): NCCL's own threads may outlive its communicators.
 //
 // How the GPU build uses it: the step consensus (DESIGN.md at the repository's root) is one all-reduce MIN of a
 // fixed vector of words (frontiers, flags, digest, error word) over a CP group. In the GPU build the vector is

@@ -83,7 +83,9 @@ func (l *Library) readVersion() error {
 	return nil
 }
 
-// Close unloads the library. Every Comm made from it must have been destroyed first.
+// Close releases the library. Every Comm made from it must have been destroyed first. The library itself stays
+// mapped until the process exits (cph_nccl_open says why), so a later Load of it is cheap and finds NCCL's
+// one-time set-up done.
 func (l *Library) Close() {
 	if l == nil || l.c == nil {
 		return
@@ -91,6 +93,13 @@ func (l *Library) Close() {
 	C.cph_nccl_close(l.c)
 	C.free(unsafe.Pointer(l.c))
 	l.c = nil
+}
+
+// isMapped reports whether the library at path is loaded in this process (dlopen with RTLD_NOLOAD), for tests.
+func isMapped(path string) bool {
+	cPath := C.CString(path)
+	defer C.free(unsafe.Pointer(cPath))
+	return C.cph_nccl_is_mapped(cPath) != 0
 }
 
 // Path is the path the library was loaded from, as given to Load.
@@ -135,6 +144,12 @@ func (l *Library) InitRank(id UniqueID, nranks, rank int) (*Comm, error) {
 		return nil, err
 	}
 	return &Comm{lib: l, handle: handle, nranks: nranks, rank: rank}, nil
+}
+
+// HasPreMulSum reports whether the library has ncclRedOpCreatePreMulSum and ncclRedOpDestroy (NCCL 2.11 and
+// later), which Comm.AllreducePreMulSumUint64 needs.
+func (l *Library) HasPreMulSum() bool {
+	return l.c != nil && l.c.redop_create_premulsum != nil && l.c.redop_destroy != nil
 }
 
 // HasNonBlockingInit reports whether InitRankWithin can bound NCCL's init (NCCL 2.14 and later); with an older

@@ -155,3 +155,22 @@ func TestErrorStringIsTheLibrarys(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseKeepsTheLibraryMapped: a closed library stays loaded (RTLD_NODELETE), because NVIDIA's NCCL leaves
+// threads running after its last communicator, whose code an unmap would pull from under them; loading it
+// again works.
+func TestCloseKeepsTheLibraryMapped(t *testing.T) {
+	lib, err := Load(legacyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib.Close()
+	if !isMapped(legacyPath) {
+		t.Fatalf("%s was unmapped by Close", legacyPath)
+	}
+	again, err := Load(legacyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Close()
+}

@@ -21,10 +21,10 @@ nccl-shim: $(NCCL_SHIM) $(NCCL_SHIM_LEGACY)
 # Both test targets load the shim, so it is built first.
 test-unit test-mpi: nccl-shim
 
-$(NCCL_SHIM): nccl/testdata/ncclshim.c | deps
+$(NCCL_SHIM): nccl/testdata/ncclshim.c nccl/testdata/ncclshim_redop.h | deps
 	@mkdir -p $(@D)
 	$(MPICC) $(NCCL_SHIM_CFLAGS) -o $@ $<
 
-$(NCCL_SHIM_LEGACY): nccl/testdata/ncclshim.c | deps
+$(NCCL_SHIM_LEGACY): nccl/testdata/ncclshim.c nccl/testdata/ncclshim_redop.h | deps
 	@mkdir -p $(@D)
 	$(MPICC) -DNCCLSHIM_LEGACY $(NCCL_SHIM_CFLAGS) -o $@ $<

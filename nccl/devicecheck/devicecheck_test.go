@@ -3,6 +3,7 @@
 package devicecheck
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"runtime"
@@ -19,6 +20,27 @@ import (
 // initTimeout bounds the one-rank communicator's init, well inside gpu-check.sh's bound on the step.
 const initTimeout = 15 * time.Second
 
+// ncclLib is NVIDIA's NCCL, loaded once for the whole binary (TestMain): each load and unload would start and
+// stop NCCL's own threads (its RAS thread among them) again, which a process does once in cphicache.
+var ncclLib *nccl.Library
+
+func TestMain(m *testing.M) {
+	lib, err := nccl.Load(os.Getenv("CPHICACHE_NCCL_LIB"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ncclLib = lib
+	if strings.HasPrefix(lib.ErrorString(nccl.Success), "ncclshim: ") {
+		fmt.Fprintf(os.Stderr, "%s is ncclshim, which reduces host memory: this check needs NVIDIA's NCCL\n", lib.Path())
+		os.Exit(2)
+	}
+	fmt.Printf("NCCL %s from %s (non-blocking init: %v, PreMulSum: %v)\n", nccl.VersionString(lib.Version()), lib.Path(), lib.HasNonBlockingInit(), lib.HasPreMulSum())
+	code := m.Run()
+	lib.Close()
+	os.Exit(code)
+}
+
 // gpu is one rank's NCCL set-up on GPU 0, as the GPU build of hicache makes it: the primary context current on a
 // locked thread, a one-rank communicator, a non-blocking stream.
 type gpu struct {
@@ -27,22 +49,16 @@ type gpu struct {
 	stream cu.Stream
 }
 
-// setUp loads the library named by CPHICACHE_NCCL_LIB (gpu-check.sh finds NVIDIA's) and makes the communicator.
-// The calling goroutine's thread stays locked until the test ends: CUDA contexts are per thread.
+// setUp makes the communicator over the library TestMain loaded (gpu-check.sh finds NVIDIA's and names it in
+// CPHICACHE_NCCL_LIB). The calling goroutine's thread stays locked until the test ends: CUDA contexts are per
+// thread.
 func setUp(t testing.TB) *gpu {
 	t.Helper()
-	lib, err := nccl.Load(os.Getenv("CPHICACHE_NCCL_LIB"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(lib.Close)
-	if strings.HasPrefix(lib.ErrorString(nccl.Success), "ncclshim: ") {
-		t.Fatalf("%s is ncclshim, which reduces host memory: this check needs NVIDIA's NCCL", lib.Path())
-	}
-	t.Logf("NCCL %s from %s (non-blocking init: %v)", nccl.VersionString(lib.Version()), lib.Path(), lib.HasNonBlockingInit())
+	lib := ncclLib
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
 	g := &gpu{}
+	var err error
 	if g.device, err = cu.GetDevice(0); err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +124,9 @@ func (g *gpu) read(t testing.TB, p cu.DevicePtr, n int) []uint64 {
 	return out
 }
 
-// TestOneRankAllReduceWritesTheReceiveBuffer: on one rank MIN is the identity, so the check that NCCL really
-// ran on the GPU is that a poisoned receive buffer ends up holding the send buffer, unsigned values past int64
-// included.
+// TestOneRankAllReduceWritesTheReceiveBuffer: on one rank MIN is the identity, so the check that NCCL moved
+// the bytes on the GPU is that a poisoned receive buffer ends up holding the send buffer, unsigned values past
+// int64 included (TestOneRankPreMulSumComputesOnTheDevice checks that it computes).
 func TestOneRankAllReduceWritesTheReceiveBuffer(t *testing.T) {
 	g := setUp(t)
 	send := []uint64{7, 1 << 63, math.MaxUint64}
@@ -124,6 +140,33 @@ func TestOneRankAllReduceWritesTheReceiveBuffer(t *testing.T) {
 			t.Errorf("%v on one rank: %v, want %v", op, got, send)
 		}
 	}
+	t.Log("proves: a one-rank communicator made (non-blocking init polled); MIN and MAX wrote the send buffer into a separate, poisoned receive buffer on the stream")
+}
+
+// TestOneRankPreMulSumComputesOnTheDevice: NCCL's pre-multiplied sum (x3) from a send buffer into a separate
+// receive buffer, checked against the products computed here: on one rank no copy and no no-op gives them, so
+// NCCL's reduction kernel ran on the GPU. The send buffer must be left as it was.
+func TestOneRankPreMulSumComputesOnTheDevice(t *testing.T) {
+	g := setUp(t)
+	if !ncclLib.HasPreMulSum() {
+		t.Fatalf("%s (NCCL %s) has no ncclRedOpCreatePreMulSum (NCCL 2.11+)", ncclLib.Path(), nccl.VersionString(ncclLib.Version()))
+	}
+	send := []uint64{1, 7, 1 << 62, math.MaxUint64, 0x0123456789abcdef}
+	want := make([]uint64, len(send))
+	for i, v := range send {
+		want[i] = 3 * v // wrapping, as NCCL's integer arithmetic does
+	}
+	sendPtr, recvPtr := g.deviceValues(t, send), g.deviceValues(t, make([]uint64, len(send)))
+	if err := g.comm.AllreducePreMulSumUint64(uintptr(sendPtr), uintptr(recvPtr), len(send), 3, g.streamHandle()); err != nil {
+		t.Fatal(err)
+	}
+	got, kept := g.read(t, recvPtr, len(send)), g.read(t, sendPtr, len(send))
+	for i := range want {
+		if got[i] != want[i] || kept[i] != send[i] {
+			t.Fatalf("PreMulSum x3: element %d = %#x (send now %#x), want %#x (send %#x)", i, got[i], kept[i], want[i], send[i])
+		}
+	}
+	t.Log("proves: NCCL's reduction kernel computed on the GPU: x3 of 5 uint64 (wrapping) into a separate buffer, checked against host arithmetic")
 }
 
 // TestWritingCheckRoundTripInPlace is hicache's writing_check of the GPU build, on one rank: copy the frontier
@@ -138,6 +181,7 @@ func TestWritingCheckRoundTripInPlace(t *testing.T) {
 	if frontier[0] != 12345 {
 		t.Errorf("in-place MIN on one rank = %d, want 12345", frontier[0])
 	}
+	t.Log("proves: writing_check's stream order (upload, in-place MIN, download, sync) runs; on one rank MIN changes nothing, so not that it reduces")
 }
 
 func writingCheck(g *gpu, p cu.DevicePtr, frontier []uint64) error {

@@ -20,8 +20,12 @@
  * Knobs for tests, read from the environment at each call: NCCLSHIM_VERSION_CODE overrides the version
  * ncclGetVersion reports; NCCLSHIM_INIT_POLLS (above); NCCLSHIM_INIT_HANG=1 keeps a non-blocking init in
  * progress until the communicator is aborted, as a peer that never arrives would.
- * Built with -DNCCLSHIM_LEGACY it poses as NCCL 2.7.8, which has no ncclGetLastError and no
- * ncclCommInitRankConfig.
+ * Built with -DNCCLSHIM_LEGACY it poses as NCCL 2.7.8, which has no ncclGetLastError, no
+ * ncclCommInitRankConfig and no ncclRedOpCreatePreMulSum.
+ *
+ * Custom reductions: ncclRedOpCreatePreMulSum for int64 and uint64 with a host-immediate scalar, as operator
+ * values from 5 (ncclNumOps) on; an all-reduce with one multiplies each rank's values by the scalar (wrapping)
+ * and sums them.
  *
  * Build: mpicc -shared -fPIC -Wl,-soname,libnccl.so.2 -o libnccl.so.2 ncclshim.c */
 #include <mpi.h>
@@ -348,6 +352,8 @@ static MPI_Op mpi_op(ncclRedOp_t op)
 	}
 }
 
+#include "ncclshim_redop.h"
+
 EXPORT ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                                   ncclComm_t comm, cudaStream_t stream)
 {
@@ -356,7 +362,8 @@ EXPORT ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, nc
 		return fail(ncclInvalidArgument, "ncclAllReduce: comm is NULL");
 	if (mpi_type(type) == MPI_DATATYPE_NULL)
 		return fail(ncclInvalidArgument, "ncclAllReduce: unsupported data type %d", (int)type);
-	if (mpi_op(op) == MPI_OP_NULL)
+	int custom = custom_index(op) >= 0;
+	if (mpi_op(op) == MPI_OP_NULL && !custom)
 		return fail(ncclInvalidArgument, "ncclAllReduce: unsupported operator %d", (int)op);
 	if (count > INT_MAX)
 		return fail(ncclInvalidArgument, "ncclAllReduce: count %zu exceeds MPI's int", count);
@@ -366,8 +373,13 @@ EXPORT ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, nc
 		return fail(ncclInvalidArgument, "ncclAllReduce: %s buffer is NULL", send == NULL ? "send" : "recv");
 	if (comm->pending_polls != 0)
 		return fail(ncclInvalidUsage, "ncclAllReduce: the communicator is still in progress (poll ncclCommGetAsyncError first)");
-	int rc = MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, mpi_type(type), mpi_op(op),
-	                       comm->comm);
+	if (custom) {
+		if (premul(send, recv, count, type, op) != 0)
+			return fail(ncclInvalidArgument, "ncclAllReduce: custom operator %d on data type %d", (int)op, (int)type);
+		send = recv; /* the multiplied values, summed in place */
+	}
+	int rc = MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, mpi_type(type),
+	                       custom ? MPI_SUM : mpi_op(op), comm->comm);
 	if (rc != MPI_SUCCESS)
 		return mpi_fail("ncclAllReduce: MPI_Allreduce", rc);
 	if (comm->non_blocking) {
