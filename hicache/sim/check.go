@@ -58,7 +58,7 @@ func (j *job) finalChecks() Outcome {
 	}
 	j.checkCounters()
 	if outcome == Clean && j.violation == nil {
-		j.checkModel()
+		j.modelChecked = j.checkModel()
 	}
 	return outcome
 }
@@ -102,14 +102,17 @@ func (j *job) checkCounters() {
 
 // checkModel: with synchronous copies, no L3 and no fault, every request's hits by tier and the run's tallies
 // are the sequential model's (model.go), on every group.
-func (j *job) checkModel() {
+func (j *job) checkModel() (checked bool) {
 	if !j.cfg.SyncCopies || j.cfg.L3.Enabled || j.cfg.Fault != FaultNone {
-		return
+		return false
 	}
 	for _, g := range j.groups {
 		m := newCacheModel(j.cfg.coreConfig(g.index, 0))
 		m.run(g.all, j.cfg.Batch, j.cfg.FlushEvery)
 		r := g.ranks[0]
+		if j.tamperOutcome != nil {
+			j.tamperOutcome(r.outcomes)
+		}
 		if len(r.outcomes) != len(m.outcomes) {
 			j.violate(r, fmt.Sprintf("the core served %d requests, the sequential model %d", len(r.outcomes), len(m.outcomes)))
 			return
@@ -128,4 +131,5 @@ func (j *job) checkModel() {
 			return
 		}
 	}
+	return true
 }

@@ -20,6 +20,9 @@ type job struct {
 	now       uint64 // scheduler ticks
 	violation *Violation
 	stuck     string // how the job ended when nothing could move (the watchdog's view), "" when it ran to its end
+
+	modelChecked  bool                  // the end was compared with the sequential model
+	tamperOutcome func([]cache.Outcome) // tests: change what the core served before the model compares it
 }
 
 // Violation is a broken invariant: what the simulator exists to find.

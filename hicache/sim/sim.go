@@ -34,6 +34,7 @@ type Result struct {
 	Violation         *Violation
 	LastJob           JobConfig
 	L3Jobs, FaultJobs int
+	ModelChecked      int // jobs whose hits were compared with the sequential model
 }
 
 // JobSeed is the seed of the i-th job of a simulation of seed.
@@ -72,24 +73,29 @@ func Run(o Options) Result {
 
 // JobResult is one job's end.
 type JobResult struct {
-	Config    JobConfig
-	Steps     int64
-	Outcome   Outcome
-	Hash      uint64
-	Violation *Violation
+	Config       JobConfig
+	Steps        int64
+	Outcome      Outcome
+	Hash         uint64
+	Violation    *Violation
+	ModelChecked bool
 }
 
 // RunJob simulates one job.
-func RunJob(cfg JobConfig) JobResult {
+func RunJob(cfg JobConfig) JobResult { return runJob(cfg, nil) }
+
+func runJob(cfg JobConfig, tamper func([]cache.Outcome)) JobResult {
 	j, err := newJob(cfg)
 	if err != nil {
 		return JobResult{Config: cfg, Violation: &Violation{JobSeed: cfg.Seed, Group: -1, Rank: -1, What: "the core refused the configuration: " + err.Error(), Config: cfg.String()}}
 	}
+	j.tamperOutcome = tamper
 	j.run()
 	out := JobResult{Config: cfg}
 	if j.violation == nil {
 		out.Outcome = j.finalChecks()
 	}
+	out.ModelChecked = j.modelChecked
 	out.Violation = j.violation
 	for _, g := range j.groups {
 		out.Steps += g.ranks[0].steps
@@ -113,5 +119,8 @@ func (res *Result) add(j JobResult) {
 	}
 	if j.Config.Fault != FaultNone {
 		res.FaultJobs++
+	}
+	if j.ModelChecked {
+		res.ModelChecked++
 	}
 }

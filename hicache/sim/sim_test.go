@@ -1,13 +1,85 @@
 package sim
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+)
 
 // TestBoundedSimulationFindsNothing runs a fixed number of jobs from a fixed seed: the cache as it is must break
-// no invariant in any of them.
+// no invariant in any of them, and the jobs must cover what the simulator is for.
 func TestBoundedSimulationFindsNothing(t *testing.T) {
-	res := Run(Options{Seed: 1, Jobs: 200})
+	res := Run(Options{Seed: 1, Jobs: 300})
 	if res.Violation != nil {
 		t.Fatal(res.Violation)
 	}
-	t.Logf("%d jobs, %d steps, outcomes %v, %d with an L3, %d with a fault", res.Jobs, res.Steps, res.Outcomes, res.L3Jobs, res.FaultJobs)
+	if res.L3Jobs == 0 || res.FaultJobs == 0 || res.Outcomes[FailedLoud] == 0 || res.Outcomes[WatchdogEnd] == 0 || res.CP8Steps == 0 {
+		t.Errorf("the jobs miss a part of the space: %d with an L3, %d with a fault, outcomes %v, %d CP8 steps", res.L3Jobs, res.FaultJobs, res.Outcomes, res.CP8Steps)
+	}
+	t.Logf("%d jobs, %d steps, outcomes %v, %d with an L3, %d with a fault, %d checked against the model", res.Jobs, res.Steps, res.Outcomes, res.L3Jobs, res.FaultJobs, res.ModelChecked)
+}
+
+// TestTheSameSeedReplaysExactly: a seed is a replay, to the state hash; another seed is another run.
+func TestTheSameSeedReplaysExactly(t *testing.T) {
+	a, b, c := Run(Options{Seed: 9, Jobs: 40}), Run(Options{Seed: 9, Jobs: 40}), Run(Options{Seed: 10, Jobs: 40})
+	if a.Hash != b.Hash || a.Steps != b.Steps {
+		t.Errorf("seed 9 twice: hash %016x and %016x, steps %d and %d", a.Hash, b.Hash, a.Steps, b.Steps)
+	}
+	if a.Hash == c.Hash {
+		t.Errorf("seeds 9 and 10 end with the same hash %016x", a.Hash)
+	}
+	one := RunJob(Draw(JobSeed(9, 3), 0, 0))
+	if again := RunJob(Draw(JobSeed(9, 3), 0, 0)); one.Hash != again.Hash || one.Steps != again.Steps {
+		t.Errorf("one job twice: hash %016x and %016x", one.Hash, again.Hash)
+	}
+}
+
+// TestSynchronousJobsMatchTheSequentialModel: with every step drained, no L3 and no fault, the hits by tier of
+// every request are the sequential model's; the comparison ran, and it can fail.
+func TestSynchronousJobsMatchTheSequentialModel(t *testing.T) {
+	sync := func(j *JobConfig) { j.SyncCopies, j.L3, j.Fault = true, cache.L3Config{}, FaultNone }
+	res := Run(Options{Seed: 3, Jobs: 150, Configure: sync})
+	if res.Violation != nil {
+		t.Fatal(res.Violation)
+	}
+	if res.ModelChecked != res.Jobs {
+		t.Errorf("%d of %d jobs compared with the model", res.ModelChecked, res.Jobs)
+	}
+	cfg := Draw(JobSeed(3, 0), 0, 0)
+	sync(&cfg)
+	tampered := runJob(cfg, func(o []cache.Outcome) { o[len(o)/2].L2Hit++ })
+	if tampered.Violation == nil || !strings.Contains(tampered.Violation.What, "sequential model") {
+		t.Errorf("a request served differently from the model went unseen: %v", tampered.Violation)
+	}
+}
+
+// seedsThatFoundBugs are jobs that once broke an invariant: each must now run clean. Add every seed the
+// simulator fails on here, with what it found, once it is fixed.
+var seedsThatFoundBugs = []struct {
+	jobSeed uint64
+	found   string
+}{
+	{3547614547094447529, "a flush event in a step that first served prefetch-deferred requests left their nodes locked; unlocking them after the reset queued dead nodes still holding device pages, and an L1 eviction freed those pages a second time"},
+}
+
+func TestSeedsThatFoundBugsRunClean(t *testing.T) {
+	for _, s := range seedsThatFoundBugs {
+		if res := RunJob(Draw(s.jobSeed, 0, 0)); res.Violation != nil {
+			t.Errorf("job seed %d (%s): %v", s.jobSeed, s.found, res.Violation)
+		}
+	}
+}
+
+// FuzzSimulatedJob draws a job from the fuzzer's seed: every one must break no invariant (make fuzz).
+func FuzzSimulatedJob(f *testing.F) {
+	for _, s := range seedsThatFoundBugs {
+		f.Add(s.jobSeed)
+	}
+	f.Add(uint64(1))
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		if res := RunJob(Draw(seed, 0, 0)); res.Violation != nil {
+			t.Fatal(res.Violation)
+		}
+	})
 }
