@@ -389,9 +389,5 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 			}
 		}
 	}
-	if report.Failed() {
-		return &hicache.RunFailed{Divergences: report.Placement.Divergences, Mismatches: report.Verify.Mismatches,
-			AuditMismatches: report.Verify.AuditMismatches, CopyErrors: report.Verify.CopyErrors}
-	}
-	return nil
+	return report.Failure()
 }

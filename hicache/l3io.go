@@ -31,7 +31,8 @@ type l3IO struct {
 	log    *slog.Logger
 
 	writeJobs, readJobs chan func()
-	workers             sync.WaitGroup
+	writer, reader      sync.WaitGroup
+	unhang              chan struct{} // tests: closed at the end, releasing the reads testHangReads holds
 	done                *completions
 	bufs                chan *[]byte // payload buffers, reused: one per read in flight at most
 
@@ -75,12 +76,16 @@ func newL3IO(o L3Options, g pool.Geometry, seed uint64, cpRank int, log *slog.Lo
 		store.FailWritesForTest(errors.New("no space left on device (injected)"))
 	}
 	t := &l3IO{opts: o, store: store, seed: seed, cpRank: cpRank, log: log, done: done, reads: map[readKey]*pendingRead{},
-		writeJobs: make(chan func(), l3QueueJobs), readJobs: make(chan func(), l3QueueJobs), bufs: make(chan *[]byte, l3QueueJobs)}
-	for _, jobs := range []chan func(){t.writeJobs, t.readJobs} {
-		t.workers.Add(1)
+		writeJobs: make(chan func(), l3QueueJobs), readJobs: make(chan func(), l3QueueJobs), bufs: make(chan *[]byte, l3QueueJobs),
+		unhang: make(chan struct{})}
+	for _, w := range []struct {
+		jobs chan func()
+		wg   *sync.WaitGroup
+	}{{t.writeJobs, &t.writer}, {t.readJobs, &t.reader}} {
+		w.wg.Add(1)
 		go func() {
-			defer t.workers.Done()
-			for job := range jobs {
+			defer w.wg.Done()
+			for job := range w.jobs {
 				job()
 			}
 		}()
@@ -91,12 +96,27 @@ func newL3IO(o L3Options, g pool.Geometry, seed uint64, cpRank int, log *slog.Lo
 // attachSlabs gives the tier the mapped L2, once the slab exists.
 func (t *l3IO) attachSlabs(g pool.Geometry, mem [][]byte) { t.slabs = l3.Slabs{Geometry: g, Mem: mem} }
 
-// close waits for the writes queued so far (they read the slab, which must still be mapped) and for the reads
-// (which write only their own buffers).
+// l3CloseReadGrace bounds how long the end of a run waits for a read still in the filesystem: reads write only
+// their own buffers, so one that hangs (a dead NFS server) is left behind rather than hanging the job's end.
+const l3CloseReadGrace = 2 * time.Second
+
+// close waits for the writes queued so far (they read the slab, which must still be mapped) and, a while, for the
+// reads.
 func (t *l3IO) close() {
 	close(t.writeJobs)
 	close(t.readJobs)
-	t.workers.Wait()
+	close(t.unhang)
+	t.writer.Wait()
+	done := make(chan struct{})
+	go func() {
+		t.reader.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(l3CloseReadGrace):
+		t.log.Warn("an L3 read still had not returned at the end of the run: left behind (it writes no shared memory)")
+	}
 }
 
 func (t *l3IO) buffer() *[]byte {
@@ -169,6 +189,9 @@ func blockMatches(payload []byte, w *cache.BlockWrite, ns l3.Namespace, seed uin
 func (t *l3IO) read(r *cache.BlockRead, buf *[]byte) doneWork {
 	if t.opts.testSlowReads {
 		time.Sleep(2 * time.Millisecond)
+	}
+	if t.opts.testHangReads {
+		<-t.unhang // as a read in a hung filesystem: it returns only at the end of the run
 	}
 	res := &readDone{key: readKey{r.Prefetch, r.Block}, buf: buf, err: errInjectedRead}
 	if !t.opts.testFailReads {

@@ -68,8 +68,8 @@ func checkL3Run(t *testing.T, name string, r *Report, err error) {
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	if r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.L3 == nil {
-		t.Fatalf("%s: %d divergences, %d mismatches, %d audit mismatches, L3 report %v", name, r.Placement.Divergences,
+	if r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.L3 == nil || r.L3.WriteMismatches != 0 {
+		t.Fatalf("%s: %d divergences, %d mismatches, %d audit mismatches, L3 report %+v", name, r.Placement.Divergences,
 			r.Verify.Mismatches, r.Verify.AuditMismatches, r.L3)
 	}
 }

@@ -339,11 +339,24 @@ func (r *Report) verdict() string {
 
 // RunFailed ends a run whose report counts anything wrong (Failed). The report is aggregated over every rank, so
 // every rank returns the same one and it is printed once.
-type RunFailed struct{ Divergences, Mismatches, AuditMismatches, CopyErrors int64 }
+type RunFailed struct{ Divergences, Mismatches, AuditMismatches, CopyErrors, L3BlockMismatches int64 }
 
 func (e *RunFailed) Error() string {
-	return fmt.Sprintf("run failed: %d placement divergences, %d load-back mismatches, %d audited objects wrong, %d copy errors",
-		e.Divergences, e.Mismatches, e.AuditMismatches, e.CopyErrors)
+	return fmt.Sprintf("run failed: %d placement divergences, %d load-back mismatches, %d audited objects wrong, %d copy errors, %d L3 blocks refused with wrong bytes",
+		e.Divergences, e.Mismatches, e.AuditMismatches, e.CopyErrors, e.L3BlockMismatches)
+}
+
+// Failure is the RunFailed the report says, or nil.
+func (r *Report) Failure() error {
+	if !r.Failed() {
+		return nil
+	}
+	f := &RunFailed{Divergences: r.Placement.Divergences, Mismatches: r.Verify.Mismatches, AuditMismatches: r.Verify.AuditMismatches,
+		CopyErrors: r.Verify.CopyErrors}
+	if r.L3 != nil {
+		f.L3BlockMismatches = r.L3.WriteMismatches
+	}
+	return f
 }
 
 // Scope: the report is aggregated over the whole job, so every rank fails alike.
@@ -352,5 +365,6 @@ func (e *RunFailed) Scope() spmd.Scope { return spmd.JobScope }
 // Failed reports whether the run saw anything wrong: a divergence, a wrong byte in a load-back or an audit, or a
 // copy that failed.
 func (r *Report) Failed() bool {
-	return r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.Verify.CopyErrors != 0
+	return r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.Verify.CopyErrors != 0 ||
+		(r.L3 != nil && r.L3.WriteMismatches != 0)
 }
