@@ -1,13 +1,14 @@
-// Package hicache owns everything a rank does around the CP-shared L2 pool: the rank topology (CP groups and
-// their communicators), the radix prefix cache, the controller (write-through, load-back, commit, flush), the
-// step consensus that reconciles the ranks of a CP group, the placement assert and the commit audit, and the
-// watchdog.
+// Package hicache is the runner: what one rank of a job does around its cache. The cache itself, every decision
+// of it and the step program that makes them, is package cache (hicache/cache), which does no I/O; hicache is
+// its Env (env.go): the step broadcast and the collectives on the CP group's communicator (consensus.go), the
+// shared slab, the copy worker (copyworker.go), the L3 store and its goroutines (l3io.go), the local waits under
+// the watchdog, the content of device memory, and fault injection. Around the replay it owns the run's options,
+// start-up checks and sizing, validate, the report and the metrics file.
 //
-// DESIGN.md at the repository's root holds the invariants this package keeps. Two matter on every line here:
-// every consensus collective runs on the CP group's communicator, never on the world (the consensus type holds
-// only that communicator); and every rank of a group enters the same collectives in the same order, so a rank's
-// own failure waits for the next consensus instead of returning early. The page allocator lives in package pool,
-// which must stay free of MPI, NCCL and clocks; hicache does the copies and the collectives around it. hicache
-// imports mpi, nccl, pool and kernels, and nothing imports it but the command (main) and bench: it must not
-// import either.
+// DESIGN.md at the repository's root holds the invariants. Two matter on every line here: every consensus
+// collective runs on the CP group's communicator, never on the world (consensus holds only that communicator);
+// and nothing here decides what a rank does next: the core does, from replicated state and agreed values, and
+// this package only carries its work out and tells it what finished. hicache imports the cache, its job
+// packages (spmd, transport, shm, l3, workload), mpi, pool and kernels; nothing imports it but the command
+// (main), bench and sweep, and it must not import either of the first two.
 package hicache

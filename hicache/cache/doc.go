@@ -1,0 +1,17 @@
+// Package cache is one rank's cache as a state machine with no I/O: the radix tree over its device pages, the
+// shared L2 allocator's decisions, write-through and load-back, commit, eviction, flush, the placement assert and
+// the commit audit's scheduling, the L3 tier's decisions, and the step program (program.go) that drives them for
+// a whole event stream. Everything it decides is a function of the events and of values the CP group agreed.
+//
+// It reaches the world only through its Env (env.go), in the manner of etcd raft's RawNode: the events come in,
+// collectives go out as vectors and come back agreed, work to do (copies, block writes and reads) goes out and
+// its completion comes back through Complete, the content checks are asked for. The real runner (package
+// hicache) is one Env, over MPI, the shared slab, the copy worker and the L3 goroutines; the simulator
+// (hicache/sim) is another, over a seeded scheduler. So the same code runs in a job and under the simulator,
+// and any interleaving the simulator finds replays from its seed.
+//
+// It owns no goroutine, clock, file, communicator or logger, and must not import MPI, NCCL, the kernels, the
+// runner or its job packages, nor os, time, sync, log or randomness (hicache/l3/imports_test.go holds it to that).
+// It may use hicache/l3 for its pure types and chain keys, workload for the events, pool for the allocator, and
+// errscope for the errors' scopes.
+package cache
