@@ -43,8 +43,9 @@ func definition(f cli.Flag) string {
 
 // TestEveryFlagIsDefinedOnce: a flag is its environment variable. Two commands that take the same variable
 // must take it with one definition, which holds when both build the flag from one function (seedFlags,
-// syntheticFlags, globalFlags); outside bench, whose subcommands name theirs CPHICACHE_BENCH_<SUB>_<NAME>, the
-// variable is CPHICACHE_<NAME>, so that a flag of the same name is the same flag everywhere.
+// syntheticFlags, globalFlags); outside bench, whose subcommands name theirs CPHICACHE_BENCH_<SUB>_<NAME>, and sim,
+// whose --seed and --cp mean something else than run's and are CPHICACHE_SIM_<NAME>, the variable is
+// CPHICACHE_<NAME>, so that a flag of the same name is the same flag everywhere.
 func TestEveryFlagIsDefinedOnce(t *testing.T) {
 	defs := map[string]string{} // environment variable -> definition
 	where := map[string]string{}
@@ -55,6 +56,9 @@ func TestEveryFlagIsDefinedOnce(t *testing.T) {
 			return // gen-trace's --output: a file to write is never taken from the environment
 		}
 		want := "CPHICACHE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if path == "sim" {
+			want = "CPHICACHE_SIM_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		}
 		if !strings.HasPrefix(path, "bench ") && (len(envs) != 1 || envs[0] != want) {
 			t.Errorf("%s --%s: environment variables %v, want [%s]", path, name, envs, want)
 		}

@@ -100,14 +100,19 @@ func (c *consensus) enter(k ConsensusKind, part int, step int64) (ran bool) {
 	return true
 }
 
-// leave disarms the watchdog and books the time spent in the call of kind k.
-func (c *consensus) leave(k ConsensusKind) {
+// leave disarms the watchdog and books the time spent in the call of kind k: a call's first reduction is one
+// observation of its histogram, a second one (part 1) adds its time to that call's.
+func (c *consensus) leave(k ConsensusKind, part int) {
 	c.watchdog.Disarm()
 	if k >= consensusKinds {
 		return
 	}
 	elapsed := time.Since(c.enteredAt)
 	c.stats[k].Seconds += elapsed.Seconds()
+	if part > 0 {
+		c.latency[k].sumNs += elapsed.Nanoseconds()
+		return
+	}
 	c.latency[k].observe(elapsed)
 	if k == StepConsensus {
 		c.stepUs.observe(elapsed)
@@ -120,7 +125,7 @@ func (c *consensus) collective(x *cache.Collective) error {
 	if !c.enter(x.Kind, x.Part, x.Step) {
 		return nil
 	}
-	defer c.leave(x.Kind)
+	defer c.leave(x.Kind, x.Part)
 	var err error
 	switch {
 	case x.Op == cache.OpGather:

@@ -33,7 +33,7 @@ func Usage(dir string) ([]NamespaceUsage, error) {
 	var out []NamespaceUsage
 	for _, fp := range fps {
 		nsDir := filepath.Join(dir, fmt.Sprintf("%016x", fp))
-		blocks, temps, err := scanNamespace(nsDir)
+		blocks, temps, err := scanNamespace(OSFS{}, nsDir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // cleared meanwhile
 		}
@@ -41,7 +41,7 @@ func Usage(dir string) ([]NamespaceUsage, error) {
 			return nil, err
 		}
 		u := NamespaceUsage{Fingerprint: fp, Blocks: len(blocks), TemporaryFiles: len(temps)}
-		if b, err := readSmallRegular(filepath.Join(nsDir, namespaceFile), namespaceFileMaxBytes); err == nil {
+		if b, err := readSmallRegular(OSFS{}, filepath.Join(nsDir, namespaceFile), namespaceFileMaxBytes); err == nil {
 			u.Description = string(b[:len(b)-min(len(b), 1)])
 		}
 		for _, b := range blocks {

@@ -44,7 +44,7 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 		{"fsync fails", 1 << 20, syscall.EIO, syscall.EIO}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openStore(t, t.TempDir(), testNS, 1<<20, nil)
-			s.createTemp = func(dir, pattern string) (tempFile, error) {
+			s.createTemp = func(dir, pattern string) (TempFile, error) {
 				f, err := os.CreateTemp(dir, pattern)
 				return &faultyFile{File: f, roomBytes: tc.roomBytes, syncErr: tc.syncErr}, err
 			}
@@ -59,7 +59,7 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 			if s.Exists(8) || s.UsedBytes() != 0 {
 				t.Error("a failed write counts as a block")
 			}
-			s.createTemp = createOSTemp // the disk has room again
+			s.createTemp = OSFS{}.CreateTemp // the disk has room again
 			mustWrite(t, s, 8)
 		})
 	}

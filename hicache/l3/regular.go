@@ -1,7 +1,6 @@
 package l3
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -46,35 +45,6 @@ func fileKind(m fs.FileMode) string {
 	return "an irregular file (" + m.Type().String() + ")"
 }
 
-// openRegular opens path for reading if it is a regular file (or a symbolic link to one), without blocking on
-// whatever else it may be. The error is fs.ErrNotExist's when there is nothing at path, a *notRegularError
-// when there is something else (a socket cannot be opened at all, ENXIO: a stat says what it is), or the open's.
-// The file is returned in blocking mode, as os.Open gives it: a filesystem that honoured O_NONBLOCK on a
-// regular file could otherwise answer a read with EAGAIN.
-func openRegular(path string) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		if info, serr := os.Stat(path); serr == nil && !info.Mode().IsRegular() {
-			return nil, nil, &notRegularError{path: path, info: info}
-		}
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	info, err := f.Stat()
-	if err == nil && !info.Mode().IsRegular() {
-		err = &notRegularError{path: path, info: info}
-	}
-	if err == nil {
-		err = setBlocking(f)
-	}
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, info, nil
-}
-
 // setBlocking clears the O_NONBLOCK that openRegular opened f with.
 func setBlocking(f *os.File) error {
 	raw, err := f.SyscallConn()
@@ -90,8 +60,8 @@ func setBlocking(f *os.File) error {
 
 // readSmallRegular reads a small file (namespace.txt) whole, as os.ReadFile would, but refuses one that is not a
 // regular file instead of blocking on it, and one over maxBytes.
-func readSmallRegular(path string, maxBytes int64) ([]byte, error) {
-	f, info, err := openRegular(path)
+func readSmallRegular(fsys FS, path string, maxBytes int64) ([]byte, error) {
+	f, info, err := fsys.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,11 +18,11 @@ const namespaceFile, namespaceFileMaxBytes = "namespace.txt", 64 << 10
 // writeNamespaceFile creates the namespace's directory and (re)writes its description, atomically. It is also
 // Open's proof that the directory is writable.
 func (s *Store) writeNamespaceFile() error {
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	if err := s.fs.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
 	path := filepath.Join(s.dir, namespaceFile)
-	if b, err := readSmallRegular(path, namespaceFileMaxBytes); err == nil && string(b) == s.ns.String()+"\n" {
+	if b, err := readSmallRegular(s.fs, path, namespaceFileMaxBytes); err == nil && string(b) == s.ns.String()+"\n" {
 		return nil
 	}
 	err := s.publish(path, []byte(s.ns.String()+"\n"), nil, false, s.now())
@@ -44,8 +43,8 @@ type fileInfo struct {
 
 // scanNamespace lists a namespace directory's blocks and temporary files. A file removed while the scan runs
 // (another job's eviction or rename) is skipped.
-func scanNamespace(dir string) (blocks, temps []fileInfo, err error) {
-	fans, err := os.ReadDir(dir)
+func scanNamespace(fsys FS, dir string) (blocks, temps []fileInfo, err error) {
+	fans, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -53,7 +52,7 @@ func scanNamespace(dir string) (blocks, temps []fileInfo, err error) {
 		if !fan.IsDir() || len(fan.Name()) != 2 {
 			continue
 		}
-		entries, err := os.ReadDir(filepath.Join(dir, fan.Name()))
+		entries, err := fsys.ReadDir(filepath.Join(dir, fan.Name()))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, err
 		}
@@ -88,13 +87,13 @@ func parseBlockName(name string) (uint64, bool) {
 // seed removes stale temporary files (a writer that died before its rename) and orders the blocks by mtime,
 // ties by key, so that this job's LRU continues the last one's.
 func (s *Store) seed() error {
-	blocks, temps, err := scanNamespace(s.dir)
+	blocks, temps, err := scanNamespace(s.fs, s.dir)
 	if err != nil {
 		return fmt.Errorf("l3: scan %s: %w", s.dir, err)
 	}
 	cutoff := s.now().Add(-staleTempAge)
 	for _, t := range temps {
-		if t.modTime.Before(cutoff) && os.Remove(t.path) == nil {
+		if t.modTime.Before(cutoff) && s.fs.Remove(t.path) == nil {
 			s.counters.StaleTempsRemoved++
 		}
 	}

@@ -27,17 +27,10 @@ type Store struct {
 	lru      *lruIndex
 	counters Counters
 
+	fs FS // the filesystem the blocks are on
 	// Seams for the tests: the clock, and how a temporary file is created (to make a full filesystem).
 	now        func() time.Time
-	createTemp func(dir, pattern string) (tempFile, error)
-}
-
-// tempFile is what Write needs of an *os.File.
-type tempFile interface {
-	io.Writer
-	Sync() error
-	Close() error
-	Name() string
+	createTemp func(dir, pattern string) (TempFile, error)
 }
 
 // Counters are this Store's events since Open.
@@ -58,18 +51,26 @@ const Unbounded = int64(math.MaxInt64)
 // order from the blocks' modification times; blocks beyond capacityBytes are evicted, oldest first. A Store of
 // Unbounded capacity does none of the three.
 func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
+	return OpenFS(OSFS{}, dir, ns, capacityBytes)
+}
+
+// OpenFS is Open on the filesystem fsys (a simulated one, in the simulator).
+func OpenFS(fsys FS, dir string, ns Namespace, capacityBytes int64) (*Store, error) {
 	if err := ns.Validate(); err != nil {
 		return nil, err
 	}
 	if capacityBytes < 1 {
 		return nil, &errscope.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d bytes: the L3 needs a budget of 1 byte or more", capacityBytes)}
 	}
-	if err := CheckDir(dir); err != nil {
+	if err := checkDir(fsys, dir); err != nil {
 		return nil, err
 	}
 	fp := ns.Fingerprint()
 	s := &Store{root: dir, dir: filepath.Join(dir, fmt.Sprintf("%016x", fp)), ns: ns, fingerprint: fp,
-		capacityBytes: capacityBytes, lru: newLRU(), now: time.Now, createTemp: createOSTemp}
+		capacityBytes: capacityBytes, lru: newLRU(), fs: fsys, now: time.Now, createTemp: fsys.CreateTemp}
+	if c, ok := fsys.(interface{ Now() time.Time }); ok {
+		s.now = c.Now // a simulated filesystem keeps its own clock: a replay's mtimes are the same
+	}
 	if err := s.writeNamespaceFile(); err != nil {
 		return nil, &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not writable: %v", dir, err)}
 	}
@@ -87,11 +88,13 @@ func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
 
 // CheckDir refuses an L3 directory that is not there: creating it would hide a mistyped path or an unmounted
 // filesystem, and the blocks would silently go to the wrong disk.
-func CheckDir(dir string) error {
+func CheckDir(dir string) error { return checkDir(OSFS{}, dir) }
+
+func checkDir(fsys FS, dir string) error {
 	if dir == "" {
 		return &errscope.ConfigError{Flag: "l3-dir", Reason: "no directory given"}
 	}
-	info, err := os.Stat(dir)
+	info, err := fsys.Stat(dir)
 	if err != nil {
 		return &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s: %v", dir, err)}
 	}
@@ -119,7 +122,7 @@ func CheckWritable(dir string) error {
 // Adopt records a block that another rank of this job wrote, as its file now shows it, so that this Store's
 // budget counts it; blocks beyond the budget are then evicted. A block that is not there is forgotten.
 func (s *Store) Adopt(key uint64) {
-	info, err := os.Stat(s.blockPath(key))
+	info, err := s.fs.Stat(s.blockPath(key))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil || !info.Mode().IsRegular() {
@@ -129,8 +132,6 @@ func (s *Store) Adopt(key uint64) {
 	s.lru.place(key, info.Size(), info.ModTime())
 	s.evictOverBudget()
 }
-
-func createOSTemp(dir, pattern string) (tempFile, error) { return os.CreateTemp(dir, pattern) }
 
 // Namespace and Fingerprint are what the Store was opened with.
 func (s *Store) Namespace() Namespace { return s.ns }
@@ -162,7 +163,7 @@ func (s *Store) blockPath(key uint64) string {
 // wrote joins this Store's LRU view. A true answer promises nothing: the block may be evicted before Read,
 // which then misses.
 func (s *Store) Exists(key uint64) bool {
-	info, err := os.Stat(s.blockPath(key))
+	info, err := s.fs.Stat(s.blockPath(key))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil || !info.Mode().IsRegular() { // a FIFO, a directory, a socket, a device: Read calls it corrupt
@@ -182,7 +183,7 @@ func (s *Store) Exists(key uint64) bool {
 // corrupt block, found without blocking and never read: a FIFO's reader would wait for a writer forever.
 func (s *Store) Read(key uint64, into []byte) (tokenCount int, err error) {
 	path := s.blockPath(key)
-	f, opened, err := openRegular(path)
+	f, opened, err := s.fs.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		s.miss(key)
 		return 0, &MissError{Key: key}
@@ -210,7 +211,7 @@ func (s *Store) Read(key uint64, into []byte) (tokenCount int, err error) {
 }
 
 // readVerified reads and checks the header, the payload into into, the end of the file and the checksum.
-func (s *Store) readVerified(f *os.File, path string, key uint64, into []byte) (header, error) {
+func (s *Store) readVerified(f ReadFile, path string, key uint64, into []byte) (header, error) {
 	corrupt := func(reason string) (header, error) {
 		return header{}, &CorruptError{Path: path, Key: key, Reason: reason}
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 )
@@ -45,7 +44,7 @@ func (s *Store) publish(path string, head, body []byte, fsync bool, now time.Tim
 		// The first write into a fan-out directory makes it (and the namespace's, after an `l3 clear`). Looking
 		// for it before every write cost a path walk each (one stat, about 2 us on ext4 here) for a directory that
 		// is nearly always there.
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 			return &WriteError{Path: path, Op: "mkdir", Err: err}
 		}
 		f, err = s.createTemp(dir, pattern)
@@ -56,7 +55,7 @@ func (s *Store) publish(path string, head, body []byte, fsync bool, now time.Tim
 	tmp := f.Name()
 	fail := func(op string, err error) error {
 		f.Close()
-		os.Remove(tmp)
+		s.fs.Remove(tmp)
 		return &WriteError{Path: path, Op: op, Err: err}
 	}
 	if _, err := f.Write(head); err != nil {
@@ -71,32 +70,24 @@ func (s *Store) publish(path string, head, body []byte, fsync bool, now time.Tim
 		}
 	}
 	if err := f.Close(); err != nil { // NFS reports a failed write back at close
-		os.Remove(tmp)
+		s.fs.Remove(tmp)
 		return &WriteError{Path: path, Op: "close", Err: err}
 	}
 	for _, step := range []struct {
 		op string
 		do func() error
-	}{{"chtimes", func() error { return os.Chtimes(tmp, now, now) }}, {"rename", func() error { return os.Rename(tmp, path) }}} {
+	}{{"chtimes", func() error { return s.fs.Chtimes(tmp, now, now) }}, {"rename", func() error { return s.fs.Rename(tmp, path) }}} {
 		if err := step.do(); err != nil {
-			os.Remove(tmp)
+			s.fs.Remove(tmp)
 			return &WriteError{Path: path, Op: step.op, Err: err}
 		}
 	}
 	if fsync {
-		if err := syncDir(dir); err != nil { // the block is published, but a crash could still lose the rename
+		if err := s.fs.SyncDir(dir); err != nil { // the block is published, but a crash could still lose the rename
 			return &WriteError{Path: path, Op: "fsync directory", Err: err}
 		}
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }
 
 func (s *Store) miss(key uint64) {
@@ -111,7 +102,7 @@ func (s *Store) miss(key uint64) {
 // read-only mount) leaves the order to this process alone: the hit was still a hit.
 func (s *Store) refresh(key uint64, path string, fileBytes int64) {
 	now := s.now()
-	err := os.Chtimes(path, now, now)
+	err := s.fs.Chtimes(path, now, now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counters.Hits++
@@ -125,9 +116,9 @@ func (s *Store) refresh(key uint64, path string, fileBytes int64) {
 // removeCorrupt removes a corrupt block, unless another writer has replaced the file since it was opened (opened
 // is what it was then): that one is a new, whole block.
 func (s *Store) removeCorrupt(opened fs.FileInfo, path string, key uint64) {
-	now, errNow := os.Stat(path)
-	if errNow == nil && os.SameFile(opened, now) {
-		os.Remove(path)
+	now, errNow := s.fs.Stat(path)
+	if errNow == nil && s.fs.SameFile(opened, now) {
+		s.fs.Remove(path)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -142,14 +133,14 @@ func (s *Store) evictOverBudget() {
 	for looks := 2 * len(s.lru.byKey); s.lru.totalBytes > s.capacityBytes && looks >= 0; looks-- {
 		e := s.lru.oldest()
 		path := s.blockPath(e.key)
-		info, err := os.Stat(path)
+		info, err := s.fs.Stat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			s.lru.remove(e.key)
 		case err == nil && info.ModTime().After(e.lastUse):
 			s.lru.place(e.key, info.Size(), info.ModTime())
 		default:
-			if err := os.Remove(path); err == nil || errors.Is(err, fs.ErrNotExist) {
+			if err := s.fs.Remove(path); err == nil || errors.Is(err, fs.ErrNotExist) {
 				s.counters.Evictions++
 			}
 			s.lru.remove(e.key)
@@ -160,5 +151,5 @@ func (s *Store) evictOverBudget() {
 // FailWritesForTest makes every later Write fail at its first step with err, as a full filesystem would, for the
 // tests of the callers' error paths. Call it before the Store is shared.
 func (s *Store) FailWritesForTest(err error) {
-	s.createTemp = func(string, string) (tempFile, error) { return nil, err }
+	s.createTemp = func(string, string) (TempFile, error) { return nil, err }
 }

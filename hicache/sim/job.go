@@ -14,8 +14,8 @@ import (
 // job is one simulated job: its CP groups, the directory they share, and the scheduler's clock.
 type job struct {
 	cfg       JobConfig
-	r         *rng // scheduling and timing
-	fs        *simFS
+	r         *rng   // scheduling and timing
+	l3        *simL3 // nil without an L3
 	groups    []*group
 	now       uint64 // scheduler ticks
 	violation *Violation
@@ -88,7 +88,7 @@ func (j *job) delay() uint64 {
 func newJob(cfg JobConfig) (*job, error) {
 	j := &job{cfg: cfg, r: newRNG(cfg.Seed ^ 0x736368)}
 	if cfg.L3.Enabled {
-		j.fs = newSimFS(newRNG(cfg.Seed^0x6673), cfg.L3Faults)
+		j.l3 = newSimL3(newRNG(cfg.Seed^0x6673), cfg.L3Faults, &j.cfg)
 	}
 	for gi := range cfg.DP {
 		g := &group{j: j, index: gi, mem: cache.NewMemory(cfg.Geometry, cfg.DevicePages, cfg.Seed|1),
@@ -97,6 +97,9 @@ func newJob(cfg JobConfig) (*job, error) {
 		g.all = g.events
 		for cp := range cfg.CP {
 			r := &rank{g: g, cp: cp}
+			if j.l3 != nil {
+				r.store = j.l3.store(cp)
+			}
 			ccfg := cfg.coreConfig(gi, cp)
 			if cp == 0 {
 				ccfg.Served = func(o cache.Outcome) { r.outcomes = append(r.outcomes, o) }
@@ -109,6 +112,9 @@ func newJob(cfg JobConfig) (*job, error) {
 			g.ranks = append(g.ranks, r)
 		}
 		j.groups = append(j.groups, g)
+	}
+	if j.l3 != nil {
+		j.l3.arm()
 	}
 	return j, nil
 }
@@ -246,7 +252,7 @@ func (j *job) complete(p *pending) {
 // writeBlock is a writer rank's block write: gather every rank's parts, check them against the block's content
 // (the real writer's check), and publish.
 func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
-	if j.fs.exists(-1, w.Key) {
+	if r.store.Exists(w.Key) {
 		return nil
 	}
 	if !r.g.mem.SlotsMatch(w.Pages, w.Tokens, w.StartPos, j.cfg.CP) {
@@ -254,7 +260,11 @@ func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
 			w.Seq, w.Key, w.StartPos, w.StartPos+len(w.Tokens)-1))
 		return cache.ErrBlockMismatch
 	}
-	return j.fs.write(w.Key, r.g.mem.Gather(w.Pages), j.cfg.CP)
+	if err := r.store.Write(w.Key, len(w.Tokens), r.g.mem.Gather(w.Pages), false); err != nil {
+		return err
+	}
+	j.l3.published(r.store, w.Key, j.cfg.CP)
+	return nil
 }
 
 // readBlock is a reader rank's block read: past its deadline a failed read, else the directory's answer,
@@ -263,12 +273,9 @@ func (j *job) readBlock(r *rank, w *cache.BlockRead, p *pending) error {
 	if p.hung || (p.deadline > 0 && p.deadline <= j.now && p.readyAt > j.now) {
 		return errors.New("the L3 read did not finish by its deadline (sim)")
 	}
-	data, _, err := j.fs.read(w.Key)
+	data, err := r.store.ReadBlock(w.Key, len(w.Pages), &r.readBuf)
 	if err != nil {
 		return err
-	}
-	if want := len(r.g.mem.Gather(w.Pages)); len(data) != want {
-		return errSimMiss // a block of another size under the key
 	}
 	r.g.mem.Scatter(w.Pages, data)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
@@ -29,6 +30,9 @@ type rank struct {
 	steps      int64
 	err        error
 	panicked   any
+
+	store   *l3.Store // this rank's L3 store, on its view of the job's directory; nil without an L3
+	readBuf []byte
 
 	failNext, stickNext bool // armed faults: this rank's next copy fails, or never completes
 	faultFired          bool
@@ -140,7 +144,7 @@ func (r *rank) Start(w cache.Work) {
 		q = queueReads
 		p.writes = true
 		p.parts = r.g.partsOf(w.Pages, -1)
-		p.hung = j.fs.r.chance(j.fs.f.HungReadPerMille)
+		p.hung = j.l3.r.chance(j.l3.f.HungReadPerMille)
 		if j.cfg.L3.PrefetchPolicy != cache.PrefetchWaitComplete {
 			p.deadline = j.now + uint64(4*j.cfg.LateTicks)
 		}
@@ -176,8 +180,8 @@ func (r *rank) Poll() {
 func (r *rank) StepDone(step int64) {
 	r.steps = step
 	r.g.reportHash(r, step, r.core.StateHash())
-	if r.g.index == 0 && r.cp == 0 && r.g.j.fs != nil {
-		r.g.j.fs.otherJob()
+	if r.g.index == 0 && r.cp == 0 && r.g.j.l3 != nil {
+		r.g.j.l3.otherJob()
 	}
 }
 
@@ -208,5 +212,7 @@ func (r *rank) Audit(a *cache.Audit) bool {
 	return ok
 }
 
-func (r *rank) Exists(key uint64) bool { return r.g.j.fs.exists(r.cp, key) }
-func (r *rank) Adopt(uint64)           {}
+func (r *rank) Exists(key uint64) bool { return r.store.Exists(key) }
+func (r *rank) Adopt(key uint64)       { r.store.Adopt(key) }
+
+var _ cache.Env = (*rank)(nil)

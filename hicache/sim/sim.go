@@ -35,6 +35,9 @@ type Result struct {
 	LastJob           JobConfig
 	L3Jobs, FaultJobs int
 	ModelChecked      int // jobs whose hits were compared with the sequential model
+	// What the jobs' groups did, summed (replicated counters, from each group's CP rank 0): proof that the
+	// paths the checks watch were taken.
+	Totals cache.Counters
 }
 
 // JobSeed is the seed of the i-th job of a simulation of seed.
@@ -73,6 +76,7 @@ func Run(o Options) Result {
 
 // JobResult is one job's end.
 type JobResult struct {
+	Totals       cache.Counters // the replicated counters of the job's groups, summed
 	Config       JobConfig
 	Steps        int64
 	Outcome      Outcome
@@ -99,6 +103,11 @@ func runJob(cfg JobConfig, tamper func([]cache.Outcome)) JobResult {
 	out.Violation = j.violation
 	for _, g := range j.groups {
 		out.Steps += g.ranks[0].steps
+		c := g.ranks[0].core.Counters()
+		sum := out.Totals.CounterFields("group")
+		for i, v := range c.CounterFields("group") {
+			*sum[i] += *v
+		}
 	}
 	out.Hash = j.hash()
 	return out
@@ -122,5 +131,9 @@ func (res *Result) add(j JobResult) {
 	}
 	if j.ModelChecked {
 		res.ModelChecked++
+	}
+	sum := res.Totals.CounterFields("group")
+	for i, v := range j.Totals.CounterFields("group") {
+		*sum[i] += *v
 	}
 }
