@@ -103,8 +103,19 @@ func topoCommand() *cli.Command {
 	}
 }
 
-// jobID names the job in shared-memory segment names: Slurm's job id, else this process's id.
-func jobID() string {
+// jobIDFlag is --job-id: a leak check on a node that other jobs share (a test suite's) must know which
+// segments in /dev/shm are its own, so it names the job itself.
+func jobIDFlag(dest *string) cli.Flag {
+	return &cli.StringFlag{Name: "job-id", EnvVars: []string{"CPHICACHE_JOB_ID"}, Category: "output", Destination: dest,
+		DefaultText: "$SLURM_JOB_ID, else p and the process id",
+		Usage:       "the job's name in its shared-memory segments' names, /dev/shm/cphicache-<job-id>-g<CP group>-<random> (characters other than letters, digits, '.' and '_' become '_')"}
+}
+
+// jobID names the job in shared-memory segment names: --job-id, else Slurm's job id, else this process's id.
+func jobID(given string) string {
+	if given != "" {
+		return given
+	}
 	if id := os.Getenv("SLURM_JOB_ID"); id != "" {
 		return id
 	}

@@ -170,7 +170,7 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 		"--system-prompt-tokens", "6", "--turn-tokens", "7", "--output-tokens", "8", "--flush-every-requests", "11",
 		"--layers", "3", "--payloads", "1", "--page-tokens", "8", "--token-bytes", "64", "--device-pages", "100", "--l2-slots", "300",
 		"--slab-bytes-max", "1048576", "--layout", "page_first", "--write-policy", "write_back", "--batch-requests", "5",
-		"--placement-assert-every", "6", "--flush-every", "12", "--watchdog-timeout", "7s", "--report", report, "--quiet",
+		"--placement-assert-every", "6", "--flush-every", "12", "--watchdog-timeout", "7s", "--report", report, "--quiet", "--job-id", "job7",
 		"--trace", "t.jsonl", "--inject-divergence", "1@2", "--inject-hang", "1@3", "--inject-exit", "1@4",
 		"--inject-copy-error", "1@5", "--inject-stuck-copy", "1@6", "--inject-setup-error", "1")
 	wantSynthetic := workload.SyntheticConfig{Seed: 9, Conversations: 3, TurnsMax: 2, SystemPrompts: 5, SystemPromptTokens: 6,
@@ -180,10 +180,16 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 	if got.Synthetic != wantSynthetic || got.Seed != 9 || got.VocabSize != 1000 || got.Layers != 3 || got.PayloadsPerLayer != 1 ||
 		got.PageTokens != 8 || got.TokenBytes != 64 || got.DevicePages != 100 || got.L2Slots != 300 || got.SlabBytesMax != 1<<20 ||
 		got.Layout != pool.PageFirst || got.Policy != policy || got.BatchRequests != 5 || got.PlacementAssertEvery != 6 ||
-		got.FlushEvery != 12 || got.WatchdogTimeout != 7*time.Second || got.ReportPath != report || !got.Quiet ||
+		got.FlushEvery != 12 || got.WatchdogTimeout != 7*time.Second || got.ReportPath != report || !got.Quiet || got.JobID != "job7" ||
 		got.MetricsPath != metrics || got.MetricsInterval != 3*time.Second ||
 		got.TracePath != "t.jsonl" || got.InjectDivergence != in(2) || got.InjectHang != in(3) || got.InjectExit != in(4) ||
 		got.InjectCopyError != in(5) || got.InjectStuckCopy != in(6) || got.InjectSetupError != (hicache.Injection{Rank: 1, Set: true}) {
 		t.Errorf("every flag set: %+v", got)
+	}
+	// A test suite names its jobs in the environment, so that its leak checks know their segments.
+	t.Setenv("CPHICACHE_JOB_ID", "envjob")
+	t.Setenv("SLURM_JOB_ID", "4242")
+	if got = captureRun(t); got.JobID != "envjob" {
+		t.Errorf("CPHICACHE_JOB_ID=envjob SLURM_JOB_ID=4242: job id %q, want envjob", got.JobID)
 	}
 }

@@ -26,7 +26,7 @@ type runOptions struct {
 	global    globalOptions
 	synthetic syntheticOptions
 
-	trace, report, collective                          string
+	trace, report, collective, jobID                   string
 	traceFormat                                        string
 	traceBlockTokens, traceLimit                       int
 	batchRequests, layers, payloads, pageTokens        int
@@ -135,6 +135,7 @@ func (o *runOptions) outputFlags() []cli.Flag {
 			Usage: "write the run's report, aggregated over all ranks, as JSON to this file (world rank 0 writes it)"},
 		&cli.BoolFlag{Name: "quiet", EnvVars: []string{"CPHICACHE_QUIET"}, Category: "output", Destination: &o.quiet,
 			Usage: "no progress lines"},
+		jobIDFlag(&o.jobID),
 	}
 }
 
@@ -217,7 +218,7 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
 		Seed: o.synthetic.seed, TracePath: o.trace, TraceFormat: traceFormat, TraceBlockTokens: o.traceBlockTokens,
 		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
-		ReportPath: o.report, MetricsPath: o.metricsFile, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(), Quiet: o.quiet,
+		ReportPath: o.report, MetricsPath: o.metricsFile, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(o.jobID), Quiet: o.quiet,
 	}
 	return opts, o.injections(opts)
 }

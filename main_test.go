@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cphicache/cphicache/hicache/shm"
 )
 
 // These tests run the real binary under the real mpirun, as a user would. The Makefile passes the binary it
@@ -18,7 +20,12 @@ import (
 
 var binPath string
 
+// testJobID names every job these tests start (CPHICACHE_JOB_ID, inherited by the binary and its ranks), so that
+// checkNoSegments looks only at this suite's segments and not at those of other jobs on the same machine.
+var testJobID = fmt.Sprintf("maintest%d", os.Getpid())
+
 func TestMain(m *testing.M) {
+	os.Setenv("CPHICACHE_JOB_ID", testJobID)
 	binPath = os.Getenv("CPHICACHE_BIN")
 	tempDir := ""
 	if binPath == "" {
@@ -247,9 +254,8 @@ func TestInjectedDivergenceEndsTheJob(t *testing.T) {
 
 func checkNoSegments(t *testing.T) {
 	t.Helper()
-	matches, _ := filepath.Glob("/dev/shm/cphicache-*")
-	if len(matches) != 0 {
-		t.Errorf("shared memory left behind: %v", matches)
+	if matches, err := shm.JobSegments(testJobID); err != nil || len(matches) != 0 {
+		t.Errorf("shared memory left behind: %v %v", matches, err)
 	}
 }
 
