@@ -177,8 +177,12 @@ func TestHelpSaysZeroWatchdogTimeoutIsOff(t *testing.T) {
 // own message, printed once, and no watchdog wait.
 func TestInjectedCopyErrorEndsTheJobWithTheFailingRanksMessage(t *testing.T) {
 	start := time.Now()
-	res := runMPI(t, 8, 60*time.Second, "run", "--quiet", "--inject-copy-error", "3@5")
+	reportPath := filepath.Join(t.TempDir(), "r.json")
+	res := runMPI(t, 8, 60*time.Second, "run", "--quiet", "--inject-copy-error", "3@5", "--report", reportPath)
 	elapsed := time.Since(start)
+	if f := readFailedReport(t, reportPath, res).Failure; f.Check != "page copy error" || f.WorldRank != 3 || !strings.Contains(f.Message, "injected copy error") {
+		t.Errorf("the report's failure is %+v, want rank 3's page copy error", f)
+	}
 	lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
 	if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], "rank 3 (CP group 0, CP rank 3)") ||
 		!strings.Contains(lines[0], "page copy failed") || !strings.Contains(lines[0], "injected copy error") {

@@ -96,6 +96,14 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 		{[]string{"run", "--cp", "0"}, "", "cp"},
 		{[]string{"run", "--metrics-file", "/no/such/dir/cphicache.prom"}, "", "metrics-file"},
 		{[]string{"run", "--metrics-interval", "-1s"}, "", "metrics-interval"},
+		// Every output path is checked before the work (its directory exists and is writable), naming its flag.
+		{[]string{"run", "--report", "/no/such/dir/r.json"}, "", "report"},
+		{[]string{"validate"}, "CPHICACHE_REPORT=/no/such/dir/v.json", "report"},
+		{[]string{"run", "--report", "."}, "", "report"}, // a directory
+		{[]string{"sweep", "--l2-slots", "64", "--json", "/no/such/dir/s.json"}, "", "json"},
+		{[]string{"sweep", "--l2-slots", "64", "--plot", "/no/such/dir/s.png"}, "", "plot"},
+		{[]string{"sweep", "--l2-slots", "64", "--plot", "s.pnj"}, "", "plot"}, // no image format
+		{[]string{"gen-trace", "-o", "/no/such/dir/t.jsonl"}, "", "output"},
 		{[]string{"run"}, "CPHICACHE_METRICS_INTERVAL=10s", "metrics-interval"}, // without a file
 		{[]string{"run"}, "CPHICACHE_DP=-1", "dp"},
 		{[]string{"validate", "--token-bytes", "12"}, "", "token-bytes"},

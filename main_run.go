@@ -5,9 +5,6 @@ package main
 // with every check before MPI starts.
 
 import (
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -285,73 +282,6 @@ func validateCommand() *cli.Command {
 		false, validateMain)
 }
 
-// genTraceOptions: the synthetic workload's flags, the same definitions as run's, and where to write.
-type genTraceOptions struct {
-	synthetic   syntheticOptions
-	output      string
-	format      string
-	blockTokens int
-
-	cfg         workload.SyntheticConfig                // checked, by Before
-	writeEvents func(io.Writer, []workload.Event) error // the --format's writer, by Before
-}
-
-func genTraceCommand() *cli.Command {
-	o := &genTraceOptions{}
-	return &cli.Command{
-		Name:  "gen-trace",
-		Usage: "write the synthetic workload as a JSON Lines trace (either format --trace replays); needs no mpirun",
-		Flags: append(append(syntheticFlags(&o.synthetic), seedFlags(&o.synthetic)...),
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Destination: &o.output, Usage: "file to write; - = standard output"},
-			&cli.StringFlag{Name: "format", Value: "tokens", EnvVars: []string{"CPHICACHE_FORMAT"}, Destination: &o.format,
-				Usage: "tokens (rid, input_ids, output_len) or mooncake (block ids: each block's tokens hashed with the previous block's id, numbered in order of first appearance)"},
-			traceBlockTokensFlag(&o.blockTokens)),
-		OnUsageError: onUsageError,
-		Before:       o.before,
-		Action:       func(*cli.Context) error { return o.write() },
-	}
-}
-
-// before checks gen-trace's flags: the synthetic workload, the format and its block size.
-func (o *genTraceOptions) before(*cli.Context) (err error) {
-	if o.cfg, err = o.synthetic.config(); err != nil {
-		return err
-	}
-	o.writeEvents, err = traceWriter(o.format, o.blockTokens)
-	return err
-}
-
-func (o *genTraceOptions) write() error {
-	events, err := workload.GenerateSynthetic(o.cfg)
-	if err != nil {
-		return err
-	}
-	if o.output == "-" {
-		return o.writeEvents(os.Stdout, events)
-	}
-	f, err := os.Create(o.output)
-	if err != nil {
-		return err
-	}
-	return errors.Join(o.writeEvents(f, events), f.Close())
-}
-
-// traceWriter is gen-trace's writer for --format.
-func traceWriter(format string, blockTokens int) (func(io.Writer, []workload.Event) error, error) {
-	switch format {
-	case "tokens":
-		return workload.WriteTrace, nil
-	case "mooncake":
-		if blockTokens < 1 || blockTokens > workload.BlockTokensMax {
-			return nil, &spmd.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", blockTokens, workload.BlockTokensMax)}
-		}
-		return func(w io.Writer, events []workload.Event) error {
-			return workload.WriteMooncakeTrace(w, events, blockTokens)
-		}, nil
-	}
-	return nil, &spmd.ConfigError{Flag: "format", Reason: fmt.Sprintf("%q is not one of tokens, mooncake", format)}
-}
-
 func validateMain(job *spmd.Job, opts *hicache.Options) error {
 	opts.Quiet = true
 	v, err := hicache.Validate(job, opts)
@@ -372,9 +302,11 @@ func validateMain(job *spmd.Job, opts *hicache.Options) error {
 	return nil
 }
 
+// runMain prints and writes the report, also that of a run that failed part-way (Run returns it beside the
+// error), so that the failure is in the report a script reads; then it returns the failure.
 func runMain(job *spmd.Job, opts *hicache.Options) error {
 	report, err := hicache.Run(job, opts)
-	if err != nil {
+	if report == nil {
 		return err
 	}
 	if job.Topo.WorldRank == 0 {
@@ -389,6 +321,9 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 				return err
 			}
 		}
+	}
+	if err != nil {
+		return err
 	}
 	if report.Failed() {
 		return &hicache.RunFailed{Divergences: report.Placement.Divergences, Mismatches: report.Verify.Mismatches,

@@ -6,6 +6,7 @@ package main
 // nothing), and --l2-bytes or --l2-slots take a list.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/sweep"
 )
@@ -52,6 +54,9 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 		return err
 	}
 	if o.sizes, err = o.run.sizing.sweepSizes(c, o.opts); err != nil {
+		return err
+	}
+	if err := errors.Join(outfile.Check("json", o.json), outfile.Check("plot", o.plot), sweep.CheckPlotFormat(o.plot)); err != nil {
 		return err
 	}
 	return o.opts.Validate()

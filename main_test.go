@@ -241,7 +241,8 @@ func TestRunDefaultWorkloadAtEveryScale(t *testing.T) {
 }
 
 func TestInjectedDivergenceEndsTheJob(t *testing.T) {
-	res := runMPI(t, 4, 120*time.Second, "run", "--quiet", "--inject-divergence", "2@5", "--placement-assert-every", "4")
+	reportPath := filepath.Join(t.TempDir(), "r.json")
+	res := runMPI(t, 4, 120*time.Second, "run", "--quiet", "--inject-divergence", "2@5", "--placement-assert-every", "4", "--report", reportPath)
 	if res.exitCode == 0 {
 		t.Fatalf("the job exited 0 despite a perturbed allocator:\n%s", res.stderr)
 	}
@@ -249,7 +250,45 @@ func TestInjectedDivergenceEndsTheJob(t *testing.T) {
 	if !strings.Contains(res.stderr, "placement divergence in CP group 0 at step 6") || !strings.Contains(res.stderr, "CP ranks [2]") {
 		t.Errorf("the message does not name the step and the divergent rank:\n%s", res.stderr)
 	}
+	// The failed run still writes its report, with the failure in it, and says FAILED in its summary.
+	report := readFailedReport(t, reportPath, res)
+	if f := report.Failure; report.Placement.Divergences == 0 || f.Check != "placement" || f.Step != 6 || !strings.Contains(f.Message, "CP ranks [2]") {
+		t.Errorf("the report of the failed run: result %q, %d divergences, failure %+v", report.Result, report.Placement.Divergences, f)
+	}
+	if !strings.Contains(res.stdout, "result: FAILED: placement at step 6") {
+		t.Errorf("the summary does not say the run FAILED at step 6:\n%s", res.stdout)
+	}
 	checkNoSegments(t)
+}
+
+// failedReport is what a failed run's report must hold: FAILED, the counters, and what ended the run.
+type failedReport struct {
+	Result    string `json:"result"`
+	Placement struct {
+		Divergences int64 `json:"divergences"`
+	} `json:"placement"`
+	Verify struct {
+		CopyErrors int64 `json:"copy_errors"`
+	} `json:"verify"`
+	Failure *struct {
+		Check     string `json:"check"`
+		Step      int64  `json:"step"`
+		WorldRank int    `json:"world_rank"`
+		Message   string `json:"message"`
+	} `json:"failure"`
+}
+
+// readFailedReport reads the report a failed run wrote, which must say FAILED and what failed.
+func readFailedReport(t *testing.T, path string, res mpirunResult) failedReport {
+	t.Helper()
+	var report failedReport
+	if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &report) != nil {
+		t.Fatalf("the failed run wrote no report: %v\n%s", err, res.stderr)
+	}
+	if report.Result != "FAILED" || report.Failure == nil {
+		t.Fatalf("the failed run's report: result %q, failure %+v; want FAILED and the failure", report.Result, report.Failure)
+	}
+	return report
 }
 
 func checkNoSegments(t *testing.T) {

@@ -2,16 +2,13 @@ package hicache
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/outfile"
 )
 
 // Prometheus metrics for node_exporter's textfile collector (--metrics-file). Two views, written by world rank 0
@@ -217,23 +214,8 @@ func (rs *runState) writeMetricsIfDue() {
 	}
 }
 
-const accessWrite = 2 // W_OK of access(2)
-
 // checkMetricsPath fails at start, before any shared memory exists, on a --metrics-file whose directory is
 // missing, not a directory or not writable, or that names a directory itself.
 func checkMetricsPath(path string) error {
-	if path == "" {
-		return nil
-	}
-	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return &spmd.ConfigError{Flag: "metrics-file", Reason: fmt.Sprintf("%s: the directory %s does not exist", path, dir)}
-	}
-	if err := syscall.Access(dir, accessWrite); err != nil {
-		return &spmd.ConfigError{Flag: "metrics-file", Reason: fmt.Sprintf("%s: the directory %s is not writable: %v", path, dir, err)}
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return &spmd.ConfigError{Flag: "metrics-file", Reason: fmt.Sprintf("%s is a directory", path)}
-	}
-	return nil
+	return outfile.Check("metrics-file", path)
 }

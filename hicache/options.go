@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -148,6 +150,13 @@ func (o *Options) Validate() error {
 	}
 	if err := o.checkMetrics(); err != nil {
 		return err
+	}
+	// World rank 0 alone writes the report, so its node's directory is the one that must be there; the others'
+	// need not be (a node-local /tmp).
+	if mpi.LauncherRank() == 0 {
+		if err := outfile.Check("report", o.ReportPath); err != nil {
+			return err
+		}
 	}
 	if o.Collective != "mpi" && o.Collective != "nccl" {
 		return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
@@ -90,6 +90,10 @@ type Report struct {
 	// L3 is the storage tier's, when the run had one (--l3-dir).
 	L3     *L3Report     `json:"l3,omitempty"`
 	Groups []GroupReport `json:"groups"`
+	// Result is the summary's last line: OK, OK but what was not covered, or FAILED (set by WriteJSON).
+	Result string `json:"result"`
+	// Failure is what ended a run that failed part-way (runfailure.go); nil when the replay ran to its end.
+	Failure *FailureReport `json:"failure,omitempty"`
 }
 
 // GroupReport is one CP group: its members' hosts and the collectives it ran, with their communicator sizes.
@@ -263,13 +267,14 @@ func (rs *runState) gatherGroups() ([]GroupReport, error) {
 	return groups, nil
 }
 
-// WriteJSON writes the report to path.
+// WriteJSON writes the report to path (--report), whole or not at all.
 func (r *Report) WriteJSON(path string) error {
+	r.Result = r.verdict()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.Write("report", path, append(b, '\n'))
 }
 
 // WriteSummary prints the human summary a new user reads first.
@@ -309,7 +314,11 @@ func (r *Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "  placement: %s\n", placement)
 	fmt.Fprintf(w, "  verify: %s; audit: %d committed objects checked whole (every rank's parts), %d wrong\n",
 		verify, r.Verify.AuditObjects, r.Verify.AuditMismatches)
-	fmt.Fprintf(w, "  result: %s\n", r.verdict())
+	result := r.verdict()
+	if f := r.Failure; f != nil {
+		result += fmt.Sprintf(": %s at step %d, reported by world rank %d (CP group %d, CP rank %d): %s", f.Check, f.Step, f.WorldRank, f.CPGroup, f.CPRank, f.Message)
+	}
+	fmt.Fprintf(w, "  result: %s\n", result)
 }
 
 // writeCapacity states each tier in tokens and bytes, and says plainly when the copies are scaled down.
@@ -361,5 +370,5 @@ func (e *RunFailed) Scope() spmd.Scope { return spmd.JobScope }
 // Failed reports whether the run saw anything wrong: a divergence, a wrong byte in a load-back or an audit, or a
 // copy that failed.
 func (r *Report) Failed() bool {
-	return r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.Verify.CopyErrors != 0
+	return r.Failure != nil || r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.Verify.CopyErrors != 0
 }

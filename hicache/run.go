@@ -36,21 +36,33 @@ type runState struct {
 }
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
-// step, and report. Every rank calls it; world rank 0 prints.
+// step, and report. Every rank calls it; world rank 0 prints. A replay that failed, agreed by every rank, still
+// returns its report, with the failure in it (runfailure.go), beside the error.
 func Run(job *spmd.Job, options *Options) (*Report, error) {
 	opts, err := options.Size(job.Topo.CPSize, job.Topo.NodeSize)
 	if err != nil {
 		return nil, err
 	}
 	rs, err := runPass(job, opts)
-	if err != nil {
+	var shared *spmd.SharedError
+	if err != nil && (rs == nil || !errors.As(err, &shared)) {
 		return nil, err
 	}
-	return rs.report()
+	report, reportErr := rs.report()
+	if err == nil {
+		return report, reportErr
+	}
+	if reportErr == nil {
+		report.Failure, reportErr = rs.describeFailure(shared)
+	}
+	if reportErr != nil { // the run's own failure is the one to tell
+		return nil, err
+	}
+	return report, err
 }
 
 // runPass replays one workload end to end and leaves its counters and collective statistics in the returned
-// state, whose shared slab is already released.
+// state, whose shared slab is already released. A failed replay returns that state too, beside the agreed error.
 func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	rs := &runState{job: job, opts: opts, start: time.Now()}
 	events, err := rs.loadWorkload()
@@ -70,7 +82,7 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
 	replayErr := rs.replay(events)
 	if err := spmd.AgreeOnFailure(job.Topo.World, replayErr); err != nil {
-		return nil, err
+		return rs, err
 	}
 	return rs, nil
 }

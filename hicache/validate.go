@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -301,11 +301,11 @@ func (v *ValidationReport) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "# %d checks, %d failed\n", len(v.Checks), v.Failed())
 }
 
-// WriteJSON writes the validation report to path.
+// WriteJSON writes the validation report to path (--report), whole or not at all.
 func (v *ValidationReport) WriteJSON(path string) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.Write("report", path, append(b, '\n'))
 }

@@ -2,14 +2,20 @@ package sweep
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 
-	"github.com/cphicache/cphicache/bench"
-	"github.com/cphicache/cphicache/hicache"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/cphicache/cphicache/bench"
+	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // The sweep's PNG, drawn as bench/plot.go draws the benchmarks: ours as lines with points, the reference (here
@@ -42,7 +48,30 @@ func (s *Result) WritePlot(path string) error {
 		return err
 	}
 	p.Legend.Top, p.Legend.Left = false, false
-	return p.Save(sweepPlotWidth, sweepPlotHeight, path)
+	// The image goes through outfile, whole or not at all, in the format its extension names (as plot.Save).
+	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	image, err := p.WriterTo(sweepPlotWidth, sweepPlotHeight, format)
+	if err != nil {
+		return fmt.Errorf("--plot %s: %w", path, err)
+	}
+	return outfile.WriteFrom("plot", path, func(w io.Writer) error {
+		_, err := image.WriteTo(w)
+		return err
+	})
+}
+
+// plotFormats are the image formats gonum/plot writes, by file extension.
+var plotFormats = []string{"eps", "jpg", "jpeg", "pdf", "png", "svg", "tex", "tif", "tiff"}
+
+// CheckPlotFormat fails, before the sweep runs, on a --plot whose extension names no format WritePlot can write.
+func CheckPlotFormat(path string) error {
+	if path == "" {
+		return nil
+	}
+	if format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), ".")); !slices.Contains(plotFormats, format) {
+		return &spmd.ConfigError{Flag: "plot", Reason: fmt.Sprintf("%s: the extension %q names no image format; use one of .%s", path, format, strings.Join(plotFormats, ", ."))}
+	}
+	return nil
 }
 
 func (s *Result) title() string {

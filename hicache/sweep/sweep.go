@@ -10,9 +10,9 @@ package sweep
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -107,5 +107,5 @@ func (s *Result) WriteJSON(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.Write("json", path, append(b, '\n'))
 }
