@@ -167,3 +167,26 @@ func TestModelSetsTheOptions(t *testing.T) {
 		t.Errorf("sized at cp 8: %+v %v", sized, err)
 	}
 }
+
+// TestSweepRefusesAnL1ShorterThanTheLongestRequest: a request's pages past L1 are never cached at any L2 size,
+// so the sweep refuses to start, naming the L1 given and the longest request, each in pages and tokens.
+func TestSweepRefusesAnL1ShorterThanTheLongestRequest(t *testing.T) {
+	out, err := exec.Command(binPath, "sweep", "--l2-slots", "64,128", "--device-pages", "100").CombinedOutput()
+	for _, want := range []string{"invalid --device-pages: 100 gives L1 100 pages = 1600 tokens per rank", "longest request has 3033 tokens = 189 pages of 16"} {
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("exit %v; want the refusal to say %q:\n%s", err, want, out)
+		}
+	}
+	if strings.Contains(string(out), "  L2 ") {
+		t.Errorf("the sweep ran a point before refusing:\n%s", out)
+	}
+}
+
+// TestSweepLineSaysUncachedPages: a point with pages L1 could not hold says so on its line.
+func TestSweepLineSaysUncachedPages(t *testing.T) {
+	var b strings.Builder
+	writeSweepPoint(&b, sweep.Point{L2Slots: 64, UncachedPages: 49231, UncachedPct: 92.9})
+	if want := "49231 pages (92.9%) not cached: a request needs more L1 than --device-pages gives"; !strings.Contains(b.String(), want) {
+		t.Errorf("the sweep line does not say %q:\n%s", want, b.String())
+	}
+}

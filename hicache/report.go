@@ -6,11 +6,9 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/outfile"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -296,8 +294,12 @@ func (r *Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%)%s, computed %d (%.1f%%); ideal hit %d (%.1f%%, an unbounded cache)\n",
 		r.Hits.L1Tokens, pct(r.Hits.L1Tokens, tokens), r.Hits.L2Tokens, pct(r.Hits.L2Tokens, tokens), l3Hits, r.Hits.MissTokens, pct(r.Hits.MissTokens, tokens),
 		r.Hits.IdealTokens, pct(r.Hits.IdealTokens, tokens))
-	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs\n",
-		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks)
+	uncached := ""
+	if text := r.uncachedText(); text != "" {
+		uncached = "; " + text + " (L1 too small for a request)"
+	}
+	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs%s\n",
+		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks, uncached)
 	r.L3.writeSummary(w)
 	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %d flushes\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), r.Flushes)
 	placement := fmt.Sprintf("%d digest checks, object comparisons %.2f%% of the wall time (slowest rank), %d divergences",
@@ -334,41 +336,4 @@ func (r *Report) writeCapacity(w io.Writer) {
 		fmt.Fprintf(w, "  copies SCALED DOWN: %s copied per token instead of %s; tokens and hit counts are the real sizes', bytes copied and the slab (%s) are not\n",
 			FormatBytes(c.CopiedTokenBytes), FormatBytes(c.TokenBytes), FormatBytes(c.L2SlabBytes))
 	}
-}
-
-// verdict is the summary's last word: FAILED on anything wrong (Failed), and an OK that says what it does not
-// cover when a check could not run.
-func (r *Report) verdict() string {
-	if r.Failed() {
-		return "FAILED"
-	}
-	var unchecked []string
-	if r.CP == 1 {
-		unchecked = append(unchecked, "placement not compared (cp 1)")
-	}
-	if r.Verify.PagesChecked == 0 {
-		unchecked = append(unchecked, "no data verified (0 load-backs)")
-	}
-	if len(unchecked) == 0 {
-		return "OK"
-	}
-	return "OK, but " + strings.Join(unchecked, " and ")
-}
-
-// RunFailed ends a run whose report counts anything wrong (Failed). The report is aggregated over every rank, so
-// every rank returns the same one and it is printed once.
-type RunFailed struct{ Divergences, Mismatches, AuditMismatches, CopyErrors int64 }
-
-func (e *RunFailed) Error() string {
-	return fmt.Sprintf("run failed: %d placement divergences, %d load-back mismatches, %d audited objects wrong, %d copy errors",
-		e.Divergences, e.Mismatches, e.AuditMismatches, e.CopyErrors)
-}
-
-// Scope: the report is aggregated over the whole job, so every rank fails alike.
-func (e *RunFailed) Scope() spmd.Scope { return spmd.JobScope }
-
-// Failed reports whether the run saw anything wrong: a divergence, a wrong byte in a load-back or an audit, or a
-// copy that failed.
-func (r *Report) Failed() bool {
-	return r.Failure != nil || r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.Verify.CopyErrors != 0
 }
