@@ -72,16 +72,27 @@ func slabOffsets(g pool.Geometry) ([]int64, int64) {
 // CheckFits fails, naming the flags that size the slab, when one node's slabs (one per CP group on the node)
 // cannot fit in /dev/shm. It runs before any shared state is created.
 func CheckFits(g pool.Geometry, groupsOnNode int) error {
-	_, segmentBytes := slabOffsets(g)
+	return CheckFitsAs(g, groupsOnNode, "l2-slots")
+}
+
+// CheckFitsAs is CheckFits naming sizeFlag, the flag the user sized the L2 with (--l2-slots or --l2-bytes).
+func CheckFitsAs(g pool.Geometry, groupsOnNode int, sizeFlag string) error {
+	segmentBytes := SegmentBytes(g)
 	free, err := FreeBytes()
 	if err != nil {
 		return err
 	}
 	need := segmentBytes * int64(groupsOnNode)
 	if need > free {
-		return &spmd.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --l2-slots or the page size", need>>20, groupsOnNode, segmentBytes>>20, Dir, free>>20)}
+		return &spmd.ConfigError{Flag: sizeFlag, Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --%s or the page size", need>>20, groupsOnNode, segmentBytes>>20, Dir, free>>20, sizeFlag)}
 	}
 	return nil
+}
+
+// SegmentBytes is the size of one CP group's segment: its slabs, each aligned.
+func SegmentBytes(g pool.Geometry) int64 {
+	_, segmentBytes := slabOffsets(g)
+	return segmentBytes
 }
 
 // OpenSharedSlab creates (CP-rank 0) or opens (the others) the group's segment and maps it on every rank of cp.
