@@ -35,10 +35,8 @@ func (e usageError) Error() string { return e.err.Error() + " (see --help)" }
 // Scope: every rank parses the same command line.
 func (e usageError) Scope() spmd.Scope { return spmd.JobScope }
 
-func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
-
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "cphicache",
 		Usage:   "a CP-shared physical L2 KV-cache pool for context-parallel LLM serving (run it under mpirun)",
 		Version: version,
@@ -60,6 +58,8 @@ func newApp() *cli.App {
 			manCommand(),
 		},
 	}
+	harden(app)
+	return app
 }
 
 func versionCommand() *cli.Command {
@@ -137,9 +137,27 @@ func withJob(g globalOptions, fn func(*spmd.Job) error) error {
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
 		reportError(err)
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
 }
+
+// exitStatus is the exit status of an error that ended the command before or outside a job: ExitUsage for a
+// command line that does not parse or a flag at fault, ExitFailure for anything else.
+func exitStatus(err error) int {
+	if errors.As(err, new(usageError)) {
+		return spmd.ExitUsage
+	}
+	return spmd.ExitStatus(err)
+}
+
+// exitStatusHelp lists every exit status, for --help, the README and the man page (TestExitStatusesAreListed).
+const exitStatusHelp = "EXIT STATUS:\n" +
+	"   0      success: every check passed (a result line \"OK, but ...\" says what was not covered)\n" +
+	"   1      a check failed (placement divergence, a wrong byte, a failed copy, a validate row) or a run-time error\n" +
+	"   2      usage: an unknown command or flag, a stray argument, or an invalid --flag or CPHICACHE_* value\n" +
+	"   3      the watchdog ended the job: a collective or a drain waited longer than --watchdog-timeout\n" +
+	"   4      a rank exited on purpose (--inject-exit)\n" +
+	"   128+N  ended by signal N (130: SIGINT, Ctrl-C; 143: SIGTERM, scancel)\n"
 
 // reportError prints a fatal error that ended the command before or outside a job (a bad flag, a usage error)
 // the one way every error is printed (spmd.Report): once for an error every rank shares, with the rank

@@ -177,7 +177,7 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 	got = captureRun(t, "--metrics-file", metrics, "--metrics-interval", "3s", "--seed", "9", "--vocab-size", "1000", "--conversations", "3", "--turns-max", "2", "--system-prompts", "5",
 		"--system-prompt-tokens", "6", "--turn-tokens", "7", "--output-tokens", "8", "--flush-every-requests", "11",
 		"--layers", "3", "--payloads", "1", "--page-tokens", "8", "--token-bytes", "64", "--device-pages", "100", "--l2-slots", "300",
-		"--slab-bytes-max", "1048576", "--layout", "page_first", "--write-policy", "write_back", "--batch-requests", "5",
+		"--slab-bytes-max", "1MiB", "--layout", "page_first", "--write-policy", "write_back", "--batch-requests", "5",
 		"--placement-assert-every", "6", "--flush-every", "12", "--watchdog-timeout", "7s", "--report", report, "--quiet", "--job-id", "job7",
 		"--trace", "t.jsonl", "--inject-divergence", "1@2", "--inject-hang", "1@3", "--inject-exit", "1@4",
 		"--inject-copy-error", "1@5", "--inject-stuck-copy", "1@6", "--inject-setup-error", "1")

@@ -30,8 +30,8 @@ type runOptions struct {
 	tokenBytes, devicePages                            int
 	sizing                                             sizingOptions
 	l3                                                 runL3Options
-	slabBytesMax, placementAssertEvery, flushEvery     int64
-	layout, writePolicy                                string
+	placementAssertEvery, flushEvery                   int64
+	layout, writePolicy, slabBytesMax                  string
 	watchdogTimeout                                    time.Duration
 	metricsFile                                        string
 	metricsInterval                                    time.Duration
@@ -103,8 +103,8 @@ func (o *runOptions) cacheFlags() []cli.Flag {
 	return append(o.sizing.capacityFlags(), []cli.Flag{
 		&cli.IntFlag{Name: "device-pages", Value: 512, EnvVars: []string{"CPHICACHE_DEVICE_PAGES"}, Category: "cache", Destination: &o.devicePages,
 			Usage: "L1 capacity: device KV pages per rank"},
-		&cli.Int64Flag{Name: "slab-bytes-max", Value: 64 << 20, EnvVars: []string{"CPHICACHE_SLAB_BYTES_MAX"}, Category: "cache", Destination: &o.slabBytesMax,
-			Usage: "bytes: the bound on one slab of the shared L2"},
+		&cli.StringFlag{Name: "slab-bytes-max", Value: "64MiB", EnvVars: []string{"CPHICACHE_SLAB_BYTES_MAX"}, Category: "cache", Destination: &o.slabBytesMax,
+			Usage: "the bound on one slab of the shared L2, a size (e.g. 64MiB, 1GiB, 1048576)"},
 		&cli.StringFlag{Name: "layout", Value: "layer_first", EnvVars: []string{"CPHICACHE_LAYOUT"}, Category: "cache", Destination: &o.layout,
 			Usage: "L2 layout: layer_first (a region per rank and layer, slot-major) or page_first (per slot: rank x layer x payload)"},
 		&cli.StringFlag{Name: "write-policy", Value: "write_through", EnvVars: []string{"CPHICACHE_WRITE_POLICY"}, Category: "cache", Destination: &o.writePolicy,
@@ -209,9 +209,13 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 	if err != nil {
 		return nil, &spmd.ConfigError{Flag: "trace-format", Reason: err.Error()}
 	}
+	slabBytesMax, err := hicache.ParseByteSize("slab-bytes-max", o.slabBytesMax)
+	if err != nil {
+		return nil, err
+	}
 	opts := &hicache.Options{
 		Layers: o.layers, PayloadsPerLayer: o.payloads, PageTokens: o.pageTokens, TokenBytes: o.tokenBytes,
-		DevicePages: o.devicePages, SlabBytesMax: o.slabBytesMax, Layout: layout, Policy: policy,
+		DevicePages: o.devicePages, SlabBytesMax: slabBytesMax, Layout: layout, Policy: policy,
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
 		Seed: o.synthetic.seed, TracePath: o.trace, TraceFormat: traceFormat, TraceBlockTokens: o.traceBlockTokens,
 		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,

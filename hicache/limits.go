@@ -63,7 +63,8 @@ func geometryConfigError(err error) error {
 	if !ok {
 		flag = "l2-slots"
 	}
-	return &spmd.ConfigError{Flag: flag, Reason: err.Error()}
+	// The reason starts with the value, and says it in the flag's terms; the field's Go name means nothing to a user.
+	return &spmd.ConfigError{Flag: flag, Reason: fe.Reason}
 }
 
 // nodeMemory is what a node offers the job, read once at start; tests give their own.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cphicache/cphicache/mpi"
@@ -91,6 +92,11 @@ func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (in
 		return 0, 0, &ConfigError{"dp", fmt.Sprintf("%d is negative; give the number of DP replicas, or 0 to derive it", dp)}
 	}
 	if cp == 0 && dp > 0 {
+		// Only --dp was given: the message speaks of it alone, not of a cp the user never gave.
+		if dp > worldSize || worldSize%dp != 0 {
+			return 0, 0, &ConfigError{"dp", fmt.Sprintf("%d replicas do not divide the job's %d ranks into equal CP groups; give a --dp that divides %d (%s), or launch a multiple of %d ranks",
+				dp, worldSize, worldSize, divisors(worldSize), dp)}
+		}
 		cp = worldSize / dp
 	}
 	if cp == 0 {
@@ -112,6 +118,17 @@ func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (in
 		return 0, 0, &ConfigError{"dp", fmt.Sprintf("dp %d x cp %d = %d ranks, but the job has %d", dp, cp, dp*cp, worldSize)}
 	}
 	return cp, dp, nil
+}
+
+// divisors lists n's divisors, "1, 2, 4, 8", for messages.
+func divisors(n int) string {
+	var ds []string
+	for d := 1; d <= n; d++ {
+		if n%d == 0 {
+			ds = append(ds, strconv.Itoa(d))
+		}
+	}
+	return strings.Join(ds, ", ")
 }
 
 // checkGroupInNode verifies that every member of this CP group runs on one node: the group shares one
