@@ -259,7 +259,14 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 		OnUsageError: onUsageError,
 		Before:       o.before,
 		Action: func(*cli.Context) error {
-			return withJob(o.global, func(job *spmd.Job) error { return fn(job, o.opts) })
+			return withJob(o.global, func(job *spmd.Job) error {
+				remove, err := traceFromStdin(job, o.opts, os.Stdin)
+				if err != nil {
+					return err
+				}
+				defer remove()
+				return fn(job, o.opts)
+			})
 		},
 	}
 }
@@ -311,6 +318,10 @@ func validateMain(job *spmd.Job, opts *hicache.Options) error {
 func runMain(job *spmd.Job, opts *hicache.Options) error {
 	report, err := hicache.Run(job, opts)
 	if report == nil {
+		// No final metrics file will replace a periodic one, which would say a dead job is still running.
+		if job.Topo.WorldRank == 0 && opts.MetricsPath != "" && opts.MetricsInterval > 0 {
+			os.Remove(opts.MetricsPath)
+		}
 		return err
 	}
 	if job.Topo.WorldRank == 0 {

@@ -83,6 +83,11 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	if err := sweep.CheckJob(job); err != nil {
 		return err
 	}
+	remove, err := traceFromStdin(job, o.opts, os.Stdin)
+	if err != nil {
+		return err
+	}
+	defer remove()
 	fmt.Printf("# cphicache sweep: %d sizes, cp 1 (one process), every step's copies drained\n", len(o.sizes))
 	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) { writeSweepPoint(os.Stdout, p) })
 	if err != nil {

@@ -2,8 +2,10 @@ package hicache
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -169,6 +171,19 @@ type metricsTicker struct {
 	every time.Duration
 	next  time.Time
 	now   func() time.Time
+	// writing is held by a periodic write, and taken for good by abandon: a file removed at a signal cannot be
+	// renamed back into place by a write that was under way.
+	writing sync.Mutex
+}
+
+// abandon is the job's clean-up action for the periodic file (the watchdog's and a signal's exit run it): it
+// removes the file, whose cphicache_metrics_final 0 would tell a collector that a dead job is still running,
+// and stops any later write.
+func (m *metricsTicker) abandon(path string) func() {
+	return func() {
+		m.writing.Lock() // never released: the process is ending
+		os.Remove(path)
+	}
 }
 
 func newMetricsTicker(every time.Duration, now func() time.Time) *metricsTicker {
@@ -209,6 +224,8 @@ func (rs *runState) writeMetricsIfDue() {
 	if !rs.metrics.due() {
 		return
 	}
+	rs.metrics.writing.Lock()
+	defer rs.metrics.writing.Unlock()
 	if err := rs.groupView().write(rs.opts.MetricsPath); err != nil {
 		rs.ctrl.fail(FailureMetrics, err)
 	}

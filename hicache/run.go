@@ -77,6 +77,7 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	rs.ctrl.counters.IdealHitTokens = rs.idealHitTokens
 	if job.Topo.WorldRank == 0 && opts.MetricsPath != "" && opts.MetricsInterval > 0 {
 		rs.metrics = newMetricsTicker(opts.MetricsInterval, time.Now)
+		defer job.Cleanup.Add(rs.metrics.abandon(opts.MetricsPath))()
 	}
 	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
 	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
