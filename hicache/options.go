@@ -60,6 +60,8 @@ type Options struct {
 	Synthetic                                        workload.SyntheticConfig
 	ReportPath                                       string
 	MetricsPath                                      string        // --metrics-file: Prometheus text format, world rank 0 writes it
+	// ValidateProgress, when set, is told as Validate starts each pass (the caller prints it on one rank).
+	ValidateProgress func(pass, passes int, what string)
 	MetricsInterval                                  time.Duration // between periodic metrics writes; 0 = only at the end
 	Collective                                       string
 	WatchdogTimeout                                  time.Duration
