@@ -59,20 +59,20 @@ type Options struct {
 	VocabSize                                        int
 	Synthetic                                        workload.SyntheticConfig
 	ReportPath                                       string
-	MetricsPath                                      string        // --metrics-file: Prometheus text format, world rank 0 writes it
+	MetricsPath                                      string // --metrics-file: Prometheus text format, world rank 0 writes it
 	// ValidateProgress, when set, is told as Validate starts each pass (the caller prints it on one rank).
 	ValidateProgress func(pass, passes int, what string)
-	MetricsInterval                                  time.Duration // between periodic metrics writes; 0 = only at the end
-	Collective                                       string
-	WatchdogTimeout                                  time.Duration
-	InjectDivergence                                 Injection
-	InjectHang                                       Injection
-	InjectExit                                       Injection
-	InjectCopyError                                  Injection
-	InjectStuckCopy                                  Injection
-	InjectSetupError                                 Injection // a world rank whose copy-engine set-up fails
-	JobID                                            string
-	Quiet                                            bool
+	MetricsInterval  time.Duration // between periodic metrics writes; 0 = only at the end
+	Collective       string
+	WatchdogTimeout  time.Duration
+	InjectDivergence Injection
+	InjectHang       Injection
+	InjectExit       Injection
+	InjectCopyError  Injection
+	InjectStuckCopy  Injection
+	InjectSetupError Injection // a world rank whose copy-engine set-up fails
+	JobID            string
+	Quiet            bool
 
 	// Sizing (capacity.go, models.go), turned into the fields above by Size once the CP size is known.
 	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'
