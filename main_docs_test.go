@@ -104,3 +104,42 @@ func TestEnumValuesAreAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryFlagHasAnEnvironmentVariableNamedForIt: every flag (as STYLE.md and the man page say) has a
+// CPHICACHE_ variable ending in the flag's name in capitals, without a word twice (CPHICACHE_BENCH_L3_L3_DIR), and
+// an output flag a command shares by name only (--json, --format) is prefixed with its command.
+func TestEveryFlagHasAnEnvironmentVariableNamedForIt(t *testing.T) {
+	var walk func(path string, cmds []*cli.Command)
+	walk = func(path string, cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			name := strings.TrimSpace(path + " " + cmd.Name)
+			for _, f := range cmd.Flags {
+				doc, ok := f.(cli.DocGenerationFlag)
+				flag := f.Names()[0]
+				if !ok || flag == "help" {
+					continue
+				}
+				envs := doc.GetEnvVars()
+				want := strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+				if len(envs) == 0 {
+					t.Errorf("%s --%s has no environment variable", name, flag)
+					continue
+				}
+				words := strings.Split(envs[0], "_")
+				for i := 1; i < len(words); i++ {
+					if words[i] == words[i-1] {
+						t.Errorf("%s --%s: %s repeats %s", name, flag, envs[0], words[i])
+					}
+				}
+				if !strings.HasPrefix(envs[0], "CPHICACHE_") || !strings.HasSuffix(envs[0], want) && !strings.HasSuffix(want, strings.TrimPrefix(envs[0], "CPHICACHE_BENCH_L3_")) {
+					t.Errorf("%s --%s: %s is not CPHICACHE_..._%s", name, flag, envs[0], want)
+				}
+				if (flag == "json" || flag == "plot" || flag == "format" || flag == "output") && envs[0] == "CPHICACHE_"+want {
+					t.Errorf("%s --%s: %s does not say which command's", name, flag, envs[0])
+				}
+			}
+			walk(name, cmd.Subcommands)
+		}
+	}
+	walk("", newApp().Commands)
+}

@@ -36,9 +36,9 @@ func (o *sweepOptions) flags() []cli.Flag {
 	flags = append(flags, r.cacheFlags()...)
 	flags = append(flags, r.checkFlags()...)
 	return append(flags,
-		&cli.StringFlag{Name: "json", EnvVars: []string{"CPHICACHE_JSON"}, Category: "output", Destination: &o.json,
+		&cli.StringFlag{Name: "json", EnvVars: []string{"CPHICACHE_SWEEP_JSON"}, Category: "output", Destination: &o.json,
 			Usage: "write the sweep (its configuration and one point per size: capacity in slots, tokens and bytes; hits; rates) as JSON to this file"},
-		&cli.StringFlag{Name: "plot", EnvVars: []string{"CPHICACHE_PLOT"}, Category: "output", Destination: &o.plot,
+		&cli.StringFlag{Name: "plot", EnvVars: []string{"CPHICACHE_SWEEP_PLOT"}, Category: "output", Destination: &o.plot,
 			Usage: "draw the hit rate (L1 + L2) against the L2 capacity, with the ideal rate, into this PNG file"})
 }
 

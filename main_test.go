@@ -131,7 +131,7 @@ func TestBadLayoutFailsNamingTheFlag(t *testing.T) {
 
 func TestSingleRankWithoutMpirun(t *testing.T) {
 	out, err := exec.Command(binPath, "topo").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "1 ranks, cp 1, dp 1") {
+	if err != nil || !strings.Contains(string(out), "1 rank, cp 1, dp 1") {
 		t.Fatalf("cphicache topo without mpirun: %v\n%s", err, out)
 	}
 	out, err = exec.Command(binPath, "version").CombinedOutput()

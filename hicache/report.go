@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -284,7 +285,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		return 100 * float64(part) / float64(whole)
 	}
 	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens + r.Hits.MissTokens
-	fmt.Fprintf(w, "# cphicache run: %d ranks, cp %d, dp %d, layout %s, %s, step consensus over %s\n", r.Ranks, r.CP, r.DP, r.Layout, r.Policy, r.Transport)
+	fmt.Fprintf(w, "# cphicache run: %s, cp %d, dp %d, layout %s, %s, step consensus over %s\n", spmd.Plural(r.Ranks, "rank"), r.CP, r.DP, r.Layout, r.Policy, r.Transport)
 	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
 	r.writeCapacity(w)
 	l3Hits := ""

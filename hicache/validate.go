@@ -306,7 +306,7 @@ func checkData(passes ...*runState) (Check, error) {
 
 // WriteTable prints the validation matrix like nccl-tests: a '#' header, fixed-width rows, a closing count.
 func (v *ValidationReport) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "# cphicache validate: %d ranks, cp %d, dp %d\n", v.Ranks, v.CP, v.DP)
+	fmt.Fprintf(w, "# cphicache validate: %s, cp %d, dp %d\n", spmd.Plural(v.Ranks, "rank"), v.CP, v.DP)
 	fmt.Fprintf(w, "# %-22s %6s %8s %7s %7s  %s\n", "check", "ranks", "steps", "result", "#wrong", "detail")
 	for _, c := range v.Checks {
 		fmt.Fprintf(w, "  %-22s %6d %8d %7s %7d  %s\n", c.Name, c.Ranks, c.Steps, c.Result, c.Wrong, c.Detail)

@@ -120,6 +120,14 @@ func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (in
 	return cp, dp, nil
 }
 
+// Plural is "1 rank", "8 ranks": a count with its noun, for the summaries' first lines.
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
 // divisors lists n's divisors, "1, 2, 4, 8", for messages.
 func divisors(n int) string {
 	var ds []string
@@ -219,7 +227,7 @@ func WriteTable(w io.Writer, rows []RankInfo, cp, dp int) {
 	for _, r := range rows {
 		nodes[r.Host] = true
 	}
-	fmt.Fprintf(w, "# cphicache topology: %d ranks, cp %d, dp %d, %d node(s)\n", len(rows), cp, dp, len(nodes))
+	fmt.Fprintf(w, "# cphicache topology: %s, cp %d, dp %d, %s\n", Plural(len(rows), "rank"), cp, dp, Plural(len(nodes), "node"))
 	// The GPU column appears in the GPU build only, where every rank fills it.
 	gpus := slices.ContainsFunc(rows, func(r RankInfo) bool { return r.GPU != "" })
 	gpuHeader := ""

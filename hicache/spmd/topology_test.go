@@ -121,3 +121,10 @@ func TestTopologyGatherMapsEveryRank(t *testing.T) {
 		t.Errorf("table has %d lines, want a 2-line header and %d rows:\n%s", lines, len(rows), b.String())
 	}
 }
+
+// TestPluralSaysOneRank: summaries say "1 rank" and "8 ranks", never "1 ranks".
+func TestPluralSaysOneRank(t *testing.T) {
+	if got := Plural(1, "rank") + ", " + Plural(8, "rank") + ", " + Plural(0, "namespace"); got != "1 rank, 8 ranks, 0 namespaces" {
+		t.Errorf("got %q", got)
+	}
+}
