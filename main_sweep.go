@@ -89,6 +89,10 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	}
 	defer remove()
 	fmt.Printf("# cphicache sweep: %d sizes, cp 1 (one process), every step's copies drained\n", len(o.sizes))
+	if o.opts.Model == "" {
+		// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds N times as many.
+		fmt.Println("# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes")
+	}
 	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) { writeSweepPoint(os.Stdout, p) })
 	if err != nil {
 		return err

@@ -87,6 +87,9 @@ func TestSweepWritesJSONAndPNG(t *testing.T) {
 	if n := strings.Count(out, "  L2 "); n != 3 {
 		t.Errorf("%d point lines, want 3:\n%s", n, out)
 	}
+	if !strings.Contains(out, "# bytes are at cp 1 (--token-bytes is per rank") {
+		t.Errorf("without --model the sweep does not say its bytes are at cp 1:\n%s", out)
+	}
 	var sweep sweep.Result
 	readJSON(t, sweepJSON, &sweep)
 	if len(sweep.Points) != 3 || sweep.PageTokens != 16 {
@@ -106,7 +109,16 @@ func TestSweepWritesJSONAndPNG(t *testing.T) {
 	defer f.Close()
 	img, err := png.Decode(f)
 	if err != nil || img.Bounds().Dx() < 400 {
-		t.Errorf("%s: %v (size %v)", plot, err, img)
+		t.Fatalf("%s: %v (size %v)", plot, err, img)
+	}
+	// Nothing is drawn in the image's last columns: the legend (and its line samples) fit inside.
+	b := img.Bounds()
+	for x := b.Max.X - 3; x < b.Max.X; x++ {
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			if r, g, bl, _ := img.At(x, y).RGBA(); r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+				t.Fatalf("%s: pixel (%d, %d) at the right edge is drawn: the legend is clipped", plot, x, y)
+			}
+		}
 	}
 }
 

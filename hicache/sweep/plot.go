@@ -32,7 +32,11 @@ func (s *Result) WritePlot(path string) error {
 	}
 	p := plot.New()
 	p.Title.Text = s.title()
-	p.X.Label.Text = "L2 capacity per node (bytes at " + hicache.FormatBytes(s.TokenBytes) + " per token; tokens), log scale"
+	perToken := hicache.FormatBytes(s.TokenBytes) + " per token"
+	if s.Model == "" {
+		perToken += " at cp 1" // --token-bytes is per rank (main_sweep.go says so)
+	}
+	p.X.Label.Text = "L2 capacity per node (bytes at " + perToken + "; tokens), log scale"
 	p.Y.Label.Text = "prompt token hit rate, L1 + L2 (%)"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sweepTicks(s.Points)
@@ -48,6 +52,8 @@ func (s *Result) WritePlot(path string) error {
 		return err
 	}
 	p.Legend.Top, p.Legend.Left = false, false
+	// The legend's line samples are drawn right of its text: moved in by their width, they stay in the image.
+	p.Legend.XOffs = -p.Legend.ThumbnailWidth - vg.Points(8)
 	// The image goes through outfile, whole or not at all, in the format its extension names (as plot.Save).
 	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
 	image, err := p.WriterTo(sweepPlotWidth, sweepPlotHeight, format)
