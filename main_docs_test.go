@@ -134,6 +134,10 @@ func TestEveryFlagHasAnEnvironmentVariableNamedForIt(t *testing.T) {
 				if !strings.HasPrefix(envs[0], "CPHICACHE_") || !strings.HasSuffix(envs[0], want) && !strings.HasSuffix(want, strings.TrimPrefix(envs[0], "CPHICACHE_BENCH_L3_")) {
 					t.Errorf("%s --%s: %s is not CPHICACHE_..._%s", name, flag, envs[0], want)
 				}
+				// The Slurm scripts' settings are CPHICACHE_SBATCH_*: no flag may read one (slurm/cp8.sbatch).
+				if strings.HasPrefix(envs[0], "CPHICACHE_SBATCH_") {
+					t.Errorf("%s --%s: %s is the Slurm scripts' namespace", name, flag, envs[0])
+				}
 				if (flag == "json" || flag == "plot" || flag == "format" || flag == "output") && envs[0] == "CPHICACHE_"+want {
 					t.Errorf("%s --%s: %s does not say which command's", name, flag, envs[0])
 				}
