@@ -324,8 +324,11 @@ func (r *Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "  verify: %s; audit: %d committed objects checked whole (every rank's parts), %d wrong\n",
 		verify, r.Verify.AuditObjects, r.Verify.AuditMismatches)
 	result := r.verdict()
-	if f := r.Failure; f != nil {
+	switch f := r.Failure; {
+	case f != nil && f.Step >= 0:
 		result += fmt.Sprintf(": %s at step %d, reported by world rank %d (CP group %d, CP rank %d): %s", f.Check, f.Step, f.WorldRank, f.CPGroup, f.CPRank, f.Message)
+	case f != nil:
+		result += fmt.Sprintf(": %s; %s", f.Check, f.Message)
 	}
 	fmt.Fprintf(w, "  result: %s\n", result)
 }

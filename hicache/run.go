@@ -50,6 +50,9 @@ func Run(job *spmd.Job, options *Options) (*Report, error) {
 	}
 	report, reportErr := rs.report()
 	if err == nil {
+		if reportErr == nil && report.Failed() { // the same verdict on every rank: the report is aggregated
+			report.Failure, reportErr = rs.describeCounted(report)
+		}
 		return report, reportErr
 	}
 	if reportErr == nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
@@ -89,4 +91,44 @@ func encodeFailure(f *FailureReport) []byte {
 		}
 		f.Message = f.Message[:len(f.Message)-(len(b)-len(buf))-1]
 	}
+}
+
+// describeCounted is a World collective after a replay that ran to its end with wrong results counted (a
+// load-back or an audit with a wrong byte, a copy that failed, a divergence recorded): it names the checks and
+// the world ranks that counted them, for the report. Counts are kept per rank without their step, so Step is -1.
+func (rs *runState) describeCounted(r *Report) (*FailureReport, error) {
+	t := rs.job.Topo
+	c := &rs.ctrl.counters
+	mine := int64(0)
+	for bit, n := range []int64{c.Mismatches, c.AuditMismatches, c.CopyErrs, c.Divergences} {
+		if n > 0 {
+			mine |= 1 << bit
+		}
+	}
+	all := make([]int64, t.World.Size())
+	if err := t.World.AllgatherInt64([]int64{mine}, all); err != nil {
+		return nil, err
+	}
+	names := []string{"load-back mismatch", "audit mismatch", "page copy error", "placement"}
+	var checks []string
+	var ranks []int
+	for bit, name := range names {
+		var these []int
+		for rank, bits := range all {
+			if bits&(1<<bit) != 0 {
+				these = append(these, rank)
+			}
+		}
+		if len(these) > 0 {
+			checks = append(checks, fmt.Sprintf("%s (world ranks %v)", name, these))
+			ranks = append(ranks, these...)
+		}
+	}
+	f := &FailureReport{Check: strings.Join(checks, ", "), Step: -1, WorldRank: -1, CPGroup: -1, CPRank: -1,
+		Message: (&RunFailed{Divergences: r.Placement.Divergences, Mismatches: r.Verify.Mismatches,
+			AuditMismatches: r.Verify.AuditMismatches, CopyErrors: r.Verify.CopyErrors}).Error()}
+	if len(ranks) > 0 {
+		f.WorldRank = slices.Min(ranks)
+	}
+	return f, nil
 }
