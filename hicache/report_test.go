@@ -1,6 +1,8 @@
 package hicache
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -100,5 +102,15 @@ func TestIdealIsNamedForWhatItIsWithAnL3(t *testing.T) {
 	}
 	if !strings.Contains(with.String(), "; in-job ideal 70 (70.0%, an unbounded L1 + L2 since the last flush; the L3 can exceed it)") {
 		t.Errorf("with an L3:\n%s", with.String())
+	}
+}
+
+// TestLongFailureMessageFitsItsBroadcast: a failure's description travels in a fixed buffer; a message longer
+// than it is cut, and what arrives still decodes.
+func TestLongFailureMessageFitsItsBroadcast(t *testing.T) {
+	buf := encodeFailure(&FailureReport{Check: "placement", Step: 6, Message: strings.Repeat("ranks [2] hold digest ü; ", 400)})
+	var f FailureReport
+	if len(buf) != failureReportBytesMax || json.Unmarshal(bytes.TrimRight(buf, "\x00"), &f) != nil || f.Step != 6 || len(f.Message) < 3000 {
+		t.Errorf("%d bytes, decoded %+v", len(buf), f.Step)
 	}
 }
