@@ -161,8 +161,7 @@ func (t *l3Tier) read(p *l3Prefetch, j int, slots []l3.PageSlot, buf *[]byte) {
 		err = t.store.ReadIntoSlab(p.keys[j], slots, t.slabs, buf)
 	}
 	if err != nil {
-		// validate's injected failures are expected: its l3_roundtrip row counts them, and a WARN would alarm.
-		if t.readFailures.Add(1) == 1 && !t.opts.testFailReads {
+		if t.readFailures.Add(1) == 1 && !t.opts.readFailuresExpected {
 			t.log.Warn("L3 block read failed: the group computes that block and the rest of its prefetch (counted in l3.read_failures; later failures are not said)", "err", err)
 		}
 		for {

@@ -39,6 +39,7 @@ func l3Passes(job *spmd.Job, opts *Options, progress func(pass int, what string)
 	readOpts := fillOpts
 	t := job.Topo
 	readOpts.L3.testFailReads = t.CPSize > 1 && t.CPRank == t.CPSize-1
+	readOpts.L3.readFailuresExpected = readOpts.L3.testFailReads
 	progress(5, "loading them back, the last CP rank of each group failing its reads")
 	read, err = runPass(job, &readOpts)
 	return fill, read, err
