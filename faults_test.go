@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -126,15 +128,35 @@ func TestSIGTERMEndsTheRunCleanly(t *testing.T) {
 	checkNoSegments(t)
 }
 
-// writeLongTrace writes a trace long enough that a singleton is still replaying it when the signal comes.
+// writeLongTrace writes a trace long enough that a singleton is still replaying it when the signal comes; the
+// tests that signal a run share one.
 func writeLongTrace(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "long.jsonl")
-	out, err := exec.Command(binPath, "gen-trace", "--conversations", "4000", "--output", path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("gen-trace: %v\n%s", err, out)
+	longTraceOnce.Do(func() { longTracePath, longTraceErr = genLongTrace(t) })
+	if longTraceErr != nil {
+		t.Fatal(longTraceErr)
 	}
-	return path
+	return longTracePath
+}
+
+var (
+	longTraceOnce sync.Once
+	longTracePath string
+	longTraceErr  error
+)
+
+// genLongTrace writes the shared trace into a directory TestMain removes after the last test.
+func genLongTrace(t *testing.T) (string, error) {
+	dir, err := os.MkdirTemp("", "cphicache-long-trace-")
+	if err != nil {
+		return "", err
+	}
+	afterTests = append(afterTests, func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "long.jsonl")
+	if out, err := exec.Command(binPath, "gen-trace", "--conversations", "4000", "--output", path).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("gen-trace: %v\n%s", err, out)
+	}
+	return path, nil
 }
 
 // TestOddConfigurationsFailNamingTheFlag: configurations that pass each flag's own check but not the job (a

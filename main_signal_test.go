@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -63,13 +64,30 @@ func TestSignalsUnderMpirun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cmd := mpirunCommand(ctx, 2, "run", "--trace", trace, "--quiet")
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
+			cmd := mpirunCommand(ctx, 2, "run", "--trace", trace)
+			pipe, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(3 * time.Second) // the ranks are replaying by now
+			// The first progress line says the ranks are replaying; the rest of stderr is read after the signal.
+			var stderr strings.Builder
+			scanner := bufio.NewScanner(pipe)
+			for scanner.Scan() {
+				stderr.WriteString(scanner.Text() + "\n")
+				if strings.Contains(scanner.Text(), "cphicache: progress") {
+					break
+				}
+			}
+			drained := make(chan struct{})
+			go func() {
+				for scanner.Scan() {
+					stderr.WriteString(scanner.Text() + "\n")
+				}
+				close(drained)
+			}()
 			targets := []int{cmd.Process.Pid}
 			if tc.toRanks {
 				targets = childPids(t, cmd.Process.Pid)
@@ -77,8 +95,9 @@ func TestSignalsUnderMpirun(t *testing.T) {
 			for _, pid := range targets {
 				syscall.Kill(pid, tc.sig)
 			}
+			<-drained
 			var ee *exec.ExitError
-			err := cmd.Wait()
+			err = cmd.Wait()
 			if !errors.As(err, &ee) || ee.ExitCode() != tc.wantExit || !strings.Contains(stderr.String(), tc.wantLine) {
 				t.Errorf("exit %v, want %d and %q:\n%s", err, tc.wantExit, tc.wantLine, stderr.String())
 			}

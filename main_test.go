@@ -20,6 +20,9 @@ import (
 
 var binPath string
 
+// afterTests run once every test has, before the process exits (shared fixtures' clean-up).
+var afterTests []func()
+
 // testJobID names every job these tests start (CPHICACHE_JOB_ID, inherited by the binary and its ranks), so that
 // checkNoSegments looks only at this suite's segments and not at those of other jobs on the same machine.
 var testJobID = fmt.Sprintf("maintest%d", os.Getpid())
@@ -42,6 +45,9 @@ func TestMain(m *testing.M) {
 		tempDir = dir
 	}
 	code := m.Run()
+	for _, fn := range afterTests {
+		fn()
+	}
 	// os.Exit skips deferred calls: remove the built binary explicitly.
 	if tempDir != "" {
 		os.RemoveAll(tempDir)
