@@ -44,24 +44,10 @@ func Run(job *spmd.Job, options *Options) (*Report, error) {
 		return nil, err
 	}
 	rs, err := runPass(job, opts)
-	var shared *spmd.SharedError
-	if err != nil && (rs == nil || !errors.As(err, &shared)) {
+	if rs == nil {
 		return nil, err
 	}
-	report, reportErr := rs.report()
-	if err == nil {
-		if reportErr == nil && report.Failed() { // the same verdict on every rank: the report is aggregated
-			report.Failure, reportErr = rs.describeCounted(report)
-		}
-		return report, reportErr
-	}
-	if reportErr == nil {
-		report.Failure, reportErr = rs.describeFailure(shared)
-	}
-	if reportErr != nil { // the run's own failure is the one to tell
-		return nil, err
-	}
-	return report, err
+	return rs.finalReport(err)
 }
 
 // runPass replays one workload end to end and leaves its counters and collective statistics in the returned

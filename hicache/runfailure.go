@@ -18,6 +18,30 @@ import (
 // ended well. The report then says what ended the run, as the rank that reports the failure knows it, so that a
 // user or a script reads `placement.divergences` and `result: FAILED` in the report rather than in a log.
 
+// finalReport is the report after runPass, which returned replayErr: the aggregated report, with the failure
+// in it when the replay failed (agreed: a *spmd.SharedError on every rank) or counted wrong results; a World
+// collective. Another error (the World itself failing) returns no report.
+func (rs *runState) finalReport(replayErr error) (*Report, error) {
+	var shared *spmd.SharedError
+	if replayErr != nil && !errors.As(replayErr, &shared) {
+		return nil, replayErr
+	}
+	report, err := rs.report()
+	if replayErr == nil {
+		if err == nil && report.Failed() { // the same verdict on every rank: the report is aggregated
+			report.Failure, err = rs.describeCounted(report)
+		}
+		return report, err
+	}
+	if err == nil {
+		report.Failure, err = rs.describeFailure(shared)
+	}
+	if err != nil { // the run's own failure is the one to tell
+		return nil, replayErr
+	}
+	return report, replayErr
+}
+
 // FailureReport is what ended a failed run: the check that failed, the step, the rank that reported it (the
 // lowest rank whose failure was its own) and that rank's message, which names the other ranks involved.
 type FailureReport struct {
