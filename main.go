@@ -129,7 +129,7 @@ func withJob(g globalOptions, fn func(*spmd.Job) error) error {
 		return err
 	}
 	if err := fn(job); err != nil {
-		os.Exit(job.Fail(err))
+		os.Exit(job.Fail(annotateError(err)))
 	}
 	return job.Close()
 }

@@ -51,6 +51,14 @@ func harden(app *cli.App) {
 				continue
 			}
 			cmd.CustomHelpTemplate = cli.CommandHelpTemplate + "\n" + exitStatusHelp
+			if action := cmd.Action; action != nil {
+				// Errors found once the job runs (a --cp the launch cannot hold, a cache the node's memory
+				// cannot) say where their value came from too: withJob annotates before a rank prints.
+				cmd.Action = func(c *cli.Context) error {
+					annotateError = func(err error) error { return fromEnvironment(c, commandLine, err) }
+					return annotateError(action(c))
+				}
+			}
 			before := cmd.Before
 			cmd.Before = func(c *cli.Context) error {
 				if err := refuseArguments(c); err != nil {
@@ -100,11 +108,16 @@ func commandPath(c *cli.Context) string {
 	return strings.Join(names, " ")
 }
 
+// annotateError is fromEnvironment for the command that runs (set by harden's Action); withJob applies it to a
+// job's error before a rank prints it.
+var annotateError = func(err error) error { return err }
+
 // fromEnvironment adds where a refused value came from, when a CPHICACHE_* variable gave it rather than the
-// command line: a setting exported long ago (or by a job script) is the last place a user looks.
+// command line: a setting exported long ago (or by a job script) is the last place a user looks. The reason is
+// changed in place, so that an agreed error keeps the wrapper that says which rank prints it.
 func fromEnvironment(c *cli.Context, commandLine []string, err error) error {
 	var ce *spmd.ConfigError
-	if !errors.As(err, &ce) {
+	if !errors.As(err, &ce) || strings.Contains(ce.Reason, "(the value came from ") {
 		return err
 	}
 	for _, f := range c.Command.Flags {
@@ -115,7 +128,8 @@ func fromEnvironment(c *cli.Context, commandLine []string, err error) error {
 		if withEnv, ok := f.(interface{ GetEnvVars() []string }); ok {
 			for _, env := range withEnv.GetEnvVars() {
 				if _, set := os.LookupEnv(env); set {
-					return &spmd.ConfigError{Flag: ce.Flag, Reason: fmt.Sprintf("%s (the value came from %s)", ce.Reason, env)}
+					ce.Reason = fmt.Sprintf("%s (the value came from %s)", ce.Reason, env)
+					return err
 				}
 			}
 		}
