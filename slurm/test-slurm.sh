@@ -154,14 +154,17 @@ else
 	unset CPHICACHE_SBATCH_ARGS
 
 	# scancel of a running job: the script's trap still ends the log with its exit status line (128 + SIGTERM).
-	"$binary" gen-trace --conversations 4000 --output "$workDir/long.jsonl"
-	cancelJob=$(CPHICACHE_SBATCH_VALIDATE_COMMAND= CPHICACHE_SBATCH_ARGS="--trace $workDir/long.jsonl" submit "$oneNodeFlags" cp8.sbatch)
-	for _ in $(seq 120); do grep -q '^+ ' "$workDir/cphicache-$cancelJob.out" 2>/dev/null && break; sleep 0.5; done
-	sleep 2
-	scancel "$cancelJob"
-	waitJobs "$cancelJob"
-	last=$(tail -n 1 "$workDir/cphicache-$cancelJob.out")
-	[ "$last" = "cphicache-job: exit status 143" ] || { cat "$workDir/cphicache-$cancelJob.out"; fail "scancel: the log ends with '$last'"; }
-	say "ok   scancel of job $cancelJob: the log ends with '$last'"
+	# The script's trap does not depend on the MPI, so the MPICH run of this test leaves it out.
+	if [ "$mpi" = openmpi ]; then
+		"$binary" gen-trace --conversations 4000 --output "$workDir/long.jsonl"
+		cancelJob=$(CPHICACHE_SBATCH_VALIDATE_COMMAND= CPHICACHE_SBATCH_ARGS="--trace $workDir/long.jsonl" submit "$oneNodeFlags" cp8.sbatch)
+		for _ in $(seq 120); do grep -q '^+ ' "$workDir/cphicache-$cancelJob.out" 2>/dev/null && break; sleep 0.5; done
+		sleep 2
+		scancel "$cancelJob"
+		waitJobs "$cancelJob"
+		last=$(tail -n 1 "$workDir/cphicache-$cancelJob.out")
+		[ "$last" = "cphicache-job: exit status 143" ] || { cat "$workDir/cphicache-$cancelJob.out"; fail "scancel: the log ends with '$last'"; }
+		say "ok   scancel of job $cancelJob: the log ends with '$last'"
+	fi
 fi
 say "PASS ($mode mode, $mpi)"
