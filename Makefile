@@ -66,16 +66,28 @@ test: deps vet test-unit test-mpi $(EXTRA_TESTS)
 test-unit: build
 	CPHICACHE_BIN=$(abspath $(BIN)) $(GO) test -count=1 ./...
 
+# Leak checks on a shared machine: each job of the suite gets its own id (CPHICACHE_JOB_ID, which the binary and
+# the SPMD tests put in their segments' names, /dev/shm/cphicache-<id>-g<group>-<random>), and a check lists only
+# that job's segments, since another engineer's jobs may hold theirs meanwhile. SHM_JOB_ID sets the id from the
+# job's parts (the shell's pid keeps two suites apart; letters, digits and '_' keep the name as given);
+# SHM_JOB_LEAKS lists what is left of it; SHM_DECOY plants another job's segment for the recipe's duration, so
+# that a check which listed every segment would fail the suite at once.
+SHM_JOB_ID    = export CPHICACHE_JOB_ID=mk$$$$_$$(tr -c 'A-Za-z0-9_\n' _ <<< "$(1)")
+SHM_JOB_LEAKS = ls /dev/shm | grep "^cphicache-$$CPHICACHE_JOB_ID-g" || true
+SHM_DECOY     = decoy=/dev/shm/cphicache-decoy$$$$-g0-0123456789abcdef; : > $$decoy; trap 'rm -f "$$decoy"' EXIT
+
 # SPMD tests: every rank runs every test; a rank's failure fails the job. Each runs in its package's folder,
 # as `go test` would, so that testdata/ paths resolve.
 test-mpi: $(foreach p,$(MPI_TEST_PKGS),$(BUILD)/$(p).test)
-	@for p in $(MPI_TEST_PKGS); do for n in $(MPI_TEST_NPS); do \
+	@$(SHM_DECOY); \
+	for p in $(MPI_TEST_PKGS); do for n in $(MPI_TEST_NPS); do \
 		echo "== mpirun -np $$n $(BUILD)/$$p.test"; \
+		$(call SHM_JOB_ID,$$p np$$n); \
 		( cd $$p && timeout 300 $(MPIRUN) -np $$n $(MPIRUN_FLAGS) $(abspath $(BUILD))/$$p.test -test.count=1 ) > $(BUILD)/$$p.np$$n.log 2>&1 \
 			|| { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n"; exit 1; }; \
 		passed=$$(grep -c '^PASS$$' $(BUILD)/$$p.np$$n.log || true); \
 		[ "$$passed" = "$$n" ] || { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n: $$passed of $$n ranks passed"; exit 1; }; \
-		leaked=$$(ls /dev/shm | grep '^cphicache-' || true); \
+		leaked=$$($(SHM_JOB_LEAKS)); \
 		[ -z "$$leaked" ] || { echo "FAIL: $$p at np $$n left shared memory behind: $$leaked"; exit 1; }; \
 		echo "ok   $$p np=$$n ($$passed ranks passed, no shared memory left)"; \
 	done; done

@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -126,15 +128,35 @@ func TestSIGTERMEndsTheRunCleanly(t *testing.T) {
 	checkNoSegments(t)
 }
 
-// writeLongTrace writes a trace long enough that a singleton is still replaying it when the signal comes.
+// writeLongTrace writes a trace long enough that a singleton is still replaying it when the signal comes; the
+// tests that signal a run share one.
 func writeLongTrace(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "long.jsonl")
-	out, err := exec.Command(binPath, "gen-trace", "--conversations", "4000", "--output", path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("gen-trace: %v\n%s", err, out)
+	longTraceOnce.Do(func() { longTracePath, longTraceErr = genLongTrace(t) })
+	if longTraceErr != nil {
+		t.Fatal(longTraceErr)
 	}
-	return path
+	return longTracePath
+}
+
+var (
+	longTraceOnce sync.Once
+	longTracePath string
+	longTraceErr  error
+)
+
+// genLongTrace writes the shared trace into a directory TestMain removes after the last test.
+func genLongTrace(t *testing.T) (string, error) {
+	dir, err := os.MkdirTemp("", "cphicache-long-trace-")
+	if err != nil {
+		return "", err
+	}
+	afterTests = append(afterTests, func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "long.jsonl")
+	if out, err := exec.Command(binPath, "gen-trace", "--conversations", "4000", "--output", path).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("gen-trace: %v\n%s", err, out)
+	}
+	return path, nil
 }
 
 // TestOddConfigurationsFailNamingTheFlag: configurations that pass each flag's own check but not the job (a
@@ -177,8 +199,12 @@ func TestHelpSaysZeroWatchdogTimeoutIsOff(t *testing.T) {
 // own message, printed once, and no watchdog wait.
 func TestInjectedCopyErrorEndsTheJobWithTheFailingRanksMessage(t *testing.T) {
 	start := time.Now()
-	res := runMPI(t, 8, 60*time.Second, "run", "--quiet", "--inject-copy-error", "3@5")
+	reportPath := filepath.Join(t.TempDir(), "r.json")
+	res := runMPI(t, 8, 60*time.Second, "run", "--quiet", "--inject-copy-error", "3@5", "--report", reportPath)
 	elapsed := time.Since(start)
+	if f := readFailedReport(t, reportPath, res).Failure; f.Check != "page copy error" || f.WorldRank != 3 || !strings.Contains(f.Message, "injected copy error") {
+		t.Errorf("the report's failure is %+v, want rank 3's page copy error", f)
+	}
 	lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
 	if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], "rank 3 (CP group 0, CP rank 3)") ||
 		!strings.Contains(lines[0], "page copy failed") || !strings.Contains(lines[0], "injected copy error") {

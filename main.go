@@ -35,10 +35,8 @@ func (e usageError) Error() string { return e.err.Error() + " (see --help)" }
 // Scope: every rank parses the same command line.
 func (e usageError) Scope() spmd.Scope { return spmd.JobScope }
 
-func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
-
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "cphicache",
 		Usage:   "a CP-shared physical L2 KV-cache pool for context-parallel LLM serving (run it under mpirun)",
 		Version: version,
@@ -61,6 +59,8 @@ func newApp() *cli.App {
 			manCommand(),
 		},
 	}
+	harden(app)
+	return app
 }
 
 func versionCommand() *cli.Command {
@@ -104,8 +104,19 @@ func topoCommand() *cli.Command {
 	}
 }
 
-// jobID names the job in shared-memory segment names: Slurm's job id, else this process's id.
-func jobID() string {
+// jobIDFlag is --job-id: a leak check on a node that other jobs share (a test suite's) must know which
+// segments in /dev/shm are its own, so it names the job itself.
+func jobIDFlag(dest *string) cli.Flag {
+	return &cli.StringFlag{Name: "job-id", EnvVars: []string{"CPHICACHE_JOB_ID"}, Category: "output", Destination: dest,
+		DefaultText: "$SLURM_JOB_ID, else p and the process id",
+		Usage:       "the job's name in its shared-memory segments' names, /dev/shm/cphicache-<job-id>-g<CP group>-<random> (characters other than letters, digits, '.' and '_' become '_')"}
+}
+
+// jobID names the job in shared-memory segment names: --job-id, else Slurm's job id, else this process's id.
+func jobID(given string) string {
+	if given != "" {
+		return given
+	}
 	if id := os.Getenv("SLURM_JOB_ID"); id != "" {
 		return id
 	}
@@ -119,7 +130,7 @@ func withJob(g globalOptions, fn func(*spmd.Job) error) error {
 		return err
 	}
 	if err := fn(job); err != nil {
-		os.Exit(job.Fail(err))
+		os.Exit(job.Fail(annotateError(err)))
 	}
 	return job.Close()
 }
@@ -127,9 +138,27 @@ func withJob(g globalOptions, fn func(*spmd.Job) error) error {
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
 		reportError(err)
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
 }
+
+// exitStatus is the exit status of an error that ended the command before or outside a job: ExitUsage for a
+// command line that does not parse or a flag at fault, ExitFailure for anything else.
+func exitStatus(err error) int {
+	if errors.As(err, new(usageError)) {
+		return spmd.ExitUsage
+	}
+	return spmd.ExitStatus(err)
+}
+
+// exitStatusHelp lists every exit status, for --help, the README and the man page (TestExitStatusesAreListed).
+const exitStatusHelp = "EXIT STATUS:\n" +
+	"   0      success: every check passed (a result line \"OK, but ...\" says what was not covered)\n" +
+	"   1      a check failed (placement divergence, a wrong byte, a failed copy, a validate row) or a run-time error\n" +
+	"   2      usage: an unknown command or flag, a stray argument, or an invalid --flag or CPHICACHE_* value\n" +
+	"   3      the watchdog ended the job: a collective or a drain waited longer than --watchdog-timeout\n" +
+	"   4      a rank exited on purpose (--inject-exit)\n" +
+	"   128+N  ended by signal N (130: SIGINT, Ctrl-C; 143: SIGTERM, scancel)\n"
 
 // reportError prints a fatal error that ended the command before or outside a job (a bad flag, a usage error)
 // the one way every error is printed (spmd.Report): once for an error every rank shares, with the rank

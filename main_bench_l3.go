@@ -29,7 +29,7 @@ type l3BenchOptions struct {
 func (o *l3BenchOptions) flags() []cli.Flag {
 	env := func(name string) []string { return []string{"CPHICACHE_BENCH_L3_" + name} }
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "l3-dir", Value: os.TempDir(), EnvVars: env("L3_DIR"), Destination: &o.dir,
+		&cli.StringFlag{Name: "l3-dir", Value: os.TempDir(), EnvVars: env("DIR"), Destination: &o.dir,
 			Usage: "an existing directory on the filesystem to measure (the L3's); the benchmark works in a subdirectory it makes and removes"},
 		&cli.Int64SliceFlag{Name: "block-bytes", Value: cli.NewInt64Slice(256<<10, 1<<20, 4<<20, 16<<20), EnvVars: env("BLOCK_BYTES"), Destination: &o.blockBytes,
 			Usage: "block payload sizes in bytes, comma separated; whole pages of 4096 bytes (run's default geometry)"},

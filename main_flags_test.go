@@ -45,7 +45,11 @@ func definition(f cli.Flag) string {
 // must take it with one definition, which holds when both build the flag from one function (seedFlags,
 // syntheticFlags, globalFlags); outside bench, whose subcommands name theirs CPHICACHE_BENCH_<SUB>_<NAME>, and sim,
 // whose --seed and --cp mean something else than run's and are CPHICACHE_SIM_<NAME>, the variable is
-// CPHICACHE_<NAME>, so that a flag of the same name is the same flag everywhere.
+// CPHICACHE_<NAME>, so that a flag of the same name is the same flag everywhere, but for the output flags whose
+// names say nothing alone (commandScopedFlags): CPHICACHE_<COMMAND>_<NAME>, as bench's.
+// commandScopedFlags: CPHICACHE_JSON or CPHICACHE_FORMAT would not say whose.
+var commandScopedFlags = map[string]bool{"json": true, "plot": true, "format": true, "output": true}
+
 func TestEveryFlagIsDefinedOnce(t *testing.T) {
 	defs := map[string]string{} // environment variable -> definition
 	where := map[string]string{}
@@ -53,11 +57,12 @@ func TestEveryFlagIsDefinedOnce(t *testing.T) {
 		name := f.Names()[0]
 		envs := f.(interface{ GetEnvVars() []string }).GetEnvVars()
 		if len(envs) == 0 {
-			return // gen-trace's --output: a file to write is never taken from the environment
+			t.Errorf("%s --%s has no environment variable", path, name)
+			return
 		}
 		want := "CPHICACHE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-		if path == "sim" {
-			want = "CPHICACHE_SIM_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if commandScopedFlags[name] || path == "sim" {
+			want = "CPHICACHE_" + strings.ToUpper(strings.ReplaceAll(strings.ReplaceAll(path, "-", "_"), " ", "_")) + want[len("CPHICACHE"):]
 		}
 		if !strings.HasPrefix(path, "bench ") && (len(envs) != 1 || envs[0] != want) {
 			t.Errorf("%s --%s: environment variables %v, want [%s]", path, name, envs, want)
@@ -100,6 +105,14 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 		{[]string{"run", "--cp", "0"}, "", "cp"},
 		{[]string{"run", "--metrics-file", "/no/such/dir/cphicache.prom"}, "", "metrics-file"},
 		{[]string{"run", "--metrics-interval", "-1s"}, "", "metrics-interval"},
+		// Every output path is checked before the work (its directory exists and is writable), naming its flag.
+		{[]string{"run", "--report", "/no/such/dir/r.json"}, "", "report"},
+		{[]string{"validate"}, "CPHICACHE_REPORT=/no/such/dir/v.json", "report"},
+		{[]string{"run", "--report", "."}, "", "report"}, // a directory
+		{[]string{"sweep", "--l2-slots", "64", "--json", "/no/such/dir/s.json"}, "", "json"},
+		{[]string{"sweep", "--l2-slots", "64", "--plot", "/no/such/dir/s.png"}, "", "plot"},
+		{[]string{"sweep", "--l2-slots", "64", "--plot", "s.pnj"}, "", "plot"}, // no image format
+		{[]string{"gen-trace", "-o", "/no/such/dir/t.jsonl"}, "", "output"},
 		{[]string{"run"}, "CPHICACHE_METRICS_INTERVAL=10s", "metrics-interval"}, // without a file
 		{[]string{"run"}, "CPHICACHE_DP=-1", "dp"},
 		{[]string{"validate", "--token-bytes", "12"}, "", "token-bytes"},
@@ -173,8 +186,8 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 	got = captureRun(t, "--metrics-file", metrics, "--metrics-interval", "3s", "--seed", "9", "--vocab-size", "1000", "--conversations", "3", "--turns-max", "2", "--system-prompts", "5",
 		"--system-prompt-tokens", "6", "--turn-tokens", "7", "--output-tokens", "8", "--flush-every-requests", "11",
 		"--layers", "3", "--payloads", "1", "--page-tokens", "8", "--token-bytes", "64", "--device-pages", "100", "--l2-slots", "300",
-		"--slab-bytes-max", "1048576", "--layout", "page_first", "--write-policy", "write_back", "--batch-requests", "5",
-		"--placement-assert-every", "6", "--flush-every", "12", "--watchdog-timeout", "7s", "--report", report, "--quiet",
+		"--slab-bytes-max", "1MiB", "--layout", "page_first", "--write-policy", "write_back", "--batch-requests", "5",
+		"--placement-assert-every", "6", "--flush-every", "12", "--watchdog-timeout", "7s", "--report", report, "--quiet", "--job-id", "job7",
 		"--trace", "t.jsonl", "--inject-divergence", "1@2", "--inject-hang", "1@3", "--inject-exit", "1@4",
 		"--inject-copy-error", "1@5", "--inject-stuck-copy", "1@6", "--inject-setup-error", "1")
 	wantSynthetic := workload.SyntheticConfig{Seed: 9, Conversations: 3, TurnsMax: 2, SystemPrompts: 5, SystemPromptTokens: 6,
@@ -184,10 +197,16 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 	if got.Synthetic != wantSynthetic || got.Seed != 9 || got.VocabSize != 1000 || got.Layers != 3 || got.PayloadsPerLayer != 1 ||
 		got.PageTokens != 8 || got.TokenBytes != 64 || got.DevicePages != 100 || got.L2Slots != 300 || got.SlabBytesMax != 1<<20 ||
 		got.Layout != pool.PageFirst || got.Policy != policy || got.BatchRequests != 5 || got.PlacementAssertEvery != 6 ||
-		got.FlushEvery != 12 || got.WatchdogTimeout != 7*time.Second || got.ReportPath != report || !got.Quiet ||
+		got.FlushEvery != 12 || got.WatchdogTimeout != 7*time.Second || got.ReportPath != report || !got.Quiet || got.JobID != "job7" ||
 		got.MetricsPath != metrics || got.MetricsInterval != 3*time.Second ||
 		got.TracePath != "t.jsonl" || got.InjectDivergence != in(2) || got.InjectHang != in(3) || got.InjectExit != in(4) ||
 		got.InjectCopyError != in(5) || got.InjectStuckCopy != in(6) || got.InjectSetupError != (hicache.Injection{Rank: 1, Set: true}) {
 		t.Errorf("every flag set: %+v", got)
+	}
+	// A test suite names its jobs in the environment, so that its leak checks know their segments.
+	t.Setenv("CPHICACHE_JOB_ID", "envjob")
+	t.Setenv("SLURM_JOB_ID", "4242")
+	if got = captureRun(t); got.JobID != "envjob" {
+		t.Errorf("CPHICACHE_JOB_ID=envjob SLURM_JOB_ID=4242: job id %q, want envjob", got.JobID)
 	}
 }

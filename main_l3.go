@@ -83,7 +83,7 @@ func writeL3Usage(w io.Writer, dir string, usage []l3.NamespaceUsage) {
 	for _, u := range usage {
 		blocks, bytes = blocks+u.Blocks, bytes+u.Bytes
 	}
-	fmt.Fprintf(w, "# cphicache l3 stat: %s\n  %d namespaces, %d blocks, %s\n", dir, len(usage), blocks, l3Bytes(bytes))
+	fmt.Fprintf(w, "# cphicache l3 stat: %s\n  %s, %s, %s\n", dir, spmd.Plural(len(usage), "namespace"), spmd.Plural(int(blocks), "block"), l3Bytes(bytes))
 	for _, u := range usage {
 		fmt.Fprintf(w, "  namespace %016x: %d blocks, %s", u.Fingerprint, u.Blocks, l3Bytes(u.Bytes))
 		if u.Blocks > 0 {
@@ -127,7 +127,7 @@ func l3ClearCommand() *cli.Command {
 				// A mistyped fingerprint must not pass for a cleared one.
 				return &spmd.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("no namespace %016x under %s", *o.fingerprint, o.dir)}
 			}
-			fmt.Printf("# cphicache l3 clear: %s: %d namespaces removed\n", o.dir, len(removed))
+			fmt.Printf("# cphicache l3 clear: %s: %s removed\n", o.dir, spmd.Plural(len(removed), "namespace"))
 			return nil
 		},
 	}

@@ -54,14 +54,14 @@ func TestL3StatAndClear(t *testing.T) {
 		}
 	}
 	out = singleton(t, "l3", "clear", "--l3-dir", dir, "--l3-namespace-fingerprint", fmt.Sprintf("%016x", a.Fingerprint()))
-	if !strings.Contains(out, "1 namespaces removed") || a.Exists(l3.ChainKey(0, []int32{0})) || !b.Exists(l3.ChainKey(0, []int32{3})) {
+	if !strings.Contains(out, "1 namespace removed") || a.Exists(l3.ChainKey(0, []int32{0})) || !b.Exists(l3.ChainKey(0, []int32{3})) {
 		t.Errorf("clear of one namespace:\n%s", out)
 	}
 	cmd := exec.Command(binPath, "l3", "clear", "--l3-dir", dir, "--l3-namespace-fingerprint", fmt.Sprintf("%016x", a.Fingerprint()))
 	if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "invalid --l3-namespace-fingerprint: no namespace") {
 		t.Errorf("clear of a namespace that is not there: %v\n%s", err, msg)
 	}
-	if out = singleton(t, "l3", "clear", "--l3-dir", dir); !strings.Contains(out, "1 namespaces removed") {
+	if out = singleton(t, "l3", "clear", "--l3-dir", dir); !strings.Contains(out, "1 namespace removed") {
 		t.Errorf("clear of every namespace:\n%s", out)
 	}
 	if out = singleton(t, "l3", "stat", "--l3-dir", dir); !strings.Contains(out, "0 namespaces, 0 blocks") {

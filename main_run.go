@@ -5,9 +5,7 @@ package main
 // with every check before MPI starts.
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -26,15 +24,15 @@ type runOptions struct {
 	global    globalOptions
 	synthetic syntheticOptions
 
-	trace, report, collective                          string
+	trace, report, collective, jobID                   string
 	traceFormat                                        string
 	traceBlockTokens, traceLimit                       int
 	batchRequests, layers, payloads, pageTokens        int
 	tokenBytes, devicePages                            int
 	sizing                                             sizingOptions
 	l3                                                 runL3Options
-	slabBytesMax, placementAssertEvery, flushEvery     int64
-	layout, writePolicy                                string
+	placementAssertEvery, flushEvery                   int64
+	layout, writePolicy, slabBytesMax                  string
 	watchdogTimeout                                    time.Duration
 	metricsFile                                        string
 	metricsInterval                                    time.Duration
@@ -106,8 +104,8 @@ func (o *runOptions) cacheFlags() []cli.Flag {
 	return append(o.sizing.capacityFlags(), []cli.Flag{
 		&cli.IntFlag{Name: "device-pages", Value: 512, EnvVars: []string{"CPHICACHE_DEVICE_PAGES"}, Category: "cache", Destination: &o.devicePages,
 			Usage: "L1 capacity: device KV pages per rank"},
-		&cli.Int64Flag{Name: "slab-bytes-max", Value: 64 << 20, EnvVars: []string{"CPHICACHE_SLAB_BYTES_MAX"}, Category: "cache", Destination: &o.slabBytesMax,
-			Usage: "bytes: the bound on one slab of the shared L2"},
+		&cli.StringFlag{Name: "slab-bytes-max", Value: "64MiB", EnvVars: []string{"CPHICACHE_SLAB_BYTES_MAX"}, Category: "cache", Destination: &o.slabBytesMax,
+			Usage: "the bound on one slab of the shared L2, a size (e.g. 64MiB, 1GiB, 1048576)"},
 		&cli.StringFlag{Name: "layout", Value: "layer_first", EnvVars: []string{"CPHICACHE_LAYOUT"}, Category: "cache", Destination: &o.layout,
 			Usage: "L2 layout: layer_first (a region per rank and layer, slot-major) or page_first (per slot: rank x layer x payload)"},
 		&cli.StringFlag{Name: "write-policy", Value: "write_through", EnvVars: []string{"CPHICACHE_WRITE_POLICY"}, Category: "cache", Destination: &o.writePolicy,
@@ -135,6 +133,7 @@ func (o *runOptions) outputFlags() []cli.Flag {
 			Usage: "write the run's report, aggregated over all ranks, as JSON to this file (world rank 0 writes it)"},
 		&cli.BoolFlag{Name: "quiet", EnvVars: []string{"CPHICACHE_QUIET"}, Category: "output", Destination: &o.quiet,
 			Usage: "no progress lines"},
+		jobIDFlag(&o.jobID),
 	}
 }
 
@@ -211,13 +210,17 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 	if err != nil {
 		return nil, &spmd.ConfigError{Flag: "trace-format", Reason: err.Error()}
 	}
+	slabBytesMax, err := hicache.ParseByteSize("slab-bytes-max", o.slabBytesMax)
+	if err != nil {
+		return nil, err
+	}
 	opts := &hicache.Options{
 		Layers: o.layers, PayloadsPerLayer: o.payloads, PageTokens: o.pageTokens, TokenBytes: o.tokenBytes,
-		DevicePages: o.devicePages, SlabBytesMax: o.slabBytesMax, Layout: layout, Policy: policy,
+		DevicePages: o.devicePages, SlabBytesMax: slabBytesMax, Layout: layout, Policy: policy,
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
 		Seed: o.synthetic.seed, TracePath: o.trace, TraceFormat: traceFormat, TraceBlockTokens: o.traceBlockTokens,
 		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
-		ReportPath: o.report, MetricsPath: o.metricsFile, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(), Quiet: o.quiet,
+		ReportPath: o.report, MetricsPath: o.metricsFile, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(o.jobID), Quiet: o.quiet,
 	}
 	return opts, o.injections(opts)
 }
@@ -257,7 +260,14 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 		OnUsageError: onUsageError,
 		Before:       o.before,
 		Action: func(*cli.Context) error {
-			return withJob(o.global, func(job *spmd.Job) error { return fn(job, o.opts) })
+			return withJob(o.global, func(job *spmd.Job) error {
+				remove, err := traceFromStdin(job, o.opts, os.Stdin)
+				if err != nil {
+					return err
+				}
+				defer remove()
+				return fn(job, o.opts)
+			})
 		},
 	}
 }
@@ -277,82 +287,26 @@ func runCommand() *cli.Command {
 func validateCommand() *cli.Command {
 	return replayCommand("validate",
 		"run the validation matrix in one job and print a table (check, ranks, steps, result, #wrong); exit non-zero on any failure",
-		"Replays the workload three times: as configured (placement compared object by object across each CP group, "+
-			"flush reset, data integrity, CP scoping), with an L2 far smaller than the working set (the capacity miss path must "+
-			"decide identically on every rank), and with one perturbed rank per CP group (the placement assert must catch it "+
-			"at the next check, after which the group restarts from a fresh state). Takes every flag of run but the metrics'.",
+		"Replays the workload in five passes and prints seven checks. The passes: as configured; with an L2 far smaller "+
+			"than the working set; with one perturbed rank per CP group; and two over an L3 of their own (under --l3-dir when "+
+			"given, else the temporary directory), one storing blocks and one loading them back while the last CP rank of "+
+			"each group fails its reads. The checks: placement_identical (objects compared one by one across each CP group), "+
+			"divergence_detected (the perturbation caught at the next consensus, then a fresh start), flush_reset, cp_scoping, "+
+			"capacity_miss_uniform (the miss path decides identically on every rank), data_integrity (every load-back byte "+
+			"for byte) and l3_roundtrip (blocks come back verified, failed reads become agreed misses). At cp 1 "+
+			"placement_identical and divergence_detected are skipped. A progress line per pass goes to stderr unless "+
+			"--quiet. Takes every flag of run but the metrics'.",
 		false, validateMain)
 }
 
-// genTraceOptions: the synthetic workload's flags, the same definitions as run's, and where to write.
-type genTraceOptions struct {
-	synthetic   syntheticOptions
-	output      string
-	format      string
-	blockTokens int
-
-	cfg         workload.SyntheticConfig                // checked, by Before
-	writeEvents func(io.Writer, []workload.Event) error // the --format's writer, by Before
-}
-
-func genTraceCommand() *cli.Command {
-	o := &genTraceOptions{}
-	return &cli.Command{
-		Name:  "gen-trace",
-		Usage: "write the synthetic workload as a JSON Lines trace (either format --trace replays); needs no mpirun",
-		Flags: append(append(syntheticFlags(&o.synthetic), seedFlags(&o.synthetic)...),
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", Destination: &o.output, Usage: "file to write; - = standard output"},
-			&cli.StringFlag{Name: "format", Value: "tokens", EnvVars: []string{"CPHICACHE_FORMAT"}, Destination: &o.format,
-				Usage: "tokens (rid, input_ids, output_len) or mooncake (block ids: each block's tokens hashed with the previous block's id, numbered in order of first appearance)"},
-			traceBlockTokensFlag(&o.blockTokens)),
-		OnUsageError: onUsageError,
-		Before:       o.before,
-		Action:       func(*cli.Context) error { return o.write() },
-	}
-}
-
-// before checks gen-trace's flags: the synthetic workload, the format and its block size.
-func (o *genTraceOptions) before(*cli.Context) (err error) {
-	if o.cfg, err = o.synthetic.config(); err != nil {
-		return err
-	}
-	o.writeEvents, err = traceWriter(o.format, o.blockTokens)
-	return err
-}
-
-func (o *genTraceOptions) write() error {
-	events, err := workload.GenerateSynthetic(o.cfg)
-	if err != nil {
-		return err
-	}
-	if o.output == "-" {
-		return o.writeEvents(os.Stdout, events)
-	}
-	f, err := os.Create(o.output)
-	if err != nil {
-		return err
-	}
-	return errors.Join(o.writeEvents(f, events), f.Close())
-}
-
-// traceWriter is gen-trace's writer for --format.
-func traceWriter(format string, blockTokens int) (func(io.Writer, []workload.Event) error, error) {
-	switch format {
-	case "tokens":
-		return workload.WriteTrace, nil
-	case "mooncake":
-		if blockTokens < 1 || blockTokens > workload.BlockTokensMax {
-			return nil, &spmd.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", blockTokens, workload.BlockTokensMax)}
-		}
-		return func(w io.Writer, events []workload.Event) error {
-			return workload.WriteMooncakeTrace(w, events, blockTokens)
-		}, nil
-	}
-	return nil, &spmd.ConfigError{Flag: "format", Reason: fmt.Sprintf("%q is not one of tokens, mooncake", format)}
-}
-
 func validateMain(job *spmd.Job, opts *hicache.Options) error {
-	opts.Quiet = true
+	if !opts.Quiet && job.Topo.WorldRank == 0 {
+		start := time.Now()
+		opts.ValidateProgress = func(pass, passes int, what string) {
+			fmt.Fprintf(os.Stderr, "cphicache: validate pass %d of %d: %s (%.1f s)\n", pass, passes, what, time.Since(start).Seconds())
+		}
+	}
+	opts.Quiet = true // the passes' own progress lines would repeat per pass
 	v, err := hicache.Validate(job, opts)
 	if err != nil {
 		return err
@@ -371,9 +325,15 @@ func validateMain(job *spmd.Job, opts *hicache.Options) error {
 	return nil
 }
 
+// runMain prints and writes the report, also that of a run that failed part-way (Run returns it beside the
+// error), so that the failure is in the report a script reads; then it returns the failure.
 func runMain(job *spmd.Job, opts *hicache.Options) error {
 	report, err := hicache.Run(job, opts)
-	if err != nil {
+	if report == nil {
+		// No final metrics file will replace a periodic one, which would say a dead job is still running.
+		if job.Topo.WorldRank == 0 && opts.MetricsPath != "" && opts.MetricsInterval > 0 {
+			os.Remove(opts.MetricsPath)
+		}
 		return err
 	}
 	if job.Topo.WorldRank == 0 {
@@ -389,5 +349,8 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 			}
 		}
 	}
-	return report.Failure()
+	if err != nil {
+		return err
+	}
+	return report.RunFailure()
 }

@@ -6,6 +6,7 @@ package main
 // nothing), and --l2-bytes or --l2-slots take a list.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/sweep"
 )
@@ -34,9 +36,9 @@ func (o *sweepOptions) flags() []cli.Flag {
 	flags = append(flags, r.cacheFlags()...)
 	flags = append(flags, r.checkFlags()...)
 	return append(flags,
-		&cli.StringFlag{Name: "json", EnvVars: []string{"CPHICACHE_JSON"}, Category: "output", Destination: &o.json,
+		&cli.StringFlag{Name: "json", EnvVars: []string{"CPHICACHE_SWEEP_JSON"}, Category: "output", Destination: &o.json,
 			Usage: "write the sweep (its configuration and one point per size: capacity in slots, tokens and bytes; hits; rates) as JSON to this file"},
-		&cli.StringFlag{Name: "plot", EnvVars: []string{"CPHICACHE_PLOT"}, Category: "output", Destination: &o.plot,
+		&cli.StringFlag{Name: "plot", EnvVars: []string{"CPHICACHE_SWEEP_PLOT"}, Category: "output", Destination: &o.plot,
 			Usage: "draw the hit rate (L1 + L2) against the L2 capacity, with the ideal rate, into this PNG file"})
 }
 
@@ -52,6 +54,9 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 		return err
 	}
 	if o.sizes, err = o.run.sizing.sweepSizes(c, o.opts); err != nil {
+		return err
+	}
+	if err := errors.Join(outfile.Check("json", o.json), outfile.Check("plot", o.plot), sweep.CheckPlotFormat(o.plot)); err != nil {
 		return err
 	}
 	return o.opts.Validate()
@@ -78,7 +83,16 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	if err := sweep.CheckJob(job); err != nil {
 		return err
 	}
+	remove, err := traceFromStdin(job, o.opts, os.Stdin)
+	if err != nil {
+		return err
+	}
+	defer remove()
 	fmt.Printf("# cphicache sweep: %d sizes, cp 1 (one process), every step's copies drained\n", len(o.sizes))
+	if o.opts.Model == "" {
+		// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds N times as many.
+		fmt.Println("# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes")
+	}
 	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) { writeSweepPoint(os.Stdout, p) })
 	if err != nil {
 		return err
@@ -95,6 +109,10 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 }
 
 func writeSweepPoint(w io.Writer, p sweep.Point) {
-	fmt.Fprintf(w, "  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s\n",
-		hicache.FormatBytes(p.L2Bytes), p.L2Tokens, p.L2Slots, 100*p.HitRate, p.L1Tokens, p.L2HitTokens, 100*p.IdealRate, p.WallSeconds)
+	uncached := ""
+	if p.UncachedPages > 0 {
+		uncached = fmt.Sprintf("; %d pages (%.1f%%) not cached: a request needs more L1 than --device-pages gives", p.UncachedPages, p.UncachedPct)
+	}
+	fmt.Fprintf(w, "  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s\n",
+		hicache.FormatBytes(p.L2Bytes), p.L2Tokens, p.L2Slots, 100*p.HitRate, p.L1Tokens, p.L2HitTokens, 100*p.IdealRate, p.WallSeconds, uncached)
 }

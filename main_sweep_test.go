@@ -87,6 +87,9 @@ func TestSweepWritesJSONAndPNG(t *testing.T) {
 	if n := strings.Count(out, "  L2 "); n != 3 {
 		t.Errorf("%d point lines, want 3:\n%s", n, out)
 	}
+	if !strings.Contains(out, "# bytes are at cp 1 (--token-bytes is per rank") {
+		t.Errorf("without --model the sweep does not say its bytes are at cp 1:\n%s", out)
+	}
 	var sweep sweep.Result
 	readJSON(t, sweepJSON, &sweep)
 	if len(sweep.Points) != 3 || sweep.PageTokens != 16 {
@@ -106,7 +109,16 @@ func TestSweepWritesJSONAndPNG(t *testing.T) {
 	defer f.Close()
 	img, err := png.Decode(f)
 	if err != nil || img.Bounds().Dx() < 400 {
-		t.Errorf("%s: %v (size %v)", plot, err, img)
+		t.Fatalf("%s: %v (size %v)", plot, err, img)
+	}
+	// Nothing is drawn in the image's last columns: the legend (and its line samples) fit inside.
+	b := img.Bounds()
+	for x := b.Max.X - 3; x < b.Max.X; x++ {
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			if r, g, bl, _ := img.At(x, y).RGBA(); r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+				t.Fatalf("%s: pixel (%d, %d) at the right edge is drawn: the legend is clipped", plot, x, y)
+			}
+		}
 	}
 }
 
@@ -165,5 +177,28 @@ func TestModelSetsTheOptions(t *testing.T) {
 	sized, err := got.Size(8, 8)
 	if err != nil || sized.Layers != 61 || sized.PayloadsPerLayer != 1 || sized.TokenBytes != 16 || sized.L2Slots != int((512<<30)/(16*61*1152)) {
 		t.Errorf("sized at cp 8: %+v %v", sized, err)
+	}
+}
+
+// TestSweepRefusesAnL1ShorterThanTheLongestRequest: a request's pages past L1 are never cached at any L2 size,
+// so the sweep refuses to start, naming the L1 given and the longest request, each in pages and tokens.
+func TestSweepRefusesAnL1ShorterThanTheLongestRequest(t *testing.T) {
+	out, err := exec.Command(binPath, "sweep", "--l2-slots", "64,128", "--device-pages", "100").CombinedOutput()
+	for _, want := range []string{"invalid --device-pages: 100 gives L1 100 pages = 1600 tokens per rank", "longest request has 3033 tokens = 189 pages of 16"} {
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("exit %v; want the refusal to say %q:\n%s", err, want, out)
+		}
+	}
+	if strings.Contains(string(out), "  L2 ") {
+		t.Errorf("the sweep ran a point before refusing:\n%s", out)
+	}
+}
+
+// TestSweepLineSaysUncachedPages: a point with pages L1 could not hold says so on its line.
+func TestSweepLineSaysUncachedPages(t *testing.T) {
+	var b strings.Builder
+	writeSweepPoint(&b, sweep.Point{L2Slots: 64, UncachedPages: 49231, UncachedPct: 92.9})
+	if want := "49231 pages (92.9%) not cached: a request needs more L1 than --device-pages gives"; !strings.Contains(b.String(), want) {
+		t.Errorf("the sweep line does not say %q:\n%s", want, b.String())
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cphicache/cphicache/hicache/shm"
 )
 
 // These tests run the real binary under the real mpirun, as a user would. The Makefile passes the binary it
@@ -18,7 +20,15 @@ import (
 
 var binPath string
 
+// afterTests run once every test has, before the process exits (shared fixtures' clean-up).
+var afterTests []func()
+
+// testJobID names every job these tests start (CPHICACHE_JOB_ID, inherited by the binary and its ranks), so that
+// checkNoSegments looks only at this suite's segments and not at those of other jobs on the same machine.
+var testJobID = fmt.Sprintf("maintest%d", os.Getpid())
+
 func TestMain(m *testing.M) {
+	os.Setenv("CPHICACHE_JOB_ID", testJobID)
 	binPath = os.Getenv("CPHICACHE_BIN")
 	tempDir := ""
 	if binPath == "" {
@@ -35,6 +45,9 @@ func TestMain(m *testing.M) {
 		tempDir = dir
 	}
 	code := m.Run()
+	for _, fn := range afterTests {
+		fn()
+	}
 	// os.Exit skips deferred calls: remove the built binary explicitly.
 	if tempDir != "" {
 		os.RemoveAll(tempDir)
@@ -124,7 +137,7 @@ func TestBadLayoutFailsNamingTheFlag(t *testing.T) {
 
 func TestSingleRankWithoutMpirun(t *testing.T) {
 	out, err := exec.Command(binPath, "topo").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "1 ranks, cp 1, dp 1") {
+	if err != nil || !strings.Contains(string(out), "1 rank, cp 1, dp 1") {
 		t.Fatalf("cphicache topo without mpirun: %v\n%s", err, out)
 	}
 	out, err = exec.Command(binPath, "version").CombinedOutput()
@@ -234,7 +247,8 @@ func TestRunDefaultWorkloadAtEveryScale(t *testing.T) {
 }
 
 func TestInjectedDivergenceEndsTheJob(t *testing.T) {
-	res := runMPI(t, 4, 120*time.Second, "run", "--quiet", "--inject-divergence", "2@5", "--placement-assert-every", "4")
+	reportPath := filepath.Join(t.TempDir(), "r.json")
+	res := runMPI(t, 4, 120*time.Second, "run", "--quiet", "--inject-divergence", "2@5", "--placement-assert-every", "4", "--report", reportPath)
 	if res.exitCode == 0 {
 		t.Fatalf("the job exited 0 despite a perturbed allocator:\n%s", res.stderr)
 	}
@@ -242,14 +256,51 @@ func TestInjectedDivergenceEndsTheJob(t *testing.T) {
 	if !strings.Contains(res.stderr, "placement divergence in CP group 0 at step 6") || !strings.Contains(res.stderr, "CP ranks [2]") {
 		t.Errorf("the message does not name the step and the divergent rank:\n%s", res.stderr)
 	}
+	// The failed run still writes its report, with the failure in it, and says FAILED in its summary.
+	report := readFailedReport(t, reportPath, res)
+	if f := report.Failure; report.Placement.Divergences == 0 || f.Check != "placement" || f.Step != 6 || !strings.Contains(f.Message, "CP ranks [2]") {
+		t.Errorf("the report of the failed run: result %q, %d divergences, failure %+v", report.Result, report.Placement.Divergences, f)
+	}
+	if !strings.Contains(res.stdout, "result: FAILED: placement at step 6") {
+		t.Errorf("the summary does not say the run FAILED at step 6:\n%s", res.stdout)
+	}
 	checkNoSegments(t)
+}
+
+// failedReport is what a failed run's report must hold: FAILED, the counters, and what ended the run.
+type failedReport struct {
+	Result    string `json:"result"`
+	Placement struct {
+		Divergences int64 `json:"divergences"`
+	} `json:"placement"`
+	Verify struct {
+		CopyErrors int64 `json:"copy_errors"`
+	} `json:"verify"`
+	Failure *struct {
+		Check     string `json:"check"`
+		Step      int64  `json:"step"`
+		WorldRank int    `json:"world_rank"`
+		Message   string `json:"message"`
+	} `json:"failure"`
+}
+
+// readFailedReport reads the report a failed run wrote, which must say FAILED and what failed.
+func readFailedReport(t *testing.T, path string, res mpirunResult) failedReport {
+	t.Helper()
+	var report failedReport
+	if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &report) != nil {
+		t.Fatalf("the failed run wrote no report: %v\n%s", err, res.stderr)
+	}
+	if report.Result != "FAILED" || report.Failure == nil {
+		t.Fatalf("the failed run's report: result %q, failure %+v; want FAILED and the failure", report.Result, report.Failure)
+	}
+	return report
 }
 
 func checkNoSegments(t *testing.T) {
 	t.Helper()
-	matches, _ := filepath.Glob("/dev/shm/cphicache-*")
-	if len(matches) != 0 {
-		t.Errorf("shared memory left behind: %v", matches)
+	if matches, err := shm.JobSegments(testJobID); err != nil || len(matches) != 0 {
+		t.Errorf("shared memory left behind: %v %v", matches, err)
 	}
 }
 

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +104,38 @@ func TestBadMooncakeTraceFailsWithFileAndLine(t *testing.T) {
 		if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
 			t.Errorf("%v: exit %d, want non-zero and one line naming %q; got:\n%s", tc.args, res.exitCode, tc.want, res.stderr)
 		}
+	}
+	checkNoSegments(t)
+}
+
+// TestTraceFromStandardInput: gen-trace's output piped into run --trace - at dp 2 (two groups read the
+// workload, and mpirun forwards standard input to world rank 0 only) replays the same requests as the file,
+// and leaves no temporary copy behind.
+func TestTraceFromStandardInput(t *testing.T) {
+	trace, err := exec.Command(binPath, "gen-trace", "--conversations", "8", "--turns-max", "2").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "cphicache-stdin-trace-*"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := mpirunCommand(ctx, 4, "run", "--quiet", "--cp", "2", "--trace", "-")
+	cmd.Stdin = bytes.NewReader(trace)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "# cphicache run: 4 ranks, cp 2, dp 2") {
+		t.Fatalf("run --trace - at dp 2: %v\n%s", err, out)
+	}
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(path, trace, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromFile := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--cp", "2", "--trace", path)
+	requests := regexp.MustCompile(`requests \d+ in \d+ steps`)
+	if got, want := requests.FindString(string(out)), requests.FindString(fromFile.stdout); got == "" || got != want {
+		t.Errorf("from standard input %q, from the file %q", got, want)
+	}
+	if after, _ := filepath.Glob(filepath.Join(os.TempDir(), "cphicache-stdin-trace-*")); len(after) > len(before) {
+		t.Errorf("temporary copies left: %v", after)
 	}
 	checkNoSegments(t)
 }

@@ -190,6 +190,10 @@ func TestAuditCatchesCommitsBeforeEveryRankFinished(t *testing.T) {
 	if r.Verify.AuditObjects == 0 || r.Verify.AuditMismatches == 0 || !r.Failed() {
 		t.Errorf("audit: %d objects, %d wrong, failed %v: want the early commits caught", r.Verify.AuditObjects, r.Verify.AuditMismatches, r.Failed())
 	}
+	// The report says which check failed and on which ranks, for a script that reads it.
+	if f := r.Failure; f == nil || !strings.Contains(f.Check, "audit mismatch (world ranks [") || r.verdict() != "FAILED" {
+		t.Errorf("the report's failure: %+v, verdict %q; want the audit mismatch and its ranks", f, r.verdict())
+	}
 }
 
 func TestCleanRunAuditsEveryCommitAndCallsOncePerStep(t *testing.T) {
@@ -199,7 +203,7 @@ func TestCleanRunAuditsEveryCommitAndCallsOncePerStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Verify.AuditObjects != r.Backup.Committed || r.Verify.AuditMismatches != 0 || r.Failed() {
+	if r.Verify.AuditObjects != r.Backup.Committed || r.Verify.AuditMismatches != 0 || r.Failed() || r.Failure != nil {
 		t.Errorf("audit: %d objects of %d committed, %d wrong", r.Verify.AuditObjects, r.Backup.Committed, r.Verify.AuditMismatches)
 	}
 	if r.CP > 1 && (r.Consensus.CallsPerStep != 1 || r.Consensus.Calls != r.Steps+int64(r.DP)) {

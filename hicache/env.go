@@ -153,7 +153,7 @@ func (rs *runState) landRead(d *doneWork) bool {
 	if r.err != nil {
 		d.Err = r.err
 		rs.io.L3ReadFailures++
-		if !t.readFailedSaid {
+		if !t.readFailedSaid && !rs.opts.L3.readFailuresExpected {
 			t.readFailedSaid = true
 			t.log.Warn("L3 block read failed: the group computes that block and the rest of its prefetch (counted in l3.read_failures; later failures are not said)", "err", r.err)
 		}

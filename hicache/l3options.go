@@ -57,6 +57,9 @@ type L3Options struct {
 	// fails as on a bad disk; the existence check misses every block whose key is 0 mod 3, as on a shared
 	// filesystem whose view lags.
 	testFailWrites, testFailReads, testHideBlocks bool
+	// readFailuresExpected: validate's injected read failures are what its l3_roundtrip row counts, so the first
+	// is not said as a warning (a passing validate prints no WARN).
+	readFailuresExpected bool
 	// testIgnoreFailedReads (tests only) uses every prefetched block even when the group agreed a read failed:
 	// the bug validate's L3 row exists to catch.
 	testIgnoreFailedReads bool

@@ -14,6 +14,7 @@ type L3Report struct {
 	WritePolicy    string `json:"write_policy"`
 	PrefetchPolicy string `json:"prefetch_policy"`
 	BlockTokens    int    `json:"block_tokens"`
+	Bytes          int64  `json:"bytes"`        // --l3-bytes: each CP group keeper's budget
 	Writes         int64  `json:"writes"`       // block files published
 	WriteBytes     int64  `json:"write_bytes"`  // their payloads
 	WriteErrors    int64  `json:"write_errors"` // blocks dropped on a failed write (ENOSPC, EIO): the run went on
@@ -40,7 +41,7 @@ type L3Report struct {
 
 func newL3Report(c *cache.Counters, o L3Options, fingerprint uint64) *L3Report {
 	return &L3Report{Dir: o.Dir, Namespace: fmt.Sprintf("%016x", fingerprint), WritePolicy: o.WritePolicy.String(),
-		PrefetchPolicy: o.PrefetchPolicy.String(), BlockTokens: o.BlockTokens,
+		PrefetchPolicy: o.PrefetchPolicy.String(), BlockTokens: o.BlockTokens, Bytes: o.Bytes,
 		Writes: c.L3Writes, WriteBytes: c.L3WriteBytes, WriteErrors: c.L3WriteErrors, Reads: c.L3Reads, ReadBytes: c.L3ReadBytes,
 		ReadFailures: c.L3ReadFailures, Corrupt: c.L3Corrupt, Evictions: c.L3Evictions, Prefetches: c.L3Prefetches,
 		PrefetchBlocks: c.L3PrefetchBlocks, PrefetchMisses: c.L3PrefetchMisses, PrefetchTimeouts: c.L3PrefetchTimeouts,

@@ -8,7 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -33,7 +36,7 @@ func (rs *runState) checkJobLimits(g pool.Geometry) error {
 	if err := geometryConfigError(g.Validate()); err != nil {
 		return err
 	}
-	return spmd.AgreeOnFailure(t.World, checkTablesFit(g, t.NodeSize, memAvailableBytes))
+	return spmd.AgreeOnFailure(t.World, rs.opts.checkMemoryFits(g, t.NodeSize, t.NodeSize/t.CPSize, readNodeMemory()))
 }
 
 // checkInjectionRanks refuses a fault injection aimed at a rank the job does not have: it would silently not
@@ -61,21 +64,70 @@ func geometryConfigError(err error) error {
 	if !ok {
 		flag = "l2-slots"
 	}
-	return &spmd.ConfigError{Flag: flag, Reason: err.Error()}
+	// The reason starts with the value, and says it in the flag's terms; the field's Go name means nothing to a user.
+	return &spmd.ConfigError{Flag: flag, Reason: fe.Reason}
 }
 
-// checkTablesFit refuses a pool whose allocator tables, built by each of the node's ranks, would not fit in the
-// node's available memory: without it the Go runtime dies with "out of memory" while building them, or the
-// node swaps. The tables are fresh zero memory touched as the pool fills, so a full pool needs all of it.
-func checkTablesFit(g pool.Geometry, ranksOnNode int, available func() (int64, error)) error {
-	free, err := available()
-	if err != nil {
-		return nil // no /proc/meminfo: nothing to compare with, and building the tables will tell
+// nodeMemory is what a node offers the job, read once at start; tests give their own.
+type nodeMemory struct {
+	availableBytes int64 // MemAvailable; negative when unknown
+	shmFreeBytes   int64 // free in /dev/shm; negative when unknown
+	cgroup         cgroupMemory
+	cgroupLimited  bool // cgroup holds the tightest limit above the process
+}
+
+func readNodeMemory() nodeMemory {
+	m := nodeMemory{availableBytes: -1, shmFreeBytes: -1}
+	if free, err := memAvailableBytes(); err == nil {
+		m.availableBytes = free
 	}
-	perRank := g.TableBytes()
-	if need := perRank * int64(ranksOnNode); need > free {
-		return &spmd.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d slots need %d MiB of allocator tables per rank, %d MiB for the %d rank(s) of this node, but it has %d MiB of memory available; lower --l2-slots",
-			g.Slots, perRank>>20, need>>20, ranksOnNode, free>>20)}
+	if free, err := shm.FreeBytes(); err == nil {
+		m.shmFreeBytes = free
+	}
+	m.cgroup, m.cgroupLimited = readCgroupMemory("/sys/fs/cgroup", "/proc/self/cgroup")
+	return m
+}
+
+// checkMemoryFits refuses, naming the flag the user sized it with, a cache whose memory one node cannot give:
+// the allocator tables and (in the CPU build) L1 of each of its ranks against MemAvailable, its CP groups' L2
+// slabs against /dev/shm, and all of it against the job's cgroup limit. Without it the Go runtime dies with "out
+// of memory" while building the tables or L1, or the OOM killer ends the job. The tables and L1 are fresh zero
+// memory touched as the cache fills, so a full cache needs all of it.
+func (o *Options) checkMemoryFits(g pool.Geometry, ranksOnNode, groupsOnNode int, mem nodeMemory) error {
+	l2Flag, l1Flag := "l2-slots", "device-pages"
+	if o.L2Bytes > 0 {
+		l2Flag = "l2-bytes"
+	}
+	if o.DeviceBytes > 0 {
+		l1Flag = "device-bytes"
+	}
+	ranks := int64(ranksOnNode)
+	tableBytes, l1Bytes := g.TableBytes(), int64(0)
+	if transport.DeviceInHostMemory {
+		l1Bytes = cache.DeviceBytes(g, o.DevicePages)
+	}
+	slabBytes := shm.SegmentBytes(g) * int64(groupsOnNode)
+	if free := mem.availableBytes; free >= 0 {
+		if need := tableBytes * ranks; need > free {
+			return &spmd.ConfigError{Flag: l2Flag, Reason: fmt.Sprintf("%d slots need %d MiB of allocator tables per rank, %d MiB for the %d rank(s) of this node, but it has %d MiB of memory available; lower --%s",
+				g.Slots, tableBytes>>20, need>>20, ranksOnNode, free>>20, l2Flag)}
+		}
+		if need := (tableBytes + l1Bytes) * ranks; need > free {
+			return &spmd.ConfigError{Flag: l1Flag, Reason: fmt.Sprintf("L1 of %d pages needs %d MiB of memory per rank (host memory in the CPU build), %d MiB with the allocator tables for the %d rank(s) of this node, but it has %d MiB of memory available; lower --%s",
+				o.DevicePages, l1Bytes>>20, need>>20, ranksOnNode, free>>20, l1Flag)}
+		}
+	}
+	if free := mem.shmFreeBytes; free >= 0 && slabBytes > free {
+		return &spmd.ConfigError{Flag: l2Flag, Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --%s or the page size",
+			slabBytes>>20, groupsOnNode, slabBytes/int64(groupsOnNode)>>20, shm.Dir, free>>20, l2Flag)}
+	}
+	if need := slabBytes + (tableBytes+l1Bytes)*ranks; mem.cgroupLimited && need > mem.cgroup.roomBytes() {
+		flag := l2Flag
+		if l1Bytes*ranks > slabBytes {
+			flag = l1Flag
+		}
+		return &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("this node's L2 slabs (%d MiB), allocator tables (%d MiB) and L1 (%d MiB) for %d rank(s) need %d MiB, but %s leaves %d MiB: the job would be killed for memory; lower --%s, or give the job more memory (Slurm: --mem)",
+			slabBytes>>20, tableBytes*ranks>>20, l1Bytes*ranks>>20, ranksOnNode, need>>20, mem.cgroup, mem.cgroup.roomBytes()>>20, flag)}
 	}
 	return nil
 }

@@ -3,16 +3,15 @@ package hicache
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
-	"syscall"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cphicache/cphicache/hicache/cache"
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/outfile"
 )
 
 // Prometheus metrics for node_exporter's textfile collector (--metrics-file). Two views, written by world rank 0
@@ -173,6 +172,19 @@ type metricsTicker struct {
 	every time.Duration
 	next  time.Time
 	now   func() time.Time
+	// writing is held by a periodic write, and taken for good by abandon: a file removed at a signal cannot be
+	// renamed back into place by a write that was under way.
+	writing sync.Mutex
+}
+
+// abandon is the job's clean-up action for the periodic file (the watchdog's and a signal's exit run it): it
+// removes the file, whose cphicache_metrics_final 0 would tell a collector that a dead job is still running,
+// and stops any later write.
+func (m *metricsTicker) abandon(path string) func() {
+	return func() {
+		m.writing.Lock() // never released: the process is ending
+		os.Remove(path)
+	}
 }
 
 func newMetricsTicker(every time.Duration, now func() time.Time) *metricsTicker {
@@ -212,28 +224,15 @@ func (rs *runState) writeMetricsIfDue() {
 	if !rs.metrics.due() {
 		return
 	}
+	rs.metrics.writing.Lock()
+	defer rs.metrics.writing.Unlock()
 	if err := rs.groupView().write(rs.opts.MetricsPath); err != nil {
 		rs.core.Fail(cache.FailureMetrics, err)
 	}
 }
 
-const accessWrite = 2 // W_OK of access(2)
-
 // checkMetricsPath fails at start, before any shared memory exists, on a --metrics-file whose directory is
 // missing, not a directory or not writable, or that names a directory itself.
 func checkMetricsPath(path string) error {
-	if path == "" {
-		return nil
-	}
-	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return &spmd.ConfigError{Flag: "metrics-file", Reason: fmt.Sprintf("%s: the directory %s does not exist", path, dir)}
-	}
-	if err := syscall.Access(dir, accessWrite); err != nil {
-		return &spmd.ConfigError{Flag: "metrics-file", Reason: fmt.Sprintf("%s: the directory %s is not writable: %v", path, dir, err)}
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return &spmd.ConfigError{Flag: "metrics-file", Reason: fmt.Sprintf("%s is a directory", path)}
-	}
-	return nil
+	return outfile.Check("metrics-file", path)
 }

@@ -182,7 +182,7 @@ func TestPeriodicMetricsHoldRankZerosGroup(t *testing.T) {
 		return
 	}
 	f := parseMetrics(t, opts.MetricsPath)
-	group := map[string]string{"cp_group": "0", "job": "test"}
+	group := map[string]string{"cp_group": "0", "job": testJobID}
 	if final := metricValue(t, f, "cphicache_metrics_final", nil); final != 0 {
 		t.Errorf("cphicache_metrics_final %v in a periodic file", final)
 	}

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -58,18 +60,20 @@ type Options struct {
 	VocabSize                                        int
 	Synthetic                                        workload.SyntheticConfig
 	ReportPath                                       string
-	MetricsPath                                      string        // --metrics-file: Prometheus text format, world rank 0 writes it
-	MetricsInterval                                  time.Duration // between periodic metrics writes; 0 = only at the end
-	Collective                                       string
-	WatchdogTimeout                                  time.Duration
-	InjectDivergence                                 Injection
-	InjectHang                                       Injection
-	InjectExit                                       Injection
-	InjectCopyError                                  Injection
-	InjectStuckCopy                                  Injection
-	InjectSetupError                                 Injection // a world rank whose copy-engine set-up fails
-	JobID                                            string
-	Quiet                                            bool
+	MetricsPath                                      string // --metrics-file: Prometheus text format, world rank 0 writes it
+	// ValidateProgress, when set, is told as Validate starts each pass (the caller prints it on one rank).
+	ValidateProgress func(pass, passes int, what string)
+	MetricsInterval  time.Duration // between periodic metrics writes; 0 = only at the end
+	Collective       string
+	WatchdogTimeout  time.Duration
+	InjectDivergence Injection
+	InjectHang       Injection
+	InjectExit       Injection
+	InjectCopyError  Injection
+	InjectStuckCopy  Injection
+	InjectSetupError Injection // a world rank whose copy-engine set-up fails
+	JobID            string
+	Quiet            bool
 
 	// Sizing (capacity.go, models.go), turned into the fields above by Size once the CP size is known.
 	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'
@@ -148,6 +152,13 @@ func (o *Options) Validate() error {
 	}
 	if err := o.checkMetrics(); err != nil {
 		return err
+	}
+	// World rank 0 alone writes the report, so its node's directory is the one that must be there; the others'
+	// need not be (a node-local /tmp).
+	if mpi.LauncherRank() == 0 {
+		if err := outfile.Check("report", o.ReportPath); err != nil {
+			return err
+		}
 	}
 	if o.Collective != "mpi" && o.Collective != "nccl" {
 		return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}

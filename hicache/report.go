@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
@@ -89,6 +88,10 @@ type Report struct {
 	// L3 is the storage tier's, when the run had one (--l3-dir).
 	L3     *L3Report     `json:"l3,omitempty"`
 	Groups []GroupReport `json:"groups"`
+	// Result is the summary's last line: OK, OK but what was not covered, or FAILED (set by WriteJSON).
+	Result string `json:"result"`
+	// Failure is what ended a run that failed part-way (runfailure.go); nil when the replay ran to its end.
+	Failure *FailureReport `json:"failure,omitempty"`
 }
 
 // GroupReport is one CP group: its members' hosts and the collectives it ran, with their communicator sizes.
@@ -254,13 +257,14 @@ func (rs *runState) gatherGroups() ([]GroupReport, error) {
 	return groups, nil
 }
 
-// WriteJSON writes the report to path.
+// WriteJSON writes the report to path (--report), whole or not at all.
 func (r *Report) WriteJSON(path string) error {
+	r.Result = r.verdict()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.Write("report", path, append(b, '\n'))
 }
 
 // WriteSummary prints the human summary a new user reads first.
@@ -272,18 +276,28 @@ func (r *Report) WriteSummary(w io.Writer) {
 		return 100 * float64(part) / float64(whole)
 	}
 	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens + r.Hits.MissTokens
-	fmt.Fprintf(w, "# cphicache run: %d ranks, cp %d, dp %d, layout %s, %s, step consensus over %s\n", r.Ranks, r.CP, r.DP, r.Layout, r.Policy, r.Transport)
+	fmt.Fprintf(w, "# cphicache run: %s, cp %d, dp %d, layout %s, %s, step consensus over %s\n", spmd.Plural(r.Ranks, "rank"), r.CP, r.DP, r.Layout, r.Policy, r.Transport)
 	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
 	r.writeCapacity(w)
 	l3Hits := ""
 	if r.L3 != nil {
 		l3Hits = fmt.Sprintf(", L3 hit %d (%.1f%%)", r.Hits.L3Tokens, pct(r.Hits.L3Tokens, tokens))
 	}
-	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%)%s, computed %d (%.1f%%); ideal hit %d (%.1f%%, an unbounded cache)\n",
+	// The ideal counts an unbounded cache over this job's events since each flush; an L3 outlives flushes and
+	// jobs, so with one the hits can exceed it, and the summary names it for what it is.
+	ideal := "ideal hit %d (%.1f%%, an unbounded cache)"
+	if r.L3 != nil {
+		ideal = "in-job ideal %d (%.1f%%, an unbounded L1 + L2 since the last flush; the L3 can exceed it)"
+	}
+	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%)%s, computed %d (%.1f%%); "+ideal+"\n",
 		r.Hits.L1Tokens, pct(r.Hits.L1Tokens, tokens), r.Hits.L2Tokens, pct(r.Hits.L2Tokens, tokens), l3Hits, r.Hits.MissTokens, pct(r.Hits.MissTokens, tokens),
 		r.Hits.IdealTokens, pct(r.Hits.IdealTokens, tokens))
-	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs\n",
-		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks)
+	uncached := ""
+	if text := r.uncachedText(); text != "" {
+		uncached = "; " + text + " (L1 too small for a request)"
+	}
+	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs%s\n",
+		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks, uncached)
 	r.L3.writeSummary(w)
 	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %d flushes\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), r.Flushes)
 	placement := fmt.Sprintf("%d digest checks, object comparisons %.2f%% of the wall time (slowest rank), %d divergences",
@@ -300,7 +314,14 @@ func (r *Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "  placement: %s\n", placement)
 	fmt.Fprintf(w, "  verify: %s; audit: %d committed objects checked whole (every rank's parts), %d wrong\n",
 		verify, r.Verify.AuditObjects, r.Verify.AuditMismatches)
-	fmt.Fprintf(w, "  result: %s\n", r.verdict())
+	result := r.verdict()
+	switch f := r.Failure; {
+	case f != nil && f.Step >= 0:
+		result += fmt.Sprintf(": %s at step %d, reported by world rank %d (CP group %d, CP rank %d): %s", f.Check, f.Step, f.WorldRank, f.CPGroup, f.CPRank, f.Message)
+	case f != nil:
+		result += fmt.Sprintf(": %s; %s", f.Check, f.Message)
+	}
+	fmt.Fprintf(w, "  result: %s\n", result)
 }
 
 // writeCapacity states each tier in tokens and bytes, and says plainly when the copies are scaled down.
@@ -316,55 +337,4 @@ func (r *Report) writeCapacity(w io.Writer) {
 		fmt.Fprintf(w, "  copies SCALED DOWN: %s copied per token instead of %s; tokens and hit counts are the real sizes', bytes copied and the slab (%s) are not\n",
 			FormatBytes(c.CopiedTokenBytes), FormatBytes(c.TokenBytes), FormatBytes(c.L2SlabBytes))
 	}
-}
-
-// verdict is the summary's last word: FAILED on anything wrong (Failed), and an OK that says what it does not
-// cover when a check could not run.
-func (r *Report) verdict() string {
-	if r.Failed() {
-		return "FAILED"
-	}
-	var unchecked []string
-	if r.CP == 1 {
-		unchecked = append(unchecked, "placement not compared (cp 1)")
-	}
-	if r.Verify.PagesChecked == 0 {
-		unchecked = append(unchecked, "no data verified (0 load-backs)")
-	}
-	if len(unchecked) == 0 {
-		return "OK"
-	}
-	return "OK, but " + strings.Join(unchecked, " and ")
-}
-
-// RunFailed ends a run whose report counts anything wrong (Failed). The report is aggregated over every rank, so
-// every rank returns the same one and it is printed once.
-type RunFailed struct{ Divergences, Mismatches, AuditMismatches, CopyErrors, L3BlockMismatches int64 }
-
-func (e *RunFailed) Error() string {
-	return fmt.Sprintf("run failed: %d placement divergences, %d load-back mismatches, %d audited objects wrong, %d copy errors, %d L3 blocks refused with wrong bytes",
-		e.Divergences, e.Mismatches, e.AuditMismatches, e.CopyErrors, e.L3BlockMismatches)
-}
-
-// Failure is the RunFailed the report says, or nil.
-func (r *Report) Failure() error {
-	if !r.Failed() {
-		return nil
-	}
-	f := &RunFailed{Divergences: r.Placement.Divergences, Mismatches: r.Verify.Mismatches, AuditMismatches: r.Verify.AuditMismatches,
-		CopyErrors: r.Verify.CopyErrors}
-	if r.L3 != nil {
-		f.L3BlockMismatches = r.L3.WriteMismatches
-	}
-	return f
-}
-
-// Scope: the report is aggregated over the whole job, so every rank fails alike.
-func (e *RunFailed) Scope() spmd.Scope { return spmd.JobScope }
-
-// Failed reports whether the run saw anything wrong: a divergence, a wrong byte in a load-back or an audit, or a
-// copy that failed.
-func (r *Report) Failed() bool {
-	return r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.Verify.CopyErrors != 0 ||
-		(r.L3 != nil && r.L3.WriteMismatches != 0)
 }

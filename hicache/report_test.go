@@ -1,6 +1,8 @@
 package hicache
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -50,5 +52,66 @@ func TestSummarySaysWhatWasNotChecked(t *testing.T) {
 				t.Errorf("cp %d, %d pages: the summary says %q:\n%s", tc.cp, tc.pages, reject, got)
 			}
 		}
+	}
+}
+
+// TestSummarySaysWhatWentWrongWithoutChangingData: pages L1 could not hold, L3 block writes that failed and an
+// --l3-bytes smaller than one block each end the summary as "OK, but ...", never a plain OK; the uncached pages
+// are also in the L2 line with their share of the prompts' pages.
+func TestSummarySaysWhatWentWrongWithoutChangingData(t *testing.T) {
+	base := func() *Report {
+		r := &Report{Ranks: 2, CP: 2, DP: 1}
+		r.fill(&cache.Counters{PlacementChecks: 5, PagesChecked: 10, MissTokens: 16 * 1000})
+		r.Capacity = Capacity{DevicePages: 8, DeviceTokens: 8 * 16, CopiedTokenBytes: 64}
+		return r
+	}
+	summary := func(r *Report) string {
+		var b strings.Builder
+		r.WriteSummary(&b)
+		return b.String()
+	}
+	uncached := base()
+	uncached.L1.UncachedPages = 250
+	want := "result: OK, but 250 pages (25.0%) not cached: a request needs more L1 than --device-pages gives\n"
+	if s := summary(uncached); !strings.Contains(s, want) || !strings.Contains(s, "load-backs; 250 pages (25.0%) not cached") {
+		t.Errorf("a run with uncached pages: want %q and the L2 line to say it:\n%s", want, s)
+	}
+	l3 := base()
+	l3.L3 = &L3Report{BlockTokens: 64, Bytes: 1000, WriteErrors: 809, Evictions: 8089}
+	for _, want := range []string{"809 L3 block writes failed", "--l3-bytes 1000 is smaller than one block (4 KiB): every block written was evicted (8089)"} {
+		if s := summary(l3); !strings.Contains(s, "result: OK, but ") || !strings.Contains(s, want) {
+			t.Errorf("a run with L3 trouble: want %q in the result:\n%s", want, s)
+		}
+	}
+	l3.L3.WriteErrors, l3.L3.Bytes = 0, 1<<30
+	if s := summary(l3); !strings.Contains(s, "result: OK\n") {
+		t.Errorf("a run whose L3 had no trouble is not a plain OK:\n%s", s)
+	}
+}
+
+// TestIdealIsNamedForWhatItIsWithAnL3: an L3 outlives flushes and jobs, so its hits can exceed the ideal of an
+// unbounded in-job cache; with an L3 the summary calls it the in-job ideal, without one the ideal hit.
+func TestIdealIsNamedForWhatItIsWithAnL3(t *testing.T) {
+	r := &Report{Ranks: 2, CP: 2, DP: 1}
+	r.fill(&cache.Counters{PagesChecked: 10, IdealHitTokens: 70, L1HitTokens: 50, MissTokens: 50})
+	var without, with strings.Builder
+	r.WriteSummary(&without)
+	r.L3 = &L3Report{BlockTokens: 64, Bytes: 1 << 30}
+	r.WriteSummary(&with)
+	if !strings.Contains(without.String(), "; ideal hit 70 (70.0%, an unbounded cache)") {
+		t.Errorf("without an L3:\n%s", without.String())
+	}
+	if !strings.Contains(with.String(), "; in-job ideal 70 (70.0%, an unbounded L1 + L2 since the last flush; the L3 can exceed it)") {
+		t.Errorf("with an L3:\n%s", with.String())
+	}
+}
+
+// TestLongFailureMessageFitsItsBroadcast: a failure's description travels in a fixed buffer; a message longer
+// than it is cut, and what arrives still decodes.
+func TestLongFailureMessageFitsItsBroadcast(t *testing.T) {
+	buf := encodeFailure(&FailureReport{Check: "placement", Step: 6, Message: strings.Repeat("ranks [2] hold digest ü; ", 400)})
+	var f FailureReport
+	if len(buf) != failureReportBytesMax || json.Unmarshal(bytes.TrimRight(buf, "\x00"), &f) != nil || f.Step != 6 || len(f.Message) < 3000 {
+		t.Errorf("%d bytes, decoded %+v", len(buf), f.Step)
 	}
 }

@@ -46,21 +46,22 @@ type runState struct {
 }
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
-// step, and report. Every rank calls it; world rank 0 prints.
+// step, and report. Every rank calls it; world rank 0 prints. A replay that failed, agreed by every rank, still
+// returns its report, with the failure in it (runfailure.go), beside the error.
 func Run(job *spmd.Job, options *Options) (*Report, error) {
 	opts, err := options.Size(job.Topo.CPSize, job.Topo.NodeSize)
 	if err != nil {
 		return nil, err
 	}
 	rs, err := runPass(job, opts)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
-	return rs.report()
+	return rs.finalReport(err)
 }
 
 // runPass replays one workload end to end and leaves its counters and collective statistics in the returned
-// state, whose shared slab is already released.
+// state, whose shared slab is already released. A failed replay returns that state too, beside the agreed error.
 func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	rs := &runState{job: job, opts: opts, start: time.Now(), prefetchStart: map[uint64]time.Time{}}
 	events, err := rs.loadWorkload()
@@ -76,6 +77,7 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	rs.io.IdealHitTokens = rs.idealHitTokens
 	if job.Topo.WorldRank == 0 && opts.MetricsPath != "" && opts.MetricsInterval > 0 {
 		rs.metrics = newMetricsTicker(opts.MetricsInterval, time.Now)
+		defer job.Cleanup.Add(rs.metrics.abandon(opts.MetricsPath))()
 	}
 	rs.progress = newProgress(job.Topo.WorldRank == 0 && !opts.Quiet, int64(len(events)))
 	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
@@ -83,7 +85,7 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	replayErr := rs.core.Run()
 	rs.progress.done()
 	if err := spmd.AgreeOnFailure(job.Topo.World, replayErr); err != nil {
-		return nil, err
+		return rs, err
 	}
 	return rs, nil
 }
@@ -213,6 +215,14 @@ func (rs *runState) tearDown() {
 	if rs.slab != nil {
 		rs.slab.Close()
 	}
+}
+
+// stepsDone is the last step the replay began (0 before it starts).
+func (rs *runState) stepsDone() int64 {
+	if rs.core == nil {
+		return 0
+	}
+	return rs.core.Step()
 }
 
 // nextStep is the replicated event stream: CP-rank 0 sends each step's events to its group. A step is up to

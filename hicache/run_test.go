@@ -46,14 +46,14 @@ func smallOptions() *Options {
 		Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 16, DevicePages: 192, L2Slots: 160,
 		SlabBytesMax: 1 << 20, Layout: pool.LayerFirst, Policy: WriteThrough, BatchRequests: 3,
 		PlacementAssertEvery: 4, Seed: 7, VocabSize: 32000, Synthetic: syn, Collective: "mpi",
-		WatchdogTimeout: 60 * time.Second, JobID: "test", Quiet: true, checkInvariants: true,
+		WatchdogTimeout: 60 * time.Second, JobID: testJobID, Quiet: true, checkInvariants: true,
 		testEvictionModel: cache.WalkEvictionModel,
 	}
 }
 
 func checkNoLeakedSegments(t *testing.T) {
 	t.Helper()
-	if leaked, err := shm.LeakedSegments(); err != nil || len(leaked) != 0 {
+	if leaked, err := shm.JobSegments(testJobID); err != nil || len(leaked) != 0 {
 		t.Errorf("shared memory left behind: %v %v", leaked, err)
 	}
 }

@@ -3,7 +3,6 @@ package hicache
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,7 +40,7 @@ func TestFullShmFailsAtStartOnEveryRank(t *testing.T) {
 			}
 		}
 	}
-	if leftover, _ := filepath.Glob(filepath.Join(shm.Dir, shm.NamePrefix+"test-*")); len(leftover) != 0 {
+	if leftover, _ := shm.JobSegments(testJobID); len(leftover) != 0 {
 		t.Errorf("segments left behind: %v", leftover)
 	}
 	if err := testWorld.Barrier(); err != nil { // every rank has checked before any other test creates a segment

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// Validation runs the workload three times in one job and turns what it sees into checks an operator can read
+// Validation runs the workload five times in one job and turns what it sees into checks an operator can read
 // before trusting a cache design: the main pass (placement, flush, scoping, data), a pass with a tiny L2
 // (capacity misses), a pass with a perturbed rank in every CP group (divergence detection), and two passes over
 // an L3 of their own (validate_l3.go).
@@ -70,12 +70,14 @@ func Validate(job *spmd.Job, options *Options) (*ValidationReport, error) {
 	opts.recordFlushWrong = true // every pass: the flush_reset row counts, and the pass goes on
 	main := opts
 	main.flushAtEnd = true
+	options.progress(1, "as configured")
 	mainPass, err := runPass(job, &main)
 	if err != nil {
 		return nil, err
 	}
 	capacity := opts
 	capacity.L2Slots = max(16, opts.L2Slots/32) // far below the working set: misses and evictions
+	options.progress(2, fmt.Sprintf("an L2 of %d slots, far below the working set", capacity.L2Slots))
 	capacityPass, err := runPass(job, &capacity)
 	if err != nil {
 		return nil, err
@@ -84,6 +86,7 @@ func Validate(job *spmd.Job, options *Options) (*ValidationReport, error) {
 	divergence.recordDivergence = true
 	// The last CP rank of every group perturbs its allocator.
 	divergence.InjectDivergence = Injection{Rank: t.CPGroup*t.CPSize + t.CPSize - 1, Step: divergenceInjectStep, Set: t.CPSize > 1}
+	options.progress(3, "one perturbed rank per CP group")
 	divergencePass, err := runPass(job, &divergence)
 	if err != nil {
 		return nil, err
@@ -91,7 +94,7 @@ func Validate(job *spmd.Job, options *Options) (*ValidationReport, error) {
 	plain := opts
 	// The L3 row's own passes take the L3.
 	plain.L3 = L3Options{Dir: opts.L3.Dir, Namespace: opts.L3.Namespace, testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
-	l3Fill, l3Read, err := l3Passes(job, &plain)
+	l3Fill, l3Read, err := l3Passes(job, &plain, options.progress)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +119,16 @@ func Validate(job *spmd.Job, options *Options) (*ValidationReport, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// ValidatePasses is the number of passes Validate replays the workload in.
+const ValidatePasses = 5
+
+// progress calls ValidateProgress, when set, for pass (1 to ValidatePasses).
+func (o *Options) progress(pass int, what string) {
+	if o.ValidateProgress != nil {
+		o.ValidateProgress(pass, ValidatePasses, what)
+	}
 }
 
 // sumOverGroups adds a group-uniform value over the CP groups (CP-rank 0 of each contributes) and a per-rank
@@ -293,19 +306,32 @@ func checkData(passes ...*runState) (Check, error) {
 
 // WriteTable prints the validation matrix like nccl-tests: a '#' header, fixed-width rows, a closing count.
 func (v *ValidationReport) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "# cphicache validate: %d ranks, cp %d, dp %d\n", v.Ranks, v.CP, v.DP)
+	fmt.Fprintf(w, "# cphicache validate: %s, cp %d, dp %d\n", spmd.Plural(v.Ranks, "rank"), v.CP, v.DP)
 	fmt.Fprintf(w, "# %-22s %6s %8s %7s %7s  %s\n", "check", "ranks", "steps", "result", "#wrong", "detail")
 	for _, c := range v.Checks {
 		fmt.Fprintf(w, "  %-22s %6d %8d %7s %7d  %s\n", c.Name, c.Ranks, c.Steps, c.Result, c.Wrong, c.Detail)
 	}
-	fmt.Fprintf(w, "# %d checks, %d failed\n", len(v.Checks), v.Failed())
+	passed, skipped := 0, 0
+	for _, c := range v.Checks {
+		switch c.Result {
+		case "pass":
+			passed++
+		case "skip":
+			skipped++
+		}
+	}
+	skipText := ""
+	if skipped > 0 {
+		skipText = fmt.Sprintf(", %d skipped (not applicable to single-rank CP groups: run with cp 2 or more)", skipped)
+	}
+	fmt.Fprintf(w, "# %d checks: %d passed%s, %d failed\n", len(v.Checks), passed, skipText, v.Failed())
 }
 
-// WriteJSON writes the validation report to path.
+// WriteJSON writes the validation report to path (--report), whole or not at all.
 func (v *ValidationReport) WriteJSON(path string) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.Write("report", path, append(b, '\n'))
 }

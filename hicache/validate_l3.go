@@ -21,7 +21,7 @@ import (
 const validateL3BlockPages = 4
 
 // l3Passes runs the fill and the faulty read pass; cleanup removes their directory.
-func l3Passes(job *spmd.Job, opts *Options) (fill, read *runState, err error) {
+func l3Passes(job *spmd.Job, opts *Options, progress func(pass int, what string)) (fill, read *runState, err error) {
 	dir, err := validationL3Dir(job, opts.L3.Dir)
 	if err != nil {
 		return nil, nil, err
@@ -32,12 +32,15 @@ func l3Passes(job *spmd.Job, opts *Options) (fill, read *runState, err error) {
 		testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
 	fillOpts := *opts
 	fillOpts.L3 = l3opts
+	progress(4, "storing blocks in an L3 of its own, "+dir)
 	if fill, err = runPass(job, &fillOpts); err != nil {
 		return nil, nil, err
 	}
 	readOpts := fillOpts
 	t := job.Topo
 	readOpts.L3.testFailReads = t.CPSize > 1 && t.CPRank == t.CPSize-1
+	readOpts.L3.readFailuresExpected = readOpts.L3.testFailReads
+	progress(5, "loading them back, the last CP rank of each group failing its reads")
 	read, err = runPass(job, &readOpts)
 	return fill, read, err
 }

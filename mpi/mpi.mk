@@ -67,23 +67,27 @@ test-mpich: export CPHICACHE_NCCL_LIB := $(abspath $(MPICH_NCCL_SHIM))
 test-mpich: mpich $(MPICH_NCCL_SHIM) $(foreach p,$(MPICH_TEST_PKGS),$(MPICH_BUILD)/$(p).test)
 	@$(MPICH_BIN) version > $(MPICH_BUILD)/version.txt && grep -q '^MPI library: MPICH' $(MPICH_BUILD)/version.txt \
 		|| { cat $(MPICH_BUILD)/version.txt; echo "FAIL: $(MPICH_BIN) version does not name MPICH"; exit 1; }
-	@for p in $(MPICH_TEST_PKGS); do for n in $(MPICH_TEST_NPS); do \
+	@$(SHM_DECOY); \
+	for p in $(MPICH_TEST_PKGS); do for n in $(MPICH_TEST_NPS); do \
 		echo "== $(MPIEXEC_MPICH) -n $$n $(MPICH_BUILD)/$$p.test"; \
+		$(call SHM_JOB_ID,mpich $$p np$$n); \
 		( cd $$p && timeout 300 $(MPIEXEC_MPICH) -n $$n $(abspath $(MPICH_BUILD))/$$p.test -test.count=1 ) > $(MPICH_BUILD)/$$p.np$$n.log 2>&1 \
 			|| { cat $(MPICH_BUILD)/$$p.np$$n.log; echo "FAIL: mpich $$p at np $$n"; exit 1; }; \
 		passed=$$(grep -c '^PASS$$' $(MPICH_BUILD)/$$p.np$$n.log || true); \
 		[ "$$passed" = "$$n" ] || { cat $(MPICH_BUILD)/$$p.np$$n.log; echo "FAIL: mpich $$p at np $$n: $$passed of $$n ranks passed"; exit 1; }; \
-		leaked=$$(ls /dev/shm | grep '^cphicache-' || true); \
+		leaked=$$($(SHM_JOB_LEAKS)); \
 		[ -z "$$leaked" ] || { echo "FAIL: mpich $$p at np $$n left shared memory behind: $$leaked"; exit 1; }; \
 		echo "ok   mpich $$p np=$$n ($$passed ranks passed, no shared memory left)"; \
 	done; done
-	@for n in $(MPICH_TEST_NPS); do \
+	@$(SHM_DECOY); \
+	for n in $(MPICH_TEST_NPS); do \
 		log=$(MPICH_BUILD)/run.np$$n.log; \
+		$(call SHM_JOB_ID,mpich run np$$n); \
 		timeout 300 $(MPIEXEC_MPICH) -n $$n $(MPICH_BIN) run > $$log 2>&1 || { cat $$log; echo "FAIL: mpich run at np $$n"; exit 1; }; \
 		grep -qE '^  placement: (.*, 0 divergences|assert skipped)' $$log && grep -q '^  verify: [0-9]* load-back pages checked, 0 mismatches; .*, 0 wrong$$' $$log \
 			&& grep -q '^  result: OK' $$log \
 			|| { cat $$log; echo "FAIL: mpich run at np $$n: divergences, mismatches or no OK"; exit 1; }; \
-		leaked=$$(ls /dev/shm | grep '^cphicache-' || true); \
+		leaked=$$($(SHM_JOB_LEAKS)); \
 		[ -z "$$leaked" ] || { echo "FAIL: mpich run at np $$n left shared memory behind: $$leaked"; exit 1; }; \
 		echo "ok   mpich run np=$$n (step consensus $$(grep -o 'p50 [0-9.]* us' $$log | head -1), no shared memory left)"; \
 	done

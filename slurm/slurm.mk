@@ -11,8 +11,13 @@
 # The test checks the jobs' JSON reports with slurm/check-report.py.
 DEB_PACKAGES += python3
 
-.PHONY: test-slurm test-slurm-mpich
-EXTRA_TESTS += test-slurm test-slurm-mpich
+.PHONY: test-slurm test-slurm-mpich test-slurm-scripts
+EXTRA_TESTS += test-slurm-scripts test-slurm test-slurm-mpich
+
+# The scripts' own logic (layout from the allocation, refusals, binary order, arguments, PMI, signal), without
+# Slurm: a few seconds.
+test-slurm-scripts:
+	slurm/test-scripts.sh
 
 test-slurm: build
 	timeout -k 60 420 slurm/test-slurm.sh

@@ -17,7 +17,7 @@
 #   mpich    bin/cphicache-mpich under MPICH's mpiexec.mpich (MPIRUN), as a cluster with an MPICH-family MPI runs
 #            the scripts: Hydra needs no root, oversubscription or transport flags here
 #
-# Other knobs: CPHICACHE_BINARY (default bin/cphicache, or bin/cphicache-mpich), CPHICACHE_SLURM_TEST_SECONDS
+# Other knobs: CPHICACHE_SLURM_TEST_BINARY (default bin/cphicache, or bin/cphicache-mpich), CPHICACHE_SLURM_TEST_SECONDS
 # (default 300: the bound on waiting for both jobs), CPHICACHE_SLURM_DIR and the ports (the cluster's state
 # directory, see slurm/local-cluster).
 set -euo pipefail
@@ -26,8 +26,8 @@ slurmDir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repoDir=$(dirname "$slurmDir")
 mpi=${CPHICACHE_SLURM_TEST_MPI:-openmpi}
 case $mpi in
-openmpi) binary=${CPHICACHE_BINARY:-$repoDir/bin/cphicache} ;;
-mpich) binary=${CPHICACHE_BINARY:-$repoDir/bin/cphicache-mpich} ;;
+openmpi) binary=${CPHICACHE_SLURM_TEST_BINARY:-$repoDir/bin/cphicache} ;;
+mpich) binary=${CPHICACHE_SLURM_TEST_BINARY:-$repoDir/bin/cphicache-mpich} ;;
 *) echo "test-slurm: CPHICACHE_SLURM_TEST_MPI must be openmpi or mpich, not $mpi" >&2; exit 1 ;;
 esac
 waitSeconds=${CPHICACHE_SLURM_TEST_SECONDS:-300}
@@ -63,7 +63,7 @@ export SLURM_CONF
 # This machine's overrides, not the scripts': root, 8 ranks on 2 cores (oversubscribe, yield), and, for two
 # "nodes" sharing one kernel, TCP over loopback instead of the shared-memory transport (ENVIRONMENT.md).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export CPHICACHE_BINARY=$binary
+export CPHICACHE_SBATCH_BINARY=$binary
 oneNodeFlags="--oversubscribe --mca mpi_yield_when_idle 1"
 twoNodeFlags="$oneNodeFlags --mca btl tcp,self --mca btl_tcp_if_include lo"
 if [ "$mpi" = mpich ]; then
@@ -72,7 +72,7 @@ if [ "$mpi" = mpich ]; then
 fi
 if [ "$mode" = topo ]; then
 	# topo has no --report; empty report variables make the scripts pass none.
-	export CPHICACHE_COMMAND=topo CPHICACHE_VALIDATE_COMMAND= CPHICACHE_REPORT= CPHICACHE_VALIDATE_REPORT=
+	export CPHICACHE_SBATCH_COMMAND=topo CPHICACHE_SBATCH_VALIDATE_COMMAND= CPHICACHE_SBATCH_REPORT= CPHICACHE_SBATCH_VALIDATE_REPORT=
 fi
 
 # submit prints the job id; the job's log and default reports land in $workDir, its submit directory.
@@ -143,14 +143,28 @@ else
 	# The L3 pair: the CP8 job stores blocks, then the CP8DP2 job reads them on both nodes.
 	l3Dir=$workDir/l3
 	mkdir -p "$l3Dir"
-	export CPHICACHE_ARGS="--l3-dir $l3Dir --l3-block-tokens 64 --l3-prefetch-threshold 64 --l3-prefetch-policy wait_complete"
-	l3FillJob=$(CPHICACHE_VALIDATE_COMMAND= submit "$oneNodeFlags" cp8.sbatch)
+	export CPHICACHE_SBATCH_ARGS="--l3-dir $l3Dir --l3-block-tokens 64 --l3-prefetch-threshold 64 --l3-prefetch-policy wait_complete"
+	l3FillJob=$(CPHICACHE_SBATCH_VALIDATE_COMMAND= submit "$oneNodeFlags" cp8.sbatch)
 	waitJobs "$l3FillJob"
 	checkJob "$l3FillJob" "cp8 filling the L3"
 	l3ReadJob=$(submit "$twoNodeFlags" cp8dp2.sbatch)
 	waitJobs "$l3ReadJob"
 	checkJob "$l3ReadJob" "cp8dp2 reading the L3"
 	checkReport run "$workDir/cphicache-$l3ReadJob.report.json" --ranks 16 --cp 8 --dp 2 --nodes 2 --l3-hits
-	unset CPHICACHE_ARGS
+	unset CPHICACHE_SBATCH_ARGS
+
+	# scancel of a running job: the script's trap still ends the log with its exit status line (128 + SIGTERM).
+	# The script's trap does not depend on the MPI, so the MPICH run of this test leaves it out.
+	if [ "$mpi" = openmpi ]; then
+		"$binary" gen-trace --conversations 4000 --output "$workDir/long.jsonl"
+		cancelJob=$(CPHICACHE_SBATCH_VALIDATE_COMMAND= CPHICACHE_SBATCH_ARGS="--trace $workDir/long.jsonl" submit "$oneNodeFlags" cp8.sbatch)
+		for _ in $(seq 120); do grep -q '^+ ' "$workDir/cphicache-$cancelJob.out" 2>/dev/null && break; sleep 0.5; done
+		sleep 2
+		scancel "$cancelJob"
+		waitJobs "$cancelJob"
+		last=$(tail -n 1 "$workDir/cphicache-$cancelJob.out")
+		[ "$last" = "cphicache-job: exit status 143" ] || { cat "$workDir/cphicache-$cancelJob.out"; fail "scancel: the log ends with '$last'"; }
+		say "ok   scancel of job $cancelJob: the log ends with '$last'"
+	fi
 fi
 say "PASS ($mode mode, $mpi)"

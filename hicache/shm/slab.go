@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"syscall"
 
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -71,16 +72,27 @@ func slabOffsets(g pool.Geometry) ([]int64, int64) {
 // CheckFits fails, naming the flags that size the slab, when one node's slabs (one per CP group on the node)
 // cannot fit in /dev/shm. It runs before any shared state is created.
 func CheckFits(g pool.Geometry, groupsOnNode int) error {
-	_, segmentBytes := slabOffsets(g)
+	return CheckFitsAs(g, groupsOnNode, "l2-slots")
+}
+
+// CheckFitsAs is CheckFits naming sizeFlag, the flag the user sized the L2 with (--l2-slots or --l2-bytes).
+func CheckFitsAs(g pool.Geometry, groupsOnNode int, sizeFlag string) error {
+	segmentBytes := SegmentBytes(g)
 	free, err := FreeBytes()
 	if err != nil {
 		return err
 	}
 	need := segmentBytes * int64(groupsOnNode)
 	if need > free {
-		return &spmd.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --l2-slots or the page size", need>>20, groupsOnNode, segmentBytes>>20, Dir, free>>20)}
+		return &spmd.ConfigError{Flag: sizeFlag, Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --%s or the page size", need>>20, groupsOnNode, segmentBytes>>20, Dir, free>>20, sizeFlag)}
 	}
 	return nil
+}
+
+// SegmentBytes is the size of one CP group's segment: its slabs, each aligned.
+func SegmentBytes(g pool.Geometry) int64 {
+	_, segmentBytes := slabOffsets(g)
+	return segmentBytes
 }
 
 // OpenSharedSlab creates (CP-rank 0) or opens (the others) the group's segment and maps it on every rank of cp.
@@ -153,7 +165,7 @@ func createSegment(seg Segment, segmentBytes int64) (string, error) {
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return "", err
 	}
-	name := fmt.Sprintf("%s%s-g%d-%s", NamePrefix, sanitize(seg.JobID), seg.Group, hex.EncodeToString(nonce[:]))
+	name := fmt.Sprintf("%sg%d-%s", SegmentPrefix(seg.JobID), seg.Group, hex.EncodeToString(nonce[:]))
 	path := filepath.Join(Dir, name)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -249,11 +261,25 @@ func (s *SharedSlab) Close() error {
 	return errors.Join(errs...)
 }
 
-// LeakedSegments lists cphicache segments present in /dev/shm (for tests and for validate).
-func LeakedSegments() ([]string, error) {
-	matches, err := filepath.Glob(filepath.Join(Dir, NamePrefix+"*"))
-	for i := range matches {
-		matches[i] = filepath.Base(matches[i])
+// JobSegments lists the segments of job jobID present in Dir: CP rank 0 unlinks each as soon as its group has
+// mapped it, so any listed after a job ended is a leak. Only jobID's names are listed, because other jobs on the
+// same node (another user's run, a concurrent test suite) own theirs and may still be running.
+func JobSegments(jobID string) ([]string, error) {
+	entries, err := os.ReadDir(Dir)
+	if err != nil {
+		return nil, err
 	}
-	return matches, err
+	ofJob := regexp.MustCompile(`^` + regexp.QuoteMeta(SegmentPrefix(jobID)) + `g[0-9]+-[0-9a-f]{16}$`)
+	var names []string
+	for _, e := range entries {
+		if ofJob.MatchString(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// SegmentPrefix starts the name of every segment of job jobID (the job id as names carry it, then its group).
+func SegmentPrefix(jobID string) string {
+	return NamePrefix + sanitize(jobID) + "-"
 }

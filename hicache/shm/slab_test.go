@@ -2,7 +2,9 @@ package shm
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 )
@@ -33,5 +35,30 @@ func TestFallocateReservesAndRefusesWhatShmLacks(t *testing.T) {
 	}
 	if err := Fallocate(f, free+1<<30); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("reserving %d bytes with %d free: %v, want ENOSPC", free+1<<30, free, err)
+	}
+}
+
+// TestJobSegmentsListsOnlyThatJobs plants segment names of two jobs whose ids share a prefix, and a name that
+// only starts like a segment: each job's listing must hold its own name and nothing else, so that a leak check
+// on a node shared with other cphicache jobs does not fail on their live segments.
+func TestJobSegmentsListsOnlyThatJobs(t *testing.T) {
+	mine, other := fmt.Sprintf("shmtest%d", os.Getpid()), fmt.Sprintf("shmtest%d-2", os.Getpid())
+	names := map[string]string{
+		mine:  SegmentPrefix(mine) + "g0-0123456789abcdef",
+		other: SegmentPrefix(other) + "g12-fedcba9876543210",
+		"":    SegmentPrefix(mine) + "g0-not-a-nonce",
+	}
+	for _, name := range names {
+		path := filepath.Join(Dir, name)
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(path) })
+	}
+	for _, job := range []string{mine, other} {
+		got, err := JobSegments(job)
+		if err != nil || len(got) != 1 || got[0] != names[job] {
+			t.Errorf("JobSegments(%q) = %v, %v; want only [%s]", job, got, err, names[job])
+		}
 	}
 }

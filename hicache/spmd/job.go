@@ -97,14 +97,15 @@ func (j *Job) PrintTopology(w io.Writer, gpu string) error {
 	return nil
 }
 
-// Fail prints a fatal error once, from the rank that should (Report), and returns the process exit status. A
+// Fail prints a fatal error once, from the rank that should (Report), and returns the process exit status
+// (ExitStatus). A
 // rank that stays silent first waits SilentRankGrace.
 func (j *Job) Fail(err error) int {
 	j.failing.Store(true)
 	if !Report(os.Stderr, err, j.Where()) {
 		time.Sleep(SilentRankGrace)
 	}
-	return 1
+	return ExitStatus(err)
 }
 
 // Where names this rank for messages.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cphicache/cphicache/mpi"
@@ -91,6 +92,11 @@ func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (in
 		return 0, 0, &ConfigError{Flag: "dp", Reason: fmt.Sprintf("%d is negative; give the number of DP replicas, or 0 to derive it", dp)}
 	}
 	if cp == 0 && dp > 0 {
+		// Only --dp was given: the message speaks of it alone, not of a cp the user never gave.
+		if dp > worldSize || worldSize%dp != 0 {
+			return 0, 0, &ConfigError{Flag: "dp", Reason: fmt.Sprintf("%d replicas do not divide the job's %d ranks into equal CP groups; give a --dp that divides %d (%s), or launch a multiple of %d ranks",
+				dp, worldSize, worldSize, divisors(worldSize), dp)}
+		}
 		cp = worldSize / dp
 	}
 	if cp == 0 {
@@ -112,6 +118,25 @@ func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (in
 		return 0, 0, &ConfigError{Flag: "dp", Reason: fmt.Sprintf("dp %d x cp %d = %d ranks, but the job has %d", dp, cp, dp*cp, worldSize)}
 	}
 	return cp, dp, nil
+}
+
+// Plural is "1 rank", "8 ranks": a count with its noun, for the summaries' first lines.
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// divisors lists n's divisors, "1, 2, 4, 8", for messages.
+func divisors(n int) string {
+	var ds []string
+	for d := 1; d <= n; d++ {
+		if n%d == 0 {
+			ds = append(ds, strconv.Itoa(d))
+		}
+	}
+	return strings.Join(ds, ", ")
 }
 
 // checkGroupInNode verifies that every member of this CP group runs on one node: the group shares one
@@ -202,7 +227,7 @@ func WriteTable(w io.Writer, rows []RankInfo, cp, dp int) {
 	for _, r := range rows {
 		nodes[r.Host] = true
 	}
-	fmt.Fprintf(w, "# cphicache topology: %d ranks, cp %d, dp %d, %d node(s)\n", len(rows), cp, dp, len(nodes))
+	fmt.Fprintf(w, "# cphicache topology: %s, cp %d, dp %d, %s\n", Plural(len(rows), "rank"), cp, dp, Plural(len(nodes), "node"))
 	// The GPU column appears in the GPU build only, where every rank fills it.
 	gpus := slices.ContainsFunc(rows, func(r RankInfo) bool { return r.GPU != "" })
 	gpuHeader := ""

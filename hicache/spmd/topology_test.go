@@ -37,6 +37,12 @@ func TestResolveGroupsDefaultsAndErrors(t *testing.T) {
 			t.Errorf("world %d cp %d dp %d: got cp %d dp %d err %v, want cp %d dp %d", tc.world, tc.cp, tc.dp, cp, dp, err, tc.wantCP, tc.wantDP)
 		}
 	}
+	// --dp alone that does not divide the job: the message is about the dp given, and no cp the user never gave.
+	_, _, err := resolveGroups(8, 8, true, 0, 3)
+	if err == nil || !strings.Contains(err.Error(), "invalid --dp: 3 replicas do not divide the job's 8 ranks") || strings.Contains(err.Error(), "cp") ||
+		!strings.Contains(err.Error(), "(1, 2, 4, 8)") {
+		t.Errorf("--dp 3 on 8 ranks: %v", err)
+	}
 	if _, _, err := resolveGroups(16, 8, false, 0, 0); err == nil {
 		t.Error("automatic --cp accepted nodes of different sizes")
 	}
@@ -113,5 +119,12 @@ func TestTopologyGatherMapsEveryRank(t *testing.T) {
 	WriteTable(&b, rows, topo.CPSize, topo.DPSize)
 	if lines := strings.Count(b.String(), "\n"); lines != len(rows)+2 {
 		t.Errorf("table has %d lines, want a 2-line header and %d rows:\n%s", lines, len(rows), b.String())
+	}
+}
+
+// TestPluralSaysOneRank: summaries say "1 rank" and "8 ranks", never "1 ranks".
+func TestPluralSaysOneRank(t *testing.T) {
+	if got := Plural(1, "rank") + ", " + Plural(8, "rank") + ", " + Plural(0, "namespace"); got != "1 rank, 8 ranks, 0 namespaces" {
+		t.Errorf("got %q", got)
 	}
 }

@@ -3,13 +3,19 @@ package sweep
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 
-	"github.com/cphicache/cphicache/hicache"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // The sweep's PNG, drawn as bench/plot.go draws the benchmarks: ours as lines with points, the reference (here
@@ -27,7 +33,11 @@ func (s *Result) WritePlot(path string) error {
 	}
 	p := plot.New()
 	p.Title.Text = s.title()
-	p.X.Label.Text = "L2 capacity per node (bytes at " + hicache.FormatBytes(s.TokenBytes) + " per token; tokens), log scale"
+	perToken := hicache.FormatBytes(s.TokenBytes) + " per token"
+	if s.Model == "" {
+		perToken += " at cp 1" // --token-bytes is per rank (main_sweep.go says so)
+	}
+	p.X.Label.Text = "L2 capacity per node (bytes at " + perToken + "; tokens), log scale"
 	p.Y.Label.Text = "prompt token hit rate, L1 + L2 (%)"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sweepTicks(s.Points)
@@ -43,7 +53,32 @@ func (s *Result) WritePlot(path string) error {
 		return err
 	}
 	p.Legend.Top, p.Legend.Left = false, false
-	return p.Save(sweepPlotWidth, sweepPlotHeight, path)
+	// The legend's line samples are drawn right of its text: moved in by their width, they stay in the image.
+	p.Legend.XOffs = -p.Legend.ThumbnailWidth - vg.Points(8)
+	// The image goes through outfile, whole or not at all, in the format its extension names (as plot.Save).
+	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	image, err := p.WriterTo(sweepPlotWidth, sweepPlotHeight, format)
+	if err != nil {
+		return fmt.Errorf("--plot %s: %w", path, err)
+	}
+	return outfile.WriteFrom("plot", path, func(w io.Writer) error {
+		_, err := image.WriteTo(w)
+		return err
+	})
+}
+
+// plotFormats are the image formats gonum/plot writes, by file extension.
+var plotFormats = []string{"eps", "jpg", "jpeg", "pdf", "png", "svg", "tex", "tif", "tiff"}
+
+// CheckPlotFormat fails, before the sweep runs, on a --plot whose extension names no format WritePlot can write.
+func CheckPlotFormat(path string) error {
+	if path == "" {
+		return nil
+	}
+	if format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), ".")); !slices.Contains(plotFormats, format) {
+		return &spmd.ConfigError{Flag: "plot", Reason: fmt.Sprintf("%s: the extension %q names no image format; use one of .%s", path, format, strings.Join(plotFormats, ", ."))}
+	}
+	return nil
 }
 
 func (s *Result) title() string {

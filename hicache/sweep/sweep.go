@@ -10,9 +10,9 @@ package sweep
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -38,6 +38,10 @@ type Point struct {
 	Committed   int64   `json:"backups_committed"`
 	L2Evictions int64   `json:"l2_evictions"`
 	WallSeconds float64 `json:"wall_seconds"`
+	// UncachedPages: prompt pages computed but not cached, L1 being too small for their request; UncachedPct of
+	// every prompt page. A point with many has a hit rate that L2 cannot raise.
+	UncachedPages int64   `json:"uncached_pages"`
+	UncachedPct   float64 `json:"uncached_pct"`
 }
 
 // Result is the sweep's JSON: the configuration every point shares, and the points in the order given.
@@ -56,6 +60,9 @@ type Result struct {
 // Sweep runs the workload once per size on a one-rank job, calling done after each point (progress).
 func Run(job *spmd.Job, options *hicache.Options, sizes []Size, done func(Point)) (*Result, error) {
 	if err := CheckJob(job); err != nil {
+		return nil, err
+	}
+	if err := hicache.CheckL1HoldsLongestRequest(options); err != nil {
 		return nil, err
 	}
 	res := &Result{Model: options.Model, Trace: options.TracePath, WritePolicy: options.Policy.String(), PageTokens: options.PageTokens}
@@ -93,7 +100,9 @@ func CheckJob(job *spmd.Job) error {
 func sweepPoint(r *hicache.Report) Point {
 	h, c := r.Hits, r.Capacity
 	tokens := float64(max(1, h.L1Tokens+h.L2Tokens+h.MissTokens))
+	uncached, uncachedPct := r.Uncached()
 	return Point{
+		UncachedPages: uncached, UncachedPct: uncachedPct,
 		L2Slots: c.L2Slots, L2Tokens: c.L2Tokens, L2Bytes: c.L2Bytes, L2GiB: float64(c.L2Bytes) / (1 << 30),
 		L1Tokens: h.L1Tokens, L2HitTokens: h.L2Tokens, MissTokens: h.MissTokens, IdealTokens: h.IdealTokens,
 		HitRate: float64(h.L1Tokens+h.L2Tokens) / tokens, IdealRate: float64(h.IdealTokens) / tokens,
@@ -107,5 +116,5 @@ func (s *Result) WriteJSON(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.Write("json", path, append(b, '\n'))
 }

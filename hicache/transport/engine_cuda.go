@@ -9,6 +9,9 @@ import (
 	"github.com/cphicache/cphicache/kernels"
 )
 
+// DeviceInHostMemory: in the GPU build L1 is GPU memory, which the host memory checks do not count.
+const DeviceInHostMemory = false
+
 // newCopyEngine is the GPU build's engine: the device KV buffer is cuMemAlloc memory on this rank's GPU, the
 // shared L2 slabs are host memory registered with (and mapped into) that GPU, and pagecopy.cu's kernel moves
 // the pages.

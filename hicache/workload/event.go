@@ -254,3 +254,22 @@ func (d *eventDecoder) compactRequest() Request {
 	}
 	return r
 }
+
+// Tokens is the request's prompt length, in either form.
+func (r *Request) Tokens() int {
+	if r.Blocks.Compact() {
+		return int(r.Blocks.InputTokens)
+	}
+	return len(r.InputIDs)
+}
+
+// LongestRequestTokens is the longest prompt of events, in tokens (0 without a request).
+func LongestRequestTokens(events []Event) int {
+	longest := 0
+	for i := range events {
+		if !events[i].Flush {
+			longest = max(longest, events[i].Request.Tokens())
+		}
+	}
+	return longest
+}

@@ -1,0 +1,39 @@
+package hicache
+
+import (
+	"fmt"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/workload"
+)
+
+// CheckL1HoldsLongestRequest refuses a configuration whose L1 cannot hold the workload's longest request: the
+// pages of a request past L1 are computed and never cached, whatever the L2's size, so a sweep over L2 sizes
+// would print the same flat hit rate at every point. It reads the workload (the sweep's check, before its runs).
+func CheckL1HoldsLongestRequest(o *Options) error {
+	sized, err := o.Size(1, 1)
+	if err != nil {
+		return err
+	}
+	var events []workload.Event
+	if o.TracePath == "" {
+		events, err = workload.GenerateSynthetic(o.Synthetic)
+	} else {
+		events, err = workload.ReadTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
+			BlockTokens: o.TraceBlockTokens, LimitRequests: o.TraceLimit})
+	}
+	if err != nil {
+		return wrapWorkload(err)
+	}
+	longest := workload.LongestRequestTokens(events)
+	needPages := longest / o.PageTokens // a request's last partial page is never cached anyway
+	if needPages <= sized.DevicePages {
+		return nil
+	}
+	flag, given := "device-pages", fmt.Sprint(sized.DevicePages)
+	if o.DeviceBytes > 0 {
+		flag, given = "device-bytes", FormatBytes(o.DeviceBytes)
+	}
+	return &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s gives L1 %d pages = %d tokens per rank, but the workload's longest request has %d tokens = %d pages of %d: "+
+		"its pages past L1 would be computed and never cached at any L2 size; give L1 at least %d pages", given, sized.DevicePages, sized.DevicePages*o.PageTokens, longest, needPages, o.PageTokens, needPages)}
+}

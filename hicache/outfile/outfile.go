@@ -1,0 +1,84 @@
+// Package outfile owns the files a command writes for its user (the run's --report, sweep's --json and --plot,
+// gen-trace's --output): each is checked before the work starts, so that a typo in a directory costs a second
+// and not the run, and each is written whole or not at all, so that a full disk never leaves an empty file in
+// place of the previous one.
+//
+// It imports errscope (for the error that names the flag) and nothing else of cphicache.
+package outfile
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/cphicache/cphicache/hicache/errscope"
+)
+
+const accessWrite = 2 // W_OK of access(2)
+
+// Check fails, naming flag, on an output path whose directory is missing, not a directory or not writable, or
+// that is a directory itself. An empty path (no output asked for) passes.
+func Check(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s: the directory %s does not exist", path, dir)}
+	}
+	if err := syscall.Access(dir, accessWrite); err != nil {
+		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s: the directory %s is not writable: %v", path, dir, err)}
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s is a directory", path)}
+	}
+	return nil
+}
+
+// Write writes data to path through a temporary file in path's directory, renamed over path once it is whole
+// and synced: a reader sees the previous file or the new one, never a part. On an error the temporary file is
+// removed and path is untouched; the error names flag.
+func Write(flag, path string, data []byte) error {
+	return WriteFrom(flag, path, func(w io.Writer) error {
+		_, err := io.Copy(w, bytes.NewReader(data))
+		return err
+	})
+}
+
+// WriteFrom is Write of what write produces.
+func WriteFrom(flag, path string, write func(io.Writer) error) error {
+	if err := writeAtomic(path, write); err != nil {
+		return fmt.Errorf("--%s %s: %w", flag, path, err)
+	}
+	return nil
+}
+
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := write(f); err != nil {
+		return err
+	}
+	// CreateTemp makes the file 0600; the output is the user's to share like any file they create.
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

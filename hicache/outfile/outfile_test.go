@@ -1,0 +1,57 @@
+package outfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// TestCheckNamesTheFlagAndTheMissingDirectory: a path in a directory that does not exist, or a directory itself,
+// fails with the flag the user gave, before any work; a new file in an existing directory passes.
+func TestCheckNamesTheFlagAndTheMissingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "typo", "r.json"), "does not exist"},
+		{dir, "is a directory"},
+	} {
+		err := Check("report", tc.path)
+		var ce *spmd.ConfigError
+		if !errors.As(err, &ce) || ce.Flag != "report" || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Check(report, %s) = %v, want an invalid --report that says %q", tc.path, err, tc.want)
+		}
+	}
+	if err := Check("report", filepath.Join(dir, "r.json")); err != nil {
+		t.Errorf("a new file in an existing directory: %v", err)
+	}
+}
+
+// TestFailedWriteKeepsThePreviousFile: a write that fails half-way (a full disk) leaves the previous file whole
+// and no temporary file behind, and says which flag's file it was.
+func TestFailedWriteKeepsThePreviousFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := Write("report", path, []byte("previous\n")); err != nil {
+		t.Fatal(err)
+	}
+	full := errors.New("no space left on device")
+	err := WriteFrom("report", path, func(w io.Writer) error {
+		io.WriteString(w, "half a rep")
+		return full
+	})
+	if !errors.Is(err, full) || !strings.Contains(err.Error(), "--report "+path) {
+		t.Errorf("error %v, want the write's error named by --report and the path", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "previous\n" {
+		t.Errorf("after a failed write the file holds %q, want the previous one", b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the file's mode: %v %v, want 0644", fi.Mode(), err)
+	}
+}

@@ -1,0 +1,109 @@
+package hicache
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// The run's verdict: FAILED on anything wrong, else OK, with "but ..." for what the run did not cover (a check
+// that could not run) or what went wrong without changing any data (pages L1 could not hold, L3 trouble), so
+// that a plain OK means the whole configuration was exercised as given.
+
+// verdict is the summary's last word: FAILED on anything wrong (Failed), and an OK that says what it does not
+// cover when a check could not run, and what went wrong without changing data (caveats).
+func (r *Report) verdict() string {
+	if r.Failed() {
+		return "FAILED"
+	}
+	var unchecked []string
+	if r.CP == 1 {
+		unchecked = append(unchecked, "placement not compared (cp 1)")
+	}
+	if r.Verify.PagesChecked == 0 {
+		unchecked = append(unchecked, "no data verified (0 load-backs)")
+	}
+	said := strings.Join(unchecked, " and ")
+	for _, caveat := range r.caveats() {
+		said = strings.TrimPrefix(said+"; "+caveat, "; ")
+	}
+	if said == "" {
+		return "OK"
+	}
+	return "OK, but " + said
+}
+
+// caveats are what went wrong without changing any data: prompt pages L1 could not hold (a request longer than
+// L1 is computed but not cached), and L3 blocks that failed to write or did not fit its budget at all.
+func (r *Report) caveats() []string {
+	var said []string
+	if text := r.uncachedText(); text != "" {
+		said = append(said, text+": a request needs more L1 than --device-pages gives")
+	}
+	if l3 := r.L3; l3 != nil {
+		if l3.WriteErrors > 0 {
+			said = append(said, fmt.Sprintf("%d L3 block writes failed (the blocks were dropped; see the first error logged)", l3.WriteErrors))
+		}
+		if blockBytes := int64(l3.BlockTokens) * r.Capacity.CopiedTokenBytes; l3.Bytes < blockBytes {
+			said = append(said, fmt.Sprintf("--l3-bytes %d is smaller than one block (%s): every block written was evicted (%d)", l3.Bytes, FormatBytes(blockBytes), l3.Evictions))
+		}
+		if l3.Corrupt > 0 {
+			said = append(said, fmt.Sprintf("%d corrupt L3 blocks found (removed, never served)", l3.Corrupt))
+		}
+	}
+	return said
+}
+
+// uncachedText is "N pages (P%) not cached", or empty when every page was cached.
+func (r *Report) uncachedText() string {
+	n, pct := r.Uncached()
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d pages (%.1f%%) not cached", n, pct)
+}
+
+// Uncached is the prompt pages computed but not cached, because L1 could not hold them beside the rest of
+// their request, and their percentage of every prompt page.
+func (r *Report) Uncached() (pages int64, pct float64) {
+	promptTokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens + r.Hits.MissTokens
+	if c := r.Capacity; c.DevicePages > 0 && c.DeviceTokens > 0 {
+		if promptPages := promptTokens / (c.DeviceTokens / int64(c.DevicePages)); promptPages > 0 {
+			pct = 100 * float64(r.L1.UncachedPages) / float64(promptPages)
+		}
+	}
+	return r.L1.UncachedPages, pct
+}
+
+// RunFailed ends a run whose report counts anything wrong (Failed). The report is aggregated over every rank, so
+// every rank returns the same one and it is printed once.
+type RunFailed struct{ Divergences, Mismatches, AuditMismatches, CopyErrors, L3BlockMismatches int64 }
+
+func (e *RunFailed) Error() string {
+	return fmt.Sprintf("run failed: %d placement divergences, %d load-back mismatches, %d audited objects wrong, %d copy errors, %d L3 blocks refused with wrong bytes",
+		e.Divergences, e.Mismatches, e.AuditMismatches, e.CopyErrors, e.L3BlockMismatches)
+}
+
+// RunFailure is the RunFailed the report's counts say, or nil.
+func (r *Report) RunFailure() error {
+	if !r.Failed() {
+		return nil
+	}
+	f := &RunFailed{Divergences: r.Placement.Divergences, Mismatches: r.Verify.Mismatches, AuditMismatches: r.Verify.AuditMismatches,
+		CopyErrors: r.Verify.CopyErrors}
+	if r.L3 != nil {
+		f.L3BlockMismatches = r.L3.WriteMismatches
+	}
+	return f
+}
+
+// Scope: the report is aggregated over the whole job, so every rank fails alike.
+func (e *RunFailed) Scope() spmd.Scope { return spmd.JobScope }
+
+// Failed reports whether the run saw anything wrong: a divergence, a wrong byte in a load-back or an audit, or a
+// copy that failed.
+func (r *Report) Failed() bool {
+	return r.Failure != nil || r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.Verify.CopyErrors != 0 ||
+		(r.L3 != nil && r.L3.WriteMismatches != 0)
+}

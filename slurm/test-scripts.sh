@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# test-scripts.sh: the job scripts' own logic, without Slurm (make test runs it; a few seconds): each script runs
+# under bash with the SLURM_* variables a job would have, a fake launcher that records its command line, and a
+# fake binary, and must derive the layout from the allocation or refuse it naming both numbers, refuse the old
+# setting names, prefer the build in the submit directory and say which binary ran, give every command
+# CPHICACHE_SBATCH_ARGS, pass the chosen PMI type to srun, and print `cphicache-job: exit status N` last, also
+# after a signal. The bodies of the two scripts below their marker line must be the same.
+set -euo pipefail
+
+slurmDir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+work=$(mktemp -d /tmp/cphicache-script-test.XXXXXX)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+failures=0
+fail() {
+	echo "test-scripts: FAIL: $*"
+	failures=$((failures + 1))
+}
+
+# The fakes: a binary that says its name, and launchers that log their arguments, write the --report they are
+# given, and sleep for FAKE_LAUNCH_SLEEP seconds (so that a signal finds the script waiting).
+mkdir -p "$work/submit/bin" "$work/path"
+for b in "$work/submit/bin/cphicache" "$work/path/cphicache"; do
+	printf '#!/bin/sh\necho "cphicache fake at %s"\n' "$b" >"$b"
+	chmod +x "$b"
+done
+cat >"$work/path/fake-launcher" <<'EOF'
+#!/usr/bin/env bash
+[ "${1:-}" = --version ] && { echo "fake launcher"; exit 0; }
+echo "$(basename "$0") $*" >>"$FAKE_LAUNCH_LOG"
+while [ $# -gt 0 ]; do
+	[ "$1" = --report ] && echo '{}' >"$2"
+	shift
+done
+exec sleep "${FAKE_LAUNCH_SLEEP:-0}"
+EOF
+chmod +x "$work/path/fake-launcher"
+ln -s fake-launcher "$work/path/mpirun"
+ln -s fake-launcher "$work/path/srun"
+
+# jobEnv is the environment of a job of NTASKS tasks, TASKS_PER_NODE as Slurm writes it, on NODES nodes.
+jobEnv() {
+	echo PATH="$work/path:/usr/bin:/bin" HOME="$work" FAKE_LAUNCH_LOG="$work/launch.log" SLURM_JOB_ID=42 \
+		SLURM_SUBMIT_DIR="$work/submit" SLURM_NTASKS="$1" SLURM_TASKS_PER_NODE="$2" SLURM_NNODES="$3"
+}
+# job runs a script as a job of that allocation would, in a clean environment; its output is in $work/out.
+job() {
+	local script=$1 ntasks=$2 perNode=$3 nodes=$4
+	shift 4
+	: >"$work/launch.log"
+	# shellcheck disable=SC2046 # jobEnv's words are the assignments
+	(cd "$work/submit" && env -i $(jobEnv "$ntasks" "$perNode" "$nodes") "$@" bash "$slurmDir/$script") >"$work/out" 2>&1
+}
+lastLine() { tail -n 1 "$work/out"; }
+expect() { # expect DESCRIPTION STATUS TEXT...: the job's last line says STATUS and its output has each TEXT
+	local what=$1 status=$2
+	shift 2
+	[ "$(lastLine)" = "cphicache-job: exit status $status" ] || fail "$what: last line '$(lastLine)', want exit status $status"
+	for text in "$@"; do grep -qF -- "$text" "$work/out" "$work/launch.log" || fail "$what: no '$text' in:$(printf '\n%s' "$(cat "$work/out" "$work/launch.log")")"; done
+}
+
+# The layout follows the allocation: 16 tasks on 2 nodes of 8 are cp 8 dp 2, without any setting.
+job cp8dp2.sbatch 16 '8(x2)' 2 || true
+expect "layout derived" 0 "cp 8 dp 2" "mpirun -np 16 --map-by slot $work/submit/bin/cphicache run --cp 8 --dp 2 --report $work/submit/cphicache-42.report.json"
+# ... and cp8.sbatch at 4 tasks on one node is one group of 4.
+job cp8.sbatch 4 4 1 || true
+expect "cp8 on 4 tasks" 0 "cp 4 dp 1"
+# A layout the allocation cannot hold is refused before anything runs, naming both numbers.
+job cp8dp2.sbatch 16 '8(x2)' 2 CPHICACHE_SBATCH_CP=4 CPHICACHE_SBATCH_DP=2 || true
+expect "cp x dp != tasks" 2 "cp 4 x dp 2 = 8 ranks, but the job has 16 tasks"
+[ ! -s "$work/launch.log" ] || fail "a refused layout still launched: $(cat "$work/launch.log")"
+job cp8dp2.sbatch 16 '4(x4)' 4 CPHICACHE_SBATCH_CP=8 || true
+expect "group larger than a node" 2 "a CP group of 8 ranks must lie inside one node, but node 0 of the job has 4 tasks"
+# The old setting names are refused: CPHICACHE_REPORT is also the binary's --report, in every step.
+job cp8.sbatch 8 8 1 CPHICACHE_REPORT=/tmp/r.json || true
+expect "old name" 2 "CPHICACHE_REPORT is set: the script's setting is now CPHICACHE_SBATCH_REPORT"
+# The fresh build in the submit directory wins over the one on PATH, and the log says which ran.
+job cp8.sbatch 8 8 1 || true
+expect "binary order" 0 "# binary: $work/submit/bin/cphicache (cphicache fake at $work/submit/bin/cphicache)"
+# Every command gets CPHICACHE_SBATCH_ARGS, validate too.
+job cp8.sbatch 8 8 1 CPHICACHE_SBATCH_ARGS="--collective nccl" || true
+expect "args" 0 "run --cp 8 --dp 1 --report $work/submit/cphicache-42.report.json --collective nccl" \
+	"validate --cp 8 --dp 1 --report $work/submit/cphicache-42.validate.json --collective nccl"
+# srun with the chosen PMI type.
+job cp8dp2.sbatch 16 '8(x2)' 2 CPHICACHE_SBATCH_LAUNCHER=srun CPHICACHE_SBATCH_PMI=pmi2 || true
+expect "pmi" 0 "srun --mpi=pmi2 --ntasks=16 --ntasks-per-node=8"
+# A signal (scancel) while a command runs: the script still ends with its exit status line, 128 + SIGTERM.
+: >"$work/launch.log"
+# shellcheck disable=SC2046
+(cd "$work/submit" && exec env -i $(jobEnv 8 8 1) FAKE_LAUNCH_SLEEP=30 bash "$slurmDir/cp8.sbatch") >"$work/out" 2>&1 &
+pid=$! # the script's bash: the subshell execs env, which execs bash
+for _ in $(seq 100); do [ -s "$work/launch.log" ] && break; sleep 0.1; done
+kill -TERM "$pid" 2>/dev/null || true
+for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then
+	fail "the script outlived SIGTERM by 5 s"
+	kill -KILL "$pid"
+fi
+wait "$pid" 2>/dev/null || true
+expect "signal" 143 "received SIGTERM"
+# One body for both scripts.
+if ! diff <(sed -n '/^# --- From here on/,$p' "$slurmDir/cp8.sbatch") <(sed -n '/^# --- From here on/,$p' "$slurmDir/cp8dp2.sbatch") >"$work/diff"; then
+	fail "the bodies of cp8.sbatch and cp8dp2.sbatch differ:$(printf '\n%s' "$(cat "$work/diff")")"
+fi
+
+[ "$failures" -eq 0 ] || exit 1
+echo "ok   slurm job scripts: layout from the allocation or refused, setting names, binary order, args, PMI, signal"
