@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/sizing"
 )
 
 // The completion scripts ask the program itself for the words that may come next: urfave/cli answers
@@ -75,7 +75,7 @@ var enumValues = map[string][]string{
 	"trace-format":       {"auto", "tokens", "mooncake"},
 	"format":             {"tokens", "mooncake"},
 	"log-level":          {"debug", "info", "warn", "error"},
-	"model":              hicache.ModelNames(),
+	"model":              sizing.ModelNames(),
 	"l3-write-policy":    {"write_through", "write_back"},
 	"l3-prefetch-policy": {"best_effort", "wait_complete", "timeout"},
 }

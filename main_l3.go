@@ -16,6 +16,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -102,7 +103,7 @@ func writeL3Usage(w io.Writer, dir string, usage []l3.NamespaceUsage) {
 
 // l3Bytes is a size both readable and exact, for comparing with a budget (--l3-bytes) or du.
 func l3Bytes(bytes int64) string {
-	return fmt.Sprintf("%s (%d bytes)", hicache.FormatBytes(bytes), bytes)
+	return fmt.Sprintf("%s (%d bytes)", sizing.FormatBytes(bytes), bytes)
 }
 
 func l3ClearCommand() *cli.Command {
@@ -178,7 +179,7 @@ func (o *runL3Options) options(c *cli.Context, model string) (opts hicache.L3Opt
 	if !c.IsSet("l3-namespace") {
 		opts.Namespace = model
 	}
-	if opts.Bytes, err = hicache.ParseByteSize("l3-bytes", o.bytes); err != nil {
+	if opts.Bytes, err = sizing.ParseByteSize("l3-bytes", o.bytes); err != nil {
 		return opts, err
 	}
 	if opts.WritePolicy, err = hicache.ParseL3WritePolicy(o.writePolicy); err != nil {

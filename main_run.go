@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
@@ -210,7 +211,7 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 	if err != nil {
 		return nil, &spmd.ConfigError{Flag: "trace-format", Reason: err.Error()}
 	}
-	slabBytesMax, err := hicache.ParseByteSize("slab-bytes-max", o.slabBytesMax)
+	slabBytesMax, err := sizing.ParseByteSize("slab-bytes-max", o.slabBytesMax)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,7 @@ package main
 
 // The sizing flags run, validate and sweep share: a real model (--model), capacities in bytes (--l2-bytes per
 // node, --device-bytes per rank) or in pages (--l2-slots), and scaled-down copies (--copy-token-bytes). How a
-// model maps to --layers, --payloads and --token-bytes is in hicache/models.go.
+// model maps to --layers, --payloads and --token-bytes is in hicache/sizing/models.go.
 //
 // --l2-slots and --l2-bytes are text, not numbers, because sweep reads the same flags as lists (a flag is
 // defined once, whatever command takes it: TestEveryFlagIsDefinedOnce); run and validate take one value.
@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/sweep"
 )
@@ -29,7 +30,7 @@ type sizingOptions struct {
 func (o *sizingOptions) modelFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "model", EnvVars: []string{"CPHICACHE_MODEL"}, Category: "model", Destination: &o.model,
-			Usage: "a real model's KV size in bf16, one of " + strings.Join(hicache.ModelNames(), ", ") + ": sets --layers, --payloads and --token-bytes (the model's bytes per token per layer per payload divided among the cp ranks, rounded up to 8; hicache/models.go); empty = those flags"},
+			Usage: "a real model's KV size in bf16, one of " + strings.Join(sizing.ModelNames(), ", ") + ": sets --layers, --payloads and --token-bytes (the model's bytes per token per layer per payload divided among the cp ranks, rounded up to 8; hicache/sizing/models.go); empty = those flags"},
 		&cli.IntFlag{Name: "copy-token-bytes", EnvVars: []string{"CPHICACHE_COPY_TOKEN_BYTES"}, Category: "model", Destination: &o.copyTokenBytes,
 			Usage: "copy only this many bytes per token per rank per layer per payload (a multiple of 8, at most --token-bytes or the model's), while capacities in tokens and bytes stay the real size's: a 512GiB L2 of a real model on a machine without 512 GiB; 0 = copy the real size"},
 	}
@@ -80,12 +81,12 @@ func (o *sizingOptions) single(opts *hicache.Options) (err error) {
 		return err
 	}
 	if o.l2Bytes != "" {
-		if opts.L2Bytes, err = hicache.ParseByteSize("l2-bytes", o.l2Bytes); err != nil {
+		if opts.L2Bytes, err = sizing.ParseByteSize("l2-bytes", o.l2Bytes); err != nil {
 			return err
 		}
 	}
 	if o.deviceBytes != "" {
-		opts.DeviceBytes, err = hicache.ParseByteSize("device-bytes", o.deviceBytes)
+		opts.DeviceBytes, err = sizing.ParseByteSize("device-bytes", o.deviceBytes)
 	}
 	return err
 }
@@ -105,14 +106,14 @@ func (o *sizingOptions) sweepSizes(c *cli.Context, opts *hicache.Options) ([]swe
 	opts.Model, opts.CopyTokenBytes, opts.SyncCopies = o.model, o.copyTokenBytes, true
 	if o.deviceBytes != "" {
 		var err error
-		if opts.DeviceBytes, err = hicache.ParseByteSize("device-bytes", o.deviceBytes); err != nil {
+		if opts.DeviceBytes, err = sizing.ParseByteSize("device-bytes", o.deviceBytes); err != nil {
 			return nil, err
 		}
 	}
 	var sizes []sweep.Size
 	switch {
 	case c.IsSet("l2-bytes"):
-		bytes, err := hicache.ParseByteSizes("l2-bytes", o.l2Bytes)
+		bytes, err := sizing.ParseByteSizes("l2-bytes", o.l2Bytes)
 		if err != nil {
 			return nil, err
 		}

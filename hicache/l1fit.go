@@ -3,6 +3,7 @@ package hicache
 import (
 	"fmt"
 
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
@@ -32,7 +33,7 @@ func CheckL1HoldsLongestRequest(o *Options) error {
 	}
 	flag, given := "device-pages", fmt.Sprint(sized.DevicePages)
 	if o.DeviceBytes > 0 {
-		flag, given = "device-bytes", FormatBytes(o.DeviceBytes)
+		flag, given = "device-bytes", sizing.FormatBytes(o.DeviceBytes)
 	}
 	return &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s gives L1 %d pages = %d tokens per rank, but the workload's longest request has %d tokens = %d pages of %d: "+
 		"its pages past L1 would be computed and never cached at any L2 size; give L1 at least %d pages", given, sized.DevicePages, sized.DevicePages*o.PageTokens, longest, needPages, o.PageTokens, needPages)}

@@ -1,15 +1,12 @@
 package hicache
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/shm"
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/pool"
@@ -36,7 +33,7 @@ func (rs *runState) checkJobLimits(g pool.Geometry) error {
 	if err := geometryConfigError(g.Validate()); err != nil {
 		return err
 	}
-	return spmd.AgreeOnFailure(t.World, rs.opts.checkMemoryFits(g, t.NodeSize, t.NodeSize/t.CPSize, readNodeMemory()))
+	return spmd.AgreeOnFailure(t.World, rs.opts.checkMemoryFits(g, t.NodeSize, t.NodeSize/t.CPSize, sizing.ReadNodeMemory(shm.FreeBytes)))
 }
 
 // checkInjectionRanks refuses a fault injection aimed at a rank the job does not have: it would silently not
@@ -68,32 +65,12 @@ func geometryConfigError(err error) error {
 	return &spmd.ConfigError{Flag: flag, Reason: fe.Reason}
 }
 
-// nodeMemory is what a node offers the job, read once at start; tests give their own.
-type nodeMemory struct {
-	availableBytes int64 // MemAvailable; negative when unknown
-	shmFreeBytes   int64 // free in /dev/shm; negative when unknown
-	cgroup         cgroupMemory
-	cgroupLimited  bool // cgroup holds the tightest limit above the process
-}
-
-func readNodeMemory() nodeMemory {
-	m := nodeMemory{availableBytes: -1, shmFreeBytes: -1}
-	if free, err := memAvailableBytes(); err == nil {
-		m.availableBytes = free
-	}
-	if free, err := shm.FreeBytes(); err == nil {
-		m.shmFreeBytes = free
-	}
-	m.cgroup, m.cgroupLimited = readCgroupMemory("/sys/fs/cgroup", "/proc/self/cgroup")
-	return m
-}
-
 // checkMemoryFits refuses, naming the flag the user sized it with, a cache whose memory one node cannot give:
 // the allocator tables and (in the CPU build) L1 of each of its ranks against MemAvailable, its CP groups' L2
 // slabs against /dev/shm, and all of it against the job's cgroup limit. Without it the Go runtime dies with "out
 // of memory" while building the tables or L1, or the OOM killer ends the job. The tables and L1 are fresh zero
 // memory touched as the cache fills, so a full cache needs all of it.
-func (o *Options) checkMemoryFits(g pool.Geometry, ranksOnNode, groupsOnNode int, mem nodeMemory) error {
+func (o *Options) checkMemoryFits(g pool.Geometry, ranksOnNode, groupsOnNode int, mem sizing.NodeMemory) error {
 	l2Flag, l1Flag := "l2-slots", "device-pages"
 	if o.L2Bytes > 0 {
 		l2Flag = "l2-bytes"
@@ -107,7 +84,7 @@ func (o *Options) checkMemoryFits(g pool.Geometry, ranksOnNode, groupsOnNode int
 		l1Bytes = cache.DeviceBytes(g, o.DevicePages)
 	}
 	slabBytes := shm.SegmentBytes(g) * int64(groupsOnNode)
-	if free := mem.availableBytes; free >= 0 {
+	if free := mem.AvailableBytes; free >= 0 {
 		if need := tableBytes * ranks; need > free {
 			return &spmd.ConfigError{Flag: l2Flag, Reason: fmt.Sprintf("%d slots need %d MiB of allocator tables per rank, %d MiB for the %d rank(s) of this node, but it has %d MiB of memory available; lower --%s",
 				g.Slots, tableBytes>>20, need>>20, ranksOnNode, free>>20, l2Flag)}
@@ -117,34 +94,17 @@ func (o *Options) checkMemoryFits(g pool.Geometry, ranksOnNode, groupsOnNode int
 				o.DevicePages, l1Bytes>>20, need>>20, ranksOnNode, free>>20, l1Flag)}
 		}
 	}
-	if free := mem.shmFreeBytes; free >= 0 && slabBytes > free {
+	if free := mem.ShmFreeBytes; free >= 0 && slabBytes > free {
 		return &spmd.ConfigError{Flag: l2Flag, Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --%s or the page size",
 			slabBytes>>20, groupsOnNode, slabBytes/int64(groupsOnNode)>>20, shm.Dir, free>>20, l2Flag)}
 	}
-	if need := slabBytes + (tableBytes+l1Bytes)*ranks; mem.cgroupLimited && need > mem.cgroup.roomBytes() {
+	if need := slabBytes + (tableBytes+l1Bytes)*ranks; mem.CgroupLimited && need > mem.Cgroup.RoomBytes() {
 		flag := l2Flag
 		if l1Bytes*ranks > slabBytes {
 			flag = l1Flag
 		}
 		return &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("this node's L2 slabs (%d MiB), allocator tables (%d MiB) and L1 (%d MiB) for %d rank(s) need %d MiB, but %s leaves %d MiB: the job would be killed for memory; lower --%s, or give the job more memory (Slurm: --mem)",
-			slabBytes>>20, tableBytes*ranks>>20, l1Bytes*ranks>>20, ranksOnNode, need>>20, mem.cgroup, mem.cgroup.roomBytes()>>20, flag)}
+			slabBytes>>20, tableBytes*ranks>>20, l1Bytes*ranks>>20, ranksOnNode, need>>20, mem.Cgroup, mem.Cgroup.RoomBytes()>>20, flag)}
 	}
 	return nil
-}
-
-// memAvailableBytes reads MemAvailable from /proc/meminfo: what can be allocated without swapping.
-func memAvailableBytes() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		if value, ok := strings.CutPrefix(scanner.Text(), "MemAvailable:"); ok {
-			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-			return kib << 10, err
-		}
-	}
-	return 0, errors.Join(scanner.Err(), errors.New("/proc/meminfo has no MemAvailable"))
 }

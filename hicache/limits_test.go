@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/pool"
@@ -40,7 +41,7 @@ func TestGeometryErrorsNameTheirFlag(t *testing.T) {
 func TestTablesThatCannotFitAreRefused(t *testing.T) {
 	g := pool.Geometry{CPSize: 8, Layers: 1, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 8, Slots: 1 << 20, SlabBytesMax: 1 << 30}
 	o := &Options{DevicePages: 0}
-	available := func(bytes int64) nodeMemory { return nodeMemory{availableBytes: bytes, shmFreeBytes: -1} }
+	available := func(bytes int64) sizing.NodeMemory { return sizing.NodeMemory{AvailableBytes: bytes, ShmFreeBytes: -1} }
 	need := g.TableBytes() * 8
 	if err := o.checkMemoryFits(g, 8, 1, available(need)); err != nil {
 		t.Fatalf("tables that just fit: %v", err)
@@ -54,13 +55,13 @@ func TestTablesThatCannotFitAreRefused(t *testing.T) {
 	if err := o.checkMemoryFits(g, 8, 1, available(need-1)); !errors.As(err, &ce) || ce.Flag != "l2-bytes" || !strings.Contains(err.Error(), "lower --l2-bytes") {
 		t.Fatalf("with --l2-bytes: %v, want --l2-bytes refused", err)
 	}
-	if err := o.checkMemoryFits(g, 8, 1, nodeMemory{availableBytes: -1, shmFreeBytes: 1 << 20}); !errors.As(err, &ce) || ce.Flag != "l2-bytes" || !strings.Contains(err.Error(), "/dev/shm has 1 MiB free; lower --l2-bytes") {
+	if err := o.checkMemoryFits(g, 8, 1, sizing.NodeMemory{AvailableBytes: -1, ShmFreeBytes: 1 << 20}); !errors.As(err, &ce) || ce.Flag != "l2-bytes" || !strings.Contains(err.Error(), "/dev/shm has 1 MiB free; lower --l2-bytes") {
 		t.Fatalf("a slab larger than /dev/shm, with --l2-bytes: %v, want --l2-bytes refused", err)
 	}
-	if err := o.checkMemoryFits(g, 8, 1, nodeMemory{availableBytes: -1, shmFreeBytes: -1}); err != nil {
+	if err := o.checkMemoryFits(g, 8, 1, sizing.NodeMemory{AvailableBytes: -1, ShmFreeBytes: -1}); err != nil {
 		t.Fatalf("without /proc/meminfo or /dev/shm the check must stand aside: %v", err)
 	}
-	if free, err := memAvailableBytes(); err != nil || free <= 0 {
+	if free, err := sizing.MemAvailableBytes(); err != nil || free <= 0 {
 		t.Fatalf("MemAvailable: %d, %v", free, err)
 	}
 }
@@ -74,16 +75,16 @@ func TestL1ThatCannotFitIsRefused(t *testing.T) {
 	g := pool.Geometry{CPSize: 2, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 32, Slots: 64, SlabBytesMax: 1 << 20}
 	o := &Options{DevicePages: 100_000_000}
 	var ce *spmd.ConfigError
-	err := o.checkMemoryFits(g, 2, 1, nodeMemory{availableBytes: 1 << 30, shmFreeBytes: -1})
+	err := o.checkMemoryFits(g, 2, 1, sizing.NodeMemory{AvailableBytes: 1 << 30, ShmFreeBytes: -1})
 	if !errors.As(err, &ce) || ce.Flag != "device-pages" || !strings.Contains(err.Error(), "L1 of 100000000 pages needs 390625 MiB of memory per rank") {
 		t.Fatalf("an L1 of 100M pages in 1 GiB: %v, want --device-pages refused with the numbers", err)
 	}
 	o.DeviceBytes = 400 << 30
-	if err := o.checkMemoryFits(g, 2, 1, nodeMemory{availableBytes: 1 << 30, shmFreeBytes: -1}); !errors.As(err, &ce) || ce.Flag != "device-bytes" {
+	if err := o.checkMemoryFits(g, 2, 1, sizing.NodeMemory{AvailableBytes: 1 << 30, ShmFreeBytes: -1}); !errors.As(err, &ce) || ce.Flag != "device-bytes" {
 		t.Fatalf("sized by --device-bytes: %v, want --device-bytes refused", err)
 	}
 	o.DevicePages, o.DeviceBytes = 512, 0
-	if err := o.checkMemoryFits(g, 2, 1, nodeMemory{availableBytes: 1 << 30, shmFreeBytes: -1}); err != nil {
+	if err := o.checkMemoryFits(g, 2, 1, sizing.NodeMemory{AvailableBytes: 1 << 30, ShmFreeBytes: -1}); err != nil {
 		t.Fatalf("the default L1: %v", err)
 	}
 }
@@ -109,8 +110,8 @@ func TestCgroupLimitIsReadAndChecked(t *testing.T) {
 	write(filepath.Join(root, "slurm/job_7/step_0/task_0/memory.max"), "max\n")
 	write(filepath.Join(root, "slurm/job_7/step_0/task_0/memory.current"), "4096\n")
 	write(proc, "0::/slurm/job_7/step_0/task_0\n")
-	m, ok := readCgroupMemory(root, proc)
-	if !ok || m.limitBytes != 1<<30 || m.usageBytes != 100<<20 || !strings.HasSuffix(m.path, "job_7/memory.max") {
+	m, ok := sizing.ReadCgroupMemory(root, proc)
+	if !ok || m.LimitBytes != 1<<30 || m.UsageBytes != 100<<20 || !strings.HasSuffix(m.Path, "job_7/memory.max") {
 		t.Fatalf("v2: %+v %v, want the job's 1 GiB limit with 100 MiB used", m, ok)
 	}
 	// v1, from a container whose /proc/self/cgroup names a path its mount does not have: the mount's own limit.
@@ -118,22 +119,22 @@ func TestCgroupLimitIsReadAndChecked(t *testing.T) {
 	write(filepath.Join(v1, "memory/memory.limit_in_bytes"), "536870912\n")
 	write(filepath.Join(v1, "memory/memory.usage_in_bytes"), "0\n")
 	write(proc, "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n0::/\n")
-	if m, ok := readCgroupMemory(v1, proc); !ok || m.limitBytes != 512<<20 {
+	if m, ok := sizing.ReadCgroupMemory(v1, proc); !ok || m.LimitBytes != 512<<20 {
 		t.Fatalf("v1: %+v %v, want the 512 MiB limit at the mount", m, ok)
 	}
 	write(filepath.Join(v1, "memory/memory.limit_in_bytes"), "9223372036854771712\n")
-	if m, ok := readCgroupMemory(v1, proc); ok {
+	if m, ok := sizing.ReadCgroupMemory(v1, proc); ok {
 		t.Fatalf("v1 without a limit: %+v, want none", m)
 	}
 	g := pool.Geometry{CPSize: 2, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 32, Slots: 1 << 18, SlabBytesMax: 64 << 20}
 	o := &Options{DevicePages: 512, L2Bytes: 2 << 30}
-	mem := nodeMemory{availableBytes: 64 << 30, shmFreeBytes: 64 << 30, cgroup: cgroupMemory{path: "/sys/fs/cgroup/slurm/job_7/memory.max", limitBytes: 1 << 30, usageBytes: 100 << 20}, cgroupLimited: true}
+	mem := sizing.NodeMemory{AvailableBytes: 64 << 30, ShmFreeBytes: 64 << 30, Cgroup: sizing.CgroupMemory{Path: "/sys/fs/cgroup/slurm/job_7/memory.max", LimitBytes: 1 << 30, UsageBytes: 100 << 20}, CgroupLimited: true}
 	var ce *spmd.ConfigError
 	err := o.checkMemoryFits(g, 2, 1, mem)
 	if !errors.As(err, &ce) || ce.Flag != "l2-bytes" || !strings.Contains(err.Error(), "job_7/memory.max (1024 MiB, 100 MiB in use)") || !strings.Contains(err.Error(), "--mem") {
 		t.Fatalf("a 2 GiB slab under a 1 GiB cgroup: %v, want --l2-bytes refused naming the limit and --mem", err)
 	}
-	mem.cgroup.limitBytes = 64 << 30
+	mem.Cgroup.LimitBytes = 64 << 30
 	if err := o.checkMemoryFits(g, 2, 1, mem); err != nil {
 		t.Fatalf("under a 64 GiB cgroup: %v", err)
 	}

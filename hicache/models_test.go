@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -18,7 +19,7 @@ func TestModelTableFigures(t *testing.T) {
 	}{
 		{"llama-3.1-8b", 128 << 10}, {"llama-3.1-70b", 320 << 10}, {"qwen2.5-72b", 320 << 10}, {"deepseek-v3", 61 * 576 * 2},
 	} {
-		m, err := LookupModel(tc.name)
+		m, err := sizing.LookupModel(tc.name)
 		if err != nil || m.TokenBytes() != tc.tokenBytes {
 			t.Errorf("%s: %d bytes per token (%v), want %d", tc.name, m.TokenBytes(), err, tc.tokenBytes)
 		}
@@ -41,17 +42,17 @@ func TestModelTableFigures(t *testing.T) {
 // TestModelRankTokenBytes: a rank's part of a token is the model's per-layer-payload bytes divided by cp and
 // rounded up to 8, so the group's slot is a page of the model's tokens whatever the CP size.
 func TestModelRankTokenBytes(t *testing.T) {
-	llama, _ := LookupModel("llama-3.1-70b")
-	deepseek, _ := LookupModel("deepseek-v3")
+	llama, _ := sizing.LookupModel("llama-3.1-70b")
+	deepseek, _ := sizing.LookupModel("deepseek-v3")
 	for _, tc := range []struct {
-		m        Model
+		m        sizing.Model
 		cp, want int
 	}{{llama, 1, 2048}, {llama, 8, 256}, {llama, 16, 128}, {deepseek, 1, 1152}, {deepseek, 8, 144}, {deepseek, 5, 232}} {
 		if got := tc.m.RankTokenBytes(tc.cp); got != tc.want {
 			t.Errorf("%s at cp %d: %d bytes, want %d", tc.m.Name, tc.cp, got, tc.want)
 		}
 	}
-	if _, err := LookupModel("gpt-5"); err == nil || !strings.Contains(err.Error(), "llama-3.1-70b") {
+	if _, err := sizing.LookupModel("gpt-5"); err == nil || !strings.Contains(err.Error(), "llama-3.1-70b") {
 		t.Errorf("an unknown model: %v, want an error listing the table", err)
 	}
 }
@@ -84,19 +85,19 @@ func TestScaledCopiesKeepTheCapacityInTokens(t *testing.T) {
 // TestParseByteSizeNamesTheFlag: sizes in binary and decimal units, and errors that name the flag.
 func TestParseByteSizeNamesTheFlag(t *testing.T) {
 	for in, want := range map[string]int64{"512GiB": 512 << 30, "1.5TiB": 3 << 39, "64GB": 64e9, "4096": 4096, " 2 MiB ": 2 << 20, "10kB": 10000} {
-		if got, err := ParseByteSize("l2-bytes", in); err != nil || got != want {
+		if got, err := sizing.ParseByteSize("l2-bytes", in); err != nil || got != want {
 			t.Errorf("%q: %d %v, want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "12XB", "-1GiB", "0", "GiB", "1e30TiB", "NaN"} {
-		if _, err := ParseByteSize("device-bytes", in); !isFlagError(err, "device-bytes") {
+		if _, err := sizing.ParseByteSize("device-bytes", in); !isFlagError(err, "device-bytes") {
 			t.Errorf("%q: %v, want an invalid --device-bytes", in, err)
 		}
 	}
-	if sizes, err := ParseByteSizes("l2-bytes", "64GiB,128GiB"); err != nil || len(sizes) != 2 || sizes[1] != 128<<30 {
+	if sizes, err := sizing.ParseByteSizes("l2-bytes", "64GiB,128GiB"); err != nil || len(sizes) != 2 || sizes[1] != 128<<30 {
 		t.Errorf("a list: %v %v", sizes, err)
 	}
-	if _, err := ParseByteSizes("l2-bytes", "64GiB,,128GiB"); !isFlagError(err, "l2-bytes") {
+	if _, err := sizing.ParseByteSizes("l2-bytes", "64GiB,,128GiB"); !isFlagError(err, "l2-bytes") {
 		t.Errorf("an empty item: %v, want an invalid --l2-bytes", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/hicache/workload"
@@ -75,7 +76,7 @@ type Options struct {
 	JobID            string
 	Quiet            bool
 
-	// Sizing (capacity.go, models.go), turned into the fields above by Size once the CP size is known.
+	// Sizing (capacity.go, and the model table in hicache/sizing), turned into the fields above by Size once the CP size is known.
 	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'
 	CopyTokenBytes int    // bytes actually copied per token per rank per layer per payload; 0 = TokenBytes
 	L2Bytes        int64  // per node, instead of L2Slots; 0 = L2Slots
@@ -179,7 +180,7 @@ func (o *Options) checkMetrics() error {
 // validateSizing checks --model, --copy-token-bytes and the byte capacities before the job starts.
 func (o *Options) validateSizing() error {
 	if o.Model != "" {
-		if _, err := LookupModel(o.Model); err != nil {
+		if _, err := sizing.LookupModel(o.Model); err != nil {
 			return err
 		}
 	}

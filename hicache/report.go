@@ -8,6 +8,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
@@ -332,9 +333,9 @@ func (r *Report) writeCapacity(w io.Writer) {
 		model = "per token of " + c.Model
 	}
 	fmt.Fprintf(w, "  capacity: L2 %d slots = %d tokens = %s per CP group; L1 %d pages = %d tokens = %s per rank; KV %s %s\n",
-		c.L2Slots, c.L2Tokens, FormatBytes(c.L2Bytes), c.DevicePages, c.DeviceTokens, FormatBytes(c.DeviceBytes), FormatBytes(c.TokenBytes), model)
+		c.L2Slots, c.L2Tokens, sizing.FormatBytes(c.L2Bytes), c.DevicePages, c.DeviceTokens, sizing.FormatBytes(c.DeviceBytes), sizing.FormatBytes(c.TokenBytes), model)
 	if c.Scaled {
 		fmt.Fprintf(w, "  copies SCALED DOWN: %s copied per token instead of %s; tokens and hit counts are the real sizes', bytes copied and the slab (%s) are not\n",
-			FormatBytes(c.CopiedTokenBytes), FormatBytes(c.TokenBytes), FormatBytes(c.L2SlabBytes))
+			sizing.FormatBytes(c.CopiedTokenBytes), sizing.FormatBytes(c.TokenBytes), sizing.FormatBytes(c.L2SlabBytes))
 	}
 }

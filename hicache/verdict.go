@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -46,7 +47,7 @@ func (r *Report) caveats() []string {
 			said = append(said, fmt.Sprintf("%d L3 block writes failed (the blocks were dropped; see the first error logged)", l3.WriteErrors))
 		}
 		if blockBytes := int64(l3.BlockTokens) * r.Capacity.CopiedTokenBytes; l3.Bytes < blockBytes {
-			said = append(said, fmt.Sprintf("--l3-bytes %d is smaller than one block (%s): every block written was evicted (%d)", l3.Bytes, FormatBytes(blockBytes), l3.Evictions))
+			said = append(said, fmt.Sprintf("--l3-bytes %d is smaller than one block (%s): every block written was evicted (%d)", l3.Bytes, sizing.FormatBytes(blockBytes), l3.Evictions))
 		}
 		if l3.Corrupt > 0 {
 			said = append(said, fmt.Sprintf("%d corrupt L3 blocks found (removed, never served)", l3.Corrupt))

@@ -55,6 +55,8 @@ var codeMap = []importRule{
 	{pkgs: "hicache/transport/...", rule: "hicache/transport/ must not import hicache/", notMod: []string{"hicache"}},
 	{pkgs: "hicache/l3/...", rule: "hicache/l3/ must not import hicache/ (it may use errscope/ for ConfigError and pool/ for the geometry, and nothing else of this module)",
 		notMod: []string{"..."}, allowMod: []string{"hicache/errscope", "pool"}},
+	{pkgs: "hicache/sizing", rule: "hicache/sizing/: the model table, byte sizes and a node's memory; it imports errscope/ and nothing else of this module",
+		notMod: []string{"..."}, allowMod: []string{"hicache/errscope"}},
 	{pkgs: "hicache/outfile", rule: "hicache/outfile/: the files a command writes for its user; it imports errscope/ and nothing else of this module",
 		notMod: []string{"..."}, allowMod: []string{"hicache/errscope"}},
 	{pkgs: "hicache/shm/...", rule: "hicache/shm/ must not import hicache/", notMod: []string{"hicache"}},

@@ -13,8 +13,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -33,7 +33,7 @@ func (s *Result) WritePlot(path string) error {
 	}
 	p := plot.New()
 	p.Title.Text = s.title()
-	perToken := hicache.FormatBytes(s.TokenBytes) + " per token"
+	perToken := sizing.FormatBytes(s.TokenBytes) + " per token"
 	if s.Model == "" {
 		perToken += " at cp 1" // --token-bytes is per rank (main_sweep.go says so)
 	}
@@ -129,7 +129,7 @@ func (t sweepTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ticks []plot.Tick
 	for _, pt := range t {
 		if x := float64(max(1, pt.L2Bytes)); x >= lo && x <= hi {
-			ticks = append(ticks, plot.Tick{Value: x, Label: hicache.FormatBytes(pt.L2Bytes) + "\n" + formatTokens(pt.L2Tokens) + " tok"})
+			ticks = append(ticks, plot.Tick{Value: x, Label: sizing.FormatBytes(pt.L2Bytes) + "\n" + formatTokens(pt.L2Tokens) + " tok"})
 		}
 	}
 	return ticks

@@ -1,6 +1,6 @@
 // Package sweep is `cphicache sweep`: the hit rate against the L2's capacity, one run of the same workload per size, in one
 // process. Placement does not depend on the CP size (every rank of a group takes the same decisions, and a
-// model's slot is a page of its tokens whatever cp is: hicache/models.go), so the sweep runs the cache at cp 1, as an MPI
+// model's slot is a page of its tokens whatever cp is: hicache/sizing/models.go), so the sweep runs the cache at cp 1, as an MPI
 // singleton. Every point drains its copies every step (SyncCopies): a backup commits in the step that made it,
 // so a point's hit counts are a function of the configuration, equal to `run --sync-copies` at that size.
 //

@@ -1,4 +1,4 @@
-package hicache
+package sizing
 
 import (
 	"bufio"
@@ -14,21 +14,21 @@ import (
 // cgroup of the rank that reserved it. So the start-up memory checks compare with the room left under the
 // tightest limit on the way from this process's cgroup to the root, as well as with MemAvailable.
 
-// cgroupMemory is the tightest memory limit above this process, and what its cgroup uses now.
-type cgroupMemory struct {
-	path                   string // the limit's file, for the message
-	limitBytes, usageBytes int64
+// CgroupMemory is the tightest memory limit above this process, and what its cgroup uses now.
+type CgroupMemory struct {
+	Path                   string // the limit's file, for the message
+	LimitBytes, UsageBytes int64
 }
 
 // roomBytes is what the cgroup can still take.
-func (m cgroupMemory) roomBytes() int64 { return max(0, m.limitBytes-m.usageBytes) }
+func (m CgroupMemory) RoomBytes() int64 { return max(0, m.LimitBytes-m.UsageBytes) }
 
 // cgroupUnlimitedBytes: a v1 limit at or above this (the kernel writes 2^63 rounded down to a page) is no limit.
 const cgroupUnlimitedBytes = 1 << 62
 
-// readCgroupMemory finds the tightest limit, cgroup v2 first, then v1, under root (/sys/fs/cgroup) for the
+// ReadCgroupMemory finds the tightest limit, cgroup v2 first, then v1, under root (/sys/fs/cgroup) for the
 // cgroups listed in procCgroup (/proc/self/cgroup). ok is false when no limit applies or none can be read.
-func readCgroupMemory(root, procCgroup string) (m cgroupMemory, ok bool) {
+func ReadCgroupMemory(root, procCgroup string) (m CgroupMemory, ok bool) {
 	f, err := os.Open(procCgroup)
 	if err != nil {
 		return m, false
@@ -62,13 +62,13 @@ func readCgroupMemory(root, procCgroup string) (m cgroupMemory, ok bool) {
 // tightestLimit walks from the cgroup at mount/path up to mount, taking the smallest room (limit - usage) among
 // the limits it can read. A path that does not exist under the mount (a container without a cgroup namespace
 // sees the host's path) is walked up until it does, so that the container's own limit at the mount is read.
-func tightestLimit(mount, path, limitFile, usageFile string) (best cgroupMemory, found bool) {
+func tightestLimit(mount, path, limitFile, usageFile string) (best CgroupMemory, found bool) {
 	dir := filepath.Join(mount, filepath.Clean("/"+path))
 	for {
 		if limit, ok := readCgroupBytes(filepath.Join(dir, limitFile)); ok && limit < cgroupUnlimitedBytes {
 			usage, _ := readCgroupBytes(filepath.Join(dir, usageFile))
-			m := cgroupMemory{path: filepath.Join(dir, limitFile), limitBytes: limit, usageBytes: usage}
-			if !found || m.roomBytes() < best.roomBytes() {
+			m := CgroupMemory{Path: filepath.Join(dir, limitFile), LimitBytes: limit, UsageBytes: usage}
+			if !found || m.RoomBytes() < best.RoomBytes() {
 				best, found = m, true
 			}
 		}
@@ -89,6 +89,6 @@ func readCgroupBytes(path string) (int64, bool) {
 	return v, err == nil
 }
 
-func (m cgroupMemory) String() string {
-	return fmt.Sprintf("the cgroup memory limit %s (%d MiB, %d MiB in use)", m.path, m.limitBytes>>20, m.usageBytes>>20)
+func (m CgroupMemory) String() string {
+	return fmt.Sprintf("the cgroup memory limit %s (%d MiB, %d MiB in use)", m.Path, m.LimitBytes>>20, m.UsageBytes>>20)
 }

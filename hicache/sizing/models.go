@@ -1,11 +1,11 @@
-package hicache
+package sizing
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // Real models' KV geometry (--model), in bf16 (2 bytes per element).
@@ -61,7 +61,7 @@ func ModelNames() []string {
 func LookupModel(name string) (Model, error) {
 	i := slices.IndexFunc(models, func(m Model) bool { return strings.EqualFold(m.Name, name) })
 	if i < 0 {
-		return Model{}, &spmd.ConfigError{Flag: "model", Reason: fmt.Sprintf("%q is not one of %s", name, strings.Join(ModelNames(), ", "))}
+		return Model{}, &errscope.ConfigError{Flag: "model", Reason: fmt.Sprintf("%q is not one of %s", name, strings.Join(ModelNames(), ", "))}
 	}
 	return models[i], nil
 }
