@@ -148,6 +148,9 @@ func (t *l3IO) write(w *cache.BlockWrite, buf *[]byte) doneWork {
 		return res
 	}
 	payload, err := t.store.GatherFromSlab(w.Pages, t.slabs, buf)
+	if err == nil && t.opts.testCorruptGathered {
+		payload[len(payload)/2] ^= 0x01 // as if another rank's copy had reused a slot under the gather
+	}
 	if err == nil && !blockMatches(payload, w, t.store.Namespace(), t.seed) {
 		res.Err = fmt.Errorf("%w: block %016x (tokens %d..%d)", cache.ErrBlockMismatch, w.Key, w.StartPos, w.StartPos+len(w.Tokens)-1)
 		return res

@@ -66,6 +66,8 @@ type L3Options struct {
 	// testSlowWrites and testSlowReads (tests only) delay every block write or read: writes still in flight at
 	// the next flush, reads not done when best_effort stops waiting.
 	testSlowWrites, testSlowReads bool
+	// testCorruptGathered (tests only) flips a byte of every block this rank gathers, before its check.
+	testCorruptGathered bool
 	// testHangReads (tests only) holds every read until the end of the run, as a hung filesystem would: each is
 	// given up at its deadline.
 	testHangReads bool
