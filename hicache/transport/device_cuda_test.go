@@ -61,7 +61,8 @@ func startOnSharedSlab(t *testing.T, collective string) (*spmd.Topology, *shm.Sh
 	topo := oneRankTopology(t)
 	cleanup := &spmd.Cleanup{}
 	t.Cleanup(cleanup.Run)
-	slab, err := shm.OpenSharedSlab(topo.CP, deviceTestGeometry(), shm.Segment{JobID: fmt.Sprintf("gpucheck%d", os.Getpid())}, cleanup)
+	jobID := fmt.Sprintf("gpucheck%d", os.Getpid())
+	slab, err := shm.OpenSharedSlab(topo.CP, deviceTestGeometry(), shm.Segment{JobID: jobID}, cleanup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func startOnSharedSlab(t *testing.T, collective string) (*spmd.Topology, *shm.Sh
 		if err := slab.Close(); err != nil {
 			t.Error(err)
 		}
-		if leaked, _ := shm.LeakedSegments(); len(leaked) != 0 {
+		if leaked, _ := shm.JobSegments(jobID); len(leaked) != 0 {
 			t.Errorf("shared memory left behind: %v", leaked)
 		}
 	})
