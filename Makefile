@@ -103,11 +103,11 @@ $(BUILD)/%.test: deps FORCE
 FORCE:
 
 # The deterministic simulator (hicache/sim, `cphicache sim`). make test runs a bounded simulation from a fixed
-# seed (SIM_TEST_STEPS steps, about 20 s here) and shows every deliberate bug of the core caught (sim-bugs,
+# seed (SIM_TEST_STEPS steps, about 12 s here) and shows every deliberate bug of the core caught (sim-bugs,
 # about 10 s); make sim runs longer, from a fresh seed, for SIM_SECONDS.
 SIM_SEED       ?= $(shell date +%s)
 SIM_SECONDS    ?= 60
-SIM_TEST_STEPS ?= 250000
+SIM_TEST_STEPS ?= 100000
 
 sim: build
 	$(BIN) sim --seed $(SIM_SEED) --seconds $(SIM_SECONDS)

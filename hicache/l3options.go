@@ -82,14 +82,13 @@ func (o *L3Options) validate(pageTokens int) error {
 	if !o.Enabled() {
 		return nil
 	}
-	if o.BlockTokens < pageTokens || o.BlockTokens%pageTokens != 0 {
-		return &spmd.ConfigError{Flag: "l3-block-tokens", Reason: fmt.Sprintf("%d is not a positive multiple of --page-tokens %d", o.BlockTokens, pageTokens)}
+	// The block size and the threshold are the core's to check (it refuses them too); the budget and the
+	// directory are the runner's.
+	if err := (&cache.L3Config{BlockTokens: o.BlockTokens, PrefetchThreshold: o.PrefetchThreshold, BatchRequests: 1}).Validate(pageTokens); err != nil {
+		return err
 	}
 	if o.Bytes < 1 {
 		return &spmd.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d: the L3 needs a budget of 1 byte or more", o.Bytes)}
-	}
-	if o.PrefetchThreshold < 0 {
-		return &spmd.ConfigError{Flag: "l3-prefetch-threshold", Reason: fmt.Sprintf("%d tokens is negative", o.PrefetchThreshold)}
 	}
 	return l3.CheckWritable(o.Dir)
 }

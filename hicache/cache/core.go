@@ -116,7 +116,7 @@ func New(cfg Config, env Env) (*Core, error) {
 	c.evictq = newEvictQueue(c.tree)
 	c.evictq.tieHigh = cfg.Bugs.has(BugTieBreakOnRank) && cfg.CPRank == 1
 	if cfg.L3.Enabled {
-		if err := cfg.L3.validate(cfg.Geometry.PageTokens); err != nil {
+		if err := cfg.L3.Validate(cfg.Geometry.PageTokens); err != nil {
 			return nil, err
 		}
 		c.l3 = newL3Tier(cfg.L3, cfg.Geometry, cfg.CPRank)

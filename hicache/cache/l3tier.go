@@ -72,7 +72,8 @@ type L3Config struct {
 	IgnoreFailedReads bool // tests only: validate's L3 row must catch it (the same as BugAttachFailedPrefetch)
 }
 
-func (o *L3Config) validate(pageTokens int) error {
+// Validate refuses a block size that is not whole pages, a negative threshold and an empty batch.
+func (o *L3Config) Validate(pageTokens int) error {
 	if o.BlockTokens < pageTokens || o.BlockTokens%pageTokens != 0 {
 		return &errscope.ConfigError{Flag: "l3-block-tokens", Reason: fmt.Sprintf("%d is not a positive multiple of --page-tokens %d", o.BlockTokens, pageTokens)}
 	}
