@@ -112,7 +112,11 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 func writeSweepPoint(w io.Writer, p sweep.Point) {
 	uncached := ""
 	if p.UncachedPages > 0 {
-		uncached = fmt.Sprintf("; %d pages (%.1f%%) not cached: a request needs more L1 than --device-pages gives", p.UncachedPages, p.UncachedPct)
+		why := "L1 had no page to spare: its pages were in use or being copied"
+		if p.UncachedOversizePages > 0 {
+			why = "a request needs more L1 than --device-pages gives"
+		}
+		uncached = fmt.Sprintf("; %d pages (%.1f%%) not cached: %s", p.UncachedPages, p.UncachedPct, why)
 	}
 	fmt.Fprintf(w, "  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s\n",
 		sizing.FormatBytes(p.L2Bytes), p.L2Tokens, p.L2Slots, 100*p.HitRate, p.L1Tokens, p.L2HitTokens, 100*p.IdealRate, p.WallSeconds, uncached)

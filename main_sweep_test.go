@@ -197,7 +197,7 @@ func TestSweepRefusesAnL1ShorterThanTheLongestRequest(t *testing.T) {
 // TestSweepLineSaysUncachedPages: a point with pages L1 could not hold says so on its line.
 func TestSweepLineSaysUncachedPages(t *testing.T) {
 	var b strings.Builder
-	writeSweepPoint(&b, sweep.Point{L2Slots: 64, UncachedPages: 49231, UncachedPct: 92.9})
+	writeSweepPoint(&b, sweep.Point{L2Slots: 64, UncachedPages: 49231, UncachedPct: 92.9, UncachedOversizePages: 49000})
 	if want := "49231 pages (92.9%) not cached: a request needs more L1 than --device-pages gives"; !strings.Contains(b.String(), want) {
 		t.Errorf("the sweep line does not say %q:\n%s", want, b.String())
 	}

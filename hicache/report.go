@@ -66,6 +66,8 @@ type Report struct {
 		Evictions     int64 `json:"evictions"`
 		LoadBacks     int64 `json:"load_backs"`
 		UncachedPages int64 `json:"uncached_pages"`
+		// UncachedOversizePages: of those, the pages of requests longer than L1, which could never be cached whole.
+		UncachedOversizePages int64 `json:"uncached_oversize_pages"`
 	} `json:"l1"`
 	Bytes struct {
 		D2H int64 `json:"d2h"`
@@ -201,7 +203,7 @@ func (r *Report) fill(c *cache.Counters) {
 	r.Hits.L3Tokens = c.L3HitTokens
 	r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions = c.BackupReserved, c.BackupCommitted, c.ReserveMisses, c.L2Evictions
 	r.Backup.Throttles = c.WriteThrottles
-	r.L1.Evictions, r.L1.LoadBacks, r.L1.UncachedPages = c.L1Evictions, c.LoadBacks, c.Uncached
+	r.L1.Evictions, r.L1.LoadBacks, r.L1.UncachedPages, r.L1.UncachedOversizePages = c.L1Evictions, c.LoadBacks, c.Uncached, c.UncachedOversize
 	r.Bytes.D2H, r.Bytes.H2D = c.BytesD2H, c.BytesH2D
 	r.Flushes = c.Flushes
 	r.Verify.AuditObjects, r.Verify.AuditMismatches, r.Verify.CopyErrors = c.AuditObjects, c.AuditMismatches, c.CopyErrs
@@ -295,7 +297,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		r.Hits.IdealTokens, pct(r.Hits.IdealTokens, tokens))
 	uncached := ""
 	if text := r.uncachedText(); text != "" {
-		uncached = "; " + text + " (L1 too small for a request)"
+		uncached = "; " + text + " (" + r.uncachedWhy() + ")"
 	}
 	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs%s\n",
 		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks, uncached)

@@ -39,8 +39,8 @@ func (r *Report) verdict() string {
 // L1 is computed but not cached), and L3 blocks that failed to write or did not fit its budget at all.
 func (r *Report) caveats() []string {
 	var said []string
-	if text := r.uncachedText(); text != "" {
-		said = append(said, text+": a request needs more L1 than --device-pages gives")
+	if n := r.L1.UncachedOversizePages; n > 0 {
+		said = append(said, fmt.Sprintf("%d pages (%.1f%%) not cached: a request needs more L1 than --device-pages gives", n, r.pagePct(n)))
 	}
 	if l3 := r.L3; l3 != nil {
 		if l3.WriteErrors > 0 {
@@ -68,13 +68,28 @@ func (r *Report) uncachedText() string {
 // Uncached is the prompt pages computed but not cached, because L1 could not hold them beside the rest of
 // their request, and their percentage of every prompt page.
 func (r *Report) Uncached() (pages int64, pct float64) {
+	return r.L1.UncachedPages, r.pagePct(r.L1.UncachedPages)
+}
+
+// pagePct is pages as a percentage of every prompt page.
+func (r *Report) pagePct(pages int64) float64 {
 	promptTokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens + r.Hits.MissTokens
 	if c := r.Capacity; c.DevicePages > 0 && c.DeviceTokens > 0 {
 		if promptPages := promptTokens / (c.DeviceTokens / int64(c.DevicePages)); promptPages > 0 {
-			pct = 100 * float64(r.L1.UncachedPages) / float64(promptPages)
+			return 100 * float64(pages) / float64(promptPages)
 		}
 	}
-	return r.L1.UncachedPages, pct
+	return 0
+}
+
+// uncachedWhy says why pages went uncached: requests longer than L1 (a configuration that caches them never),
+// or an L1 whose pages were all in use by the step or pinned by copies when a request needed them (a capacity
+// effect, like an L2 miss: not a caveat of the result).
+func (r *Report) uncachedWhy() string {
+	if n := r.L1.UncachedOversizePages; n > 0 {
+		return fmt.Sprintf("%d of them of requests longer than L1", n)
+	}
+	return "L1 had no page to spare: its pages were in use or being copied"
 }
 
 // RunFailed ends a run whose report counts anything wrong (Failed). The report is aggregated over every rank, so

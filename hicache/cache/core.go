@@ -95,6 +95,7 @@ type Core struct {
 	failure     error           // this rank's failure, for the group's next consensus (Fail)
 	auditHeld   []pool.ObjectID // committed at the last consensus, protected until this one (holdForAudit)
 	drainNext   bool            // the backups left after a step pin over half of L1: the next consensus drains them
+	oversize    bool            // the request being served has more whole pages than L1 holds
 	deferred    []deferredRequest
 
 	freshStateHash uint64 // the allocator's state hash when it was built: what every flush must restore

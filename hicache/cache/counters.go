@@ -22,10 +22,13 @@ type Counters struct {
 	L1Evictions     int64 `agg:"group"`
 	LoadBacks       int64 `agg:"group"`
 	Uncached        int64 `agg:"group"` // pages that could not be cached: L1 had no room
-	Flushes         int64 `agg:"group"`
-	PlacementChecks int64 `agg:"group"`
-	Divergences     int64 `agg:"group"`
-	WriteThrottles  int64 `agg:"group"` // steps whose consensus first drained backups pinning over half of L1
+	// UncachedOversize: of those, the pages of requests with more whole pages than L1 holds, which no eviction
+	// could have made room for (the others found L1's pages in use by the step or pinned by copies).
+	UncachedOversize int64 `agg:"group"`
+	Flushes          int64 `agg:"group"`
+	PlacementChecks  int64 `agg:"group"`
+	Divergences      int64 `agg:"group"`
+	WriteThrottles   int64 `agg:"group"` // steps whose consensus first drained backups pinning over half of L1
 	// IdealHitTokens is the replica's prompt tokens an unbounded cache would hit (workload.IdealHitTokens), known
 	// on CP rank 0, which reads the workload: the report sums it like the replicated counters.
 	IdealHitTokens int64 `agg:"group"`

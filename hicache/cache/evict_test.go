@@ -249,3 +249,34 @@ func BenchmarkEvictL1FromAFullCache(b *testing.B) {
 		})
 	}
 }
+
+// TestOnlyRequestsLongerThanL1CountAsOversize: a request with more whole pages than L1 holds is computed and not
+// cached, counted as oversize; one that fits but finds L1's pages locked by the step is uncached, not oversize.
+func TestOnlyRequestsLongerThanL1CountAsOversize(t *testing.T) {
+	c := newTestController(t, WriteThrough, 4, 64)
+	long := requestOf(tokensOf(1, 5*testOpPageTokens)) // 5 pages, L1 holds 4
+	if err := c.serve(&long); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.counters; got.Uncached != 5 || got.UncachedOversize != 5 {
+		t.Fatalf("a 5-page request in a 4-page L1: %d uncached, %d oversize; want 5 and 5", got.Uncached, got.UncachedOversize)
+	}
+	first, second := requestOf(tokensOf(100, 3*testOpPageTokens)), requestOf(tokensOf(200, 3*testOpPageTokens))
+	if err := c.serve(&first); err != nil { // locked by the step: the second request cannot evict it
+		t.Fatal(err)
+	}
+	if err := c.serve(&second); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.counters; got.Uncached != 8 || got.UncachedOversize != 5 {
+		t.Errorf("a 3-page request beside a locked 3-page one: %d uncached, %d oversize; want 8 and 5", got.Uncached, got.UncachedOversize)
+	}
+}
+
+func tokensOf(base int32, n int) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = base + int32(i)
+	}
+	return out
+}

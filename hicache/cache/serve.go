@@ -27,6 +27,7 @@ func (c *Core) serve(req *workload.Request) error {
 	c.counters.Requests++
 	p := c.geometry().PageTokens
 	tokens := req.InputIDs[:len(req.InputIDs)/p*p] // only whole pages are cached
+	c.oversize = len(tokens)/p > c.dev.capacity()
 	c.counters.MissTokens += int64(len(req.InputIDs) - len(tokens))
 
 	path := c.tree.walk(tokens, nil)
@@ -135,7 +136,7 @@ func (c *Core) computeRest(tokens []int32, path []*treeNode, usable, hitTokens i
 	parent, pos := c.tree.root, 0
 	for i, n := range path {
 		if i >= usable && !n.inL1() && !c.fill(n) {
-			c.counters.Uncached += int64(n.pages(c.geometry().PageTokens))
+			c.uncached(n.pages(c.geometry().PageTokens))
 		}
 		parent, pos = n, pos+len(n.tokens)
 	}
@@ -145,7 +146,7 @@ func (c *Core) computeRest(tokens []int32, path []*treeNode, usable, hitTokens i
 	leafPages := (len(tokens) - pos) / c.geometry().PageTokens
 	pages := c.takeDevicePages(leafPages)
 	if pages == nil {
-		c.counters.Uncached += int64(leafPages)
+		c.uncached(leafPages)
 		return nil
 	}
 	leaf := c.tree.newNode(parent, tokens[pos:len(tokens):len(tokens)], pos)
@@ -160,6 +161,14 @@ func (c *Core) computeRest(tokens []int32, path []*treeNode, usable, hitTokens i
 		c.backup(leaf)
 	}
 	return nil
+}
+
+// uncached counts pages computed but not cached, and whether their request could never have fit L1.
+func (c *Core) uncached(pages int) {
+	c.counters.Uncached += int64(pages)
+	if c.oversize {
+		c.counters.UncachedOversize += int64(pages)
+	}
 }
 
 // fill gives a hollow node recomputed KV. It reports false when L1 has no room.

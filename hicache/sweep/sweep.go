@@ -40,8 +40,10 @@ type Point struct {
 	WallSeconds float64 `json:"wall_seconds"`
 	// UncachedPages: prompt pages computed but not cached, L1 being too small for their request; UncachedPct of
 	// every prompt page. A point with many has a hit rate that L2 cannot raise.
-	UncachedPages int64   `json:"uncached_pages"`
-	UncachedPct   float64 `json:"uncached_pct"`
+	UncachedPages int64 `json:"uncached_pages"`
+	// UncachedOversizePages: of those, the pages of requests longer than L1 (a sweep refuses such an L1).
+	UncachedOversizePages int64   `json:"uncached_oversize_pages"`
+	UncachedPct           float64 `json:"uncached_pct"`
 }
 
 // Result is the sweep's JSON: the configuration every point shares, and the points in the order given.
@@ -102,7 +104,7 @@ func sweepPoint(r *hicache.Report) Point {
 	tokens := float64(max(1, h.L1Tokens+h.L2Tokens+h.MissTokens))
 	uncached, uncachedPct := r.Uncached()
 	return Point{
-		UncachedPages: uncached, UncachedPct: uncachedPct,
+		UncachedPages: uncached, UncachedPct: uncachedPct, UncachedOversizePages: r.L1.UncachedOversizePages,
 		L2Slots: c.L2Slots, L2Tokens: c.L2Tokens, L2Bytes: c.L2Bytes, L2GiB: float64(c.L2Bytes) / (1 << 30),
 		L1Tokens: h.L1Tokens, L2HitTokens: h.L2Tokens, MissTokens: h.MissTokens, IdealTokens: h.IdealTokens,
 		HitRate: float64(h.L1Tokens+h.L2Tokens) / tokens, IdealRate: float64(h.IdealTokens) / tokens,
