@@ -35,7 +35,7 @@ type runOptions struct {
 	placementAssertEvery, flushEvery                   int64
 	layout, writePolicy, slabBytesMax                  string
 	watchdogTimeout                                    time.Duration
-	metricsFile                                        string
+	metricsFile, cpuProfile                            string
 	metricsInterval                                    time.Duration
 	quiet                                              bool
 	injectDivergence, injectHang, injectExit           string
@@ -135,6 +135,8 @@ func (o *runOptions) outputFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "quiet", EnvVars: []string{"CPHICACHE_QUIET"}, Category: "output", Destination: &o.quiet,
 			Usage: "no progress lines"},
 		jobIDFlag(&o.jobID),
+		&cli.StringFlag{Name: "cpu-profile", EnvVars: []string{"CPHICACHE_CPU_PROFILE"}, Category: "output", Destination: &o.cpuProfile,
+			Usage: "write each rank's Go CPU profile to PREFIX.rank<world rank>.pprof (open with go tool pprof); the directory must exist on every node"},
 	}
 }
 
@@ -262,6 +264,11 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 		Before:       o.before,
 		Action: func(*cli.Context) error {
 			return withJob(o.global, func(job *spmd.Job) error {
+				stop, err := startCPUProfile(o.cpuProfile, job.Topo.WorldRank)
+				if err != nil {
+					return err
+				}
+				defer stop()
 				remove, err := traceFromStdin(job, o.opts, os.Stdin)
 				if err != nil {
 					return err

@@ -5,6 +5,7 @@
 #include "cph_mpi.h"
 
 #include <sched.h>
+#include <time.h>
 #include <stddef.h> // NULL: OpenMPI's mpi.h includes it, MPICH's does not
 
 // Handles cross the Go/C boundary as Fortran integers so that Go never sees MPI_Comm's representation.
@@ -56,17 +57,32 @@ uint64_t cph_yielding_wait_count(void) { return cph_yielding_waits; }
 // per test, and a yield after every test made each step wait for the other processes' time slices (one-element
 // all-reduce at 8 ranks on 2 loaded cores: 8 to 16 tests per yield mostly 28 to 37 us, 1 test 56 us to 2.8 ms).
 #define CPH_POLLS_PER_YIELD 16
+#ifndef CPH_YIELDS_BEFORE_SLEEP
+#define CPH_YIELDS_BEFORE_SLEEP 8
+#endif
+#define CPH_SLEEP_MIN_NS 1000
+#ifndef CPH_SLEEP_MAX_NS
+#define CPH_SLEEP_MAX_NS 200000
+#endif
 
 // cph_wait completes the request a non-blocking call just started (rc is that call's code).
 static int cph_wait(int rc, MPI_Request *req) {
 	if (rc != MPI_SUCCESS) return rc;
 	cph_yielding_waits++;
-	for (;;) {
+	long sleep_ns = 0;
+	for (int yields = 0;; yields++) {
 		for (int i = 0; i < CPH_POLLS_PER_YIELD; i++) {
 			int done = 0;
 			if ((rc = MPI_Test(req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS || done) return rc;
 		}
-		sched_yield();
+		if (yields < CPH_YIELDS_BEFORE_SLEEP) {
+			sched_yield();
+			continue;
+		}
+		sleep_ns = sleep_ns == 0 ? CPH_SLEEP_MIN_NS : sleep_ns * 2;
+		if (sleep_ns > CPH_SLEEP_MAX_NS) sleep_ns = CPH_SLEEP_MAX_NS;
+		struct timespec ts = {0, sleep_ns};
+		nanosleep(&ts, NULL);
 	}
 }
 
