@@ -72,5 +72,5 @@ func filesUnder(t *testing.T, dir, suffix string) []string {
 
 func hex16(v uint64) string { return fmt.Sprintf("%016x", v) }
 
-// fingerprintGolden is testNS's fingerprint under fingerprintVersion 1.
-const fingerprintGolden = 0x04687f2006c649a1
+// fingerprintGolden is testNS's fingerprint under fingerprintVersion 2.
+const fingerprintGolden = 0x2e740ea3b2376362

@@ -17,18 +17,19 @@ type Namespace struct {
 	TokenBytes  int    // --token-bytes: one rank's bytes of one token in one layer and payload
 	CPSize      int    // --cp: a block holds every rank's parts
 	ContentSeed uint64 // --seed: the synthetic KV content's seed
+	Content     uint64 // the content function's version (cache.ContentVersion): a new function makes new bytes
 	Name        string // --l3-namespace: model name, weights version, dtype; free-form
 }
 
 // fingerprintVersion changes when the encoding below does, so an old fingerprint is never reused for new bytes.
-const fingerprintVersion = 1
+const fingerprintVersion = 2 // 2: the content function's version joined the fields
 
 // Fingerprint is stable across processes, machines and releases of this encoding: xxhash64 of the fields in a
 // fixed order as little-endian 64-bit words, then the name's length and bytes.
 func (n Namespace) Fingerprint() uint64 {
-	b := make([]byte, 0, 8*8+len(n.Name))
+	b := make([]byte, 0, 9*8+len(n.Name))
 	for _, v := range []uint64{fingerprintVersion, uint64(n.Layers), uint64(n.Payloads), uint64(n.PageTokens),
-		uint64(n.TokenBytes), uint64(n.CPSize), n.ContentSeed, uint64(len(n.Name))} {
+		uint64(n.TokenBytes), uint64(n.CPSize), n.ContentSeed, n.Content, uint64(len(n.Name))} {
 		b = binary.LittleEndian.AppendUint64(b, v)
 	}
 	return xxhash.Sum64(append(b, n.Name...))
@@ -37,8 +38,8 @@ func (n Namespace) Fingerprint() uint64 {
 // String is the printable form, written beside the blocks (namespaceFile) so that `cphicache l3 stat` can say
 // what a fingerprint stands for.
 func (n Namespace) String() string {
-	return fmt.Sprintf("layers=%d payloads=%d page_tokens=%d token_bytes=%d cp=%d seed=%d namespace=%q",
-		n.Layers, n.Payloads, n.PageTokens, n.TokenBytes, n.CPSize, n.ContentSeed, n.Name)
+	return fmt.Sprintf("layers=%d payloads=%d page_tokens=%d token_bytes=%d cp=%d seed=%d content=v%d namespace=%q",
+		n.Layers, n.Payloads, n.PageTokens, n.TokenBytes, n.CPSize, n.ContentSeed, n.Content, n.Name)
 }
 
 // Validate refuses a geometry that has no bytes.

@@ -129,7 +129,7 @@ func TestNamespacesNeverShareBlocks(t *testing.T) {
 	variants := []func(*Namespace){
 		func(n *Namespace) { n.Layers++ }, func(n *Namespace) { n.Payloads++ }, func(n *Namespace) { n.PageTokens *= 2 },
 		func(n *Namespace) { n.TokenBytes += 8 }, func(n *Namespace) { n.CPSize++ }, func(n *Namespace) { n.ContentSeed++ },
-		func(n *Namespace) { n.Name += "x" },
+		func(n *Namespace) { n.Content++ }, func(n *Namespace) { n.Name += "x" },
 	}
 	seen := map[uint64]bool{testNS.Fingerprint(): true}
 	for i, change := range variants {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/l3"
 )
 
@@ -33,7 +34,7 @@ func newSimL3(r *rng, f L3Faults, cfg *JobConfig) *simL3 {
 	s := &simL3{r: r, f: f, mem: l3.NewMemFS(), hidden: map[string]int{}}
 	g := cfg.Geometry
 	s.ns = l3.Namespace{Layers: g.Layers, Payloads: g.PayloadsPerLayer, PageTokens: g.PageTokens, TokenBytes: g.TokenBytes,
-		CPSize: g.CPSize, ContentSeed: cfg.Seed | 1, Name: "sim"}
+		CPSize: g.CPSize, ContentSeed: cfg.Seed | 1, Content: cache.ContentVersion, Name: "sim"}
 	if err := s.mem.MkdirAll(l3Dir, 0o755); err != nil {
 		panic(err)
 	}
