@@ -19,9 +19,11 @@ import (
 // to let the workers run on an oversubscribed node, short next to a page copy.
 const drainPollInterval = 50 * time.Microsecond
 
-// NextStep is the replicated event stream: CP rank 0 sends each step's events to its group.
+// NextStep is the replicated event stream: CP rank 0 sends each step's events to its group. The core reads it
+// one step ahead (cache.Core.Run), so step's events are asked for as step-1 begins: the copy faults of step-1
+// are armed now, before any of its copies.
 func (rs *runState) NextStep(step int64) ([]workload.Event, error) {
-	rs.injectCopyFaults(step)
+	rs.injectCopyFaults(step - 1)
 	return rs.nextStep(step)
 }
 
@@ -55,15 +57,23 @@ func (rs *runState) Start(w cache.Work) {
 	case *cache.BlockWrite:
 		t := rs.l3
 		rs.enqueue("L3 write queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
-			return offer(t.writeJobs, func() { t.done.post(t.write(w, &rs.writeBuf)) })
+			return offer(t.writeJobs, func() {
+				buf := t.buffer()
+				defer t.release(buf)
+				t.done.post(t.write(w, buf))
+			})
+		})
+	case *cache.ExistenceCheck:
+		t := rs.l3
+		rs.enqueue("L3 read queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
+			return offer(t.readJobs, func() { t.done.post(t.check(w)) })
 		})
 	case *cache.BlockRead:
 		t := rs.l3
-		key := readKey{w.Prefetch, w.Block}
-		t.reads[key] = &pendingRead{read: w, deadline: readDeadline(rs.opts.L3.PrefetchPolicy, w.Tokens, rs.opts.WatchdogTimeout, time.Now())}
-		buf := t.buffer()
+		p := &pendingRead{read: w, deadline: readDeadline(rs.opts.L3.PrefetchPolicy, w.Tokens, rs.opts.WatchdogTimeout, time.Now())}
+		t.reads[readKey{w.Prefetch, w.Block}] = p
 		rs.enqueue("L3 read queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
-			return offer(t.readJobs, func() { t.done.post(t.read(w, buf)) })
+			return offer(t.readJobs, func() { t.done.post(t.read(p)) })
 		})
 	}
 }
@@ -112,7 +122,7 @@ func (rs *runState) Poll() {
 	rs.deliver(false)
 }
 
-// deliver hands every finished piece of work to the core (scattering L3 reads into the slab first), and gives up
+// deliver hands every finished piece of work to the core, and gives up
 // the L3 reads past their deadline as failed; with wait, it first waits a poll interval for something to finish.
 func (rs *runState) deliver(wait bool) {
 	if wait {
@@ -136,22 +146,17 @@ func (rs *runState) deliver(wait bool) {
 	}
 }
 
-// landRead scatters a finished read into the slab and counts it; false for a read given up at its deadline,
-// which the core has already been told of.
+// landRead counts a finished read, which its goroutine landed in the slab; false for a read given up at its
+// deadline, which the core has already been told of.
 func (rs *runState) landRead(d *doneWork) bool {
 	t := rs.l3
 	r := d.read
-	defer t.release(r.buf)
 	p := t.reads[r.key]
 	delete(t.reads, r.key)
-	if p == nil || p.abandoned {
+	if p == nil || p.state.Load() == readAbandoned {
 		return false
 	}
-	if r.err == nil {
-		r.err = t.store.ScatterIntoSlab(r.data, p.read.Pages, t.slabs)
-	}
 	if r.err != nil {
-		d.Err = r.err
 		rs.io.L3ReadFailures++
 		if !t.readFailedSaid && !rs.opts.L3.readFailuresExpected {
 			t.readFailedSaid = true
@@ -160,7 +165,7 @@ func (rs *runState) landRead(d *doneWork) bool {
 		return true
 	}
 	rs.io.L3Reads++
-	rs.io.L3ReadBytes += int64(len(r.data))
+	rs.io.L3ReadBytes += r.bytes
 	return true
 }
 
@@ -169,10 +174,9 @@ func (rs *runState) landRead(d *doneWork) bool {
 func (rs *runState) expireReads(now time.Time) {
 	t := rs.l3
 	for key, p := range t.reads {
-		if p.abandoned || p.deadline.IsZero() || now.Before(p.deadline) {
-			continue
+		if p.deadline.IsZero() || now.Before(p.deadline) || !p.state.CompareAndSwap(readInFlight, readAbandoned) {
+			continue // not due, or landing now: its completion is on its way
 		}
-		p.abandoned = true
 		rs.io.L3ReadFailures++
 		rs.io.L3ReadTimeouts++
 		if !t.timeoutSaid {
@@ -220,15 +224,6 @@ func (rs *runState) Prefetch(seq uint64, resolved bool) {
 		rs.prefetchWait.observe(time.Since(start))
 		delete(rs.prefetchStart, seq)
 	}
-}
-
-// Exists is this rank's look for a block (tests may hide every block whose key is 0 mod 3, as a shared
-// filesystem whose view lags would).
-func (rs *runState) Exists(key uint64) bool {
-	if rs.opts.L3.testHideBlocks && key%3 == 0 {
-		return false
-	}
-	return rs.l3.store.Exists(key)
 }
 
 // Adopt lets the keeper's store count a block another rank of the group wrote.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -12,14 +13,26 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// The L3 tier's file I/O on one rank: the store, and one goroutine each for block writes and reads. The core
-// decides which blocks this rank writes and reads (cache.BlockWrite, cache.BlockRead); here they are done, and
-// their completions go back through the completion queue. A read lands in a buffer of its own and the step
-// goroutine scatters it into the slab when it hands the completion to the core, so a read that outlives its
-// deadline (a hung filesystem) can be given up, as a failed read, without ever writing the slab afterwards.
+// The L3 tier's file I/O on one rank: the store, and a few goroutines for block writes and for block reads and
+// existence checks. The core decides which blocks this rank writes, reads and looks for (cache.BlockWrite,
+// cache.BlockRead, cache.ExistenceCheck); here they are done, several at once, and their completions go back
+// through the completion queue in whatever order they finish (the core finds each by its sequence number). A
+// read lands in a buffer of its own, is verified there, and is scattered into the slab by its own goroutine:
+// the step goroutine only does the bookkeeping. A read that outlives its deadline (a hung filesystem) is given
+// up, as a failed read, without ever writing the slab afterwards: the read goroutine and the deadline race for
+// the read's state word (pendingRead.state), and only the winner acts, the read by landing, the deadline by
+// telling the core.
 
-// l3QueueJobs bounds each I/O goroutine's queue: a full queue blocks the step under the watchdog's drain slot.
+// l3QueueJobs bounds each I/O queue: a full queue blocks the step under the watchdog's drain slot.
 const l3QueueJobs = 1024
+
+// l3Writers and l3Readers are the goroutines that run one rank's block writes, and its reads and existence
+// checks: a few files in flight hide one file's open, read and close behind another's, as a serving engine's
+// I/O threads do, and are few enough not to crowd the ranks of an oversubscribed node.
+const (
+	l3Writers = 2
+	l3Readers = 4
+)
 
 // l3IO is one rank's L3 I/O.
 type l3IO struct {
@@ -31,7 +44,7 @@ type l3IO struct {
 	log    *slog.Logger
 
 	writeJobs, readJobs chan func()
-	writer, reader      sync.WaitGroup
+	writers, readers    sync.WaitGroup
 	unhang              chan struct{} // tests: closed at the end, releasing the reads testHangReads holds
 	done                *completions
 	bufs                chan *[]byte // payload buffers, reused: one per read in flight at most
@@ -47,19 +60,26 @@ type readKey struct {
 	block    int
 }
 
-// pendingRead is a read in flight: its deadline, and whether it was given up at it.
+// pendingRead is a read in flight: its deadline, and the state word its goroutine and its deadline race for.
 type pendingRead struct {
-	read      *cache.BlockRead
-	deadline  time.Time // zero: none (wait_complete waits under the watchdog)
-	abandoned bool
+	read     *cache.BlockRead
+	deadline time.Time // zero: none (wait_complete waits under the watchdog)
+	state    atomic.Int32
 }
+
+// A read's states: in flight; landing (its goroutine won: it writes the slab, then posts its completion); given
+// up (its deadline won: the core was told of a failed read, and the goroutine writes nothing).
+const (
+	readInFlight int32 = iota
+	readLanding
+	readAbandoned
+)
 
 // readDone is a read's result, for the step goroutine.
 type readDone struct {
-	key  readKey
-	buf  *[]byte
-	data []byte // the verified payload; nil on an error
-	err  error
+	key   readKey
+	bytes int64 // the verified payload's, landed in the slab; 0 on an error
+	err   error
 }
 
 // newL3IO opens the store; nothing is shared yet, so a failure leaves nothing behind.
@@ -81,14 +101,17 @@ func newL3IO(o L3Options, g pool.Geometry, seed uint64, cpRank int, log *slog.Lo
 	for _, w := range []struct {
 		jobs chan func()
 		wg   *sync.WaitGroup
-	}{{t.writeJobs, &t.writer}, {t.readJobs, &t.reader}} {
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			for job := range w.jobs {
-				job()
-			}
-		}()
+		n    int
+	}{{t.writeJobs, &t.writers, l3Writers}, {t.readJobs, &t.readers, l3Readers}} {
+		for range w.n {
+			w.wg.Add(1)
+			go func() {
+				defer w.wg.Done()
+				for job := range w.jobs {
+					job()
+				}
+			}()
+		}
 	}
 	return t, nil
 }
@@ -106,10 +129,10 @@ func (t *l3IO) close() {
 	close(t.writeJobs)
 	close(t.readJobs)
 	close(t.unhang)
-	t.writer.Wait()
+	t.writers.Wait()
 	done := make(chan struct{})
 	go func() {
-		t.reader.Wait()
+		t.readers.Wait()
 		close(done)
 	}()
 	select {
@@ -187,20 +210,45 @@ func blockMatches(payload []byte, w *cache.BlockWrite, ns l3.Namespace, seed uin
 	return true
 }
 
-// read is a reader rank's I/O for one block of a prefetch, on the read goroutine: into a buffer of its own,
-// verified; the step goroutine scatters it.
-func (t *l3IO) read(r *cache.BlockRead, buf *[]byte) doneWork {
+// check is an existence check, on a read goroutine: how many of its keys, from the first, are there (tests may
+// hide every block whose key is 0 mod 3, as a shared filesystem whose view lags would).
+func (t *l3IO) check(c *cache.ExistenceCheck) doneWork {
+	found := 0
+	for found < len(c.Keys) && !(t.opts.testHideBlocks && c.Keys[found]%3 == 0) && t.store.Exists(c.Keys[found]) {
+		found++
+	}
+	return doneWork{Completion: cache.Completion{Kind: cache.BlocksFound, Seq: c.Seq, Found: found}}
+}
+
+// read is a reader rank's I/O for one block of a prefetch, on a read goroutine: into a buffer of its own,
+// verified, then scattered into the slab unless its deadline gave it up first.
+func (t *l3IO) read(p *pendingRead) doneWork {
+	r := p.read
 	if t.opts.testSlowReads {
 		time.Sleep(2 * time.Millisecond)
 	}
 	if t.opts.testHangReads {
 		<-t.unhang // as a read in a hung filesystem: it returns only at the end of the run
 	}
-	res := &readDone{key: readKey{r.Prefetch, r.Block}, buf: buf, err: errInjectedRead}
+	res := &readDone{key: readKey{r.Prefetch, r.Block}, err: errInjectedRead}
+	done := doneWork{Completion: cache.Completion{Kind: cache.BlockReadDone, Seq: r.Prefetch, Block: r.Block}, read: res}
+	buf := t.buffer()
+	defer t.release(buf)
+	var data []byte
 	if !t.opts.testFailReads {
-		res.data, res.err = t.store.ReadBlock(r.Key, len(r.Pages), buf)
+		data, res.err = t.store.ReadBlock(r.Key, len(r.Pages), buf)
 	}
-	return doneWork{Completion: cache.Completion{Kind: cache.BlockReadDone, Seq: r.Prefetch, Block: r.Block, Err: res.err}, read: res}
+	if !p.state.CompareAndSwap(readInFlight, readLanding) {
+		return done // given up at its deadline: the core knows; nothing may touch the slab now
+	}
+	if res.err == nil {
+		res.err = t.store.ScatterIntoSlab(data, r.Pages, t.slabs)
+	}
+	if res.err == nil {
+		res.bytes = int64(len(data))
+	}
+	done.Err = res.err
+	return done
 }
 
 var errInjectedRead = errors.New("injected L3 read failure")

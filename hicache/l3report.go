@@ -33,7 +33,11 @@ type L3Report struct {
 	WriteMismatches int64 `json:"write_mismatches"`
 	ReadTimeouts    int64 `json:"read_timeouts"`  // reads given up at their deadline (in read_failures)
 	PrefetchCalls   int64 `json:"prefetch_calls"` // l3_prefetch consensus calls (one per serving step and group; 0 at cp 1)
-	PrefetchWaitUs  struct {
+	// ChecksAhead: existence checks started a step before their request's step, off its path; ChecksInStep: those
+	// its step started and waited for (the first step, or a request whose tree lost part of its prefix since).
+	ChecksAhead    int64 `json:"checks_ahead"`
+	ChecksInStep   int64 `json:"checks_in_step"`
+	PrefetchWaitUs struct {
 		P50 float64 `json:"p50"`
 		P99 float64 `json:"p99"`
 	} `json:"prefetch_wait_us"` // from issue to the consensus that agreed it done (slowest rank)
@@ -46,7 +50,7 @@ func newL3Report(c *cache.Counters, o L3Options, fingerprint uint64) *L3Report {
 		ReadFailures: c.L3ReadFailures, Corrupt: c.L3Corrupt, Evictions: c.L3Evictions, Prefetches: c.L3Prefetches,
 		PrefetchBlocks: c.L3PrefetchBlocks, PrefetchMisses: c.L3PrefetchMisses, PrefetchTimeouts: c.L3PrefetchTimeouts,
 		PrefetchFlushed: c.L3PrefetchFlushed, PrefetchCalls: c.L3PrefetchCalls, WriteMismatches: c.L3WriteMismatches,
-		ReadTimeouts: c.L3ReadTimeouts}
+		ReadTimeouts: c.L3ReadTimeouts, ChecksAhead: c.L3ChecksAhead, ChecksInStep: c.L3ChecksInStep}
 }
 
 // writeSummary is the summary's L3 line; nothing without an L3.
@@ -57,6 +61,7 @@ func (r *L3Report) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  L3 (%s, %s, %d-token blocks): %d blocks written (%.1f MiB), %d write errors; %d read (%.1f MiB), %d failed reads (%d corrupt); %d evicted\n",
 		r.Dir, r.WritePolicy, r.BlockTokens, r.Writes, float64(r.WriteBytes)/(1<<20), r.WriteErrors, r.Reads, float64(r.ReadBytes)/(1<<20),
 		r.ReadFailures, r.Corrupt, r.Evictions)
-	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out, %d dropped by a flush; wait p50 %.0f us, p99 %.0f us; %d l3_prefetch consensus calls\n",
-		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchFlushed, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99, r.PrefetchCalls)
+	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out, %d dropped by a flush; wait p50 %.0f us, p99 %.0f us; %d l3_prefetch consensus calls; existence checks %d a step ahead, %d in their step\n",
+		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchFlushed, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99, r.PrefetchCalls,
+		r.ChecksAhead, r.ChecksInStep)
 }

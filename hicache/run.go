@@ -25,12 +25,13 @@ type runState struct {
 	core     *cache.Core
 	faults   *faultyEngine // the engine as the runner sees it, with --inject-*-copy
 	start    time.Time
-	// idealHitTokens: the replica's ideal hits, computed by CP rank 0 as it loads the workload.
-	idealHitTokens int64
-	events         []workload.Event // CP rank 0's, not yet broadcast
-	l3             *l3IO            // nil without --l3-dir
-	metrics        *metricsTicker   // world rank 0's periodic metrics writes; nil when none
-	progress       *progress
+	// idealHit: the replica's ideal hits, computed by CP rank 0 beside the replay (the other ranks would wait
+	// for it at the start: 0.6 s of the shared trace); nil on the other ranks.
+	idealHit chan int64
+	events   []workload.Event // CP rank 0's, not yet broadcast
+	l3       *l3IO            // nil without --l3-dir
+	metrics  *metricsTicker   // world rank 0's periodic metrics writes; nil when none
+	progress *progress
 
 	tasks      chan copyTask
 	workerDone chan struct{}
@@ -38,7 +39,6 @@ type runState struct {
 	doneBuf    []doneWork
 	partBytes  int64
 	partBuf    []byte // one part's content, for filling and verifying
-	writeBuf   []byte // the L3 write goroutine's payload buffer
 
 	io            cache.Counters       // the runner's own tallies (its L3 I/O), summed with the core's in the report
 	prefetchStart map[uint64]time.Time // L3 prefetches started and not yet agreed done
@@ -74,7 +74,6 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 		return nil, err
 	}
 	defer rs.tearDown()
-	rs.io.IdealHitTokens = rs.idealHitTokens
 	if job.Topo.WorldRank == 0 && opts.MetricsPath != "" && opts.MetricsInterval > 0 {
 		rs.metrics = newMetricsTicker(opts.MetricsInterval, time.Now)
 		defer job.Cleanup.Add(rs.metrics.abandon(opts.MetricsPath))()
@@ -83,6 +82,9 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
 	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
 	replayErr := rs.core.Run()
+	if rs.idealHit != nil {
+		rs.io.IdealHitTokens = <-rs.idealHit
+	}
 	rs.progress.done()
 	if err := spmd.AgreeOnFailure(job.Topo.World, replayErr); err != nil {
 		return rs, err
@@ -100,8 +102,10 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 		events, loadErr = rs.readWorkload()
 		if loadErr == nil {
 			events = workload.ShardForReplica(events, t.DPSize, t.CPGroup)
-			rs.idealHitTokens = workload.IdealHitTokens(events, workload.IdealConfig{PageTokens: rs.opts.PageTokens,
-				VocabSize: rs.opts.VocabSize, BatchRequests: rs.opts.BatchRequests, FlushEverySteps: rs.opts.FlushEvery})
+			cfg := workload.IdealConfig{PageTokens: rs.opts.PageTokens, VocabSize: rs.opts.VocabSize,
+				BatchRequests: rs.opts.BatchRequests, FlushEverySteps: rs.opts.FlushEvery}
+			rs.idealHit = make(chan int64, 1)
+			go func(events []workload.Event) { rs.idealHit <- workload.IdealHitTokens(events, cfg) }(events) // reads events only
 		}
 	}
 	if err := spmd.AgreeOnFailure(t.World, wrapWorkload(loadErr)); err != nil {

@@ -189,6 +189,11 @@ func (c *Core) Complete(x Completion) {
 		}
 		delete(c.inFlight, x.Seq)
 		op.isDone, op.err = true, x.Err
+	case BlocksFound:
+		if c.l3 == nil {
+			panic("cache: an L3 completion without an L3")
+		}
+		c.l3.checkDone(x)
 	case BlockWritten, BlockReadDone:
 		if c.l3 == nil {
 			panic("cache: an L3 completion without an L3")

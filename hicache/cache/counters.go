@@ -53,6 +53,8 @@ type Counters struct {
 	L3PrefetchMisses   int64 `agg:"group"` // prefetches cut short by a failed read
 	L3PrefetchTimeouts int64 `agg:"group"` // prefetches not agreed done when their request was served
 	L3PrefetchFlushed  int64 `agg:"group"` // prefetches a flush dropped before their request was served
+	L3ChecksAhead      int64 `agg:"group"` // existence checks started a step before their request's step
+	L3ChecksInStep     int64 `agg:"group"` // started in it (the first step, or the tree lost part of the prefix since)
 	L3Writes           int64 `agg:"rank"`  // block files published
 	L3WriteBytes       int64 `agg:"rank"`
 	L3WriteErrors      int64 `agg:"rank"` // blocks dropped on a failed write (ENOSPC, EIO): the run went on

@@ -30,12 +30,11 @@ type Env interface {
 	Prefetch(seq uint64, resolved bool)
 
 	// At once, on this rank: write computed KV into device pages; verify a finished load-back (pages checked
-	// and how many had a wrong byte); audit a committed object, every rank's parts in the shared slab; look for
-	// an L3 block; and, on the group's keeper, learn a block the group wrote.
+	// and how many had a wrong byte); audit a committed object, every rank's parts in the shared slab; and, on
+	// the group's keeper, learn a block the group wrote.
 	Fill(f *Fill) error
 	VerifyLoad(v *Verify) (pagesChecked, mismatches int64, err error)
 	Audit(a *Audit) (ok bool)
-	Exists(key uint64) bool
 	Adopt(key uint64)
 }
 
@@ -72,7 +71,7 @@ type Collective struct {
 	Words     []uint64
 }
 
-// Work is asynchronous work for the Env to start: *Copy, *BlockWrite or *BlockRead.
+// Work is asynchronous work for the Env to start: *Copy, *BlockWrite, *BlockRead or *ExistenceCheck.
 type Work interface{ work() }
 
 // SlabSlot is a slot of the shared L2: a slab and a slot in it.
@@ -108,9 +107,17 @@ type BlockRead struct {
 	Tokens   int
 }
 
-func (*Copy) work()       {}
-func (*BlockWrite) work() {}
-func (*BlockRead) work()  {}
+// ExistenceCheck asks how many of Keys, from the first, the L3 holds now (on this rank's view of it): the
+// answer stops at the first block that is not there, or is not a regular file.
+type ExistenceCheck struct {
+	Seq  uint64
+	Keys []uint64
+}
+
+func (*Copy) work()           {}
+func (*BlockWrite) work()     {}
+func (*BlockRead) work()      {}
+func (*ExistenceCheck) work() {}
 
 // Fill is the KV the model computed for Tokens (from StartPos), to write into DevicePages.
 type Fill struct {
@@ -144,6 +151,7 @@ const (
 	CopyDone      CompletionKind = iota // a Copy, by Seq
 	BlockWritten                        // a BlockWrite, by Seq (a failed write is still written: dropped, counted by the Env)
 	BlockReadDone                       // block Block of prefetch Seq; Err set when the read failed
+	BlocksFound                         // existence check Seq: Found of its keys are there
 )
 
 // Completion is one finished piece of work.
@@ -151,5 +159,6 @@ type Completion struct {
 	Kind  CompletionKind
 	Seq   uint64
 	Block int
+	Found int
 	Err   error
 }

@@ -8,8 +8,9 @@ import (
 )
 
 // Prefetching from the L3. At the start of a serving step every rank counts, for each request, the consecutive
-// L3 blocks that follow the prefix its tree can serve (local existence checks, which can differ between ranks:
-// another job evicts a block, a shared filesystem caches); the group takes the MIN in one call for the whole
+// L3 blocks that follow the prefix its tree can serve (local existence checks, started a step ahead on the Env's
+// goroutines (l3exists.go), whose answers can differ between ranks: another job evicts a block, a shared
+// filesystem caches); the group takes the MIN in one call for the whole
 // step; every rank reserves the same L2 object for that many blocks; each block's reader (its index mod cp)
 // reads it into the slab. The request waits one step: the step's consensus agrees which reads finished (the
 // prefetch frontier, and the lowest failed block), and at the next step the agreed blocks become an L2 node of
@@ -34,8 +35,8 @@ func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 	t := c.l3
 	counts := make([]uint64, t.cfg.BatchRequests)
 	candidates := make([]prefetchCandidate, len(batch))
-	for i := range batch {
-		counts[i] = uint64(c.countL3Blocks(&batch[i].Request, &candidates[i]))
+	if err := c.countBlocks(batch, counts, candidates); err != nil {
+		return nil, err
 	}
 	local := counts[:len(batch):len(batch)]
 	if c.cfg.Bugs.has(BugLocalPrefetchCount) {
@@ -50,7 +51,7 @@ func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 	var waiting []deferredRequest
 	started := map[uint64]*l3Prefetch{} // by first key: a prefix two requests of the step share is read once
 	for i := range batch {
-		n := min(int(counts[i]), len(candidates[i].keys), maxPrefetchBlocks, c.geometry().Slots/2/t.blockPages())
+		n := min(int(counts[i]), len(candidates[i].keys), c.prefetchCap())
 		if n == 0 {
 			continue
 		}
@@ -66,23 +67,18 @@ func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 	return waiting, nil
 }
 
-// countL3Blocks is this rank's count of the request's consecutive L3 blocks after the prefix the tree can serve;
-// 0 when fewer than --l3-prefetch-threshold tokens are not cached.
-func (c *Core) countL3Blocks(req *workload.Request, cand *prefetchCandidate) int {
-	t := c.l3
-	B := t.blockTokens()
+// prefetchCandidate finds the request's blocks after the prefix the tree can serve now; false when fewer than
+// --l3-prefetch-threshold tokens are not cached, or no whole block is left.
+func (c *Core) prefetchCandidate(req *workload.Request, cand *prefetchCandidate) bool {
+	B := c.l3.blockTokens()
 	tokens := c.wholePages(req)
 	usable := c.usablePrefix(tokens)
-	if len(tokens)-usable < t.cfg.PrefetchThreshold || usable/B >= len(tokens)/B {
-		return 0
+	if len(tokens)-usable < c.l3.cfg.PrefetchThreshold || usable/B >= len(tokens)/B {
+		return false
 	}
 	cand.firstBlock = usable / B
 	cand.keys = chainKeys(tokens, B, len(tokens)/B, nil)[cand.firstBlock:]
-	n := 0
-	for n < len(cand.keys) && n < maxPrefetchBlocks && c.env.Exists(cand.keys[n]) {
-		n++
-	}
-	return n
+	return true
 }
 
 func (c *Core) wholePages(req *workload.Request) []int32 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -103,9 +104,14 @@ type l3Tier struct {
 
 	backedUp map[pool.ObjectID]bool // replicated, write_back: L2 objects whose blocks were scheduled
 	writes   []*l3Write             // scheduled, not yet retired, ascending seq
-	lastSeq  struct{ write, read uint64 }
+	lastSeq  struct{ write, read, check uint64 }
 	reads    []*l3Prefetch // prefetches not yet resolved, ascending seq
 	open     []*l3Prefetch // prefetches not yet attached to the tree or given up (resolved or not)
+
+	// Existence checks (l3exists.go): the next step's, by request, and every one in flight, by sequence number.
+	// The keys they look for are replicated; their answers are this rank's. A flush keeps them: the L3 stays.
+	ahead  map[*workload.Request]*existenceCheck
+	checks map[uint64]*existenceCheck
 }
 
 // l3Write is one block on its way from the L2 to the L3. Every rank holds it (its L2 objects stay protected
@@ -136,7 +142,7 @@ func (p *l3Prefetch) done() bool { return p.readsLeft == 0 }
 
 func newL3Tier(cfg L3Config, g pool.Geometry, cpRank int) *l3Tier {
 	return &l3Tier{cfg: cfg, cpRank: cpRank, cpSize: g.CPSize, pageTokens: g.PageTokens, keeper: cpRank == 0,
-		backedUp: map[pool.ObjectID]bool{}}
+		backedUp: map[pool.ObjectID]bool{}, ahead: map[*workload.Request]*existenceCheck{}, checks: map[uint64]*existenceCheck{}}
 }
 
 func (t *l3Tier) blockTokens() int { return t.cfg.BlockTokens }

@@ -16,17 +16,22 @@ import (
 // ended the group's run, the same on every rank of the group (or this rank's own, which its peers learn as a
 // *PeerFailure in the same consensus).
 func (c *Core) Run() error {
-	for {
-		batch, err := c.env.NextStep(c.step + 1)
-		if err != nil {
+	batch, err := c.env.NextStep(1)
+	for err == nil && batch != nil {
+		// The stream is read a step ahead, so that the next step's L3 existence checks run while this one is
+		// served (l3exists.go). Every rank reads it at the same point of its program, as every collective.
+		var next []workload.Event
+		if next, err = c.env.NextStep(c.step + 2); err != nil {
 			return err
 		}
-		if batch == nil {
-			break
-		}
+		c.checkAhead(next)
 		if err := c.runStep(batch); err != nil {
 			return err
 		}
+		batch = next
+	}
+	if err != nil {
+		return err
 	}
 	// Requests still waiting for a prefetch get steps of their own (every rank knows: the list is replicated).
 	for len(c.deferred) > 0 {

@@ -65,8 +65,7 @@ func (e *soloEnv) VerifyLoad(v *Verify) (int64, int64, error) {
 func (e *soloEnv) Audit(a *Audit) bool {
 	return e.mem.SlotsMatch(a.Slots, a.Tokens, a.StartPos, a.Ranks)
 }
-func (e *soloEnv) Exists(uint64) bool { return false }
-func (e *soloEnv) Adopt(uint64)       {}
+func (e *soloEnv) Adopt(uint64) {}
 
 // newSolo builds a one-rank core over its own memory.
 func newSolo(t testing.TB, cfg Config) *Core {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -156,16 +157,14 @@ func (j *job) move(all []*rank) bool {
 		if r.runnable() {
 			runnable = append(runnable, r)
 		}
-		for _, q := range r.queues {
-			if len(q) == 0 {
-				continue
-			}
-			p := q[0]
-			if at, ok := p.dueAt(); ok {
-				if at <= j.now {
-					due = append(due, p)
-				} else if next == 0 || at < next {
-					next = at
+		for kind, q := range r.queues {
+			for _, p := range q[:min(len(q), queueWidth[kind])] {
+				if at, ok := p.dueAt(); ok {
+					if at <= j.now {
+						due = append(due, p)
+					} else if next == 0 || at < next {
+						next = at
+					}
 				}
 			}
 		}
@@ -226,9 +225,9 @@ func (j *job) resume(r *rank) {
 // complete carries out a piece of work's effect on memory and the directory, and queues its completion.
 func (j *job) complete(p *pending) {
 	r := p.rank
-	for q := range r.queues {
-		if len(r.queues[q]) > 0 && r.queues[q][0] == p {
-			r.queues[q] = r.queues[q][1:]
+	for kind, q := range r.queues {
+		if i := slices.Index(q, p); i >= 0 {
+			r.queues[kind] = slices.Delete(q, i, i+1)
 		}
 	}
 	r.g.release(p)
@@ -245,6 +244,11 @@ func (j *job) complete(p *pending) {
 		x = cache.Completion{Kind: cache.BlockWritten, Seq: w.Seq, Err: j.writeBlock(r, w)}
 	case *cache.BlockRead:
 		x = cache.Completion{Kind: cache.BlockReadDone, Seq: w.Prefetch, Block: w.Block, Err: j.readBlock(r, w, p)}
+	case *cache.ExistenceCheck:
+		x = cache.Completion{Kind: cache.BlocksFound, Seq: w.Seq}
+		for x.Found < len(w.Keys) && r.store.Exists(w.Keys[x.Found]) {
+			x.Found++
+		}
 	}
 	r.completed = append(r.completed, x)
 }

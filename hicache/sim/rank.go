@@ -25,7 +25,7 @@ type rank struct {
 	collDone   bool
 	bcastStep  int64
 	waitReason cache.WaitReason
-	queues     [queueKinds][]*pending // copies, block writes, block reads: each in order, as one worker runs them
+	queues     [queueKinds][]*pending // copies, block writes, block reads, existence checks (queueWidth says how many run at once)
 	completed  []cache.Completion
 	steps      int64
 	err        error
@@ -56,8 +56,14 @@ const (
 	queueCopies = iota
 	queueWrites
 	queueReads
+	queueChecks
 	queueKinds
 )
+
+// queueWidth is how many of a queue's first entries may complete, in any order, as the runner's workers do:
+// one copy worker (copies complete in order), and a few L3 writers and readers (hicache/l3io.go's l3Writers
+// and l3Readers; existence checks run on the readers).
+var queueWidth = [queueKinds]int{queueCopies: 1, queueWrites: 2, queueReads: 4, queueChecks: 4}
 
 // errAborted ends a rank's program when the scheduler stops the job.
 var errAborted = errors.New("sim: job stopped")
@@ -84,7 +90,7 @@ func (r *rank) NextStep(step int64) ([]workload.Event, error) {
 			return nil, errAborted
 		}
 	}
-	r.armFaults(step)
+	r.armFaults(step - 1) // the core reads a step ahead: step-1 begins now
 	batch := g.sent[step]
 	if batch == nil {
 		return nil, nil
@@ -148,6 +154,8 @@ func (r *rank) Start(w cache.Work) {
 		if j.cfg.L3.PrefetchPolicy != cache.PrefetchWaitComplete {
 			p.deadline = j.now + uint64(4*j.cfg.LateTicks)
 		}
+	case *cache.ExistenceCheck:
+		q = queueChecks
 	}
 	r.g.reference(p)
 	r.queues[q] = append(r.queues[q], p)
@@ -212,7 +220,6 @@ func (r *rank) Audit(a *cache.Audit) bool {
 	return ok
 }
 
-func (r *rank) Exists(key uint64) bool { return r.store.Exists(key) }
-func (r *rank) Adopt(key uint64)       { r.store.Adopt(key) }
+func (r *rank) Adopt(key uint64) { r.store.Adopt(key) }
 
 var _ cache.Env = (*rank)(nil)

@@ -1,0 +1,106 @@
+package cache
+
+import (
+	"fmt"
+
+	"github.com/cphicache/cphicache/hicache/workload"
+)
+
+// Existence checks ahead of need. A request's L3 blocks are looked for on the Env's I/O goroutines, not on the
+// step's path: the core reads one step ahead of the stream (Run), and at the start of step N it starts, for
+// each request of step N+1, a check of the blocks that would follow the prefix its tree can serve now. At step
+// N+1 the count each rank brings to the l3_prefetch MIN is read from those answers: the blocks from the prefix
+// the tree serves then, as far as the check found them. A check that does not cover that prefix (the tree lost
+// part of it in between: an eviction, a flush) is started again and waited for, as is every check of the first
+// step. Which checks start, and over which keys, is a function of the replicated tree and the replicated
+// stream; only the answers are local, and they meet the group only through the MIN, as before.
+
+// existenceCheck is one request's look into the L3: keys from block firstBlock of its prompt.
+type existenceCheck struct {
+	seq        uint64
+	firstBlock int
+	keys       []uint64
+	found      int // how many of keys, from the first, were there (once done)
+	done       bool
+}
+
+// checkAhead starts the existence checks of the next step's requests (nil or a flush: none).
+func (c *Core) checkAhead(next []workload.Event) {
+	if c.l3 == nil || len(next) == 0 || next[0].Flush {
+		return
+	}
+	for i := range next {
+		req := &next[i].Request
+		var cand prefetchCandidate
+		if c.prefetchCandidate(req, &cand) {
+			c.l3.ahead[req] = c.startCheck(cand)
+			c.counters.L3ChecksAhead++
+		}
+	}
+}
+
+// startCheck asks the Env how many of cand's keys, from the first, the L3 holds, up to the most one prefetch
+// could read.
+func (c *Core) startCheck(cand prefetchCandidate) *existenceCheck {
+	t := c.l3
+	t.lastSeq.check++
+	keys := cand.keys[:min(len(cand.keys), c.prefetchCap())]
+	ch := &existenceCheck{seq: t.lastSeq.check, firstBlock: cand.firstBlock, keys: keys}
+	t.checks[ch.seq] = ch
+	c.env.Start(&ExistenceCheck{Seq: ch.seq, Keys: keys})
+	return ch
+}
+
+// prefetchCap is the most blocks one prefetch may read: the failed-block word's bound, and half the L2.
+func (c *Core) prefetchCap() int {
+	return min(maxPrefetchBlocks, c.geometry().Slots/2/c.l3.blockPages())
+}
+
+// countBlocks is this rank's count for each request of the batch: the consecutive L3 blocks after the prefix
+// its tree serves now, from the checks started a step ahead, or from checks started now where those do not
+// cover it. cands receives each request's candidate.
+func (c *Core) countBlocks(batch []workload.Event, counts []uint64, cands []prefetchCandidate) error {
+	t := c.l3
+	checks := make([]*existenceCheck, len(batch))
+	for i := range batch {
+		req := &batch[i].Request
+		ahead := t.ahead[req]
+		delete(t.ahead, req)
+		if !c.prefetchCandidate(req, &cands[i]) {
+			continue
+		}
+		if ahead == nil || cands[i].firstBlock < ahead.firstBlock {
+			ahead = c.startCheck(cands[i]) // the tree lost part of the prefix since: look again
+			c.counters.L3ChecksInStep++
+		}
+		checks[i] = ahead
+	}
+	if err := c.env.Wait(waitL3Exists, func() bool { return checksDone(checks) }); err != nil {
+		return err
+	}
+	for i, ch := range checks {
+		if ch != nil {
+			counts[i] = uint64(max(0, ch.found-(cands[i].firstBlock-ch.firstBlock)))
+		}
+	}
+	return nil
+}
+
+func checksDone(checks []*existenceCheck) bool {
+	for _, ch := range checks {
+		if ch != nil && !ch.done {
+			return false
+		}
+	}
+	return true
+}
+
+// checkDone records an existence check's answer.
+func (t *l3Tier) checkDone(x Completion) {
+	ch := t.checks[x.Seq]
+	if ch == nil || x.Found < 0 || x.Found > len(ch.keys) {
+		panic(fmt.Sprintf("cache: answer %d of L3 existence check %d, which is not in flight or has fewer keys", x.Found, x.Seq))
+	}
+	delete(t.checks, x.Seq)
+	ch.found, ch.done = x.Found, true
+}
