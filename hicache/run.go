@@ -28,9 +28,10 @@ type runState struct {
 	// idealHit: the replica's ideal hits, computed by CP rank 0 beside the replay (the other ranks would wait
 	// for it at the start: 0.6 s of the shared trace); nil on the other ranks.
 	idealHit chan int64
-	events   []workload.Event // CP rank 0's, not yet broadcast
-	l3       *l3IO            // nil without --l3-dir
-	metrics  *metricsTicker   // world rank 0's periodic metrics writes; nil when none
+	stepBuf  [stepInlineBytes]byte // the step broadcast's buffer
+	events   []workload.Event      // CP rank 0's, not yet broadcast
+	l3       *l3IO                 // nil without --l3-dir
+	metrics  *metricsTicker        // world rank 0's periodic metrics writes; nil when none
 	progress *progress
 
 	tasks      chan copyTask
@@ -230,37 +231,46 @@ func (rs *runState) stepsDone() int64 {
 }
 
 // nextStep is the replicated event stream: CP-rank 0 sends each step's events to its group. A step is up to
-// --batch-requests requests, or one flush. An empty step ends the stream.
+// --batch-requests requests, or one flush. An empty step ends the stream. The events travel in one broadcast of
+// stepInlineBytes, their length first, and only a step too big for it takes a second: on an oversubscribed
+// node every broadcast is a wait for the whole group to be scheduled.
 func (rs *runState) nextStep(step int64) ([]workload.Event, error) {
 	cp := rs.job.Topo.CP
+	first := rs.stepBuf[:]
 	var payload []byte
 	if cp.Rank() == 0 {
 		batch := workload.TakeBatch(&rs.events, rs.opts.BatchRequests)
-		payload = workload.EncodeEvents(batch)
-		if len(batch) == 0 {
-			payload = nil
+		if len(batch) > 0 {
+			payload = workload.EncodeEvents(batch)
 		}
+		binary.LittleEndian.PutUint64(first, uint64(len(payload)))
+		copy(first[8:], payload)
 	}
-	var header [8]byte
-	binary.LittleEndian.PutUint64(header[:], uint64(len(payload)))
 	// The broadcast of the event stream blocks like a collective, so the watchdog guards it too: a hung CP-rank
 	// 0 must not leave its group waiting forever.
 	rs.cons.watchdog.Arm("step broadcast", rs.cons.group, cp.Size(), step)
 	defer rs.cons.watchdog.Disarm()
-	if err := cp.BcastBytes(header[:], 0); err != nil {
+	if err := cp.BcastBytes(first, 0); err != nil {
 		return nil, err
 	}
-	n := binary.LittleEndian.Uint64(header[:])
+	n := int(binary.LittleEndian.Uint64(first))
 	if n == 0 {
 		return nil, nil
 	}
 	if cp.Rank() != 0 {
 		payload = make([]byte, n)
+		copy(payload, first[8:])
 	}
-	if err := cp.BcastBytes(payload, 0); err != nil {
-		return nil, err
+	if inline := len(first) - 8; n > inline {
+		if err := cp.BcastBytes(payload[inline:], 0); err != nil {
+			return nil, err
+		}
 	}
 	batch, err := workload.DecodeEvents(payload)
 	workload.ExpandEvents(batch, rs.opts.VocabSize)
 	return batch, err
 }
+
+// stepInlineBytes is the step broadcast's size: a step of 4 Mooncake requests (their block ids) or of a few short
+// token requests fits it.
+const stepInlineBytes = 4096

@@ -280,7 +280,8 @@ func TestDecideYield(t *testing.T) {
 	}{
 		{"", false, 8, 2, true, false},      // MPICH oversubscribed: yield
 		{"auto", false, 2, 2, false, false}, // a core per rank: poll
-		{"", true, 8, 2, false, false},      // OpenMPI has mpi_yield_when_idle
+		{"", true, 8, 2, true, false},       // OpenMPI's mpi_yield_when_idle burns the core it yields: ours too
+		{"", true, 2, 2, false, false},      // OpenMPI, a core per rank: poll
 		{"1", true, 1, 64, true, false},
 		{"0", false, 16, 2, false, false},
 		{"yes", false, 8, 2, false, true},
