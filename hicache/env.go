@@ -262,16 +262,22 @@ func (rs *runState) contentKey(rank, layer, payload int) cache.ContentKey {
 	return cache.ContentKey{Seed: rs.opts.Seed, Rank: rank, Layer: layer, Payload: payload}
 }
 
-// Fill writes a node's KV, as the model would have computed it, into its device pages.
+// Fill writes a node's KV, as the model would have computed it, into its device pages: per layer and payload,
+// each run of consecutive device pages is computed into a staging buffer and written in one call (a part is
+// often a few hundred bytes, and a GPU's copy per part would cost more than the part).
 func (rs *runState) Fill(f *cache.Fill) error {
 	g := rs.geometry
-	for i, page := range f.DevicePages {
-		toks := f.Tokens[i*g.PageTokens : (i+1)*g.PageTokens]
-		for layer := range g.Layers {
-			for payload := range g.PayloadsPerLayer {
-				cache.FillPart(rs.partBuf, toks, f.StartPos+i*g.PageTokens, g.TokenBytes, rs.contentKey(rs.job.Topo.CPRank, layer, payload))
-				if err := rs.faults.WriteDevice(rs.deviceOffset(page, layer, payload), rs.partBuf); err != nil {
-					return fmt.Errorf("write KV of page %d: %w", page, err)
+	for layer := range g.Layers {
+		for payload := range g.PayloadsPerLayer {
+			key := rs.contentKey(rs.job.Topo.CPRank, layer, payload)
+			for from, to := range rs.deviceRuns(f.DevicePages) {
+				buf := rs.staging(to - from)
+				for i := from; i < to; i++ {
+					part := buf[int64(i-from)*rs.partBytes : int64(i-from+1)*rs.partBytes]
+					cache.FillPart(part, f.Tokens[i*g.PageTokens:(i+1)*g.PageTokens], f.StartPos+i*g.PageTokens, g.TokenBytes, key)
+				}
+				if err := rs.faults.WriteDevice(rs.deviceOffset(f.DevicePages[from], layer, payload), buf); err != nil {
+					return fmt.Errorf("write KV of pages %d..%d: %w", f.DevicePages[from], f.DevicePages[to-1], err)
 				}
 			}
 		}
@@ -279,28 +285,67 @@ func (rs *runState) Fill(f *cache.Fill) error {
 	return nil
 }
 
-// VerifyLoad checks every part of a finished load-back against the content function.
+// VerifyLoad checks every part of a finished load-back against the content function, reading each run of
+// consecutive device pages of a layer and payload back in one call.
 func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err error) {
 	g := rs.geometry
-	for i, page := range v.DevicePages {
-		toks := v.Tokens[i*g.PageTokens : (i+1)*g.PageTokens]
-		bad := false
-		for layer := range g.Layers {
-			for payload := range g.PayloadsPerLayer {
-				if err := rs.faults.ReadDevice(rs.deviceOffset(page, layer, payload), rs.partBuf); err != nil {
-					return checked, mismatches, err
+	bad := make([]bool, len(v.DevicePages))
+	for layer := range g.Layers {
+		for payload := range g.PayloadsPerLayer {
+			key := rs.contentKey(rs.job.Topo.CPRank, layer, payload)
+			for from, to := range rs.deviceRuns(v.DevicePages) {
+				buf := rs.staging(to - from)
+				if err := rs.faults.ReadDevice(rs.deviceOffset(v.DevicePages[from], layer, payload), buf); err != nil {
+					return 0, 0, err
 				}
-				if !cache.PartMatches(rs.partBuf, toks, v.StartPos+i*g.PageTokens, g.TokenBytes, rs.contentKey(rs.job.Topo.CPRank, layer, payload)) {
-					bad = true
+				for i := from; i < to; i++ {
+					part := buf[int64(i-from)*rs.partBytes : int64(i-from+1)*rs.partBytes]
+					if !cache.PartMatches(part, v.Tokens[i*g.PageTokens:(i+1)*g.PageTokens], v.StartPos+i*g.PageTokens, g.TokenBytes, key) {
+						bad[i] = true
+					}
 				}
 			}
 		}
+	}
+	for _, b := range bad {
 		checked++
-		if bad {
+		if b {
 			mismatches++
 		}
 	}
 	return checked, mismatches, nil
+}
+
+// stagingBytesMax bounds the staging buffer: a run of pages longer than it is cut (a real model's parts are
+// tens of KiB).
+const stagingBytesMax = 1 << 20
+
+// deviceRuns yields the runs [from, to) of pages whose device page numbers are consecutive, which are
+// contiguous in each layer and payload's region of the device buffer (deviceOffset), of at most
+// stagingBytesMax (and at least one page).
+func (rs *runState) deviceRuns(pages []int32) func(yield func(from, to int) bool) {
+	runMax := max(1, int(stagingBytesMax/rs.partBytes))
+	return func(yield func(from, to int) bool) {
+		for from := 0; from < len(pages); {
+			to := from + 1
+			for to < len(pages) && to-from < runMax && pages[to] == pages[to-1]+1 {
+				to++
+			}
+			if !yield(from, to) {
+				return
+			}
+			from = to
+		}
+	}
+}
+
+// staging is the fill and verify buffer for pages parts, grown as needed and kept.
+func (rs *runState) staging(pages int) []byte {
+	n := int64(pages) * rs.partBytes
+	if int64(cap(rs.partBuf)) < n {
+		rs.partBuf = make([]byte, n)
+	}
+	return rs.partBuf[:n]
 }
 
 // Audit checks a committed object in the shared slab, the parts of the ranks it names, against the content

@@ -39,7 +39,7 @@ type runState struct {
 	done       *completions
 	doneBuf    []doneWork
 	partBytes  int64
-	partBuf    []byte // one part's content, for filling and verifying
+	partBuf    []byte // parts' content, for filling and verifying (staging)
 
 	io            cache.Counters       // the runner's own tallies (its L3 I/O), summed with the core's in the report
 	prefetchStart map[uint64]time.Time // L3 prefetches started and not yet agreed done

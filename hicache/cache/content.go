@@ -40,8 +40,12 @@ func (k ContentKey) base() uint64 {
 // getting tokenBytes bytes. len(dst) must be len(tokens)*tokenBytes, and tokenBytes a multiple of 8.
 func FillPart(dst []byte, tokens []int32, firstPos int, tokenBytes int, k ContentKey) {
 	base := k.base()
+	if tokenBytes == 8 {
+		fillWords(dst[:8*len(tokens)], tokens, base, uint64(firstPos))
+		return
+	}
 	for i, tok := range tokens {
-		h := pool.Mix64(base ^ uint64(uint32(tok)) ^ uint64(firstPos+i)<<32)
+		h := tokenWord(base, tok, uint64(firstPos+i))
 		row := dst[i*tokenBytes : (i+1)*tokenBytes]
 		for w := 0; w+8 <= len(row); w += 8 {
 			binary.LittleEndian.PutUint64(row[w:], h)
@@ -58,14 +62,62 @@ func PartMatches(got []byte, tokens []int32, firstPos int, tokenBytes int, k Con
 		return false
 	}
 	base := k.base()
+	if tokenBytes == 8 {
+		return wordsMatch(got, tokens, base, uint64(firstPos))
+	}
 	for i, tok := range tokens {
-		h := pool.Mix64(base ^ uint64(uint32(tok)) ^ uint64(firstPos+i)<<32)
+		h := tokenWord(base, tok, uint64(firstPos+i))
 		row := got[i*tokenBytes : (i+1)*tokenBytes]
 		for w := 0; w+8 <= len(row); w += 8 {
 			if binary.LittleEndian.Uint64(row[w:]) != h {
 				return false
 			}
 			h += contentStep
+		}
+	}
+	return true
+}
+
+// tokenWord is a token's first word.
+func tokenWord(base uint64, tok int32, pos uint64) uint64 {
+	return pool.Mix64(base ^ uint64(uint32(tok)) ^ pos<<32)
+}
+
+// fillWords is FillPart for one word a token (the small parts of a CP rank's share of a small model), four
+// tokens an iteration so that their independent Mix64 chains overlap: about twice the plain loop's speed.
+func fillWords(dst []byte, tokens []int32, base, pos uint64) {
+	i := 0
+	for ; i+4 <= len(tokens); i += 4 {
+		d, t := dst[8*i:8*i+32], tokens[i:i+4]
+		binary.LittleEndian.PutUint64(d[0:], tokenWord(base, t[0], pos))
+		binary.LittleEndian.PutUint64(d[8:], tokenWord(base, t[1], pos+1))
+		binary.LittleEndian.PutUint64(d[16:], tokenWord(base, t[2], pos+2))
+		binary.LittleEndian.PutUint64(d[24:], tokenWord(base, t[3], pos+3))
+		pos += 4
+	}
+	for ; i < len(tokens); i, pos = i+1, pos+1 {
+		binary.LittleEndian.PutUint64(dst[8*i:], tokenWord(base, tokens[i], pos))
+	}
+}
+
+// wordsMatch is PartMatches for one word a token, four tokens a comparison.
+func wordsMatch(got []byte, tokens []int32, base, pos uint64) bool {
+	i := 0
+	for ; i+4 <= len(tokens); i += 4 {
+		g, t := got[8*i:8*i+32], tokens[i:i+4]
+		// Go's | and ^ share a precedence, left to right: each difference needs its parentheses.
+		diff := (binary.LittleEndian.Uint64(g[0:]) ^ tokenWord(base, t[0], pos)) |
+			(binary.LittleEndian.Uint64(g[8:]) ^ tokenWord(base, t[1], pos+1)) |
+			(binary.LittleEndian.Uint64(g[16:]) ^ tokenWord(base, t[2], pos+2)) |
+			(binary.LittleEndian.Uint64(g[24:]) ^ tokenWord(base, t[3], pos+3))
+		if diff != 0 {
+			return false
+		}
+		pos += 4
+	}
+	for ; i < len(tokens); i, pos = i+1, pos+1 {
+		if binary.LittleEndian.Uint64(got[8*i:]) != tokenWord(base, tokens[i], pos) {
+			return false
 		}
 	}
 	return true
