@@ -263,20 +263,25 @@ func (rs *runState) contentKey(rank, layer, payload int) cache.ContentKey {
 }
 
 // Fill writes a node's KV, as the model would have computed it, into its device pages: per layer and payload,
-// each run of consecutive device pages is computed into a staging buffer and written in one call (a part is
-// often a few hundred bytes, and a GPU's copy per part would cost more than the part).
+// each run of consecutive device pages is computed in place in the CPU build's device buffer, or into a staging
+// buffer written in one call (a part is often a few hundred bytes, and a GPU's copy per part would cost more
+// than the part).
 func (rs *runState) Fill(f *cache.Fill) error {
 	g := rs.geometry
 	for layer := range g.Layers {
 		for payload := range g.PayloadsPerLayer {
 			key := rs.contentKey(rs.job.Topo.CPRank, layer, payload)
 			for from, to := range rs.deviceRuns(f.DevicePages) {
-				buf := rs.staging(to - from)
+				offset := rs.deviceOffset(f.DevicePages[from], layer, payload)
+				buf := rs.devicePlace(offset, to-from)
 				for i := from; i < to; i++ {
 					part := buf[int64(i-from)*rs.partBytes : int64(i-from+1)*rs.partBytes]
 					cache.FillPart(part, f.Tokens[i*g.PageTokens:(i+1)*g.PageTokens], f.StartPos+i*g.PageTokens, g.TokenBytes, key)
 				}
-				if err := rs.faults.WriteDevice(rs.deviceOffset(f.DevicePages[from], layer, payload), buf); err != nil {
+				if rs.hostDevice != nil {
+					continue
+				}
+				if err := rs.faults.WriteDevice(offset, buf); err != nil {
 					return fmt.Errorf("write KV of pages %d..%d: %w", f.DevicePages[from], f.DevicePages[to-1], err)
 				}
 			}
@@ -285,8 +290,8 @@ func (rs *runState) Fill(f *cache.Fill) error {
 	return nil
 }
 
-// VerifyLoad checks every part of a finished load-back against the content function, reading each run of
-// consecutive device pages of a layer and payload back in one call.
+// VerifyLoad checks every part of a finished load-back against the content function, in place in the CPU
+// build's device buffer, or reading each run of consecutive device pages of a layer and payload back in one call.
 func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err error) {
 	g := rs.geometry
 	bad := make([]bool, len(v.DevicePages))
@@ -294,9 +299,12 @@ func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err 
 		for payload := range g.PayloadsPerLayer {
 			key := rs.contentKey(rs.job.Topo.CPRank, layer, payload)
 			for from, to := range rs.deviceRuns(v.DevicePages) {
-				buf := rs.staging(to - from)
-				if err := rs.faults.ReadDevice(rs.deviceOffset(v.DevicePages[from], layer, payload), buf); err != nil {
-					return 0, 0, err
+				offset := rs.deviceOffset(v.DevicePages[from], layer, payload)
+				buf := rs.devicePlace(offset, to-from)
+				if rs.hostDevice == nil {
+					if err := rs.faults.ReadDevice(offset, buf); err != nil {
+						return 0, 0, err
+					}
 				}
 				for i := from; i < to; i++ {
 					part := buf[int64(i-from)*rs.partBytes : int64(i-from+1)*rs.partBytes]
@@ -314,6 +322,16 @@ func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err 
 		}
 	}
 	return checked, mismatches, nil
+}
+
+// devicePlace is where pages parts at offset are computed or checked: the device buffer itself in the CPU
+// build, else the staging buffer.
+func (rs *runState) devicePlace(offset int64, pages int) []byte {
+	n := int64(pages) * rs.partBytes
+	if rs.hostDevice != nil {
+		return rs.hostDevice[offset : offset+n]
+	}
+	return rs.staging(pages)
 }
 
 // stagingBytesMax bounds the staging buffer: a run of pages longer than it is cut (a real model's parts are

@@ -107,6 +107,9 @@ type Options struct {
 	testEvictionModel func(c *cache.Core) cache.EvictionCheck
 	// testReserveShm replaces the slab's memory reservation (nil: fallocate), to fake a full /dev/shm.
 	testReserveShm func(f *os.File, bytes int64) error
+	// stagedDeviceContent fills and checks device content through WriteDevice and ReadDevice even on the CPU
+	// build, as the GPU build must, so that the CPU suite covers that path.
+	stagedDeviceContent bool
 }
 
 // Validate checks the options that need no MPI, so that bad input fails before any shared state exists.

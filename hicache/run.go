@@ -40,6 +40,7 @@ type runState struct {
 	doneBuf    []doneWork
 	partBytes  int64
 	partBuf    []byte // parts' content, for filling and verifying (staging)
+	hostDevice []byte // the CPU build's device buffer, filled and checked in place; nil: staged (the GPU build)
 
 	io            cache.Counters       // the runner's own tallies (its L3 I/O), summed with the core's in the report
 	prefetchStart map[uint64]time.Time // L3 prefetches started and not yet agreed done
@@ -182,6 +183,9 @@ func (rs *runState) setUp() error {
 	rs.eng = eng
 	rs.cons = newConsensus(t.CP, t.CPGroup, frontier, watchdog)
 	rs.faults = newFaultyEngine(rs.eng)
+	if host, ok := rs.eng.(interface{ Device() []byte }); ok && !rs.opts.stagedDeviceContent {
+		rs.hostDevice = host.Device()
+	}
 	if rs.opts.testSlowCopyRank.Set && rs.opts.testSlowCopyRank.Rank == t.WorldRank {
 		rs.faults.delay.Store(int64(testSlowCopyDelay))
 	}

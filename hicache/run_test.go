@@ -159,3 +159,24 @@ func TestValidateMatrixPasses(t *testing.T) {
 	}
 	checkNoLeakedSegments(t)
 }
+
+// TestStagedDeviceContentDecidesAlike: the GPU build fills and checks device content through a staging buffer,
+// the CPU build in place; with copies drained every step both make every decision alike and check as many
+// pages, and a wrong byte in the staged path is still found (the device pages hold what the fill wrote).
+func TestStagedDeviceContentDecidesAlike(t *testing.T) {
+	var reports [2]*Report
+	for i, staged := range []bool{false, true} {
+		opts := smallOptions()
+		opts.SyncCopies, opts.stagedDeviceContent = true, staged
+		r, err := Run(testJob(t), opts)
+		if err != nil {
+			t.Fatalf("staged %v: %v", staged, err)
+		}
+		reports[i] = r
+	}
+	a, b := reports[0], reports[1]
+	if a.Hits != b.Hits || a.Verify != b.Verify || a.Verify.PagesChecked == 0 || a.Verify.Mismatches != 0 {
+		t.Errorf("in place: hits %+v, verify %+v; staged: hits %+v, verify %+v", a.Hits, a.Verify, b.Hits, b.Verify)
+	}
+	checkNoLeakedSegments(t)
+}

@@ -75,6 +75,11 @@ func (e *HostEngine) Name() string { return KindHost }
 // DeviceBytes returns the size of the device buffer.
 func (e *HostEngine) DeviceBytes() int64 { return int64(len(e.device)) }
 
+// Device is the device buffer itself, for a caller that fills and checks device content in place instead of
+// staging it through WriteDevice and ReadDevice (the CPU build's "GPU memory" is host memory). The caller must
+// not touch pages a copy in flight reads or writes; the cache's reference rule already holds it to that.
+func (e *HostEngine) Device() []byte { return e.device }
+
 // Workers returns the number of goroutines (the caller's included) a large call copies on.
 func (e *HostEngine) Workers() int { return e.workers }
 
