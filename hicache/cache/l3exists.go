@@ -7,7 +7,10 @@ import (
 )
 
 // Existence checks ahead of need. A request's L3 blocks are looked for on the Env's I/O goroutines, not on the
-// step's path: the core reads one step ahead of the stream (Run), and at the start of step N it starts, for
+// step's path, and each rank looks only for the blocks it would read (block b is CP rank b mod cp's): its count
+// is the blocks before the first of its own that is not there, and the MIN over the group is then the blocks
+// before the first that its reader cannot see, which is what the prefetch can read (a rank that looked at every
+// block made cp times the stats, each on a path a shared filesystem may make slow). the core reads one step ahead of the stream (Run), and at the start of step N it starts, for
 // each request of step N+1, a check of the blocks that would follow the prefix its tree can serve now. At step
 // N+1 the count each rank brings to the l3_prefetch MIN is read from those answers: the blocks from the prefix
 // the tree serves then, as far as the check found them. A check that does not cover that prefix (the tree lost
@@ -15,12 +18,14 @@ import (
 // step. Which checks start, and over which keys, is a function of the replicated tree and the replicated
 // stream; only the answers are local, and they meet the group only through the MIN, as before.
 
-// existenceCheck is one request's look into the L3: keys from block firstBlock of its prompt.
+// existenceCheck is one request's look into the L3: blocks from block firstBlock of its prompt, of which this
+// rank looks for its own.
 type existenceCheck struct {
 	seq        uint64
 	firstBlock int
-	keys       []uint64
-	found      int // how many of keys, from the first, were there (once done)
+	blocks     int   // the blocks after firstBlock it covers
+	own        []int // the indices (from firstBlock) of this rank's blocks among them, ascending
+	found      int   // the blocks before the first of this rank's that was not there (once done)
 	done       bool
 }
 
@@ -39,13 +44,18 @@ func (c *Core) checkAhead(next []workload.Event) {
 	}
 }
 
-// startCheck asks the Env how many of cand's keys, from the first, the L3 holds, up to the most one prefetch
-// could read.
+// startCheck asks the Env which of this rank's blocks among cand's, up to the most one prefetch could read, the
+// L3 holds (how many of them, from the first).
 func (c *Core) startCheck(cand prefetchCandidate) *existenceCheck {
 	t := c.l3
 	t.lastSeq.check++
-	keys := cand.keys[:min(len(cand.keys), c.prefetchCap())]
-	ch := &existenceCheck{seq: t.lastSeq.check, firstBlock: cand.firstBlock, keys: keys}
+	ch := &existenceCheck{seq: t.lastSeq.check, firstBlock: cand.firstBlock, blocks: min(len(cand.keys), c.prefetchCap())}
+	var keys []uint64
+	for j := range ch.blocks {
+		if (cand.firstBlock+j)%t.cpSize == t.cpRank {
+			ch.own, keys = append(ch.own, j), append(keys, cand.keys[j])
+		}
+	}
 	t.checks[ch.seq] = ch
 	c.env.Start(&ExistenceCheck{Seq: ch.seq, Keys: keys})
 	return ch
@@ -98,9 +108,12 @@ func checksDone(checks []*existenceCheck) bool {
 // checkDone records an existence check's answer.
 func (t *l3Tier) checkDone(x Completion) {
 	ch := t.checks[x.Seq]
-	if ch == nil || x.Found < 0 || x.Found > len(ch.keys) {
+	if ch == nil || x.Found < 0 || x.Found > len(ch.own) {
 		panic(fmt.Sprintf("cache: answer %d of L3 existence check %d, which is not in flight or has fewer keys", x.Found, x.Seq))
 	}
 	delete(t.checks, x.Seq)
-	ch.found, ch.done = x.Found, true
+	ch.found, ch.done = ch.blocks, true
+	if x.Found < len(ch.own) {
+		ch.found = ch.own[x.Found] // the first of this rank's blocks that is not there
+	}
 }
