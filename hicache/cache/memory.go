@@ -112,32 +112,3 @@ func (m *Memory) SlotsMatch(slots []SlabSlot, tokens []int32, startPos, ranks in
 	}
 	return true
 }
-
-// Gather copies every rank's parts of slots (a block's pages) out of the slab, rank-major as an L3 block holds
-// them; Scatter puts such bytes back.
-func (m *Memory) Gather(slots []SlabSlot) []byte {
-	var out []byte
-	m.eachBlockPart(slots, func(part []byte) { out = append(out, part...) })
-	return out
-}
-
-func (m *Memory) Scatter(slots []SlabSlot, data []byte) {
-	m.eachBlockPart(slots, func(part []byte) {
-		copy(part, data)
-		data = data[len(part):]
-	})
-}
-
-func (m *Memory) eachBlockPart(slots []SlabSlot, visit func(part []byte)) {
-	pb := m.g.PartBytes()
-	for rank := range m.g.CPSize {
-		for layer := range m.g.Layers {
-			for payload := range m.g.PayloadsPerLayer {
-				for _, s := range slots {
-					o := m.g.PartOffset(int(s.Slab), int(s.Slot), rank, layer, payload)
-					visit(m.Slabs[s.Slab][o : o+pb])
-				}
-			}
-		}
-	}
-}

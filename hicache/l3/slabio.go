@@ -97,8 +97,10 @@ func (s *Store) ReadIntoSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte
 }
 
 // eachPart visits every (page, rank, layer, payload) part of a block: where it is in the canonical payload and
-// where in the slab.
-func (s *Store) eachPart(sl Slabs, pages []PageSlot, visit func(canonical, slabOffset int64, slab int32, partBytes int64)) {
+// where in the slab, a run at a time: under layer_first, pages in consecutive slots of one slab have their parts
+// of one rank, layer and payload side by side in the slab as in the block, so one visit covers the run (the L2's
+// objects are mostly runs of slots; a visit a part was most of a block read's CPU at small parts).
+func (s *Store) eachPart(sl Slabs, pages []PageSlot, visit func(canonical, slabOffset int64, slab int32, bytes int64)) {
 	g := sl.Geometry
 	partBytes := g.PartBytes()
 	tokenCount := len(pages) * s.ns.PageTokens
@@ -106,8 +108,15 @@ func (s *Store) eachPart(sl Slabs, pages []PageSlot, visit func(canonical, slabO
 		for layer := 0; layer < g.Layers; layer++ {
 			for payload := 0; payload < g.PayloadsPerLayer; payload++ {
 				base := s.ns.PartOffset(tokenCount, rank, layer, payload)
-				for i, p := range pages {
-					visit(base+int64(i)*partBytes, g.PartOffset(int(p.Slab), int(p.Slot), rank, layer, payload), p.Slab, partBytes)
+				for from := 0; from < len(pages); {
+					to := from + 1
+					for g.Layout == pool.LayerFirst && to < len(pages) && pages[to].Slab == pages[from].Slab &&
+						int(pages[to].Slot) == int(pages[from].Slot)+(to-from) {
+						to++
+					}
+					p := pages[from]
+					visit(base+int64(from)*partBytes, g.PartOffset(int(p.Slab), int(p.Slot), rank, layer, payload), p.Slab, int64(to-from)*partBytes)
+					from = to
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
@@ -135,3 +136,6 @@ func (g *group) reportHash(r *rank, step int64, h uint64) {
 		}
 	}
 }
+
+// slabs is the group's shared L2 as the L3's block I/O sees it.
+func (g *group) slabs() l3.Slabs { return l3.Slabs{Geometry: g.j.cfg.Geometry, Mem: g.mem.Slabs} }

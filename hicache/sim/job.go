@@ -264,7 +264,13 @@ func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
 			w.Seq, w.Key, w.StartPos, w.StartPos+len(w.Tokens)-1))
 		return cache.ErrBlockMismatch
 	}
-	if err := r.store.Write(w.Key, len(w.Tokens), r.g.mem.Gather(w.Pages), false); err != nil {
+	// The real block I/O on the slab (l3.GatherFromSlab, ScatterIntoSlab), whose runs of slots the check above
+	// and every later load-back verify.
+	payload, err := r.store.GatherFromSlab(w.Pages, r.g.slabs(), &r.writeBuf)
+	if err != nil {
+		return err
+	}
+	if err := r.store.Write(w.Key, len(w.Tokens), payload, false); err != nil {
 		return err
 	}
 	j.l3.published(r.store, w.Key, j.cfg.CP)
@@ -281,8 +287,7 @@ func (j *job) readBlock(r *rank, w *cache.BlockRead, p *pending) error {
 	if err != nil {
 		return err
 	}
-	r.g.mem.Scatter(w.Pages, data)
-	return nil
+	return r.store.ScatterIntoSlab(data, w.Pages, r.g.slabs())
 }
 
 // noteStuck records why the job stopped moving when not every rank finished: the watchdog's message.

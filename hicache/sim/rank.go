@@ -31,8 +31,9 @@ type rank struct {
 	err        error
 	panicked   any
 
-	store   *l3.Store // this rank's L3 store, on its view of the job's directory; nil without an L3
-	readBuf []byte
+	store    *l3.Store // this rank's L3 store, on its view of the job's directory; nil without an L3
+	readBuf  []byte
+	writeBuf []byte
 
 	failNext, stickNext bool // armed faults: this rank's next copy fails, or never completes
 	faultFired          bool
