@@ -28,7 +28,7 @@ type Topology struct {
 	CPGroup   int // the DP replica this rank serves, 0..DPSize-1
 	NodeRank  int
 	NodeSize  int
-	NodeID    int // lowest world rank on this node: the same number on every rank of a node
+	NodeID    int    // lowest world rank on this node: the same number on every rank of a node
 	Host      string // this rank's node name (CPHICACHE_NODE_NAME, else Slurm's, else MPI's processor name)
 
 	// The CP group over its nodes (DESIGN.md, "The shared slab"): a group may span GroupNodes nodes, each of
