@@ -26,7 +26,7 @@ func TestModelTableFigures(t *testing.T) {
 	}
 	opts := &Options{Model: "Llama-3.1-70B", PageTokens: 16, L2Bytes: 1 << 40, DevicePages: 1}
 	for _, cp := range []int{1, 8} {
-		sized, err := opts.Size(cp, 8)
+		sized, err := opts.Size(cp, 8, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,8 +62,8 @@ func TestScaledCopiesKeepTheCapacityInTokens(t *testing.T) {
 	full := &Options{Model: "llama-3.1-70b", PageTokens: 16, L2Bytes: 64 << 30, DeviceBytes: 1 << 30}
 	scaled := *full
 	scaled.CopyTokenBytes = 8
-	a, errA := full.Size(8, 8)
-	b, errB := scaled.Size(8, 8)
+	a, errA := full.Size(8, 8, 1)
+	b, errB := scaled.Size(8, 8, 1)
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}
@@ -73,11 +73,11 @@ func TestScaledCopiesKeepTheCapacityInTokens(t *testing.T) {
 		t.Errorf("real %+v\nscaled %+v", ca, cb)
 	}
 	scaled.CopyTokenBytes = 512 // more than a rank's 256 bytes at cp 8
-	if _, err := scaled.Size(8, 8); !isFlagError(err, "copy-token-bytes") {
+	if _, err := scaled.Size(8, 8, 1); !isFlagError(err, "copy-token-bytes") {
 		t.Errorf("copying more than the model: %v, want an invalid --copy-token-bytes", err)
 	}
 	tiny := &Options{Model: "llama-3.1-70b", PageTokens: 16, L2Bytes: 1 << 20}
-	if _, err := tiny.Size(1, 1); !isFlagError(err, "l2-bytes") {
+	if _, err := tiny.Size(1, 1, 1); !isFlagError(err, "l2-bytes") {
 		t.Errorf("1 MiB for 5 MiB slots: %v, want an invalid --l2-bytes", err)
 	}
 }
