@@ -108,9 +108,9 @@ type GroupReport struct {
 	// parts of its share of the group's ranks, SlabBytesPerNode bytes (1/len(Nodes) of a one-node group's).
 	Nodes            []string                    `json:"nodes"`
 	SlabBytesPerNode int64                       `json:"slab_bytes_per_node"`
-	Collectives map[string]CollectiveStats  `json:"collectives"`
-	L3HitTokens int64                       `json:"l3_hit_tokens"` // this replica's prompt tokens served from L3 blocks
-	latency     [consensusKinds]latencyHist // CP rank 0's consensus latencies by kind: the metrics file's histograms
+	Collectives      map[string]CollectiveStats  `json:"collectives"`
+	L3HitTokens      int64                       `json:"l3_hit_tokens"` // this replica's prompt tokens served from L3 blocks
+	latency          [consensusKinds]latencyHist // CP rank 0's consensus latencies by kind: the metrics file's histograms
 }
 
 // MarshalJSON names CollectiveStats' fields in the report's style.
