@@ -19,7 +19,7 @@ import (
 var geometryFlags = map[string]string{
 	"CPSize": "cp", "Layers": "layers", "PayloadsPerLayer": "payloads", "PageTokens": "page-tokens",
 	"TokenBytes": "token-bytes", "Slots": "l2-slots", "SlabBytesMax": "slab-bytes-max", "Layout": "layout",
-	"MaxObjects": "l2-slots",
+	"MaxObjects": "l2-slots", "Nodes": "cp",
 }
 
 // checkJobLimits checks the options against the launched job: fault injections name a rank of the world, the

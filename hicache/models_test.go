@@ -106,3 +106,22 @@ func isFlagError(err error, flag string) bool {
 	var ce *spmd.ConfigError
 	return errors.As(err, &ce) && ce.Flag == flag
 }
+
+// TestL2BytesArePerNodeForAGroupOverNodes: --l2-bytes is each node's, so a CP16 group over two nodes of 8 has
+// twice the slots of the same bytes on one node, its geometry says so, and each node's slab is the bytes given.
+func TestL2BytesArePerNodeForAGroupOverNodes(t *testing.T) {
+	opts := &Options{Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 64, L2Bytes: 64 << 20, DevicePages: 1, SlabBytesMax: 1 << 30}
+	one, err := opts.Size(16, 16, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := opts.Size(16, 8, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1, g2 := one.geometry(16), two.geometry(16)
+	if two.L2Slots != 2*one.L2Slots || g1.Nodes != 0 || g2.Nodes != 2 || g2.TotalBytes() != opts.L2Bytes || g1.TotalBytes() != opts.L2Bytes {
+		t.Errorf("64 MiB a node: %d slots on one node (%d bytes, nodes %d), %d over two (%d bytes a node, nodes %d); want twice the slots and 64 MiB a node",
+			one.L2Slots, g1.TotalBytes(), g1.Nodes, two.L2Slots, g2.TotalBytes(), g2.Nodes)
+	}
+}

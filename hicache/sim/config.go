@@ -101,7 +101,7 @@ func Draw(seed uint64, bugs cache.Bugs, cp int) JobConfig {
 // from its own stream so that the rest of a seed's job is what it was before groups could span nodes. A group
 // over several nodes has no L3, as the runner refuses --l3-dir for it.
 func drawNodes(r *rng, j *JobConfig) {
-	nodes := pick(r, 1, 1, 2, 2, 4)
+	nodes := pick(r, 1, 1, 1, 2, 4)
 	for j.CP%nodes != 0 {
 		nodes /= 2
 	}
