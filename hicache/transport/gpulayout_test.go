@@ -125,7 +125,8 @@ func TestTopologyTableShowsGPUsOnlyWhenKnown(t *testing.T) {
 // GPU apiece under nccl; only the group's share of the node counts, not its whole size.
 func TestGPULayoutCountsTheGroupsRanksOnTheNode(t *testing.T) {
 	for rank := range 8 {
-		l := gpuLayout{NodeRank: rank, NodeSize: 8, GroupRanksOnNode: 8, VisibleGPUs: 8, Exclusive: true}
+		t.Setenv(cudaVisibleDevicesEnv, "")
+		l := newGPULayout(&spmd.Topology{NodeRank: rank, NodeSize: 8, CPSize: 16, GroupNodes: 2, NodeParts: 8}, 8, true)
 		if got, err := l.ordinal(); err != nil || got != rank {
 			t.Errorf("CP16 over two nodes, node rank %d: GPU %d, %v; want GPU %d", rank, got, err, rank)
 		}
