@@ -29,7 +29,7 @@ type globalOptions struct {
 func globalFlags(o *globalOptions) []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "cp", EnvVars: []string{"CPHICACHE_CP"}, DefaultText: "the ranks of one node", Destination: &o.cp,
-			Usage: "ranks per context-parallel (CP) group, 1 or more; CP groups are consecutive world ranks and must lie inside one node"},
+			Usage: "ranks per context-parallel (CP) group, 1 or more; CP groups are consecutive world ranks, inside one node or over nodes that each hold the same number of its ranks (a node: the ranks of one CPHICACHE_NODE_NAME when every rank sets it, else those MPI finds sharing memory)"},
 		&cli.IntFlag{Name: "dp", EnvVars: []string{"CPHICACHE_DP"}, DefaultText: "ranks / cp", Destination: &o.dp,
 			Usage: "data-parallel replicas, i.e. CP groups, 1 or more; dp x cp must equal the number of ranks"},
 		logLevelFlag(&o.logLevelName, "CPHICACHE_LOG_LEVEL"),

@@ -174,7 +174,7 @@ func TestModelSetsTheOptions(t *testing.T) {
 	if got.Model != "deepseek-v3" || got.L2Bytes != 512<<30 || got.DeviceBytes != 40<<30 || got.CopyTokenBytes != 16 || !got.SyncCopies {
 		t.Fatalf("%+v", got)
 	}
-	sized, err := got.Size(8, 8)
+	sized, err := got.Size(8, 8, 1)
 	if err != nil || sized.Layers != 61 || sized.PayloadsPerLayer != 1 || sized.TokenBytes != 16 || sized.L2Slots != int((512<<30)/(16*61*1152)) {
 		t.Errorf("sized at cp 8: %+v %v", sized, err)
 	}

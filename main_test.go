@@ -101,7 +101,7 @@ func TestTopoCP8DP2PrintsTwoGroupsOfEight(t *testing.T) {
 	rows := 0
 	for _, line := range strings.Split(res.stdout, "\n") {
 		f := strings.Fields(line)
-		if len(f) != 5 || strings.HasPrefix(line, "#") {
+		if len(f) != 7 || strings.HasPrefix(line, "#") {
 			continue
 		}
 		rows++

@@ -14,10 +14,14 @@ import (
 // capacity in tokens, and so every hit count, is the real model's, while the slab holds fewer bytes.
 
 // Size returns the options with the model and the byte capacities turned into the geometry for a CP group of
-// cp ranks on nodes of ranksPerNode ranks; the options themselves are not changed. Every rank computes the
-// same, so an error is the same on every rank (it names its flag).
-func (o *Options) Size(cp, ranksPerNode int) (*Options, error) {
+// cp ranks over nodes nodes of ranksPerNode ranks; the options themselves are not changed. --l2-bytes is per
+// node: a node gives it to the CP groups' parts it holds, each node's slot holding its cp/nodes ranks' parts, so
+// a group over k nodes gets k times the slots of the same --l2-bytes on one node. Every rank computes the same,
+// so an error is the same on every rank (it names its flag).
+func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 	s := *o
+	s.groupNodes = max(1, nodes)
+	nodeParts := cp / s.groupNodes
 	if o.Model != "" {
 		m, err := sizing.LookupModel(o.Model)
 		if err != nil {
@@ -34,8 +38,8 @@ func (o *Options) Size(cp, ranksPerNode int) (*Options, error) {
 	}
 	rankPageBytes := int64(s.PageTokens) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.accountTokenBytes)
 	if o.L2Bytes > 0 {
-		groups := int64(max(1, ranksPerNode/cp))
-		slotBytes := rankPageBytes * int64(cp)
+		groups := int64(max(1, ranksPerNode/nodeParts))
+		slotBytes := rankPageBytes * int64(nodeParts)
 		slots := o.L2Bytes / groups / slotBytes
 		if slots < 1 || slots > math.MaxInt32 {
 			return nil, &spmd.ConfigError{Flag: "l2-bytes", Reason: fmt.Sprintf("%d bytes per node, %d bytes for each of its %d CP group(s), make %d slots of %d bytes (a page of %d tokens); give 1 to %d slots", o.L2Bytes, o.L2Bytes/groups, groups, slots, slotBytes, s.PageTokens, math.MaxInt32)}

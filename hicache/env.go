@@ -249,7 +249,7 @@ func (rs *runState) spansFor(w *cache.Copy) [][]kernels.Span {
 				spans[layer] = append(spans[layer], kernels.Span{
 					DeviceOffsetBytes: rs.deviceOffset(page, layer, payload),
 					Slab:              s.Slab,
-					SlabOffsetBytes:   g.PartOffset(int(s.Slab), int(s.Slot), rs.job.Topo.CPRank, layer, payload),
+					SlabOffsetBytes:   g.PartOffset(int(s.Slab), int(s.Slot), rs.job.Topo.NodePart, layer, payload),
 					Bytes:             rs.partBytes,
 				})
 			}
@@ -366,18 +366,18 @@ func (rs *runState) staging(pages int) []byte {
 	return rs.partBuf[:n]
 }
 
-// Audit checks a committed object in the shared slab, the parts of the ranks it names, against the content
-// function.
+// Audit checks a committed object in this node's slab, the node-local parts it names, against the content
+// function of the CP rank whose part each is.
 func (rs *runState) Audit(a *cache.Audit) bool {
 	g := rs.geometry
 	mem := rs.slab.Slabs
 	ok := true
 	for page, s := range a.Slots {
 		toks := a.Tokens[page*g.PageTokens : (page+1)*g.PageTokens]
-		for rank := range a.Ranks {
+		for part, rank := range rs.job.Topo.NodePartRanks[:a.Parts] {
 			for layer := range g.Layers {
 				for payload := range g.PayloadsPerLayer {
-					off := g.PartOffset(int(s.Slab), int(s.Slot), rank, layer, payload)
+					off := g.PartOffset(int(s.Slab), int(s.Slot), part, layer, payload)
 					if !cache.PartMatches(mem[s.Slab][off:off+rs.partBytes], toks, a.StartPos+page*g.PageTokens, g.TokenBytes, rs.contentKey(rank, layer, payload)) {
 						ok = false
 					}

@@ -12,7 +12,7 @@ import (
 // pages of a request past L1 are computed and never cached, whatever the L2's size, so a sweep over L2 sizes
 // would print the same flat hit rate at every point. It reads the workload (the sweep's check, before its runs).
 func CheckL1HoldsLongestRequest(o *Options) error {
-	sized, err := o.Size(1, 1)
+	sized, err := o.Size(1, 1, 1)
 	if err != nil {
 		return err
 	}

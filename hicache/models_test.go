@@ -26,7 +26,7 @@ func TestModelTableFigures(t *testing.T) {
 	}
 	opts := &Options{Model: "Llama-3.1-70B", PageTokens: 16, L2Bytes: 1 << 40, DevicePages: 1}
 	for _, cp := range []int{1, 8} {
-		sized, err := opts.Size(cp, 8)
+		sized, err := opts.Size(cp, 8, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,8 +62,8 @@ func TestScaledCopiesKeepTheCapacityInTokens(t *testing.T) {
 	full := &Options{Model: "llama-3.1-70b", PageTokens: 16, L2Bytes: 64 << 30, DeviceBytes: 1 << 30}
 	scaled := *full
 	scaled.CopyTokenBytes = 8
-	a, errA := full.Size(8, 8)
-	b, errB := scaled.Size(8, 8)
+	a, errA := full.Size(8, 8, 1)
+	b, errB := scaled.Size(8, 8, 1)
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}
@@ -73,11 +73,11 @@ func TestScaledCopiesKeepTheCapacityInTokens(t *testing.T) {
 		t.Errorf("real %+v\nscaled %+v", ca, cb)
 	}
 	scaled.CopyTokenBytes = 512 // more than a rank's 256 bytes at cp 8
-	if _, err := scaled.Size(8, 8); !isFlagError(err, "copy-token-bytes") {
+	if _, err := scaled.Size(8, 8, 1); !isFlagError(err, "copy-token-bytes") {
 		t.Errorf("copying more than the model: %v, want an invalid --copy-token-bytes", err)
 	}
 	tiny := &Options{Model: "llama-3.1-70b", PageTokens: 16, L2Bytes: 1 << 20}
-	if _, err := tiny.Size(1, 1); !isFlagError(err, "l2-bytes") {
+	if _, err := tiny.Size(1, 1, 1); !isFlagError(err, "l2-bytes") {
 		t.Errorf("1 MiB for 5 MiB slots: %v, want an invalid --l2-bytes", err)
 	}
 }
@@ -105,4 +105,23 @@ func TestParseByteSizeNamesTheFlag(t *testing.T) {
 func isFlagError(err error, flag string) bool {
 	var ce *spmd.ConfigError
 	return errors.As(err, &ce) && ce.Flag == flag
+}
+
+// TestL2BytesArePerNodeForAGroupOverNodes: --l2-bytes is each node's, so a CP16 group over two nodes of 8 has
+// twice the slots of the same bytes on one node, its geometry says so, and each node's slab is the bytes given.
+func TestL2BytesArePerNodeForAGroupOverNodes(t *testing.T) {
+	opts := &Options{Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 64, L2Bytes: 64 << 20, DevicePages: 1, SlabBytesMax: 1 << 30}
+	one, err := opts.Size(16, 16, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := opts.Size(16, 8, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1, g2 := one.geometry(16), two.geometry(16)
+	if two.L2Slots != 2*one.L2Slots || g1.Nodes != 0 || g2.Nodes != 2 || g2.TotalBytes() != opts.L2Bytes || g1.TotalBytes() != opts.L2Bytes {
+		t.Errorf("64 MiB a node: %d slots on one node (%d bytes, nodes %d), %d over two (%d bytes a node, nodes %d); want twice the slots and 64 MiB a node",
+			one.L2Slots, g1.TotalBytes(), g1.Nodes, two.L2Slots, g2.TotalBytes(), g2.Nodes)
+	}
 }

@@ -89,6 +89,8 @@ type Options struct {
 
 	// accountTokenBytes: the real TokenBytes that capacities count when CopyTokenBytes copies fewer (Size).
 	accountTokenBytes int
+	// groupNodes: the nodes each CP group spans (Size); each node's slab holds its share of the group's parts.
+	groupNodes int
 
 	checkInvariants bool // tests: check the controller's invariants after every step
 
@@ -201,9 +203,14 @@ func (o *Options) validateSizing() error {
 	return nil
 }
 
+// geometry is the CP group's, over the nodes Size was told (o.groupNodes; 0 before Size means one).
 func (o *Options) geometry(cp int) pool.Geometry {
+	nodes := 0
+	if o.groupNodes > 1 {
+		nodes = o.groupNodes
+	}
 	return pool.Geometry{
-		CPSize: cp, Layers: o.Layers, PayloadsPerLayer: o.PayloadsPerLayer, PageTokens: o.PageTokens,
+		CPSize: cp, Nodes: nodes, Layers: o.Layers, PayloadsPerLayer: o.PayloadsPerLayer, PageTokens: o.PageTokens,
 		TokenBytes: o.TokenBytes, Slots: o.L2Slots, SlabBytesMax: o.SlabBytesMax, Layout: o.Layout,
 	}
 }

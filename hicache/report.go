@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -34,7 +35,7 @@ type Report struct {
 	Verify struct {
 		PagesChecked    int64 `json:"pages_checked"`
 		Mismatches      int64 `json:"mismatches"`
-		AuditObjects    int64 `json:"audit_objects"`    // committed objects checked whole, every rank's parts
+		AuditObjects    int64 `json:"audit_objects"`    // committed objects checked whole, every rank's parts: once a node of its group
 		AuditMismatches int64 `json:"audit_mismatches"` // of those, objects with a wrong byte
 		CopyErrors      int64 `json:"copy_errors"`
 	} `json:"verify"`
@@ -97,14 +98,19 @@ type Report struct {
 	Failure *FailureReport `json:"failure,omitempty"`
 }
 
-// GroupReport is one CP group: its members' hosts and the collectives it ran, with their communicator sizes.
+// GroupReport is one CP group: its members' hosts, the nodes it spans with each node's slab, and the collectives
+// it ran, with their communicator sizes.
 type GroupReport struct {
-	Group       int                         `json:"group"`
-	Size        int                         `json:"size"`
-	Hosts       []string                    `json:"hosts"`
-	Collectives map[string]CollectiveStats  `json:"collectives"`
-	L3HitTokens int64                       `json:"l3_hit_tokens"` // this replica's prompt tokens served from L3 blocks
-	latency     [consensusKinds]latencyHist // CP rank 0's consensus latencies by kind: the metrics file's histograms
+	Group int      `json:"group"`
+	Size  int      `json:"size"`
+	Hosts []string `json:"hosts"`
+	// Nodes are the nodes the group spans, in the order of their lowest CP rank; each holds one slab with the
+	// parts of its share of the group's ranks, SlabBytesPerNode bytes (1/len(Nodes) of a one-node group's).
+	Nodes            []string                    `json:"nodes"`
+	SlabBytesPerNode int64                       `json:"slab_bytes_per_node"`
+	Collectives      map[string]CollectiveStats  `json:"collectives"`
+	L3HitTokens      int64                       `json:"l3_hit_tokens"` // this replica's prompt tokens served from L3 blocks
+	latency          [consensusKinds]latencyHist // CP rank 0's consensus latencies by kind: the metrics file's histograms
 }
 
 // MarshalJSON names CollectiveStats' fields in the report's style.
@@ -242,11 +248,17 @@ func (rs *runState) gatherGroups() ([]GroupReport, error) {
 	}
 	groups := make([]GroupReport, t.DPSize)
 	for g := range groups {
-		groups[g] = GroupReport{Group: g, Size: t.CPSize, Collectives: map[string]CollectiveStats{}}
+		// Every group has the geometry of this one: the same nodes a group and parts a node (the topology
+		// refuses groups whose nodes hold different shares), so each node's slab is this rank's.
+		groups[g] = GroupReport{Group: g, Size: t.CPSize, Collectives: map[string]CollectiveStats{},
+			Nodes: make([]string, 0, t.GroupNodes), SlabBytesPerNode: rs.geometry.TotalBytes()}
 	}
 	for r, row := range rows {
 		gr := &groups[row.CPGroup]
 		gr.Hosts = append(gr.Hosts, row.Host)
+		if row.GroupNode == len(gr.Nodes) { // the node's first rank in CP-rank order names it
+			gr.Nodes = append(gr.Nodes, row.Host)
+		}
 		if row.CPRank != 0 {
 			continue
 		}
@@ -282,6 +294,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "# cphicache run: %s, cp %d, dp %d, layout %s, %s, step consensus over %s\n", spmd.Plural(r.Ranks, "rank"), r.CP, r.DP, r.Layout, r.Policy, r.Transport)
 	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
 	r.writeCapacity(w)
+	r.writeNodes(w)
 	l3Hits := ""
 	if r.L3 != nil {
 		l3Hits = fmt.Sprintf(", L3 hit %d (%.1f%%)", r.Hits.L3Tokens, pct(r.Hits.L3Tokens, tokens))
@@ -315,8 +328,11 @@ func (r *Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "  step consensus: %d calls, %.2f per step; latency p50 %.1f us, p99 %.1f us (slowest rank)\n",
 		r.Consensus.Calls, r.Consensus.CallsPerStep, r.WritingCheckUs.P50, r.WritingCheckUs.P99)
 	fmt.Fprintf(w, "  placement: %s\n", placement)
-	fmt.Fprintf(w, "  verify: %s; audit: %d committed objects checked whole (every rank's parts), %d wrong\n",
-		verify, r.Verify.AuditObjects, r.Verify.AuditMismatches)
+	audit := "committed objects checked whole (every rank's parts)"
+	if r.spansNodes() {
+		audit = "audits of committed objects, one on each node of their group (its ranks' parts)"
+	}
+	fmt.Fprintf(w, "  verify: %s; audit: %d %s, %d wrong\n", verify, r.Verify.AuditObjects, audit, r.Verify.AuditMismatches)
 	result := r.verdict()
 	switch f := r.Failure; {
 	case f != nil && f.Step >= 0:
@@ -340,4 +356,26 @@ func (r *Report) writeCapacity(w io.Writer) {
 		fmt.Fprintf(w, "  copies SCALED DOWN: %s copied per token instead of %s; tokens and hit counts are the real sizes', bytes copied and the slab (%s) are not\n",
 			sizing.FormatBytes(c.CopiedTokenBytes), sizing.FormatBytes(c.TokenBytes), sizing.FormatBytes(c.L2SlabBytes))
 	}
+}
+
+// writeNodes says, for CP groups over several nodes, the nodes each spans and each node's slab. A run whose
+// groups each sit on one node says nothing more, as before groups could span nodes.
+func (r *Report) writeNodes(w io.Writer) {
+	for _, g := range r.Groups {
+		if len(g.Nodes) <= 1 {
+			continue
+		}
+		fmt.Fprintf(w, "  nodes: CP group %d spans %d nodes (%s), a slab of %s on each with its %d ranks' parts\n",
+			g.Group, len(g.Nodes), strings.Join(g.Nodes, ", "), sizing.FormatBytes(g.SlabBytesPerNode), g.Size/len(g.Nodes))
+	}
+}
+
+// spansNodes says whether some CP group spans several nodes.
+func (r *Report) spansNodes() bool {
+	for _, g := range r.Groups {
+		if len(g.Nodes) > 1 {
+			return true
+		}
+	}
+	return false
 }

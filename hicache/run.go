@@ -51,7 +51,7 @@ type runState struct {
 // step, and report. Every rank calls it; world rank 0 prints. A replay that failed, agreed by every rank, still
 // returns its report, with the failure in it (runfailure.go), beside the error.
 func Run(job *spmd.Job, options *Options) (*Report, error) {
-	opts, err := options.Size(job.Topo.CPSize, job.Topo.NodeSize)
+	opts, err := options.Size(job.Topo.CPSize, job.Topo.NodeSize, job.Topo.GroupNodes)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (rs *runState) setUp() error {
 	if err := rs.checkJobLimits(g); err != nil {
 		return err
 	}
-	if err := spmd.AgreeOnFailure(t.World, shm.CheckFits(g, t.NodeSize/t.CPSize)); err != nil {
+	if err := spmd.AgreeOnFailure(t.World, shm.CheckFits(g, t.NodeSize/t.NodeParts)); err != nil {
 		return err
 	}
 	rs.done = newCompletions()
@@ -163,8 +163,10 @@ func (rs *runState) setUp() error {
 		}
 	}
 	// A group that cannot make its slab (a full /dev/shm) fails alike on its ranks; the World agrees on it so
-	// that the other groups do not start a replay that would wait for the failed one at the end.
-	slab, err := shm.OpenSharedSlab(t.CP, g, shm.Segment{JobID: rs.opts.JobID, Group: t.CPGroup, Reserve: rs.opts.testReserveShm}, rs.job.Cleanup)
+	// that the other groups do not start a replay that would wait for the failed one at the end. Each node of
+	// the group makes its own slab, holding its ranks' parts: its lowest rank of the group creates it and sends
+	// the name to the group's ranks on the node (CPNode, the whole group on one node).
+	slab, err := shm.OpenSharedSlab(t.CPNode, g, shm.Segment{JobID: rs.opts.JobID, Group: t.CPGroup, Reserve: rs.opts.testReserveShm}, rs.job.Cleanup)
 	rs.slab = slab
 	if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 		return err
@@ -194,7 +196,9 @@ func (rs *runState) setUp() error {
 	}
 	rs.partBytes = g.PartBytes()
 	rs.partBuf = make([]byte, rs.partBytes)
-	if rs.core, err = cache.New(rs.opts.coreConfig(g, t.CPRank, t.CPGroup, t.WorldRank), rs); err != nil {
+	cfg := rs.opts.coreConfig(g, t.CPRank, t.CPGroup, t.WorldRank)
+	cfg.GroupNode, cfg.NodePart = t.GroupNode, t.NodePart
+	if rs.core, err = cache.New(cfg, rs); err != nil {
 		return err
 	}
 	rs.tasks, rs.workerDone = make(chan copyTask, copyQueueTasks), make(chan struct{})

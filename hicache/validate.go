@@ -62,7 +62,7 @@ const divergenceInjectStep = 5
 // Validate runs the validation matrix on every rank; world rank 0 gets the report.
 func Validate(job *spmd.Job, options *Options) (*ValidationReport, error) {
 	t := job.Topo
-	sized, err := options.Size(t.CPSize, t.NodeSize)
+	sized, err := options.Size(t.CPSize, t.NodeSize, t.GroupNodes)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,13 @@ func digestAdd(h uint64, words ...uint64) uint64 {
 // geometrySeed is the digest of a fresh allocator: a chain over every geometry field, so allocators built
 // from different configurations never agree by accident.
 func geometrySeed(g Geometry) uint64 {
-	return digestAdd(0x6370686963616368, // "cphicach"
+	h := digestAdd(0x6370686963616368, // "cphicach"
 		uint64(g.CPSize), uint64(g.Layers), uint64(g.PayloadsPerLayer), uint64(g.PageTokens),
 		uint64(g.TokenBytes), uint64(g.Slots), uint64(g.SlabBytesMax), uint64(g.Layout), uint64(g.maxObjects()))
+	// A group over several nodes chains its node count too; a group of one node chains nothing more, so that
+	// its digests are the ones it had before groups could span nodes.
+	if g.nodes() > 1 {
+		h = digestAdd(h, uint64(g.nodes()))
+	}
+	return h
 }

@@ -41,9 +41,13 @@ func ParseLayout(s string) (Layout, error) {
 const slotsMax = 1<<31 - 1
 
 // Geometry of one CP group's shared L2. A slot holds one page for every (rank, layer, payload); a part is
-// one (slot, rank, layer, payload) and holds PageTokens*TokenBytes bytes.
+// one (slot, rank, layer, payload) and holds PageTokens*TokenBytes bytes. A group over Nodes nodes keeps one slab
+// set per node, holding the parts of that node's NodeParts ranks only: the slots, their numbers and every
+// decision are the group's, the bytes each node's. The byte functions below (SlotBytes, SlabBytes, TotalBytes,
+// PartOffset) are one node's.
 type Geometry struct {
 	CPSize           int   // ranks in the CP group
+	Nodes            int   // nodes the group spans, each holding CPSize/Nodes of its ranks; 0 means 1
 	Layers           int   // model layers
 	PayloadsPerLayer int   // 2 = K and V, 1 = MLA latent
 	PageTokens       int   // tokens per page
@@ -84,6 +88,9 @@ func (g Geometry) Validate() error {
 	if g.Layout > PageFirst {
 		return &FieldError{"Layout", fmt.Sprintf("%d: allowed values are %s and %s", g.Layout, LayerFirst, PageFirst)}
 	}
+	if g.Nodes < 0 || g.Nodes > 0 && g.CPSize%g.Nodes != 0 {
+		return &FieldError{"Nodes", fmt.Sprintf("%d: must divide CPSize=%d (every node holds as many of the group's ranks)", g.Nodes, g.CPSize)}
+	}
 	if g.MaxObjects < 0 || g.MaxObjects > g.Slots {
 		return &FieldError{"MaxObjects", fmt.Sprintf("%d: must be in [0, Slots=%d]", g.MaxObjects, g.Slots)}
 	}
@@ -103,8 +110,8 @@ func (g Geometry) Validate() error {
 	if _, ok := mulInt64(slotBytes, int64(g.Slots)); !ok {
 		return &FieldError{"Slots", fmt.Sprintf("%d: total bytes overflow int64", g.Slots)}
 	}
-	if g.SlabBytesMax < slotBytes {
-		return &FieldError{"SlabBytesMax", fmt.Sprintf("%d: smaller than one slot (%d bytes)", g.SlabBytesMax, slotBytes)}
+	if g.SlabBytesMax < g.SlotBytes() {
+		return &FieldError{"SlabBytesMax", fmt.Sprintf("%d: smaller than one slot (%d bytes)", g.SlabBytesMax, g.SlotBytes())}
 	}
 	return nil
 }
@@ -120,10 +127,20 @@ func mulInt64(a, b int64) (int64, bool) {
 // PartBytes is the size of one (slot, rank, layer, payload) part.
 func (g Geometry) PartBytes() int64 { return int64(g.PageTokens) * int64(g.TokenBytes) }
 
-// SlotBytes is the size of one slot: every part of one page.
+// nodes resolves the Nodes default.
+func (g Geometry) nodes() int { return max(1, g.Nodes) }
+
+// NodeParts is the number of the group's ranks on each of its nodes: the ranks whose parts one node's slab holds.
+func (g Geometry) NodeParts() int { return g.CPSize / g.nodes() }
+
+// SlotBytes is the size of one slot on one node: every part of one page that the node's ranks hold (every
+// rank's on a group of one node).
 func (g Geometry) SlotBytes() int64 {
-	return g.PartBytes() * int64(g.CPSize) * int64(g.Layers) * int64(g.PayloadsPerLayer)
+	return g.PartBytes() * int64(g.NodeParts()) * int64(g.Layers) * int64(g.PayloadsPerLayer)
 }
+
+// GroupSlotBytes is the size of one slot over the whole group: every rank's parts of one page.
+func (g Geometry) GroupSlotBytes() int64 { return g.SlotBytes() * int64(g.nodes()) }
 
 // SlotsPerSlab is the number of slots in every slab but maybe the last: as many whole slots as
 // SlabBytesMax holds, and no more than the pool has.
@@ -146,19 +163,20 @@ func (g Geometry) SlabSlots(slab int) int {
 // SlabBytes is the size of slab `slab`.
 func (g Geometry) SlabBytes(slab int) int64 { return int64(g.SlabSlots(slab)) * g.SlotBytes() }
 
-// TotalBytes is the size of all slabs together.
+// TotalBytes is the size of all slabs of one node together.
 func (g Geometry) TotalBytes() int64 { return int64(g.Slots) * g.SlotBytes() }
 
-// PartOffset is the byte offset inside slab `slab` of the part (slotInSlab, rank, layer, payload). It does
-// not check its arguments, because copy loops call it per part; the layout tests pin that every byte of
-// every slab belongs to exactly one part.
-func (g Geometry) PartOffset(slab, slotInSlab, rank, layer, payload int) int64 {
+// PartOffset is the byte offset inside slab `slab` of a node of the part (slotInSlab, nodePart, layer,
+// payload), where nodePart is the rank's index among the group's ranks on its node, in [0, NodeParts) (its CP
+// rank on a group of one node). It does not check its arguments, because copy loops call it per part; the
+// layout tests pin that every byte of every slab belongs to exactly one part.
+func (g Geometry) PartOffset(slab, slotInSlab, nodePart, layer, payload int) int64 {
 	partBytes := g.PartBytes()
 	if g.Layout == LayerFirst {
-		region := (int64(rank)*int64(g.Layers)+int64(layer))*int64(g.PayloadsPerLayer) + int64(payload)
+		region := (int64(nodePart)*int64(g.Layers)+int64(layer))*int64(g.PayloadsPerLayer) + int64(payload)
 		return (region*int64(g.SlabSlots(slab)) + int64(slotInSlab)) * partBytes
 	}
-	part := ((int64(slotInSlab)*int64(g.CPSize)+int64(rank))*int64(g.Layers)+int64(layer))*int64(g.PayloadsPerLayer) + int64(payload)
+	part := ((int64(slotInSlab)*int64(g.NodeParts())+int64(nodePart))*int64(g.Layers)+int64(layer))*int64(g.PayloadsPerLayer) + int64(payload)
 	return part * partBytes
 }
 

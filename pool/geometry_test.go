@@ -15,7 +15,10 @@ func layoutGeometries() []Geometry {
 			Geometry{CPSize: 2, Layers: 3, PayloadsPerLayer: 2, PageTokens: 2, TokenBytes: 3, Slots: 5, SlabBytesMax: 1 << 20, Layout: layout},
 			Geometry{CPSize: 3, Layers: 2, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 4, Slots: 11, SlabBytesMax: 24*4 + 5, Layout: layout},
 			Geometry{CPSize: 8, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 2, Slots: 7, SlabBytesMax: 256 * 3, Layout: layout},
-			Geometry{CPSize: 1, Layers: 1, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 1, Slots: 3, SlabBytesMax: 1, Layout: layout})
+			Geometry{CPSize: 1, Layers: 1, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 1, Slots: 3, SlabBytesMax: 1, Layout: layout},
+			// Groups over 2 and 4 nodes: each node's slabs hold its 4 or 2 ranks' parts.
+			Geometry{CPSize: 8, Nodes: 2, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 2, Slots: 7, SlabBytesMax: 128 * 3, Layout: layout},
+			Geometry{CPSize: 8, Nodes: 4, Layers: 1, PayloadsPerLayer: 2, PageTokens: 1, TokenBytes: 3, Slots: 9, SlabBytesMax: 12 * 4, Layout: layout})
 	}
 	return out
 }
@@ -48,7 +51,7 @@ func checkSlabCoverage(t *testing.T, g Geometry, slab int) {
 	owners := make([]int, g.SlabBytes(slab))
 	part := 0
 	for slot := range g.SlabSlots(slab) {
-		for rank := range g.CPSize {
+		for rank := range g.NodeParts() {
 			for layer := range g.Layers {
 				for payload := range g.PayloadsPerLayer {
 					part++
@@ -84,6 +87,40 @@ func TestLayerFirstKeepsConsecutiveSlotsContiguous(t *testing.T) {
 	g.Layout = PageFirst
 	if got := g.PartOffset(0, 1, 0, 0, 0) - g.PartOffset(0, 0, 0, 0, 0); got != g.SlotBytes() {
 		t.Fatalf("page_first: slot stride %d, want slot bytes %d", got, g.SlotBytes())
+	}
+}
+
+// TestNodeSlabIsOneKthOfTheGroupsSlab: a group over k nodes keeps the slot numbers and slab division of the
+// group, while each node's slabs are 1/k of a one-node group's bytes for the same slots; the allocators of
+// different node counts never share a digest, and a group of one node keeps the digest it always had.
+func TestNodeSlabIsOneKthOfTheGroupsSlab(t *testing.T) {
+	one := Geometry{CPSize: 8, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 2, Slots: 10, SlabBytesMax: 1 << 20}
+	for _, k := range []int{2, 4, 8} {
+		g := one
+		g.Nodes = k
+		g.SlabBytesMax = one.SlabBytesMax / int64(k)
+		if err := g.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if g.NodeParts() != 8/k || g.TotalBytes()*int64(k) != one.TotalBytes() || g.GroupSlotBytes() != one.SlotBytes() ||
+			g.SlabCount() != one.SlabCount() || g.SlotsPerSlab() != one.SlotsPerSlab() {
+			t.Errorf("k %d: %d parts, %d bytes a node (one node: %d), %d slabs of %d slots (one node: %d of %d)",
+				k, g.NodeParts(), g.TotalBytes(), one.TotalBytes(), g.SlabCount(), g.SlotsPerSlab(), one.SlabCount(), one.SlotsPerSlab())
+		}
+		if geometrySeed(g) == geometrySeed(one) {
+			t.Errorf("k %d: same digest seed as one node", k)
+		}
+	}
+	named := one
+	named.Nodes = 1
+	if geometrySeed(named) != geometrySeed(one) {
+		t.Errorf("Nodes 1 and 0 differ in digest seed")
+	}
+	bad := one
+	bad.Nodes = 3
+	var fe *FieldError
+	if err := bad.Validate(); !errors.As(err, &fe) || fe.Field != "Nodes" {
+		t.Errorf("3 nodes for 8 ranks: %v, want a Nodes field error", err)
 	}
 }
 

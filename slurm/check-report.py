@@ -4,11 +4,13 @@
     check-report.py run REPORT --ranks 16 --cp 8 --dp 2 --nodes 2
     check-report.py validate REPORT --ranks 8 --cp 8 --dp 1 --nodes 1
     check-report.py run REPORT --ranks 16 --cp 8 --dp 2 --nodes 2 --l3-hits
+    check-report.py run REPORT --ranks 16 --cp 16 --dp 1 --nodes 2 --group-nodes 2
     check-report.py --self-test
 
 Prints one line per failed check and exits 1 when any failed, 0 otherwise. What it checks, for both kinds:
-the layout (ranks, cp, dp), one `groups` entry per CP group of `cp` ranks, each group on exactly one host and the
-groups spread over `nodes` distinct hosts, and every consensus collective of every group run on the group's own
+the layout (ranks, cp, dp), one `groups` entry per CP group of `cp` ranks, each group on exactly `group-nodes`
+hosts (default 1) and the groups spread over `nodes` distinct hosts; for a group over several nodes, `groups[].nodes`
+names them and each node's slab (`slab_bytes_per_node`) is 1/group-nodes of the group's (`capacity.l2_slab_bytes`); and every consensus collective of every group run on the group's own
 communicator (comm_size == cp; a collective on the world or on a size-1 communicator is the CP-scoping bug).
 For `run`: no placement divergence, no load-back or audit mismatch, no copy error, and the step consensus and the
 placement comparison actually ran.
@@ -57,12 +59,27 @@ def check_layout(kind, report, want, problems):
         if group.get("size") != want["cp"]:
             problems.append(f"{name}: size {group.get('size')}, want {want['cp']}")
         hosts = group.get("hosts") or []
-        if len(set(hosts)) != 1:
-            problems.append(f"{name}: hosts {sorted(set(hosts))}, want exactly one node per CP group")
+        group_nodes = want.get("group_nodes", 1)
+        if len(set(hosts)) != group_nodes:
+            problems.append(f"{name}: hosts {sorted(set(hosts))}, want exactly {group_nodes} node(s) per CP group")
+        if group_nodes > 1:
+            check_group_nodes(name, kind, report, group, sorted(set(hosts)), problems)
         hosts_seen.update(hosts)
         check_collectives(name, group.get("collectives") or {}, want["cp"], problems)
     if len(hosts_seen) != want["nodes"]:
         problems.append(f"the groups run on {len(hosts_seen)} distinct hosts {sorted(hosts_seen)}, want {want['nodes']}")
+
+
+def check_group_nodes(name, kind, report, group, hosts, problems):
+    """A CP group over several nodes names them, and each node's slab holds 1/k of the group's bytes."""
+    if kind != "run":
+        return
+    nodes = group.get("nodes") or []
+    if sorted(nodes) != hosts:
+        problems.append(f"{name}: nodes {nodes}, want its hosts {hosts}")
+    per_node, whole = group.get("slab_bytes_per_node", 0), get(report, "capacity.l2_slab_bytes")
+    if not per_node > 0 or per_node * len(hosts) != whole:
+        problems.append(f"{name}: {per_node} slab bytes on each of {len(hosts)} nodes, want 1/{len(hosts)} of the group's {whole}")
 
 
 def check_collectives(name, collectives, cp, problems):
@@ -132,6 +149,33 @@ def sample_report(cp=8, dp=2):
             "groups": [group(g) for g in range(dp)]}
 
 
+def sample_spanning_report():
+    """A CP16 report over two nodes that passes."""
+    report = sample_report(cp=16, dp=1)
+    report["groups"][0].update(hosts=["node1"] * 8 + ["node2"] * 8, nodes=["node1", "node2"], slab_bytes_per_node=1024)
+    report["capacity"] = {"l2_slab_bytes": 2048}
+    return report
+
+
+def self_test_spanning():
+    """The checks of a group over two nodes: the good report passes, each broken one is caught."""
+    want = {"ranks": 16, "cp": 16, "dp": 1, "nodes": 2, "group_nodes": 2}
+    breakages = {
+        "group on one node": lambda r: r["groups"][0].update(hosts=["node1"] * 16),
+        "nodes not named": lambda r: r["groups"][0].update(nodes=["node1"]),
+        "whole slab on each node": lambda r: r["groups"][0].update(slab_bytes_per_node=2048),
+    }
+    failures = []
+    if check("run", sample_spanning_report(), want):
+        failures.append("the good spanning report fails: " + "; ".join(check("run", sample_spanning_report(), want)))
+    for name, breakage in breakages.items():
+        report = sample_spanning_report()
+        breakage(report)
+        if not check("run", report, want):
+            failures.append(f"{name}: not detected")
+    return failures, len(breakages) + 1
+
+
 def self_test():
     """Each broken report must be caught, and the good one must pass: a checker that cannot fail is no test."""
     want = {"ranks": 16, "cp": 8, "dp": 2, "nodes": 2}
@@ -164,9 +208,12 @@ def self_test():
         kind = "validate" if "validate" in name else "run"
         if not check(kind, report, want_l3 if name.startswith("l3") else want):
             failures.append(f"{name}: not detected")
+    spanning_failures, spanning_cases = self_test_spanning()
+    failures += spanning_failures
+    cases = len(breakages) + 1 + spanning_cases
     for failure in failures:
         print(f"check-report self-test: {failure}")
-    print(f"check-report self-test: {len(breakages) + 1 - len(failures)} of {len(breakages) + 1} cases right")
+    print(f"check-report self-test: {cases - len(failures)} of {cases} cases right")
     return 1 if failures else 0
 
 
@@ -178,6 +225,7 @@ def main():
     parser.add_argument("--cp", type=int)
     parser.add_argument("--dp", type=int)
     parser.add_argument("--nodes", type=int)
+    parser.add_argument("--group-nodes", type=int, default=1, help="the nodes each CP group spans")
     parser.add_argument("--l3-hits", action="store_true", help="every CP group must have served L3 hits")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
@@ -191,7 +239,8 @@ def main():
     except (OSError, ValueError) as err:
         print(f"{args.report}: cannot read the report: {err}")
         return 1
-    want = {"ranks": args.ranks, "cp": args.cp, "dp": args.dp, "nodes": args.nodes, "l3_hits": args.l3_hits}
+    want = {"ranks": args.ranks, "cp": args.cp, "dp": args.dp, "nodes": args.nodes, "l3_hits": args.l3_hits,
+            "group_nodes": args.group_nodes}
     problems = check(args.kind, report, want)
     for problem in problems:
         print(f"{args.report}: {problem}")

@@ -4,7 +4,7 @@
 # fake binary, and must derive the layout from the allocation or refuse it naming both numbers, refuse the old
 # setting names, prefer the build in the submit directory and say which binary ran, give every command
 # CPHICACHE_SBATCH_ARGS, pass the chosen PMI type to srun, and print `cphicache-job: exit status N` last, also
-# after a signal. The bodies of the two scripts below their marker line must be the same.
+# after a signal. The bodies of the three scripts below their marker line must be the same.
 set -euo pipefail
 
 slurmDir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -68,8 +68,16 @@ expect "cp8 on 4 tasks" 0 "cp 4 dp 1"
 job cp8dp2.sbatch 16 '8(x2)' 2 CPHICACHE_SBATCH_CP=4 CPHICACHE_SBATCH_DP=2 || true
 expect "cp x dp != tasks" 2 "cp 4 x dp 2 = 8 ranks, but the job has 16 tasks"
 [ ! -s "$work/launch.log" ] || fail "a refused layout still launched: $(cat "$work/launch.log")"
+job cp8dp2.sbatch 12 '6(x2)' 2 CPHICACHE_SBATCH_CP=4 || true
+expect "group neither inside a node nor over whole nodes" 2 "a CP group of 4 ranks must lie inside one node or over whole nodes of equal tasks, but node 0 of the job has 6 tasks"
+job cp8dp2.sbatch 12 '4(x2),2(x2)' 4 CPHICACHE_SBATCH_CP=4 || true
+expect "group over nodes of unequal tasks" 2 "a CP group of 4 ranks must lie inside one node or over whole nodes of equal tasks, but node 2 of the job has 2 tasks"
+# A CP group over whole nodes: 16 tasks on 4 nodes of 4 hold two groups of 8, each over two nodes ...
 job cp8dp2.sbatch 16 '4(x4)' 4 CPHICACHE_SBATCH_CP=8 || true
-expect "group larger than a node" 2 "a CP group of 8 ranks must lie inside one node, but node 0 of the job has 4 tasks"
+expect "group over two nodes" 0 "cp 8 dp 2" "run --cp 8 --dp 2"
+# ... and cp16.sbatch is one group of the job's tasks over its nodes, without any setting.
+job cp16.sbatch 16 '8(x2)' 2 || true
+expect "cp16 over two nodes" 0 "cp 16 dp 1" "mpirun -np 16 --map-by slot $work/submit/bin/cphicache run --cp 16 --dp 1 --report $work/submit/cphicache-42.report.json"
 # The old setting names are refused: CPHICACHE_REPORT is also the binary's --report, in every step.
 job cp8.sbatch 8 8 1 CPHICACHE_REPORT=/tmp/r.json || true
 expect "old name" 2 "CPHICACHE_REPORT is set: the script's setting is now CPHICACHE_SBATCH_REPORT"
@@ -97,10 +105,12 @@ if kill -0 "$pid" 2>/dev/null; then
 fi
 wait "$pid" 2>/dev/null || true
 expect "signal" 143 "received SIGTERM"
-# One body for both scripts.
-if ! diff <(sed -n '/^# --- From here on/,$p' "$slurmDir/cp8.sbatch") <(sed -n '/^# --- From here on/,$p' "$slurmDir/cp8dp2.sbatch") >"$work/diff"; then
-	fail "the bodies of cp8.sbatch and cp8dp2.sbatch differ:$(printf '\n%s' "$(cat "$work/diff")")"
-fi
+# One body for the three scripts.
+for other in cp8dp2.sbatch cp16.sbatch; do
+	if ! diff <(sed -n '/^# --- From here on/,$p' "$slurmDir/cp8.sbatch") <(sed -n '/^# --- From here on/,$p' "$slurmDir/$other") >"$work/diff"; then
+		fail "the bodies of cp8.sbatch and $other differ:$(printf '\n%s' "$(cat "$work/diff")")"
+	fi
+done
 
 [ "$failures" -eq 0 ] || exit 1
 echo "ok   slurm job scripts: layout from the allocation or refused, setting names, binary order, args, PMI, signal"

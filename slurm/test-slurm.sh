@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test-slurm.sh: the job scripts on a real (local, two-node) Slurm cluster. Starts slurm/local-cluster, submits
-# slurm/cp8.sbatch and slurm/cp8dp2.sbatch unchanged with sbatch, waits (bounded) for both, checks each ended with
-# exit status 0 and checks their JSON reports with slurm/check-report.py; always stops the cluster at the end.
+# slurm/cp8.sbatch, slurm/cp8dp2.sbatch and slurm/cp16.sbatch unchanged with sbatch, waits (bounded) for them,
+# checks each ended with exit status 0 and checks their JSON reports with slurm/check-report.py (cp16: one CP
+# group over both nodes, a slab on each with half the group's bytes); always stops the cluster at the end.
 # In full mode it then runs the L3 pair over one directory both nodes share: cp8.sbatch on the first node fills
 # it, and cp8dp2.sbatch on both nodes must serve L3 hits in each CP group, the second node's included, which
 # never wrote a block (the shared filesystem of a real cluster; here both nodes are this machine).
@@ -82,7 +83,8 @@ submit() {
 }
 cp8Job=$(submit "$oneNodeFlags" cp8.sbatch)
 cp8dp2Job=$(submit "$twoNodeFlags" cp8dp2.sbatch)
-say "submitted cp8 as job $cp8Job and cp8dp2 as job $cp8dp2Job ($mode mode); waiting up to ${waitSeconds}s"
+cp16Job=$(submit "$twoNodeFlags" cp16.sbatch)
+say "submitted cp8 as job $cp8Job, cp8dp2 as job $cp8dp2Job and cp16 as job $cp16Job ($mode mode); waiting up to ${waitSeconds}s"
 
 jobField() { scontrol show job -o "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 finished() {
@@ -100,7 +102,7 @@ waitJobs() {
 		done
 	done
 }
-waitJobs "$cp8Job" "$cp8dp2Job"
+waitJobs "$cp8Job" "$cp8dp2Job" "$cp16Job"
 
 # checkJob: the job completed, Slurm recorded exit 0, and the script's own exit marker says 0.
 checkJob() {
@@ -115,14 +117,16 @@ checkJob() {
 }
 checkJob "$cp8Job" cp8
 checkJob "$cp8dp2Job" cp8dp2
+checkJob "$cp16Job" cp16
 
 # checkTopo: the rank map of a dp x cp job has one row per rank, consecutive ranks in each CP group, and node-local
-# ranks that restart at 0 on the second node (MPI_Comm_split_type saw two nodes).
+# ranks that restart at 0 on the second node (MPI_Comm_split_type saw two nodes). Its columns: rank, node,
+# node-rank, dp, cp-rank, node-part, group-node (then the GPU in the GPU build).
 checkTopo() {
-	local job=$1 cp=$2 dp=$3
-	awk -v cp="$cp" -v dp="$dp" '
+	local job=$1 cp=$2 dp=$3 perNode=$4
+	awk -v cp="$cp" -v dp="$dp" -v perNode="$perNode" '
 		/^ *[0-9]+ / { rank = $1; rows++
-			if ($(NF-2) != rank % cp || $(NF-1) != int(rank / cp) || $NF != rank % cp) bad = bad " rank " rank }
+			if ($3 != rank % perNode || $4 != int(rank / cp) || $5 != rank % cp || $6 != rank % cp % perNode) bad = bad " rank " rank }
 		END { if (rows != cp * dp || bad != "") { print "rows " rows ", wrong:" bad; exit 1 } }
 	' "$workDir/cphicache-$job.out" || fail "job $job: the rank map is not cp $cp x dp $dp"
 	say "ok   job $job: rank map of $((cp * dp)) ranks, cp $cp, dp $dp"
@@ -133,12 +137,14 @@ checkReport() {
 }
 
 if [ "$mode" = topo ]; then
-	checkTopo "$cp8Job" 8 1
-	checkTopo "$cp8dp2Job" 8 2
+	checkTopo "$cp8Job" 8 1 8
+	checkTopo "$cp8dp2Job" 8 2 8
+	checkTopo "$cp16Job" 16 1 8
 else
 	checkReport run "$workDir/cphicache-$cp8Job.report.json" --ranks 8 --cp 8 --dp 1 --nodes 1
 	checkReport validate "$workDir/cphicache-$cp8Job.validate.json" --ranks 8 --cp 8 --dp 1 --nodes 1
 	checkReport run "$workDir/cphicache-$cp8dp2Job.report.json" --ranks 16 --cp 8 --dp 2 --nodes 2
+	checkReport run "$workDir/cphicache-$cp16Job.report.json" --ranks 16 --cp 16 --dp 1 --nodes 2 --group-nodes 2
 
 	# The L3 pair: the CP8 job stores blocks, then the CP8DP2 job reads them on both nodes.
 	l3Dir=$workDir/l3

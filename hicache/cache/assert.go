@@ -102,24 +102,29 @@ func (c *Core) comparePlacements(record bool) error {
 	return &DivergenceError{Step: c.step, Event: c.clock, Group: c.cfg.Group, Where: "object-by-object comparison", ObjectsWrong: wrong}
 }
 
-// audit checks a freshly committed object's bytes in the shared slab, every CP rank's parts of it, against the
-// content function, on the one rank of the group its sequence number names. A rank's load-back verification sees
-// only its own parts; the audit is what catches a commit that came before another rank's copy finished.
+// audit checks a freshly committed object's bytes in the shared slab against the content function: on each
+// node of the group, the one rank whose node-local part its sequence number names checks every part of that
+// node's slab (on a group of one node, every CP rank's parts, by the rank seq mod cp). A rank's load-back
+// verification sees only its own parts; the audit is what catches a commit that came before another rank's copy
+// finished. Its verdict is counted on the auditing rank, and the group's report sums it.
 func (c *Core) audit(op *copyOp) {
 	g := c.geometry()
-	if int(op.seq%uint64(g.CPSize)) != c.cfg.CPRank {
+	parts := g.NodeParts()
+	if int(op.seq%uint64(parts)) != c.nodePart() {
 		return
+	}
+	if c.cfg.Bugs.has(BugAuditOneNode) && c.cfg.GroupNode != 0 {
+		return // the bug: only the group's first node audits, so a late copy on another node goes unseen
 	}
 	slots, err := c.slotsOf(op.obj, 0, len(op.devicePages))
 	if err != nil {
 		c.fail(FailureAllocator, fmt.Errorf("audit: committed L2 object %d: %w", op.obj, err))
 		return
 	}
-	ranks := g.CPSize
 	if c.cfg.Bugs.has(BugAuditSkipsRank) {
-		ranks--
+		parts--
 	}
-	ok := c.env.Audit(&Audit{Seq: op.seq, Object: uint64(op.obj), Slots: slots, Tokens: op.tokens, StartPos: op.startPos, Ranks: ranks})
+	ok := c.env.Audit(&Audit{Seq: op.seq, Object: uint64(op.obj), Slots: slots, Tokens: op.tokens, StartPos: op.startPos, Parts: parts})
 	c.counters.AuditObjects++
 	if !ok {
 		c.counters.AuditMismatches++
@@ -127,7 +132,7 @@ func (c *Core) audit(op *copyOp) {
 }
 
 // holdForAudit protects a freshly committed object until the group's next consensus, on every rank alike. The
-// auditing rank reads every rank's parts; without the hold a faster rank could evict the object in its next step
+// auditing ranks read every rank's parts; without the hold a faster rank could evict the object in its next step
 // and start writing a new backup into the same slots while the auditor still reads them.
 func (c *Core) holdForAudit(op *copyOp) {
 	if c.cfg.Bugs.has(BugNoAuditHold) {

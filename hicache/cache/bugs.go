@@ -27,6 +27,7 @@ const (
 	BugNoWriteBackProtect                     // write_back's near-eviction block writes do not protect their objects
 	BugResetKeepsDevicePages                  // a flush's reset leaves the device pages taken
 	BugAssertOff                              // the placement assert is off (digest and objects): to show what the audit catches alone
+	BugAuditOneNode                           // on a group over several nodes, only its first node audits committed objects
 	bugEnd
 )
 
@@ -36,7 +37,7 @@ var bugNames = map[Bug]string{
 	BugResetKeepsFreeBitmap: "reset_keeps_free_bitmap", BugTieBreakOnRank: "tie_break_on_rank",
 	BugAuditSkipsRank: "audit_skips_rank", BugNoAuditHold: "no_audit_hold", BugLocalPrefetchCount: "local_prefetch_count",
 	BugNoLoadProtect: "no_load_protect", BugNoWriteBackProtect: "no_write_back_protect",
-	BugResetKeepsDevicePages: "reset_keeps_device_pages", BugAssertOff: "assert_off",
+	BugResetKeepsDevicePages: "reset_keeps_device_pages", BugAssertOff: "assert_off", BugAuditOneNode: "audit_one_node",
 }
 
 func (b Bug) String() string { return bugNames[b] }

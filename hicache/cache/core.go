@@ -39,6 +39,9 @@ type Config struct {
 	Seed        uint64 // of the KV content
 	CPRank      int
 	Group       int // the CP group, for messages
+	// With Geometry.Nodes > 1 (a group over several nodes): this rank's node among the group's, and its part
+	// index in that node's slab (NodePlacement). Ignored on one node, where the part is the CP rank.
+	GroupNode, NodePart int
 
 	L3 L3Config // off unless L3.Enabled
 
@@ -106,6 +109,9 @@ type Core struct {
 func New(cfg Config, env Env) (*Core, error) {
 	alloc, err := pool.New(cfg.Geometry)
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.checkNodes(); err != nil {
 		return nil, err
 	}
 	c := &Core{

@@ -30,7 +30,7 @@ type Env interface {
 	Prefetch(seq uint64, resolved bool)
 
 	// At once, on this rank: write computed KV into device pages; verify a finished load-back (pages checked
-	// and how many had a wrong byte); audit a committed object, every rank's parts in the shared slab; and, on
+	// and how many had a wrong byte); audit a committed object, every part of it in this node's slab; and, on
 	// the group's keeper, learn a block the group wrote.
 	Fill(f *Fill) error
 	VerifyLoad(v *Verify) (pagesChecked, mismatches int64, err error)
@@ -134,14 +134,15 @@ type Verify struct {
 	StartPos    int
 }
 
-// Audit is a committed object to check whole: the parts of CP ranks [0, Ranks) of its Slots (every rank's).
+// Audit is a committed object to check whole on this rank's node: the node-local parts [0, Parts) of its Slots
+// in the node's slab (every part the node holds; on a group of one node, CP ranks [0, Parts)).
 type Audit struct {
 	Seq      uint64
 	Object   uint64
 	Slots    []SlabSlot
 	Tokens   []int32
 	StartPos int
-	Ranks    int
+	Parts    int
 }
 
 // CompletionKind says what finished.

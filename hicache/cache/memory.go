@@ -2,29 +2,45 @@ package cache
 
 import "github.com/cphicache/cphicache/pool"
 
-// Memory is a CP group's memory in ordinary Go slices, for the simulator and the tests: the shared slab and each
-// rank's device KV buffer, with the copies and the content checks an Env does on real memory (the real runner's
-// go through kernels and the mapped slab instead). Every byte is the content function's, so a load-back, an
-// audit or an L3 block made of the wrong bytes shows as it would in a run. It does no I/O.
+// Memory is a CP group's memory in ordinary Go slices, for the simulator and the tests: each node's shared slab
+// and each rank's device KV buffer, with the copies and the content checks an Env does on real memory (the real
+// runner's go through kernels and the mapped slab instead). Every byte is the content function's, so a
+// load-back, an audit or an L3 block made of the wrong bytes shows as it would in a run. It does no I/O.
 type Memory struct {
 	g           pool.Geometry
 	devicePages int
-	Slabs       [][]byte
-	Devices     [][]byte // by CP rank
+	nodes       NodePlacement
+	NodeSlabs   [][][]byte // by the group's node, then slab: each node's slabs hold its ranks' parts only
+	Devices     [][]byte   // by CP rank
 	seed        uint64
 	part        []byte // scratch: one part's content
 }
 
-// NewMemory allocates a group's memory for g (every CP rank's device buffer of devicePages pages).
+// NewMemory allocates a group's memory for g on one node, or on g.Nodes nodes in blocks of ranks.
 func NewMemory(g pool.Geometry, devicePages int, seed uint64) *Memory {
-	m := &Memory{g: g, devicePages: devicePages, seed: seed, part: make([]byte, g.PartBytes())}
-	for i := range g.SlabCount() {
-		m.Slabs = append(m.Slabs, make([]byte, g.SlabBytes(i)))
+	return NewMemoryOnNodes(g, PlaceOnNodes(g.CPSize, g.Nodes, false), devicePages, seed)
+}
+
+// NewMemoryOnNodes allocates a group's memory for g with its ranks placed on nodes as p says: one set of slabs
+// per node, and every CP rank's device buffer of devicePages pages.
+func NewMemoryOnNodes(g pool.Geometry, p NodePlacement, devicePages int, seed uint64) *Memory {
+	m := &Memory{g: g, devicePages: devicePages, nodes: p, seed: seed, part: make([]byte, g.PartBytes())}
+	for range p.Nodes() {
+		var slabs [][]byte
+		for i := range g.SlabCount() {
+			slabs = append(slabs, make([]byte, g.SlabBytes(i)))
+		}
+		m.NodeSlabs = append(m.NodeSlabs, slabs)
 	}
 	for range g.CPSize {
 		m.Devices = append(m.Devices, make([]byte, DeviceBytes(g, devicePages)))
 	}
 	return m
+}
+
+// partOf is where rank's parts are: its node's slabs and its part index in them.
+func (m *Memory) partOf(rank int) ([][]byte, int) {
+	return m.NodeSlabs[m.nodes.Node[rank]], m.nodes.Part[rank]
 }
 
 func (m *Memory) deviceOffset(page int32, layer, payload int) int64 {
@@ -38,13 +54,14 @@ func (m *Memory) key(rank, layer, payload int) ContentKey {
 // eachPart visits every (page, layer, payload) part of rank: its device bytes and its slab bytes.
 func (m *Memory) eachPart(rank int, pages []int32, slots []SlabSlot, visit func(device, slab []byte)) {
 	pb := m.g.PartBytes()
+	slabs, part := m.partOf(rank)
 	for i, page := range pages {
 		s := slots[i]
 		for layer := range m.g.Layers {
 			for payload := range m.g.PayloadsPerLayer {
 				d := m.deviceOffset(page, layer, payload)
-				o := m.g.PartOffset(int(s.Slab), int(s.Slot), rank, layer, payload)
-				visit(m.Devices[rank][d:d+pb], m.Slabs[s.Slab][o:o+pb])
+				o := m.g.PartOffset(int(s.Slab), int(s.Slot), part, layer, payload)
+				visit(m.Devices[rank][d:d+pb], slabs[s.Slab][o:o+pb])
 			}
 		}
 	}
@@ -95,15 +112,26 @@ func (m *Memory) Verify(rank int, v *Verify) (checked, mismatches int64) {
 	return checked, mismatches
 }
 
-// SlotsMatch checks the parts of ranks [0, ranks) of slots against the content of tokens from startPos.
-func (m *Memory) SlotsMatch(slots []SlabSlot, tokens []int32, startPos, ranks int) bool {
+// SlotsMatch checks every rank's parts of slots against the content of tokens from startPos.
+func (m *Memory) SlotsMatch(slots []SlabSlot, tokens []int32, startPos int) bool {
+	for node := range m.NodeSlabs {
+		if !m.NodeSlotsMatch(node, slots, tokens, startPos, m.g.NodeParts()) {
+			return false
+		}
+	}
+	return true
+}
+
+// NodeSlotsMatch checks the node-local parts [0, parts) of slots in node's slabs, as that node's auditor does.
+func (m *Memory) NodeSlotsMatch(node int, slots []SlabSlot, tokens []int32, startPos, parts int) bool {
 	pt, pb := m.g.PageTokens, m.g.PartBytes()
+	ranks := m.nodes.RanksOn(node)
 	for i, s := range slots {
-		for rank := range ranks {
+		for part, rank := range ranks[:parts] {
 			for layer := range m.g.Layers {
 				for payload := range m.g.PayloadsPerLayer {
-					o := m.g.PartOffset(int(s.Slab), int(s.Slot), rank, layer, payload)
-					if !PartMatches(m.Slabs[s.Slab][o:o+pb], tokens[i*pt:(i+1)*pt], startPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload)) {
+					o := m.g.PartOffset(int(s.Slab), int(s.Slot), part, layer, payload)
+					if !PartMatches(m.NodeSlabs[node][s.Slab][o:o+pb], tokens[i*pt:(i+1)*pt], startPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload)) {
 						return false
 					}
 				}

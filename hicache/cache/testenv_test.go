@@ -63,7 +63,7 @@ func (e *soloEnv) VerifyLoad(v *Verify) (int64, int64, error) {
 	return checked, bad, nil
 }
 func (e *soloEnv) Audit(a *Audit) bool {
-	return e.mem.SlotsMatch(a.Slots, a.Tokens, a.StartPos, a.Ranks)
+	return e.mem.NodeSlotsMatch(0, a.Slots, a.Tokens, a.StartPos, a.Parts)
 }
 func (e *soloEnv) Adopt(uint64) {}
 

@@ -41,7 +41,8 @@ type L3Faults struct {
 type JobConfig struct {
 	Seed                 uint64
 	CP, DP               int
-	Geometry             pool.Geometry
+	Geometry             pool.Geometry // Geometry.Nodes: the nodes each group spans
+	RoundRobin           bool          // ranks placed on nodes round robin, else in blocks (cache.PlaceOnNodes)
 	DevicePages          int
 	Policy               cache.WritePolicy
 	Batch                int
@@ -92,7 +93,38 @@ func Draw(seed uint64, bugs cache.Bugs, cp int) JobConfig {
 			j.Fault = FaultNone // a one-rank group cannot diverge
 		}
 	}
+	drawNodes(newRNG(seed^0x6e6f646573), &j)
 	return j
+}
+
+// drawNodes spreads each group over 1, 2 or 4 nodes (as many as divide its CP size), in blocks or round robin,
+// from its own stream so that the rest of a seed's job is what it was before groups could span nodes. A group
+// over several nodes has no L3, as the runner refuses --l3-dir for it.
+func drawNodes(r *rng, j *JobConfig) {
+	nodes := pick(r, 1, 1, 1, 2, 4)
+	for j.CP%nodes != 0 {
+		nodes /= 2
+	}
+	j.SpreadOverNodes(nodes, r.chance(500))
+}
+
+// SpreadOverNodes puts each of the job's groups over nodes nodes (which must divide its CP size), in blocks or
+// round robin, with the same slots a slab as on one node. A group over several nodes has no L3.
+func (j *JobConfig) SpreadOverNodes(nodes int, roundRobin bool) {
+	j.RoundRobin = roundRobin
+	if nodes <= 1 {
+		return
+	}
+	g := &j.Geometry
+	slabSlots := g.SlabBytesMax / g.SlotBytes()
+	g.Nodes = nodes
+	g.SlabBytesMax = slabSlots * g.SlotBytes() // each node's slots are smaller
+	j.L3, j.L3Faults = cache.L3Config{}, L3Faults{}
+}
+
+// placement is where each group's ranks are over its nodes.
+func (j *JobConfig) placement() cache.NodePlacement {
+	return cache.PlaceOnNodes(j.CP, j.Geometry.Nodes, j.RoundRobin)
 }
 
 func drawL3Faults(r *rng, policy cache.PrefetchPolicy) L3Faults {
@@ -110,7 +142,9 @@ func drawL3Faults(r *rng, policy cache.PrefetchPolicy) L3Faults {
 
 // coreConfig is rank cpRank's core configuration in group g.
 func (j *JobConfig) coreConfig(group, cpRank int) cache.Config {
+	p := j.placement()
 	cfg := cache.Config{Geometry: j.Geometry, DevicePages: j.DevicePages, Policy: j.Policy, Seed: j.Seed | 1, CPRank: cpRank, Group: group,
+		GroupNode: p.Node[cpRank], NodePart: p.Part[cpRank],
 		L3: j.L3, SyncCopies: j.SyncCopies, FlushEvery: j.FlushEvery, PlacementAssertEvery: j.PlacementAssertEvery,
 		CheckInvariants: true, Bugs: j.Bugs, EvictionModel: cache.WalkEvictionModel}
 	if j.Fault == FaultDivergence && group == 0 && cpRank == j.FaultRank {
@@ -125,7 +159,11 @@ func (j *JobConfig) String() string {
 	if j.L3.Enabled {
 		l3 = fmt.Sprintf("L3 %d-token blocks %s %s", j.L3.BlockTokens, j.L3.WritePolicy, j.L3.PrefetchPolicy)
 	}
-	return fmt.Sprintf("cp %d dp %d, %d layers x %d payloads, %d-token pages, %d slots %s, %d device pages, %s, batch %d, %d requests, flush every %d, compare every %d, sync %v, %s, fault %s (rank %d step %d)",
-		j.CP, j.DP, g.Layers, g.PayloadsPerLayer, g.PageTokens, g.Slots, g.Layout, j.DevicePages, j.Policy, j.Batch, j.Requests,
+	nodes := "1 node"
+	if g.Nodes > 1 {
+		nodes = fmt.Sprintf("%d nodes (%s)", g.Nodes, map[bool]string{true: "round robin", false: "blocks"}[j.RoundRobin])
+	}
+	return fmt.Sprintf("cp %d dp %d over %s, %d layers x %d payloads, %d-token pages, %d slots %s, %d device pages, %s, batch %d, %d requests, flush every %d, compare every %d, sync %v, %s, fault %s (rank %d step %d)",
+		j.CP, j.DP, nodes, g.Layers, g.PayloadsPerLayer, g.PageTokens, g.Slots, g.Layout, j.DevicePages, j.Policy, j.Batch, j.Requests,
 		j.FlushEvery, j.PlacementAssertEvery, j.SyncCopies, l3, j.Fault, j.FaultRank, j.FaultStep)
 }

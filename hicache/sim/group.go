@@ -23,6 +23,7 @@ type group struct {
 	arrived  []*rank
 	hashes   map[int64][]uint64
 	refs     map[partKey][]*pending
+	audited  map[uint64][]int // by backup seq, the nodes whose auditor checked it in the step in progress
 }
 
 // partsOf lists the parts of slots that an operation touches: rank's own, or every rank's (rank -1).
@@ -128,6 +129,7 @@ func (g *group) reportHash(r *rank, step int64, h uint64) {
 		return
 	}
 	delete(g.hashes, step)
+	g.checkAudits(r, step)
 	for i := 2; i < len(hs); i += 2 {
 		if hs[i] != hs[0] {
 			g.j.violate(r, fmt.Sprintf("the ranks' states differ at the end of step %d: CP rank %d's hash %016x, CP rank %d's %016x",
@@ -137,5 +139,30 @@ func (g *group) reportHash(r *rank, step int64, h uint64) {
 	}
 }
 
-// slabs is the group's shared L2 as the L3's block I/O sees it.
-func (g *group) slabs() l3.Slabs { return l3.Slabs{Geometry: g.j.cfg.Geometry, Mem: g.mem.Slabs} }
+// slabs is the group's shared L2 as the L3's block I/O sees it: its one node's (a group with an L3 lies in one
+// node: the L3 over several is refused, as the runner refuses it).
+func (g *group) slabs() l3.Slabs { return l3.Slabs{Geometry: g.j.cfg.Geometry, Mem: g.mem.NodeSlabs[0]} }
+
+// checkAudits runs once every rank ended step: every object committed in it was audited on every node of the
+// group, once (the consensus that commits it is the same on every rank, and each node's auditor checks it
+// there). An object audited on some nodes only left the others' parts unchecked.
+func (g *group) checkAudits(r *rank, step int64) {
+	nodes := max(1, g.j.cfg.Geometry.Nodes)
+	seqs := make([]uint64, 0, len(g.audited))
+	for seq := range g.audited {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs) // the map only gathers them; the first one reported comes from here
+	for _, seq := range seqs {
+		got := slices.Sorted(slices.Values(g.audited[seq]))
+		want := make([]int, nodes)
+		for i := range want {
+			want[i] = i
+		}
+		if !slices.Equal(got, want) {
+			g.j.violate(r, fmt.Sprintf("backup %d was committed in step %d and audited on nodes %v of the group's %d: every node's auditor must check its parts", seq, step, got, nodes))
+			break
+		}
+	}
+	clear(g.audited)
+}

@@ -92,12 +92,12 @@ func newJob(cfg JobConfig) (*job, error) {
 		j.l3 = newSimL3(newRNG(cfg.Seed^0x6673), cfg.L3Faults, &j.cfg)
 	}
 	for gi := range cfg.DP {
-		g := &group{j: j, index: gi, mem: cache.NewMemory(cfg.Geometry, cfg.DevicePages, cfg.Seed|1),
-			sent: map[int64][]workload.Event{}, hashes: map[int64][]uint64{}, refs: map[partKey][]*pending{}}
+		g := &group{j: j, index: gi, mem: cache.NewMemoryOnNodes(cfg.Geometry, cfg.placement(), cfg.DevicePages, cfg.Seed|1),
+			sent: map[int64][]workload.Event{}, hashes: map[int64][]uint64{}, refs: map[partKey][]*pending{}, audited: map[uint64][]int{}}
 		g.events = makeWorkload(newRNG(cfg.Seed^uint64(gi+1)*0x9e37), &j.cfg)
 		g.all = g.events
 		for cp := range cfg.CP {
-			r := &rank{g: g, cp: cp}
+			r := &rank{g: g, cp: cp, node: cfg.placement().Node[cp]}
 			if j.l3 != nil {
 				r.store = j.l3.store(cp)
 			}
@@ -259,7 +259,7 @@ func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
 	if r.store.Exists(w.Key) {
 		return nil
 	}
-	if !r.g.mem.SlotsMatch(w.Pages, w.Tokens, w.StartPos, j.cfg.CP) {
+	if !r.g.mem.SlotsMatch(w.Pages, w.Tokens, w.StartPos) {
 		j.violate(r, fmt.Sprintf("L3 block write %d (key %016x, tokens %d..%d) gathered bytes that are not its content from the shared slab",
 			w.Seq, w.Key, w.StartPos, w.StartPos+len(w.Tokens)-1))
 		return cache.ErrBlockMismatch

@@ -15,6 +15,7 @@ import (
 type rank struct {
 	g     *group
 	cp    int
+	node  int // the group's node that holds this rank's parts
 	core  *cache.Core
 	next  func() (struct{}, bool)
 	stop  func()
@@ -209,12 +210,15 @@ func (r *rank) VerifyLoad(v *cache.Verify) (int64, int64, error) {
 	return checked, bad, nil
 }
 
-// Audit checks the parts the core asked for; asking for fewer than every rank's is itself a violation.
+// Audit checks the parts the core asked for in this rank's node's slab; asking for fewer than every part the
+// node holds is itself a violation, and so is a committed object that some node of the group never audits
+// (group.checkAudits).
 func (r *rank) Audit(a *cache.Audit) bool {
-	if a.Ranks != r.g.j.cfg.CP {
-		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d checks %d of the %d CP ranks' parts", a.Object, a.Ranks, r.g.j.cfg.CP))
+	if parts := r.g.j.cfg.Geometry.NodeParts(); a.Parts != parts {
+		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d checks %d of the %d parts on node %d", a.Object, a.Parts, parts, r.node))
 	}
-	ok := r.g.mem.SlotsMatch(a.Slots, a.Tokens, a.StartPos, a.Ranks)
+	r.g.audited[a.Seq] = append(r.g.audited[a.Seq], r.node)
+	ok := r.g.mem.NodeSlotsMatch(r.node, a.Slots, a.Tokens, a.StartPos, a.Parts)
 	if !ok {
 		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d (backup %d) found a wrong byte in the shared slab", a.Object, a.Seq))
 	}

@@ -27,8 +27,9 @@ type Options struct {
 // Result is what a simulation did.
 type Result struct {
 	Jobs              int
-	Steps, RankSteps  int64 // group steps, and rank steps (a group step of cp ranks is cp of them)
-	CP8Steps          int64 // group steps of CP groups of 8 ranks
+	Steps, RankSteps  int64    // group steps, and rank steps (a group step of cp ranks is cp of them)
+	CP8Steps          int64    // group steps of CP groups of 8 ranks
+	StepsOnNodes      [5]int64 // group steps of CP groups over 1, 2 and 4 nodes, by node count
 	Outcomes          [outcomeKinds]int
 	Hash              uint64 // of every job's final state: the same for the same options
 	Violation         *Violation
@@ -120,6 +121,7 @@ func (res *Result) add(j JobResult) {
 	if j.Config.CP == 8 {
 		res.CP8Steps += j.Steps
 	}
+	res.StepsOnNodes[max(1, j.Config.Geometry.Nodes)] += j.Steps
 	res.Outcomes[j.Outcome]++
 	res.Hash = pool.Mix64(res.Hash ^ j.Hash)
 	res.Violation, res.LastJob = j.Violation, j.Config

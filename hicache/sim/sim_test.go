@@ -14,8 +14,9 @@ func TestBoundedSimulationFindsNothing(t *testing.T) {
 	if res.Violation != nil {
 		t.Fatal(res.Violation)
 	}
-	if res.L3Jobs == 0 || res.FaultJobs == 0 || res.Outcomes[FailedLoud] == 0 || res.Outcomes[WatchdogEnd] == 0 || res.CP8Steps == 0 {
-		t.Errorf("the jobs miss a part of the space: %d with an L3, %d with a fault, outcomes %v, %d CP8 steps", res.L3Jobs, res.FaultJobs, res.Outcomes, res.CP8Steps)
+	if res.L3Jobs == 0 || res.FaultJobs == 0 || res.Outcomes[FailedLoud] == 0 || res.Outcomes[WatchdogEnd] == 0 || res.CP8Steps == 0 ||
+		res.StepsOnNodes[2] == 0 || res.StepsOnNodes[4] == 0 {
+		t.Errorf("the jobs miss a part of the space: %d with an L3, %d with a fault, outcomes %v, %d CP8 steps, steps over 2 and 4 nodes %d and %d", res.L3Jobs, res.FaultJobs, res.Outcomes, res.CP8Steps, res.StepsOnNodes[2], res.StepsOnNodes[4])
 	}
 	c := res.Totals
 	if c.L1HitTokens == 0 || c.L2HitTokens == 0 || c.L3HitTokens == 0 || c.L3PrefetchMisses == 0 || c.L3PrefetchTimeouts == 0 ||

@@ -40,10 +40,10 @@ const (
 	ExitUsage   = 2 // the command line or a CPHICACHE_* setting is wrong: a usage error or an invalid --flag
 )
 
-// ExitStatus is the exit status of a job that ends with err: ExitUsage for a flag's value at fault
-// (ConfigError), ExitFailure otherwise.
+// ExitStatus is the exit status of a job that ends with err: ExitUsage for a flag's value or a CPHICACHE_NODE_NAME
+// setting at fault (ConfigError, NodeNameError), ExitFailure otherwise.
 func ExitStatus(err error) int {
-	if errors.As(err, new(*ConfigError)) {
+	if errors.As(err, new(*ConfigError)) || errors.As(err, new(*NodeNameError)) {
 		return ExitUsage
 	}
 	return ExitFailure

@@ -28,8 +28,20 @@ type Topology struct {
 	CPGroup   int // the DP replica this rank serves, 0..DPSize-1
 	NodeRank  int
 	NodeSize  int
-	NodeID    int // lowest world rank on this node: the same number on every rank of a node
-	Host      string
+	NodeID    int    // lowest world rank on this node: the same number on every rank of a node
+	Host      string // this rank's node name (CPHICACHE_NODE_NAME, else Slurm's, else MPI's processor name)
+
+	// The CP group over its nodes (DESIGN.md, "The shared slab"): a group may span GroupNodes nodes, each of
+	// which holds NodeParts of its ranks and one slab with only their parts. CPNode is the group's ranks on this
+	// node (ordered by CP rank): the slab's name travels over it. NodePart is this rank's index in it, the
+	// node-local part index of the layouts; GroupNode is this node's index among the group's nodes, ordered by
+	// their lowest CP rank; NodePartRanks are the CP ranks of this node's parts, by part.
+	CPNode        *mpi.Comm
+	GroupNodes    int
+	GroupNode     int
+	NodePart      int
+	NodeParts     int
+	NodePartRanks []int
 
 	nodeSizesEqual bool // every node runs the same number of ranks of this job
 }
@@ -44,7 +56,7 @@ func NewTopology(world *mpi.Comm, cp, dp int) (*Topology, error) {
 		return nil, err
 	}
 	t.Host = nodeName(host)
-	if t.Node, err = world.SplitShared(world.Rank(), "node"); err != nil {
+	if t.Node, err = splitNodes(world); err != nil {
 		return nil, err
 	}
 	t.NodeRank, t.NodeSize = t.Node.Rank(), t.Node.Size()
@@ -59,7 +71,7 @@ func NewTopology(world *mpi.Comm, cp, dp int) (*Topology, error) {
 		return nil, err
 	}
 	t.CPRank = t.CP.Rank()
-	if err := t.checkGroupInNode(); err != nil {
+	if err := t.splitGroupOverNodes(); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -139,26 +151,6 @@ func divisors(n int) string {
 	return strings.Join(ds, ", ")
 }
 
-// checkGroupInNode verifies that every member of this CP group runs on one node: the group shares one
-// shared-memory slab, which cannot span machines. The verdict is agreed over World so that every rank fails.
-func (t *Topology) checkGroupInNode() error {
-	ids := []int64{int64(t.NodeID), int64(-t.NodeID)}
-	if err := t.CP.AllreduceInt64(ids, ids, mpi.Min); err != nil {
-		return err
-	}
-	split := []int64{0}
-	if ids[0] != -ids[1] {
-		split[0] = 1
-	}
-	if err := t.World.AllreduceInt64(split, split, mpi.Max); err != nil {
-		return err
-	}
-	if split[0] != 0 {
-		return &ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d puts a CP group on more than one node (nodes hold %d ranks here); a CP group shares one node's memory, so --cp must divide the ranks per node", t.CPSize, t.NodeSize)}
-	}
-	return nil
-}
-
 // nodeName is the name shown for this rank's node: CPHICACHE_NODE_NAME when set, else Slurm's node name (on a
 // test cluster several Slurm nodes can share one host name), else MPI's processor name.
 func nodeName(processorName string) string {
@@ -175,6 +167,9 @@ func (t *Topology) Close() {
 	if t == nil {
 		return
 	}
+	if t.CPNode != nil {
+		_ = t.CPNode.Free()
+	}
 	_ = t.CP.Free()
 	_ = t.Node.Free()
 }
@@ -182,6 +177,8 @@ func (t *Topology) Close() {
 // RankInfo is one row of the topology table.
 type RankInfo struct {
 	WorldRank, NodeRank, CPGroup, CPRank int
+	NodePart                             int // the node-local part index of the layouts (its place in CPNode)
+	GroupNode                            int // its node's index among its CP group's nodes
 	Host                                 string
 	GPU                                  string `json:",omitempty"` // GPU build: ordinal and PCI bus id
 }
@@ -191,8 +188,9 @@ const hostNameBytes = 64
 // Gather collects every rank's RankInfo on every rank (a World collective: every rank must call it).
 func (t *Topology) Gather(gpu string) ([]RankInfo, error) {
 	n := t.World.Size()
-	ints := []int64{int64(t.NodeRank), int64(t.CPGroup), int64(t.CPRank)}
-	allInts := make([]int64, 3*n)
+	const fields = 5
+	ints := []int64{int64(t.NodeRank), int64(t.CPGroup), int64(t.CPRank), int64(t.NodePart), int64(t.GroupNode)}
+	allInts := make([]int64, fields*n)
 	if err := t.World.AllgatherInt64(ints, allInts); err != nil {
 		return nil, err
 	}
@@ -214,7 +212,8 @@ func (t *Topology) Gather(gpu string) ([]RankInfo, error) {
 			return strings.TrimRight(string(all[r*hostNameBytes:(r+1)*hostNameBytes]), "\x00")
 		}
 		rows[r] = RankInfo{
-			WorldRank: r, NodeRank: int(allInts[3*r]), CPGroup: int(allInts[3*r+1]), CPRank: int(allInts[3*r+2]),
+			WorldRank: r, NodeRank: int(allInts[fields*r]), CPGroup: int(allInts[fields*r+1]), CPRank: int(allInts[fields*r+2]),
+			NodePart: int(allInts[fields*r+3]), GroupNode: int(allInts[fields*r+4]),
 			Host: field(allHosts), GPU: field(allGPUs),
 		}
 	}
@@ -234,12 +233,13 @@ func WriteTable(w io.Writer, rows []RankInfo, cp, dp int) {
 	if gpus {
 		gpuHeader = "  gpu (ordinal, PCI bus id)"
 	}
-	fmt.Fprintf(w, "# %6s  %-24s %9s %6s %7s%s\n", "rank", "host", "node-rank", "dp", "cp-rank", gpuHeader)
+	// node-part is the rank's part index in its node's slab; group-node its node's index among its group's.
+	fmt.Fprintf(w, "# %6s  %-24s %9s %6s %7s %9s %10s%s\n", "rank", "node", "node-rank", "dp", "cp-rank", "node-part", "group-node", gpuHeader)
 	for _, r := range rows {
 		gpu := ""
 		if gpus {
 			gpu = "  " + r.GPU
 		}
-		fmt.Fprintf(w, "  %6d  %-24s %9d %6d %7d%s\n", r.WorldRank, r.Host, r.NodeRank, r.CPGroup, r.CPRank, gpu)
+		fmt.Fprintf(w, "  %6d  %-24s %9d %6d %7d %9d %10d%s\n", r.WorldRank, r.Host, r.NodeRank, r.CPGroup, r.CPRank, r.NodePart, r.GroupNode, gpu)
 	}
 }

@@ -21,7 +21,7 @@ const cudaVisibleDevicesEnv = "CUDA_VISIBLE_DEVICES"
 // gpuLayout is what a rank's GPU choice depends on.
 type gpuLayout struct {
 	NodeRank, NodeSize int    // this rank among the job's ranks on its node, and how many there are
-	CPSize             int    // ranks per CP group; a group lives on one node (checkGroupInNode)
+	GroupRanksOnNode   int    // this rank's CP group's ranks on its node (all of them on one node; cp/k over k nodes)
 	VisibleGPUs        int    // cuDeviceGetCount under this rank's CUDA_VISIBLE_DEVICES
 	CUDAVisibleDevices string // as set for this rank; "" when unset
 	Exclusive          bool   // each CP rank needs its own GPU (--collective nccl)
@@ -30,15 +30,16 @@ type gpuLayout struct {
 // newGPULayout reads CUDA_VISIBLE_DEVICES for a rank of t that sees visibleGPUs GPUs.
 func newGPULayout(t *spmd.Topology, visibleGPUs int, exclusive bool) gpuLayout {
 	return gpuLayout{
-		NodeRank: t.NodeRank, NodeSize: t.NodeSize, CPSize: t.CPSize, VisibleGPUs: visibleGPUs,
+		NodeRank: t.NodeRank, NodeSize: t.NodeSize, GroupRanksOnNode: t.NodeParts, VisibleGPUs: visibleGPUs,
 		CUDAVisibleDevices: os.Getenv(cudaVisibleDevicesEnv), Exclusive: exclusive,
 	}
 }
 
 // ordinal is this rank's GPU, as a CUDA ordinal among the GPUs it sees. A rank that sees one GPU uses it (a
 // per-task binding: whether its CP peers see other GPUs is checkDistinctGPUs's question). A rank that sees
-// several takes node rank modulo their number: a CP group's members are consecutive node ranks (consecutive
-// world ranks on one node), so they get distinct GPUs whenever the group is no larger than the GPUs seen, and
+// several takes node rank modulo their number: a CP group's members on a node are consecutive node ranks
+// (consecutive world ranks on one node), so they get distinct GPUs whenever the group's share of the node is no
+// larger than the GPUs seen, and
 // with fewer GPUs than CP ranks an exclusive layout is refused rather than left to fail inside NCCL's init.
 func (l gpuLayout) ordinal() (int, error) {
 	switch {
@@ -46,9 +47,9 @@ func (l gpuLayout) ordinal() (int, error) {
 		return 0, fmt.Errorf("GPU layout: node rank %d sees no GPU (%s)", l.NodeRank, l.visibleDevicesText())
 	case l.VisibleGPUs == 1:
 		return 0, nil
-	case l.Exclusive && l.CPSize > l.VisibleGPUs:
-		return 0, &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("nccl needs a GPU per CP rank, but CP groups of %d ranks (%d ranks on this node) see %d GPUs (%s): launch at most %d ranks per CP group on a node (--cp), or bind one GPU per task",
-			l.CPSize, l.NodeSize, l.VisibleGPUs, l.visibleDevicesText(), l.VisibleGPUs)}
+	case l.Exclusive && l.GroupRanksOnNode > l.VisibleGPUs:
+		return 0, &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("nccl needs a GPU per CP rank, but CP groups with %d ranks on a node (%d ranks on this node) see %d GPUs (%s): launch at most %d ranks per CP group on a node (--cp), or bind one GPU per task",
+			l.GroupRanksOnNode, l.NodeSize, l.VisibleGPUs, l.visibleDevicesText(), l.VisibleGPUs)}
 	}
 	return l.NodeRank % l.VisibleGPUs, nil
 }

@@ -12,7 +12,7 @@ import (
 
 func TestGPULayoutRefusesMoreCPRanksThanGPUs(t *testing.T) {
 	// -np 16 on one 8-GPU node with the default --cp (the ranks of the node): NCCL would find GPU 0 twice.
-	l := gpuLayout{NodeRank: 9, NodeSize: 16, CPSize: 16, VisibleGPUs: 8, Exclusive: true}
+	l := gpuLayout{NodeRank: 9, NodeSize: 16, GroupRanksOnNode: 16, VisibleGPUs: 8, Exclusive: true}
 	_, err := l.ordinal()
 	var ce *spmd.ConfigError
 	if !errors.As(err, &ce) || ce.Flag != "collective" {
@@ -40,12 +40,12 @@ func TestGPULayoutRefusesMoreCPRanksThanGPUs(t *testing.T) {
 func TestGPULayoutOneVisibleGPUIsUsed(t *testing.T) {
 	// Slurm's per-task binding: every rank sees one GPU, which it calls 0, whatever its node rank.
 	for rank := range 8 {
-		l := gpuLayout{NodeRank: rank, NodeSize: 8, CPSize: 8, VisibleGPUs: 1, CUDAVisibleDevices: "0", Exclusive: true}
+		l := gpuLayout{NodeRank: rank, NodeSize: 8, GroupRanksOnNode: 8, VisibleGPUs: 1, CUDAVisibleDevices: "0", Exclusive: true}
 		if got, err := l.ordinal(); err != nil || got != 0 {
 			t.Errorf("node rank %d seeing one GPU: GPU %d, %v; want GPU 0", rank, got, err)
 		}
 	}
-	if _, err := (gpuLayout{NodeRank: 3, NodeSize: 8, CPSize: 8, CUDAVisibleDevices: ""}).ordinal(); err == nil || !strings.Contains(err.Error(), "sees no GPU") {
+	if _, err := (gpuLayout{NodeRank: 3, NodeSize: 8, GroupRanksOnNode: 8, CUDAVisibleDevices: ""}).ordinal(); err == nil || !strings.Contains(err.Error(), "sees no GPU") {
 		t.Errorf("no visible GPU: %v, want an error saying so", err)
 	}
 }
@@ -71,7 +71,7 @@ func checkGPULayoutGroups(t *testing.T, nodeSize, cp, gpus int) {
 	for first := 0; first < nodeSize; first += cp {
 		used := map[int]int{}
 		for rank := first; rank < first+cp; rank++ {
-			l := gpuLayout{NodeRank: rank, NodeSize: nodeSize, CPSize: cp, VisibleGPUs: gpus, Exclusive: true}
+			l := gpuLayout{NodeRank: rank, NodeSize: nodeSize, GroupRanksOnNode: cp, VisibleGPUs: gpus, Exclusive: true}
 			got, err := l.ordinal()
 			if err != nil {
 				if cp <= gpus {
@@ -118,5 +118,17 @@ func TestTopologyTableShowsGPUsOnlyWhenKnown(t *testing.T) {
 	spmd.WriteTable(&b, rows, 2, 1)
 	if !strings.Contains(b.String(), "gpu") || !strings.Contains(b.String(), "1 0000:43:00.0\n") {
 		t.Errorf("GPU build table does not show each rank's GPU:\n%s", b.String())
+	}
+}
+
+// TestGPULayoutCountsTheGroupsRanksOnTheNode: CP16 over two 8-GPU nodes puts 8 of the group's ranks on each, one
+// GPU apiece under nccl; only the group's share of the node counts, not its whole size.
+func TestGPULayoutCountsTheGroupsRanksOnTheNode(t *testing.T) {
+	for rank := range 8 {
+		t.Setenv(cudaVisibleDevicesEnv, "")
+		l := newGPULayout(&spmd.Topology{NodeRank: rank, NodeSize: 8, CPSize: 16, GroupNodes: 2, NodeParts: 8}, 8, true)
+		if got, err := l.ordinal(); err != nil || got != rank {
+			t.Errorf("CP16 over two nodes, node rank %d: GPU %d, %v; want GPU %d", rank, got, err, rank)
+		}
 	}
 }
