@@ -11,6 +11,7 @@ package mpi
 #cgo nocallback cph_allgather
 #cgo noescape cph_bcast
 #cgo nocallback cph_bcast
+#cgo nocallback cph_gatherv
 #cgo nocallback cph_barrier
 */
 import "C"
@@ -199,6 +200,47 @@ func (c *Comm) BcastBytes(buf []byte, root int) error {
 		return err
 	}
 	return collectiveDone("MPI_Bcast", C.cph_bcast(c.handle, unsafe.Pointer(&buf[0]), count, C.int(root)))
+}
+
+// GathervBytes gathers every rank's send, whatever its length, to root, which gets them in rank order; the
+// other ranks get nil. The lengths travel first, in an all-gather, so that every rank sees the same total and a
+// total past MPI's int count fails alike on every rank.
+func (c *Comm) GathervBytes(send []byte, root int) ([][]byte, error) {
+	if root < 0 || root >= c.size {
+		return nil, fmt.Errorf("mpi: MPI_Gatherv: root %d outside a communicator of %d ranks", root, c.size)
+	}
+	lengths := make([]int64, c.size)
+	if err := c.AllgatherInt64([]int64{int64(len(send))}, lengths); err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, n := range lengths {
+		total += n
+	}
+	if total > math.MaxInt32 {
+		return nil, fmt.Errorf("mpi: MPI_Gatherv: %d bytes in all, more than MPI's int count", total)
+	}
+	var recv []byte
+	var counts, displs []C.int
+	if c.rank == root {
+		recv = make([]byte, total)
+		counts, displs = make([]C.int, c.size), make([]C.int, c.size)
+		var at int64
+		for r, n := range lengths {
+			counts[r], displs[r] = C.int(n), C.int(at)
+			at += n
+		}
+	}
+	rc := C.cph_gatherv(c.handle, unsafe.Pointer(unsafe.SliceData(send)), C.int(len(send)), unsafe.Pointer(unsafe.SliceData(recv)),
+		unsafe.SliceData(counts), unsafe.SliceData(displs), C.int(root))
+	if err := collectiveDone("MPI_Gatherv", rc); err != nil || c.rank != root {
+		return nil, err
+	}
+	parts := make([][]byte, c.size)
+	for r := range parts {
+		parts[r] = recv[displs[r] : displs[r]+counts[r] : displs[r]+counts[r]]
+	}
+	return parts, nil
 }
 
 // Abort ends every process of the communicator's job with the given exit code. It returns only if MPI_Abort

@@ -193,6 +193,12 @@ int cph_bcast(MPI_Fint c, void *buf, int count, int root) {
 	return cph_wait(MPI_Ibcast(buf, count, MPI_BYTE, root, cph_comm(c), &req), &req);
 }
 
+int cph_gatherv(MPI_Fint c, void *send, int count, void *recv, int *counts, int *displs, int root) {
+	if (!cph_yield_when_idle) return MPI_Gatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, root, cph_comm(c));
+	MPI_Request req;
+	return cph_wait(MPI_Igatherv(send, count, MPI_BYTE, recv, counts, displs, MPI_BYTE, root, cph_comm(c), &req), &req);
+}
+
 int cph_abort(MPI_Fint c, int code) { return MPI_Abort(cph_comm(c), code); }
 
 int cph_processor_name(char *buf, int *len) { return MPI_Get_processor_name(buf, len); }

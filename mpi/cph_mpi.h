@@ -29,6 +29,7 @@ int cph_barrier(MPI_Fint c);
 int cph_allreduce(MPI_Fint c, uintptr_t send_addr, uintptr_t recv_addr, int count, int type, int op);
 int cph_allgather(MPI_Fint c, void *send, void *recv, int count, int type);
 int cph_bcast(MPI_Fint c, void *buf, int count, int root);
+int cph_gatherv(MPI_Fint c, void *send, int count, void *recv, int *counts, int *displs, int root);
 int cph_abort(MPI_Fint c, int code);
 int cph_processor_name(char *buf, int *len);
 int cph_max_processor_name(void);

@@ -158,6 +158,41 @@ func TestBcastBytesFromLastRank(t *testing.T) {
 	}
 }
 
+// TestGathervBytesGivesRootEachRanksBytes: rank r sends r+1 bytes of value r (rank 1 sends none, so that an empty
+// part is covered at 2 ranks and up); root, the last rank, gets each in rank order, the others nothing.
+func TestGathervBytesGivesRootEachRanksBytes(t *testing.T) {
+	root := world.Size() - 1
+	send := bytes.Repeat([]byte{byte(world.Rank())}, world.Rank()+1)
+	if world.Rank() == 1 {
+		send = nil
+	}
+	parts, err := world.GathervBytes(send, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if world.Rank() != root {
+		if parts != nil {
+			t.Errorf("rank %d, not the root, got %v", world.Rank(), parts)
+		}
+		return
+	}
+	if len(parts) != world.Size() {
+		t.Fatalf("root got %d parts from %d ranks", len(parts), world.Size())
+	}
+	for r, p := range parts {
+		want := bytes.Repeat([]byte{byte(r)}, r+1)
+		if r == 1 {
+			want = []byte{}
+		}
+		if !bytes.Equal(p, want) {
+			t.Errorf("part of rank %d = %v, want %v", r, p, want)
+		}
+	}
+	if _, err := world.GathervBytes(nil, world.Size()); err == nil {
+		t.Error("a root outside the communicator was accepted")
+	}
+}
+
 func TestSplitGroupsConsecutiveRanks(t *testing.T) {
 	// Groups of two consecutive ranks, as CP groups of cp=2 would be.
 	group := world.Rank() / 2
