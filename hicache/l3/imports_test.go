@@ -59,6 +59,8 @@ var codeMap = []importRule{
 		notMod: []string{"..."}, allowMod: []string{"hicache/errscope"}},
 	{pkgs: "hicache/outfile", rule: "hicache/outfile/: the files a command writes for its user; it imports errscope/ and nothing else of this module",
 		notMod: []string{"..."}, allowMod: []string{"hicache/errscope"}},
+	{pkgs: "hicache/timeline", rule: "hicache/timeline/: run --timeline's recorder and Chrome trace writer; it imports nothing of this module (no MPI: the runner gathers its buffers)",
+		notMod: []string{"..."}},
 	{pkgs: "hicache/shm/...", rule: "hicache/shm/ must not import hicache/", notMod: []string{"hicache"}},
 	{pkgs: "hicache/sweep", rule: "hicache/sweep/: nothing of the cache imports it (main alone does)", importedBy: []string{""}},
 	{pkgs: "kernels/...", rule: "kernels/ must not import hicache/ (its doc: nor mpi/, nccl/, pool/: it knows bytes and offsets)",

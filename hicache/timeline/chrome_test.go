@@ -1,0 +1,169 @@
+package timeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"testing"
+	"time"
+)
+
+// chromeFile is the part of a Chrome trace the tests read.
+type chromeFile struct {
+	DisplayTimeUnit string        `json:"displayTimeUnit"`
+	TraceEvents     []chromeEvent `json:"traceEvents"`
+	OtherData       other         `json:"otherData"`
+}
+
+type chromeEvent struct {
+	Ph   string          `json:"ph"`
+	Name string          `json:"name"`
+	Cat  string          `json:"cat"`
+	Ts   *float64        `json:"ts"`
+	Dur  *float64        `json:"dur"`
+	Pid  *int            `json:"pid"`
+	Tid  *int            `json:"tid"`
+	Args json.RawMessage `json:"args"`
+}
+
+// twoRanks is a CP group of two ranks: a few steps each, with copies that overlap (queued behind each other)
+// and an L3 read.
+func twoRanks(t *testing.T) []RankRecord {
+	t.Helper()
+	var ranks []RankRecord
+	for rank := range 2 {
+		r := NewRecorder(time.Now(), Window{Steps: 10, Every: 1}, 0)
+		runSteps(r, 3)
+		backup := r.Name("backup")
+		for i := range int64(3) { // three copies started together, run one after another
+			r.Add(Span{Kind: KindCopy, Name: backup, Step: 2, StartNs: 1000, DurNs: 1000 * (i + 1), RunStartNs: 1000 * (i + 1), RunDurNs: 1000, Count: 4})
+		}
+		r.Add(Span{Kind: KindCopy, Name: backup, Step: 3, StartNs: 5000, DurNs: 500, RunStartNs: 5100, RunDurNs: 400, Count: 1})
+		r.Add(Span{Kind: KindL3Read, Step: 3, StartNs: 2000, DurNs: 3000, RunStartNs: 2500, RunDurNs: 1000, Count: 65536})
+		ranks = append(ranks, r.Record(rank, 0, rank))
+	}
+	return ranks
+}
+
+func writeAndParse(t *testing.T, ranks []RankRecord) chromeFile {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteChrome(&buf, ranks, Info{Clock: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	var f chromeFile
+	if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
+		t.Fatalf("the file is not JSON: %v\n%s", err, buf.String())
+	}
+	return f
+}
+
+// TestChromeFileShape: the JSON Object Format, every span a complete event with ts, dur, pid and tid, each CP
+// group a named process and each rank a named thread, tid its world rank.
+func TestChromeFileShape(t *testing.T) {
+	f := writeAndParse(t, twoRanks(t))
+	if f.DisplayTimeUnit != "ms" {
+		t.Errorf("displayTimeUnit %q", f.DisplayTimeUnit)
+	}
+	names := map[string]bool{}
+	spans := 0
+	for _, e := range f.TraceEvents {
+		if e.Pid == nil || e.Tid == nil {
+			t.Fatalf("an event without pid or tid: %+v", e)
+		}
+		switch e.Ph {
+		case "M":
+			var args struct{ Name string }
+			json.Unmarshal(e.Args, &args)
+			names[fmt.Sprintf("%s %d %d %s", e.Name, *e.Pid, *e.Tid, args.Name)] = true
+		case "X":
+			spans++
+			if e.Ts == nil || e.Dur == nil || *e.Dur < 0 || *e.Ts < 0 {
+				t.Errorf("a span without ts or dur: %+v", e)
+			}
+		default:
+			t.Errorf("an event of phase %q", e.Ph)
+		}
+	}
+	for _, want := range []string{"process_name 0 0 CP group 0", "thread_name 0 0 rank 0 (cp rank 0)", "thread_name 0 1 rank 1 (cp rank 1)"} {
+		if !names[want] {
+			t.Errorf("no metadata %q in %v", want, names)
+		}
+	}
+	// Per rank: 6 step-track spans, 4 copies and a read, each of the 5 with its run.
+	if spans != 2*(6+2*5) {
+		t.Errorf("%d spans, want %d", spans, 2*(6+2*5))
+	}
+	if len(f.OtherData.Ranks) != 2 || f.OtherData.Ranks[1].WorldRank != 1 || f.OtherData.Ranks[0].SpansKept != 11 ||
+		f.OtherData.Clock != "test" || f.OtherData.Window.Steps != 10 || f.OtherData.Note == "" {
+		t.Errorf("otherData: %+v", f.OtherData)
+	}
+	if got := f.OtherData.Ranks[0].TotalMs["copy/backup"]; math.Abs(got-0.0065) > 1e-12 {
+		t.Errorf("copy/backup total %v ms, want 0.0065", got)
+	}
+}
+
+// TestEveryTrackNests: on every thread, complete events nest or follow each other, as a viewer requires; the
+// overlapping copies went to lanes of their own (three at once: three lanes), and the later copy reuses the first.
+func TestEveryTrackNests(t *testing.T) {
+	f := writeAndParse(t, twoRanks(t))
+	byTid := map[int][]chromeEvent{}
+	copyTids := map[int]map[int]bool{}
+	for _, e := range f.TraceEvents {
+		if e.Ph != "X" {
+			continue
+		}
+		byTid[*e.Tid] = append(byTid[*e.Tid], e)
+		if e.Cat == "copy" {
+			rank := *e.Tid % 1_000_000 / 1000
+			if copyTids[rank] == nil {
+				copyTids[rank] = map[int]bool{}
+			}
+			copyTids[rank][*e.Tid] = true
+		}
+	}
+	for tid, events := range byTid {
+		sort.SliceStable(events, func(i, j int) bool {
+			if *events[i].Ts != *events[j].Ts {
+				return *events[i].Ts < *events[j].Ts
+			}
+			return *events[i].Dur > *events[j].Dur
+		})
+		var open []float64 // ends of the enclosing events
+		for _, e := range events {
+			for len(open) > 0 && open[len(open)-1] <= *e.Ts {
+				open = open[:len(open)-1]
+			}
+			end := *e.Ts + *e.Dur
+			if len(open) > 0 && end > open[len(open)-1] {
+				t.Errorf("tid %d: %q [%v, %v] overlaps its enclosing event's end %v", tid, e.Name, *e.Ts, end, open[len(open)-1])
+			}
+			open = append(open, end)
+		}
+	}
+	for rank, tids := range copyTids {
+		if len(tids) != 3 {
+			t.Errorf("rank %d's copies on %d lanes, want 3", rank, len(tids))
+		}
+	}
+}
+
+// TestAssignLanesUsesTheFewestLanes: spans that follow each other share a lane; overlapping ones do not.
+func TestAssignLanesUsesTheFewestLanes(t *testing.T) {
+	spans := []Span{
+		{Kind: KindL3Write, StartNs: 0, DurNs: 10},
+		{Kind: KindL3Write, StartNs: 10, DurNs: 10},
+		{Kind: KindL3Write, StartNs: 5, DurNs: 20},
+		{Kind: KindStep, StartNs: 0, DurNs: 100},
+		{Kind: KindL3Read, StartNs: 5, DurNs: 1},
+	}
+	got := assignLanes(spans)
+	want := []int{0, 0, 1, 0, 0}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("lanes %v, want %v", got, want)
+		}
+	}
+}

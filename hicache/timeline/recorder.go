@@ -1,0 +1,215 @@
+// Package timeline owns `run --timeline`: each rank records where its time goes, as spans on a clock the job's
+// ranks share, into a bounded buffer of its own; the buffers travel to world rank 0 (Encode, Decode), which writes
+// them as one Chrome trace (WriteChrome), the JSON Object Format that Perfetto and chrome://tracing open.
+//
+// The recorder is the step goroutine's alone, so it takes no lock: the copy worker and the L3 goroutines only
+// read the clock (Now, which reads nothing that changes) and hand their times back with their completions, which
+// the step goroutine records when it delivers them. A rank without --timeline holds a nil *Recorder, whose On is
+// false, so the runner's hooks cost one nil check.
+//
+// It imports nothing of this module and no MPI: the runner gathers the encoded buffers over the world
+// communicator and hands them here.
+package timeline
+
+import (
+	"fmt"
+	"time"
+)
+
+// Kind is what a span is: where it is drawn (the rank's step track, or one of its asynchronous tracks) and how
+// it is named.
+type Kind uint8
+
+const (
+	KindNone      Kind = iota // the zero Span: nothing recorded
+	KindStep                  // a step: from the end of the one before (or the start) to its own end
+	KindBroadcast             // the wait for the step's events, CP rank 0's broadcast (Env.NextStep)
+	KindConsensus             // a collective of the CP group (Env.Collective), named by its consensus kind
+	KindWait                  // a local wait for this rank's own work (Env.Wait, a full queue), named by its reason
+	KindFill                  // computed KV written into device pages (Env.Fill)
+	KindVerify                // a finished load-back checked byte for byte (Env.VerifyLoad)
+	KindAudit                 // a committed object checked in the shared slab (Env.Audit)
+	KindExists                // an L3 existence check (Env.Exists)
+	KindL3Land                // an L3 read's payload scattered into the slab, on the step goroutine
+	KindFinish                // the end of the run after the last step: the final consensus and drains
+	KindCopy                  // asynchronous: a copy from its Start to its completion, its run on the copy worker
+	KindL3Read                // asynchronous: an L3 block read from its Start to landed in the slab
+	KindL3Write               // asynchronous: an L3 block write from its Start to published
+	kinds
+)
+
+var kindNames = [kinds]string{"none", "step", "broadcast", "consensus", "wait", "fill", "verify_load", "audit",
+	"l3_exists", "l3_land", "finish", "copy", "l3_read", "l3_write"}
+
+func (k Kind) String() string {
+	if k >= kinds {
+		return fmt.Sprintf("kind %d", int(k))
+	}
+	return kindNames[k]
+}
+
+// Async says the kind's spans overlap each other (work in flight on another goroutine), so they are drawn on
+// tracks of their own beside the rank's step track.
+func (k Kind) Async() bool { return k >= KindCopy && k < kinds }
+
+// Span is one recorded interval, in nanoseconds since the job's common origin. An asynchronous span also has its
+// run: when its worker began it and how long the work itself took (the rest of the span is its time queued, and
+// for a read its wait to be landed). Count is the kind's measure: a step's requests, pages of a fill, verify,
+// audit or copy, bytes of an L3 read or write, 1 for an L3 block found (0 not found).
+type Span struct {
+	Kind       Kind
+	Name       uint16 // an index into the rank's names (Recorder.Name): the consensus kind, the wait's reason
+	Step       int64  // the step it began in
+	StartNs    int64
+	DurNs      int64
+	RunStartNs int64
+	RunDurNs   int64
+	Count      int64
+}
+
+// Window says which steps are recorded: every Every-th step from step 1, at most Steps of them (0: every such
+// step, up to the span cap), and then whatever runs after the workload's last step (the steps of requests that
+// still waited for a prefetch, and the end of the run).
+type Window struct {
+	Steps int64
+	Every int64
+}
+
+// Validate checks the window, naming its flags.
+func (w Window) Validate() error {
+	if w.Steps < 0 {
+		return fmt.Errorf("--timeline-steps %d is negative: give a number of steps, or 0 for every step up to the cap", w.Steps)
+	}
+	if w.Every < 1 {
+		return fmt.Errorf("--timeline-every %d: give 1 (every step) or more", w.Every)
+	}
+	return nil
+}
+
+// MaxSpansPerRank caps one rank's buffer, whatever the window: a span takes about 50 bytes in memory and 150 to
+// 300 in the file (an asynchronous one is two events), so 50,000 spans are at most about 15 MB of JSON per rank,
+// about 120 MB for a job of 8 ranks, which Perfetto still opens. Spans past the cap are counted, not kept.
+const MaxSpansPerRank = 50_000
+
+// Recorder is one rank's timeline. Its methods but Now are the step goroutine's alone.
+type Recorder struct {
+	origin   time.Time
+	window   Window
+	maxSpans int
+
+	step        int64 // the step in progress: the last one done, plus 1
+	stepStartNs int64
+	recording   bool // the step in progress is recorded
+	streamEnded bool // the workload's last step is done: record the rest
+	flush       bool // the step in progress is a flush
+	requests    int64
+
+	stepsKept           int64
+	firstStep, lastStep int64
+	spans               []Span
+	dropped             int64
+	names               []string
+	nameIndex           map[string]uint16
+}
+
+// NewRecorder starts a rank's timeline at origin, the instant every rank agreed on (the runner takes it as it
+// leaves a barrier of the world), with at most maxSpans spans (0: MaxSpansPerRank).
+func NewRecorder(origin time.Time, w Window, maxSpans int) *Recorder {
+	if maxSpans <= 0 {
+		maxSpans = MaxSpansPerRank
+	}
+	w.Every = max(w.Every, 1)
+	r := &Recorder{origin: origin, window: w, maxSpans: maxSpans, nameIndex: map[string]uint16{}, names: []string{""}}
+	r.beginStep(1, 0)
+	return r
+}
+
+// Now is the time since the common origin, in nanoseconds. It reads only the origin, which never changes, so
+// the copy worker and the L3 goroutines call it too.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.origin)) }
+
+// On says the step in progress is recorded: the runner's hooks take their times only then. A nil Recorder (no
+// --timeline) is never on.
+func (r *Recorder) On() bool { return r != nil && r.recording }
+
+// Step is the step in progress.
+func (r *Recorder) Step() int64 { return r.step }
+
+// Name interns a span's name (a consensus kind, a wait's reason): spans carry its index.
+func (r *Recorder) Name(s string) uint16 {
+	if i, ok := r.nameIndex[s]; ok {
+		return i
+	}
+	if len(r.names) > 0xffff {
+		return 0
+	}
+	i := uint16(len(r.names))
+	r.names = append(r.names, s)
+	r.nameIndex[s] = i
+	return i
+}
+
+// End records a span of the step track from startNs to now.
+func (r *Recorder) End(k Kind, name uint16, startNs, count int64) {
+	r.Add(Span{Kind: k, Name: name, Step: r.step, StartNs: startNs, DurNs: r.Now() - startNs, Count: count})
+}
+
+// Add keeps s, or counts it dropped once the buffer holds its cap. The caller decided it is in the window (On
+// when it began: an asynchronous span is added when it completes, maybe in a later step).
+func (r *Recorder) Add(s Span) {
+	if len(r.spans) >= r.maxSpans {
+		r.dropped++
+		return
+	}
+	if r.spans == nil {
+		r.spans = make([]Span, 0, min(r.maxSpans, 4096))
+	}
+	r.spans = append(r.spans, s)
+}
+
+// StepEvents tells the recorder what the step in progress serves: its requests, or a flush (the step span is then
+// named "flush").
+func (r *Recorder) StepEvents(requests int, flush bool) {
+	r.requests, r.flush = int64(requests), flush
+}
+
+// StreamEnded is told that the workload has no more steps: what follows is recorded, whatever the window.
+func (r *Recorder) StreamEnded() {
+	r.streamEnded = true
+	r.recording = true
+}
+
+// StepDone records the step span of step (the step in progress) and begins the next.
+func (r *Recorder) StepDone(step int64) {
+	now := r.Now()
+	if r.recording {
+		var name uint16
+		if r.flush {
+			name = r.Name("flush")
+		}
+		r.Add(Span{Kind: KindStep, Name: name, Step: step, StartNs: r.stepStartNs, DurNs: now - r.stepStartNs, Count: r.requests})
+		r.stepsKept++
+		r.firstStep = cmpOr(r.firstStep, step)
+		r.lastStep = step
+	}
+	r.beginStep(step+1, now)
+}
+
+// Finish records the end of the run, from the last step's end to now.
+func (r *Recorder) Finish() {
+	r.Add(Span{Kind: KindFinish, Step: r.step, StartNs: r.stepStartNs, DurNs: r.Now() - r.stepStartNs})
+}
+
+func (r *Recorder) beginStep(step, nowNs int64) {
+	r.step, r.stepStartNs, r.requests, r.flush = step, nowNs, 0, false
+	w := r.window
+	inWindow := (step-1)%w.Every == 0 && (w.Steps == 0 || r.stepsKept < w.Steps)
+	r.recording = r.streamEnded || inWindow
+}
+
+func cmpOr(a, b int64) int64 {
+	if a != 0 {
+		return a
+	}
+	return b
+}
