@@ -13,6 +13,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -105,6 +106,9 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 		{[]string{"run", "--cp", "0"}, "", "cp"},
 		{[]string{"run", "--metrics-file", "/no/such/dir/cphicache.prom"}, "", "metrics-file"},
 		{[]string{"run", "--metrics-interval", "-1s"}, "", "metrics-interval"},
+		{[]string{"run", "--timeline", "/no/such/dir/t.json"}, "", "timeline"},
+		{[]string{"run", "--timeline", "t.json", "--timeline-steps", "-1"}, "", "timeline-steps"},
+		{[]string{"run", "--timeline", "t.json"}, "CPHICACHE_TIMELINE_EVERY=0", "timeline-every"},
 		// Every output path is checked before the work (its directory exists and is writable), naming its flag.
 		{[]string{"run", "--report", "/no/such/dir/r.json"}, "", "report"},
 		{[]string{"validate"}, "CPHICACHE_REPORT=/no/such/dir/v.json", "report"},
@@ -179,11 +183,11 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 		got.DevicePages != 512 || got.L2Slots != 2048 || got.SlabBytesMax != 64<<20 || got.Layout != pool.LayerFirst ||
 		got.BatchRequests != 4 || got.PlacementAssertEvery != 8 || got.FlushEvery != 0 || got.Collective != "mpi" ||
 		got.WatchdogTimeout != 120*time.Second || got.Quiet || got.InjectHang.Set || got.JobID == "" ||
-		got.MetricsPath != "" || got.MetricsInterval != 0 {
+		got.MetricsPath != "" || got.MetricsInterval != 0 || got.TimelinePath != "" || got.TimelineWindow != (timeline.Window{Steps: 200, Every: 1}) {
 		t.Errorf("defaults: %+v", got)
 	}
 	report, metrics := filepath.Join(t.TempDir(), "r.json"), filepath.Join(t.TempDir(), "m.prom")
-	got = captureRun(t, "--metrics-file", metrics, "--metrics-interval", "3s", "--seed", "9", "--vocab-size", "1000", "--conversations", "3", "--turns-max", "2", "--system-prompts", "5",
+	got = captureRun(t, "--metrics-file", metrics, "--metrics-interval", "3s", "--timeline", report+".trace", "--timeline-steps", "7", "--timeline-every", "3", "--seed", "9", "--vocab-size", "1000", "--conversations", "3", "--turns-max", "2", "--system-prompts", "5",
 		"--system-prompt-tokens", "6", "--turn-tokens", "7", "--output-tokens", "8", "--flush-every-requests", "11",
 		"--layers", "3", "--payloads", "1", "--page-tokens", "8", "--token-bytes", "64", "--device-pages", "100", "--l2-slots", "300",
 		"--slab-bytes-max", "1MiB", "--layout", "page_first", "--write-policy", "write_back", "--batch-requests", "5",
@@ -199,6 +203,7 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 		got.Layout != pool.PageFirst || got.Policy != policy || got.BatchRequests != 5 || got.PlacementAssertEvery != 6 ||
 		got.FlushEvery != 12 || got.WatchdogTimeout != 7*time.Second || got.ReportPath != report || !got.Quiet || got.JobID != "job7" ||
 		got.MetricsPath != metrics || got.MetricsInterval != 3*time.Second ||
+		got.TimelinePath != report+".trace" || got.TimelineWindow != (timeline.Window{Steps: 7, Every: 3}) ||
 		got.TracePath != "t.jsonl" || got.InjectDivergence != in(2) || got.InjectHang != in(3) || got.InjectExit != in(4) ||
 		got.InjectCopyError != in(5) || got.InjectStuckCopy != in(6) || got.InjectSetupError != (hicache.Injection{Rank: 1, Set: true}) {
 		t.Errorf("every flag set: %+v", got)

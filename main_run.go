@@ -7,6 +7,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -37,6 +39,8 @@ type runOptions struct {
 	watchdogTimeout                                    time.Duration
 	metricsFile, cpuProfile                            string
 	metricsInterval                                    time.Duration
+	timeline                                           string
+	timelineSteps, timelineEvery                       int64
 	quiet                                              bool
 	injectDivergence, injectHang, injectExit           string
 	injectCopyError, injectStuckCopy, injectSetupError string
@@ -151,6 +155,16 @@ func (o *runOptions) metricsFlags() []cli.Flag {
 				"bytes, checks and latencies, cp_group=\"0\", cphicache_metrics_final 0. The directory must exist on every node"},
 		&cli.DurationFlag{Name: "metrics-interval", Value: 0, EnvVars: []string{"CPHICACHE_METRICS_INTERVAL"}, Category: "output", Destination: &o.metricsInterval,
 			Usage: "also write --metrics-file during the run, at the first step end after each interval (e.g. 15s); 0 = only at the end"},
+		&cli.StringFlag{Name: "timeline", EnvVars: []string{"CPHICACHE_TIMELINE"}, Category: "output", Destination: &o.timeline,
+			Usage: "write every rank's steps as a Chrome trace (open it in Perfetto, ui.perfetto.dev, or chrome://tracing) to this file, " +
+				"merged and written by world rank 0: a process per CP group, a track per rank, spans for each step, its broadcast, " +
+				"consensus and local waits, fills, load-back checks, audits, L3 existence checks, and tracks of the rank's copies and " +
+				"L3 reads and writes from start to completion. Bounded by --timeline-steps and --timeline-every, and at most " +
+				strconv.Itoa(timeline.MaxSpansPerRank) + " spans a rank; the file's otherData says what was kept and each rank's time by span"},
+		&cli.Int64Flag{Name: "timeline-steps", Value: 200, EnvVars: []string{"CPHICACHE_TIMELINE_STEPS"}, Category: "output", Destination: &o.timelineSteps,
+			Usage: "--timeline records at most this many steps (the first ones, or every --timeline-every-th), and all that runs after the workload's last step; 0 = every step, up to the cap of spans"},
+		&cli.Int64Flag{Name: "timeline-every", Value: 1, EnvVars: []string{"CPHICACHE_TIMELINE_EVERY"}, Category: "output", Destination: &o.timelineEvery,
+			Usage: "--timeline records steps 1, 1+N, 1+2N, ...: a sample of a long job instead of its start"},
 	}
 }
 
@@ -223,7 +237,7 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
 		Seed: o.synthetic.seed, TracePath: o.trace, TraceFormat: traceFormat, TraceBlockTokens: o.traceBlockTokens,
 		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
-		ReportPath: o.report, MetricsPath: o.metricsFile, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(o.jobID), Quiet: o.quiet,
+		ReportPath: o.report, MetricsPath: o.metricsFile, TimelinePath: o.timeline, TimelineWindow: timeline.Window{Steps: o.timelineSteps, Every: o.timelineEvery}, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(o.jobID), Quiet: o.quiet,
 	}
 	return opts, o.injections(opts)
 }

@@ -34,6 +34,7 @@ type copyJob struct {
 	spans      [][]kernels.Span // per layer
 	layersLeft int              // the worker's alone
 	err        error
+	timing     *copyTiming // --timeline's span of the copy; nil when not recorded
 }
 
 // copyTask is one layer of one job.
@@ -84,6 +85,9 @@ func (q *completions) take(buf []doneWork) []doneWork {
 // copyWorker runs the copies of one rank in order until tasks is closed.
 func copyWorker(engine copyEngine, tasks <-chan copyTask, done *completions) {
 	for t := range tasks {
+		if t.layer == 0 {
+			t.job.timing.began()
+		}
 		var err error
 		if t.job.gather {
 			err = engine.Gather(t.job.spans[t.layer])
@@ -94,6 +98,7 @@ func copyWorker(engine copyEngine, tasks <-chan copyTask, done *completions) {
 			t.job.err = err
 		}
 		if t.job.layersLeft--; t.job.layersLeft == 0 {
+			t.job.timing.done()
 			done.post(doneWork{Completion: cache.Completion{Kind: cache.CopyDone, Seq: t.job.seq, Err: t.job.err}})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/kernels"
 )
@@ -24,6 +25,9 @@ const drainPollInterval = 50 * time.Microsecond
 // are armed now, before any of its copies.
 func (rs *runState) NextStep(step int64) ([]workload.Event, error) {
 	rs.injectCopyFaults(step - 1)
+	if rs.tl != nil {
+		return rs.timedNextStep(step)
+	}
 	return rs.nextStep(step)
 }
 
@@ -32,6 +36,9 @@ func (rs *runState) NextStep(step int64) ([]workload.Event, error) {
 func (rs *runState) Collective(c *cache.Collective) error {
 	if c.Kind == StepConsensus {
 		rs.injectHangOrExit(c.Step)
+	}
+	if rs.tl.On() {
+		defer rs.tl.End(timeline.KindConsensus, rs.tlNames.consensus[c.Kind], rs.tl.Now(), 0)
 	}
 	return rs.cons.collective(c)
 }
@@ -42,7 +49,7 @@ func (rs *runState) Collective(c *cache.Collective) error {
 func (rs *runState) Start(w cache.Work) {
 	switch w := w.(type) {
 	case *cache.Copy:
-		job := &copyJob{seq: w.Seq, gather: w.Gather, spans: rs.spansFor(w)}
+		job := &copyJob{seq: w.Seq, gather: w.Gather, spans: rs.spansFor(w), timing: rs.timeCopy(w)}
 		job.layersLeft = len(job.spans)
 		for layer := range job.spans {
 			rs.enqueue("copy queue", "the copy worker of this rank stopped taking copies", func() bool {
@@ -57,23 +64,23 @@ func (rs *runState) Start(w cache.Work) {
 	case *cache.BlockWrite:
 		t := rs.l3
 		rs.enqueue("L3 write queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
-			return offer(t.writeJobs, func() {
+			return offer(t.writeJobs, rs.timedJob(timeline.KindL3Write, int64(len(w.Pages))*rs.pageBytesAllRanks(), func() {
 				buf := t.buffer()
 				defer t.release(buf)
 				t.done.post(t.write(w, buf))
-			})
+			}))
 		})
 	case *cache.ExistenceCheck:
 		t := rs.l3
 		rs.enqueue("L3 read queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
-			return offer(t.readJobs, func() { t.done.post(t.check(w)) })
+			return offer(t.readJobs, rs.timedJob(timeline.KindExists, int64(len(w.Keys)), func() { t.done.post(t.check(w)) }))
 		})
 	case *cache.BlockRead:
 		t := rs.l3
 		p := &pendingRead{read: w, deadline: readDeadline(rs.opts.L3.PrefetchPolicy, w.Tokens, rs.opts.WatchdogTimeout, time.Now())}
 		t.reads[readKey{w.Prefetch, w.Block}] = p
 		rs.enqueue("L3 read queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
-			return offer(t.readJobs, func() { t.done.post(t.read(p)) })
+			return offer(t.readJobs, rs.timedJob(timeline.KindL3Read, int64(len(w.Pages))*rs.pageBytesAllRanks(), func() { t.done.post(t.read(p)) }))
 		})
 	}
 }
@@ -92,6 +99,9 @@ func (rs *runState) enqueue(name, hint string, put func() bool) {
 	if put() {
 		return
 	}
+	if rs.tl.On() {
+		defer rs.tl.End(timeline.KindWait, rs.tl.Name(name), rs.tl.Now(), 0)
+	}
 	rs.cons.watchdog.ArmDrain(name, hint, rs.cons.group, rs.cons.cp.Size(), rs.core.Step())
 	defer rs.cons.watchdog.DisarmDrain()
 	for !put() {
@@ -105,6 +115,9 @@ func (rs *runState) Wait(r cache.WaitReason, done func() bool) error {
 	rs.deliver(false)
 	if done() {
 		return nil
+	}
+	if rs.tl.On() {
+		defer rs.tl.End(timeline.KindWait, rs.tl.Name(r.Name), rs.tl.Now(), 0)
 	}
 	rs.cons.watchdog.ArmDrain(r.Name, r.Hint, rs.cons.group, rs.cons.cp.Size(), rs.core.Step())
 	defer rs.cons.watchdog.DisarmDrain()
@@ -212,6 +225,9 @@ func (rs *runState) countWrite(x doneWork) {
 func (rs *runState) StepDone(step int64) {
 	rs.progress.update(step, rs.core.Counters().Requests)
 	rs.writeMetricsIfDue()
+	if rs.tl != nil {
+		rs.tl.StepDone(step)
+	}
 }
 
 // Prefetch times each prefetch from its start to the consensus that agreed it done.
@@ -267,6 +283,9 @@ func (rs *runState) contentKey(rank, layer, payload int) cache.ContentKey {
 // buffer written in one call (a part is often a few hundred bytes, and a GPU's copy per part would cost more
 // than the part).
 func (rs *runState) Fill(f *cache.Fill) error {
+	if rs.tl.On() {
+		defer rs.tl.End(timeline.KindFill, 0, rs.tl.Now(), int64(len(f.DevicePages)))
+	}
 	g := rs.geometry
 	for layer := range g.Layers {
 		for payload := range g.PayloadsPerLayer {
@@ -293,6 +312,9 @@ func (rs *runState) Fill(f *cache.Fill) error {
 // VerifyLoad checks every part of a finished load-back against the content function, in place in the CPU
 // build's device buffer, or reading each run of consecutive device pages of a layer and payload back in one call.
 func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err error) {
+	if rs.tl.On() {
+		defer rs.tl.End(timeline.KindVerify, 0, rs.tl.Now(), int64(len(v.DevicePages)))
+	}
 	g := rs.geometry
 	bad := make([]bool, len(v.DevicePages))
 	for layer := range g.Layers {
@@ -369,6 +391,9 @@ func (rs *runState) staging(pages int) []byte {
 // Audit checks a committed object in this node's slab, the node-local parts it names, against the content
 // function of the CP rank whose part each is.
 func (rs *runState) Audit(a *cache.Audit) bool {
+	if rs.tl.On() {
+		defer rs.tl.End(timeline.KindAudit, 0, rs.tl.Now(), int64(len(a.Slots)))
+	}
 	g := rs.geometry
 	mem := rs.slab.Slabs
 	ok := true

@@ -11,6 +11,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/mpi"
@@ -62,6 +63,8 @@ type Options struct {
 	Synthetic                                        workload.SyntheticConfig
 	ReportPath                                       string
 	MetricsPath                                      string // --metrics-file: Prometheus text format, world rank 0 writes it
+	TimelinePath                                     string // --timeline: the Chrome trace of every rank's steps, world rank 0 writes it
+	TimelineWindow                                   timeline.Window
 	// ValidateProgress, when set, is told as Validate starts each pass (the caller prints it on one rank).
 	ValidateProgress func(pass, passes int, what string)
 	MetricsInterval  time.Duration // between periodic metrics writes; 0 = only at the end
@@ -159,6 +162,9 @@ func (o *Options) Validate() error {
 	if err := o.checkMetrics(); err != nil {
 		return err
 	}
+	if err := o.checkTimeline(); err != nil {
+		return err
+	}
 	// World rank 0 alone writes the report, so its node's directory is the one that must be there; the others'
 	// need not be (a node-local /tmp).
 	if mpi.LauncherRank() == 0 {
@@ -180,6 +186,23 @@ func (o *Options) checkMetrics() error {
 		return &spmd.ConfigError{Flag: "metrics-interval", Reason: "needs --metrics-file"}
 	}
 	return checkMetricsPath(o.MetricsPath)
+}
+
+// checkTimeline checks --timeline's file (on world rank 0, which writes it) and its window.
+func (o *Options) checkTimeline() error {
+	if o.TimelinePath == "" {
+		return nil
+	}
+	if o.TimelineWindow.Steps < 0 {
+		return &spmd.ConfigError{Flag: "timeline-steps", Reason: fmt.Sprintf("%d is negative: give a number of steps, or 0 for every step (up to the cap of %d spans a rank)", o.TimelineWindow.Steps, timeline.MaxSpansPerRank)}
+	}
+	if o.TimelineWindow.Every < 1 {
+		return &spmd.ConfigError{Flag: "timeline-every", Reason: fmt.Sprintf("%d: give 1 (every step) or more", o.TimelineWindow.Every)}
+	}
+	if mpi.LauncherRank() == 0 {
+		return outfile.Check("timeline", o.TimelinePath)
+	}
+	return nil
 }
 
 // validateSizing checks --model, --copy-token-bytes and the byte capacities before the job starts.

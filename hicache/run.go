@@ -2,11 +2,13 @@ package hicache
 
 import (
 	"encoding/binary"
+	"errors"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/kernels"
@@ -45,6 +47,10 @@ type runState struct {
 	io            cache.Counters       // the runner's own tallies (its L3 I/O), summed with the core's in the report
 	prefetchStart map[uint64]time.Time // L3 prefetches started and not yet agreed done
 	prefetchWait  quantiles            // start to agreement of each prefetch
+
+	tl          *timeline.Recorder // --timeline's; nil without it
+	tlNames     timelineNames
+	timelineErr error // world rank 0's failure to write --timeline's file
 }
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
@@ -59,7 +65,11 @@ func Run(job *spmd.Job, options *Options) (*Report, error) {
 	if rs == nil {
 		return nil, err
 	}
-	return rs.finalReport(err)
+	report, err := rs.finalReport(err)
+	if rs.timelineErr != nil {
+		err = errors.Join(err, rs.timelineErr)
+	}
+	return report, err
 }
 
 // runPass replays one workload end to end and leaves its counters and collective statistics in the returned
@@ -83,15 +93,21 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	rs.progress = newProgress(job.Topo.WorldRank == 0 && !opts.Quiet, int64(len(events)))
 	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
 	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
+	if err := rs.startTimeline(); err != nil {
+		return rs, err
+	}
 	replayErr := rs.core.Run()
 	if rs.idealHit != nil {
 		rs.io.IdealHitTokens = <-rs.idealHit
 	}
 	rs.progress.done()
-	if err := spmd.AgreeOnFailure(job.Topo.World, replayErr); err != nil {
-		return rs, err
+	if rs.tl != nil {
+		rs.tl.Finish()
 	}
-	return rs, nil
+	agreed := spmd.AgreeOnFailure(job.Topo.World, replayErr)
+	// The timeline of a failed replay is written too: it shows where the failing step's time went.
+	rs.timelineErr = rs.writeTimeline()
+	return rs, agreed
 }
 
 // loadWorkload has CP-rank 0 of each group read (or generate) its replica's share; the others get events by

@@ -105,6 +105,9 @@ func TestChromeFileShape(t *testing.T) {
 	}
 }
 
+// nsUs is a nanosecond in microseconds: the file's resolution, and the tolerance of sums of its times.
+const nsUs = 0.001
+
 // TestEveryTrackNests: on every thread, complete events nest or follow each other, as a viewer requires; the
 // overlapping copies went to lanes of their own (three at once: three lanes), and the later copy reuses the first.
 func TestEveryTrackNests(t *testing.T) {
@@ -133,11 +136,11 @@ func TestEveryTrackNests(t *testing.T) {
 		})
 		var open []float64 // ends of the enclosing events
 		for _, e := range events {
-			for len(open) > 0 && open[len(open)-1] <= *e.Ts {
+			for len(open) > 0 && open[len(open)-1] <= *e.Ts+nsUs {
 				open = open[:len(open)-1]
 			}
 			end := *e.Ts + *e.Dur
-			if len(open) > 0 && end > open[len(open)-1] {
+			if len(open) > 0 && end > open[len(open)-1]+nsUs {
 				t.Errorf("tid %d: %q [%v, %v] overlaps its enclosing event's end %v", tid, e.Name, *e.Ts, end, open[len(open)-1])
 			}
 			open = append(open, end)

@@ -17,6 +17,7 @@ type RankRecord struct {
 	StepsKept                  int64 // steps whose span was kept (within the window, before the cap)
 	FirstStep, LastStep        int64 // the first and last of them (0 when none)
 	Dropped                    int64 // spans past the cap
+	StreamEndStep              int64 // the step in which the workload ended (0: it did not): every step from it on is kept
 	Names                      []string
 	Spans                      []Span
 }
@@ -24,12 +25,12 @@ type RankRecord struct {
 // Record is the recorder's timeline, for rank worldRank of CP group cpGroup (CP rank cpRank).
 func (r *Recorder) Record(worldRank, cpGroup, cpRank int) RankRecord {
 	return RankRecord{WorldRank: worldRank, CPGroup: cpGroup, CPRank: cpRank, Window: r.window, SpanCap: r.maxSpans, StepsKept: r.stepsKept,
-		FirstStep: r.firstStep, LastStep: r.lastStep, Dropped: r.dropped, Names: r.names, Spans: r.spans}
+		FirstStep: r.firstStep, LastStep: r.lastStep, Dropped: r.dropped, StreamEndStep: r.streamEndAt, Names: r.names, Spans: r.spans}
 }
 
 const (
 	magic       = "cphtl1\x00\x00"
-	headerWords = 12 // the record's fields to Dropped, then the counts of names and spans
+	headerWords = 13 // the record's fields to StreamEndStep, then the counts of names and spans
 	spanBytes   = 1 + 2 + 6*8
 )
 
@@ -38,7 +39,7 @@ func (rr *RankRecord) Encode() []byte {
 	b := make([]byte, 0, len(magic)+8*headerWords+len(rr.Spans)*spanBytes)
 	b = append(b, magic...)
 	for _, v := range []int64{int64(rr.WorldRank), int64(rr.CPGroup), int64(rr.CPRank), rr.Window.Steps, rr.Window.Every,
-		int64(rr.SpanCap), rr.StepsKept, rr.FirstStep, rr.LastStep, rr.Dropped, int64(len(rr.Names)), int64(len(rr.Spans))} {
+		int64(rr.SpanCap), rr.StepsKept, rr.FirstStep, rr.LastStep, rr.Dropped, rr.StreamEndStep, int64(len(rr.Names)), int64(len(rr.Spans))} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(v))
 	}
 	for _, n := range rr.Names {
@@ -71,8 +72,8 @@ func Decode(b []byte) (RankRecord, error) {
 	rr.WorldRank, rr.CPGroup, rr.CPRank = int(h[0]), int(h[1]), int(h[2])
 	rr.Window = Window{Steps: h[3], Every: h[4]}
 	rr.SpanCap = int(h[5])
-	rr.StepsKept, rr.FirstStep, rr.LastStep, rr.Dropped = h[6], h[7], h[8], h[9]
-	names, spans := h[10], h[11]
+	rr.StepsKept, rr.FirstStep, rr.LastStep, rr.Dropped, rr.StreamEndStep = h[6], h[7], h[8], h[9], h[10]
+	names, spans := h[11], h[12]
 	if d.err != nil || names < 0 || names > 1<<16 || spans < 0 || spans > int64(len(d.b)/spanBytes) {
 		return rr, fmt.Errorf("%w: a header of %d names and %d spans in %d bytes", errShort, names, spans, len(b))
 	}

@@ -2,10 +2,10 @@
 // ranks share, into a bounded buffer of its own; the buffers travel to world rank 0 (Encode, Decode), which writes
 // them as one Chrome trace (WriteChrome), the JSON Object Format that Perfetto and chrome://tracing open.
 //
-// The recorder is the step goroutine's alone, so it takes no lock: the copy worker and the L3 goroutines only
-// read the clock (Now, which reads nothing that changes) and hand their times back with their completions, which
-// the step goroutine records when it delivers them. A rank without --timeline holds a nil *Recorder, whose On is
-// false, so the runner's hooks cost one nil check.
+// The recorder is the step goroutine's, so its buffer takes no lock; the copy worker and the L3 goroutines read
+// its clock (Now reads nothing that changes) and hand their finished spans to an inbox under one mutex, which the
+// step goroutine empties into the buffer at each step's end. A rank without --timeline holds a nil *Recorder,
+// whose On is false, so the runner's hooks cost one nil check.
 //
 // It imports nothing of this module and no MPI: the runner gathers the encoded buffers over the world
 // communicator and hands them here.
@@ -13,6 +13,7 @@ package timeline
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -75,17 +76,6 @@ type Window struct {
 	Every int64
 }
 
-// Validate checks the window, naming its flags.
-func (w Window) Validate() error {
-	if w.Steps < 0 {
-		return fmt.Errorf("--timeline-steps %d is negative: give a number of steps, or 0 for every step up to the cap", w.Steps)
-	}
-	if w.Every < 1 {
-		return fmt.Errorf("--timeline-every %d: give 1 (every step) or more", w.Every)
-	}
-	return nil
-}
-
 // MaxSpansPerRank caps one rank's buffer, whatever the window: a span takes about 50 bytes in memory and 150 to
 // 300 in the file (an asynchronous one is two events), so 50,000 spans are at most about 15 MB of JSON per rank,
 // about 120 MB for a job of 8 ranks, which Perfetto still opens. Spans past the cap are counted, not kept.
@@ -99,9 +89,10 @@ type Recorder struct {
 
 	step        int64 // the step in progress: the last one done, plus 1
 	stepStartNs int64
-	recording   bool // the step in progress is recorded
-	streamEnded bool // the workload's last step is done: record the rest
-	flush       bool // the step in progress is a flush
+	recording   bool  // the step in progress is recorded
+	streamEnded bool  // the workload's last step is done: record the rest
+	streamEndAt int64 // the step in progress when it was
+	flush       bool  // the step in progress is a flush
 	requests    int64
 
 	stepsKept           int64
@@ -110,6 +101,9 @@ type Recorder struct {
 	dropped             int64
 	names               []string
 	nameIndex           map[string]uint16
+
+	inboxMu sync.Mutex
+	inbox   []Span // the workers' finished spans, not yet in spans
 }
 
 // NewRecorder starts a rank's timeline at origin, the instant every rank agreed on (the runner takes it as it
@@ -167,6 +161,25 @@ func (r *Recorder) Add(s Span) {
 	r.spans = append(r.spans, s)
 }
 
+// AddFromWorker is Add for another goroutine (the copy worker, the L3 I/O): the span waits in the inbox until the
+// step goroutine's next step end. The runner decided it is in the window when the work was started.
+func (r *Recorder) AddFromWorker(s Span) {
+	r.inboxMu.Lock()
+	r.inbox = append(r.inbox, s)
+	r.inboxMu.Unlock()
+}
+
+// takeInbox moves the workers' spans into the buffer (the cap applies to them there).
+func (r *Recorder) takeInbox() {
+	r.inboxMu.Lock()
+	in := r.inbox
+	r.inbox = nil
+	r.inboxMu.Unlock()
+	for _, s := range in {
+		r.Add(s)
+	}
+}
+
 // StepEvents tells the recorder what the step in progress serves: its requests, or a flush (the step span is then
 // named "flush").
 func (r *Recorder) StepEvents(requests int, flush bool) {
@@ -175,12 +188,13 @@ func (r *Recorder) StepEvents(requests int, flush bool) {
 
 // StreamEnded is told that the workload has no more steps: what follows is recorded, whatever the window.
 func (r *Recorder) StreamEnded() {
-	r.streamEnded = true
+	r.streamEnded, r.streamEndAt = true, r.step
 	r.recording = true
 }
 
 // StepDone records the step span of step (the step in progress) and begins the next.
 func (r *Recorder) StepDone(step int64) {
+	r.takeInbox()
 	now := r.Now()
 	if r.recording {
 		var name uint16
@@ -195,8 +209,10 @@ func (r *Recorder) StepDone(step int64) {
 	r.beginStep(step+1, now)
 }
 
-// Finish records the end of the run, from the last step's end to now.
+// Finish records the end of the run, from the last step's end to now, and takes what the workers finished; the
+// runner calls it once their work is over.
 func (r *Recorder) Finish() {
+	r.takeInbox()
 	r.Add(Span{Kind: KindFinish, Step: r.step, StartNs: r.stepStartNs, DurNs: r.Now() - r.stepStartNs})
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -52,8 +53,8 @@ func TestWindowKeepsEveryKthStepUpToItsBound(t *testing.T) {
 	}
 	r.Finish()
 	rec := r.Record(3, 1, 0)
-	if rec.StepsKept != 4 || rec.FirstStep != 1 || rec.LastStep != 11 {
-		t.Errorf("kept %d steps, %d to %d; want 4, 1 to 11", rec.StepsKept, rec.FirstStep, rec.LastStep)
+	if rec.StepsKept != 4 || rec.FirstStep != 1 || rec.LastStep != 11 || rec.StreamEndStep != 11 {
+		t.Errorf("kept %d steps, %d to %d, the workload ended in step %d; want 4, 1 to 11, 11", rec.StepsKept, rec.FirstStep, rec.LastStep, rec.StreamEndStep)
 	}
 	if got := stepsOf(r.spans, KindFinish); !slices.Equal(got, []int64{12}) {
 		t.Errorf("finish spans %v, want one, at step 12", got)
@@ -109,6 +110,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	r := NewRecorder(time.Now(), Window{Steps: 9, Every: 1}, 0)
 	runSteps(r, 4)
 	r.Add(Span{Kind: KindL3Read, Step: 2, StartNs: 10, DurNs: 90, RunStartNs: 30, RunDurNs: 40, Count: 32768})
+	r.StreamEnded()
+	r.StepDone(5)
 	want := r.Record(5, 2, 1)
 	b := want.Encode()
 	got, err := Decode(b)
@@ -128,5 +131,29 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	bad[len(bad)-spanBytes] = byte(kinds)
 	if _, err := Decode(bad); err == nil {
 		t.Error("a span of an unknown kind was accepted")
+	}
+}
+
+// TestWorkersSpansArriveAtTheStepEnd: spans the workers add from their goroutines (under -race: without a data
+// race) are in the buffer after the step goroutine's next step end, under the cap like the others.
+func TestWorkersSpansArriveAtTheStepEnd(t *testing.T) {
+	r := NewRecorder(time.Now(), Window{Every: 1}, 5)
+	var done sync.WaitGroup
+	for i := range 8 {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			start := r.Now()
+			r.AddFromWorker(Span{Kind: KindCopy, Step: 1, StartNs: start, DurNs: r.Now() - start, Count: int64(i)})
+		}()
+	}
+	done.Wait()
+	if len(r.spans) != 0 {
+		t.Fatalf("%d spans in the buffer before the step's end", len(r.spans))
+	}
+	r.StepDone(1)
+	rec := r.Record(0, 0, 0)
+	if got := len(stepsOf(rec.Spans, KindCopy)); got != 5 || rec.Dropped != 4 {
+		t.Errorf("%d copies kept, %d spans dropped; want 5 and 4 (8 copies and a step over a cap of 5)", got, rec.Dropped)
 	}
 }

@@ -1,6 +1,9 @@
 package timeline
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // otherData is the file's note on itself: what was kept and dropped, how the clocks were aligned, and each
 // rank's time by span label over what was kept, so that a script reads the profile without walking the events.
@@ -19,16 +22,18 @@ type windowJSON struct {
 }
 
 type rankSummary struct {
-	WorldRank    int                `json:"world_rank"`
-	CPGroup      int                `json:"cp_group"`
-	CPRank       int                `json:"cp_rank"`
-	StepsKept    int64              `json:"steps_kept"`
-	FirstStep    int64              `json:"first_step"`
-	LastStep     int64              `json:"last_step"`
-	SpansKept    int                `json:"spans_kept"`
-	SpansDropped int64              `json:"spans_dropped"`
-	TotalMs      map[string]float64 `json:"total_ms"`
-	RunMs        map[string]float64 `json:"run_ms,omitempty"`
+	WorldRank    int   `json:"world_rank"`
+	CPGroup      int   `json:"cp_group"`
+	CPRank       int   `json:"cp_rank"`
+	StepsKept    int64 `json:"steps_kept"`
+	FirstStep    int64 `json:"first_step"`
+	LastStep     int64 `json:"last_step"`
+	SpansKept    int   `json:"spans_kept"`
+	SpansDropped int64 `json:"spans_dropped"`
+	// StreamEndStep is the step in which the workload ended: it and every later step are kept, whatever the window.
+	StreamEndStep int64              `json:"stream_end_step"`
+	TotalMs       map[string]float64 `json:"total_ms"`
+	RunMs         map[string]float64 `json:"run_ms,omitempty"`
 }
 
 func otherData(ranks []RankRecord, info Info) other {
@@ -37,17 +42,19 @@ func otherData(ranks []RankRecord, info Info) other {
 		o.Window = windowJSON{ranks[0].Window.Steps, ranks[0].Window.Every}
 		o.SpanCapPerRank = ranks[0].SpanCap
 	}
-	o.Note = fmt.Sprintf("Kept: steps 1, 1+%d, 1+2x%d, ... (at most %d of them; 0 = no bound but the cap), and everything after the "+
+	o.Note = fmt.Sprintf("Kept: every step s with (s-1) mod %d = 0, at most %d of them (0: no bound but the cap), and everything after the "+
 		"workload's last step; an asynchronous span (copy, L3 read or write) is kept when it began in a kept step. "+
 		"Dropped: the other steps, and on each rank every span past its cap of %d (spans_dropped). total_ms sums each "+
 		"label's spans over what was kept, per rank: spans nest (a step holds its consensus, waits and checks), so "+
 		"labels overlap; run_ms is the asynchronous spans' work on their goroutine (the rest was queued).",
-		o.Window.Every, o.Window.Every, o.Window.Steps, o.SpanCapPerRank)
+		o.Window.Every, o.Window.Steps, o.SpanCapPerRank)
 	for _, rr := range ranks {
 		total, run := Totals(rr)
+		roundToNs(total)
+		roundToNs(run)
 		o.Ranks = append(o.Ranks, rankSummary{WorldRank: rr.WorldRank, CPGroup: rr.CPGroup, CPRank: rr.CPRank,
 			StepsKept: rr.StepsKept, FirstStep: rr.FirstStep, LastStep: rr.LastStep, SpansKept: len(rr.Spans),
-			SpansDropped: rr.Dropped, TotalMs: total, RunMs: run})
+			SpansDropped: rr.Dropped, StreamEndStep: rr.StreamEndStep, TotalMs: total, RunMs: run})
 	}
 	return o
 }
@@ -73,4 +80,11 @@ func Totals(rr RankRecord) (totalMs, runMs map[string]float64) {
 		}
 	}
 	return totalMs, runMs
+}
+
+// roundToNs keeps the file's totals at the nanosecond its times have, instead of a float's noise.
+func roundToNs(ms map[string]float64) {
+	for k, v := range ms {
+		ms[k] = math.Round(v*1e6) / 1e6
+	}
 }
