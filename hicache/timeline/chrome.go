@@ -49,7 +49,7 @@ var laneNames = map[Kind]string{KindCopy: "copies", KindL3Read: "L3 reads", Kind
 
 // WriteChrome writes the ranks' timelines as one Chrome trace.
 func WriteChrome(out io.Writer, ranks []RankRecord, info Info) error {
-	w := &eventWriter{w: bufio.NewWriterSize(out, 1<<16)}
+	w := &eventWriter{w: bufio.NewWriterSize(out, 1<<16), quoted: map[string][]byte{}}
 	w.raw(`{"displayTimeUnit":"ms","traceEvents":[`)
 	groups := map[int]bool{}
 	for i := range ranks {
@@ -130,10 +130,11 @@ func cmpInt64(a, b int64) int {
 
 // eventWriter appends events, comma-separated, remembering the first write error.
 type eventWriter struct {
-	w     *bufio.Writer
-	buf   []byte
-	count int
-	err   error
+	w      *bufio.Writer
+	buf    []byte
+	count  int
+	err    error
+	quoted map[string][]byte // names as JSON strings: a file has few of them, and many spans of each
 }
 
 func (w *eventWriter) raw(s string) {
@@ -169,9 +170,13 @@ func (w *eventWriter) metaInt(name string, pid, tid, value int) {
 // span writes s as a complete event, and an asynchronous span's run as a second one inside it.
 func (w *eventWriter) span(rr *RankRecord, s Span, tid int) {
 	b := append(w.buf[:0], `{"ph":"X","cat":`...)
-	b = appendString(b, s.Kind.String())
+	b = append(b, w.quote(s.Kind.String())...)
 	b = append(b, `,"name":`...)
-	b = appendString(b, spanName(rr, s))
+	if s.Kind == KindStep {
+		b = appendString(b, spanName(rr, s))
+	} else {
+		b = append(b, w.quote(spanName(rr, s))...)
+	}
 	b = appendTimes(b, s.StartNs, s.DurNs, rr.CPGroup, tid)
 	b = append(b, `,"args":{"step":`...)
 	b = strconv.AppendInt(b, s.Step, 10)
@@ -243,6 +248,16 @@ func appendTimes(b []byte, startNs, durNs int64, pid, tid int) []byte {
 }
 
 func appendUs(b []byte, ns int64) []byte { return strconv.AppendFloat(b, float64(ns)/1e3, 'f', 3, 64) }
+
+// quote is s as a JSON string, remembered.
+func (w *eventWriter) quote(s string) []byte {
+	q, ok := w.quoted[s]
+	if !ok {
+		q = appendString(nil, s)
+		w.quoted[s] = q
+	}
+	return q
+}
 
 func appendString(b []byte, s string) []byte {
 	q, _ := json.Marshal(s) // a string always marshals

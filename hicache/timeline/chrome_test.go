@@ -170,3 +170,30 @@ func TestAssignLanesUsesTheFewestLanes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWriteChrome: world rank 0's write of a job's timeline, 8 ranks of 25,000 spans (a 200-step window of
+// the shared trace's warm L3 replay), a fifth of them asynchronous.
+func BenchmarkWriteChrome(b *testing.B) {
+	ranks := make([]RankRecord, 8)
+	for rank := range ranks {
+		r := NewRecorder(time.Now(), Window{Every: 1}, 0)
+		name := r.Name("step")
+		for i := range int64(25_000) {
+			k := KindConsensus
+			if i%5 == 0 {
+				k = KindL3Read
+			}
+			r.Add(Span{Kind: k, Name: name, Step: i / 125, StartNs: i * 1000, DurNs: 3000, RunStartNs: i*1000 + 500, RunDurNs: 100})
+		}
+		ranks[rank] = r.Record(rank, 0, rank)
+	}
+	var out bytes.Buffer
+	b.ResetTimer()
+	for range b.N {
+		out.Reset()
+		if err := WriteChrome(&out, ranks, Info{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(out.Len())/1e6, "MB/file")
+}
