@@ -158,3 +158,26 @@ func TestTimelineShowsEveryRanksSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedRunStillWritesItsTimeline: a run a copy error ends at step 5 still writes the file, every rank's steps
+// up to the failing one, so that the user sees where its last steps' time went.
+func TestFailedRunStillWritesItsTimeline(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "failed.json")
+	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--inject-copy-error", "1@5", "--timeline", path)
+	if res.exitCode == 0 {
+		t.Fatalf("the job exited 0 despite a copy error:\n%s", res.stderr)
+	}
+	f := readTimeline(t, path)
+	last := map[int]int64{}
+	for _, e := range f.TraceEvents {
+		if e.Ph == "X" && e.Cat == "step" {
+			last[*e.Tid] = max(last[*e.Tid], e.Args.Step)
+		}
+	}
+	for rank := range 2 {
+		if last[rank] < 4 {
+			t.Errorf("rank %d's last step in the file is %d, want 4 or later (the copy error ends step 5 or 6)", rank, last[rank])
+		}
+	}
+	checkNoSegments(t)
+}
