@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -107,6 +108,24 @@ func TestChromeFileShape(t *testing.T) {
 
 // nsUs is a nanosecond in microseconds: the file's resolution, and the tolerance of sums of its times.
 const nsUs = 0.001
+
+// TestLastIntoStepConsensusNamesTheRankTheGroupWaitedFor: per step, the rank of a group that entered the step
+// consensus last is counted; a group of one rank waits for nobody.
+func TestLastIntoStepConsensusNamesTheRankTheGroupWaitedFor(t *testing.T) {
+	record := func(rank, group int, startsNs ...int64) RankRecord {
+		r := NewRecorder(time.Now(), Window{Every: 1}, 0)
+		step := r.Name("step")
+		for i, start := range startsNs {
+			r.Add(Span{Kind: KindConsensus, Name: step, Step: int64(i + 1), StartNs: start, DurNs: 1})
+		}
+		return r.Record(rank, group, rank)
+	}
+	ranks := []RankRecord{record(0, 0, 10, 50, 90), record(1, 0, 20, 40, 95), record(2, 1, 5, 5, 5)}
+	got := lastIntoStepConsensus(ranks)
+	if want := []int64{1, 2, 0}; !slices.Equal(got, want) {
+		t.Errorf("last into the step consensus %v, want %v", got, want)
+	}
+}
 
 // TestEveryTrackNests: on every thread, complete events nest or follow each other, as a viewer requires; the
 // overlapping copies went to lanes of their own (three at once: three lanes), and the later copy reuses the first.

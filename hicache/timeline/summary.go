@@ -31,9 +31,12 @@ type rankSummary struct {
 	SpansKept    int   `json:"spans_kept"`
 	SpansDropped int64 `json:"spans_dropped"`
 	// StreamEndStep is the step in which the workload ended: it and every later step are kept, whatever the window.
-	StreamEndStep int64              `json:"stream_end_step"`
-	TotalMs       map[string]float64 `json:"total_ms"`
-	RunMs         map[string]float64 `json:"run_ms,omitempty"`
+	StreamEndStep int64 `json:"stream_end_step"`
+	// LastIntoStepConsensus counts the kept steps in which this rank entered its group's step consensus last:
+	// the steps its group waited for it.
+	LastIntoStepConsensus int64              `json:"last_into_step_consensus"`
+	TotalMs               map[string]float64 `json:"total_ms"`
+	RunMs                 map[string]float64 `json:"run_ms,omitempty"`
 }
 
 func otherData(ranks []RankRecord, info Info) other {
@@ -46,15 +49,17 @@ func otherData(ranks []RankRecord, info Info) other {
 		"workload's last step; an asynchronous span (copy, L3 read or write) is kept when it began in a kept step. "+
 		"Dropped: the other steps, and on each rank every span past its cap of %d (spans_dropped). total_ms sums each "+
 		"label's spans over what was kept, per rank: spans nest (a step holds its consensus, waits and checks), so "+
-		"labels overlap; run_ms is the asynchronous spans' work on their goroutine (the rest was queued).",
+		"labels overlap; run_ms is the asynchronous spans' work on their goroutine (the rest was queued). "+
+		"last_into_step_consensus: the kept steps in which the rank entered its group's step consensus last (the group waited for it).",
 		o.Window.Every, o.Window.Steps, o.SpanCapPerRank)
-	for _, rr := range ranks {
+	last := lastIntoStepConsensus(ranks)
+	for i, rr := range ranks {
 		total, run := Totals(rr)
 		roundToNs(total)
 		roundToNs(run)
 		o.Ranks = append(o.Ranks, rankSummary{WorldRank: rr.WorldRank, CPGroup: rr.CPGroup, CPRank: rr.CPRank,
 			StepsKept: rr.StepsKept, FirstStep: rr.FirstStep, LastStep: rr.LastStep, SpansKept: len(rr.Spans),
-			SpansDropped: rr.Dropped, StreamEndStep: rr.StreamEndStep, TotalMs: total, RunMs: run})
+			SpansDropped: rr.Dropped, StreamEndStep: rr.StreamEndStep, LastIntoStepConsensus: last[i], TotalMs: total, RunMs: run})
 	}
 	return o
 }
@@ -87,4 +92,40 @@ func roundToNs(ms map[string]float64) {
 	for k, v := range ms {
 		ms[k] = math.Round(v*1e6) / 1e6
 	}
+}
+
+// lastIntoStepConsensus counts, for each rank (by index in ranks), the steps in which it entered its CP group's
+// step consensus after every other rank of the group that recorded that step.
+func lastIntoStepConsensus(ranks []RankRecord) []int64 {
+	type groupStep struct{ group, step int64 }
+	type entry struct {
+		rank    int
+		startNs int64
+		ranks   int
+	}
+	latest := map[groupStep]entry{}
+	for i := range ranks {
+		rr := &ranks[i]
+		seen := map[int64]bool{}
+		for _, s := range rr.Spans {
+			if s.Kind != KindConsensus || rr.Names[s.Name] != "step" || seen[s.Step] {
+				continue
+			}
+			seen[s.Step] = true
+			k := groupStep{int64(rr.CPGroup), s.Step}
+			e, ok := latest[k]
+			if !ok || s.StartNs > e.startNs {
+				e.rank, e.startNs = i, s.StartNs
+			}
+			e.ranks++
+			latest[k] = e
+		}
+	}
+	counts := make([]int64, len(ranks))
+	for _, e := range latest {
+		if e.ranks > 1 {
+			counts[e.rank]++
+		}
+	}
+	return counts
 }
