@@ -52,11 +52,11 @@ func readTimeline(t *testing.T, path string) timelineFile {
 	return f
 }
 
-// timelineRank is the world rank of a span's track: its tid, or for a lane of a rank's copies or L3 I/O (tids
-// from 1,000,000 on) the thousands of the tid's remainder.
+// timelineRank is the world rank of a span's track: its tid less one (Perfetto keeps tid 0 for the kernel), or
+// for a lane of a rank's copies or L3 I/O (tids from 1,000,000 on) the thousands of the tid's remainder.
 func timelineRank(tid int) int {
 	if tid < 1_000_000 {
-		return tid
+		return tid - 1
 	}
 	return tid % 1_000_000 / 1000
 }
@@ -83,7 +83,7 @@ func checkTimeline(t *testing.T, f timelineFile, np, cp int, steps, every int64)
 			t.Fatalf("not a complete event with ts and dur: %+v", e)
 		}
 		rank := timelineRank(*e.Tid)
-		if rank >= np || *e.Pid != rank/cp {
+		if rank < 0 || rank >= np || *e.Pid != rank/cp+1 {
 			t.Fatalf("a span of rank %d in the process of CP group %d: %+v", rank, *e.Pid, e)
 		}
 		cats[e.Cat] = true
@@ -92,8 +92,8 @@ func checkTimeline(t *testing.T, f timelineFile, np, cp int, steps, every int64)
 		}
 	}
 	for rank := range np {
-		for _, want := range []string{fmt.Sprintf("process_name %d 0 CP group %d", rank/cp, rank/cp),
-			fmt.Sprintf("thread_name %d %d rank %d (cp rank %d)", rank/cp, rank, rank, rank%cp)} {
+		for _, want := range []string{fmt.Sprintf("process_name %d %d CP group %d", rank/cp+1, rank/cp+1, rank/cp),
+			fmt.Sprintf("thread_name %d %d rank %d (cp rank %d)", rank/cp+1, rank+1, rank, rank%cp)} {
 			if !named[want] {
 				t.Errorf("no metadata event %q", want)
 			}
@@ -171,7 +171,7 @@ func TestFailedRunStillWritesItsTimeline(t *testing.T) {
 	last := map[int]int64{}
 	for _, e := range f.TraceEvents {
 		if e.Ph == "X" && e.Cat == "step" {
-			last[*e.Tid] = max(last[*e.Tid], e.Args.Step)
+			last[timelineRank(*e.Tid)] = max(last[timelineRank(*e.Tid)], e.Args.Step)
 		}
 	}
 	for rank := range 2 {

@@ -10,9 +10,12 @@ import (
 )
 
 // The Chrome trace: {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}, the JSON Object Format
-// of the Trace Event Format that Perfetto and chrome://tracing open. Each CP group is a process (pid = the
-// group), each rank's step goroutine a thread (tid = the world rank), named by metadata ("M") events. Every span
+// of the Trace Event Format that Perfetto and chrome://tracing open. Each CP group is a process, each rank's step
+// goroutine a thread, named by metadata ("M") events ("CP group G", "rank R (cp rank C)"). Every span
 // is a complete ("X") event, ts and dur in microseconds since the job's common origin.
+//
+// The ids are one above the group and the rank (Pid, Tid), because Perfetto treats pid 0 and tid 0 as the
+// kernel's idle task (google/perfetto#394); the names say the group and the rank themselves.
 //
 // A thread's complete events must nest, and asynchronous work overlaps (copies queued behind each other, L3
 // reads of one prefetch in flight together). So each rank's copies, L3 reads and L3 writes get tracks of their
@@ -31,8 +34,14 @@ type Info struct {
 // finds every lane busy goes to the last one, where it may overlap its neighbour.
 const maxLanes = 999
 
-// asyncTid is the thread of lane lane of kind k on worldRank: a range per asynchronous kind, above the world
-// ranks, which are the step tracks' tids.
+// Pid is the process of CP group group.
+func Pid(group int) int { return group + 1 }
+
+// Tid is the thread of world rank worldRank's step track.
+func Tid(worldRank int) int { return worldRank + 1 }
+
+// asyncTid is the thread of lane lane of kind k on worldRank: a range per asynchronous kind, above the step
+// tracks' tids.
 func asyncTid(k Kind, worldRank, lane int) int {
 	return 1_000_000*(1+int(k-KindCopy)) + worldRank*1000 + lane
 }
@@ -54,23 +63,24 @@ func WriteChrome(out io.Writer, ranks []RankRecord, info Info) error {
 	groups := map[int]bool{}
 	for i := range ranks {
 		rr := &ranks[i]
+		pid := Pid(rr.CPGroup)
 		if !groups[rr.CPGroup] {
 			groups[rr.CPGroup] = true
-			w.meta("process_name", rr.CPGroup, 0, "name", fmt.Sprintf("CP group %d", rr.CPGroup))
-			w.metaInt("process_sort_index", rr.CPGroup, 0, rr.CPGroup)
+			w.meta("process_name", pid, pid, "name", fmt.Sprintf("CP group %d", rr.CPGroup))
+			w.metaInt("process_sort_index", pid, pid, rr.CPGroup)
 		}
-		w.meta("thread_name", rr.CPGroup, rr.WorldRank, "name", fmt.Sprintf("rank %d (cp rank %d)", rr.WorldRank, rr.CPRank))
-		w.metaInt("thread_sort_index", rr.CPGroup, rr.WorldRank, sortIndex(rr.WorldRank, KindStep, 0))
+		w.meta("thread_name", pid, Tid(rr.WorldRank), "name", fmt.Sprintf("rank %d (cp rank %d)", rr.WorldRank, rr.CPRank))
+		w.metaInt("thread_sort_index", pid, Tid(rr.WorldRank), sortIndex(rr.WorldRank, KindStep, 0))
 		lanes := assignLanes(rr.Spans)
 		named := map[int]bool{}
 		for j, s := range rr.Spans {
-			tid := rr.WorldRank
+			tid := Tid(rr.WorldRank)
 			if s.Kind.Async() {
 				tid = asyncTid(s.Kind, rr.WorldRank, lanes[j])
 				if !named[tid] {
 					named[tid] = true
-					w.meta("thread_name", rr.CPGroup, tid, "name", fmt.Sprintf("rank %d %s #%d", rr.WorldRank, laneNames[s.Kind], lanes[j]+1))
-					w.metaInt("thread_sort_index", rr.CPGroup, tid, sortIndex(rr.WorldRank, s.Kind, lanes[j]))
+					w.meta("thread_name", pid, tid, "name", fmt.Sprintf("rank %d %s #%d", rr.WorldRank, laneNames[s.Kind], lanes[j]+1))
+					w.metaInt("thread_sort_index", pid, tid, sortIndex(rr.WorldRank, s.Kind, lanes[j]))
 				}
 			}
 			w.span(rr, s, tid)
@@ -177,7 +187,7 @@ func (w *eventWriter) span(rr *RankRecord, s Span, tid int) {
 	} else {
 		b = append(b, w.quote(spanName(rr, s))...)
 	}
-	b = appendTimes(b, s.StartNs, s.DurNs, rr.CPGroup, tid)
+	b = appendTimes(b, s.StartNs, s.DurNs, Pid(rr.CPGroup), tid)
 	b = append(b, `,"args":{"step":`...)
 	b = strconv.AppendInt(b, s.Step, 10)
 	if key := countKey(s.Kind); key != "" {
@@ -196,7 +206,7 @@ func (w *eventWriter) span(rr *RankRecord, s Span, tid int) {
 	w.event(w.buf)
 	if s.Kind.Async() && s.RunDurNs > 0 {
 		b = append(w.buf[:0], `{"ph":"X","cat":"run","name":"run"`...)
-		w.buf = append(appendTimes(b, s.RunStartNs, s.RunDurNs, rr.CPGroup, tid), '}')
+		w.buf = append(appendTimes(b, s.RunStartNs, s.RunDurNs, Pid(rr.CPGroup), tid), '}')
 		w.event(w.buf)
 	}
 }

@@ -88,7 +88,8 @@ func TestChromeFileShape(t *testing.T) {
 			t.Errorf("an event of phase %q", e.Ph)
 		}
 	}
-	for _, want := range []string{"process_name 0 0 CP group 0", "thread_name 0 0 rank 0 (cp rank 0)", "thread_name 0 1 rank 1 (cp rank 1)"} {
+	// The ids are one above the group and rank: Perfetto takes pid 0 and tid 0 for the kernel's idle task.
+	for _, want := range []string{"process_name 1 1 CP group 0", "thread_name 1 1 rank 0 (cp rank 0)", "thread_name 1 2 rank 1 (cp rank 1)"} {
 		if !names[want] {
 			t.Errorf("no metadata %q in %v", want, names)
 		}
