@@ -158,8 +158,8 @@ func (o *runOptions) metricsFlags() []cli.Flag {
 		&cli.StringFlag{Name: "timeline", EnvVars: []string{"CPHICACHE_TIMELINE"}, Category: "output", Destination: &o.timeline,
 			Usage: "write every rank's steps as a Chrome trace (open it in Perfetto, ui.perfetto.dev, or chrome://tracing) to this file, " +
 				"merged and written by world rank 0: a process per CP group, a track per rank, spans for each step, its broadcast, " +
-				"consensus and local waits, fills, load-back checks, audits, L3 existence checks, and tracks of the rank's copies and " +
-				"L3 reads and writes from start to completion. Bounded by --timeline-steps and --timeline-every, and at most " +
+				"consensus and local waits, fills, load-back checks and audits, and tracks of the rank's copies and " +
+				"L3 existence checks, reads and writes from start to completion. Bounded by --timeline-steps and --timeline-every, and at most " +
 				strconv.Itoa(timeline.MaxSpansPerRank) + " spans a rank; the file's otherData says what was kept and each rank's time by span"},
 		&cli.Int64Flag{Name: "timeline-steps", Value: 200, EnvVars: []string{"CPHICACHE_TIMELINE_STEPS"}, Category: "output", Destination: &o.timelineSteps,
 			Usage: "--timeline records at most this many steps (the first ones, or every --timeline-every-th), and all that runs after the workload's last step; 0 = every step, up to the cap of spans"},

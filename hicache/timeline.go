@@ -43,8 +43,8 @@ func (rs *runState) startTimeline() error {
 	return nil
 }
 
-// timedNextStep is NextStep with its wait for the broadcast recorded, and the step's events told to the
-// recorder (the end of the stream too, which it records whatever the window).
+// timedNextStep is NextStep with its wait for the broadcast recorded, and step's events told to the recorder (the
+// core asks for them a step ahead), or the end of the stream, after which it records every step.
 func (rs *runState) timedNextStep(step int64) ([]workload.Event, error) {
 	tl := rs.tl
 	startNs := tl.Now()
@@ -53,7 +53,7 @@ func (rs *runState) timedNextStep(step int64) ([]workload.Event, error) {
 		tl.End(timeline.KindBroadcast, 0, startNs, 0)
 	}
 	if batch == nil && err == nil {
-		tl.StreamEnded()
+		tl.StreamEnded(step)
 	}
 	requests, flush := 0, false
 	for _, e := range batch {
@@ -63,7 +63,7 @@ func (rs *runState) timedNextStep(step int64) ([]workload.Event, error) {
 			requests++
 		}
 	}
-	tl.StepEvents(requests, flush)
+	tl.StepEvents(step, requests, flush)
 	return batch, err
 }
 
@@ -148,11 +148,4 @@ func (rs *runState) writeTimeline() error {
 	return outfile.WriteFrom("timeline", rs.opts.TimelinePath, func(w io.Writer) error {
 		return timeline.WriteChrome(w, records, timeline.Info{Clock: timelineClock})
 	})
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -19,7 +19,7 @@ import (
 //
 // A thread's complete events must nest, and asynchronous work overlaps (copies queued behind each other, L3
 // reads of one prefetch in flight together). So each rank's copies, L3 reads and L3 writes get tracks of their
-// own, "lanes": a span goes to the first lane of its kind whose last span has ended, which is the least number of
+// own, "lanes" (existence checks too: they run on the L3 read goroutines): a span goes to the first lane of its kind whose last span has ended, which is the least number of
 // lanes that keeps every lane's spans apart (interval partitioning); the lanes a rank needs are the most spans of
 // that kind it had in flight at once, which its bounded queues bound. Each such span holds a child "run" event,
 // from when its worker began it to when the work was done: the rest of the span is its time queued (and for a
@@ -46,15 +46,16 @@ func asyncTid(k Kind, worldRank, lane int) int {
 	return 1_000_000*(1+int(k-KindCopy)) + worldRank*1000 + lane
 }
 
-// sortIndex orders a rank's tracks: its step track, then its copy lanes, its L3 read lanes, its L3 write lanes.
+// sortIndex orders a rank's tracks: its step track, then its lanes of copies, L3 existence checks, L3 reads and
+// L3 writes.
 func sortIndex(worldRank int, k Kind, lane int) int {
 	if !k.Async() {
-		return worldRank * 4000
+		return worldRank * 5000
 	}
-	return worldRank*4000 + 1000*(1+int(k-KindCopy)) + lane
+	return worldRank*5000 + 1000*(1+int(k-KindCopy)) + lane
 }
 
-var laneNames = map[Kind]string{KindCopy: "copies", KindL3Read: "L3 reads", KindL3Write: "L3 writes"}
+var laneNames = map[Kind]string{KindCopy: "copies", KindExists: "L3 existence checks", KindL3Read: "L3 reads", KindL3Write: "L3 writes"}
 
 // WriteChrome writes the ranks' timelines as one Chrome trace.
 func WriteChrome(out io.Writer, ranks []RankRecord, info Info) error {
@@ -229,7 +230,7 @@ func spanName(rr *RankRecord, s Span) string {
 }
 
 var displayNames = [kinds]string{KindBroadcast: "broadcast", KindFill: "fill", KindVerify: "verify load-back", KindAudit: "audit",
-	KindExists: "L3 exists", KindL3Land: "L3 land", KindFinish: "finish", KindL3Read: "L3 read", KindL3Write: "L3 write"}
+	KindExists: "L3 exists", KindFinish: "finish", KindL3Read: "L3 read", KindL3Write: "L3 write"}
 
 // countKey names a span's Count in its args ("" for none).
 func countKey(k Kind) string {
@@ -238,10 +239,10 @@ func countKey(k Kind) string {
 		return "requests"
 	case KindFill, KindVerify, KindAudit, KindCopy:
 		return "pages"
-	case KindL3Land, KindL3Read, KindL3Write:
+	case KindL3Read, KindL3Write:
 		return "bytes"
 	case KindExists:
-		return "found"
+		return "keys"
 	}
 	return ""
 }

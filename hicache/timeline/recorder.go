@@ -30,17 +30,16 @@ const (
 	KindFill                  // computed KV written into device pages (Env.Fill)
 	KindVerify                // a finished load-back checked byte for byte (Env.VerifyLoad)
 	KindAudit                 // a committed object checked in the shared slab (Env.Audit)
-	KindExists                // an L3 existence check (Env.Exists)
-	KindL3Land                // an L3 read's payload scattered into the slab, on the step goroutine
 	KindFinish                // the end of the run after the last step: the final consensus and drains
 	KindCopy                  // asynchronous: a copy from its Start to its completion, its run on the copy worker
+	KindExists                // asynchronous: an L3 existence check (cache.ExistenceCheck) from its Start to answered
 	KindL3Read                // asynchronous: an L3 block read from its Start to landed in the slab
 	KindL3Write               // asynchronous: an L3 block write from its Start to published
 	kinds
 )
 
 var kindNames = [kinds]string{"none", "step", "broadcast", "consensus", "wait", "fill", "verify_load", "audit",
-	"l3_exists", "l3_land", "finish", "copy", "l3_read", "l3_write"}
+	"finish", "copy", "l3_exists", "l3_read", "l3_write"}
 
 func (k Kind) String() string {
 	if k >= kinds {
@@ -56,7 +55,7 @@ func (k Kind) Async() bool { return k >= KindCopy && k < kinds }
 // Span is one recorded interval, in nanoseconds since the job's common origin. An asynchronous span also has its
 // run: when its worker began it and how long the work itself took (the rest of the span is its time queued, and
 // for a read its wait to be landed). Count is the kind's measure: a step's requests, pages of a fill, verify,
-// audit or copy, bytes of an L3 read or write, 1 for an L3 block found (0 not found).
+// audit or copy, bytes of an L3 read or write, keys of an existence check.
 type Span struct {
 	Kind       Kind
 	Name       uint16 // an index into the rank's names (Recorder.Name): the consensus kind, the wait's reason
@@ -90,10 +89,12 @@ type Recorder struct {
 	step        int64 // the step in progress: the last one done, plus 1
 	stepStartNs int64
 	recording   bool  // the step in progress is recorded
-	streamEnded bool  // the workload's last step is done: record the rest
-	streamEndAt int64 // the step in progress when it was
-	flush       bool  // the step in progress is a flush
-	requests    int64
+	streamEndAt int64 // the step the workload had no events for (0: not yet): it and every later one are recorded
+	// The events of the step in progress, and of the next when they are known (the core reads the stream a step
+	// ahead).
+	requests, nextRequests int64
+	flush, nextFlush       bool
+	nextKnown              bool
 
 	stepsKept           int64
 	firstStep, lastStep int64
@@ -180,16 +181,24 @@ func (r *Recorder) takeInbox() {
 	}
 }
 
-// StepEvents tells the recorder what the step in progress serves: its requests, or a flush (the step span is then
-// named "flush").
-func (r *Recorder) StepEvents(requests int, flush bool) {
-	r.requests, r.flush = int64(requests), flush
+// StepEvents tells the recorder what step serves, the step in progress or the next: its requests, or a flush
+// (its span is then named "flush").
+func (r *Recorder) StepEvents(step int64, requests int, flush bool) {
+	switch step {
+	case r.step:
+		r.requests, r.flush = int64(requests), flush
+	case r.step + 1:
+		r.nextRequests, r.nextFlush, r.nextKnown = int64(requests), flush, true
+	}
 }
 
-// StreamEnded is told that the workload has no more steps: what follows is recorded, whatever the window.
-func (r *Recorder) StreamEnded() {
-	r.streamEnded, r.streamEndAt = true, r.step
-	r.recording = true
+// StreamEnded is told that the workload has no events for step: it and every later step (those of requests that
+// still wait for a prefetch) and the run's end are recorded, whatever the window.
+func (r *Recorder) StreamEnded(step int64) {
+	r.streamEndAt = step
+	if step <= r.step {
+		r.recording = true
+	}
 }
 
 // StepDone records the step span of step (the step in progress) and begins the next.
@@ -218,9 +227,12 @@ func (r *Recorder) Finish() {
 
 func (r *Recorder) beginStep(step, nowNs int64) {
 	r.step, r.stepStartNs, r.requests, r.flush = step, nowNs, 0, false
+	if r.nextKnown {
+		r.requests, r.flush, r.nextKnown = r.nextRequests, r.nextFlush, false
+	}
 	w := r.window
 	inWindow := (step-1)%w.Every == 0 && (w.Steps == 0 || r.stepsKept < w.Steps)
-	r.recording = r.streamEnded || inWindow
+	r.recording = (r.streamEndAt > 0 && step >= r.streamEndAt) || inWindow
 }
 
 func cmpOr(a, b int64) int64 {

@@ -9,11 +9,13 @@ import (
 	"time"
 )
 
-// runSteps drives a recorder as the runner does: every step a consensus span when the step is on, then its end.
+// runSteps drives a recorder as the runner does: the first step's events, then in every step the next step's
+// events (the core reads the stream a step ahead), a consensus span when the step is on, and its end.
 func runSteps(r *Recorder, steps int64) {
 	name := r.Name("step")
+	r.StepEvents(1, 1, false)
 	for step := int64(1); step <= steps; step++ {
-		r.StepEvents(int(step%4), step%5 == 0)
+		r.StepEvents(step+1, int((step+1)%4), (step+1)%5 == 0)
 		if r.On() {
 			r.End(KindConsensus, name, r.Now(), 0)
 		}
@@ -32,19 +34,25 @@ func stepsOf(spans []Span, k Kind) []int64 {
 }
 
 // TestWindowKeepsEveryKthStepUpToItsBound: steps 1, 3, 5 of ten with every 2 and at most 3, their spans and no
-// other step's; after the workload's end every step is kept again, and the finish.
+// other step's; after the workload's last step every step is kept again, and the finish.
 func TestWindowKeepsEveryKthStepUpToItsBound(t *testing.T) {
 	r := NewRecorder(time.Now(), Window{Steps: 3, Every: 2}, 0)
-	runSteps(r, 10)
+	runSteps(r, 9)
 	if got := stepsOf(r.spans, KindStep); !slices.Equal(got, []int64{1, 3, 5}) {
 		t.Errorf("steps kept %v, want [1 3 5]", got)
 	}
 	if got := stepsOf(r.spans, KindConsensus); !slices.Equal(got, []int64{1, 3, 5}) {
 		t.Errorf("consensus spans of steps %v, want [1 3 5]", got)
 	}
-	r.StreamEnded()
+	// Step 10 was the workload's last: the stream had nothing for step 11, which serves the requests still
+	// waiting for a prefetch.
+	r.StreamEnded(11)
+	if r.On() {
+		t.Fatal("step 10, outside the window, is recorded once the stream has ended")
+	}
+	r.StepDone(10)
 	if !r.On() {
-		t.Fatal("the end of the run is not recorded")
+		t.Fatal("the step after the workload's last is not recorded")
 	}
 	r.End(KindWait, r.Name("L3 drain"), r.Now(), 0)
 	r.StepDone(11)
@@ -110,7 +118,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	r := NewRecorder(time.Now(), Window{Steps: 9, Every: 1}, 0)
 	runSteps(r, 4)
 	r.Add(Span{Kind: KindL3Read, Step: 2, StartNs: 10, DurNs: 90, RunStartNs: 30, RunDurNs: 40, Count: 32768})
-	r.StreamEnded()
+	r.StreamEnded(5)
 	r.StepDone(5)
 	want := r.Record(5, 2, 1)
 	b := want.Encode()
