@@ -25,9 +25,6 @@ const drainPollInterval = 50 * time.Microsecond
 // are armed now, before any of its copies.
 func (rs *runState) NextStep(step int64) ([]workload.Event, error) {
 	rs.injectCopyFaults(step - 1)
-	if rs.tl != nil {
-		return rs.timedNextStep(step)
-	}
 	return rs.nextStep(step)
 }
 
@@ -36,9 +33,6 @@ func (rs *runState) NextStep(step int64) ([]workload.Event, error) {
 func (rs *runState) Collective(c *cache.Collective) error {
 	if c.Kind == StepConsensus {
 		rs.injectHangOrExit(c.Step)
-	}
-	if rs.tl.On() {
-		defer rs.tl.End(timeline.KindConsensus, rs.tlNames.consensus[c.Kind], rs.tl.Now(), 0)
 	}
 	return rs.cons.collective(c)
 }
@@ -115,9 +109,6 @@ func (rs *runState) Wait(r cache.WaitReason, done func() bool) error {
 	rs.deliver(false)
 	if done() {
 		return nil
-	}
-	if rs.tl.On() {
-		defer rs.tl.End(timeline.KindWait, rs.tl.Name(r.Name), rs.tl.Now(), 0)
 	}
 	rs.cons.watchdog.ArmDrain(r.Name, r.Hint, rs.cons.group, rs.cons.cp.Size(), rs.core.Step())
 	defer rs.cons.watchdog.DisarmDrain()
@@ -225,9 +216,6 @@ func (rs *runState) countWrite(x doneWork) {
 func (rs *runState) StepDone(step int64) {
 	rs.progress.update(step, rs.core.Counters().Requests)
 	rs.writeMetricsIfDue()
-	if rs.tl != nil {
-		rs.tl.StepDone(step)
-	}
 }
 
 // Prefetch times each prefetch from its start to the consensus that agreed it done.
@@ -283,9 +271,6 @@ func (rs *runState) contentKey(rank, layer, payload int) cache.ContentKey {
 // buffer written in one call (a part is often a few hundred bytes, and a GPU's copy per part would cost more
 // than the part).
 func (rs *runState) Fill(f *cache.Fill) error {
-	if rs.tl.On() {
-		defer rs.tl.End(timeline.KindFill, 0, rs.tl.Now(), int64(len(f.DevicePages)))
-	}
 	g := rs.geometry
 	for layer := range g.Layers {
 		for payload := range g.PayloadsPerLayer {
@@ -312,9 +297,6 @@ func (rs *runState) Fill(f *cache.Fill) error {
 // VerifyLoad checks every part of a finished load-back against the content function, in place in the CPU
 // build's device buffer, or reading each run of consecutive device pages of a layer and payload back in one call.
 func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err error) {
-	if rs.tl.On() {
-		defer rs.tl.End(timeline.KindVerify, 0, rs.tl.Now(), int64(len(v.DevicePages)))
-	}
 	g := rs.geometry
 	bad := make([]bool, len(v.DevicePages))
 	for layer := range g.Layers {
@@ -391,9 +373,6 @@ func (rs *runState) staging(pages int) []byte {
 // Audit checks a committed object in this node's slab, the node-local parts it names, against the content
 // function of the CP rank whose part each is.
 func (rs *runState) Audit(a *cache.Audit) bool {
-	if rs.tl.On() {
-		defer rs.tl.End(timeline.KindAudit, 0, rs.tl.Now(), int64(len(a.Slots)))
-	}
 	g := rs.geometry
 	mem := rs.slab.Slabs
 	ok := true

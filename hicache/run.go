@@ -214,7 +214,7 @@ func (rs *runState) setUp() error {
 	rs.partBuf = make([]byte, rs.partBytes)
 	cfg := rs.opts.coreConfig(g, t.CPRank, t.CPGroup, t.WorldRank)
 	cfg.GroupNode, cfg.NodePart = t.GroupNode, t.NodePart
-	if rs.core, err = cache.New(cfg, rs); err != nil {
+	if rs.core, err = cache.New(cfg, rs.env()); err != nil {
 		return err
 	}
 	rs.tasks, rs.workerDone = make(chan copyTask, copyQueueTasks), make(chan struct{})

@@ -43,12 +43,32 @@ func (rs *runState) startTimeline() error {
 	return nil
 }
 
-// timedNextStep is NextStep with its wait for the broadcast recorded, and step's events told to the recorder (the
-// core asks for them a step ahead), or the end of the stream, after which it records every step.
-func (rs *runState) timedNextStep(step int64) ([]workload.Event, error) {
-	tl := rs.tl
+// env is the core's Env: the runner itself, or with --timeline the runner with its calls on the step goroutine
+// timed (timedEnv), so that without it they cost nothing at all.
+func (rs *runState) env() cache.Env {
+	if rs.opts.TimelinePath == "" {
+		return rs
+	}
+	return timedEnv{rs}
+}
+
+// timedEnv is the runner as the core's Env with every call that waits or works on the step goroutine recorded
+// as a span of its step track (the recorder exists once the replay starts; until then the calls go through).
+// Start is the runner's own: its L3 jobs and copies time themselves (timedJob, timeCopy), as does a wait for a
+// full queue (enqueue).
+type timedEnv struct{ *runState }
+
+var _ cache.Env = timedEnv{}
+
+// NextStep records its wait for the broadcast, and tells the recorder step's events (the core asks for them a
+// step ahead), or the end of the stream, after which it records every step.
+func (e timedEnv) NextStep(step int64) ([]workload.Event, error) {
+	tl := e.tl
+	if tl == nil {
+		return e.runState.NextStep(step)
+	}
 	startNs := tl.Now()
-	batch, err := rs.nextStep(step)
+	batch, err := e.runState.NextStep(step)
 	if tl.On() {
 		tl.End(timeline.KindBroadcast, 0, startNs, 0)
 	}
@@ -65,6 +85,49 @@ func (rs *runState) timedNextStep(step int64) ([]workload.Event, error) {
 	}
 	tl.StepEvents(step, requests, flush)
 	return batch, err
+}
+
+func (e timedEnv) Collective(c *cache.Collective) error {
+	if e.tl.On() {
+		defer e.tl.End(timeline.KindConsensus, e.tlNames.consensus[c.Kind], e.tl.Now(), 0)
+	}
+	return e.runState.Collective(c)
+}
+
+// Wait records a wait that was not over when asked (one that is over at once is no span).
+func (e timedEnv) Wait(r cache.WaitReason, done func() bool) error {
+	if e.tl.On() && !done() {
+		defer e.tl.End(timeline.KindWait, e.tl.Name(r.Name), e.tl.Now(), 0)
+	}
+	return e.runState.Wait(r, done)
+}
+
+func (e timedEnv) StepDone(step int64) {
+	e.runState.StepDone(step)
+	if e.tl != nil {
+		e.tl.StepDone(step)
+	}
+}
+
+func (e timedEnv) Fill(f *cache.Fill) error {
+	if e.tl.On() {
+		defer e.tl.End(timeline.KindFill, 0, e.tl.Now(), int64(len(f.DevicePages)))
+	}
+	return e.runState.Fill(f)
+}
+
+func (e timedEnv) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err error) {
+	if e.tl.On() {
+		defer e.tl.End(timeline.KindVerify, 0, e.tl.Now(), int64(len(v.DevicePages)))
+	}
+	return e.runState.VerifyLoad(v)
+}
+
+func (e timedEnv) Audit(a *cache.Audit) bool {
+	if e.tl.On() {
+		defer e.tl.End(timeline.KindAudit, 0, e.tl.Now(), int64(len(a.Slots)))
+	}
+	return e.runState.Audit(a)
 }
 
 // timedJob wraps an L3 I/O job started now (count: its bytes, or an existence check's keys): when the step is
