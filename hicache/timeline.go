@@ -11,9 +11,10 @@ import (
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
-// run --timeline on one rank: the recorder (package timeline) started on the job's common origin, the hooks the
-// Env's calls use to time themselves (each one nil check when --timeline is off), and the gather of every
-// rank's record to world rank 0, which writes the file.
+// run --timeline on one rank: the recorder (package timeline) started on the job's common origin; the Env the
+// core is given with it (timedEnv), which times the step goroutine's calls; the hooks of the asynchronous work
+// (each one nil check when --timeline is off); and the gather of every rank's record to world rank 0, which
+// writes the file.
 
 // timelineClock says, in the file, how the ranks' times were put on one origin.
 const timelineClock = "each rank's monotonic clock, zero at the instant it left a barrier of the world communicator " +
