@@ -141,7 +141,9 @@ func (g *group) reportHash(r *rank, step int64, h uint64) {
 
 // slabs is the group's shared L2 as the L3's block I/O sees it: its one node's (a group with an L3 lies in one
 // node: the L3 over several is refused, as the runner refuses it).
-func (g *group) slabs() l3.Slabs { return l3.Slabs{Geometry: g.j.cfg.Geometry, Mem: g.mem.NodeSlabs[0]} }
+func (g *group) slabs() l3.Slabs {
+	return l3.Slabs{Geometry: g.j.cfg.Geometry, Mem: g.mem.NodeSlabs[0]}
+}
 
 // checkAudits runs once every rank ended step: every object committed in it was audited on every node of the
 // group, once (the consensus that commits it is the same on every rank, and each node's auditor checks it
