@@ -103,7 +103,7 @@ bench-smoke: build $(BENCH_REF)
 	timeout 120 $(BIN) bench copy --part-sizes 4096,65536 --total-bytes 1048576 --iters 1 --rounds 2 \
 		--json $(BENCH_SMOKE)/copy.json --plot $(BENCH_SMOKE)/copy.png > $(BENCH_SMOKE)/copy.txt
 	timeout 120 $(BIN) bench reserve --slots-log2 10,14 --pages 1,16 --min-seconds 0.01 --json $(BENCH_SMOKE)/reserve.json > $(BENCH_SMOKE)/reserve.txt
-	timeout 120 $(BIN) bench l3 --l3-dir $(BENCH_SMOKE) --block-bytes 4096,65536 --blocks 4 --rounds 1 --json $(BENCH_SMOKE)/l3.json > $(BENCH_SMOKE)/l3.txt
+	timeout 120 $(BIN) bench l3 --l3-dir $(BENCH_SMOKE) --block-bytes 4096,65536 --blocks 4 --round-bytes 0 --rounds 1 --json $(BENCH_SMOKE)/l3.json > $(BENCH_SMOKE)/l3.txt
 	timeout 300 $(BIN) bench e2e --np-list 1,2 --assert-every-list 8,0 --repeats 1 --mpirun "$(BENCH_MPIRUN)" \
 		--out-dir $(BENCH_SMOKE)/e2e --json $(BENCH_SMOKE)/e2e.json > $(BENCH_SMOKE)/e2e.txt
 	timeout 60 $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BENCH_REF) 16 50 > $(BENCH_SMOKE)/allreduce-ref.txt
