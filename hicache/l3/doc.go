@@ -8,6 +8,10 @@
 // removed, and is the caller's miss), and the byte budget (LRU by last use, seeded from the files' modification
 // times, so a job continues the order the last one left).
 //
+// On the operating system's filesystem block files are read and written on raw descriptors (osfile.go): a
+// verified read of a small block is one readv of its header and payload, a write one pwritev, each payload byte
+// hashed while it is in the CPU's cache.
+//
 // A block path that is not a regular file (a FIFO, a directory, a socket, a device, or a symbolic link to one)
 // is a corrupt block too: it is found without blocking (regular.go) and never read.
 //

@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
 	"time"
 )
 
@@ -63,32 +62,15 @@ func (OSFS) SyncDir(dir string) error {
 	return errors.Join(d.Sync(), d.Close())
 }
 
-// openRegular opens path for reading if it is a regular file (or a symbolic link to one), without blocking on
-// whatever else it may be (regular.go says why). The error is fs.ErrNotExist's when there is nothing at path, a
-// *notRegularError when there is something else (a socket cannot be opened at all, ENXIO: a stat says what it
-// is), or the open's. The file is an osFile, still O_NONBLOCK: Linux ignores the flag on a regular file, and a
-// filesystem that honoured it would answer a read with EAGAIN, which the osFile meets by clearing the flag.
-func openRegular(path string) (ReadFile, fs.FileInfo, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	for err == syscall.EINTR {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		if err != syscall.ENOENT {
-			if info, serr := os.Stat(path); serr == nil && !info.Mode().IsRegular() {
-				return nil, nil, &notRegularError{path: path, info: info}
-			}
-		}
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := &osFile{fd: fd, path: path, nonblock: true}
-	info, err := f.Stat()
-	if err == nil && !info.Mode().IsRegular() {
-		err = &notRegularError{path: path, info: info}
-	}
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, info, nil
+// vectorReader and vectorWriter are what a block file offers beyond ReadFile and TempFile when it is the
+// operating system's (osFile); the Store's fast paths ask for them. Their methods are unexported, so that a
+// wrapper of *os.File (a test's faulty file) never offers them by accident and keeps its faults on the path.
+type vectorReader interface {
+	readv(bufs [][]byte) (int, error) // reads into bufs in order, as one read system call does: maybe short
+	touch(t time.Time) error          // sets the open file's modification and access times
+}
+
+type vectorWriter interface {
+	pwritev(bufs [][]byte, offset int64) error // writes every byte of bufs at offset, in order
+	touch(t time.Time) error
 }
