@@ -17,7 +17,7 @@ import (
 // On Linux the block files are raw descriptors, not *os.File: a regular file is never pollable, yet os.Open
 // offers each one to Go's poller (an epoll_ctl that fails), and the O_NONBLOCK open then cost two fcntls: three
 // of the ten system calls a 32 KiB verified read made (Go CPU profile of BenchmarkRead: system calls 72% of it).
-// The descriptor also lets a read take the header and the payload's first chunk in one readv, a write put the
+// The descriptor also lets a read take the header and a small payload in one readv, a write put the
 // header and a small payload in one pwritev, and both set the modification time through the descriptor
 // (futimens, about 2 us here) rather than by path (utimensat, about 4 us). osfile_other.go keeps *os.File
 // elsewhere.

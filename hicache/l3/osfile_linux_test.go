@@ -11,13 +11,13 @@ import (
 
 // TestVectoredBlockFilesAcrossChunks: on the operating system's filesystem a block is written with pwritev (one
 // call with its header when it fits a read chunk, else chunk by chunk and the header last) and read with one
-// readv of the header and the first chunk, then chunk by chunk. At every size around the chunk boundaries the
+// readv of the header and a payload of up to oneReadPayloadBytes, else of the header, then chunk by chunk. At every size around the chunk boundaries the
 // file is byte for byte what a plain write of the header and the payload makes (MemFS's), it reads back whole,
 // and a byte flipped in its first or last chunk is found.
 func TestVectoredBlockFilesAcrossChunks(t *testing.T) {
 	s := openStore(t, t.TempDir(), testNS, 1<<40, nil)
 	page := int(testNS.PayloadBytes(pageTokens))
-	for _, size := range []int{page, readChunkBytes - page, readChunkBytes, readChunkBytes + page, 3*readChunkBytes + page} {
+	for _, size := range []int{page, oneReadPayloadBytes, oneReadPayloadBytes + page, readChunkBytes - page, readChunkBytes, readChunkBytes + page, 3*readChunkBytes + page} {
 		tokens := size / page * pageTokens
 		payload := content(uint64(size), 3, tokens)
 		key := uint64(size)
