@@ -20,13 +20,13 @@ import (
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "benchmarks, each beside a reference measured in the same run: allreduce and step (under mpirun), copy, reserve, l3, e2e",
+		Usage: "benchmarks, each beside a reference measured in the same run: allreduce and step (under mpirun), copy, reserve, l3, e2e, replay",
 		Description: "Output in the style of nccl-tests: a '#' header with the version, configuration and rank -> host map, " +
 			"fixed-width columns with a units line, a #wrong column from validation outside the timed loops, and a non-zero " +
 			"exit on any wrong result. --json FILE writes the rows for machines, --plot FILE.png draws them. " +
 			"See bench/PERFORMANCE.md.",
 		OnUsageError: onUsageError,
-		Subcommands:  []*cli.Command{benchAllreduceCommand(), benchStepCommand(), benchCopyCommand(), benchReserveCommand(), benchL3Command(), benchE2ECommand()},
+		Subcommands:  []*cli.Command{benchAllreduceCommand(), benchStepCommand(), benchCopyCommand(), benchReserveCommand(), benchL3Command(), benchE2ECommand(), benchReplayCommand()},
 	}
 }
 

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +90,116 @@ func TestBenchStepRefusesOneRank(t *testing.T) {
 	res := runMPI(t, 1, 60*time.Second, "bench", "step", "--iters", "5", "--rounds", "1")
 	if res.exitCode == 0 || !strings.Contains(res.stdout+res.stderr, "at least 2 ranks") {
 		t.Errorf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
+	}
+}
+
+// bench replay at tiny scale (2 ranks, a 12-request Mooncake trace of which --trace-limit keeps 10, 3 repeats):
+// nine real mpirun launches, alternating L2-only, L3-empty, L3-filled; the filled launch of each repeat reads the
+// directory its empty launch filled, a fresh one each repeat, all removed at the end; and every ratio printed is
+// the one its runs give. It never looks at a time's value.
+func TestBenchReplaySmoke(t *testing.T) {
+	dir := t.TempDir()
+	trace, l3Parent, jsonPath := filepath.Join(dir, "trace.jsonl"), filepath.Join(dir, "l3"), filepath.Join(dir, "replay.json")
+	var lines strings.Builder
+	for i := range 12 { // a shared 3-block prefix, then a block of the request's own: the second job finds the prefix in the L3
+		fmt.Fprintf(&lines, `{"timestamp": %d, "input_length": 2048, "output_length": 4, "hash_ids": [0, 1, 2, %d]}`+"\n", 10*i, 100+i)
+	}
+	if err := os.WriteFile(trace, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(l3Parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, "bench", "replay", "--np", "2", "--trace", trace, "--l3-parent", l3Parent,
+		"--out-dir", filepath.Join(dir, "out"), "--json", jsonPath, "--plain-rounds", "3", "--l3-run-args", "--l3-prefetch-threshold 64",
+		"--", "--cp", "2", "--trace-limit", "10", "--page-tokens", "64", "--token-bytes", "8", "--layers", "1")
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench replay: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Rows []struct {
+			Config   string  `json:"config"`
+			Runs     int     `json:"runs"`
+			Wall     float64 `json:"wall_seconds"`
+			OverL2   float64 `json:"wall_over_l2_only"`
+			P99Ms    float64 `json:"prefetch_wait_p99_ms"`
+			ReadByte float64 `json:"l3_read_bytes"`
+			Wrong    int64   `json:"wrong"`
+		} `json:"rows"`
+		Ratios   map[string]float64 `json:"ratios"`
+		Prefetch struct {
+			Blocks      int     `json:"blocks"`
+			PlainReadMs float64 `json:"plain_read_ms"`
+		} `json:"prefetch_plain_read"`
+		Runs []struct {
+			Config string  `json:"config"`
+			Repeat int     `json:"repeat"`
+			L3Dir  string  `json:"l3_dir"`
+			Wall   float64 `json:"wall_seconds"`
+		} `json:"runs"`
+	}
+	var top struct {
+		Result json.RawMessage `json:"rows"` // the whole result, as bench e2e's
+		Wrong  int64           `json:"wrong"`
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(top.Result, &doc); err != nil {
+		t.Fatal(err)
+	}
+	configs := []string{"L2-only", "L3-empty", "L3-filled"}
+	if len(doc.Runs) != 9 || len(doc.Rows) != 3 || top.Wrong != 0 {
+		t.Fatalf("%d runs, %d rows, %d wrong; want 9 runs and 3 rows, nothing wrong\n%s", len(doc.Runs), len(doc.Rows), top.Wrong, out)
+	}
+	walls := map[string][]float64{}
+	for i, r := range doc.Runs {
+		if r.Config != configs[i%3] || r.Repeat != i/3 {
+			t.Errorf("launch %d is %s of repeat %d: want the configurations alternating, a repeat at a time", i, r.Config, r.Repeat)
+		}
+		switch {
+		case r.Config == "L2-only" && r.L3Dir != "":
+			t.Errorf("launch %d: an L2-only launch with an L3 directory %s", i, r.L3Dir)
+		case r.Config == "L3-filled" && r.L3Dir != doc.Runs[i-1].L3Dir:
+			t.Errorf("launch %d: the filled launch reads %s, not the directory the empty one filled (%s)", i, r.L3Dir, doc.Runs[i-1].L3Dir)
+		case r.Config == "L3-empty" && i >= 3 && r.L3Dir == doc.Runs[i-3].L3Dir:
+			t.Errorf("launch %d: repeat %d's empty launch reuses %s", i, r.Repeat, r.L3Dir)
+		}
+		walls[r.Config] = append(walls[r.Config], r.Wall)
+	}
+	if left, _ := os.ReadDir(l3Parent); len(left) != 0 {
+		t.Errorf("the L3 directories were left behind: %v", left)
+	}
+	med := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return s[len(s)/2] }
+	base := med(walls["L2-only"])
+	for i, r := range doc.Rows {
+		if r.Config != configs[i] || r.Runs != 3 || r.Wall != med(walls[r.Config]) || math.Abs(r.OverL2-r.Wall/base) > 1e-9 {
+			t.Errorf("row %+v: want %s, 3 runs, the median wall of its runs (%v) and its ratio to L2-only's median (%g)", r, configs[i], walls[r.Config], base)
+		}
+	}
+	filled := doc.Rows[2]
+	if !(filled.ReadByte > 0) || doc.Prefetch.Blocks < 1 || !(doc.Prefetch.PlainReadMs > 0) {
+		t.Fatalf("the filled launches read %g bytes from the L3, plain reference %+v: want both measured\n%s", filled.ReadByte, doc.Prefetch, out)
+	}
+	for name, want := range map[string]float64{
+		"l3_empty_over_l2_only": doc.Rows[1].Wall / base, "l3_filled_over_l2_only": filled.Wall / base,
+		"l3_filled_prefetch_p99_over_plain_read": filled.P99Ms / doc.Prefetch.PlainReadMs,
+	} {
+		if got, ok := doc.Ratios[name]; !ok || math.Abs(got-want) > 1e-9*want {
+			t.Errorf("ratio %s: %g, want %g from the runs", name, got, want)
+		}
+	}
+	for _, line := range []string{"# L3-empty / L2-only wall: ", "# L3-filled / L2-only wall: ", "# L3-filled prefetch wait p99 / plain read: "} {
+		if !strings.Contains(string(out), line) {
+			t.Errorf("no line %q in\n%s", line, out)
+		}
 	}
 }

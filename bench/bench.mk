@@ -5,6 +5,8 @@
 #   make bench-c       build/bench/allreduce_ref: the C reference loop as a standalone mpicc program
 #   make bench-allreduce-mpich   allreduce at np 2 and 8 under MPICH (bin/cphicache-mpich, mpiexec.mpich)
 #   make bench-smoke   every benchmark, tiny, checking exit 0 and #wrong 0 (in `make test`; never asserts a time)
+#   make bench-replay  issue 25's targets: the shared Mooncake trace (or BENCH_REPLAY_TRACE) at BENCH_REPLAY_NP ranks, L2 only,
+#                      L2 + L3 empty and L2 + L3 filled, median of 3 each (several minutes; not part of make bench)
 
 BENCH_DIR         := $(BUILD)/bench
 BENCH_REF         := $(BENCH_DIR)/allreduce_ref
@@ -16,7 +18,7 @@ BENCH_E2E_REPEATS ?= 5
 # mpirun as the Makefile runs it, for the e2e benchmark's own launches.
 BENCH_MPIRUN      := $(MPIRUN) $(MPIRUN_FLAGS)
 
-.PHONY: bench bench-c bench-smoke bench-allreduce bench-allreduce-mpich bench-step bench-copy bench-reserve bench-l3 bench-e2e
+.PHONY: bench bench-c bench-smoke bench-allreduce bench-allreduce-mpich bench-step bench-copy bench-reserve bench-l3 bench-e2e bench-replay
 
 $(BENCH_REF): bench/c/allreduce_ref.c bench/ref_allreduce.c bench/ref_allreduce.h | deps
 	@mkdir -p $(BENCH_DIR)
@@ -81,6 +83,15 @@ bench-e2e: build
 	timeout 1200 $(BIN) bench e2e --np-list $(BENCH_E2E_NPS) --repeats $(BENCH_E2E_REPEATS) --mpirun "$(BENCH_MPIRUN)" \
 		--out-dir $(BENCH_DIR)/e2e --json $(BENCH_DIR)/e2e.json | tee $(BENCH_DIR)/e2e.txt
 
+# The replay's L3 directories are made (and removed) beside bench l3's, on the filesystem it measures.
+BENCH_REPLAY_NP    ?= $(NP)
+BENCH_REPLAY_TRACE ?=
+BENCH_REPLAY_ARGS  ?= --cp $(BENCH_REPLAY_NP) --page-tokens 64 --token-bytes 8 --layers 1 --device-pages 4096 --l2-slots 32768
+bench-replay: build
+	@mkdir -p $(BENCH_DIR)
+	timeout 3600 $(BIN) bench replay --np $(BENCH_REPLAY_NP) --mpirun "$(BENCH_MPIRUN)" $(if $(BENCH_REPLAY_TRACE),--trace $(BENCH_REPLAY_TRACE)) \
+		--l3-parent $(BENCH_L3_DIR) --run-args "$(BENCH_REPLAY_ARGS)" --out-dir $(BENCH_DIR)/replay --json $(BENCH_DIR)/replay.json | tee $(BENCH_DIR)/replay.txt
+
 # The smoke test proves every benchmark runs and validates: exit 0 and a #wrong column of zeros (the last column
 # of every data row). It never looks at a time. About 20 s here.
 BENCH_SMOKE := $(BUILD)/bench-smoke
@@ -92,7 +103,7 @@ bench-smoke: build $(BENCH_REF)
 	timeout 120 $(BIN) bench copy --part-sizes 4096,65536 --total-bytes 1048576 --iters 1 --rounds 2 \
 		--json $(BENCH_SMOKE)/copy.json --plot $(BENCH_SMOKE)/copy.png > $(BENCH_SMOKE)/copy.txt
 	timeout 120 $(BIN) bench reserve --slots-log2 10,14 --pages 1,16 --min-seconds 0.01 --json $(BENCH_SMOKE)/reserve.json > $(BENCH_SMOKE)/reserve.txt
-	timeout 120 $(BIN) bench l3 --l3-dir $(BENCH_SMOKE) --block-bytes 4096,65536 --blocks 4 --rounds 1 --json $(BENCH_SMOKE)/l3.json > $(BENCH_SMOKE)/l3.txt
+	timeout 120 $(BIN) bench l3 --l3-dir $(BENCH_SMOKE) --block-bytes 4096,65536 --blocks 4 --round-bytes 0 --rounds 1 --json $(BENCH_SMOKE)/l3.json > $(BENCH_SMOKE)/l3.txt
 	timeout 300 $(BIN) bench e2e --np-list 1,2 --assert-every-list 8,0 --repeats 1 --mpirun "$(BENCH_MPIRUN)" \
 		--out-dir $(BENCH_SMOKE)/e2e --json $(BENCH_SMOKE)/e2e.json > $(BENCH_SMOKE)/e2e.txt
 	timeout 60 $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BENCH_REF) 16 50 > $(BENCH_SMOKE)/allreduce-ref.txt

@@ -248,11 +248,16 @@ func E2ERanks(runs []E2ERun) []spmd.RankInfo {
 			largest = r.report
 		}
 	}
+	return reportRanks(largest)
+}
+
+// reportRanks is a report's rank -> host map, from its CP groups (none without a report).
+func reportRanks(r *hicache.Report) []spmd.RankInfo {
 	var ranks []spmd.RankInfo
-	if largest == nil {
+	if r == nil {
 		return nil
 	}
-	for _, g := range largest.Groups {
+	for _, g := range r.Groups {
 		for cpRank, host := range g.Hosts {
 			ranks = append(ranks, spmd.RankInfo{WorldRank: len(ranks), NodeRank: -1, CPGroup: g.Group, CPRank: cpRank, Host: host})
 		}

@@ -23,7 +23,11 @@ import (
 type L3Config struct {
 	Dir        string  // an existing directory, on the filesystem to measure
 	BlockBytes []int64 // block payload sizes, whole pages of l3BenchNamespace
-	Blocks     int     // blocks (ours) and files (the reference) per side, size and round
+	Blocks     int     // blocks (ours) and files (the reference) per side, size and round, at least
+	// RoundBytes raises the blocks of a small size until a round moves at least this many payload bytes per side
+	// and direction: a round of 16 blocks of 32 KiB lasts a few hundred microseconds, less than one scheduler
+	// tick given to a neighbour of the shared machine, which then decides the median alone. 0: Blocks always.
+	RoundBytes int64
 	Rounds     int
 	Fsync      bool // ours: Store.Write's fsync (the file and its directory); the reference: fsync of each file
 	// Cold drops every file's pages from the page cache between the writes and the reads (untimed), on both
@@ -52,6 +56,9 @@ func (c L3Config) Validate() error {
 		if b < page || b%page != 0 || b > 1<<30 {
 			return fieldErrorf("block-bytes", "%d bytes: a block is whole pages of %d bytes (%s), up to 1 GiB", b, page, l3BenchNamespace)
 		}
+	}
+	if c.RoundBytes < 0 || c.RoundBytes > 1<<34 {
+		return fieldErrorf("round-bytes", "%d bytes: 0 to 16 GiB", c.RoundBytes)
 	}
 	return firstBelow(bound{"blocks", c.Blocks, 1}, bound{"rounds", c.Rounds, 1})
 }
@@ -107,6 +114,11 @@ type l3Case struct {
 	keys            []uint64
 }
 
+// blocksOf is a size's blocks per side and round: Blocks, or enough to move RoundBytes.
+func (c L3Config) blocksOf(size int64) int {
+	return max(c.Blocks, int((c.RoundBytes+size-1)/size))
+}
+
 func newL3Case(cfg L3Config, size int64, work string) (*l3Case, error) {
 	c := &l3Case{cfg: cfg, tokens: int(size / l3TokenBytes), payload: make([]byte, size), into: make([]byte, size)}
 	var err error
@@ -120,7 +132,7 @@ func newL3Case(cfg L3Config, size int64, work string) (*l3Case, error) {
 	fillPattern(c.into, 1) // touched before timing, as in bench copy
 	// Chained keys, as a conversation's blocks have: they spread over the store's fan-out directories as real ones do.
 	var key uint64
-	for i := range cfg.Blocks {
+	for i := range cfg.blocksOf(size) {
 		key = l3.ChainKey(key, []int32{int32(i)})
 		c.keys = append(c.keys, key)
 	}
@@ -141,7 +153,7 @@ type l3Times struct {
 // each side writes and reads its blocks, alternating which side goes first; the median round of each is
 // reported, so that a round slowed by another tenant of the shared machine moves neither number.
 func (c *l3Case) measure(ctx context.Context) (L3Row, error) {
-	row := L3Row{BlockBytes: int64(len(c.payload)), Blocks: c.cfg.Blocks, Rounds: c.cfg.Rounds}
+	row := L3Row{BlockBytes: int64(len(c.payload)), Blocks: len(c.keys), Rounds: c.cfg.Rounds}
 	var ours, ref []l3Times
 	for round := range 1 + c.cfg.Rounds { // round 0 validates and is not timed
 		for side := range 2 {

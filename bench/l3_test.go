@@ -98,3 +98,19 @@ func TestL3ConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestL3RoundBytesRaisesSmallSizesBlocks: a small block size gets the blocks that move --round-bytes, a large
+// one keeps --blocks, and the row says how many it timed.
+func TestL3RoundBytesRaisesSmallSizesBlocks(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallL3Config(dir)
+	cfg.RoundBytes = 40 << 10 // ten blocks of 4 KiB; fewer than three of 64 KiB
+	rows, err := RunL3(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Blocks != 10 || rows[1].Blocks != 3 || rows[0].Wrong+rows[1].Wrong != 0 {
+		t.Errorf("rows %+v: want 10 blocks of 4 KiB and 3 of 64 KiB, nothing wrong", rows)
+	}
+	assertEmpty(t, dir)
+}

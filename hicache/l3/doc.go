@@ -8,6 +8,13 @@
 // removed, and is the caller's miss), and the byte budget (LRU by last use, seeded from the files' modification
 // times, so a job continues the order the last one left).
 //
+// On Linux block files are read and written on raw descriptors (osfile_linux.go), in as few system calls as
+// their size allows: a read is open, fstat, one readv of the header and a payload of up to 128 KiB (a larger
+// one: the header alone, which leads the kernel's readahead to read a cold file faster, then 1 MiB at a time,
+// each chunk hashed as it arrives, while it is in the CPU's cache), futimens of the hit, close; a write is
+// create, one pwritev of the header and a payload of up to 1 MiB (a larger one a chunk at a time after the
+// header's place, each hashed just before its write, the header last), futimens, close, rename.
+//
 // A block path that is not a regular file (a FIFO, a directory, a socket, a device, or a symbolic link to one)
 // is a corrupt block too: it is found without blocking (regular.go) and never read.
 //

@@ -51,7 +51,7 @@ func TestChunkedPayloadSumEqualsWhole(t *testing.T) {
 		for i := range payload {
 			payload[i] = byte(i*7 + i>>9)
 		}
-		sum, n, err := readSummed(bytes.NewReader(payload), make([]byte, size))
+		sum, n, err := readSummed(bytes.NewReader(payload), make([]byte, size), 0)
 		if err != nil || n != size || sum != payloadSum(payload) {
 			t.Errorf("%d bytes: sum %016x, n %d, err %v; whole %016x", size, sum, n, err, payloadSum(payload))
 		}

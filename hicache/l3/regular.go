@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"syscall"
 )
 
 // A block's path, or namespace.txt, can be something other than a regular file: another program's FIFO, a
@@ -43,19 +41,6 @@ func fileKind(m fs.FileMode) string {
 		return "a symbolic link"
 	}
 	return "an irregular file (" + m.Type().String() + ")"
-}
-
-// setBlocking clears the O_NONBLOCK that openRegular opened f with.
-func setBlocking(f *os.File) error {
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var setErr error
-	if err := raw.Control(func(fd uintptr) { setErr = syscall.SetNonblock(int(fd), false) }); err != nil {
-		return err
-	}
-	return setErr
 }
 
 // readSmallRegular reads a small file (namespace.txt) whole, as os.ReadFile would, but refuses one that is not a

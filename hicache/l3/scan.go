@@ -25,7 +25,10 @@ func (s *Store) writeNamespaceFile() error {
 	if b, err := readSmallRegular(s.fs, path, namespaceFileMaxBytes); err == nil && string(b) == s.ns.String()+"\n" {
 		return nil
 	}
-	err := s.publish(path, []byte(s.ns.String()+"\n"), nil, false, s.now())
+	err := s.publish(path, func(f TempFile) error {
+		_, err := f.Write([]byte(s.ns.String() + "\n"))
+		return err
+	}, false, s.now())
 	var we *WriteError
 	if errors.As(err, &we) {
 		return fmt.Errorf("%s: %v", we.Op, we.Err)

@@ -3,6 +3,7 @@ package l3
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -216,5 +217,17 @@ func TestUnboundedStoreSkipsTheScan(t *testing.T) {
 	}
 	if used := openStore(t, dir, testNS, 1<<20, nil).UsedBytes(); used != 5*blockFileBytes {
 		t.Errorf("a bounded Store seeded %d bytes, want %d", used, 5*blockFileBytes)
+	}
+}
+
+// TestBlockPathLayout: the path built by hand is DIR/<fingerprint>/<key hex[0:2]>/<key hex>.blk, the layout
+// DESIGN.md documents and other jobs' stores read.
+func TestBlockPathLayout(t *testing.T) {
+	s := openStore(t, t.TempDir(), testNS, 1<<20, nil)
+	for _, key := range []uint64{0, 1, 0xab, 0x0123456789abcdef, ^uint64(0)} {
+		name := fmt.Sprintf("%016x", key)
+		if got, want := s.blockPath(key), filepath.Join(s.dir, name[:2], name+".blk"); got != want {
+			t.Errorf("key %#x: %s, want %s", key, got, want)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
 	"time"
 )
 
@@ -45,13 +44,13 @@ type TempFile interface {
 type OSFS struct{}
 
 func (OSFS) Stat(path string) (fs.FileInfo, error)                  { return os.Stat(path) }
-func (OSFS) CreateTemp(dir, pattern string) (TempFile, error)       { return os.CreateTemp(dir, pattern) }
+func (OSFS) CreateTemp(dir, pattern string) (TempFile, error)       { return createTemp(dir, pattern) }
 func (OSFS) Rename(oldPath, newPath string) error                   { return os.Rename(oldPath, newPath) }
 func (OSFS) Chtimes(path string, atime, mtime time.Time) error      { return os.Chtimes(path, atime, mtime) }
 func (OSFS) Remove(path string) error                               { return os.Remove(path) }
 func (OSFS) MkdirAll(path string, perm fs.FileMode) error           { return os.MkdirAll(path, perm) }
 func (OSFS) ReadDir(path string) ([]fs.DirEntry, error)             { return os.ReadDir(path) }
-func (OSFS) SameFile(a, b fs.FileInfo) bool                         { return os.SameFile(a, b) }
+func (OSFS) SameFile(a, b fs.FileInfo) bool                         { return sameFile(a, b) }
 func (OSFS) OpenRegular(path string) (ReadFile, fs.FileInfo, error) { return openRegular(path) }
 
 // SyncDir fsyncs a directory, so that a rename in it survives a crash.
@@ -63,31 +62,15 @@ func (OSFS) SyncDir(dir string) error {
 	return errors.Join(d.Sync(), d.Close())
 }
 
-// openRegular opens path for reading if it is a regular file (or a symbolic link to one), without blocking on
-// whatever else it may be (regular.go says why). The error is fs.ErrNotExist's when there is nothing at path, a
-// *notRegularError when there is something else (a socket cannot be opened at all, ENXIO: a stat says what it
-// is), or the open's. The file is returned in blocking mode, as os.Open gives it: a filesystem that honoured
-// O_NONBLOCK on a regular file could otherwise answer a read with EAGAIN.
-func openRegular(path string) (ReadFile, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		if info, serr := os.Stat(path); serr == nil && !info.Mode().IsRegular() {
-			return nil, nil, &notRegularError{path: path, info: info}
-		}
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	info, err := f.Stat()
-	if err == nil && !info.Mode().IsRegular() {
-		err = &notRegularError{path: path, info: info}
-	}
-	if err == nil {
-		err = setBlocking(f)
-	}
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, info, nil
+// vectorReader and vectorWriter are what a block file offers beyond ReadFile and TempFile when it is the
+// operating system's (osFile); the Store's fast paths ask for them. Their methods are unexported, so that a
+// wrapper of *os.File (a test's faulty file) never offers them by accident and keeps its faults on the path.
+type vectorReader interface {
+	readv(bufs [][]byte) (int, error) // reads into bufs in order, as one read system call does: maybe short
+	touch(t time.Time) error          // sets the open file's modification and access times
+}
+
+type vectorWriter interface {
+	pwritev(bufs [][]byte, offset int64) error // writes every byte of bufs at offset, in order
+	touch(t time.Time) error
 }

@@ -1,0 +1,316 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// DefaultReplayTrace is the shared Mooncake trace of this project's machines, bench replay's trace when it is
+// there and --trace is not given.
+const DefaultReplayTrace = "/work/shared/traces/mooncake_synthetic_trace.jsonl"
+
+// The three configurations of a replay, in the order each repeat runs them: the last one reads the directory
+// the one before it filled.
+const (
+	ReplayL2Only   = "L2-only"
+	ReplayL3Empty  = "L3-empty"
+	ReplayL3Filled = "L3-filled"
+)
+
+var replayConfigs = []string{ReplayL2Only, ReplayL3Empty, ReplayL3Filled}
+
+// Issue 25's targets for the ratios: an L3 may cost half again the L2-only wall while it fills, nothing once
+// filled (it computes far fewer tokens), and a prefetch may wait twice a plain read of its bytes.
+const (
+	ReplayTargetEmpty    = 1.5
+	ReplayTargetFilled   = 1.0
+	ReplayTargetPrefetch = 2.0
+)
+
+// ReplayConfig is bench replay: one trace and one set of run flags, launched Repeats times in each
+// configuration (L2 only; L2 + L3 over a fresh directory; L2 + L3 over the directory the run before filled),
+// each launch its own mpirun of NP ranks.
+type ReplayConfig struct {
+	Trace      string
+	NP         int
+	Repeats    int
+	Launcher   []string // the mpirun command and its flags; "-np N" goes right after the command
+	Binary     string   // the cphicache binary to launch
+	RunArgs    []string // flags of `cphicache run` for every configuration
+	L3RunArgs  []string // flags of `cphicache run` for the L3 configurations only (--l3-bytes, ...)
+	L3Parent   string   // each repeat's L3 directory is made here, fresh, and removed after its runs
+	OutDir     string   // each launch's report (JSON) and output (log) are kept here
+	TimeoutSec float64  // per launch
+	// PlainRounds is how many times the plain read of one prefetch's bytes is timed (the median is reported).
+	PlainRounds int
+}
+
+// replayOwnFlags are the run flags the benchmark sets itself, per launch.
+var replayOwnFlags = []string{"--trace", "--l3-dir", "--report", "--quiet"}
+
+// Validate returns a *FieldError naming the first unusable field as its flag of `cphicache bench replay`, or,
+// for the binary, which no flag sets, a plain error.
+func (c ReplayConfig) Validate() error {
+	switch {
+	case c.Trace == "":
+		return fieldErrorf("trace", "no trace given, and the shared one (%s) is not there", DefaultReplayTrace)
+	case c.NP < 1:
+		return fieldErrorf("np", "%d ranks", c.NP)
+	case c.Repeats < 1:
+		return fieldErrorf("repeats", "%d must be 1 or more", c.Repeats)
+	case c.PlainRounds < 1:
+		return fieldErrorf("plain-rounds", "%d must be 1 or more", c.PlainRounds)
+	case c.TimeoutSec <= 0:
+		return fieldErrorf("timeout", "%g s must be positive", c.TimeoutSec)
+	case len(c.Launcher) == 0:
+		return fieldErrorf("mpirun", "no launcher")
+	case c.OutDir == "":
+		return fieldErrorf("out-dir", "no output folder")
+	case c.Binary == "":
+		return fmt.Errorf("replay: no cphicache binary to launch")
+	}
+	if info, err := os.Stat(c.Trace); err != nil || !info.Mode().IsRegular() {
+		return fieldErrorf("trace", "%s is not a readable file (%v)", c.Trace, err)
+	}
+	if info, err := os.Stat(c.L3Parent); err != nil || !info.IsDir() {
+		return fieldErrorf("l3-parent", "%s is not a directory (%v)", c.L3Parent, err)
+	}
+	for flag, args := range map[string][]string{"run-args": c.RunArgs, "l3-run-args": c.L3RunArgs} {
+		for _, a := range args {
+			for _, own := range replayOwnFlags {
+				if a == own || strings.HasPrefix(a, own+"=") {
+					return fieldErrorf(flag, "%s is set by the benchmark for each launch", own)
+				}
+			}
+			if flag == "run-args" && strings.HasPrefix(a, "--l3-") {
+				return fieldErrorf(flag, "%s: an L3 flag would be refused by the L2-only runs; give it in --l3-run-args", a)
+			}
+		}
+	}
+	return nil
+}
+
+// ReplayRun is one launch, as its report tells it.
+type ReplayRun struct {
+	Config      string            `json:"config"`
+	Repeat      int               `json:"repeat"`
+	ReportPath  string            `json:"report"`
+	L3Dir       string            `json:"l3_dir,omitempty"`
+	WallSeconds float64           `json:"wall_seconds"`
+	ComputedPct float64           `json:"computed_pct"` // prompt tokens computed (missed every tier) / prompt tokens
+	HitPct      float64           `json:"hit_pct"`      // L1 + L2 + L3 hits / prompt tokens
+	L3          *hicache.L3Report `json:"l3,omitempty"`
+	Wrong       int64             `json:"wrong"` // placement divergences, load-back and audit mismatches, corrupt or refused L3 blocks
+	report      *hicache.Report
+}
+
+// ReplayRanks is the rank -> host map of the first run.
+func ReplayRanks(runs []ReplayRun) []spmd.RankInfo {
+	if len(runs) == 0 {
+		return nil
+	}
+	return reportRanks(runs[0].report)
+}
+
+// ReplayRow is one configuration: medians over its runs.
+type ReplayRow struct {
+	Config            string  `json:"config"`
+	Runs              int     `json:"runs"`
+	WallSeconds       float64 `json:"wall_seconds"`
+	WallOverL2Only    float64 `json:"wall_over_l2_only"`
+	ComputedPct       float64 `json:"computed_pct"`
+	HitPct            float64 `json:"hit_pct"`
+	L3WriteBytes      float64 `json:"l3_write_bytes"`
+	L3ReadBytes       float64 `json:"l3_read_bytes"`
+	PrefetchWaitP50Ms float64 `json:"prefetch_wait_p50_ms"`
+	PrefetchWaitP99Ms float64 `json:"prefetch_wait_p99_ms"`
+	Wrong             int64   `json:"wrong"` // over all runs
+	hasL3             bool
+}
+
+// ReplayPrefetchRef is the plain read of one prefetch's bytes, measured in the same run: the mean blocks a
+// prefetch of the filled runs read, each a file of a block file's size, read one after the other (open, fstat,
+// read whole, close) from the page cache, as bench l3's reference reads.
+type ReplayPrefetchRef struct {
+	Blocks         int     `json:"blocks"`
+	BlockFileBytes int64   `json:"block_file_bytes"`
+	Rounds         int     `json:"rounds"`
+	PlainReadMs    float64 `json:"plain_read_ms"` // median round
+}
+
+// ReplayRatios are the issue's targets, as measured; 0 is a ratio that could not be measured (a run with no
+// L3 read, say).
+type ReplayRatios struct {
+	EmptyOverL2Only        float64 `json:"l3_empty_over_l2_only"`
+	FilledOverL2Only       float64 `json:"l3_filled_over_l2_only"`
+	EmptyP99OverPlainRead  float64 `json:"l3_empty_prefetch_p99_over_plain_read"`
+	FilledP99OverPlainRead float64 `json:"l3_filled_prefetch_p99_over_plain_read"`
+}
+
+// ReplayResult is everything a replay measured.
+type ReplayResult struct {
+	Rows     []ReplayRow       `json:"rows"`
+	Ratios   ReplayRatios      `json:"ratios"`
+	Prefetch ReplayPrefetchRef `json:"prefetch_plain_read"`
+	Runs     []ReplayRun       `json:"runs"`
+}
+
+// RunReplay launches every configuration, repeat after repeat (so that a change of the machine's load hits
+// each alike), then times the plain read of one prefetch's bytes and derives the rows and ratios. Every L3
+// directory it makes is removed again, on errors too.
+func RunReplay(cfg ReplayConfig, progress io.Writer) (*ReplayResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	var runs []ReplayRun
+	for repeat := range cfg.Repeats {
+		dir, err := os.MkdirTemp(cfg.L3Parent, "cphicache-bench-replay-*")
+		if err != nil {
+			return nil, err
+		}
+		for _, config := range replayConfigs {
+			run, err := launchReplay(cfg, config, repeat, dir)
+			if err != nil {
+				return nil, errors.Join(err, os.RemoveAll(dir))
+			}
+			fmt.Fprintf(progress, "# replay: %s, repeat %d: %.2f s, computed %.1f%% (%s)\n", config, repeat, run.WallSeconds, run.ComputedPct, run.ReportPath)
+			runs = append(runs, run)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	res := SummarizeReplay(runs)
+	ref, err := measurePrefetchPlainRead(cfg, runs)
+	if err != nil {
+		return nil, err
+	}
+	res.Prefetch = ref
+	res.Ratios.EmptyP99OverPlainRead = ratio(res.row(ReplayL3Empty).PrefetchWaitP99Ms, ref.PlainReadMs)
+	res.Ratios.FilledP99OverPlainRead = ratio(res.row(ReplayL3Filled).PrefetchWaitP99Ms, ref.PlainReadMs)
+	return res, nil
+}
+
+// launchReplay runs one mpirun and reads its report.
+func launchReplay(cfg ReplayConfig, config string, repeat int, l3Dir string) (ReplayRun, error) {
+	name := fmt.Sprintf("replay-%s-r%d", strings.ToLower(config), repeat)
+	run := ReplayRun{Config: config, Repeat: repeat, ReportPath: filepath.Join(cfg.OutDir, name+".json")}
+	args := append([]string{"-np", fmt.Sprint(cfg.NP)}, cfg.Launcher[1:]...)
+	args = append(args, cfg.Binary, "run", "--quiet", "--report", run.ReportPath, "--trace", cfg.Trace)
+	args = append(args, cfg.RunArgs...)
+	if config != ReplayL2Only {
+		run.L3Dir = l3Dir
+		args = append(append(args, "--l3-dir", l3Dir), cfg.L3RunArgs...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.TimeoutSec*float64(time.Second)))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cfg.Launcher[0], args...)
+	// SIGTERM first: mpirun then ends its ranks; a SIGKILL would orphan them.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	logPath := filepath.Join(cfg.OutDir, name+".log")
+	if werr := os.WriteFile(logPath, out.Bytes(), 0o644); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return run, fmt.Errorf("bench replay: %s %v: %w (output in %s)", cfg.Launcher[0], args, err, logPath)
+	}
+	report, err := ReadReport(run.ReportPath)
+	if err != nil {
+		return run, err
+	}
+	if config != ReplayL2Only && report.L3 == nil {
+		return run, fmt.Errorf("bench replay: %s: a run with --l3-dir reported no L3", run.ReportPath)
+	}
+	fillReplayRun(&run, report)
+	return run, nil
+}
+
+// fillReplayRun takes a run's figures from its report.
+func fillReplayRun(run *ReplayRun, r *hicache.Report) {
+	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens + r.Hits.MissTokens
+	run.WallSeconds = r.WallSeconds
+	run.ComputedPct = 100 * float64(r.Hits.MissTokens) / float64(max(tokens, 1))
+	run.HitPct = 100 * float64(tokens-r.Hits.MissTokens) / float64(max(tokens, 1))
+	run.L3, run.report = r.L3, r
+	run.Wrong = r.Placement.Divergences + r.Verify.Mismatches + r.Verify.AuditMismatches
+	if r.L3 != nil {
+		run.Wrong += r.L3.Corrupt + r.L3.WriteMismatches
+	}
+}
+
+// SummarizeReplay takes each configuration's medians and the wall ratios against L2 only (NaN without it).
+func SummarizeReplay(runs []ReplayRun) *ReplayResult {
+	res := &ReplayResult{Runs: runs}
+	for _, config := range replayConfigs {
+		row := ReplayRow{Config: config}
+		var wall, computed, hit, written, read, p50, p99 []float64
+		for _, r := range runs {
+			if r.Config != config {
+				continue
+			}
+			row.Runs++
+			row.Wrong += r.Wrong
+			wall, computed, hit = append(wall, r.WallSeconds), append(computed, r.ComputedPct), append(hit, r.HitPct)
+			if r.L3 != nil {
+				row.hasL3 = true
+				written, read = append(written, float64(r.L3.WriteBytes)), append(read, float64(r.L3.ReadBytes))
+				p50, p99 = append(p50, r.L3.PrefetchWaitUs.P50/1e3), append(p99, r.L3.PrefetchWaitUs.P99/1e3)
+			}
+		}
+		if row.Runs == 0 {
+			continue
+		}
+		row.WallSeconds, row.ComputedPct, row.HitPct = median(wall), median(computed), median(hit)
+		if row.hasL3 {
+			row.L3WriteBytes, row.L3ReadBytes = median(written), median(read)
+			row.PrefetchWaitP50Ms, row.PrefetchWaitP99Ms = median(p50), median(p99)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	base := res.row(ReplayL2Only).WallSeconds
+	for i := range res.Rows {
+		res.Rows[i].WallOverL2Only = ratio(res.Rows[i].WallSeconds, base)
+	}
+	res.Ratios.EmptyOverL2Only = ratio(res.row(ReplayL3Empty).WallSeconds, base)
+	res.Ratios.FilledOverL2Only = ratio(res.row(ReplayL3Filled).WallSeconds, base)
+	return res
+}
+
+// row is the configuration's row; a zero row when it has none.
+func (r *ReplayResult) row(config string) ReplayRow {
+	for _, row := range r.Rows {
+		if row.Config == config {
+			return row
+		}
+	}
+	return ReplayRow{Config: config}
+}
+
+// ratio is a / b, or 0 (not measured: JSON has no NaN) when either is not a positive finite number.
+func ratio(a, b float64) float64 {
+	v := a / b
+	if !(a > 0) || !(b > 0) || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0
+	}
+	return v
+}

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// replayBlockHeaderBytes is a block file's header (hicache/l3's format): the plain files of the prefetch
+// reference are block files' size, header included.
+const replayBlockHeaderBytes = 64
+
+// measurePrefetchPlainRead times the plain read of the bytes one prefetch of the filled runs read, on average:
+// their blocks read / prefetches agreed, rounded (at least 1), each a file of their mean block file size, in a
+// fresh directory under the L3's parent (the same filesystem), read whole one after the other from the page
+// cache. The median of cfg.PlainRounds rounds, after one untimed round. Zero when the filled runs read nothing.
+func measurePrefetchPlainRead(cfg ReplayConfig, runs []ReplayRun) (ref ReplayPrefetchRef, err error) {
+	var reads, readBytes, prefetches int64
+	for _, r := range runs {
+		if r.Config == ReplayL3Filled && r.L3 != nil {
+			reads, readBytes, prefetches = reads+r.L3.Reads, readBytes+r.L3.ReadBytes, prefetches+r.L3.Prefetches
+		}
+	}
+	if reads == 0 || prefetches == 0 {
+		return ref, nil
+	}
+	ref.Blocks = max(1, int(math.Round(float64(reads)/float64(prefetches))))
+	ref.BlockFileBytes = replayBlockHeaderBytes + readBytes/reads
+	ref.Rounds = cfg.PlainRounds
+	dir, err := os.MkdirTemp(cfg.L3Parent, "cphicache-bench-replay-plain-*")
+	if err != nil {
+		return ref, err
+	}
+	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+	payload, into := make([]byte, ref.BlockFileBytes), make([]byte, ref.BlockFileBytes)
+	fillPattern(payload, uint64(ref.BlockFileBytes))
+	fillPattern(into, 1)
+	paths := make([]string, ref.Blocks)
+	for i := range paths {
+		paths[i] = filepath.Join(dir, fmt.Sprintf("%016x.ref", i))
+		if err := writeRefFile(paths[i], payload, false); err != nil {
+			return ref, err
+		}
+	}
+	var rounds []float64
+	for round := range 1 + cfg.PlainRounds { // round 0 is not timed
+		start := time.Now()
+		for _, p := range paths {
+			if n, err := readRefFile(p, into); err != nil {
+				return ref, err
+			} else if n != len(into) {
+				return ref, fmt.Errorf("bench replay: %s: read %d of %d bytes", p, n, len(into))
+			}
+		}
+		if round > 0 {
+			rounds = append(rounds, time.Since(start).Seconds()*1e3)
+		}
+	}
+	ref.PlainReadMs = median(rounds)
+	return ref, nil
+}
+
+var replayTable = table{
+	{"config", "", "%s", 10}, {"runs", "", "%d", 4}, {"wall", "(s)", "%.2f", 8}, {"/L2-only", "(x)", "%.2f", 8},
+	{"computed", "(%)", "%.1f", 8}, {"hits", "(%)", "%.1f", 6}, {"l3-write", "(MB)", "%s", 9}, {"l3-read", "(MB)", "%s", 9},
+	{"pf-p50", "(ms)", "%s", 8}, {"pf-p99", "(ms)", "%s", 8}, {"#wrong", "", "%d", 6},
+}
+
+// WriteReplayTable prints the rows, then the ratios against their targets.
+func WriteReplayTable(w io.Writer, res *ReplayResult) {
+	fmt.Fprintln(w, "# medians over runs; computed = prompt tokens that missed every tier; hits = L1 + L2 + L3; pf = prefetch wait, issue to agreement (slowest rank)")
+	replayTable.writeHeader(w)
+	for _, r := range res.Rows {
+		written, read, p50, p99 := "-", "-", "-", "-"
+		if r.hasL3 {
+			written, read = fmt.Sprintf("%.0f", r.L3WriteBytes/1e6), fmt.Sprintf("%.0f", r.L3ReadBytes/1e6)
+			p50, p99 = fmt.Sprintf("%.2f", r.PrefetchWaitP50Ms), fmt.Sprintf("%.2f", r.PrefetchWaitP99Ms)
+		}
+		replayTable.writeRow(w, r.Config, r.Runs, r.WallSeconds, r.WallOverL2Only, r.ComputedPct, r.HitPct, written, read, p50, p99, r.Wrong)
+	}
+	target := func(v, goal float64) string {
+		switch {
+		case v <= 0:
+			return "not measured"
+		case v <= goal:
+			return "met"
+		}
+		return "not met"
+	}
+	ra, ref := res.Ratios, res.Prefetch
+	fmt.Fprintf(w, "# L3-empty / L2-only wall: %.2f (target <= %.1f: %s)\n", ra.EmptyOverL2Only, ReplayTargetEmpty, target(ra.EmptyOverL2Only, ReplayTargetEmpty))
+	fmt.Fprintf(w, "# L3-filled / L2-only wall: %.2f (target <= %.1f: %s)\n", ra.FilledOverL2Only, ReplayTargetFilled, target(ra.FilledOverL2Only, ReplayTargetFilled))
+	if ref.PlainReadMs > 0 {
+		fmt.Fprintf(w, "# one prefetch of the filled runs reads %d blocks of %d bytes (file): a plain read of them takes %.3f ms (median of %d, page cache)\n",
+			ref.Blocks, ref.BlockFileBytes, ref.PlainReadMs, ref.Rounds)
+	} else {
+		fmt.Fprintln(w, "# the filled runs read no L3 block: no prefetch to compare with a plain read")
+	}
+	for _, p := range []struct {
+		config string
+		v      float64
+	}{{ReplayL3Empty, ra.EmptyP99OverPlainRead}, {ReplayL3Filled, ra.FilledP99OverPlainRead}} {
+		fmt.Fprintf(w, "# %s prefetch wait p99 / plain read: %.2f (target <= %.1f: %s)\n", p.config, p.v, ReplayTargetPrefetch, target(p.v, ReplayTargetPrefetch))
+	}
+}
+
+// ReplayWrong sums the #wrong column.
+func ReplayWrong(res *ReplayResult) int64 {
+	var n int64
+	for _, r := range res.Rows {
+		n += r.Wrong
+	}
+	return n
+}
