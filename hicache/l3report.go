@@ -32,7 +32,7 @@ type L3Report struct {
 	// WriteMismatches: blocks whose L2 parts were not their content, refused before publishing (the run fails).
 	WriteMismatches int64 `json:"write_mismatches"`
 	ReadTimeouts    int64 `json:"read_timeouts"`  // reads given up at their deadline (in read_failures)
-	PrefetchCalls   int64 `json:"prefetch_calls"` // l3_prefetch consensus calls (one per serving step and group; 0 at cp 1)
+	PrefetchCalls   int64 `json:"prefetch_calls"` // l3_prefetch consensus calls (one per serving step with a candidate, per group; 0 at cp 1)
 	// ChecksAhead: existence checks started a step before their request's step, off its path; ChecksInStep: those
 	// its step started and waited for (the first step, or a request whose tree lost part of its prefix since).
 	ChecksAhead    int64 `json:"checks_ahead"`

@@ -68,8 +68,9 @@ func (c *Core) prefetchCap() int {
 
 // countBlocks is this rank's count for each request of the batch: the consecutive L3 blocks after the prefix
 // its tree serves now, from the checks started a step ahead, or from checks started now where those do not
-// cover it. cands receives each request's candidate.
-func (c *Core) countBlocks(batch []workload.Event, counts []uint64, cands []prefetchCandidate) error {
+// cover it. cands receives each request's candidate; any says whether one request has one (replicated: it
+// depends on the tree and the threshold only).
+func (c *Core) countBlocks(batch []workload.Event, counts []uint64, cands []prefetchCandidate) (any bool, err error) {
 	t := c.l3
 	checks := make([]*existenceCheck, len(batch))
 	for i := range batch {
@@ -79,6 +80,7 @@ func (c *Core) countBlocks(batch []workload.Event, counts []uint64, cands []pref
 		if !c.prefetchCandidate(req, &cands[i]) {
 			continue
 		}
+		any = true
 		if ahead == nil || cands[i].firstBlock < ahead.firstBlock {
 			ahead = c.startCheck(cands[i]) // the tree lost part of the prefix since: look again
 			c.counters.L3ChecksInStep++
@@ -86,14 +88,14 @@ func (c *Core) countBlocks(batch []workload.Event, counts []uint64, cands []pref
 		checks[i] = ahead
 	}
 	if err := c.env.Wait(waitL3Exists, func() bool { return checksDone(checks) }); err != nil {
-		return err
+		return false, err
 	}
 	for i, ch := range checks {
 		if ch != nil {
 			counts[i] = uint64(max(0, ch.found-(cands[i].firstBlock-ch.firstBlock)))
 		}
 	}
-	return nil
+	return any, nil
 }
 
 func checksDone(checks []*existenceCheck) bool {

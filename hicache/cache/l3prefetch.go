@@ -30,12 +30,15 @@ type deferredRequest struct {
 
 // planPrefetch agrees what each request of the batch prefetches and starts this rank's reads. It returns the
 // requests that wait for a prefetch; the caller serves the others now. Every rank calls it at the start of every
-// serving step, with or without candidates of its own.
+// serving step. Whether a request is a candidate is replicated (the tree, the threshold), so a step none of whose
+// requests is one skips the l3_prefetch call on every rank alike (a rank that did not would be out of step with
+// its group, which the tags of the next call show).
 func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 	t := c.l3
 	counts := make([]uint64, t.cfg.BatchRequests)
 	candidates := make([]prefetchCandidate, len(batch))
-	if err := c.countBlocks(batch, counts, candidates); err != nil {
+	any, err := c.countBlocks(batch, counts, candidates)
+	if err != nil || !any {
 		return nil, err
 	}
 	local := counts[:len(batch):len(batch)]
