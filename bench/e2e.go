@@ -1,17 +1,12 @@
 package bench
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"syscall"
-	"time"
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -132,23 +127,7 @@ func launchE2E(cfg E2EConfig, np int, every int64, repeat int) (E2ERun, error) {
 	args := append([]string{"-np", fmt.Sprint(np)}, cfg.Launcher[1:]...)
 	args = append(args, cfg.Binary, "run", "--quiet", "--report", run.ReportPath, "--placement-assert-every", fmt.Sprint(every))
 	args = append(args, cfg.RunArgs...)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.TimeoutSeconds*float64(time.Second)))
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cfg.Launcher[0], args...)
-	// SIGTERM first: mpirun then ends its ranks; a SIGKILL would orphan them.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	logPath := filepath.Join(cfg.OutDir, name+".log")
-	if werr := os.WriteFile(logPath, out.Bytes(), 0o644); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
-		return run, fmt.Errorf("bench e2e: %s %v: %w (output in %s)", cfg.Launcher[0], args, err, logPath)
-	}
-	report, err := ReadReport(run.ReportPath)
+	report, err := launchRun("bench e2e", cfg.Launcher, args, cfg.TimeoutSeconds, filepath.Join(cfg.OutDir, name+".log"), run.ReportPath)
 	if err != nil {
 		return run, err
 	}

@@ -1,18 +1,13 @@
 package bench
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -218,23 +213,7 @@ func launchReplay(cfg ReplayConfig, config string, repeat int, l3Dir string) (Re
 		run.L3Dir = l3Dir
 		args = append(append(args, "--l3-dir", l3Dir), cfg.L3RunArgs...)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.TimeoutSec*float64(time.Second)))
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cfg.Launcher[0], args...)
-	// SIGTERM first: mpirun then ends its ranks; a SIGKILL would orphan them.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	logPath := filepath.Join(cfg.OutDir, name+".log")
-	if werr := os.WriteFile(logPath, out.Bytes(), 0o644); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
-		return run, fmt.Errorf("bench replay: %s %v: %w (output in %s)", cfg.Launcher[0], args, err, logPath)
-	}
-	report, err := ReadReport(run.ReportPath)
+	report, err := launchRun("bench replay", cfg.Launcher, args, cfg.TimeoutSec, filepath.Join(cfg.OutDir, name+".log"), run.ReportPath)
 	if err != nil {
 		return run, err
 	}

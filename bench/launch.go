@@ -1,0 +1,35 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/cphicache/cphicache/hicache"
+)
+
+// launchRun starts one `run` under the launcher (mpirun and its flags; args follow them), waits at most
+// timeoutSec, keeps its output in logPath, and reads its --report at reportPath. what names the benchmark in
+// errors (bench e2e, bench replay).
+func launchRun(what string, launcher, args []string, timeoutSec float64, logPath, reportPath string) (*hicache.Report, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeoutSec*float64(time.Second)))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, launcher[0], args...)
+	// SIGTERM first: mpirun then ends its ranks; a SIGKILL would orphan them.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if werr := os.WriteFile(logPath, out.Bytes(), 0o644); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s %v: %w (output in %s)", what, launcher[0], args, err, logPath)
+	}
+	return ReadReport(reportPath)
+}
