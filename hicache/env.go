@@ -2,7 +2,6 @@ package hicache
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 	"time"
 
@@ -264,110 +263,6 @@ func (rs *runState) spansFor(w *cache.Copy) [][]kernels.Span {
 
 func (rs *runState) contentKey(rank, layer, payload int) cache.ContentKey {
 	return cache.ContentKey{Seed: rs.opts.Seed, Rank: rank, Layer: layer, Payload: payload}
-}
-
-// Fill writes a node's KV, as the model would have computed it, into its device pages: per layer and payload,
-// each run of consecutive device pages is computed in place in the CPU build's device buffer, or into a staging
-// buffer written in one call (a part is often a few hundred bytes, and a GPU's copy per part would cost more
-// than the part).
-func (rs *runState) Fill(f *cache.Fill) error {
-	g := rs.geometry
-	for layer := range g.Layers {
-		for payload := range g.PayloadsPerLayer {
-			key := rs.contentKey(rs.job.Topo.CPRank, layer, payload)
-			for from, to := range rs.deviceRuns(f.DevicePages) {
-				offset := rs.deviceOffset(f.DevicePages[from], layer, payload)
-				buf := rs.devicePlace(offset, to-from)
-				for i := from; i < to; i++ {
-					part := buf[int64(i-from)*rs.partBytes : int64(i-from+1)*rs.partBytes]
-					cache.FillPart(part, f.Tokens[i*g.PageTokens:(i+1)*g.PageTokens], f.StartPos+i*g.PageTokens, g.TokenBytes, key)
-				}
-				if rs.hostDevice != nil {
-					continue
-				}
-				if err := rs.faults.WriteDevice(offset, buf); err != nil {
-					return fmt.Errorf("write KV of pages %d..%d: %w", f.DevicePages[from], f.DevicePages[to-1], err)
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// VerifyLoad checks every part of a finished load-back against the content function, in place in the CPU
-// build's device buffer, or reading each run of consecutive device pages of a layer and payload back in one call.
-func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err error) {
-	g := rs.geometry
-	bad := make([]bool, len(v.DevicePages))
-	for layer := range g.Layers {
-		for payload := range g.PayloadsPerLayer {
-			key := rs.contentKey(rs.job.Topo.CPRank, layer, payload)
-			for from, to := range rs.deviceRuns(v.DevicePages) {
-				offset := rs.deviceOffset(v.DevicePages[from], layer, payload)
-				buf := rs.devicePlace(offset, to-from)
-				if rs.hostDevice == nil {
-					if err := rs.faults.ReadDevice(offset, buf); err != nil {
-						return 0, 0, err
-					}
-				}
-				for i := from; i < to; i++ {
-					part := buf[int64(i-from)*rs.partBytes : int64(i-from+1)*rs.partBytes]
-					if !cache.PartMatches(part, v.Tokens[i*g.PageTokens:(i+1)*g.PageTokens], v.StartPos+i*g.PageTokens, g.TokenBytes, key) {
-						bad[i] = true
-					}
-				}
-			}
-		}
-	}
-	for _, b := range bad {
-		checked++
-		if b {
-			mismatches++
-		}
-	}
-	return checked, mismatches, nil
-}
-
-// devicePlace is where pages parts at offset are computed or checked: the device buffer itself in the CPU
-// build, else the staging buffer.
-func (rs *runState) devicePlace(offset int64, pages int) []byte {
-	n := int64(pages) * rs.partBytes
-	if rs.hostDevice != nil {
-		return rs.hostDevice[offset : offset+n]
-	}
-	return rs.staging(pages)
-}
-
-// stagingBytesMax bounds the staging buffer: a run of pages longer than it is cut (a real model's parts are
-// tens of KiB).
-const stagingBytesMax = 1 << 20
-
-// deviceRuns yields the runs [from, to) of pages whose device page numbers are consecutive, which are
-// contiguous in each layer and payload's region of the device buffer (deviceOffset), of at most
-// stagingBytesMax (and at least one page).
-func (rs *runState) deviceRuns(pages []int32) func(yield func(from, to int) bool) {
-	runMax := max(1, int(stagingBytesMax/rs.partBytes))
-	return func(yield func(from, to int) bool) {
-		for from := 0; from < len(pages); {
-			to := from + 1
-			for to < len(pages) && to-from < runMax && pages[to] == pages[to-1]+1 {
-				to++
-			}
-			if !yield(from, to) {
-				return
-			}
-			from = to
-		}
-	}
-}
-
-// staging is the fill and verify buffer for pages parts, grown as needed and kept.
-func (rs *runState) staging(pages int) []byte {
-	n := int64(pages) * rs.partBytes
-	if int64(cap(rs.partBuf)) < n {
-		rs.partBuf = make([]byte, n)
-	}
-	return rs.partBuf[:n]
 }
 
 // Audit checks a committed object in this node's slab, the node-local parts it names, against the content
