@@ -36,12 +36,12 @@ const (
 
 // l3IO is one rank's L3 I/O.
 type l3IO struct {
-	opts   L3Options
-	store  *l3.Store
-	slabs  l3.Slabs
-	seed   uint64
-	cpRank int
-	log    *slog.Logger
+	opts  L3Options
+	store *l3.Store
+	slabs l3.Slabs
+	seed  uint64
+	place l3Place
+	log   *slog.Logger
 
 	writeJobs, readJobs chan func()
 	writers, readers    sync.WaitGroup
@@ -82,20 +82,29 @@ type readDone struct {
 	err   error
 }
 
-// newL3IO opens the store; nothing is shared yet, so a failure leaves nothing behind.
-func newL3IO(o L3Options, g pool.Geometry, seed uint64, cpRank int, log *slog.Logger, done *completions) (*l3IO, error) {
-	budget := o.Bytes
-	if cpRank != 0 {
-		budget = l3.Unbounded // only the keeper evicts (and scans the directory at start)
+// l3Place is where a rank's L3 I/O lies in its CP group: its node's index among the group's nodes, its
+// node-local part, and the CP ranks whose parts its node's block files hold, by part (every CP rank on one node).
+type l3Place struct {
+	node, part int
+	partRanks  []int
+}
+
+// newL3IO opens the store of the rank's node's block files; nothing is shared yet, so a failure leaves nothing
+// behind. Each node's part 0 keeps the budget of its node's files (the group's CP rank 0 on one node): its 1/k
+// share of --l3-bytes on a group over k nodes, so that the group's whole blocks fit --l3-bytes whatever k is.
+func newL3IO(o L3Options, g pool.Geometry, seed uint64, place l3Place, log *slog.Logger, done *completions) (*l3IO, error) {
+	budget := l3.Unbounded // only the keeper evicts (and scans the directory at start)
+	if place.part == 0 {
+		budget = max(1, o.Bytes/int64(max(1, g.Nodes)))
 	}
-	store, err := l3.Open(o.Dir, o.namespace(g, seed), budget)
+	store, err := l3.OpenPart(l3.OSFS{}, o.Dir, o.namespace(g, seed), place.node, budget)
 	if err != nil {
 		return nil, err
 	}
 	if o.testFailWrites {
 		store.FailWritesForTest(errors.New("no space left on device (injected)"))
 	}
-	t := &l3IO{opts: o, store: store, seed: seed, cpRank: cpRank, log: log, done: done, reads: map[readKey]*pendingRead{},
+	t := &l3IO{opts: o, store: store, seed: seed, place: place, log: log, done: done, reads: map[readKey]*pendingRead{},
 		writeJobs: make(chan func(), l3QueueJobs), readJobs: make(chan func(), l3QueueJobs), bufs: make(chan *[]byte, l3QueueJobs),
 		unhang: make(chan struct{})}
 	for _, w := range []struct {
@@ -158,7 +167,8 @@ func (t *l3IO) release(b *[]byte) {
 	}
 }
 
-// write is the writer rank's I/O for one block, on the write goroutine: gather every rank's parts, check them
+// write is the writer rank's I/O for one block, on the write goroutine: gather the parts its node's file holds
+// (every rank's on one node), check them
 // against the content of the block's tokens (the commit audit, extended to the L3: a wrong block fails the job
 // that made it, and is never published for the next job to load), and publish it, unless a block is there
 // already (an earlier job, or another group sharing the directory, stored it).
@@ -174,7 +184,7 @@ func (t *l3IO) write(w *cache.BlockWrite, buf *[]byte) doneWork {
 	if err == nil && t.opts.testCorruptGathered {
 		payload[len(payload)/2] ^= 0x01 // as if another rank's copy had reused a slot under the gather
 	}
-	if err == nil && !blockMatches(payload, w, t.store.Namespace(), t.seed) {
+	if err == nil && !blockMatches(payload, w, t.store.Namespace(), t.seed, t.place.partRanks) {
 		res.Err = fmt.Errorf("%w: block %016x (tokens %d..%d)", cache.ErrBlockMismatch, w.Key, w.StartPos, w.StartPos+len(w.Tokens)-1)
 		return res
 	}
@@ -187,15 +197,18 @@ func (t *l3IO) write(w *cache.BlockWrite, buf *[]byte) doneWork {
 	return res
 }
 
-// blockMatches checks a gathered block, every rank's, layer's and payload's part of every page, against the
-// content function.
-func blockMatches(payload []byte, w *cache.BlockWrite, ns l3.Namespace, seed uint64) bool {
+// blockMatches checks a gathered block file, every layer's and payload's part of every page of each of the ranks
+// it holds (partRanks: the CP rank of each of its parts, in order), against the content function.
+func blockMatches(payload []byte, w *cache.BlockWrite, ns l3.Namespace, seed uint64, partRanks []int) bool {
 	tokenCount := len(w.Tokens)
 	partBytes := int64(ns.PageTokens) * int64(ns.TokenBytes)
-	for rank := range ns.CPSize {
+	if len(partRanks) != ns.FileParts() {
+		return false
+	}
+	for part, rank := range partRanks {
 		for layer := range ns.Layers {
 			for p := range ns.Payloads {
-				base := ns.PartOffset(tokenCount, rank, layer, p)
+				base := ns.PartOffset(tokenCount, part, layer, p)
 				key := cache.ContentKey{Seed: seed, Rank: rank, Layer: layer, Payload: p}
 				for page := range tokenCount / ns.PageTokens {
 					got := payload[base+int64(page)*partBytes : base+int64(page+1)*partBytes]

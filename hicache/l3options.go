@@ -97,5 +97,5 @@ func (o *L3Options) validate(pageTokens int) error {
 // copied), the content seed and --l3-namespace.
 func (o *L3Options) namespace(g pool.Geometry, seed uint64) l3.Namespace {
 	return l3.Namespace{Layers: g.Layers, Payloads: g.PayloadsPerLayer, PageTokens: g.PageTokens, TokenBytes: g.TokenBytes,
-		CPSize: g.CPSize, ContentSeed: seed, Content: cache.ContentVersion, Name: o.Namespace}
+		CPSize: g.CPSize, Nodes: g.Nodes, ContentSeed: seed, Content: cache.ContentVersion, Name: o.Namespace}
 }

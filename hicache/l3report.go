@@ -14,7 +14,7 @@ type L3Report struct {
 	WritePolicy    string `json:"write_policy"`
 	PrefetchPolicy string `json:"prefetch_policy"`
 	BlockTokens    int    `json:"block_tokens"`
-	Bytes          int64  `json:"bytes"`        // --l3-bytes: each CP group keeper's budget
+	Bytes          int64  `json:"bytes"`        // --l3-bytes: each CP group's budget (a 1/k share on each of its k nodes)
 	Writes         int64  `json:"writes"`       // block files published
 	WriteBytes     int64  `json:"write_bytes"`  // their payloads
 	WriteErrors    int64  `json:"write_errors"` // blocks dropped on a failed write (ENOSPC, EIO): the run went on

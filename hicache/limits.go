@@ -33,21 +33,7 @@ func (rs *runState) checkJobLimits(g pool.Geometry) error {
 	if err := geometryConfigError(g.Validate()); err != nil {
 		return err
 	}
-	if err := spmd.AgreeOnFailure(t.World, rs.opts.checkL3OnOneNode(t.CPSize, t.GroupNodes)); err != nil {
-		return err
-	}
 	return spmd.AgreeOnFailure(t.World, rs.opts.checkMemoryFits(g, t.NodeSize, t.NodeSize/t.NodeParts, sizing.ReadNodeMemory(shm.FreeBytes)))
-}
-
-// checkL3OnOneNode refuses --l3-dir for a CP group over several nodes: an L3 block holds every rank's parts of
-// its pages, which one node's slab no longer has, and the block format for such groups is not built yet
-// (DESIGN.md, "The L3 tier"). It runs before the store opens or any slab exists.
-func (o *Options) checkL3OnOneNode(cp, groupNodes int) error {
-	if !o.L3.Enabled() || groupNodes <= 1 {
-		return nil
-	}
-	return &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%q with --cp %d over %d nodes: the L3 works only for a CP group on one node so far (each node's slab holds only its ranks' parts, and an L3 block needs every rank's); leave --l3-dir out, or give a --cp whose groups fit one node",
-		o.L3.Dir, cp, groupNodes)}
 }
 
 // checkInjectionRanks refuses a fault injection aimed at a rank the job does not have: it would silently not

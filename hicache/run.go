@@ -173,7 +173,7 @@ func (rs *runState) setUp() error {
 	// The L3 store opens before the slab exists: a directory that cannot hold it fails with nothing to clean up.
 	if rs.opts.L3.Enabled() {
 		var err error
-		rs.l3, err = newL3IO(rs.opts.L3, g, rs.opts.Seed, t.CPRank, rs.job.Log, rs.done)
+		rs.l3, err = newL3IO(rs.opts.L3, g, rs.opts.Seed, l3Place{node: t.GroupNode, part: t.NodePart, partRanks: t.NodePartRanks}, rs.job.Log, rs.done)
 		if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 			return err
 		}

@@ -66,13 +66,14 @@ func validationL3Dir(job *spmd.Job, base string) (string, error) {
 	return dir, spmd.AgreeOnFailure(job.Topo.World, err)
 }
 
-// removeValidationL3Dir removes the directory once every rank is done with it; each CP group's rank 0 removes it
-// on its node (on a shared filesystem the later removals find nothing, which is fine).
+// removeValidationL3Dir removes the directory once every rank is done with it; the lowest rank of each CP group
+// on each of its nodes removes it there (on a shared filesystem the later removals find nothing, which is fine; a
+// group over several nodes without one leaves no node's directory behind).
 func removeValidationL3Dir(job *spmd.Job, dir string) {
 	if err := job.Topo.World.Barrier(); err != nil {
 		return
 	}
-	if job.Topo.CPRank == 0 {
+	if job.Topo.NodePart == 0 {
 		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			job.Log.Warn("validate: could not remove its L3 directory", "dir", dir, "err", err)
 		}

@@ -126,7 +126,7 @@ func New(cfg Config, env Env) (*Core, error) {
 		if err := cfg.L3.Validate(cfg.Geometry.PageTokens); err != nil {
 			return nil, err
 		}
-		c.l3 = newL3Tier(cfg.L3, cfg.Geometry, cfg.CPRank)
+		c.l3 = newL3Tier(cfg.L3, cfg.Geometry, c.nodePart())
 	}
 	return c, nil
 }

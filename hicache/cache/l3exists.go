@@ -7,7 +7,8 @@ import (
 )
 
 // Existence checks ahead of need. A request's L3 blocks are looked for on the Env's I/O goroutines, not on the
-// step's path, and each rank looks only for the blocks it would read (block b is CP rank b mod cp's): its count
+// step's path, and each rank looks only for the blocks it would read (ownsBlock: block b is CP rank b mod cp's on one node; on a group over several nodes, each
+// node's rank whose node-local part is b mod its parts looks for its node's part-file): its count
 // is the blocks before the first of its own that is not there, and the MIN over the group is then the blocks
 // before the first that its reader cannot see, which is what the prefetch can read (a rank that looked at every
 // block made cp times the stats, each on a path a shared filesystem may make slow). the core reads one step ahead of the stream (Run), and at the start of step N it starts, for
@@ -52,7 +53,7 @@ func (c *Core) startCheck(cand prefetchCandidate) *existenceCheck {
 	ch := &existenceCheck{seq: t.lastSeq.check, firstBlock: cand.firstBlock, blocks: min(len(cand.keys), c.prefetchCap())}
 	var keys []uint64
 	for j := range ch.blocks {
-		if (cand.firstBlock+j)%t.cpSize == t.cpRank {
+		if t.ownsBlock(cand.firstBlock + j) {
 			ch.own, keys = append(ch.own, j), append(keys, cand.keys[j])
 		}
 	}

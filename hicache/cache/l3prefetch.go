@@ -11,7 +11,7 @@ import (
 // L3 blocks that follow the prefix its tree can serve (local existence checks, started a step ahead on the Env's
 // goroutines (l3exists.go), whose answers can differ between ranks: another job evicts a block, a shared
 // filesystem caches); the group takes the MIN in one call for the whole
-// step; every rank reserves the same L2 object for that many blocks; each block's reader (its index mod cp)
+// step; every rank reserves the same L2 object for that many blocks; each block's reader (ownsBlock: on each node, one)
 // reads it into the slab. The request waits one step: the step's consensus agrees which reads finished (the
 // prefetch frontier, and the lowest failed block), and at the next step the agreed blocks become an L2 node of
 // the tree, loaded back and verified like any L2 hit. A block that failed to read is a miss from there on.
@@ -134,12 +134,12 @@ func (c *Core) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
 	c.env.Prefetch(p.seq, false)
 	c.counters.L3PrefetchBlocks += int64(n)
 	for j := range n {
-		if (cand.firstBlock+j)%t.cpSize == t.cpRank {
+		if c.readsBlock(cand.firstBlock + j) {
 			p.readsLeft++
 		}
 	}
 	for j := range n {
-		if (cand.firstBlock+j)%t.cpSize != t.cpRank {
+		if !c.readsBlock(cand.firstBlock + j) {
 			continue
 		}
 		slots, err := c.slotsOf(obj, j*t.blockPages(), t.blockPages())
@@ -149,6 +149,15 @@ func (c *Core) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
 		c.env.Start(&BlockRead{Prefetch: p.seq, Block: j, Key: p.keys[j], Pages: slots, Tokens: n * t.blockTokens()})
 	}
 	return p
+}
+
+// readsBlock says whether this rank reads block index block of a prefetch into its node's slab: the rank whose
+// node-local part owns it, on every node of the group (each node's part-file fills that node's parts).
+func (c *Core) readsBlock(block int) bool {
+	if c.cfg.Bugs.has(BugL3ReadOneNode) && c.cfg.GroupNode != 0 {
+		return false // the bug: the other nodes' parts of the prefetched object are never filled
+	}
+	return c.l3.ownsBlock(block)
 }
 
 // attachPrefetch makes a resolved prefetch's agreed blocks part of the tree, just before its request is served:

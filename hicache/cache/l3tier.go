@@ -11,9 +11,10 @@ import (
 
 // The L3 tier's decisions (DESIGN.md, "The L3 tier"): blocks of BlockTokens tokens, aligned to the start of the
 // prompt and keyed by a chain over every token before their end, stored whole (every CP rank's parts) by one
-// rank of the group. Every decision (which block to write, what to prefetch, when an L2 object is free again) is
+// rank of each node of the group (a group over several nodes stores a block as one part-file a node: NODES.md,
+// "The L3"). Every decision (which block to write, what to prefetch, when an L2 object is free again) is
 // a function of replicated state and agreed values; the file I/O is the Env's, done by the block's one writer or
-// reader, and its completion reaches the group through the step consensus.
+// reader on each node, and its completion reaches the group through the step consensus.
 
 // L3WritePolicy says when a block goes from the L2 to the L3.
 type L3WritePolicy int
@@ -96,10 +97,12 @@ const maxPrefetchBlocks = 1<<prefetchBlockBits - 1
 // l3Tier is one rank's part of the L3: the block writes and prefetches in flight.
 type l3Tier struct {
 	cfg        L3Config
-	cpRank     int
-	cpSize     int
 	pageTokens int
-	// keeper: CP rank 0 keeps the group's byte budget; it learns every block the group wrote (Env.Adopt).
+	// The rank's part of the L3's I/O: block b's file on each node is written, looked for and read by the node's
+	// rank whose node-local part is b mod parts (block b is CP rank b mod cp's on a group of one node).
+	part, parts int
+	// keeper: each node's part 0 keeps the byte budget of its node's block files; it learns every block the
+	// group wrote (Env.Adopt).
 	keeper bool
 
 	backedUp map[pool.ObjectID]bool // replicated, write_back: L2 objects whose blocks were scheduled
@@ -124,7 +127,7 @@ type l3Write struct {
 }
 
 // l3Prefetch is the consecutive blocks of one request read from the L3 into one fresh L2 object. Every rank
-// reserved the object; each block is read by one rank (its index mod cp).
+// reserved the object; each block is read by one rank of each node (ownsBlock).
 type l3Prefetch struct {
 	seq        uint64
 	obj        pool.ObjectID
@@ -140,13 +143,16 @@ type l3Prefetch struct {
 
 func (p *l3Prefetch) done() bool { return p.readsLeft == 0 }
 
-func newL3Tier(cfg L3Config, g pool.Geometry, cpRank int) *l3Tier {
-	return &l3Tier{cfg: cfg, cpRank: cpRank, cpSize: g.CPSize, pageTokens: g.PageTokens, keeper: cpRank == 0,
+func newL3Tier(cfg L3Config, g pool.Geometry, nodePart int) *l3Tier {
+	return &l3Tier{cfg: cfg, part: nodePart, parts: g.NodeParts(), pageTokens: g.PageTokens, keeper: nodePart == 0,
 		backedUp: map[pool.ObjectID]bool{}, ahead: map[*workload.Request]*existenceCheck{}, checks: map[uint64]*existenceCheck{}}
 }
 
 func (t *l3Tier) blockTokens() int { return t.cfg.BlockTokens }
-func (t *l3Tier) blockPages() int  { return t.cfg.BlockTokens / t.pageTokens }
+
+// ownsBlock says whether this rank does the I/O of block index block (of the prompt) on its node.
+func (t *l3Tier) ownsBlock(block int) bool { return block%t.parts == t.part }
+func (t *l3Tier) blockPages() int          { return t.cfg.BlockTokens / t.pageTokens }
 
 // complete records a finished block write or read of this rank.
 func (t *l3Tier) complete(c *Core, x Completion) {

@@ -11,7 +11,8 @@ import (
 // Writing blocks to the L3. A block is the tokens [k*B, (k+1)*B) of a path from the root; it may lie in several
 // tree nodes and so in several L2 objects. It is written once all of them are committed (the write_through
 // policy looks when an object commits, write_back when the L2 is about to evict one), by the rank k mod cp, which
-// reads every rank's parts from the shared slab. Its L2 objects stay protected until the group agrees the write
+// reads every rank's parts from the shared slab; on a group over several nodes, by the rank of each node whose
+// node-local part is k mod the node's parts, which writes its node's part-file from its node's slab. Its L2 objects stay protected until the group agrees the write
 // is done (the storage frontier), so no slot is reused under the writer.
 
 // l3Committed is the write_through policy's hook: a backup just committed, so blocks through its nodes may now
@@ -126,7 +127,7 @@ func (c *Core) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 	w := &l3Write{seq: t.lastSeq.write, key: key, objs: objs}
 	t.writes = append(t.writes, w)
 	B := t.blockTokens()
-	if (blockEnd/B-1)%t.cpSize == t.cpRank {
+	if t.ownsBlock(blockEnd/B - 1) {
 		c.env.Start(&BlockWrite{Seq: w.seq, Key: key, Pages: pages, Tokens: c.pathTokens(m, blockEnd-B, blockEnd), StartPos: blockEnd - B})
 	} else {
 		w.done = true // not this rank's block

@@ -39,6 +39,7 @@ func (s *Store) writeNamespaceFile() error {
 // fileInfo is one block file, or one temporary file, found by a scan.
 type fileInfo struct {
 	key     uint64
+	part    string // "" for a whole block, ".p<i>of<k>" for a part-file
 	path    string
 	bytes   int64
 	modTime time.Time
@@ -67,8 +68,8 @@ func scanNamespace(fsys FS, dir string) (blocks, temps []fileInfo, err error) {
 			fi := fileInfo{path: filepath.Join(dir, fan.Name(), e.Name()), bytes: info.Size(), modTime: info.ModTime()}
 			if name := e.Name(); isTemp(name) {
 				temps = append(temps, fi)
-			} else if key, ok := parseBlockName(name); ok {
-				fi.key = key
+			} else if key, part, ok := parseBlockName(name); ok {
+				fi.key, fi.part = key, part
 				blocks = append(blocks, fi)
 			}
 		}
@@ -78,13 +79,27 @@ func scanNamespace(fsys FS, dir string) (blocks, temps []fileInfo, err error) {
 
 func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") }
 
-func parseBlockName(name string) (uint64, bool) {
-	hex, ok := strings.CutSuffix(name, ".blk")
-	if !ok || len(hex) != 16 {
-		return 0, false
+// parseBlockName reads <key hex>.blk, or a part-file's <key hex>.p<i>of<k>.blk (part is then ".p<i>of<k>").
+func parseBlockName(name string) (key uint64, part string, ok bool) {
+	stem, ok := strings.CutSuffix(name, ".blk")
+	if !ok || len(stem) < 16 {
+		return 0, "", false
 	}
-	key, err := strconv.ParseUint(hex, 16, 64)
-	return key, err == nil
+	key, err := strconv.ParseUint(stem[:16], 16, 64)
+	part = stem[16:]
+	if err != nil || part != "" && !isPartSuffix(part) {
+		return 0, "", false
+	}
+	return key, part, true
+}
+
+// isPartSuffix says whether s is ".p<i>of<k>" with i < k, both decimal without leading zeros.
+func isPartSuffix(s string) bool {
+	var i, k int
+	if n, err := fmt.Sscanf(s, ".p%dof%d", &i, &k); err != nil || n != 2 || i < 0 || i >= k {
+		return false
+	}
+	return s == fmt.Sprintf(".p%dof%d", i, k)
 }
 
 // seed removes stale temporary files (a writer that died before its rename) and orders the blocks by mtime,
@@ -107,7 +122,9 @@ func (s *Store) seed() error {
 		return blocks[i].key < blocks[j].key
 	})
 	for _, b := range blocks {
-		s.lru.use(b.key, b.bytes, b.modTime)
+		if b.part == s.partSuffix { // another node's part-files are its keeper's
+			s.lru.use(b.key, b.bytes, b.modTime)
+		}
 	}
 	return nil
 }

@@ -16,12 +16,14 @@ type Slabs struct {
 }
 
 // checkSlabs refuses an L2 whose bytes a block of this namespace could not describe: the canonical order holds
-// every CP rank's, layer's and payload's part, each PageTokens x TokenBytes per page, as the slab does.
+// every layer's and payload's part of the file's ranks (a node's, on a group over several), each PageTokens x
+// TokenBytes per page, as the node's slab does.
 func (s *Store) checkSlabs(sl Slabs, pages []PageSlot) error {
 	g, ns := sl.Geometry, s.ns
-	if g.CPSize != ns.CPSize || g.Layers != ns.Layers || g.PayloadsPerLayer != ns.Payloads || g.PageTokens != ns.PageTokens || g.TokenBytes != ns.TokenBytes {
-		return fmt.Errorf("l3: the L2 geometry (cp %d, layers %d, payloads %d, page tokens %d, token bytes %d) is not the namespace's %s",
-			g.CPSize, g.Layers, g.PayloadsPerLayer, g.PageTokens, g.TokenBytes, ns)
+	if g.CPSize != ns.CPSize || g.Layers != ns.Layers || g.PayloadsPerLayer != ns.Payloads || g.PageTokens != ns.PageTokens ||
+		g.TokenBytes != ns.TokenBytes || g.NodeParts() != ns.FileParts() {
+		return fmt.Errorf("l3: the L2 geometry (cp %d over %d nodes, layers %d, payloads %d, page tokens %d, token bytes %d) is not the namespace's %s",
+			g.CPSize, max(1, g.Nodes), g.Layers, g.PayloadsPerLayer, g.PageTokens, g.TokenBytes, ns)
 	}
 	if len(pages) == 0 {
 		return fmt.Errorf("l3: a block of no pages")
@@ -29,7 +31,7 @@ func (s *Store) checkSlabs(sl Slabs, pages []PageSlot) error {
 	return nil
 }
 
-// GatherFromSlab copies every CP rank's parts of pages (in block order) from the L2 into the canonical order in
+// GatherFromSlab copies the file's ranks' parts of pages (in block order) from the L2 into the canonical order in
 // buf (grown as needed and kept by the caller for the next block) and returns the payload, for Write. The caller
 // guarantees that nobody writes those slots meanwhile (the L2 objects are protected).
 func (s *Store) GatherFromSlab(pages []PageSlot, sl Slabs, buf *[]byte) ([]byte, error) {
@@ -68,7 +70,7 @@ func (s *Store) ReadBlock(key uint64, pageCount int, buf *[]byte) ([]byte, error
 	return payload, nil
 }
 
-// ScatterIntoSlab copies a verified payload (ReadBlock's) into the L2 slots of pages, every CP rank's parts.
+// ScatterIntoSlab copies a verified payload (ReadBlock's) into the L2 slots of pages, the file's ranks' parts.
 func (s *Store) ScatterIntoSlab(payload []byte, pages []PageSlot, sl Slabs) error {
 	if err := s.checkSlabs(sl, pages); err != nil {
 		return err
@@ -82,7 +84,7 @@ func (s *Store) ScatterIntoSlab(payload []byte, pages []PageSlot, sl Slabs) erro
 	return nil
 }
 
-// ReadIntoSlab loads key's block into the L2 slots of pages, in block order, every CP rank's parts: ReadBlock,
+// ReadIntoSlab loads key's block into the L2 slots of pages, in block order, the file's ranks' parts: ReadBlock,
 // then ScatterIntoSlab. Nothing reaches the slab unless the whole block verified; a miss or a corrupt block is
 // Read's error (IsMiss), and the slots are left as they were.
 func (s *Store) ReadIntoSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte) error {
@@ -96,7 +98,7 @@ func (s *Store) ReadIntoSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte
 	return s.ScatterIntoSlab(payload, pages, sl)
 }
 
-// eachPart visits every (page, rank, layer, payload) part of a block: where it is in the canonical payload and
+// eachPart visits every (page, rank, layer, payload) part of a block file (rank: the node-local part): where it is in the canonical payload and
 // where in the slab, a run at a time: under layer_first, pages in consecutive slots of one slab have their parts
 // of one rank, layer and payload side by side in the slab as in the block, so one visit covers the run (the L2's
 // objects are mostly runs of slots; a visit a part was most of a block read's CPU at small parts).
@@ -104,7 +106,7 @@ func (s *Store) eachPart(sl Slabs, pages []PageSlot, visit func(canonical, slabO
 	g := sl.Geometry
 	partBytes := g.PartBytes()
 	tokenCount := len(pages) * s.ns.PageTokens
-	for rank := 0; rank < g.CPSize; rank++ {
+	for rank := 0; rank < g.NodeParts(); rank++ { // the file's ranks: its node's parts, in node-local order
 		for layer := 0; layer < g.Layers; layer++ {
 			for payload := 0; payload < g.PayloadsPerLayer; payload++ {
 				base := s.ns.PartOffset(tokenCount, rank, layer, payload)

@@ -10,14 +10,17 @@ import (
 
 // TestSlabIOMatchesThePartByPartModel: GatherFromSlab and ScatterIntoSlab (which copy a run of consecutive slots
 // at a time) move every part where a copy part by part would, for both layouts, slots in runs and scattered,
-// over two slabs.
+// over two slabs; on a group over one node (every rank's parts) and on one node of a group over two (the node's).
 func TestSlabIOMatchesThePartByPartModel(t *testing.T) {
-	for _, layout := range []pool.Layout{pool.LayerFirst, pool.PageFirst} {
+	for i, layout := range []pool.Layout{pool.LayerFirst, pool.PageFirst, pool.LayerFirst, pool.PageFirst} {
 		g := pool.Geometry{CPSize: 3, Layers: 2, PayloadsPerLayer: 2, PageTokens: 2, TokenBytes: 8, Slots: 24, Layout: layout}
+		if i >= 2 {
+			g.CPSize, g.Nodes = 4, 2
+		}
 		g.SlabBytesMax = int64(g.Slots/2) * g.SlotBytes()
-		ns := Namespace{Layers: g.Layers, Payloads: g.PayloadsPerLayer, PageTokens: g.PageTokens, TokenBytes: g.TokenBytes, CPSize: g.CPSize, Name: "t"}
+		ns := Namespace{Layers: g.Layers, Payloads: g.PayloadsPerLayer, PageTokens: g.PageTokens, TokenBytes: g.TokenBytes, CPSize: g.CPSize, Nodes: g.Nodes, Name: "t"}
 		s := &Store{ns: ns}
-		rng := rand.New(rand.NewPCG(uint64(layout), 1))
+		rng := rand.New(rand.NewPCG(uint64(i), 1))
 		for trial := range 50 {
 			mem := make([][]byte, g.SlabCount())
 			for i := range mem {
@@ -33,7 +36,7 @@ func TestSlabIOMatchesThePartByPartModel(t *testing.T) {
 			}
 			want := make([]byte, ns.PayloadBytes(len(pages)*g.PageTokens))
 			pb := g.PartBytes()
-			for rank := range g.CPSize {
+			for rank := range g.NodeParts() {
 				for layer := range g.Layers {
 					for payload := range g.PayloadsPerLayer {
 						base := ns.PartOffset(len(pages)*g.PageTokens, rank, layer, payload)

@@ -21,6 +21,8 @@ import (
 type Store struct {
 	root, dir     string // the --l3-dir, and this namespace's directory under it
 	ns            Namespace
+	node          int    // the group's node whose part-files this Store reads and writes (0 on one node)
+	partSuffix    string // ".p<node>of<nodes>" before ".blk" on a group over several nodes, else ""
 	fingerprint   uint64
 	capacityBytes int64
 
@@ -57,8 +59,18 @@ func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
 
 // OpenFS is Open on the filesystem fsys (a simulated one, in the simulator).
 func OpenFS(fsys FS, dir string, ns Namespace, capacityBytes int64) (*Store, error) {
+	return OpenPart(fsys, dir, ns, 0, capacityBytes)
+}
+
+// OpenPart is OpenFS for the ranks of the group's node node (its index among the group's nodes, in [0,
+// ns.Nodes)): a block of a group over several nodes is one part-file a node (NODES.md, "The L3"), and this
+// Store reads, writes, finds, budgets and evicts its node's only. The namespace directory is the group's.
+func OpenPart(fsys FS, dir string, ns Namespace, node int, capacityBytes int64) (*Store, error) {
 	if err := ns.Validate(); err != nil {
 		return nil, err
+	}
+	if node < 0 || node >= ns.nodes() {
+		return nil, fmt.Errorf("l3: node %d of a group over %d nodes", node, ns.nodes())
 	}
 	if capacityBytes < 1 {
 		return nil, &errscope.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d bytes: the L3 needs a budget of 1 byte or more", capacityBytes)}
@@ -67,8 +79,11 @@ func OpenFS(fsys FS, dir string, ns Namespace, capacityBytes int64) (*Store, err
 		return nil, err
 	}
 	fp := ns.Fingerprint()
-	s := &Store{root: dir, dir: filepath.Join(dir, fmt.Sprintf("%016x", fp)), ns: ns, fingerprint: fp,
+	s := &Store{root: dir, dir: filepath.Join(dir, fmt.Sprintf("%016x", fp)), ns: ns, node: node, fingerprint: fp,
 		capacityBytes: capacityBytes, lru: newLRU(), fs: fsys, now: time.Now, createTemp: fsys.CreateTemp}
+	if ns.nodes() > 1 {
+		s.partSuffix = fmt.Sprintf(".p%dof%d", node, ns.nodes())
+	}
 	if c, ok := fsys.(interface{ Now() time.Time }); ok {
 		s.now = c.Now // a simulated filesystem keeps its own clock: a replay's mtimes are the same
 	}
@@ -134,8 +149,9 @@ func (s *Store) Adopt(key uint64) {
 	s.evictOverBudget()
 }
 
-// Namespace and Fingerprint are what the Store was opened with.
+// Namespace, Node and Fingerprint are what the Store was opened with.
 func (s *Store) Namespace() Namespace { return s.ns }
+func (s *Store) Node() int            { return s.node }
 func (s *Store) Fingerprint() uint64  { return s.fingerprint }
 
 // Counters returns a copy of the counters.
@@ -153,7 +169,7 @@ func (s *Store) UsedBytes() int64 {
 }
 
 // blockPath is DIR/<fingerprint>/<key hex[0:2]>/<key hex>.blk: 256 fan-out directories keep any one directory
-// small enough for a shared filesystem's lookups.
+// small enough for a shared filesystem's lookups. A part-file of a group over k nodes is <key hex>.p<i>of<k>.blk.
 // It is built by hand, in one allocation: fmt and filepath.Join cost a 32 KiB read from the page cache 7% of
 // its time here.
 func (s *Store) blockPath(key uint64) string {
@@ -163,10 +179,11 @@ func (s *Store) blockPath(key uint64) string {
 		name[i] = digits[key>>(60-4*i)&15]
 	}
 	var b strings.Builder
-	b.Grow(len(s.dir) + 4 + len(name) + len(".blk"))
+	b.Grow(len(s.dir) + 4 + len(name) + len(s.partSuffix) + len(".blk"))
 	b.WriteString(s.dir)
 	b.Write([]byte{filepath.Separator, name[0], name[1], filepath.Separator})
 	b.Write(name[:])
+	b.WriteString(s.partSuffix)
 	b.WriteString(".blk")
 	return b.String()
 }

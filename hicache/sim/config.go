@@ -98,8 +98,7 @@ func Draw(seed uint64, bugs cache.Bugs, cp int) JobConfig {
 }
 
 // drawNodes spreads each group over 1, 2 or 4 nodes (as many as divide its CP size), in blocks or round robin,
-// from its own stream so that the rest of a seed's job is what it was before groups could span nodes. A group
-// over several nodes has no L3, as the runner refuses --l3-dir for it.
+// from its own stream so that the rest of a seed's job is what it was before groups could span nodes.
 func drawNodes(r *rng, j *JobConfig) {
 	nodes := pick(r, 1, 1, 1, 2, 4)
 	for j.CP%nodes != 0 {
@@ -109,7 +108,7 @@ func drawNodes(r *rng, j *JobConfig) {
 }
 
 // SpreadOverNodes puts each of the job's groups over nodes nodes (which must divide its CP size), in blocks or
-// round robin, with the same slots a slab as on one node. A group over several nodes has no L3.
+// round robin, with the same slots a slab as on one node. Its L3 blocks are one part-file a node.
 func (j *JobConfig) SpreadOverNodes(nodes int, roundRobin bool) {
 	j.RoundRobin = roundRobin
 	if nodes <= 1 {
@@ -119,7 +118,6 @@ func (j *JobConfig) SpreadOverNodes(nodes int, roundRobin bool) {
 	slabSlots := g.SlabBytesMax / g.SlotBytes()
 	g.Nodes = nodes
 	g.SlabBytesMax = slabSlots * g.SlotBytes() // each node's slots are smaller
-	j.L3, j.L3Faults = cache.L3Config{}, L3Faults{}
 }
 
 // placement is where each group's ranks are over its nodes.

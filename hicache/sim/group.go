@@ -26,12 +26,14 @@ type group struct {
 	audited  map[uint64][]int // by backup seq, the nodes whose auditor checked it in the step in progress
 }
 
-// partsOf lists the parts of slots that an operation touches: rank's own, or every rank's (rank -1).
-func (g *group) partsOf(slots []cache.SlabSlot, rank int) []partKey {
+// partsOf lists the parts of slots that an operation touches: rank's own, or (rank -1) every rank's on node,
+// the parts an L3 block file of that node holds.
+func (g *group) partsOf(slots []cache.SlabSlot, rank, node int) []partKey {
 	var out []partKey
+	onNode := g.j.cfg.placement().Node
 	for _, s := range slots {
 		for r := range g.j.cfg.CP {
-			if rank < 0 || r == rank {
+			if r == rank || rank < 0 && onNode[r] == node {
 				out = append(out, partKey{slab: s.Slab, slot: s.Slot, rank: int32(r)})
 			}
 		}
@@ -139,10 +141,9 @@ func (g *group) reportHash(r *rank, step int64, h uint64) {
 	}
 }
 
-// slabs is the group's shared L2 as the L3's block I/O sees it: its one node's (a group with an L3 lies in one
-// node: the L3 over several is refused, as the runner refuses it).
-func (g *group) slabs() l3.Slabs {
-	return l3.Slabs{Geometry: g.j.cfg.Geometry, Mem: g.mem.NodeSlabs[0]}
+// slabs is the group's shared L2 as the rank's L3 block I/O sees it: its node's slabs, holding its node's parts.
+func (r *rank) slabs() l3.Slabs {
+	return l3.Slabs{Geometry: r.g.j.cfg.Geometry, Mem: r.g.mem.NodeSlabs[r.node]}
 }
 
 // checkAudits runs once every rank ended step: every object committed in it was audited on every node of the

@@ -99,7 +99,7 @@ func newJob(cfg JobConfig) (*job, error) {
 		for cp := range cfg.CP {
 			r := &rank{g: g, cp: cp, node: cfg.placement().Node[cp]}
 			if j.l3 != nil {
-				r.store = j.l3.store(cp)
+				r.store = j.l3.store(cp, r.node)
 			}
 			ccfg := cfg.coreConfig(gi, cp)
 			if cp == 0 {
@@ -253,8 +253,8 @@ func (j *job) complete(p *pending) {
 	r.completed = append(r.completed, x)
 }
 
-// writeBlock is a writer rank's block write: gather every rank's parts, check them against the block's content
-// (the real writer's check), and publish.
+// writeBlock is a writer rank's block write: check every rank's parts against the block's content (the real
+// writer checks its node's, which it gathers), gather its node's parts, and publish its node's file.
 func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
 	if r.store.Exists(w.Key) {
 		return nil
@@ -266,7 +266,7 @@ func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
 	}
 	// The real block I/O on the slab (l3.GatherFromSlab, ScatterIntoSlab), whose runs of slots the check above
 	// and every later load-back verify.
-	payload, err := r.store.GatherFromSlab(w.Pages, r.g.slabs(), &r.writeBuf)
+	payload, err := r.store.GatherFromSlab(w.Pages, r.slabs(), &r.writeBuf)
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func (j *job) readBlock(r *rank, w *cache.BlockRead, p *pending) error {
 	if err != nil {
 		return err
 	}
-	return r.store.ScatterIntoSlab(data, w.Pages, r.g.slabs())
+	return r.store.ScatterIntoSlab(data, w.Pages, r.slabs())
 }
 
 // noteStuck records why the job stopped moving when not every rank finished: the watchdog's message.

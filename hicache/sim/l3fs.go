@@ -34,7 +34,7 @@ func newSimL3(r *rng, f L3Faults, cfg *JobConfig) *simL3 {
 	s := &simL3{r: r, f: f, mem: l3.NewMemFS(), hidden: map[string]int{}}
 	g := cfg.Geometry
 	s.ns = l3.Namespace{Layers: g.Layers, Payloads: g.PayloadsPerLayer, PageTokens: g.PageTokens, TokenBytes: g.TokenBytes,
-		CPSize: g.CPSize, ContentSeed: cfg.Seed | 1, Content: cache.ContentVersion, Name: "sim"}
+		CPSize: g.CPSize, Nodes: g.Nodes, ContentSeed: cfg.Seed | 1, Content: cache.ContentVersion, Name: "sim"}
 	if err := s.mem.MkdirAll(l3Dir, 0o755); err != nil {
 		panic(err)
 	}
@@ -59,10 +59,11 @@ func (s *simL3) inject(op, _ string) error {
 	return nil
 }
 
-// store opens rank cpRank's store: the real one, on its view of the directory. Only the real runner's keeper
-// keeps a budget; here none does (another job's evictions stand in for it), so every store is unbounded.
-func (s *simL3) store(cpRank int) *l3.Store {
-	st, err := l3.OpenFS(rankView{MemFS: s.mem, s: s, rank: cpRank}, l3Dir, s.ns, l3.Unbounded)
+// store opens rank cpRank's store of its node's block files: the real one, on its view of the directory (one
+// directory all nodes share). Only the real runner's keepers keep a budget; here none does (another job's
+// evictions stand in for it), so every store is unbounded.
+func (s *simL3) store(cpRank, node int) *l3.Store {
+	st, err := l3.OpenPart(rankView{MemFS: s.mem, s: s, rank: cpRank}, l3Dir, s.ns, node, l3.Unbounded)
 	if err != nil {
 		panic("sim: open the simulated L3: " + err.Error())
 	}

@@ -139,7 +139,7 @@ func (r *rank) Start(w cache.Work) {
 	switch w := w.(type) {
 	case *cache.Copy:
 		p.writes = w.Gather
-		p.parts = r.g.partsOf(w.Slots, r.cp)
+		p.parts = r.g.partsOf(w.Slots, r.cp, r.node)
 		p.fail, p.stuck = r.failNext, r.stickNext
 		if r.failNext || r.stickNext {
 			r.faultFired = true
@@ -147,11 +147,11 @@ func (r *rank) Start(w cache.Work) {
 		r.failNext, r.stickNext = false, false
 	case *cache.BlockWrite:
 		q = queueWrites
-		p.parts = r.g.partsOf(w.Pages, -1)
+		p.parts = r.g.partsOf(w.Pages, -1, r.node)
 	case *cache.BlockRead:
 		q = queueReads
 		p.writes = true
-		p.parts = r.g.partsOf(w.Pages, -1)
+		p.parts = r.g.partsOf(w.Pages, -1, r.node)
 		p.hung = j.l3.r.chance(j.l3.f.HungReadPerMille)
 		if j.cfg.L3.PrefetchPolicy != cache.PrefetchWaitComplete {
 			p.deadline = j.now + uint64(4*j.cfg.LateTicks)
