@@ -129,21 +129,6 @@ func TestCP8OverTwoNodesOfFourDecidesAsOnOne(t *testing.T) {
 	}
 }
 
-// TestL3RefusedForAGroupOverNodes: --l3-dir with a CP group over two nodes is one usage error naming the flag,
-// the CP size and the nodes, before the store or a slab exists.
-func TestL3RefusedForAGroupOverNodes(t *testing.T) {
-	dir := t.TempDir()
-	res := runOnNodes(t, 60*time.Second, []nodeLaunch{{1, "nodeA"}, {1, "nodeB"}}, "run", "--quiet", "--cp", "2", "--l3-dir", dir)
-	want := fmt.Sprintf("invalid --l3-dir: %q with --cp 2 over 2 nodes", dir)
-	if res.exitCode != 2 || strings.Count(res.stderr, want) != 1 {
-		t.Fatalf("exit %d, want 2 and %q once:\n%s", res.exitCode, want, res.stderr)
-	}
-	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
-		t.Errorf("the refused run left %v in the L3 directory (%v)", entries, err)
-	}
-	checkNoSegments(t)
-}
-
 // TestNodeNameOnSomeRanksIsAUsageError: a name given to one part of the command line only is said once, naming a
 // rank with it and one without, with the usage exit status.
 func TestNodeNameOnSomeRanksIsAUsageError(t *testing.T) {

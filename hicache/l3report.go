@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/l3"
 )
 
 // L3Report is the report's L3 section: the group's decisions (summed over CP groups) and every rank's I/O.
@@ -14,11 +15,12 @@ type L3Report struct {
 	WritePolicy    string `json:"write_policy"`
 	PrefetchPolicy string `json:"prefetch_policy"`
 	BlockTokens    int    `json:"block_tokens"`
-	Bytes          int64  `json:"bytes"`        // --l3-bytes: each CP group's budget (a 1/k share on each of its k nodes)
-	Writes         int64  `json:"writes"`       // block files published
-	WriteBytes     int64  `json:"write_bytes"`  // their payloads
-	WriteErrors    int64  `json:"write_errors"` // blocks dropped on a failed write (ENOSPC, EIO): the run went on
-	Reads          int64  `json:"reads"`        // blocks read and verified into the L2
+	Bytes          int64  `json:"bytes"`           // --l3-bytes: each CP group's budget (a 1/k share on each of its k nodes)
+	FilesPerBlock  int    `json:"files_per_block"` // 1, or k part-files a block for a group over k nodes
+	Writes         int64  `json:"writes"`          // block files published
+	WriteBytes     int64  `json:"write_bytes"`     // their payloads
+	WriteErrors    int64  `json:"write_errors"`    // blocks dropped on a failed write (ENOSPC, EIO): the run went on
+	Reads          int64  `json:"reads"`           // blocks read and verified into the L2
 	ReadBytes      int64  `json:"read_bytes"`
 	ReadFailures   int64  `json:"read_failures"` // reads that failed (absent, corrupt, I/O error): misses
 	Corrupt        int64  `json:"corrupt"`       // of those, block files that failed their checks (removed, never served)
@@ -43,8 +45,8 @@ type L3Report struct {
 	} `json:"prefetch_wait_us"` // from issue to the consensus that agreed it done (slowest rank)
 }
 
-func newL3Report(c *cache.Counters, o L3Options, fingerprint uint64) *L3Report {
-	return &L3Report{Dir: o.Dir, Namespace: fmt.Sprintf("%016x", fingerprint), WritePolicy: o.WritePolicy.String(),
+func newL3Report(c *cache.Counters, o L3Options, ns l3.Namespace) *L3Report {
+	return &L3Report{Dir: o.Dir, Namespace: fmt.Sprintf("%016x", ns.Fingerprint()), FilesPerBlock: max(1, ns.Nodes), WritePolicy: o.WritePolicy.String(),
 		PrefetchPolicy: o.PrefetchPolicy.String(), BlockTokens: o.BlockTokens, Bytes: o.Bytes,
 		Writes: c.L3Writes, WriteBytes: c.L3WriteBytes, WriteErrors: c.L3WriteErrors, Reads: c.L3Reads, ReadBytes: c.L3ReadBytes,
 		ReadFailures: c.L3ReadFailures, Corrupt: c.L3Corrupt, Evictions: c.L3Evictions, Prefetches: c.L3Prefetches,
@@ -58,8 +60,12 @@ func (r *L3Report) writeSummary(w io.Writer) {
 	if r == nil {
 		return
 	}
-	fmt.Fprintf(w, "  L3 (%s, %s, %d-token blocks): %d blocks written (%.1f MiB), %d write errors; %d read (%.1f MiB), %d failed reads (%d corrupt); %d evicted\n",
-		r.Dir, r.WritePolicy, r.BlockTokens, r.Writes, float64(r.WriteBytes)/(1<<20), r.WriteErrors, r.Reads, float64(r.ReadBytes)/(1<<20),
+	files := "blocks"
+	if r.FilesPerBlock > 1 {
+		files = fmt.Sprintf("part-files (%d a block, one a node)", r.FilesPerBlock)
+	}
+	fmt.Fprintf(w, "  L3 (%s, %s, %d-token blocks): %d %s written (%.1f MiB), %d write errors; %d read (%.1f MiB), %d failed reads (%d corrupt); %d evicted\n",
+		r.Dir, r.WritePolicy, r.BlockTokens, r.Writes, files, float64(r.WriteBytes)/(1<<20), r.WriteErrors, r.Reads, float64(r.ReadBytes)/(1<<20),
 		r.ReadFailures, r.Corrupt, r.Evictions)
 	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out, %d dropped by a flush; wait p50 %.0f us, p99 %.0f us; %d l3_prefetch consensus calls; existence checks %d a step ahead, %d in their step\n",
 		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchFlushed, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99, r.PrefetchCalls,

@@ -212,7 +212,7 @@ func (rs *runState) groupView() *metricsView {
 	r := &Report{CP: t.CPSize, DP: t.DPSize, Steps: rs.core.Step(),
 		Groups: []GroupReport{{Group: t.CPGroup, latency: rs.cons.latency}}}
 	if rs.l3 != nil {
-		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Fingerprint())
+		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Namespace())
 	}
 	r.fill(&c)
 	return &metricsView{job: rs.opts.JobID, counterGroup: strconv.Itoa(t.CPGroup), report: r}

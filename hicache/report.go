@@ -192,7 +192,7 @@ func (rs *runState) report() (*Report, error) {
 	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = float64(timing[1])/1e3, float64(timing[2])/1e3
 	r.PlacementAssertUs.Total, r.PlacementAssertUs.SharePct = float64(timing[3]), float64(timing[4])/1e4
 	if rs.l3 != nil {
-		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Fingerprint())
+		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Namespace())
 		r.L3.PrefetchWaitUs.P50, r.L3.PrefetchWaitUs.P99 = float64(timing[5])/1e3, float64(timing[6])/1e3
 	}
 	return r, nil
