@@ -299,6 +299,24 @@ def self_test():
     return 1 if failures else 0
 
 
+def summary(args, report, want):
+    """The figures a passing check rests on, for the log: the counts, and for spanning groups their nodes and slabs."""
+    text = ""
+    if args.kind == "run":
+        verify = report["verify"]
+        text = (f"; {report['placement']['divergences']} divergences, {verify['mismatches']} mismatches, "
+                f"{verify['audit_objects']} objects audited, {verify['audit_mismatches']} audit mismatches")
+    if args.group_nodes > 1 and args.kind == "run":
+        for group in report["groups"]:
+            shares = "+".join(str(group["hosts"].count(node)) for node in group["nodes"])
+            text += f"; group {group['group']} over {','.join(group['nodes'])} ({shares}), {group['slab_bytes_per_node']} slab bytes a node"
+        if want["slab_reference"] is not None:
+            text += f", one-node slab {want['slab_reference']['groups'][0]['slab_bytes_per_node']} bytes in {args.slab_reference}"
+        else:
+            text += f", one-node slab {report['capacity']['l2_slab_bytes']} bytes (capacity.l2_slab_bytes)"
+    return text
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kind", nargs="?", choices=("run", "validate"))
@@ -336,9 +354,7 @@ def main():
     for problem in problems:
         print(f"{args.report}: {problem}")
     if not problems:
-        spans = f", each group over {args.group_nodes} nodes" if args.group_nodes > 1 else ""
-        reference = f", slabs 1/{args.group_nodes} of {args.slab_reference}'s" if args.slab_reference else ""
-        print(f"{args.report}: ok ({args.kind}, {args.ranks} ranks, cp {args.cp}, dp {args.dp}, {args.nodes} node(s){spans}{reference})")
+        print(f"{args.report}: ok ({args.kind}, {args.ranks} ranks, cp {args.cp}, dp {args.dp}, {args.nodes} node(s){summary(args, report, want)})")
     return 1 if problems else 0
 
 
