@@ -5,13 +5,18 @@
     check-report.py validate REPORT --ranks 8 --cp 8 --dp 1 --nodes 1
     check-report.py run REPORT --ranks 16 --cp 8 --dp 2 --nodes 2 --l3-hits
     check-report.py run REPORT --ranks 16 --cp 16 --dp 1 --nodes 2 --group-nodes 2
+    check-report.py run REPORT --ranks 16 --cp 8 --dp 2 --nodes 2 --group-nodes 2 --slab-reference BLOCK_REPORT
     check-report.py --self-test
 
 Prints one line per failed check and exits 1 when any failed, 0 otherwise. What it checks, for both kinds:
 the layout (ranks, cp, dp), one `groups` entry per CP group of `cp` ranks, each group on exactly `group-nodes`
 hosts (default 1) and the groups spread over `nodes` distinct hosts; for a group over several nodes, `groups[].nodes`
-names them and each node's slab (`slab_bytes_per_node`) is 1/group-nodes of the group's (`capacity.l2_slab_bytes`); and every consensus collective of every group run on the group's own
-communicator (comm_size == cp; a collective on the world or on a size-1 communicator is the CP-scoping bug).
+names them, holds cp/group-nodes of its ranks on each (CP8 over two nodes: 4 + 4), and each node's slab
+(`slab_bytes_per_node`) is 1/group-nodes of the group's (`capacity.l2_slab_bytes`); and every consensus collective
+of every group run on the group's own communicator (comm_size == cp; a collective on the world or on a size-1
+communicator is the CP-scoping bug).
+With --slab-reference (the report of a job with the same slots and one-node groups, e.g. the block-placed CP8DP2):
+each node's slab is also 1/group-nodes of that job's measured one-node slab, not only of this report's own sum.
 For `run`: no placement divergence, no load-back or audit mismatch, no copy error, and the step consensus and the
 placement comparison actually ran.
 For `validate`: at least one check, every check passed with wrong == 0.
@@ -77,9 +82,32 @@ def check_group_nodes(name, kind, report, group, hosts, problems):
     nodes = group.get("nodes") or []
     if sorted(nodes) != hosts:
         problems.append(f"{name}: nodes {nodes}, want its hosts {hosts}")
+    # Every node's slab has one layout, so every node holds the same share of the group's ranks.
+    members = group.get("hosts") or []
+    shares = {host: members.count(host) for host in hosts}
+    if len(set(shares.values())) != 1:
+        problems.append(f"{name}: its ranks per node are {shares}, want the same share on each of its nodes")
     per_node, whole = group.get("slab_bytes_per_node", 0), get(report, "capacity.l2_slab_bytes")
     if not per_node > 0 or per_node * len(hosts) != whole:
         problems.append(f"{name}: {per_node} slab bytes on each of {len(hosts)} nodes, want 1/{len(hosts)} of the group's {whole}")
+
+
+def check_slab_reference(report, reference, problems):
+    """Each node's slab of a spanning group is 1/k of the one-node slab that a reference job of the same slots
+    measured (its groups' slab_bytes_per_node, each group inside one node)."""
+    for key in ("capacity.l2_slots", "capacity.l2_slab_bytes"):
+        if get(report, key) != get(reference, key):
+            problems.append(f"{key} is {get(report, key)}, but {get(reference, key)} in the slab reference: not the same slots")
+    whole = {g.get("slab_bytes_per_node") for g in reference.get("groups") or []}
+    if len(whole) != 1 or any(len(set(g.get("hosts") or [])) != 1 for g in reference.get("groups") or []):
+        problems.append(f"the slab reference's groups are not each inside one node with one slab size ({sorted(whole, key=str)})")
+        return
+    whole = whole.pop()
+    for index, group in enumerate(report.get("groups") or []):
+        k, per_node = len(set(group.get("hosts") or [])), group.get("slab_bytes_per_node", 0)
+        if k < 2 or per_node * k != whole:
+            problems.append(f"group {group.get('group', index)}: {per_node} slab bytes on each of {k} node(s), "
+                            f"want 1/{max(k, 2)} of the one-node slab's {whole} in the slab reference")
 
 
 def check_collectives(name, collectives, cp, problems):
@@ -133,6 +161,8 @@ def check(kind, report, want):
         (check_run if kind == "run" else check_validate)(report, problems)
         if want.get("l3_hits"):
             check_l3_hits(report, problems)
+        if want.get("slab_reference") is not None:
+            check_slab_reference(report, want["slab_reference"], problems)
     except KeyError as missing:
         problems.append(f"the report has no {missing.args[0]}")
     return problems
@@ -176,6 +206,57 @@ def self_test_spanning():
     return failures, len(breakages) + 1
 
 
+def sample_block_report(cp=8, dp=2):
+    """A CP8DP2 report placed block-wise (each group inside one node, one whole slab), as a slab reference."""
+    report = sample_report(cp=cp, dp=dp)
+    for group in report["groups"]:
+        group.update(nodes=group["hosts"][:1], slab_bytes_per_node=2048)
+    report["capacity"] = {"l2_slots": 16, "l2_slab_bytes": 2048}
+    return report
+
+
+def sample_spread_report():
+    """A CP8DP2 report placed round robin: each group 4 + 4 over node1 and node2, each node's slab half of one."""
+    report = sample_block_report()
+    for group in report["groups"]:
+        group.update(hosts=["node1", "node2"] * 4, nodes=["node1", "node2"], slab_bytes_per_node=1024)
+    return report
+
+
+def self_test_spread():
+    """The checks of CP8DP2 with each group split over both nodes: the good report passes against its block-placed
+    reference, and each broken one is caught, a block-placed report (that does not span) first."""
+    want = {"ranks": 16, "cp": 8, "dp": 2, "nodes": 2, "group_nodes": 2, "slab_reference": sample_block_report()}
+    breakages = {
+        "block-placed report, no group spans": lambda r: r.update(sample_block_report()),
+        "one group inside one node": lambda r: r["groups"][1].update(hosts=["node2"] * 8, nodes=["node2"]),
+        "split 5 + 3": lambda r: r["groups"][0].update(hosts=["node1"] * 5 + ["node2"] * 3),
+        "whole slab on each node, capacity halved": lambda r: (r["groups"][0].update(slab_bytes_per_node=2048),
+                                                               r["capacity"].update(l2_slab_bytes=4096)),
+        "other slots than the reference": lambda r: r["capacity"].update(l2_slots=32),
+    }
+    failures = []
+    problems = check("run", sample_spread_report(), want)
+    if problems:
+        failures.append("the good spread report fails: " + "; ".join(problems))
+    for name, breakage in breakages.items():
+        report = sample_spread_report()
+        breakage(report)
+        if not check("run", report, want):
+            failures.append(f"spread: {name}: not detected")
+    # The reference itself must be one-node groups: a spanning report is no reference.
+    if not check("run", sample_spread_report(), dict(want, slab_reference=sample_spread_report())):
+        failures.append("spread: a spanning slab reference: not detected")
+    # A one-node slab the reference measured larger than the capacity says (a layout's padding): half of the
+    # capacity is then not half of a one-node slab, which only the reference shows.
+    padded = sample_block_report()
+    for group in padded["groups"]:
+        group.update(slab_bytes_per_node=2304)
+    if not check("run", sample_spread_report(), dict(want, slab_reference=padded)):
+        failures.append("spread: each node's slab not half of the reference's one-node slab: not detected")
+    return failures, len(breakages) + 3
+
+
 def self_test():
     """Each broken report must be caught, and the good one must pass: a checker that cannot fail is no test."""
     want = {"ranks": 16, "cp": 8, "dp": 2, "nodes": 2}
@@ -209,12 +290,31 @@ def self_test():
         if not check(kind, report, want_l3 if name.startswith("l3") else want):
             failures.append(f"{name}: not detected")
     spanning_failures, spanning_cases = self_test_spanning()
-    failures += spanning_failures
-    cases = len(breakages) + 1 + spanning_cases
+    spread_failures, spread_cases = self_test_spread()
+    failures += spanning_failures + spread_failures
+    cases = len(breakages) + 1 + spanning_cases + spread_cases
     for failure in failures:
         print(f"check-report self-test: {failure}")
     print(f"check-report self-test: {cases - len(failures)} of {cases} cases right")
     return 1 if failures else 0
+
+
+def summary(args, report, want):
+    """The figures a passing check rests on, for the log: the counts, and for spanning groups their nodes and slabs."""
+    text = ""
+    if args.kind == "run":
+        verify = report["verify"]
+        text = (f"; {report['placement']['divergences']} divergences, {verify['mismatches']} mismatches, "
+                f"{verify['audit_objects']} objects audited, {verify['audit_mismatches']} audit mismatches")
+    if args.group_nodes > 1 and args.kind == "run":
+        for group in report["groups"]:
+            shares = "+".join(str(group["hosts"].count(node)) for node in group["nodes"])
+            text += f"; group {group['group']} over {','.join(group['nodes'])} ({shares}), {group['slab_bytes_per_node']} slab bytes a node"
+        if want["slab_reference"] is not None:
+            text += f", one-node slab {want['slab_reference']['groups'][0]['slab_bytes_per_node']} bytes in {args.slab_reference}"
+        else:
+            text += f", one-node slab {report['capacity']['l2_slab_bytes']} bytes (capacity.l2_slab_bytes)"
+    return text
 
 
 def main():
@@ -227,6 +327,8 @@ def main():
     parser.add_argument("--nodes", type=int)
     parser.add_argument("--group-nodes", type=int, default=1, help="the nodes each CP group spans")
     parser.add_argument("--l3-hits", action="store_true", help="every CP group must have served L3 hits")
+    parser.add_argument("--slab-reference", metavar="REPORT",
+                        help="the report of a job with the same slots and one-node groups: each node's slab must be 1/group-nodes of its slab")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
     if args.self_test:
@@ -240,12 +342,19 @@ def main():
         print(f"{args.report}: cannot read the report: {err}")
         return 1
     want = {"ranks": args.ranks, "cp": args.cp, "dp": args.dp, "nodes": args.nodes, "l3_hits": args.l3_hits,
-            "group_nodes": args.group_nodes}
+            "group_nodes": args.group_nodes, "slab_reference": None}
+    if args.slab_reference:
+        try:
+            with open(args.slab_reference) as file:
+                want["slab_reference"] = json.load(file)
+        except (OSError, ValueError) as err:
+            print(f"{args.slab_reference}: cannot read the slab reference (--slab-reference): {err}")
+            return 1
     problems = check(args.kind, report, want)
     for problem in problems:
         print(f"{args.report}: {problem}")
     if not problems:
-        print(f"{args.report}: ok ({args.kind}, {args.ranks} ranks, cp {args.cp}, dp {args.dp}, {args.nodes} node(s))")
+        print(f"{args.report}: ok ({args.kind}, {args.ranks} ranks, cp {args.cp}, dp {args.dp}, {args.nodes} node(s){summary(args, report, want)})")
     return 1 if problems else 0
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test-scripts.sh: the job scripts' own logic, without Slurm (make test runs it; a few seconds): each script runs
 # under bash with the SLURM_* variables a job would have, a fake launcher that records its command line, and a
-# fake binary, and must derive the layout from the allocation or refuse it naming both numbers, refuse the old
+# fake binary, and must derive the layout from the allocation or refuse it naming both numbers, place the ranks
+# as CPHICACHE_SBATCH_PLACEMENT says (block or spread, for mpirun, Hydra and srun) or refuse it, refuse the old
 # setting names, prefer the build in the submit directory and say which binary ran, give every command
 # CPHICACHE_SBATCH_ARGS, pass the chosen PMI type to srun, and print `cphicache-job: exit status N` last, also
 # after a signal. The bodies of the three scripts below their marker line must be the same.
@@ -25,7 +26,11 @@ for b in "$work/submit/bin/cphicache" "$work/path/cphicache"; do
 done
 cat >"$work/path/fake-launcher" <<'EOF'
 #!/usr/bin/env bash
-[ "${1:-}" = --version ] && { echo "fake launcher"; exit 0; }
+# A launcher named like Hydra's says HYDRA in its --version, as MPICH's mpiexec does.
+if [ "${1:-}" = --version ]; then
+	case $(basename "$0") in *hydra*) echo "HYDRA build details: fake" ;; *) echo "fake launcher" ;; esac
+	exit 0
+fi
 echo "$(basename "$0") $*" >>"$FAKE_LAUNCH_LOG"
 while [ $# -gt 0 ]; do
 	[ "$1" = --report ] && echo '{}' >"$2"
@@ -36,6 +41,7 @@ EOF
 chmod +x "$work/path/fake-launcher"
 ln -s fake-launcher "$work/path/mpirun"
 ln -s fake-launcher "$work/path/srun"
+ln -s fake-launcher "$work/path/mpiexec-hydra"
 
 # jobEnv is the environment of a job of NTASKS tasks, TASKS_PER_NODE as Slurm writes it, on NODES nodes.
 jobEnv() {
@@ -78,6 +84,29 @@ expect "group over two nodes" 0 "cp 8 dp 2" "run --cp 8 --dp 2"
 # ... and cp16.sbatch is one group of the job's tasks over its nodes, without any setting.
 job cp16.sbatch 16 '8(x2)' 2 || true
 expect "cp16 over two nodes" 0 "cp 16 dp 1" "mpirun -np 16 --map-by slot $work/submit/bin/cphicache run --cp 16 --dp 1 --report $work/submit/cphicache-42.report.json"
+# The spread placement deals the ranks round robin over the nodes, so each CP group spans both nodes, 4 + 4:
+# OpenMPI's --map-by node, Hydra's -ppn 1 and srun's cyclic distribution; block keeps --map-by slot and -ppn 8.
+job cp8dp2.sbatch 16 '8(x2)' 2 CPHICACHE_SBATCH_PLACEMENT=spread || true
+expect "spread, mpirun" 0 "cp 8 dp 2, placement spread" "mpirun -np 16 --map-by node $work/submit/bin/cphicache run --cp 8 --dp 2"
+job cp8dp2.sbatch 16 '8(x2)' 2 CPHICACHE_SBATCH_PLACEMENT=spread MPIRUN=mpiexec-hydra || true
+expect "spread, Hydra" 0 "+ env -u SLURMD_NODENAME mpiexec-hydra -n 16 -ppn 1 $work/submit/bin/cphicache run --cp 8 --dp 2"
+job cp8dp2.sbatch 16 '8(x2)' 2 MPIRUN=mpiexec-hydra || true
+expect "block, Hydra" 0 "+ env -u SLURMD_NODENAME mpiexec-hydra -n 16 -ppn 8 $work/submit/bin/cphicache run --cp 8 --dp 2"
+job cp8dp2.sbatch 16 '8(x2)' 2 CPHICACHE_SBATCH_PLACEMENT=spread CPHICACHE_SBATCH_LAUNCHER=srun || true
+expect "spread, srun" 0 "srun --mpi=pmix --ntasks=16 --ntasks-per-node=8 --distribution=cyclic $work/submit/bin/cphicache run"
+job cp8dp2.sbatch 16 '8(x2)' 2 CPHICACHE_SBATCH_LAUNCHER=srun || true
+expect "block, srun" 0 "srun --mpi=pmix --ntasks=16 --ntasks-per-node=8 $work/submit/bin/cphicache run"
+# A spread layout that would give one node of a group more of its ranks than another is refused before anything
+# runs: cp not a multiple of the node count, or nodes of unequal tasks; so is an unknown placement.
+job cp8dp2.sbatch 12 '4(x3)' 3 CPHICACHE_SBATCH_PLACEMENT=spread CPHICACHE_SBATCH_CP=4 || true
+expect "spread, cp not a multiple of the nodes" 2 "CPHICACHE_SBATCH_PLACEMENT=spread deals each CP group over all 3 nodes of the job, so cp must be a multiple of 3, but it is 4"
+[ ! -s "$work/launch.log" ] || fail "a refused spread layout still launched: $(cat "$work/launch.log")"
+job cp8dp2.sbatch 12 '4(x2),2(x2)' 4 CPHICACHE_SBATCH_PLACEMENT=spread CPHICACHE_SBATCH_CP=4 || true
+expect "spread, nodes of unequal tasks" 2 "CPHICACHE_SBATCH_PLACEMENT=spread needs the same tasks on every node, but node 2 of the job has 2 tasks and node 0 4"
+[ ! -s "$work/launch.log" ] || fail "a refused spread layout still launched: $(cat "$work/launch.log")"
+job cp8dp2.sbatch 16 '8(x2)' 2 CPHICACHE_SBATCH_PLACEMENT=cyclic || true
+expect "unknown placement" 2 'CPHICACHE_SBATCH_PLACEMENT is "cyclic": block (each node'"'"'s ranks consecutive) or spread'
+[ ! -s "$work/launch.log" ] || fail "an unknown placement still launched: $(cat "$work/launch.log")"
 # The old setting names are refused: CPHICACHE_REPORT is also the binary's --report, in every step.
 job cp8.sbatch 8 8 1 CPHICACHE_REPORT=/tmp/r.json || true
 expect "old name" 2 "CPHICACHE_REPORT is set: the script's setting is now CPHICACHE_SBATCH_REPORT"
@@ -113,4 +142,4 @@ for other in cp8dp2.sbatch cp16.sbatch; do
 done
 
 [ "$failures" -eq 0 ] || exit 1
-echo "ok   slurm job scripts: layout from the allocation or refused, setting names, binary order, args, PMI, signal"
+echo "ok   slurm job scripts: layout from the allocation or refused, placement (block, spread) or refused, setting names, binary order, args, PMI, signal"

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # test-slurm.sh: the job scripts on a real (local, two-node) Slurm cluster. Starts slurm/local-cluster, submits
-# slurm/cp8.sbatch, slurm/cp8dp2.sbatch and slurm/cp16.sbatch unchanged with sbatch, waits (bounded) for them,
-# checks each ended with exit status 0 and checks their JSON reports with slurm/check-report.py (cp16: one CP
-# group over both nodes, a slab on each with half the group's bytes); always stops the cluster at the end.
+# slurm/cp8.sbatch, slurm/cp8dp2.sbatch, slurm/cp16.sbatch, and cp8dp2.sbatch again with
+# CPHICACHE_SBATCH_PLACEMENT=spread, unchanged with sbatch, waits (bounded) for them, checks each ended with exit
+# status 0 and checks their JSON reports with slurm/check-report.py (cp16: one CP group over both nodes, a slab on
+# each with half the group's bytes; spread cp8dp2: two CP groups, each 4 + 4 over both nodes, each node's slab
+# half of the block-placed cp8dp2 job's one-node slab); always stops the cluster at the end.
 # In full mode it then runs the L3 pair over one directory both nodes share: cp8.sbatch on the first node fills
 # it, and cp8dp2.sbatch on both nodes must serve L3 hits in each CP group, the second node's included, which
 # never wrote a block (the shared filesystem of a real cluster; here both nodes are this machine).
 #
 # Mode (CPHICACHE_SLURM_TEST_MODE):
-#   full  the real commands: run + validate in cp8, run in cp8dp2, and every report checked (CP8DP2: two CP groups
-#         of 8 on two nodes, 0 divergences, 0 mismatches, collectives on 8-rank communicators)
+#   full  the real commands: run + validate in cp8, run in cp8dp2, cp16 and spread cp8dp2, and every report checked
+#         (CP8DP2: two CP groups of 8 on two nodes, 0 divergences, 0 mismatches, collectives on 8-rank
+#         communicators), and the spanning check must refuse the block-placed cp8dp2 report
 #   topo  `cphicache topo` in both jobs, for a binary without `run`: checks the jobs and the printed rank map only
 #   auto  (default) full when the binary has a `run` command, else topo, saying so loudly
 #
@@ -19,7 +22,7 @@
 #            the scripts: Hydra needs no root, oversubscription or transport flags here
 #
 # Other knobs: CPHICACHE_SLURM_TEST_BINARY (default bin/cphicache, or bin/cphicache-mpich), CPHICACHE_SLURM_TEST_SECONDS
-# (default 300: the bound on waiting for both jobs), CPHICACHE_SLURM_DIR and the ports (the cluster's state
+# (default 300: the bound on waiting for the jobs), CPHICACHE_SLURM_DIR and the ports (the cluster's state
 # directory, see slurm/local-cluster).
 set -euo pipefail
 
@@ -84,7 +87,9 @@ submit() {
 cp8Job=$(submit "$oneNodeFlags" cp8.sbatch)
 cp8dp2Job=$(submit "$twoNodeFlags" cp8dp2.sbatch)
 cp16Job=$(submit "$twoNodeFlags" cp16.sbatch)
-say "submitted cp8 as job $cp8Job, cp8dp2 as job $cp8dp2Job and cp16 as job $cp16Job ($mode mode); waiting up to ${waitSeconds}s"
+# CP8DP2 with ranks round robin over the nodes: each CP group of 8 spans node1 and node2, 4 + 4.
+spreadJob=$(CPHICACHE_SBATCH_PLACEMENT=spread submit "$twoNodeFlags" cp8dp2.sbatch)
+say "submitted cp8 as job $cp8Job, cp8dp2 as job $cp8dp2Job, cp16 as job $cp16Job and spread cp8dp2 as job $spreadJob ($mode mode); waiting up to ${waitSeconds}s"
 
 jobField() { scontrol show job -o "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 finished() {
@@ -102,7 +107,7 @@ waitJobs() {
 		done
 	done
 }
-waitJobs "$cp8Job" "$cp8dp2Job" "$cp16Job"
+waitJobs "$cp8Job" "$cp8dp2Job" "$cp16Job" "$spreadJob"
 
 # checkJob: the job completed, Slurm recorded exit 0, and the script's own exit marker says 0.
 checkJob() {
@@ -118,18 +123,23 @@ checkJob() {
 checkJob "$cp8Job" cp8
 checkJob "$cp8dp2Job" cp8dp2
 checkJob "$cp16Job" cp16
+checkJob "$spreadJob" "spread cp8dp2"
 
 # checkTopo: the rank map of a dp x cp job has one row per rank, consecutive ranks in each CP group, and node-local
 # ranks that restart at 0 on the second node (MPI_Comm_split_type saw two nodes). Its columns: rank, node,
-# node-rank, dp, cp-rank, node-part, group-node (then the GPU in the GPU build).
+# node-rank, dp, cp-rank, node-part, group-node (then the GPU in the GPU build). With a fifth argument, the
+# number of nodes of a spread placement, rank r is on node r % nodes: its node rank is r / nodes, its node-local
+# part (cp rank) / nodes and its group node r % nodes.
 checkTopo() {
-	local job=$1 cp=$2 dp=$3 perNode=$4
-	awk -v cp="$cp" -v dp="$dp" -v perNode="$perNode" '
+	local job=$1 cp=$2 dp=$3 perNode=$4 spreadNodes=${5:-0}
+	awk -v cp="$cp" -v dp="$dp" -v perNode="$perNode" -v spread="$spreadNodes" '
 		/^ *[0-9]+ / { rank = $1; rows++
-			if ($3 != rank % perNode || $4 != int(rank / cp) || $5 != rank % cp || $6 != rank % cp % perNode) bad = bad " rank " rank }
+			if (spread > 0) {
+				if ($3 != int(rank / spread) || $4 != int(rank / cp) || $5 != rank % cp || $6 != int(rank % cp / spread) || $7 != rank % spread) bad = bad " rank " rank
+			} else if ($3 != rank % perNode || $4 != int(rank / cp) || $5 != rank % cp || $6 != rank % cp % perNode) bad = bad " rank " rank }
 		END { if (rows != cp * dp || bad != "") { print "rows " rows ", wrong:" bad; exit 1 } }
-	' "$workDir/cphicache-$job.out" || fail "job $job: the rank map is not cp $cp x dp $dp"
-	say "ok   job $job: rank map of $((cp * dp)) ranks, cp $cp, dp $dp"
+	' "$workDir/cphicache-$job.out" || fail "job $job: the rank map is not cp $cp x dp $dp${5:+, spread over $5 nodes}"
+	say "ok   job $job: rank map of $((cp * dp)) ranks, cp $cp, dp $dp${5:+, spread over $5 nodes}"
 }
 
 checkReport() {
@@ -140,11 +150,23 @@ if [ "$mode" = topo ]; then
 	checkTopo "$cp8Job" 8 1 8
 	checkTopo "$cp8dp2Job" 8 2 8
 	checkTopo "$cp16Job" 16 1 8
+	checkTopo "$spreadJob" 8 2 8 2
 else
 	checkReport run "$workDir/cphicache-$cp8Job.report.json" --ranks 8 --cp 8 --dp 1 --nodes 1
 	checkReport validate "$workDir/cphicache-$cp8Job.validate.json" --ranks 8 --cp 8 --dp 1 --nodes 1
 	checkReport run "$workDir/cphicache-$cp8dp2Job.report.json" --ranks 16 --cp 8 --dp 2 --nodes 2
 	checkReport run "$workDir/cphicache-$cp16Job.report.json" --ranks 16 --cp 16 --dp 1 --nodes 2 --group-nodes 2
+	# Spread CP8DP2: each group 4 + 4 over both nodes, each node's slab half of the block-placed job's one-node slab.
+	blockReport=$workDir/cphicache-$cp8dp2Job.report.json
+	checkReport run "$workDir/cphicache-$spreadJob.report.json" --ranks 16 --cp 8 --dp 2 --nodes 2 --group-nodes 2 \
+		--slab-reference "$blockReport"
+	# The spanning check must tell the layouts apart: the block-placed report, whose groups are each inside one
+	# node, must fail it.
+	if "$slurmDir/check-report.py" run "$blockReport" --ranks 16 --cp 8 --dp 2 --nodes 2 --group-nodes 2 \
+		--slab-reference "$blockReport" >"$workDir/block-as-spread.txt"; then
+		fail "the spanning check passed the block-placed cp8dp2 report $blockReport"
+	fi
+	say "ok   the spanning check refuses the block-placed cp8dp2 report: $(grep -c . "$workDir/block-as-spread.txt") problems, first: $(head -1 "$workDir/block-as-spread.txt")"
 
 	# The L3 pair: the CP8 job stores blocks, then the CP8DP2 job reads them on both nodes.
 	l3Dir=$workDir/l3
