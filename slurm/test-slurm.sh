@@ -7,7 +7,9 @@
 # half of the block-placed cp8dp2 job's one-node slab); always stops the cluster at the end.
 # In full mode it then runs the L3 pair over one directory both nodes share: cp8.sbatch on the first node fills
 # it, and cp8dp2.sbatch on both nodes must serve L3 hits in each CP group, the second node's included, which
-# never wrote a block (the shared filesystem of a real cluster; here both nodes are this machine).
+# never wrote a block (the shared filesystem of a real cluster; here both nodes are this machine); beside it, the
+# spread pair: a spread cp8dp2 job stores its blocks as two part-files a block (one a node of each group), and a
+# second must serve L3 hits from them.
 #
 # Mode (CPHICACHE_SLURM_TEST_MODE):
 #   full  the real commands: run + validate in cp8, run in cp8dp2, cp16 and spread cp8dp2, and every report checked
@@ -168,17 +170,29 @@ else
 	fi
 	say "ok   the spanning check refuses the block-placed cp8dp2 report: $(grep -c . "$workDir/block-as-spread.txt") problems, first: $(head -1 "$workDir/block-as-spread.txt")"
 
-	# The L3 pair: the CP8 job stores blocks, then the CP8DP2 job reads them on both nodes.
-	l3Dir=$workDir/l3
-	mkdir -p "$l3Dir"
-	export CPHICACHE_SBATCH_ARGS="--l3-dir $l3Dir --l3-block-tokens 64 --l3-prefetch-threshold 64 --l3-prefetch-policy wait_complete"
+	# The L3 pairs: the CP8 job stores blocks, then the CP8DP2 job reads them on both nodes; beside them, a spread
+	# CP8DP2 job (each group 4 + 4) stores its blocks as one part-file a node, and a second one must serve them, each
+	# node reading its own parts.
+	l3Dir=$workDir/l3 spreadL3Dir=$workDir/l3-spread
+	mkdir -p "$l3Dir" "$spreadL3Dir"
+	l3Flags="--l3-block-tokens 64 --l3-prefetch-threshold 64 --l3-prefetch-policy wait_complete"
+	spread() { CPHICACHE_SBATCH_PLACEMENT=spread CPHICACHE_SBATCH_ARGS="--l3-dir $spreadL3Dir $l3Flags" submit "$twoNodeFlags" cp8dp2.sbatch; }
+	export CPHICACHE_SBATCH_ARGS="--l3-dir $l3Dir $l3Flags"
 	l3FillJob=$(CPHICACHE_SBATCH_VALIDATE_COMMAND= submit "$oneNodeFlags" cp8.sbatch)
-	waitJobs "$l3FillJob"
+	spreadFillJob=$(spread)
+	waitJobs "$l3FillJob" "$spreadFillJob"
 	checkJob "$l3FillJob" "cp8 filling the L3"
+	checkJob "$spreadFillJob" "spread cp8dp2 filling the L3 with part-files"
 	l3ReadJob=$(submit "$twoNodeFlags" cp8dp2.sbatch)
-	waitJobs "$l3ReadJob"
+	spreadReadJob=$(spread)
+	waitJobs "$l3ReadJob" "$spreadReadJob"
 	checkJob "$l3ReadJob" "cp8dp2 reading the L3"
+	checkJob "$spreadReadJob" "spread cp8dp2 reading its part-files"
 	checkReport run "$workDir/cphicache-$l3ReadJob.report.json" --ranks 16 --cp 8 --dp 2 --nodes 2 --l3-hits
+	checkReport run "$workDir/cphicache-$spreadReadJob.report.json" --ranks 16 --cp 8 --dp 2 --nodes 2 --group-nodes 2 --l3-hits
+	parts=$(find "$spreadL3Dir" -name '*.blk' | wc -l) halves=$(find "$spreadL3Dir" -name '*.p1of2.blk' | wc -l)
+	[ "$parts" -gt 0 ] && [ "$parts" -eq $((2 * halves)) ] || fail "the spread jobs' L3 holds $parts block files, $halves of them node 1's: want two part-files a block"
+	say "ok   the spread jobs' L3: $parts part-files, two a block"
 	unset CPHICACHE_SBATCH_ARGS
 
 	# scancel of a running job: the script's trap still ends the log with its exit status line (128 + SIGTERM).
