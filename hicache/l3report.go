@@ -33,8 +33,9 @@ type L3Report struct {
 	PrefetchFlushed  int64 `json:"prefetch_flushed"`  // prefetches a flush dropped before their request was served
 	// WriteMismatches: blocks whose L2 parts were not their content, refused before publishing (the run fails).
 	WriteMismatches int64 `json:"write_mismatches"`
-	ReadTimeouts    int64 `json:"read_timeouts"`  // reads given up at their deadline (in read_failures)
-	PrefetchCalls   int64 `json:"prefetch_calls"` // l3_prefetch consensus calls (one per serving step with a candidate, per group; 0 at cp 1)
+	ReadTimeouts    int64 `json:"read_timeouts"`       // reads given up at their deadline (in read_failures)
+	PrefetchCalls   int64 `json:"prefetch_calls"`      // l3_prefetch consensus calls (a serving step with a candidate whose counts no step consensus carried, per group; 0 at cp 1)
+	CountsAhead     int64 `json:"counts_agreed_ahead"` // serving steps whose prefetch counts the step consensus before carried: no call of their own
 	// ChecksAhead: existence checks started a step before their request's step, off its path; ChecksInStep: those
 	// its step started and waited for (the first step, or a request whose tree lost part of its prefix since).
 	ChecksAhead    int64 `json:"checks_ahead"`
@@ -52,7 +53,7 @@ func newL3Report(c *cache.Counters, o L3Options, ns l3.Namespace) *L3Report {
 		ReadFailures: c.L3ReadFailures, Corrupt: c.L3Corrupt, Evictions: c.L3Evictions, Prefetches: c.L3Prefetches,
 		PrefetchBlocks: c.L3PrefetchBlocks, PrefetchMisses: c.L3PrefetchMisses, PrefetchTimeouts: c.L3PrefetchTimeouts,
 		PrefetchFlushed: c.L3PrefetchFlushed, PrefetchCalls: c.L3PrefetchCalls, WriteMismatches: c.L3WriteMismatches,
-		ReadTimeouts: c.L3ReadTimeouts, ChecksAhead: c.L3ChecksAhead, ChecksInStep: c.L3ChecksInStep}
+		ReadTimeouts: c.L3ReadTimeouts, ChecksAhead: c.L3ChecksAhead, ChecksInStep: c.L3ChecksInStep, CountsAhead: c.L3CountsAhead}
 }
 
 // writeSummary is the summary's L3 line; nothing without an L3.
@@ -67,7 +68,7 @@ func (r *L3Report) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  L3 (%s, %s, %d-token blocks): %d %s written (%.1f MiB), %d write errors; %d read (%.1f MiB), %d failed reads (%d corrupt); %d evicted\n",
 		r.Dir, r.WritePolicy, r.BlockTokens, r.Writes, files, float64(r.WriteBytes)/(1<<20), r.WriteErrors, r.Reads, float64(r.ReadBytes)/(1<<20),
 		r.ReadFailures, r.Corrupt, r.Evictions)
-	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out, %d dropped by a flush; wait p50 %.0f us, p99 %.0f us; %d l3_prefetch consensus calls; existence checks %d a step ahead, %d in their step\n",
-		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchFlushed, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99, r.PrefetchCalls,
+	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out, %d dropped by a flush; wait p50 %.0f us, p99 %.0f us; %d l3_prefetch consensus calls (%d steps' counts agreed in the step consensus before); existence checks %d a step ahead, %d in their step\n",
+		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchFlushed, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99, r.PrefetchCalls, r.CountsAhead,
 		r.ChecksAhead, r.ChecksInStep)
 }

@@ -191,7 +191,9 @@ func (rs *runState) setUp() error {
 	// every rank mapped it, unlinked by the cleanup) and the exit releases the mapping. It guards the device
 	// set-up too (transport/start.go).
 	watchdog := rs.job.NewWatchdog(rs.opts.WatchdogTimeout)
-	eng, frontier, err := transport.Start(t, transport.Config{Collective: rs.opts.Collective, Words: cache.VectorWords,
+	cfg := rs.opts.coreConfig(g, t.CPRank, t.CPGroup, t.WorldRank)
+	cfg.GroupNode, cfg.NodePart = t.GroupNode, t.NodePart
+	eng, frontier, err := transport.Start(t, transport.Config{Collective: rs.opts.Collective, Words: cache.StepVectorWords(cfg.L3),
 		DeviceBytes: cache.DeviceBytes(g, rs.opts.DevicePages), Slabs: slab.Slabs, WatchdogTimeout: rs.opts.WatchdogTimeout,
 		FailSetup: rs.opts.InjectSetupError.Set && rs.opts.InjectSetupError.Rank == t.WorldRank}, watchdog)
 	if err != nil {
@@ -212,8 +214,6 @@ func (rs *runState) setUp() error {
 	}
 	rs.partBytes = g.PartBytes()
 	rs.partBuf = make([]byte, rs.partBytes)
-	cfg := rs.opts.coreConfig(g, t.CPRank, t.CPGroup, t.WorldRank)
-	cfg.GroupNode, cfg.NodePart = t.GroupNode, t.NodePart
 	if rs.core, err = cache.New(cfg, rs.env()); err != nil {
 		return err
 	}

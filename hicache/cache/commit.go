@@ -30,10 +30,15 @@ func (c *Core) agree(kind ConsensusKind, drain, checkDigest bool) (agreement, er
 	if err := c.waitL3(drain); err != nil {
 		return agreement{}, err
 	}
+	ahead, err := c.aheadVote(kind)
+	if err != nil {
+		return agreement{}, err
+	}
 	writeFrontier, loadFrontier := c.writes.advance(), c.loads.advance()
 	c.noteFailedCopies()
 	v := vote{writeFrontier: writeFrontier, writeIdle: writeFrontier >= c.writes.lastSeq, loadFrontier: loadFrontier,
 		loadDone: loadFrontier >= c.loads.lastSeq, digest: c.alloc.Digest(), failure: c.failure, prefetchFailed: noFailure}
+	v.prefetchAhead = ahead
 	if c.l3 != nil {
 		c.l3.vote(&v)
 	}
@@ -41,6 +46,9 @@ func (c *Core) agree(kind ConsensusKind, drain, checkDigest bool) (agreement, er
 	a, err := c.consensus(kind, v)
 	if err != nil {
 		return a, err
+	}
+	if v.prefetchAhead != nil {
+		c.agreeAhead(a.prefetchAhead)
 	}
 	if c.cfg.Geometry.CPSize > 1 {
 		c.counters.PlacementChecks++

@@ -52,8 +52,18 @@ const (
 	consensusWords
 )
 
-// VectorWords is the length of the step consensus vector: what one step all-reduces.
+// VectorWords is the length of the step consensus vector without an L3: what one step all-reduces.
 const VectorWords = consensusWords
+
+// StepVectorWords is the length of the consensus vector of a core configured with l3: the fixed words, then,
+// with an L3, one word a request of the next step's batch: the L3 blocks each rank found for it ahead of need
+// (l3exists.go), so that the next step agrees its prefetches without an l3_prefetch call of its own.
+func StepVectorWords(l3 L3Config) int {
+	if !l3.Enabled {
+		return consensusWords
+	}
+	return consensusWords + l3.BatchRequests
+}
 
 // noFailure is the error word of a rank that has nothing to report: larger than every encoded failure, so the
 // MIN is the lowest failing rank's.
@@ -71,7 +81,8 @@ type vote struct {
 	digest        uint64
 	failure       error // this rank's own failure since the last call, or nil
 
-	storeFrontier, prefetchFrontier, prefetchFailed uint64 // the L3's (l3tier.go); 0, 0, noFailure without one
+	storeFrontier, prefetchFrontier, prefetchFailed uint64   // the L3's (l3tier.go); 0, 0, noFailure without one
+	prefetchAhead                                   []uint64 // by request of the next step: the L3 blocks found (l3exists.go)
 }
 
 // agreement is what the group agreed in one call.
@@ -84,6 +95,7 @@ type agreement struct {
 	digestMax     uint64
 
 	storeFrontier, prefetchFrontier, prefetchFailed uint64
+	prefetchAhead                                   []uint64 // MIN, by request of the next step; valid until the next call
 }
 
 func (a agreement) digestsAgree() bool { return a.digestMin == a.digestMax }
@@ -105,15 +117,20 @@ func (c *Core) collective(k ConsensusKind, op Op, part int, transport bool, word
 // error here: the caller decides what a divergence means (fail, or record it in validate).
 func (c *Core) consensus(k ConsensusKind, v vote) (agreement, error) {
 	tag := c.nextTag(k)
-	w := &c.vector
-	*w = [consensusWords]uint64{wordTag: tag, wordTagNot: ^tag, wordError: noFailure,
+	if n := StepVectorWords(c.cfg.L3); len(c.vector) != n {
+		c.vector = make([]uint64, n)
+	}
+	w := c.vector
+	copy(w, []uint64{wordTag: tag, wordTagNot: ^tag, wordError: noFailure,
 		wordWriteFrontier: v.writeFrontier, wordWriteIdle: boolWord(v.writeIdle), wordLoadFrontier: v.loadFrontier,
 		wordLoadDone: boolWord(v.loadDone), wordDigest: v.digest, wordDigestNot: ^v.digest,
-		wordStoreFrontier: v.storeFrontier, wordPrefetchFrontier: v.prefetchFrontier, wordPrefetchFailed: v.prefetchFailed}
+		wordStoreFrontier: v.storeFrontier, wordPrefetchFrontier: v.prefetchFrontier, wordPrefetchFailed: v.prefetchFailed})
+	clear(w[consensusWords:])
+	copy(w[consensusWords:], v.prefetchAhead)
 	if v.failure != nil {
 		w[wordError] = uint64(c.cfg.CPRank)<<32 | uint64(failureCodeOf(v.failure))
 	}
-	if err := c.collective(k, OpMin, 0, true, w[:]); err != nil {
+	if err := c.collective(k, OpMin, 0, true, w); err != nil {
 		return agreement{}, errors.Join(v.failure, fmt.Errorf("%s consensus on CP group %d (%d ranks) at step %d: %w", k, c.cfg.Group, c.cfg.Geometry.CPSize, c.step, err))
 	}
 	if err := c.checkAgreed(w, v.failure); err != nil {
@@ -122,11 +139,12 @@ func (c *Core) consensus(k ConsensusKind, v vote) (agreement, error) {
 	return agreement{writeFrontier: w[wordWriteFrontier], writeIdle: w[wordWriteIdle] == 1,
 		loadFrontier: w[wordLoadFrontier], loadDone: w[wordLoadDone] == 1,
 		digestMin: w[wordDigest], digestMax: ^w[wordDigestNot],
-		storeFrontier: w[wordStoreFrontier], prefetchFrontier: w[wordPrefetchFrontier], prefetchFailed: w[wordPrefetchFailed]}, nil
+		storeFrontier: w[wordStoreFrontier], prefetchFrontier: w[wordPrefetchFrontier], prefetchFailed: w[wordPrefetchFailed],
+		prefetchAhead: w[consensusWords:]}, nil
 }
 
 // checkAgreed turns the reduced error and tag words into the error every rank of the group returns.
-func (c *Core) checkAgreed(w *[consensusWords]uint64, own error) error {
+func (c *Core) checkAgreed(w []uint64, own error) error {
 	if failed := w[wordError]; failed != noFailure {
 		rank, code := int(failed>>32), FailureCode(uint32(failed))
 		if own != nil && rank == c.cfg.CPRank {

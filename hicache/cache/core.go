@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -100,9 +101,10 @@ type Core struct {
 	drainNext   bool            // the backups left after a step pin over half of L1: the next consensus drains them
 	oversize    bool            // the request being served has more whole pages than L1 holds
 	deferred    []deferredRequest
+	next        []workload.Event // the next step's events (Run reads the stream a step ahead); nil after the last
 
-	freshStateHash uint64 // the allocator's state hash when it was built: what every flush must restore
-	vector         [consensusWords]uint64
+	freshStateHash uint64   // the allocator's state hash when it was built: what every flush must restore
+	vector         []uint64 // the consensus vector, StepVectorWords long
 }
 
 // New builds a rank's cache for cfg; env is the world around it.

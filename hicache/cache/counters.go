@@ -45,7 +45,7 @@ type Counters struct {
 	ConsensusCalls     int64 `agg:"group"` // step, flush and final calls
 	ConsensusStepCalls int64 `agg:"group"` // step and flush calls: those inside the steps
 	ConsensusSkipped   int64 `agg:"group"` // calls skipped because the CP group has one rank
-	L3PrefetchCalls    int64 `agg:"group"` // l3_prefetch calls (the L3's one more per serving step)
+	L3PrefetchCalls    int64 `agg:"group"` // l3_prefetch calls: a serving step whose counts no step consensus carried
 
 	// The L3: what the group decided (replicated), and each rank's I/O (its writer or reader share).
 	L3Prefetches       int64 `agg:"group"` // agreed prefetches (one per request, or per prefix a step shares)
@@ -55,6 +55,7 @@ type Counters struct {
 	L3PrefetchFlushed  int64 `agg:"group"` // prefetches a flush dropped before their request was served
 	L3ChecksAhead      int64 `agg:"group"` // existence checks started a step before their request's step
 	L3ChecksInStep     int64 `agg:"group"` // started in it (the first step, or the tree lost part of the prefix since)
+	L3CountsAhead      int64 `agg:"group"` // serving steps whose prefetch counts the last step consensus agreed
 	L3Writes           int64 `agg:"rank"`  // block files published
 	L3WriteBytes       int64 `agg:"rank"`
 	L3WriteErrors      int64 `agg:"rank"` // blocks dropped on a failed write (ENOSPC, EIO): the run went on

@@ -7,17 +7,19 @@ import (
 )
 
 // Existence checks ahead of need. A request's L3 blocks are looked for on the Env's I/O goroutines, not on the
-// step's path, and each rank looks only for the blocks it would read (ownsBlock: block b is CP rank b mod cp's on one node; on a group over several nodes, each
-// node's rank whose node-local part is b mod its parts looks for its node's part-file): its count
-// is the blocks before the first of its own that is not there, and the MIN over the group is then the blocks
-// before the first that its reader cannot see, which is what the prefetch can read (a rank that looked at every
-// block made cp times the stats, each on a path a shared filesystem may make slow). the core reads one step ahead of the stream (Run), and at the start of step N it starts, for
-// each request of step N+1, a check of the blocks that would follow the prefix its tree can serve now. At step
-// N+1 the count each rank brings to the l3_prefetch MIN is read from those answers: the blocks from the prefix
-// the tree serves then, as far as the check found them. A check that does not cover that prefix (the tree lost
-// part of it in between: an eviction, a flush) is started again and waited for, as is every check of the first
-// step. Which checks start, and over which keys, is a function of the replicated tree and the replicated
-// stream; only the answers are local, and they meet the group only through the MIN, as before.
+// step's path, and each rank looks only for the blocks it would read (ownsBlock: block b is CP rank b mod cp's on
+// one node; on a group over several, each node's rank whose node-local part is b mod its parts looks for its
+// node's part-file): its count is the blocks before the first of its own that is not there, and the MIN over the
+// group is then the blocks before the first that its reader cannot see, which is what the prefetch can read (a
+// rank that looked at every block made cp times the stats, each on a path a shared filesystem may make slow). The core reads one step
+// ahead of the stream (Run), and at the start of step N it starts, for each request of step N+1, a check of the
+// blocks that would follow the prefix its tree can serve now. Step N's consensus waits for those checks and
+// carries every rank's answers (aheadVote), so step N+1 begins with their MIN and needs no l3_prefetch call: its
+// count is the agreed answer shifted to the prefix the tree serves then. A check that does not cover that prefix
+// (the tree lost part of it in between: an eviction, a flush) is started again and waited for, as is every check
+// of the first step, and that step's counts are agreed in an l3_prefetch call of their own. Which checks start,
+// over which keys, and whether a step needs the call are functions of the replicated tree and the replicated
+// stream; only the answers are local, and they meet the group only through a MIN.
 
 // existenceCheck is one request's look into the L3: blocks from block firstBlock of its prompt, of which this
 // rank looks for its own.
@@ -28,6 +30,9 @@ type existenceCheck struct {
 	own        []int // the indices (from firstBlock) of this rank's blocks among them, ascending
 	found      int   // the blocks before the first of this rank's that was not there (once done)
 	done       bool
+	// agreed is the MIN of found over the group, when a step consensus carried it (hasAgreed: aheadVote).
+	agreed    int
+	hasAgreed bool
 }
 
 // checkAhead starts the existence checks of the next step's requests (nil or a flush: none).
@@ -67,13 +72,17 @@ func (c *Core) prefetchCap() int {
 	return min(maxPrefetchBlocks, c.geometry().Slots/2/c.l3.blockPages())
 }
 
-// countBlocks is this rank's count for each request of the batch: the consecutive L3 blocks after the prefix
-// its tree serves now, from the checks started a step ahead, or from checks started now where those do not
-// cover it. cands receives each request's candidate; any says whether one request has one (replicated: it
-// depends on the tree and the threshold only).
-func (c *Core) countBlocks(batch []workload.Event, counts []uint64, cands []prefetchCandidate) (any bool, err error) {
+// countBlocks is the count for each request of the batch: the consecutive L3 blocks after the prefix its tree
+// serves now, from the checks started a step ahead, or from checks started now where those do not cover it.
+// agreed says whether the counts are the group's already: every candidate's check a step ahead covers its
+// prefix and the last step consensus carried its MIN (aheadVote), so no l3_prefetch call is needed; else the
+// counts are this rank's (the agreed ones among them the group's, which their MIN leaves as they are), for
+// minCounts. cands receives each request's candidate; any says whether one request has one. Both any and agreed
+// are replicated: they depend on the tree, the threshold and the stream only.
+func (c *Core) countBlocks(batch []workload.Event, counts []uint64, cands []prefetchCandidate) (any, agreed bool, err error) {
 	t := c.l3
 	checks := make([]*existenceCheck, len(batch))
+	agreed = true
 	for i := range batch {
 		req := &batch[i].Request
 		ahead := t.ahead[req]
@@ -87,16 +96,22 @@ func (c *Core) countBlocks(batch []workload.Event, counts []uint64, cands []pref
 			c.counters.L3ChecksInStep++
 		}
 		checks[i] = ahead
+		agreed = agreed && ahead.hasAgreed
 	}
 	if err := c.env.Wait(waitL3Exists, func() bool { return checksDone(checks) }); err != nil {
-		return false, err
+		return false, false, err
 	}
 	for i, ch := range checks {
-		if ch != nil {
-			counts[i] = uint64(max(0, ch.found-(cands[i].firstBlock-ch.firstBlock)))
+		if ch == nil {
+			continue
 		}
+		found := ch.found
+		if ch.hasAgreed && !c.cfg.Bugs.has(BugLocalPrefetchCount) { // the bug: this rank's own count
+			found = ch.agreed
+		}
+		counts[i] = uint64(max(0, found-(cands[i].firstBlock-ch.firstBlock)))
 	}
-	return any, nil
+	return any, agreed && any, nil
 }
 
 func checksDone(checks []*existenceCheck) bool {
@@ -118,5 +133,39 @@ func (t *l3Tier) checkDone(x Completion) {
 	ch.found, ch.done = ch.blocks, true
 	if x.Found < len(ch.own) {
 		ch.found = ch.own[x.Found] // the first of this rank's blocks that is not there
+	}
+}
+
+// aheadVote is, at a step consensus with an L3, this rank's count for each request of the next step (by its
+// index in the batch; 0 for one with no check): the blocks its check a step ahead found, waited for here, where
+// they have had the whole step to finish. The step consensus carries them, so the next step's prefetches are
+// agreed without an l3_prefetch call of their own (countBlocks). Which words are filled is replicated (the
+// stream, the tree when the checks started); only the counts are local, and they meet only in the MIN.
+func (c *Core) aheadVote(kind ConsensusKind) ([]uint64, error) {
+	if c.l3 == nil || kind != StepConsensus || len(c.next) == 0 || c.next[0].Flush {
+		return nil, nil
+	}
+	checks := make([]*existenceCheck, len(c.next))
+	for i := range c.next {
+		checks[i] = c.l3.ahead[&c.next[i].Request]
+	}
+	if err := c.env.Wait(waitL3Exists, func() bool { return checksDone(checks) }); err != nil {
+		return nil, err
+	}
+	words := make([]uint64, len(c.next))
+	for i, ch := range checks {
+		if ch != nil {
+			words[i] = uint64(ch.found)
+		}
+	}
+	return words, nil
+}
+
+// agreeAhead records the group's MIN of the counts aheadVote brought, in each of the next step's checks.
+func (c *Core) agreeAhead(agreed []uint64) {
+	for i := range c.next {
+		if ch := c.l3.ahead[&c.next[i].Request]; ch != nil {
+			ch.agreed, ch.hasAgreed = int(agreed[i]), true
+		}
 	}
 }

@@ -37,19 +37,23 @@ func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 	t := c.l3
 	counts := make([]uint64, t.cfg.BatchRequests)
 	candidates := make([]prefetchCandidate, len(batch))
-	any, err := c.countBlocks(batch, counts, candidates)
+	any, agreed, err := c.countBlocks(batch, counts, candidates)
 	if err != nil || !any {
 		return nil, err
 	}
-	local := counts[:len(batch):len(batch)]
-	if c.cfg.Bugs.has(BugLocalPrefetchCount) {
-		local = append([]uint64(nil), local...) // the bug: keep this rank's own counts
-	}
-	if err := c.minCounts(counts); err != nil {
-		return nil, err
-	}
-	if c.cfg.Bugs.has(BugLocalPrefetchCount) {
-		copy(counts, local)
+	if agreed {
+		c.counters.L3CountsAhead++
+	} else {
+		local := counts[:len(batch):len(batch)]
+		if c.cfg.Bugs.has(BugLocalPrefetchCount) {
+			local = append([]uint64(nil), local...) // the bug: keep this rank's own counts
+		}
+		if err := c.minCounts(counts); err != nil {
+			return nil, err
+		}
+		if c.cfg.Bugs.has(BugLocalPrefetchCount) {
+			copy(counts, local)
+		}
 	}
 	var waiting []deferredRequest
 	started := map[uint64]*l3Prefetch{} // by first key: a prefix two requests of the step share is read once

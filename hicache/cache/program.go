@@ -24,12 +24,14 @@ func (c *Core) Run() error {
 		if next, err = c.env.NextStep(c.step + 2); err != nil {
 			return err
 		}
+		c.next = next
 		c.checkAhead(next)
 		if err := c.runStep(batch); err != nil {
 			return err
 		}
 		batch = next
 	}
+	c.next = nil
 	if err != nil {
 		return err
 	}
