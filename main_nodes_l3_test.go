@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,4 +90,37 @@ func TestL3OverTwoNodesOfFourServesAsOnOne(t *testing.T) {
 	if hits, warm, failed := reportNumber(t, half, "hits.l3_tokens"), reportNumber(t, two, "hits.l3_tokens"), reportNumber(t, half, "l3.read_failures"); hits >= warm || failed != 0 {
 		t.Errorf("with nodeB's part-files gone: %v L3 hit tokens (the warm run %v), %v failed reads; want fewer hits and no failed read", hits, warm, failed)
 	}
+}
+
+// TestL3BudgetOverTwoNodes: each node's keeper keeps its node's part-files within half of --l3-bytes, so the
+// group's blocks fit --l3-bytes, and evicts the rest.
+func TestL3BudgetOverTwoNodes(t *testing.T) {
+	dir := t.TempDir()
+	const budget = 1 << 20
+	report := filepath.Join(t.TempDir(), "r.json")
+	res := runOnNodes(t, 120*time.Second, []nodeLaunch{{4, "nodeA"}, {4, "nodeB"}},
+		append(nodesL3Args(report, dir), "--l3-bytes", fmt.Sprint(budget))...)
+	if res.exitCode != 0 {
+		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
+	}
+	m := readReport(t, report)
+	checkClean(t, "a 1 MiB L3 over two nodes", m)
+	for _, suffix := range []string{".p0of2.blk", ".p1of2.blk"} {
+		var bytes int64
+		files := withSuffix(blockFiles(t, dir), suffix)
+		for _, p := range files {
+			info, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bytes += info.Size()
+		}
+		if len(files) == 0 || bytes > budget/2 {
+			t.Errorf("%d %s part-files of %d bytes in all, want some, within half of --l3-bytes %d", len(files), suffix, bytes, budget)
+		}
+	}
+	if ev := reportNumber(t, m, "l3.evictions"); ev == 0 {
+		t.Errorf("no part-file evicted under a %d-byte budget", budget)
+	}
+	checkNoSegments(t)
 }
