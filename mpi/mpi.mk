@@ -17,6 +17,9 @@ MPICH_BUILD     := $(BUILD)/mpich
 MPIEXEC_MPICH   ?= mpiexec.mpich
 MPICH_TEST_PKGS := mpi hicache
 MPICH_TEST_NPS  := 1 2 8
+# The L3 tests exercise files, not the MPI: they run under OpenMPI at every rank count, and leaving them out here
+# halves the MPICH suite (39 s to 19 s at np 8 on this machine).
+MPICH_TEST_SKIP := ^TestL3
 MPICC_MPICH     ?= mpicc.mpich
 # hicache's tests drive --collective nccl through the NCCL shim (nccl/nccl.mk), which must link the same MPI.
 MPICH_NCCL_SHIM := $(MPICH_BUILD)/ncclshim/libnccl.so.2
@@ -71,7 +74,7 @@ test-mpich: mpich $(MPICH_NCCL_SHIM) $(foreach p,$(MPICH_TEST_PKGS),$(MPICH_BUIL
 	for p in $(MPICH_TEST_PKGS); do for n in $(MPICH_TEST_NPS); do \
 		echo "== $(MPIEXEC_MPICH) -n $$n $(MPICH_BUILD)/$$p.test"; \
 		$(call SHM_JOB_ID,mpich $$p np$$n); \
-		( cd $$p && timeout 300 $(MPIEXEC_MPICH) -n $$n $(abspath $(MPICH_BUILD))/$$p.test -test.count=1 ) > $(MPICH_BUILD)/$$p.np$$n.log 2>&1 \
+		( cd $$p && timeout 300 $(MPIEXEC_MPICH) -n $$n $(abspath $(MPICH_BUILD))/$$p.test -test.count=1 -test.skip '$(MPICH_TEST_SKIP)' ) > $(MPICH_BUILD)/$$p.np$$n.log 2>&1 \
 			|| { cat $(MPICH_BUILD)/$$p.np$$n.log; echo "FAIL: mpich $$p at np $$n"; exit 1; }; \
 		passed=$$(grep -c '^PASS$$' $(MPICH_BUILD)/$$p.np$$n.log || true); \
 		[ "$$passed" = "$$n" ] || { cat $(MPICH_BUILD)/$$p.np$$n.log; echo "FAIL: mpich $$p at np $$n: $$passed of $$n ranks passed"; exit 1; }; \
