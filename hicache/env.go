@@ -70,7 +70,8 @@ func (rs *runState) Start(w cache.Work) {
 		})
 	case *cache.BlockRead:
 		t := rs.l3
-		p := &pendingRead{read: w, deadline: readDeadline(rs.opts.L3.PrefetchPolicy, w.Tokens, rs.opts.WatchdogTimeout, time.Now())}
+		now := time.Now()
+		p := &pendingRead{read: w, issued: now, deadline: readDeadline(rs.opts.L3.PrefetchPolicy, w.Tokens, rs.opts.WatchdogTimeout, now)}
 		t.reads[readKey{w.Prefetch, w.Block}] = p
 		rs.enqueue("L3 read queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
 			return offer(t.readJobs, rs.timedJob(timeline.KindL3Read, int64(len(w.Pages))*rs.pageBytesAllRanks(), func() { t.done.post(t.read(p)) }))
@@ -169,6 +170,7 @@ func (rs *runState) landRead(d *doneWork) bool {
 	}
 	rs.io.L3Reads++
 	rs.io.L3ReadBytes += r.bytes
+	rs.readLatency.observe(r.landed.Sub(p.issued))
 	return true
 }
 

@@ -63,6 +63,7 @@ type readKey struct {
 // pendingRead is a read in flight: its deadline, and the state word its goroutine and its deadline race for.
 type pendingRead struct {
 	read     *cache.BlockRead
+	issued   time.Time // when the core started it: its latency runs from here to its landing
 	deadline time.Time // zero: none (wait_complete waits under the watchdog)
 	state    atomic.Int32
 }
@@ -77,9 +78,10 @@ const (
 
 // readDone is a read's result, for the step goroutine.
 type readDone struct {
-	key   readKey
-	bytes int64 // the verified payload's, landed in the slab; 0 on an error
-	err   error
+	key    readKey
+	landed time.Time // when its goroutine finished with it (verified and scattered, or failed)
+	bytes  int64     // the verified payload's, landed in the slab; 0 on an error
+	err    error
 }
 
 // l3Place is where a rank's L3 I/O lies in its CP group: its node's index among the group's nodes, its
@@ -260,6 +262,7 @@ func (t *l3IO) read(p *pendingRead) doneWork {
 	if res.err == nil {
 		res.bytes = int64(len(data))
 	}
+	res.landed = time.Now()
 	done.Err = res.err
 	return done
 }

@@ -44,6 +44,10 @@ type L3Report struct {
 		P50 float64 `json:"p50"`
 		P99 float64 `json:"p99"`
 	} `json:"prefetch_wait_us"` // from issue to the consensus that agreed it done (slowest rank)
+	ReadUs struct {
+		P50 float64 `json:"p50"`
+		P99 float64 `json:"p99"`
+	} `json:"read_us"` // one block read, from issue to landed in the slab, queueing included (slowest rank): the file's share of the wait
 }
 
 func newL3Report(c *cache.Counters, o L3Options, ns l3.Namespace) *L3Report {
@@ -68,7 +72,7 @@ func (r *L3Report) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  L3 (%s, %s, %d-token blocks): %d %s written (%.1f MiB), %d write errors; %d read (%.1f MiB), %d failed reads (%d corrupt); %d evicted\n",
 		r.Dir, r.WritePolicy, r.BlockTokens, r.Writes, files, float64(r.WriteBytes)/(1<<20), r.WriteErrors, r.Reads, float64(r.ReadBytes)/(1<<20),
 		r.ReadFailures, r.Corrupt, r.Evictions)
-	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out, %d dropped by a flush; wait p50 %.0f us, p99 %.0f us; %d l3_prefetch consensus calls (%d steps' counts agreed in the step consensus before); existence checks %d a step ahead, %d in their step\n",
-		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchFlushed, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99, r.PrefetchCalls, r.CountsAhead,
+	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out, %d dropped by a flush; wait p50 %.0f us, p99 %.0f us (a block read: p50 %.0f us, p99 %.0f us); %d l3_prefetch consensus calls (%d steps' counts agreed in the step consensus before); existence checks %d a step ahead, %d in their step\n",
+		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchFlushed, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99, r.ReadUs.P50, r.ReadUs.P99, r.PrefetchCalls, r.CountsAhead,
 		r.ChecksAhead, r.ChecksInStep)
 }

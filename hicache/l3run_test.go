@@ -92,6 +92,9 @@ func TestL3WritesAndWarmRestartAtEveryPolicyAndLayout(t *testing.T) {
 				if pass == 1 && (r.Hits.L3Tokens == 0 || r.L3.Reads == 0) {
 					t.Errorf("%s: the second run got %d L3 hit tokens from %d blocks read", name, r.Hits.L3Tokens, r.L3.Reads)
 				}
+				if rd := r.L3.ReadUs; pass == 1 && (rd.P50 <= 0 || rd.P99 < rd.P50) {
+					t.Errorf("%s: block read latency p50 %v us, p99 %v us over %d reads", name, rd.P50, rd.P99, r.L3.Reads)
+				}
 			}
 		}
 	}

@@ -176,7 +176,8 @@ func (rs *runState) report() (*Report, error) {
 	assertSeconds := rs.cons.stats[ObjectCompare].Seconds
 	timing := []int64{wall.Microseconds(), int64(1e3 * rs.cons.stepUs.quantileUs(0.50)), int64(1e3 * rs.cons.stepUs.quantileUs(0.99)),
 		int64(assertSeconds * 1e6), int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9)),
-		int64(1e3 * rs.prefetchWait.quantileUs(0.50)), int64(1e3 * rs.prefetchWait.quantileUs(0.99))}
+		int64(1e3 * rs.prefetchWait.quantileUs(0.50)), int64(1e3 * rs.prefetchWait.quantileUs(0.99)),
+		int64(1e3 * rs.readLatency.quantileUs(0.50)), int64(1e3 * rs.readLatency.quantileUs(0.99))}
 	if err := t.World.AllreduceInt64(timing, timing, mpi.Max); err != nil {
 		return nil, err
 	}
@@ -194,6 +195,7 @@ func (rs *runState) report() (*Report, error) {
 	if rs.l3 != nil {
 		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Namespace())
 		r.L3.PrefetchWaitUs.P50, r.L3.PrefetchWaitUs.P99 = float64(timing[5])/1e3, float64(timing[6])/1e3
+		r.L3.ReadUs.P50, r.L3.ReadUs.P99 = float64(timing[7])/1e3, float64(timing[8])/1e3
 	}
 	return r, nil
 }

@@ -47,6 +47,7 @@ type runState struct {
 	io            cache.Counters       // the runner's own tallies (its L3 I/O), summed with the core's in the report
 	prefetchStart map[uint64]time.Time // L3 prefetches started and not yet agreed done
 	prefetchWait  quantiles            // start to agreement of each prefetch
+	readLatency   quantiles            // issue to landing of each L3 block read that landed
 
 	tl          *timeline.Recorder // --timeline's; nil without it
 	tlNames     timelineNames
