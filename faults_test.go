@@ -78,13 +78,17 @@ func TestBadInputFailsWithOneClearLine(t *testing.T) {
 		{2, []string{"run", "--inject-hang", "x@y"}, "invalid --inject-hang"},
 		{2, []string{"run", "--watchdog-timeout", "soon"}, "watchdog-timeout"},
 	} {
-		res := runMPI(t, tc.np, 60*time.Second, tc.args...)
-		lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
-		if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
-			t.Errorf("%v: exit %d, want non-zero and one line naming %q; got:\n%s", tc.args, res.exitCode, tc.want, res.stderr)
-		}
+		// Two at a time: each case is mostly mpirun starting and ending two ranks, and the cases share nothing.
+		t.Run("", func(t *testing.T) {
+			t.Parallel()
+			res := runMPI(t, tc.np, 60*time.Second, tc.args...)
+			lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
+			if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("%v: exit %d, want non-zero and one line naming %q; got:\n%s", tc.args, res.exitCode, tc.want, res.stderr)
+			}
+		})
 	}
-	checkNoSegments(t)
+	t.Cleanup(func() { checkNoSegments(t) }) // after the parallel cases, which run once this function returns
 }
 
 // cphicacheLines keeps the lines cphicache printed, dropping mpirun's own banner about the failed job.
@@ -179,13 +183,16 @@ func TestOddConfigurationsFailNamingTheFlag(t *testing.T) {
 		{[]string{"--inject-exit", "2@3"}, "invalid --inject-exit: rank 2 is outside the job's 2 ranks"},
 		{[]string{"--inject-divergence", "7@3"}, "invalid --inject-divergence"},
 	} {
-		res := runMPI(t, 2, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
-		lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
-		if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
-			t.Errorf("%v: exit %d, want non-zero and one line saying %q; got:\n%s%s", tc.args, res.exitCode, tc.want, res.stdout, res.stderr)
-		}
+		t.Run("", func(t *testing.T) {
+			t.Parallel() // two at a time, as in TestBadInputFailsWithOneClearLine
+			res := runMPI(t, 2, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
+			lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
+			if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("%v: exit %d, want non-zero and one line saying %q; got:\n%s%s", tc.args, res.exitCode, tc.want, res.stdout, res.stderr)
+			}
+		})
 	}
-	checkNoSegments(t)
+	t.Cleanup(func() { checkNoSegments(t) })
 }
 
 func TestHelpSaysZeroWatchdogTimeoutIsOff(t *testing.T) {

@@ -125,13 +125,16 @@ func TestBadLayoutFailsNamingTheFlag(t *testing.T) {
 		{2, []string{"topo", "--log-level", "loud"}, "invalid --log-level"},
 		{2, []string{"topo", "--no-such-flag"}, "no-such-flag"},
 	} {
-		res := runMPI(t, tc.np, 60*time.Second, tc.args...)
-		if res.exitCode == 0 {
-			t.Errorf("np %d %v: exit 0, want failure", tc.np, tc.args)
-		}
-		if n := strings.Count(res.stderr, tc.want); n != 1 {
-			t.Errorf("np %d %v: %q appears %d times in stderr, want once (printed by one rank):\n%s", tc.np, tc.args, tc.want, n, res.stderr)
-		}
+		t.Run("", func(t *testing.T) {
+			t.Parallel() // two at a time: the cases share nothing
+			res := runMPI(t, tc.np, 60*time.Second, tc.args...)
+			if res.exitCode == 0 {
+				t.Errorf("np %d %v: exit 0, want failure", tc.np, tc.args)
+			}
+			if n := strings.Count(res.stderr, tc.want); n != 1 {
+				t.Errorf("np %d %v: %q appears %d times in stderr, want once (printed by one rank):\n%s", tc.np, tc.args, tc.want, n, res.stderr)
+			}
+		})
 	}
 }
 
