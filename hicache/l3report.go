@@ -38,16 +38,10 @@ type L3Report struct {
 	CountsAhead     int64 `json:"counts_agreed_ahead"` // serving steps whose prefetch counts the step consensus before carried: no call of their own
 	// ChecksAhead: existence checks started a step before their request's step, off its path; ChecksInStep: those
 	// its step started and waited for (the first step, or a request whose tree lost part of its prefix since).
-	ChecksAhead    int64 `json:"checks_ahead"`
-	ChecksInStep   int64 `json:"checks_in_step"`
-	PrefetchWaitUs struct {
-		P50 float64 `json:"p50"`
-		P99 float64 `json:"p99"`
-	} `json:"prefetch_wait_us"` // from issue to the consensus that agreed it done (slowest rank)
-	ReadUs struct {
-		P50 float64 `json:"p50"`
-		P99 float64 `json:"p99"`
-	} `json:"read_us"` // one block read, from issue to landed in the slab, queueing included (slowest rank): the file's share of the wait
+	ChecksAhead    int64     `json:"checks_ahead"`
+	ChecksInStep   int64     `json:"checks_in_step"`
+	PrefetchWaitUs LatencyUs `json:"prefetch_wait_us"` // from issue to the consensus that agreed it done (slowest rank)
+	ReadUs         LatencyUs `json:"read_us"`          // one block read, from issue to landed in the slab, queueing included (slowest rank): the file's share of the wait
 }
 
 func newL3Report(c *cache.Counters, o L3Options, ns l3.Namespace) *L3Report {

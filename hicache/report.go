@@ -15,6 +15,12 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
+// LatencyUs is a latency's median and 99th percentile, in microseconds.
+type LatencyUs struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
 // Report is the run's result aggregated over every rank; world rank 0 prints it and writes it as JSON.
 type Report struct {
 	Ranks     int    `json:"ranks"`
@@ -78,10 +84,7 @@ type Report struct {
 	WallSeconds float64 `json:"wall_seconds"`
 	// WritingCheckUs is the latency of the step consensus, which carries writing_check (and everything else agreed
 	// in a step).
-	WritingCheckUs struct {
-		P50 float64 `json:"p50"`
-		P99 float64 `json:"p99"`
-	} `json:"writing_check_us"`
+	WritingCheckUs LatencyUs `json:"writing_check_us"`
 	// PlacementAssertUs is the time the slowest rank spent in object-by-object placement comparisons (the digest
 	// rides in every consensus at no extra call): an upper bound of what the comparisons cost the run (it includes
 	// waiting for skewed ranks, which the next collective would absorb anyway).

@@ -15,20 +15,30 @@ var benchNS = Namespace{Layers: 4, Payloads: 2, PageTokens: 16, TokenBytes: 32, 
 // benchBlockBytes are the block sizes of bench l3's goal, 32 KiB to 16 MiB.
 var benchBlockBytes = []int{32 << 10, 256 << 10, 1 << 20, 16 << 20}
 
+// benchStore opens an unbounded store in a fresh directory and, with written, stores block 7 of size bytes of
+// zeros; it returns the store and the block's token count.
+func benchStore(b *testing.B, size int, written bool) (*Store, int) {
+	b.Helper()
+	s, err := Open(b.TempDir(), benchNS, Unbounded)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tokens := size / int(benchNS.PayloadBytes(1))
+	if written {
+		if err := s.Write(7, tokens, make([]byte, size), false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s, tokens
+}
+
 // BenchmarkRead is Store.Read of one block over and over, from the page cache: the per-block cost of a verified
 // read (go test -bench Read -cpuprofile shows where it goes).
 func BenchmarkRead(b *testing.B) {
 	for _, size := range benchBlockBytes {
 		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-			s, err := Open(b.TempDir(), benchNS, math.MaxInt64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			tokens := size / int(benchNS.PayloadBytes(1))
-			payload, into := make([]byte, size), make([]byte, size)
-			if err := s.Write(7, tokens, payload, false); err != nil {
-				b.Fatal(err)
-			}
+			s, _ := benchStore(b, size, true)
+			into := make([]byte, size)
 			b.SetBytes(int64(size))
 			for b.Loop() {
 				if _, err := s.Read(7, into); err != nil {
@@ -43,11 +53,7 @@ func BenchmarkRead(b *testing.B) {
 func BenchmarkWrite(b *testing.B) {
 	for _, size := range benchBlockBytes {
 		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-			s, err := Open(b.TempDir(), benchNS, math.MaxInt64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			tokens := size / int(benchNS.PayloadBytes(1))
+			s, tokens := benchStore(b, size, false)
 			payload := make([]byte, size)
 			b.SetBytes(int64(size))
 			key := uint64(0)
@@ -74,15 +80,8 @@ func BenchmarkWrite(b *testing.B) {
 func BenchmarkReadVsPlain(b *testing.B) {
 	for _, size := range benchBlockBytes {
 		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-			s, err := Open(b.TempDir(), benchNS, math.MaxInt64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			tokens := size / int(benchNS.PayloadBytes(1))
-			payload, into := make([]byte, size), make([]byte, size+headerBytes)
-			if err := s.Write(7, tokens, payload, false); err != nil {
-				b.Fatal(err)
-			}
+			s, _ := benchStore(b, size, true)
+			into := make([]byte, size+headerBytes)
 			path := s.blockPath(7)
 			ours, plain := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 			for b.Loop() {

@@ -30,7 +30,7 @@ type group struct {
 // the parts an L3 block file of that node holds.
 func (g *group) partsOf(slots []cache.SlabSlot, rank, node int) []partKey {
 	var out []partKey
-	onNode := g.j.cfg.placement().Node
+	onNode := g.j.placement.Node
 	for _, s := range slots {
 		for r := range g.j.cfg.CP {
 			if r == rank || rank < 0 && onNode[r] == node {

@@ -15,8 +15,9 @@ import (
 // job is one simulated job: its CP groups, the directory they share, and the scheduler's clock.
 type job struct {
 	cfg       JobConfig
-	r         *rng   // scheduling and timing
-	l3        *simL3 // nil without an L3
+	placement cache.NodePlacement // where each group's ranks are over its nodes (cfg.placement, drawn once)
+	r         *rng                // scheduling and timing
+	l3        *simL3              // nil without an L3
 	groups    []*group
 	now       uint64 // scheduler ticks
 	violation *Violation
@@ -87,17 +88,17 @@ func (j *job) delay() uint64 {
 
 // newJob builds the job's groups and ranks for cfg.
 func newJob(cfg JobConfig) (*job, error) {
-	j := &job{cfg: cfg, r: newRNG(cfg.Seed ^ 0x736368)}
+	j := &job{cfg: cfg, placement: cfg.placement(), r: newRNG(cfg.Seed ^ 0x736368)}
 	if cfg.L3.Enabled {
 		j.l3 = newSimL3(newRNG(cfg.Seed^0x6673), cfg.L3Faults, &j.cfg)
 	}
 	for gi := range cfg.DP {
-		g := &group{j: j, index: gi, mem: cache.NewMemoryOnNodes(cfg.Geometry, cfg.placement(), cfg.DevicePages, cfg.Seed|1),
+		g := &group{j: j, index: gi, mem: cache.NewMemoryOnNodes(cfg.Geometry, j.placement, cfg.DevicePages, cfg.Seed|1),
 			sent: map[int64][]workload.Event{}, hashes: map[int64][]uint64{}, refs: map[partKey][]*pending{}, audited: map[uint64][]int{}}
 		g.events = makeWorkload(newRNG(cfg.Seed^uint64(gi+1)*0x9e37), &j.cfg)
 		g.all = g.events
 		for cp := range cfg.CP {
-			r := &rank{g: g, cp: cp, node: cfg.placement().Node[cp]}
+			r := &rank{g: g, cp: cp, node: j.placement.Node[cp]}
 			if j.l3 != nil {
 				r.store = j.l3.store(cp, r.node)
 			}

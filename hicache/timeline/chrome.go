@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -111,7 +112,7 @@ func assignLanes(spans []Span) []int {
 				idx = append(idx, i)
 			}
 		}
-		slices.SortStableFunc(idx, func(a, b int) int { return cmpInt64(spans[a].StartNs, spans[b].StartNs) })
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(spans[a].StartNs, spans[b].StartNs) })
 		var laneEndNs []int64
 		for _, i := range idx {
 			s := spans[i]
@@ -127,16 +128,6 @@ func assignLanes(spans []Span) []int {
 		}
 	}
 	return lanes
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // eventWriter appends events, comma-separated, remembering the first write error.
