@@ -254,7 +254,7 @@ func (rs *runState) spansFor(w *cache.Copy) [][]kernels.Span {
 				spans[layer] = append(spans[layer], kernels.Span{
 					DeviceOffsetBytes: rs.deviceOffset(page, layer, payload),
 					Slab:              s.Slab,
-					SlabOffsetBytes:   g.PartOffset(int(s.Slab), int(s.Slot), rs.job.Topo.NodePart, layer, payload),
+					SlabOffsetBytes:   rs.parts.Offset(int(s.Slab), int(s.Slot), rs.job.Topo.NodePart, layer, payload),
 					Bytes:             rs.partBytes,
 				})
 			}
@@ -278,7 +278,7 @@ func (rs *runState) Audit(a *cache.Audit) bool {
 		for part, rank := range rs.job.Topo.NodePartRanks[:a.Parts] {
 			for layer := range g.Layers {
 				for payload := range g.PayloadsPerLayer {
-					off := g.PartOffset(int(s.Slab), int(s.Slot), part, layer, payload)
+					off := rs.parts.Offset(int(s.Slab), int(s.Slot), part, layer, payload)
 					if !cache.PartMatches(mem[s.Slab][off:off+rs.partBytes], toks, a.StartPos+page*g.PageTokens, g.TokenBytes, rs.contentKey(rank, layer, payload)) {
 						ok = false
 					}

@@ -21,6 +21,7 @@ type runState struct {
 	job      *spmd.Job
 	opts     *Options
 	geometry pool.Geometry
+	parts    pool.PartMap // the geometry's part offsets, for the copy and audit loops
 	slab     *shm.SharedSlab
 	eng      kernels.Engine
 	cons     *consensus
@@ -163,7 +164,7 @@ func wrapWorkload(err error) error {
 func (rs *runState) setUp() error {
 	t := rs.job.Topo
 	g := rs.opts.geometry(t.CPSize)
-	rs.geometry = g
+	rs.geometry, rs.parts = g, g.PartMap()
 	if err := rs.checkJobLimits(g); err != nil {
 		return err
 	}

@@ -56,6 +56,9 @@ func checkSlabCoverage(t *testing.T, g Geometry, slab int) {
 				for payload := range g.PayloadsPerLayer {
 					part++
 					base := g.PartOffset(slab, slot, rank, layer, payload)
+					if got := g.PartMap().Offset(slab, slot, rank, layer, payload); got != base {
+						t.Fatalf("%+v slab %d: part (%d,%d,%d,%d): PartMap says %d, PartOffset %d", g, slab, slot, rank, layer, payload, got, base)
+					}
 					if base < 0 || base+g.PartBytes() > int64(len(owners)) {
 						t.Fatalf("%+v slab %d: part (%d,%d,%d,%d) at [%d, %d) outside the slab of %d bytes",
 							g, slab, slot, rank, layer, payload, base, base+g.PartBytes(), len(owners))

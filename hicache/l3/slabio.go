@@ -104,6 +104,7 @@ func (s *Store) ReadIntoSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte
 // objects are mostly runs of slots; a visit a part was most of a block read's CPU at small parts).
 func (s *Store) eachPart(sl Slabs, pages []PageSlot, visit func(canonical, slabOffset int64, slab int32, bytes int64)) {
 	g := sl.Geometry
+	parts := g.PartMap()
 	partBytes := g.PartBytes()
 	tokenCount := len(pages) * s.ns.PageTokens
 	for rank := 0; rank < g.NodeParts(); rank++ { // the file's ranks: its node's parts, in node-local order
@@ -117,7 +118,7 @@ func (s *Store) eachPart(sl Slabs, pages []PageSlot, visit func(canonical, slabO
 						to++
 					}
 					p := pages[from]
-					visit(base+int64(from)*partBytes, g.PartOffset(int(p.Slab), int(p.Slot), rank, layer, payload), p.Slab, int64(to-from)*partBytes)
+					visit(base+int64(from)*partBytes, parts.Offset(int(p.Slab), int(p.Slot), rank, layer, payload), p.Slab, int64(to-from)*partBytes)
 					from = to
 				}
 			}
