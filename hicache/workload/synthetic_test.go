@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"hash/fnv"
+	"math/bits"
 	"slices"
 	"strings"
 	"testing"
@@ -267,5 +268,38 @@ func TestSyntheticConfigValidateNamesTheField(t *testing.T) {
 func BenchmarkGenerateSyntheticDefault(b *testing.B) {
 	for b.Loop() {
 		mustGenerate(b, DefaultSyntheticConfig())
+	}
+}
+
+// TestAppendTokensIsTheStreamsNextDraws holds the four-at-a-time appendTokens to the one-draw loop it replaces,
+// for every remainder, after a prefix the slice already holds, and checks that the stream goes on from the same
+// state.
+func TestAppendTokensIsTheStreamsNextDraws(t *testing.T) {
+	for n := range 11 {
+		for _, vocab := range []int{1, 7, 32000, 1 << 31} {
+			fast, slow := newSplitMix(uint64(n)*977+3), newSplitMix(uint64(n)*977+3)
+			got := appendTokens([]int32{-1, -2}, &fast, n, vocab)
+			want := []int32{-1, -2}
+			for range n {
+				id, _ := bits.Mul64(slow.next(), uint64(vocab))
+				want = append(want, int32(id))
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("n %d vocab %d: got %v, want %v", n, vocab, got, want)
+			}
+			if fast.next() != slow.next() {
+				t.Fatalf("n %d vocab %d: the stream does not go on from where the draws left it", n, vocab)
+			}
+		}
+	}
+}
+
+// BenchmarkAppendTokens draws one 512-token Mooncake block, as ExpandEvents does for every block of a trace.
+func BenchmarkAppendTokens(b *testing.B) {
+	buf := make([]int32, 0, 512)
+	rng := newSplitMix(1)
+	b.SetBytes(512 * 4)
+	for b.Loop() {
+		buf = appendTokens(buf[:0], &rng, 512, 32000)
 	}
 }
