@@ -143,10 +143,14 @@ func main() {
 }
 
 // exitStatus is the exit status of an error that ended the command before or outside a job: ExitUsage for a
-// command line that does not parse or a flag at fault, ExitFailure for anything else.
+// command line that does not parse or a flag at fault, 128 + N for a benchmark that signal N ended (once it
+// cleaned up), ExitFailure for anything else.
 func exitStatus(err error) int {
 	if errors.As(err, new(usageError)) {
 		return spmd.ExitUsage
+	}
+	if ie, ok := asInterrupted(err); ok {
+		return ie.exitStatus()
 	}
 	return spmd.ExitStatus(err)
 }

@@ -4,12 +4,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -77,12 +74,11 @@ func benchL3(cfg bench.L3Config, out *benchOutput) error {
 	meta.Set("rounds", fmt.Sprintf("%d timed, alternating which side goes first, after 1 untimed that validates every byte", cfg.Rounds))
 	meta.SingleRank()
 	// A signal cancels the run between two blocks, so that the benchmark removes its files before exiting.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	rows, err := bench.RunL3(ctx, cfg)
-	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("bench l3: interrupted; its files under %s are removed", cfg.Dir)
-	}
+	var rows []bench.L3Row
+	err := interruptible("bench l3's files under "+cfg.Dir+" removed", func(ctx context.Context) (err error) {
+		rows, err = bench.RunL3(ctx, cfg)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ package main
 // mpirun (bench replay launches them: do not run it under mpirun).
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -90,7 +91,11 @@ func benchReplay(cfg bench.ReplayConfig, out *benchOutput) error {
 	meta.Set("repeats", cfg.Repeats)
 	meta.Set("l3 parent", fmt.Sprintf("%s (%s)", cfg.L3Parent, bench.FilesystemType(cfg.L3Parent)))
 	meta.Set("reports", cfg.OutDir)
-	res, err := bench.RunReplay(cfg, os.Stdout)
+	var res *bench.ReplayResult
+	err := interruptible("the launch in flight ended and the L3 directories under "+cfg.L3Parent+" removed", func(ctx context.Context) (err error) {
+		res, err = bench.RunReplay(ctx, cfg, os.Stdout)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ package main
 // flags go into an options struct, Before builds and checks the package's config, Action runs it.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -185,7 +186,12 @@ func benchE2E(cfg bench.E2EConfig, out *benchOutput) error {
 	meta.Set("assert intervals", fmt.Sprint(cfg.AssertEvery))
 	meta.Set("repeats", cfg.Repeats)
 	meta.Set("reports", cfg.OutDir)
-	rows, runs, err := bench.RunE2E(cfg, os.Stdout)
+	var rows []bench.E2ERow
+	var runs []bench.E2ERun
+	err := interruptible("the launch in flight ended", func(ctx context.Context) (err error) {
+		rows, runs, err = bench.RunE2E(ctx, cfg, os.Stdout)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -125,3 +125,68 @@ func childPids(t *testing.T, pid int) []int {
 	}
 	return pids
 }
+
+// TestSignalToBenchReplayEndsItsLaunchAndRemovesItsL3: a SIGTERM to bench replay (scancel, Ctrl-C) ends the
+// launch in flight and removes the repeat's L3 directory, which on a real trace holds gigabytes, before the
+// command exits 128 + 15. The launcher is a stand-in for mpirun that only waits, so the test controls when the
+// signal comes: while a launch is in flight.
+func TestSignalToBenchReplayEndsItsLaunchAndRemovesItsL3(t *testing.T) {
+	dir := t.TempDir()
+	l3Parent, pidFile, launcher := filepath.Join(dir, "l3"), filepath.Join(dir, "launcher.pid"), filepath.Join(dir, "mpirun")
+	trace := filepath.Join(dir, "trace.jsonl")
+	if err := os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 64, "output_length": 1, "hash_ids": [0]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\necho $$ > " + pidFile + ".tmp && mv " + pidFile + ".tmp " + pidFile + "\nexec sleep 300\n"
+	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(l3Parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "bench", "replay", "--np", "2", "--repeats", "1", "--mpirun", launcher, "--trace", trace,
+		"--l3-parent", l3Parent, "--out-dir", filepath.Join(dir, "out"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pid := waitForPidFile(t, pidFile)
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) }) // when the test fails before its own check
+	if entries, _ := os.ReadDir(l3Parent); len(entries) != 1 {
+		t.Fatalf("the repeat's L3 directory is not there before the signal: %v", entries)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGTERM) {
+		t.Fatalf("exit %v, want %d\n%s", err, 128+int(syscall.SIGTERM), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "received SIGTERM") {
+		t.Errorf("stderr does not say what ended the benchmark:\n%s", stderr.String())
+	}
+	if entries, _ := os.ReadDir(l3Parent); len(entries) != 0 {
+		t.Errorf("bench replay left its L3 behind: %v", entries)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("the launch in flight (pid %d) outlived bench replay", pid)
+	}
+}
+
+// waitForPidFile waits up to 20 s for a process to write its pid.
+func waitForPidFile(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			return pid
+		}
+	}
+	t.Fatalf("no pid in %s within 20 s", path)
+	return 0
+}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -96,8 +97,9 @@ type E2ERow struct {
 }
 
 // RunE2E launches every configuration, interleaved (repeat, then ranks, then interval) so that a change of the
-// machine's load affects all configurations alike, and summarises the reports.
-func RunE2E(cfg E2EConfig, progress io.Writer) ([]E2ERow, []E2ERun, error) {
+// machine's load affects all configurations alike, and summarises the reports. Cancelling ctx (a signal) ends
+// the launch in flight, and the error wraps context.Canceled.
+func RunE2E(ctx context.Context, cfg E2EConfig, progress io.Writer) ([]E2ERow, []E2ERun, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -108,7 +110,7 @@ func RunE2E(cfg E2EConfig, progress io.Writer) ([]E2ERow, []E2ERun, error) {
 	for repeat := range cfg.Repeats {
 		for _, np := range cfg.NPs {
 			for _, every := range cfg.AssertEvery {
-				run, err := launchE2E(cfg, np, every, repeat)
+				run, err := launchE2E(ctx, cfg, np, every, repeat)
 				if err != nil {
 					return nil, runs, err
 				}
@@ -121,13 +123,13 @@ func RunE2E(cfg E2EConfig, progress io.Writer) ([]E2ERow, []E2ERun, error) {
 }
 
 // launchE2E runs one mpirun and reads its report.
-func launchE2E(cfg E2EConfig, np int, every int64, repeat int) (E2ERun, error) {
+func launchE2E(ctx context.Context, cfg E2EConfig, np int, every int64, repeat int) (E2ERun, error) {
 	name := fmt.Sprintf("e2e-np%d-assert%d-r%d", np, every, repeat)
 	run := E2ERun{NP: np, AssertEvery: every, Repeat: repeat, ReportPath: filepath.Join(cfg.OutDir, name+".json")}
 	args := append([]string{"-np", fmt.Sprint(np)}, cfg.Launcher[1:]...)
 	args = append(args, cfg.Binary, "run", "--quiet", "--report", run.ReportPath, "--placement-assert-every", fmt.Sprint(every))
 	args = append(args, cfg.RunArgs...)
-	report, err := launchRun("bench e2e", cfg.Launcher, args, cfg.TimeoutSeconds, filepath.Join(cfg.OutDir, name+".log"), run.ReportPath)
+	report, err := launchRun(ctx, "bench e2e", cfg.Launcher, args, cfg.TimeoutSeconds, filepath.Join(cfg.OutDir, name+".log"), run.ReportPath)
 	if err != nil {
 		return run, err
 	}

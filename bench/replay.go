@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -165,8 +166,9 @@ type ReplayResult struct {
 
 // RunReplay launches every configuration, repeat after repeat (so that a change of the machine's load hits
 // each alike), then times the plain read of one prefetch's bytes and derives the rows and ratios. Every L3
-// directory it makes is removed again, on errors too.
-func RunReplay(cfg ReplayConfig, progress io.Writer) (*ReplayResult, error) {
+// directory it makes is removed again, on errors too, and when ctx is cancelled (a signal): the launch in flight
+// is ended first, then its directory removed, and the error wraps context.Canceled.
+func RunReplay(ctx context.Context, cfg ReplayConfig, progress io.Writer) (*ReplayResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -175,12 +177,15 @@ func RunReplay(cfg ReplayConfig, progress io.Writer) (*ReplayResult, error) {
 	}
 	var runs []ReplayRun
 	for repeat := range cfg.Repeats {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		dir, err := os.MkdirTemp(cfg.L3Parent, "cphicache-bench-replay-*")
 		if err != nil {
 			return nil, err
 		}
 		for _, config := range replayConfigs {
-			run, err := launchReplay(cfg, config, repeat, dir)
+			run, err := launchReplay(ctx, cfg, config, repeat, dir)
 			if err != nil {
 				return nil, errors.Join(err, os.RemoveAll(dir))
 			}
@@ -203,7 +208,7 @@ func RunReplay(cfg ReplayConfig, progress io.Writer) (*ReplayResult, error) {
 }
 
 // launchReplay runs one mpirun and reads its report.
-func launchReplay(cfg ReplayConfig, config string, repeat int, l3Dir string) (ReplayRun, error) {
+func launchReplay(ctx context.Context, cfg ReplayConfig, config string, repeat int, l3Dir string) (ReplayRun, error) {
 	name := fmt.Sprintf("replay-%s-r%d", strings.ToLower(config), repeat)
 	run := ReplayRun{Config: config, Repeat: repeat, ReportPath: filepath.Join(cfg.OutDir, name+".json")}
 	args := append([]string{"-np", fmt.Sprint(cfg.NP)}, cfg.Launcher[1:]...)
@@ -213,7 +218,7 @@ func launchReplay(cfg ReplayConfig, config string, repeat int, l3Dir string) (Re
 		run.L3Dir = l3Dir
 		args = append(append(args, "--l3-dir", l3Dir), cfg.L3RunArgs...)
 	}
-	report, err := launchRun("bench replay", cfg.Launcher, args, cfg.TimeoutSec, filepath.Join(cfg.OutDir, name+".log"), run.ReportPath)
+	report, err := launchRun(ctx, "bench replay", cfg.Launcher, args, cfg.TimeoutSec, filepath.Join(cfg.OutDir, name+".log"), run.ReportPath)
 	if err != nil {
 		return run, err
 	}

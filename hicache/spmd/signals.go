@@ -9,8 +9,8 @@ import (
 	"syscall"
 )
 
-// exitSignal plus the signal number is the exit status of a rank ended by a signal, as a shell reports it.
-const exitSignal = 128
+// ExitSignalBase plus the signal number is the exit status of a rank ended by a signal, as a shell reports it.
+const ExitSignalBase = 128
 
 // Cleanup holds what must run however the process ends, also when it ends abnormally (the watchdog, a signal)
 // and deferred calls do not run: today, the name of a shared-memory segment not yet unlinked. Its owner adds an
@@ -70,7 +70,7 @@ func handleSignals(worldRank int, failing *atomic.Bool, cleanup *Cleanup) (stop 
 				name := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[sig]
 				fmt.Fprintf(os.Stderr, "cphicache: received %s; run abandoned (in-flight copies dropped, shared memory released)\n", name)
 			}
-			os.Exit(exitSignal + int(sig.(syscall.Signal)))
+			os.Exit(ExitSignalBase + int(sig.(syscall.Signal)))
 		case <-done:
 		}
 	}()
