@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -227,22 +228,25 @@ func TestInjectedCopyErrorEndsTheJobWithTheFailingRanksMessage(t *testing.T) {
 // drain of the rank that waited for it, mid-run and in the final drain after the last step.
 func TestInjectedStuckCopyEndsWithinTheWatchdogTimeout(t *testing.T) {
 	const timeout = 3 * time.Second
+	t.Cleanup(func() { checkNoSegments(t) })    // after both cases: they run side by side, each mostly waiting
 	for _, step := range []string{"5", "199"} { // the default workload has 199 steps at any cp
-		marker := "injected stuck copy at step " + step
-		res, injectedAt := runMPIMarked(t, 4, 60*time.Second, marker, "run", "--quiet", "--watchdog-timeout", timeout.String(), "--inject-stuck-copy", "2@"+step)
-		if res.exitCode == 0 || injectedAt.IsZero() {
-			t.Fatalf("step %s: exit %d, stderr:\n%s", step, res.exitCode, res.stderr)
-		}
-		named := strings.Contains(res.stderr, "rank 2: watchdog: write drain") || strings.Contains(res.stderr, "rank 2: watchdog: load wait") ||
-			strings.Contains(res.stderr, "rank 2: watchdog: copy queue")
-		if !named {
-			t.Errorf("step %s: the watchdog message does not name rank 2's drain:\n%s", step, res.stderr)
-		}
-		if took := time.Since(injectedAt); took > timeout+5*time.Second {
-			t.Errorf("step %s: the job ended %v after the injection, with a %v watchdog timeout", step, took, timeout)
-		}
+		t.Run("step"+step, func(t *testing.T) {
+			t.Parallel()
+			marker := "injected stuck copy at step " + step
+			res, injectedAt := runMPIMarked(t, 4, 60*time.Second, marker, "run", "--quiet", "--watchdog-timeout", timeout.String(), "--inject-stuck-copy", "2@"+step)
+			if res.exitCode == 0 || injectedAt.IsZero() {
+				t.Fatalf("exit %d, stderr:\n%s", res.exitCode, res.stderr)
+			}
+			named := strings.Contains(res.stderr, "rank 2: watchdog: write drain") || strings.Contains(res.stderr, "rank 2: watchdog: load wait") ||
+				strings.Contains(res.stderr, "rank 2: watchdog: copy queue")
+			if !named {
+				t.Errorf("the watchdog message does not name rank 2's drain:\n%s", res.stderr)
+			}
+			if took := time.Since(injectedAt); took > timeout+5*time.Second {
+				t.Errorf("the job ended %v after the injection, with a %v watchdog timeout", took, timeout)
+			}
+		})
 	}
-	checkNoSegments(t)
 }
 
 // runMPIMarked is runMPI that also returns when marker first appeared on stderr (zero if never).
@@ -299,11 +303,14 @@ func TestFlushDoesNotForgiveADivergence(t *testing.T) {
 		// 40 requests in steps of 4: the trace's first flush op is step 11.
 		{[]string{"--trace", trace, "--inject-divergence", "1@10", "--placement-assert-every", "100"}, "caught by the flush consensus (before the flush's reset)"},
 	} {
-		res := runMPI(t, 8, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
-		if res.exitCode == 0 || !strings.Contains(res.stderr, "placement divergence in CP group 0") || !strings.Contains(res.stderr, tc.want) ||
-			!strings.Contains(res.stderr, "CP ranks [1]") {
-			t.Errorf("%v: exit %d, want the divergence of CP rank 1 named (%q):\n%s%s", tc.args, res.exitCode, tc.want, res.stdout, res.stderr)
-		}
+		t.Run("divergence"+tc.args[slices.Index(tc.args, "--inject-divergence")+1], func(t *testing.T) {
+			t.Parallel() // two at a time: each job ends within its first steps, so start-up is most of it
+			res := runMPI(t, 8, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
+			if res.exitCode == 0 || !strings.Contains(res.stderr, "placement divergence in CP group 0") || !strings.Contains(res.stderr, tc.want) ||
+				!strings.Contains(res.stderr, "CP ranks [1]") {
+				t.Errorf("%v: exit %d, want the divergence of CP rank 1 named (%q):\n%s%s", tc.args, res.exitCode, tc.want, res.stdout, res.stderr)
+			}
+		})
 	}
-	checkNoSegments(t)
+	t.Cleanup(func() { checkNoSegments(t) })
 }

@@ -47,16 +47,17 @@ func checkClean(t *testing.T, name string, m map[string]any) {
 }
 
 // TestL3WarmRestartAtEightRanks: a second job over the directory of a first gets L3 hits, verified byte for byte
-// like every load-back (0 mismatches), and its metrics file has the tier="l3" series the report has.
+// like every load-back (0 mismatches), and its metrics file has the tier="l3" series the report has. A third of
+// the default workload's conversations (the whole workload runs at 8 ranks in TestRunDefaultWorkloadAtEveryScale).
 func TestL3WarmRestartAtEightRanks(t *testing.T) {
 	dir := t.TempDir()
-	first := runL3(t, 8, dir)
+	first := runL3(t, 8, dir, "--conversations", "60")
 	checkClean(t, "first run", first)
 	if w := reportNumber(t, first, "l3.writes"); w <= 0 {
 		t.Fatalf("the first run wrote %v blocks", w)
 	}
 	metrics := filepath.Join(t.TempDir(), "cphicache.prom")
-	second := runL3(t, 8, dir, "--metrics-file", metrics)
+	second := runL3(t, 8, dir, "--conversations", "60", "--metrics-file", metrics)
 	checkClean(t, "second run", second)
 	l3Hits := reportNumber(t, second, "hits.l3_tokens")
 	if l3Hits <= 0 || reportNumber(t, second, "l3.reads") <= 0 || reportNumber(t, second, "verify.pages_checked") <= 0 {
@@ -104,10 +105,12 @@ func blockFiles(t *testing.T, dir string) []string {
 
 // TestL3CorruptBlocksAreCountedRemovedNeverServed: flipped and truncated bytes in block files between two jobs
 // are found by the reading job's checks (l3.corrupt), never reach a device page (0 mismatches), and are
-// removed, so that a third job does not find them again.
+// removed, so that a third job does not find them again. A third of the default workload's conversations keeps
+// the three jobs short.
 func TestL3CorruptBlocksAreCountedRemovedNeverServed(t *testing.T) {
 	dir := t.TempDir()
-	checkClean(t, "first run", runL3(t, 2, dir))
+	small := []string{"--conversations", "60"}
+	checkClean(t, "first run", runL3(t, 2, dir, small...))
 	files := blockFiles(t, dir)
 	if len(files) < 10 {
 		t.Fatalf("the first run left %d block files", len(files))
@@ -126,7 +129,7 @@ func TestL3CorruptBlocksAreCountedRemovedNeverServed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	second := runL3(t, 2, dir)
+	second := runL3(t, 2, dir, small...)
 	for _, key := range []string{"placement.divergences", "verify.mismatches", "verify.audit_mismatches"} {
 		if v := reportNumber(t, second, key); v != 0 {
 			t.Errorf("second run: %s = %v, want 0", key, v)
@@ -139,7 +142,7 @@ func TestL3CorruptBlocksAreCountedRemovedNeverServed(t *testing.T) {
 	}
 	// A corrupt block is removed when it is found: the third job finds only blocks the second never read (a writer
 	// leaves a block file that is there alone, corrupt or not: reads check, writes do not).
-	third := runL3(t, 2, dir)
+	third := runL3(t, 2, dir, small...)
 	if found := corrupt + reportNumber(t, third, "l3.corrupt"); found > float64(len(files)) {
 		t.Errorf("%v corrupt blocks found in two runs, of %d corrupted: a corrupt block was found twice", found, len(files))
 	}
@@ -152,12 +155,18 @@ func TestL3CorruptBlocksAreCountedRemovedNeverServed(t *testing.T) {
 
 // TestL3SigkillMidWriteLeavesNoTornBlock: a job killed with SIGKILL while its ranks write blocks (fsync on, large
 // blocks, so that writes are in flight) leaves whole blocks or none: the next job over the directory reads no
-// corrupt block and verifies every page it loads.
+// corrupt block and verifies every page it loads. Both replay the default workload as a trace; the next job
+// replays only its first requests, whose blocks the killed one wrote first (the whole workload at 1024 bytes a
+// token wrote 2.7 GB: 12 s of the suite).
 func TestL3SigkillMidWriteLeavesNoTornBlock(t *testing.T) {
 	dir := t.TempDir()
+	trace := filepath.Join(t.TempDir(), "default.jsonl")
+	if out, err := exec.Command(binPath, "gen-trace", "--output", trace).CombinedOutput(); err != nil {
+		t.Fatalf("gen-trace: %v\n%s", err, out)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cmd := mpirunCommand(ctx, 2, l3RunArgs(dir, "--l3-fsync", "--token-bytes", "1024", "--l3-block-tokens", "256")...)
+	cmd := mpirunCommand(ctx, 2, l3RunArgs(dir, "--trace", trace, "--l3-fsync", "--token-bytes", "1024", "--l3-block-tokens", "256")...)
 	// No shared-memory transport: a killed job cannot remove OpenMPI's segments, and the test leaves none behind.
 	cmd.Args = append(cmd.Args[:1], append([]string{"--mca", "btl", "self,tcp"}, cmd.Args[1:]...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the ranks too: a SIGKILL to mpirun alone would orphan them
@@ -176,7 +185,7 @@ func TestL3SigkillMidWriteLeavesNoTornBlock(t *testing.T) {
 	}
 	waitForRanksToExit(t, cmd.Process.Pid)
 	removeSessionDir(t, cmd.Process.Pid)
-	second := runL3(t, 2, dir, "--token-bytes", "1024", "--l3-block-tokens", "256")
+	second := runL3(t, 2, dir, "--trace", trace, "--trace-limit", "40", "--token-bytes", "1024", "--l3-block-tokens", "256")
 	checkClean(t, "run after the kill", second)
 	if reportNumber(t, second, "l3.reads") <= 0 {
 		t.Errorf("the run after the kill read no block: the check proves nothing")
