@@ -96,6 +96,11 @@ func sampleView() *metricsView {
 
 // TestMetricsFileIsAlwaysWhole: a reader racing the writer always parses a whole file, the old one or the new.
 func TestMetricsFileIsAlwaysWhole(t *testing.T) {
+	if testWorld.Rank() != 0 {
+		// A file test with no collective (world rank 0 writes the metrics file of a run): 200 whole-file
+		// replacements on each of 16 ranks took 4 to 6 s of make test-mpi's np 16 pass and proved nothing more.
+		t.Skip("one rank checks the file; the others would only repeat it")
+	}
 	path := filepath.Join(t.TempDir(), "m.prom")
 	v := sampleView()
 	if err := v.write(path); err != nil {
