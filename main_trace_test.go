@@ -99,13 +99,16 @@ func TestBadMooncakeTraceFailsWithFileAndLine(t *testing.T) {
 		{[]string{"--trace", bad, "--trace-block-tokens", "0"}, "invalid --trace-block-tokens"},
 		{[]string{"--trace", bad, "--trace-format", "csv"}, "invalid --trace-format"},
 	} {
-		res := runMPI(t, 2, 60*time.Second, append([]string{"run"}, tc.args...)...)
-		lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
-		if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
-			t.Errorf("%v: exit %d, want non-zero and one line naming %q; got:\n%s", tc.args, res.exitCode, tc.want, res.stderr)
-		}
+		t.Run("flags "+strings.Join(tc.args[2:], " "), func(t *testing.T) { // after --trace FILE
+			t.Parallel() // two at a time: each job ends before it starts, so start-up is all of it
+			res := runMPI(t, 2, 60*time.Second, append([]string{"run"}, tc.args...)...)
+			lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
+			if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("%v: exit %d, want non-zero and one line naming %q; got:\n%s", tc.args, res.exitCode, tc.want, res.stderr)
+			}
+		})
 	}
-	checkNoSegments(t)
+	t.Cleanup(func() { checkNoSegments(t) })
 }
 
 // TestTraceFromStandardInput: gen-trace's output piped into run --trace - at dp 2 (two groups read the
