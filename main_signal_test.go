@@ -62,48 +62,73 @@ func TestSignalsUnderMpirun(t *testing.T) {
 		{"SIGTERM to mpirun", false, syscall.SIGTERM, 1, "received SIGTERM; run abandoned"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			cmd := mpirunCommand(ctx, 2, "run", "--trace", trace)
-			pipe, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
+			// Open MPI's mpirun, ending a job on its own SIGTERM, stops forwarding the ranks' output as it
+			// goes: rank 0's line reached mpirun's stderr in 5 of 6 tries here (rank 0 wrote it every time).
+			// So the exit status and the leak check hold on every try; the line must come through in one of 3.
+			tries := 1
+			if !tc.toRanks {
+				tries = 3
 			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			// The first progress line says the ranks are replaying; the rest of stderr is read after the signal.
-			var stderr strings.Builder
-			scanner := bufio.NewScanner(pipe)
-			for scanner.Scan() {
-				stderr.WriteString(scanner.Text() + "\n")
-				if strings.Contains(scanner.Text(), "cphicache: progress") {
-					break
+			var outputs []string
+			for range tries {
+				exit, stderr := signalJob(t, trace, tc.toRanks, tc.sig)
+				if exit != tc.wantExit {
+					t.Fatalf("exit %d, want %d:\n%s", exit, tc.wantExit, stderr)
 				}
-			}
-			drained := make(chan struct{})
-			go func() {
-				for scanner.Scan() {
-					stderr.WriteString(scanner.Text() + "\n")
+				checkNoSegments(t)
+				if strings.Contains(stderr, tc.wantLine) {
+					return
 				}
-				close(drained)
-			}()
-			targets := []int{cmd.Process.Pid}
-			if tc.toRanks {
-				targets = childPids(t, cmd.Process.Pid)
+				outputs = append(outputs, stderr)
 			}
-			for _, pid := range targets {
-				syscall.Kill(pid, tc.sig)
-			}
-			<-drained
-			var ee *exec.ExitError
-			err = cmd.Wait()
-			if !errors.As(err, &ee) || ee.ExitCode() != tc.wantExit || !strings.Contains(stderr.String(), tc.wantLine) {
-				t.Errorf("exit %v, want %d and %q:\n%s", err, tc.wantExit, tc.wantLine, stderr.String())
-			}
-			checkNoSegments(t)
+			t.Errorf("%q in none of %d tries:\n%s", tc.wantLine, tries, strings.Join(outputs, "---\n"))
 		})
 	}
+}
+
+// signalJob starts a long 2-rank run, signals it (its ranks or mpirun) once the first progress line says the
+// ranks replay, and returns mpirun's exit status and standard error.
+func signalJob(t *testing.T, trace string, toRanks bool, sig syscall.Signal) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := mpirunCommand(ctx, 2, "run", "--trace", trace)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The first progress line says the ranks are replaying; the rest of stderr is read after the signal.
+	var stderr strings.Builder
+	scanner := bufio.NewScanner(pipe)
+	for scanner.Scan() {
+		stderr.WriteString(scanner.Text() + "\n")
+		if strings.Contains(scanner.Text(), "cphicache: progress") {
+			break
+		}
+	}
+	drained := make(chan struct{})
+	go func() {
+		for scanner.Scan() {
+			stderr.WriteString(scanner.Text() + "\n")
+		}
+		close(drained)
+	}()
+	targets := []int{cmd.Process.Pid}
+	if toRanks {
+		targets = childPids(t, cmd.Process.Pid)
+	}
+	for _, pid := range targets {
+		syscall.Kill(pid, sig)
+	}
+	<-drained
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) {
+		t.Fatalf("mpirun ended with %v, want a non-zero exit\n%s", err, stderr.String())
+	}
+	return ee.ExitCode(), stderr.String()
 }
 
 // childPids lists the processes whose parent is pid (mpirun's ranks), from /proc.

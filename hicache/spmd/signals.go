@@ -65,14 +65,11 @@ func handleSignals(worldRank int, failing *atomic.Bool, cleanup *Cleanup) (stop 
 	go func() {
 		select {
 		case sig := <-ch:
-			// The line goes out before the clean-up: under Open MPI's mpirun, which forwards its own SIGTERM to
-			// the ranks and then tears down the output forwarding, a line written after the unlinking was lost
-			// now and then on a loaded machine (TestSignalsUnderMpirun).
+			cleanup.Run()
 			if worldRank == 0 && !failing.Load() {
 				name := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[sig]
 				fmt.Fprintf(os.Stderr, "cphicache: received %s; run abandoned (in-flight copies dropped, shared memory released)\n", name)
 			}
-			cleanup.Run()
 			os.Exit(ExitSignalBase + int(sig.(syscall.Signal)))
 		case <-done:
 		}
