@@ -17,7 +17,7 @@ var benchBlockBytes = []int{32 << 10, 256 << 10, 1 << 20, 16 << 20}
 
 // benchStore opens an unbounded store in a fresh directory and, with written, stores block 7 of size bytes of
 // zeros; it returns the store and the block's token count.
-func benchStore(b *testing.B, size int, written bool) (*Store, int) {
+func benchStore(b testing.TB, size int, written bool) (*Store, int) {
 	b.Helper()
 	s, err := Open(b.TempDir(), benchNS, Unbounded)
 	if err != nil {

@@ -2,6 +2,9 @@ package l3
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
@@ -84,5 +87,44 @@ func TestChunkedPayloadSumEqualsWhole(t *testing.T) {
 		if payloadSum(payload) == sum {
 			t.Errorf("%d bytes: a flipped bit leaves the sum unchanged", size)
 		}
+	}
+}
+
+// TestVerifyFileRefusesEveryTornBlock: VerifyFile passes a block Write published and refuses it cut short at any
+// point, with a byte of its payload or of its header changed, and a file that is not there.
+func TestVerifyFileRefusesEveryTornBlock(t *testing.T) {
+	s, tokens := benchStore(t, 3*sumChunkBytes/2, false)
+	payload := make([]byte, 3*sumChunkBytes/2)
+	for i := range payload {
+		payload[i] = byte(i * 31)
+	}
+	if err := s.Write(9, tokens, payload, false); err != nil {
+		t.Fatal(err)
+	}
+	path := s.BlockPath(9)
+	if err := VerifyFile(path); err != nil {
+		t.Fatalf("a published block: %v", err)
+	}
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string][]byte{"empty": {}, "header only": whole[:headerBytes], "one byte short": whole[:len(whole)-1]}
+	for _, at := range []int{20, headerBytes, headerBytes + sumChunkBytes + 5, len(whole) - 1} {
+		b := bytes.Clone(whole)
+		b[at] ^= 1
+		bad[fmt.Sprintf("byte %d changed", at)] = b
+	}
+	for name, b := range bad {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var corrupt *CorruptError
+		if err := VerifyFile(path); !errors.As(err, &corrupt) {
+			t.Errorf("%s: %v, want a *CorruptError", name, err)
+		}
+	}
+	if err := VerifyFile(path + ".gone"); err == nil {
+		t.Error("a missing file verified")
 	}
 }
