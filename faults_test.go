@@ -252,6 +252,13 @@ func TestInjectedStuckCopyEndsWithinTheWatchdogTimeout(t *testing.T) {
 // runMPIMarked is runMPI that also returns when marker first appeared on stderr (zero if never).
 func runMPIMarked(t *testing.T, np int, timeout time.Duration, marker string, args ...string) (mpirunResult, time.Time) {
 	t.Helper()
+	return runMPIOnMarker(t, np, timeout, marker, nil, args...)
+}
+
+// runMPIOnMarker is runMPIMarked that also calls onMarker (when not nil) with the running mpirun as soon as
+// marker first appears on stderr, for a test that acts on the job mid-run (a signal).
+func runMPIOnMarker(t *testing.T, np int, timeout time.Duration, marker string, onMarker func(*exec.Cmd), args ...string) (mpirunResult, time.Time) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := mpirunCommand(ctx, np, args...)
@@ -270,6 +277,9 @@ func runMPIMarked(t *testing.T, np int, timeout time.Duration, marker string, ar
 	for scanner.Scan() {
 		if markedAt.IsZero() && strings.Contains(scanner.Text(), marker) {
 			markedAt = time.Now()
+			if onMarker != nil {
+				onMarker(cmd)
+			}
 		}
 		stderr.WriteString(scanner.Text() + "\n")
 	}

@@ -29,9 +29,9 @@ type interruptedError struct {
 // benchmark must not claim its files gone when they are not.
 func (e *interruptedError) Error() string {
 	if problems := besidesCancellation(e.err); len(problems) > 0 {
-		return fmt.Sprintf("received %s; the benchmark stopped, but: %v", signalName(e.sig), errors.Join(problems...))
+		return fmt.Sprintf("received %s; the benchmark stopped, but: %v", spmd.SignalName(e.sig), errors.Join(problems...))
 	}
-	return fmt.Sprintf("received %s; %s", signalName(e.sig), e.what)
+	return fmt.Sprintf("received %s; %s", spmd.SignalName(e.sig), e.what)
 }
 
 func (e *interruptedError) Unwrap() error { return e.err }
@@ -55,16 +55,6 @@ func besidesCancellation(err error) []error {
 		return []error{err}
 	}
 	return besidesCancellation(errors.Unwrap(err)) // a wrapper of the cancellation, or of a join that holds it
-}
-
-func signalName(sig syscall.Signal) string {
-	switch sig {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	}
-	return sig.String()
 }
 
 // interruptible runs fn with a context that SIGTERM or SIGINT cancels. If a signal came before fn returned, or

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -90,45 +88,16 @@ func TestSignalsUnderMpirun(t *testing.T) {
 // ranks replay, and returns mpirun's exit status and standard error.
 func signalJob(t *testing.T, trace string, toRanks bool, sig syscall.Signal) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := mpirunCommand(ctx, 2, "run", "--trace", trace)
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// The first progress line says the ranks are replaying; the rest of stderr is read after the signal.
-	var stderr strings.Builder
-	scanner := bufio.NewScanner(pipe)
-	for scanner.Scan() {
-		stderr.WriteString(scanner.Text() + "\n")
-		if strings.Contains(scanner.Text(), "cphicache: progress") {
-			break
+	res, _ := runMPIOnMarker(t, 2, 60*time.Second, "cphicache: progress", func(cmd *exec.Cmd) {
+		targets := []int{cmd.Process.Pid}
+		if toRanks {
+			targets = childPids(t, cmd.Process.Pid)
 		}
-	}
-	drained := make(chan struct{})
-	go func() {
-		for scanner.Scan() {
-			stderr.WriteString(scanner.Text() + "\n")
+		for _, pid := range targets {
+			syscall.Kill(pid, sig)
 		}
-		close(drained)
-	}()
-	targets := []int{cmd.Process.Pid}
-	if toRanks {
-		targets = childPids(t, cmd.Process.Pid)
-	}
-	for _, pid := range targets {
-		syscall.Kill(pid, sig)
-	}
-	<-drained
-	var ee *exec.ExitError
-	if err := cmd.Wait(); !errors.As(err, &ee) {
-		t.Fatalf("mpirun ended with %v, want a non-zero exit\n%s", err, stderr.String())
-	}
-	return ee.ExitCode(), stderr.String()
+	}, "run", "--trace", trace)
+	return res.exitCode, res.stderr
 }
 
 // childPids lists the processes whose parent is pid (mpirun's ranks), from /proc.

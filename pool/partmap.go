@@ -37,6 +37,3 @@ func (m PartMap) Offset(slab, slotInSlab, nodePart, layer, payload int) int64 {
 	part := ((int64(slotInSlab)*m.nodeParts+int64(nodePart))*m.layers+int64(layer))*m.payloads + int64(payload)
 	return part * m.partBytes
 }
-
-// PartBytes is the size of one part.
-func (m PartMap) PartBytes() int64 { return m.partBytes }

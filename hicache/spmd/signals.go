@@ -67,8 +67,7 @@ func handleSignals(worldRank int, failing *atomic.Bool, cleanup *Cleanup) (stop 
 		case sig := <-ch:
 			cleanup.Run()
 			if worldRank == 0 && !failing.Load() {
-				name := map[os.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT"}[sig]
-				fmt.Fprintf(os.Stderr, "cphicache: received %s; run abandoned (in-flight copies dropped, shared memory released)\n", name)
+				fmt.Fprintf(os.Stderr, "cphicache: received %s; run abandoned (in-flight copies dropped, shared memory released)\n", SignalName(sig))
 			}
 			os.Exit(ExitSignalBase + int(sig.(syscall.Signal)))
 		case <-done:
@@ -78,4 +77,15 @@ func handleSignals(worldRank int, failing *atomic.Bool, cleanup *Cleanup) (stop 
 		signal.Stop(ch)
 		close(done)
 	}
+}
+
+// SignalName is a signal's name as a shell spells it (SIGTERM), for the one line a signal's end prints.
+func SignalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return sig.String()
 }
