@@ -1,6 +1,9 @@
 package cache
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // devicePool hands out this rank's device KV pages (L1). Every rank of a CP group makes the same calls, so the
 // pages' indexes agree too, although nothing depends on that: the device buffer is private to each rank.
@@ -28,7 +31,10 @@ func (d *devicePool) reset() {
 func (d *devicePool) capacity() int  { return len(d.pins) }
 func (d *devicePool) available() int { return len(d.free) }
 
-// take pops n pages, or returns nil when fewer are free.
+// take pops n pages, or returns nil when fewer are free. It hands them out in ascending order: a node's pages
+// are given back in its order, and popped one by one they came back descending, so that after the first
+// evictions no node had two consecutive device pages in a row, and every fill, copy and load-back check
+// handled its parts one by one, each a cache miss (an L2-only replay at 8 ranks: 27% of its wall time).
 func (d *devicePool) take(n int) []int32 {
 	if n > len(d.free) {
 		return nil
@@ -38,6 +44,7 @@ func (d *devicePool) take(n int) []int32 {
 		out[i] = d.free[len(d.free)-1]
 		d.free = d.free[:len(d.free)-1]
 	}
+	slices.Sort(out)
 	return out
 }
 
