@@ -241,16 +241,19 @@ func (rs *runState) deviceOffset(page int32, layer, payload int) int64 {
 	return ((int64(layer)*int64(g.PayloadsPerLayer)+int64(payload))*int64(rs.opts.DevicePages) + int64(page)) * rs.partBytes
 }
 
-// spansFor builds, per layer, the copies between a copy's device pages and its slots, in page order; kernels
-// coalesce consecutive ones.
+// spansFor builds, per layer, the copies between a copy's device pages and its slots: per payload, in page
+// order. Kernels coalesce neighbours that are contiguous on both sides: a payload's consecutive device pages
+// are (deviceOffset), and so are its consecutive slots in a layer_first slab, so such a run becomes one copy.
+// (Page-major order put the other payload's span between every two, so nothing coalesced: an L2-only replay
+// copied parts of a few hundred bytes, each a cache and TLB miss in the slab.)
 func (rs *runState) spansFor(w *cache.Copy) [][]kernels.Span {
 	g := rs.geometry
 	spans := make([][]kernels.Span, g.Layers)
 	for layer := range spans {
 		spans[layer] = make([]kernels.Span, 0, len(w.DevicePages)*g.PayloadsPerLayer)
-		for i, page := range w.DevicePages {
-			s := w.Slots[i]
-			for payload := range g.PayloadsPerLayer {
+		for payload := range g.PayloadsPerLayer {
+			for i, page := range w.DevicePages {
+				s := w.Slots[i]
 				spans[layer] = append(spans[layer], kernels.Span{
 					DeviceOffsetBytes: rs.deviceOffset(page, layer, payload),
 					Slab:              s.Slab,
