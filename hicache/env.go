@@ -271,18 +271,21 @@ func (rs *runState) contentKey(rank, layer, payload int) cache.ContentKey {
 }
 
 // Audit checks a committed object in this node's slab, the node-local parts it names, against the content
-// function of the CP rank whose part each is.
+// function of the CP rank whose part each is: part by part, page by page within, since an object's consecutive
+// slots hold one part's pages side by side in a layer_first slab, which the CPU then reads as a stream (page by
+// page, every page's parts were a cache and TLB miss each).
 func (rs *runState) Audit(a *cache.Audit) bool {
 	g := rs.geometry
 	mem := rs.slab.Slabs
 	ok := true
-	for page, s := range a.Slots {
-		toks := a.Tokens[page*g.PageTokens : (page+1)*g.PageTokens]
-		for part, rank := range rs.job.Topo.NodePartRanks[:a.Parts] {
-			for layer := range g.Layers {
-				for payload := range g.PayloadsPerLayer {
+	for part, rank := range rs.job.Topo.NodePartRanks[:a.Parts] {
+		for layer := range g.Layers {
+			for payload := range g.PayloadsPerLayer {
+				key := rs.contentKey(rank, layer, payload)
+				for page, s := range a.Slots {
+					toks := a.Tokens[page*g.PageTokens : (page+1)*g.PageTokens]
 					off := rs.parts.Offset(int(s.Slab), int(s.Slot), part, layer, payload)
-					if !cache.PartMatches(mem[s.Slab][off:off+rs.partBytes], toks, a.StartPos+page*g.PageTokens, g.TokenBytes, rs.contentKey(rank, layer, payload)) {
+					if !cache.PartMatches(mem[s.Slab][off:off+rs.partBytes], toks, a.StartPos+page*g.PageTokens, g.TokenBytes, key) {
 						ok = false
 					}
 				}
