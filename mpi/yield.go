@@ -24,7 +24,7 @@ import (
 // core (np 2, not oversubscribed: 0.5 us blocking, 1.2 us yielding).
 //
 // So the binding can wait by itself: each blocking collective is started as its non-blocking twin and tested,
-// yielding the core between bursts of tests, and after a few yields sleeping, from 1 us doubling to 200 us
+// yielding the core between bursts of tests, and after a few yields sleeping, from 1 us doubling to 1 ms
 // (cph_mpi.c, cph_wait), so that a rank that waits long gives its core to the ranks with work. The whole shared
 // Mooncake trace at 8 ranks on 2 cores (L2 only) took 19.9 s waiting OpenMPI's way (mpi_yield_when_idle),
 // 19.2 s yielding only, and 17.6 s yielding then sleeping; its ranks' system time fell from 11.3 s to 7.4 s.
