@@ -19,6 +19,7 @@ import (
 // each checked for a clear message, a non-zero exit and no shared memory left behind.
 
 func TestInjectedHangEndsWithinTheWatchdogTimeout(t *testing.T) {
+	besideOthers(t)
 	start := time.Now()
 	res := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--watchdog-timeout", "3s", "--inject-hang", "1@5")
 	elapsed := time.Since(start)
@@ -38,6 +39,7 @@ func TestInjectedHangEndsWithinTheWatchdogTimeout(t *testing.T) {
 }
 
 func TestInjectedExitEndsTheJob(t *testing.T) {
+	besideOthers(t)
 	res := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--inject-exit", "3@5")
 	if res.exitCode == 0 || !strings.Contains(res.stderr, "rank 3: injected exit at step 5 (--inject-exit)") {
 		t.Fatalf("exit %d, stderr:\n%s", res.exitCode, res.stderr)
@@ -46,6 +48,7 @@ func TestInjectedExitEndsTheJob(t *testing.T) {
 }
 
 func TestBadInputFailsWithOneClearLine(t *testing.T) {
+	besideOthers(t)
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -79,7 +82,8 @@ func TestBadInputFailsWithOneClearLine(t *testing.T) {
 		{2, []string{"run", "--inject-hang", "x@y"}, "invalid --inject-hang"},
 		{2, []string{"run", "--watchdog-timeout", "soon"}, "watchdog-timeout"},
 	} {
-		// Two at a time: each case is mostly mpirun starting and ending two ranks, and the cases share nothing.
+		// Side by side (make test runs four at a time): each case is mostly mpirun starting and ending two ranks
+		// and sleeping (main_parallel_test.go), and the cases share nothing.
 		t.Run("", func(t *testing.T) {
 			t.Parallel()
 			res := runMPI(t, tc.np, 60*time.Second, tc.args...)
@@ -169,6 +173,7 @@ func genLongTrace(t *testing.T) (string, error) {
 // injection aimed at a rank the job does not have) and negative intervals fail with one line naming the right
 // flag, before any shared memory exists, instead of a runtime crash or a silent pass.
 func TestOddConfigurationsFailNamingTheFlag(t *testing.T) {
+	besideOthers(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -185,7 +190,7 @@ func TestOddConfigurationsFailNamingTheFlag(t *testing.T) {
 		{[]string{"--inject-divergence", "7@3"}, "invalid --inject-divergence"},
 	} {
 		t.Run("", func(t *testing.T) {
-			t.Parallel() // two at a time, as in TestBadInputFailsWithOneClearLine
+			t.Parallel() // side by side, as in TestBadInputFailsWithOneClearLine
 			res := runMPI(t, 2, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
 			lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
 			if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
@@ -206,6 +211,7 @@ func TestHelpSaysZeroWatchdogTimeoutIsOff(t *testing.T) {
 // A copy that fails on one rank is agreed in its group's next consensus: the job ends at once, with that rank's
 // own message, printed once, and no watchdog wait.
 func TestInjectedCopyErrorEndsTheJobWithTheFailingRanksMessage(t *testing.T) {
+	besideOthers(t)
 	start := time.Now()
 	reportPath := filepath.Join(t.TempDir(), "r.json")
 	res := runMPI(t, 8, 60*time.Second, "run", "--quiet", "--inject-copy-error", "3@5", "--report", reportPath)
@@ -227,6 +233,7 @@ func TestInjectedCopyErrorEndsTheJobWithTheFailingRanksMessage(t *testing.T) {
 // A copy that never completes ends the job within the watchdog timeout plus 5 s of its injection, named as the
 // drain of the rank that waited for it, mid-run and in the final drain after the last step.
 func TestInjectedStuckCopyEndsWithinTheWatchdogTimeout(t *testing.T) {
+	besideOthers(t)
 	const timeout = 3 * time.Second
 	t.Cleanup(func() { checkNoSegments(t) })    // after both cases: they run side by side, each mostly waiting
 	for _, step := range []string{"5", "199"} { // the default workload has 199 steps at any cp
@@ -262,6 +269,7 @@ func runMPIOnMarker(t *testing.T, np int, timeout time.Duration, marker string, 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := mpirunCommand(ctx, np, args...)
+	cmd.Env = append(cmd.Env, "CPHICACHE_JOB_ID="+jobIDOf(t))
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
 	pipe, err := cmd.StderrPipe()
@@ -299,6 +307,7 @@ func runMPIOnMarker(t *testing.T, np int, timeout time.Duration, marker string, 
 // A flush never forgives a divergence: the perturbation is caught before the reset, by the flush itself or by
 // the step consensus before it, whether flushes come from --flush-every or from the trace.
 func TestFlushDoesNotForgiveADivergence(t *testing.T) {
+	besideOthers(t)
 	trace := filepath.Join(t.TempDir(), "flushes.jsonl")
 	if out, err := exec.Command(binPath, "gen-trace", "--flush-every-requests", "40", "--output", trace).CombinedOutput(); err != nil {
 		t.Fatalf("gen-trace: %v\n%s", err, out)
@@ -314,7 +323,7 @@ func TestFlushDoesNotForgiveADivergence(t *testing.T) {
 		{[]string{"--trace", trace, "--inject-divergence", "1@10", "--placement-assert-every", "100"}, "caught by the flush consensus (before the flush's reset)"},
 	} {
 		t.Run("divergence"+tc.args[slices.Index(tc.args, "--inject-divergence")+1], func(t *testing.T) {
-			t.Parallel() // two at a time: each job ends within its first steps, so start-up is most of it
+			t.Parallel() // side by side: each job ends within its first steps, so start-up is most of it
 			res := runMPI(t, 8, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
 			if res.exitCode == 0 || !strings.Contains(res.stderr, "placement divergence in CP group 0") || !strings.Contains(res.stderr, tc.want) ||
 				!strings.Contains(res.stderr, "CP ranks [1]") {

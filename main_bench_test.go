@@ -87,6 +87,7 @@ func TestBenchStepSmoke(t *testing.T) {
 
 // At one rank the step consensus is skipped, so there is nothing of ours to time: the benchmark says so.
 func TestBenchStepRefusesOneRank(t *testing.T) {
+	besideOthers(t)
 	res := runMPI(t, 1, 60*time.Second, "bench", "step", "--iters", "5", "--rounds", "1")
 	if res.exitCode == 0 || !strings.Contains(res.stdout+res.stderr, "at least 2 ranks") {
 		t.Errorf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)

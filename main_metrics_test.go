@@ -135,6 +135,7 @@ func checkLatencyHistograms(t *testing.T, mf *dto.MetricFamily, m map[string]any
 // TestRunMetricsFileInAMissingDirectoryFailsAtStart: the flag is checked before MPI starts, so no rank makes a
 // slab, and the message names the flag.
 func TestRunMetricsFileInAMissingDirectoryFailsAtStart(t *testing.T) {
+	besideOthers(t)
 	missing := filepath.Join(t.TempDir(), "no-such-dir", "cphicache.prom")
 	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--metrics-file", missing)
 	if res.exitCode == 0 {

@@ -48,6 +48,9 @@ func TestMain(m *testing.M) {
 	for _, fn := range afterTests {
 		fn()
 	}
+	if !checkSuiteLeftNoSegments() && code == 0 {
+		code = 1
+	}
 	// os.Exit skips deferred calls: remove the built binary explicitly.
 	if tempDir != "" {
 		os.RemoveAll(tempDir)
@@ -76,6 +79,7 @@ func runMPI(t *testing.T, np int, timeout time.Duration, args ...string) mpirunR
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := mpirunCommand(ctx, np, args...)
+	cmd.Env = append(cmd.Env, "CPHICACHE_JOB_ID="+jobIDOf(t)) // the last of a duplicate name wins
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -93,6 +97,7 @@ func runMPI(t *testing.T, np int, timeout time.Duration, args ...string) mpirunR
 }
 
 func TestTopoCP8DP2PrintsTwoGroupsOfEight(t *testing.T) {
+	besideOthers(t)
 	res := runMPI(t, 16, 60*time.Second, "topo", "--cp", "8", "--dp", "2")
 	if res.exitCode != 0 {
 		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
@@ -113,6 +118,7 @@ func TestTopoCP8DP2PrintsTwoGroupsOfEight(t *testing.T) {
 }
 
 func TestBadLayoutFailsNamingTheFlag(t *testing.T) {
+	besideOthers(t)
 	for _, tc := range []struct {
 		np   int
 		args []string
@@ -126,7 +132,7 @@ func TestBadLayoutFailsNamingTheFlag(t *testing.T) {
 		{2, []string{"topo", "--no-such-flag"}, "no-such-flag"},
 	} {
 		t.Run("", func(t *testing.T) {
-			t.Parallel() // two at a time: the cases share nothing
+			t.Parallel() // side by side: the cases share nothing
 			res := runMPI(t, tc.np, 60*time.Second, tc.args...)
 			if res.exitCode == 0 {
 				t.Errorf("np %d %v: exit 0, want failure", tc.np, tc.args)
@@ -250,6 +256,7 @@ func TestRunDefaultWorkloadAtEveryScale(t *testing.T) {
 }
 
 func TestInjectedDivergenceEndsTheJob(t *testing.T) {
+	besideOthers(t)
 	reportPath := filepath.Join(t.TempDir(), "r.json")
 	res := runMPI(t, 4, 120*time.Second, "run", "--quiet", "--inject-divergence", "2@5", "--placement-assert-every", "4", "--report", reportPath)
 	if res.exitCode == 0 {
@@ -302,7 +309,7 @@ func readFailedReport(t *testing.T, path string, res mpirunResult) failedReport 
 
 func checkNoSegments(t *testing.T) {
 	t.Helper()
-	if matches, err := shm.JobSegments(testJobID); err != nil || len(matches) != 0 {
+	if matches, err := shm.JobSegments(jobIDOf(t)); err != nil || len(matches) != 0 {
 		t.Errorf("shared memory left behind: %v %v", matches, err)
 	}
 }

@@ -84,6 +84,7 @@ func TestTraceLimitAndGenTraceMooncake(t *testing.T) {
 
 // TestBadMooncakeTraceFailsWithFileAndLine: a bad line ends the job before it starts, in one line naming it.
 func TestBadMooncakeTraceFailsWithFileAndLine(t *testing.T) {
+	besideOthers(t)
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	trace := `{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1, 2]}` + "\n" +
 		`{"timestamp": 5, "input_length": 600, "output_length": 1, "hash_ids": [1]}` + "\n"
@@ -100,7 +101,7 @@ func TestBadMooncakeTraceFailsWithFileAndLine(t *testing.T) {
 		{[]string{"--trace", bad, "--trace-format", "csv"}, "invalid --trace-format"},
 	} {
 		t.Run("flags "+strings.Join(tc.args[2:], " "), func(t *testing.T) { // after --trace FILE
-			t.Parallel() // two at a time: each job ends before it starts, so start-up is all of it
+			t.Parallel() // side by side: each job ends before it starts, so start-up is all of it
 			res := runMPI(t, 2, 60*time.Second, append([]string{"run"}, tc.args...)...)
 			lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
 			if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {

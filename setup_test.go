@@ -9,6 +9,7 @@ import (
 // TestInjectedSetupErrorEndsEveryRankWithOneMessage: one rank's copy-engine set-up fails; the job ends at once,
 // every rank exits non-zero, and the failing rank's message is printed once.
 func TestInjectedSetupErrorEndsEveryRankWithOneMessage(t *testing.T) {
+	besideOthers(t)
 	start := time.Now()
 	res := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--inject-setup-error", "2")
 	// The silent ranks wait a moment before exiting, so that the speaker's line gets out; mpirun may end them
