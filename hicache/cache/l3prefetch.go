@@ -103,10 +103,7 @@ func (c *Core) usablePrefix(tokens []int32) int {
 		if child == nil || !(child.inL1() || (child.l2 != 0 && c.committed(child.l2))) {
 			break
 		}
-		matched := p
-		for matched < len(child.tokens) && pos+matched+p <= len(tokens) && samePage(child.tokens[matched:matched+p], tokens[pos+matched:pos+matched+p]) {
-			matched += p
-		}
+		matched := matchedAfterFirstPage(child.tokens, tokens[pos:], p)
 		pos += matched
 		if matched < len(child.tokens) {
 			break

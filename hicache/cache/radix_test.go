@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cphicache/cphicache/pool"
@@ -152,5 +154,35 @@ func TestContentDependsOnEveryCoordinate(t *testing.T) {
 	}
 	if PartMatches(base[:len(base)-8], toks, 32, tokenBytes, ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1}) {
 		t.Error("a short part matched")
+	}
+}
+
+// TestMatchedAfterFirstPageIsThePageByPageWalk holds the walks' match of a node to the page-by-page loop it
+// replaced, over nodes and requests of random lengths that differ at a random token, or nowhere.
+func TestMatchedAfterFirstPageIsThePageByPageWalk(t *testing.T) {
+	naive := func(node, tokens []int32, p int) int {
+		matched := p
+		for matched < len(node) && matched+p <= len(tokens) && slices.Equal(node[matched:matched+p], tokens[matched:matched+p]) {
+			matched += p
+		}
+		return matched
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	for range 20000 {
+		p := 1 + rng.IntN(8)
+		node := make([]int32, p*(1+rng.IntN(12)))
+		for i := range node {
+			node[i] = rng.Int32N(1 << 20)
+		}
+		tokens := append(slices.Clone(node[:p]), node[p:min(len(node), p+rng.IntN(len(node)+p))]...)
+		for len(tokens) < p*(1+rng.IntN(14)) {
+			tokens = append(tokens, rng.Int32N(1<<20))
+		}
+		if rng.IntN(3) > 0 && len(tokens) > p {
+			tokens[p+rng.IntN(len(tokens)-p)] ^= 1 << rng.IntN(31)
+		}
+		if got, want := matchedAfterFirstPage(node, tokens, p), naive(node, tokens, p); got != want {
+			t.Fatalf("page %d, node %v, tokens %v: matched %d, want %d", p, node, tokens, got, want)
+		}
 	}
 }
