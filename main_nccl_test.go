@@ -51,8 +51,8 @@ func TestRunWithNCCLCollectiveOverTheShim(t *testing.T) {
 }
 
 func TestRunRefusesNCCLCollectiveInTheCPUBuild(t *testing.T) {
-	t.Setenv("CPHICACHE_NCCL_HOST_BUFFERS", "")
-	res := runMPI(t, 1, 60*time.Second, "run", "--quiet", "--collective", "nccl")
+	besideOthers(t)
+	res := runMPIEnv(t, 1, 60*time.Second, []string{"CPHICACHE_NCCL_HOST_BUFFERS="}, "run", "--quiet", "--collective", "nccl")
 	if res.exitCode == 0 || !strings.Contains(res.stderr, "invalid --collective: nccl needs the GPU build") {
 		t.Errorf("exit %d, stderr:\n%s", res.exitCode, res.stderr)
 	}

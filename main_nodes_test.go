@@ -37,7 +37,7 @@ func runOnNodes(t *testing.T, timeout time.Duration, parts []nodeLaunch, args ..
 		full = append(append(full, binPath), args...)
 	}
 	cmd := exec.CommandContext(ctx, "mpirun", full...)
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "CPHICACHE_JOB_ID="+jobIDOf(t))
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -132,6 +132,7 @@ func TestCP8OverTwoNodesOfFourDecidesAsOnOne(t *testing.T) {
 // TestNodeNameOnSomeRanksIsAUsageError: a name given to one part of the command line only is said once, naming a
 // rank with it and one without, with the usage exit status.
 func TestNodeNameOnSomeRanksIsAUsageError(t *testing.T) {
+	besideOthers(t)
 	res := runOnNodes(t, 60*time.Second, []nodeLaunch{{1, "nodeA"}, {1, ""}}, "topo")
 	want := "invalid CPHICACHE_NODE_NAME: it is set on world rank 0 but not on world rank 1"
 	if res.exitCode != 2 || strings.Count(res.stderr, want) != 1 {

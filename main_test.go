@@ -76,10 +76,17 @@ func mpirunCommand(ctx context.Context, np int, args ...string) *exec.Cmd {
 // so that a hang fails the test instead of the suite.
 func runMPI(t *testing.T, np int, timeout time.Duration, args ...string) mpirunResult {
 	t.Helper()
+	return runMPIEnv(t, np, timeout, nil, args...)
+}
+
+// runMPIEnv is runMPI with more environment variables (NAME=value) for the job: a test that runs beside others
+// cannot set its own process's (t.Setenv).
+func runMPIEnv(t *testing.T, np int, timeout time.Duration, env []string, args ...string) mpirunResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := mpirunCommand(ctx, np, args...)
-	cmd.Env = append(cmd.Env, "CPHICACHE_JOB_ID="+jobIDOf(t)) // the last of a duplicate name wins
+	cmd.Env = append(append(cmd.Env, "CPHICACHE_JOB_ID="+jobIDOf(t)), env...) // the last of a duplicate name wins
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

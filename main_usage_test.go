@@ -107,14 +107,12 @@ func TestExitStatusesAreListed(t *testing.T) {
 // TestJobErrorsSayTheirValueCameFromTheEnvironment: errors found once the job runs, a --cp the launch cannot
 // hold and an L2 the node cannot, also name the CPHICACHE_ variable that gave the value.
 func TestJobErrorsSayTheirValueCameFromTheEnvironment(t *testing.T) {
+	besideOthers(t)
 	for _, tc := range []struct{ env, want string }{
 		{"CPHICACHE_CP=3", "invalid --cp: 3 is larger than the 2 ranks of the job (launch more ranks with mpirun -np) (the value came from CPHICACHE_CP)"},
 		{"CPHICACHE_L2_BYTES=100000TiB", "(the value came from CPHICACHE_L2_BYTES)"},
 	} {
-		name, value, _ := strings.Cut(tc.env, "=")
-		t.Setenv(name, value)
-		res := runMPI(t, 2, 60*time.Second, "run", "--quiet")
-		os.Unsetenv(name)
+		res := runMPIEnv(t, 2, 60*time.Second, []string{tc.env}, "run", "--quiet")
 		if res.exitCode != spmd.ExitUsage || !strings.Contains(res.stderr, tc.want) {
 			t.Errorf("%s: exit %d, want 2 and %q:\n%s", tc.env, res.exitCode, tc.want, res.stderr)
 		}
