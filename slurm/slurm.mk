@@ -2,8 +2,9 @@
 #
 #   make test-slurm   start slurm/local-cluster, sbatch slurm/cp8.sbatch, slurm/cp8dp2.sbatch (block and spread
 #                     placements) and slurm/cp16.sbatch, check the jobs and their reports, stop the cluster (bounded: about a minute here, at most ~6 minutes)
-#   make test-slurm-mpich   the same jobs with bin/cphicache-mpich under MPIRUN=mpiexec.mpich (mpi/mpi.mk), on a
-#                     cluster of its own (state directory and ports), so that it never meets test-slurm's
+#   make test-slurm-mpich   the same jobs (a third of the workload each) with bin/cphicache-mpich under
+#                     MPIRUN=mpiexec.mpich (mpi/mpi.mk), on a cluster of its own (state directory and ports),
+#                     so that it never meets test-slurm's
 #
 # slurm/local-cluster installs slurmd, slurmctld, slurm-client and munge itself when missing, so they are not in
 # DEB_PACKAGES: `make build` on a machine that never runs this test does not need them.
