@@ -211,7 +211,6 @@ func TestHelpSaysZeroWatchdogTimeoutIsOff(t *testing.T) {
 // A copy that fails on one rank is agreed in its group's next consensus: the job ends at once, with that rank's
 // own message, printed once, and no watchdog wait.
 func TestInjectedCopyErrorEndsTheJobWithTheFailingRanksMessage(t *testing.T) {
-	besideOthers(t)
 	start := time.Now()
 	reportPath := filepath.Join(t.TempDir(), "r.json")
 	res := runMPI(t, 8, 60*time.Second, "run", "--quiet", "--inject-copy-error", "3@5", "--report", reportPath)
@@ -233,7 +232,6 @@ func TestInjectedCopyErrorEndsTheJobWithTheFailingRanksMessage(t *testing.T) {
 // A copy that never completes ends the job within the watchdog timeout plus 5 s of its injection, named as the
 // drain of the rank that waited for it, mid-run and in the final drain after the last step.
 func TestInjectedStuckCopyEndsWithinTheWatchdogTimeout(t *testing.T) {
-	besideOthers(t)
 	const timeout = 3 * time.Second
 	t.Cleanup(func() { checkNoSegments(t) })    // after both cases: they run side by side, each mostly waiting
 	for _, step := range []string{"5", "199"} { // the default workload has 199 steps at any cp

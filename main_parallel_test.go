@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"hash/fnv"
 	"os"
 	"strings"
 	"sync"
@@ -20,21 +21,26 @@ import (
 var ownJobIDs sync.Map
 
 // besideOthers lets t run in parallel with the other tests that call it, under a job id of its own (jobIDOf):
-// call it first, in a test that starts its jobs with runMPI or runMPIOnMarker only (a job started another way
-// would carry the suite's id, which this test's segment check no longer looks at).
+// call it first, in a test that starts its jobs with runMPI, runMPIEnv, runMPIOnMarker or runOnNodes only (a
+// job started another way would carry the suite's id, which this test's segment check no longer looks at), and
+// that bounds no job's time tightly: four jobs share the two cores. (The copy-error and stuck-copy tests, which
+// bound their jobs' end to a few seconds, stay out.)
 func besideOthers(t *testing.T) {
 	ownJobIDs.Store(t.Name(), true)
 	t.Parallel()
 }
 
 // jobIDOf is the CPHICACHE_JOB_ID of t's jobs: the suite's, or its top-level test's own when that runs beside
-// others (the suite's id, '_', the test's name: letters and digits keep segment names as given).
+// others: the suite's id, '_', the hash of the test's name. (A segment name keeps 40 characters of its job id,
+// and the names of two tests may share more than the 24 left after the suite's id.)
 func jobIDOf(t *testing.T) string {
 	top, _, _ := strings.Cut(t.Name(), "/")
 	if _, ok := ownJobIDs.Load(top); !ok {
 		return testJobID
 	}
-	return testJobID + "_" + top
+	h := fnv.New32a()
+	h.Write([]byte(top))
+	return fmt.Sprintf("%s_%08x", testJobID, h.Sum32())
 }
 
 // suiteSegments lists the segments of every job of this suite left in /dev/shm, under its id or a test's own.

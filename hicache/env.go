@@ -9,6 +9,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/kernels"
+	"github.com/cphicache/cphicache/pool"
 )
 
 // The runner as the core's Env (cache.Env): the step broadcast, the collectives, the copy worker and the L3
@@ -271,26 +272,41 @@ func (rs *runState) contentKey(rank, layer, payload int) cache.ContentKey {
 }
 
 // Audit checks a committed object in this node's slab, the node-local parts it names, against the content
-// function of the CP rank whose part each is: part by part, page by page within, since an object's consecutive
-// slots hold one part's pages side by side in a layer_first slab, which the CPU then reads as a stream (page by
-// page, every page's parts were a cache and TLB miss each).
+// function of the CP rank whose part each is. It reads the slab in its own order, so that the CPU streams it: in
+// a layer_first slab an object's consecutive slots hold one part's pages side by side, so part by part, page by
+// page within (page by page there, every page's parts were a cache and TLB miss each); in a page_first slab a
+// slot holds its parts side by side, so page by page.
 func (rs *runState) Audit(a *cache.Audit) bool {
 	g := rs.geometry
-	mem := rs.slab.Slabs
 	ok := true
-	for part, rank := range rs.job.Topo.NodePartRanks[:a.Parts] {
-		for layer := range g.Layers {
-			for payload := range g.PayloadsPerLayer {
-				key := rs.contentKey(rank, layer, payload)
-				for page, s := range a.Slots {
-					toks := a.Tokens[page*g.PageTokens : (page+1)*g.PageTokens]
-					off := rs.parts.Offset(int(s.Slab), int(s.Slot), part, layer, payload)
-					if !cache.PartMatches(mem[s.Slab][off:off+rs.partBytes], toks, a.StartPos+page*g.PageTokens, g.TokenBytes, key) {
-						ok = false
-					}
+	check := func(page, part, rank, layer, payload int) {
+		s := a.Slots[page]
+		off := rs.parts.Offset(int(s.Slab), int(s.Slot), part, layer, payload)
+		toks := a.Tokens[page*g.PageTokens : (page+1)*g.PageTokens]
+		if !cache.PartMatches(rs.slab.Slabs[s.Slab][off:off+rs.partBytes], toks, a.StartPos+page*g.PageTokens, g.TokenBytes, rs.contentKey(rank, layer, payload)) {
+			ok = false
+		}
+	}
+	ranks := rs.job.Topo.NodePartRanks[:a.Parts]
+	eachPart := func(visit func(part, rank, layer, payload int)) {
+		for part, rank := range ranks {
+			for layer := range g.Layers {
+				for payload := range g.PayloadsPerLayer {
+					visit(part, rank, layer, payload)
 				}
 			}
 		}
+	}
+	if g.Layout == pool.LayerFirst {
+		eachPart(func(part, rank, layer, payload int) {
+			for page := range a.Slots {
+				check(page, part, rank, layer, payload)
+			}
+		})
+		return ok
+	}
+	for page := range a.Slots {
+		eachPart(func(part, rank, layer, payload int) { check(page, part, rank, layer, payload) })
 	}
 	return ok
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/pool"
@@ -51,5 +52,44 @@ func TestARunOfPagesIsOneCopyPerLayerAndPayload(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAuditFindsAWrongByteInEveryPartInBothLayouts: the commit audit reads the slab in the order of its layout;
+// in either, a correct object passes and one wrong byte in any part of any page fails it.
+func TestAuditFindsAWrongByteInEveryPartInBothLayouts(t *testing.T) {
+	for _, layout := range []pool.Layout{pool.LayerFirst, pool.PageFirst} {
+		g := pool.Geometry{CPSize: 2, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 8, Slots: 16, SlabBytesMax: 1 << 20, Layout: layout}
+		slabs := [][]byte{make([]byte, g.SlabBytes(0))}
+		rs := &runState{job: &spmd.Job{Topo: &spmd.Topology{NodePartRanks: []int{0, 1}}}, opts: &Options{Seed: 9}, geometry: g,
+			parts: g.PartMap(), partBytes: g.PartBytes(), slab: &shm.SharedSlab{Slabs: slabs}}
+		a := &cache.Audit{Slots: []cache.SlabSlot{{Slot: 5}, {Slot: 6}, {Slot: 7}}, StartPos: 8, Parts: 2}
+		for i := range len(a.Slots) * g.PageTokens {
+			a.Tokens = append(a.Tokens, int32(100+3*i))
+		}
+		var offsets []int64
+		for page, s := range a.Slots {
+			for part := range 2 {
+				for layer := range g.Layers {
+					for payload := range g.PayloadsPerLayer {
+						off := g.PartOffset(0, int(s.Slot), part, layer, payload)
+						cache.FillPart(slabs[0][off:off+g.PartBytes()], a.Tokens[page*g.PageTokens:(page+1)*g.PageTokens],
+							a.StartPos+page*g.PageTokens, g.TokenBytes, rs.contentKey(part, layer, payload))
+						offsets = append(offsets, off)
+					}
+				}
+			}
+		}
+		if !rs.Audit(a) {
+			t.Fatalf("%v: the audit fails a correct object", layout)
+		}
+		for _, off := range offsets {
+			at := off + g.PartBytes() - 1
+			slabs[0][at] ^= 0x40
+			if rs.Audit(a) {
+				t.Fatalf("%v: the audit passes an object with a wrong byte at slab offset %d", layout, at)
+			}
+			slabs[0][at] ^= 0x40
+		}
 	}
 }

@@ -6,11 +6,12 @@ import (
 	"testing"
 )
 
-// TestTakeHandsOutTheStacksPagesInAscendingOrder holds take to a plain last-in-first-out stack of free pages,
-// over random takes and gives: the same pages, so every decision that counts pages is unchanged, but in
-// ascending order, so that pages freed together come back as runs of consecutive pages, which the copies,
-// fills and load-back checks then handle as one block each. (Popped one by one they came back descending, and
-// no run ever formed after the first evictions.)
+// TestTakeHandsOutTheStacksPagesInAscendingOrder holds take to a plain last-in-first-out stack of free pages
+// (pushed in the order give gets them), over random takes and gives: it pops the stack's top n pages, as it
+// did, and hands them out in ascending order, so that pages freed together come back as runs of consecutive
+// pages, which the copies, fills and load-back checks then handle as one block each. (Popped one by one they
+// came back descending, and no run formed after the first evictions.) Which pages a node gets is each rank's
+// own affair (the device buffer is private); how many is what the decisions count, and that is unchanged.
 func TestTakeHandsOutTheStacksPagesInAscendingOrder(t *testing.T) {
 	const pages = 64
 	rng := rand.New(rand.NewPCG(7, 11))
