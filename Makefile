@@ -129,8 +129,14 @@ sim: build
 sim-bugs: deps
 	$(GO) test -count=1 -tags simbugs ./hicache/sim -run '^TestEveryDeliberateBugIsCaught$$' -v | grep -E '^(=== RUN|--- |    bugs_test|ok|FAIL|PASS)'
 
-test-sim: build sim-bugs
-	$(BIN) sim --seed 20261201 --steps $(SIM_TEST_STEPS) | tail -n 3
+# test-sim runs sim-bugs beside the bounded simulation (one goroutine: the other core is free), its output after.
+test-sim: build
+	@mkdir -p $(BUILD); \
+	$(MAKE) --no-print-directory sim-bugs > $(BUILD)/sim-bugs.log 2>&1 & bugs=$$!; \
+	echo "$(BIN) sim --seed 20261201 --steps $(SIM_TEST_STEPS) | tail -n 3"; \
+	$(BIN) sim --seed 20261201 --steps $(SIM_TEST_STEPS) | tail -n 3 || { wait $$bugs; exit 1; }; \
+	wait $$bugs || { cat $(BUILD)/sim-bugs.log; echo "FAIL: sim-bugs"; exit 1; }; \
+	cat $(BUILD)/sim-bugs.log
 
 # fuzz runs each fuzz target for FUZZTIME (the suite runs their seed corpora only).
 FUZZTIME ?= 30s
