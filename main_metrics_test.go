@@ -32,7 +32,6 @@ func seriesByLabels(mf *dto.MetricFamily) map[string]*dto.Metric {
 // JSON report's values (cp_group="all"), and one latency histogram per CP group and consensus kind whose count is
 // that group's calls in the report. Two CP groups, with periodic writes the final one must replace.
 func TestRunMetricsFileMatchesTheReport(t *testing.T) {
-	besideOthers(t)
 	dir := t.TempDir()
 	report, metrics := filepath.Join(dir, "report.json"), filepath.Join(dir, "cphicache.prom")
 	res := runMPI(t, 8, 180*time.Second, "run", "--quiet", "--cp", "4", "--dp", "2", "--report", report,

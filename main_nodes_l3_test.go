@@ -95,7 +95,6 @@ func TestL3OverTwoNodesOfFourServesAsOnOne(t *testing.T) {
 // TestL3BudgetOverTwoNodes: each node's keeper keeps its node's part-files within half of --l3-bytes, so the
 // group's blocks fit --l3-bytes, and evicts the rest.
 func TestL3BudgetOverTwoNodes(t *testing.T) {
-	besideOthers(t)
 	dir := t.TempDir()
 	const budget = 1 << 20
 	report := filepath.Join(t.TempDir(), "r.json")

@@ -95,7 +95,6 @@ func checkCleanOverNodes(t *testing.T, name string, res mpirunResult, m map[stri
 // TestCP16OverTwoNamedNodes is one CP group of 16 over two nodes of 8, as DeepSeek-V3 in FP8 on two 8-GPU nodes:
 // clean, audited on both nodes, and each node's slab half the group's whole slab.
 func TestCP16OverTwoNamedNodes(t *testing.T) {
-	besideOthers(t)
 	report := filepath.Join(t.TempDir(), "r.json")
 	args := nodesRunArgs(report, "--cp", "16")
 	res := runOnNodes(t, 120*time.Second, []nodeLaunch{{8, "nodeA"}, {8, "nodeB"}}, args...)
@@ -110,7 +109,6 @@ func TestCP16OverTwoNamedNodes(t *testing.T) {
 // drained every step so that timing decides nothing: the group's decisions (hits, backups, evictions, load-backs)
 // are the same, and each of the two nodes' slabs is half the one-node slab.
 func TestCP8OverTwoNodesOfFourDecidesAsOnOne(t *testing.T) {
-	besideOthers(t)
 	oneReport, twoReport := filepath.Join(t.TempDir(), "one.json"), filepath.Join(t.TempDir(), "two.json")
 	oneRes := runOnNodes(t, 120*time.Second, []nodeLaunch{{8, ""}}, nodesRunArgs(oneReport, "--cp", "8", "--sync-copies")...)
 	one := readReport(t, oneReport)

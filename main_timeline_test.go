@@ -162,7 +162,6 @@ func TestTimelineShowsEveryRanksSteps(t *testing.T) {
 // TestFailedRunStillWritesItsTimeline: a run a copy error ends at step 5 still writes the file, every rank's steps
 // up to the failing one, so that the user sees where its last steps' time went.
 func TestFailedRunStillWritesItsTimeline(t *testing.T) {
-	besideOthers(t)
 	path := filepath.Join(t.TempDir(), "failed.json")
 	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--inject-copy-error", "1@5", "--timeline", path)
 	if res.exitCode == 0 {

@@ -22,7 +22,6 @@ var mooncakeFlags = []string{"--page-tokens", "16", "--token-bytes", "8", "--lay
 // TestRunReplaysTheMooncakeExcerpt: the real trace replays clean at 8 ranks from its compact form, and the
 // report's ideal hit count is present and bounds what the cache achieved.
 func TestRunReplaysTheMooncakeExcerpt(t *testing.T) {
-	besideOthers(t)
 	report := filepath.Join(t.TempDir(), "report.json")
 	args := append([]string{"run", "--quiet", "--trace", mooncakeExcerpt, "--report", report}, mooncakeFlags...)
 	res := runMPI(t, 8, 120*time.Second, args...)
