@@ -6,8 +6,8 @@
 #                     ompi-c name; build bin/cphicache-mpich and the SPMD test binaries with -tags mpich; run those
 #                     and `cphicache run` under mpiexec.mpich at np 1 and 2 (side by side, as in test-mpi) and 8,
 #                     with the shared-memory leak check and a tiny `bench allreduce` whose every side must give
-#                     the right MIN (in EXTRA_TESTS: about 1.5 minutes here, plus about 1.5 minutes to install
-#                     MPICH once)
+#                     the right MIN (in EXTRA_TESTS: about
+#                     1.5 minutes here, plus about 1.5 minutes to install MPICH once)
 #
 # With more ranks than CPUs on a node, the mpich build's collectives wait by yielding the core by themselves
 # (mpi/yield.go: MPICH 4's ch4 device has no yield setting of its own), so mpiexec needs no extra flag.
