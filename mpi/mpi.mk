@@ -4,9 +4,8 @@
 #   make mpich        bin/cphicache-mpich, built against MPICH (-tags mpich, cgo flags from pkg-config mpich)
 #   make test-mpich   install MPICH beside OpenMPI, keeping OpenMPI what plain mpirun, mpicc and pkg-config
 #                     ompi-c name; build bin/cphicache-mpich and the SPMD test binaries with -tags mpich; run those
-#                     and `cphicache run` under mpiexec.mpich at np 1 and 2 (side by side, as in test-mpi) and 8,
-#                     with the shared-memory leak check and a tiny `bench allreduce` whose every side must give
-#                     the right MIN (in EXTRA_TESTS: about
+#                     and `cphicache run` under mpiexec.mpich at np 1, 2 and 8, with the shared-memory leak check
+#                     and a tiny `bench allreduce` whose every side must give the right MIN (in EXTRA_TESTS: about
 #                     1.5 minutes here, plus about 1.5 minutes to install MPICH once)
 #
 # With more ranks than CPUs on a node, the mpich build's collectives wait by yielding the core by themselves
@@ -72,24 +71,17 @@ test-mpich: mpich $(MPICH_NCCL_SHIM) $(foreach p,$(MPICH_TEST_PKGS),$(MPICH_BUIL
 	@$(MPICH_BIN) version > $(MPICH_BUILD)/version.txt && grep -q '^MPI library: MPICH' $(MPICH_BUILD)/version.txt \
 		|| { cat $(MPICH_BUILD)/version.txt; echo "FAIL: $(MPICH_BIN) version does not name MPICH"; exit 1; }
 	@$(SHM_DECOY); \
-	one() { \
-		local p=$$1 n=$$2 passed leaked; \
+	for p in $(MPICH_TEST_PKGS); do for n in $(MPICH_TEST_NPS); do \
+		echo "== $(MPIEXEC_MPICH) -n $$n $(MPICH_BUILD)/$$p.test"; \
 		$(call SHM_JOB_ID,mpich $$p np$$n); \
 		( cd $$p && timeout 300 $(MPIEXEC_MPICH) -n $$n $(abspath $(MPICH_BUILD))/$$p.test -test.count=1 -test.skip '$(MPICH_TEST_SKIP)' ) > $(MPICH_BUILD)/$$p.np$$n.log 2>&1 \
-			|| { cat $(MPICH_BUILD)/$$p.np$$n.log; echo "FAIL: mpich $$p at np $$n"; return 1; }; \
+			|| { cat $(MPICH_BUILD)/$$p.np$$n.log; echo "FAIL: mpich $$p at np $$n"; exit 1; }; \
 		passed=$$(grep -c '^PASS$$' $(MPICH_BUILD)/$$p.np$$n.log || true); \
-		[ "$$passed" = "$$n" ] || { cat $(MPICH_BUILD)/$$p.np$$n.log; echo "FAIL: mpich $$p at np $$n: $$passed of $$n ranks passed"; return 1; }; \
+		[ "$$passed" = "$$n" ] || { cat $(MPICH_BUILD)/$$p.np$$n.log; echo "FAIL: mpich $$p at np $$n: $$passed of $$n ranks passed"; exit 1; }; \
 		leaked=$$($(SHM_JOB_LEAKS)); \
-		[ -z "$$leaked" ] || { echo "FAIL: mpich $$p at np $$n left shared memory behind: $$leaked"; return 1; }; \
+		[ -z "$$leaked" ] || { echo "FAIL: mpich $$p at np $$n left shared memory behind: $$leaked"; exit 1; }; \
 		echo "ok   mpich $$p np=$$n ($$passed ranks passed, no shared memory left)"; \
-	}; \
-	for p in $(MPICH_TEST_PKGS); do \
-		pids=; \
-		for n in $(filter 1 2,$(MPICH_TEST_NPS)); do echo "== $(MPIEXEC_MPICH) -n $$n $(MPICH_BUILD)/$$p.test"; one $$p $$n & pids="$$pids $$!"; done; \
-		failed=0; for pid in $$pids; do wait $$pid || failed=1; done; \
-		[ $$failed = 0 ] || exit 1; \
-		for n in $(filter-out 1 2,$(MPICH_TEST_NPS)); do echo "== $(MPIEXEC_MPICH) -n $$n $(MPICH_BUILD)/$$p.test"; one $$p $$n || exit 1; done; \
-	done
+	done; done
 	@$(SHM_DECOY); \
 	for n in $(MPICH_TEST_NPS); do \
 		log=$(MPICH_BUILD)/run.np$$n.log; \
