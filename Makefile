@@ -79,32 +79,20 @@ SHM_JOB_LEAKS = ls /dev/shm | grep "^cphicache-$$CPHICACHE_JOB_ID-g" || true
 SHM_DECOY     = decoy=/dev/shm/cphicache-decoy$$$$-g0-0123456789abcdef; : > $$decoy; trap 'rm -f "$$decoy"' EXIT
 
 # SPMD tests: every rank runs every test; a rank's failure fails the job. Each runs in its package's folder,
-# as `go test` would, so that testdata/ paths resolve. A package's np 1 and np 2 jobs run side by side (three
-# processes on two cores: they wait on start-ups, timeouts and deadlines more than on CPU), then np 8 and np 16
-# alone; every job has its own log, job id and leak check.
-MPI_TEST_NPS_BESIDE := $(filter 1 2,$(MPI_TEST_NPS))
-MPI_TEST_NPS_ALONE  := $(filter-out 1 2,$(MPI_TEST_NPS))
-
+# as `go test` would, so that testdata/ paths resolve.
 test-mpi: $(foreach p,$(MPI_TEST_PKGS),$(BUILD)/$(p).test)
 	@$(SHM_DECOY); \
-	one() { \
-		local p=$$1 n=$$2 passed leaked; \
+	for p in $(MPI_TEST_PKGS); do for n in $(MPI_TEST_NPS); do \
+		echo "== mpirun -np $$n $(BUILD)/$$p.test"; \
 		$(call SHM_JOB_ID,$$p np$$n); \
 		( cd $$p && timeout 300 $(MPIRUN) -np $$n $(MPIRUN_FLAGS) $(abspath $(BUILD))/$$p.test -test.count=1 ) > $(BUILD)/$$p.np$$n.log 2>&1 \
-			|| { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n"; return 1; }; \
+			|| { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n"; exit 1; }; \
 		passed=$$(grep -c '^PASS$$' $(BUILD)/$$p.np$$n.log || true); \
-		[ "$$passed" = "$$n" ] || { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n: $$passed of $$n ranks passed"; return 1; }; \
+		[ "$$passed" = "$$n" ] || { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n: $$passed of $$n ranks passed"; exit 1; }; \
 		leaked=$$($(SHM_JOB_LEAKS)); \
-		[ -z "$$leaked" ] || { echo "FAIL: $$p at np $$n left shared memory behind: $$leaked"; return 1; }; \
+		[ -z "$$leaked" ] || { echo "FAIL: $$p at np $$n left shared memory behind: $$leaked"; exit 1; }; \
 		echo "ok   $$p np=$$n ($$passed ranks passed, no shared memory left)"; \
-	}; \
-	for p in $(MPI_TEST_PKGS); do \
-		pids=; \
-		for n in $(MPI_TEST_NPS_BESIDE); do echo "== mpirun -np $$n $(BUILD)/$$p.test"; one $$p $$n & pids="$$pids $$!"; done; \
-		failed=0; for pid in $$pids; do wait $$pid || failed=1; done; \
-		[ $$failed = 0 ] || exit 1; \
-		for n in $(MPI_TEST_NPS_ALONE); do echo "== mpirun -np $$n $(BUILD)/$$p.test"; one $$p $$n || exit 1; done; \
-	done
+	done; done
 
 # The SPMD test binaries carry the core's deliberate bugs (-tags simbugs: off unless a test turns one on), so
 # that the tests which show a check catching a bug run under mpirun too.
