@@ -266,8 +266,7 @@ func runMPIOnMarker(t *testing.T, np int, timeout time.Duration, marker string, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := mpirunCommand(ctx, np, args...)
-	cmd.Env = append(cmd.Env, "CPHICACHE_JOB_ID="+jobIDOf(t))
+	cmd := mpirunCommand(ctx, t, np, args...)
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
 	pipe, err := cmd.StderrPipe()

@@ -170,7 +170,7 @@ func TestL3SigkillMidWriteLeavesNoTornBlock(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cmd := mpirunCommand(ctx, 2, l3RunArgs(dir, "--trace", trace, "--l3-fsync", "--token-bytes", "1024", "--l3-block-tokens", "256")...)
+	cmd := mpirunCommand(ctx, t, 2, l3RunArgs(dir, "--trace", trace, "--l3-fsync", "--token-bytes", "1024", "--l3-block-tokens", "256")...)
 	// No shared-memory transport: a killed job cannot remove OpenMPI's segments, and the test leaves none behind.
 	cmd.Args = append(cmd.Args[:1], append([]string{"--mca", "btl", "self,tcp"}, cmd.Args[1:]...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the ranks too: a SIGKILL to mpirun alone would orphan them

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -37,7 +36,7 @@ func runOnNodes(t *testing.T, timeout time.Duration, parts []nodeLaunch, args ..
 		full = append(append(full, binPath), args...)
 	}
 	cmd := exec.CommandContext(ctx, "mpirun", full...)
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "CPHICACHE_JOB_ID="+jobIDOf(t))
+	cmd.Env = mpirunEnv(t)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

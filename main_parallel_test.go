@@ -21,8 +21,8 @@ import (
 var ownJobIDs sync.Map
 
 // besideOthers lets t run in parallel with the other tests that call it, under a job id of its own (jobIDOf):
-// call it first, in a test that starts its jobs with runMPI, runMPIEnv, runMPIOnMarker or runOnNodes only (a
-// job started another way would carry the suite's id, which this test's segment check no longer looks at), and
+// call it first, in a test that starts its jobs with mpirunCommand or the helpers over it, or runOnNodes (a job
+// started another way would carry the suite's id, which this test's segment check no longer looks at), and
 // that bounds no job's time tightly: four jobs share the two cores. (The copy-error and stuck-copy tests, which
 // bound their jobs' end to a few seconds, stay out.)
 func besideOthers(t *testing.T) {

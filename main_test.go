@@ -64,12 +64,19 @@ type mpirunResult struct {
 	exitCode       int
 }
 
-// mpirunCommand is mpirun of np ranks of the binary, with the flags OpenMPI needs here (as root, oversubscribed).
-func mpirunCommand(ctx context.Context, np int, args ...string) *exec.Cmd {
+// mpirunCommand is mpirun of np ranks of the binary, with the flags OpenMPI needs here (as root, oversubscribed),
+// as t's job (mpirunEnv).
+func mpirunCommand(ctx context.Context, t *testing.T, np int, args ...string) *exec.Cmd {
 	full := append([]string{"-np", fmt.Sprint(np), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", binPath}, args...)
 	cmd := exec.CommandContext(ctx, "mpirun", full...)
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	cmd.Env = mpirunEnv(t)
 	return cmd
+}
+
+// mpirunEnv is the environment of t's mpirun: this process's, what OpenMPI needs as root, and t's job id
+// (jobIDOf), which a variable added after it overrides (the last of a duplicate name wins).
+func mpirunEnv(t *testing.T) []string {
+	return append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "CPHICACHE_JOB_ID="+jobIDOf(t))
 }
 
 // runMPI launches np ranks of the binary with the flags OpenMPI needs here (as root, oversubscribed), bounded in time
@@ -85,8 +92,8 @@ func runMPIEnv(t *testing.T, np int, timeout time.Duration, env []string, args .
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := mpirunCommand(ctx, np, args...)
-	cmd.Env = append(append(cmd.Env, "CPHICACHE_JOB_ID="+jobIDOf(t)), env...) // the last of a duplicate name wins
+	cmd := mpirunCommand(ctx, t, np, args...)
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

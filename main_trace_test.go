@@ -123,7 +123,7 @@ func TestTraceFromStandardInput(t *testing.T) {
 	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "cphicache-stdin-trace-*"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := mpirunCommand(ctx, 4, "run", "--quiet", "--cp", "2", "--trace", "-")
+	cmd := mpirunCommand(ctx, t, 4, "run", "--quiet", "--cp", "2", "--trace", "-")
 	cmd.Stdin = bytes.NewReader(trace)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "# cphicache run: 4 ranks, cp 2, dp 2") {
