@@ -105,12 +105,11 @@ func OpenSharedSlab(cp *mpi.Comm, g pool.Geometry, seg Segment, cleanup *spmd.Cl
 	var createErr error
 	forget := func() {}
 	if cp.Rank() == 0 {
-		name, err := createSegment(seg, segmentBytes)
+		name, drop, err := createSegment(seg, segmentBytes, cleanup)
 		createErr = err
 		copy(nameBuf, name)
 		if err == nil {
-			path := filepath.Join(Dir, name)
-			forget = cleanup.Add(func() { os.Remove(path) })
+			forget = drop
 		}
 	}
 	// Rank 0 sends the name, or an empty one when creation failed, so that no rank waits for a segment that
@@ -159,23 +158,32 @@ func clen(b []byte) int {
 	return len(b)
 }
 
-// createSegment makes the segment with O_EXCL and mode 0600 and sizes it.
-func createSegment(seg Segment, segmentBytes int64) (string, error) {
+// createSegment makes the segment with O_EXCL and mode 0600 and sizes it. Its removal is in cleanup from before
+// the file exists until the caller has unlinked it (forget drops it then): a signal or the watchdog that ends the
+// process while the segment is being made and reserved (seconds for a large one) removes it too, where a removal
+// registered only once the segment was whole left it behind (found by a SIGTERM 1.5 s into a run on a loaded
+// machine: an 8 MiB segment outlived the job).
+func createSegment(seg Segment, segmentBytes int64, cleanup *spmd.Cleanup) (name string, forget func(), err error) {
 	var nonce [8]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	name := fmt.Sprintf("%sg%d-%s", SegmentPrefix(seg.JobID), seg.Group, hex.EncodeToString(nonce[:]))
+	name = fmt.Sprintf("%sg%d-%s", SegmentPrefix(seg.JobID), seg.Group, hex.EncodeToString(nonce[:]))
 	path := filepath.Join(Dir, name)
+	forget = cleanup.Add(func() { os.Remove(path) })
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("create shared L2 segment: %w", err)
+		forget() // the name is not ours (64 random bits and the job id: never in practice), nothing to remove
+		return "", nil, fmt.Errorf("create shared L2 segment: %w", err)
 	}
 	defer f.Close()
-	// Until the caller registers the name for clean-up, an error here must remove it itself.
-	if err := f.Truncate(segmentBytes); err != nil {
+	failed := func(err error) (string, func(), error) {
 		os.Remove(path)
-		return "", fmt.Errorf("size shared L2 segment %s to %d bytes: %w", name, segmentBytes, err)
+		forget()
+		return "", nil, err
+	}
+	if err := f.Truncate(segmentBytes); err != nil {
+		return failed(fmt.Errorf("size shared L2 segment %s to %d bytes: %w", name, segmentBytes, err))
 	}
 	reserve := seg.Reserve
 	if reserve == nil {
@@ -187,10 +195,10 @@ func createSegment(seg Segment, segmentBytes int64) (string, error) {
 		if free, statErr := FreeBytes(); statErr == nil { // after the unlink: what the segment could not have
 			freeText = fmt.Sprintf("%d bytes (%d MiB)", free, free>>20)
 		}
-		return "", fmt.Errorf("reserve the %d bytes (%d MiB) of the shared L2 segment in %s: %w; %s has %s free: free shared memory, or lower --l2-slots or the page size",
-			segmentBytes, segmentBytes>>20, Dir, err, Dir, freeText)
+		return failed(fmt.Errorf("reserve the %d bytes (%d MiB) of the shared L2 segment in %s: %w; %s has %s free: free shared memory, or lower --l2-slots or the page size",
+			segmentBytes, segmentBytes>>20, Dir, err, Dir, freeText))
 	}
-	return name, nil
+	return name, forget, nil
 }
 
 // Fallocate allocates [0, size) of f: it gives the segment its memory now, so that a /dev/shm that fills up
@@ -240,10 +248,13 @@ func (s *SharedSlab) unlink() error {
 		return nil
 	}
 	s.unlinked = true
+	// The removal first, then its clean-up entry: a signal in between then finds the name gone, not a name that
+	// no one will remove.
+	err := os.Remove(filepath.Join(Dir, s.Name))
 	if s.forget != nil {
 		s.forget()
 	}
-	if err := os.Remove(filepath.Join(Dir, s.Name)); err != nil && !os.IsNotExist(err) {
+	if err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("unlink shared L2 segment: %w", err)
 	}
 	return nil

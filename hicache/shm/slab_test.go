@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // TestFallocateReservesAndRefusesWhatShmLacks runs the real reservation on a scratch file in /dev/shm (named
@@ -60,5 +62,39 @@ func TestJobSegmentsListsOnlyThatJobs(t *testing.T) {
 		if err != nil || len(got) != 1 || got[0] != names[job] {
 			t.Errorf("JobSegments(%q) = %v, %v; want only [%s]", job, got, err, names[job])
 		}
+	}
+}
+
+// TestASignalWhileTheSegmentIsMadeRemovesIt: the clean-up that the signal handler and the watchdog run before
+// they end the process must remove a segment still being made: here it runs in the middle of the reservation,
+// as a SIGTERM then does, and the segment must be gone; after a whole creation, forget leaves it to the caller.
+func TestASignalWhileTheSegmentIsMadeRemovesIt(t *testing.T) {
+	var cleanup spmd.Cleanup
+	seg := Segment{JobID: fmt.Sprintf("shmtest%d", os.Getpid()), Reserve: func(f *os.File, bytes int64) error {
+		cleanup.Run() // what handleSignals does before os.Exit, arriving while the segment is reserved
+		return Fallocate(f, bytes)
+	}}
+	name, forget, err := createSegment(seg, 1<<20, &cleanup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(Dir, name)
+	t.Cleanup(func() { os.Remove(path) })
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the clean-up run during the reservation left %s behind (stat: %v)", path, err)
+	}
+	forget()
+
+	seg.Reserve = nil
+	name, forget, err = createSegment(seg, 1<<20, &cleanup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(Dir, name)
+	t.Cleanup(func() { os.Remove(path) })
+	forget() // as OpenSharedSlab's unlink does: from here the caller owns the name
+	cleanup.Run()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("a clean-up after forget removed the segment it no longer owns: %v", err)
 	}
 }
