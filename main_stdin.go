@@ -67,10 +67,9 @@ func traceFromStdin(job *spmd.Job, opts *hicache.Options, stdin io.Reader) (remo
 	var keepErr error
 	if t.CPRank == 0 {
 		var path string
-		path, keepErr = keepTrace(data)
-		if keepErr == nil {
-			// A signal's clean-up removes it too; a normal end removes it and forgets the clean-up.
-			forget := job.Cleanup.Add(func() { os.Remove(path) })
+		var forget func()
+		// A signal's clean-up removes it too; a normal end removes it and forgets the clean-up.
+		if path, forget, keepErr = keepTrace(data, job.Cleanup); keepErr == nil {
 			opts.TracePath, remove = path, func() { os.Remove(path); forget() }
 		}
 	}
@@ -81,20 +80,33 @@ func traceFromStdin(job *spmd.Job, opts *hicache.Options, stdin io.Reader) (remo
 	return remove, nil
 }
 
-// keepTrace writes data to a private temporary file and returns its path.
-func keepTrace(data []byte) (string, error) {
-	f, err := os.CreateTemp("", "cphicache-stdin-trace-*.jsonl")
+// keepTrace writes data to a private temporary file and returns its path and the function that drops its
+// removal from cleanup. The file is made and its removal registered as one step (spmd.Cleanup.Create), so that
+// a signal while it is written, or just before it is made, leaves no file behind.
+func keepTrace(data []byte, cleanup *spmd.Cleanup) (path string, forget func(), err error) {
+	var f *os.File
+	forget, err = cleanup.Create(func() (func(), error) {
+		var err error
+		if f, err = os.CreateTemp("", "cphicache-stdin-trace-*.jsonl"); err != nil {
+			return nil, err
+		}
+		name := f.Name()
+		return func() { os.Remove(name) }, nil
+	})
 	if err != nil {
-		return "", fmt.Errorf("--trace -: keep standard input in a temporary file: %w", err)
+		return "", nil, fmt.Errorf("--trace -: keep standard input in a temporary file: %w", err)
+	}
+	failed := func(err error) (string, func(), error) {
+		os.Remove(f.Name())
+		forget()
+		return "", nil, fmt.Errorf("--trace -: keep standard input in %s: %w", f.Name(), err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		os.Remove(f.Name())
-		return "", fmt.Errorf("--trace -: keep standard input in %s: %w", f.Name(), err)
+		return failed(err)
 	}
 	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("--trace -: keep standard input in %s: %w", f.Name(), err)
+		return failed(err)
 	}
-	return f.Name(), nil
+	return f.Name(), forget, nil
 }

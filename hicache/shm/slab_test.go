@@ -67,7 +67,8 @@ func TestJobSegmentsListsOnlyThatJobs(t *testing.T) {
 
 // TestASignalWhileTheSegmentIsMadeRemovesIt: the clean-up that the signal handler and the watchdog run before
 // they end the process must remove a segment still being made: here it runs in the middle of the reservation,
-// as a SIGTERM then does, and the segment must be gone; after a whole creation, forget leaves it to the caller.
+// as a SIGTERM then does, and the segment must be gone; after the clean-up, no segment is made at all; after a
+// whole creation, forget leaves it to the caller.
 func TestASignalWhileTheSegmentIsMadeRemovesIt(t *testing.T) {
 	var cleanup spmd.Cleanup
 	seg := Segment{JobID: fmt.Sprintf("shmtest%d", os.Getpid()), Reserve: func(f *os.File, bytes int64) error {
@@ -84,16 +85,21 @@ func TestASignalWhileTheSegmentIsMadeRemovesIt(t *testing.T) {
 		t.Fatalf("the clean-up run during the reservation left %s behind (stat: %v)", path, err)
 	}
 	forget()
+	// After the clean-up (the signal came just before the segment), the process is ending: nothing is made.
+	if name, _, err := createSegment(Segment{JobID: seg.JobID}, 1<<20, &cleanup); !errors.Is(err, spmd.ErrEnding) {
+		os.Remove(filepath.Join(Dir, name))
+		t.Fatalf("a segment made after the clean-up ran: %q, %v; want spmd.ErrEnding", name, err)
+	}
 
-	seg.Reserve = nil
-	name, forget, err = createSegment(seg, 1<<20, &cleanup)
+	var kept spmd.Cleanup
+	name, forget, err = createSegment(Segment{JobID: seg.JobID}, 1<<20, &kept)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path = filepath.Join(Dir, name)
 	t.Cleanup(func() { os.Remove(path) })
 	forget() // as OpenSharedSlab's unlink does: from here the caller owns the name
-	cleanup.Run()
+	kept.Run()
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("a clean-up after forget removed the segment it no longer owns: %v", err)
 	}

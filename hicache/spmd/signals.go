@@ -1,6 +1,7 @@
 package spmd
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -14,17 +15,49 @@ const ExitSignalBase = 128
 
 // Cleanup holds what must run however the process ends, also when it ends abnormally (the watchdog, a signal)
 // and deferred calls do not run: today, the name of a shared-memory segment not yet unlinked. Its owner adds an
-// action and removes it once done; Run runs whatever is left, once. Safe from any goroutine.
+// action and removes it once done; Run runs whatever is left, once, and from then on the process is ending: an
+// action added later runs at once, and Create makes nothing. Safe from any goroutine.
 type Cleanup struct {
 	mu      sync.Mutex
 	actions map[int]func()
 	next    int
+	ended   bool // Run has begun: the process is on its way out
 }
 
-// Add registers fn and returns the function that unregisters it.
+// ErrEnding is Create's refusal once Run has begun.
+var ErrEnding = errors.New("the process is ending (a signal or the watchdog): nothing more is created")
+
+// Add registers fn and returns the function that unregisters it. Once Run has begun, fn runs at once instead.
 func (c *Cleanup) Add(fn func()) (remove func()) {
 	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		fn()
+		return func() {}
+	}
 	defer c.mu.Unlock()
+	return c.addLocked(fn)
+}
+
+// Create makes something that must not outlive the process and registers its undo, as one step against Run: a
+// Run that begins meanwhile waits for it, then undoes it; once Run has begun, create is not called (ErrEnding).
+// Without it, a signal between a file's creation and the Add of its removal left the file behind, and so did
+// one whose Run came just before the file was made, while the process had not yet exited. create should be
+// quick (an open): what follows it, however long, is covered.
+func (c *Cleanup) Create(create func() (undo func(), err error)) (remove func(), err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return nil, ErrEnding
+	}
+	undo, err := create()
+	if err != nil {
+		return nil, err
+	}
+	return c.addLocked(undo), nil
+}
+
+func (c *Cleanup) addLocked(fn func()) (remove func()) {
 	if c.actions == nil {
 		c.actions = map[int]func(){}
 	}
@@ -38,12 +71,13 @@ func (c *Cleanup) Add(fn func()) (remove func()) {
 	}
 }
 
-// Run runs and forgets every registered action.
+// Run runs and forgets every registered action; it is for the process's last moments.
 func (c *Cleanup) Run() {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
+	c.ended = true
 	actions := c.actions
 	c.actions = nil
 	c.mu.Unlock()
