@@ -115,9 +115,13 @@ func OpenSharedSlab(cp *mpi.Comm, g pool.Geometry, seg Segment, cleanup *spmd.Cl
 	// Rank 0 sends the name, or an empty one when creation failed, so that no rank waits for a segment that
 	// does not exist.
 	if err := cp.BcastBytes(nameBuf, 0); err != nil {
+		if cp.Rank() == 0 && createErr == nil { // the name never reached the group: nobody else will unlink it
+			os.Remove(filepath.Join(Dir, clenString(nameBuf)))
+			forget()
+		}
 		return nil, err
 	}
-	name := string(nameBuf[:clen(nameBuf)])
+	name := clenString(nameBuf)
 	if name == "" {
 		if createErr == nil {
 			createErr = errors.New("CP-rank 0 could not create the shared L2 segment")
@@ -148,6 +152,8 @@ func OpenSharedSlab(cp *mpi.Comm, g pool.Geometry, seg Segment, cleanup *spmd.Cl
 	}
 	return s, nil
 }
+
+func clenString(b []byte) string { return string(b[:clen(b)]) }
 
 func clen(b []byte) int {
 	for i, c := range b {

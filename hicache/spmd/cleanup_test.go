@@ -53,3 +53,31 @@ func TestCleanupAfterRunLeavesNothing(t *testing.T) {
 	}
 	remove() // harmless after Run
 }
+
+// TestASecondRunWaitsForTheFirst: a signal while the watchdog's clean-up runs must not end the process with the
+// clean-up half done: its Run returns only once the first has.
+func TestASecondRunWaitsForTheFirst(t *testing.T) {
+	var c Cleanup
+	inAction, release, secondDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	c.Add(func() {
+		close(inAction)
+		<-release
+	})
+	go c.Run()
+	<-inAction
+	go func() {
+		c.Run()
+		close(secondDone)
+	}()
+	select {
+	case <-secondDone:
+		t.Fatal("the second Run returned while the first was still running its actions")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-secondDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second Run did not return after the first finished")
+	}
+}

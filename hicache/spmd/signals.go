@@ -21,7 +21,7 @@ type Cleanup struct {
 	mu      sync.Mutex
 	actions map[int]func()
 	next    int
-	ended   bool // Run has begun: the process is on its way out
+	ended   chan struct{} // made when Run begins (the process is on its way out), closed when it is done
 }
 
 // ErrEnding is Create's refusal once Run has begun.
@@ -30,7 +30,7 @@ var ErrEnding = errors.New("the process is ending (a signal or the watchdog): no
 // Add registers fn and returns the function that unregisters it. Once Run has begun, fn runs at once instead.
 func (c *Cleanup) Add(fn func()) (remove func()) {
 	c.mu.Lock()
-	if c.ended {
+	if c.ended != nil {
 		c.mu.Unlock()
 		fn()
 		return func() {}
@@ -47,12 +47,15 @@ func (c *Cleanup) Add(fn func()) (remove func()) {
 func (c *Cleanup) Create(create func() (undo func(), err error)) (remove func(), err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ended {
+	if c.ended != nil {
 		return nil, ErrEnding
 	}
 	undo, err := create()
 	if err != nil {
 		return nil, err
+	}
+	if undo == nil {
+		undo = func() {}
 	}
 	return c.addLocked(undo), nil
 }
@@ -71,13 +74,21 @@ func (c *Cleanup) addLocked(fn func()) (remove func()) {
 	}
 }
 
-// Run runs and forgets every registered action; it is for the process's last moments.
+// Run runs and forgets every registered action; it is for the process's last moments. A second Run (a signal
+// while the watchdog's runs) waits for the first to finish, so that neither exits with the clean-up half done.
 func (c *Cleanup) Run() {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	c.ended = true
+	if c.ended != nil {
+		ended := c.ended
+		c.mu.Unlock()
+		<-ended
+		return
+	}
+	c.ended = make(chan struct{})
+	defer close(c.ended)
 	actions := c.actions
 	c.actions = nil
 	c.mu.Unlock()
