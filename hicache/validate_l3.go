@@ -22,11 +22,11 @@ const validateL3BlockPages = 4
 
 // l3Passes runs the fill and the faulty read pass; cleanup removes their directory.
 func l3Passes(job *spmd.Job, opts *Options, progress func(pass int, what string)) (fill, read *runState, err error) {
-	dir, err := validationL3Dir(job, opts.L3.Dir)
+	dir, forget, err := validationL3Dir(job, opts.L3.Dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer removeValidationL3Dir(job, dir)
+	defer removeValidationL3Dir(job, dir, forget)
 	l3opts := L3Options{Dir: dir, Bytes: 1 << 40, Namespace: opts.L3.Namespace + "/cphicache-validate",
 		BlockTokens: validateL3BlockPages * opts.PageTokens, PrefetchPolicy: PrefetchWaitComplete, PrefetchThreshold: opts.PageTokens,
 		testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
@@ -46,8 +46,10 @@ func l3Passes(job *spmd.Job, opts *Options, progress func(pass int, what string)
 }
 
 // validationL3Dir makes the passes' directory, named by world rank 0 for the whole job, on every rank (a node
-// without a shared filesystem makes its own).
-func validationL3Dir(job *spmd.Job, base string) (string, error) {
+// without a shared filesystem makes its own). The rank that removes it at the end (removeValidationL3Dir) makes
+// it through the job's clean-up, so that a signal or the watchdog ending the job removes it too; forget drops
+// that once it is removed.
+func validationL3Dir(job *spmd.Job, base string) (dir string, forget func(), err error) {
 	if base == "" {
 		base = os.TempDir()
 	}
@@ -56,27 +58,39 @@ func validationL3Dir(job *spmd.Job, base string) (string, error) {
 		copy(name, filepath.Join(base, fmt.Sprintf("cphicache-validate-l3-%d", os.Getpid())))
 	}
 	if err := job.Topo.World.BcastBytes(name, 0); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	dir := string(bytes.TrimRight(name, "\x00"))
-	err := os.MkdirAll(dir, 0o755)
+	dir = string(bytes.TrimRight(name, "\x00"))
+	forget = func() {}
+	if job.Topo.NodePart == 0 {
+		forget, err = job.Cleanup.Create(func() (func(), error) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+			return func() { os.RemoveAll(dir) }, nil
+		})
+	} else {
+		err = os.MkdirAll(dir, 0o755)
+	}
 	if err != nil {
+		forget = func() {}
 		err = &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("validate's L3 directory %s: %v", dir, err)}
 	}
-	return dir, spmd.AgreeOnFailure(job.Topo.World, err)
+	return dir, forget, spmd.AgreeOnFailure(job.Topo.World, err)
 }
 
 // removeValidationL3Dir removes the directory once every rank is done with it; the lowest rank of each CP group
 // on each of its nodes removes it there (on a shared filesystem the later removals find nothing, which is fine; a
 // group over several nodes without one leaves no node's directory behind).
-func removeValidationL3Dir(job *spmd.Job, dir string) {
+func removeValidationL3Dir(job *spmd.Job, dir string, forget func()) {
 	if err := job.Topo.World.Barrier(); err != nil {
-		return
+		return // the failing exit runs the clean-up, which removes it
 	}
 	if job.Topo.NodePart == 0 {
 		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			job.Log.Warn("validate: could not remove its L3 directory", "dir", dir, "err", err)
 		}
+		forget()
 	}
 }
 
