@@ -14,9 +14,11 @@ import (
 const ExitSignalBase = 128
 
 // Cleanup holds what must run however the process ends, also when it ends abnormally (the watchdog, a signal)
-// and deferred calls do not run: today, the name of a shared-memory segment not yet unlinked. Its owner adds an
-// action and removes it once done; Run runs whatever is left, once, and from then on the process is ending: an
-// action added later runs at once, and Create makes nothing. Safe from any goroutine.
+// and deferred calls do not run: a shared-memory segment not yet unlinked, the kept copy of a trace read from
+// standard input, validate's L3 directory, a periodic metrics file that would say a dead job runs. Its owner
+// adds an action (or makes the thing and adds its undo as one step, Create) and removes it once done; Run runs
+// whatever is left, once, and from then on the process is ending: an action added later runs at once, and
+// Create makes nothing. Safe from any goroutine.
 type Cleanup struct {
 	mu      sync.Mutex
 	actions map[int]func()
