@@ -7,6 +7,7 @@
 package shm
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -116,12 +117,12 @@ func OpenSharedSlab(cp *mpi.Comm, g pool.Geometry, seg Segment, cleanup *spmd.Cl
 	// does not exist.
 	if err := cp.BcastBytes(nameBuf, 0); err != nil {
 		if cp.Rank() == 0 && createErr == nil { // the name never reached the group: nobody else will unlink it
-			os.Remove(filepath.Join(Dir, clenString(nameBuf)))
+			os.Remove(filepath.Join(Dir, nameOf(nameBuf)))
 			forget()
 		}
 		return nil, err
 	}
-	name := clenString(nameBuf)
+	name := nameOf(nameBuf)
 	if name == "" {
 		if createErr == nil {
 			createErr = errors.New("CP-rank 0 could not create the shared L2 segment")
@@ -153,16 +154,8 @@ func OpenSharedSlab(cp *mpi.Comm, g pool.Geometry, seg Segment, cleanup *spmd.Cl
 	return s, nil
 }
 
-func clenString(b []byte) string { return string(b[:clen(b)]) }
-
-func clen(b []byte) int {
-	for i, c := range b {
-		if c == 0 {
-			return i
-		}
-	}
-	return len(b)
-}
+// nameOf is the name a broadcast's buffer holds, its zero padding cut off.
+func nameOf(buf []byte) string { return string(bytes.TrimRight(buf, "\x00")) }
 
 // createSegment makes the segment with O_EXCL and mode 0600 and sizes it. The file is made and its removal put
 // in cleanup as one step (spmd.Cleanup.Create), kept there until the caller has unlinked it (forget drops it
@@ -188,26 +181,26 @@ func createSegment(seg Segment, segmentBytes int64, cleanup *spmd.Cleanup) (name
 		return "", nil, fmt.Errorf("create shared L2 segment: %w", err)
 	}
 	defer f.Close()
-	failed := func(err error) (string, func(), error) {
+	discard := func() { // what the clean-up would do, now
 		os.Remove(path)
 		forget()
-		return "", nil, err
 	}
 	if err := f.Truncate(segmentBytes); err != nil {
-		return failed(fmt.Errorf("size shared L2 segment %s to %d bytes: %w", name, segmentBytes, err))
+		discard()
+		return "", nil, fmt.Errorf("size shared L2 segment %s to %d bytes: %w", name, segmentBytes, err)
 	}
 	reserve := seg.Reserve
 	if reserve == nil {
 		reserve = Fallocate
 	}
 	if err := reserve(f, segmentBytes); err != nil {
-		os.Remove(path)
+		discard()
 		freeText := "unknown"
 		if free, statErr := FreeBytes(); statErr == nil { // after the unlink: what the segment could not have
 			freeText = fmt.Sprintf("%d bytes (%d MiB)", free, free>>20)
 		}
-		return failed(fmt.Errorf("reserve the %d bytes (%d MiB) of the shared L2 segment in %s: %w; %s has %s free: free shared memory, or lower --l2-slots or the page size",
-			segmentBytes, segmentBytes>>20, Dir, err, Dir, freeText))
+		return "", nil, fmt.Errorf("reserve the %d bytes (%d MiB) of the shared L2 segment in %s: %w; %s has %s free: free shared memory, or lower --l2-slots or the page size",
+			segmentBytes, segmentBytes>>20, Dir, err, Dir, freeText)
 	}
 	return name, forget, nil
 }
