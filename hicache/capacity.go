@@ -30,6 +30,9 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 		s.Layers, s.PayloadsPerLayer, s.TokenBytes = m.Layers, m.Payloads, m.RankTokenBytes(cp)
 	}
 	s.accountTokenBytes = s.TokenBytes
+	if o.Serving != nil {
+		s.Serving = o.Serving.sized(&s, cp)
+	}
 	if o.CopyTokenBytes > 0 {
 		if o.CopyTokenBytes > s.accountTokenBytes {
 			return nil, &spmd.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d is more than the %d bytes per token per rank per layer per payload it stands in for: it can only copy fewer", o.CopyTokenBytes, s.accountTokenBytes)}

@@ -216,6 +216,9 @@ func (rs *runState) countWrite(x doneWork) {
 
 // StepDone shows progress and writes the periodic metrics file.
 func (rs *runState) StepDone(step int64) {
+	if rs.clock != nil {
+		rs.clock.stepEnded()
+	}
 	rs.progress.update(step, rs.core.Counters().Requests)
 	rs.writeMetricsIfDue()
 }

@@ -89,6 +89,8 @@ type Options struct {
 	SyncCopies bool
 	// L3 is the persistent tier under the L2 (--l3-*); off without a directory.
 	L3 L3Options
+	// Serving turns the serving clock on (arrivals, a modelled prefill, time to first token); nil: off.
+	Serving *ServingOptions
 
 	// accountTokenBytes: the real TokenBytes that capacities count when CopyTokenBytes copies fewer (Size).
 	accountTokenBytes int

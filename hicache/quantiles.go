@@ -51,3 +51,31 @@ func (q *quantiles) quantileUs(p float64) float64 {
 	}
 	return quantileFloorUs * math.Pow(quantileRatio, quantileBuckets-1)
 }
+
+// msQuantiles is a distribution of times that reach far beyond a collective's, such as a request's time to first
+// token: the same buckets, read in milliseconds (0.1 ms to 1e9 ms), and a count of times that were zero (a
+// request that did not wait for a prefetch waited 0, not the first bucket's 0.1 ms).
+type msQuantiles struct {
+	q     quantiles
+	zeros int64
+}
+
+func (m *msQuantiles) observeNs(ns int64) {
+	if ns <= 0 {
+		m.zeros++
+		return
+	}
+	m.q.observeUs(float64(ns) / 1e6)
+}
+
+func (m *msQuantiles) count() int64 { return m.zeros + m.q.n }
+
+// seconds is the p-quantile in seconds (the upper bound of its bucket: at most 2% high), 0 with no samples.
+func (m *msQuantiles) seconds(p float64) float64 {
+	rank := max(1, int64(math.Ceil(p*float64(m.count()))))
+	if m.count() == 0 || rank <= m.zeros {
+		return 0
+	}
+	// The rank among the non-zero times, as a quantile of them.
+	return m.q.quantileUs(float64(rank-m.zeros)/float64(m.q.n)) / 1e3
+}

@@ -93,8 +93,10 @@ type Report struct {
 		SharePct float64 `json:"share_pct"` // of wall_seconds
 	} `json:"placement_assert_us"`
 	// L3 is the storage tier's, when the run had one (--l3-dir).
-	L3     *L3Report     `json:"l3,omitempty"`
-	Groups []GroupReport `json:"groups"`
+	L3 *L3Report `json:"l3,omitempty"`
+	// Serving is the serving clock's, when the run had one: time to first token, all of it modelled.
+	Serving *ServingReport `json:"serving,omitempty"`
+	Groups  []GroupReport  `json:"groups"`
 	// Result is the summary's last line: OK, OK but what was not covered, or FAILED (set by WriteJSON).
 	Result string `json:"result"`
 	// Failure is what ended a run that failed part-way (runfailure.go); nil when the replay ran to its end.
@@ -199,6 +201,11 @@ func (rs *runState) report() (*Report, error) {
 		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Namespace())
 		r.L3.PrefetchWaitUs.P50, r.L3.PrefetchWaitUs.P99 = float64(timing[5])/1e3, float64(timing[6])/1e3
 		r.L3.ReadUs.P50, r.L3.ReadUs.P99 = float64(timing[7])/1e3, float64(timing[8])/1e3
+	}
+	if rs.clock != nil {
+		if r.Serving, err = rs.servingReport(); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -320,6 +327,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs%s\n",
 		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks, uncached)
 	r.L3.writeSummary(w)
+	r.Serving.writeSummary(w)
 	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %d flushes\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), r.Flushes)
 	placement := fmt.Sprintf("%d digest checks, object comparisons %.2f%% of the wall time (slowest rank), %d divergences",
 		r.Placement.Checks, r.PlacementAssertUs.SharePct, r.Placement.Divergences)

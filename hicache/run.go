@@ -36,6 +36,7 @@ type runState struct {
 	l3       *l3IO                 // nil without --l3-dir
 	metrics  *metricsTicker        // world rank 0's periodic metrics writes; nil when none
 	progress *progress
+	clock    *servingClock // nil without the serving clock (Options.Serving)
 
 	tasks      chan copyTask
 	workerDone chan struct{}
@@ -83,6 +84,12 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 		return nil, err
 	}
 	rs.events = events
+	if opts.Serving != nil {
+		rs.clock = newServingClock(opts.Serving, job.Topo.CPRank == 0)
+		if rs.clock.root {
+			rs.clock.arrive(rs.events, opts.Seed)
+		}
+	}
 	if err := rs.setUp(); err != nil {
 		rs.tearDown()
 		return nil, err
@@ -98,7 +105,13 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	if err := rs.startTimeline(); err != nil {
 		return rs, err
 	}
+	if rs.clock != nil {
+		rs.clock.start = time.Now()
+	}
 	replayErr := rs.core.Run()
+	if rs.clock != nil && rs.clock.root {
+		rs.clock.replayIdeal()
+	}
 	if rs.idealHit != nil {
 		rs.io.IdealHitTokens = <-rs.idealHit
 	}
@@ -257,20 +270,28 @@ func (rs *runState) stepsDone() int64 {
 }
 
 // nextStep is the replicated event stream: CP-rank 0 sends each step's events to its group. A step is up to
-// --batch-requests requests, or one flush. An empty step ends the stream. The events travel in one broadcast of
-// stepInlineBytes, their length first, and only a step too big for it takes a second: on an oversubscribed
-// node every broadcast is a wait for the whole group to be scheduled.
+// --batch-requests requests, or one flush, or under the serving clock what has arrived up to its token budget.
+// An empty step ends the stream. The events travel in one broadcast of stepInlineBytes, after their length and
+// the step's earliest start on the serving clock, and only a step too big for it takes a second: on an
+// oversubscribed node every broadcast is a wait for the whole group to be scheduled.
 func (rs *runState) nextStep(step int64) ([]workload.Event, error) {
 	cp := rs.job.Topo.CP
 	first := rs.stepBuf[:]
 	var payload []byte
+	var sent []workload.Event
 	if cp.Rank() == 0 {
-		batch := workload.TakeBatch(&rs.events, rs.opts.BatchRequests)
-		if len(batch) > 0 {
-			payload = workload.EncodeEvents(batch)
+		var startNs int64
+		if rs.clock != nil {
+			sent, startNs = rs.clock.form(&rs.events)
+		} else {
+			sent = workload.TakeBatch(&rs.events, rs.opts.BatchRequests)
+		}
+		if len(sent) > 0 {
+			payload = workload.EncodeEvents(sent)
 		}
 		binary.LittleEndian.PutUint64(first, uint64(len(payload)))
-		copy(first[8:], payload)
+		binary.LittleEndian.PutUint64(first[8:], uint64(startNs))
+		copy(first[stepHeaderBytes:], payload)
 	}
 	// The broadcast of the event stream blocks like a collective, so the watchdog guards it too: a hung CP-rank
 	// 0 must not leave its group waiting forever.
@@ -285,17 +306,24 @@ func (rs *runState) nextStep(step int64) ([]workload.Event, error) {
 	}
 	if cp.Rank() != 0 {
 		payload = make([]byte, n)
-		copy(payload, first[8:])
+		copy(payload, first[stepHeaderBytes:])
 	}
-	if inline := len(first) - 8; n > inline {
+	if inline := len(first) - stepHeaderBytes; n > inline {
 		if err := cp.BcastBytes(payload[inline:], 0); err != nil {
 			return nil, err
 		}
 	}
 	batch, err := workload.DecodeEvents(payload)
 	workload.ExpandEvents(batch, rs.opts.VocabSize)
+	if err == nil && rs.clock != nil {
+		rs.clock.received(step, int64(binary.LittleEndian.Uint64(first[8:])), batch, sent)
+	}
 	return batch, err
 }
+
+// stepHeaderBytes leads the step broadcast: the events' length, then the step's earliest start in trace
+// nanoseconds (0 without the serving clock).
+const stepHeaderBytes = 16
 
 // stepInlineBytes is the step broadcast's size: a step of 4 Mooncake requests (their block ids) or of a few short
 // token requests fits it.

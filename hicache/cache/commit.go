@@ -116,7 +116,7 @@ func (c *Core) noteFailedCopies() {
 // finishLoads waits, on this rank alone, until every load-back issued so far is done, and verifies each against
 // the content function. The group's agreement that every rank finished follows in the consensus.
 func (c *Core) finishLoads() error {
-	if err := c.env.Wait(waitLoads, func() bool { return c.loads.advance() >= c.loads.lastSeq }); err != nil {
+	if err := c.env.Wait(waitLoads, c.loadsDone); err != nil {
 		return err
 	}
 	for _, op := range c.loads.ops {
@@ -130,6 +130,9 @@ func (c *Core) finishLoads() error {
 	}
 	return nil
 }
+
+// loadsDone says whether every load-back this rank issued has finished its copy.
+func (c *Core) loadsDone() bool { return c.loads.advance() >= c.loads.lastSeq }
 
 // commit marks every backup with seq <= upTo committed, in sequence order: every rank of the group has finished
 // them, so every rank commits them at this same step. The auditing rank then checks each whole object.

@@ -68,6 +68,21 @@ type Config struct {
 // Outcome is what one request's serve decided, in tokens.
 type Outcome struct{ L1Hit, L2Hit, L3Hit, Computed int64 }
 
+// Served is one request of a step as its serve left it: replicated, the same on every rank of the group.
+type Served struct {
+	Request *workload.Request
+	Outcome
+}
+
+// ServedStep is a step whose requests have been served (their load-backs started, their KV computed), told to
+// the Env before the step's consensus: a serving clock spends the step's modelled compute now, beside the copies.
+// LoadsDone says whether this rank's load-backs have all finished: the modelled prefill needs them first.
+type ServedStep struct {
+	Step      int64
+	Requests  []Served
+	LoadsDone func() bool
+}
+
 // EvictionCheck (tests only) checks the nodes one L1 eviction chose, in order, and how many pages it freed of
 // how many it needed.
 type EvictionCheck func(chosen []*treeNode, freedPages, needPages int) error
@@ -102,6 +117,7 @@ type Core struct {
 	oversize    bool            // the request being served has more whole pages than L1 holds
 	deferred    []deferredRequest
 	next        []workload.Event // the next step's events (Run reads the stream a step ahead); nil after the last
+	served      []Served         // this step's requests as served, for ServedStep
 
 	freshStateHash uint64   // the allocator's state hash when it was built: what every flush must restore
 	vector         []uint64 // the consensus vector, StepVectorWords long

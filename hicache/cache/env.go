@@ -24,7 +24,12 @@ type Env interface {
 	Wait(r WaitReason, done func() bool) error
 	// Poll delivers the completions already in, without waiting.
 	Poll()
-	// StepDone is told that a step ended (after its consensus and any flush or comparison it held).
+	// BeginStep is told that a step begins, before any of its requests is served; ServedStep that they all were
+	// (their load-backs started, their KV computed), before the step's consensus; StepDone that the step ended
+	// (after its consensus and any flush or comparison it held). A serving clock paces the step between them;
+	// nothing the core decides depends on what they do.
+	BeginStep(step int64)
+	Served(s *ServedStep)
 	StepDone(step int64)
 	// Prefetch is told that an L3 prefetch began (resolved false) and that the group agreed its outcome (true).
 	Prefetch(seq uint64, resolved bool)

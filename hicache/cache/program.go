@@ -67,6 +67,7 @@ func (c *Core) finish() error {
 // its flush, the step consensus, and what the configuration hangs on the step's end.
 func (c *Core) runStep(batch []workload.Event) error {
 	c.step++
+	c.env.BeginStep(c.step)
 	c.serveDeferred()
 	if len(batch) > 0 && batch[0].Flush {
 		if err := c.recordOr(c.flush(c.cfg.RecordDivergence)); err != nil {
@@ -76,6 +77,8 @@ func (c *Core) runStep(batch []workload.Event) error {
 		return err
 	}
 	c.endStep()
+	c.env.Served(&ServedStep{Step: c.step, Requests: c.served, LoadsDone: c.loadsDone})
+	c.served = c.served[:0]
 	if c.cfg.CheckInvariants {
 		if err := c.checkStepInvariants(); err != nil {
 			c.fail(FailureInvariant, fmt.Errorf("step %d: %w", c.step, err))

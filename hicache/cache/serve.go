@@ -15,13 +15,15 @@ type stepWork struct {
 // serve runs one request through the cache: match its prefix, load L2 hits back, compute and insert the rest,
 // and back up new KV by the write policy. Load-backs complete later in the step (loading_check).
 func (c *Core) serve(req *workload.Request) error {
-	if c.cfg.Served != nil {
-		before := c.counters
-		defer func() {
-			c.cfg.Served(Outcome{L1Hit: c.counters.L1HitTokens - before.L1HitTokens, L2Hit: c.counters.L2HitTokens - before.L2HitTokens,
-				L3Hit: c.counters.L3HitTokens - before.L3HitTokens, Computed: c.counters.MissTokens - before.MissTokens})
-		}()
-	}
+	before := c.counters
+	defer func() {
+		o := Outcome{L1Hit: c.counters.L1HitTokens - before.L1HitTokens, L2Hit: c.counters.L2HitTokens - before.L2HitTokens,
+			L3Hit: c.counters.L3HitTokens - before.L3HitTokens, Computed: c.counters.MissTokens - before.MissTokens}
+		c.served = append(c.served, Served{Request: req, Outcome: o})
+		if c.cfg.Served != nil {
+			c.cfg.Served(o)
+		}
+	}()
 	work := &c.work
 	c.clock++
 	c.counters.Requests++

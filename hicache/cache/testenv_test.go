@@ -53,6 +53,8 @@ func (e *soloEnv) Poll() {
 }
 
 func (e *soloEnv) StepDone(int64)        {}
+func (e *soloEnv) BeginStep(int64)       {}
+func (e *soloEnv) Served(*ServedStep)    {}
 func (e *soloEnv) Prefetch(uint64, bool) {}
 func (e *soloEnv) Fill(f *Fill) error {
 	e.mem.Fill(0, f)

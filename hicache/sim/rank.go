@@ -195,6 +195,10 @@ func (r *rank) StepDone(step int64) {
 	}
 }
 
+// BeginStep and Served pace a serving clock's steps in a real run; the simulator's time is its scheduler's.
+func (r *rank) BeginStep(int64)          {}
+func (r *rank) Served(*cache.ServedStep) {}
+
 func (r *rank) Prefetch(uint64, bool) {}
 
 func (r *rank) Fill(f *cache.Fill) error {

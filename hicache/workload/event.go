@@ -15,6 +15,18 @@ type Request struct {
 	InputIDs  []int32
 	OutputLen int32
 	Blocks    BlockPrompt // the compact form; zero for a request given by its tokens
+	// ArrivalNs is when the request arrives, in nanoseconds of the workload's own clock (a Mooncake trace's
+	// timestamp, or a --request-rate's arrivals): the serving clock's input on CP rank 0, which forms the steps.
+	// It does not travel in the step broadcast: no other rank decides anything from it.
+	ArrivalNs int64
+}
+
+// PromptTokens is the request's prompt length, in its compact form or its tokens.
+func (r *Request) PromptTokens() int64 {
+	if r.Blocks.Compact() {
+		return int64(r.Blocks.InputTokens)
+	}
+	return int64(len(r.InputIDs))
 }
 
 // Event is one line of a workload: a request, or a flush of the whole cache.

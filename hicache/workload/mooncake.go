@@ -11,11 +11,15 @@ import (
 // MooncakeFormatHelp describes the second trace format; the CLI prints it in --help.
 const MooncakeFormatHelp = "A Mooncake trace (FAST'25 release) is JSON Lines, one request a line: " +
 	`{"timestamp": 0, "input_length": 1300, "output_length": 16, "hash_ids": [0, 1, 2]}, every field required; ` +
-	"timestamp (ms) is a non-negative integer, read but unused (requests replay in line order); input_length is in " +
+	"timestamp (ms) is an integer in [0, 2^43], the request's arrival on the serving clock (--gpu or --prefill-profile; " +
+	"without one, requests replay in line order and timestamps are checked but unused); input_length is in " +
 	"[1, 16777216], output_length in [0, 1048576]; hash_ids holds ceil(input_length / --trace-block-tokens) ids in " +
 	"[0, 2^63). Block h's tokens are a pure function of h, and a request's last block holds its first " +
 	"input_length - block*(n-1) tokens. {\"op\": \"flush\"} lines flush the cache. A request's rid is its line number, " +
 	"so DP replicas share a Mooncake trace request by request (the rule below), not by conversation."
+
+// timestampMsMax bounds a Mooncake timestamp so that its nanoseconds fit an int64 (2^43 ms is about 278 years).
+const timestampMsMax = 1 << 43
 
 // TraceFormat is a trace's line format.
 type TraceFormat int
@@ -145,7 +149,8 @@ func parseMooncakeLine(text []byte, line, blockTokens int) (Event, error) {
 	if f.op != nil {
 		return parseFlush(f.op, f.timestamp != nil || f.inputLength != nil || f.outputLength != nil || f.hashIDs != nil)
 	}
-	if _, err := parseBoundedInt("timestamp", f.timestamp, 0, 1<<62); err != nil {
+	timestampMs, err := parseBoundedInt("timestamp", f.timestamp, 0, timestampMsMax)
+	if err != nil {
 		return Event{}, err
 	}
 	inputTokens, err := parseBoundedInt("input_length", f.inputLength, 1, traceInputTokensMax)
@@ -164,7 +169,7 @@ func parseMooncakeLine(text []byte, line, blockTokens int) (Event, error) {
 	if err := b.check(); err != nil {
 		return Event{}, fmt.Errorf("%v (--trace-block-tokens %d)", err, blockTokens)
 	}
-	return Event{Request: Request{RID: strconv.Itoa(line), OutputLen: int32(outputLen), Blocks: b}}, nil
+	return Event{Request: Request{RID: strconv.Itoa(line), OutputLen: int32(outputLen), Blocks: b, ArrivalNs: timestampMs * 1e6}}, nil
 }
 
 // parseBoundedInt reads a required JSON integer field in [lo, hi].

@@ -1,0 +1,142 @@
+package serving
+
+import (
+	"math"
+	"testing"
+)
+
+// perToken is a prefill model that charges a fixed time per computed token and per cached token attended to.
+type perToken struct{ newSeconds, cachedSeconds float64 }
+
+func (m perToken) BatchSeconds(batch []Tokens) float64 {
+	var s float64
+	for _, t := range batch {
+		s += float64(t.New)*m.newSeconds + float64(t.Cached)*m.cachedSeconds
+	}
+	return s
+}
+
+const ms = int64(1e6)
+
+func TestTakeFormsAStepFromWhatHasArrivedUpToTheBudget(t *testing.T) {
+	b := Batching{StepTokens: 100, MaxRequests: 3}
+	queue := []Queued{{ArrivalNs: 0, PromptTokens: 40}, {ArrivalNs: 1 * ms, PromptTokens: 40}, {ArrivalNs: 2 * ms, PromptTokens: 40}, {ArrivalNs: 9 * ms, PromptTokens: 1}}
+	for _, tc := range []struct {
+		name      string
+		queue     []Queued
+		formNs    int64
+		n         int
+		startNs   int64
+		batchings Batching
+	}{
+		{"empty", nil, 5 * ms, 0, 5 * ms, b},
+		{"the budget stops the third", queue, 5 * ms, 2, 5 * ms, b},
+		{"only what has arrived", queue, 1 * ms, 2, 1 * ms, b},
+		{"nothing queued yet: the next arrival, alone if alone", queue[3:], 5 * ms, 1, 9 * ms, b},
+		{"nothing queued yet: the first arrival and its equals", queue, -1, 1, 0, b},
+		{"a request over the budget goes alone", []Queued{{PromptTokens: 500}, {PromptTokens: 1}}, 0, 1, 0, b},
+		{"the request cap", queue, 5 * ms, 1, 5 * ms, Batching{StepTokens: 1000, MaxRequests: 1}},
+		{"a flush goes alone", []Queued{{Flush: true}, {PromptTokens: 1}}, 3 * ms, 1, 3 * ms, b},
+		{"a flush ends a step", []Queued{{PromptTokens: 1}, {Flush: true}}, 3 * ms, 1, 3 * ms, b},
+	} {
+		n, start := tc.batchings.Take(tc.queue, tc.formNs)
+		if n != tc.n || start != tc.startNs {
+			t.Errorf("%s: Take = (%d, %d), want (%d, %d)", tc.name, n, start, tc.n, tc.startNs)
+		}
+	}
+}
+
+func TestCostChargesLoadsBeforeThePrefillAndL3HitsTwice(t *testing.T) {
+	l := Links{HostBytesPerSecond: 1000, L3BytesPerSecond: 500, KVBytesPerToken: 100, GPUs: 2, Nodes: 1}
+	m := perToken{newSeconds: 0.01, cachedSeconds: 0.001}
+	got := Cost(m, l, []Hit{{PromptTokens: 100, L1: 10, L2: 20, L3: 30}})
+	want := StepCost{
+		L3ReadSeconds:  30 * 100 / 500.0,             // the L3's tokens over one node's read rate
+		LoadSeconds:    (20 + 30) * 100 / 2 / 1000.0, // L2 and L3 hits, each GPU its half over its own link
+		PrefillSeconds: 40*0.01 + (10+20+30)*0.001,   // the computed tokens, and the cached ones attended to
+	}
+	if math.Abs(got.L3ReadSeconds-want.L3ReadSeconds) > 1e-12 || math.Abs(got.LoadSeconds-want.LoadSeconds) > 1e-12 ||
+		math.Abs(got.PrefillSeconds-want.PrefillSeconds) > 1e-12 {
+		t.Fatalf("Cost = %+v, want %+v", got, want)
+	}
+	if got.Seconds() <= got.PrefillSeconds {
+		t.Fatalf("a step with loads costs no more than its prefill: %+v", got)
+	}
+}
+
+func TestVirtualReplayQueuesBehindTheStepThatRuns(t *testing.T) {
+	m := perToken{newSeconds: 1e-3} // 1 ms a computed token
+	b := Batching{StepTokens: 10, MaxRequests: 8}
+	records := []Record{
+		{ArrivalNs: 0, Hit: Hit{PromptTokens: 10}},               // step 1: [0, 10 ms)
+		{ArrivalNs: 0, Hit: Hit{PromptTokens: 10}},               // step 2, formed at 0: [10, 20 ms)
+		{ArrivalNs: 15 * ms, Hit: Hit{PromptTokens: 10}},         // formed at 10 ms, not yet arrived: starts at 20 ms
+		{ArrivalNs: 100 * ms, Hit: Hit{PromptTokens: 10}},        // an idle group: starts at its arrival
+		{ArrivalNs: 100 * ms, Flush: true},                       // a flush costs no modelled time
+		{ArrivalNs: 100 * ms, Hit: Hit{PromptTokens: 10, L1: 8}}, // 2 tokens computed
+	}
+	r := VirtualReplay(records, b, m, Links{})
+	wantTTFT := []int64{10 * ms, 20 * ms, 15 * ms, 10 * ms, 0, 12 * ms}
+	for i, w := range wantTTFT {
+		if records[i].Flush {
+			continue
+		}
+		if got := r.Requests[i].TTFTNs(); got != w {
+			t.Errorf("request %d: TTFT %d ns, want %d", i, got, w)
+		}
+	}
+	if r.Steps != 6 {
+		t.Errorf("%d steps, want 6", r.Steps)
+	}
+	s := Summarize(records, r.Requests)
+	if s.Requests != 5 || s.TTFTP50 != 0.012 || s.TTFTP99 != 0.020 {
+		t.Errorf("Summarize = %+v, want 5 requests, p50 12 ms, p99 20 ms", s)
+	}
+}
+
+// A cache that supplies more of every prompt never makes a request's first token later on the virtual clock,
+// whatever the arrivals: the prefill model and the links charge a cached token less than a computed one.
+func TestMoreHitsNeverLateOnTheVirtualClock(t *testing.T) {
+	m := perToken{newSeconds: 1e-4, cachedSeconds: 1e-6}
+	l := Links{HostBytesPerSecond: 1e9, L3BytesPerSecond: 1e8, KVBytesPerToken: 1000, GPUs: 8, Nodes: 1}
+	b := Batching{StepTokens: 4096, MaxRequests: 16}
+	state := uint64(7)
+	next := func(n int64) int64 {
+		state = state*6364136223846793005 + 1442695040888963407
+		return int64(state>>33) % n
+	}
+	for trial := 0; trial < 50; trial++ {
+		var cold, warm []Record
+		var at int64
+		for i := 0; i < 40; i++ {
+			at += next(20) * ms
+			prompt := 1 + next(6000)
+			cached := next(prompt + 1)
+			cold = append(cold, Record{ArrivalNs: at, Hit: Hit{PromptTokens: prompt}})
+			warm = append(warm, Record{ArrivalNs: at, Hit: Hit{PromptTokens: prompt, L2: cached}})
+		}
+		c, w := VirtualReplay(cold, b, m, l), VirtualReplay(warm, b, m, l)
+		for i := range cold {
+			if w.Requests[i].EndNs > c.Requests[i].EndNs {
+				t.Fatalf("trial %d: request %d's first token at %d ns with hits, %d without", trial, i, w.Requests[i].EndNs, c.Requests[i].EndNs)
+			}
+		}
+	}
+}
+
+func TestPoissonArrivalsHaveTheirRateAndReplay(t *testing.T) {
+	const n, rate = 20000, 50.0
+	a, b := PoissonArrivalsNs(n, rate, 9), PoissonArrivalsNs(n, rate, 9)
+	for i := range a {
+		if a[i] != b[i] || (i > 0 && a[i] < a[i-1]) {
+			t.Fatalf("arrival %d: %d then %d, or not replayed (%d)", i, a[i-1], a[i], b[i])
+		}
+	}
+	// n-1 exponential gaps of mean 1/rate: their mean is within 3% of it (about 4 standard errors).
+	if got := float64(a[n-1]) / 1e9 / (n - 1); math.Abs(got*rate-1) > 0.03 {
+		t.Fatalf("mean gap %.5f s, want %.5f s", got, 1/rate)
+	}
+	if c := PoissonArrivalsNs(n, rate, 10); c[n-1] == a[n-1] {
+		t.Fatalf("another seed gives the same arrivals")
+	}
+}

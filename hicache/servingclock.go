@@ -1,0 +1,225 @@
+package hicache
+
+import (
+	"time"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/serving"
+	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/hicache/workload"
+)
+
+// The serving clock (DESIGN.md, "The serving clock"): requests arrive at their trace times, CP rank 0 forms each
+// step from its queue by a token budget and broadcasts the step with the earliest time it may begin, and every
+// rank spends the step's modelled load and prefill time while the real cache work runs beside it; only what does
+// not fit under the model lengthens the step. Every time here is trace time, in nanoseconds since the replay
+// began; --time-scale makes the wall clock run that many times faster.
+
+// ServingOptions turn the serving clock on; nil in Options replays as fast as the machine allows, as before.
+type ServingOptions struct {
+	Prefill     serving.Prefill // the modelled prefill of a step
+	PrefillName string          // what the model is, for the summary and the report
+	Links       serving.Links   // the load rates and the model's KV bytes; GPUs and Nodes are set by Size
+	Batching    serving.Batching
+	// TimeScale is the trace seconds that pass in one wall second: 60 replays an hour of trace in a minute, its
+	// arrivals and its modelled compute alike. The figures are reported in trace time.
+	TimeScale float64
+	// RequestRate, when above 0, replaces the workload's arrival times with Poisson arrivals at this many
+	// requests per trace second, seeded by --seed (the synthetic workload and token traces have none).
+	RequestRate float64
+}
+
+// servingClock is one rank's serving clock. Every rank paces its steps by it; CP rank 0 also forms the steps and
+// times each request, since only it holds the arrivals.
+type servingClock struct {
+	opts      *ServingOptions
+	root      bool
+	start     time.Time        // the wall time of trace time 0, taken as the replay begins
+	queue     []serving.Queued // CP rank 0's, one per event of rs.events
+	lastStart int64            // CP rank 0: the earliest start of the last step it formed
+	startNs   map[int64]int64  // the earliest start of each step received and not yet begun
+	stepStart int64            // the current step's start
+
+	// CP rank 0's requests: by the step that holds them, and in arrival order for the ideal.
+	formed  map[int64][]*requestClock
+	pending map[*workload.Request]*requestClock
+	inStep  []*requestClock
+	order   []*requestClock
+
+	stepsNs, modelledNs int64 // every step's measured span and its modelled cost: the machinery's share
+	t                   servingTallies
+}
+
+// requestClock is one request's way through the clock, on CP rank 0.
+type requestClock struct {
+	arrivalNs, firstStartNs, stepStartNs, computeStartNs, computeEndNs int64
+	hit                                                                serving.Hit
+	flush, served                                                      bool
+}
+
+func newServingClock(o *ServingOptions, root bool) *servingClock {
+	return &servingClock{opts: o, root: root, startNs: map[int64]int64{}, formed: map[int64][]*requestClock{},
+		pending: map[*workload.Request]*requestClock{}}
+}
+
+// nowNs is the trace time now.
+func (c *servingClock) nowNs() int64 {
+	return int64(float64(time.Since(c.start).Nanoseconds()) * c.opts.TimeScale)
+}
+
+// wall is the wall time of trace time ns.
+func (c *servingClock) wall(ns int64) time.Time {
+	return c.start.Add(time.Duration(float64(ns) / c.opts.TimeScale))
+}
+
+// arrive gives CP rank 0's events their arrival times and builds its queue: the trace's own, or a Poisson
+// stream's at --request-rate. Times never go back: a request queues behind the line before it.
+func (c *servingClock) arrive(events []workload.Event, seed uint64) {
+	var rate []int64
+	if c.opts.RequestRate > 0 {
+		rate = serving.PoissonArrivalsNs(len(events), c.opts.RequestRate, seed)
+	}
+	c.queue = make([]serving.Queued, len(events))
+	var last int64
+	for i := range events {
+		r := &events[i].Request
+		if rate != nil {
+			r.ArrivalNs = rate[i]
+		}
+		last = max(last, r.ArrivalNs)
+		r.ArrivalNs = last
+		c.queue[i] = serving.Queued{ArrivalNs: last, PromptTokens: r.PromptTokens(), Flush: events[i].Flush}
+	}
+}
+
+// form is CP rank 0's step: how many of the queued events form step `step`, formed as the step before it begins
+// (serving.VirtualReplay says why), and the earliest time it may begin.
+func (c *servingClock) form(events *[]workload.Event) ([]workload.Event, int64) {
+	n, startNs := c.opts.Batching.Take(c.queue, max(c.nowNs(), c.lastStart))
+	batch := (*events)[:n]
+	*events, c.queue = (*events)[n:], c.queue[n:]
+	c.lastStart = startNs
+	return batch, startNs
+}
+
+// received notes a step's batch as every rank decoded it, so that every rank knows when each request was first
+// in a step (an L3 read begins then). On CP rank 0 sent holds the same events with their arrival times (the
+// broadcast does not carry them).
+func (c *servingClock) received(step, startNs int64, batch, sent []workload.Event) {
+	c.startNs[step] = startNs
+	reqs := make([]*requestClock, len(batch))
+	for i := range batch {
+		rc := &requestClock{flush: batch[i].Flush}
+		if !rc.flush {
+			c.pending[&batch[i].Request] = rc
+		}
+		if c.root {
+			rc.arrivalNs = sent[i].Request.ArrivalNs
+			c.order = append(c.order, rc)
+		}
+		reqs[i] = rc
+	}
+	c.formed[step] = reqs
+}
+
+// waitServingLoads names the serving clock's wait for this rank's load-backs before the modelled prefill.
+var waitServingLoads = cache.WaitReason{Name: "load wait before the modelled prefill", Hint: "a load-back copy on this rank did not complete"}
+
+// BeginStep waits until the step may begin (an idle group waits for its next arrival), delivering completions
+// meanwhile, and takes the step's start.
+func (rs *runState) BeginStep(step int64) {
+	c := rs.clock
+	if c == nil {
+		return
+	}
+	if startNs, ok := c.startNs[step]; ok {
+		delete(c.startNs, step)
+		rs.paceUntil(c.wall(startNs))
+	}
+	c.stepStart = c.nowNs()
+	for _, rc := range c.formed[step] {
+		rc.firstStartNs = c.stepStart
+	}
+	delete(c.formed, step)
+}
+
+// Served spends the step's modelled time, in a GPU's order: the L3 reads its requests still wait for and their
+// load-backs, each at least its modelled time and at least until this rank's real copies finished; then the
+// prefill, at its modelled time, while the real copies and L3 I/O go on beside it.
+func (rs *runState) Served(s *cache.ServedStep) {
+	c := rs.clock
+	if c == nil {
+		return
+	}
+	hits := make([]serving.Hit, len(s.Requests))
+	l3Since := c.stepStart // when the step's L3 reads began: with its earliest request's prefetch
+	for i, r := range s.Requests {
+		o := r.Outcome
+		hits[i] = serving.Hit{PromptTokens: o.L1Hit + o.L2Hit + o.L3Hit + o.Computed, L1: o.L1Hit, L2: o.L2Hit, L3: o.L3Hit}
+		if rc := c.pending[r.Request]; rc != nil && o.L3Hit > 0 {
+			l3Since = min(l3Since, rc.firstStartNs)
+		}
+	}
+	cost := serving.Cost(c.opts.Prefill, c.opts.Links, hits)
+	l3Left := max(0, l3Since+serving.Nanoseconds(cost.L3ReadSeconds)-c.stepStart)
+	rs.paceUntil(c.wall(c.stepStart + l3Left + serving.Nanoseconds(cost.LoadSeconds)))
+	if err := rs.Wait(waitServingLoads, s.LoadsDone); err != nil {
+		rs.core.Fail(cache.FailureDevice, err)
+	}
+	computeStart := c.nowNs()
+	computeEnd := computeStart + serving.Nanoseconds(cost.PrefillSeconds)
+	rs.paceUntil(c.wall(computeEnd))
+	c.modelledNs += l3Left + serving.Nanoseconds(cost.LoadSeconds) + serving.Nanoseconds(cost.PrefillSeconds)
+	for i, r := range s.Requests {
+		rc := c.pending[r.Request]
+		if rc == nil {
+			continue
+		}
+		delete(c.pending, r.Request)
+		if !c.root {
+			continue
+		}
+		rc.hit, rc.served = hits[i], true
+		rc.stepStartNs, rc.computeStartNs, rc.computeEndNs = c.stepStart, computeStart, computeEnd
+		c.inStep = append(c.inStep, rc)
+	}
+}
+
+// stepEnded times the step's requests to their first token, which the step's end delivers.
+func (c *servingClock) stepEnded() {
+	end := c.nowNs()
+	c.stepsNs += end - c.stepStart
+	for _, rc := range c.inStep {
+		c.t.observe(rc, end)
+	}
+	c.inStep = c.inStep[:0]
+}
+
+// paceUntil waits until the wall time `until`, handing the core whatever finishes meanwhile.
+func (rs *runState) paceUntil(until time.Time) {
+	for {
+		left := time.Until(until)
+		if left <= 0 {
+			return
+		}
+		timer := time.NewTimer(left)
+		select {
+		case <-rs.done.notify:
+			rs.deliver(false)
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// sized completes the options for a CP group of cp ranks over the nodes of s: the GPUs that share each load, and
+// the KV bytes a token moves, the model's whole (every layer, payload and rank), not what scaled-down copies copy.
+func (o *ServingOptions) sized(s *Options, cp int) *ServingOptions {
+	sized := *o
+	sized.Links.GPUs, sized.Links.Nodes = cp, s.groupNodes
+	sized.Links.KVBytesPerToken = int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.accountTokenBytes)
+	if m, err := sizing.LookupModel(s.Model); err == nil {
+		sized.Links.KVBytesPerToken = m.TokenBytes()
+	}
+	return &sized
+}

@@ -1,0 +1,83 @@
+package hicache
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cphicache/cphicache/hicache/serving"
+)
+
+// perTokenPrefill is a prefill model for tests: a fixed time per computed token.
+type perTokenPrefill struct{ secondsPerToken float64 }
+
+func (m perTokenPrefill) BatchSeconds(batch []serving.Tokens) float64 {
+	var s float64
+	for _, t := range batch {
+		s += float64(t.New) * m.secondsPerToken
+	}
+	return s
+}
+
+func servingOptions() *Options {
+	opts := smallOptions()
+	opts.Serving = &ServingOptions{Prefill: perTokenPrefill{20e-6}, PrefillName: "test: 20 us a computed token",
+		Links:    serving.Links{HostBytesPerSecond: 25e9, L3BytesPerSecond: 5e9},
+		Batching: serving.Batching{StepTokens: 1024, MaxRequests: 16}, TimeScale: 1, RequestRate: 400}
+	return opts
+}
+
+// TestServingClockTimesEveryRequest: under the serving clock every request gets a time to first token, the
+// steps take at least their modelled time (the ranks wait for it), the ideal is no slower than the run, and the
+// cache still checks everything it checks without the clock.
+func TestServingClockTimesEveryRequest(t *testing.T) {
+	opts := servingOptions()
+	r, err := Run(testJob(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Serving
+	if s == nil {
+		t.Fatal("no serving report with the serving clock on")
+	}
+	if s.Requests != r.Requests || r.Requests == 0 {
+		t.Fatalf("%d requests timed of %d served", s.Requests, r.Requests)
+	}
+	// Every computed token costs 20 us of trace time: the replay cannot end before all of a group's have run.
+	computed := float64(r.Hits.MissTokens) / float64(r.DP)
+	if minimum := computed * 20e-6; r.WallSeconds < minimum {
+		t.Errorf("the replay took %.3f s, less than its modelled compute, %.3f s: the clock did not pace the steps", r.WallSeconds, minimum)
+	}
+	// The quantiles' buckets are 2% wide; the machinery only adds time.
+	if s.TTFT.P50 <= 0 || s.IdealTTFT.P50 <= 0 || s.TTFT.P50 < 0.9*s.IdealTTFT.P50 || s.Compute.P50 <= 0 {
+		t.Errorf("TTFT p50 %g s, ideal %g s, compute %g s: want both above 0 and the ideal no slower", s.TTFT.P50, s.IdealTTFT.P50, s.Compute.P50)
+	}
+	if r.Verify.PagesChecked == 0 || r.Verify.Mismatches != 0 || r.Placement.Divergences != 0 {
+		t.Errorf("pages checked %d, mismatches %d, divergences %d", r.Verify.PagesChecked, r.Verify.Mismatches, r.Placement.Divergences)
+	}
+	var summary strings.Builder
+	r.WriteSummary(&summary)
+	t.Log(summary.String())
+	if !strings.Contains(summary.String(), "serving clock, MODELLED") || !strings.Contains(summary.String(), "TTFT p50") {
+		t.Errorf("the summary does not give the modelled TTFT:\n%s", summary.String())
+	}
+	checkNoLeakedSegments(t)
+}
+
+func TestMsQuantilesReadZeroAsZero(t *testing.T) {
+	var q msQuantiles
+	for range 6 {
+		q.observeNs(0)
+	}
+	for _, ms := range []int64{10, 20, 30, 40} {
+		q.observeNs(ms * 1e6)
+	}
+	if got := q.seconds(0.5); got != 0 {
+		t.Errorf("p50 of six zeros and four times: %g s, want 0", got)
+	}
+	if got := q.seconds(0.7); got < 0.010 || got > 0.0102 {
+		t.Errorf("p70: %g s, want 10 ms (within its bucket's 2%%)", got)
+	}
+	if got := q.seconds(1); got < 0.040 || got > 0.0408 {
+		t.Errorf("p100: %g s, want 40 ms (within its bucket's 2%%)", got)
+	}
+}

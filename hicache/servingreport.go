@@ -1,0 +1,128 @@
+package hicache
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/cphicache/cphicache/mpi"
+)
+
+// Percentiles are a distribution's p50, p90 and p99, in seconds.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+}
+
+func percentilesOf(q *msQuantiles) Percentiles {
+	return Percentiles{P50: q.seconds(0.50), P90: q.seconds(0.90), P99: q.seconds(0.99)}
+}
+
+// ServingReport is the serving clock's result over every CP group, in trace time. Every figure in it is
+// MODELLED: the prefill, the load-backs and the L3 reads cost what the model and the link rates say; what the
+// cache machinery added beyond them was measured on this machine (and, under --time-scale, multiplied by it).
+type ServingReport struct {
+	Model     string  `json:"model"` // the prefill model and the rates, as the summary names them
+	TimeScale float64 `json:"time_scale"`
+	Requests  int64   `json:"requests"`
+	// TTFT is each request's time to first token: from its arrival to the end of the step that computed it.
+	TTFT Percentiles `json:"ttft_s"`
+	// IdealTTFT is the same requests' on a virtual clock with the same hits and a machinery that costs nothing.
+	IdealTTFT            Percentiles `json:"ideal_ttft_s"`
+	MeasuredOverIdealP50 float64     `json:"measured_over_ideal_p50"`
+	// The parts of a TTFT: the queue until its step began, the step it waited for its L3 prefetch, the wait for
+	// its loads before the compute, and the compute to the step's end (the modelled prefill and the step's
+	// consensus after it).
+	QueueWait    Percentiles `json:"queue_wait_s"`
+	PrefetchWait Percentiles `json:"prefetch_wait_s"`
+	LoadWait     Percentiles `json:"load_wait_s"`
+	Compute      Percentiles `json:"compute_s"`
+	// Prompt tokens per second: each group's prompt tokens over the span from its first arrival to its last first
+	// token, summed over the groups.
+	PromptTokensPerSecond      float64 `json:"prompt_tokens_per_s"`
+	IdealPromptTokensPerSecond float64 `json:"ideal_prompt_tokens_per_s"`
+	// MachinerySharePct is the share of the steps' time that the cache machinery added beyond the modelled time.
+	MachinerySharePct float64 `json:"machinery_share_pct"`
+}
+
+// servingReport adds the groups' serving tallies over World (a collective every rank calls, with the clock on).
+func (rs *runState) servingReport() (*ServingReport, error) {
+	c := rs.clock
+	t := &c.t
+	hists := []*msQuantiles{&t.ttft, &t.ideal, &t.queue, &t.prefetch, &t.load, &t.prefill}
+	const perHist = quantileBuckets + 1
+	words := make([]int64, 0, len(hists)*perHist+5)
+	for _, h := range hists {
+		words = append(words, h.q.counts[:]...)
+		words = append(words, h.zeros)
+	}
+	var sums [5]int64 // requests, tokens/s and ideal tokens/s (x1000), the steps' measured and modelled ns
+	if c.root {
+		sums[0] = t.ttft.count()
+		sums[1] = int64(1e3 * perSecond(t.promptTokens, t.lastEndNs-t.firstArrivalNs))
+		sums[2] = int64(1e3 * perSecond(t.promptTokens, t.idealEndNs-t.firstArrivalNs))
+		sums[3], sums[4] = c.stepsNs, c.modelledNs
+	}
+	words = append(words, sums[:]...)
+	if err := rs.job.Topo.World.AllreduceInt64(words, words, mpi.Sum); err != nil {
+		return nil, err
+	}
+	for i, h := range hists {
+		w := words[i*perHist : (i+1)*perHist]
+		copy(h.q.counts[:], w)
+		h.q.n, h.zeros = 0, w[quantileBuckets]
+		for _, n := range h.q.counts {
+			h.q.n += n
+		}
+	}
+	copy(sums[:], words[len(hists)*perHist:])
+	o := c.opts
+	r := &ServingReport{Model: o.PrefillName, TimeScale: o.TimeScale, Requests: sums[0],
+		TTFT: percentilesOf(&t.ttft), IdealTTFT: percentilesOf(&t.ideal), QueueWait: percentilesOf(&t.queue),
+		PrefetchWait: percentilesOf(&t.prefetch), LoadWait: percentilesOf(&t.load), Compute: percentilesOf(&t.prefill),
+		PromptTokensPerSecond: float64(sums[1]) / 1e3, IdealPromptTokensPerSecond: float64(sums[2]) / 1e3}
+	if r.IdealTTFT.P50 > 0 {
+		r.MeasuredOverIdealP50 = r.TTFT.P50 / r.IdealTTFT.P50
+	}
+	if sums[3] > 0 {
+		r.MachinerySharePct = 100 * float64(max(0, sums[3]-sums[4])) / float64(sums[3])
+	}
+	return r, nil
+}
+
+func perSecond(tokens, spanNs int64) float64 {
+	if spanNs <= 0 {
+		return 0
+	}
+	return float64(tokens) / (float64(spanNs) / 1e9)
+}
+
+// writeSummary says what the cache bought, every number labelled as modelled.
+func (s *ServingReport) writeSummary(w io.Writer) {
+	if s == nil {
+		return
+	}
+	ms := func(p Percentiles) string {
+		return fmt.Sprintf("p50 %s, p90 %s, p99 %s", seconds(p.P50), seconds(p.P90), seconds(p.P99))
+	}
+	fmt.Fprintf(w, "  serving clock, MODELLED (%s; trace time, replayed %gx faster): %d requests, %.0f prompt tokens/s (ideal %.0f)\n",
+		s.Model, s.TimeScale, s.Requests, s.PromptTokensPerSecond, s.IdealPromptTokensPerSecond)
+	fmt.Fprintf(w, "    TTFT %s; ideal (the same hits, a machinery that costs nothing) %s; measured/ideal p50 %.2f\n",
+		ms(s.TTFT), ms(s.IdealTTFT), s.MeasuredOverIdealP50)
+	fmt.Fprintf(w, "    p50 of a TTFT's parts: queue %s, L3 prefetch wait %s, load wait %s, compute %s; the cache machinery added %.1f%% of the steps' time beyond the model\n",
+		seconds(s.QueueWait.P50), seconds(s.PrefetchWait.P50), seconds(s.LoadWait.P50), seconds(s.Compute.P50), s.MachinerySharePct)
+}
+
+// seconds prints a time in the unit that reads best.
+func seconds(s float64) string {
+	switch {
+	case s == 0:
+		return "0"
+	case s < 1e-3:
+		return fmt.Sprintf("%.0f us", s*1e6)
+	case s < 1:
+		return fmt.Sprintf("%.1f ms", s*1e3)
+	default:
+		return fmt.Sprintf("%.2f s", s)
+	}
+}
