@@ -27,6 +27,10 @@ type ServingOptions struct {
 	// RequestRate, when above 0, replaces the workload's arrival times with Poisson arrivals at this many
 	// requests per trace second, seeded by --seed (the synthetic workload and token traces have none).
 	RequestRate float64
+	// Virtual keeps the replay's own pace and steps (--batch-requests, as fast as the machine allows) and only
+	// records each request's hits, for a virtual replay at the end: the sweep's modelled TTFT, the same from run
+	// to run when the hits are (--sync-copies). Its report has the ideal and no measured figures.
+	Virtual bool
 }
 
 // servingClock is one rank's serving clock. Every rank paces its steps by it; CP rank 0 also forms the steps and
@@ -132,6 +136,11 @@ func (rs *runState) BeginStep(step int64) {
 	if c == nil {
 		return
 	}
+	if c.opts.Virtual {
+		delete(c.formed, step)
+		delete(c.startNs, step)
+		return
+	}
 	if startNs, ok := c.startNs[step]; ok {
 		delete(c.startNs, step)
 		rs.paceUntil(c.wall(startNs))
@@ -160,6 +169,10 @@ func (rs *runState) Served(s *cache.ServedStep) {
 			l3Since = min(l3Since, rc.firstStartNs)
 		}
 	}
+	if c.opts.Virtual {
+		c.record(s, hits)
+		return
+	}
 	cost := serving.Cost(c.opts.Prefill, c.opts.Links, hits)
 	l3Left := max(0, l3Since+serving.Nanoseconds(cost.L3ReadSeconds)-c.stepStart)
 	rs.paceUntil(c.wall(c.stepStart + l3Left + serving.Nanoseconds(cost.LoadSeconds)))
@@ -170,23 +183,35 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	computeEnd := computeStart + serving.Nanoseconds(cost.PrefillSeconds)
 	rs.paceUntil(c.wall(computeEnd))
 	c.modelledNs += l3Left + serving.Nanoseconds(cost.LoadSeconds) + serving.Nanoseconds(cost.PrefillSeconds)
+	for _, rc := range c.record(s, hits) {
+		rc.stepStartNs, rc.computeStartNs, rc.computeEndNs = c.stepStart, computeStart, computeEnd
+		c.inStep = append(c.inStep, rc)
+	}
+}
+
+// record keeps, on CP rank 0, what each served request's cache supplied, and returns their clocks; every rank
+// forgets them as pending.
+func (c *servingClock) record(s *cache.ServedStep, hits []serving.Hit) []*requestClock {
+	var out []*requestClock
 	for i, r := range s.Requests {
 		rc := c.pending[r.Request]
 		if rc == nil {
 			continue
 		}
 		delete(c.pending, r.Request)
-		if !c.root {
-			continue
+		if c.root {
+			rc.hit, rc.served = hits[i], true
+			out = append(out, rc)
 		}
-		rc.hit, rc.served = hits[i], true
-		rc.stepStartNs, rc.computeStartNs, rc.computeEndNs = c.stepStart, computeStart, computeEnd
-		c.inStep = append(c.inStep, rc)
 	}
+	return out
 }
 
 // stepEnded times the step's requests to their first token, which the step's end delivers.
 func (c *servingClock) stepEnded() {
+	if c.opts.Virtual {
+		return
+	}
 	end := c.nowNs()
 	c.stepsNs += end - c.stepStart
 	for _, rc := range c.inStep {

@@ -81,3 +81,27 @@ func TestMsQuantilesReadZeroAsZero(t *testing.T) {
 		t.Errorf("p100: %g s, want 40 ms (within its bucket's 2%%)", got)
 	}
 }
+
+// TestVirtualServingIsTheSameFromRunToRun: the sweep's serving figures come from a virtual replay of the run's
+// own hits, which --sync-copies makes a function of the configuration: two runs give the same TTFT, and no
+// measured figure.
+func TestVirtualServingIsTheSameFromRunToRun(t *testing.T) {
+	var first *ServingReport
+	for range 2 {
+		opts := servingOptions()
+		opts.SyncCopies, opts.Serving.Virtual = true, true
+		r, err := Run(testJob(t), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := r.Serving
+		if s == nil || !s.Virtual || s.Requests != r.Requests || s.IdealTTFT.P50 <= 0 || s.TTFT.P50 != 0 {
+			t.Fatalf("virtual serving report %+v for %d requests: want the ideal only", s, r.Requests)
+		}
+		if first == nil {
+			first = s
+		} else if *first != *s {
+			t.Fatalf("two runs of one configuration: %+v, then %+v", *first, *s)
+		}
+	}
+}

@@ -24,6 +24,8 @@ func percentilesOf(q *msQuantiles) Percentiles {
 type ServingReport struct {
 	Model     string  `json:"model"` // the prefill model and the rates, as the summary names them
 	TimeScale float64 `json:"time_scale"`
+	// Virtual: the replay kept its own pace and only the ideal was replayed (sweep): no measured figures.
+	Virtual bool `json:"virtual,omitempty"`
 	Requests  int64   `json:"requests"`
 	// TTFT is each request's time to first token: from its arrival to the end of the step that computed it.
 	TTFT Percentiles `json:"ttft_s"`
@@ -58,7 +60,7 @@ func (rs *runState) servingReport() (*ServingReport, error) {
 	}
 	var sums [5]int64 // requests, tokens/s and ideal tokens/s (x1000), the steps' measured and modelled ns
 	if c.root {
-		sums[0] = t.ttft.count()
+		sums[0] = t.ideal.count()
 		sums[1] = int64(1e3 * perSecond(t.promptTokens, t.lastEndNs-t.firstArrivalNs))
 		sums[2] = int64(1e3 * perSecond(t.promptTokens, t.idealEndNs-t.firstArrivalNs))
 		sums[3], sums[4] = c.stepsNs, c.modelledNs
@@ -77,7 +79,7 @@ func (rs *runState) servingReport() (*ServingReport, error) {
 	}
 	copy(sums[:], words[len(hists)*perHist:])
 	o := c.opts
-	r := &ServingReport{Model: o.PrefillName, TimeScale: o.TimeScale, Requests: sums[0],
+	r := &ServingReport{Model: o.PrefillName, TimeScale: o.TimeScale, Virtual: o.Virtual, Requests: sums[0],
 		TTFT: percentilesOf(&t.ttft), IdealTTFT: percentilesOf(&t.ideal), QueueWait: percentilesOf(&t.queue),
 		PrefetchWait: percentilesOf(&t.prefetch), LoadWait: percentilesOf(&t.load), Compute: percentilesOf(&t.prefill),
 		PromptTokensPerSecond: float64(sums[1]) / 1e3, IdealPromptTokensPerSecond: float64(sums[2]) / 1e3}
@@ -100,6 +102,11 @@ func perSecond(tokens, spanNs int64) float64 {
 // writeSummary says what the cache bought, every number labelled as modelled.
 func (s *ServingReport) writeSummary(w io.Writer) {
 	if s == nil {
+		return
+	}
+	if s.Virtual {
+		fmt.Fprintf(w, "  serving, MODELLED on a virtual clock (%s): %d requests, TTFT p50 %s, p90 %s, p99 %s, %.0f prompt tokens/s\n",
+			s.Model, s.Requests, seconds(s.IdealTTFT.P50), seconds(s.IdealTTFT.P90), seconds(s.IdealTTFT.P99), s.IdealPromptTokensPerSecond)
 		return
 	}
 	ms := func(p Percentiles) string {

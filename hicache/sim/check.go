@@ -108,7 +108,7 @@ func (j *job) checkModel() (checked bool) {
 	}
 	for _, g := range j.groups {
 		m := newCacheModel(j.cfg.coreConfig(g.index, 0))
-		m.run(g.all, j.cfg.Batch, j.cfg.FlushEvery)
+		m.run(g.all, &j.cfg)
 		r := g.ranks[0]
 		if j.tamperOutcome != nil {
 			j.tamperOutcome(r.outcomes)

@@ -39,13 +39,18 @@ type L3Faults struct {
 // JobConfig is one simulated job: its geometry, policies, schedule, workload size and faults, all drawn from
 // its seed (Draw), or set by a test.
 type JobConfig struct {
-	Seed                 uint64
-	CP, DP               int
-	Geometry             pool.Geometry // Geometry.Nodes: the nodes each group spans
-	RoundRobin           bool          // ranks placed on nodes round robin, else in blocks (cache.PlaceOnNodes)
-	DevicePages          int
-	Policy               cache.WritePolicy
-	Batch                int
+	Seed        uint64
+	CP, DP      int
+	Geometry    pool.Geometry // Geometry.Nodes: the nodes each group spans
+	RoundRobin  bool          // ranks placed on nodes round robin, else in blocks (cache.PlaceOnNodes)
+	DevicePages int
+	Policy      cache.WritePolicy
+	Batch       int
+	// StepTokens > 0 forms steps as the serving clock does (hicache/serving): what has arrived by the step's
+	// simulated time, up to StepTokens prompt tokens and Batch requests; ArrivalGapNs and StepNs are the mean gap
+	// between arrivals and the simulated time a step takes. 0: steps of Batch requests, as without the clock.
+	StepTokens           int64
+	ArrivalGapNs, StepNs int64
 	Requests             int
 	FlushEvery           int64
 	PlacementAssertEvery int64
@@ -94,7 +99,23 @@ func Draw(seed uint64, bugs cache.Bugs, cp int) JobConfig {
 		}
 	}
 	drawNodes(newRNG(seed^0x6e6f646573), &j)
+	drawServing(newRNG(seed^0x7365727665), &j)
 	return j
+}
+
+// drawServing gives a third of the jobs the serving clock's steps, from a stream of its own, so that the jobs
+// drawn before it existed keep their configurations. Arrivals from several steps apart to many a step make steps
+// of one request, of a full budget, and idle steps that wait for the next arrival.
+func drawServing(r *rng, j *JobConfig) {
+	if !r.chance(333) {
+		return
+	}
+	pt := int64(j.Geometry.PageTokens)
+	j.StepTokens = pt * int64(r.between(2, 40))
+	j.Batch = r.between(1, 8)
+	j.L3.BatchRequests = j.Batch
+	j.StepNs = 1_000_000
+	j.ArrivalGapNs = pick[int64](r, 100_000, 1_000_000, 5_000_000)
 }
 
 // drawNodes spreads each group over 1, 2 or 4 nodes (as many as divide its CP size), in blocks or round robin,
@@ -161,7 +182,11 @@ func (j *JobConfig) String() string {
 	if g.Nodes > 1 {
 		nodes = fmt.Sprintf("%d nodes (%s)", g.Nodes, map[bool]string{true: "round robin", false: "blocks"}[j.RoundRobin])
 	}
-	return fmt.Sprintf("cp %d dp %d over %s, %d layers x %d payloads, %d-token pages, %d slots %s, %d device pages, %s, batch %d, %d requests, flush every %d, compare every %d, sync %v, %s, fault %s (rank %d step %d)",
-		j.CP, j.DP, nodes, g.Layers, g.PayloadsPerLayer, g.PageTokens, g.Slots, g.Layout, j.DevicePages, j.Policy, j.Batch, j.Requests,
+	steps := ""
+	if j.StepTokens > 0 {
+		steps = fmt.Sprintf(" (serving steps: %d tokens, an arrival every %d us)", j.StepTokens, j.ArrivalGapNs/1000)
+	}
+	return fmt.Sprintf("cp %d dp %d over %s, %d layers x %d payloads, %d-token pages, %d slots %s, %d device pages, %s, batch %d%s, %d requests, flush every %d, compare every %d, sync %v, %s, fault %s (rank %d step %d)",
+		j.CP, j.DP, nodes, g.Layers, g.PayloadsPerLayer, g.PageTokens, g.Slots, g.Layout, j.DevicePages, j.Policy, j.Batch, steps, j.Requests,
 		j.FlushEvery, j.PlacementAssertEvery, j.SyncCopies, l3, j.Fault, j.FaultRank, j.FaultStep)
 }

@@ -96,6 +96,7 @@ func newJob(cfg JobConfig) (*job, error) {
 		g := &group{j: j, index: gi, mem: cache.NewMemoryOnNodes(cfg.Geometry, j.placement, cfg.DevicePages, cfg.Seed|1),
 			sent: map[int64][]workload.Event{}, hashes: map[int64][]uint64{}, refs: map[partKey][]*pending{}, audited: map[uint64][]int{}}
 		g.events = makeWorkload(newRNG(cfg.Seed^uint64(gi+1)*0x9e37), &j.cfg)
+		arrive(g.events, &j.cfg, gi)
 		g.all = g.events
 		for cp := range cfg.CP {
 			r := &rank{g: g, cp: cp, node: j.placement.Node[cp]}

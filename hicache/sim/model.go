@@ -80,11 +80,13 @@ func (m *cacheModel) reset() {
 	m.writes, m.loads, m.held = nil, nil, nil
 }
 
-// run replays events in the steps the real run takes, flushing after every flushEvery-th step as well.
-func (m *cacheModel) run(events []workload.Event, batch int, flushEvery int64) {
+// run replays events in the steps the real run takes (JobConfig.takeStep), flushing after every FlushEvery-th
+// step as well.
+func (m *cacheModel) run(events []workload.Event, j *JobConfig) {
+	flushEvery := j.FlushEvery
 	step := int64(0)
 	for rest := events; ; {
-		b := workload.TakeBatch(&rest, batch)
+		b := j.takeStep(&rest, step+1)
 		if b == nil {
 			break
 		}

@@ -82,7 +82,7 @@ func (r *rank) block(s rankState) bool {
 func (r *rank) NextStep(step int64) ([]workload.Event, error) {
 	g := r.g
 	if r.cp == 0 {
-		batch := workload.TakeBatch(&g.events, g.j.cfg.Batch)
+		batch := g.j.cfg.takeStep(&g.events, step)
 		g.sent[step] = batch
 		g.sentUpTo = step
 	}

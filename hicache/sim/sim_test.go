@@ -91,3 +91,45 @@ func FuzzSimulatedJob(f *testing.F) {
 		}
 	})
 }
+
+// TestServingStepsAreSimulated: jobs whose steps the serving clock forms (by arrival and a token budget, CP rank
+// 0's decision) run clean, match the sequential model when synchronous, and make steps of every shape: several
+// requests, one request, and steps formed before their first request arrived.
+func TestServingStepsAreSimulated(t *testing.T) {
+	serve := func(j *JobConfig) {
+		pt := int64(j.Geometry.PageTokens)
+		j.StepTokens, j.Batch, j.L3.BatchRequests, j.StepNs, j.ArrivalGapNs = 40*pt, 4, 4, 1_000_000, 600_000
+		j.SyncCopies, j.L3, j.Fault = true, cache.L3Config{}, FaultNone
+	}
+	res := Run(Options{Seed: 11, Jobs: 60, Configure: serve})
+	if res.Violation != nil {
+		t.Fatal(res.Violation)
+	}
+	if res.ModelChecked != res.Jobs {
+		t.Errorf("%d of %d jobs compared with the model", res.ModelChecked, res.Jobs)
+	}
+	// The shapes of the steps one such job forms.
+	cfg := Draw(JobSeed(11, 0), 0, 0)
+	serve(&cfg)
+	events := makeWorkload(newRNG(cfg.Seed^1*0x9e37), &cfg)
+	arrive(events, &cfg, 0)
+	sizes := map[string]int{}
+	for step := int64(1); ; step++ {
+		b := cfg.takeStep(&events, step)
+		if b == nil {
+			break
+		}
+		switch {
+		case b[0].Flush:
+		case len(b) > 1:
+			sizes["several"]++
+		case b[0].Request.ArrivalNs > (step-1)*cfg.StepNs:
+			sizes["waited for an arrival"]++
+		default:
+			sizes["one"]++
+		}
+	}
+	if sizes["several"] == 0 || sizes["one"] == 0 || sizes["waited for an arrival"] == 0 {
+		t.Errorf("the serving steps of one job: %v, want every shape", sizes)
+	}
+}

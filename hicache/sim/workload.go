@@ -3,6 +3,7 @@ package sim
 import (
 	"strconv"
 
+	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
@@ -46,4 +47,36 @@ func makeWorkload(r *rng, j *JobConfig) []workload.Event {
 		events = append(events, workload.Event{Request: workload.Request{RID: strconv.Itoa(len(events)), InputIDs: ids, OutputLen: 1}})
 	}
 	return events
+}
+
+// arrive gives a group's events the serving clock's arrivals (StepTokens > 0): a Poisson stream from the job's
+// seed and the group's index, the same on every rank, as CP rank 0 holds them in a run.
+func arrive(events []workload.Event, j *JobConfig, group int) {
+	if j.StepTokens == 0 || len(events) == 0 {
+		return
+	}
+	at := serving.PoissonArrivalsNs(len(events), 1e9/float64(j.ArrivalGapNs), j.Seed^uint64(group+1)*0x61727269)
+	for i := range events {
+		events[i].Request.ArrivalNs = at[i]
+	}
+}
+
+// takeStep forms step `step` of a group's events, as CP rank 0 does in a run: up to Batch requests, or with the
+// serving clock's steps what has arrived by the step's simulated time (StepNs a step) up to StepTokens prompt
+// tokens (serving.Batching). The sequential model forms its steps by the same function.
+func (j *JobConfig) takeStep(events *[]workload.Event, step int64) []workload.Event {
+	if j.StepTokens == 0 {
+		return workload.TakeBatch(events, j.Batch)
+	}
+	ev := *events
+	queue := make([]serving.Queued, min(len(ev), j.Batch+1))
+	for i := range queue {
+		queue[i] = serving.Queued{ArrivalNs: ev[i].Request.ArrivalNs, PromptTokens: ev[i].Request.PromptTokens(), Flush: ev[i].Flush}
+	}
+	n, _ := serving.Batching{StepTokens: j.StepTokens, MaxRequests: j.Batch}.Take(queue, (step-1)*j.StepNs)
+	*events = ev[n:]
+	if n == 0 {
+		return nil
+	}
+	return ev[:n]
 }

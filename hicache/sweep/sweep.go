@@ -44,12 +44,24 @@ type Point struct {
 	// UncachedOversizePages: of those, the pages of requests longer than L1 (a sweep refuses such an L1).
 	UncachedOversizePages int64   `json:"uncached_oversize_pages"`
 	UncachedPct           float64 `json:"uncached_pct"`
+	// Serving is the point's time to first token and prompt tokens/s, MODELLED on a virtual clock over the
+	// point's own hits (with --gpu or --prefill-profile): the sizing answer in TTFT, not only in hit rate.
+	Serving *ServingPoint `json:"serving,omitempty"`
+}
+
+// ServingPoint is a point's modelled serving figures, in seconds of the workload's clock.
+type ServingPoint struct {
+	TTFTP50               float64 `json:"ttft_p50_s"`
+	TTFTP90               float64 `json:"ttft_p90_s"`
+	TTFTP99               float64 `json:"ttft_p99_s"`
+	PromptTokensPerSecond float64 `json:"prompt_tokens_per_s"`
 }
 
 // Result is the sweep's JSON: the configuration every point shares, and the points in the order given.
 type Result struct {
 	Model            string  `json:"model,omitempty"`
-	Trace            string  `json:"trace,omitempty"` // empty: the synthetic workload
+	Prefill          string  `json:"prefill,omitempty"` // the prefill model the points' serving figures are modelled by
+	Trace            string  `json:"trace,omitempty"`   // empty: the synthetic workload
 	WritePolicy      string  `json:"write_policy"`
 	PageTokens       int     `json:"page_tokens"`
 	TokenBytes       int64   `json:"token_bytes"`        // KV bytes per token, which the byte sizes count
@@ -71,6 +83,11 @@ func Run(job *spmd.Job, options *hicache.Options, sizes []Size, done func(Point)
 	for _, size := range sizes {
 		opts := *options
 		opts.SyncCopies, opts.Quiet = true, true
+		if options.Serving != nil {
+			virtual := *options.Serving
+			virtual.Virtual = true
+			opts.Serving, res.Prefill = &virtual, virtual.PrefillName
+		}
 		opts.L2Slots, opts.L2Bytes = size.Slots, size.Bytes
 		report, err := hicache.Run(job, &opts)
 		if err != nil {
@@ -103,7 +120,11 @@ func sweepPoint(r *hicache.Report) Point {
 	h, c := r.Hits, r.Capacity
 	tokens := float64(max(1, h.L1Tokens+h.L2Tokens+h.MissTokens))
 	uncached, uncachedPct := r.Uncached()
-	return Point{
+	var serving *ServingPoint
+	if s := r.Serving; s != nil {
+		serving = &ServingPoint{TTFTP50: s.IdealTTFT.P50, TTFTP90: s.IdealTTFT.P90, TTFTP99: s.IdealTTFT.P99, PromptTokensPerSecond: s.IdealPromptTokensPerSecond}
+	}
+	return Point{Serving: serving,
 		UncachedPages: uncached, UncachedPct: uncachedPct, UncachedOversizePages: r.L1.UncachedOversizePages,
 		L2Slots: c.L2Slots, L2Tokens: c.L2Tokens, L2Bytes: c.L2Bytes, L2GiB: float64(c.L2Bytes) / (1 << 30),
 		L1Tokens: h.L1Tokens, L2HitTokens: h.L2Tokens, MissTokens: h.MissTokens, IdealTokens: h.IdealTokens,
