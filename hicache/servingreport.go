@@ -25,8 +25,8 @@ type ServingReport struct {
 	Model     string  `json:"model"` // the prefill model and the rates, as the summary names them
 	TimeScale float64 `json:"time_scale"`
 	// Virtual: the replay kept its own pace and only the ideal was replayed (sweep): no measured figures.
-	Virtual bool `json:"virtual,omitempty"`
-	Requests  int64   `json:"requests"`
+	Virtual  bool  `json:"virtual,omitempty"`
+	Requests int64 `json:"requests"`
 	// TTFT is each request's time to first token: from its arrival to the end of the step that computed it.
 	TTFT Percentiles `json:"ttft_s"`
 	// IdealTTFT is the same requests' on a virtual clock with the same hits and a machinery that costs nothing.
