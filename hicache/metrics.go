@@ -137,6 +137,13 @@ func (v *metricsView) Collect(ch chan<- prometheus.Metric) {
 			ch <- g.latency[k].constHistogram(latency, v.job, strconv.Itoa(g.Group), k.String())
 		}
 	}
+	if s := v.report.Serving; s != nil && v.final && !s.Virtual {
+		const modelled = " (MODELLED: the serving clock's prefill and link rates, in the trace's time; see the report's serving.model)"
+		ttft := prometheus.NewDesc("cphicache_ttft_seconds", "time to first token of every request"+modelled, base, nil)
+		ideal := prometheus.NewDesc("cphicache_ideal_ttft_seconds", "the same requests' time to first token with the same hits and a cache machinery that costs nothing"+modelled, base, nil)
+		ch <- s.ttft.constHistogram(ttft, ttftBoundsSeconds, v.job, v.counterGroup)
+		ch <- s.ideal.constHistogram(ideal, ttftBoundsSeconds, v.job, v.counterGroup)
+	}
 	final := prometheus.NewDesc("cphicache_metrics_final",
 		"1 in the end-of-run file (job-wide counters, cp_group=\"all\"); 0 in a periodic one (world rank 0's CP group)", []string{"job"}, nil)
 	ch <- prometheus.MustNewConstMetric(final, prometheus.GaugeValue, boolFloat(v.final), v.job)

@@ -58,9 +58,11 @@ func (q *quantiles) quantileUs(p float64) float64 {
 type msQuantiles struct {
 	q     quantiles
 	zeros int64
+	sumNs int64
 }
 
 func (m *msQuantiles) observeNs(ns int64) {
+	m.sumNs += max(0, ns)
 	if ns <= 0 {
 		m.zeros++
 		return

@@ -6,6 +6,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
@@ -143,7 +144,7 @@ func (rs *runState) BeginStep(step int64) {
 	}
 	if startNs, ok := c.startNs[step]; ok {
 		delete(c.startNs, step)
-		rs.paceUntil(c.wall(startNs))
+		rs.paceUntil(c.wall(startNs), "serving clock: idle until the step's first arrival")
 	}
 	c.stepStart = c.nowNs()
 	for _, rc := range c.formed[step] {
@@ -175,13 +176,13 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	}
 	cost := serving.Cost(c.opts.Prefill, c.opts.Links, hits)
 	l3Left := max(0, l3Since+serving.Nanoseconds(cost.L3ReadSeconds)-c.stepStart)
-	rs.paceUntil(c.wall(c.stepStart + l3Left + serving.Nanoseconds(cost.LoadSeconds)))
+	rs.paceUntil(c.wall(c.stepStart+l3Left+serving.Nanoseconds(cost.LoadSeconds)), "serving clock: modelled L3 reads and load-backs")
 	if err := rs.Wait(waitServingLoads, s.LoadsDone); err != nil {
 		rs.core.Fail(cache.FailureDevice, err)
 	}
 	computeStart := c.nowNs()
 	computeEnd := computeStart + serving.Nanoseconds(cost.PrefillSeconds)
-	rs.paceUntil(c.wall(computeEnd))
+	rs.paceUntil(c.wall(computeEnd), "serving clock: modelled prefill")
 	c.modelledNs += l3Left + serving.Nanoseconds(cost.LoadSeconds) + serving.Nanoseconds(cost.PrefillSeconds)
 	for _, rc := range c.record(s, hits) {
 		rc.stepStartNs, rc.computeStartNs, rc.computeEndNs = c.stepStart, computeStart, computeEnd
@@ -220,8 +221,15 @@ func (c *servingClock) stepEnded() {
 	c.inStep = c.inStep[:0]
 }
 
-// paceUntil waits until the wall time `until`, handing the core whatever finishes meanwhile.
-func (rs *runState) paceUntil(until time.Time) {
+// paceUntil waits until the wall time `until`, handing the core whatever finishes meanwhile; the timeline shows
+// the wait under name.
+func (rs *runState) paceUntil(until time.Time, name string) {
+	if time.Until(until) <= 0 {
+		return
+	}
+	if rs.tl.On() {
+		defer rs.tl.End(timeline.KindWait, rs.tl.Name(name), rs.tl.Now(), 0)
+	}
 	for {
 		left := time.Until(until)
 		if left <= 0 {

@@ -1,6 +1,8 @@
 package hicache
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,6 +33,7 @@ func servingOptions() *Options {
 // cache still checks everything it checks without the clock.
 func TestServingClockTimesEveryRequest(t *testing.T) {
 	opts := servingOptions()
+	opts.TimelinePath = filepath.Join(t.TempDir(), "timeline.json")
 	r, err := Run(testJob(t), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -56,11 +59,32 @@ func TestServingClockTimesEveryRequest(t *testing.T) {
 	}
 	var summary strings.Builder
 	r.WriteSummary(&summary)
-	t.Log(summary.String())
 	if !strings.Contains(summary.String(), "serving clock, MODELLED") || !strings.Contains(summary.String(), "TTFT p50") {
 		t.Errorf("the summary does not give the modelled TTFT:\n%s", summary.String())
 	}
+	if testWorld.Rank() == 0 {
+		checkServingMetrics(t, r)
+		if tl, err := os.ReadFile(opts.TimelinePath); err != nil || !strings.Contains(string(tl), "serving clock: modelled prefill") {
+			t.Errorf("the timeline shows no modelled prefill (%v)", err)
+		}
+	}
 	checkNoLeakedSegments(t)
+}
+
+// checkServingMetrics: the end-of-run metrics file holds a TTFT histogram, and its ideal, of every request.
+func checkServingMetrics(t *testing.T, r *Report) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.prom")
+	if err := r.WriteMetrics(path, testJobID); err != nil {
+		t.Fatal(err)
+	}
+	f := parseMetrics(t, path)
+	for _, name := range []string{"cphicache_ttft_seconds", "cphicache_ideal_ttft_seconds"} {
+		h := f[name].GetMetric()
+		if len(h) != 1 || h[0].GetHistogram().GetSampleCount() != uint64(r.Requests) || h[0].GetHistogram().GetSampleSum() <= 0 {
+			t.Errorf("%s: %v, want one histogram of %d requests", name, h, r.Requests)
+		}
+	}
 }
 
 func TestMsQuantilesReadZeroAsZero(t *testing.T) {

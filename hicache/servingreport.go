@@ -3,6 +3,10 @@ package hicache
 import (
 	"fmt"
 	"io"
+	"math"
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -45,6 +49,8 @@ type ServingReport struct {
 	IdealPromptTokensPerSecond float64 `json:"ideal_prompt_tokens_per_s"`
 	// MachinerySharePct is the share of the steps' time that the cache machinery added beyond the modelled time.
 	MachinerySharePct float64 `json:"machinery_share_pct"`
+
+	ttft, ideal msQuantiles // job-wide, for the metrics file's histograms
 }
 
 // servingReport adds the groups' serving tallies over World (a collective every rank calls, with the clock on).
@@ -52,11 +58,11 @@ func (rs *runState) servingReport() (*ServingReport, error) {
 	c := rs.clock
 	t := &c.t
 	hists := []*msQuantiles{&t.ttft, &t.ideal, &t.queue, &t.prefetch, &t.load, &t.prefill}
-	const perHist = quantileBuckets + 1
+	const perHist = quantileBuckets + 2
 	words := make([]int64, 0, len(hists)*perHist+5)
 	for _, h := range hists {
 		words = append(words, h.q.counts[:]...)
-		words = append(words, h.zeros)
+		words = append(words, h.zeros, h.sumNs)
 	}
 	var sums [5]int64 // requests, tokens/s and ideal tokens/s (x1000), the steps' measured and modelled ns
 	if c.root {
@@ -72,7 +78,7 @@ func (rs *runState) servingReport() (*ServingReport, error) {
 	for i, h := range hists {
 		w := words[i*perHist : (i+1)*perHist]
 		copy(h.q.counts[:], w)
-		h.q.n, h.zeros = 0, w[quantileBuckets]
+		h.q.n, h.zeros, h.sumNs = 0, w[quantileBuckets], w[quantileBuckets+1]
 		for _, n := range h.q.counts {
 			h.q.n += n
 		}
@@ -83,6 +89,7 @@ func (rs *runState) servingReport() (*ServingReport, error) {
 		TTFT: percentilesOf(&t.ttft), IdealTTFT: percentilesOf(&t.ideal), QueueWait: percentilesOf(&t.queue),
 		PrefetchWait: percentilesOf(&t.prefetch), LoadWait: percentilesOf(&t.load), Compute: percentilesOf(&t.prefill),
 		PromptTokensPerSecond: float64(sums[1]) / 1e3, IdealPromptTokensPerSecond: float64(sums[2]) / 1e3}
+	r.ttft, r.ideal = t.ttft, t.ideal
 	if r.IdealTTFT.P50 > 0 {
 		r.MeasuredOverIdealP50 = r.TTFT.P50 / r.IdealTTFT.P50
 	}
@@ -132,4 +139,25 @@ func seconds(s float64) string {
 	default:
 		return fmt.Sprintf("%.2f s", s)
 	}
+}
+
+// ttftBoundsSeconds are the metrics file's TTFT histogram bounds: 10 ms to about 3 minutes, by factors of 2.
+var ttftBoundsSeconds = prometheus.ExponentialBuckets(0.01, 2, 15)
+
+// constHistogram is m as a Prometheus histogram over bounds: each of m's buckets (2% wide) counts under the
+// first bound at or above its upper edge, so a count may sit one bound high by at most 2% of its time.
+func (m *msQuantiles) constHistogram(desc *prometheus.Desc, bounds []float64, labels ...string) prometheus.Metric {
+	perBound := make([]uint64, len(bounds)+1)
+	perBound[0] = uint64(m.zeros)
+	for i, n := range m.q.counts {
+		upperSeconds := quantileFloorUs * math.Pow(quantileRatio, float64(i)) / 1e3
+		perBound[sort.SearchFloat64s(bounds, upperSeconds)] += uint64(n)
+	}
+	buckets := make(map[float64]uint64, len(bounds))
+	var cumulative uint64
+	for i, bound := range bounds {
+		cumulative += perBound[i]
+		buckets[bound] = cumulative
+	}
+	return prometheus.MustNewConstHistogram(desc, cumulative+perBound[len(bounds)], float64(m.sumNs)/1e9, buckets, labels...)
 }
