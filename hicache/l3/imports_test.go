@@ -62,6 +62,8 @@ var codeMap = []importRule{
 	{pkgs: "hicache/timeline", rule: "hicache/timeline/: run --timeline's recorder and Chrome trace writer; it imports nothing of this module (no MPI: the runner gathers its buffers)",
 		notMod: []string{"..."}},
 	{pkgs: "hicache/shm/...", rule: "hicache/shm/ must not import hicache/", notMod: []string{"hicache"}},
+	{pkgs: "hicache/serving", rule: "hicache/serving/: the serving clock's pure part (arrivals, step batching, step costs, the virtual clock); no clock, I/O, sync or randomness, and nothing of this module",
+		notMod: []string{"..."}, notStd: append([]string{"os", "time", "sync", "log", "net", "runtime", "syscall"}, randomness...)},
 	{pkgs: "hicache/sweep", rule: "hicache/sweep/: nothing of the cache imports it (main alone does)", importedBy: []string{""}},
 	{pkgs: "kernels/...", rule: "kernels/ must not import hicache/ (its doc: nor mpi/, nccl/, pool/: it knows bytes and offsets)",
 		notMod: []string{"mpi/...", "nccl/...", "pool/...", "hicache/..."}},
