@@ -28,7 +28,7 @@ type Model interface {
 // GPUs: FlashAttention-3 runs attention's forward pass at up to 75% of H100's bf16 peak (Shah et al. 2024,
 // arXiv 2407.08608) and large GEMMs at 70-80%, an upper bound that norms, rope, MoE routing and the tensor- and
 // expert-parallel collectives of a real step pull down. The published serving figures in bench/FIGURES.md
-// imply 0.36 and 0.4 of bf16 peak; 0.5 stays optimistic on purpose, since a prefill too cheap understates what
+// imply 0.37 to 0.44 of bf16 peak; 0.5 stays optimistic on purpose, since a prefill too cheap understates what
 // the cache saves rather than overstating it. One number for every shape is the model's largest simplification.
 const DefaultEfficiency = 0.5
 
