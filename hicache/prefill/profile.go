@@ -18,8 +18,8 @@ import (
 // many cached ones, on the deployment's whole group. Its times are the group's, so it takes no GPU count.
 //
 // The file: one row a line, three numbers separated by spaces, tabs or a comma (CSV works): new_tokens
-// (an integer >= 1), cached_tokens (an integer >= 0), milliseconds (> 0). A '#' starts a comment, to the end of
-// the line; blank lines are skipped. A row that repeats another's (new, cached) is refused, as is a file with no
+// (an integer >= 1), cached_tokens (an integer >= 0), milliseconds (> 0, at most 1e9). A '#' starts a
+// comment, to the end of the line; blank lines are skipped. A row that repeats another's (new, cached) is refused, as is a file with no
 // row. Errors name the file and line.
 //
 // Interpolation (Seconds): the rows are grouped by cached tokens; within a group, piecewise linear in new tokens
@@ -96,6 +96,10 @@ func ParseProfile(name string, r io.Reader) (*Profile, error) {
 	return p, nil
 }
 
+// profileMillisecondsMax bounds a row's time (about 11.6 days, beyond any prefill), so that extrapolating
+// from the rows stays a finite number of seconds for any token counts an int64 holds.
+const profileMillisecondsMax = 1e9
+
 // parseProfileRow reads one row's three fields.
 func parseProfileRow(fields []string) (newTokens, cachedTokens, ms float64, err error) {
 	if len(fields) != 3 {
@@ -109,8 +113,8 @@ func parseProfileRow(fields []string) (newTokens, cachedTokens, ms float64, err 
 		return 0, 0, 0, fmt.Errorf("new_tokens %q is not an integer >= 1", fields[0])
 	case errC != nil || c < 0:
 		return 0, 0, 0, fmt.Errorf("cached_tokens %q is not an integer >= 0", fields[1])
-	case errMs != nil || !(ms > 0) || math.IsInf(ms, 0):
-		return 0, 0, 0, fmt.Errorf("milliseconds %q is not a number > 0", fields[2])
+	case errMs != nil || !(ms > 0) || ms > profileMillisecondsMax:
+		return 0, 0, 0, fmt.Errorf("milliseconds %q is not a number > 0 and <= %g", fields[2], profileMillisecondsMax)
 	}
 	return float64(n), float64(c), ms, nil
 }

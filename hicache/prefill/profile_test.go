@@ -99,6 +99,7 @@ func TestProfileErrorsNameFileAndLine(t *testing.T) {
 		"10 0 0\n":                 "prof.txt:1: milliseconds \"0\"",
 		"10 0 NaN\n":               "prof.txt:1: milliseconds \"NaN\"",
 		"10 0 +Inf\n":              "prof.txt:1: milliseconds \"+Inf\"",
+		"10 0 2e9\n":               "prof.txt:1: milliseconds \"2e9\" is not a number > 0 and <= 1e+09",
 		"10 0 ten\n":               "prof.txt:1: milliseconds \"ten\"",
 		"10 0 1 2\n":               "prof.txt:1: 4 fields",
 		"# only a comment\n\n":     "prof.txt: no rows",
@@ -135,4 +136,25 @@ func TestNewChoosesTheProfileOverTheRoofline(t *testing.T) {
 	if m, err := New(opts); !isFlagError(err, "gpu") || m != nil {
 		t.Errorf("a bad GPU: %v %v", m, err)
 	}
+}
+
+// FuzzParseProfile: any text either fails as an invalid --prefill-profile or gives a profile whose every answer
+// is a finite time >= 0 (no panic, no NaN from a zero-width segment: duplicate rows are refused).
+func FuzzParseProfile(f *testing.F) {
+	f.Add(testProfile, int64(3000), int64(100))
+	f.Add("1 0 1\n2 0 1\n1 1 1\n", int64(1), int64(5))
+	f.Add("5,7,0.5 # c\n", int64(1<<40), int64(1<<40))
+	f.Fuzz(func(t *testing.T, text string, newTokens, cachedTokens int64) {
+		p, err := ParseProfile("fuzz.txt", strings.NewReader(text))
+		if err != nil {
+			if !isFlagError(err, "prefill-profile") {
+				t.Fatalf("%q: %v, not an invalid --prefill-profile", text, err)
+			}
+			return
+		}
+		newTokens, cachedTokens = abs(newTokens)%(1<<30), abs(cachedTokens)%(1<<30)
+		if s := p.Seconds(newTokens, cachedTokens); math.IsNaN(s) || math.IsInf(s, 0) || s < 0 {
+			t.Fatalf("%q at new %d cached %d: %v s", text, newTokens, cachedTokens, s)
+		}
+	})
 }
