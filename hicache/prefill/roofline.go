@@ -24,10 +24,10 @@ type Model interface {
 }
 
 // DefaultEfficiency is --prefill-efficiency's default: the share of the group's dense bf16 peak that prefill's
-// FLOPs run at (model FLOPs utilisation). 0.5 is the middle of what is published for prefill on H100-class
-// GPUs: FlashAttention-3 runs attention's forward pass at up to 75% of H100's bf16 peak (Shah et al. 2024,
-// arXiv 2407.08608) and large GEMMs at 70-80%, an upper bound that norms, rope, MoE routing and the tensor- and
-// expert-parallel collectives of a real step pull down. The published serving figures in bench/FIGURES.md
+// FLOPs run at (model FLOPs utilisation). 0.5 sits below what the kernels reach alone: FlashAttention-3 runs
+// attention's forward pass at up to 75% of H100's bf16 peak (Shah et al. 2024, arXiv 2407.08608) and large
+// GEMMs at 70-80%, an upper bound that norms, rope, MoE routing and the tensor- and expert-parallel
+// collectives of a real step pull down. The published serving figures in bench/FIGURES.md
 // imply 0.37 to 0.44 of bf16 peak; 0.5 stays optimistic on purpose, since a prefill too cheap understates what
 // the cache saves rather than overstating it. One number for every shape is the model's largest simplification.
 const DefaultEfficiency = 0.5
@@ -41,7 +41,7 @@ const weightBytesPerParam = 2
 type Roofline struct {
 	Model      sizing.Model
 	GPU        GPU
-	GPUs       int     // the group's GPUs (the CP size): they divide the FLOPs and the bytes evenly
+	GroupGPUs  int     // the group's GPUs (the CP size): they divide the FLOPs and the bytes evenly
 	Efficiency float64 // model FLOPs utilisation, (0, 1]
 }
 
@@ -62,7 +62,7 @@ func NewRoofline(modelName, gpuName string, groupGPUs int, efficiency float64) (
 	if groupGPUs < 1 {
 		return nil, &errscope.ConfigError{Flag: "cp", Reason: fmt.Sprintf("a prefill group of %d GPUs", groupGPUs)}
 	}
-	return &Roofline{Model: m, GPU: g, GPUs: groupGPUs, Efficiency: efficiency}, nil
+	return &Roofline{Model: m, GPU: g, GroupGPUs: groupGPUs, Efficiency: efficiency}, nil
 }
 
 // CheckEfficiency refuses a --prefill-efficiency outside (0, 1].
@@ -93,7 +93,7 @@ func (r *Roofline) RecomputeSeconds(prefixTokens int64) float64 {
 
 // ComputeSeconds is the batch's FLOPs at Efficiency of the group's dense peak.
 func (r *Roofline) ComputeSeconds(reqs []Request) float64 {
-	return r.FLOPs(reqs) / (float64(r.GPUs) * r.GPU.DenseBF16FLOPsPerSecond * r.Efficiency)
+	return r.FLOPs(reqs) / (float64(r.GroupGPUs) * r.GPU.DenseBF16FLOPsPerSecond * r.Efficiency)
 }
 
 // MemorySeconds is the batch's HBM bytes at the group's HBM rate. The weights are read once a step, whatever
@@ -112,7 +112,7 @@ func (r *Roofline) MemorySeconds(reqs []Request) float64 {
 			bytes += float64(q.CachedTokens+q.NewTokens) * float64(r.Model.TokenBytes())
 		}
 	}
-	return bytes / (float64(r.GPUs) * r.GPU.HBMBytesPerSecond)
+	return bytes / (float64(r.GroupGPUs) * r.GPU.HBMBytesPerSecond)
 }
 
 // FLOPs counts a batch's prefill FLOPs: for each request, LinearFLOPs + AttentionFLOPs.
@@ -180,7 +180,7 @@ func CachedExpandFLOPs(m sizing.Model) float64 {
 // Describe names the roofline's inputs, for the summary.
 func (r *Roofline) Describe() string {
 	return fmt.Sprintf("roofline: %s on %d x %s (%.0f TFLOP/s bf16 dense, %.2f TB/s HBM each), efficiency %.2f",
-		r.Model.Name, r.GPUs, r.GPU.Name, r.GPU.DenseBF16FLOPsPerSecond/1e12, r.GPU.HBMBytesPerSecond/1e12, r.Efficiency)
+		r.Model.Name, r.GroupGPUs, r.GPU.Name, r.GPU.DenseBF16FLOPsPerSecond/1e12, r.GPU.HBMBytesPerSecond/1e12, r.Efficiency)
 }
 
 func totalNew(reqs []Request) int64 {
