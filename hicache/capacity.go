@@ -31,7 +31,10 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 	}
 	s.accountTokenBytes = s.TokenBytes
 	if o.Serving != nil {
-		s.Serving = o.Serving.sized(&s, cp)
+		var err error
+		if s.Serving, err = o.Serving.sized(&s, cp); err != nil {
+			return nil, err
+		}
 	}
 	if o.CopyTokenBytes > 0 {
 		if o.CopyTokenBytes > s.accountTokenBytes {

@@ -1,11 +1,15 @@
 package hicache
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
@@ -18,10 +22,12 @@ import (
 
 // ServingOptions turn the serving clock on; nil in Options replays as fast as the machine allows, as before.
 type ServingOptions struct {
-	Prefill     serving.Prefill // the modelled prefill of a step
-	PrefillName string          // what the model is, for the summary and the report
-	Links       serving.Links   // the load rates and the model's KV bytes; GPUs and Nodes are set by Size
-	Batching    serving.Batching
+	// Prefill chooses the modelled prefill (the roofline of --model on --gpu, or --prefill-profile); Size builds it
+	// for the CP size, whose GPUs share each step. Prefill.GPU also gives the host link's rate.
+	Prefill prefill.Options
+	// L3ReadBytesPerSecond is one node's L3 read rate (--l3-read-rate).
+	L3ReadBytesPerSecond float64
+	Batching             serving.Batching
 	// TimeScale is the trace seconds that pass in one wall second: 60 replays an hour of trace in a minute, its
 	// arrivals and its modelled compute alike. The figures are reported in trace time.
 	TimeScale float64
@@ -32,6 +38,58 @@ type ServingOptions struct {
 	// records each request's hits, for a virtual replay at the end: the sweep's modelled TTFT, the same from run
 	// to run when the hits are (--sync-copies). Its report has the ideal and no measured figures.
 	Virtual bool
+
+	// Built by Size for the CP size: the model, what it is, and the links' rates and bytes.
+	model     prefill.Model
+	modelName string
+	links     serving.Links
+	// testPrefill replaces the model (tests only).
+	testPrefill serving.Prefill
+}
+
+// Check builds the model once for one GPU, so that a bad --gpu, --model, --prefill-efficiency or
+// --prefill-profile fails before MPI starts, naming its flag.
+func (o *ServingOptions) Check() error {
+	p := o.Prefill
+	p.GroupGPUs = 1
+	if _, err := prefill.New(p); err != nil {
+		return err
+	}
+	if _, err := prefill.LookupGPU(o.Prefill.GPU); err != nil {
+		return err
+	}
+	if err := prefill.CheckL3ReadRate(o.L3ReadBytesPerSecond); err != nil {
+		return err
+	}
+	switch {
+	case !(o.TimeScale > 0) || math.IsInf(o.TimeScale, 0):
+		return &spmd.ConfigError{Flag: "time-scale", Reason: fmt.Sprintf("%v is not a positive factor", o.TimeScale)}
+	case o.RequestRate < 0 || math.IsInf(o.RequestRate, 0) || math.IsNaN(o.RequestRate):
+		return &spmd.ConfigError{Flag: "request-rate", Reason: fmt.Sprintf("%v requests/s: give a rate above 0, or 0 for the trace's timestamps", o.RequestRate)}
+	case o.Batching.StepTokens < 1:
+		return &spmd.ConfigError{Flag: "step-tokens", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.StepTokens)}
+	case o.Batching.MaxRequests < 1:
+		return &spmd.ConfigError{Flag: "step-requests", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.MaxRequests)}
+	}
+	return nil
+}
+
+// prefillModel adapts a prefill.Model to the serving clock's interface.
+type prefillModel struct{ m prefill.Model }
+
+func (p prefillModel) BatchSeconds(batch []serving.Tokens) float64 {
+	reqs := make([]prefill.Request, len(batch))
+	for i, t := range batch {
+		reqs[i] = prefill.Request{NewTokens: t.New, CachedTokens: t.Cached}
+	}
+	return p.m.BatchSeconds(reqs)
+}
+
+func (o *ServingOptions) prefill() serving.Prefill {
+	if o.testPrefill != nil {
+		return o.testPrefill
+	}
+	return prefillModel{o.model}
 }
 
 // servingClock is one rank's serving clock. Every rank paces its steps by it; CP rank 0 also forms the steps and
@@ -174,7 +232,7 @@ func (rs *runState) Served(s *cache.ServedStep) {
 		c.record(s, hits)
 		return
 	}
-	cost := serving.Cost(c.opts.Prefill, c.opts.Links, hits)
+	cost := serving.Cost(c.opts.prefill(), c.opts.links, hits)
 	l3Left := max(0, l3Since+serving.Nanoseconds(cost.L3ReadSeconds)-c.stepStart)
 	rs.paceUntil(c.wall(c.stepStart+l3Left+serving.Nanoseconds(cost.LoadSeconds)), "serving clock: modelled L3 reads and load-backs")
 	if err := rs.Wait(waitServingLoads, s.LoadsDone); err != nil {
@@ -245,14 +303,38 @@ func (rs *runState) paceUntil(until time.Time, name string) {
 	}
 }
 
-// sized completes the options for a CP group of cp ranks over the nodes of s: the GPUs that share each load, and
-// the KV bytes a token moves, the model's whole (every layer, payload and rank), not what scaled-down copies copy.
-func (o *ServingOptions) sized(s *Options, cp int) *ServingOptions {
+// sized builds the options for a CP group of cp ranks over the nodes of s: the prefill model over its GPUs, the
+// links' rates, and the KV bytes a token moves, the model's whole (every layer, payload and rank), not what
+// scaled-down copies copy.
+func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 	sized := *o
-	sized.Links.GPUs, sized.Links.Nodes = cp, s.groupNodes
-	sized.Links.KVBytesPerToken = int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.accountTokenBytes)
-	if m, err := sizing.LookupModel(s.Model); err == nil {
-		sized.Links.KVBytesPerToken = m.TokenBytes()
+	sized.Prefill.GroupGPUs = cp
+	gpu, err := prefill.LookupGPU(o.Prefill.GPU)
+	if err != nil {
+		return nil, err
 	}
-	return &sized
+	if o.testPrefill == nil {
+		if sized.model, err = prefill.New(sized.Prefill); err != nil {
+			return nil, err
+		}
+		sized.modelName = sized.model.Describe()
+	}
+	kv := int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.accountTokenBytes)
+	if m, err := sizing.LookupModel(s.Model); err == nil {
+		kv = m.TokenBytes()
+	}
+	sized.links = serving.Links{HostBytesPerSecond: gpu.H2DBytesPerSecond, L3BytesPerSecond: o.L3ReadBytesPerSecond,
+		KVBytesPerToken: kv, GPUs: cp, Nodes: s.groupNodes}
+	return &sized, nil
+}
+
+// breakEven is the summary's lines on where each tier pays (prefill.SummaryLines), for prefixes of a few
+// lengths; none with a test model.
+func (o *ServingOptions) breakEven() []string {
+	if o.model == nil {
+		return nil
+	}
+	l := o.links
+	return prefill.SummaryLines(o.model, l.KVBytesPerToken, []int64{4096, 32768},
+		prefill.TierRates{L2HostBytesPerSecond: l.HostBytesPerSecond * float64(l.GPUs), L3ReadBytesPerSecond: l.L3BytesPerSecond * float64(l.Nodes)})
 }

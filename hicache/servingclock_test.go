@@ -1,12 +1,16 @@
 package hicache
 
 import (
+	"errors"
 	"os"
+	"reflect"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/serving"
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // perTokenPrefill is a prefill model for tests: a fixed time per computed token.
@@ -22,9 +26,8 @@ func (m perTokenPrefill) BatchSeconds(batch []serving.Tokens) float64 {
 
 func servingOptions() *Options {
 	opts := smallOptions()
-	opts.Serving = &ServingOptions{Prefill: perTokenPrefill{20e-6}, PrefillName: "test: 20 us a computed token",
-		Links:    serving.Links{HostBytesPerSecond: 25e9, L3BytesPerSecond: 5e9},
-		Batching: serving.Batching{StepTokens: 1024, MaxRequests: 16}, TimeScale: 1, RequestRate: 400}
+	opts.Serving = &ServingOptions{testPrefill: perTokenPrefill{20e-6}, Prefill: prefill.Options{GPU: "h100"},
+		L3ReadBytesPerSecond: 5e9, Batching: serving.Batching{StepTokens: 1024, MaxRequests: 16}, TimeScale: 1, RequestRate: 400}
 	return opts
 }
 
@@ -124,8 +127,57 @@ func TestVirtualServingIsTheSameFromRunToRun(t *testing.T) {
 		}
 		if first == nil {
 			first = s
-		} else if *first != *s {
+		} else if !reflect.DeepEqual(first, s) {
 			t.Fatalf("two runs of one configuration: %+v, then %+v", *first, *s)
+		}
+	}
+}
+
+// TestServingClockWithTheRoofline: a model from the table on a GPU from the table, built for the CP size: the
+// summary names the roofline and says where each tier pays, and a computed token costs the model's time.
+func TestServingClockWithTheRoofline(t *testing.T) {
+	opts := servingOptions()
+	opts.Model, opts.CopyTokenBytes = "deepseek-v3", 8
+	opts.Serving.testPrefill = nil
+	opts.Serving.Prefill = prefill.Options{Model: "deepseek-v3", GPU: "h200", Efficiency: prefill.DefaultEfficiency}
+	opts.Serving.TimeScale, opts.Serving.RequestRate = 20, 40
+	if err := opts.Serving.Check(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(testJob(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Serving
+	if s == nil || !strings.Contains(s.Model, "roofline") || len(s.BreakEven) == 0 || s.Compute.P50 <= 0 {
+		t.Fatalf("serving report %+v: want the roofline named, its break-even lines and a compute time", s)
+	}
+}
+
+// TestServingOptionsNameTheirFlag: every bad serving flag fails before MPI, naming the flag.
+func TestServingOptionsNameTheirFlag(t *testing.T) {
+	good := func() *ServingOptions {
+		return &ServingOptions{Prefill: prefill.Options{Model: "deepseek-v3", GPU: "h200", Efficiency: 0.5}, L3ReadBytesPerSecond: 1e9,
+			Batching: serving.Batching{StepTokens: 8192, MaxRequests: 64}, TimeScale: 1}
+	}
+	if err := good().Check(); err != nil {
+		t.Fatalf("good options: %v", err)
+	}
+	for flag, spoil := range map[string]func(o *ServingOptions){
+		"gpu":                func(o *ServingOptions) { o.Prefill.GPU = "a100x" },
+		"model":              func(o *ServingOptions) { o.Prefill.Model = "gpt-9" },
+		"prefill-efficiency": func(o *ServingOptions) { o.Prefill.Efficiency = 1.5 },
+		"l3-read-rate":       func(o *ServingOptions) { o.L3ReadBytesPerSecond = 0 },
+		"time-scale":         func(o *ServingOptions) { o.TimeScale = 0 },
+		"request-rate":       func(o *ServingOptions) { o.RequestRate = -1 },
+		"step-tokens":        func(o *ServingOptions) { o.Batching.StepTokens = 0 },
+		"step-requests":      func(o *ServingOptions) { o.Batching.MaxRequests = 0 },
+	} {
+		o := good()
+		spoil(o)
+		var ce *spmd.ConfigError
+		if err := o.Check(); !errors.As(err, &ce) || ce.Flag != flag {
+			t.Errorf("spoiled --%s: %v, want a ConfigError naming it", flag, err)
 		}
 	}
 }

@@ -28,6 +28,9 @@ func percentilesOf(q *msQuantiles) Percentiles {
 type ServingReport struct {
 	Model     string  `json:"model"` // the prefill model and the rates, as the summary names them
 	TimeScale float64 `json:"time_scale"`
+	// BreakEven says, for a few prefix lengths, the KV rate a tier must deliver to beat recomputing, beside the
+	// L2's host link and the L3's read rate (modelled).
+	BreakEven []string `json:"break_even,omitempty"`
 	// Virtual: the replay kept its own pace and only the ideal was replayed (sweep): no measured figures.
 	Virtual  bool  `json:"virtual,omitempty"`
 	Requests int64 `json:"requests"`
@@ -85,7 +88,7 @@ func (rs *runState) servingReport() (*ServingReport, error) {
 	}
 	copy(sums[:], words[len(hists)*perHist:])
 	o := c.opts
-	r := &ServingReport{Model: o.PrefillName, TimeScale: o.TimeScale, Virtual: o.Virtual, Requests: sums[0],
+	r := &ServingReport{Model: o.modelName, BreakEven: o.breakEven(), TimeScale: o.TimeScale, Virtual: o.Virtual, Requests: sums[0],
 		TTFT: percentilesOf(&t.ttft), IdealTTFT: percentilesOf(&t.ideal), QueueWait: percentilesOf(&t.queue),
 		PrefetchWait: percentilesOf(&t.prefetch), LoadWait: percentilesOf(&t.load), Compute: percentilesOf(&t.prefill),
 		PromptTokensPerSecond: float64(sums[1]) / 1e3, IdealPromptTokensPerSecond: float64(sums[2]) / 1e3}
@@ -123,6 +126,9 @@ func (s *ServingReport) writeSummary(w io.Writer) {
 		s.Model, s.TimeScale, s.Requests, s.PromptTokensPerSecond, s.IdealPromptTokensPerSecond)
 	fmt.Fprintf(w, "    TTFT %s; ideal (the same hits, a machinery that costs nothing) %s; measured/ideal p50 %.2f\n",
 		ms(s.TTFT), ms(s.IdealTTFT), s.MeasuredOverIdealP50)
+	for _, line := range s.BreakEven {
+		fmt.Fprintf(w, "    %s\n", line)
+	}
 	fmt.Fprintf(w, "    p50 of a TTFT's parts: queue %s, L3 prefetch wait %s, load wait %s, compute %s; the cache machinery added %.1f%% of the steps' time beyond the model\n",
 		seconds(s.QueueWait.P50), seconds(s.PrefetchWait.P50), seconds(s.LoadWait.P50), seconds(s.Compute.P50), s.MachinerySharePct)
 }

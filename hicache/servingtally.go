@@ -39,7 +39,7 @@ func (c *servingClock) replayIdeal() {
 			records = append(records, serving.Record{ArrivalNs: rc.arrivalNs, Hit: rc.hit, Flush: rc.flush})
 		}
 	}
-	r := serving.VirtualReplay(records, c.opts.Batching, c.opts.Prefill, c.opts.Links)
+	r := serving.VirtualReplay(records, c.opts.Batching, c.opts.prefill(), c.opts.links)
 	for i, tm := range r.Requests {
 		if !records[i].Flush {
 			c.t.ideal.observeNs(tm.TTFTNs())

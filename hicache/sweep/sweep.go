@@ -86,7 +86,7 @@ func Run(job *spmd.Job, options *hicache.Options, sizes []Size, done func(Point)
 		if options.Serving != nil {
 			virtual := *options.Serving
 			virtual.Virtual = true
-			opts.Serving, res.Prefill = &virtual, virtual.PrefillName
+			opts.Serving = &virtual
 		}
 		opts.L2Slots, opts.L2Bytes = size.Slots, size.Bytes
 		report, err := hicache.Run(job, &opts)
@@ -99,6 +99,9 @@ func Run(job *spmd.Job, options *hicache.Options, sizes []Size, done func(Point)
 		}
 		c := report.Capacity
 		res.TokenBytes, res.CopiedTokenBytes, res.DevicePages, res.DeviceTokens = c.TokenBytes, c.CopiedTokenBytes, c.DevicePages, c.DeviceTokens
+		if report.Serving != nil {
+			res.Prefill = report.Serving.Model
+		}
 		p := sweepPoint(report)
 		res.Points = append(res.Points, p)
 		if done != nil {
