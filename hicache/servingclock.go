@@ -14,7 +14,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
-// The serving clock (DESIGN.md, "The serving clock"): requests arrive at their trace times, CP rank 0 forms each
+// The serving clock (SERVING.md): requests arrive at their trace times, CP rank 0 forms each
 // step from its queue by a token budget and broadcasts the step with the earliest time it may begin, and every
 // rank spends the step's modelled load and prefill time while the real cache work runs beside it; only what does
 // not fit under the model lengthens the step. Every time here is trace time, in nanoseconds since the replay

@@ -3,8 +3,8 @@ package hicache
 import (
 	"errors"
 	"os"
-	"reflect"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 

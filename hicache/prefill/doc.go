@@ -4,7 +4,7 @@
 //
 //   - Roofline: the model's FLOPs (linear layers and causal attention over the cached prefix and the new tokens)
 //     over the group's dense bf16 FLOP/s times an efficiency, or its HBM bytes (the weights once a step and the
-//     KV once) over the group's HBM rate, whichever is longer (DESIGN.md, "The prefill model").
+//     KV once) over the group's HBM rate, whichever is longer (PREFILL.md, at the repository's root).
 //   - Profile: times the user measured on their own engine (--prefill-profile), interpolated.
 //
 // Every function is pure: the package has no clock of its own (durations are float64 seconds, named so), reads

@@ -4,9 +4,9 @@ import (
 	"testing"
 )
 
-// The model's predictions that bench/FIGURES.md ("The prefill model beside published figures") sets beside
-// published figures. `go test -run TestPublishedFigures -v ./hicache/prefill` prints each; the test fails when
-// a prediction leaves the band FIGURES.md states, so that a change to the model or its tables that moves a
+// PREFILL.md ("Beside published figures") sets the model's predictions beside published figures, and they come
+// from here: `go test -run TestPublishedFigures -v ./hicache/prefill` prints each, and the test fails when a
+// prediction leaves the band PREFILL.md states, so that a change to the model or its tables that moves a
 // published comparison changes the document too.
 
 // figure is one published number, the model's prediction of it and the band their ratio must stay in.
@@ -21,11 +21,11 @@ func checkFigure(t *testing.T, f figure) {
 	ratio := f.modeled / f.published
 	t.Logf("%-58s published %10.4g  modelled %10.4g  modelled/published %.2f", f.name, f.published, f.modeled, ratio)
 	if ratio < f.lowRatio || ratio > f.highRatio {
-		t.Errorf("%s: modelled/published %.3f, FIGURES.md says %.2f to %.2f", f.name, ratio, f.lowRatio, f.highRatio)
+		t.Errorf("%s: modelled/published %.3f, PREFILL.md says %.2f to %.2f", f.name, ratio, f.lowRatio, f.highRatio)
 	}
 }
 
-// TestPublishedFigures computes every prediction FIGURES.md cites.
+// TestPublishedFigures computes every prediction PREFILL.md cites.
 func TestPublishedFigures(t *testing.T) {
 	// DeepSeek's inference system overview (open-source week, day 6): 73.7k input tokens/s per H800 node in
 	// prefill, cache hits (56.3% of input tokens) included, averaged over a day. The prompt length is not

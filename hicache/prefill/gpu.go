@@ -33,7 +33,7 @@ var gpus = []GPU{
 	{Name: "h100", DenseBF16FLOPsPerSecond: 989.5e12, HBMBytesPerSecond: 3.35e12, H2DBytesPerSecond: pcieGen5Each, D2HBytesPerSecond: pcieGen5Each,
 		Source: "NVIDIA H100 datasheet (SXM)"},
 	// NVIDIA H800 SXM: H100 SXM's compute, memory and PCIe with NVLink cut to 400 GB/s (the export part DeepSeek
-	// reports on, whose figures bench/FIGURES.md compares with the model).
+	// reports on, whose figures PREFILL.md compares with the model).
 	{Name: "h800", DenseBF16FLOPsPerSecond: 989.5e12, HBMBytesPerSecond: 3.35e12, H2DBytesPerSecond: pcieGen5Each, D2HBytesPerSecond: pcieGen5Each,
 		Source: "NVIDIA H800 SXM (H100 SXM's compute and HBM3)"},
 	// NVIDIA H200 Tensor Core GPU datasheet, H200 SXM: BF16 1,979 TFLOPS with sparsity, 4.8 TB/s, PCIe Gen5 128 GB/s.

@@ -27,13 +27,13 @@ type Model interface {
 // FLOPs run at (model FLOPs utilisation). 0.5 sits below what the kernels reach alone: FlashAttention-3 runs
 // attention's forward pass at up to 75% of H100's bf16 peak (Shah et al. 2024, arXiv 2407.08608) and large
 // GEMMs at 70-80%, an upper bound that norms, rope, MoE routing and the tensor- and expert-parallel
-// collectives of a real step pull down. The published serving figures in bench/FIGURES.md
+// collectives of a real step pull down. The published serving figures in PREFILL.md
 // imply 0.37 to 0.44 of bf16 peak; 0.5 stays optimistic on purpose, since a prefill too cheap understates what
 // the cache saves rather than overstating it. One number for every shape is the model's largest simplification.
 const DefaultEfficiency = 0.5
 
 // weightBytesPerParam: the roofline reads weights in bf16, as it computes in bf16 (an FP8 deployment reads and
-// computes at twice the rate: DESIGN.md, "The prefill model", its limits).
+// computes at twice the rate: PREFILL.md, "Limits").
 const weightBytesPerParam = 2
 
 // Roofline is the roofline prefill model of one model on a group of GPUs: a step takes the longer of its FLOPs

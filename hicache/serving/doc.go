@@ -1,4 +1,4 @@
-// Package serving is the pure part of the serving clock (DESIGN.md, "The serving clock"): when requests arrive,
+// Package serving is the pure part of the serving clock (SERVING.md): when requests arrive,
 // how CP rank 0 forms a step's batch from its queue by a token budget, what a step costs in modelled time (the
 // load-backs and L3 reads its requests wait for, then the modelled prefill), and a virtual clock that replays a
 // record of hits with a cache machinery that costs nothing: a run's ideal time to first token, and a sweep's TTFT
