@@ -141,7 +141,11 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 			go func(events []workload.Event) { rs.idealHit <- workload.IdealHitTokens(events, cfg) }(events) // reads events only
 		}
 	}
-	if err := spmd.AgreeOnFailure(t.World, wrapWorkload(loadErr)); err != nil {
+	err := wrapWorkload(loadErr)
+	if err == nil && t.CPRank == 0 {
+		err = rs.opts.Serving.checkArrivals(events)
+	}
+	if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 		return nil, err
 	}
 	return events, nil

@@ -74,6 +74,20 @@ func (o *ServingOptions) Check() error {
 	return nil
 }
 
+// checkArrivals refuses, on CP rank 0, a workload the serving clock cannot time: one with no arrival times (a
+// token trace, the synthetic workload) and no --request-rate. A Mooncake trace's requests carry theirs.
+func (o *ServingOptions) checkArrivals(events []workload.Event) error {
+	if o == nil || o.RequestRate > 0 {
+		return nil
+	}
+	for i := range events {
+		if events[i].Request.Blocks.Compact() {
+			return nil
+		}
+	}
+	return &spmd.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times and this workload has none (only a Mooncake trace's requests carry them): give a rate in requests per second"}
+}
+
 // prefillModel adapts a prefill.Model to the serving clock's interface.
 type prefillModel struct{ m prefill.Model }
 

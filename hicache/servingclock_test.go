@@ -181,3 +181,18 @@ func TestServingOptionsNameTheirFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestServingClockNeedsArrivalTimes: a workload without arrival times (the synthetic one) and no --request-rate
+// is refused on every rank before the replay: CP rank 0, which reads the workload, names the flag, and its peers
+// learn that it failed.
+func TestServingClockNeedsArrivalTimes(t *testing.T) {
+	opts := servingOptions()
+	opts.Serving.RequestRate = 0
+	job := testJob(t)
+	_, err := Run(job, opts)
+	var ce *spmd.ConfigError
+	if job.Topo.CPRank == 0 && (!errors.As(err, &ce) || ce.Flag != "request-rate") || err == nil {
+		t.Fatalf("CP rank %d: %v, want an error (a ConfigError naming --request-rate on CP rank 0)", job.Topo.CPRank, err)
+	}
+	checkNoLeakedSegments(t)
+}
