@@ -283,7 +283,7 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 					return err
 				}
 				defer stop()
-				remove, err := traceFromStdin(job, o.opts, os.Stdin)
+				remove, err := traceFromStdin(job, o.opts)
 				if err != nil {
 					return err
 				}
@@ -292,6 +292,20 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 			})
 		},
 	}
+}
+
+// traceFromStdin is --trace -: the job broadcasts standard input to the ranks that read the workload
+// (spmd.Job.TraceFromStdin), whose opts then name the file it is kept in. A World collective when opts.TracePath
+// is "-", nothing otherwise; remove deletes the file.
+func traceFromStdin(job *spmd.Job, opts *hicache.Options) (remove func(), err error) {
+	if opts.TracePath != "-" {
+		return func() {}, nil
+	}
+	path, remove, err := job.TraceFromStdin(os.Stdin)
+	if err == nil && path != "" {
+		opts.TracePath = path
+	}
+	return remove, err
 }
 
 func runCommand() *cli.Command {

@@ -84,7 +84,7 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	if err := sweep.CheckJob(job); err != nil {
 		return err
 	}
-	remove, err := traceFromStdin(job, o.opts, os.Stdin)
+	remove, err := traceFromStdin(job, o.opts)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,10 @@
-package main
+package spmd
 
 // --trace -: a trace on standard input, as gen-trace writes one to standard output by default. mpirun forwards
 // standard input to world rank 0 only, while the workload is read by CP rank 0 of every group (and validate
 // reads it once per pass), so world rank 0 reads it whole and broadcasts it, and each reading rank keeps it in a
-// private temporary file that the trace reader then reads as any --trace.
+// private temporary file that the trace reader then reads as any --trace. The broadcast is the job's, not a
+// command's: no command runs a collective itself.
 
 import (
 	"encoding/binary"
@@ -12,9 +13,6 @@ import (
 	"io"
 	"math"
 	"os"
-
-	"github.com/cphicache/cphicache/hicache"
-	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // stdinChunkBytes is one broadcast's share of the trace, well under MPI's int count.
@@ -23,15 +21,13 @@ const stdinChunkBytes = 64 << 20
 // stdinReadFailed in the length header says world rank 0 could not read standard input.
 const stdinReadFailed = math.MaxUint64
 
-// traceFromStdin replaces --trace - with a temporary file holding standard input, on every rank that reads the
-// workload; it is a World collective when opts.TracePath is "-", and does nothing otherwise. remove deletes the
-// file.
-func traceFromStdin(job *spmd.Job, opts *hicache.Options, stdin io.Reader) (remove func(), err error) {
+// TraceFromStdin is --trace -: world rank 0 reads stdin whole and broadcasts it to every rank, and CP rank 0 of
+// every group (the ranks that read the workload) keeps it in a private temporary file, whose path it returns;
+// the other ranks return "". A World collective. remove deletes the file (and is never nil); a signal's
+// clean-up deletes it too. A stdin that cannot be read or is empty fails every rank alike.
+func (j *Job) TraceFromStdin(stdin io.Reader) (path string, remove func(), err error) {
 	remove = func() {}
-	if opts.TracePath != "-" {
-		return remove, nil
-	}
-	t := job.Topo
+	t := j.Topo
 	var data []byte
 	var readErr error
 	header := make([]byte, 8)
@@ -44,46 +40,46 @@ func traceFromStdin(job *spmd.Job, opts *hicache.Options, stdin io.Reader) (remo
 		binary.LittleEndian.PutUint64(header, length)
 	}
 	if err := t.World.BcastBytes(header, 0); err != nil {
-		return remove, err
+		return "", remove, err
 	}
 	length := binary.LittleEndian.Uint64(header)
 	if length == stdinReadFailed {
 		if readErr == nil {
 			readErr = errors.New("world rank 0 could not read it")
 		}
-		return remove, &spmd.JobWide{Err: fmt.Errorf("--trace -: reading standard input: %w", readErr)}
+		return "", remove, &JobWide{Err: fmt.Errorf("--trace -: reading standard input: %w", readErr)}
 	}
 	if length == 0 {
-		return remove, &spmd.JobWide{Err: errors.New("--trace -: standard input is empty (pipe a trace in, e.g. cphicache gen-trace | mpirun ... cphicache run --trace -)")}
+		return "", remove, &JobWide{Err: errors.New("--trace -: standard input is empty (pipe a trace in, e.g. cphicache gen-trace | mpirun ... cphicache run --trace -)")}
 	}
 	if t.WorldRank != 0 {
 		data = make([]byte, length)
 	}
 	for off := uint64(0); off < length; off += stdinChunkBytes {
 		if err := t.World.BcastBytes(data[off:min(length, off+stdinChunkBytes)], 0); err != nil {
-			return remove, err
+			return "", remove, err
 		}
 	}
 	var keepErr error
 	if t.CPRank == 0 {
-		var path string
 		var forget func()
 		// A signal's clean-up removes it too; a normal end removes it and forgets the clean-up.
-		if path, forget, keepErr = keepTrace(data, job.Cleanup); keepErr == nil {
-			opts.TracePath, remove = path, func() { os.Remove(path); forget() }
+		if path, forget, keepErr = keepTrace(data, j.Cleanup); keepErr == nil {
+			kept := path
+			remove = func() { os.Remove(kept); forget() }
 		}
 	}
-	if err := spmd.AgreeOnFailure(t.World, keepErr); err != nil {
+	if err := AgreeOnFailure(t.World, keepErr); err != nil {
 		remove()
-		return func() {}, err
+		return "", func() {}, err
 	}
-	return remove, nil
+	return path, remove, nil
 }
 
 // keepTrace writes data to a private temporary file and returns its path and the function that drops its
-// removal from cleanup. The file is made and its removal registered as one step (spmd.Cleanup.Create), so that
-// a signal while it is written, or just before it is made, leaves no file behind.
-func keepTrace(data []byte, cleanup *spmd.Cleanup) (path string, forget func(), err error) {
+// removal from cleanup. The file is made and its removal registered as one step (Cleanup.Create), so that a
+// signal while it is written, or just before it is made, leaves no file behind.
+func keepTrace(data []byte, cleanup *Cleanup) (path string, forget func(), err error) {
 	var f *os.File
 	forget, err = cleanup.Create(func() (func(), error) {
 		var err error
