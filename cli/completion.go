@@ -1,8 +1,8 @@
 package cli
 
-// The commands make install runs: completion (the bash and zsh scripts) and the hidden man. The man page is
-// rendered from the command and flag definitions, and the scripts ask the binary itself for its words, so
-// neither can disagree with --help.
+// `cphicache completion bash|zsh`: the completion scripts make install installs. The scripts ask the binary itself
+// for its words, so they cannot disagree with --help; the man page (man.go) is the other command make install
+// runs.
 
 import (
 	"fmt"
@@ -110,20 +110,6 @@ func completionCommand() *cli.Command {
 				return usageError{fmt.Errorf("completion: give one shell, bash or zsh, not %q", strings.Join(c.Args().Slice(), " "))}
 			}
 			fmt.Print(script)
-			return nil
-		},
-	}
-}
-
-// manCommand prints the man page, section 1, rendered by urfave/cli from the same command and flag definitions
-// as --help. Hidden: make install runs it.
-func manCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "man",
-		Usage:  "print the man page (roff) generated from the command definitions",
-		Hidden: true,
-		Action: func(c *cli.Context) error {
-			fmt.Print(manPage(c.App))
 			return nil
 		},
 	}

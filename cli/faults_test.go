@@ -83,7 +83,7 @@ func TestBadInputFailsWithOneClearLine(t *testing.T) {
 		{2, []string{"run", "--watchdog-timeout", "soon"}, "watchdog-timeout"},
 	} {
 		// Side by side (make test runs four at a time): each case is mostly mpirun starting and ending two ranks
-		// and sleeping (main_parallel_test.go), and the cases share nothing.
+		// and sleeping (parallel_test.go), and the cases share nothing.
 		t.Run("", func(t *testing.T) {
 			t.Parallel()
 			res := runMPI(t, tc.np, 60*time.Second, tc.args...)

@@ -36,7 +36,7 @@ func globalFlags(o *globalOptions) []cli.Flag {
 	}
 }
 
-// logLevelFlag is --log-level; bench allreduce has its own environment variable for it (see main_bench.go).
+// logLevelFlag is --log-level; bench allreduce has its own environment variable for it (see bench_allreduce.go).
 func logLevelFlag(dest *string, env string) cli.Flag {
 	return &cli.StringFlag{Name: "log-level", Value: "warn", EnvVars: []string{env}, Destination: dest,
 		Usage: "log verbosity on stderr: debug, info, warn or error"}

@@ -1,9 +1,10 @@
 package cli
 
-// The man page, rendered from the command and flag definitions (so it cannot disagree with --help), in the
-// sections a man page reader expects: NAME, SYNOPSIS, DESCRIPTION, COMMANDS (each flag with the kind of value it
-// takes and its default), ENVIRONMENT (every CPHICACHE_* variable and the flag it sets) and EXIT STATUS.
-// urfave/cli's own ToMan shows every flag as --flag="" and has neither of the last two sections.
+// `cphicache man` (hidden; make install runs it): the man page, rendered from the command and flag definitions
+// (so it cannot disagree with --help), in the sections a man page reader expects: NAME, SYNOPSIS, DESCRIPTION,
+// COMMANDS (each flag with the kind of value it takes and its default), ENVIRONMENT (every CPHICACHE_* variable
+// and the flag it sets) and EXIT STATUS. urfave/cli's own ToMan shows every flag as --flag="" and has neither of
+// the last two sections.
 
 import (
 	"fmt"
@@ -128,4 +129,18 @@ func roffParagraphs(s string) string {
 		out = append(out, roffEscape(p))
 	}
 	return strings.Join(out, "\n.PP\n")
+}
+
+// manCommand prints the man page, section 1, rendered by urfave/cli from the same command and flag definitions
+// as --help. Hidden: make install runs it.
+func manCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "man",
+		Usage:  "print the man page (roff) generated from the command definitions",
+		Hidden: true,
+		Action: func(c *cli.Context) error {
+			fmt.Print(manPage(c.App))
+			return nil
+		},
+	}
 }
