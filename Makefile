@@ -63,8 +63,8 @@ vet: deps
 test: deps vet test-unit test-mpi $(EXTRA_TESTS)
 
 # Unit tests run as plain `go test`; the MPI packages start as singletons (one rank). Four parallel tests at a
-# time, not GOMAXPROCS's two: the main package's parallel tests are failing mpirun jobs, mostly mpirun sleeping
-# before it signals the ranks (main_parallel_test.go).
+# time, not GOMAXPROCS's two: the CLI's parallel tests (cli/) are failing mpirun jobs of the binary built here
+# (CPHICACHE_BIN), mostly mpirun sleeping before it signals the ranks (cli/parallel_test.go).
 test-unit: build
 	CPHICACHE_BIN=$(abspath $(BIN)) $(GO) test -count=1 -parallel 4 ./...
 

@@ -35,7 +35,7 @@ func (s *Result) WritePlot(path string) error {
 	p.Title.Text = s.title()
 	perToken := sizing.FormatBytes(s.TokenBytes) + " per token"
 	if s.Model == "" {
-		perToken += " at cp 1" // --token-bytes is per rank (main_sweep.go says so)
+		perToken += " at cp 1" // --token-bytes is per rank (cli/sweep.go says so)
 	}
 	p.X.Label.Text = "L2 capacity per node (bytes at " + perToken + "; tokens), log scale"
 	p.Y.Label.Text = "prompt token hit rate, L1 + L2 (%)"

@@ -1,0 +1,332 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Fault tests: every injected fault, every bad input a new user would try, and a signal, each bounded in time,
+// each checked for a clear message, a non-zero exit and no shared memory left behind.
+
+func TestInjectedHangEndsWithinTheWatchdogTimeout(t *testing.T) {
+	besideOthers(t)
+	start := time.Now()
+	res := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--watchdog-timeout", "3s", "--inject-hang", "1@5")
+	elapsed := time.Since(start)
+	if res.exitCode == 0 {
+		t.Fatal("a hung rank did not end the job")
+	}
+	for _, want := range []string{"injected hang at step 5", "watchdog: step consensus on CP group 0 (4 ranks) at step 5", "--watchdog-timeout 3 s"} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		}
+	}
+	// Timeout plus a few seconds (start-up, the poll interval, mpirun's tear-down on a loaded machine).
+	if elapsed > 30*time.Second {
+		t.Errorf("the job took %v to end after a 3 s watchdog timeout", elapsed)
+	}
+	checkNoSegments(t)
+}
+
+func TestInjectedExitEndsTheJob(t *testing.T) {
+	besideOthers(t)
+	res := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--inject-exit", "3@5")
+	if res.exitCode == 0 || !strings.Contains(res.stderr, "rank 3: injected exit at step 5 (--inject-exit)") {
+		t.Fatalf("exit %d, stderr:\n%s", res.exitCode, res.stderr)
+	}
+	checkNoSegments(t)
+}
+
+func TestBadInputFailsWithOneClearLine(t *testing.T) {
+	besideOthers(t)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := write("empty.jsonl", "")
+	notJSON := write("bad.jsonl", `{"rid": "a", "input_ids": [1, 2], "output_len": 4}`+"\nthis is not json\n")
+	negative := write("neg.jsonl", `{"rid": "a", "input_ids": [1, 2], "output_len": -3}`+"\n")
+	huge := write("huge.jsonl", `{"rid": "a", "input_ids": [1, 2], "output_len": 99999999999}`+"\n")
+	outOfRange := write("range.jsonl", `{"rid": "a", "input_ids": [1, 40000], "output_len": 4}`+"\n")
+	for _, tc := range []struct {
+		np   int
+		args []string
+		want string
+	}{
+		{2, []string{"run", "--trace", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl"},
+		{2, []string{"run", "--trace", empty}, "holds no requests"},
+		{2, []string{"run", "--trace", notJSON}, "bad.jsonl:2:"},
+		{2, []string{"run", "--trace", negative}, "neg.jsonl:1:"},
+		{2, []string{"run", "--trace", huge}, "huge.jsonl:1:"},
+		{2, []string{"run", "--trace", outOfRange}, "range.jsonl:1:"},
+		{2, []string{"run", "--cp", "0"}, "invalid --cp"},
+		{2, []string{"run", "--cp", "4"}, "invalid --cp"},
+		{2, []string{"run", "--l2-slots", "100000000", "--token-bytes", "4096"}, "invalid --l2-slots"},
+		{2, []string{"run", "--write-policy", "write_sideways"}, "invalid --write-policy"},
+		{2, []string{"run", "--layout", "diagonal"}, "invalid --layout"},
+		{2, []string{"run", "--collective", "nccl"}, "invalid --collective"},
+		{2, []string{"run", "--inject-hang", "x@y"}, "invalid --inject-hang"},
+		{2, []string{"run", "--watchdog-timeout", "soon"}, "watchdog-timeout"},
+	} {
+		// Side by side (make test runs four at a time): each case is mostly mpirun starting and ending two ranks
+		// and sleeping (parallel_test.go), and the cases share nothing.
+		t.Run("", func(t *testing.T) {
+			t.Parallel()
+			res := runMPI(t, tc.np, 60*time.Second, tc.args...)
+			lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
+			if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("%v: exit %d, want non-zero and one line naming %q; got:\n%s", tc.args, res.exitCode, tc.want, res.stderr)
+			}
+		})
+	}
+	t.Cleanup(func() { checkNoSegments(t) }) // after the parallel cases, which run once this function returns
+}
+
+// cphicacheLines keeps the lines cphicache printed, dropping mpirun's own banner about the failed job.
+func cphicacheLines(stderr string) string {
+	var keep []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "cphicache:") || strings.HasPrefix(line, "Incorrect Usage") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func TestSIGTERMEndsTheRunCleanly(t *testing.T) {
+	// A singleton is the process that receives the signal directly, as each rank does under mpirun or srun.
+	cmd := exec.Command(binPath, "run", "--trace", writeLongTrace(t), "--quiet")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) {
+			t.Errorf("exit %v, want status %d; stderr:\n%s", err, 128+int(syscall.SIGTERM), stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "received SIGTERM; run abandoned") {
+			t.Errorf("no one-line reason on stderr:\n%s", stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the run did not end within 30 s of SIGTERM")
+	}
+	checkNoSegments(t)
+}
+
+// writeLongTrace writes a trace long enough that a singleton is still replaying it when the signal comes; the
+// tests that signal a run share one.
+func writeLongTrace(t *testing.T) string {
+	t.Helper()
+	longTraceOnce.Do(func() { longTracePath, longTraceErr = genLongTrace(t) })
+	if longTraceErr != nil {
+		t.Fatal(longTraceErr)
+	}
+	return longTracePath
+}
+
+var (
+	longTraceOnce sync.Once
+	longTracePath string
+	longTraceErr  error
+)
+
+// genLongTrace writes the shared trace into a directory TestMain removes after the last test.
+func genLongTrace(t *testing.T) (string, error) {
+	dir, err := os.MkdirTemp("", "cphicache-long-trace-")
+	if err != nil {
+		return "", err
+	}
+	afterTests = append(afterTests, func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "long.jsonl")
+	if out, err := exec.Command(binPath, "gen-trace", "--conversations", "4000", "--output", path).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("gen-trace: %v\n%s", err, out)
+	}
+	return path, nil
+}
+
+// TestOddConfigurationsFailNamingTheFlag: configurations that pass each flag's own check but not the job (a
+// pool whose allocator tables cannot fit in memory, a slot larger than a slab, a byte count that overflows, an
+// injection aimed at a rank the job does not have) and negative intervals fail with one line naming the right
+// flag, before any shared memory exists, instead of a runtime crash or a silent pass.
+func TestOddConfigurationsFailNamingTheFlag(t *testing.T) {
+	besideOthers(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--l2-slots", "2147483647", "--page-tokens", "1", "--token-bytes", "8", "--layers", "1", "--payloads", "1",
+			"--slab-bytes-max", "1073741824"}, "invalid --l2-slots: 2147483647 slots need"},
+		{[]string{"--flush-every", "-5"}, "invalid --flush-every"},
+		{[]string{"--placement-assert-every", "-1"}, "invalid --placement-assert-every"},
+		{[]string{"--slab-bytes-max", "100"}, "invalid --slab-bytes-max"},
+		{[]string{"--layers", "10000000000000000"}, "invalid --layers"},
+		{[]string{"--page-tokens", "100000000000000000"}, "invalid --page-tokens"},
+		{[]string{"--watchdog-timeout", "-5s"}, "invalid --watchdog-timeout"},
+		{[]string{"--inject-exit", "2@3"}, "invalid --inject-exit: rank 2 is outside the job's 2 ranks"},
+		{[]string{"--inject-divergence", "7@3"}, "invalid --inject-divergence"},
+	} {
+		t.Run("", func(t *testing.T) {
+			t.Parallel() // side by side, as in TestBadInputFailsWithOneClearLine
+			res := runMPI(t, 2, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
+			lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
+			if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("%v: exit %d, want non-zero and one line saying %q; got:\n%s%s", tc.args, res.exitCode, tc.want, res.stdout, res.stderr)
+			}
+		})
+	}
+	t.Cleanup(func() { checkNoSegments(t) })
+}
+
+func TestHelpSaysZeroWatchdogTimeoutIsOff(t *testing.T) {
+	out, err := exec.Command(binPath, "run", "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "0 = off (no watchdog") {
+		t.Fatalf("cphicache run --help: %v; it must say that --watchdog-timeout 0 is off:\n%s", err, out)
+	}
+}
+
+// A copy that fails on one rank is agreed in its group's next consensus: the job ends at once, with that rank's
+// own message, printed once, and no watchdog wait.
+func TestInjectedCopyErrorEndsTheJobWithTheFailingRanksMessage(t *testing.T) {
+	start := time.Now()
+	reportPath := filepath.Join(t.TempDir(), "r.json")
+	res := runMPI(t, 8, 60*time.Second, "run", "--quiet", "--inject-copy-error", "3@5", "--report", reportPath)
+	elapsed := time.Since(start)
+	if f := readFailedReport(t, reportPath, res).Failure; f.Check != "page copy error" || f.WorldRank != 3 || !strings.Contains(f.Message, "injected copy error") {
+		t.Errorf("the report's failure is %+v, want rank 3's page copy error", f)
+	}
+	lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
+	if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], "rank 3 (CP group 0, CP rank 3)") ||
+		!strings.Contains(lines[0], "page copy failed") || !strings.Contains(lines[0], "injected copy error") {
+		t.Errorf("exit %d; want non-zero and one line from rank 3 naming the copy error:\n%s", res.exitCode, res.stderr)
+	}
+	if strings.Contains(res.stderr, "watchdog") || elapsed > 10*time.Second {
+		t.Errorf("the job took %v (the watchdog must not be what ends it):\n%s", elapsed, res.stderr)
+	}
+	checkNoSegments(t)
+}
+
+// A copy that never completes ends the job within the watchdog timeout plus 5 s of its injection, named as the
+// drain of the rank that waited for it, mid-run and in the final drain after the last step.
+func TestInjectedStuckCopyEndsWithinTheWatchdogTimeout(t *testing.T) {
+	const timeout = 3 * time.Second
+	t.Cleanup(func() { checkNoSegments(t) })    // after both cases: they run side by side, each mostly waiting
+	for _, step := range []string{"5", "199"} { // the default workload has 199 steps at any cp
+		t.Run("step"+step, func(t *testing.T) {
+			t.Parallel()
+			marker := "injected stuck copy at step " + step
+			res, injectedAt := runMPIMarked(t, 4, 60*time.Second, marker, "run", "--quiet", "--watchdog-timeout", timeout.String(), "--inject-stuck-copy", "2@"+step)
+			if res.exitCode == 0 || injectedAt.IsZero() {
+				t.Fatalf("exit %d, stderr:\n%s", res.exitCode, res.stderr)
+			}
+			named := strings.Contains(res.stderr, "rank 2: watchdog: write drain") || strings.Contains(res.stderr, "rank 2: watchdog: load wait") ||
+				strings.Contains(res.stderr, "rank 2: watchdog: copy queue")
+			if !named {
+				t.Errorf("the watchdog message does not name rank 2's drain:\n%s", res.stderr)
+			}
+			if took := time.Since(injectedAt); took > timeout+5*time.Second {
+				t.Errorf("the job ended %v after the injection, with a %v watchdog timeout", took, timeout)
+			}
+		})
+	}
+}
+
+// runMPIMarked is runMPI that also returns when marker first appeared on stderr (zero if never).
+func runMPIMarked(t *testing.T, np int, timeout time.Duration, marker string, args ...string) (mpirunResult, time.Time) {
+	t.Helper()
+	return runMPIOnMarker(t, np, timeout, marker, nil, args...)
+}
+
+// runMPIOnMarker is runMPIMarked that also calls onMarker (when not nil) with the running mpirun as soon as
+// marker first appears on stderr, for a test that acts on the job mid-run (a signal).
+func runMPIOnMarker(t *testing.T, np int, timeout time.Duration, marker string, onMarker func(*exec.Cmd), args ...string) (mpirunResult, time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := mpirunCommand(ctx, t, np, args...)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	var markedAt time.Time
+	scanner := bufio.NewScanner(pipe)
+	for scanner.Scan() {
+		if markedAt.IsZero() && strings.Contains(scanner.Text(), marker) {
+			markedAt = time.Now()
+			if onMarker != nil {
+				onMarker(cmd)
+			}
+		}
+		stderr.WriteString(scanner.Text() + "\n")
+	}
+	err = cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("mpirun -np %d %v did not finish within %v\nstderr:\n%s", np, args, timeout, stderr.String())
+	}
+	res := mpirunResult{stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		res.exitCode = ee.ExitCode()
+	} else if err != nil {
+		res.exitCode = -1
+	}
+	return res, markedAt
+}
+
+// A flush never forgives a divergence: the perturbation is caught before the reset, by the flush itself or by
+// the step consensus before it, whether flushes come from --flush-every or from the trace.
+func TestFlushDoesNotForgiveADivergence(t *testing.T) {
+	besideOthers(t)
+	trace := filepath.Join(t.TempDir(), "flushes.jsonl")
+	if out, err := exec.Command(binPath, "gen-trace", "--flush-every-requests", "40", "--output", trace).CombinedOutput(); err != nil {
+		t.Fatalf("gen-trace: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--inject-divergence", "1@5", "--flush-every", "10", "--placement-assert-every", "10"}, "at step 6 (event"},
+		{[]string{"--inject-divergence", "1@9", "--flush-every", "12"}, "at step 10 (event"},
+		{[]string{"--inject-divergence", "1@12", "--flush-every", "12"}, "caught by the flush consensus (before the flush's reset)"},
+		// 40 requests in steps of 4: the trace's first flush op is step 11.
+		{[]string{"--trace", trace, "--inject-divergence", "1@10", "--placement-assert-every", "100"}, "caught by the flush consensus (before the flush's reset)"},
+	} {
+		t.Run("divergence"+tc.args[slices.Index(tc.args, "--inject-divergence")+1], func(t *testing.T) {
+			t.Parallel() // side by side: each job ends within its first steps, so start-up is most of it
+			res := runMPI(t, 8, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
+			if res.exitCode == 0 || !strings.Contains(res.stderr, "placement divergence in CP group 0") || !strings.Contains(res.stderr, tc.want) ||
+				!strings.Contains(res.stderr, "CP ranks [1]") {
+				t.Errorf("%v: exit %d, want the divergence of CP rank 1 named (%q):\n%s%s", tc.args, res.exitCode, tc.want, res.stdout, res.stderr)
+			}
+		})
+	}
+	t.Cleanup(func() { checkNoSegments(t) })
+}

@@ -1,0 +1,190 @@
+package cli
+
+// `cphicache l3 stat|clear`: look at and empty an L3 directory (hicache/l3). They read and remove files only,
+// so they need no mpirun and start no MPI; a job may be using the directory meanwhile (a block removed under it
+// is that job's miss).
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// l3Options are the flags of the l3 commands.
+type l3Options struct {
+	dir, fingerprintHex string
+
+	fingerprint *uint64 // from fingerprintHex, by check; nil for every namespace
+}
+
+// l3DirFlag is --l3-dir, the one definition every command that uses the L3 takes.
+func l3DirFlag(dest *string) cli.Flag {
+	return &cli.StringFlag{Name: "l3-dir", EnvVars: []string{"CPHICACHE_L3_DIR"}, Category: "L3", Destination: dest,
+		Usage: "the L3 tier's directory, local or on a shared filesystem; it must exist (one subdirectory per namespace fingerprint)"}
+}
+
+// check refuses a missing directory and a fingerprint that is not 16 hexadecimal digits.
+func (o *l3Options) check(*cli.Context) error {
+	if err := l3.CheckDir(o.dir); err != nil {
+		return err
+	}
+	if o.fingerprintHex == "" {
+		return nil
+	}
+	hex := strings.TrimPrefix(strings.ToLower(o.fingerprintHex), "0x")
+	fp, err := strconv.ParseUint(hex, 16, 64)
+	if err != nil || len(hex) > 16 {
+		return &spmd.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("%q is not a 64-bit hexadecimal fingerprint (l3 stat lists them)", o.fingerprintHex)}
+	}
+	o.fingerprint = &fp
+	return nil
+}
+
+func l3Command() *cli.Command {
+	return &cli.Command{
+		Name:         "l3",
+		Usage:        "look at or empty the L3 tier's directory (needs no mpirun)",
+		OnUsageError: onUsageError,
+		Subcommands:  []*cli.Command{l3StatCommand(), l3ClearCommand()},
+	}
+}
+
+func l3StatCommand() *cli.Command {
+	o := &l3Options{}
+	return &cli.Command{
+		Name:         "stat",
+		Usage:        "print the L3 directory's blocks and bytes, per namespace: its fingerprint and fields, blocks, bytes, oldest and newest use",
+		Flags:        []cli.Flag{l3DirFlag(&o.dir)},
+		OnUsageError: onUsageError,
+		Before:       o.check,
+		Action: func(*cli.Context) error {
+			usage, err := l3.Usage(o.dir)
+			if err != nil {
+				return err
+			}
+			writeL3Usage(os.Stdout, o.dir, usage)
+			return nil
+		},
+	}
+}
+
+func writeL3Usage(w io.Writer, dir string, usage []l3.NamespaceUsage) {
+	var blocks int
+	var bytes int64
+	for _, u := range usage {
+		blocks, bytes = blocks+u.Blocks, bytes+u.Bytes
+	}
+	fmt.Fprintf(w, "# cphicache l3 stat: %s\n  %s, %s, %s\n", dir, spmd.Plural(len(usage), "namespace"), spmd.Plural(int(blocks), "block"), l3Bytes(bytes))
+	for _, u := range usage {
+		fmt.Fprintf(w, "  namespace %016x: %d blocks, %s", u.Fingerprint, u.Blocks, l3Bytes(u.Bytes))
+		if u.Blocks > 0 {
+			fmt.Fprintf(w, ", oldest %s, newest %s", u.Oldest.UTC().Format(time.RFC3339), u.Newest.UTC().Format(time.RFC3339))
+		}
+		if u.TemporaryFiles > 0 {
+			fmt.Fprintf(w, ", %d temporary files (writes in flight, or a dead writer's)", u.TemporaryFiles)
+		}
+		description := u.Description
+		if description == "" {
+			description = "(no namespace.txt)"
+		}
+		fmt.Fprintf(w, "\n    %s\n", description)
+	}
+}
+
+// l3Bytes is a size both readable and exact, for comparing with a budget (--l3-bytes) or du.
+func l3Bytes(bytes int64) string {
+	return fmt.Sprintf("%s (%d bytes)", sizing.FormatBytes(bytes), bytes)
+}
+
+func l3ClearCommand() *cli.Command {
+	o := &l3Options{}
+	return &cli.Command{
+		Name:  "clear",
+		Usage: "empty the L3 directory: every namespace, or the one --l3-namespace-fingerprint names",
+		Flags: []cli.Flag{l3DirFlag(&o.dir),
+			&cli.StringFlag{Name: "l3-namespace-fingerprint", EnvVars: []string{"CPHICACHE_L3_NAMESPACE_FINGERPRINT"}, Category: "L3",
+				Destination: &o.fingerprintHex, Usage: "remove only this namespace (hexadecimal, as l3 stat prints it)"}},
+		OnUsageError: onUsageError,
+		Before:       o.check,
+		Action: func(*cli.Context) error {
+			removed, err := l3.Clear(o.dir, o.fingerprint)
+			for _, fp := range removed {
+				fmt.Printf("removed namespace %016x\n", fp)
+			}
+			if err != nil {
+				return err
+			}
+			if o.fingerprint != nil && len(removed) == 0 {
+				// A mistyped fingerprint must not pass for a cleared one.
+				return &spmd.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("no namespace %016x under %s", *o.fingerprint, o.dir)}
+			}
+			fmt.Printf("# cphicache l3 clear: %s: %s removed\n", o.dir, spmd.Plural(len(removed), "namespace"))
+			return nil
+		},
+	}
+}
+
+// runL3Options are run's and validate's --l3-* flags (--l3-dir is l3DirFlag, shared with the l3 commands).
+type runL3Options struct {
+	dir, bytes, namespace          string
+	blockTokens, prefetchThreshold int
+	writePolicy, prefetchPolicy    string
+	fsync                          bool
+}
+
+func (o *runL3Options) flags() []cli.Flag {
+	env := func(name string) []string {
+		return []string{"CPHICACHE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))}
+	}
+	return []cli.Flag{
+		l3DirFlag(&o.dir),
+		&cli.StringFlag{Name: "l3-bytes", Value: "64GiB", EnvVars: env("l3-bytes"), Category: "L3", Destination: &o.bytes,
+			Usage: "the L3's capacity (e.g. 2TiB, 500GB): each CP group keeps the blocks it knows of in this namespace within it, least recently used first out; with --l3-dir"},
+		&cli.StringFlag{Name: "l3-namespace", EnvVars: env("l3-namespace"), Category: "L3", Destination: &o.namespace,
+			DefaultText: "--model's name", Usage: "what else makes two jobs' KV differ (model, weights version, dtype): blocks are shared only within a namespace, which also fingerprints the layers, payloads, page tokens, bytes per token, CP size and --seed"},
+		&cli.IntFlag{Name: "l3-block-tokens", Value: 512, EnvVars: env("l3-block-tokens"), Category: "L3", Destination: &o.blockTokens,
+			Usage: "tokens per L3 block, a multiple of --page-tokens; blocks are aligned to the start of the prompt and keyed by every token up to their end, so an L3 hit is always a prefix"},
+		&cli.StringFlag{Name: "l3-write-policy", Value: "write_through", EnvVars: env("l3-write-policy"), Category: "L3", Destination: &o.writePolicy,
+			Usage: "when a block is written: write_through (once its L2 objects are committed) or write_back (when the L2 is about to evict them)"},
+		&cli.BoolFlag{Name: "l3-fsync", EnvVars: env("l3-fsync"), Category: "L3", Destination: &o.fsync,
+			Usage: "fsync each block file and its directory before the block counts as stored"},
+		&cli.StringFlag{Name: "l3-prefetch-policy", Value: "timeout", EnvVars: env("l3-prefetch-policy"), Category: "L3", Destination: &o.prefetchPolicy,
+			Usage: "how long a step waits for its L3 reads before its consensus: best_effort (not at all), wait_complete (until all are read), timeout (2 s + 0.1 s per 1K tokens, at most 30 s); a request whose blocks are not read by then computes them"},
+		&cli.IntFlag{Name: "l3-prefetch-threshold", Value: 256, EnvVars: env("l3-prefetch-threshold"), Category: "L3", Destination: &o.prefetchThreshold,
+			Usage: "tokens: a request prefetches from the L3 only when at least this many of its prompt tokens are not cached in L1 or L2"},
+	}
+}
+
+// options converts the flags; an --l3-* flag without --l3-dir is refused, since it would silently do nothing.
+func (o *runL3Options) options(c *cli.Context, model string) (opts hicache.L3Options, err error) {
+	if o.dir == "" {
+		for _, f := range o.flags()[1:] {
+			if name := f.Names()[0]; c.IsSet(name) {
+				return opts, &spmd.ConfigError{Flag: name, Reason: "needs --l3-dir"}
+			}
+		}
+		return opts, nil
+	}
+	opts = hicache.L3Options{Dir: o.dir, Namespace: o.namespace, BlockTokens: o.blockTokens, Fsync: o.fsync, PrefetchThreshold: o.prefetchThreshold}
+	if !c.IsSet("l3-namespace") {
+		opts.Namespace = model
+	}
+	if opts.Bytes, err = sizing.ParseByteSize("l3-bytes", o.bytes); err != nil {
+		return opts, err
+	}
+	if opts.WritePolicy, err = hicache.ParseL3WritePolicy(o.writePolicy); err != nil {
+		return opts, err
+	}
+	opts.PrefetchPolicy, err = hicache.ParsePrefetchPolicy(o.prefetchPolicy)
+	return opts, err
+}

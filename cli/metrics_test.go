@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// series is one metric family's series by their labels, written as the text format writes them (sorted).
+func seriesByLabels(mf *dto.MetricFamily) map[string]*dto.Metric {
+	out := map[string]*dto.Metric{}
+	for _, m := range mf.GetMetric() {
+		var parts []string
+		for _, l := range m.GetLabel() {
+			if l.GetName() != "job" {
+				parts = append(parts, l.GetName()+"="+l.GetValue())
+			}
+		}
+		out[strings.Join(parts, ",")] = m
+	}
+	return out
+}
+
+// TestRunMetricsFileMatchesTheReport: the end-of-run metrics file, read with Prometheus's parser, holds the
+// JSON report's values (cp_group="all"), and one latency histogram per CP group and consensus kind whose count is
+// that group's calls in the report. Two CP groups, with periodic writes the final one must replace.
+func TestRunMetricsFileMatchesTheReport(t *testing.T) {
+	dir := t.TempDir()
+	report, metrics := filepath.Join(dir, "report.json"), filepath.Join(dir, "cphicache.prom")
+	res := runMPI(t, 8, 180*time.Second, "run", "--quiet", "--cp", "4", "--dp", "2", "--report", report,
+		"--metrics-file", metrics, "--metrics-interval", "20ms")
+	if res.exitCode != 0 {
+		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
+	}
+	m := readReport(t, report)
+	families := readMetrics(t, metrics)
+	counter := func(name, labels string) float64 {
+		t.Helper()
+		s, ok := seriesByLabels(families[name])[labels]
+		if !ok {
+			t.Fatalf("%s{%s} is missing", name, labels)
+		}
+		return s.GetCounter().GetValue() + s.GetGauge().GetValue()
+	}
+	for _, c := range []struct{ name, labels, key string }{
+		{"cphicache_prompt_tokens_total", "cp_group=all,tier=l1", "hits.l1_tokens"},
+		{"cphicache_prompt_tokens_total", "cp_group=all,tier=l2", "hits.l2_tokens"},
+		{"cphicache_prompt_tokens_total", "cp_group=all,tier=computed", "hits.miss_tokens"},
+		{"cphicache_backups_reserved_total", "cp_group=all", "backup.reserved"},
+		{"cphicache_backups_committed_total", "cp_group=all", "backup.committed"},
+		{"cphicache_backup_reserve_misses_total", "cp_group=all", "backup.reserve_misses"},
+		{"cphicache_l1_evictions_total", "cp_group=all", "l1.evictions"},
+		{"cphicache_l2_evictions_total", "cp_group=all", "backup.l2_evictions"},
+		{"cphicache_load_backs_total", "cp_group=all", "l1.load_backs"},
+		{"cphicache_copy_bytes_total", "cp_group=all,direction=d2h", "bytes.d2h"},
+		{"cphicache_copy_bytes_total", "cp_group=all,direction=h2d", "bytes.h2d"},
+		{"cphicache_placement_divergences_total", "cp_group=all", "placement.divergences"},
+		{"cphicache_load_back_mismatches_total", "cp_group=all", "verify.mismatches"},
+		{"cphicache_audit_mismatches_total", "cp_group=all", "verify.audit_mismatches"},
+		{"cphicache_copy_errors_total", "cp_group=all", "verify.copy_errors"},
+		{"cphicache_steps_total", "cp_group=all", "steps"},
+	} {
+		if got, want := counter(c.name, c.labels), reportNumber(t, m, c.key); got != want {
+			t.Errorf("%s{%s} = %v, report %s = %v", c.name, c.labels, got, c.key, want)
+		}
+	}
+	// A file of zeros would match a report of zeros: the busy counters must have counted.
+	for _, key := range []string{"hits.l1_tokens", "hits.l2_tokens", "bytes.d2h", "bytes.h2d", "l1.load_backs"} {
+		if reportNumber(t, m, key) <= 0 {
+			t.Errorf("report %s is 0: the comparison above proves nothing", key)
+		}
+	}
+	if final := counter("cphicache_metrics_final", ""); final != 1 {
+		t.Errorf("cphicache_metrics_final = %v: the end-of-run write did not replace the periodic one", final)
+	}
+	checkLatencyHistograms(t, families["cphicache_consensus_latency_seconds"], m)
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("%d files in the metrics directory, want the report and the metrics file only: %v", len(entries), entries)
+	}
+	checkNoSegments(t)
+}
+
+// readMetrics parses a metrics file with Prometheus's own parser.
+func readMetrics(t *testing.T, path string) map[string]*dto.MetricFamily {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return families
+}
+
+// checkLatencyHistograms: one histogram per CP group and kind, counting that group's calls of that kind.
+func checkLatencyHistograms(t *testing.T, mf *dto.MetricFamily, m map[string]any) {
+	t.Helper()
+	series := seriesByLabels(mf)
+	groups := m["groups"].([]any)
+	kinds := len(groups[0].(map[string]any)["collectives"].(map[string]any))
+	if want := len(groups) * kinds; kinds < 5 || len(series) != want {
+		t.Errorf("%d latency histograms, want %d (%d kinds per CP group, 5 or more)", len(series), want, kinds)
+	}
+	for _, g := range groups {
+		group := g.(map[string]any)
+		id := strconv.Itoa(int(group["group"].(float64)))
+		for kind, stats := range group["collectives"].(map[string]any) {
+			calls := stats.(map[string]any)["count"].(float64)
+			h, ok := series["cp_group="+id+",kind="+kind]
+			if !ok {
+				t.Errorf("no latency histogram for group %s, kind %s", id, kind)
+				continue
+			}
+			if got := float64(h.GetHistogram().GetSampleCount()); got != calls {
+				t.Errorf("group %s %s: histogram count %v, report %v calls", id, kind, got, calls)
+			}
+			if kind == "step" && (calls == 0 || h.GetHistogram().GetSampleSum() <= 0) {
+				t.Errorf("group %s: %v step calls, latency sum %v", id, calls, h.GetHistogram().GetSampleSum())
+			}
+		}
+	}
+}
+
+// TestRunMetricsFileInAMissingDirectoryFailsAtStart: the flag is checked before MPI starts, so no rank makes a
+// slab, and the message names the flag.
+func TestRunMetricsFileInAMissingDirectoryFailsAtStart(t *testing.T) {
+	besideOthers(t)
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "cphicache.prom")
+	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--metrics-file", missing)
+	if res.exitCode == 0 {
+		t.Fatalf("the job exited 0 with --metrics-file in a missing directory")
+	}
+	if !strings.Contains(res.stderr, "--metrics-file") || !strings.Contains(res.stderr, "does not exist") {
+		t.Errorf("the message does not name the flag and the missing directory:\n%s", res.stderr)
+	}
+	if strings.Contains(res.stdout, "result:") {
+		t.Errorf("the job ran:\n%s", res.stdout)
+	}
+	checkNoSegments(t)
+}

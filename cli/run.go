@@ -1,0 +1,55 @@
+package cli
+
+// `cphicache run`, the main job: one replay of the workload on every rank, then its summary, report and metrics
+// file. Its flags are runOptions (runflags.go), which validate shares.
+
+import (
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+func runCommand() *cli.Command {
+	return replayCommand("run",
+		"the main job: replay a workload through the CP-shared L2 cache on every rank, verify every load-back, report",
+		"Launch under mpirun, e.g. mpirun -np 8 cphicache run. CP-rank 0 of each CP group reads the workload and "+
+			"broadcasts each step to its group; every rank runs the same cache logic; each step ends with one consensus, "+
+			"a MIN all-reduce over the CP group that commits the backups every rank finished, agrees on load-backs, "+
+			"compares the placement digest and carries any rank's failure; objects are compared one by one every "+
+			"--placement-assert-every steps and at every flush. Exits non-zero on any divergence, a wrong byte in a "+
+			"load-back or an audit, or a failed copy.",
+		true, runMain)
+}
+
+// runMain prints and writes the report, also that of a run that failed part-way (Run returns it beside the
+// error), so that the failure is in the report a script reads; then it returns the failure.
+func runMain(job *spmd.Job, opts *hicache.Options) error {
+	report, err := hicache.Run(job, opts)
+	if report == nil {
+		// No final metrics file will replace a periodic one, which would say a dead job is still running.
+		if job.Topo.WorldRank == 0 && opts.MetricsPath != "" && opts.MetricsInterval > 0 {
+			os.Remove(opts.MetricsPath)
+		}
+		return err
+	}
+	if job.Topo.WorldRank == 0 {
+		report.WriteSummary(os.Stdout)
+		if opts.ReportPath != "" {
+			if err := report.WriteJSON(opts.ReportPath); err != nil {
+				return err
+			}
+		}
+		if opts.MetricsPath != "" {
+			if err := report.WriteMetrics(opts.MetricsPath, opts.JobID); err != nil {
+				return err
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return report.RunFailure()
+}

@@ -1,0 +1,129 @@
+package cli
+
+// `cphicache sim`: the deterministic simulator of whole jobs over the IO-free core (hicache/sim). One process,
+// no mpirun; the same seed and flags replay the same jobs and end with the same state hash.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/sim"
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// simOptions are sim's flags.
+type simOptions struct {
+	seed, jobSeed uint64
+	steps         int64
+	jobs, cp      int
+	seconds       float64
+	bug           string
+	verbose       bool
+}
+
+// errSimViolation ends sim with a non-zero exit; the violation is already printed.
+var errSimViolation = errors.New("sim: an invariant was broken (see above)")
+
+func simCommand() *cli.Command {
+	o := &simOptions{}
+	return &cli.Command{
+		Name:  "sim",
+		Usage: "simulate whole jobs (every CP group and rank in one process) over the cache's IO-free core, with seeded timing and faults, checking every invariant after every step (needs no mpirun)",
+		Description: "Each job is drawn from a seed derived from --seed: CP size and DP replicas, geometry, layout, write and L3 policies, " +
+			"flushes, and one fault class (copy error, stuck copy, divergence, exit) or L3 faults (failed, corrupt, short, hung and " +
+			"non-regular reads, ENOSPC and EIO writes, ranks that see different files, another job evicting). A violation prints the job's " +
+			"seed and exits 1; `cphicache sim --job-seed S` replays that job alone, exactly.",
+		Flags: []cli.Flag{
+			&cli.Uint64Flag{Name: "seed", Value: 1, EnvVars: []string{"CPHICACHE_SIM_SEED"}, Destination: &o.seed,
+				Usage: "the simulation's seed: it decides every job, every completion's timing and every fault"},
+			&cli.Int64Flag{Name: "steps", Value: 40000, EnvVars: []string{"CPHICACHE_SIM_STEPS"}, Destination: &o.steps,
+				Usage: "stop once the jobs have made this many steps (each a step of one CP group); 0 = no step bound"},
+			&cli.IntFlag{Name: "jobs", EnvVars: []string{"CPHICACHE_SIM_JOBS"}, Destination: &o.jobs,
+				Usage: "stop after this many jobs; 0 = no job bound"},
+			&cli.Float64Flag{Name: "seconds", EnvVars: []string{"CPHICACHE_SIM_SECONDS"}, Destination: &o.seconds,
+				Usage: "stop after about this many seconds instead (a run so bounded depends on the machine's speed, so its hash does too)"},
+			&cli.Uint64Flag{Name: "job-seed", EnvVars: []string{"CPHICACHE_SIM_JOB_SEED"}, Destination: &o.jobSeed,
+				Usage: "run the one job of this seed (a violation's replay)"},
+			&cli.IntFlag{Name: "cp", EnvVars: []string{"CPHICACHE_SIM_CP"}, Destination: &o.cp,
+				Usage: "every job's CP size (0 = drawn: 1 to 8)"},
+			&cli.StringFlag{Name: "bug", EnvVars: []string{"CPHICACHE_SIM_BUG"}, Destination: &o.bug,
+				Usage: "run with one of the core's deliberate bugs (a binary built with -tags simbugs): the simulator must catch it"},
+			&cli.BoolFlag{Name: "verbose", EnvVars: []string{"CPHICACHE_SIM_VERBOSE"}, Destination: &o.verbose,
+				Usage: "print every job's configuration and end"},
+		},
+		OnUsageError: onUsageError,
+		Before:       o.check,
+		Action:       func(*cli.Context) error { return o.run(os.Stdout) },
+	}
+}
+
+func (o *simOptions) check(*cli.Context) error {
+	if o.cp < 0 || o.cp > 16 {
+		return &spmd.ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d: give 1 to 16 ranks, or 0 to draw each job's", o.cp)}
+	}
+	if o.steps < 0 || o.jobs < 0 || o.seconds < 0 {
+		return &spmd.ConfigError{Flag: "steps", Reason: "--steps, --jobs and --seconds take 0 or more"}
+	}
+	if o.bug != "" && !cache.BugsCompiled {
+		return &spmd.ConfigError{Flag: "bug", Reason: "this binary carries no deliberate bugs: build it with -tags simbugs (make sim-bugs)"}
+	}
+	return nil
+}
+
+func (o *simOptions) options() (sim.Options, error) {
+	so := sim.Options{Seed: o.seed, Steps: o.steps, Jobs: o.jobs, JobSeed: o.jobSeed}
+	if o.seconds > 0 {
+		so.Steps = 0
+	}
+	if o.bug != "" {
+		bug, err := cache.ParseBug(o.bug)
+		if err != nil {
+			return so, &spmd.ConfigError{Flag: "bug", Reason: err.Error()}
+		}
+		so.Bugs = so.Bugs.With(bug)
+	}
+	if o.cp > 0 {
+		cp := o.cp
+		so.Configure = func(j *sim.JobConfig) { *j = sim.Draw(j.Seed, j.Bugs, cp) }
+	}
+	return so, nil
+}
+
+func (o *simOptions) run(w io.Writer) error {
+	so, err := o.options()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if o.seconds > 0 {
+		so.Stop = func() bool { return time.Since(start).Seconds() >= o.seconds }
+	}
+	if o.verbose {
+		so.Report = func(j sim.JobResult) {
+			fmt.Fprintf(w, "  job %d: %d steps, %s: %s\n", j.Config.Seed, j.Steps, j.Outcome, j.Config.String())
+		}
+	}
+	fmt.Fprintf(w, "# cphicache sim: seed %d, steps %d, jobs %d, seconds %g, cp %d, bug %q\n", o.seed, so.Steps, so.Jobs, o.seconds, o.cp, o.bug)
+	res := sim.Run(so)
+	elapsed := time.Since(start).Seconds()
+	fmt.Fprintf(w, "  %d jobs: %d clean, %d failed loudly on an injected fault, %d ended on an injected stuck copy or exit (the watchdog's); %d with an L3, %d with a fault\n",
+		res.Jobs, res.Outcomes[sim.Clean], res.Outcomes[sim.FailedLoud], res.Outcomes[sim.WatchdogEnd], res.L3Jobs, res.FaultJobs)
+	fmt.Fprintf(w, "  %d steps of CP groups (%d of CP groups of 8 ranks; %d of groups over 2 nodes, %d over 4), %d rank steps, in %.2f s: %.0f rank steps/s, %.0f CP8-equivalent steps/s\n",
+		res.Steps, res.CP8Steps, res.StepsOnNodes[2], res.StepsOnNodes[4], res.RankSteps, elapsed, float64(res.RankSteps)/elapsed, float64(res.RankSteps)/8/elapsed)
+	c := res.Totals
+	fmt.Fprintf(w, "  prompt tokens: L1 hit %d, L2 hit %d, L3 hit %d, computed %d; %d L3 prefetches (%d cut short by a failed read, %d timed out, %d dropped by a flush); %d flushes\n",
+		c.L1HitTokens, c.L2HitTokens, c.L3HitTokens, c.MissTokens, c.L3Prefetches, c.L3PrefetchMisses, c.L3PrefetchTimeouts, c.L3PrefetchFlushed, c.Flushes)
+	if v := res.Violation; v != nil {
+		fmt.Fprintf(w, "%s\n  replay: cphicache sim --job-seed %d (this job alone), or the same flags again\n", v, v.JobSeed)
+		fmt.Fprintf(w, "sim: FAILED at job seed %d, %.0f steps/s, state hash %016x\n", v.JobSeed, float64(res.Steps)/elapsed, res.Hash)
+		return errSimViolation
+	}
+	fmt.Fprintf(w, "sim: OK, %d steps in %d jobs, %.0f steps/s, state hash %016x\n", res.Steps, res.Jobs, float64(res.Steps)/elapsed, res.Hash)
+	return nil
+}

@@ -1,0 +1,123 @@
+package cli
+
+// `cphicache sweep`: the hit rate against the L2's capacity for one workload and model, one run per size in one
+// process, as JSON and a PNG. The flags are run's (the workload, the model, the cache), but for the CP layout:
+// the sweep runs the cache at cp 1, as an MPI singleton without mpirun (hicache/sweep says why that loses
+// nothing), and --l2-bytes or --l2-slots take a list.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/sweep"
+)
+
+type sweepOptions struct {
+	run        runOptions
+	json, plot string
+
+	opts  *hicache.Options // checked, by Before
+	sizes []sweep.Size
+}
+
+func (o *sweepOptions) flags() []cli.Flag {
+	r := &o.run
+	flags := append(syntheticFlags(&r.synthetic), r.traceFlags()...)
+	flags = append(flags, seedFlags(&r.synthetic)...)
+	flags = append(flags, batchRequestsFlag(&r.batchRequests), logLevelFlag(&r.global.logLevelName, "CPHICACHE_LOG_LEVEL"))
+	flags = append(flags, r.modelFlags()...)
+	flags = append(flags, r.cacheFlags()...)
+	flags = append(flags, r.checkFlags()...)
+	return append(flags,
+		&cli.StringFlag{Name: "json", EnvVars: []string{"CPHICACHE_SWEEP_JSON"}, Category: "output", Destination: &o.json,
+			Usage: "write the sweep (its configuration and one point per size: capacity in slots, tokens and bytes; hits; rates) as JSON to this file"},
+		&cli.StringFlag{Name: "plot", EnvVars: []string{"CPHICACHE_SWEEP_PLOT"}, Category: "output", Destination: &o.plot,
+			Usage: "draw the hit rate (L1 + L2) against the L2 capacity, with the ideal rate, into this PNG file"})
+}
+
+// before checks every flag and reads the list of sizes, before MPI starts.
+func (o *sweepOptions) before(c *cli.Context) (err error) {
+	if o.run.global.logLevel, err = spmd.ParseLogLevel(o.run.global.logLevelName); err != nil {
+		return err
+	}
+	if err := o.run.sizing.exclusive(c); err != nil {
+		return err
+	}
+	if o.opts, err = o.run.baseOptions(); err != nil {
+		return err
+	}
+	if o.sizes, err = o.run.sizing.sweepSizes(c, o.opts); err != nil {
+		return err
+	}
+	if err := errors.Join(outfile.Check("json", o.json), outfile.Check("plot", o.plot), sweep.CheckPlotFormat(o.plot)); err != nil {
+		return err
+	}
+	return o.opts.Validate()
+}
+
+func sweepCommand() *cli.Command {
+	o := &sweepOptions{}
+	return &cli.Command{
+		Name:  "sweep",
+		Usage: "the hit rate against the L2's capacity: one run per size (--l2-bytes 64GiB,128GiB,... or --l2-slots a,b,...), in one process without mpirun; JSON and a PNG",
+		Description: "Runs the workload once per size at cp 1 as an MPI singleton (placement does not depend on the CP size), " +
+			"draining every step's copies (as run --sync-copies) so that each point's hit counts are those of run at that size. " +
+			"With --model and --l2-bytes the sizes are a real model's; --copy-token-bytes keeps them while copying fewer bytes.",
+		Flags:        o.flags(),
+		OnUsageError: onUsageError,
+		Before:       o.before,
+		Action: func(*cli.Context) error {
+			return withJob(globalOptions{cp: 1, logLevel: o.run.global.logLevel}, o.sweep)
+		},
+	}
+}
+
+func (o *sweepOptions) sweep(job *spmd.Job) error {
+	if err := sweep.CheckJob(job); err != nil {
+		return err
+	}
+	remove, err := traceFromStdin(job, o.opts)
+	if err != nil {
+		return err
+	}
+	defer remove()
+	fmt.Printf("# cphicache sweep: %d sizes, cp 1 (one process), every step's copies drained\n", len(o.sizes))
+	if o.opts.Model == "" {
+		// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds N times as many.
+		fmt.Println("# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes")
+	}
+	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) { writeSweepPoint(os.Stdout, p) })
+	if err != nil {
+		return err
+	}
+	if o.json != "" {
+		if err := res.WriteJSON(o.json); err != nil {
+			return err
+		}
+	}
+	if o.plot != "" {
+		return res.WritePlot(o.plot)
+	}
+	return nil
+}
+
+func writeSweepPoint(w io.Writer, p sweep.Point) {
+	uncached := ""
+	if p.UncachedPages > 0 {
+		why := "L1 had no page to spare: its pages were in use or being copied"
+		if p.UncachedOversizePages > 0 {
+			why = "a request needs more L1 than --device-pages gives"
+		}
+		uncached = fmt.Sprintf("; %d pages (%.1f%%) not cached: %s", p.UncachedPages, p.UncachedPct, why)
+	}
+	fmt.Fprintf(w, "  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s\n",
+		sizing.FormatBytes(p.L2Bytes), p.L2Tokens, p.L2Slots, 100*p.HitRate, p.L1Tokens, p.L2HitTokens, 100*p.IdealRate, p.WallSeconds, uncached)
+}

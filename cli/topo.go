@@ -1,0 +1,33 @@
+package cli
+
+// `cphicache topo`: the rank map and the check of the CP layout.
+
+import (
+	"errors"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/transport"
+)
+
+func topoCommand() *cli.Command {
+	o := &globalOptions{}
+	return &cli.Command{
+		Name:  "topo",
+		Usage: "print the rank map (world rank, host, node-local rank, DP replica, CP rank) and check the CP layout",
+		Description: "Every rank joins; world rank 0 prints the table. Fails, naming the flag, when --cp does not divide " +
+			"the number of ranks, when dp x cp differs from it, or when a CP group would span two nodes.",
+		Flags:        globalFlags(o),
+		OnUsageError: onUsageError,
+		Before:       o.check,
+		Action: func(*cli.Context) error {
+			job, err := spmd.StartJob(o.cp, o.dp, o.logLevel)
+			if err != nil {
+				return err
+			}
+			return errors.Join(job.PrintTopology(os.Stdout, transport.DescribeGPU(job.Topo)), job.Close())
+		},
+	}
+}
