@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/sizing"
 )
 
@@ -76,6 +77,8 @@ var enumValues = map[string][]string{
 	"format":             {"tokens", "mooncake"},
 	"log-level":          {"debug", "info", "warn", "error"},
 	"model":              sizing.ModelNames(),
+	"prefill-model":      sizing.ModelNames(),
+	"gpu":                prefill.GPUNames(),
 	"l3-write-policy":    {"write_through", "write_back"},
 	"l3-prefetch-policy": {"best_effort", "wait_complete", "timeout"},
 }

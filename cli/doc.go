@@ -26,6 +26,8 @@
 //   - profile.go: --cpu-profile, a CPU profile per rank.
 //   - runflags.go: run's flags (runOptions), which validate and sweep share, their conversion into
 //     hicache.Options, replayCommand (run's and validate's command), and --trace -'s hand-over to the job.
+//   - serving.go: the serving clock's flags, run's and sweep's (--gpu, --prefill-profile, --prefill-model,
+//     --request-rate, --time-scale, --step-tokens, ...; SERVING.md).
 //   - run.go: run, the main job.
 //   - validate.go: validate, the validation matrix.
 //   - gentrace.go: gen-trace, the synthetic workload as a trace.

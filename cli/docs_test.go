@@ -94,7 +94,8 @@ func TestEnumValuesAreAccepted(t *testing.T) {
 			o := &runOptions{}
 			app := newApp()
 			if args[1] == "run" { // parse and check only: no job
-				app = &cli.App{Commands: []*cli.Command{{Name: "run", Flags: o.flags(), Before: o.before, Action: func(*cli.Context) error { return nil }}}}
+				flags := append(append(o.flags(), o.metricsFlags()...), servingFlags(&o.serving, false)...)
+				app = &cli.App{Commands: []*cli.Command{{Name: "run", Flags: flags, Before: o.before, Action: func(*cli.Context) error { return nil }}}}
 			}
 			err := app.Run(args)
 			var ce *spmd.ConfigError

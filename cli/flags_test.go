@@ -167,7 +167,8 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 func captureRun(t *testing.T, args ...string) *hicache.Options {
 	t.Helper()
 	o := &runOptions{}
-	app := &cli.App{Commands: []*cli.Command{{Name: "run", Flags: append(o.flags(), o.metricsFlags()...), Before: o.before, Action: func(*cli.Context) error { return nil }}}}
+	flags := append(append(o.flags(), o.metricsFlags()...), servingFlags(&o.serving, false)...)
+	app := &cli.App{Commands: []*cli.Command{{Name: "run", Flags: flags, Before: o.before, Action: func(*cli.Context) error { return nil }}}}
 	if err := app.Run(append([]string{"cphicache", "run"}, args...)); err != nil {
 		t.Fatalf("run %v: %v", args, err)
 	}

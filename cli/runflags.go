@@ -33,6 +33,7 @@ type runOptions struct {
 	tokenBytes, devicePages                            int
 	sizing                                             sizingOptions
 	l3                                                 runL3Options
+	serving                                            servingOptions
 	placementAssertEvery, flushEvery                   int64
 	layout, writePolicy, slabBytesMax                  string
 	watchdogTimeout                                    time.Duration
@@ -192,6 +193,9 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	if o.opts.L3, err = o.l3.options(c, o.opts.Model); err != nil {
 		return err
 	}
+	if o.opts.Serving, err = o.serving.options(o.opts.Model, o.trace == ""); err != nil {
+		return err
+	}
 	return o.opts.Validate()
 }
 
@@ -262,13 +266,14 @@ func (o *runOptions) injections(opts *hicache.Options) (err error) {
 	return err
 }
 
-// replayCommand is run or validate: the same flags (run's also the metrics'), checked the same way, then fn on
-// every rank.
+// replayCommand is run or validate: the same flags (run's also the metrics' and the serving clock's), checked
+// the same way, then fn on every rank.
 func replayCommand(name, usage, description string, withMetrics bool, fn func(*spmd.Job, *hicache.Options) error) *cli.Command {
 	o := &runOptions{}
 	flags := o.flags()
 	if withMetrics {
 		flags = append(flags, o.metricsFlags()...)
+		flags = append(flags, servingFlags(&o.serving, false)...)
 	}
 	return &cli.Command{
 		Name: name, Usage: usage, Description: description,

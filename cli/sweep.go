@@ -36,6 +36,7 @@ func (o *sweepOptions) flags() []cli.Flag {
 	flags = append(flags, r.modelFlags()...)
 	flags = append(flags, r.cacheFlags()...)
 	flags = append(flags, r.checkFlags()...)
+	flags = append(flags, servingFlags(&r.serving, true)...)
 	return append(flags,
 		&cli.StringFlag{Name: "json", EnvVars: []string{"CPHICACHE_SWEEP_JSON"}, Category: "output", Destination: &o.json,
 			Usage: "write the sweep (its configuration and one point per size: capacity in slots, tokens and bytes; hits; rates) as JSON to this file"},
@@ -55,6 +56,9 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 		return err
 	}
 	if o.sizes, err = o.run.sizing.sweepSizes(c, o.opts); err != nil {
+		return err
+	}
+	if o.opts.Serving, err = o.run.serving.options(o.opts.Model, o.run.trace == ""); err != nil {
 		return err
 	}
 	if err := errors.Join(outfile.Check("json", o.json), outfile.Check("plot", o.plot), sweep.CheckPlotFormat(o.plot)); err != nil {
@@ -118,6 +122,10 @@ func writeSweepPoint(w io.Writer, p sweep.Point) {
 		}
 		uncached = fmt.Sprintf("; %d pages (%.1f%%) not cached: %s", p.UncachedPages, p.UncachedPct, why)
 	}
-	fmt.Fprintf(w, "  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s\n",
-		sizing.FormatBytes(p.L2Bytes), p.L2Tokens, p.L2Slots, 100*p.HitRate, p.L1Tokens, p.L2HitTokens, 100*p.IdealRate, p.WallSeconds, uncached)
+	serving := ""
+	if s := p.Serving; s != nil {
+		serving = fmt.Sprintf("; MODELLED TTFT p50 %.3g s, p99 %.3g s, %.0f prompt tokens/s", s.TTFTP50, s.TTFTP99, s.PromptTokensPerSecond)
+	}
+	fmt.Fprintf(w, "  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s%s\n",
+		sizing.FormatBytes(p.L2Bytes), p.L2Tokens, p.L2Slots, 100*p.HitRate, p.L1Tokens, p.L2HitTokens, 100*p.IdealRate, p.WallSeconds, serving, uncached)
 }

@@ -22,8 +22,9 @@ import (
 
 // ServingOptions turn the serving clock on; nil in Options replays as fast as the machine allows, as before.
 type ServingOptions struct {
-	// Prefill chooses the modelled prefill (the roofline of --model on --gpu, or --prefill-profile); Size builds it
-	// for the CP size, whose GPUs share each step. Prefill.GPU also gives the host link's rate.
+	// Prefill chooses the modelled prefill (the roofline of --prefill-model, else --model, on --gpu, or
+	// --prefill-profile); Size builds it for the CP size, whose GPUs share each step. Prefill.GPU also gives the
+	// host link's rate, and Prefill.Model the KV bytes a token loads.
 	Prefill prefill.Options
 	// L3ReadBytesPerSecond is one node's L3 read rate (--l3-read-rate).
 	L3ReadBytesPerSecond float64
@@ -248,11 +249,17 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	}
 	cost := serving.Cost(c.opts.prefill(), c.opts.links, hits)
 	l3Left := max(0, l3Since+serving.Nanoseconds(cost.L3ReadSeconds)-c.stepStart)
-	rs.paceUntil(c.wall(c.stepStart+l3Left+serving.Nanoseconds(cost.LoadSeconds)), "serving clock: modelled L3 reads and load-backs")
-	if err := rs.Wait(waitServingLoads, s.LoadsDone); err != nil {
-		rs.core.Fail(cache.FailureDevice, err)
+	// The prefill starts once the modelled loads are over and this rank's real load-backs too. The serve's own
+	// work (its fills stand for the GPU computing KV) overlaps the prefill, as on a GPU, not the loads.
+	loadEnd := c.stepStart + l3Left + serving.Nanoseconds(cost.LoadSeconds)
+	rs.paceUntil(c.wall(loadEnd), "serving clock: modelled L3 reads and load-backs")
+	computeStart := loadEnd
+	if !s.LoadsDone() {
+		if err := rs.Wait(waitServingLoads, s.LoadsDone); err != nil {
+			rs.core.Fail(cache.FailureDevice, err)
+		}
+		computeStart = max(loadEnd, c.nowNs())
 	}
-	computeStart := c.nowNs()
 	computeEnd := computeStart + serving.Nanoseconds(cost.PrefillSeconds)
 	rs.paceUntil(c.wall(computeEnd), "serving clock: modelled prefill")
 	c.modelledNs += l3Left + serving.Nanoseconds(cost.LoadSeconds) + serving.Nanoseconds(cost.PrefillSeconds)
@@ -334,7 +341,7 @@ func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 		sized.modelName = sized.model.Describe()
 	}
 	kv := int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.accountTokenBytes)
-	if m, err := sizing.LookupModel(s.Model); err == nil {
+	if m, err := sizing.LookupModel(o.Prefill.Model); err == nil {
 		kv = m.TokenBytes()
 	}
 	sized.links = serving.Links{HostBytesPerSecond: gpu.H2DBytesPerSecond, L3BytesPerSecond: o.L3ReadBytesPerSecond,

@@ -1,0 +1,113 @@
+package cli
+
+// The serving clock's flags (SERVING.md), which run and sweep share: the modelled prefill (--gpu with --model's
+// roofline, or --prefill-profile), the link rates, the step budget, the arrivals and the clock's scale. Giving
+// --gpu or --prefill-profile turns the clock on; without either, run replays as fast as the machine allows.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/prefill"
+	"github.com/cphicache/cphicache/hicache/serving"
+	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// servingOptions are the serving clock's flags.
+type servingOptions struct {
+	gpu, prefillProfile, l3ReadRate string
+	prefillModel                    string
+	efficiency                      float64
+	stepTokens, stepRequests        int
+	requestRate, timeScale          float64
+}
+
+const servingCategory = "serving clock (MODELLED: turned on by --gpu or --prefill-profile)"
+
+// Defaults of the step's budget: SGLang's chunked prefill size on a large GPU, and a request cap that the step
+// broadcast carries in one or two messages.
+const (
+	defaultStepTokens   = 8192
+	defaultStepRequests = 64
+)
+
+// servingFlags are run's; sweep, whose points replay on a virtual clock at the machine's pace, takes them but
+// --time-scale.
+func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
+	env := func(name string) []string { return []string{"CPHICACHE_" + name} }
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "gpu", EnvVars: env("GPU"), Category: servingCategory, Destination: &o.gpu, DefaultText: prefill.DefaultGPU + " when --prefill-profile is given; else the clock is off",
+			Usage: fmt.Sprintf("turn the serving clock on with a roofline prefill of --model on this GPU, one per CP rank (%s); with --prefill-profile it only sets the host link's rate", joinNames(prefill.GPUNames()))},
+		&cli.StringFlag{Name: "prefill-profile", EnvVars: env("PREFILL_PROFILE"), Category: servingCategory, Destination: &o.prefillProfile, TakesFile: true,
+			Usage: "turn the serving clock on with a prefill profile measured on your own engine: rows of new tokens, cached tokens and milliseconds for a whole CP group (PREFILL.md), interpolated; replaces the roofline"},
+		&cli.StringFlag{Name: "prefill-model", EnvVars: env("PREFILL_MODEL"), Category: servingCategory, Destination: &o.prefillModel, DefaultText: "--model",
+			Usage: fmt.Sprintf("the model whose prefill and KV bytes the clock models (%s): give it to model a real model's serving over a scaled-down geometry (--layers, --token-bytes, --l2-slots) that this machine replays faster; the hit counts are then the geometry's", joinNames(sizing.ModelNames()))},
+		&cli.Float64Flag{Name: "prefill-efficiency", Value: prefill.DefaultEfficiency, EnvVars: env("PREFILL_EFFICIENCY"), Category: servingCategory, Destination: &o.efficiency,
+			Usage: "the roofline's share of the GPUs' dense bf16 peak that prefill reaches, in (0, 1] (PREFILL.md says where the default comes from)"},
+		&cli.StringFlag{Name: "l3-read-rate", Value: "40GiB/s", EnvVars: env("L3_READ_RATE"), Category: servingCategory, Destination: &o.l3ReadRate,
+			Usage: "one node's read rate from the L3 (e.g. 40GiB/s, 7GB/s): an L3 read takes at least its bytes at it"},
+		&cli.IntFlag{Name: "step-tokens", Value: defaultStepTokens, EnvVars: env("STEP_TOKENS"), Category: servingCategory, Destination: &o.stepTokens,
+			Usage: "a step's budget of prompt tokens (chunked prefill's): CP rank 0 forms each step from the requests that have arrived, up to it; a longer request goes alone"},
+		&cli.IntFlag{Name: "step-requests", Value: defaultStepRequests, EnvVars: env("STEP_REQUESTS"), Category: servingCategory, Destination: &o.stepRequests,
+			Usage: "requests in a step at most"},
+		&cli.Float64Flag{Name: "request-rate", EnvVars: env("REQUEST_RATE"), Category: servingCategory, Destination: &o.requestRate, DefaultText: "a Mooncake trace's timestamps",
+			Usage: "Poisson arrivals at this many requests per second, seeded by --seed, instead of the trace's timestamps (the synthetic workload and token traces have none: give it)"},
+		&cli.Float64Flag{Name: "time-scale", Value: 1, EnvVars: env("TIME_SCALE"), Category: servingCategory, Destination: &o.timeScale,
+			Usage: "run the clock this many times faster than the trace's, arrivals and modelled compute alike (60: an hour of trace in a minute); figures are reported in the trace's time, so the machinery's real time counts this many times over"},
+	}
+	if virtual {
+		o.timeScale = 1
+		return flags[:len(flags)-1]
+	}
+	return flags
+}
+
+// on says whether the serving clock is on: --gpu or --prefill-profile given.
+func (o *servingOptions) on() bool { return o.gpu != "" || o.prefillProfile != "" }
+
+// options are the runner's serving options for --model, checked before MPI starts; nil when the clock is off.
+// The synthetic workload has no arrival times, so it needs --request-rate (a token trace's lack of them is
+// found when it is read).
+func (o *servingOptions) options(model string, synthetic bool) (*hicache.ServingOptions, error) {
+	if !o.on() {
+		return nil, nil
+	}
+	if synthetic && o.requestRate == 0 {
+		return nil, &spmd.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times, and the synthetic workload has none: give a rate (requests per second), or a Mooncake --trace"}
+	}
+	gpu := o.gpu
+	if gpu == "" {
+		gpu = prefill.DefaultGPU
+	}
+	if o.prefillModel != "" {
+		model = o.prefillModel
+	}
+	if o.prefillProfile == "" && model == "" {
+		return nil, &spmd.ConfigError{Flag: "gpu", Reason: "the roofline prefill needs a model: give --model or --prefill-model (" + joinNames(sizing.ModelNames()) + "), or --prefill-profile"}
+	}
+	l3Rate, err := prefill.ParseRate("l3-read-rate", o.l3ReadRate)
+	if err != nil {
+		return nil, err
+	}
+	s := &hicache.ServingOptions{
+		Prefill: prefill.Options{Model: model, GPU: gpu, Efficiency: o.efficiency, ProfilePath: o.prefillProfile,
+			Open: func(path string) (io.ReadCloser, error) { return os.Open(path) }},
+		L3ReadBytesPerSecond: l3Rate, Batching: serving.Batching{StepTokens: int64(o.stepTokens), MaxRequests: o.stepRequests},
+		TimeScale: o.timeScale, RequestRate: o.requestRate,
+	}
+	return s, s.Check()
+}
+
+// joinNames lists choices for a flag's help: "a, b or c".
+func joinNames(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}

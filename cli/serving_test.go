@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/sweep"
+)
+
+// TestServingFlagsReachTheirOptions: without --gpu or --prefill-profile the clock is off, as before; with them
+// each flag lands in hicache.ServingOptions.
+func TestServingFlagsReachTheirOptions(t *testing.T) {
+	if got := captureRun(t); got.Serving != nil {
+		t.Fatalf("the serving clock is on without --gpu or --prefill-profile: %+v", got.Serving)
+	}
+	got := captureRun(t, "--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "5", "--time-scale", "10",
+		"--step-tokens", "4096", "--step-requests", "9", "--l3-read-rate", "7GB/s", "--prefill-efficiency", "0.4").Serving
+	if got == nil || got.Prefill.GPU != "h200" || got.Prefill.Model != "deepseek-v3" || got.Prefill.Efficiency != 0.4 ||
+		got.RequestRate != 5 || got.TimeScale != 10 || got.Batching.StepTokens != 4096 || got.Batching.MaxRequests != 9 ||
+		got.L3ReadBytesPerSecond != 7e9 {
+		t.Fatalf("serving options %+v", got)
+	}
+	if got := captureRun(t, "--gpu", "b200", "--prefill-model", "llama-3.1-70b", "--request-rate", "1").Serving; got.Prefill.Model != "llama-3.1-70b" {
+		t.Fatalf("--prefill-model: %+v", got)
+	}
+}
+
+// TestServingFlagsAreCheckedBeforeMPI: each bad serving flag is refused by Before, naming itself.
+func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
+	profile := filepath.Join(t.TempDir(), "p.txt")
+	if err := os.WriteFile(profile, []byte("1024 0 12.5\n1024 x 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flag string
+		args []string
+	}{
+		{"gpu", []string{"--gpu", "h200", "--request-rate", "1"}}, // no model for the roofline
+		{"gpu", []string{"--gpu", "a100", "--model", "deepseek-v3", "--request-rate", "1"}},
+		{"request-rate", []string{"--gpu", "h200", "--model", "deepseek-v3"}}, // the synthetic workload has no arrivals
+		{"request-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "-2"}},
+		{"time-scale", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--time-scale", "0"}},
+		{"step-tokens", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--step-tokens", "0"}},
+		{"prefill-efficiency", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-efficiency", "2"}},
+		{"l3-read-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--l3-read-rate", "fast"}},
+		{"prefill-profile", []string{"--prefill-profile", profile, "--request-rate", "1"}},
+		{"prefill-profile", []string{"--prefill-profile", profile + ".missing", "--request-rate", "1"}},
+		{"model", []string{"--gpu", "h200", "--prefill-model", "gpt-9", "--request-rate", "1"}},
+	} {
+		o := &runOptions{}
+		flags := append(append(o.flags(), o.metricsFlags()...), servingFlags(&o.serving, false)...)
+		app := &cli.App{Commands: []*cli.Command{{Name: "run", Flags: flags, Before: o.before, Action: func(*cli.Context) error { return nil }}}}
+		err := app.Run(append([]string{"cphicache", "run"}, tc.args...))
+		var ce *spmd.ConfigError
+		if !errors.As(err, &ce) || ce.Flag != tc.flag {
+			t.Errorf("%v: %v, want an invalid --%s", tc.args, err, tc.flag)
+		}
+	}
+}
+
+// TestRunWithTheServingClock: a real run under the clock gives every request a modelled TTFT, beside its ideal,
+// in the summary and the report, and says where each tier pays.
+func TestRunWithTheServingClock(t *testing.T) {
+	besideOthers(t)
+	report := filepath.Join(t.TempDir(), "r.json")
+	res := runMPI(t, 2, 120*time.Second, "run", "--quiet", "--conversations", "16", "--turns-max", "4", "--gpu", "h200",
+		"--prefill-model", "deepseek-v3", "--request-rate", "40", "--time-scale", "10", "--report", report)
+	if res.exitCode != 0 {
+		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
+	}
+	for _, want := range []string{"serving clock, MODELLED (roofline: deepseek-v3 on 2 x h200", "TTFT p50", "measured/ideal p50", "modelled break-even KV rate"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	var r hicache.Report
+	readJSON(t, report, &r)
+	if s := r.Serving; s == nil || s.Requests != r.Requests || s.TTFT.P50 <= 0 || s.IdealTTFT.P50 <= 0 || s.PromptTokensPerSecond <= 0 {
+		t.Fatalf("the report's serving section: %+v (%d requests)", r.Serving, r.Requests)
+	}
+}
+
+// TestSweepGivesAModelledTTFTPerSize: with a prefill model every sweep point has a modelled TTFT, on a virtual
+// clock over its own hits: the same in two sweeps, and no worse where the L2 holds more.
+func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
+	dir := t.TempDir()
+	var results [2]sweep.Result
+	for i := range results {
+		path := filepath.Join(dir, "s"+string(rune('0'+i))+".json")
+		out := singleton(t, append([]string{"sweep", "--l2-slots", "16,1024", "--json", path, "--gpu", "h100", "--prefill-model", "llama-3.1-8b",
+			"--request-rate", "20"}, append(sweepWorkload, sweepL1...)...)...)
+		if !strings.Contains(out, "MODELLED TTFT p50") {
+			t.Fatalf("the sweep's lines give no modelled TTFT:\n%s", out)
+		}
+		readJSON(t, path, &results[i])
+	}
+	a, b := results[0], results[1]
+	if !strings.HasPrefix(a.Prefill, "roofline: llama-3.1-8b") || len(a.Points) != 2 {
+		t.Fatalf("sweep %+v", a)
+	}
+	for i := range a.Points {
+		p, q := a.Points[i].Serving, b.Points[i].Serving
+		if p == nil || q == nil || *p != *q || p.TTFTP50 <= 0 {
+			t.Fatalf("point %d: %+v then %+v, want the same modelled TTFT in both sweeps", i, p, q)
+		}
+	}
+	if small, large := a.Points[0].Serving, a.Points[1].Serving; large.TTFTP50 > small.TTFTP50 {
+		t.Errorf("TTFT p50 %g s at 1024 slots, %g s at 16: a larger L2 made it worse", large.TTFTP50, small.TTFTP50)
+	}
+}
