@@ -26,6 +26,7 @@ type servingOptions struct {
 	efficiency                      float64
 	stepTokens, stepRequests        int
 	requestRate, timeScale          float64
+	groupGPUs                       int // sweep's: the modelled CP group's GPUs
 }
 
 const servingCategory = "serving clock (MODELLED: turned on by --gpu or --prefill-profile)"
@@ -63,7 +64,8 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 	}
 	if virtual {
 		o.timeScale = 1
-		return flags[:len(flags)-1]
+		return append(flags[:len(flags)-1], &cli.IntFlag{Name: "group-gpus", Value: 8, EnvVars: env("GROUP_GPUS"), Category: servingCategory, Destination: &o.groupGPUs,
+			Usage: "the GPUs of the CP group whose serving the points model (the sweep runs the cache at cp 1: its hits do not depend on the CP size, its TTFT does)"})
 	}
 	return flags
 }
@@ -99,7 +101,7 @@ func (o *servingOptions) options(model string, synthetic bool) (*hicache.Serving
 		Prefill: prefill.Options{Model: model, GPU: gpu, Efficiency: o.efficiency, ProfilePath: o.prefillProfile,
 			Open: func(path string) (io.ReadCloser, error) { return os.Open(path) }},
 		L3ReadBytesPerSecond: l3Rate, Batching: serving.Batching{StepTokens: int64(o.stepTokens), MaxRequests: o.stepRequests},
-		TimeScale: o.timeScale, RequestRate: o.requestRate,
+		TimeScale: o.timeScale, RequestRate: o.requestRate, GroupGPUs: o.groupGPUs,
 	}
 	return s, s.Check()
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,8 +96,8 @@ func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
 	var results [2]sweep.Result
 	for i := range results {
 		path := filepath.Join(dir, "s"+string(rune('0'+i))+".json")
-		out := singleton(t, append([]string{"sweep", "--l2-slots", "16,1024", "--json", path, "--gpu", "h100", "--prefill-model", "llama-3.1-8b",
-			"--request-rate", "20"}, append(sweepWorkload, sweepL1...)...)...)
+		out := singleton(t, append([]string{"sweep", "--l2-slots", "16,1024", "--json", path, "--plot", path + ".png", "--gpu", "h100",
+			"--prefill-model", "llama-3.1-8b", "--request-rate", "20"}, append(sweepWorkload, sweepL1...)...)...)
 		if !strings.Contains(out, "MODELLED TTFT p50") {
 			t.Fatalf("the sweep's lines give no modelled TTFT:\n%s", out)
 		}
@@ -111,6 +112,15 @@ func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
 		if p == nil || q == nil || *p != *q || p.TTFTP50 <= 0 {
 			t.Fatalf("point %d: %+v then %+v, want the same modelled TTFT in both sweeps", i, p, q)
 		}
+	}
+	// The plot holds the TTFT's panel under the hit rate's: twice as high as the hit rate's alone.
+	f, err := os.Open(filepath.Join(dir, "s0.json.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if img, err := png.Decode(f); err != nil || img.Bounds().Dy() < img.Bounds().Dx() {
+		t.Errorf("the sweep's plot with a prefill model: %v, %v: want two panels, one over the other", err, img.Bounds())
 	}
 	if small, large := a.Points[0].Serving, a.Points[1].Serving; large.TTFTP50 > small.TTFTP50 {
 		t.Errorf("TTFT p50 %g s at 1024 slots, %g s at 16: a larger L2 made it worse", large.TTFTP50, small.TTFTP50)

@@ -35,6 +35,9 @@ type ServingOptions struct {
 	// RequestRate, when above 0, replaces the workload's arrival times with Poisson arrivals at this many
 	// requests per trace second, seeded by --seed (the synthetic workload and token traces have none).
 	RequestRate float64
+	// GroupGPUs, when above 0, is the modelled CP group's GPUs instead of the run's CP size: sweep runs the cache
+	// at cp 1 and models the group the user sizes for (--group-gpus).
+	GroupGPUs int
 	// Virtual keeps the replay's own pace and steps (--batch-requests, as fast as the machine allows) and only
 	// records each request's hits, for a virtual replay at the end: the sweep's modelled TTFT, the same from run
 	// to run when the hits are (--sync-copies). Its report has the ideal and no measured figures.
@@ -69,6 +72,8 @@ func (o *ServingOptions) Check() error {
 		return &spmd.ConfigError{Flag: "request-rate", Reason: fmt.Sprintf("%v requests/s: give a rate above 0, or 0 for the trace's timestamps", o.RequestRate)}
 	case o.Batching.StepTokens < 1:
 		return &spmd.ConfigError{Flag: "step-tokens", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.StepTokens)}
+	case o.GroupGPUs < 0:
+		return &spmd.ConfigError{Flag: "group-gpus", Reason: fmt.Sprintf("%d must be 1 or more", o.GroupGPUs)}
 	case o.Batching.MaxRequests < 1:
 		return &spmd.ConfigError{Flag: "step-requests", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.MaxRequests)}
 	}
@@ -329,6 +334,11 @@ func (rs *runState) paceUntil(until time.Time, name string) {
 // scaled-down copies copy.
 func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 	sized := *o
+	// The KV of a token is the geometry's every rank's share (or the model's), whatever group is modelled.
+	kv := int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.accountTokenBytes)
+	if o.GroupGPUs > 0 {
+		cp = o.GroupGPUs
+	}
 	sized.Prefill.GroupGPUs = cp
 	gpu, err := prefill.LookupGPU(o.Prefill.GPU)
 	if err != nil {
@@ -340,7 +350,6 @@ func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 		}
 		sized.modelName = sized.model.Describe()
 	}
-	kv := int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.accountTokenBytes)
 	if m, err := sizing.LookupModel(o.Prefill.Model); err == nil {
 		kv = m.TokenBytes()
 	}

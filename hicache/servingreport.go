@@ -71,7 +71,7 @@ func (rs *runState) servingReport() (*ServingReport, error) {
 	if c.root {
 		sums[0] = t.ideal.count()
 		sums[1] = int64(1e3 * perSecond(t.promptTokens, t.lastEndNs-t.firstArrivalNs))
-		sums[2] = int64(1e3 * perSecond(t.promptTokens, t.idealEndNs-t.firstArrivalNs))
+		sums[2] = int64(1e3 * perSecond(t.idealPromptTokens, t.idealEndNs-t.idealFirstNs))
 		sums[3], sums[4] = c.stepsNs, c.modelledNs
 	}
 	words = append(words, sums[:]...)

@@ -10,7 +10,8 @@ type servingTallies struct {
 	ttft, queue, prefetch, load, prefill, ideal msQuantiles
 	promptTokens                                int64
 	firstArrivalNs, lastEndNs                   int64
-	idealEndNs                                  int64
+	// The ideal's own span and tokens (a virtual run times nothing else).
+	idealPromptTokens, idealFirstNs, idealEndNs int64
 }
 
 // observe times one request whose first token came at endNs. Its parts add up to its TTFT: the queue until its
@@ -41,9 +42,14 @@ func (c *servingClock) replayIdeal() {
 	}
 	r := serving.VirtualReplay(records, c.opts.Batching, c.opts.prefill(), c.opts.links)
 	for i, tm := range r.Requests {
-		if !records[i].Flush {
-			c.t.ideal.observeNs(tm.TTFTNs())
-			c.t.idealEndNs = max(c.t.idealEndNs, tm.EndNs)
+		if records[i].Flush {
+			continue
 		}
+		if c.t.idealPromptTokens == 0 {
+			c.t.idealFirstNs = tm.ArrivalNs
+		}
+		c.t.ideal.observeNs(tm.TTFTNs())
+		c.t.idealPromptTokens += records[i].Hit.PromptTokens
+		c.t.idealFirstNs, c.t.idealEndNs = min(c.t.idealFirstNs, tm.ArrivalNs), max(c.t.idealEndNs, tm.EndNs)
 	}
 }

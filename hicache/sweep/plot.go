@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/sizing"
@@ -57,7 +58,7 @@ func (s *Result) WritePlot(path string) error {
 	p.Legend.XOffs = -p.Legend.ThumbnailWidth - vg.Points(8)
 	// The image goes through outfile, whole or not at all, in the format its extension names (as plot.Save).
 	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
-	image, err := p.WriterTo(sweepPlotWidth, sweepPlotHeight, format)
+	image, err := s.render(p, format)
 	if err != nil {
 		return fmt.Errorf("--plot %s: %w", path, err)
 	}
@@ -65,6 +66,49 @@ func (s *Result) WritePlot(path string) error {
 		_, err := image.WriteTo(w)
 		return err
 	})
+}
+
+// render draws the hit rate's plot, and below it, when the points have modelled serving figures, their TTFT
+// against the same sizes, in one image.
+func (s *Result) render(hits *plot.Plot, format string) (io.WriterTo, error) {
+	if s.Points[0].Serving == nil {
+		return hits.WriterTo(sweepPlotWidth, sweepPlotHeight, format)
+	}
+	ttft, err := s.ttftPlot()
+	if err != nil {
+		return nil, err
+	}
+	canvas, err := draw.NewFormattedCanvas(sweepPlotWidth, 2*sweepPlotHeight, format)
+	if err != nil {
+		return nil, err
+	}
+	tiles := plot.Align([][]*plot.Plot{{hits}, {ttft}}, draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(12)}, draw.New(canvas))
+	hits.Draw(tiles[0][0])
+	ttft.Draw(tiles[1][0])
+	return canvas, nil
+}
+
+// ttftPlot draws the points' modelled TTFT p50 and p99 against the L2's capacity.
+func (s *Result) ttftPlot() (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "MODELLED time to first token: a virtual clock over each point's hits\n" + s.Prefill
+	p.X.Label.Text = "L2 capacity per node, log scale"
+	p.Y.Label.Text = "TTFT (s)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = sweepTicks(s.Points)
+	p.Y.Min = 0
+	var p50, p99 plotter.XYs
+	for _, pt := range s.Points {
+		x := float64(max(1, pt.L2Bytes))
+		p50 = append(p50, plotter.XY{X: x, Y: pt.Serving.TTFTP50})
+		p99 = append(p99, plotter.XY{X: x, Y: pt.Serving.TTFTP99})
+	}
+	if err := plotutil.AddLinePoints(p, "TTFT p50", p50, "TTFT p99", p99); err != nil {
+		return nil, err
+	}
+	p.Legend.Top = true
+	p.Legend.XOffs = -p.Legend.ThumbnailWidth - vg.Points(8)
+	return p, nil
 }
 
 // plotFormats are the image formats gonum/plot writes, by file extension.
