@@ -83,3 +83,28 @@ func TestReplayConfigNamesTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeReplayOnTheServingClock: the TTFT columns are the medians of the runs' serving reports, divided by
+// the L2-only row's for the targets; runs without the clock leave them 0 (not measured).
+func TestSummarizeReplayOnTheServingClock(t *testing.T) {
+	serving := func(p50, p99, overIdeal float64) *hicache.ServingReport {
+		s := &hicache.ServingReport{MeasuredOverIdealP50: overIdeal, PromptTokensPerSecond: 1000}
+		s.TTFT.P50, s.TTFT.P99 = p50, p99
+		return s
+	}
+	runs := []ReplayRun{
+		{Config: ReplayL1Only, Serving: serving(9, 20, 1.2)}, {Config: ReplayL2Only, Serving: serving(4, 10, 1.1)},
+		{Config: ReplayL3Filled, Serving: serving(1, 3, 1.0)}, {Config: ReplayL2Only, Serving: serving(6, 12, 1.3)},
+		{Config: ReplayL3Filled, Serving: serving(2, 5, 1.05)}, {Config: ReplayL2Only, Serving: serving(5, 11, 1.2)},
+		{Config: ReplayL3Filled, Serving: serving(3, 4, 1.1)}, {Config: ReplayL3Empty},
+	}
+	res := SummarizeReplay(runs)
+	l2, filled := res.row(ReplayL2Only), res.row(ReplayL3Filled)
+	if l2.TTFTP50Seconds != 5 || l2.TTFTP99Seconds != 11 || l2.MeasuredOverIdeal != 1.2 || l2.TTFTOverL2Only != 1 ||
+		filled.TTFTP50Seconds != 2 || filled.TTFTP99Seconds != 4 || filled.TTFTOverL2Only != 0.4 || res.row(ReplayL1Only).TTFTOverL2Only != 1.8 {
+		t.Fatalf("rows %+v", res.Rows)
+	}
+	if res.Ratios.TTFTFilledOverL2Only != 0.4 || res.Ratios.TTFTEmptyOverL2Only != 0 {
+		t.Fatalf("ratios %+v: want 0.4, and 0 for the L3-empty row without the clock", res.Ratios)
+	}
+}

@@ -1,6 +1,6 @@
 package cli
 
-// bench replay: one trace in three configurations (L2 only, L2 + L3 empty, L2 + L3 filled), each launch its own
+// bench replay: one trace in four configurations (L1 only, L2 only, L2 + L3 empty, L2 + L3 filled), each launch its own
 // mpirun (bench replay launches them: do not run it under mpirun).
 
 import (
@@ -18,6 +18,7 @@ import (
 
 type replayOptions struct {
 	trace, mpirun, runArgs, l3RunArgs, l3Parent, outDir string
+	servingArgs                                         string
 	np, repeats, plainRounds                            int
 	timeout                                             time.Duration
 	out                                                 benchOutput
@@ -46,6 +47,8 @@ func (o *replayOptions) flags() []cli.Flag {
 			Usage: "the launcher and its flags (split at spaces); -np N is inserted after the first word (OpenMPI as root also needs OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in the environment, as make exports them)"},
 		&cli.StringFlag{Name: "run-args", EnvVars: env("RUN_ARGS"), Destination: &o.runArgs,
 			Usage: "flags of `cphicache run` for every launch (split at spaces; arguments after -- are added to them); not --trace, --l3-dir, --report or --quiet, which the benchmark sets"},
+		&cli.StringFlag{Name: "serving-args", Value: bench.DefaultReplayServingArgs, EnvVars: env("SERVING_ARGS"), Destination: &o.servingArgs,
+			Usage: "the serving clock's flags of `cphicache run` for every launch (split at spaces): the rows' TTFT and the targets on it are MODELLED by them; \"\" replays without the clock, as fast as the machine allows"},
 		&cli.StringFlag{Name: "l3-run-args", EnvVars: env("L3_RUN_ARGS"), Destination: &o.l3RunArgs,
 			Usage: "flags of `cphicache run` for the L3 launches only (--l3-bytes, --l3-block-tokens, ...: the L2-only launches would refuse them)"},
 		&cli.StringFlag{Name: "l3-parent", Value: os.TempDir(), EnvVars: env("L3_PARENT"), Destination: &o.l3Parent,
@@ -64,7 +67,7 @@ func (o *replayOptions) before(c *cli.Context) error {
 		return err
 	}
 	o.cfg = bench.ReplayConfig{Trace: o.trace, NP: o.np, Repeats: o.repeats, Launcher: strings.Fields(o.mpirun), Binary: self,
-		RunArgs: append(strings.Fields(o.runArgs), c.Args().Slice()...), L3RunArgs: strings.Fields(o.l3RunArgs),
+		RunArgs: append(strings.Fields(o.runArgs), c.Args().Slice()...), L3RunArgs: strings.Fields(o.l3RunArgs), ServingArgs: strings.Fields(o.servingArgs),
 		L3Parent: o.l3Parent, OutDir: o.outDir, TimeoutSec: o.timeout.Seconds(), PlainRounds: o.plainRounds}
 	return flagError(o.cfg.Validate())
 }
@@ -73,7 +76,7 @@ func benchReplayCommand() *cli.Command {
 	o := &replayOptions{}
 	return &cli.Command{
 		Name:         "replay",
-		Usage:        "one trace replayed L2 only, with an L3 over an empty directory and over the filled one, alternating, median of --repeats each: walls, computed share, L3 bytes, prefetch waits, and their ratios against issue 25's targets (launches mpirun itself: do not run it under mpirun)",
+		Usage:        "one trace replayed with L1 alone, with the L2, with an L3 over an empty directory and over the filled one, alternating, median of --repeats each: on the serving clock the MODELLED time to first token (p50, p99), prompt tokens/s and measured over ideal, with their targets; walls, computed share, L3 bytes, prefetch waits (launches mpirun itself: do not run it under mpirun)",
 		ArgsUsage:    "[-- RUN FLAGS...]",
 		Flags:        o.flags(),
 		OnUsageError: onUsageError,
@@ -85,9 +88,11 @@ func benchReplayCommand() *cli.Command {
 func benchReplay(cfg bench.ReplayConfig, out *benchOutput) error {
 	meta := bench.NewMeta("replay", version)
 	meta.Set("launch", strings.Join(append([]string{cfg.Launcher[0], "-np", fmt.Sprint(cfg.NP), "...", cfg.Binary, "run --quiet --report FILE --trace", cfg.Trace}, cfg.RunArgs...), " "))
+	meta.Set("serving clock", strings.Join(cfg.ServingArgs, " ")+" (MODELLED: SERVING.md, PREFILL.md)")
+	meta.Set("L1-only launches add", "--l2-slots 1")
 	meta.Set("L3 launches add", strings.Join(append([]string{"--l3-dir DIR"}, cfg.L3RunArgs...), " "))
 	meta.Set("launcher flags", strings.Join(cfg.Launcher[1:], " "))
-	meta.Set("configurations", "each repeat: L2-only, then L3-empty (a fresh directory), then L3-filled (the directory L3-empty just filled)")
+	meta.Set("configurations", "each repeat: L1-only (an L2 of one slot), L2-only, then L3-empty (a fresh directory), then L3-filled (the directory L3-empty just filled)")
 	meta.Set("repeats", cfg.Repeats)
 	meta.Set("l3 parent", fmt.Sprintf("%s (%s)", cfg.L3Parent, bench.FilesystemType(cfg.L3Parent)))
 	meta.Set("reports", cfg.OutDir)
