@@ -60,7 +60,15 @@ type partKey struct {
 }
 
 func (j *job) violate(r *rank, what string) {
-	if j.violation != nil || (r != nil && j.diverged(r.g)) {
+	if r != nil && j.diverged(r.g) {
+		return
+	}
+	j.violateEvenDiverged(r, what)
+}
+
+// violateEvenDiverged records a violation that no injected divergence excuses.
+func (j *job) violateEvenDiverged(r *rank, what string) {
+	if j.violation != nil {
 		return
 	}
 	v := &Violation{JobSeed: j.cfg.Seed, Group: -1, Rank: -1, What: what, Config: j.cfg.String()}

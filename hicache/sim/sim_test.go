@@ -69,6 +69,7 @@ var seedsThatFoundBugs = []struct {
 	found   string
 }{
 	{3547614547094447529, "a flush event in a step that first served prefetch-deferred requests left their nodes locked; unlocking them after the reset queued dead nodes still holding device pages, and an L1 eviction freed those pages a second time"},
+	{2980954609015642673, "a divergence injected after step 8 (cp 3, an L3 with wait_complete) changed the diverged rank's tree, so at step 9 it alone entered the l3_prefetch call (MPI, 5 words) while its peers entered the step consensus: nothing paired, and a real job hung until the watchdog; the call is now a consensus over the step's vector and transport, and the digests in it name the divergence"},
 }
 
 func TestSeedsThatFoundBugsRunClean(t *testing.T) {
