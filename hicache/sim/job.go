@@ -14,14 +14,15 @@ import (
 
 // job is one simulated job: its CP groups, the directory they share, and the scheduler's clock.
 type job struct {
-	cfg       JobConfig
-	placement cache.NodePlacement // where each group's ranks are over its nodes (cfg.placement, drawn once)
-	r         *rng                // scheduling and timing
-	l3        *simL3              // nil without an L3
-	groups    []*group
-	now       uint64 // scheduler ticks
-	violation *Violation
-	stuck     string // how the job ended when nothing could move (the watchdog's view), "" when it ran to its end
+	cfg          JobConfig
+	placement    cache.NodePlacement // where each group's ranks are over its nodes (cfg.placement, drawn once)
+	r            *rng                // scheduling and timing
+	l3           *simL3              // nil without an L3
+	groups       []*group
+	now          uint64 // scheduler ticks
+	violation    *Violation
+	stuck        string // how the job ended when nothing could move (the watchdog's view), "" when it ran to its end
+	readsGivenUp int64  // L3 reads the scheduler ended at their deadline
 
 	modelChecked  bool                  // the end was compared with the sequential model
 	tamperOutcome func([]cache.Outcome) // tests: change what the core served before the model compares it
@@ -290,6 +291,7 @@ func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
 // scattered into the slab when it is a whole block.
 func (j *job) readBlock(r *rank, w *cache.BlockRead, p *pending) error {
 	if p.hung || (p.deadline > 0 && p.deadline <= j.now && p.readyAt > j.now) {
+		j.readsGivenUp++
 		return errors.New("the L3 read did not finish by its deadline (sim)")
 	}
 	data, err := r.store.ReadBlock(w.Key, len(w.Pages), &r.readBuf)

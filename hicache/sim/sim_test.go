@@ -92,3 +92,23 @@ func FuzzSimulatedJob(f *testing.F) {
 		}
 	})
 }
+
+// TestSometimesEveryBranchIsReached: the bounded run takes every interesting branch (sometimes.go), and the
+// report names them, with NEVER for a branch a run did not take.
+func TestSometimesEveryBranchIsReached(t *testing.T) {
+	res := Run(Options{Seed: 1, Jobs: 300})
+	if res.Violation != nil {
+		t.Fatal(res.Violation)
+	}
+	if never := res.Unreached(); len(never) > 0 {
+		t.Errorf("300 jobs from seed 1 never took %v; reached %v", never, res.Reached)
+	}
+	report := strings.Join(res.SometimesReport(), "\n")
+	if !strings.Contains(report, "a capacity miss in the L2") || strings.Contains(report, "NEVER") != (len(res.Unreached()) > 0) {
+		t.Errorf("report:\n%s", report)
+	}
+	none := Run(Options{Seed: 1, Jobs: 3, Configure: func(j *JobConfig) { j.L3 = cache.L3Config{} }})
+	if r := strings.Join(none.SometimesReport(), "\n"); !strings.Contains(r, "NEVER") {
+		t.Errorf("jobs without an L3 reached every L3 branch:\n%s", r)
+	}
+}
