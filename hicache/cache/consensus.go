@@ -206,12 +206,24 @@ func (c *Core) prefetchConsensus(counts []uint64, digest uint64) error {
 	v := vote{writeFrontier: math.MaxUint64, writeIdle: true, loadFrontier: math.MaxUint64, loadDone: true,
 		digest: digest, storeFrontier: math.MaxUint64, prefetchFrontier: math.MaxUint64, prefetchFailed: noFailure,
 		prefetchAhead: counts}
+	if c.cfg.Bugs.has(BugExistenceVoteMax) {
+		complement(counts) // the bug: the MAX of the counts, through the MIN of their complements
+	}
 	a, err := c.consensus(PrefetchCount, v)
 	if err != nil {
 		return err
 	}
 	copy(counts, a.prefetchAhead)
+	if c.cfg.Bugs.has(BugExistenceVoteMax) {
+		complement(counts)
+	}
 	return nil
+}
+
+func complement(words []uint64) {
+	for i := range words {
+		words[i] = ^words[i]
+	}
 }
 
 // gatherDigests collects every CP rank's digest, for the divergence report. Every rank of the group calls it

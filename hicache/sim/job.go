@@ -107,7 +107,7 @@ func newJob(cfg JobConfig) (*job, error) {
 		g.events = makeWorkload(newRNG(cfg.Seed^uint64(gi+1)*0x9e37), &j.cfg)
 		g.all = g.events
 		for cp := range cfg.CP {
-			r := &rank{g: g, cp: cp, node: j.placement.Node[cp]}
+			r := &rank{g: g, cp: cp, node: j.placement.Node[cp], foundKeys: map[uint64]bool{}}
 			if j.l3 != nil {
 				r.store = j.l3.store(cp, r.node)
 			}
@@ -257,6 +257,7 @@ func (j *job) complete(p *pending) {
 	case *cache.ExistenceCheck:
 		x = cache.Completion{Kind: cache.BlocksFound, Seq: w.Seq}
 		for x.Found < len(w.Keys) && r.store.Exists(w.Keys[x.Found]) {
+			r.foundKeys[w.Keys[x.Found]] = true
 			x.Found++
 		}
 	}
