@@ -119,6 +119,9 @@ func (o *simOptions) run(w io.Writer) error {
 	c := res.Totals
 	fmt.Fprintf(w, "  prompt tokens: L1 hit %d, L2 hit %d, L3 hit %d, computed %d; %d L3 prefetches (%d cut short by a failed read, %d timed out, %d dropped by a flush); %d flushes\n",
 		c.L1HitTokens, c.L2HitTokens, c.L3HitTokens, c.MissTokens, c.L3Prefetches, c.L3PrefetchMisses, c.L3PrefetchTimeouts, c.L3PrefetchFlushed, c.Flushes)
+	for _, line := range res.SometimesReport() {
+		fmt.Fprintln(w, line)
+	}
 	if v := res.Violation; v != nil {
 		fmt.Fprintf(w, "%s\n  replay: cphicache sim --job-seed %d (this job alone), or the same flags again\n", v, v.JobSeed)
 		fmt.Fprintf(w, "sim: FAILED at job seed %d, %.0f steps/s, state hash %016x\n", v.JobSeed, float64(res.Steps)/elapsed, res.Hash)

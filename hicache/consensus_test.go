@@ -96,6 +96,39 @@ func TestConsensusOutOfStepIsANamedError(t *testing.T) {
 	}
 }
 
+// A diverged rank can decide alone to make the l3_prefetch call (a step whose prefetch counts no step consensus
+// carried: its tree, which the divergence changed, says so) while its peers enter the step consensus. The two calls
+// must pair over MPI, whatever the transport, and the digests they carry must name the divergence, not leave the
+// group in unpaired collectives until the watchdog names a wait (issue 37, job seed 2980954609015642673 of the
+// simulator). The last CP rank diverged: its digest differs, and it alone enters l3_prefetch.
+func TestADivergedRankAloneInTheL3PrefetchCallIsCaughtAsADivergence(t *testing.T) {
+	c, topo := testConsensus(t)
+	if topo.CPSize == 1 {
+		t.Skip("a single-rank group cannot diverge")
+	}
+	const batchRequests = 3
+	c.probe.WithL3(batchRequests)
+	c.cons.watchdog = spmd.NewWatchdog(20*time.Second, topo.WorldRank, nil) // a hang fails the test, named as one
+	t.Cleanup(c.cons.watchdog.Stop)
+	diverged := topo.CPRank == topo.CPSize-1
+	var err error
+	if diverged {
+		err = c.probe.PrefetchCount([]uint64{2, 0, 1}, 0xd1f)
+	} else {
+		_, err = c.agree(StepConsensus, cache.ProbeVote{WriteFrontier: 4, WriteIdle: true, LoadDone: true, Digest: 0xa9})
+	}
+	var div *DivergenceError
+	if !errors.As(err, &div) {
+		t.Fatalf("CP rank %d: %v, want a placement divergence", topo.CPRank, err)
+	}
+	if len(div.Digests) != topo.CPSize || div.Digests[topo.CPSize-1] != 0xd1f || div.Digests[0] != 0xa9 || div.OutOfStep == nil {
+		t.Errorf("CP rank %d: divergence %+v: want every rank's digest, the last one's 0xd1f, and the calls out of step", topo.CPRank, div)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "step call #1") || !strings.Contains(msg, "l3_prefetch call #1") {
+		t.Errorf("CP rank %d: %q does not name both calls", topo.CPRank, msg)
+	}
+}
+
 // runErr runs opts on every rank and checks that no shared memory is left, whatever the outcome.
 func runErr(t *testing.T, opts *Options) (*Report, error) {
 	t.Helper()

@@ -29,6 +29,7 @@ const (
 	tagUnprotect
 	tagReset
 	tagPerturb
+	tagMiss
 )
 
 // digestAdd chains words into the running digest.

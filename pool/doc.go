@@ -20,9 +20,11 @@
 // back, as etcd's raft state machine leaves IO to its caller.
 //
 // A 64-bit digest, chained with an order-sensitive mix over every mutation (reserve with its extents,
-// abort, commit, release, evict, touch, protect, unprotect) and seeded from the Geometry, summarises the
-// history. Ranks compare digests with an all-reduce MIN and MAX; any difference is a divergence. New and
-// Reset give the same digest. A misuse error or a Miss changes nothing and chains nothing.
+// abort, commit, release, evict, touch, protect, unprotect, a miss, and the fault injection's perturb) and
+// seeded from the Geometry, summarises the history. Ranks compare digests with an all-reduce MIN and MAX; any
+// difference is a divergence. New and Reset give the same digest. A misuse error changes nothing and chains
+// nothing. A Miss places nothing but empties the eviction list, so it chains too: every change of the state moves
+// the digest, and equal digests mean equal states (digest_test.go checks both over random sequences).
 //
 // # Placement
 //

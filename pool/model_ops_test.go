@@ -38,6 +38,9 @@ func applyReal(a *Allocator, op operation) opResult {
 	switch op.kind {
 	case opReserve:
 		outcome, err := a.Reserve(op.id, op.pages, op.seq, op.clock)
+		if err != nil { // misuse changes nothing: Evicted still lists the last successful call's evictions
+			return opResult{outcome: outcome, err: err}
+		}
 		return opResult{outcome: outcome, evicted: slices.Clone(a.Evicted()), err: err}
 	case opCommit:
 		err = a.MarkObjectCommitted(op.id)

@@ -22,6 +22,9 @@ type DivergenceError struct {
 	Where        string   // the consensus that caught it
 	Digests      []uint64 // by CP rank; nil when the digests agreed and objects differed
 	ObjectsWrong int64    // objects placed differently (object comparison only)
+	// OutOfStep is set when the diverged ranks had already entered different calls (which the consensus paired):
+	// the group cannot recover from that in place, so validate does not record it but fails.
+	OutOfStep *OutOfStepError
 }
 
 // Scope: every rank of the group sees the same agreed digests and hashes.
@@ -60,6 +63,20 @@ func (c *Core) divergence(kind ConsensusKind, digest uint64) error {
 		where += " (before the flush's reset)"
 	}
 	return &DivergenceError{Step: c.step, Event: c.clock, Group: c.cfg.Group, Where: where, Digests: all}
+}
+
+// divergenceOutOfStep builds the error of a consensus call that paired different calls of the ranks (their tags
+// differ) whose digests differ too: the divergence made them decide differently which call to enter. Every rank
+// names the calls from the agreed tags, so the message is the same on each whichever call it entered.
+func (c *Core) divergenceOutOfStep(outOfStep *OutOfStepError, digest uint64) error {
+	c.counters.Divergences++
+	all, err := c.gatherDigests(digest)
+	if err != nil {
+		return err
+	}
+	where := fmt.Sprintf("consensus that paired the %s with the %s (the diverged ranks entered different calls)",
+		describeTag(outOfStep.MinTag), describeTag(outOfStep.MaxTag))
+	return &DivergenceError{Step: outOfStep.Step, Event: c.clock, Group: c.cfg.Group, Where: where, Digests: all, OutOfStep: outOfStep}
 }
 
 // comparePlacements compares every live object's placement across the CP group, not only the digest: MIN and

@@ -29,6 +29,8 @@ const (
 	BugAssertOff                              // the placement assert is off (digest and objects): to show what the audit catches alone
 	BugAuditOneNode                           // on a group over several nodes, only its first node audits committed objects
 	BugL3ReadOneNode                          // on a group over several nodes, only its first node reads an L3 prefetch's part-files
+	BugSkipLoadVerify                         // a load-back now and then is released without its byte-for-byte check
+	BugExistenceVoteMax                       // the group agrees the MAX of the ranks' L3 existence counts, not the MIN
 	bugEnd
 )
 
@@ -39,7 +41,8 @@ var bugNames = map[Bug]string{
 	BugAuditSkipsRank: "audit_skips_rank", BugNoAuditHold: "no_audit_hold", BugLocalPrefetchCount: "local_prefetch_count",
 	BugNoLoadProtect: "no_load_protect", BugNoWriteBackProtect: "no_write_back_protect",
 	BugResetKeepsDevicePages: "reset_keeps_device_pages", BugAssertOff: "assert_off", BugAuditOneNode: "audit_one_node",
-	BugL3ReadOneNode: "l3_read_one_node",
+	BugL3ReadOneNode: "l3_read_one_node", BugSkipLoadVerify: "skip_load_verify",
+	BugExistenceVoteMax: "existence_vote_max",
 }
 
 func (b Bug) String() string { return bugNames[b] }

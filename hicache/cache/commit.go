@@ -124,6 +124,9 @@ func (c *Core) finishLoads() error {
 			continue
 		}
 		op.verified = true
+		if c.cfg.Bugs.has(BugSkipLoadVerify) && op.seq%7 == 3 {
+			continue // the bug: some load-backs are never checked (their bytes are right, so only a count can tell)
+		}
 		if err := c.verifyLoad(op); err != nil {
 			c.fail(FailureDevice, fmt.Errorf("verifying load-back %d: %w", op.seq, err))
 		}

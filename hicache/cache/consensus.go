@@ -134,6 +134,10 @@ func (c *Core) consensus(k ConsensusKind, v vote) (agreement, error) {
 		return agreement{}, errors.Join(v.failure, fmt.Errorf("%s consensus on CP group %d (%d ranks) at step %d: %w", k, c.cfg.Group, c.cfg.Geometry.CPSize, c.step, err))
 	}
 	if err := c.checkAgreed(w, v.failure); err != nil {
+		var outOfStep *OutOfStepError
+		if errors.As(err, &outOfStep) && w[wordDigest] != ^w[wordDigestNot] {
+			return agreement{}, c.divergenceOutOfStep(outOfStep, v.digest) // the divergence is why they went out of step
+		}
 		return agreement{}, err
 	}
 	return agreement{writeFrontier: w[wordWriteFrontier], writeIdle: w[wordWriteIdle] == 1,
@@ -190,20 +194,36 @@ func (c *Core) compareObjects(hashes []uint64) (sameCount bool, err error) {
 }
 
 // minCounts reduces MIN of counts over the CP group in place: the L3 blocks every rank found for each request of
-// a step. It is a call of its own kind, on MPI, entered at the start of every serving step of a run with an L3,
-// whether or not this rank has a candidate; the vector's length is fixed by the batch size, the same on every
-// rank, and it travels behind its tag and the tag's complement.
-func (c *Core) minCounts(counts []uint64) error {
-	tag := c.nextTag(PrefetchCount)
-	buf := append(append(make([]uint64, 0, len(counts)+2), tag, ^tag), counts...)
-	if err := c.collective(PrefetchCount, OpMin, 0, false, buf); err != nil {
-		return fmt.Errorf("l3_prefetch on CP group %d at step %d: %w", c.cfg.Group, c.step, err)
+// a step. Whether a step makes this call is decided from the tree (l3exists.go, countBlocks), which is replicated
+// only while the ranks agree: after a divergence one rank may enter it while its peers enter the step consensus,
+// or the reverse (DESIGN.md, invariant 3). So it is a consensus of its own kind over the step's vector, the same
+// length, operation and transport, the counts in the words the step consensus carries them in: whichever of the
+// two calls the ranks enter, they pair, and the digest in both names the divergence (consensus). It carries no
+// failure and neutral frontiers, which the step consensus that follows agrees.
+func (c *Core) minCounts(counts []uint64) error { return c.prefetchConsensus(counts, c.alloc.Digest()) }
+
+func (c *Core) prefetchConsensus(counts []uint64, digest uint64) error {
+	v := vote{writeFrontier: math.MaxUint64, writeIdle: true, loadFrontier: math.MaxUint64, loadDone: true,
+		digest: digest, storeFrontier: math.MaxUint64, prefetchFrontier: math.MaxUint64, prefetchFailed: noFailure,
+		prefetchAhead: counts}
+	if c.cfg.Bugs.has(BugExistenceVoteMax) {
+		complement(counts) // the bug: the MAX of the counts, through the MIN of their complements
 	}
-	if buf[0] != ^buf[1] {
-		return &OutOfStepError{Group: c.cfg.Group, Step: c.step, MinTag: buf[0], MaxTag: ^buf[1]}
+	a, err := c.consensus(PrefetchCount, v)
+	if err != nil {
+		return err
 	}
-	copy(counts, buf[2:])
+	copy(counts, a.prefetchAhead)
+	if c.cfg.Bugs.has(BugExistenceVoteMax) {
+		complement(counts)
+	}
 	return nil
+}
+
+func complement(words []uint64) {
+	for i := range words {
+		words[i] = ^words[i]
+	}
 }
 
 // gatherDigests collects every CP rank's digest, for the divergence report. Every rank of the group calls it
@@ -227,9 +247,11 @@ type OutOfStepError struct {
 func (e *OutOfStepError) Scope() errscope.Scope { return errscope.GroupScope }
 
 func (e *OutOfStepError) Error() string {
-	describe := func(tag uint64) string {
-		return fmt.Sprintf("%s call #%d", ConsensusKind(tag>>tagCounterBits), tag&(1<<tagCounterBits-1))
-	}
 	return fmt.Sprintf("collectives out of step in CP group %d at step %d: one rank entered the %s while another entered the %s",
-		e.Group, e.Step, describe(e.MinTag), describe(e.MaxTag))
+		e.Group, e.Step, describeTag(e.MinTag), describeTag(e.MaxTag))
+}
+
+// describeTag names a consensus call by its tag: its kind and its number on the communicator.
+func describeTag(tag uint64) string {
+	return fmt.Sprintf("%s call #%d", ConsensusKind(tag>>tagCounterBits), tag&(1<<tagCounterBits-1))
 }

@@ -35,6 +35,7 @@ type Counters struct {
 
 	BytesD2H        int64 `agg:"rank"`
 	BytesH2D        int64 `agg:"rank"`
+	PagesLoadedBack int64 `agg:"rank"` // pages of this rank's load-backs: every one must be verified (PagesChecked)
 	PagesChecked    int64 `agg:"rank"`
 	Mismatches      int64 `agg:"rank"`
 	CopyErrs        int64 `agg:"rank"`
@@ -56,6 +57,8 @@ type Counters struct {
 	L3ChecksAhead      int64 `agg:"group"` // existence checks started a step before their request's step
 	L3ChecksInStep     int64 `agg:"group"` // started in it (the first step, or the tree lost part of the prefix since)
 	L3CountsAhead      int64 `agg:"group"` // serving steps whose prefetch counts the last step consensus agreed
+	L3FlushSettles     int64 `agg:"group"` // flush consensus calls repeated because L3 block writes were still in flight
+	L3WriteBackEvicts  int64 `agg:"group"` // objects whose blocks write_back scheduled as they neared eviction
 	L3Writes           int64 `agg:"rank"`  // block files published
 	L3WriteBytes       int64 `agg:"rank"`
 	L3WriteErrors      int64 `agg:"rank"` // blocks dropped on a failed write (ENOSPC, EIO): the run went on

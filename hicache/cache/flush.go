@@ -63,6 +63,9 @@ func (c *Core) settle(kind ConsensusKind, a agreement, checkDigest bool) error {
 			return fmt.Errorf("%s of CP group %d at step %d: the L3 I/O did not settle after %d consensus rounds (storage frontier %d of %d, prefetch frontier %d of %d)",
 				kind, c.cfg.Group, c.step, rounds, a.storeFrontier, t.lastSeq.write, a.prefetchFrontier, t.lastSeq.read)
 		}
+		if kind == FlushConsensus && a.storeFrontier < t.lastSeq.write {
+			c.counters.L3FlushSettles++
+		}
 		var err error
 		if a, err = c.agree(kind, true, checkDigest); err != nil {
 			return err

@@ -157,6 +157,9 @@ func (c *Core) aheadVote(kind ConsensusKind) ([]uint64, error) {
 		if ch != nil {
 			words[i] = uint64(ch.found)
 		}
+		if c.cfg.Bugs.has(BugExistenceVoteMax) {
+			words[i] = ^words[i] // the bug: the MIN of complements, read back as the MAX (agreeAhead)
+		}
 	}
 	return words, nil
 }
@@ -165,7 +168,11 @@ func (c *Core) aheadVote(kind ConsensusKind) ([]uint64, error) {
 func (c *Core) agreeAhead(agreed []uint64) {
 	for i := range c.next {
 		if ch := c.l3.ahead[&c.next[i].Request]; ch != nil {
-			ch.agreed, ch.hasAgreed = int(agreed[i]), true
+			count := agreed[i]
+			if c.cfg.Bugs.has(BugExistenceVoteMax) {
+				count = ^count
+			}
+			ch.agreed, ch.hasAgreed = int(count), true
 		}
 	}
 }

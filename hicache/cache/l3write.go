@@ -44,6 +44,7 @@ func (c *Core) l3WriteBackNearEviction() {
 			continue
 		}
 		t.backedUp[obj] = true
+		c.counters.L3WriteBackEvicts++
 		for _, n := range c.objectNodes[obj] {
 			c.scheduleBlocksThrough(n)
 		}

@@ -152,10 +152,11 @@ func (c *Core) serveDeferred() {
 	}
 }
 
-// recordOr returns err, except a divergence in validate, which it records before the group recovers.
+// recordOr returns err, except a divergence in validate, which it records before the group recovers (not one that
+// put the ranks out of step: they are at different points of their programs, so no recovery can meet).
 func (c *Core) recordOr(err error) error {
 	var div *DivergenceError
-	if !errors.As(err, &div) || !c.cfg.RecordDivergence {
+	if !errors.As(err, &div) || !c.cfg.RecordDivergence || div.OutOfStep != nil {
 		return err
 	}
 	if c.counters.DivergenceFirstStep == 0 {

@@ -122,6 +122,7 @@ func (c *Core) loadBack(n *treeNode, pages []int32) error {
 	c.loads.push(op)
 	c.startCopy(op, false)
 	c.counters.BytesH2D += int64(len(pages)) * c.pageBytesPerRank()
+	c.counters.PagesLoadedBack += int64(len(pages))
 	return nil
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cphicache/cphicache/hicache/cache"
 )
@@ -57,6 +58,7 @@ func (j *job) finalChecks() Outcome {
 		return outcome
 	}
 	j.checkCounters()
+	j.checkCoverage()
 	if outcome == Clean && j.violation == nil {
 		j.modelChecked = j.checkModel()
 	}
@@ -96,6 +98,32 @@ func (j *job) checkCounters() {
 				j.violate(r, fmt.Sprintf("%d divergences without an injected one", c.Divergences))
 				return
 			}
+		}
+	}
+}
+
+// checkCoverage: in every group whose ranks all ran to the end, every check that should have run did, as counted
+// by the core: each rank verified every page it loaded back, and every object the group committed was audited
+// on each of its nodes, every part (the audit's parts are checked as it runs). A check skipped on the way (its
+// bytes right, so no mismatch to see) shows only here.
+func (j *job) checkCoverage() {
+	nodes := int64(max(1, j.cfg.Geometry.Nodes))
+	for _, g := range j.groups {
+		if slices.ContainsFunc(g.ranks, func(r *rank) bool { return r.err != nil }) {
+			continue
+		}
+		var audited int64
+		for _, r := range g.ranks {
+			c := r.core.Counters()
+			if c.PagesLoadedBack != c.PagesChecked {
+				j.violate(r, fmt.Sprintf("coverage: %d pages loaded back, %d verified", c.PagesLoadedBack, c.PagesChecked))
+				return
+			}
+			audited += c.AuditObjects
+		}
+		if committed := g.ranks[0].core.Counters().BackupCommitted; audited != committed*nodes {
+			j.violate(g.ranks[0], fmt.Sprintf("coverage: %d objects committed over %d nodes, %d audits (one a node each)", committed, nodes, audited))
+			return
 		}
 	}
 }

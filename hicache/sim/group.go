@@ -85,7 +85,10 @@ func describe(w cache.Work) string {
 	return "work"
 }
 
-// arrive enters r into the group's collective; the last rank in reduces and releases them all.
+// arrive enters r into the group's collective; the last rank in reduces and releases them all. Collectives that
+// cannot pair (another operation, length or transport: an MPI all-reduce never meets an NCCL one) are a
+// violation even after an injected divergence: whatever a diverged rank decides, the calls it can enter must
+// pair, so that the next consensus names the divergence instead of a hang that the watchdog would name.
 func (g *group) arrive(r *rank) {
 	g.arrived = append(g.arrived, r)
 	if len(g.arrived) < len(g.ranks) {
@@ -94,9 +97,9 @@ func (g *group) arrive(r *rank) {
 	first := g.arrived[0].coll
 	for _, x := range g.arrived[1:] {
 		c := x.coll
-		if c.Op != first.Op || len(c.Words) != len(first.Words) {
-			g.j.violate(x, fmt.Sprintf("collectives that MPI cannot pair: CP rank %d entered %s (%d words), CP rank %d %s (%d words)",
-				g.arrived[0].cp, first.Kind, len(first.Words), x.cp, c.Kind, len(c.Words)))
+		if c.Op != first.Op || len(c.Words) != len(first.Words) || c.Transport != first.Transport {
+			g.j.violateEvenDiverged(x, fmt.Sprintf("collectives that cannot pair: CP rank %d entered %s (%d words, %s), CP rank %d %s (%d words, %s)",
+				g.arrived[0].cp, first.Kind, len(first.Words), transportName(first.Transport), x.cp, c.Kind, len(c.Words), transportName(c.Transport)))
 			return
 		}
 	}
@@ -168,4 +171,11 @@ func (g *group) checkAudits(r *rank, step int64) {
 		}
 	}
 	clear(g.audited)
+}
+
+func transportName(transport bool) string {
+	if transport {
+		return "the step's transport"
+	}
+	return "MPI"
 }

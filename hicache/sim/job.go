@@ -14,14 +14,15 @@ import (
 
 // job is one simulated job: its CP groups, the directory they share, and the scheduler's clock.
 type job struct {
-	cfg       JobConfig
-	placement cache.NodePlacement // where each group's ranks are over its nodes (cfg.placement, drawn once)
-	r         *rng                // scheduling and timing
-	l3        *simL3              // nil without an L3
-	groups    []*group
-	now       uint64 // scheduler ticks
-	violation *Violation
-	stuck     string // how the job ended when nothing could move (the watchdog's view), "" when it ran to its end
+	cfg          JobConfig
+	placement    cache.NodePlacement // where each group's ranks are over its nodes (cfg.placement, drawn once)
+	r            *rng                // scheduling and timing
+	l3           *simL3              // nil without an L3
+	groups       []*group
+	now          uint64 // scheduler ticks
+	violation    *Violation
+	stuck        string // how the job ended when nothing could move (the watchdog's view), "" when it ran to its end
+	readsGivenUp int64  // L3 reads the scheduler ended at their deadline
 
 	modelChecked  bool                  // the end was compared with the sequential model
 	tamperOutcome func([]cache.Outcome) // tests: change what the core served before the model compares it
@@ -60,7 +61,15 @@ type partKey struct {
 }
 
 func (j *job) violate(r *rank, what string) {
-	if j.violation != nil || (r != nil && j.diverged(r.g)) {
+	if r != nil && j.diverged(r.g) {
+		return
+	}
+	j.violateEvenDiverged(r, what)
+}
+
+// violateEvenDiverged records a violation that no injected divergence excuses.
+func (j *job) violateEvenDiverged(r *rank, what string) {
+	if j.violation != nil {
 		return
 	}
 	v := &Violation{JobSeed: j.cfg.Seed, Group: -1, Rank: -1, What: what, Config: j.cfg.String()}
@@ -99,7 +108,7 @@ func newJob(cfg JobConfig) (*job, error) {
 		arrive(g.events, &j.cfg, gi)
 		g.all = g.events
 		for cp := range cfg.CP {
-			r := &rank{g: g, cp: cp, node: j.placement.Node[cp]}
+			r := &rank{g: g, cp: cp, node: j.placement.Node[cp], foundKeys: map[uint64]bool{}}
 			if j.l3 != nil {
 				r.store = j.l3.store(cp, r.node)
 			}
@@ -249,6 +258,7 @@ func (j *job) complete(p *pending) {
 	case *cache.ExistenceCheck:
 		x = cache.Completion{Kind: cache.BlocksFound, Seq: w.Seq}
 		for x.Found < len(w.Keys) && r.store.Exists(w.Keys[x.Found]) {
+			r.foundKeys[w.Keys[x.Found]] = true
 			x.Found++
 		}
 	}
@@ -283,6 +293,7 @@ func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
 // scattered into the slab when it is a whole block.
 func (j *job) readBlock(r *rank, w *cache.BlockRead, p *pending) error {
 	if p.hung || (p.deadline > 0 && p.deadline <= j.now && p.readyAt > j.now) {
+		j.readsGivenUp++
 		return errors.New("the L3 read did not finish by its deadline (sim)")
 	}
 	data, err := r.store.ReadBlock(w.Key, len(w.Pages), &r.readBuf)

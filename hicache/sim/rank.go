@@ -36,6 +36,8 @@ type rank struct {
 	readBuf  []byte
 	writeBuf []byte
 
+	foundKeys map[uint64]bool // the L3 keys this rank's existence checks ever found: the only blocks it may be agreed to read
+
 	failNext, stickNext bool // armed faults: this rank's next copy fails, or never completes
 	faultFired          bool
 	outcomes            []cache.Outcome
@@ -150,6 +152,10 @@ func (r *rank) Start(w cache.Work) {
 		p.parts = r.g.partsOf(w.Pages, -1, r.node)
 	case *cache.BlockRead:
 		q = queueReads
+		if !r.foundKeys[w.Key] {
+			j.violate(r, fmt.Sprintf("the L3 read of block %d of prefetch %d (key %016x) on CP rank %d, its reader, which no existence check of its found: the group's count is not the MIN of its readers' answers",
+				w.Block, w.Prefetch, w.Key, r.cp))
+		}
 		p.writes = true
 		p.parts = r.g.partsOf(w.Pages, -1, r.node)
 		p.hung = j.l3.r.chance(j.l3.f.HungReadPerMille)

@@ -35,7 +35,8 @@ type Result struct {
 	Violation         *Violation
 	LastJob           JobConfig
 	L3Jobs, FaultJobs int
-	ModelChecked      int // jobs whose hits were compared with the sequential model
+	ModelChecked      int                 // jobs whose hits were compared with the sequential model
+	Reached           [sometimesKinds]int // by interesting branch (sometimes.go), the jobs that took it
 	// What the jobs' groups did, summed (replicated counters, from each group's CP rank 0): proof that the
 	// paths the checks watch were taken.
 	Totals cache.Counters
@@ -84,6 +85,7 @@ type JobResult struct {
 	Hash         uint64
 	Violation    *Violation
 	ModelChecked bool
+	ReadsGivenUp int64 // L3 reads given up at their deadline
 }
 
 // RunJob simulates one job.
@@ -101,6 +103,7 @@ func runJob(cfg JobConfig, tamper func([]cache.Outcome)) JobResult {
 		out.Outcome = j.finalChecks()
 	}
 	out.ModelChecked = j.modelChecked
+	out.ReadsGivenUp = j.readsGivenUp
 	out.Violation = j.violation
 	for _, g := range j.groups {
 		out.Steps += g.ranks[0].steps
@@ -133,6 +136,11 @@ func (res *Result) add(j JobResult) {
 	}
 	if j.ModelChecked {
 		res.ModelChecked++
+	}
+	for kind, reached := range j.sometimes() {
+		if reached {
+			res.Reached[kind]++
+		}
 	}
 	sum := res.Totals.CounterFields("group")
 	for i, v := range j.Totals.CounterFields("group") {

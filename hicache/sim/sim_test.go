@@ -69,6 +69,7 @@ var seedsThatFoundBugs = []struct {
 	found   string
 }{
 	{3547614547094447529, "a flush event in a step that first served prefetch-deferred requests left their nodes locked; unlocking them after the reset queued dead nodes still holding device pages, and an L1 eviction freed those pages a second time"},
+	{2980954609015642673, "a divergence injected after step 8 (cp 3, an L3 with wait_complete) changed the diverged rank's tree, so at step 9 it alone entered the l3_prefetch call (MPI, 5 words) while its peers entered the step consensus: nothing paired, and a real job hung until the watchdog; the call is now a consensus over the step's vector and transport, and the digests in it name the divergence"},
 }
 
 func TestSeedsThatFoundBugsRunClean(t *testing.T) {
@@ -131,5 +132,25 @@ func TestServingStepsAreSimulated(t *testing.T) {
 	}
 	if sizes["several"] == 0 || sizes["one"] == 0 || sizes["waited for an arrival"] == 0 {
 		t.Errorf("the serving steps of one job: %v, want every shape", sizes)
+	}
+}
+
+// TestSometimesEveryBranchIsReached: the bounded run takes every interesting branch (sometimes.go), and the
+// report names them, with NEVER for a branch a run did not take.
+func TestSometimesEveryBranchIsReached(t *testing.T) {
+	res := Run(Options{Seed: 1, Jobs: 300})
+	if res.Violation != nil {
+		t.Fatal(res.Violation)
+	}
+	if never := res.Unreached(); len(never) > 0 {
+		t.Errorf("300 jobs from seed 1 never took %v; reached %v", never, res.Reached)
+	}
+	report := strings.Join(res.SometimesReport(), "\n")
+	if !strings.Contains(report, "a capacity miss in the L2") || strings.Contains(report, "NEVER") != (len(res.Unreached()) > 0) {
+		t.Errorf("report:\n%s", report)
+	}
+	none := Run(Options{Seed: 1, Jobs: 3, Configure: func(j *JobConfig) { j.L3 = cache.L3Config{} }})
+	if r := strings.Join(none.SometimesReport(), "\n"); !strings.Contains(r, "NEVER") {
+		t.Errorf("jobs without an L3 reached every L3 branch:\n%s", r)
 	}
 }
