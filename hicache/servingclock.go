@@ -122,6 +122,7 @@ type servingClock struct {
 	lastStart int64            // CP rank 0: the earliest start of the last step it formed
 	startNs   map[int64]int64  // the earliest start of each step received and not yet begun
 	stepStart int64            // the current step's start
+	lastEnd   int64            // when the last step ended (its consensus returned), 0 before the first
 
 	// CP rank 0's requests: by the step that holds them, and in arrival order for the ideal.
 	formed  map[int64][]*requestClock
@@ -220,11 +221,17 @@ func (rs *runState) BeginStep(step int64) {
 		delete(c.startNs, step)
 		return
 	}
+	// A busy group's step begins where the last one ended, as every rank saw that end right after the step's
+	// consensus: the read-ahead broadcast and existence checks since are this step's work, and its deadlines are
+	// the same on every rank up to the scheduler's skew (a rank's own later start would make its peers wait).
+	c.stepStart = c.lastEnd
 	if startNs, ok := c.startNs[step]; ok {
 		delete(c.startNs, step)
-		rs.paceUntil(c.wall(startNs), "serving clock: idle until the step's first arrival")
+		if startNs > c.lastEnd {
+			rs.paceUntil(c.wall(startNs), "serving clock: idle until the step's first arrival")
+			c.stepStart = max(startNs, c.nowNs())
+		}
 	}
-	c.stepStart = c.nowNs()
 	for _, rc := range c.formed[step] {
 		rc.firstStartNs = c.stepStart
 	}
@@ -298,6 +305,7 @@ func (c *servingClock) stepEnded() {
 		return
 	}
 	end := c.nowNs()
+	c.lastEnd = end
 	c.stepsNs += end - c.stepStart
 	for _, rc := range c.inStep {
 		c.t.observe(rc, end)
