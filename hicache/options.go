@@ -119,6 +119,15 @@ type Options struct {
 	stagedDeviceContent bool
 }
 
+// stepRequestsMax is the most requests a step holds: --batch-requests, or the serving clock's --step-requests
+// when it forms the steps. The L3's prefetch counts take one word of the step's vector each.
+func (o *Options) stepRequestsMax() int {
+	if o.Serving != nil && !o.Serving.Virtual {
+		return o.Serving.Batching.MaxRequests
+	}
+	return o.BatchRequests
+}
+
 // Validate checks the options that need no MPI, so that bad input fails before any shared state exists.
 func (o *Options) Validate() error {
 	positive := []struct {
@@ -264,7 +273,7 @@ func (o *Options) coreConfig(g pool.Geometry, cpRank, group, worldRank int) cach
 	}
 	if o.L3.Enabled() {
 		cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: o.L3.BlockTokens, WritePolicy: o.L3.WritePolicy,
-			PrefetchPolicy: o.L3.PrefetchPolicy, PrefetchThreshold: o.L3.PrefetchThreshold, BatchRequests: o.BatchRequests,
+			PrefetchPolicy: o.L3.PrefetchPolicy, PrefetchThreshold: o.L3.PrefetchThreshold, BatchRequests: o.stepRequestsMax(),
 			IgnoreFailedReads: o.L3.testIgnoreFailedReads}
 	}
 	return cfg

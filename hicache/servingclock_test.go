@@ -196,3 +196,22 @@ func TestServingClockNeedsArrivalTimes(t *testing.T) {
 	}
 	checkNoLeakedSegments(t)
 }
+
+// TestServingClockWithAnL3: steps the clock forms hold more requests than --batch-requests, and the L3's prefetch
+// counts (a word of the step's vector each) must take them all: a run over an L3, twice over one directory, with
+// steps of up to 16 requests, prefetches and serves L3 hits.
+func TestServingClockWithAnL3(t *testing.T) {
+	dir := sharedTempDir(t)
+	for pass := range 2 {
+		opts := servingOptions()
+		opts.BatchRequests = 2
+		opts.Serving.RequestRate = 4000 // every step full
+		opts.L3 = l3Options(dir).L3
+		r, err := Run(testJob(t), opts)
+		checkL3Run(t, "serving clock", r, err)
+		if pass == 1 && (r.Hits.L3Tokens == 0 || r.Serving == nil) {
+			t.Fatalf("the second pass over the directory served no L3 hit under the clock: %+v", r.Hits)
+		}
+	}
+	checkNoLeakedSegments(t)
+}
