@@ -61,11 +61,14 @@ type consensus struct {
 	cp        groupComm
 	group     int
 	transport transport.MinAllReducer
-	watchdog  *spmd.Watchdog
-	stats     [consensusKinds]CollectiveStats
-	enteredAt time.Time                   // when the call in progress was entered
-	stepUs    quantiles                   // latency of the step consensus, for the report's p50 and p99
-	latency   [consensusKinds]latencyHist // every call's latency by kind, for the metrics
+	// oneRankTransport (tests only, Options.testProveReducer) sends the transport's calls through it on a
+	// one-rank group too, which skips them otherwise; they are still booked as skipped.
+	oneRankTransport bool
+	watchdog         *spmd.Watchdog
+	stats            [consensusKinds]CollectiveStats
+	enteredAt        time.Time                   // when the call in progress was entered
+	stepUs           quantiles                   // latency of the step consensus, for the report's p50 and p99
+	latency          [consensusKinds]latencyHist // every call's latency by kind, for the metrics
 }
 
 func newConsensus(cp groupComm, group int, transport transport.MinAllReducer, watchdog *spmd.Watchdog) *consensus {
@@ -123,6 +126,9 @@ func (c *consensus) leave(k ConsensusKind, part int) {
 // in the GPU build), the rest over MPI on the CP communicator.
 func (c *consensus) collective(x *cache.Collective) error {
 	if !c.enter(x.Kind, x.Part, x.Step) {
+		if c.oneRankTransport && x.Transport {
+			return c.transport.AllreduceMinUint64(x.Words)
+		}
 		return nil
 	}
 	defer c.leave(x.Kind, x.Part)

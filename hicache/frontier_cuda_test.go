@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/cphicache/cphicache/hicache/transport"
+	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/nccl"
 )
 
@@ -26,6 +27,21 @@ func init() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hicache tests: retaining GPU 0's primary context: %v\n", err)
 	}
+}
+
+// reducerBuffer is where the NCCL reducer of this build reduces, for the tests' log lines.
+const reducerBuffer = "GPU memory, NVIDIA's NCCL"
+
+// noteDeviceRuns logs, when the test passes, how many CUDA engines its runs made: every test that makes a job
+// (testJob) calls it, and kernels/gpu-check.sh counts towards its gate only the passed tests with such a line,
+// the tests that ran on the GPU; a test refused before its engine (a bad option, a CPU-only check) has none.
+func noteDeviceRuns(t *testing.T) {
+	before := kernels.CUDAEnginesMade()
+	t.Cleanup(func() {
+		if made := kernels.CUDAEnginesMade() - before; made > 0 && !t.Failed() {
+			t.Logf("on-device: %d CUDA engines made on GPU 0 by this test's runs (device KV buffer in GPU memory, /dev/shm slabs registered with it)", made)
+		}
+	})
 }
 
 // ncclForTest needs NVIDIA's NCCL, named by CPHICACHE_NCCL_LIB (kernels/gpu-check.sh finds one): under make

@@ -12,6 +12,12 @@ import (
 	"github.com/cphicache/cphicache/hicache/transport"
 )
 
+// reducerBuffer is where the NCCL reducer of this build reduces, for the tests' log lines.
+const reducerBuffer = "pinned host memory, ncclshim"
+
+// noteDeviceRuns marks a test that ran on the GPU (frontier_cuda_test.go); the CPU build has no GPU.
+func noteDeviceRuns(*testing.T) {}
+
 // ncclForTest needs the ncclshim that make (nccl/nccl.mk) builds and names in CPHICACHE_NCCL_LIB, and turns on
 // the CPU build's host-buffer test switch for the test.
 func ncclForTest(t *testing.T) {

@@ -117,6 +117,10 @@ type Options struct {
 	// stagedDeviceContent fills and checks device content through WriteDevice and ReadDevice even on the CPU
 	// build, as the GPU build must, so that the CPU suite covers that path.
 	stagedDeviceContent bool
+	// testProveReducer wraps the step consensus's transport (when there is one: --collective nccl), and has it
+	// carry the consensus calls of a one-rank CP group too, which skip it otherwise: the cuda build's test checks
+	// every call's reduction on the device inside a whole run at one rank.
+	testProveReducer func(transport.MinAllReducer) transport.MinAllReducer
 }
 
 // stepRequestsMax is the most requests a step holds: --batch-requests, or the serving clock's --step-requests

@@ -220,7 +220,12 @@ func (rs *runState) setUp() error {
 		return err
 	}
 	rs.eng = eng
+	proving := frontier != nil && rs.opts.testProveReducer != nil
+	if proving {
+		frontier = rs.opts.testProveReducer(frontier)
+	}
 	rs.cons = newConsensus(t.CP, t.CPGroup, frontier, watchdog)
+	rs.cons.oneRankTransport = proving
 	rs.faults = newFaultyEngine(rs.eng)
 	if host, ok := rs.eng.(interface{ Device() []byte }); ok && !rs.opts.stagedDeviceContent {
 		rs.hostDevice = host.Device()

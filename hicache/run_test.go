@@ -30,6 +30,7 @@ func testJob(t *testing.T) *spmd.Job {
 		t.Fatal(err)
 	}
 	t.Cleanup(topo.Close)
+	noteDeviceRuns(t)
 	return &spmd.Job{Topo: topo, Log: slog.Default(), Cleanup: &spmd.Cleanup{}}
 }
 

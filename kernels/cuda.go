@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -54,6 +55,13 @@ type CUDAEngine struct {
 
 var _ Engine = (*CUDAEngine)(nil)
 
+// cudaEnginesMade counts the engines this process made (CUDAEnginesMade).
+var cudaEnginesMade atomic.Int64
+
+// CUDAEnginesMade is how many CUDA engines this process has made: the cuda build's hicache tests tell by it
+// which of them ran on the GPU, and kernels/gpu-check.sh counts only those.
+func CUDAEnginesMade() int64 { return cudaEnginesMade.Load() }
+
 // NewCUDAEngine uses GPU 0; see NewCUDAEngineOnDevice.
 func NewCUDAEngine(deviceBytes int64, slabs [][]byte) (*CUDAEngine, error) {
 	return NewCUDAEngineOnDevice(0, deviceBytes, slabs)
@@ -83,6 +91,7 @@ func NewCUDAEngineOnDevice(ordinal int, deviceBytes int64, slabs [][]byte) (*CUD
 		e.withContext(e.release)
 		return nil, err
 	}
+	cudaEnginesMade.Add(1)
 	return e, nil
 }
 

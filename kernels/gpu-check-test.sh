@@ -4,17 +4,28 @@
 #   1. The real kit (build/gpu-check-kit, when make gpu-check built it) on this machine: no GPU, no NCCL. The run
 #      must FAIL, with the nccl step FAIL (NCCL expected, not found: never SKIP or PASS), the bench SKIP (the
 #      kernels failed), and exactly summary.txt and the log archive in $OUT.
-#   2. A fake kit, each binary a stub that passes (one carried without its mode bits), beside a fake nvidia-smi
+#   2. The budget: the step bounds add up to at most 300 s, which the script refuses to exceed; the device
+#      call's timeout (GPU_CHECK_TIMEOUT_S, as make passes it and GPU.md gives it) covers that worst case, and
+#      two tries, each with a machine start, fit the device session's 15 minutes.
+#   3. A fake kit, each binary a stub that passes (one carried without its mode bits), beside a fake nvidia-smi
 #      and an NCCL installed where the nvidia-nccl-cu13 wheel puts it (nvidia/nccl/lib/libnccl.so.2 on Python's
-#      path): every step PASS but e2e-np2 (one GPU), each one-rank test's "proves:" line in the summary, the
-#      NCCL tests run with NCCL_DEBUG=INFO.
-#   3. The same without NCCL: nccl FAIL and the run FAIL; with GPU_CHECK_EXPECT_NCCL=0, nccl SKIP and the run
+#      path): every step PASS but e2e-np2 (one GPU), each test's "proves:" line in the summary, the facts (GPUs,
+#      NCCL, ldd, glibc, /dev/shm's filesystem, the locked-memory limit, the network) in it, nvidia-smi called
+#      once, pip never, the NCCL tests run with NCCL_DEBUG=INFO.
+#   4. No PASS that proves less than it says: an NCCL benchmark that measured nothing, hicache tests that pass
+#      without running on the GPU, or without the whole run over NCCL, each FAIL their step.
+#   5. The same without NCCL: nccl FAIL and the run FAIL; with GPU_CHECK_EXPECT_NCCL=0, nccl SKIP and the run
 #      PASS, the transport tests told to skip NCCL.
-#   4. A kernels stub that fails: the bench step SKIP and the kernels binary never asked to benchmark.
-#   5. A step that hangs, and the run sent SIGTERM: the step's process ended, summary and archive still
-#      written, the steps that did not run listed as FAIL.
-#   6. Binaries whose libraries do not resolve: the step FAIL quoting ldd, or SKIP when only libmpi is missing
+#   6. A kernels stub that fails (in the same run as a fault of 4): the bench step SKIP and the kernels binary
+#      never asked to benchmark.
+#   7. Steps that hang until their (shortened) bounds: each FAIL as timed out, the others run, the run ends; a
+#      wedged nvidia-smi, ended at its cap, loses the GPU facts only.
+#   8. A step that hangs, and the run sent SIGTERM: the step's process ended, summary and archive still
+#      written, the steps that did not run listed as FAIL. Sent SIGKILL instead: summary.txt, written as the run
+#      went, names every fact and every step that finished.
+#   9. Binaries whose libraries do not resolve: the step FAIL quoting ldd, or SKIP when only libmpi is missing
 #      (the MPI-only steps on a machine without MPI).
+# The waits are generous: it must pass on a machine loaded far beyond its cores.
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -47,12 +58,23 @@ expect_step() { # case out step status
 	grep -qE "^$3 +$4 " "$2/summary.txt" || fail "$1: want '$3 $4', summary says: $(grep -E "^$3 " "$2/summary.txt" || echo nothing)"
 }
 
+# expect_line checks the summary holds a line matching an extended regular expression.
+expect_line() { # case out regexp what
+	grep -qE -- "$3" "$2/summary.txt" || fail "$1: the summary lacks $4 (/$3/): $(cat "$2/summary.txt")"
+}
+
 # run_check runs the script with a clean NCCL environment (make exports the ncclshim's path) and returns its
 # exit status; extra environment assignments come first.
 run_check() { # out env-assignments... -- script
 	local out=$1
 	shift
 	env -u CPHICACHE_NCCL_LIB -u NCCL_DEBUG OUT="$out" "$@" > "$out.log" 2>&1
+}
+
+# wait_for waits up to 5 minutes (a loaded machine) for a file to be non-empty.
+wait_for() { # file
+	for _ in $(seq 3000); do [ -s "$1" ] && return 0; sleep 0.1; done
+	return 1
 }
 
 # --- 1. the real kit, here
@@ -69,24 +91,59 @@ if [ -n "$real_kit" ]; then
 	ok "real kit without a GPU or NCCL: FAIL, nccl FAIL, bench SKIP, two files in \$OUT"
 fi
 
+# --- 2. the budget
+worst=$(grep -o 'worst case [0-9]* s' "${out:-/dev/null}/summary.txt" 2> /dev/null | grep -o '[0-9]*')
+bounds=$(sed -n 's/^declare -A bound=(\(.*\))$/\1/p' "$script")
+kill_after=$(sed -n 's/^kill_after_s=//p' "$script")
+archive=$(sed -n 's/^archive_s=//p' "$script")
+[ "$(wc -w <<< "$bounds")" = 9 ] && [ -n "$kill_after" ] && [ -n "$archive" ] || fail "budget: cannot read the nine step bounds, kill_after_s and archive_s from $script"
+sum=${archive:-0}
+for kv in $bounds; do kv=${kv#[}; sum=$((sum + ${kv#*]=} + kill_after)); done
+[ "$sum" -le 300 ] || fail "budget: the bounds add up to $sum s, over 300 s"
+[ -z "$worst" ] || [ "$worst" = "$sum" ] || fail "budget: the real kit's summary says worst case $worst s, the bounds add up to $sum s"
+out=$tmp/over && mkdir -p "$out"
+hicache_s=$(grep -o '\[hicache\]=[0-9]*' <<< "$bounds" | cut -d= -f2)
+run_check "$out" GPU_CHECK_BOUNDS=hicache=$((hicache_s + 301 - sum)) "$script"
+rc=$?
+{ [ "$rc" = 2 ] && grep -q 'over 300 s' "$out.log"; } || fail "budget: bounds over 300 s were not refused: exit $rc, $(cat "$out.log")"
+timeout_s=${GPU_CHECK_TIMEOUT_S:-}
+start_s=${GPU_DEVICE_START_S:-120} session_s=${GPU_DEVICE_SESSION_S:-900}
+if [ -n "$timeout_s" ]; then
+	[ "$timeout_s" -ge $((sum + 10)) ] || fail "budget: the device call's timeout $timeout_s s leaves under 10 s beyond the worst case $sum s"
+	[ $((2 * (start_s + timeout_s))) -le "$session_s" ] || fail "budget: two tries of $start_s s start + $timeout_s s exceed the session's $session_s s"
+	grep -q "timeout_s=$timeout_s)" "$repo/GPU.md" || fail "budget: GPU.md does not give the device call with timeout_s=$timeout_s"
+fi
+ok "budget: bounds add up to $sum s (<= 300, refused above)${timeout_s:+; two device calls of $timeout_s s, each with a $start_s s start, fit $session_s s}"
+
 # --- a fake kit: every binary a stub that records how it was called
 kit=$tmp/kit
 mkdir -p "$kit/bin" "$kit/hicache" "$tmp/path" "$tmp/site/nvidia/nccl/lib"
 cp "$script" "$kit/gpu-check.sh"
 printf 'version: fake\nneeds: GLIBC_2.17\n' > "$kit/build-info.txt"
+# Each binary prints the tests its real one has, as go test -v does. FAKE_HANG names binaries that hang,
+# FAKE_FAIL one that fails; FAKE_NO_BENCH leaves the NCCL benchmark unmeasured; FAKE_CPU_ONLY has the hicache
+# tests pass without running on the GPU (no on-device: lines); FAKE_NO_PROOF drops the NCCL whole run's test.
 cat > "$tmp/stub" <<'EOF'
 #!/usr/bin/env bash
 name=$(basename "$0")
 echo "$name NCCL_DEBUG=${NCCL_DEBUG:-} $*" >> "$FAKE_CALLS"
 # As NCCL does: its debug lines go to NCCL_DEBUG_FILE, %p the pid.
 [ -n "${NCCL_DEBUG_FILE:-}" ] && echo "NCCL INFO fake $name" >> "${NCCL_DEBUG_FILE//%p/$$}"
-if [ "${FAKE_HANG:-}" = "$name" ]; then echo $$ > "$FAKE_CALLS.hang"; exec sleep 300; fi
+case " ${FAKE_HANG:-} " in *" $name "*) echo $$ >> "$FAKE_CALLS.hang"; exec sleep 300 ;; esac
 if [ "${FAKE_FAIL:-}" = "$name" ]; then printf -- '--- FAIL: TestCUDAFake (0.00s)\nFAIL\n'; exit 1; fi
+pass() { # test [log lines...]
+	local t=$1 l
+	shift
+	printf '=== RUN   %s\n    fake_test.go:1: proves: %s by %s\n' "$t" "$t" "$name"
+	for l in "$@"; do printf '    fake_test.go:2: %s\n' "$l"; done
+	printf -- '--- PASS: %s (0.00s)\n' "$t"
+}
 case "$name $*" in
 *-test.bench*)
-	printf 'BenchmarkCUDAGather/a-16 10 1 ns/op 20000.00 MB/s\nBenchmarkCUDAScatter/a-16 10 1 ns/op 30000.00 MB/s\n'
-	printf 'BenchmarkCUDAMemcpyReference/DtoH-16 10 1 ns/op 25000.00 MB/s\nBenchmarkCUDAMemcpyReference/HtoD-16 10 1 ns/op 25000.00 MB/s\n'
-	printf 'BenchmarkWritingCheckRoundTrip-16 2000 12000 ns/op\nPASS\n' ;;
+	printf 'BenchmarkCUDAGather/a-16 20 1 ns/op 20000.00 MB/s\nBenchmarkCUDAScatter/a-16 20 1 ns/op 30000.00 MB/s\n'
+	printf 'BenchmarkCUDAMemcpyReference/DtoH-16 20 1 ns/op 25000.00 MB/s\nBenchmarkCUDAMemcpyReference/HtoD-16 20 1 ns/op 25000.00 MB/s\n'
+	[ -n "${FAKE_NO_BENCH:-}" ] || printf 'BenchmarkWritingCheckRoundTrip-16 2000 12000 ns/op\n'
+	echo PASS ;;
 cphicache-gpu*)
 	collective=mpi report=/dev/null
 	while [ $# -gt 0 ]; do
@@ -95,28 +152,50 @@ cphicache-gpu*)
 	done
 	echo "{\"collective\": \"$collective\"}" > "$report"
 	printf '  verify: fake\n  result: OK\n' ;;
-*)
-	for t in TestCUDAOne TestStartOne TestStartTwo TestFour TestFive TestSix TestSeven TestEight TestNine TestTen; do
-		printf -- '=== RUN   %s\n    fake_test.go:1: proves: %s by %s\n--- PASS: %s (0.00s)\n' "$t" "$t" "$name" "$t"
-	done
+kernels-cuda.test*)
+	pass TestCUDAOne; pass TestCUDATwo; echo PASS ;;
+ncclcheck-cuda.test*)
+	pass TestOneRankAllReduceWritesTheReceiveBuffer; pass TestOneRankPreMulSumComputesOnTheDevice; echo PASS ;;
+transport-cuda.test*)
+	pass TestGPULayoutSeesTheGPU; pass TestStartCopiesThroughTheSharedSlab
+	case "$*" in *"-test.skip NCCL"*) ;; *) pass TestStartMakesTheNCCLReducerOnTheDevice ;; esac
+	echo PASS ;;
+hicache-cuda.test*)
+	device="on-device: 1 CUDA engines made"
+	[ -n "${FAKE_CPU_ONLY:-}" ] && device="no engine"
+	pass TestParseRankInjection
+	# A test whose engine is made in a subtest: its on-device: line is the subtest's.
+	printf '=== RUN   TestRunInSubtests\n=== RUN   TestRunInSubtests/mpi\n    fake_test.go:3: %s\n    --- PASS: TestRunInSubtests/mpi (0.00s)\n--- PASS: TestRunInSubtests (0.00s)\n' "$device"
+	for t in TestRun2 TestRun3 TestRun4 TestRun5 TestRun6 TestRun7 TestRun8 TestRun9 TestRun10; do pass "$t" "$device"; done
+	if [ -z "${CPHICACHE_NCCL_LIB:-}" ]; then
+		printf '=== RUN   TestRunOverNCCLProvesEveryReduction\n--- SKIP: TestRunOverNCCLProvesEveryReduction (0.00s)\n'
+	elif [ -z "${FAKE_NO_PROOF:-}" ]; then
+		pass TestRunOverNCCLProvesEveryReduction "$device"
+	fi
 	echo PASS ;;
 esac
 EOF
 chmod +x "$tmp/stub"
 for b in kernels-cuda.test ncclcheck-cuda.test transport-cuda.test hicache-cuda.test bin/cphicache-gpu; do cp "$tmp/stub" "$kit/$b"; done
+# nvidia-smi as an H200 machine answers -q; every call is recorded (the script must call it once).
 cat > "$tmp/path/nvidia-smi" <<'EOF'
 #!/bin/sh
+echo "nvidia-smi $*" >> "$FAKE_CALLS"
+[ -n "${FAKE_SMI_HANG:-}" ] && exec sleep 300
 case "$*" in
--L) echo "GPU 0: NVIDIA H200 (UUID: GPU-fake)" ;;
-*noheader*) echo "NVIDIA H200, 580.65.06" ;;
-*) echo "| NVIDIA-SMI 580.65.06   Driver Version: 580.65.06   CUDA Version: 13.0 |" ;;
+-q) printf '==============NVSMI LOG==============\n\nDriver Version                            : 580.65.06\nCUDA Version                              : 13.0\n\nAttached GPUs                             : 1\nGPU 00000000:1B:00.0\n    Product Name                          : NVIDIA H200\n' ;;
+*) echo "unexpected nvidia-smi call: $*" >&2; exit 9 ;;
 esac
 EOF
-chmod +x "$tmp/path/nvidia-smi"
+# python3 and pip, each call recorded: the script must never ask pip (its version check reaches for a registry).
+printf '#!/bin/sh\necho "python3 $*" >> "$FAKE_CALLS"\nexec %s "$@"\n' "$(command -v python3)" > "$tmp/path/python3"
+printf '#!/bin/sh\necho "pip $*" >> "$FAKE_CALLS"\nexit 1\n' > "$tmp/path/pip"
+cp "$tmp/path/pip" "$tmp/path/pip3"
+chmod +x "$tmp/path/"*
 touch "$tmp/site/nvidia/nccl/lib/libnccl.so.2" # nvidia/ and nvidia/nccl/ are namespace packages, as in the wheel
 fake=(PATH="$tmp/path:$PATH" FAKE_CALLS="$tmp/calls")
 
-# --- 2. everything there; one binary has lost its mode bits on the way, which the script restores
+# --- 3. everything there; one binary has lost its mode bits on the way, which the script restores
 out=$tmp/pass && mkdir -p "$out"
 : > "$tmp/calls"
 chmod a-x "$kit/transport-cuda.test"
@@ -124,64 +203,131 @@ run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" "$kit/gpu-check.sh"
 rc=$?
 [ "$rc" = 0 ] || fail "fake kit, all present: exit $rc, want 0: $(cat "$out/summary.txt")"
 expect_out "all present" "$out"
+head -1 "$out/summary.txt" | grep -q '^gpu-check: PASS (fake, started .*, took [0-9]* s, worst case [0-9]* s)$' || fail "all present: the first line is not the verdict: $(head -1 "$out/summary.txt")"
 for s in env kernels nccl nccl-bench transport hicache bench e2e-np1; do expect_step "all present" "$out" "$s" PASS; done
 expect_step "all present" "$out" e2e-np2 SKIP
-grep -q "NCCL $tmp/site/nvidia/nccl/lib/libnccl.so.2" "$out/summary.txt" || fail "all present: the env line does not name the wheel's libnccl.so.2"
-grep -q 'proves: TestStartOne by transport-cuda.test' "$out/summary.txt" || fail "all present: the transport tests' proves: lines are not in the summary"
+expect_line "all present" "$out" '^fact +gpus: 1 x NVIDIA H200, driver 580\.65\.06, CUDA 13\.0' "the GPUs fact"
+expect_line "all present" "$out" "^fact +nccl: $tmp/site/nvidia/nccl/lib/libnccl.so.2 " "the NCCL fact naming the wheel's libnccl.so.2"
+expect_line "all present" "$out" '^fact +ldd: every kit binary' "the ldd fact"
+expect_line "all present" "$out" '^fact +glibc: [0-9.]+ \(the kit needs 2\.17\)' "the glibc fact"
+expect_line "all present" "$out" '^fact +/dev/shm: [a-z0-9]+ [0-9.]+[KMGT]?' "/dev/shm's filesystem type and size"
+expect_line "all present" "$out" '^fact +limits: locked memory ([0-9]+|unlimited) KiB' "the locked-memory limit"
+expect_line "all present" "$out" '^fact +network: .*lo' "the network interfaces"
+expect_line "all present" "$out" 'proves: TestStartMakesTheNCCLReducerOnTheDevice by transport-cuda.test' "the transport tests' proves: lines"
+expect_line "all present" "$out" 'proves: TestRunOverNCCLProvesEveryReduction by hicache-cuda.test' "the NCCL whole run's proves: line"
+expect_line "all present" "$out" '^ +on the GPU \(11 tests, each logged on-device:\): TestRunInSubtests TestRun2 ' "the tests that ran on the GPU"
+! grep -q 'TestParseRankInjection' <(grep 'on the GPU' "$out/summary.txt") || fail "all present: a CPU-only test is counted as on the GPU"
+[ "$(grep -c '^nvidia-smi' "$tmp/calls")" = 1 ] || fail "all present: nvidia-smi called $(grep -c '^nvidia-smi' "$tmp/calls") times, want once"
+! grep -qE '^pip|^python3 .*-m pip' "$tmp/calls" || fail "all present: pip was asked: $(grep -E '^pip|pip' "$tmp/calls")"
 grep -q '^ncclcheck-cuda.test NCCL_DEBUG=INFO -test.count=1 -test.v' "$tmp/calls" || fail "all present: the NCCL tests did not run with NCCL_DEBUG=INFO"
 tar -tzf "$out/gpu-check-logs.tar.gz" | grep -q '^\./nccl-debug\.[0-9]*\.log$' || fail "all present: NCCL's debug files are not in the archive"
-ok "fake kit with NCCL from the wheel's path: every step PASS, proofs in the summary"
+tar -tzf "$out/gpu-check-logs.tar.gz" | grep -q '^\./nvidia-smi\.txt$' || fail "all present: nvidia-smi -q's output is not in the archive"
+ok "fake kit with NCCL from the wheel's path: every step PASS, facts and proofs in the summary, nvidia-smi once, no pip"
 
-# --- 3. no NCCL: FAIL when expected, SKIP when told not to expect it
-out=$tmp/nonccl && mkdir -p "$out"
-run_check "$out" "${fake[@]}" PYTHONPATH= "$kit/gpu-check.sh"
-rc=$?
-[ "$rc" = 1 ] || fail "no NCCL: exit $rc, want 1"
-expect_out "no NCCL" "$out"
-expect_step "no NCCL" "$out" nccl FAIL
-out=$tmp/optional && mkdir -p "$out"
+# --- 4. no PASS that proves less than it says (two faults a run, in independent steps)
+out=$tmp/noproof1 && mkdir -p "$out"
+run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" FAKE_NO_BENCH=1 FAKE_CPU_ONLY=1 "$kit/gpu-check.sh"
+expect_step "nothing measured" "$out" nccl-bench FAIL
+expect_line "nothing measured" "$out" '^nccl-bench +FAIL exit 0 but nothing measured' "why nccl-bench failed"
+expect_step "not on the GPU" "$out" hicache FAIL
+expect_line "not on the GPU" "$out" '^hicache +FAIL .*0 tests ran on the GPU' "why hicache failed"
+# --- 6. (in the same run) kernels fail: no benchmark
+out=$tmp/noproof2 && mkdir -p "$out"
 : > "$tmp/calls"
-run_check "$out" "${fake[@]}" PYTHONPATH= GPU_CHECK_EXPECT_NCCL=0 "$kit/gpu-check.sh"
+run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" FAKE_NO_PROOF=1 FAKE_FAIL=kernels-cuda.test "$kit/gpu-check.sh"
 rc=$?
-[ "$rc" = 0 ] || fail "no NCCL, not expected: exit $rc, want 0"
-expect_step "NCCL not expected" "$out" nccl SKIP
-grep -q '^transport-cuda.test .*-test.skip NCCL' "$tmp/calls" || fail "NCCL not expected: the transport tests were not told to skip NCCL"
-ok "no NCCL: nccl FAIL and the run FAIL; with GPU_CHECK_EXPECT_NCCL=0 a SKIP"
-
-# --- 4. kernels fail: no benchmark
-out=$tmp/kfail && mkdir -p "$out"
-: > "$tmp/calls"
-run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" FAKE_FAIL=kernels-cuda.test "$kit/gpu-check.sh"
-rc=$?
+expect_step "no NCCL proof" "$out" hicache FAIL
+expect_line "no NCCL proof" "$out" '^hicache +FAIL .*TestRunOverNCCLProvesEveryReduction' "why hicache failed"
+ok "no PASS that proves less: nccl-bench measuring nothing, hicache off the GPU or without the NCCL whole run, each FAIL"
 [ "$rc" = 1 ] || fail "kernels failing: exit $rc, want 1"
 expect_step "kernels failing" "$out" kernels FAIL
 expect_step "kernels failing" "$out" bench SKIP
 ! grep -q '^kernels-cuda.test .*-test.bench' "$tmp/calls" || fail "kernels failing: the benchmark ran anyway"
 ok "kernels failing: bench SKIP, never run"
 
-# --- 5. a hung step, then SIGTERM: the report is still written, the step's process ended
+# --- 5. no NCCL: FAIL when expected, SKIP when told not to expect it
+out=$tmp/nonccl && mkdir -p "$out"
+run_check "$out" "${fake[@]}" PYTHONPATH= "$kit/gpu-check.sh"
+rc=$?
+[ "$rc" = 1 ] || fail "no NCCL: exit $rc, want 1"
+expect_out "no NCCL" "$out"
+expect_step "no NCCL" "$out" nccl FAIL
+expect_line "no NCCL" "$out" '^fact +nccl: not found' "the NCCL fact"
+out=$tmp/optional && mkdir -p "$out"
+: > "$tmp/calls"
+run_check "$out" "${fake[@]}" PYTHONPATH= GPU_CHECK_EXPECT_NCCL=0 "$kit/gpu-check.sh"
+rc=$?
+[ "$rc" = 0 ] || fail "no NCCL, not expected: exit $rc, want 0: $(cat "$out/summary.txt")"
+expect_step "NCCL not expected" "$out" nccl SKIP
+expect_step "NCCL not expected" "$out" hicache PASS
+grep -q '^transport-cuda.test .*-test.skip NCCL' "$tmp/calls" || fail "NCCL not expected: the transport tests were not told to skip NCCL"
+ok "no NCCL: nccl FAIL and the run FAIL; with GPU_CHECK_EXPECT_NCCL=0 a SKIP"
+
+# --- 7. steps that hang until their bounds (shortened here): each a FAIL that says so, the others still run;
+# and a wedged nvidia-smi, ended at its 10 s cap, costs the GPU facts only: NCCL, ldd and the rest are found.
+out=$tmp/hang && mkdir -p "$out"
+: > "$tmp/calls"
+rm -f "$tmp/calls.hang"
+run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" GPU_CHECK_BOUNDS=kernels=2,hicache=2 FAKE_HANG="kernels-cuda.test hicache-cuda.test" FAKE_SMI_HANG=1 "$kit/gpu-check.sh"
+rc=$?
+[ "$rc" = 1 ] || fail "hung steps: exit $rc, want 1"
+expect_out "hung steps" "$out"
+expect_line "wedged nvidia-smi" "$out" '^fact +gpus: nvidia-smi -q failed \(exit 124' "the GPUs fact saying nvidia-smi timed out"
+expect_line "wedged nvidia-smi" "$out" "^fact +nccl: $tmp/site/nvidia/nccl/lib/libnccl.so.2 " "the NCCL fact"
+for f in ldd glibc /dev/shm limits network; do expect_line "wedged nvidia-smi" "$out" "^fact +$f: " "the $f fact"; done
+expect_step "wedged nvidia-smi" "$out" env FAIL
+expect_line "hung steps" "$out" '^kernels +FAIL exit 124 \(timed out after 2 s\)' "the kernels step timed out"
+expect_line "hung steps" "$out" '^hicache +FAIL exit 124 \(timed out after 2 s\)' "the hicache step timed out"
+for s in nccl nccl-bench transport e2e-np1; do expect_step "hung steps" "$out" "$s" PASS; done
+expect_step "hung steps" "$out" bench SKIP
+for p in $(cat "$tmp/calls.hang" 2> /dev/null); do kill -0 "$p" 2> /dev/null && { fail "hung steps: a hung step (pid $p) still runs"; kill "$p"; }; done
+ok "steps hung past their bounds: FAIL timed out, every other step run; a wedged nvidia-smi loses no other fact"
+
+# --- 8. a hung step, then SIGTERM: the report is still written, the step's process ended
 out=$tmp/term && mkdir -p "$out"
 : > "$tmp/calls"
 rm -f "$tmp/calls.hang"
 env -u CPHICACHE_NCCL_LIB OUT="$out" "${fake[@]}" PYTHONPATH="$tmp/site" FAKE_HANG=hicache-cuda.test "$kit/gpu-check.sh" > "$out.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do [ -s "$tmp/calls.hang" ] && break; sleep 0.1; done
+wait_for "$tmp/calls.hang" || fail "SIGTERM: the hicache step did not start within 5 minutes"
 kill -TERM "$pid"
-# The script must end within seconds of the signal, not when the hung step's bound runs out.
-for _ in $(seq 100); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
-kill -0 "$pid" 2> /dev/null && { fail "SIGTERM: the script still runs 10 s after the signal"; kill -KILL "$pid"; }
+# The script must end soon after the signal (its archive takes at most 10 s), not when the hung step's 60 s
+# bound runs out.
+for _ in $(seq 450); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+kill -0 "$pid" 2> /dev/null && { fail "SIGTERM: the script still runs 45 s after the signal"; kill -KILL "$pid"; }
 wait "$pid"
 rc=$?
 [ "$rc" -ne 0 ] || fail "SIGTERM during a step: exit 0"
 expect_out "SIGTERM" "$out"
 head -1 "$out/summary.txt" | grep -q '^gpu-check: FAIL' || fail "SIGTERM: the summary's verdict is not FAIL"
+expect_step "SIGTERM" "$out" transport PASS
 expect_step "SIGTERM" "$out" bench FAIL
 hung=$(cat "$tmp/calls.hang" 2>/dev/null)
 sleep 0.5
 [ -n "$hung" ] && ! kill -0 "$hung" 2> /dev/null || { fail "SIGTERM: the hung step (pid $hung) still runs"; kill "$hung" 2> /dev/null; }
 ok "SIGTERM during a hung step: step ended, summary and archive written"
 
-# --- 6. binaries whose libraries do not resolve here: a missing library fails the step with ldd's line; a
+# SIGKILL: nothing runs at the end, so summary.txt must already hold every fact and every finished step.
+out=$tmp/kill && mkdir -p "$out" "$tmp/tmpdir"
+: > "$tmp/calls"
+rm -f "$tmp/calls.hang"
+env -u CPHICACHE_NCCL_LIB OUT="$out" TMPDIR="$tmp/tmpdir" "${fake[@]}" PYTHONPATH="$tmp/site" FAKE_HANG=hicache-cuda.test "$kit/gpu-check.sh" > "$out.log" 2>&1 &
+pid=$!
+wait_for "$tmp/calls.hang" || fail "SIGKILL: the hicache step did not start within 5 minutes"
+# (bash reports a killed job on its standard error: not a failure here.)
+exec 3>&2 2> /dev/null
+kill -KILL "$pid"
+wait "$pid"
+exec 2>&3 3>&-
+for p in $(cat "$tmp/calls.hang" 2> /dev/null); do kill "$p" 2> /dev/null; done # the orphaned step: ours to end
+head -1 "$out/summary.txt" | grep -q '^gpu-check: RUNNING (fake, ' || fail "SIGKILL: the first line does not say the run did not finish: $(head -1 "$out/summary.txt")"
+for s in env kernels nccl nccl-bench transport; do expect_step "SIGKILL" "$out" "$s" PASS; done
+for f in gpus nccl ldd glibc /dev/shm limits network mpi; do expect_line "SIGKILL" "$out" "^fact +$f: " "the $f fact"; done
+expect_line "SIGKILL" "$out" 'proves: TestStartMakesTheNCCLReducerOnTheDevice' "the finished steps' proves: lines"
+! grep -qE '^(hicache|bench|e2e-np1|e2e-np2) ' "$out/summary.txt" || fail "SIGKILL: a step that never finished is in the summary"
+ok "SIGKILL during a hung step: summary.txt, written as the run went, names every fact and finished step"
+
+# --- 9. binaries whose libraries do not resolve here: a missing library fails the step with ldd's line; a
 # missing libmpi alone makes the MPI-only step a SKIP. Real ELF programs, linked against libraries then removed
 # (the MPI one under a soname of its own: this machine has a real libmpi.so.40).
 lib=$tmp/lib && mkdir -p "$lib"
@@ -196,6 +342,7 @@ if gcc -shared -fPIC -o "$lib/libgone.so" "$lib/fake.c" && gcc -shared -fPIC -Wl
 	run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" "$kit/gpu-check.sh"
 	expect_step "unresolved" "$out" kernels FAIL
 	grep -q 'kernels-cuda.test cannot load here: libgone.so => not found' "$out/summary.txt" || fail "unresolved: the kernels line does not quote ldd: $(grep '^kernels' "$out/summary.txt")"
+	expect_line "unresolved" "$out" '^fact +ldd: .*kernels-cuda.test: libgone.so => not found' "the ldd fact naming the library"
 	expect_step "unresolved" "$out" e2e-np1 SKIP
 	! grep -q '^kernels-cuda.test ' "$tmp/calls" || fail "unresolved: a binary that cannot load was run"
 	ok "binaries that cannot load: FAIL quoting ldd, SKIP when only libmpi is missing"

@@ -95,10 +95,14 @@ GPU_CHECK_KIT      := $(BUILD)/gpu-check-kit
 GPU_CHECK_SCRIPT   := kernels/gpu-check.sh
 # The device machine takes a working tree (tracked and untracked files, plus what is carried) of at most 64 MiB;
 # the kit must leave room for the tree to grow. GPU_CHECK_TIMEOUT_S is the timeout to give the command: the
-# script's worst case (under 8 minutes) and a minute for the transfers.
+# script's worst case (its bounds add up to at most 300 s) and 20 s to spare. A device session has 15 minutes
+# (GPU_DEVICE_SESSION_S), each machine start taking 1-2 of them (GPU_DEVICE_START_S): two tries, each on a fresh
+# machine, fit (2 x (120 + 320) = 880 s), which test-gpu-check-script checks.
 GPU_CARRY_LIMIT_MIB := 64
 GPU_KIT_BUDGET_MIB  := 48
-GPU_CHECK_TIMEOUT_S := 540
+GPU_CHECK_TIMEOUT_S := 320
+GPU_DEVICE_START_S  := 120
+GPU_DEVICE_SESSION_S := 900
 
 gpu-check: test-cuda-build
 	@rm -rf $(GPU_CHECK_KIT) && mkdir -p $(GPU_CHECK_KIT)/bin $(GPU_CHECK_KIT)/hicache/workload
@@ -113,7 +117,7 @@ gpu-check: test-cuda-build
 	@echo "gpu-check: ready: $(GPU_CHECK_KIT) ($$(du -sm $(GPU_CHECK_KIT) | cut -f1) MiB, $$(grep -o 'GLIBC_[0-9.]*' $(GPU_CHECK_KIT)/build-info.txt) or later)"
 	@echo "  on the GPU machine, from the repository root (the kit folder carried beside the tree):"
 	@echo "    bash $(GPU_CHECK_KIT)/gpu-check.sh"
-	@echo "  with the device tool: run(command=\"bash $(GPU_CHECK_KIT)/gpu-check.sh\", carry=[\"$(GPU_CHECK_KIT)\"], timeout_s=$(GPU_CHECK_TIMEOUT_S))"
+	@echo "  with the device tool: status() first; run(command=\"bash $(GPU_CHECK_KIT)/gpu-check.sh\", carry=[\"$(GPU_CHECK_KIT)\"], timeout_s=$(GPU_CHECK_TIMEOUT_S)); give_back() after, unless rerunning at once"
 	@echo "  it writes exactly two files to \$$OUT (or $(GPU_CHECK_KIT)/results): summary.txt and gpu-check-logs.tar.gz"
 
 # test-gpu-kit checks the assembled kit against what the device machine takes: the working tree that travels
@@ -140,11 +144,15 @@ test-gpu-kit:
 EXTRA_TESTS += gpu-check
 
 # test-gpu-check-script runs kernels/gpu-check-test.sh: the real kit here, where it must FAIL with the nccl step
-# FAIL (no GPU, no NCCL), and a fake kit of stubs for the rest (every step PASS with NCCL where the cu13 wheel
-# puts it; no NCCL fails unless not expected; no benchmark after failed kernels; a report after SIGTERM; exactly
-# two files in $OUT every time). About 15 s.
+# FAIL (no GPU, no NCCL); the budget (bounds of at most 300 s, the device call's timeout, two tries in a
+# session); and a fake kit of stubs for the rest (every step PASS with NCCL where the cu13 wheel puts it, the
+# facts in the summary, nvidia-smi once and no pip; no PASS that proves less than it says; no NCCL fails unless
+# not expected; no benchmark after failed kernels; hung steps timed out; the summary after SIGTERM, and after
+# SIGKILL every finished step in it; exactly two files in $OUT). About 75 s on the 2-core build machine; 13
+# minutes beside 20 busy loops (a load average of 21-30), where it still passes.
 test-gpu-check-script: gpu-check
-	kernels/gpu-check-test.sh $(GPU_CHECK_KIT)
+	GPU_CHECK_TIMEOUT_S=$(GPU_CHECK_TIMEOUT_S) GPU_DEVICE_START_S=$(GPU_DEVICE_START_S) GPU_DEVICE_SESSION_S=$(GPU_DEVICE_SESSION_S) \
+		kernels/gpu-check-test.sh $(GPU_CHECK_KIT)
 
 EXTRA_TESTS += test-gpu-check-script
 

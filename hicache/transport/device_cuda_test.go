@@ -192,10 +192,7 @@ func TestStartMakesTheNCCLReducerOnTheDevice(t *testing.T) {
 	for i := range want {
 		want[i] *= 3
 	}
-	err := f.words.RoundTrip(values, func(ptr, stream uintptr) error {
-		return f.comm.AllreducePreMulSumUint64(ptr, ptr, len(values), 3, stream)
-	})
-	if err != nil {
+	if err := f.AllreducePreMulSumUint64(values, 3); err != nil {
 		t.Fatal(err)
 	}
 	if !equalWords(values, want) {

@@ -60,13 +60,25 @@ func (f *hostNCCLFrontier) Name() string { return "nccl" }
 // AllreduceMinUint64 copies values into the pinned buffer, reduces it in place and copies the MIN back, as the
 // GPU build does through its device buffer.
 func (f *hostNCCLFrontier) AllreduceMinUint64(values []uint64) error {
+	return f.roundTrip(values, func(p uintptr) error { return f.comm.AllreduceUint64(p, p, len(values), nccl.Min, 0) })
+}
+
+// AllreducePreMulSumUint64 is the GPU build's test-only pre-multiplied sum (nccl_cuda.go), through the pinned
+// buffer: the same test runs on both builds.
+func (f *hostNCCLFrontier) AllreducePreMulSumUint64(values []uint64, factor uint64) error {
+	return f.roundTrip(values, func(p uintptr) error {
+		return f.comm.AllreducePreMulSumUint64(p, p, len(values), factor, 0)
+	})
+}
+
+// roundTrip copies values into the pinned buffer, runs op on its address and copies the result back.
+func (f *hostNCCLFrontier) roundTrip(values []uint64, op func(p uintptr) error) error {
 	n := len(values)
 	if n == 0 || n > len(f.values) {
 		return fmt.Errorf("nccl frontier: %d values, want 1..%d", n, len(f.values))
 	}
 	copy(f.values, values)
-	p := uintptr(unsafe.Pointer(&f.values[0]))
-	if err := f.comm.AllreduceUint64(p, p, n, nccl.Min, 0); err != nil {
+	if err := op(uintptr(unsafe.Pointer(&f.values[0]))); err != nil {
 		return err
 	}
 	copy(values, f.values[:n])
