@@ -119,6 +119,7 @@ ok "budget: bounds add up to $sum s (<= 300, refused above)${timeout_s:+; two de
 kit=$tmp/kit
 mkdir -p "$kit/bin" "$kit/hicache" "$tmp/path" "$tmp/site/nvidia/nccl/lib"
 cp "$script" "$kit/gpu-check.sh"
+cp "$repo/kernels/gpu-check-env.sh" "$kit/gpu-check-env.sh"
 printf 'version: fake\nneeds: GLIBC_2.17\n' > "$kit/build-info.txt"
 # Each binary prints the tests its real one has, as go test -v does. FAKE_HANG names binaries that hang,
 # FAKE_FAIL one that fails; FAKE_NO_BENCH leaves the NCCL benchmark unmeasured; FAKE_CPU_ONLY has the hicache

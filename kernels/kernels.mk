@@ -107,6 +107,7 @@ GPU_DEVICE_SESSION_S := 900
 gpu-check: test-cuda-build
 	@rm -rf $(GPU_CHECK_KIT) && mkdir -p $(GPU_CHECK_KIT)/bin $(GPU_CHECK_KIT)/hicache/workload
 	@cp $(GPU_CHECK_SCRIPT) $(GPU_CHECK_KIT)/gpu-check.sh
+	@cp kernels/gpu-check-env.sh $(GPU_CHECK_KIT)/gpu-check-env.sh
 	@strip -o $(GPU_CHECK_KIT)/bin/cphicache-gpu $(GPU_BIN)
 	@cp $(GPU_CHECK_TESTS) $(GPU_CHECK_KIT)/
 	@cp -r hicache/workload/testdata $(GPU_CHECK_KIT)/hicache/workload/
@@ -125,7 +126,7 @@ gpu-check: test-cuda-build
 # within GPU_KIT_BUDGET_MIB of the 64 MiB limit, every
 # binary stripped, and the kit holding exactly the files gpu-check assembles (a results/ folder or a stray
 # binary left in it would travel too). Needs the kit (make gpu-check).
-GPU_KIT_FILES := gpu-check.sh build-info.txt bin/cphicache-gpu $(notdir $(GPU_CHECK_TESTS))
+GPU_KIT_FILES := gpu-check.sh gpu-check-env.sh build-info.txt bin/cphicache-gpu $(notdir $(GPU_CHECK_TESTS))
 
 test-gpu-kit:
 	@[ -d $(GPU_CHECK_KIT) ] || { echo "FAIL: $(GPU_CHECK_KIT) is missing: run make gpu-check"; exit 1; }

@@ -1,0 +1,187 @@
+# gpu-check-env.sh: gpu-check.sh's env step, sourced by it (never run alone): the GPUs, NCCL, the loader's view
+# of the kit's binaries, glibc, /dev/shm, the locked-memory limit, the network and mpirun, each fact written to the
+# summary as soon as it is known. It uses gpu-check.sh's functions (fact, result, within) and sets what the later
+# steps read (nccl_lib, gpus, ldd_missing, ...).
+# shellcheck shell=bash
+
+# --- env: facts first, each into the summary as soon as it is known. No bound around them all can lose them:
+# the commands that may be slow (nvidia-smi, ldd, ldconfig, df, ip) start at once, side by side, each under its
+# own cap, and their facts are written in the order later steps need them (the GPUs, NCCL, ldd first); so a slow
+# or wedged command costs its cap, at most 10 s, never a fact found by another. Python is asked for its folders
+# only when NCCL is not where the shell looks first (5 s more). The archive-only records get what is left of the
+# step's bound.
+env_deadline=$((SECONDS + bound[env]))
+start_capped() { # file seconds command...: the command in the background, its output into file
+	timeout -k 1 "$2" "${@:3}" > "$1" 2>&1 &
+	env_pids+=($!)
+}
+finished() { # pid: waits for one started command; its exit status
+	local rc
+	wait "$1"
+	rc=$?
+	local p kept=()
+	for p in ${env_pids[@]+"${env_pids[@]}"}; do [ "$p" = "$1" ] || kept+=("$p"); done
+	env_pids=(${kept[@]+"${kept[@]}"})
+	return "$rc"
+}
+kit_binaries=(kernels-cuda.test ncclcheck-cuda.test transport-cuda.test hicache-cuda.test bin/cphicache-gpu)
+start_capped "$logs/nvidia-smi.txt" 10 nvidia-smi -q; smi_pid=$!
+start_capped "$logs/ldd.txt" 5 ldd "${kit_binaries[@]/#/$kit/}"; ldd_pid=$!
+start_capped "$logs/ldconfig.txt" 3 ldconfig -p; ldconfig_pid=$!
+start_capped "$logs/shm.txt" 3 df -hT /dev/shm; shm_pid=$!
+has_ip=""
+command -v ip > /dev/null 2>&1 && has_ip=1
+if [ -n "$has_ip" ]; then
+	start_capped "$logs/net.txt" 3 ip -br addr
+else
+	start_capped "$logs/net.txt" 3 hostname -I
+fi
+net_pid=$!
+
+# The GPUs: nvidia-smi once (-q has the driver, the CUDA version, the count and every GPU's details); its output
+# goes into the archive as nvidia-smi.txt.
+finished "$smi_pid"
+smi_rc=$?
+gpus=0 gpu="" driver="" cuda=""
+while IFS=: read -r key value; do
+	key=${key%"${key##*[![:space:]]}"} key=${key#"${key%%[![:space:]]*}"} value=${value# }
+	case "$key" in
+	"Attached GPUs") gpus=$value ;;
+	"Driver Version") driver=$value ;;
+	"CUDA Version") cuda=$value ;;
+	"Product Name") [ -n "$gpu" ] || gpu=$value ;;
+	esac
+done < "$logs/nvidia-smi.txt"
+[[ $gpus =~ ^[0-9]+$ ]] || gpus=0
+nodes=(/dev/nvidia[0-9]*)
+[ -e "${nodes[0]}" ] || nodes=()
+if [ "$smi_rc" = 0 ]; then
+	fact gpus "$gpus x ${gpu:-unnamed GPU}, driver ${driver:-?}, CUDA ${cuda:-?} (nvidia-smi -q; ${#nodes[@]} /dev/nvidia<n> nodes)"
+else
+	gpus=0
+	smi_why=$(tail -c 100 "$logs/nvidia-smi.txt" | tr '\n' ' ')
+	{ [ "$smi_rc" = 124 ] || [ "$smi_rc" = 137 ]; } && smi_why="timed out after 10 s"
+	fact gpus "nvidia-smi -q failed (exit $smi_rc: ${smi_why:-no output}); ${#nodes[@]} /dev/nvidia<n> nodes"
+fi
+
+# NCCL: CPHICACHE_NCCL_LIB, then nvidia/nccl/lib (the nvidia-nccl-cu13 and -cu12 wheels; nvidia is a namespace
+# package) in the usual site-packages folders, looked at by the shell, then in the folders python3 names, then
+# the loader's cache.
+nccl_lib="" nccl_how=""
+if [ -n "${CPHICACHE_NCCL_LIB:-}" ]; then
+	if [ -e "$CPHICACHE_NCCL_LIB" ]; then
+		nccl_lib=$CPHICACHE_NCCL_LIB nccl_how=CPHICACHE_NCCL_LIB
+	else
+		echo "### CPHICACHE_NCCL_LIB=$CPHICACHE_NCCL_LIB does not exist" >> "$logs/env.txt"
+	fi
+fi
+shopt -s nullglob
+python_path=${PYTHONPATH:-}
+site_dirs=(${python_path//:/ } ${VIRTUAL_ENV:+$VIRTUAL_ENV/lib/python3*/site-packages} ${CONDA_PREFIX:+$CONDA_PREFIX/lib/python3*/site-packages}
+	"${HOME:-/nonexistent}"/.local/lib/python3*/site-packages /usr/local/lib/python3*/{site,dist}-packages /usr/lib/python3*/{site,dist}-packages
+	/usr/lib/python3/dist-packages /opt/conda/lib/python3*/site-packages)
+shopt -u nullglob
+if [ -z "$nccl_lib" ]; then
+	for dir in "${site_dirs[@]}"; do
+		[ -e "$dir/nvidia/nccl/lib/libnccl.so.2" ] && { nccl_lib=$dir/nvidia/nccl/lib/libnccl.so.2 nccl_how="nvidia/nccl/lib in a site-packages folder"; break; }
+	done
+fi
+if [ -z "$nccl_lib" ] && command -v python3 > /dev/null 2>&1; then
+	start_capped "$logs/python-path.txt" 5 python3 -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()] + sys.path))'
+	finished $!
+	while IFS= read -r dir; do
+		[ -n "$dir" ] && [ -e "$dir/nvidia/nccl/lib/libnccl.so.2" ] && { nccl_lib=$dir/nvidia/nccl/lib/libnccl.so.2 nccl_how="nvidia/nccl/lib on python3's path"; break; }
+	done < "$logs/python-path.txt"
+	{ echo "### python3's folders"; cat "$logs/python-path.txt"; echo; } >> "$logs/env.txt"
+	rm -f "$logs/python-path.txt"
+fi
+finished "$ldconfig_pid"
+if [ -z "$nccl_lib" ]; then
+	while read -r soname _ _ path; do
+		[ "$soname" = libnccl.so.2 ] && { nccl_lib=$path nccl_how="the loader's cache"; break; }
+	done < "$logs/ldconfig.txt"
+fi
+if [ -n "$nccl_lib" ]; then fact nccl "$nccl_lib ($nccl_how)"; else fact nccl "not found"; fi
+
+# ldd of every kit binary at once: what a step's binary cannot resolve here (missing, or too old a glibc) fails
+# the step before it runs, quoting ldd. ldd exits non-zero when one file is not dynamic; its sections are still
+# there, one a binary.
+declare -A ldd_missing
+finished "$ldd_pid"
+ldd_done="" current=""
+while IFS= read -r line; do
+	case "$line" in
+	*:) current=${line%:} current=${current##*/} ldd_done=1 ;;
+	*"not found"*)
+		line=${line#"${line%%[![:space:]]*}"}
+		[ -n "$current" ] && ldd_missing[$current]+="${line% (0x*};" ;;
+	esac
+done < "$logs/ldd.txt"
+{ echo "### the kit's libraries, as the loader resolves them"; cat "$logs/ldd.txt"; echo; } >> "$logs/env.txt"
+rm -f "$logs/ldd.txt"
+if [ -z "$ldd_done" ]; then
+	fact ldd "did not finish within 5 s: the steps run without the pre-check"
+else
+	# (An empty associative array is "unbound" to set -u: the binaries are listed by name.)
+	unresolved_all=""
+	for b in "${kit_binaries[@]##*/}"; do [ -z "${ldd_missing[$b]:-}" ] || unresolved_all+="$b: ${ldd_missing[$b]} "; done
+	[ -n "$unresolved_all" ] || unresolved_all="every kit binary's libraries resolve"
+	fact ldd "$unresolved_all"
+fi
+
+glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null)
+glibc=${glibc##* }
+needs=""
+while IFS= read -r line; do [[ $line == "needs: GLIBC_"* ]] && needs=${line#needs: GLIBC_}; done < "$kit/build-info.txt"
+fact glibc "${glibc:-unknown} (the kit needs ${needs:-?})"
+# Zero-copy registration of the slab (cuMemHostRegister) wants /dev/shm a tmpfs: a microVM may give another.
+finished "$shm_pid"
+shm=""
+{ read -r _ && read -r _ type size _ avail _ mount; } < "$logs/shm.txt" && shm="$type $size, $avail free, mounted on $mount"
+fact /dev/shm "${shm:-unknown (df -hT: $(head -c 100 "$logs/shm.txt"))}"
+rm -f "$logs/shm.txt"
+mem_kib=""
+while read -r key value _; do [ "$key" = MemTotal: ] && mem_kib=$value; done < /proc/meminfo
+cpus=$(nproc 2> /dev/null)
+fact limits "locked memory $(ulimit -l) KiB, open files $(ulimit -n), ${cpus:-?} CPUs, $((${mem_kib:-0} / 1048576)) GiB memory"
+# NCCL's bootstrap needs an interface that is up (lo only as a last resort); NCCL_SOCKET_IFNAME picks one.
+finished "$net_pid"
+net=""
+if [ -n "$has_ip" ]; then
+	while read -r name state addrs; do net+="${net:+; }$name $state${addrs:+ $addrs}"; done < "$logs/net.txt"
+else # no iproute2: each interface's state, and the addresses of them all
+	for d in /sys/class/net/*; do [ -e "$d/operstate" ] && read -r state < "$d/operstate" && net+="${net:+; }${d##*/} $state"; done
+	net+="; addresses (hostname -I): $(tr '\n' ' ' < "$logs/net.txt")"
+fi
+ib=(/sys/class/infiniband/*)
+[ -e "${ib[0]}" ] || ib=()
+ibs="${ib[*]##*/}"
+fact network "${net:-unknown}; InfiniBand: ${ibs:-none}; NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-unset}"
+fact mpi "mpirun $(command -v mpirun || echo none)"
+
+# The rest, for the archive only (beside nvidia-smi.txt), in one command given what is left of the bound.
+{
+	echo "### kit"; cat "$kit/build-info.txt"; echo
+	echo "### libraries in the loader's cache"; grep -E 'libcuda\.so|libnccl|libmpi\.so|libcudart' "$logs/ldconfig.txt" || echo none; echo
+	echo "### network"; cat "$logs/net.txt"; echo
+	echo "### python's nvidia packages (their metadata folders, not pip)"
+	for dir in "${site_dirs[@]}"; do for d in "$dir"/nvidia_*.dist-info "$dir"/nccl*.dist-info; do [ -e "$d" ] && echo "$d"; done; done; echo
+} >> "$logs/env.txt"
+rm -f "$logs/ldconfig.txt" "$logs/net.txt"
+left=$((env_deadline - SECONDS))
+if [ "$left" -ge 1 ]; then
+	within "$left" bash -c 'for c in "cat /proc/driver/nvidia/version" "uname -a" "cat /etc/os-release" "python3 --version" "ip addr" \
+		"cat /etc/hosts" "mount" "free -g" "ulimit -a" "command -v mpirun compute-sanitizer nvcc" "env"; do
+		echo "### $c"; case "$c" in mount) mount | grep -E " /dev/shm " ;; env) env | grep -E "^(CUDA_|NCCL_|CPHICACHE_|LD_LIBRARY_PATH)" ;; *) $c ;; esac 2>&1; echo; done' >> "$logs/env.txt" 2>&1
+else
+	echo "### the rest: not recorded, the env step's ${bound[env]} s ran out" >> "$logs/env.txt"
+fi
+
+env_detail="${gpu:-no GPU seen by nvidia-smi} x$gpus, CUDA ${cuda:-unknown}, glibc ${glibc:-unknown}, NCCL $(yes_no "$nccl_lib"), mpirun $(yes_no "$(command -v mpirun)")"
+if [ "$smi_rc" != 0 ] || [ "$gpus" -lt 1 ]; then
+	result env FAIL "$env_detail"
+elif [ -n "$needs" ] && [ -n "$glibc" ] && [ "$(printf '%s\n%s\n' "$needs" "$glibc" | sort -V | head -1)" != "$needs" ]; then
+	result env FAIL "glibc $glibc is older than the kit's $needs: $env_detail"
+else
+	result env PASS "$env_detail"
+fi
