@@ -28,9 +28,9 @@ type runState struct {
 	core     *cache.Core
 	faults   *faultyEngine // the engine as the runner sees it, with --inject-*-copy
 	start    time.Time
-	// idealHit: the replica's ideal hits, computed by CP rank 0 beside the replay (the other ranks would wait
-	// for it at the start: 0.6 s of the shared trace); nil on the other ranks.
-	idealHit chan int64
+	// idealHit: the replica's ideal hits after each request, computed by CP rank 0 beside the replay (the other
+	// ranks would wait for it at the start: 0.6 s of the shared trace); nil on the other ranks.
+	idealHit chan []int64
 	stepBuf  [stepInlineBytes]byte // the step broadcast's buffer
 	events   []workload.Event      // CP rank 0's, not yet broadcast
 	l3       *l3IO                 // nil without --l3-dir
@@ -113,7 +113,7 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 		rs.clock.replayIdeal()
 	}
 	if rs.idealHit != nil {
-		rs.io.IdealHitTokens = <-rs.idealHit
+		rs.io.IdealHitTokens = idealOfServed(<-rs.idealHit, rs.core.Counters().Requests)
 	}
 	rs.progress.done()
 	if rs.tl != nil {
@@ -123,6 +123,15 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	// The timeline of a failed replay is written too: it shows where the failing step's time went.
 	rs.timelineErr = rs.writeTimeline()
 	return rs, agreed
+}
+
+// idealOfServed is the ideal hits of the first served requests: all of them after a whole replay, those the
+// replay reached after a failure part-way, so that the ideal's share of the prompt tokens counted is at most 100%.
+func idealOfServed(byRequest []int64, served int64) int64 {
+	if served <= 0 || len(byRequest) == 0 {
+		return 0
+	}
+	return byRequest[min(served, int64(len(byRequest)))-1]
 }
 
 // loadWorkload has CP-rank 0 of each group read (or generate) its replica's share; the others get events by
@@ -137,8 +146,8 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 			events = workload.ShardForReplica(events, t.DPSize, t.CPGroup)
 			cfg := workload.IdealConfig{PageTokens: rs.opts.PageTokens, VocabSize: rs.opts.VocabSize,
 				BatchRequests: rs.opts.BatchRequests, FlushEverySteps: rs.opts.FlushEvery}
-			rs.idealHit = make(chan int64, 1)
-			go func(events []workload.Event) { rs.idealHit <- workload.IdealHitTokens(events, cfg) }(events) // reads events only
+			rs.idealHit = make(chan []int64, 1)
+			go func(events []workload.Event) { rs.idealHit <- workload.IdealHitsByRequest(events, cfg) }(events) // reads events only
 		}
 	}
 	err := wrapWorkload(loadErr)
