@@ -14,10 +14,6 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
-// DefaultReplayTrace is the shared Mooncake trace of this project's machines, bench replay's trace when it is
-// there and --trace is not given.
-const DefaultReplayTrace = "/work/shared/traces/mooncake_synthetic_trace.jsonl"
-
 // The three configurations of a replay, in the order each repeat runs them: the last one reads the directory
 // the one before it filled.
 const (
@@ -28,7 +24,7 @@ const (
 
 var replayConfigs = []string{ReplayL2Only, ReplayL3Empty, ReplayL3Filled}
 
-// Issue 25's targets for the ratios: an L3 may cost half again the L2-only wall while it fills, nothing once
+// The targets for the ratios (bench/PERFORMANCE.md): an L3 may cost half again the L2-only wall while it fills, nothing once
 // filled (it computes far fewer tokens), and a prefetch may wait twice a plain read of its bytes.
 const (
 	ReplayTargetEmpty    = 1.5
@@ -62,7 +58,7 @@ var replayOwnFlags = []string{"--trace", "--l3-dir", "--report", "--quiet"}
 func (c ReplayConfig) Validate() error {
 	switch {
 	case c.Trace == "":
-		return fieldErrorf("trace", "no trace given, and the shared one (%s) is not there", DefaultReplayTrace)
+		return fieldErrorf("trace", "no trace given: give the JSON Lines trace every launch replays (e.g. hicache/workload/testdata/mooncake/synthetic_first200.jsonl, 200 requests of Mooncake's synthetic trace)")
 	case c.NP < 1:
 		return fieldErrorf("np", "%d ranks", c.NP)
 	case c.Repeats < 1:

@@ -121,14 +121,19 @@ func (o *runOptions) checkFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.Int64Flag{Name: "placement-assert-every", Value: 8, EnvVars: []string{"CPHICACHE_PLACEMENT_ASSERT_EVERY"}, Category: "checks", Destination: &o.placementAssertEvery,
 			Usage: "steps between object-by-object placement comparisons over the CP group (the allocator digest is compared in every step's consensus, and objects at every flush); 0 = at flushes and the end only"},
-		&cli.Int64Flag{Name: "flush-every", Value: 0, EnvVars: []string{"CPHICACHE_FLUSH_EVERY"}, Category: "checks", Destination: &o.flushEvery,
-			Usage: "steps between cache flushes (drain, barrier, reset); 0 = only the workload's own flush ops"},
+		o.flushEveryFlag(),
 		&cli.StringFlag{Name: "collective", Value: "mpi", EnvVars: []string{"CPHICACHE_COLLECTIVE"}, Category: "checks", Destination: &o.collective,
 			Usage: "transport of the step consensus's MIN all-reduce: mpi, or nccl (GPU build only; loads libnccl.so.2, or the library in CPHICACHE_NCCL_LIB)"},
 		&cli.DurationFlag{Name: "watchdog-timeout", Value: 120 * time.Second, EnvVars: []string{"CPHICACHE_WATCHDOG_TIMEOUT"}, Category: "checks", Destination: &o.watchdogTimeout,
 			Usage: "end the job when a collective waits longer than this (e.g. 120s, 2m); 0 = off (no watchdog; a hung rank hangs the job); negative values are refused"},
 		o.sizing.syncCopiesFlag(),
 	}
+}
+
+// flushEveryFlag is --flush-every, the one check flag sweep takes too (its others do nothing in one process).
+func (o *runOptions) flushEveryFlag() cli.Flag {
+	return &cli.Int64Flag{Name: "flush-every", Value: 0, EnvVars: []string{"CPHICACHE_FLUSH_EVERY"}, Category: "checks", Destination: &o.flushEvery,
+		Usage: "steps between cache flushes (drain, barrier, reset); 0 = only the workload's own flush ops"}
 }
 
 func (o *runOptions) outputFlags() []cli.Flag {

@@ -35,7 +35,9 @@ func (o *sweepOptions) flags() []cli.Flag {
 	flags = append(flags, batchRequestsFlag(&r.batchRequests), logLevelFlag(&r.global.logLevelName, "CPHICACHE_LOG_LEVEL"))
 	flags = append(flags, r.modelFlags()...)
 	flags = append(flags, r.cacheFlags()...)
-	flags = append(flags, r.checkFlags()...)
+	// Of the checks, only --flush-every changes a sweep: at cp 1 in one process there is no collective to
+	// choose or to watch, and every step's copies are drained anyway.
+	flags = append(flags, r.flushEveryFlag())
 	return append(flags,
 		&cli.StringFlag{Name: "json", EnvVars: []string{"CPHICACHE_SWEEP_JSON"}, Category: "output", Destination: &o.json,
 			Usage: "write the sweep (its configuration and one point per size: capacity in slots, tokens and bytes; hits; rates) as JSON to this file"},
@@ -51,6 +53,7 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	if err := o.run.sizing.exclusive(c); err != nil {
 		return err
 	}
+	o.run.collective = "mpi" // sweep has no --collective: one process has no collective to choose
 	if o.opts, err = o.run.baseOptions(); err != nil {
 		return err
 	}
@@ -89,12 +92,22 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 		return err
 	}
 	defer remove()
-	fmt.Printf("# cphicache sweep: %d sizes, cp 1 (one process), every step's copies drained\n", len(o.sizes))
-	if o.opts.Model == "" {
-		// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds N times as many.
-		fmt.Println("# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes")
+	header := func() {
+		fmt.Printf("# cphicache sweep: %s, cp 1 (one process), every step's copies drained\n", spmd.Plural(len(o.sizes), "size"))
+		if o.opts.Model == "" {
+			// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds N times as many.
+			fmt.Println("# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes")
+		}
 	}
-	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) { writeSweepPoint(os.Stdout, p) })
+	// The header comes with the first point: a sweep refused before it runs (an L1 shorter than the longest
+	// request) prints only its error.
+	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) {
+		if header != nil {
+			header()
+			header = nil
+		}
+		writeSweepPoint(os.Stdout, p)
+	})
 	if err != nil {
 		return err
 	}

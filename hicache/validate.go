@@ -194,7 +194,7 @@ func (rs *runState) checkDivergenceDetected() (Check, error) {
 	groups := int64(rs.job.Topo.DPSize)
 	check := Check{Name: "divergence_detected", Ranks: rs.job.Topo.World.Size(), Steps: v[2],
 		Wrong:  v[0] + max(0, v[1]-groups),
-		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at step %d; %d detections in %d groups", divergenceInjectStep, wantStep, v[1], groups)}
+		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at step %d; %s in %s", divergenceInjectStep, wantStep, spmd.Count(v[1], "detection", "detections"), spmd.Count(groups, "group", "groups"))}
 	if rs.job.Topo.CPSize == 1 {
 		check.Result, check.Wrong, check.Detail = "skip", 0, "single-rank CP groups cannot diverge"
 		return check, nil

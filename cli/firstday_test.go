@@ -1,0 +1,163 @@
+package cli
+
+// What a new user met on a first day (issue 34): help that says what the product does and nothing of how it was
+// built, flags only where they do something, output that counts in English, and no path outside the repository.
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// helpTexts visits every text a command's --help shows: its usage and description, and each flag's usage and
+// category, with the command's path.
+func helpTexts(visit func(path, text string, cmd *cli.Command)) {
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			path := strings.TrimSpace(prefix + " " + cmd.Name)
+			visit(path, cmd.Usage, cmd)
+			visit(path, cmd.Description, cmd)
+			for _, f := range cmd.Flags {
+				if d, ok := f.(cli.DocGenerationFlag); ok {
+					visit(path+" --"+f.Names()[0], d.GetUsage(), cmd)
+				}
+				if c, ok := f.(cli.CategorizableFlag); ok {
+					visit(path+" --"+f.Names()[0]+" (category)", c.GetCategory(), cmd)
+				}
+			}
+			walk(path, cmd.Subcommands)
+		}
+	}
+	walk("", newApp().Commands)
+}
+
+// TestHelpSaysNothingOfTheProjectsHistory: help is for users; an issue number or "the seed design" means nothing
+// to them, and the version's line says what the MPI library implements in plain words.
+func TestHelpSaysNothingOfTheProjectsHistory(t *testing.T) {
+	history := regexp.MustCompile(`(?i)\bissue \d+|seed design|standard that implements`)
+	helpTexts(func(path, text string, _ *cli.Command) {
+		if m := history.FindString(text); m != "" {
+			t.Errorf("%s: %q in %q", path, m, text)
+		}
+	})
+}
+
+// TestTopoHelpAllowsGroupsOverNodes: a CP group may span nodes, so topo's help must not say it fails on one.
+func TestTopoHelpAllowsGroupsOverNodes(t *testing.T) {
+	helpTexts(func(path, text string, _ *cli.Command) {
+		if path == "topo" && strings.Contains(text, "span two nodes") {
+			t.Errorf("topo's help says a group over nodes fails: %q", text)
+		}
+	})
+}
+
+// TestFlagCategoriesNameOnlyTheCommandsFlags: a group title that names a flag ("when no --trace") names one the
+// command has.
+func TestFlagCategoriesNameOnlyTheCommandsFlags(t *testing.T) {
+	flagName := regexp.MustCompile(`--([a-z0-9-]+)`)
+	helpTexts(func(path, text string, cmd *cli.Command) {
+		if !strings.HasSuffix(path, "(category)") {
+			return
+		}
+		for _, m := range flagName.FindAllStringSubmatch(text, -1) {
+			if !hasFlag(cmd, m[1]) {
+				t.Errorf("%s: %q names --%s, which %s does not have", path, text, m[1], cmd.Name)
+			}
+		}
+	})
+}
+
+func hasFlag(cmd *cli.Command, name string) bool {
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestSweepOffersOnlyFlagsThatChangeIt: sweep runs in one process with every step's copies drained, so the step
+// consensus's transport, the watchdog and --sync-copies would do nothing there.
+func TestSweepOffersOnlyFlagsThatChangeIt(t *testing.T) {
+	for _, cmd := range newApp().Commands {
+		if cmd.Name != "sweep" {
+			continue
+		}
+		for _, name := range []string{"collective", "watchdog-timeout", "sync-copies"} {
+			if hasFlag(cmd, name) {
+				t.Errorf("sweep --help lists --%s, which does nothing in a sweep", name)
+			}
+		}
+		return
+	}
+	t.Fatal("no sweep command")
+}
+
+// TestNothingPointsOutsideTheRepository: no file of the product (its Go sources but tests, its make files and
+// scripts) names a path of one machine; data a command needs by default lies in the repository.
+func TestNothingPointsOutsideTheRepository(t *testing.T) {
+	machinePath := regexp.MustCompile(`"/(work|home|data|scratch|mnt)/`)
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "build" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		name := d.Name()
+		product := (strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")) ||
+			strings.HasSuffix(name, ".mk") || name == "Makefile" || strings.HasSuffix(name, ".sbatch")
+		if d.IsDir() || !product {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if m := machinePath.Find(b); m != nil {
+			t.Errorf("%s names a machine's path: %s...", path, m)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBenchReplayNeedsATrace: bench replay has no default trace outside the repository; without --trace it
+// says so as a usage error, naming the flag and the repository's excerpt.
+func TestBenchReplayNeedsATrace(t *testing.T) {
+	out, err := exec.Command(binPath, "bench", "replay", "--np", "1").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage || !strings.Contains(string(out), "invalid --trace: no trace given") ||
+		!strings.Contains(string(out), "testdata/mooncake/synthetic_first200.jsonl") {
+		t.Errorf("bench replay without --trace: %v\n%s", err, out)
+	}
+}
+
+// TestRefusedSweepPrintsNoHeader: a sweep refused before its first point (an L1 shorter than the workload's
+// longest request) prints its error alone, not a header that reads as a start.
+func TestRefusedSweepPrintsNoHeader(t *testing.T) {
+	cmd := exec.Command(binPath, "sweep", "--l2-slots", "64", "--device-pages", "16")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage || !strings.Contains(stderr.String(), "invalid --device-pages") {
+		t.Fatalf("exit %v, want %d and the flag named:\n%s", err, spmd.ExitUsage, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("the refused sweep printed:\n%s", stdout.String())
+	}
+}
