@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -160,4 +161,20 @@ func TestRefusedSweepPrintsNoHeader(t *testing.T) {
 	if stdout.Len() != 0 {
 		t.Errorf("the refused sweep printed:\n%s", stdout.String())
 	}
+}
+
+// TestMissingTraceIsAUsageError: a --trace that is not there is a bad flag, as a missing --l3-dir is: exit 2 and
+// the flag named, alone and under mpirun (CP rank 0 reads the trace; its peers learn it failed).
+func TestMissingTraceIsAUsageError(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nonexist.jsonl")
+	out, err := exec.Command(binPath, "run", "--quiet", "--trace", missing).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage || !strings.Contains(string(out), "invalid --trace: "+missing) {
+		t.Errorf("one process: %v, want exit %d naming --trace:\n%s", err, spmd.ExitUsage, out)
+	}
+	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--trace", missing)
+	if res.exitCode != spmd.ExitUsage || !strings.Contains(res.stderr, "invalid --trace: "+missing) {
+		t.Errorf("mpirun -np 2: exit %d, want %d naming --trace:\n%s", res.exitCode, spmd.ExitUsage, res.stderr)
+	}
+	checkNoSegments(t)
 }

@@ -16,13 +16,7 @@ func CheckL1HoldsLongestRequest(o *Options) error {
 	if err != nil {
 		return err
 	}
-	var events []workload.Event
-	if o.TracePath == "" {
-		events, err = workload.GenerateSynthetic(o.Synthetic)
-	} else {
-		events, err = workload.ReadTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
-			BlockTokens: o.TraceBlockTokens, LimitRequests: o.TraceLimit})
-	}
+	events, err := readWorkload(o)
 	if err != nil {
 		return wrapWorkload(err)
 	}

@@ -3,6 +3,8 @@ package hicache
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -162,13 +164,21 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 
 // readWorkload reads the trace, or generates the synthetic workload. A Mooncake trace's requests stay compact
 // (block ids) here and in the step broadcast; nextStep expands them on every rank.
-func (rs *runState) readWorkload() ([]workload.Event, error) {
-	o := rs.opts
+func (rs *runState) readWorkload() ([]workload.Event, error) { return readWorkload(rs.opts) }
+
+// readWorkload reads o's trace or generates its synthetic workload. A trace that cannot be opened (missing,
+// unreadable) is a bad --trace, said as a usage error naming the flag, as a missing --l3-dir is.
+func readWorkload(o *Options) ([]workload.Event, error) {
 	if o.TracePath == "" {
 		return workload.GenerateSynthetic(o.Synthetic)
 	}
-	return workload.ReadTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
+	events, err := workload.ReadTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
 		BlockTokens: o.TraceBlockTokens, LimitRequests: o.TraceLimit})
+	var open *fs.PathError
+	if errors.As(err, &open) && open.Op == "open" && open.Path == o.TracePath {
+		return nil, &spmd.ConfigError{Flag: "trace", Reason: fmt.Sprintf("%s: %v", o.TracePath, open.Err)}
+	}
+	return events, err
 }
 
 // WorkloadError is a bad workload (trace file); every reading rank finds the same one.
