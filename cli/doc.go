@@ -22,6 +22,7 @@
 //     --copy-token-bytes, --sync-copies).
 //   - usage.go: the command line's own errors (unknown commands and flags, values that do not parse, stray
 //     arguments), said with the flag's name and exit status 2.
+//   - environment.go: a CPHICACHE_* variable that no flag or setting reads (a misspelling) is refused, exit 2.
 //   - interrupt.go: a signal during a long benchmark outside a job becomes a cancelled context, and exit 128 + N.
 //   - profile.go: --cpu-profile, a CPU profile per rank.
 //   - runflags.go: run's flags (runOptions), which validate and sweep share, their conversion into

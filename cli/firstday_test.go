@@ -178,3 +178,25 @@ func TestMissingTraceIsAUsageError(t *testing.T) {
 	}
 	checkNoSegments(t)
 }
+
+// TestMisspelledEnvironmentVariableIsRefused: CPHICACHE_L2_SLOT=5 is refused as --l2-slot would be, with exit 2
+// and the name it was probably meant to be; the settings no flag reads, and the scripts' own, pass.
+func TestMisspelledEnvironmentVariableIsRefused(t *testing.T) {
+	known := knownVariables(newApp().Commands)
+	for _, name := range []string{"CPHICACHE_L2_SLOTS", "CPHICACHE_NODE_NAME", "CPHICACHE_MPI_YIELD", "CPHICACHE_SBATCH_ARGS", "CPHICACHE_BENCH_STEP_ITERS", "CPHICACHE_BIN"} {
+		if err := unknownVariables([]string{name + "=1", "HOME=/root"}, known); err != nil {
+			t.Errorf("%s refused: %v", name, err)
+		}
+	}
+	err := unknownVariables([]string{"CPHICACHE_L2_SLOT=5"}, known)
+	if err == nil || !strings.Contains(err.Error(), "unknown environment variable CPHICACHE_L2_SLOT (did you mean CPHICACHE_L2_SLOTS?)") {
+		t.Errorf("CPHICACHE_L2_SLOT: %v", err)
+	}
+	cmd := exec.Command(binPath, "run", "--quiet")
+	cmd.Env = append(os.Environ(), "CPHICACHE_L2_SLOT=5")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage || !strings.Contains(string(out), "did you mean CPHICACHE_L2_SLOTS?") {
+		t.Errorf("run with CPHICACHE_L2_SLOT=5: %v, want exit %d naming the variable:\n%s", err, spmd.ExitUsage, out)
+	}
+}
