@@ -5,11 +5,13 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -199,4 +201,29 @@ func TestMisspelledEnvironmentVariableIsRefused(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage || !strings.Contains(string(out), "did you mean CPHICACHE_L2_SLOTS?") {
 		t.Errorf("run with CPHICACHE_L2_SLOT=5: %v, want exit %d naming the variable:\n%s", err, spmd.ExitUsage, out)
 	}
+}
+
+// TestSignalToOneRankIsNamedByThatRank: SIGINT to one rank that is not rank 0 (kill -INT of its pid) ends the
+// job, and that rank says it received it: the launcher ends the others with a SIGTERM that does not say why.
+func TestSignalToOneRankIsNamedByThatRank(t *testing.T) {
+	trace := writeLongTrace(t)
+	var outputs []string
+	for range 3 { // mpirun, ending the job, now and then drops the ranks' last lines (TestSignalsUnderMpirun)
+		res, _ := runMPIOnMarker(t, 2, 60*time.Second, "cphicache: progress", func(cmd *exec.Cmd) {
+			for _, pid := range childPids(t, cmd.Process.Pid) {
+				if env, _ := os.ReadFile(filepath.Join("/proc", fmt.Sprint(pid), "environ")); strings.Contains("\x00"+string(env), "\x00OMPI_COMM_WORLD_RANK=1\x00") {
+					syscall.Kill(pid, syscall.SIGINT)
+				}
+			}
+		}, "run", "--trace", trace)
+		if res.exitCode == 0 {
+			t.Fatalf("the job exited 0 after SIGINT to rank 1:\n%s", res.stderr)
+		}
+		checkNoSegments(t)
+		if strings.Contains(res.stderr, "world rank 1 received SIGINT; run abandoned") {
+			return
+		}
+		outputs = append(outputs, res.stderr)
+	}
+	t.Errorf("rank 1 did not say it received SIGINT in 3 tries:\n%s", strings.Join(outputs, "---\n"))
 }
