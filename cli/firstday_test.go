@@ -227,3 +227,42 @@ func TestSignalToOneRankIsNamedByThatRank(t *testing.T) {
 	}
 	t.Errorf("rank 1 did not say it received SIGINT in 3 tries:\n%s", strings.Join(outputs, "---\n"))
 }
+
+// TestStrictFailsWhatWasNotCovered: an "OK, but ..." exits 0, and with --strict (or CPHICACHE_STRICT) exit
+// status 5, naming what was not covered: a run that verified nothing, and validate with skipped checks.
+func TestStrictFailsWhatWasNotCovered(t *testing.T) {
+	small := []string{"--quiet", "--conversations", "4", "--turns-max", "2", "--device-pages", "4096"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want int
+	}{
+		{"run", nil, append([]string{"run"}, small...), 0},
+		{"run --strict", nil, append([]string{"run", "--strict"}, small...), spmd.ExitNotCovered},
+		{"CPHICACHE_STRICT=true run", []string{"CPHICACHE_STRICT=true"}, append([]string{"run"}, small...), spmd.ExitNotCovered},
+	} {
+		res := runMPIEnv(t, 2, 60*time.Second, tc.env, tc.args...)
+		if res.exitCode != tc.want || !strings.Contains(res.stdout, "result: OK, but no data verified") {
+			t.Errorf("%s: exit %d, want %d:\n%s%s", tc.name, res.exitCode, tc.want, res.stdout, res.stderr)
+		}
+		if tc.want == spmd.ExitNotCovered && !strings.Contains(res.stderr, "OK, but no data verified (0 load-backs) (--strict") {
+			t.Errorf("%s: the error does not say what was not covered:\n%s", tc.name, res.stderr)
+		}
+	}
+	cmd := exec.Command(binPath, "validate", "--strict", "--quiet", "--conversations", "8", "--turns-max", "3", "--device-pages", "64")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitNotCovered || !strings.Contains(string(out), "2 checks skipped (placement_identical, divergence_detected)") {
+		t.Errorf("validate --strict at cp 1: %v, want exit %d naming the skipped checks:\n%s", err, spmd.ExitNotCovered, out)
+	}
+	checkNoSegments(t)
+}
+
+// TestManPageListsEveryExitStatus: the man page's EXIT STATUS has --strict's 5 too.
+func TestManPageListsEveryExitStatus(t *testing.T) {
+	out, err := exec.Command(binPath, "man").Output()
+	if err != nil || !strings.Contains(string(out), "nothing failed, but not everything was checked") {
+		t.Errorf("cphicache man: %v; no --strict exit status in:\n%.2000s", err, out)
+	}
+}

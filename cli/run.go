@@ -51,5 +51,8 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 	if err != nil {
 		return err
 	}
-	return report.RunFailure()
+	if err := report.RunFailure(); err != nil || !opts.Strict {
+		return err
+	}
+	return report.NotCovered()
 }

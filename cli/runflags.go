@@ -40,7 +40,7 @@ type runOptions struct {
 	metricsInterval                                    time.Duration
 	timeline                                           string
 	timelineSteps, timelineEvery                       int64
-	quiet                                              bool
+	quiet, strict                                      bool
 	injectDivergence, injectHang, injectExit           string
 	injectCopyError, injectStuckCopy, injectSetupError string
 
@@ -142,6 +142,8 @@ func (o *runOptions) outputFlags() []cli.Flag {
 			Usage: "write the run's report, aggregated over all ranks, as JSON to this file (world rank 0 writes it)"},
 		&cli.BoolFlag{Name: "quiet", EnvVars: []string{"CPHICACHE_QUIET"}, Category: "output", Destination: &o.quiet,
 			Usage: "no progress lines"},
+		&cli.BoolFlag{Name: "strict", EnvVars: []string{"CPHICACHE_STRICT"}, Category: "checks", Destination: &o.strict,
+			Usage: "end with exit status 5 when the result is \"OK, but ...\" (a check that could not run, pages L1 could not hold, L3 trouble; in validate, a skipped check), for CI; default: exit 0 with the caveat said"},
 		jobIDFlag(&o.jobID),
 		&cli.StringFlag{Name: "cpu-profile", EnvVars: []string{"CPHICACHE_CPU_PROFILE"}, Category: "output", Destination: &o.cpuProfile,
 			Usage: "write each rank's Go CPU profile to PREFIX.rank<world rank>.pprof (open with go tool pprof); the directory must exist on every node"},
@@ -241,7 +243,7 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
 		Seed: o.synthetic.seed, TracePath: o.trace, TraceFormat: traceFormat, TraceBlockTokens: o.traceBlockTokens,
 		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
-		ReportPath: o.report, MetricsPath: o.metricsFile, TimelinePath: o.timeline, TimelineWindow: timeline.Window{Steps: o.timelineSteps, Every: o.timelineEvery}, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(o.jobID), Quiet: o.quiet,
+		ReportPath: o.report, MetricsPath: o.metricsFile, TimelinePath: o.timeline, TimelineWindow: timeline.Window{Steps: o.timelineSteps, Every: o.timelineEvery}, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(o.jobID), Quiet: o.quiet, Strict: o.strict,
 	}
 	return opts, o.injections(opts)
 }

@@ -52,5 +52,8 @@ func validateMain(job *spmd.Job, opts *hicache.Options) error {
 	if n := v.Failed(); n != 0 {
 		return &hicache.ValidationFailed{Failed: n}
 	}
+	if opts.Strict {
+		return v.NotCovered()
+	}
 	return nil
 }

@@ -78,6 +78,7 @@ type Options struct {
 	InjectSetupError Injection // a world rank whose copy-engine set-up fails
 	JobID            string
 	Quiet            bool
+	Strict           bool // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
 
 	// Sizing (capacity.go, and the model table in hicache/sizing), turned into the fields above by Size once the CP size is known.
 	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -38,7 +39,7 @@ type ValidationReport struct {
 type ValidationFailed struct{ Failed int }
 
 func (e *ValidationFailed) Error() string {
-	return fmt.Sprintf("validation failed: %d check(s) failed (see the table)", e.Failed)
+	return fmt.Sprintf("validation failed: %s failed (see the table)", spmd.Count(e.Failed, "check", "checks"))
 }
 
 // Scope: the table is aggregated over the whole job, so every rank fails alike.
@@ -53,6 +54,21 @@ func (v *ValidationReport) Failed() int {
 		}
 	}
 	return n
+}
+
+// NotCovered is nil when every check ran, and a *spmd.NotCoveredError naming the skipped ones otherwise
+// (--strict).
+func (v *ValidationReport) NotCovered() error {
+	var skipped []string
+	for _, c := range v.Checks {
+		if c.Result == "skip" {
+			skipped = append(skipped, c.Name)
+		}
+	}
+	if len(skipped) == 0 {
+		return nil
+	}
+	return &spmd.NotCoveredError{What: spmd.Count(len(skipped), "check", "checks") + " skipped (" + strings.Join(skipped, ", ") + ")"}
 }
 
 // divergenceInjectStep places the injected perturbation of the divergence pass: the digest rides in every
@@ -228,7 +244,7 @@ func checkFlushReset(passes ...*runState) (Check, error) {
 		return Check{}, err
 	}
 	check := Check{Name: "flush_reset", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: wrong,
-		Detail: fmt.Sprintf("%d rank-flushes compared with a fresh cache (allocator state hash, tree, device pages)", flushes)}
+		Detail: fmt.Sprintf("%s compared with a fresh cache (allocator state hash, tree, device pages)", spmd.Count(flushes, "rank-flush", "rank-flushes"))}
 	return verdict(check, wrong == 0 && flushes > 0), nil
 }
 
