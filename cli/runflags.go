@@ -155,10 +155,12 @@ func (o *runOptions) metricsFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "metrics-file", EnvVars: []string{"CPHICACHE_METRICS_FILE"}, Category: "output", Destination: &o.metricsFile,
 			Usage: "write Prometheus metrics (text format, for node_exporter's textfile collector; e.g. DIR/cphicache.prom) to this file, " +
-				"replaced atomically, by world rank 0. At the end: counters job-wide as in --report, cp_group=\"all\", and consensus " +
-				"latency histograms per CP group (as its CP rank 0 timed them), cphicache_metrics_final 1. Periodic files " +
-				"(--metrics-interval) hold world rank 0's own view without any collective: its CP group's counters, its own copy " +
-				"bytes, checks and latencies, cp_group=\"0\", cphicache_metrics_final 0. The directory must exist on every node"},
+				"replaced atomically, by world rank 0. Series are labelled job_id and cp_group (a rank's own counters also world_rank), " +
+				"the same from the first periodic file to the last file (METRICS.md). At the end: every CP group's and rank's counters " +
+				"(their sums are --report's), consensus latency histograms per CP group, cphicache_metrics_final 1. Periodic files " +
+				"(--metrics-interval) hold world rank 0's own view without any collective: its CP group's counters and its own, " +
+				"cphicache_metrics_final 0. Every file has cphicache_metrics_written_timestamp_seconds and cphicache_run_info; the last " +
+				"file stays until removed. The directory must exist on every node"},
 		&cli.DurationFlag{Name: "metrics-interval", Value: 0, EnvVars: []string{"CPHICACHE_METRICS_INTERVAL"}, Category: "output", Destination: &o.metricsInterval,
 			Usage: "also write --metrics-file during the run, at the first step end after each interval (e.g. 15s); 0 = only at the end"},
 		&cli.StringFlag{Name: "timeline", EnvVars: []string{"CPHICACHE_TIMELINE"}, Category: "output", Destination: &o.timeline,

@@ -78,7 +78,8 @@ type Options struct {
 	InjectSetupError Injection // a world rank whose copy-engine set-up fails
 	JobID            string
 	Quiet            bool
-	Strict           bool // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
+	Strict           bool        // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
+	Provenance       *Provenance // what the command and its flags were, for the header, report and metrics
 
 	// Sizing (capacity.go, and the model table in hicache/sizing), turned into the fields above by Size once the CP size is known.
 	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'

@@ -100,7 +100,9 @@ type Report struct {
 	// Result is the summary's last line: OK, OK but what was not covered, or FAILED (set by WriteJSON).
 	Result string `json:"result"`
 	// Failure is what ended a run that failed part-way (runfailure.go); nil when the replay ran to its end.
-	Failure *FailureReport `json:"failure,omitempty"`
+	Failure               *FailureReport `json:"failure,omitempty"`
+	Provenance            *Provenance    `json:"provenance,omitempty"` // what produced the report (provenance.go)
+	groupViews, rankViews []counterView  // the metrics file's counters by CP group and rank (gatherCounterViews)
 }
 
 // GroupReport is one CP group: its members' hosts, the nodes it spans with each node's slab, and the collectives
@@ -206,6 +208,9 @@ func (rs *runState) report() (*Report, error) {
 		if r.Serving, err = rs.servingReport(); err != nil {
 			return nil, err
 		}
+	}
+	if err := rs.gatherCounterViews(r); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
