@@ -4,6 +4,8 @@ package cli
 // built, flags only where they do something, output that counts in English, and no path outside the repository.
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -265,4 +267,66 @@ func TestManPageListsEveryExitStatus(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "nothing failed, but not everything was checked") {
 		t.Errorf("cphicache man: %v; no --strict exit status in:\n%.2000s", err, out)
 	}
+}
+
+// TestEveryResultSaysWhatProducedIt: run's output opens with '#' lines (the build and MPI library, the command
+// line, the start and hosts, the trace's checksum, every flag's effective value) and its JSON report holds the
+// same provenance; sweep, validate, topo and sim open with them too, and bench's header has the command line.
+func TestEveryResultSaysWhatProducedIt(t *testing.T) {
+	dir := t.TempDir()
+	trace, report := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "r.json")
+	if out, err := exec.Command(binPath, "gen-trace", "--conversations", "6", "--turns-max", "3", "-o", trace).CombinedOutput(); err != nil {
+		t.Fatalf("gen-trace: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--trace", trace, "--page-tokens", "32", "--report", report)
+	if res.exitCode != 0 {
+		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
+	}
+	for _, want := range []string{"# cphicache ", ", MPI library: ", "# command line: " + binPath + " run --quiet --trace " + trace,
+		"# started ", " (2 ranks)", "# trace " + trace + ", sha256 " + hex.EncodeToString(sum[:]), "# configuration: ", "--cp=2", "--page-tokens=32", "--seed=1", "--model=\"\""} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("run's output has no %q:\n%s", want, res.stdout)
+		}
+	}
+	if !strings.HasPrefix(res.stdout, "# cphicache ") {
+		t.Errorf("run's output does not open with its provenance:\n%s", res.stdout)
+	}
+	var r struct {
+		Provenance *struct {
+			Version     string            `json:"version"`
+			MPILibrary  string            `json:"mpi_library"`
+			CommandLine []string          `json:"command_line"`
+			Config      map[string]string `json:"config"`
+			Hosts       []string          `json:"hosts"`
+			StartTime   string            `json:"start_time"`
+			TraceSHA256 string            `json:"trace_sha256"`
+		} `json:"provenance"`
+	}
+	readJSON(t, report, &r)
+	if p := r.Provenance; p == nil || p.Version == "" || p.MPILibrary == "" || len(p.CommandLine) < 2 || p.Config["seed"] != "1" ||
+		p.Config["page-tokens"] != "32" || p.Config["trace"] != trace || p.Config["model"] != "" || len(p.Hosts) != 1 ||
+		p.StartTime == "" || p.TraceSHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("the report's provenance: %+v", r.Provenance)
+	}
+	for _, args := range [][]string{
+		{"sweep", "--l2-slots", "64,128", "--conversations", "4", "--turns-max", "2"},
+		{"validate", "--quiet", "--conversations", "8", "--turns-max", "3", "--device-pages", "64"},
+		{"topo"},
+		{"sim", "--steps", "200"},
+	} {
+		out, err := exec.Command(binPath, args...).Output()
+		if err != nil || !strings.HasPrefix(string(out), "# cphicache ") || !strings.Contains(string(out), "# command line: "+binPath+" "+args[0]) {
+			t.Errorf("%v: %v; its output does not open with its provenance:\n%s", args, err, out)
+		}
+	}
+	out, err := exec.Command(binPath, "bench", "reserve", "--min-seconds", "0.001", "--slots-log2", "10", "--pages", "1").Output()
+	if err != nil || !strings.Contains(string(out), "command line") {
+		t.Errorf("bench reserve: %v; no command line in its header:\n%s", err, out)
+	}
+	checkNoSegments(t)
 }

@@ -36,6 +36,7 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 		return err
 	}
 	if job.Topo.WorldRank == 0 {
+		opts.Provenance.WriteHeader(os.Stdout)
 		report.WriteSummary(os.Stdout)
 		if opts.ReportPath != "" {
 			if err := report.WriteJSON(opts.ReportPath); err != nil {

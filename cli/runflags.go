@@ -284,7 +284,9 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 		Flags:        flags,
 		OnUsageError: onUsageError,
 		Before:       o.before,
-		Action: func(*cli.Context) error {
+		Action: func(c *cli.Context) error {
+			o.opts.Provenance = newProvenance(c)
+			o.opts.Provenance.Config["job-id"] = o.opts.JobID // its default is this launch's
 			return withJob(o.global, func(job *spmd.Job) error {
 				stop, err := startCPUProfile(o.cpuProfile, job.Topo.WorldRank)
 				if err != nil {
@@ -296,6 +298,9 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 					return err
 				}
 				defer remove()
+				if err := startProvenance(job, o.opts.Provenance, o.opts.TracePath); err != nil {
+					return err
+				}
 				return fn(job, o.opts)
 			})
 		},

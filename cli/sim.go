@@ -59,7 +59,10 @@ func simCommand() *cli.Command {
 		},
 		OnUsageError: onUsageError,
 		Before:       o.check,
-		Action:       func(*cli.Context) error { return o.run(os.Stdout) },
+		Action: func(c *cli.Context) error {
+			newProvenance(c).WriteHeader(os.Stdout)
+			return o.run(os.Stdout)
+		},
 	}
 }
 

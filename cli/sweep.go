@@ -77,7 +77,8 @@ func sweepCommand() *cli.Command {
 		Flags:        o.flags(),
 		OnUsageError: onUsageError,
 		Before:       o.before,
-		Action: func(*cli.Context) error {
+		Action: func(c *cli.Context) error {
+			o.opts.Provenance = newProvenance(c)
 			return withJob(globalOptions{cp: 1, logLevel: o.run.global.logLevel}, o.sweep)
 		},
 	}
@@ -92,7 +93,11 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 		return err
 	}
 	defer remove()
+	if err := startProvenance(job, o.opts.Provenance, o.opts.TracePath); err != nil {
+		return err
+	}
 	header := func() {
+		o.opts.Provenance.WriteHeader(os.Stdout)
 		fmt.Printf("# cphicache sweep: %s, cp 1 (one process), every step's copies drained\n", spmd.Plural(len(o.sizes), "size"))
 		if o.opts.Model == "" {
 			// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds N times as many.
@@ -112,6 +117,7 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 		return err
 	}
 	if o.json != "" {
+		res.Provenance = o.opts.Provenance
 		if err := res.WriteJSON(o.json); err != nil {
 			return err
 		}

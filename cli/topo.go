@@ -23,10 +23,17 @@ func topoCommand() *cli.Command {
 		Flags:        globalFlags(o),
 		OnUsageError: onUsageError,
 		Before:       o.check,
-		Action: func(*cli.Context) error {
+		Action: func(c *cli.Context) error {
+			provenance := newProvenance(c)
 			job, err := spmd.StartJob(o.cp, o.dp, o.logLevel)
 			if err != nil {
 				return err
+			}
+			if err := startProvenance(job, provenance, ""); err != nil {
+				return errors.Join(err, job.Close())
+			}
+			if job.Topo.WorldRank == 0 {
+				provenance.WriteHeader(os.Stdout)
 			}
 			return errors.Join(job.PrintTopology(os.Stdout, transport.DescribeGPU(job.Topo)), job.Close())
 		},

@@ -33,6 +33,8 @@ type ValidationReport struct {
 	DP     int           `json:"dp"`
 	Checks []Check       `json:"checks"`
 	Groups []GroupReport `json:"groups"`
+	// Provenance is what produced the table (the command sets it): the build, the command line, every flag.
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
 // ValidationFailed ends validate with a non-zero exit; the table already says which checks failed.
