@@ -25,6 +25,8 @@
 //   - environment.go: a CPHICACHE_* variable that no flag or setting reads (a misspelling) is refused, exit 2.
 //   - interrupt.go: a signal during a long benchmark outside a job becomes a cancelled context, and exit 128 + N.
 //   - profile.go: --cpu-profile, a CPU profile per rank.
+//   - provenance.go: what produced a result (the build, the MPI library, the command line, every flag's value, the
+//     hosts, the trace's checksum), the '#' lines that open each command's output and its JSON's provenance.
 //   - runflags.go: run's flags (runOptions), which validate and sweep share, their conversion into
 //     hicache.Options, replayCommand (run's and validate's command), and --trace -'s hand-over to the job.
 //   - run.go: run, the main job.
