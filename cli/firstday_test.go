@@ -330,3 +330,15 @@ func TestEveryResultSaysWhatProducedIt(t *testing.T) {
 	}
 	checkNoSegments(t)
 }
+
+// TestRealModelSaysWhatItWillCopy: a run of a real model at its real KV size says, before the replay, how many
+// bytes a rank may copy and how to copy less; the run is ended there by a signal.
+func TestRealModelSaysWhatItWillCopy(t *testing.T) {
+	res, marked := runMPIOnMarker(t, 2, 60*time.Second, "this run copies up to", func(cmd *exec.Cmd) {
+		cmd.Process.Signal(syscall.SIGTERM)
+	}, "run", "--model", "llama-3.1-8b")
+	if marked.IsZero() || !strings.Contains(res.stderr, "GiB device-to-host per rank") || !strings.Contains(res.stderr, "--copy-token-bytes 8") {
+		t.Errorf("no word of the bytes to copy and of --copy-token-bytes:\n%s", res.stderr)
+	}
+	checkNoSegments(t)
+}

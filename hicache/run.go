@@ -102,6 +102,9 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 		defer job.Cleanup.Add(rs.metrics.abandon(opts.MetricsPath))()
 	}
 	rs.progress = newProgress(job.Topo.WorldRank == 0 && !opts.Quiet, int64(len(events)))
+	if job.Topo.WorldRank == 0 && !opts.Quiet {
+		sayCopyBytes(events, opts, job.Topo.CPSize)
+	}
 	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
 	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
 	if err := rs.startTimeline(); err != nil {
