@@ -342,3 +342,28 @@ func TestRealModelSaysWhatItWillCopy(t *testing.T) {
 	}
 	checkNoSegments(t)
 }
+
+// TestDefaultModelIsTheSameAtEveryCP: without --model or --token-bytes, a token's KV is 2 KiB over the CP group
+// at every CP size, so layouts compared with default flags compare one model; a --token-bytes given is per rank.
+func TestDefaultModelIsTheSameAtEveryCP(t *testing.T) {
+	small := []string{"run", "--quiet", "--conversations", "4", "--turns-max", "2"}
+	for _, tc := range []struct {
+		np   int
+		args []string
+		want float64
+	}{
+		{2, nil, 2048},
+		{4, nil, 2048},
+		{2, []string{"--token-bytes", "32"}, 2 * 4 * 2 * 32},
+	} {
+		report := filepath.Join(t.TempDir(), "r.json")
+		res := runMPI(t, tc.np, 60*time.Second, append(append(small, tc.args...), "--report", report)...)
+		if res.exitCode != 0 {
+			t.Fatalf("np %d %v: exit %d\n%s%s", tc.np, tc.args, res.exitCode, res.stdout, res.stderr)
+		}
+		if got := reportNumber(t, readReport(t, report), "capacity.token_bytes"); got != tc.want {
+			t.Errorf("np %d %v: KV %v bytes a token over the CP group, want %v", tc.np, tc.args, got, tc.want)
+		}
+	}
+	checkNoSegments(t)
+}

@@ -41,6 +41,7 @@ type runOptions struct {
 	timeline                                           string
 	timelineSteps, timelineEvery                       int64
 	quiet, strict                                      bool
+	tokenBytesSet                                      bool // --token-bytes given: per rank; else derived (hicache.DefaultGroupTokenBytes)
 	injectDivergence, injectHang, injectExit           string
 	injectCopyError, injectStuckCopy, injectSetupError string
 
@@ -100,7 +101,8 @@ func (o *runOptions) modelFlags() []cli.Flag {
 		&cli.IntFlag{Name: "page-tokens", Value: 16, EnvVars: []string{"CPHICACHE_PAGE_TOKENS"}, Category: "model", Destination: &o.pageTokens,
 			Usage: "tokens per KV page"},
 		&cli.IntFlag{Name: "token-bytes", Value: 32, EnvVars: []string{"CPHICACHE_TOKEN_BYTES"}, Category: "model", Destination: &o.tokenBytes,
-			Usage: "bytes of KV per token per rank per layer per payload (a multiple of 8)"},
+			DefaultText: "2 KiB of KV a token over the CP group: 2048 / (cp x layers x payloads), rounded up to 8, so 32 at cp 8 and 16 at cp 16 with the default layers and payloads",
+			Usage:       "bytes of KV per token per rank per layer per payload (a multiple of 8); given, it is per rank, so the same value at another cp is another model"},
 	}...)
 }
 
@@ -195,6 +197,7 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	if err := o.sizing.exclusive(c); err != nil {
 		return err
 	}
+	o.tokenBytesSet = c.IsSet("token-bytes")
 	if o.opts, err = o.options(); err != nil {
 		return err
 	}
@@ -246,6 +249,9 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 		Seed: o.synthetic.seed, TracePath: o.trace, TraceFormat: traceFormat, TraceBlockTokens: o.traceBlockTokens,
 		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
 		ReportPath: o.report, MetricsPath: o.metricsFile, TimelinePath: o.timeline, TimelineWindow: timeline.Window{Steps: o.timelineSteps, Every: o.timelineEvery}, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(o.jobID), Quiet: o.quiet, Strict: o.strict,
+	}
+	if !o.tokenBytesSet && o.sizing.model == "" {
+		opts.GroupTokenBytes = hicache.DefaultGroupTokenBytes // the same default model at every cp
 	}
 	return opts, o.injections(opts)
 }

@@ -54,6 +54,7 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 		return err
 	}
 	o.run.collective = "mpi" // sweep has no --collective: one process has no collective to choose
+	o.run.tokenBytesSet = c.IsSet("token-bytes")
 	if o.opts, err = o.run.baseOptions(); err != nil {
 		return err
 	}
@@ -99,7 +100,7 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	header := func() {
 		o.opts.Provenance.WriteHeader(os.Stdout)
 		fmt.Printf("# cphicache sweep: %s, cp 1 (one process), every step's copies drained\n", spmd.Plural(len(o.sizes), "size"))
-		if o.opts.Model == "" {
+		if o.run.tokenBytesSet && o.opts.Model == "" {
 			// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds N times as many.
 			fmt.Println("# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes")
 		}
