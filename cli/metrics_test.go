@@ -46,20 +46,7 @@ func TestRunMetricsFileMatchesTheReport(t *testing.T) {
 	// must have a series for each of the 8 ranks, a group's for each of the 2 groups.
 	counter := func(name, labels string) float64 {
 		t.Helper()
-		var sum float64
-		matched := 0
-		for key, s := range seriesByLabels(families[name]) {
-			var rest []string
-			for _, kv := range strings.Split(key, ",") {
-				if !strings.HasPrefix(kv, "cp_group=") && !strings.HasPrefix(kv, "world_rank=") && kv != "" {
-					rest = append(rest, kv)
-				}
-			}
-			if strings.Join(rest, ",") == labels {
-				sum += s.GetCounter().GetValue() + s.GetGauge().GetValue()
-				matched++
-			}
-		}
+		sum, matched := sumSeries(families, name, labels)
 		if want := map[bool]string{true: "1", false: "2 (a group's) or 8 (a rank's)"}[name == "cphicache_metrics_final"]; !strings.Contains(want, strconv.Itoa(matched)) {
 			t.Errorf("%s{%s}: %d series, want %s", name, labels, matched, want)
 		}
@@ -101,6 +88,24 @@ func TestRunMetricsFileMatchesTheReport(t *testing.T) {
 		t.Errorf("%d files in the metrics directory, want the report and the metrics file only: %v", len(entries), entries)
 	}
 	checkNoSegments(t)
+}
+
+// sumSeries sums the series of name whose labels, but cp_group and world_rank, are labels (as the text format
+// writes them, sorted: "tier=l2"), and counts them: the job's total of a counter is its groups' or ranks' sum.
+func sumSeries(families map[string]*dto.MetricFamily, name, labels string) (sum float64, matched int) {
+	for key, s := range seriesByLabels(families[name]) {
+		var rest []string
+		for _, kv := range strings.Split(key, ",") {
+			if !strings.HasPrefix(kv, "cp_group=") && !strings.HasPrefix(kv, "world_rank=") && kv != "" {
+				rest = append(rest, kv)
+			}
+		}
+		if strings.Join(rest, ",") == labels {
+			sum += s.GetCounter().GetValue() + s.GetGauge().GetValue()
+			matched++
+		}
+	}
+	return sum, matched
 }
 
 // readMetrics parses a metrics file with Prometheus's own parser.
