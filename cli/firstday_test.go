@@ -313,8 +313,9 @@ func TestEveryResultSaysWhatProducedIt(t *testing.T) {
 		p.StartTime == "" || p.TraceSHA256 != hex.EncodeToString(sum[:]) {
 		t.Errorf("the report's provenance: %+v", r.Provenance)
 	}
+	sweepJSON := filepath.Join(dir, "sweep.json")
 	for _, args := range [][]string{
-		{"sweep", "--l2-slots", "64,128", "--conversations", "4", "--turns-max", "2"},
+		{"sweep", "--l2-slots", "64,128", "--conversations", "4", "--turns-max", "2", "--json", sweepJSON},
 		{"validate", "--quiet", "--conversations", "8", "--turns-max", "3", "--device-pages", "64"},
 		{"topo"},
 		{"sim", "--steps", "200"},
@@ -323,6 +324,15 @@ func TestEveryResultSaysWhatProducedIt(t *testing.T) {
 		if err != nil || !strings.HasPrefix(string(out), "# cphicache ") || !strings.Contains(string(out), "# command line: "+binPath+" "+args[0]) {
 			t.Errorf("%v: %v; its output does not open with its provenance:\n%s", args, err, out)
 		}
+	}
+	var s struct {
+		Provenance *struct {
+			CommandLine []string          `json:"command_line"`
+			Config      map[string]string `json:"config"`
+		} `json:"provenance"`
+	}
+	if readJSON(t, sweepJSON, &s); s.Provenance == nil || s.Provenance.Config["l2-slots"] != "64,128" || len(s.Provenance.CommandLine) < 2 {
+		t.Errorf("sweep's JSON provenance: %+v", s.Provenance)
 	}
 	out, err := exec.Command(binPath, "bench", "reserve", "--min-seconds", "0.001", "--slots-log2", "10", "--pages", "1").Output()
 	if err != nil || !strings.Contains(string(out), "command line") {
