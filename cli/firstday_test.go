@@ -170,6 +170,7 @@ func TestRefusedSweepPrintsNoHeader(t *testing.T) {
 // TestMissingTraceIsAUsageError: a --trace that is not there is a bad flag, as a missing --l3-dir is: exit 2 and
 // the flag named, alone and under mpirun (CP rank 0 reads the trace; its peers learn it failed).
 func TestMissingTraceIsAUsageError(t *testing.T) {
+	besideOthers(t)
 	missing := filepath.Join(t.TempDir(), "nonexist.jsonl")
 	out, err := exec.Command(binPath, "run", "--quiet", "--trace", missing).CombinedOutput()
 	var ee *exec.ExitError
@@ -233,6 +234,7 @@ func TestSignalToOneRankIsNamedByThatRank(t *testing.T) {
 // TestStrictFailsWhatWasNotCovered: an "OK, but ..." exits 0, and with --strict (or CPHICACHE_STRICT) exit
 // status 5, naming what was not covered: a run that verified nothing, and validate with skipped checks.
 func TestStrictFailsWhatWasNotCovered(t *testing.T) {
+	besideOthers(t)
 	small := []string{"--quiet", "--conversations", "4", "--turns-max", "2", "--device-pages", "4096"}
 	for _, tc := range []struct {
 		name string
@@ -273,6 +275,7 @@ func TestManPageListsEveryExitStatus(t *testing.T) {
 // line, the start and hosts, the trace's checksum, every flag's effective value) and its JSON report holds the
 // same provenance; sweep, validate, topo and sim open with them too, and bench's header has the command line.
 func TestEveryResultSaysWhatProducedIt(t *testing.T) {
+	besideOthers(t)
 	dir := t.TempDir()
 	trace, report := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "r.json")
 	if out, err := exec.Command(binPath, "gen-trace", "--conversations", "6", "--turns-max", "3", "-o", trace).CombinedOutput(); err != nil {
@@ -344,6 +347,7 @@ func TestEveryResultSaysWhatProducedIt(t *testing.T) {
 // TestRealModelSaysWhatItWillCopy: a run of a real model at its real KV size says, before the replay, how many
 // bytes a rank may copy and how to copy less; the run is ended there by a signal.
 func TestRealModelSaysWhatItWillCopy(t *testing.T) {
+	besideOthers(t)
 	res, marked := runMPIOnMarker(t, 2, 60*time.Second, "this run copies up to", func(cmd *exec.Cmd) {
 		cmd.Process.Signal(syscall.SIGTERM)
 	}, "run", "--model", "llama-3.1-8b")
@@ -356,6 +360,7 @@ func TestRealModelSaysWhatItWillCopy(t *testing.T) {
 // TestDefaultModelIsTheSameAtEveryCP: without --model or --token-bytes, a token's KV is 2 KiB over the CP group
 // at every CP size, so layouts compared with default flags compare one model; a --token-bytes given is per rank.
 func TestDefaultModelIsTheSameAtEveryCP(t *testing.T) {
+	besideOthers(t)
 	small := []string{"run", "--quiet", "--conversations", "4", "--turns-max", "2"}
 	for _, tc := range []struct {
 		np   int
