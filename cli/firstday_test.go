@@ -278,8 +278,9 @@ func TestEveryResultSaysWhatProducedIt(t *testing.T) {
 	besideOthers(t)
 	dir := t.TempDir()
 	trace, report := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "r.json")
-	if out, err := exec.Command(binPath, "gen-trace", "--conversations", "6", "--turns-max", "3", "-o", trace).CombinedOutput(); err != nil {
-		t.Fatalf("gen-trace: %v\n%s", err, out)
+	if out, err := exec.Command(binPath, "gen-trace", "--conversations", "6", "--turns-max", "3", "-o", trace).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "# command line: "+binPath+" gen-trace") {
+		t.Fatalf("gen-trace -o: %v; no provenance on its standard output:\n%s", err, out)
 	}
 	b, err := os.ReadFile(trace)
 	if err != nil {
