@@ -5,7 +5,7 @@
 #   make bench-c       build/bench/allreduce_ref: the C reference loop as a standalone mpicc program
 #   make bench-allreduce-mpich   allreduce at np 2 and 8 under MPICH (bin/cphicache-mpich, mpiexec.mpich)
 #   make bench-smoke   every benchmark, tiny, checking exit 0 and #wrong 0 (in `make test`; never asserts a time)
-#   make bench-replay  issue 25's targets: the shared Mooncake trace (or BENCH_REPLAY_TRACE) at BENCH_REPLAY_NP ranks, L2 only,
+#   make bench-replay  the L3's targets (bench/PERFORMANCE.md): BENCH_REPLAY_TRACE (the repository's 200-request excerpt) at BENCH_REPLAY_NP ranks, L2 only,
 #                      L2 + L3 empty and L2 + L3 filled, median of 3 each (several minutes; not part of make bench)
 
 BENCH_DIR         := $(BUILD)/bench
@@ -85,11 +85,11 @@ bench-e2e: build
 
 # The replay's L3 directories are made (and removed) beside bench l3's, on the filesystem it measures.
 BENCH_REPLAY_NP    ?= $(NP)
-BENCH_REPLAY_TRACE ?=
+BENCH_REPLAY_TRACE ?= hicache/workload/testdata/mooncake/synthetic_first200.jsonl
 BENCH_REPLAY_ARGS  ?= --cp $(BENCH_REPLAY_NP) --page-tokens 64 --token-bytes 8 --layers 1 --device-pages 4096 --l2-slots 32768
 bench-replay: build
 	@mkdir -p $(BENCH_DIR)
-	timeout 3600 $(BIN) bench replay --np $(BENCH_REPLAY_NP) --mpirun "$(BENCH_MPIRUN)" $(if $(BENCH_REPLAY_TRACE),--trace $(BENCH_REPLAY_TRACE)) \
+	timeout 3600 $(BIN) bench replay --np $(BENCH_REPLAY_NP) --mpirun "$(BENCH_MPIRUN)" --trace $(BENCH_REPLAY_TRACE) \
 		--l3-parent $(BENCH_L3_DIR) --run-args "$(BENCH_REPLAY_ARGS)" --out-dir $(BENCH_DIR)/replay --json $(BENCH_DIR)/replay.json | tee $(BENCH_DIR)/replay.txt
 
 # The smoke test proves every benchmark runs and validates: exit 0 and a #wrong column of zeros (the last column

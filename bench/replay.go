@@ -14,10 +14,6 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
-// DefaultReplayTrace is the shared Mooncake trace of this project's machines, bench replay's trace when it is
-// there and --trace is not given.
-const DefaultReplayTrace = "/work/shared/traces/mooncake_synthetic_trace.jsonl"
-
 // The four configurations of a replay, in the order each repeat runs them: L1 alone (an L2 of one slot), L2,
 // and L2 + L3 over a fresh directory, then over the directory the one before it filled.
 const (
@@ -76,7 +72,7 @@ var replayOwnFlags = []string{"--trace", "--l3-dir", "--report", "--quiet"}
 func (c ReplayConfig) Validate() error {
 	switch {
 	case c.Trace == "":
-		return fieldErrorf("trace", "no trace given, and the shared one (%s) is not there", DefaultReplayTrace)
+		return fieldErrorf("trace", "no trace given: give the JSON Lines trace every launch replays (e.g. hicache/workload/testdata/mooncake/synthetic_first200.jsonl, 200 requests of Mooncake's synthetic trace)")
 	case c.NP < 1:
 		return fieldErrorf("np", "%d ranks", c.NP)
 	case c.Repeats < 1:

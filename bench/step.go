@@ -65,7 +65,7 @@ var stepSideInfo = [stepSides]struct {
 		hicache.ConsensusVectorWords), fusedStepPlan},
 	stepFloor:  {"cgo-floor", "the same MPI_Allreduce MIN of the vector from Go through one bare cgo call (no binding), words written and checked in Go", fusedStepPlan},
 	stepCFused: {"C-fused", "a C loop of that one MPI_Allreduce MIN of the vector per step: the floor of the fused design", fusedStepPlan},
-	stepCSeed: {"C-seed", "a C loop of the seed design's four MPI_Allreduce per step: writing_check MIN [frontier, idle], loading_check MIN [frontier, done], digest MIN (1 word), digest MAX (1 word)",
+	stepCSeed: {"C-seed", "a C loop of four separate MPI_Allreduce per step, one per question: writing_check MIN [frontier, idle], loading_check MIN [frontier, done], digest MIN (1 word), digest MAX (1 word)",
 		seedStepPlan},
 }
 
@@ -264,7 +264,7 @@ func WriteStepTable(w io.Writer, rows []StepRow) {
 		stepTable.writeRow(w, r.Side, r.Calls, r.Words, r.Iters, r.StepUs, r.OursRatio, r.Wrong)
 	}
 	if seed, ok := StepRatio(rows, "C-seed"); ok {
-		fmt.Fprintf(w, "# ours/C-seed %.3f: our one step consensus against the seed design's four calls made from C\n", seed)
+		fmt.Fprintf(w, "# ours/C-seed %.3f: our one step consensus against four separate calls made from C\n", seed)
 	}
 }
 

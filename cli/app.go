@@ -115,6 +115,7 @@ const exitStatusHelp = "EXIT STATUS:\n" +
 	"   2      usage: an unknown command or flag, a stray argument, or an invalid --flag or CPHICACHE_* value\n" +
 	"   3      the watchdog ended the job: a collective or a drain waited longer than --watchdog-timeout\n" +
 	"   4      a rank exited on purpose (--inject-exit)\n" +
+	"   5      --strict: nothing failed, but not everything was checked (a result line \"OK, but ...\", a skipped validate check)\n" +
 	"   128+N  ended by signal N (130: SIGINT, Ctrl-C; 143: SIGTERM, scancel)\n"
 
 // reportError prints a fatal error that ended the command before or outside a job (a bad flag, a usage error)

@@ -48,6 +48,7 @@ func benchOutputFlags(sub string, plot bool, o *benchOutput) []cli.Flag {
 // write prints the header and table, then writes the JSON and the plot when asked, and turns wrong results
 // into the command's error.
 func (o *benchOutput) write(meta *bench.Meta, rows any, wrong int64, table func(io.Writer), plot func(string) error) error {
+	meta.Set("command line", strings.Join(os.Args, " "))
 	meta.WriteHeader(os.Stdout)
 	table(os.Stdout)
 	fmt.Printf("# wrong results: %d\n", wrong)

@@ -26,20 +26,11 @@ type replayOptions struct {
 	cfg bench.ReplayConfig
 }
 
-// defaultReplayTrace is the shared Mooncake trace when this machine has it, else nothing (--trace is then
-// required).
-func defaultReplayTrace() string {
-	if _, err := os.Stat(bench.DefaultReplayTrace); err == nil {
-		return bench.DefaultReplayTrace
-	}
-	return ""
-}
-
 func (o *replayOptions) flags() []cli.Flag {
 	env := func(name string) []string { return []string{"CPHICACHE_BENCH_REPLAY_" + name} }
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "trace", Value: defaultReplayTrace(), EnvVars: env("TRACE"), Destination: &o.trace,
-			Usage: "the trace every launch replays (run's --trace); default: the shared Mooncake trace " + bench.DefaultReplayTrace + " when it is there"},
+		&cli.StringFlag{Name: "trace", EnvVars: env("TRACE"), Destination: &o.trace,
+			Usage: "the JSON Lines trace every launch replays (run's --trace), required; the repository holds a 200-request excerpt of Mooncake's synthetic trace, hicache/workload/testdata/mooncake/synthetic_first200.jsonl"},
 		&cli.IntFlag{Name: "np", Value: 8, EnvVars: env("NP"), Destination: &o.np, Usage: "ranks of every launch (mpirun -np)"},
 		&cli.IntFlag{Name: "repeats", Value: 3, EnvVars: env("REPEATS"), Destination: &o.repeats,
 			Usage: "launches per configuration; each repeat runs L2 only, then L2 + L3 over a fresh directory, then L2 + L3 over that directory again; rows are medians"},

@@ -1,6 +1,6 @@
 package cli
 
-// bench step: one step's agreement, ours beside the seed design's calls in C (under mpirun). Flags go into
+// bench step: one step's agreement, ours beside four separate calls in C (under mpirun). Flags go into
 // stepOptions; Before builds and checks bench.StepConfig.
 
 import (
@@ -50,7 +50,7 @@ func benchStepCommand() *cli.Command {
 	return &cli.Command{
 		Name: "step",
 		Usage: fmt.Sprintf("latency of one step's agreement: hicache's step consensus (one MIN all-reduce of the %d-word vector, the real call through a hicache.StepProbe) "+
-			"beside the seed design's four calls per step in C (writing_check MIN of [frontier, idle], loading_check MIN of [frontier, done]: 2 uint64 words each; "+
+			"beside four separate calls per step in C, one all-reduce per question (C-seed: writing_check MIN of [frontier, idle], loading_check MIN of [frontier, done]: 2 uint64 words each; "+
 			"digest MIN and digest MAX: 1 word each), a C loop of the one fused call, and the fused call from Go through one bare cgo call (launch under mpirun, 2 ranks or more)",
 			hicache.ConsensusVectorWords),
 		Flags:        o.flags(),
@@ -67,7 +67,7 @@ func benchStep(job *spmd.Job, cfg bench.StepConfig, out *benchOutput) error {
 	lib, _ := mpi.LibraryVersion()
 	meta.MPILibrary = lib
 	meta.Set("ours", fmt.Sprintf("hicache's step consensus: MPI_Allreduce in place of %d uint64 words, MPI_MIN (tag, ^tag, error, write frontier, write idle, load frontier, load done, digest, ^digest)", hicache.ConsensusVectorWords))
-	meta.Set("C-seed", "the seed design's step in C: MPI_Allreduce MIN of 2 uint64 words (writing_check: frontier, idle), MIN of 2 (loading_check: frontier, done), MIN of 1 (digest), MAX of 1 (digest)")
+	meta.Set("C-seed", "four separate calls a step in C: MPI_Allreduce MIN of 2 uint64 words (writing_check: frontier, idle), MIN of 2 (loading_check: frontier, done), MIN of 1 (digest), MAX of 1 (digest)")
 	meta.Set("C-fused", fmt.Sprintf("one MPI_Allreduce MIN of %d uint64 words per step in C", hicache.ConsensusVectorWords))
 	meta.Set("communicator", fmt.Sprintf("world, %d ranks, as the CP group (the C sides name MPI_COMM_WORLD themselves)", job.Topo.World.Size()))
 	meta.Set("iterations", fmt.Sprintf("%d steps per side and round, %d warm-up, %d rounds after an untimed one", cfg.Iters, cfg.Warmup, cfg.Rounds))

@@ -22,8 +22,11 @@
 //     --copy-token-bytes, --sync-copies).
 //   - usage.go: the command line's own errors (unknown commands and flags, values that do not parse, stray
 //     arguments), said with the flag's name and exit status 2.
+//   - environment.go: a CPHICACHE_* variable that no flag or setting reads (a misspelling) is refused, exit 2.
 //   - interrupt.go: a signal during a long benchmark outside a job becomes a cancelled context, and exit 128 + N.
 //   - profile.go: --cpu-profile, a CPU profile per rank.
+//   - provenance.go: what produced a result (the build, the MPI library, the command line, every flag's value, the
+//     hosts, the trace's checksum), the '#' lines that open each command's output and its JSON's provenance.
 //   - runflags.go: run's flags (runOptions), which validate and sweep share, their conversion into
 //     hicache.Options, replayCommand (run's and validate's command), and --trace -'s hand-over to the job.
 //   - serving.go: the serving clock's flags, run's and sweep's (--gpu, --prefill-profile, --prefill-model,

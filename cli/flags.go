@@ -70,7 +70,8 @@ type syntheticOptions struct {
 
 func syntheticFlags(o *syntheticOptions) []cli.Flag {
 	d := workload.DefaultSyntheticConfig()
-	const cat = "synthetic workload (when no --trace)"
+	// The title names no flag: gen-trace, which shares these, has no --trace.
+	const cat = "synthetic workload (the default; a trace replaces it)"
 	return []cli.Flag{
 		&cli.IntFlag{Name: "conversations", Value: d.Conversations, EnvVars: []string{"CPHICACHE_CONVERSATIONS"}, Category: cat,
 			Destination: &o.conversations, Usage: "multi-turn conversations (users), interleaved"},

@@ -38,7 +38,12 @@ func genTraceCommand() *cli.Command {
 			traceBlockTokensFlag(&o.blockTokens)),
 		OnUsageError: onUsageError,
 		Before:       o.before,
-		Action:       func(*cli.Context) error { return o.write() },
+		Action: func(c *cli.Context) error {
+			if o.output != "-" { // standard output is free: say what produced the file (on it, the trace is the output)
+				newProvenance(c).WriteHeader(os.Stdout)
+			}
+			return o.write()
+		},
 	}
 }
 

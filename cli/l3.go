@@ -67,11 +67,12 @@ func l3StatCommand() *cli.Command {
 		Flags:        []cli.Flag{l3DirFlag(&o.dir)},
 		OnUsageError: onUsageError,
 		Before:       o.check,
-		Action: func(*cli.Context) error {
+		Action: func(c *cli.Context) error {
 			usage, err := l3.Usage(o.dir)
 			if err != nil {
 				return err
 			}
+			newProvenance(c).WriteHeader(os.Stdout)
 			writeL3Usage(os.Stdout, o.dir, usage)
 			return nil
 		},

@@ -288,6 +288,11 @@ func TestInjectedDivergenceEndsTheJob(t *testing.T) {
 	if !strings.Contains(res.stdout, "result: FAILED: placement at step 6") {
 		t.Errorf("the summary does not say the run FAILED at step 6:\n%s", res.stdout)
 	}
+	// The ideal is that of the requests the replay served before it ended, never above their prompt tokens.
+	h := report.Hits
+	if served := h.L1Tokens + h.L2Tokens + h.MissTokens; h.IdealTokens <= 0 || h.IdealTokens > served {
+		t.Errorf("ideal hit %d tokens of the %d tokens the failed run served:\n%s", h.IdealTokens, served, res.stdout)
+	}
 	checkNoSegments(t)
 }
 
@@ -300,6 +305,12 @@ type failedReport struct {
 	Verify struct {
 		CopyErrors int64 `json:"copy_errors"`
 	} `json:"verify"`
+	Hits struct {
+		L1Tokens    int64 `json:"l1_tokens"`
+		L2Tokens    int64 `json:"l2_tokens"`
+		MissTokens  int64 `json:"miss_tokens"`
+		IdealTokens int64 `json:"ideal_tokens"`
+	} `json:"hits"`
 	Failure *struct {
 		Check     string `json:"check"`
 		Step      int64  `json:"step"`

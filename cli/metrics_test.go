@@ -19,7 +19,7 @@ func seriesByLabels(mf *dto.MetricFamily) map[string]*dto.Metric {
 	for _, m := range mf.GetMetric() {
 		var parts []string
 		for _, l := range m.GetLabel() {
-			if l.GetName() != "job" {
+			if l.GetName() != "job_id" {
 				parts = append(parts, l.GetName()+"="+l.GetValue())
 			}
 		}
@@ -29,8 +29,9 @@ func seriesByLabels(mf *dto.MetricFamily) map[string]*dto.Metric {
 }
 
 // TestRunMetricsFileMatchesTheReport: the end-of-run metrics file, read with Prometheus's parser, holds the
-// JSON report's values (cp_group="all"), and one latency histogram per CP group and consensus kind whose count is
-// that group's calls in the report. Two CP groups, with periodic writes the final one must replace.
+// JSON report's values as the sums of its series by CP group (and by rank, for a rank's own counters: every
+// rank's series there), and one latency histogram per CP group and consensus kind whose count is that group's
+// calls in the report. Two CP groups, with periodic writes the final one must replace.
 func TestRunMetricsFileMatchesTheReport(t *testing.T) {
 	dir := t.TempDir()
 	report, metrics := filepath.Join(dir, "report.json"), filepath.Join(dir, "cphicache.prom")
@@ -41,31 +42,33 @@ func TestRunMetricsFileMatchesTheReport(t *testing.T) {
 	}
 	m := readReport(t, report)
 	families := readMetrics(t, metrics)
+	// counter sums the series of name whose labels, but cp_group and world_rank, are labels; a per-rank counter
+	// must have a series for each of the 8 ranks, a group's for each of the 2 groups.
 	counter := func(name, labels string) float64 {
 		t.Helper()
-		s, ok := seriesByLabels(families[name])[labels]
-		if !ok {
-			t.Fatalf("%s{%s} is missing", name, labels)
+		sum, matched := sumSeries(families, name, labels)
+		if want := map[bool]string{true: "1", false: "2 (a group's) or 8 (a rank's)"}[name == "cphicache_metrics_final"]; !strings.Contains(want, strconv.Itoa(matched)) {
+			t.Errorf("%s{%s}: %d series, want %s", name, labels, matched, want)
 		}
-		return s.GetCounter().GetValue() + s.GetGauge().GetValue()
+		return sum
 	}
 	for _, c := range []struct{ name, labels, key string }{
-		{"cphicache_prompt_tokens_total", "cp_group=all,tier=l1", "hits.l1_tokens"},
-		{"cphicache_prompt_tokens_total", "cp_group=all,tier=l2", "hits.l2_tokens"},
-		{"cphicache_prompt_tokens_total", "cp_group=all,tier=computed", "hits.miss_tokens"},
-		{"cphicache_backups_reserved_total", "cp_group=all", "backup.reserved"},
-		{"cphicache_backups_committed_total", "cp_group=all", "backup.committed"},
-		{"cphicache_backup_reserve_misses_total", "cp_group=all", "backup.reserve_misses"},
-		{"cphicache_l1_evictions_total", "cp_group=all", "l1.evictions"},
-		{"cphicache_l2_evictions_total", "cp_group=all", "backup.l2_evictions"},
-		{"cphicache_load_backs_total", "cp_group=all", "l1.load_backs"},
-		{"cphicache_copy_bytes_total", "cp_group=all,direction=d2h", "bytes.d2h"},
-		{"cphicache_copy_bytes_total", "cp_group=all,direction=h2d", "bytes.h2d"},
-		{"cphicache_placement_divergences_total", "cp_group=all", "placement.divergences"},
-		{"cphicache_load_back_mismatches_total", "cp_group=all", "verify.mismatches"},
-		{"cphicache_audit_mismatches_total", "cp_group=all", "verify.audit_mismatches"},
-		{"cphicache_copy_errors_total", "cp_group=all", "verify.copy_errors"},
-		{"cphicache_steps_total", "cp_group=all", "steps"},
+		{"cphicache_prompt_tokens_total", "tier=l1", "hits.l1_tokens"},
+		{"cphicache_prompt_tokens_total", "tier=l2", "hits.l2_tokens"},
+		{"cphicache_prompt_tokens_total", "tier=computed", "hits.miss_tokens"},
+		{"cphicache_backups_reserved_total", "", "backup.reserved"},
+		{"cphicache_backups_committed_total", "", "backup.committed"},
+		{"cphicache_backup_reserve_misses_total", "", "backup.reserve_misses"},
+		{"cphicache_l1_evictions_total", "", "l1.evictions"},
+		{"cphicache_l2_evictions_total", "", "backup.l2_evictions"},
+		{"cphicache_load_backs_total", "", "l1.load_backs"},
+		{"cphicache_copy_bytes_total", "direction=d2h", "bytes.d2h"},
+		{"cphicache_copy_bytes_total", "direction=h2d", "bytes.h2d"},
+		{"cphicache_placement_divergences_total", "", "placement.divergences"},
+		{"cphicache_load_back_mismatches_total", "", "verify.mismatches"},
+		{"cphicache_audit_mismatches_total", "", "verify.audit_mismatches"},
+		{"cphicache_copy_errors_total", "", "verify.copy_errors"},
+		{"cphicache_steps_total", "", "steps"},
 	} {
 		if got, want := counter(c.name, c.labels), reportNumber(t, m, c.key); got != want {
 			t.Errorf("%s{%s} = %v, report %s = %v", c.name, c.labels, got, c.key, want)
@@ -85,6 +88,24 @@ func TestRunMetricsFileMatchesTheReport(t *testing.T) {
 		t.Errorf("%d files in the metrics directory, want the report and the metrics file only: %v", len(entries), entries)
 	}
 	checkNoSegments(t)
+}
+
+// sumSeries sums the series of name whose labels, but cp_group and world_rank, are labels (as the text format
+// writes them, sorted: "tier=l2"), and counts them: the job's total of a counter is its groups' or ranks' sum.
+func sumSeries(families map[string]*dto.MetricFamily, name, labels string) (sum float64, matched int) {
+	for key, s := range seriesByLabels(families[name]) {
+		var rest []string
+		for _, kv := range strings.Split(key, ",") {
+			if !strings.HasPrefix(kv, "cp_group=") && !strings.HasPrefix(kv, "world_rank=") && kv != "" {
+				rest = append(rest, kv)
+			}
+		}
+		if strings.Join(rest, ",") == labels {
+			sum += s.GetCounter().GetValue() + s.GetGauge().GetValue()
+			matched++
+		}
+	}
+	return sum, matched
 }
 
 // readMetrics parses a metrics file with Prometheus's own parser.

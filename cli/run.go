@@ -36,6 +36,7 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 		return err
 	}
 	if job.Topo.WorldRank == 0 {
+		opts.Provenance.WriteHeader(os.Stdout)
 		report.WriteSummary(os.Stdout)
 		if opts.ReportPath != "" {
 			if err := report.WriteJSON(opts.ReportPath); err != nil {
@@ -51,5 +52,8 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 	if err != nil {
 		return err
 	}
-	return report.RunFailure()
+	if err := report.RunFailure(); err != nil || !opts.Strict {
+		return err
+	}
+	return report.NotCovered()
 }

@@ -41,7 +41,8 @@ type runOptions struct {
 	metricsInterval                                    time.Duration
 	timeline                                           string
 	timelineSteps, timelineEvery                       int64
-	quiet                                              bool
+	quiet, strict                                      bool
+	tokenBytesSet                                      bool // --token-bytes given: per rank; else derived (hicache.DefaultGroupTokenBytes)
 	injectDivergence, injectHang, injectExit           string
 	injectCopyError, injectStuckCopy, injectSetupError string
 
@@ -101,7 +102,8 @@ func (o *runOptions) modelFlags() []cli.Flag {
 		&cli.IntFlag{Name: "page-tokens", Value: 16, EnvVars: []string{"CPHICACHE_PAGE_TOKENS"}, Category: "model", Destination: &o.pageTokens,
 			Usage: "tokens per KV page"},
 		&cli.IntFlag{Name: "token-bytes", Value: 32, EnvVars: []string{"CPHICACHE_TOKEN_BYTES"}, Category: "model", Destination: &o.tokenBytes,
-			Usage: "bytes of KV per token per rank per layer per payload (a multiple of 8)"},
+			DefaultText: "2 KiB of KV a token over the CP group: 2048 / (cp x layers x payloads), rounded up to 8, so 32 at cp 8 and 16 at cp 16 with the default layers and payloads",
+			Usage:       "bytes of KV per token per rank per layer per payload (a multiple of 8); given, it is per rank, so the same value at another cp is another model"},
 	}...)
 }
 
@@ -122,8 +124,7 @@ func (o *runOptions) checkFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.Int64Flag{Name: "placement-assert-every", Value: 8, EnvVars: []string{"CPHICACHE_PLACEMENT_ASSERT_EVERY"}, Category: "checks", Destination: &o.placementAssertEvery,
 			Usage: "steps between object-by-object placement comparisons over the CP group (the allocator digest is compared in every step's consensus, and objects at every flush); 0 = at flushes and the end only"},
-		&cli.Int64Flag{Name: "flush-every", Value: 0, EnvVars: []string{"CPHICACHE_FLUSH_EVERY"}, Category: "checks", Destination: &o.flushEvery,
-			Usage: "steps between cache flushes (drain, barrier, reset); 0 = only the workload's own flush ops"},
+		o.flushEveryFlag(),
 		&cli.StringFlag{Name: "collective", Value: "mpi", EnvVars: []string{"CPHICACHE_COLLECTIVE"}, Category: "checks", Destination: &o.collective,
 			Usage: "transport of the step consensus's MIN all-reduce: mpi, or nccl (GPU build only; loads libnccl.so.2, or the library in CPHICACHE_NCCL_LIB)"},
 		&cli.DurationFlag{Name: "watchdog-timeout", Value: 120 * time.Second, EnvVars: []string{"CPHICACHE_WATCHDOG_TIMEOUT"}, Category: "checks", Destination: &o.watchdogTimeout,
@@ -132,12 +133,20 @@ func (o *runOptions) checkFlags() []cli.Flag {
 	}
 }
 
+// flushEveryFlag is --flush-every, the one check flag sweep takes too (its others do nothing in one process).
+func (o *runOptions) flushEveryFlag() cli.Flag {
+	return &cli.Int64Flag{Name: "flush-every", Value: 0, EnvVars: []string{"CPHICACHE_FLUSH_EVERY"}, Category: "checks", Destination: &o.flushEvery,
+		Usage: "steps between cache flushes (drain, barrier, reset); 0 = only the workload's own flush ops"}
+}
+
 func (o *runOptions) outputFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "report", EnvVars: []string{"CPHICACHE_REPORT"}, Category: "output", Destination: &o.report,
 			Usage: "write the run's report, aggregated over all ranks, as JSON to this file (world rank 0 writes it)"},
 		&cli.BoolFlag{Name: "quiet", EnvVars: []string{"CPHICACHE_QUIET"}, Category: "output", Destination: &o.quiet,
 			Usage: "no progress lines"},
+		&cli.BoolFlag{Name: "strict", EnvVars: []string{"CPHICACHE_STRICT"}, Category: "checks", Destination: &o.strict,
+			Usage: "end with exit status 5 when the result is \"OK, but ...\" (a check that could not run, pages L1 could not hold, L3 trouble; in validate, a skipped check), for CI; default: exit 0 with the caveat said"},
 		jobIDFlag(&o.jobID),
 		&cli.StringFlag{Name: "cpu-profile", EnvVars: []string{"CPHICACHE_CPU_PROFILE"}, Category: "output", Destination: &o.cpuProfile,
 			Usage: "write each rank's Go CPU profile to PREFIX.rank<world rank>.pprof (open with go tool pprof); the directory must exist on every node"},
@@ -149,10 +158,12 @@ func (o *runOptions) metricsFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "metrics-file", EnvVars: []string{"CPHICACHE_METRICS_FILE"}, Category: "output", Destination: &o.metricsFile,
 			Usage: "write Prometheus metrics (text format, for node_exporter's textfile collector; e.g. DIR/cphicache.prom) to this file, " +
-				"replaced atomically, by world rank 0. At the end: counters job-wide as in --report, cp_group=\"all\", and consensus " +
-				"latency histograms per CP group (as its CP rank 0 timed them), cphicache_metrics_final 1. Periodic files " +
-				"(--metrics-interval) hold world rank 0's own view without any collective: its CP group's counters, its own copy " +
-				"bytes, checks and latencies, cp_group=\"0\", cphicache_metrics_final 0. The directory must exist on every node"},
+				"replaced atomically, by world rank 0. Series are labelled job_id and cp_group (a rank's own counters also world_rank), " +
+				"the same from the first periodic file to the last file (METRICS.md). At the end: every CP group's and rank's counters " +
+				"(their sums are --report's), consensus latency histograms per CP group, cphicache_metrics_final 1. Periodic files " +
+				"(--metrics-interval) hold world rank 0's own view without any collective: its CP group's counters and its own, " +
+				"cphicache_metrics_final 0. Every file has cphicache_metrics_written_timestamp_seconds and cphicache_run_info; the last " +
+				"file stays until removed. The directory must exist on every node"},
 		&cli.DurationFlag{Name: "metrics-interval", Value: 0, EnvVars: []string{"CPHICACHE_METRICS_INTERVAL"}, Category: "output", Destination: &o.metricsInterval,
 			Usage: "also write --metrics-file during the run, at the first step end after each interval (e.g. 15s); 0 = only at the end"},
 		&cli.StringFlag{Name: "timeline", EnvVars: []string{"CPHICACHE_TIMELINE"}, Category: "output", Destination: &o.timeline,
@@ -187,6 +198,7 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	if err := o.sizing.exclusive(c); err != nil {
 		return err
 	}
+	o.tokenBytesSet = c.IsSet("token-bytes")
 	if o.opts, err = o.options(); err != nil {
 		return err
 	}
@@ -240,7 +252,10 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
 		Seed: o.synthetic.seed, TracePath: o.trace, TraceFormat: traceFormat, TraceBlockTokens: o.traceBlockTokens,
 		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,
-		ReportPath: o.report, MetricsPath: o.metricsFile, TimelinePath: o.timeline, TimelineWindow: timeline.Window{Steps: o.timelineSteps, Every: o.timelineEvery}, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(o.jobID), Quiet: o.quiet,
+		ReportPath: o.report, MetricsPath: o.metricsFile, TimelinePath: o.timeline, TimelineWindow: timeline.Window{Steps: o.timelineSteps, Every: o.timelineEvery}, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(o.jobID), Quiet: o.quiet, Strict: o.strict,
+	}
+	if !o.tokenBytesSet && o.sizing.model == "" {
+		opts.GroupTokenBytes = hicache.DefaultGroupTokenBytes // the same default model at every cp
 	}
 	return opts, o.injections(opts)
 }
@@ -280,7 +295,9 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 		Flags:        flags,
 		OnUsageError: onUsageError,
 		Before:       o.before,
-		Action: func(*cli.Context) error {
+		Action: func(c *cli.Context) error {
+			o.opts.Provenance = newProvenance(c)
+			o.opts.Provenance.Config["job-id"] = o.opts.JobID // its default is this launch's
 			return withJob(o.global, func(job *spmd.Job) error {
 				stop, err := startCPUProfile(o.cpuProfile, job.Topo.WorldRank)
 				if err != nil {
@@ -292,6 +309,9 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 					return err
 				}
 				defer remove()
+				if err := startProvenance(job, o.opts.Provenance, o.opts.TracePath); err != nil {
+					return err
+				}
 				return fn(job, o.opts)
 			})
 		},

@@ -59,7 +59,10 @@ func simCommand() *cli.Command {
 		},
 		OnUsageError: onUsageError,
 		Before:       o.check,
-		Action:       func(*cli.Context) error { return o.run(os.Stdout) },
+		Action: func(c *cli.Context) error {
+			newProvenance(c).WriteHeader(os.Stdout)
+			return o.run(os.Stdout)
+		},
 	}
 }
 
@@ -117,8 +120,8 @@ func (o *simOptions) run(w io.Writer) error {
 	fmt.Fprintf(w, "  %d steps of CP groups (%d of CP groups of 8 ranks; %d of groups over 2 nodes, %d over 4), %d rank steps, in %.2f s: %.0f rank steps/s, %.0f CP8-equivalent steps/s\n",
 		res.Steps, res.CP8Steps, res.StepsOnNodes[2], res.StepsOnNodes[4], res.RankSteps, elapsed, float64(res.RankSteps)/elapsed, float64(res.RankSteps)/8/elapsed)
 	c := res.Totals
-	fmt.Fprintf(w, "  prompt tokens: L1 hit %d, L2 hit %d, L3 hit %d, computed %d; %d L3 prefetches (%d cut short by a failed read, %d timed out, %d dropped by a flush); %d flushes\n",
-		c.L1HitTokens, c.L2HitTokens, c.L3HitTokens, c.MissTokens, c.L3Prefetches, c.L3PrefetchMisses, c.L3PrefetchTimeouts, c.L3PrefetchFlushed, c.Flushes)
+	fmt.Fprintf(w, "  prompt tokens: L1 hit %d, L2 hit %d, L3 hit %d, computed %d; %d L3 prefetches (%d cut short by a failed read, %d timed out, %d dropped by a flush); %s\n",
+		c.L1HitTokens, c.L2HitTokens, c.L3HitTokens, c.MissTokens, c.L3Prefetches, c.L3PrefetchMisses, c.L3PrefetchTimeouts, c.L3PrefetchFlushed, spmd.Count(c.Flushes, "flush", "flushes"))
 	for _, line := range res.SometimesReport() {
 		fmt.Fprintln(w, line)
 	}

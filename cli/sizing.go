@@ -30,7 +30,7 @@ type sizingOptions struct {
 func (o *sizingOptions) modelFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "model", EnvVars: []string{"CPHICACHE_MODEL"}, Category: "model", Destination: &o.model,
-			Usage: "a real model's KV size in bf16, one of " + strings.Join(sizing.ModelNames(), ", ") + ": sets --layers, --payloads and --token-bytes (the model's bytes per token per layer per payload divided among the cp ranks, rounded up to 8; hicache/sizing/models.go); empty = those flags"},
+			Usage: "a real model's KV size in bf16, one of " + strings.Join(sizing.ModelNames(), ", ") + ": sets --layers, --payloads and --token-bytes (the model's bytes per token per layer per payload divided among the cp ranks, rounded up to 8; hicache/sizing/models.go); empty = those flags. A real model copies its real KV size (about 128 KiB a token for llama-3.1-8b): --copy-token-bytes 8 keeps its capacities and copies far less"},
 		&cli.IntFlag{Name: "copy-token-bytes", EnvVars: []string{"CPHICACHE_COPY_TOKEN_BYTES"}, Category: "model", Destination: &o.copyTokenBytes,
 			Usage: "copy only this many bytes per token per rank per layer per payload (a multiple of 8, at most --token-bytes or the model's), while capacities in tokens and bytes stay the real size's: a 512GiB L2 of a real model on a machine without 512 GiB; 0 = copy the real size"},
 	}

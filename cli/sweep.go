@@ -35,7 +35,9 @@ func (o *sweepOptions) flags() []cli.Flag {
 	flags = append(flags, batchRequestsFlag(&r.batchRequests), logLevelFlag(&r.global.logLevelName, "CPHICACHE_LOG_LEVEL"))
 	flags = append(flags, r.modelFlags()...)
 	flags = append(flags, r.cacheFlags()...)
-	flags = append(flags, r.checkFlags()...)
+	// Of the checks, only --flush-every changes a sweep: at cp 1 in one process there is no collective to
+	// choose or to watch, and every step's copies are drained anyway.
+	flags = append(flags, r.flushEveryFlag())
 	flags = append(flags, servingFlags(&r.serving, true)...)
 	return append(flags,
 		&cli.StringFlag{Name: "json", EnvVars: []string{"CPHICACHE_SWEEP_JSON"}, Category: "output", Destination: &o.json,
@@ -52,6 +54,8 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	if err := o.run.sizing.exclusive(c); err != nil {
 		return err
 	}
+	o.run.collective = "mpi" // sweep has no --collective: one process has no collective to choose
+	o.run.tokenBytesSet = c.IsSet("token-bytes")
 	if o.opts, err = o.run.baseOptions(); err != nil {
 		return err
 	}
@@ -78,7 +82,8 @@ func sweepCommand() *cli.Command {
 		Flags:        o.flags(),
 		OnUsageError: onUsageError,
 		Before:       o.before,
-		Action: func(*cli.Context) error {
+		Action: func(c *cli.Context) error {
+			o.opts.Provenance = newProvenance(c)
 			return withJob(globalOptions{cp: 1, logLevel: o.run.global.logLevel}, o.sweep)
 		},
 	}
@@ -93,16 +98,31 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 		return err
 	}
 	defer remove()
-	fmt.Printf("# cphicache sweep: %d sizes, cp 1 (one process), every step's copies drained\n", len(o.sizes))
-	if o.opts.Model == "" {
-		// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds N times as many.
-		fmt.Println("# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes")
+	if err := startProvenance(job, o.opts.Provenance, o.opts.TracePath); err != nil {
+		return err
 	}
-	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) { writeSweepPoint(os.Stdout, p) })
+	header := func() {
+		o.opts.Provenance.WriteHeader(os.Stdout)
+		fmt.Printf("# cphicache sweep: %s, cp 1 (one process), every step's copies drained\n", spmd.Plural(len(o.sizes), "size"))
+		if o.run.tokenBytesSet && o.opts.Model == "" {
+			// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds N times as many.
+			fmt.Println("# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes")
+		}
+	}
+	// The header comes with the first point: a sweep refused before it runs (an L1 shorter than the longest
+	// request) prints only its error.
+	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) {
+		if header != nil {
+			header()
+			header = nil
+		}
+		writeSweepPoint(os.Stdout, p)
+	})
 	if err != nil {
 		return err
 	}
 	if o.json != "" {
+		res.Provenance = o.opts.Provenance
 		if err := res.WriteJSON(o.json); err != nil {
 			return err
 		}

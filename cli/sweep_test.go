@@ -87,12 +87,14 @@ func TestSweepWritesJSONAndPNG(t *testing.T) {
 	if n := strings.Count(out, "  L2 "); n != 3 {
 		t.Errorf("%d point lines, want 3:\n%s", n, out)
 	}
-	if !strings.Contains(out, "# bytes are at cp 1 (--token-bytes is per rank") {
-		t.Errorf("without --model the sweep does not say its bytes are at cp 1:\n%s", out)
+	// Without --model or --token-bytes the bytes are the default model's, 2 KiB a token at any CP size: nothing
+	// to say of cp 1 (a --token-bytes given is per rank, and the sweep then says its bytes are at cp 1).
+	if strings.Contains(out, "# bytes are at cp 1") {
+		t.Errorf("with the default model the sweep says its bytes are at cp 1:\n%s", out)
 	}
 	var sweep sweep.Result
 	readJSON(t, sweepJSON, &sweep)
-	if len(sweep.Points) != 3 || sweep.PageTokens != 16 {
+	if len(sweep.Points) != 3 || sweep.PageTokens != 16 || sweep.TokenBytes != 2048 {
 		t.Fatalf("%+v", sweep)
 	}
 	for i, slots := range []int{16, 128, 1024} {

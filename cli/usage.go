@@ -64,6 +64,9 @@ func harden(app *cli.App) {
 				if err := refuseArguments(c); err != nil {
 					return err
 				}
+				if err := checkEnvironment(app); err != nil {
+					return err
+				}
 				if before == nil {
 					return nil
 				}

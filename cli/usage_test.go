@@ -87,7 +87,7 @@ func TestExitStatusesAreListed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, status := range []string{"0", "1", "2", "3", "4", "128+N"} {
+	for _, status := range []string{"0", "1", "2", "3", "4", "5", "128+N"} {
 		if !strings.Contains(exitStatusHelp, "\n   "+status+" ") {
 			t.Errorf("exitStatusHelp does not list %s", status)
 		}

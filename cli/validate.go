@@ -42,7 +42,9 @@ func validateMain(job *spmd.Job, opts *hicache.Options) error {
 		return err
 	}
 	if job.Topo.WorldRank == 0 {
+		opts.Provenance.WriteHeader(os.Stdout)
 		v.WriteTable(os.Stdout)
+		v.Provenance = opts.Provenance
 		if opts.ReportPath != "" {
 			if err := v.WriteJSON(opts.ReportPath); err != nil {
 				return err
@@ -51,6 +53,9 @@ func validateMain(job *spmd.Job, opts *hicache.Options) error {
 	}
 	if n := v.Failed(); n != 0 {
 		return &hicache.ValidationFailed{Failed: n}
+	}
+	if opts.Strict {
+		return v.NotCovered()
 	}
 	return nil
 }

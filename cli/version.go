@@ -13,7 +13,7 @@ import (
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
-		Usage: "print cphicache's version, the MPI library it runs on and the MPI standard that implements (needs no mpirun)",
+		Usage: "print cphicache's version, the MPI library it runs on and the MPI standard it implements (needs no mpirun)",
 		Action: func(c *cli.Context) error {
 			fmt.Printf("cphicache %s\n", version)
 			// Both calls are among the few MPI allows before MPI_Init.

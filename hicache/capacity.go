@@ -28,6 +28,9 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 			return nil, err
 		}
 		s.Layers, s.PayloadsPerLayer, s.TokenBytes = m.Layers, m.Payloads, m.RankTokenBytes(cp)
+	} else if o.GroupTokenBytes > 0 {
+		ways := cp * max(1, s.Layers*s.PayloadsPerLayer)
+		s.TokenBytes = ((o.GroupTokenBytes+ways-1)/ways + 7) / 8 * 8
 	}
 	s.accountTokenBytes = s.TokenBytes
 	if o.Serving != nil {

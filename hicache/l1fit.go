@@ -16,13 +16,7 @@ func CheckL1HoldsLongestRequest(o *Options) error {
 	if err != nil {
 		return err
 	}
-	var events []workload.Event
-	if o.TracePath == "" {
-		events, err = workload.GenerateSynthetic(o.Synthetic)
-	} else {
-		events, err = workload.ReadTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
-			BlockTokens: o.TraceBlockTokens, LimitRequests: o.TraceLimit})
-	}
+	events, err := readWorkload(o)
 	if err != nil {
 		return wrapWorkload(err)
 	}
@@ -35,6 +29,7 @@ func CheckL1HoldsLongestRequest(o *Options) error {
 	if o.DeviceBytes > 0 {
 		flag, given = "device-bytes", sizing.FormatBytes(o.DeviceBytes)
 	}
-	return &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s gives L1 %d pages = %d tokens per rank, but the workload's longest request has %d tokens = %d pages of %d: "+
-		"its pages past L1 would be computed and never cached at any L2 size; give L1 at least %d pages", given, sized.DevicePages, sized.DevicePages*o.PageTokens, longest, needPages, o.PageTokens, needPages)}
+	return &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s gives L1 %s = %s per rank, but the workload's longest request has %d tokens = %d pages of %d: "+
+		"its pages past L1 would be computed and never cached at any L2 size; give L1 at least %d pages", given, spmd.Count(sized.DevicePages, "page", "pages"),
+		spmd.Count(sized.DevicePages*o.PageTokens, "token", "tokens"), longest, needPages, o.PageTokens, needPages)}
 }

@@ -15,14 +15,20 @@ import (
 )
 
 // Prometheus metrics for node_exporter's textfile collector (--metrics-file). Two views, written by world rank 0
-// only, so that no metrics write adds a collective:
+// only, so that no periodic write adds a collective. Every series is labelled job_id (not job, which Prometheus
+// gives the scrape target: a scraped job label becomes exported_job) and keeps its labels for the life of the
+// job, so that a counter is one series from the first periodic file to the final one:
 //
-//   - during the run (--metrics-interval), world rank 0's own view: its CP group's replicated counters (the same on
-//     every rank of the group), its own copy bytes and checks, and its own consensus latencies, all labelled with
-//     its cp_group; cphicache_metrics_final is 0.
-//   - at the end, the aggregated report: counters job-wide as the JSON report has them, cp_group="all"; consensus
-//     latency histograms one series per CP group, as its CP rank 0 timed them (they travel with the report's
-//     per-group collective counts); cphicache_metrics_final is 1.
+//   - a CP group's replicated counters (cache decisions, the same on every rank of the group) carry
+//     cp_group="<its index>"; a rank's own counters (copy bytes, verification, its L3 I/O) carry cp_group and
+//     world_rank. The job's totals, the JSON report's, are their sums.
+//   - during the run (--metrics-interval), world rank 0's own view: its group's counters and its own, and its own
+//     consensus latencies; cphicache_metrics_final is 0.
+//   - at the end, every group's and every rank's counters (gathered once, gatherCounterViews) and the consensus
+//     latency histograms one series per CP group, as its CP rank 0 timed them; cphicache_metrics_final is 1.
+//   - every file has cphicache_metrics_written_timestamp_seconds, when it was written: the final file stays where
+//     it is (the collector exports it until it is removed or replaced), so a rule can age out a finished job's
+//     series by it; and cphicache_run_info, value 1, whose labels say what produced the numbers (Provenance).
 
 // latencyBuckets is the number of finite histogram bounds: 10 us to 2.6 s, by factors of 4.
 const latencyBuckets = 10
@@ -62,55 +68,67 @@ func (h *latencyHist) constHistogram(desc *prometheus.Desc, labels ...string) pr
 	return prometheus.MustNewConstHistogram(desc, count, float64(h.sumNs)/1e9, buckets, labels...)
 }
 
-// metricsView is what one metrics file holds: counters from a report under one cp_group label, and each listed
-// group's latency histograms.
+// metricsView is what one metrics file holds: each CP group's replicated counters, each rank's own, each listed
+// group's latency histograms (report.Groups) and, in the final file, the serving clock's.
 type metricsView struct {
-	job, counterGroup string
-	final             bool
-	report            *Report
+	job    string
+	final  bool
+	report *Report
+	groups []counterView // replicated counters, one a CP group
+	ranks  []counterView // a rank's own counters, one a rank
+	// written is the file's time, for cphicache_metrics_written_timestamp_seconds.
+	written time.Time
 }
 
-// counterSample is one counter series: a name, its help, and at most one label of its own.
+// counterView is one CP group's or one rank's counters, as a report's fields hold them.
+type counterView struct {
+	cpGroup, worldRank int
+	report             *Report
+}
+
+// counterSample is one counter series: a name, its help, at most one label of its own, and whether the counter
+// is a rank's own (agg:"rank" in cache.Counters) rather than its group's.
 type counterSample struct {
 	name, help, label, value string
 	count                    int64
+	perRank                  bool
 }
 
 func counterSamples(r *Report) []counterSample {
 	const tiers = "prompt tokens by the tier that served them: l1 (device hit), l2 (shared-slab hit), l3 (prefetched from storage, with --l3-dir), computed (miss)"
 	const bytes = "bytes copied between device and the shared slab: d2h (backups), h2d (load-backs)"
 	samples := []counterSample{
-		{"prompt_tokens_total", tiers, "tier", "l1", r.Hits.L1Tokens},
-		{"prompt_tokens_total", tiers, "tier", "l2", r.Hits.L2Tokens},
-		{"prompt_tokens_total", tiers, "tier", "computed", r.Hits.MissTokens},
-		{"backups_reserved_total", "L2 backups whose slots were reserved", "", "", r.Backup.Reserved},
-		{"backups_committed_total", "L2 backups committed (every CP rank finished its parts)", "", "", r.Backup.Committed},
-		{"backup_reserve_misses_total", "L2 backups skipped on a full pool", "", "", r.Backup.ReserveMisses},
-		{"l1_evictions_total", "device (L1) node evictions", "", "", r.L1.Evictions},
-		{"l2_evictions_total", "shared-slab (L2) object evictions", "", "", r.Backup.L2Evictions},
-		{"load_backs_total", "nodes loaded back from L2 into L1", "", "", r.L1.LoadBacks},
-		{"copy_bytes_total", bytes, "direction", "d2h", r.Bytes.D2H},
-		{"copy_bytes_total", bytes, "direction", "h2d", r.Bytes.H2D},
-		{"placement_divergences_total", "placement divergences caught by the assert", "", "", r.Placement.Divergences},
-		{"load_back_mismatches_total", "load-back pages with a wrong byte", "", "", r.Verify.Mismatches},
-		{"audit_mismatches_total", "audited committed objects with a wrong byte", "", "", r.Verify.AuditMismatches},
-		{"copy_errors_total", "page copies that failed", "", "", r.Verify.CopyErrors},
-		{"steps_total", "steps replayed", "", "", r.Steps},
+		{"prompt_tokens_total", tiers, "tier", "l1", r.Hits.L1Tokens, false},
+		{"prompt_tokens_total", tiers, "tier", "l2", r.Hits.L2Tokens, false},
+		{"prompt_tokens_total", tiers, "tier", "computed", r.Hits.MissTokens, false},
+		{"backups_reserved_total", "L2 backups whose slots were reserved", "", "", r.Backup.Reserved, false},
+		{"backups_committed_total", "L2 backups committed (every CP rank finished its parts)", "", "", r.Backup.Committed, false},
+		{"backup_reserve_misses_total", "L2 backups skipped on a full pool", "", "", r.Backup.ReserveMisses, false},
+		{"l1_evictions_total", "device (L1) node evictions", "", "", r.L1.Evictions, false},
+		{"l2_evictions_total", "shared-slab (L2) object evictions", "", "", r.Backup.L2Evictions, false},
+		{"load_backs_total", "nodes loaded back from L2 into L1", "", "", r.L1.LoadBacks, false},
+		{"copy_bytes_total", bytes, "direction", "d2h", r.Bytes.D2H, true},
+		{"copy_bytes_total", bytes, "direction", "h2d", r.Bytes.H2D, true},
+		{"placement_divergences_total", "placement divergences caught by the assert", "", "", r.Placement.Divergences, false},
+		{"load_back_mismatches_total", "load-back pages with a wrong byte", "", "", r.Verify.Mismatches, true},
+		{"audit_mismatches_total", "audited committed objects with a wrong byte", "", "", r.Verify.AuditMismatches, true},
+		{"copy_errors_total", "page copies that failed", "", "", r.Verify.CopyErrors, true},
+		{"steps_total", "steps replayed", "", "", r.Steps, false},
 	}
 	if l3 := r.L3; l3 != nil {
 		const io = "L3 block files by direction: write (published), read (read and verified into the L2)"
 		const ioBytes = "payload bytes of those block files by direction"
 		samples = append(samples, []counterSample{
-			{"prompt_tokens_total", tiers, "tier", "l3", r.Hits.L3Tokens},
-			{"l3_blocks_total", io, "direction", "write", l3.Writes},
-			{"l3_blocks_total", io, "direction", "read", l3.Reads},
-			{"l3_bytes_total", ioBytes, "direction", "write", l3.WriteBytes},
-			{"l3_bytes_total", ioBytes, "direction", "read", l3.ReadBytes},
-			{"l3_write_errors_total", "L3 blocks dropped on a failed write (ENOSPC, EIO)", "", "", l3.WriteErrors},
-			{"l3_read_failures_total", "L3 reads that failed and were served as misses", "", "", l3.ReadFailures},
-			{"l3_corrupt_total", "L3 block files that failed their checks (removed, never served)", "", "", l3.Corrupt},
-			{"l3_evictions_total", "L3 block files removed to keep --l3-bytes", "", "", l3.Evictions},
-			{"l3_prefetch_timeouts_total", "L3 prefetches not agreed done when their request was served", "", "", l3.PrefetchTimeouts},
+			{"prompt_tokens_total", tiers, "tier", "l3", r.Hits.L3Tokens, false},
+			{"l3_blocks_total", io, "direction", "write", l3.Writes, true},
+			{"l3_blocks_total", io, "direction", "read", l3.Reads, true},
+			{"l3_bytes_total", ioBytes, "direction", "write", l3.WriteBytes, true},
+			{"l3_bytes_total", ioBytes, "direction", "read", l3.ReadBytes, true},
+			{"l3_write_errors_total", "L3 blocks dropped on a failed write (ENOSPC, EIO)", "", "", l3.WriteErrors, true},
+			{"l3_read_failures_total", "L3 reads that failed and were served as misses", "", "", l3.ReadFailures, true},
+			{"l3_corrupt_total", "L3 block files that failed their checks (removed, never served)", "", "", l3.Corrupt, true},
+			{"l3_evictions_total", "L3 block files removed to keep --l3-bytes", "", "", l3.Evictions, true},
+			{"l3_prefetch_timeouts_total", "L3 prefetches not agreed done when their request was served", "", "", l3.PrefetchTimeouts, false},
 		}...)
 	}
 	return samples
@@ -120,15 +138,27 @@ func counterSamples(r *Report) []counterSample {
 func (v *metricsView) Describe(chan<- *prometheus.Desc) {}
 
 func (v *metricsView) Collect(ch chan<- prometheus.Metric) {
-	base := []string{"job", "cp_group"}
-	for _, s := range counterSamples(v.report) {
-		labels, values := base, []string{v.job, v.counterGroup}
-		if s.label != "" {
-			labels, values = append(labels, s.label), append(values, s.value)
+	base := []string{"job_id", "cp_group"}
+	collect := func(views []counterView, perRank bool) {
+		for _, cv := range views {
+			for _, s := range counterSamples(cv.report) {
+				if s.perRank != perRank {
+					continue
+				}
+				labels, values := base, []string{v.job, strconv.Itoa(cv.cpGroup)}
+				if perRank {
+					labels, values = append(labels, "world_rank"), append(values, strconv.Itoa(cv.worldRank))
+				}
+				if s.label != "" {
+					labels, values = append(labels, s.label), append(values, s.value)
+				}
+				desc := prometheus.NewDesc("cphicache_"+s.name, s.help, labels, nil)
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(s.count), values...)
+			}
 		}
-		desc := prometheus.NewDesc("cphicache_"+s.name, s.help, labels, nil)
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(s.count), values...)
 	}
+	collect(v.groups, false)
+	collect(v.ranks, true)
 	latency := prometheus.NewDesc("cphicache_consensus_latency_seconds",
 		"time in each consensus call by kind, waiting for the slowest rank included, as CP rank 0 of the group timed it",
 		append(base, "kind"), nil)
@@ -139,14 +169,23 @@ func (v *metricsView) Collect(ch chan<- prometheus.Metric) {
 	}
 	if s := v.report.Serving; s != nil && v.final && !s.Virtual {
 		const modelled = " (MODELLED: the serving clock's prefill and link rates, in the trace's time; see the report's serving.model)"
-		ttft := prometheus.NewDesc("cphicache_ttft_seconds", "time to first token of every request"+modelled, base, nil)
-		ideal := prometheus.NewDesc("cphicache_ideal_ttft_seconds", "the same requests' time to first token with the same hits and a cache machinery that costs nothing"+modelled, base, nil)
-		ch <- s.ttft.constHistogram(ttft, ttftBoundsSeconds, v.job, v.counterGroup)
-		ch <- s.ideal.constHistogram(ideal, ttftBoundsSeconds, v.job, v.counterGroup)
+		job := []string{"job_id"} // every request of the job: the end-of-run file's alone
+		ttft := prometheus.NewDesc("cphicache_ttft_seconds", "time to first token of every request"+modelled, job, nil)
+		ideal := prometheus.NewDesc("cphicache_ideal_ttft_seconds", "the same requests' time to first token with the same hits and a cache machinery that costs nothing"+modelled, job, nil)
+		ch <- s.ttft.constHistogram(ttft, ttftBoundsSeconds, v.job)
+		ch <- s.ideal.constHistogram(ideal, ttftBoundsSeconds, v.job)
 	}
 	final := prometheus.NewDesc("cphicache_metrics_final",
-		"1 in the end-of-run file (job-wide counters, cp_group=\"all\"); 0 in a periodic one (world rank 0's CP group)", []string{"job"}, nil)
+		"1 in the end-of-run file (every CP group's and rank's counters); 0 in a periodic one (world rank 0's group and its own)", []string{"job_id"}, nil)
 	ch <- prometheus.MustNewConstMetric(final, prometheus.GaugeValue, boolFloat(v.final), v.job)
+	written := prometheus.NewDesc("cphicache_metrics_written_timestamp_seconds",
+		"when this file was written (Unix time): the end-of-run file stays until removed, so a rule can age a finished job out by it", []string{"job_id"}, nil)
+	ch <- prometheus.MustNewConstMetric(written, prometheus.GaugeValue, float64(v.written.UnixNano())/1e9, v.job)
+	if p := v.report.Provenance; p != nil {
+		names, values := p.infoLabels()
+		info := prometheus.NewDesc("cphicache_run_info", "1; its labels say what produced these numbers (the report's provenance)", append([]string{"job_id"}, names...), nil)
+		ch <- prometheus.MustNewConstMetric(info, prometheus.GaugeValue, 1, append([]string{v.job}, values...)...)
+	}
 }
 
 func boolFloat(b bool) float64 {
@@ -169,9 +208,10 @@ func (v *metricsView) write(path string) error {
 	return nil
 }
 
-// WriteMetrics writes the aggregated report as the end-of-run metrics file (world rank 0 calls it).
+// WriteMetrics writes the aggregated report as the end-of-run metrics file (world rank 0 calls it), with the
+// counters gatherCounterViews gathered.
 func (r *Report) WriteMetrics(path, job string) error {
-	return (&metricsView{job: job, counterGroup: "all", final: true, report: r}).write(path)
+	return (&metricsView{job: job, final: true, report: r, groups: r.groupViews, ranks: r.rankViews, written: time.Now()}).write(path)
 }
 
 // metricsTicker says when a periodic write is due: every interval of its clock, checked between steps.
@@ -222,7 +262,9 @@ func (rs *runState) groupView() *metricsView {
 		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Namespace())
 	}
 	r.fill(&c)
-	return &metricsView{job: rs.opts.JobID, counterGroup: strconv.Itoa(t.CPGroup), report: r}
+	r.Provenance = rs.opts.Provenance
+	own := []counterView{{cpGroup: t.CPGroup, worldRank: t.WorldRank, report: r}}
+	return &metricsView{job: rs.opts.JobID, report: r, groups: own, ranks: own, written: time.Now()}
 }
 
 // writeMetricsIfDue writes the periodic file when due. A failed write is this rank's failure: it travels in the

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -91,7 +92,8 @@ func sampleView() *metricsView {
 	g.latency[StepConsensus].observe(30 * time.Microsecond)
 	g.latency[StepConsensus].observe(time.Hour) // above the top bound: counted in +Inf only
 	r.Groups = []GroupReport{g}
-	return &metricsView{job: "j", counterGroup: "all", final: true, report: r}
+	own := []counterView{{report: r}}
+	return &metricsView{job: "j", final: true, report: r, groups: own, ranks: own, written: time.Unix(1700000000, 0)}
 }
 
 // TestMetricsFileIsAlwaysWhole: a reader racing the writer always parses a whole file, the old one or the new.
@@ -128,7 +130,7 @@ func TestMetricsFileIsAlwaysWhole(t *testing.T) {
 	if got := metricValue(t, f, "cphicache_consensus_latency_seconds", map[string]string{"kind": "step", "cp_group": "0"}); got != 2 {
 		t.Errorf("step latency count %v, want 2", got)
 	}
-	if got := metricValue(t, f, "cphicache_prompt_tokens_total", map[string]string{"tier": "l2", "cp_group": "all"}); got != 50 {
+	if got := metricValue(t, f, "cphicache_prompt_tokens_total", map[string]string{"tier": "l2", "cp_group": "0"}); got != 50 {
 		t.Errorf("l2 tokens %v, want 50", got)
 	}
 }
@@ -187,7 +189,7 @@ func TestPeriodicMetricsHoldRankZerosGroup(t *testing.T) {
 		return
 	}
 	f := parseMetrics(t, opts.MetricsPath)
-	group := map[string]string{"cp_group": "0", "job": testJobID}
+	group := map[string]string{"cp_group": "0", "job_id": testJobID}
 	if final := metricValue(t, f, "cphicache_metrics_final", nil); final != 0 {
 		t.Errorf("cphicache_metrics_final %v in a periodic file", final)
 	}
@@ -220,4 +222,77 @@ func TestFailedPeriodicMetricsWriteEndsTheGroup(t *testing.T) {
 		t.Errorf("world rank 0's error does not name the flag: %v", err)
 	}
 	checkNoLeakedSegments(t)
+}
+
+// TestMetricSeriesKeepTheirLabels: every series of a periodic file is in the final file with the same labels,
+// so that a counter stays one series for the whole job; no label is one Prometheus gives the scrape target (job,
+// instance) or reserves (__*); every file says when it was written and carries the run's provenance as
+// cphicache_run_info's labels.
+func TestMetricSeriesKeepTheirLabels(t *testing.T) {
+	opts := smallOptions()
+	opts.MetricsPath, opts.MetricsInterval = filepath.Join(t.TempDir(), "m.prom"), time.Nanosecond
+	opts.Provenance = &Provenance{Command: "run", Version: "test", CommandLine: []string{"cphicache", "run"}, Config: map[string]string{"seed": "7"}}
+	r, err := Run(testJob(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testWorld.Rank() != 0 {
+		return
+	}
+	periodic := parseMetrics(t, opts.MetricsPath)
+	finalPath := filepath.Join(t.TempDir(), "final.prom")
+	if err := r.WriteMetrics(finalPath, opts.JobID); err != nil {
+		t.Fatal(err)
+	}
+	final := parseMetrics(t, finalPath)
+	finalSeries := seriesKeys(t, final)
+	for key := range seriesKeys(t, periodic) {
+		if !finalSeries[key] && !strings.HasPrefix(key, "cphicache_metrics_written_timestamp_seconds") {
+			t.Errorf("%s is in the periodic file, not in the final one", key)
+		}
+	}
+	if got := metricValue(t, final, "cphicache_run_info", map[string]string{"version": "test", "configuration": "--seed=7"}); got != 1 {
+		t.Errorf("cphicache_run_info %v, want 1", got)
+	}
+	if got := metricValue(t, final, "cphicache_metrics_written_timestamp_seconds", nil); got < 1.7e9 {
+		t.Errorf("cphicache_metrics_written_timestamp_seconds %v", got)
+	}
+	// The job's totals, the report's, are the sums of the groups' and ranks' series.
+	var l2, d2h float64
+	for _, m := range final["cphicache_prompt_tokens_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "tier" && l.GetValue() == "l2" {
+				l2 += m.GetCounter().GetValue()
+			}
+		}
+	}
+	for _, m := range final["cphicache_copy_bytes_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "direction" && l.GetValue() == "d2h" {
+				d2h += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if l2 != float64(r.Hits.L2Tokens) || d2h != float64(r.Bytes.D2H) || d2h == 0 {
+		t.Errorf("sums: l2 tokens %v (report %d), d2h bytes %v (report %d)", l2, r.Hits.L2Tokens, d2h, r.Bytes.D2H)
+	}
+}
+
+// seriesKeys names every series as name{label="value",...}, and fails on a label Prometheus reserves.
+func seriesKeys(t *testing.T, families map[string]*dto.MetricFamily) map[string]bool {
+	t.Helper()
+	keys := map[string]bool{}
+	for name, mf := range families {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				if n := l.GetName(); n == "job" || n == "instance" || strings.HasPrefix(n, "__") {
+					t.Errorf("%s has the label %q, which Prometheus reserves", name, n)
+				}
+				labels = append(labels, l.GetName()+"="+strconv.Quote(l.GetValue()))
+			}
+			keys[name+"{"+strings.Join(labels, ",")+"}"] = true
+		}
+	}
+	return keys
 }

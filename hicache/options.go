@@ -43,6 +43,10 @@ func (inj Injection) hits(worldRank int, step int64) bool {
 	return inj.Set && inj.Rank == worldRank && inj.Step == step
 }
 
+// DefaultGroupTokenBytes is the default model's KV bytes a token over a CP group: 2 KiB, --token-bytes 32 at cp 8
+// with 4 layers of K and V, as it was per rank before the default followed the CP size.
+const DefaultGroupTokenBytes = 2048
+
 // Options is everything `cphicache run` takes.
 type Options struct {
 	Layers, PayloadsPerLayer, PageTokens, TokenBytes int
@@ -78,12 +82,18 @@ type Options struct {
 	InjectSetupError Injection // a world rank whose copy-engine set-up fails
 	JobID            string
 	Quiet            bool
+	Strict           bool        // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
+	Provenance       *Provenance // what the command and its flags were, for the header, report and metrics
 
 	// Sizing (capacity.go, and the model table in hicache/sizing), turned into the fields above by Size once the CP size is known.
 	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'
 	CopyTokenBytes int    // bytes actually copied per token per rank per layer per payload; 0 = TokenBytes
-	L2Bytes        int64  // per node, instead of L2Slots; 0 = L2Slots
-	DeviceBytes    int64  // per rank, instead of DevicePages; 0 = DevicePages
+	// GroupTokenBytes, without a --model or a --token-bytes given: the KV bytes of a token over the whole CP group
+	// (its ranks, layers and payloads), which Size divides among them into TokenBytes, so that the default model
+	// is the same at every CP size (DefaultGroupTokenBytes); 0 = TokenBytes as given.
+	GroupTokenBytes int
+	L2Bytes         int64 // per node, instead of L2Slots; 0 = L2Slots
+	DeviceBytes     int64 // per rank, instead of DevicePages; 0 = DevicePages
 	// SyncCopies drains every step: each step commits everything it backed up, so hit counts no longer depend
 	// on how fast the copy worker ran, and two runs of one configuration count the same (sweep uses it).
 	SyncCopies bool

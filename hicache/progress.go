@@ -5,6 +5,9 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/hicache/workload"
 )
 
 // progress shows rank 0's progress: a bar on a terminal, a plain line every 10% in a log file (Slurm).
@@ -44,4 +47,26 @@ func (p *progress) done() {
 	if p.on && p.tty {
 		fmt.Fprintln(os.Stderr)
 	}
+}
+
+// copyWarningBytes is the bound on a run's copies above which world rank 0 says, before the replay, how much it
+// will copy: a real model's KV at its real size (--model at default sizes) copies tens of GiB a rank here.
+const copyWarningBytes = 1 << 30
+
+// sayCopyBytes tells, before the replay, the most a rank copies device-to-host (every prompt token of world rank
+// 0's replica backed up once) when that is over copyWarningBytes, and how to copy less.
+func sayCopyBytes(events []workload.Event, opts *Options, cp int) {
+	var tokens int64
+	for i := range events {
+		if !events[i].Flush {
+			tokens += int64(events[i].Request.Tokens())
+		}
+	}
+	perToken := opts.capacity(cp).CopiedTokenBytes / int64(cp)
+	if tokens*perToken < copyWarningBytes {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "cphicache: this run copies up to %s device-to-host per rank (%d prompt tokens of its replica, each backed up at most once, x %s of KV a token per rank); "+
+		"--copy-token-bytes 8 copies 8 B a token per rank per layer per payload instead, keeping every capacity in tokens and bytes\n",
+		sizing.FormatBytes(tokens*perToken), tokens, sizing.FormatBytes(perToken))
 }

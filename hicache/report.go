@@ -100,7 +100,9 @@ type Report struct {
 	// Result is the summary's last line: OK, OK but what was not covered, or FAILED (set by WriteJSON).
 	Result string `json:"result"`
 	// Failure is what ended a run that failed part-way (runfailure.go); nil when the replay ran to its end.
-	Failure *FailureReport `json:"failure,omitempty"`
+	Failure               *FailureReport `json:"failure,omitempty"`
+	Provenance            *Provenance    `json:"provenance,omitempty"` // what produced the report (provenance.go)
+	groupViews, rankViews []counterView  // the metrics file's counters by CP group and rank (gatherCounterViews)
 }
 
 // GroupReport is one CP group: its members' hosts, the nodes it spans with each node's slab, and the collectives
@@ -206,6 +208,9 @@ func (rs *runState) report() (*Report, error) {
 		if r.Serving, err = rs.servingReport(); err != nil {
 			return nil, err
 		}
+	}
+	if err := rs.gatherCounterViews(r); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -328,13 +333,13 @@ func (r *Report) WriteSummary(w io.Writer) {
 		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks, uncached)
 	r.L3.writeSummary(w)
 	r.Serving.writeSummary(w)
-	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %d flushes\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), r.Flushes)
-	placement := fmt.Sprintf("%d digest checks, object comparisons %.2f%% of the wall time (slowest rank), %d divergences",
-		r.Placement.Checks, r.PlacementAssertUs.SharePct, r.Placement.Divergences)
+	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %s\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), spmd.Count(r.Flushes, "flush", "flushes"))
+	placement := fmt.Sprintf("%s, object comparisons %.2f%% of the wall time (slowest rank), %s",
+		spmd.Count(r.Placement.Checks, "digest check", "digest checks"), r.PlacementAssertUs.SharePct, spmd.Count(r.Placement.Divergences, "divergence", "divergences"))
 	if r.CP == 1 {
 		placement = fmt.Sprintf("assert skipped (cp 1: no other rank to compare with), %d consensus calls skipped", r.Placement.Skipped)
 	}
-	verify := fmt.Sprintf("%d load-back pages checked, %d mismatches", r.Verify.PagesChecked, r.Verify.Mismatches)
+	verify := fmt.Sprintf("%s checked, %s", spmd.Count(r.Verify.PagesChecked, "load-back page", "load-back pages"), spmd.Count(r.Verify.Mismatches, "mismatch", "mismatches"))
 	if r.Verify.PagesChecked == 0 {
 		verify = "NOTHING VERIFIED: no page was loaded back from L2"
 	}
@@ -363,8 +368,8 @@ func (r *Report) writeCapacity(w io.Writer) {
 	if c.Model != "" {
 		model = "per token of " + c.Model
 	}
-	fmt.Fprintf(w, "  capacity: L2 %d slots = %d tokens = %s per CP group; L1 %d pages = %d tokens = %s per rank; KV %s %s\n",
-		c.L2Slots, c.L2Tokens, sizing.FormatBytes(c.L2Bytes), c.DevicePages, c.DeviceTokens, sizing.FormatBytes(c.DeviceBytes), sizing.FormatBytes(c.TokenBytes), model)
+	fmt.Fprintf(w, "  capacity: L2 %s = %s = %s per CP group; L1 %s = %s = %s per rank; KV %s %s\n",
+		spmd.Count(c.L2Slots, "slot", "slots"), spmd.Count(c.L2Tokens, "token", "tokens"), sizing.FormatBytes(c.L2Bytes), spmd.Count(c.DevicePages, "page", "pages"), spmd.Count(c.DeviceTokens, "token", "tokens"), sizing.FormatBytes(c.DeviceBytes), sizing.FormatBytes(c.TokenBytes), model)
 	if c.Scaled {
 		fmt.Fprintf(w, "  copies SCALED DOWN: %s copied per token instead of %s; tokens and hit counts are the real sizes', bytes copied and the slab (%s) are not\n",
 			sizing.FormatBytes(c.CopiedTokenBytes), sizing.FormatBytes(c.TokenBytes), sizing.FormatBytes(c.L2SlabBytes))

@@ -120,3 +120,17 @@ func TestLongFailureMessageFitsItsBroadcast(t *testing.T) {
 		t.Errorf("%d bytes, decoded %+v", len(buf), f.Step)
 	}
 }
+
+// TestSummaryCountsInEnglish: one flush, one divergence and one page are said in the singular.
+func TestSummaryCountsInEnglish(t *testing.T) {
+	r := &Report{Ranks: 2, CP: 2, DP: 1, Flushes: 1}
+	r.Capacity.DevicePages, r.Capacity.L2Slots = 1, 1
+	r.fill(&cache.Counters{PagesChecked: 1, Divergences: 1, Flushes: 1, PlacementChecks: 1})
+	var b strings.Builder
+	r.WriteSummary(&b)
+	for _, want := range []string{"; 1 flush\n", "1 digest check,", "1 divergence\n", "1 load-back page checked, 0 mismatches", "L1 1 page =", "L2 1 slot ="} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in:\n%s", want, b.String())
+		}
+	}
+}

@@ -3,6 +3,8 @@ package hicache
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -28,9 +30,9 @@ type runState struct {
 	core     *cache.Core
 	faults   *faultyEngine // the engine as the runner sees it, with --inject-*-copy
 	start    time.Time
-	// idealHit: the replica's ideal hits, computed by CP rank 0 beside the replay (the other ranks would wait
-	// for it at the start: 0.6 s of the shared trace); nil on the other ranks.
-	idealHit chan int64
+	// idealHit: the replica's ideal hits after each request, computed by CP rank 0 beside the replay (the other
+	// ranks would wait for it at the start: 0.6 s of the shared trace); nil on the other ranks.
+	idealHit chan []int64
 	stepBuf  [stepInlineBytes]byte // the step broadcast's buffer
 	events   []workload.Event      // CP rank 0's, not yet broadcast
 	l3       *l3IO                 // nil without --l3-dir
@@ -100,6 +102,9 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 		defer job.Cleanup.Add(rs.metrics.abandon(opts.MetricsPath))()
 	}
 	rs.progress = newProgress(job.Topo.WorldRank == 0 && !opts.Quiet, int64(len(events)))
+	if job.Topo.WorldRank == 0 && !opts.Quiet {
+		sayCopyBytes(events, opts, job.Topo.CPSize)
+	}
 	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
 	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
 	if err := rs.startTimeline(); err != nil {
@@ -113,7 +118,7 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 		rs.clock.replayIdeal()
 	}
 	if rs.idealHit != nil {
-		rs.io.IdealHitTokens = <-rs.idealHit
+		rs.io.IdealHitTokens = idealOfServed(<-rs.idealHit, rs.core.Counters().Requests)
 	}
 	rs.progress.done()
 	if rs.tl != nil {
@@ -123,6 +128,15 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	// The timeline of a failed replay is written too: it shows where the failing step's time went.
 	rs.timelineErr = rs.writeTimeline()
 	return rs, agreed
+}
+
+// idealOfServed is the ideal hits of the first served requests: all of them after a whole replay, those the
+// replay reached after a failure part-way, so that the ideal's share of the prompt tokens counted is at most 100%.
+func idealOfServed(byRequest []int64, served int64) int64 {
+	if served <= 0 || len(byRequest) == 0 {
+		return 0
+	}
+	return byRequest[min(served, int64(len(byRequest)))-1]
 }
 
 // loadWorkload has CP-rank 0 of each group read (or generate) its replica's share; the others get events by
@@ -137,8 +151,8 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 			events = workload.ShardForReplica(events, t.DPSize, t.CPGroup)
 			cfg := workload.IdealConfig{PageTokens: rs.opts.PageTokens, VocabSize: rs.opts.VocabSize,
 				BatchRequests: rs.opts.BatchRequests, FlushEverySteps: rs.opts.FlushEvery}
-			rs.idealHit = make(chan int64, 1)
-			go func(events []workload.Event) { rs.idealHit <- workload.IdealHitTokens(events, cfg) }(events) // reads events only
+			rs.idealHit = make(chan []int64, 1)
+			go func(events []workload.Event) { rs.idealHit <- workload.IdealHitsByRequest(events, cfg) }(events) // reads events only
 		}
 	}
 	err := wrapWorkload(loadErr)
@@ -153,13 +167,21 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 
 // readWorkload reads the trace, or generates the synthetic workload. A Mooncake trace's requests stay compact
 // (block ids) here and in the step broadcast; nextStep expands them on every rank.
-func (rs *runState) readWorkload() ([]workload.Event, error) {
-	o := rs.opts
+func (rs *runState) readWorkload() ([]workload.Event, error) { return readWorkload(rs.opts) }
+
+// readWorkload reads o's trace or generates its synthetic workload. A trace that cannot be opened (missing,
+// unreadable) is a bad --trace, said as a usage error naming the flag, as a missing --l3-dir is.
+func readWorkload(o *Options) ([]workload.Event, error) {
 	if o.TracePath == "" {
 		return workload.GenerateSynthetic(o.Synthetic)
 	}
-	return workload.ReadTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
+	events, err := workload.ReadTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
 		BlockTokens: o.TraceBlockTokens, LimitRequests: o.TraceLimit})
+	var open *fs.PathError
+	if errors.As(err, &open) && open.Op == "open" && open.Path == o.TracePath {
+		return nil, &spmd.ConfigError{Flag: "trace", Reason: fmt.Sprintf("%s: %v", o.TracePath, open.Err)}
+	}
+	return events, err
 }
 
 // WorkloadError is a bad workload (trace file); every reading rank finds the same one.

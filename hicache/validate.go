@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -32,13 +33,15 @@ type ValidationReport struct {
 	DP     int           `json:"dp"`
 	Checks []Check       `json:"checks"`
 	Groups []GroupReport `json:"groups"`
+	// Provenance is what produced the table (the command sets it): the build, the command line, every flag.
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
 // ValidationFailed ends validate with a non-zero exit; the table already says which checks failed.
 type ValidationFailed struct{ Failed int }
 
 func (e *ValidationFailed) Error() string {
-	return fmt.Sprintf("validation failed: %d check(s) failed (see the table)", e.Failed)
+	return fmt.Sprintf("validation failed: %s failed (see the table)", spmd.Count(e.Failed, "check", "checks"))
 }
 
 // Scope: the table is aggregated over the whole job, so every rank fails alike.
@@ -53,6 +56,21 @@ func (v *ValidationReport) Failed() int {
 		}
 	}
 	return n
+}
+
+// NotCovered is nil when every check ran, and a *spmd.NotCoveredError naming the skipped ones otherwise
+// (--strict).
+func (v *ValidationReport) NotCovered() error {
+	var skipped []string
+	for _, c := range v.Checks {
+		if c.Result == "skip" {
+			skipped = append(skipped, c.Name)
+		}
+	}
+	if len(skipped) == 0 {
+		return nil
+	}
+	return &spmd.NotCoveredError{What: spmd.Count(len(skipped), "check", "checks") + " skipped (" + strings.Join(skipped, ", ") + ")"}
 }
 
 // divergenceInjectStep places the injected perturbation of the divergence pass: the digest rides in every
@@ -194,7 +212,7 @@ func (rs *runState) checkDivergenceDetected() (Check, error) {
 	groups := int64(rs.job.Topo.DPSize)
 	check := Check{Name: "divergence_detected", Ranks: rs.job.Topo.World.Size(), Steps: v[2],
 		Wrong:  v[0] + max(0, v[1]-groups),
-		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at step %d; %d detections in %d groups", divergenceInjectStep, wantStep, v[1], groups)}
+		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at step %d; %s in %s", divergenceInjectStep, wantStep, spmd.Count(v[1], "detection", "detections"), spmd.Count(groups, "group", "groups"))}
 	if rs.job.Topo.CPSize == 1 {
 		check.Result, check.Wrong, check.Detail = "skip", 0, "single-rank CP groups cannot diverge"
 		return check, nil
@@ -228,7 +246,7 @@ func checkFlushReset(passes ...*runState) (Check, error) {
 		return Check{}, err
 	}
 	check := Check{Name: "flush_reset", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: wrong,
-		Detail: fmt.Sprintf("%d rank-flushes compared with a fresh cache (allocator state hash, tree, device pages)", flushes)}
+		Detail: fmt.Sprintf("%s compared with a fresh cache (allocator state hash, tree, device pages)", spmd.Count(flushes, "rank-flush", "rank-flushes"))}
 	return verdict(check, wrong == 0 && flushes > 0), nil
 }
 

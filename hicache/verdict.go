@@ -35,6 +35,15 @@ func (r *Report) verdict() string {
 	return "OK, but " + said
 }
 
+// NotCovered is nil for a plain OK or a failure (which RunFailure returns), and a *spmd.NotCoveredError naming
+// what the run did not cover for an "OK, but ..." (--strict).
+func (r *Report) NotCovered() error {
+	if v := r.verdict(); strings.HasPrefix(v, "OK, but ") {
+		return &spmd.NotCoveredError{What: strings.TrimPrefix(v, "OK, but ")}
+	}
+	return nil
+}
+
 // caveats are what went wrong without changing any data: prompt pages L1 could not hold (a request longer than
 // L1 is computed but not cached), and L3 blocks that failed to write or did not fit its budget at all.
 func (r *Report) caveats() []string {

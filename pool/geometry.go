@@ -108,6 +108,13 @@ func (g Geometry) Validate() error {
 		}
 	}
 	if _, ok := mulInt64(slotBytes, int64(g.Slots)); !ok {
+		// A factor of the slot that overflows with Slots by itself is the absurd one (a --layers of 10^16, whose
+		// tokens a derived --token-bytes made small enough for one slot to fit); else Slots is.
+		for _, f := range fields[:5] {
+			if _, ok := mulInt64(int64(f.value), int64(g.Slots)); !ok {
+				return &FieldError{f.name, fmt.Sprintf("%d: total bytes (a slot's, times Slots=%d) overflow int64", f.value, g.Slots)}
+			}
+		}
 		return &FieldError{"Slots", fmt.Sprintf("%d: total bytes overflow int64", g.Slots)}
 	}
 	if g.SlabBytesMax < g.SlotBytes() {

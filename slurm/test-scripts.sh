@@ -117,6 +117,10 @@ expect "binary order" 0 "# binary: $work/submit/bin/cphicache (cphicache fake at
 job cp8.sbatch 8 8 1 CPHICACHE_SBATCH_ARGS="--collective nccl" || true
 expect "args" 0 "run --cp 8 --dp 1 --report $work/submit/cphicache-42.report.json --collective nccl" \
 	"validate --cp 8 --dp 1 --report $work/submit/cphicache-42.validate.json --collective nccl"
+# CPHICACHE_SBATCH_STRICT=1 gives every command --strict.
+job cp8.sbatch 8 8 1 CPHICACHE_SBATCH_STRICT=1 || true
+expect "strict" 0 "run --cp 8 --dp 1 --report $work/submit/cphicache-42.report.json --strict" \
+	"validate --cp 8 --dp 1 --report $work/submit/cphicache-42.validate.json --strict"
 # srun with the chosen PMI type.
 job cp8dp2.sbatch 16 '8(x2)' 2 CPHICACHE_SBATCH_LAUNCHER=srun CPHICACHE_SBATCH_PMI=pmi2 || true
 expect "pmi" 0 "srun --mpi=pmi2 --ntasks=16 --ntasks-per-node=8"

@@ -38,13 +38,27 @@ func ScopeOf(err error) Scope { return errscope.Of(err) }
 const (
 	ExitFailure = 1 // a check failed (a divergence, a wrong byte, a failed copy) or a run-time error
 	ExitUsage   = 2 // the command line or a CPHICACHE_* setting is wrong: a usage error or an invalid --flag
+	// ExitNotCovered: with --strict, a run that found nothing wrong but did not check everything ("OK, but ...").
+	ExitNotCovered = 5
 )
+
+// NotCoveredError ends a run under --strict whose result is "OK, but ...": nothing wrong was found, but What was
+// not checked or went wrong without changing any data. Every rank holds the same aggregated report.
+type NotCoveredError struct{ What string }
+
+func (e *NotCoveredError) Error() string {
+	return "OK, but " + e.What + " (--strict: exit status 5 for a result that did not check everything)"
+}
+func (e *NotCoveredError) Scope() Scope { return JobScope }
 
 // ExitStatus is the exit status of a job that ends with err: ExitUsage for a flag's value or a CPHICACHE_NODE_NAME
 // setting at fault (ConfigError, NodeNameError), ExitFailure otherwise.
 func ExitStatus(err error) int {
 	if errors.As(err, new(*ConfigError)) || errors.As(err, new(*NodeNameError)) {
 		return ExitUsage
+	}
+	if errors.As(err, new(*NotCoveredError)) {
+		return ExitNotCovered
 	}
 	return ExitFailure
 }

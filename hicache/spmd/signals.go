@@ -101,7 +101,10 @@ func (c *Cleanup) Run() {
 
 // handleSignals ends the run on SIGTERM (scancel) or SIGINT (Ctrl-C): in-flight copies are abandoned, the
 // clean-up runs (a still-linked segment is unlinked), the process exits with 128 + the signal. World rank 0 says why; mpirun
-// delivers the signal to every rank, so the others exit quietly. The returned function stops the handling.
+// delivers the signal to every rank (as SIGTERM), so the others exit quietly on SIGTERM. A SIGINT reaches a rank
+// other than 0 only when someone sent it to that rank (kill -INT, a debugger): that rank names itself, since its
+// launcher then ends the others with a SIGTERM that says nothing of the cause. The returned function stops the
+// handling.
 //
 // failing is set once the rank is already ending on a failure whose message another rank prints: the launcher's
 // SIGTERM to the silent ranks is then no news, and saying "run abandoned" would only hide the real message.
@@ -113,8 +116,12 @@ func handleSignals(worldRank int, failing *atomic.Bool, cleanup *Cleanup) (stop 
 		select {
 		case sig := <-ch:
 			cleanup.Run()
-			if worldRank == 0 && !failing.Load() {
+			switch {
+			case failing.Load():
+			case worldRank == 0:
 				fmt.Fprintf(os.Stderr, "cphicache: received %s; run abandoned (in-flight copies dropped, shared memory released)\n", SignalName(sig))
+			case sig == syscall.SIGINT:
+				fmt.Fprintf(os.Stderr, "cphicache: world rank %d received %s; run abandoned (in-flight copies dropped, shared memory released); the other ranks end as its launcher ends the job\n", worldRank, SignalName(sig))
 			}
 			os.Exit(ExitSignalBase + int(sig.(syscall.Signal)))
 		case <-done:

@@ -140,6 +140,15 @@ func Plural(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
+// Count is n and its noun, singular for 1 and plural otherwise, for counts of any integer type whose plural is
+// not the noun and an s: Count(1, "flush", "flushes"), Count(3, "flush", "flushes").
+func Count[N ~int | ~int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatInt(int64(n), 10) + " " + many
+}
+
 // divisors lists n's divisors, "1, 2, 4, 8", for messages.
 func divisors(n int) string {
 	var ds []string

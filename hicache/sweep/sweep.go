@@ -59,16 +59,18 @@ type ServingPoint struct {
 
 // Result is the sweep's JSON: the configuration every point shares, and the points in the order given.
 type Result struct {
-	Model            string  `json:"model,omitempty"`
-	Prefill          string  `json:"prefill,omitempty"` // the prefill model the points' serving figures are modelled by
-	Trace            string  `json:"trace,omitempty"`   // empty: the synthetic workload
-	WritePolicy      string  `json:"write_policy"`
-	PageTokens       int     `json:"page_tokens"`
-	TokenBytes       int64   `json:"token_bytes"`        // KV bytes per token, which the byte sizes count
-	CopiedTokenBytes int64   `json:"copied_token_bytes"` // what the runs copied per token
-	DevicePages      int     `json:"device_pages"`
-	DeviceTokens     int64   `json:"device_tokens"`
-	Points           []Point `json:"points"`
+	// Provenance is what produced the sweep (the command sets it): the build, the command line, every flag.
+	Provenance       *hicache.Provenance `json:"provenance,omitempty"`
+	Model            string              `json:"model,omitempty"`
+	Prefill          string              `json:"prefill,omitempty"` // the prefill model the points' serving figures are modelled by
+	Trace            string              `json:"trace,omitempty"`   // empty: the synthetic workload
+	WritePolicy      string              `json:"write_policy"`
+	PageTokens       int                 `json:"page_tokens"`
+	TokenBytes       int64               `json:"token_bytes"`        // KV bytes per token, which the byte sizes count
+	CopiedTokenBytes int64               `json:"copied_token_bytes"` // what the runs copied per token
+	DevicePages      int                 `json:"device_pages"`
+	DeviceTokens     int64               `json:"device_tokens"`
+	Points           []Point             `json:"points"`
 }
 
 // Sweep runs the workload once per size on a one-rank job, calling done after each point (progress).

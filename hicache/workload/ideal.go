@@ -16,14 +16,26 @@ type IdealConfig struct {
 // Flushes are the events' own and the replay's every FlushEverySteps steps, counted as the replay counts steps.
 // No capacity, eviction or write policy limits it, so a replay's L1 + L2 hit tokens never exceed it.
 func IdealHitTokens(events []Event, cfg IdealConfig) int64 {
+	byRequest := IdealHitsByRequest(events, cfg)
+	if len(byRequest) == 0 {
+		return 0
+	}
+	return byRequest[len(byRequest)-1]
+}
+
+// IdealHitsByRequest is IdealHitTokens after each request, in the events' order: element i counts requests 0..i.
+// A replay that ended part-way (a failure) compares its hits with the ideal of the requests it served, not of the
+// whole workload, whose prompt tokens it never saw.
+func IdealHitsByRequest(events []Event, cfg IdealConfig) []int64 {
 	seen := map[uint64]struct{}{} // hashes of every whole-page prefix seen since the last flush
 	var hits int64
+	var byRequest []int64
 	var scratch []int32
 	rest := events
 	for step := int64(1); ; step++ {
 		batch := TakeBatch(&rest, cfg.BatchRequests)
 		if len(batch) == 0 {
-			return hits
+			return byRequest
 		}
 		for i := range batch {
 			if batch[i].Flush {
@@ -36,6 +48,7 @@ func IdealHitTokens(events []Event, cfg IdealConfig) int64 {
 				tokens = scratch
 			}
 			hits += idealHit(seen, tokens, cfg.PageTokens)
+			byRequest = append(byRequest, hits)
 		}
 		if cfg.FlushEverySteps > 0 && step%cfg.FlushEverySteps == 0 {
 			clear(seen)

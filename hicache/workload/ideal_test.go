@@ -85,3 +85,29 @@ func TestIdealHitTokensMatchesABruteForceCount(t *testing.T) {
 		}
 	}
 }
+
+// TestIdealHitsByRequestIsTheIdealOfEachPrefix: element k-1 is the ideal of the workload cut after its k-th
+// request, so that a replay that ended part-way is held to the ideal of what it served (issue 34's 788.7%).
+func TestIdealHitsByRequestIsTheIdealOfEachPrefix(t *testing.T) {
+	cfg := smallSyntheticConfig()
+	cfg.FlushEvery = 40
+	events := mustGenerate(t, cfg)
+	ic := IdealConfig{PageTokens: 16, VocabSize: cfg.VocabSize, BatchRequests: 3, FlushEverySteps: 5}
+	byRequest := IdealHitsByRequest(events, ic)
+	requests := 0
+	for i, e := range events {
+		if e.Flush {
+			continue
+		}
+		requests++
+		if requests%7 != 0 && requests != len(byRequest) {
+			continue
+		}
+		if got, want := byRequest[requests-1], IdealHitTokens(events[:i+1], ic); got != want {
+			t.Fatalf("after %d requests: %d, the ideal of the cut workload %d", requests, got, want)
+		}
+	}
+	if requests != len(byRequest) || byRequest[len(byRequest)-1] != IdealHitTokens(events, ic) || byRequest[len(byRequest)-1] == 0 {
+		t.Fatalf("%d requests, %d cumulative counts, last %d, whole ideal %d", requests, len(byRequest), byRequest[len(byRequest)-1], IdealHitTokens(events, ic))
+	}
+}

@@ -1,0 +1,75 @@
+package cli
+
+// What produced a result (hicache.Provenance): the build, the MPI library, the command line and every flag's
+// effective value, taken as the command starts; the hosts and the trace's checksum once its job has started.
+// Each command prints it as the '#' lines that open its output, and writes it into its JSON and metrics.
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/mpi"
+)
+
+// newProvenance is the command's provenance as it starts. MPI_Get_library_version and MPI_Get_version are
+// among the calls MPI allows before MPI_Init.
+func newProvenance(c *cli.Context) *hicache.Provenance {
+	library := "unknown"
+	if lib, err := mpi.LibraryVersion(); err == nil {
+		library = strings.TrimSpace(strings.SplitN(lib, ",", 2)[0]) // Open MPI's is a paragraph; its first clause names it
+		if major, minor, err := mpi.Version(); err == nil {
+			library += fmt.Sprintf(" (MPI %d.%d)", major, minor)
+		}
+	}
+	config := map[string]string{}
+	for _, f := range c.Command.Flags {
+		name := f.Names()[0]
+		if name == "help" {
+			continue
+		}
+		switch v := c.Value(name).(type) {
+		case nil:
+			config[name] = ""
+		case cli.StringSlice:
+			config[name] = strings.Join(v.Value(), ",")
+		default:
+			config[name] = fmt.Sprint(v)
+		}
+	}
+	host, _ := os.Hostname()
+	return &hicache.Provenance{Command: commandPath(c), Version: version, GoVersion: runtime.Version(), MPILibrary: library,
+		CommandLine: os.Args, Config: config, Hosts: []string{host + " (1 rank)"}, StartTime: time.Now().UTC().Format(time.RFC3339)}
+}
+
+// startProvenance completes p once the job has started: every rank's host (a World collective every rank
+// calls) and, on world rank 0, which writes the output, the SHA-256 of the trace at tracePath (none: "").
+func startProvenance(job *spmd.Job, p *hicache.Provenance, tracePath string) error {
+	rows, err := job.Topo.Gather("")
+	if err != nil {
+		return err
+	}
+	hosts := make([]string, len(rows))
+	for i, row := range rows {
+		hosts[i] = row.Host
+	}
+	p.SetHosts(hosts)
+	// --cp and --dp left unset are derived from the launch: the configuration says what they became.
+	for name, size := range map[string]int{"cp": job.Topo.CPSize, "dp": job.Topo.DPSize} {
+		if _, ok := p.Config[name]; ok {
+			p.Config[name] = fmt.Sprint(size)
+		}
+	}
+	if job.Topo.WorldRank == 0 {
+		if err := p.SetTraceChecksum(tracePath); err != nil {
+			p.TraceSHA256 = "unreadable: " + err.Error() // the run says more when it reads it
+		}
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package hicache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+)
+
+// Provenance is what produced a result, so that a result can be filed and reproduced from itself (nccl-tests and
+// OSU print as much): the build, the MPI library, the command line, every flag's effective value (given, from a
+// CPHICACHE_* variable, or the default), the hosts, the start and the trace's checksum. The command fills it
+// as the job starts, before the work (Options.Provenance), and never changes it after, so that
+// cphicache_run_info is one series for the whole job; world rank 0 prints it as the '#' header, writes it into
+// the JSON report and as cphicache_run_info's labels.
+type Provenance struct {
+	Command     string            `json:"command"` // the subcommand: run, validate, sweep, ...
+	Version     string            `json:"version"`
+	GoVersion   string            `json:"go_version"`
+	MPILibrary  string            `json:"mpi_library"`
+	CommandLine []string          `json:"command_line"` // os.Args
+	Config      map[string]string `json:"config"`       // every flag of the command by name, as it took effect
+	Hosts       []string          `json:"hosts"`        // "host (N ranks)", in world rank order of their first rank
+	StartTime   string            `json:"start_time"`   // RFC 3339, UTC
+	TraceSHA256 string            `json:"trace_sha256,omitempty"`
+}
+
+// configLineBytes is where the header wraps the configuration: a terminal's width, a little less.
+const configLineBytes = 110
+
+// WriteHeader prints the provenance as '#' lines, before a command's own header.
+func (p *Provenance) WriteHeader(w io.Writer) {
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(w, "# cphicache %s (%s), MPI library: %s\n", p.Version, p.GoVersion, p.MPILibrary)
+	fmt.Fprintf(w, "# command line: %s\n", strings.Join(p.CommandLine, " "))
+	hosts := ""
+	if len(p.Hosts) > 0 {
+		hosts = " on " + strings.Join(p.Hosts, ", ")
+	}
+	fmt.Fprintf(w, "# started %s%s\n", p.StartTime, hosts)
+	if p.TraceSHA256 != "" {
+		fmt.Fprintf(w, "# trace %s, sha256 %s\n", p.Config["trace"], p.TraceSHA256)
+	}
+	line := "# configuration:"
+	for _, kv := range p.configPairs() {
+		if len(line)+1+len(kv) > configLineBytes && line != "#  " {
+			fmt.Fprintln(w, line)
+			line = "#  "
+		}
+		line += " " + kv
+	}
+	fmt.Fprintln(w, line)
+}
+
+// configPairs are the configuration's name=value words, by name; an empty value is said as "".
+func (p *Provenance) configPairs() []string {
+	names := make([]string, 0, len(p.Config))
+	for name := range p.Config {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	pairs := make([]string, len(names))
+	for i, name := range names {
+		v := p.Config[name]
+		if v == "" || strings.ContainsAny(v, " \t") {
+			v = fmt.Sprintf("%q", v)
+		}
+		pairs[i] = "--" + name + "=" + v
+	}
+	return pairs
+}
+
+// infoLabels are cphicache_run_info's label names and values.
+func (p *Provenance) infoLabels() (names, values []string) {
+	return []string{"command", "version", "go_version", "mpi_library", "command_line", "hosts", "start_time", "trace_sha256", "configuration"},
+		[]string{p.Command, p.Version, p.GoVersion, p.MPILibrary, strings.Join(p.CommandLine, " "), strings.Join(p.Hosts, ", "),
+			p.StartTime, p.TraceSHA256, strings.Join(p.configPairs(), " ")}
+}
+
+// SetHosts names each host once, with its ranks, in world rank order of its first rank.
+func (p *Provenance) SetHosts(hostOfRank []string) {
+	if p == nil {
+		return
+	}
+	counts := map[string]int{}
+	var order []string
+	for _, h := range hostOfRank {
+		if counts[h] == 0 {
+			order = append(order, h)
+		}
+		counts[h]++
+	}
+	p.Hosts = p.Hosts[:0]
+	for _, h := range order {
+		ranks := "ranks"
+		if counts[h] == 1 {
+			ranks = "rank"
+		}
+		p.Hosts = append(p.Hosts, fmt.Sprintf("%s (%d %s)", h, counts[h], ranks))
+	}
+}
+
+// SetTraceChecksum records the SHA-256 of the trace at path (a run's --trace, or the file --trace - was kept in).
+func (p *Provenance) SetTraceChecksum(path string) error {
+	if p == nil || path == "" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	p.TraceSHA256 = hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+// gatherCounterViews gathers, over World (a collective every rank calls), each CP group's replicated counters
+// (from its CP rank 0) and each rank's own, for the end-of-run metrics file's series by group and rank; and
+// gives the report the run's provenance. Without --metrics-file only the latter.
+func (rs *runState) gatherCounterViews(r *Report) error {
+	r.Provenance = rs.opts.Provenance
+	if rs.opts.MetricsPath == "" {
+		return nil
+	}
+	t := rs.job.Topo
+	c := rs.counters()
+	group, rank := c.CounterFields("group"), c.CounterFields("rank")
+	mine := make([]int64, 0, len(group)+len(rank)+1)
+	for _, p := range append(group, rank...) {
+		mine = append(mine, *p)
+	}
+	mine = append(mine, rs.core.Step())
+	all := make([]int64, len(mine)*t.World.Size())
+	if err := t.World.AllgatherInt64(mine, all); err != nil {
+		return err
+	}
+	for worldRank := 0; worldRank < t.World.Size(); worldRank++ {
+		row := all[worldRank*len(mine) : (worldRank+1)*len(mine)]
+		cpGroup := worldRank / t.CPSize // CP groups are consecutive world ranks
+		var gc, rc cache.Counters
+		for i, p := range gc.CounterFields("group") {
+			*p = row[i]
+		}
+		for i, p := range rc.CounterFields("rank") {
+			*p = row[len(group)+i]
+		}
+		rankReport := &Report{CP: t.CPSize, DP: t.DPSize}
+		rankReport.fill(&rc)
+		if rs.l3 != nil {
+			rankReport.L3 = newL3Report(&rc, rs.opts.L3, rs.l3.store.Namespace())
+		}
+		r.rankViews = append(r.rankViews, counterView{cpGroup: cpGroup, worldRank: worldRank, report: rankReport})
+		if worldRank%t.CPSize != 0 {
+			continue
+		}
+		groupReport := &Report{CP: t.CPSize, DP: t.DPSize, Steps: row[len(row)-1]}
+		groupReport.fill(&gc)
+		if rs.l3 != nil {
+			groupReport.L3 = newL3Report(&gc, rs.opts.L3, rs.l3.store.Namespace())
+		}
+		r.groupViews = append(r.groupViews, counterView{cpGroup: cpGroup, worldRank: worldRank, report: groupReport})
+	}
+	return nil
+}
