@@ -95,7 +95,8 @@ func TestBenchStepRefusesOneRank(t *testing.T) {
 }
 
 // bench replay at tiny scale (2 ranks, a 12-request Mooncake trace of which --trace-limit keeps 10, 3 repeats):
-// nine real mpirun launches, alternating L2-only, L3-empty, L3-filled; the filled launch of each repeat reads the
+// twelve real mpirun launches on the default serving clock, alternating L1-only, L2-only, L3-empty, L3-filled,
+// each with a modelled TTFT; the filled launch of each repeat reads the
 // directory its empty launch filled, a fresh one each repeat, all removed at the end; and every ratio printed is
 // the one its runs give. It never looks at a time's value.
 func TestBenchReplaySmoke(t *testing.T) {
@@ -129,6 +130,7 @@ func TestBenchReplaySmoke(t *testing.T) {
 		Rows []struct {
 			Config   string  `json:"config"`
 			Runs     int     `json:"runs"`
+			TTFTP50  float64 `json:"ttft_p50_s"`
 			Wall     float64 `json:"wall_seconds"`
 			OverL2   float64 `json:"wall_over_l2_only"`
 			P99Ms    float64 `json:"prefetch_wait_p99_ms"`
@@ -157,21 +159,21 @@ func TestBenchReplaySmoke(t *testing.T) {
 	if err := json.Unmarshal(top.Result, &doc); err != nil {
 		t.Fatal(err)
 	}
-	configs := []string{"L2-only", "L3-empty", "L3-filled"}
-	if len(doc.Runs) != 9 || len(doc.Rows) != 3 || top.Wrong != 0 {
-		t.Fatalf("%d runs, %d rows, %d wrong; want 9 runs and 3 rows, nothing wrong\n%s", len(doc.Runs), len(doc.Rows), top.Wrong, out)
+	configs := []string{"L1-only", "L2-only", "L3-empty", "L3-filled"}
+	if len(doc.Runs) != 12 || len(doc.Rows) != 4 || top.Wrong != 0 {
+		t.Fatalf("%d runs, %d rows, %d wrong; want 12 runs and 4 rows, nothing wrong\n%s", len(doc.Runs), len(doc.Rows), top.Wrong, out)
 	}
 	walls := map[string][]float64{}
 	for i, r := range doc.Runs {
-		if r.Config != configs[i%3] || r.Repeat != i/3 {
+		if r.Config != configs[i%4] || r.Repeat != i/4 {
 			t.Errorf("launch %d is %s of repeat %d: want the configurations alternating, a repeat at a time", i, r.Config, r.Repeat)
 		}
 		switch {
-		case r.Config == "L2-only" && r.L3Dir != "":
+		case (r.Config == "L1-only" || r.Config == "L2-only") && r.L3Dir != "":
 			t.Errorf("launch %d: an L2-only launch with an L3 directory %s", i, r.L3Dir)
 		case r.Config == "L3-filled" && r.L3Dir != doc.Runs[i-1].L3Dir:
 			t.Errorf("launch %d: the filled launch reads %s, not the directory the empty one filled (%s)", i, r.L3Dir, doc.Runs[i-1].L3Dir)
-		case r.Config == "L3-empty" && i >= 3 && r.L3Dir == doc.Runs[i-3].L3Dir:
+		case r.Config == "L3-empty" && i >= 4 && r.L3Dir == doc.Runs[i-4].L3Dir:
 			t.Errorf("launch %d: repeat %d's empty launch reuses %s", i, r.Repeat, r.L3Dir)
 		}
 		walls[r.Config] = append(walls[r.Config], r.Wall)
@@ -182,16 +184,17 @@ func TestBenchReplaySmoke(t *testing.T) {
 	med := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return s[len(s)/2] }
 	base := med(walls["L2-only"])
 	for i, r := range doc.Rows {
-		if r.Config != configs[i] || r.Runs != 3 || r.Wall != med(walls[r.Config]) || math.Abs(r.OverL2-r.Wall/base) > 1e-9 {
-			t.Errorf("row %+v: want %s, 3 runs, the median wall of its runs (%v) and its ratio to L2-only's median (%g)", r, configs[i], walls[r.Config], base)
+		if r.Config != configs[i] || r.Runs != 3 || r.Wall != med(walls[r.Config]) || math.Abs(r.OverL2-r.Wall/base) > 1e-9 || !(r.TTFTP50 > 0) {
+			t.Errorf("row %+v: want %s, 3 runs, the median wall of its runs (%v), its ratio to L2-only's median (%g) and a modelled TTFT", r, configs[i], walls[r.Config], base)
 		}
 	}
-	filled := doc.Rows[2]
+	filled := doc.Rows[3]
 	if !(filled.ReadByte > 0) || doc.Prefetch.Blocks < 1 || !(doc.Prefetch.PlainReadMs > 0) {
 		t.Fatalf("the filled launches read %g bytes from the L3, plain reference %+v: want both measured\n%s", filled.ReadByte, doc.Prefetch, out)
 	}
 	for name, want := range map[string]float64{
-		"l3_empty_over_l2_only": doc.Rows[1].Wall / base, "l3_filled_over_l2_only": filled.Wall / base,
+		"l3_empty_over_l2_only": doc.Rows[2].Wall / base, "l3_filled_over_l2_only": filled.Wall / base,
+		"ttft_l3_filled_over_l2_only": filled.TTFTP50 / doc.Rows[1].TTFTP50,
 		"l3_filled_prefetch_p99_over_plain_read": filled.P99Ms / doc.Prefetch.PlainReadMs,
 	} {
 		if got, ok := doc.Ratios[name]; !ok || math.Abs(got-want) > 1e-9*want {
