@@ -194,7 +194,7 @@ func TestBenchReplaySmoke(t *testing.T) {
 	}
 	for name, want := range map[string]float64{
 		"l3_empty_over_l2_only": doc.Rows[2].Wall / base, "l3_filled_over_l2_only": filled.Wall / base,
-		"ttft_l3_filled_over_l2_only": filled.TTFTP50 / doc.Rows[1].TTFTP50,
+		"ttft_l3_filled_over_l2_only":            filled.TTFTP50 / doc.Rows[1].TTFTP50,
 		"l3_filled_prefetch_p99_over_plain_read": filled.P99Ms / doc.Prefetch.PlainReadMs,
 	} {
 		if got, ok := doc.Ratios[name]; !ok || math.Abs(got-want) > 1e-9*want {
