@@ -24,6 +24,7 @@
 //     arguments), said with the flag's name and exit status 2.
 //   - interrupt.go: a signal during a long benchmark outside a job becomes a cancelled context, and exit 128 + N.
 //   - profile.go: --cpu-profile, a CPU profile per rank.
+//   - settings.go: the settings every rank of a job agrees on at start-up (spmd.StartJob), from the command's flags.
 //   - runflags.go: run's flags (runOptions), which validate and sweep share, their conversion into
 //     hicache.Options, replayCommand (run's and validate's command), and --trace -'s hand-over to the job.
 //   - run.go: run, the main job.

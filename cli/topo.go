@@ -23,7 +23,7 @@ func topoCommand() *cli.Command {
 		OnUsageError: onUsageError,
 		Before:       o.check,
 		Action: func(*cli.Context) error {
-			job, err := spmd.StartJob(o.cp, o.dp, o.logLevel)
+			job, err := spmd.StartJob(o.cp, o.dp, o.logLevel, jobSettings())
 			if err != nil {
 				return err
 			}

@@ -41,9 +41,10 @@ func ParseLogLevel(s string) (slog.Level, error) {
 	return 0, &ConfigError{Flag: "log-level", Reason: fmt.Sprintf("%q is not one of debug, info, warn, error", s)}
 }
 
-// StartJob initialises MPI on the calling goroutine (which must stay the one that makes every MPI call) and
-// builds the topology. On error MPI is finalised again, so the caller only prints and exits.
-func StartJob(cp, dp int, level slog.Level) (*Job, error) {
+// StartJob initialises MPI on the calling goroutine (which must stay the one that makes every MPI call), has every
+// rank agree on settings (AgreeOnSettings, bounded by SettingsTimeout), and builds the topology. On error MPI is
+// finalised again, so the caller only prints and exits.
+func StartJob(cp, dp int, level slog.Level, settings []Setting) (*Job, error) {
 	if err := mpi.Init(); err != nil {
 		var setting *mpi.SettingError
 		if errors.As(err, &setting) { // an environment variable every rank reads alike
@@ -52,6 +53,13 @@ func StartJob(cp, dp int, level slog.Level) (*Job, error) {
 		return nil, err
 	}
 	world, err := mpi.World()
+	if err != nil {
+		return nil, errors.Join(err, mpi.Finalize())
+	}
+	watchdog := NewWatchdog(SettingsTimeout, world.Rank(), nil)
+	watchdog.Arm("start-up: the agreement on the job's settings", WorldGroup, world.Size(), 0)
+	err = AgreeOnSettings(world, settings)
+	watchdog.Stop()
 	if err != nil {
 		return nil, errors.Join(err, mpi.Finalize())
 	}

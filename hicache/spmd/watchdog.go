@@ -76,6 +76,9 @@ func NewWatchdog(timeout time.Duration, worldRank int, cleanup func()) *Watchdog
 	return w
 }
 
+// WorldGroup is Arm's group for a collective over the whole world (before the CP groups exist).
+const WorldGroup = -1
+
 // Arm records that a collective (named for the message) is about to block.
 func (w *Watchdog) Arm(name string, group, commSize int, step int64) {
 	w.arm(collectiveSlot, watchdogSite{name: name, group: group, commSize: commSize, step: step})
@@ -150,6 +153,9 @@ func (w *Watchdog) fire(site *watchdogSite, waited time.Duration) {
 	msg := "a collective"
 	if site != nil {
 		msg = fmt.Sprintf("%s on CP group %d (%d ranks)", site.name, site.group, site.commSize)
+		if site.group == WorldGroup {
+			msg = fmt.Sprintf("%s over all %d ranks", site.name, site.commSize)
+		}
 		if site.step > 0 { // step 0 is start-up (transport.Start), before any step
 			msg += fmt.Sprintf(" at step %d", site.step)
 		}
