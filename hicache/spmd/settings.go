@@ -10,8 +10,8 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// Every rank proves that it runs the same job (DESIGN.md, "Every rank runs the same job"): ranks given different
-// flags (a per-node environment under Slurm makes it easy) must never run, hang or report. Before any shared state
+// Every rank proves that it runs the same job (README.md's failure behaviour): ranks given different flags (a
+// per-node environment under Slurm makes it easy) must never run, hang or report. Before any shared state
 // (the topology included: ranks with different --cp values split the world differently and wait forever), the
 // ranks compare their settings over the world communicator and stop with a usage error, naming the settings.
 
