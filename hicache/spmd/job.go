@@ -23,7 +23,8 @@ type Job struct {
 	Cleanup *Cleanup
 
 	stopSignals func()
-	failing     atomic.Bool // Fail was called: a SIGTERM from the launcher is expected now
+	failing     atomic.Bool              // Fail was called: a SIGTERM from the launcher is expected now
+	watchdog    atomic.Pointer[Watchdog] // the latest NewWatchdog's, whose waits a signal's line names
 }
 
 // ParseLogLevel turns --log-level into a slog level.
@@ -71,7 +72,7 @@ func StartJob(cp, dp int, level slog.Level, settings []Setting) (*Job, error) {
 	logger := slog.New(handler).With("rank", topo.WorldRank, "cp_group", topo.CPGroup, "cp_rank", topo.CPRank)
 	logger.Info("mpi", "library", libraryName(), "yield_when_idle", mpi.YieldWhenIdle())
 	job := &Job{Topo: topo, Log: logger, Cleanup: &Cleanup{}}
-	job.stopSignals = handleSignals(topo.WorldRank, &job.failing, job.Cleanup)
+	job.stopSignals = handleSignals(topo.WorldRank, &job.failing, job.Cleanup, func() string { return job.watchdog.Load().Doing(time.Now()) })
 	return job, nil
 }
 
@@ -126,5 +127,7 @@ func (j *Job) Where() Where {
 
 // NewWatchdog starts a watchdog for this rank whose expiry runs the job's clean-up before it exits.
 func (j *Job) NewWatchdog(timeout time.Duration) *Watchdog {
-	return NewWatchdog(timeout, j.Topo.WorldRank, j.Cleanup.Run)
+	w := NewWatchdog(timeout, j.Topo.WorldRank, j.Cleanup.Run)
+	j.watchdog.Store(w)
+	return w
 }
