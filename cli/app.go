@@ -75,7 +75,7 @@ func jobID(given string) string {
 
 // withJob starts MPI and the topology, runs fn, and ends the process the way the job's error requires.
 func withJob(g globalOptions, fn func(*spmd.Job) error) error {
-	job, err := spmd.StartJob(g.cp, g.dp, g.logLevel)
+	job, err := spmd.StartJob(g.cp, g.dp, g.logLevel, jobSettings())
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func exitStatus(err error) int {
 const exitStatusHelp = "EXIT STATUS:\n" +
 	"   0      success: every check passed (a result line \"OK, but ...\" says what was not covered)\n" +
 	"   1      a check failed (placement divergence, a wrong byte, a failed copy, a validate row) or a run-time error\n" +
-	"   2      usage: an unknown command or flag, a stray argument, or an invalid --flag or CPHICACHE_* value\n" +
+	"   2      usage: an unknown command or flag, a stray argument, an invalid --flag or CPHICACHE_* value, or ranks given different settings\n" +
 	"   3      the watchdog ended the job: a collective or a drain waited longer than --watchdog-timeout\n" +
 	"   4      a rank exited on purpose (--inject-exit)\n" +
 	"   5      --strict: nothing failed, but not everything was checked (a result line \"OK, but ...\", a skipped validate check)\n" +
@@ -122,7 +122,9 @@ const exitStatusHelp = "EXIT STATUS:\n" +
 // the one way every error is printed (spmd.Report): once for an error every rank shares, with the rank
 // otherwise. A rank that stays silent waits, so that mpirun does not end the speaker before its message is out.
 func reportError(err error) {
-	if !spmd.Report(os.Stderr, err, spmd.Where{WorldRank: mpi.LauncherRank()}) {
+	// Ranks given different settings each print their own values: each waits too, or the first to exit has
+	// mpirun end the others before they print.
+	if !spmd.Report(os.Stderr, err, spmd.Where{WorldRank: mpi.LauncherRank()}) || errors.As(err, new(*spmd.SettingsError)) {
 		time.Sleep(spmd.SilentRankGrace)
 	}
 }

@@ -27,6 +27,7 @@
 //   - profile.go: --cpu-profile, a CPU profile per rank.
 //   - provenance.go: what produced a result (the build, the MPI library, the command line, every flag's value, the
 //     hosts, the trace's checksum), the '#' lines that open each command's output and its JSON's provenance.
+//   - settings.go: the settings every rank of a job agrees on at start-up (spmd.StartJob), from the command's flags.
 //   - runflags.go: run's flags (runOptions), which validate and sweep share, their conversion into
 //     hicache.Options, replayCommand (run's and validate's command), and --trace -'s hand-over to the job.
 //   - serving.go: the serving clock's flags, run's and sweep's (--gpu, --prefill-profile, --prefill-model,

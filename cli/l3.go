@@ -70,7 +70,7 @@ func l3StatCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			usage, err := l3.Usage(o.dir)
 			if err != nil {
-				return err
+				return oneProcess(err)
 			}
 			newProvenance(c).WriteHeader(os.Stdout)
 			writeL3Usage(os.Stdout, o.dir, usage)
@@ -107,6 +107,10 @@ func l3Bytes(bytes int64) string {
 	return fmt.Sprintf("%s (%d bytes)", sizing.FormatBytes(bytes), bytes)
 }
 
+// oneProcess marks an error of a command that runs without mpirun, as one process: it is printed plainly, not
+// as a rank's.
+func oneProcess(err error) error { return &spmd.JobWide{Err: err} }
+
 func l3ClearCommand() *cli.Command {
 	o := &l3Options{}
 	return &cli.Command{
@@ -123,7 +127,8 @@ func l3ClearCommand() *cli.Command {
 				fmt.Printf("removed namespace %016x\n", fp)
 			}
 			if err != nil {
-				return err
+				fmt.Printf("# cphicache l3 clear: %s: %s removed, and not all\n", o.dir, spmd.Plural(len(removed), "namespace"))
+				return oneProcess(fmt.Errorf("l3 clear: %w", err))
 			}
 			if o.fingerprint != nil && len(removed) == 0 {
 				// A mistyped fingerprint must not pass for a cleared one.

@@ -25,7 +25,7 @@ func topoCommand() *cli.Command {
 		Before:       o.check,
 		Action: func(c *cli.Context) error {
 			provenance := newProvenance(c)
-			job, err := spmd.StartJob(o.cp, o.dp, o.logLevel)
+			job, err := spmd.StartJob(o.cp, o.dp, o.logLevel, jobSettings())
 			if err != nil {
 				return err
 			}

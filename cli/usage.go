@@ -56,6 +56,7 @@ func harden(app *cli.App) {
 				// cannot) say where their value came from too: withJob annotates before a rank prints.
 				cmd.Action = func(c *cli.Context) error {
 					annotateError = func(err error) error { return fromEnvironment(c, commandLine, err) }
+					jobSettings = func() []spmd.Setting { return commandSettings(c, commandLine) }
 					return annotateError(action(c))
 				}
 			}

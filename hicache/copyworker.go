@@ -58,6 +58,7 @@ type doneWork struct {
 	cache.Completion
 	read         *readDone
 	writtenBytes int64 // a block write's payload, 0 when the block was there already
+	skipped      bool  // a block write the read-only directory skipped
 }
 
 func newCompletions() *completions { return &completions{notify: make(chan struct{}, 1)} }

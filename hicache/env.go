@@ -197,6 +197,8 @@ func (rs *runState) expireReads(now time.Time) {
 // countWrite tallies a finished block write of this rank.
 func (rs *runState) countWrite(x doneWork) {
 	switch {
+	case x.skipped:
+		rs.io.L3WritesSkipped++
 	case x.Err == nil:
 		if x.writtenBytes > 0 {
 			rs.io.L3Writes++

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,66 @@ func TestValidatesL3DirectoryIsInTheCleanUp(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("validate's L3 directory %s is still there after the clean-up (stat: %v)", dir, err)
+	}
+}
+
+// TestL3AllCorruptIsNoWorseThanNoL3: over a directory whose every block is corrupt (a payload byte flipped), a
+// run hits as many tokens as the same run with no L3 (copies synchronous and prefetches waited for, so that both
+// runs are exact; an L1 small enough that a third of the hits are the L2's): its failed prefetches neither pile
+// up in the L2 (which cost a fifth of the hits) nor keep being tried: a handful over the run, one at a time, at
+// steps ever further apart. Those few still move later evictions, which moves the hits by about 1% either way
+// (as the copies' timing moves two runs with no L3 at np 8), hence the tolerance.
+func TestL3AllCorruptIsNoWorseThanNoL3(t *testing.T) {
+	dir := sharedTempDir(t)
+	shape := func(opts *Options) *Options {
+		opts.SyncCopies, opts.DevicePages = true, 48
+		return opts
+	}
+	r, err := Run(testJob(t), shape(l3Options(dir)))
+	checkL3Run(t, "fill", r, err)
+	if testWorld.Rank() == 0 {
+		flipPayloadBytes(t, dir)
+	}
+	testWorld.Barrier()
+	none, err := Run(testJob(t), shape(smallOptions()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	corrupt, err := Run(testJob(t), shape(l3Options(dir)))
+	checkL3Run(t, "all corrupt", corrupt, err)
+	hits := func(r *Report) int64 { return r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens }
+	prompt := none.Hits.L1Tokens + none.Hits.L2Tokens + none.Hits.MissTokens
+	if corrupt.L3.Corrupt == 0 || none.Hits.L2Tokens < hits(none)/4 {
+		t.Fatalf("%d corrupt blocks read, %d of %d hit tokens from the L2: the run proves nothing", corrupt.L3.Corrupt, none.Hits.L2Tokens, hits(none))
+	}
+	if hits(corrupt) < hits(none)-prompt/50 || corrupt.L3.Prefetches > 8 {
+		t.Errorf("over an all-corrupt L3: %d hit tokens (L2 %d) after %d prefetches of %d corrupt blocks; with no L3: %d (L2 %d) of %d",
+			hits(corrupt), corrupt.Hits.L2Tokens, corrupt.L3.Prefetches, corrupt.L3.Corrupt, hits(none), none.Hits.L2Tokens, prompt)
+	}
+	checkNoLeakedSegments(t)
+}
+
+// flipPayloadBytes corrupts every block file under dir: its first payload byte, after the 64-byte header.
+func flipPayloadBytes(t *testing.T, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !strings.HasSuffix(path, ".blk") {
+			return err
+		}
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		b := make([]byte, 1)
+		if _, err := f.ReadAt(b, 64); err != nil {
+			return err
+		}
+		b[0] ^= 0xff
+		_, err = f.WriteAt(b, 64)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

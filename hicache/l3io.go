@@ -99,9 +99,16 @@ func newL3IO(o L3Options, g pool.Geometry, seed uint64, place l3Place, log *slog
 	if place.part == 0 {
 		budget = max(1, o.Bytes/int64(max(1, g.Nodes)))
 	}
-	store, err := l3.OpenPart(l3.OSFS{}, o.Dir, o.namespace(g, seed), place.node, budget)
+	var fsys l3.FS = l3.OSFS{}
+	if o.testReadOnly {
+		fsys = l3.ReadOnlyFS{FS: fsys}
+	}
+	store, err := l3.OpenPart(fsys, o.Dir, o.namespace(g, seed), place.node, budget)
 	if err != nil {
 		return nil, err
+	}
+	if store.ReadOnly() && place.part == 0 {
+		log.Warn("the L3 directory is read-only: its blocks are served, none is written (counted in l3.writes_skipped)", "dir", o.Dir)
 	}
 	if o.testFailWrites {
 		store.FailWritesForTest(errors.New("no space left on device (injected)"))
@@ -180,6 +187,10 @@ func (t *l3IO) write(w *cache.BlockWrite, buf *[]byte) doneWork {
 		time.Sleep(2 * time.Millisecond)
 	}
 	if t.store.Exists(w.Key) {
+		return res
+	}
+	if t.store.ReadOnly() {
+		res.skipped = true // nothing to gather: the directory takes no block
 		return res
 	}
 	payload, err := t.store.GatherFromSlab(w.Pages, t.slabs, buf)

@@ -57,6 +57,7 @@ type L3Options struct {
 	// fails as on a bad disk; the existence check misses every block whose key is 0 mod 3, as on a shared
 	// filesystem whose view lags.
 	testFailWrites, testFailReads, testHideBlocks bool
+	testReadOnly                                  bool // the directory refuses writes, as a read-only mount does
 	// readFailuresExpected: validate's injected read failures are what its l3_roundtrip row counts, so the first
 	// is not said as a warning (a passing validate prints no WARN).
 	readFailuresExpected bool
@@ -90,7 +91,7 @@ func (o *L3Options) validate(pageTokens int) error {
 	if o.Bytes < 1 {
 		return &spmd.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d: the L3 needs a budget of 1 byte or more", o.Bytes)}
 	}
-	return l3.CheckWritable(o.Dir)
+	return l3.CheckDir(o.Dir) // a read-only one is served read-only (l3.Store.ReadOnly)
 }
 
 // namespace is everything that changes a block's bytes in this run: the L2's geometry (bytes per token as

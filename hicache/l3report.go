@@ -20,6 +20,7 @@ type L3Report struct {
 	Writes         int64  `json:"writes"`          // block files published
 	WriteBytes     int64  `json:"write_bytes"`     // their payloads
 	WriteErrors    int64  `json:"write_errors"`    // blocks dropped on a failed write (ENOSPC, EIO): the run went on
+	WritesSkipped  int64  `json:"writes_skipped"`  // blocks not written: the directory is read-only
 	Reads          int64  `json:"reads"`           // blocks read and verified into the L2
 	ReadBytes      int64  `json:"read_bytes"`
 	ReadFailures   int64  `json:"read_failures"` // reads that failed (absent, corrupt, I/O error): misses
@@ -47,7 +48,7 @@ type L3Report struct {
 func newL3Report(c *cache.Counters, o L3Options, ns l3.Namespace) *L3Report {
 	return &L3Report{Dir: o.Dir, Namespace: fmt.Sprintf("%016x", ns.Fingerprint()), FilesPerBlock: max(1, ns.Nodes), WritePolicy: o.WritePolicy.String(),
 		PrefetchPolicy: o.PrefetchPolicy.String(), BlockTokens: o.BlockTokens, Bytes: o.Bytes,
-		Writes: c.L3Writes, WriteBytes: c.L3WriteBytes, WriteErrors: c.L3WriteErrors, Reads: c.L3Reads, ReadBytes: c.L3ReadBytes,
+		Writes: c.L3Writes, WriteBytes: c.L3WriteBytes, WriteErrors: c.L3WriteErrors, WritesSkipped: c.L3WritesSkipped, Reads: c.L3Reads, ReadBytes: c.L3ReadBytes,
 		ReadFailures: c.L3ReadFailures, Corrupt: c.L3Corrupt, Evictions: c.L3Evictions, Prefetches: c.L3Prefetches,
 		PrefetchBlocks: c.L3PrefetchBlocks, PrefetchMisses: c.L3PrefetchMisses, PrefetchTimeouts: c.L3PrefetchTimeouts,
 		PrefetchFlushed: c.L3PrefetchFlushed, PrefetchCalls: c.L3PrefetchCalls, WriteMismatches: c.L3WriteMismatches,
@@ -63,8 +64,12 @@ func (r *L3Report) writeSummary(w io.Writer) {
 	if r.FilesPerBlock > 1 {
 		files = fmt.Sprintf("part-files (%d a block, one a node)", r.FilesPerBlock)
 	}
-	fmt.Fprintf(w, "  L3 (%s, %s, %d-token blocks): %d %s written (%.1f MiB), %d write errors; %d read (%.1f MiB), %d failed reads (%d corrupt); %d evicted\n",
-		r.Dir, r.WritePolicy, r.BlockTokens, r.Writes, files, float64(r.WriteBytes)/(1<<20), r.WriteErrors, r.Reads, float64(r.ReadBytes)/(1<<20),
+	skipped := ""
+	if r.WritesSkipped > 0 {
+		skipped = fmt.Sprintf(", %d skipped (a read-only directory)", r.WritesSkipped)
+	}
+	fmt.Fprintf(w, "  L3 (%s, %s, %d-token blocks): %d %s written (%.1f MiB), %d write errors%s; %d read (%.1f MiB), %d failed reads (%d corrupt); %d evicted\n",
+		r.Dir, r.WritePolicy, r.BlockTokens, r.Writes, files, float64(r.WriteBytes)/(1<<20), r.WriteErrors, skipped, r.Reads, float64(r.ReadBytes)/(1<<20),
 		r.ReadFailures, r.Corrupt, r.Evictions)
 	fmt.Fprintf(w, "  L3 prefetch (%s): %d prefetches of %d blocks, %d cut short by a failed read, %d timed out, %d dropped by a flush; wait p50 %.0f us, p99 %.0f us (a block read: p50 %.0f us, p99 %.0f us); %d l3_prefetch consensus calls (%d steps' counts agreed in the step consensus before); existence checks %d a step ahead, %d in their step\n",
 		r.PrefetchPolicy, r.Prefetches, r.PrefetchBlocks, r.PrefetchMisses, r.PrefetchTimeouts, r.PrefetchFlushed, r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99, r.ReadUs.P50, r.ReadUs.P99, r.PrefetchCalls, r.CountsAhead,

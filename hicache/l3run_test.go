@@ -148,6 +148,29 @@ func TestL3WriteErrorsAreCountedAndTheRunGoesOn(t *testing.T) {
 	checkNoLeakedSegments(t)
 }
 
+// TestL3ReadOnlyDirectoryIsServed: a directory holding valid blocks that refuses writes (a pre-warmed cache on a
+// read-only mount; the test's filesystem refuses them, since root writes anywhere) is no invalid --l3-dir: its
+// blocks are read and served, and the blocks the run would have written are skipped and counted, not errors.
+func TestL3ReadOnlyDirectoryIsServed(t *testing.T) {
+	dir := sharedTempDir(t)
+	r, err := Run(testJob(t), l3Options(dir))
+	checkL3Run(t, "warm-up", r, err)
+	opts := l3Options(dir)
+	opts.Synthetic.Conversations *= 2 // new conversations beside the warm ones (the same): blocks to write
+	opts.L3.testReadOnly = true
+	job, log := loggedJob(t)
+	r, err = Run(job, opts)
+	checkL3Run(t, "read-only", r, err)
+	if r.Hits.L3Tokens == 0 || r.L3.WritesSkipped == 0 || r.L3.Writes != 0 || r.L3.WriteErrors != 0 {
+		t.Errorf("%d L3 hit tokens, %d writes skipped, %d written, %d write errors: want hits, and every write skipped",
+			r.Hits.L3Tokens, r.L3.WritesSkipped, r.L3.Writes, r.L3.WriteErrors)
+	}
+	if cp, _ := testLayout(); testWorld.Rank()%cp == 0 {
+		checkSaidOnce(t, log, "the L3 directory is read-only", dir)
+	}
+	checkNoLeakedSegments(t)
+}
+
 // TestValidateL3RowCatchesIgnoredReadFailures: validate's l3_roundtrip row passes on a sound cache and fails, alone,
 // when the group's agreement on failed reads is ignored (blocks the failing rank never read are served).
 func TestValidateL3RowCatchesIgnoredReadFailures(t *testing.T) {

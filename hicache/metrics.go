@@ -125,6 +125,7 @@ func counterSamples(r *Report) []counterSample {
 			{"l3_bytes_total", ioBytes, "direction", "write", l3.WriteBytes, true},
 			{"l3_bytes_total", ioBytes, "direction", "read", l3.ReadBytes, true},
 			{"l3_write_errors_total", "L3 blocks dropped on a failed write (ENOSPC, EIO)", "", "", l3.WriteErrors, true},
+			{"l3_writes_skipped_total", "L3 blocks not written: the directory is read-only", "", "", l3.WritesSkipped, true},
 			{"l3_read_failures_total", "L3 reads that failed and were served as misses", "", "", l3.ReadFailures, true},
 			{"l3_corrupt_total", "L3 block files that failed their checks (removed, never served)", "", "", l3.Corrupt, true},
 			{"l3_evictions_total", "L3 block files removed to keep --l3-bytes", "", "", l3.Evictions, true},

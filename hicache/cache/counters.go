@@ -62,6 +62,7 @@ type Counters struct {
 	L3Writes           int64 `agg:"rank"`  // block files published
 	L3WriteBytes       int64 `agg:"rank"`
 	L3WriteErrors      int64 `agg:"rank"` // blocks dropped on a failed write (ENOSPC, EIO): the run went on
+	L3WritesSkipped    int64 `agg:"rank"` // blocks not written: the directory is read-only
 	L3WriteMismatches  int64 `agg:"rank"` // blocks whose L2 parts were not their content: not published, the run fails
 	L3Reads            int64 `agg:"rank"` // blocks read and verified into the L2
 	L3ReadBytes        int64 `agg:"rank"`

@@ -64,6 +64,9 @@ func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 		}
 		p := started[candidates[i].keys[0]]
 		if p == nil {
+			if n = min(n, c.prefetchRoom()); n == 0 {
+				continue
+			}
 			if p = c.startPrefetch(candidates[i], n); p == nil {
 				continue
 			}
@@ -72,6 +75,45 @@ func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 		waiting = append(waiting, deferredRequest{req: &batch[i].Request, prefetch: p})
 	}
 	return waiting, nil
+}
+
+// prefetchRoom is how many blocks a new prefetch may reserve, so that a failing L3 (every block corrupt, or
+// unreadable) costs a few reads, never the L2's hits. Each bound is replicated: unresolved prefetches leave only
+// at an agreed frontier, and the failures counted are agreed ones (resolvePrefetches).
+//
+//   - Prefetches not yet resolved hold at most an eighth of the L2 (prefetchBacklogShare). A failed read holds
+//     its prefetch's object until the group agrees it, and the agreed frontier passes one failed prefetch per
+//     consensus (l3Tier.vote): over an all-corrupt directory, prefetches started every step piled up unresolved
+//     and held up to 89% of the L2 with objects that serve nothing, evicting what would (45% of the L2's hits).
+//   - After an agreed failure, none starts for 2, 4, ... steps, at most prefetchBackoffStepsMax (l3Tier.backOff),
+//     and until a prefetch reads whole (as at the start of a job, before one has) they start one at a time: each
+//     probe is resolved before the next. A failed block is removed, and written anew when its KV is next in the
+//     L2, so an L3 that failed may serve again.
+func (c *Core) prefetchRoom() int {
+	t := c.l3
+	if c.step < t.resumeStep || ((t.failStreak > 0 || !t.proven) && len(t.reads) > 0) {
+		return 0
+	}
+	held := 0
+	for _, p := range t.reads {
+		held += len(p.keys)
+	}
+	return max(0, c.geometry().Slots/prefetchBacklogShare/t.blockPages()-held)
+}
+
+const (
+	// prefetchBacklogShare: unresolved prefetches hold at most 1/prefetchBacklogShare of the L2, the share
+	// write_back keeps free for its writes.
+	prefetchBacklogShare = 8
+	// prefetchBackoffStepsMax bounds a back-off: a failing L3 is tried again at least this often.
+	prefetchBackoffStepsMax = 64
+)
+
+// backOff records an agreed failed prefetch at step: no prefetch starts for twice as many steps as after the last
+// failure in a row, from 2 to prefetchBackoffStepsMax.
+func (t *l3Tier) backOff(step int64) {
+	t.failStreak++
+	t.resumeStep = step + min(int64(1)<<min(t.failStreak, 30), prefetchBackoffStepsMax)
 }
 
 // prefetchCandidate finds the request's blocks after the prefix the tree can serve now; false when fewer than

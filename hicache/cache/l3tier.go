@@ -110,6 +110,11 @@ type l3Tier struct {
 	lastSeq  struct{ write, read, check uint64 }
 	reads    []*l3Prefetch // prefetches not yet resolved, ascending seq
 	open     []*l3Prefetch // prefetches not yet attached to the tree or given up (resolved or not)
+	// Replicated, from agreed outcomes (prefetchRoom): consecutive failed prefetches, the step before which none
+	// starts (backOff), and whether one has been read whole. A flush keeps them: the L3 stays.
+	failStreak int
+	resumeStep int64
+	proven     bool
 
 	// Existence checks (l3exists.go): the next step's, by request, and every one in flight, by sequence number.
 	// The keys they look for are replicated; their answers are this rank's. A flush keeps them: the L3 stays.
@@ -279,6 +284,9 @@ func (c *Core) resolvePrefetches(upTo, failed uint64) {
 		if failed != noFailure && failed>>prefetchBlockBits == p.seq && !ignore {
 			p.okBlocks = int(failed & (1<<prefetchBlockBits - 1))
 			c.counters.L3PrefetchMisses++
+			t.backOff(c.step)
+		} else {
+			t.failStreak, t.proven = 0, true
 		}
 		if p.closed {
 			c.abortPrefetch(p)

@@ -33,6 +33,7 @@ func (c *Core) StateHash() uint64 {
 	h.add(boolWord(c.drainNext), uint64(len(c.deferred)))
 	if t := c.l3; t != nil {
 		h.add(t.lastSeq.write, t.lastSeq.read, uint64(len(t.writes)), uint64(len(t.reads)), uint64(len(t.open)), uint64(len(t.backedUp)))
+		h.add(uint64(t.failStreak), uint64(t.resumeStep), boolWord(t.proven))
 		for _, w := range t.writes {
 			h.add(w.seq, w.key)
 		}

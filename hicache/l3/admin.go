@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -60,7 +61,10 @@ func Usage(dir string) ([]NamespaceUsage, error) {
 
 // Clear removes one namespace's directory (fingerprint non-nil) or every namespace's, and returns the
 // fingerprints it removed. Only directories named as a fingerprint are touched: whatever else lives in the
-// directory is not the L3's.
+// directory is not the L3's. A job running beside it keeps writing blocks: each namespace's directory is first
+// renamed aside (a writer then recreates its own, and its writes in flight in the old one fail and are dropped),
+// so that the removal does not race the writes; it is tried again, up to clearTries times, and a namespace that
+// still resists does not stop the others: the error names each namespace left.
 func Clear(dir string, fingerprint *uint64) ([]uint64, error) {
 	if err := CheckDir(dir); err != nil {
 		return nil, err
@@ -70,16 +74,54 @@ func Clear(dir string, fingerprint *uint64) ([]uint64, error) {
 		return nil, err
 	}
 	var removed []uint64
+	var left []error
+	if fingerprint == nil { // what an earlier clear left aside (it ended, or a namespace resisted it)
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), clearingPrefix) && e.IsDir() {
+				left = append(left, removeAll(filepath.Join(dir, e.Name())))
+			}
+		}
+	}
 	for _, fp := range fps {
 		if fingerprint != nil && *fingerprint != fp {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(dir, fmt.Sprintf("%016x", fp))); err != nil {
-			return removed, err
+		if err := removeNamespace(dir, fmt.Sprintf("%016x", fp)); err != nil {
+			left = append(left, fmt.Errorf("namespace %016x is not removed: %w", fp, err))
+			continue
 		}
 		removed = append(removed, fp)
 	}
-	return removed, nil
+	return removed, errors.Join(left...)
+}
+
+// clearTries bounds Clear's attempts at one namespace, clearRetryPause (growing by itself each time) apart:
+// about half a second in all, against a job that writes a block every few milliseconds.
+const (
+	clearTries      = 10
+	clearRetryPause = 10 * time.Millisecond
+)
+
+// clearingPrefix names a namespace's directory that Clear renamed aside to remove it.
+const clearingPrefix = ".cphicache-clearing-"
+
+// removeAll is os.RemoveAll; the tests make it fail.
+var removeAll = os.RemoveAll
+
+func removeNamespace(dir, name string) (err error) {
+	path := filepath.Join(dir, name)
+	aside := filepath.Join(dir, fmt.Sprintf("%s%s-%d", clearingPrefix, name, os.Getpid())) // not a namespace's name
+	if os.Rename(path, aside) == nil {
+		path = aside
+	}
+	for try := range clearTries {
+		if err = removeAll(path); err == nil {
+			return nil
+		}
+		time.Sleep(time.Duration(try+1) * clearRetryPause)
+	}
+	return fmt.Errorf("%d tries, the last: %w (a job running beside writes into it: run clear again once it ends)", clearTries, err)
 }
 
 // namespaceDirs lists the fingerprints that have a directory under dir, in order.

@@ -1,7 +1,12 @@
 package l3
 
 import (
+	"fmt"
+	"io/fs"
+	"os"
 	"reflect"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -41,5 +46,44 @@ func TestUsageAndClear(t *testing.T) {
 	mustWrite(t, a, 4) // a Store outlives a Clear: its directory comes back
 	if !a.Exists(4) {
 		t.Error("a write after Clear is lost")
+	}
+}
+
+// TestClearRetriesAndFinishesWhatItCan: a namespace a running job writes into resists a removal now and then
+// (ENOTEMPTY: a block arrived between its files' removal and its own); Clear tries it again, and one that resists
+// every try does not stop the others: the error names it, and the tries.
+func TestClearRetriesAndFinishesWhatItCan(t *testing.T) {
+	dir := t.TempDir()
+	other := testNS
+	other.Name = "another model"
+	a, b := openStore(t, dir, testNS, 1<<20, nil), openStore(t, dir, other, 1<<20, nil)
+	mustWrite(t, a, 1)
+	mustWrite(t, b, 1)
+	resisting := fmt.Sprintf("%016x", a.Fingerprint())
+	fails := 3 // a's namespace fails three times, then gives way
+	removeAll = func(path string) error {
+		if strings.Contains(path, resisting) && fails > 0 {
+			fails--
+			return &fs.PathError{Op: "unlinkat", Path: path, Err: syscall.ENOTEMPTY}
+		}
+		return os.RemoveAll(path)
+	}
+	defer func() { removeAll = os.RemoveAll }()
+	if removed, err := Clear(dir, nil); err != nil || len(removed) != 2 || a.Exists(1) || b.Exists(1) {
+		t.Errorf("a namespace that resists three times: removed %x, %v; want both removed", removed, err)
+	}
+	mustWrite(t, a, 2)
+	mustWrite(t, b, 2)
+	fails = clearTries
+	removed, err := Clear(dir, nil)
+	if want := fmt.Sprintf("namespace %016x is not removed: %d tries", a.Fingerprint(), clearTries); err == nil ||
+		!strings.Contains(err.Error(), want) || !reflect.DeepEqual(removed, []uint64{b.Fingerprint()}) || b.Exists(2) || a.Exists(2) {
+		t.Errorf("a namespace that resists every try: removed %x, %v; want the other removed and %q", removed, err, want)
+	}
+	if removed, err := Clear(dir, nil); err != nil || len(removed) != 0 {
+		t.Errorf("the next clear: removed %x, %v; want what the last left aside removed", removed, err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("left in the directory: %v, %v", entries, err)
 	}
 }

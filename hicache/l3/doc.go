@@ -15,6 +15,9 @@
 // create, one pwritev of the header and a payload of up to 1 MiB (a larger one a chunk at a time after the
 // header's place, each hashed just before its write, the header last), futimens, close, rename.
 //
+// A directory that refuses writes (a read-only mount, holding a cache another job warmed) opens read-only
+// (Store.ReadOnly): its blocks are read and verified as any, and nothing is written, removed or evicted.
+//
 // A block path that is not a regular file (a FIFO, a directory, a socket, a device, or a symbolic link to one)
 // is a corrupt block too: it is found without blocking (regular.go) and never read.
 //

@@ -31,7 +31,7 @@ func (s *Store) writeNamespaceFile() error {
 	}, false, s.now())
 	var we *WriteError
 	if errors.As(err, &we) {
-		return fmt.Errorf("%s: %v", we.Op, we.Err)
+		return fmt.Errorf("%s: %w", we.Op, we.Err)
 	}
 	return err
 }

@@ -6,10 +6,10 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/errscope"
@@ -23,6 +23,7 @@ type Store struct {
 	ns            Namespace
 	node          int    // the group's node whose part-files this Store reads and writes (0 on one node)
 	partSuffix    string // ".p<node>of<nodes>" before ".blk" on a group over several nodes, else ""
+	readOnly      bool   // the directory refused writes at Open (openForWrites)
 	fingerprint   uint64
 	capacityBytes int64
 
@@ -87,10 +88,10 @@ func OpenPart(fsys FS, dir string, ns Namespace, node int, capacityBytes int64) 
 	if c, ok := fsys.(interface{ Now() time.Time }); ok {
 		s.now = c.Now // a simulated filesystem keeps its own clock: a replay's mtimes are the same
 	}
-	if err := s.writeNamespaceFile(); err != nil {
+	if err := s.openForWrites(); err != nil {
 		return nil, &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not writable: %v", dir, err)}
 	}
-	if capacityBytes == Unbounded {
+	if capacityBytes == Unbounded || s.readOnly {
 		return s, nil
 	}
 	if err := s.seed(); err != nil {
@@ -101,6 +102,32 @@ func OpenPart(fsys FS, dir string, ns Namespace, node int, capacityBytes int64) 
 	s.evictOverBudget()
 	return s, nil
 }
+
+// openForWrites writes the namespace's description and proves that a block can be created beside it. A directory
+// that refuses both as read-only (a read-only mount: a pre-warmed cache shared by many jobs; or no permission)
+// opens the Store read-only: its blocks are served, nothing is written, removed or evicted (ReadOnly), and the
+// Store never scans it, as one of Unbounded capacity does not.
+func (s *Store) openForWrites() error {
+	err := s.writeNamespaceFile()
+	if err == nil {
+		var f TempFile
+		if f, err = s.fs.CreateTemp(s.dir, ".cphicache-probe-*.tmp"); err == nil {
+			err = errors.Join(f.Close(), s.fs.Remove(f.Name()))
+		}
+	}
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		s.readOnly = true
+		return nil
+	}
+	return err
+}
+
+// ReadOnly says whether the Store's directory refused writes when it was opened: Write then skips every block
+// (ErrReadOnly).
+func (s *Store) ReadOnly() bool { return s.readOnly }
+
+// ErrReadOnly is Write's answer on a read-only Store: the block is skipped, not failed.
+var ErrReadOnly = errors.New("l3: the directory is read-only: block not written")
 
 // CheckDir refuses an L3 directory that is not there: creating it would hide a mistyped path or an unmounted
 // filesystem, and the blocks would silently go to the wrong disk.
@@ -118,21 +145,6 @@ func checkDir(fsys FS, dir string) error {
 		return &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not a directory", dir)}
 	}
 	return nil
-}
-
-// CheckWritable is CheckDir, then proof that a file can be created in dir (a read-only mount, missing
-// permissions): a run checks it on every rank before it creates anything, so that it fails at start, naming
-// --l3-dir, not at its first block.
-func CheckWritable(dir string) error {
-	if err := CheckDir(dir); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".cphicache-probe-*.tmp")
-	if err != nil {
-		return &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not writable: %v", dir, err)}
-	}
-	name := f.Name()
-	return errors.Join(f.Close(), os.Remove(name))
 }
 
 // Adopt records a block that another rank of this job wrote, as its file now shows it, so that this Store's

@@ -172,27 +172,63 @@ func TestOpenNamesTheFlag(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	readOnly := t.TempDir()
-	if err := os.Chmod(readOnly, 0o555); err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		dir      string
 		capacity int64
 		flag     string
 	}{{"", 1, "l3-dir"}, {"/no/such/l3", 1, "l3-dir"}, {file, 1, "l3-dir"}, {t.TempDir(), 0, "l3-bytes"}}
-	if os.Geteuid() != 0 { // root writes anywhere
-		cases = append(cases, struct {
-			dir      string
-			capacity int64
-			flag     string
-		}{readOnly, 1, "l3-dir"})
-	}
 	for _, tc := range cases {
 		_, err := Open(tc.dir, testNS, tc.capacity)
 		var ce *errscope.ConfigError
 		if !errors.As(err, &ce) || ce.Flag != tc.flag {
 			t.Errorf("Open(%q, %d): %v, want an invalid --%s", tc.dir, tc.capacity, err, tc.flag)
+		}
+	}
+}
+
+// TestReadOnlyDirectoryServesItsBlocks: a directory that refuses writes (a read-only mount holding a pre-warmed
+// cache; ReadOnlyFS stands for it, since root writes anywhere) opens read-only, whether or not its namespace is
+// there yet: its blocks are read, a write is skipped (ErrReadOnly), and a corrupt block, which cannot be removed,
+// is still refused.
+func TestReadOnlyDirectoryServesItsBlocks(t *testing.T) {
+	dir := t.TempDir()
+	warm := openStore(t, dir, testNS, 1<<20, nil)
+	want := content(1, 7, pageTokens)
+	if err := warm.Write(1, pageTokens, want, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Write(2, pageTokens, content(2, 7, pageTokens), false); err != nil {
+		t.Fatal(err)
+	}
+	path := warm.BlockPath(2)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[headerBytes] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := testNS
+	other.Name = "never written"
+	for _, ns := range []Namespace{testNS, other} {
+		s, err := OpenPart(ReadOnlyFS{OSFS{}}, dir, ns, 0, 1<<20)
+		if err != nil || !s.ReadOnly() {
+			t.Fatalf("%s: read-only %v, %v: want it opened read-only", ns, s != nil && s.ReadOnly(), err)
+		}
+		if err := s.Write(3, pageTokens, content(3, 7, pageTokens), false); !errors.Is(err, ErrReadOnly) {
+			t.Errorf("%s: write: %v, want ErrReadOnly", ns, err)
+		}
+		if ns != testNS {
+			continue
+		}
+		got := make([]byte, len(want))
+		if n, err := s.Read(1, got); err != nil || n != pageTokens || !bytes.Equal(got, want) {
+			t.Errorf("read of a warm block: %d tokens, %v", n, err)
+		}
+		var corrupt *CorruptError
+		if _, err := s.Read(2, got); !errors.As(err, &corrupt) {
+			t.Errorf("read of a corrupt block: %v, want a *CorruptError", err)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -74,3 +75,20 @@ type vectorWriter interface {
 	pwritev(bufs [][]byte, offset int64) error // writes every byte of bufs at offset, in order
 	touch(t time.Time) error
 }
+
+// ReadOnlyFS is fsys with every change refused as a read-only mount refuses it (EROFS), reads passed through: a
+// test's stand-in for a read-only mount, which root (the tests' user) cannot otherwise make of a directory.
+type ReadOnlyFS struct{ FS }
+
+func (ReadOnlyFS) CreateTemp(dir, _ string) (TempFile, error) { return nil, readOnly("open", dir) }
+func (ReadOnlyFS) Rename(oldPath, _ string) error             { return readOnly("rename", oldPath) }
+func (ReadOnlyFS) Chtimes(path string, _, _ time.Time) error  { return readOnly("chtimes", path) }
+func (ReadOnlyFS) Remove(path string) error                   { return readOnly("remove", path) }
+func (r ReadOnlyFS) MkdirAll(path string, _ fs.FileMode) error {
+	if info, err := r.FS.Stat(path); err == nil && info.IsDir() {
+		return nil // as os.MkdirAll: a directory that is there is no change
+	}
+	return readOnly("mkdir", path)
+}
+
+func readOnly(op, path string) error { return &fs.PathError{Op: op, Path: path, Err: syscall.EROFS} }

@@ -12,12 +12,16 @@ import (
 // part, in PartOffset's order). It writes a temporary file with a unique name beside the block, fsyncs it and
 // the directory when fsync is set, and renames it into place, so a reader sees the whole block or none. A
 // failure is a *WriteError and leaves no temporary file. Blocks beyond the budget are then evicted, oldest first.
+// A read-only Store (ReadOnly) writes nothing: ErrReadOnly.
 func (s *Store) Write(key uint64, tokenCount int, payload []byte, fsync bool) error {
 	if tokenCount < 1 || tokenCount%s.ns.PageTokens != 0 {
 		return fmt.Errorf("l3: write %016x: %d tokens is not whole pages of %d", key, tokenCount, s.ns.PageTokens)
 	}
 	if want := s.ns.PayloadBytes(tokenCount); int64(len(payload)) != want {
 		return fmt.Errorf("l3: write %016x: payload of %d bytes, want %d for %d tokens", key, len(payload), want, tokenCount)
+	}
+	if s.readOnly {
+		return ErrReadOnly
 	}
 	path := s.blockPath(key)
 	h := header{fingerprint: s.fingerprint, key: key, tokenCount: uint64(tokenCount), payloadBytes: uint64(len(payload))}
@@ -164,7 +168,7 @@ func (s *Store) refresh(key uint64, path string, f ReadFile, fileBytes int64) {
 // is what it was then): that one is a new, whole block.
 func (s *Store) removeCorrupt(opened fs.FileInfo, path string, key uint64) {
 	now, errNow := s.fs.Stat(path)
-	if errNow == nil && s.fs.SameFile(opened, now) {
+	if errNow == nil && s.fs.SameFile(opened, now) && !s.readOnly {
 		s.fs.Remove(path)
 	}
 	s.mu.Lock()
@@ -177,6 +181,9 @@ func (s *Store) removeCorrupt(opened fs.FileInfo, path string, key uint64) {
 // process's view, so each candidate's file is looked at first: one another job removed is only forgotten, one
 // another job used since (a newer mtime) moves to its place. Called with s.mu held.
 func (s *Store) evictOverBudget() {
+	if s.readOnly {
+		return // nothing can be removed; the budget is the directory's writers'
+	}
 	for looks := 2 * len(s.lru.byKey); s.lru.totalBytes > s.capacityBytes && looks >= 0; looks-- {
 		e := s.lru.oldest()
 		path := s.blockPath(e.key)

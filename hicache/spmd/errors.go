@@ -52,9 +52,10 @@ func (e *NotCoveredError) Error() string {
 func (e *NotCoveredError) Scope() Scope { return JobScope }
 
 // ExitStatus is the exit status of a job that ends with err: ExitUsage for a flag's value or a CPHICACHE_NODE_NAME
-// setting at fault (ConfigError, NodeNameError), ExitFailure otherwise.
+// setting at fault (ConfigError, NodeNameError) or ranks given different settings (SettingsError), ExitFailure
+// otherwise.
 func ExitStatus(err error) int {
-	if errors.As(err, new(*ConfigError)) || errors.As(err, new(*NodeNameError)) {
+	if errors.As(err, new(*ConfigError)) || errors.As(err, new(*NodeNameError)) || errors.As(err, new(*SettingsError)) {
 		return ExitUsage
 	}
 	if errors.As(err, new(*NotCoveredError)) {

@@ -23,7 +23,8 @@ type Job struct {
 	Cleanup *Cleanup
 
 	stopSignals func()
-	failing     atomic.Bool // Fail was called: a SIGTERM from the launcher is expected now
+	failing     atomic.Bool              // Fail was called: a SIGTERM from the launcher is expected now
+	watchdog    atomic.Pointer[Watchdog] // the latest NewWatchdog's, whose waits a signal's line names
 }
 
 // ParseLogLevel turns --log-level into a slog level.
@@ -41,9 +42,10 @@ func ParseLogLevel(s string) (slog.Level, error) {
 	return 0, &ConfigError{Flag: "log-level", Reason: fmt.Sprintf("%q is not one of debug, info, warn, error", s)}
 }
 
-// StartJob initialises MPI on the calling goroutine (which must stay the one that makes every MPI call) and
-// builds the topology. On error MPI is finalised again, so the caller only prints and exits.
-func StartJob(cp, dp int, level slog.Level) (*Job, error) {
+// StartJob initialises MPI on the calling goroutine (which must stay the one that makes every MPI call), has every
+// rank agree on settings (AgreeOnSettings, bounded by SettingsTimeout), and builds the topology. On error MPI is
+// finalised again, so the caller only prints and exits.
+func StartJob(cp, dp int, level slog.Level, settings []Setting) (*Job, error) {
 	if err := mpi.Init(); err != nil {
 		var setting *mpi.SettingError
 		if errors.As(err, &setting) { // an environment variable every rank reads alike
@@ -55,6 +57,13 @@ func StartJob(cp, dp int, level slog.Level) (*Job, error) {
 	if err != nil {
 		return nil, errors.Join(err, mpi.Finalize())
 	}
+	watchdog := NewWatchdog(SettingsTimeout, world.Rank(), nil)
+	watchdog.Arm("start-up: the agreement on the job's settings", WorldGroup, world.Size(), 0)
+	err = AgreeOnSettings(world, settings)
+	watchdog.Stop()
+	if err != nil {
+		return nil, errors.Join(err, mpi.Finalize())
+	}
 	topo, err := NewTopology(world, cp, dp)
 	if err != nil {
 		return nil, errors.Join(err, mpi.Finalize())
@@ -63,7 +72,7 @@ func StartJob(cp, dp int, level slog.Level) (*Job, error) {
 	logger := slog.New(handler).With("rank", topo.WorldRank, "cp_group", topo.CPGroup, "cp_rank", topo.CPRank)
 	logger.Info("mpi", "library", libraryName(), "yield_when_idle", mpi.YieldWhenIdle())
 	job := &Job{Topo: topo, Log: logger, Cleanup: &Cleanup{}}
-	job.stopSignals = handleSignals(topo.WorldRank, &job.failing, job.Cleanup)
+	job.stopSignals = handleSignals(topo.WorldRank, &job.failing, job.Cleanup, func() string { return job.watchdog.Load().Doing(time.Now()) })
 	return job, nil
 }
 
@@ -118,5 +127,7 @@ func (j *Job) Where() Where {
 
 // NewWatchdog starts a watchdog for this rank whose expiry runs the job's clean-up before it exits.
 func (j *Job) NewWatchdog(timeout time.Duration) *Watchdog {
-	return NewWatchdog(timeout, j.Topo.WorldRank, j.Cleanup.Run)
+	w := NewWatchdog(timeout, j.Topo.WorldRank, j.Cleanup.Run)
+	j.watchdog.Store(w)
+	return w
 }

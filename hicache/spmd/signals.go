@@ -101,23 +101,28 @@ func (c *Cleanup) Run() {
 
 // handleSignals ends the run on SIGTERM (scancel) or SIGINT (Ctrl-C): in-flight copies are abandoned, the
 // clean-up runs (a still-linked segment is unlinked), the process exits with 128 + the signal. World rank 0 says why; mpirun
-// delivers the signal to every rank (as SIGTERM), so the others exit quietly on SIGTERM. A SIGINT reaches a rank
-// other than 0 only when someone sent it to that rank (kill -INT, a debugger): that rank names itself, since its
-// launcher then ends the others with a SIGTERM that says nothing of the cause. The returned function stops the
-// handling.
+// delivers the signal to every rank (as SIGTERM), so the others exit quietly, unless they were waiting (doing: the
+// watchdog's Doing, "" when not in a wait of a second or more): when another rank's watchdog ends the job, the
+// launcher's SIGTERM finds the ranks it waited for, and each says where it was, or the watchdog's line would be the
+// only one. A SIGINT reaches a rank other than 0 only when someone sent it to that rank (kill -INT, a debugger):
+// that rank names itself, since its launcher then ends the others with a SIGTERM that says nothing of the cause.
+// The returned function stops the handling.
 //
 // failing is set once the rank is already ending on a failure whose message another rank prints: the launcher's
 // SIGTERM to the silent ranks is then no news, and saying "run abandoned" would only hide the real message.
-func handleSignals(worldRank int, failing *atomic.Bool, cleanup *Cleanup) (stop func()) {
+func handleSignals(worldRank int, failing *atomic.Bool, cleanup *Cleanup, doing func() string) (stop func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
 	done := make(chan struct{})
 	go func() {
 		select {
 		case sig := <-ch:
+			waiting := doing() // before the clean-up, which may take a while
 			cleanup.Run()
 			switch {
 			case failing.Load():
+			case waiting != "":
+				fmt.Fprintf(os.Stderr, "cphicache: rank %d: received %s while %s; run abandoned (in-flight copies dropped, shared memory released)\n", worldRank, SignalName(sig), waiting)
 			case worldRank == 0:
 				fmt.Fprintf(os.Stderr, "cphicache: received %s; run abandoned (in-flight copies dropped, shared memory released)\n", SignalName(sig))
 			case sig == syscall.SIGINT:

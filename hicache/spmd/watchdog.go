@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,51 @@ type watchdogSite struct {
 	hint     string // what usually causes it, for the operator
 }
 
+// describe names the wait for a message: what, where, at which step, and its usual cause.
+func (site *watchdogSite) describe() string {
+	if site == nil {
+		return "a collective"
+	}
+	msg := fmt.Sprintf("%s on CP group %d (%d ranks)", site.name, site.group, site.commSize)
+	if site.group == WorldGroup {
+		msg = fmt.Sprintf("%s over all %d ranks", site.name, site.commSize)
+	}
+	if site.step > 0 { // step 0 is start-up (transport.Start), before any step
+		msg += fmt.Sprintf(" at step %d", site.step)
+	}
+	if site.hint != "" {
+		msg += " (" + site.hint + ")"
+	}
+	return msg
+}
+
+// lateCheck is how far past its limit a wait is noticed before the message says the check was late: ten polls.
+const lateCheck = 10 * watchdogPollInterval
+
+// waitWorthSaying is how long a wait must have lasted for Doing to name it: a rank ended in the middle of a
+// quick collective has nothing to explain.
+const waitWorthSaying = time.Second
+
+// Doing says what this rank has been waiting in for waitWorthSaying or longer ("" when nothing): the drain, and
+// a collective inside it, each with how long. A rank that a peer's failure ends (the launcher's SIGTERM) says
+// it, so that a job's watchdog line is not the only one: the peers it waited for say where they were.
+func (w *Watchdog) Doing(now time.Time) string {
+	if w == nil || w.timeout <= 0 {
+		return ""
+	}
+	var parts []string
+	for _, slot := range []int{drainSlot, collectiveSlot} {
+		armed := w.slots[slot].armedAtNs.Load()
+		if armed == 0 {
+			continue
+		}
+		if waited := now.Sub(time.Unix(0, armed)); waited >= waitWorthSaying {
+			parts = append(parts, fmt.Sprintf("waiting %.1f s in %s", waited.Seconds(), w.slots[slot].what.Load().describe()))
+		}
+	}
+	return strings.Join(parts, ", and inside it ")
+}
+
 // NewWatchdog starts a watchdog for the rank worldRank (named in its message). timeout <= 0 disables it. cleanup
 // runs before the exit (unlink, unmap).
 func NewWatchdog(timeout time.Duration, worldRank int, cleanup func()) *Watchdog {
@@ -75,6 +121,9 @@ func NewWatchdog(timeout time.Duration, worldRank int, cleanup func()) *Watchdog
 	}
 	return w
 }
+
+// WorldGroup is Arm's group for a collective over the whole world (before the CP groups exist).
+const WorldGroup = -1
 
 // Arm records that a collective (named for the message) is about to block.
 func (w *Watchdog) Arm(name string, group, commSize int, step int64) {
@@ -138,7 +187,7 @@ func (w *Watchdog) poll() {
 					limit += collectiveGrace
 				}
 				if waited := now.Sub(time.Unix(0, armed)); waited >= limit {
-					w.fire(w.slots[slot].what.Load(), waited)
+					w.fire(w.slots[slot].what.Load(), waited, limit)
 					return
 				}
 			}
@@ -146,19 +195,15 @@ func (w *Watchdog) poll() {
 	}
 }
 
-func (w *Watchdog) fire(site *watchdogSite, waited time.Duration) {
-	msg := "a collective"
-	if site != nil {
-		msg = fmt.Sprintf("%s on CP group %d (%d ranks)", site.name, site.group, site.commSize)
-		if site.step > 0 { // step 0 is start-up (transport.Start), before any step
-			msg += fmt.Sprintf(" at step %d", site.step)
-		}
-		if site.hint != "" {
-			msg += " (" + site.hint + ")"
-		}
+func (w *Watchdog) fire(site *watchdogSite, waited, limit time.Duration) {
+	late := ""
+	if waited-limit > lateCheck {
+		// The poll runs every watchdogPollInterval: a check this late means the process itself was not run, and
+		// a peer on the same machine, starved alike, may be as late as this rank says it is.
+		late = fmt.Sprintf("; this check itself ran %.1f s late: the machine did not run this process meanwhile (overloaded?)", (waited - limit).Seconds())
 	}
-	fmt.Fprintf(w.out, "cphicache: rank %d: watchdog: %s waited %.1f s, longer than --watchdog-timeout %.0f s; ending the job\n",
-		w.worldRank, msg, waited.Seconds(), w.timeout.Seconds())
+	fmt.Fprintf(w.out, "cphicache: rank %d: watchdog: %s waited %.1f s, longer than --watchdog-timeout %.0f s%s; ending the job "+
+		"(a rank the launcher then ends in a wait of its own says which)\n", w.worldRank, site.describe(), waited.Seconds(), w.timeout.Seconds(), late)
 	if w.cleanup != nil {
 		w.cleanup()
 	}

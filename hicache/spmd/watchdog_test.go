@@ -77,3 +77,42 @@ func TestCleanupRunsWhatIsLeftOnce(t *testing.T) {
 		t.Errorf("ran %v: want the kept action once and the removed one never", ran)
 	}
 }
+
+// Doing names the waits of a second or more, the drain and the collective inside it, with how long; a quick one
+// is not named, nor a returned one. It is what a rank says when the launcher ends it after a peer's watchdog.
+func TestWatchdogSaysWhatTheRankIsWaitingIn(t *testing.T) {
+	w, _, _ := testWatchdog(time.Minute)
+	defer w.Stop()
+	now := time.Now()
+	w.ArmDrain("write drain", "a backup copy on this rank did not complete", 0, 2, 7)
+	w.Arm("step consensus", 0, 2, 7)
+	if got := w.Doing(now.Add(500 * time.Millisecond)); got != "" {
+		t.Errorf("half a second in: %q, want nothing said", got)
+	}
+	got := w.Doing(now.Add(3 * time.Second))
+	for _, want := range []string{"waiting 3.0 s in write drain on CP group 0 (2 ranks) at step 7 (a backup copy", ", and inside it waiting 3.0 s in step consensus"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("three seconds in: %q, want %q in it", got, want)
+		}
+	}
+	w.DisarmDrain()
+	w.Disarm()
+	if got := w.Doing(now.Add(time.Hour)); got != "" {
+		t.Errorf("after both returned: %q, want nothing said", got)
+	}
+	if got := (*Watchdog)(nil).Doing(now); got != "" {
+		t.Errorf("no watchdog: %q", got)
+	}
+}
+
+// A wait noticed far past its limit (the process was not run: an overloaded machine) says so, and by how much:
+// a peer starved alike may be as late, which is no hang of its own.
+func TestWatchdogSaysWhenItsOwnCheckRanLate(t *testing.T) {
+	w, out, exited := testWatchdog(time.Minute)
+	defer w.Stop()
+	w.fire(&watchdogSite{name: "object_compare consensus", commSize: 2, step: 40}, 23200*time.Millisecond, 11*time.Second)
+	if code := waitFired(t, exited); code != ExitWatchdog || !strings.Contains(out.String(), "waited 23.2 s") ||
+		!strings.Contains(out.String(), "this check itself ran 12.2 s late") {
+		t.Errorf("exit %d, message %q", code, out.String())
+	}
+}
