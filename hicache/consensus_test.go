@@ -265,7 +265,7 @@ func TestValidateFlushRowCatchesABrokenReset(t *testing.T) {
 			if (c.Result == "fail") != wantFail {
 				t.Errorf("broken reset %v: %s %s (%s)", broken, c.Name, c.Result, c.Detail)
 			}
-			if c.Name == "flush_reset" && !strings.Contains(c.Detail, "rank-flushes") {
+			if c.Name == "flush_reset" && !strings.Contains(c.Detail, "rank-flush") {
 				t.Errorf("flush row: %s", c.Detail)
 			}
 		}
