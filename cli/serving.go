@@ -60,7 +60,7 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 		&cli.Float64Flag{Name: "request-rate", EnvVars: env("REQUEST_RATE"), Category: servingCategory, Destination: &o.requestRate, DefaultText: "a Mooncake trace's timestamps",
 			Usage: "Poisson arrivals at this many requests per second, seeded by --seed, instead of the trace's timestamps (the synthetic workload and token traces have none: give it)"},
 		&cli.Float64Flag{Name: "time-scale", Value: 1, EnvVars: env("TIME_SCALE"), Category: servingCategory, Destination: &o.timeScale,
-			Usage: "run the clock this many times faster than the trace's, arrivals and modelled compute alike (60: an hour of trace in a minute); figures are reported in the trace's time, so the machinery's real time counts this many times over"},
+			Usage: "spend the modelled time at 1/N of its length on the wall (60: an hour of trace in about a minute, arrivals at the trace's load); a step lasts its modelled time or its real work's wall time, whichever is longer, so the cache's own time counts as itself and the figures are a replay's at the trace's pace (SERVING.md)"},
 	}
 	if virtual {
 		o.timeScale = 1

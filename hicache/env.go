@@ -31,6 +31,7 @@ func (rs *runState) NextStep(step int64) ([]workload.Event, error) {
 // Collective carries one of the core's collectives; a rank told to hang or exit at a step does so just before
 // that step's consensus.
 func (rs *runState) Collective(c *cache.Collective) error {
+	rs.paceConsensus(c)
 	if c.Kind == StepConsensus {
 		rs.injectHangOrExit(c.Step)
 	}

@@ -111,7 +111,7 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 		return rs, err
 	}
 	if rs.clock != nil {
-		rs.clock.start = time.Now()
+		rs.clock.begin()
 	}
 	replayErr := rs.core.Run()
 	if rs.clock != nil && rs.clock.root {

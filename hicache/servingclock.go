@@ -18,7 +18,9 @@ import (
 // step from its queue by a token budget and broadcasts the step with the earliest time it may begin, and every
 // rank spends the step's modelled load and prefill time while the real cache work runs beside it; only what does
 // not fit under the model lengthens the step. Every time here is trace time, in nanoseconds since the replay
-// began; --time-scale makes the wall clock run that many times faster.
+// began, kept by each rank as a virtual clock: a step lasts its modelled time, or the wall time its real work took
+// if that is longer. --time-scale N spends the modelled time at 1/N of its length on the wall, so the replay is
+// N times shorter, while the real work's time counts as itself, as it would in a replay at the trace's pace.
 
 // ServingOptions turn the serving clock on; nil in Options replays as fast as the machine allows, as before.
 type ServingOptions struct {
@@ -115,14 +117,17 @@ func (o *ServingOptions) prefill() serving.Prefill {
 // servingClock is one rank's serving clock. Every rank paces its steps by it; CP rank 0 also forms the steps and
 // times each request, since only it holds the arrivals.
 type servingClock struct {
-	opts      *ServingOptions
-	root      bool
-	start     time.Time        // the wall time of trace time 0, taken as the replay begins
-	queue     []serving.Queued // CP rank 0's, one per event of rs.events
-	lastStart int64            // CP rank 0: the earliest start of the last step it formed
-	startNs   map[int64]int64  // the earliest start of each step received and not yet begun
-	stepStart int64            // the current step's start
-	lastEnd   int64            // when the last step ended (its consensus returned), 0 before the first
+	opts       *ServingOptions
+	root       bool
+	queue      []serving.Queued // CP rank 0's, one per event of rs.events
+	lastStart  int64            // CP rank 0: the earliest start of the last step it formed
+	startNs    map[int64]int64  // the earliest start of each step received and not yet begun
+	stepStart  int64            // the current step's start
+	lastEnd    int64            // when the last step ended (its consensus returned), 0 before the first
+	computeEnd int64            // when the step's modelled prefill ends
+	// The wall: when the current step began (the last one's end, or the end of an idle wait), and when its
+	// consensus may begin (its modelled time, scaled); zero once waited for.
+	wallStart, paceConsensusAt time.Time
 
 	// CP rank 0's requests: by the step that holds them, and in arrival order for the ideal.
 	formed  map[int64][]*requestClock
@@ -146,15 +151,13 @@ func newServingClock(o *ServingOptions, root bool) *servingClock {
 		pending: map[*workload.Request]*requestClock{}}
 }
 
-// nowNs is the trace time now.
-func (c *servingClock) nowNs() int64 {
-	return int64(float64(time.Since(c.start).Nanoseconds()) * c.opts.TimeScale)
+// scaled is how long trace time ns takes on the wall: ns over --time-scale.
+func (c *servingClock) scaled(ns int64) time.Duration {
+	return time.Duration(float64(ns) / c.opts.TimeScale)
 }
 
-// wall is the wall time of trace time ns.
-func (c *servingClock) wall(ns int64) time.Time {
-	return c.start.Add(time.Duration(float64(ns) / c.opts.TimeScale))
-}
+// begin starts the clock as the replay begins: trace time 0 is now.
+func (c *servingClock) begin() { c.wallStart = time.Now() }
 
 // arrive gives CP rank 0's events their arrival times and builds its queue: the trace's own, or a Poisson
 // stream's at --request-rate. Times never go back: a request queues behind the line before it.
@@ -179,7 +182,7 @@ func (c *servingClock) arrive(events []workload.Event, seed uint64) {
 // form is CP rank 0's step: how many of the queued events form step `step`, formed as the step before it begins
 // (serving.VirtualReplay says why), and the earliest time it may begin.
 func (c *servingClock) form(events *[]workload.Event) ([]workload.Event, int64) {
-	n, startNs := c.opts.Batching.Take(c.queue, max(c.nowNs(), c.lastStart))
+	n, startNs := c.opts.Batching.Take(c.queue, max(c.lastEnd, c.lastStart))
 	batch := (*events)[:n]
 	*events, c.queue = (*events)[n:], c.queue[n:]
 	c.lastStart = startNs
@@ -228,10 +231,11 @@ func (rs *runState) BeginStep(step int64) {
 	if startNs, ok := c.startNs[step]; ok {
 		delete(c.startNs, step)
 		if startNs > c.lastEnd {
-			rs.paceUntil(c.wall(startNs), "serving clock: idle until the step's first arrival")
-			c.stepStart = max(startNs, c.nowNs())
+			rs.paceUntil(c.wallStart.Add(c.scaled(startNs-c.lastEnd)), "serving clock: idle until the step's first arrival")
+			c.stepStart, c.wallStart = startNs, time.Now()
 		}
 	}
+	c.computeEnd = c.stepStart // until Served prices the step
 	for _, rc := range c.formed[step] {
 		rc.firstStartNs = c.stepStart
 	}
@@ -240,7 +244,9 @@ func (rs *runState) BeginStep(step int64) {
 
 // Served spends the step's modelled time, in a GPU's order: the L3 reads its requests still wait for and their
 // load-backs, each at least its modelled time and at least until this rank's real copies finished; then the
-// prefill, at its modelled time, while the real copies and L3 I/O go on beside it.
+// prefill, at its modelled time, while the real copies and L3 I/O go on beside it. The prefill's end is waited
+// for just before the step's consensus (paceConsensus): the rank's own checks and local waits before it (the
+// load-backs' verification, a throttled drain) run under the modelled compute, as they would beside a GPU.
 func (rs *runState) Served(s *cache.ServedStep) {
 	c := rs.clock
 	if c == nil {
@@ -264,20 +270,27 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	// The prefill starts once the modelled loads are over and this rank's real load-backs too. The serve's own
 	// work (its fills stand for the GPU computing KV) overlaps the prefill, as on a GPU, not the loads.
 	loadEnd := c.stepStart + l3Left + serving.Nanoseconds(cost.LoadSeconds)
-	rs.paceUntil(c.wall(loadEnd), "serving clock: modelled L3 reads and load-backs")
 	computeStart := loadEnd
 	if !s.LoadsDone() {
+		rs.paceUntil(c.wallStart.Add(c.scaled(loadEnd-c.stepStart)), "serving clock: modelled L3 reads and load-backs")
 		if err := rs.Wait(waitServingLoads, s.LoadsDone); err != nil {
 			rs.core.Fail(cache.FailureDevice, err)
 		}
-		computeStart = max(loadEnd, c.nowNs())
+		computeStart = max(loadEnd, c.stepStart+time.Since(c.wallStart).Nanoseconds())
 	}
 	computeEnd := computeStart + serving.Nanoseconds(cost.PrefillSeconds)
-	rs.paceUntil(c.wall(computeEnd), "serving clock: modelled prefill")
-	c.modelledNs += l3Left + serving.Nanoseconds(cost.LoadSeconds) + serving.Nanoseconds(cost.PrefillSeconds)
+	c.computeEnd, c.paceConsensusAt = computeEnd, c.wallStart.Add(c.scaled(computeEnd-c.stepStart))
 	for _, rc := range c.record(s, hits) {
 		rc.stepStartNs, rc.computeStartNs, rc.computeEndNs = c.stepStart, computeStart, computeEnd
 		c.inStep = append(c.inStep, rc)
+	}
+}
+
+// paceConsensus waits, before the step's consensus, until the modelled prefill of the step ends (scaled).
+func (rs *runState) paceConsensus(c *cache.Collective) {
+	if clock := rs.clock; clock != nil && c.Kind == StepConsensus && !clock.paceConsensusAt.IsZero() {
+		rs.paceUntil(clock.paceConsensusAt, "serving clock: modelled prefill")
+		clock.paceConsensusAt = time.Time{}
 	}
 }
 
@@ -304,9 +317,14 @@ func (c *servingClock) stepEnded() {
 	if c.opts.Virtual {
 		return
 	}
-	end := c.nowNs()
-	c.lastEnd = end
+	// The step lasted its modelled time, or the wall time its real work took when that was longer: the time it
+	// would have lasted at the trace's own pace, whatever --time-scale spent of the modelled part.
+	modelled := max(0, c.computeEnd-c.stepStart)
+	real := time.Since(c.wallStart).Nanoseconds()
+	end := c.stepStart + max(modelled, real)
+	c.wallStart, c.lastEnd = time.Now(), end
 	c.stepsNs += end - c.stepStart
+	c.modelledNs += modelled
 	for _, rc := range c.inStep {
 		c.t.observe(rc, end)
 	}

@@ -24,7 +24,7 @@ func percentilesOf(q *msQuantiles) Percentiles {
 
 // ServingReport is the serving clock's result over every CP group, in trace time. Every figure in it is
 // MODELLED: the prefill, the load-backs and the L3 reads cost what the model and the link rates say; what the
-// cache machinery added beyond them was measured on this machine (and, under --time-scale, multiplied by it).
+// cache machinery added beyond them was measured on this machine, in its real time (SERVING.md).
 type ServingReport struct {
 	Model     string  `json:"model"` // the prefill model and the rates, as the summary names them
 	TimeScale float64 `json:"time_scale"`
@@ -122,7 +122,7 @@ func (s *ServingReport) writeSummary(w io.Writer) {
 	ms := func(p Percentiles) string {
 		return fmt.Sprintf("p50 %s, p90 %s, p99 %s", seconds(p.P50), seconds(p.P90), seconds(p.P99))
 	}
-	fmt.Fprintf(w, "  serving clock, MODELLED (%s; trace time, replayed %gx faster): %d requests, %.0f prompt tokens/s (ideal %.0f)\n",
+	fmt.Fprintf(w, "  serving clock, MODELLED (%s; trace time, modelled time spent %gx faster): %d requests, %.0f prompt tokens/s (ideal %.0f)\n",
 		s.Model, s.TimeScale, s.Requests, s.PromptTokensPerSecond, s.IdealPromptTokensPerSecond)
 	fmt.Fprintf(w, "    TTFT %s; ideal (the same hits, a machinery that costs nothing) %s; measured/ideal p50 %.2f\n",
 		ms(s.TTFT), ms(s.IdealTTFT), s.MeasuredOverIdealP50)

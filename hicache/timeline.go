@@ -89,6 +89,7 @@ func (e timedEnv) NextStep(step int64) ([]workload.Event, error) {
 }
 
 func (e timedEnv) Collective(c *cache.Collective) error {
+	e.paceConsensus(c) // its own span: the consensus's starts after it
 	if e.tl.On() {
 		defer e.tl.End(timeline.KindConsensus, e.tlNames.consensus[c.Kind], e.tl.Now(), 0)
 	}
