@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/l3block"
 )
 
 // L3Config sizes the L3 store benchmark: for every block size, Blocks blocks written and read back per side and
@@ -133,7 +134,7 @@ func newL3Case(cfg L3Config, size int64, work string) (*l3Case, error) {
 	// Chained keys, as a conversation's blocks have: they spread over the store's fan-out directories as real ones do.
 	var key uint64
 	for i := range cfg.blocksOf(size) {
-		key = l3.ChainKey(key, []int32{int32(i)})
+		key = l3block.ChainKey(key, []int32{int32(i)})
 		c.keys = append(c.keys, key)
 	}
 	return c, nil
