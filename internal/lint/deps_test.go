@@ -22,8 +22,6 @@ import (
 // them, and fails once one is gone so that the list only shrinks. Each is "importer imports imported" as a
 // failure prints it, with the row's packages before a colon.
 var depsBeingCut = []string{
-	// workload's two file readers (ReadTraceFile, ReadTraceFileAs) open the trace; the core needs its events only.
-	"hicache/cache: hicache/workload imports os",
 	// pool asks for huge pages for its tables (madvise, hugepages_linux.go): a hint, never a result.
 	"hicache/cache: pool imports syscall",
 	// pool's BreakResetForTest's switch is an atomic.Bool, as the runner's ranks read it from their goroutines.
