@@ -13,7 +13,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/bench"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
@@ -118,10 +117,6 @@ func flagError(err error) error {
 	var synthetic *workload.FieldError
 	if errors.As(err, &synthetic) {
 		return &spmd.ConfigError{Flag: synthetic.Field, Reason: synthetic.Reason}
-	}
-	var benchmark *bench.FieldError
-	if errors.As(err, &benchmark) {
-		return &spmd.ConfigError{Flag: benchmark.Field, Reason: benchmark.Reason}
 	}
 	return err
 }
