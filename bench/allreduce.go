@@ -26,17 +26,17 @@ type AllreduceConfig struct {
 // tens of microseconds or more, and fewer calls give the same precision.
 const largeMessageBytes = 8 << 10
 
-// Validate returns a *FieldError naming the first unusable field as its flag of `cphicache bench allreduce`.
+// Validate returns a *errscope.ConfigError naming the first unusable field as its flag of `cphicache bench allreduce`.
 func (c AllreduceConfig) Validate() error {
 	switch {
 	case c.MinCount < 1 || c.MinCount&(c.MinCount-1) != 0:
-		return fieldErrorf("min-size", "min count %d is not a power of two", c.MinCount)
+		return configErrorf("min-size", "min count %d is not a power of two", c.MinCount)
 	case c.MaxCount < c.MinCount || c.MaxCount&(c.MaxCount-1) != 0:
-		return fieldErrorf("max-size", "max count %d is not a power of two of at least min count %d", c.MaxCount, c.MinCount)
+		return configErrorf("max-size", "max count %d is not a power of two of at least min count %d", c.MaxCount, c.MinCount)
 	case c.CountFactor != 2 && c.CountFactor != 4:
-		return fieldErrorf("step-factor", "count factor %d: use 2 or 4", c.CountFactor)
+		return configErrorf("step-factor", "count factor %d: use 2 or 4", c.CountFactor)
 	case c.GapMicroseconds < 0:
-		return fieldErrorf("gap-us", "gap %g us is negative", c.GapMicroseconds)
+		return configErrorf("gap-us", "gap %g us is negative", c.GapMicroseconds)
 	}
 	return firstBelow(bound{"iters", c.Iters, 1}, bound{"iters-large", c.ItersLarge, 1}, bound{"warmup", c.Warmup, 0}, bound{"rounds", c.Rounds, 1})
 }

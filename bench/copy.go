@@ -22,10 +22,10 @@ type CopyConfig struct {
 	Rounds     int
 }
 
-// Validate returns a *FieldError naming the first unusable field as its flag of `cphicache bench copy`.
+// Validate returns a *errscope.ConfigError naming the first unusable field as its flag of `cphicache bench copy`.
 func (c CopyConfig) Validate() error {
 	if len(c.PartBytes) == 0 {
-		return fieldErrorf("part-sizes", "no part sizes")
+		return configErrorf("part-sizes", "no part sizes")
 	}
 	if err := firstBelow(bound{"layers", c.Layers, 1}, bound{"payloads", c.Payloads, 1}, bound{"cp-ranks", c.CPSize, 1},
 		bound{"workers", c.Workers, 1}, bound{"iters", c.Iters, 1}, bound{"rounds", c.Rounds, 1}); err != nil {
@@ -33,7 +33,7 @@ func (c CopyConfig) Validate() error {
 	}
 	for _, p := range c.PartBytes {
 		if p < 1 || c.TotalBytes < p*int64(c.Layers*c.Payloads) {
-			return fieldErrorf("part-sizes", "part of %d bytes: total %d bytes must hold at least one page (%d layers x %d payloads)", p, c.TotalBytes, c.Layers, c.Payloads)
+			return configErrorf("part-sizes", "part of %d bytes: total %d bytes must hold at least one page (%d layers x %d payloads)", p, c.TotalBytes, c.Layers, c.Payloads)
 		}
 	}
 	return nil

@@ -26,33 +26,33 @@ type E2EConfig struct {
 	TimeoutSeconds float64  // per launch
 }
 
-// Validate returns a *FieldError naming the first unusable field as its flag of `cphicache bench e2e`, or, for
+// Validate returns a *errscope.ConfigError naming the first unusable field as its flag of `cphicache bench e2e`, or, for
 // the binary, which no flag sets, a plain error.
 func (c E2EConfig) Validate() error {
 	switch {
 	case len(c.NPs) == 0:
-		return fieldErrorf("np-list", "no rank counts")
+		return configErrorf("np-list", "no rank counts")
 	case len(c.AssertEvery) == 0:
-		return fieldErrorf("assert-every-list", "no assert intervals")
+		return configErrorf("assert-every-list", "no assert intervals")
 	case c.Repeats < 1:
-		return fieldErrorf("repeats", "%d must be 1 or more", c.Repeats)
+		return configErrorf("repeats", "%d must be 1 or more", c.Repeats)
 	case c.TimeoutSeconds <= 0:
-		return fieldErrorf("timeout", "%g s must be positive", c.TimeoutSeconds)
+		return configErrorf("timeout", "%g s must be positive", c.TimeoutSeconds)
 	case len(c.Launcher) == 0:
-		return fieldErrorf("mpirun", "no launcher")
+		return configErrorf("mpirun", "no launcher")
 	case c.OutDir == "":
-		return fieldErrorf("out-dir", "no output folder")
+		return configErrorf("out-dir", "no output folder")
 	case c.Binary == "":
 		return fmt.Errorf("e2e: no cphicache binary to launch")
 	}
 	for _, np := range c.NPs {
 		if np < 1 {
-			return fieldErrorf("np-list", "%d ranks", np)
+			return configErrorf("np-list", "%d ranks", np)
 		}
 	}
 	for _, every := range c.AssertEvery {
 		if every < 0 {
-			return fieldErrorf("assert-every-list", "assert interval %d is negative", every)
+			return configErrorf("assert-every-list", "assert interval %d is negative", every)
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/l3block"
 )
 
 // L3Config sizes the L3 store benchmark: for every block size, Blocks blocks written and read back per side and
@@ -42,23 +43,23 @@ var l3BenchNamespace = l3.Namespace{Layers: 4, Payloads: 2, PageTokens: 16, Toke
 // l3TokenBytes is one token's payload in a block: every layer's and payload's part.
 var l3TokenBytes = l3BenchNamespace.PayloadBytes(1)
 
-// Validate returns a *FieldError (or the l3 package's *spmd.ConfigError for the directory) naming the first
+// Validate returns a *errscope.ConfigError (the l3 package's for the directory) naming the first
 // unusable field as its flag of `cphicache bench l3`.
 func (c L3Config) Validate() error {
 	if err := l3.CheckDir(c.Dir); err != nil {
 		return err
 	}
 	if len(c.BlockBytes) == 0 {
-		return fieldErrorf("block-bytes", "no block sizes")
+		return configErrorf("block-bytes", "no block sizes")
 	}
 	page := l3BenchNamespace.PayloadBytes(l3BenchNamespace.PageTokens)
 	for _, b := range c.BlockBytes {
 		if b < page || b%page != 0 || b > 1<<30 {
-			return fieldErrorf("block-bytes", "%d bytes: a block is whole pages of %d bytes (%s), up to 1 GiB", b, page, l3BenchNamespace)
+			return configErrorf("block-bytes", "%d bytes: a block is whole pages of %d bytes (%s), up to 1 GiB", b, page, l3BenchNamespace)
 		}
 	}
 	if c.RoundBytes < 0 || c.RoundBytes > 1<<34 {
-		return fieldErrorf("round-bytes", "%d bytes: 0 to 16 GiB", c.RoundBytes)
+		return configErrorf("round-bytes", "%d bytes: 0 to 16 GiB", c.RoundBytes)
 	}
 	return firstBelow(bound{"blocks", c.Blocks, 1}, bound{"rounds", c.Rounds, 1})
 }
@@ -133,7 +134,7 @@ func newL3Case(cfg L3Config, size int64, work string) (*l3Case, error) {
 	// Chained keys, as a conversation's blocks have: they spread over the store's fan-out directories as real ones do.
 	var key uint64
 	for i := range cfg.blocksOf(size) {
-		key = l3.ChainKey(key, []int32{int32(i)})
+		key = l3block.ChainKey(key, []int32{int32(i)})
 		c.keys = append(c.keys, key)
 	}
 	return c, nil

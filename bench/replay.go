@@ -67,45 +67,45 @@ type ReplayConfig struct {
 // replayOwnFlags are the run flags the benchmark sets itself, per launch.
 var replayOwnFlags = []string{"--trace", "--l3-dir", "--report", "--quiet"}
 
-// Validate returns a *FieldError naming the first unusable field as its flag of `cphicache bench replay`, or,
+// Validate returns a *errscope.ConfigError naming the first unusable field as its flag of `cphicache bench replay`, or,
 // for the binary, which no flag sets, a plain error.
 func (c ReplayConfig) Validate() error {
 	switch {
 	case c.Trace == "":
-		return fieldErrorf("trace", "no trace given: give the JSON Lines trace every launch replays (e.g. hicache/workload/testdata/mooncake/synthetic_first200.jsonl, 200 requests of Mooncake's synthetic trace)")
+		return configErrorf("trace", "no trace given: give the JSON Lines trace every launch replays (e.g. hicache/workload/testdata/mooncake/synthetic_first200.jsonl, 200 requests of Mooncake's synthetic trace)")
 	case c.NP < 1:
-		return fieldErrorf("np", "%d ranks", c.NP)
+		return configErrorf("np", "%d ranks", c.NP)
 	case c.Repeats < 1:
-		return fieldErrorf("repeats", "%d must be 1 or more", c.Repeats)
+		return configErrorf("repeats", "%d must be 1 or more", c.Repeats)
 	case c.PlainRounds < 1:
-		return fieldErrorf("plain-rounds", "%d must be 1 or more", c.PlainRounds)
+		return configErrorf("plain-rounds", "%d must be 1 or more", c.PlainRounds)
 	case c.TimeoutSec <= 0:
-		return fieldErrorf("timeout", "%g s must be positive", c.TimeoutSec)
+		return configErrorf("timeout", "%g s must be positive", c.TimeoutSec)
 	case len(c.Launcher) == 0:
-		return fieldErrorf("mpirun", "no launcher")
+		return configErrorf("mpirun", "no launcher")
 	case c.OutDir == "":
-		return fieldErrorf("out-dir", "no output folder")
+		return configErrorf("out-dir", "no output folder")
 	case c.Binary == "":
 		return fmt.Errorf("replay: no cphicache binary to launch")
 	}
 	if info, err := os.Stat(c.Trace); err != nil || !info.Mode().IsRegular() {
-		return fieldErrorf("trace", "%s is not a readable file (%v)", c.Trace, err)
+		return configErrorf("trace", "%s is not a readable file (%v)", c.Trace, err)
 	}
 	if info, err := os.Stat(c.L3Parent); err != nil || !info.IsDir() {
-		return fieldErrorf("l3-parent", "%s is not a directory (%v)", c.L3Parent, err)
+		return configErrorf("l3-parent", "%s is not a directory (%v)", c.L3Parent, err)
 	}
 	for flag, args := range map[string][]string{"run-args": c.RunArgs, "l3-run-args": c.L3RunArgs} {
 		for _, a := range args {
 			for _, own := range replayOwnFlags {
 				if a == own || strings.HasPrefix(a, own+"=") {
-					return fieldErrorf(flag, "%s is set by the benchmark for each launch", own)
+					return configErrorf(flag, "%s is set by the benchmark for each launch", own)
 				}
 			}
 			if flag == "run-args" && strings.HasPrefix(a, "--l3-") {
-				return fieldErrorf(flag, "%s: an L3 flag would be refused by the L2-only runs; give it in --l3-run-args", a)
+				return configErrorf(flag, "%s: an L3 flag would be refused by the L2-only runs; give it in --l3-run-args", a)
 			}
 			if flag == "run-args" && (a == "--l2-bytes" || strings.HasPrefix(a, "--l2-bytes=")) {
-				return fieldErrorf(flag, "%s: give the L2's size in --l2-slots, which the L1-only runs set to one slot", a)
+				return configErrorf(flag, "%s: give the L2's size in --l2-slots, which the L1-only runs set to one slot", a)
 			}
 		}
 	}

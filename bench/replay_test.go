@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // TestSummarizeReplay: each configuration's row is the median of its runs, whatever their order, and the wall
@@ -77,9 +78,9 @@ func TestReplayConfigNamesTheFlag(t *testing.T) {
 	} {
 		c := good
 		change(&c)
-		var fe *FieldError
-		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != flag {
-			t.Errorf("%s: %v, want a FieldError naming --%s", flag, err, flag)
+		var ce *errscope.ConfigError
+		if err := c.Validate(); !errors.As(err, &ce) || ce.Flag != flag {
+			t.Errorf("%s: %v, want a ConfigError naming --%s", flag, err, flag)
 		}
 	}
 }

@@ -25,19 +25,19 @@ const reserveFillPages = 64
 func (c ReserveConfig) Validate() error {
 	switch {
 	case len(c.SlotsLog2) == 0:
-		return fieldErrorf("slots-log2", "no pool sizes")
+		return configErrorf("slots-log2", "no pool sizes")
 	case len(c.Pages) == 0:
-		return fieldErrorf("pages", "no object sizes")
+		return configErrorf("pages", "no object sizes")
 	case c.MinSeconds <= 0:
-		return fieldErrorf("min-seconds", "%g: the time per cell must be positive", c.MinSeconds)
+		return configErrorf("min-seconds", "%g: the time per cell must be positive", c.MinSeconds)
 	}
 	for _, s := range c.SlotsLog2 {
 		if s < 1 || s > 30 {
-			return fieldErrorf("slots-log2", "pool of 2^%d slots: use 1 to 30", s)
+			return configErrorf("slots-log2", "pool of 2^%d slots: use 1 to 30", s)
 		}
 		for _, p := range c.Pages {
 			if p < 1 || p > (1<<s)/2 {
-				return fieldErrorf("pages", "object of %d pages does not fit in the free half of a pool of 2^%d slots", p, s)
+				return configErrorf("pages", "object of %d pages does not fit in the free half of a pool of 2^%d slots", p, s)
 			}
 		}
 	}

@@ -20,10 +20,10 @@ type StepConfig struct {
 	GapMicroseconds float64
 }
 
-// Validate returns a *FieldError naming the first unusable field as its flag of `cphicache bench step`.
+// Validate returns a *errscope.ConfigError naming the first unusable field as its flag of `cphicache bench step`.
 func (c StepConfig) Validate() error {
 	if c.GapMicroseconds < 0 {
-		return fieldErrorf("gap-us", "gap %g us is negative", c.GapMicroseconds)
+		return configErrorf("gap-us", "gap %g us is negative", c.GapMicroseconds)
 	}
 	return firstBelow(bound{"iters", c.Iters, 1}, bound{"warmup", c.Warmup, 0}, bound{"rounds", c.Rounds, 1})
 }

@@ -52,7 +52,7 @@ func (o *allreduceOptions) before(c *cli.Context) error {
 	o.cfg = bench.AllreduceConfig{MinCount: int(o.minSize / 8), MaxCount: int(o.maxSize / 8), CountFactor: o.stepFactor,
 		Iters: o.iters, ItersLarge: o.itersLarge, Warmup: o.warmup, Rounds: o.rounds, GapMicroseconds: o.gapUs}
 	if err := o.cfg.Validate(); err != nil {
-		return flagError(err)
+		return err
 	}
 	return o.global.check(c)
 }

@@ -39,7 +39,7 @@ func (o *copyOptions) flags() []cli.Flag {
 func (o *copyOptions) before(*cli.Context) error {
 	o.cfg = bench.CopyConfig{PartBytes: o.partSizes.Value(), TotalBytes: o.totalBytes, Layers: o.layers, Payloads: o.payloads,
 		CPSize: o.cpRanks, Workers: o.workers, Iters: o.iters, Rounds: o.rounds}
-	return flagError(o.cfg.Validate())
+	return o.cfg.Validate()
 }
 
 func benchCopyCommand() *cli.Command {

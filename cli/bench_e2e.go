@@ -50,7 +50,7 @@ func (o *e2eOptions) before(*cli.Context) error {
 	o.cfg = bench.E2EConfig{NPs: o.npList.Value(), AssertEvery: o.assertEveryList.Value(), Repeats: o.repeats,
 		Launcher: strings.Fields(o.mpirun), Binary: self, RunArgs: strings.Fields(o.runArgs),
 		OutDir: o.outDir, TimeoutSeconds: o.timeout.Seconds()}
-	return flagError(o.cfg.Validate())
+	return o.cfg.Validate()
 }
 
 func benchE2ECommand() *cli.Command {

@@ -42,7 +42,7 @@ func (o *l3BenchOptions) flags() []cli.Flag {
 
 func (o *l3BenchOptions) before(*cli.Context) error {
 	o.cfg = bench.L3Config{Dir: o.dir, BlockBytes: o.blockBytes.Value(), Blocks: o.blocks, RoundBytes: o.roundBytes, Rounds: o.rounds, Fsync: o.fsync, Cold: o.cold}
-	return flagError(o.cfg.Validate())
+	return o.cfg.Validate()
 }
 
 func benchL3Command() *cli.Command {

@@ -60,7 +60,7 @@ func (o *replayOptions) before(c *cli.Context) error {
 	o.cfg = bench.ReplayConfig{Trace: o.trace, NP: o.np, Repeats: o.repeats, Launcher: strings.Fields(o.mpirun), Binary: self,
 		RunArgs: append(strings.Fields(o.runArgs), c.Args().Slice()...), L3RunArgs: strings.Fields(o.l3RunArgs), ServingArgs: strings.Fields(o.servingArgs),
 		L3Parent: o.l3Parent, OutDir: o.outDir, TimeoutSec: o.timeout.Seconds(), PlainRounds: o.plainRounds}
-	return flagError(o.cfg.Validate())
+	return o.cfg.Validate()
 }
 
 func benchReplayCommand() *cli.Command {

@@ -31,7 +31,7 @@ func (o *reserveOptions) flags() []cli.Flag {
 
 func (o *reserveOptions) before(*cli.Context) error {
 	o.cfg = bench.ReserveConfig{SlotsLog2: o.slotsLog2.Value(), Pages: o.pages.Value(), MinSeconds: o.minSeconds}
-	return flagError(o.cfg.Validate())
+	return o.cfg.Validate()
 }
 
 func benchReserveCommand() *cli.Command {

@@ -40,7 +40,7 @@ func (o *stepOptions) flags() []cli.Flag {
 func (o *stepOptions) before(c *cli.Context) error {
 	o.cfg = bench.StepConfig{Iters: o.iters, Warmup: o.warmup, Rounds: o.rounds, GapMicroseconds: o.gapUs}
 	if err := o.cfg.Validate(); err != nil {
-		return flagError(err)
+		return err
 	}
 	return o.global.check(c)
 }

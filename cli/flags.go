@@ -7,13 +7,11 @@ package cli
 // TestEveryFlagIsDefinedOnce holds this.
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/bench"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
@@ -109,19 +107,5 @@ func (o *syntheticOptions) config() (workload.SyntheticConfig, error) {
 		SystemPromptTokens: o.systemPromptTokens, TurnTokens: o.turnTokens, OutputTokens: o.outputTokens,
 		VocabSize: o.vocabSize, FlushEvery: o.flushN,
 	}
-	return cfg, flagError(cfg.Validate())
-}
-
-// flagError turns a package's typed field error, whose field is named as its flag, into the *spmd.ConfigError
-// every bad flag ends in; other errors pass unchanged.
-func flagError(err error) error {
-	var synthetic *workload.FieldError
-	if errors.As(err, &synthetic) {
-		return &spmd.ConfigError{Flag: synthetic.Field, Reason: synthetic.Reason}
-	}
-	var benchmark *bench.FieldError
-	if errors.As(err, &benchmark) {
-		return &spmd.ConfigError{Flag: benchmark.Field, Reason: benchmark.Reason}
-	}
-	return err
+	return cfg, cfg.Validate()
 }

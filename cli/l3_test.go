@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/l3block"
 )
 
 // l3Fixture fills an L3 directory with two namespaces (3 blocks and 1) and a file that is not the L3's.
@@ -27,7 +28,7 @@ func l3Fixture(t *testing.T) (dir string, a, b *l3.Store) {
 	}
 	for i, s := range []*l3.Store{a, a, a, b} {
 		tokens := []int32{int32(i)}
-		if err := s.Write(l3.ChainKey(0, tokens), 4, make([]byte, s.Namespace().PayloadBytes(4)), false); err != nil {
+		if err := s.Write(l3block.ChainKey(0, tokens), 4, make([]byte, s.Namespace().PayloadBytes(4)), false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +55,7 @@ func TestL3StatAndClear(t *testing.T) {
 		}
 	}
 	out = singleton(t, "l3", "clear", "--l3-dir", dir, "--l3-namespace-fingerprint", fmt.Sprintf("%016x", a.Fingerprint()))
-	if !strings.Contains(out, "1 namespace removed") || a.Exists(l3.ChainKey(0, []int32{0})) || !b.Exists(l3.ChainKey(0, []int32{3})) {
+	if !strings.Contains(out, "1 namespace removed") || a.Exists(l3block.ChainKey(0, []int32{0})) || !b.Exists(l3block.ChainKey(0, []int32{3})) {
 		t.Errorf("clear of one namespace:\n%s", out)
 	}
 	cmd := exec.Command(binPath, "l3", "clear", "--l3-dir", dir, "--l3-namespace-fingerprint", fmt.Sprintf("%016x", a.Fingerprint()))

@@ -1,7 +1,6 @@
 package hicache
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -15,13 +14,6 @@ import (
 // The start-up checks that need the job's size: they run in setUp, after the workload is read and before any
 // shared memory exists, and fail naming the flag at fault.
 
-// geometryFlags names the flag behind each pool.Geometry field.
-var geometryFlags = map[string]string{
-	"CPSize": "cp", "Layers": "layers", "PayloadsPerLayer": "payloads", "PageTokens": "page-tokens",
-	"TokenBytes": "token-bytes", "Slots": "l2-slots", "SlabBytesMax": "slab-bytes-max", "Layout": "layout",
-	"MaxObjects": "l2-slots", "Nodes": "cp",
-}
-
 // checkJobLimits checks the options against the launched job: fault injections name a rank of the world, the
 // geometry is valid, and the allocator tables of every rank of a node fit in its memory. Every rank reaches the
 // same verdict on the first two; the memory check reads each node's own memory and is agreed over the World.
@@ -30,7 +22,7 @@ func (rs *runState) checkJobLimits(g pool.Geometry) error {
 	if err := rs.opts.checkInjectionRanks(t.World.Size()); err != nil {
 		return err
 	}
-	if err := geometryConfigError(g.Validate()); err != nil {
+	if err := g.Validate(); err != nil {
 		return err
 	}
 	return spmd.AgreeOnFailure(t.World, rs.opts.checkMemoryFits(g, t.NodeSize, t.NodeSize/t.NodeParts, sizing.ReadNodeMemory(shm.FreeBytes)))
@@ -49,20 +41,6 @@ func (o *Options) checkInjectionRanks(worldSize int) error {
 		}
 	}
 	return nil
-}
-
-// geometryConfigError names the flag behind a pool.FieldError.
-func geometryConfigError(err error) error {
-	var fe *pool.FieldError
-	if err == nil || !errors.As(err, &fe) {
-		return err
-	}
-	flag, ok := geometryFlags[fe.Field]
-	if !ok {
-		flag = "l2-slots"
-	}
-	// The reason starts with the value, and says it in the flag's terms; the field's Go name means nothing to a user.
-	return &spmd.ConfigError{Flag: flag, Reason: fe.Reason}
 }
 
 // checkMemoryFits refuses, naming the flag the user sized it with, a cache whose memory one node cannot give:

@@ -29,11 +29,11 @@ func TestGeometryErrorsNameTheirFlag(t *testing.T) {
 		g := good
 		mutate(&g)
 		var ce *spmd.ConfigError
-		if err := geometryConfigError(g.Validate()); !errors.As(err, &ce) || ce.Flag != flag || strings.Contains(err.Error(), "Geometry") {
+		if err := g.Validate(); !errors.As(err, &ce) || ce.Flag != flag || strings.Contains(err.Error(), "Geometry") {
 			t.Errorf("%s: %v, want a spmd.ConfigError naming --%s, not the Go field", flag, err, flag)
 		}
 	}
-	if err := geometryConfigError(good.Validate()); err != nil {
+	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
 }

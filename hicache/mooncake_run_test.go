@@ -37,7 +37,7 @@ func TestRunReplaysAMooncakeTrace(t *testing.T) {
 	if r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 {
 		t.Fatalf("%d divergences, %d mismatches, %d audit mismatches", r.Placement.Divergences, r.Verify.Mismatches, r.Verify.AuditMismatches)
 	}
-	compact, err := workload.ReadTraceFileAs(path, workload.TraceOptions{VocabSize: opts.VocabSize, BlockTokens: 32})
+	compact, err := readTraceFileAs(path, workload.TraceOptions{VocabSize: opts.VocabSize, BlockTokens: 32})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -175,13 +176,23 @@ func readWorkload(o *Options) ([]workload.Event, error) {
 	if o.TracePath == "" {
 		return workload.GenerateSynthetic(o.Synthetic)
 	}
-	events, err := workload.ReadTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
+	events, err := readTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
 		BlockTokens: o.TraceBlockTokens, LimitRequests: o.TraceLimit})
 	var open *fs.PathError
 	if errors.As(err, &open) && open.Op == "open" && open.Path == o.TracePath {
 		return nil, &spmd.ConfigError{Flag: "trace", Reason: fmt.Sprintf("%s: %v", o.TracePath, open.Err)}
 	}
 	return events, err
+}
+
+// readTraceFileAs reads the trace at path (workload, which the IO-free core imports, opens no file).
+func readTraceFileAs(path string, o workload.TraceOptions) ([]workload.Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err // *os.PathError names the path
+	}
+	defer f.Close()
+	return workload.ReadTraceAs(f, path, o)
 }
 
 // WorkloadError is a bad workload (trace file); every reading rank finds the same one.

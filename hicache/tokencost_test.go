@@ -7,6 +7,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/l3block"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -123,10 +124,10 @@ func newTokenCost(b *testing.B) *tokenCost {
 
 func (tc *tokenCost) blockTokens() int { return tokenCostBlockPages * tc.g.PageTokens }
 
-func tokenCostPages(firstSlot int) []l3.PageSlot {
-	pages := make([]l3.PageSlot, tokenCostBlockPages)
+func tokenCostPages(firstSlot int) []l3block.PageSlot {
+	pages := make([]l3block.PageSlot, tokenCostBlockPages)
 	for i := range pages {
-		pages[i] = l3.PageSlot{Slot: int32(firstSlot + i)}
+		pages[i] = l3block.PageSlot{Slot: int32(firstSlot + i)}
 	}
 	return pages
 }

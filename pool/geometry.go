@@ -3,6 +3,8 @@ package pool
 import (
 	"fmt"
 	"math"
+
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // Layout says how the parts of the slots of one slab are arranged in its bytes.
@@ -60,39 +62,31 @@ type Geometry struct {
 	MaxObjects int
 }
 
-// FieldError is an unusable Geometry. Field is the name of the field at fault as spelled in Geometry, so that a
-// caller can name its own flag for it; when a product of fields overflows, it is the largest factor.
-type FieldError struct {
-	Field  string
-	Reason string // starts with the value
-}
-
-func (e *FieldError) Error() string { return "invalid Geometry." + e.Field + " " + e.Reason }
-
-// Validate returns a *FieldError naming the first field that makes the geometry unusable, including sizes
-// whose byte counts overflow int64.
+// Validate returns a *errscope.ConfigError naming the command-line flag of the first field that makes the
+// geometry unusable, including sizes whose byte counts overflow int64 (the largest factor of a product that
+// overflows); its reason starts with the value.
 func (g Geometry) Validate() error {
 	fields := []struct {
 		name  string
 		value int
-	}{{"CPSize", g.CPSize}, {"Layers", g.Layers}, {"PayloadsPerLayer", g.PayloadsPerLayer},
-		{"PageTokens", g.PageTokens}, {"TokenBytes", g.TokenBytes}, {"Slots", g.Slots}}
+	}{{"cp", g.CPSize}, {"layers", g.Layers}, {"payloads", g.PayloadsPerLayer},
+		{"page-tokens", g.PageTokens}, {"token-bytes", g.TokenBytes}, {"l2-slots", g.Slots}}
 	for _, field := range fields {
 		if field.value <= 0 {
-			return &FieldError{field.name, fmt.Sprintf("%d: must be positive", field.value)}
+			return &errscope.ConfigError{Flag: field.name, Reason: fmt.Sprintf("%d: must be positive", field.value)}
 		}
 	}
 	if g.Slots > slotsMax {
-		return &FieldError{"Slots", fmt.Sprintf("%d: at most %d", g.Slots, slotsMax)}
+		return &errscope.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d: at most %d", g.Slots, slotsMax)}
 	}
 	if g.Layout > PageFirst {
-		return &FieldError{"Layout", fmt.Sprintf("%d: allowed values are %s and %s", g.Layout, LayerFirst, PageFirst)}
+		return &errscope.ConfigError{Flag: "layout", Reason: fmt.Sprintf("%d: allowed values are %s and %s", g.Layout, LayerFirst, PageFirst)}
 	}
 	if g.Nodes < 0 || g.Nodes > 0 && g.CPSize%g.Nodes != 0 {
-		return &FieldError{"Nodes", fmt.Sprintf("%d: must divide CPSize=%d (every node holds as many of the group's ranks)", g.Nodes, g.CPSize)}
+		return &errscope.ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d: must divide CPSize=%d (every node holds as many of the group's ranks)", g.Nodes, g.CPSize)}
 	}
 	if g.MaxObjects < 0 || g.MaxObjects > g.Slots {
-		return &FieldError{"MaxObjects", fmt.Sprintf("%d: must be in [0, Slots=%d]", g.MaxObjects, g.Slots)}
+		return &errscope.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d: must be in [0, Slots=%d]", g.MaxObjects, g.Slots)}
 	}
 	// The slot's size is the product of every field but Slots: on overflow, blame the largest factor.
 	slotBytes, largest := int64(1), fields[0]
@@ -104,7 +98,7 @@ func (g Geometry) Validate() error {
 					largest = f
 				}
 			}
-			return &FieldError{largest.name, fmt.Sprintf("%d: slot bytes (PageTokens*TokenBytes*CPSize*Layers*PayloadsPerLayer) overflow int64", largest.value)}
+			return &errscope.ConfigError{Flag: largest.name, Reason: fmt.Sprintf("%d: slot bytes (PageTokens*TokenBytes*CPSize*Layers*PayloadsPerLayer) overflow int64", largest.value)}
 		}
 	}
 	if _, ok := mulInt64(slotBytes, int64(g.Slots)); !ok {
@@ -112,13 +106,13 @@ func (g Geometry) Validate() error {
 		// tokens a derived --token-bytes made small enough for one slot to fit); else Slots is.
 		for _, f := range fields[:5] {
 			if _, ok := mulInt64(int64(f.value), int64(g.Slots)); !ok {
-				return &FieldError{f.name, fmt.Sprintf("%d: total bytes (a slot's, times Slots=%d) overflow int64", f.value, g.Slots)}
+				return &errscope.ConfigError{Flag: f.name, Reason: fmt.Sprintf("%d: total bytes (a slot's, times Slots=%d) overflow int64", f.value, g.Slots)}
 			}
 		}
-		return &FieldError{"Slots", fmt.Sprintf("%d: total bytes overflow int64", g.Slots)}
+		return &errscope.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d: total bytes overflow int64", g.Slots)}
 	}
 	if g.SlabBytesMax < g.SlotBytes() {
-		return &FieldError{"SlabBytesMax", fmt.Sprintf("%d: smaller than one slot (%d bytes)", g.SlabBytesMax, g.SlotBytes())}
+		return &errscope.ConfigError{Flag: "slab-bytes-max", Reason: fmt.Sprintf("%d: smaller than one slot (%d bytes)", g.SlabBytesMax, g.SlotBytes())}
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // layoutGeometries include a single slab, several slabs with a smaller last one, and K/V and MLA.
@@ -121,9 +123,9 @@ func TestNodeSlabIsOneKthOfTheGroupsSlab(t *testing.T) {
 	}
 	bad := one
 	bad.Nodes = 3
-	var fe *FieldError
-	if err := bad.Validate(); !errors.As(err, &fe) || fe.Field != "Nodes" {
-		t.Errorf("3 nodes for 8 ranks: %v, want a Nodes field error", err)
+	var ce *errscope.ConfigError
+	if err := bad.Validate(); !errors.As(err, &ce) || ce.Flag != "cp" {
+		t.Errorf("3 nodes for 8 ranks: %v, want a ConfigError naming --cp", err)
 	}
 }
 
@@ -139,40 +141,40 @@ func TestParseLayout(t *testing.T) {
 	}
 }
 
-func TestValidateNamesTheField(t *testing.T) {
+func TestValidateNamesTheFlag(t *testing.T) {
 	good := Geometry{CPSize: 8, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 256, Slots: 100, SlabBytesMax: 1 << 30}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		field  string
+		flag   string
 		mutate func(*Geometry)
 	}{
-		{"CPSize", func(g *Geometry) { g.CPSize = 0 }},
-		{"Layers", func(g *Geometry) { g.Layers = -1 }},
-		{"PayloadsPerLayer", func(g *Geometry) { g.PayloadsPerLayer = 0 }},
-		{"PageTokens", func(g *Geometry) { g.PageTokens = 0 }},
-		{"TokenBytes", func(g *Geometry) { g.TokenBytes = 0 }},
-		{"Slots", func(g *Geometry) { g.Slots = 0 }},
-		{"Slots", func(g *Geometry) { g.Slots = slotsMax + 1 }},
-		{"SlabBytesMax", func(g *Geometry) { g.SlabBytesMax = g.SlotBytes() - 1 }},
-		{"Layout", func(g *Geometry) { g.Layout = 7 }},
-		{"MaxObjects", func(g *Geometry) { g.MaxObjects = g.Slots + 1 }},
-		{"PageTokens", func(g *Geometry) { g.PageTokens, g.TokenBytes = math.MaxInt64/2, 3 }},
-		{"TokenBytes", func(g *Geometry) { g.TokenBytes = math.MaxInt64 / 64 }},
-		{"Layers", func(g *Geometry) { g.Layers = math.MaxInt64 / 64 }},
-		{"Slots", func(g *Geometry) { g.TokenBytes, g.Slots = 1<<40, 1<<20 }},
+		{"cp", func(g *Geometry) { g.CPSize = 0 }},
+		{"layers", func(g *Geometry) { g.Layers = -1 }},
+		{"payloads", func(g *Geometry) { g.PayloadsPerLayer = 0 }},
+		{"page-tokens", func(g *Geometry) { g.PageTokens = 0 }},
+		{"token-bytes", func(g *Geometry) { g.TokenBytes = 0 }},
+		{"l2-slots", func(g *Geometry) { g.Slots = 0 }},
+		{"l2-slots", func(g *Geometry) { g.Slots = slotsMax + 1 }},
+		{"slab-bytes-max", func(g *Geometry) { g.SlabBytesMax = g.SlotBytes() - 1 }},
+		{"layout", func(g *Geometry) { g.Layout = 7 }},
+		{"l2-slots", func(g *Geometry) { g.MaxObjects = g.Slots + 1 }},
+		{"page-tokens", func(g *Geometry) { g.PageTokens, g.TokenBytes = math.MaxInt64/2, 3 }},
+		{"token-bytes", func(g *Geometry) { g.TokenBytes = math.MaxInt64 / 64 }},
+		{"layers", func(g *Geometry) { g.Layers = math.MaxInt64 / 64 }},
+		{"l2-slots", func(g *Geometry) { g.TokenBytes, g.Slots = 1<<40, 1<<20 }},
 	}
 	for _, c := range cases {
 		g := good
 		c.mutate(&g)
 		err := g.Validate()
-		var fe *FieldError
-		if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(err.Error(), "Geometry."+c.field) {
-			t.Errorf("%s: Validate() = %v, want a *FieldError naming %s", c.field, err, c.field)
+		var ce *errscope.ConfigError
+		if !errors.As(err, &ce) || ce.Flag != c.flag || !strings.HasPrefix(err.Error(), "invalid --"+c.flag+": ") {
+			t.Errorf("--%s: Validate() = %v, want a *errscope.ConfigError naming --%s", c.flag, err, c.flag)
 		}
 		if _, err := New(g); err == nil {
-			t.Errorf("%s: New accepted an invalid geometry", c.field)
+			t.Errorf("--%s: New accepted an invalid geometry", c.flag)
 		}
 	}
 }

@@ -11,7 +11,7 @@
 // and any interleaving the simulator finds replays from its seed.
 //
 // It owns no goroutine, clock, file, communicator or logger, and must not import MPI, NCCL, the kernels, the
-// runner or its job packages, nor os, time, sync, log or randomness (hicache/l3/imports_test.go holds it to that).
-// It may use hicache/l3 for its pure types and chain keys, workload for the events, pool for the allocator, and
-// errscope for the errors' scopes.
+// runner or its job packages, nor os, time, sync, log or randomness (internal/lint holds it to that).
+// It may use hicache/l3block for the L3 blocks' chain keys and page slots (not the L3 store, hicache/l3, which
+// does file I/O), workload for the events, pool for the allocator, and errscope for the errors' scopes.
 package cache

@@ -1,7 +1,7 @@
 package cache
 
 import (
-	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/l3block"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
@@ -80,7 +80,7 @@ type Collective struct {
 type Work interface{ work() }
 
 // SlabSlot is a slot of the shared L2: a slab and a slot in it.
-type SlabSlot = l3.PageSlot
+type SlabSlot = l3block.PageSlot
 
 // Copy is one backup (device to slab, Gather) or load-back (slab to device) of a node's pages: page i of
 // DevicePages and Slots go together. Its sequence number is replicated.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/l3block"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -167,7 +167,7 @@ func (c *Core) pathKeys(m *treeNode, end int) []uint64 {
 func chainKeys(tokens []int32, blockTokens, blocks int, into []uint64) []uint64 {
 	var key uint64
 	for k := 0; k < blocks; k++ {
-		key = l3.ChainKey(key, tokens[k*blockTokens:(k+1)*blockTokens])
+		key = l3block.ChainKey(key, tokens[k*blockTokens:(k+1)*blockTokens])
 		into = append(into, key)
 	}
 	return into

@@ -110,13 +110,3 @@ func BenchmarkReadVsPlain(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkChainKey is one 512-token block's key, as the core computes it for every block of a prompt it
-// looks up or writes.
-func BenchmarkChainKey(b *testing.B) {
-	block := make([]int32, 512)
-	b.SetBytes(int64(4 * len(block)))
-	for b.Loop() {
-		ChainKey(7, block)
-	}
-}

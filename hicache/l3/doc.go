@@ -23,6 +23,7 @@
 //
 // It must not import hicache (the controller uses it, not the other way round), nor MPI, NCCL or kernels: the
 // step consensus decides what to read and write; this package only stores bytes. Of this module it imports
-// spmd for ConfigError and pool for the geometry and Mix64, and nothing else (imports_test.go checks it, with
+// errscope for ConfigError, l3block for the blocks' keys and page slots (which the core names too, without
+// this package's I/O) and pool for the geometry and Mix64, and nothing else (internal/lint checks it, with
 // every other package's rule of the code map). DESIGN.md, "The L3 tier", says how the controller uses it.
 package l3

@@ -3,7 +3,6 @@ package l3
 import (
 	"encoding/binary"
 	"fmt"
-	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -90,34 +89,3 @@ func (n Namespace) PartOffset(tokenCount, rank, layer, payload int) int64 {
 	part := int64(tokenCount) * int64(n.TokenBytes)
 	return ((int64(rank)*int64(n.Layers)+int64(layer))*int64(n.Payloads) + int64(payload)) * part
 }
-
-// ChainKey is a block's key: a hash of its tokens chained over every earlier block's key, so equal keys mean
-// equal prefixes and an L3 hit is always a prefix. The first block's prevKey is 0. The key is xxhash64 of
-// prevKey and then each token, all little-endian (chainKeyBytes); it names the block's file, so it must not
-// change. The tokens are hashed where they lie, on a little-endian machine, where []int32 is those bytes
-// already: building the byte string first was three quarters of the key's cost, 7% of an L3 replay's CPU.
-func ChainKey(prevKey uint64, tokens []int32) uint64 {
-	if !littleEndian || len(tokens) == 0 {
-		return xxhash.Sum64(chainKeyBytes(prevKey, tokens))
-	}
-	var prev [8]byte
-	binary.LittleEndian.PutUint64(prev[:], prevKey)
-	var d xxhash.Digest
-	d.Reset()
-	d.Write(prev[:])
-	d.Write(unsafe.Slice((*byte)(unsafe.Pointer(&tokens[0])), 4*len(tokens)))
-	return d.Sum64()
-}
-
-// chainKeyBytes is the byte string ChainKey hashes: prevKey, then every token, each little-endian.
-func chainKeyBytes(prevKey uint64, tokens []int32) []byte {
-	b := make([]byte, 8, 8+4*len(tokens))
-	binary.LittleEndian.PutUint64(b, prevKey)
-	for _, t := range tokens {
-		b = binary.LittleEndian.AppendUint32(b, uint32(t))
-	}
-	return b
-}
-
-// littleEndian: this machine stores an int32 as its little-endian bytes.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1

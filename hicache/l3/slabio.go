@@ -3,11 +3,9 @@ package l3
 import (
 	"fmt"
 
+	"github.com/cphicache/cphicache/hicache/l3block"
 	"github.com/cphicache/cphicache/pool"
 )
-
-// PageSlot is where one page of a block lives in the CP group's shared L2: a slab and a slot in it.
-type PageSlot struct{ Slab, Slot int32 }
 
 // Slabs is the shared L2 as the block I/O sees it: its geometry and every slab mapped.
 type Slabs struct {
@@ -18,7 +16,7 @@ type Slabs struct {
 // checkSlabs refuses an L2 whose bytes a block of this namespace could not describe: the canonical order holds
 // every layer's and payload's part of the file's ranks (a node's, on a group over several), each PageTokens x
 // TokenBytes per page, as the node's slab does.
-func (s *Store) checkSlabs(sl Slabs, pages []PageSlot) error {
+func (s *Store) checkSlabs(sl Slabs, pages []l3block.PageSlot) error {
 	g, ns := sl.Geometry, s.ns
 	if g.CPSize != ns.CPSize || g.Layers != ns.Layers || g.PayloadsPerLayer != ns.Payloads || g.PageTokens != ns.PageTokens ||
 		g.TokenBytes != ns.TokenBytes || g.NodeParts() != ns.FileParts() {
@@ -34,7 +32,7 @@ func (s *Store) checkSlabs(sl Slabs, pages []PageSlot) error {
 // GatherFromSlab copies the file's ranks' parts of pages (in block order) from the L2 into the canonical order in
 // buf (grown as needed and kept by the caller for the next block) and returns the payload, for Write. The caller
 // guarantees that nobody writes those slots meanwhile (the L2 objects are protected).
-func (s *Store) GatherFromSlab(pages []PageSlot, sl Slabs, buf *[]byte) ([]byte, error) {
+func (s *Store) GatherFromSlab(pages []l3block.PageSlot, sl Slabs, buf *[]byte) ([]byte, error) {
 	if err := s.checkSlabs(sl, pages); err != nil {
 		return nil, err
 	}
@@ -46,7 +44,7 @@ func (s *Store) GatherFromSlab(pages []PageSlot, sl Slabs, buf *[]byte) ([]byte,
 }
 
 // WriteFromSlab stores key's block from the L2: GatherFromSlab, then Write.
-func (s *Store) WriteFromSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte, fsync bool) error {
+func (s *Store) WriteFromSlab(key uint64, pages []l3block.PageSlot, sl Slabs, buf *[]byte, fsync bool) error {
 	payload, err := s.GatherFromSlab(pages, sl, buf)
 	if err != nil {
 		return err
@@ -71,7 +69,7 @@ func (s *Store) ReadBlock(key uint64, pageCount int, buf *[]byte) ([]byte, error
 }
 
 // ScatterIntoSlab copies a verified payload (ReadBlock's) into the L2 slots of pages, the file's ranks' parts.
-func (s *Store) ScatterIntoSlab(payload []byte, pages []PageSlot, sl Slabs) error {
+func (s *Store) ScatterIntoSlab(payload []byte, pages []l3block.PageSlot, sl Slabs) error {
 	if err := s.checkSlabs(sl, pages); err != nil {
 		return err
 	}
@@ -87,7 +85,7 @@ func (s *Store) ScatterIntoSlab(payload []byte, pages []PageSlot, sl Slabs) erro
 // ReadIntoSlab loads key's block into the L2 slots of pages, in block order, the file's ranks' parts: ReadBlock,
 // then ScatterIntoSlab. Nothing reaches the slab unless the whole block verified; a miss or a corrupt block is
 // Read's error (IsMiss), and the slots are left as they were.
-func (s *Store) ReadIntoSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte) error {
+func (s *Store) ReadIntoSlab(key uint64, pages []l3block.PageSlot, sl Slabs, buf *[]byte) error {
 	if err := s.checkSlabs(sl, pages); err != nil {
 		return err
 	}
@@ -102,7 +100,7 @@ func (s *Store) ReadIntoSlab(key uint64, pages []PageSlot, sl Slabs, buf *[]byte
 // where in the slab, a run at a time: under layer_first, pages in consecutive slots of one slab have their parts
 // of one rank, layer and payload side by side in the slab as in the block, so one visit covers the run (the L2's
 // objects are mostly runs of slots; a visit a part was most of a block read's CPU at small parts).
-func (s *Store) eachPart(sl Slabs, pages []PageSlot, visit func(canonical, slabOffset int64, slab int32, bytes int64)) {
+func (s *Store) eachPart(sl Slabs, pages []l3block.PageSlot, visit func(canonical, slabOffset int64, slab int32, bytes int64)) {
 	g := sl.Geometry
 	parts := g.PartMap()
 	partBytes := g.PartBytes()

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/l3block"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -30,9 +31,9 @@ func TestSlabIOMatchesThePartByPartModel(t *testing.T) {
 				}
 			}
 			sl := Slabs{Geometry: g, Mem: mem}
-			var pages []PageSlot
+			var pages []l3block.PageSlot
 			for slot := rng.IntN(4); slot < g.Slots && len(pages) < 9; slot += 1 + rng.IntN(2)*rng.IntN(3) {
-				pages = append(pages, PageSlot{Slab: int32(slot / g.SlotsPerSlab()), Slot: int32(slot % g.SlotsPerSlab())})
+				pages = append(pages, l3block.PageSlot{Slab: int32(slot / g.SlotsPerSlab()), Slot: int32(slot % g.SlotsPerSlab())})
 			}
 			want := make([]byte, ns.PayloadBytes(len(pages)*g.PageTokens))
 			pb := g.PartBytes()

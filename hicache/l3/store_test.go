@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/hicache/l3block"
 )
 
 func TestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, testNS, 1<<20, nil)
-	key := ChainKey(ChainKey(0, []int32{1, 2, 3, 4}), []int32{5, 6, 7, 8, 9, 10, 11, 12})
+	key := l3block.ChainKey(l3block.ChainKey(0, []int32{1, 2, 3, 4}), []int32{5, 6, 7, 8, 9, 10, 11, 12})
 	want := content(key, 7, 2*pageTokens)
 	if err := s.Write(key, 2*pageTokens, want, true); err != nil {
 		t.Fatal(err)

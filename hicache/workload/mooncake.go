@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 )
 
@@ -70,16 +69,6 @@ func (o *TraceOptions) parseLine(text []byte, line int) (Event, error) {
 		return parseMooncakeLine(text, line, o.BlockTokens)
 	}
 	return parseTraceLine(text, o.VocabSize)
-}
-
-// ReadTraceFileAs reads the trace at path; see TraceOptions.
-func ReadTraceFileAs(path string, o TraceOptions) ([]Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err // *os.PathError names the path
-	}
-	defer f.Close()
-	return ReadTraceAs(f, path, o)
 }
 
 // detectTraceFormat decides a trace's format from one line: Mooncake when it names a Mooncake field, tokens when

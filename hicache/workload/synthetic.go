@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -72,7 +73,7 @@ func DefaultSyntheticConfig() SyntheticConfig {
 	}
 }
 
-// Validate checks every field against its bound; the error names the field.
+// Validate checks every field against its bound; the error is the *errscope.ConfigError of the field's flag.
 func (cfg SyntheticConfig) Validate() error {
 	checks := []struct {
 		name       string
@@ -90,21 +91,14 @@ func (cfg SyntheticConfig) Validate() error {
 	}
 	for _, c := range checks {
 		if c.value < c.min || c.value > c.max {
-			return &FieldError{Field: c.name, Reason: fmt.Sprintf("%d, want %d..%d", c.value, c.min, c.max)}
+			return &errscope.ConfigError{Flag: c.name, Reason: fmt.Sprintf("%d, want %d..%d", c.value, c.min, c.max)}
 		}
 	}
 	if tokens := cfg.worstCaseTokens(); tokens > syntheticTotalTokensMax {
-		return &FieldError{Field: "conversations", Reason: fmt.Sprintf("up to %d prompt tokens in all, above the bound of %d: "+
+		return &errscope.ConfigError{Flag: "conversations", Reason: fmt.Sprintf("up to %d prompt tokens in all, above the bound of %d: "+
 			"lower conversations, turns-max or the token counts", tokens, syntheticTotalTokensMax)}
 	}
 	return nil
-}
-
-// FieldError is a SyntheticConfig field out of its range. Field is named as its command-line flag is.
-type FieldError struct{ Field, Reason string }
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("synthetic workload: %s = %s", e.Field, e.Reason)
 }
 
 // worstCaseTokens bounds the prompt tokens of the whole workload: every conversation takes TurnsMax turns and

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 )
 
@@ -36,16 +35,6 @@ type TraceError struct {
 }
 
 func (e *TraceError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
-
-// ReadTraceFile reads the trace at path; see ReadTrace.
-func ReadTraceFile(path string, vocabSize int) ([]Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err // *os.PathError names the path
-	}
-	defer f.Close()
-	return ReadTrace(f, path, vocabSize)
-}
 
 // ReadTrace parses a JSON Lines trace of the token format (TraceFormatHelp) named name in errors. Token ids must
 // lie in [0, vocabSize). A trace without requests is an error: a replay of it would test nothing.

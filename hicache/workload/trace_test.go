@@ -40,7 +40,7 @@ func TestWriteTraceReadTraceRoundTrip(t *testing.T) {
 // valid_small.jsonl holds a blank line, a numeric rid, an absent output_len, fields out of order, surrounding
 // spaces and a CRLF line end.
 func TestReadTraceFileValidSmall(t *testing.T) {
-	got, err := ReadTraceFile(filepath.Join("testdata", "trace", "valid_small.jsonl"), testVocabSize)
+	got, err := readTraceFile(filepath.Join("testdata", "trace", "valid_small.jsonl"), testVocabSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestReadTraceFileBrokenGolden(t *testing.T) {
 		t.Fatalf("broken fixtures %v (%v), want at least 5", paths, err)
 	}
 	for _, path := range paths {
-		_, err := ReadTraceFile(path, testVocabSize)
+		_, err := readTraceFile(path, testVocabSize)
 		if err == nil {
 			t.Errorf("%s: read without error", path)
 			continue
@@ -186,7 +186,7 @@ func TestReadTraceWithoutRequestsIsAnError(t *testing.T) {
 
 func TestReadTraceFileMissingNamesThePath(t *testing.T) {
 	path := filepath.Join("testdata", "trace", "no_such_trace.jsonl")
-	_, err := ReadTraceFile(path, testVocabSize)
+	_, err := readTraceFile(path, testVocabSize)
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("error %v, want a not-exist error naming %s", err, path)
 	}
@@ -309,4 +309,15 @@ func BenchmarkReadTraceDefault(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// readTraceFile reads the trace at path as the runner reads a --trace (hicache's readTraceFileAs): the package
+// opens no file itself.
+func readTraceFile(path string, vocabSize int) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err // *os.PathError names the path
+	}
+	defer f.Close()
+	return ReadTrace(f, path, vocabSize)
 }

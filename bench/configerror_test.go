@@ -3,6 +3,8 @@ package bench
 import (
 	"errors"
 	"testing"
+
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // Each config names its bad field as the flag that sets it; cphicache bench reports that flag.
@@ -25,8 +27,8 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{"warmup", StepConfig{Iters: 1, Warmup: -1, Rounds: 1}.Validate()},
 		{"gap-us", StepConfig{Iters: 1, Rounds: 1, GapMicroseconds: -1}.Validate()},
 	} {
-		var fe *FieldError
-		if !errors.As(tc.err, &fe) || fe.Field != tc.field {
+		var ce *errscope.ConfigError
+		if !errors.As(tc.err, &ce) || ce.Flag != tc.field {
 			t.Errorf("error %v, want one naming %s", tc.err, tc.field)
 		}
 	}
