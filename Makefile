@@ -64,9 +64,10 @@ test: deps vet test-unit test-mpi $(EXTRA_TESTS)
 
 # Unit tests run as plain `go test`; the MPI packages start as singletons (one rank). Four parallel tests at a
 # time, not GOMAXPROCS's two: the CLI's parallel tests (cli/) are failing mpirun jobs of the binary built here
-# (CPHICACHE_BIN), mostly mpirun sleeping before it signals the ranks (cli/parallel_test.go).
+# (CPHICACHE_BIN), mostly mpirun sleeping before it signals the ranks (cli/parallel_test.go). -timeout 30m, not go
+# test's 10 minutes: the CLI package takes about 3.5 minutes here, and over 10 beside a CPU hog at load average 20.
 test-unit: build
-	CPHICACHE_BIN=$(abspath $(BIN)) $(GO) test -count=1 -parallel 4 ./...
+	CPHICACHE_BIN=$(abspath $(BIN)) $(GO) test -count=1 -parallel 4 -timeout 30m ./...
 
 # Leak checks on a shared machine: each job of the suite gets its own id (CPHICACHE_JOB_ID, which the binary and
 # the SPMD tests put in their segments' names, /dev/shm/cphicache-<id>-g<group>-<random>), and a check lists only
