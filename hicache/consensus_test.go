@@ -213,7 +213,7 @@ func TestAuditCatchesCommitsBeforeEveryRankFinished(t *testing.T) {
 	if !cache.BugsCompiled {
 		t.Skip("needs the deliberate bugs: the test binary of make test-mpi is built with -tags simbugs")
 	}
-	opts.testBugs = cache.Bugs(0).With(cache.BugCommitOnLocalFrontier).With(cache.BugAssertOff)
+	opts.coreTesting.Bugs = cache.Bugs(0).With(cache.BugCommitOnLocalFrontier).With(cache.BugAssertOff)
 	opts.testSlowCopyRank = Injection{Rank: cp - 1, Set: true}
 	opts.WatchdogTimeout = 120 * time.Second
 	r, err := runErr(t, opts)

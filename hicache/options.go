@@ -107,8 +107,6 @@ type Options struct {
 	// groupNodes: the nodes each CP group spans (Size); each node's slab holds its share of the group's parts.
 	groupNodes int
 
-	checkInvariants bool // tests: check the controller's invariants after every step
-
 	// validate mode: a divergence is recorded and the group restarts from a fresh state instead of failing; a
 	// flush that leaves the cache unlike a fresh one is counted for the flush_reset row (recordFlushWrong); and a
 	// workload without a flush gets one at the end, so that the row has something to check (flushAtEnd).
@@ -116,12 +114,11 @@ type Options struct {
 	recordFlushWrong bool
 	flushAtEnd       bool
 
-	// tests only: deliberate bugs of the core (a simbugs build only; cache.Bugs), with copies on one world rank
-	// slowed so that the others' commits come before its copies finish.
-	testBugs         cache.Bugs
+	// tests only: the core's checks and deliberate bugs (cache.Testing: step invariants, the eviction model, a
+	// simbugs build's bugs), and copies on one world rank slowed so that the others' commits come before its
+	// copies finish.
+	coreTesting      cache.Testing
 	testSlowCopyRank Injection
-	// testEvictionModel checks every L1 eviction against a model (cache.Config.EvictionModel).
-	testEvictionModel func(c *cache.Core) cache.EvictionCheck
 	// testReserveShm replaces the slab's memory reservation (nil: fallocate), to fake a full /dev/shm.
 	testReserveShm func(f *os.File, bytes int64) error
 	// stagedDeviceContent fills and checks device content through WriteDevice and ReadDevice even on the CPU
@@ -280,8 +277,7 @@ func ParseWritePolicy(s string) (WritePolicy, error) { return cache.ParseWritePo
 func (o *Options) coreConfig(g pool.Geometry, cpRank, group, worldRank int) cache.Config {
 	cfg := cache.Config{Geometry: g, DevicePages: o.DevicePages, Policy: o.Policy, Seed: o.Seed, CPRank: cpRank, Group: group,
 		SyncCopies: o.SyncCopies, FlushEvery: o.FlushEvery, PlacementAssertEvery: o.PlacementAssertEvery,
-		CheckInvariants: o.checkInvariants, RecordDivergence: o.recordDivergence, RecordFlushWrong: o.recordFlushWrong,
-		FlushAtEnd: o.flushAtEnd, Bugs: o.testBugs, EvictionModel: o.testEvictionModel}
+		RecordDivergence: o.recordDivergence, RecordFlushWrong: o.recordFlushWrong, FlushAtEnd: o.flushAtEnd, Testing: o.coreTesting}
 	if o.InjectDivergence.Set && o.InjectDivergence.Rank == worldRank {
 		cfg.PerturbAtStep = o.InjectDivergence.Step
 	}

@@ -47,8 +47,7 @@ func smallOptions() *Options {
 		Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 16, DevicePages: 192, L2Slots: 160,
 		SlabBytesMax: 1 << 20, Layout: pool.LayerFirst, Policy: WriteThrough, BatchRequests: 3,
 		PlacementAssertEvery: 4, Seed: 7, VocabSize: 32000, Synthetic: syn, Collective: "mpi",
-		WatchdogTimeout: 60 * time.Second, JobID: testJobID, Quiet: true, checkInvariants: true,
-		testEvictionModel: cache.WalkEvictionModel,
+		WatchdogTimeout: 60 * time.Second, JobID: testJobID, Quiet: true, coreTesting: cache.Testing{CheckInvariants: true, CheckEvictions: true},
 	}
 }
 

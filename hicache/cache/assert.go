@@ -83,7 +83,7 @@ func (c *Core) divergenceOutOfStep(outOfStep *OutOfStepError, digest uint64) err
 // MAX of each object's placement hash, in object-id order. Objects placed differently are a divergence, or in
 // validate (record) only counted.
 func (c *Core) comparePlacements(record bool) error {
-	if c.cfg.Bugs.has(BugAssertOff) {
+	if c.cfg.Testing.Bugs.has(BugAssertOff) {
 		return nil
 	}
 	ids := make([]pool.ObjectID, 0, len(c.objectNodes))
@@ -130,7 +130,7 @@ func (c *Core) audit(op *copyOp) {
 	if int(op.seq%uint64(parts)) != c.nodePart() {
 		return
 	}
-	if c.cfg.Bugs.has(BugAuditOneNode) && c.cfg.GroupNode != 0 {
+	if c.cfg.Testing.Bugs.has(BugAuditOneNode) && c.cfg.GroupNode != 0 {
 		return // the bug: only the group's first node audits, so a late copy on another node goes unseen
 	}
 	slots, err := c.slotsOf(op.obj, 0, len(op.devicePages))
@@ -138,7 +138,7 @@ func (c *Core) audit(op *copyOp) {
 		c.fail(FailureAllocator, fmt.Errorf("audit: committed L2 object %d: %w", op.obj, err))
 		return
 	}
-	if c.cfg.Bugs.has(BugAuditSkipsRank) {
+	if c.cfg.Testing.Bugs.has(BugAuditSkipsRank) {
 		parts--
 	}
 	ok := c.env.Audit(&Audit{Seq: op.seq, Object: uint64(op.obj), Slots: slots, Tokens: op.tokens, StartPos: op.startPos, Parts: parts})
@@ -152,7 +152,7 @@ func (c *Core) audit(op *copyOp) {
 // auditing ranks read every rank's parts; without the hold a faster rank could evict the object in its next step
 // and start writing a new backup into the same slots while the auditor still reads them.
 func (c *Core) holdForAudit(op *copyOp) {
-	if c.cfg.Bugs.has(BugNoAuditHold) {
+	if c.cfg.Testing.Bugs.has(BugNoAuditHold) {
 		return
 	}
 	if err := c.alloc.Protect(op.obj); err != nil {

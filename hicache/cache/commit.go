@@ -53,7 +53,7 @@ func (c *Core) agree(kind ConsensusKind, drain, checkDigest bool) (agreement, er
 	if c.cfg.Geometry.CPSize > 1 {
 		c.counters.PlacementChecks++
 	}
-	if checkDigest && !c.cfg.Bugs.has(BugAssertOff) && !a.digestsAgree() {
+	if checkDigest && !c.cfg.Testing.Bugs.has(BugAssertOff) && !a.digestsAgree() {
 		return a, c.divergence(kind, v.digest)
 	}
 	// Flush and final always drain, on every rank; a step drains when its rank throttles, a decision that could
@@ -66,7 +66,7 @@ func (c *Core) agree(kind ConsensusKind, drain, checkDigest bool) (agreement, er
 		return a, fmt.Errorf("%s consensus of CP group %d at step %d: a rank still had L3 writes in flight after its local wait", kind, c.cfg.Group, c.step)
 	}
 	committedUpTo := a.writeFrontier
-	if c.cfg.Bugs.has(BugCommitOnLocalFrontier) {
+	if c.cfg.Testing.Bugs.has(BugCommitOnLocalFrontier) {
 		committedUpTo = writeFrontier
 	}
 	c.releaseAudited()
@@ -124,7 +124,7 @@ func (c *Core) finishLoads() error {
 			continue
 		}
 		op.verified = true
-		if c.cfg.Bugs.has(BugSkipLoadVerify) && op.seq%7 == 3 {
+		if c.cfg.Testing.Bugs.has(BugSkipLoadVerify) && op.seq%7 == 3 {
 			continue // the bug: some load-backs are never checked (their bytes are right, so only a count can tell)
 		}
 		if err := c.verifyLoad(op); err != nil {
@@ -162,7 +162,7 @@ func (c *Core) releaseLoads(upTo uint64) {
 	for _, op := range c.loads.retire(upTo) {
 		c.dev.unpin(op.devicePages)
 		c.evictq.push(op.node) // unpinned; see noteSplit for the nodes split off it
-		if c.cfg.Bugs.has(BugNoLoadProtect) {
+		if c.cfg.Testing.Bugs.has(BugNoLoadProtect) {
 			continue // the bug: its protection was never taken
 		}
 		if err := c.alloc.Unprotect(op.obj); err != nil {

@@ -206,7 +206,7 @@ func (c *Core) prefetchConsensus(counts []uint64, digest uint64) error {
 	v := vote{writeFrontier: math.MaxUint64, writeIdle: true, loadFrontier: math.MaxUint64, loadDone: true,
 		digest: digest, storeFrontier: math.MaxUint64, prefetchFrontier: math.MaxUint64, prefetchFailed: noFailure,
 		prefetchAhead: counts}
-	if c.cfg.Bugs.has(BugExistenceVoteMax) {
+	if c.cfg.Testing.Bugs.has(BugExistenceVoteMax) {
 		complement(counts) // the bug: the MAX of the counts, through the MIN of their complements
 	}
 	a, err := c.consensus(PrefetchCount, v)
@@ -214,7 +214,7 @@ func (c *Core) prefetchConsensus(counts []uint64, digest uint64) error {
 		return err
 	}
 	copy(counts, a.prefetchAhead)
-	if c.cfg.Bugs.has(BugExistenceVoteMax) {
+	if c.cfg.Testing.Bugs.has(BugExistenceVoteMax) {
 		complement(counts)
 	}
 	return nil

@@ -51,18 +51,11 @@ type Config struct {
 	PlacementAssertEvery int64 // steps between object-by-object comparisons; 0 = at flushes and the end
 	PerturbAtStep        int64 // --inject-divergence on this rank: perturb the allocator after this step's consensus; 0 = never
 
-	CheckInvariants  bool // check the step invariants after every step (tests and the simulator)
 	RecordDivergence bool // validate: record a divergence and start the group again from a fresh state
 	RecordFlushWrong bool // validate: a flush that leaves the cache unlike a fresh one is counted, not fatal
 	FlushAtEnd       bool // validate: flush once at the end when the workload had no flush
 
-	// Test: a deliberate bug (bugs.go) and the checks tests attach.
-	Bugs Bugs
-	// EvictionModel (tests only), when set, is called at the start of every L1 eviction and returns the check of
-	// the nodes that eviction then chooses.
-	EvictionModel func(c *Core) EvictionCheck
-	// Served (tests and the simulator), when set, is told what each request's serve decided, in tokens.
-	Served func(o Outcome)
+	Testing Testing // what the tests and the simulator attach (testing.go); a run leaves it zero
 }
 
 // Outcome is what one request's serve decided, in tokens.
@@ -82,10 +75,6 @@ type ServedStep struct {
 	Requests  []Served
 	LoadsDone func() bool
 }
-
-// EvictionCheck (tests only) checks the nodes one L1 eviction chose, in order, and how many pages it freed of
-// how many it needed.
-type EvictionCheck func(chosen []*treeNode, freedPages, needPages int) error
 
 // Core is one rank's cache: the radix tree over its device pages, the shared L2 allocator, the copies and L3
 // I/O in flight, and the step program that drives them (Run). Every decision it makes is a pure function of the
@@ -119,8 +108,9 @@ type Core struct {
 	next        []workload.Event // the next step's events (Run reads the stream a step ahead); nil after the last
 	served      []Served         // this step's requests as served, for ServedStep
 
-	freshStateHash uint64   // the allocator's state hash when it was built: what every flush must restore
-	vector         []uint64 // the consensus vector, StepVectorWords long
+	evictionModel  func(c *Core) evictionCheck // Testing.CheckEvictions: the model every L1 eviction is compared with
+	freshStateHash uint64                      // the allocator's state hash when it was built: what every flush must restore
+	vector         []uint64                    // the consensus vector, StepVectorWords long
 }
 
 // New builds a rank's cache for cfg; env is the world around it.
@@ -139,7 +129,10 @@ func New(cfg Config, env Env) (*Core, error) {
 	}
 	c.tree.onSplit = c.noteSplit
 	c.evictq = newEvictQueue(c.tree)
-	c.evictq.tieHigh = cfg.Bugs.has(BugTieBreakOnRank) && cfg.CPRank == 1
+	c.evictq.tieHigh = cfg.Testing.Bugs.has(BugTieBreakOnRank) && cfg.CPRank == 1
+	if cfg.Testing.CheckEvictions {
+		c.evictionModel = walkEvictionModel
+	}
 	if cfg.L3.Enabled {
 		if err := cfg.L3.Validate(cfg.Geometry.PageTokens); err != nil {
 			return nil, err

@@ -49,12 +49,12 @@ func (c *Core) takeDevicePages(n int) []int32 {
 // eviction queue, until needPages are freed or on their way out (backedUp: write_back nodes that leave L1 when
 // their backup commits). Only the nodes evictable when it begins are candidates (the queue holds back the
 // parents it makes evictable), the order a walk and sort of the tree would give; the tests compare every
-// eviction with that walk (EvictionModel).
+// eviction with that walk (Testing.CheckEvictions).
 func (c *Core) evictL1(needPages int) (freed, backedUp int) {
-	var check EvictionCheck
+	var check evictionCheck
 	var chosen []*treeNode
-	if c.cfg.EvictionModel != nil {
-		check = c.cfg.EvictionModel(c)
+	if c.evictionModel != nil {
+		check = c.evictionModel(c)
 	}
 	c.evictq.beginEviction()
 	for freed+backedUp < needPages {

@@ -42,7 +42,7 @@ func newTestController(t testing.TB, policy WritePolicy, devicePages, l2Slots in
 	t.Helper()
 	g := pool.Geometry{CPSize: 1, Layers: 1, PayloadsPerLayer: 1, PageTokens: testOpPageTokens, TokenBytes: 8,
 		Slots: l2Slots, SlabBytesMax: 1 << 20, Layout: pool.LayerFirst}
-	return newSolo(t, Config{Geometry: g, DevicePages: devicePages, Policy: policy, Seed: 3, EvictionModel: WalkEvictionModel})
+	return newSolo(t, Config{Geometry: g, DevicePages: devicePages, Policy: policy, Seed: 3, Testing: Testing{CheckEvictions: true}})
 }
 
 // testOps drives a controller with operations decoded from bytes: requests whose pages come from a three-letter
@@ -110,9 +110,9 @@ func TestEvictionQueueMatchesTheModel(t *testing.T) {
 	for _, policy := range []WritePolicy{WriteThrough, WriteThroughSelective, WriteBack} {
 		c := newTestController(t, policy, 24, 40)
 		compared := 0
-		c.cfg.EvictionModel = func(c *Core) EvictionCheck {
+		c.evictionModel = func(c *Core) evictionCheck {
 			compared++
-			return WalkEvictionModel(c)
+			return walkEvictionModel(c)
 		}
 		testOps(t, c, ops)
 		if compared < 100 || c.counters.L1Evictions < 100 || c.counters.Flushes == 0 {
@@ -220,7 +220,7 @@ func BenchmarkEvictL1FromAFullCache(b *testing.B) {
 	for _, pages := range []int{1 << 10, 1 << 13, 1 << 16} {
 		b.Run(fmt.Sprintf("pages=%d", pages), func(b *testing.B) {
 			c := newTestController(b, WriteThroughSelective, pages, 16) // no backups: nothing pinned
-			c.cfg.EvictionModel = nil
+			c.evictionModel = nil
 			fanOut := int32(2)
 			for fanOut*fanOut*fanOut < int32(pages) {
 				fanOut++

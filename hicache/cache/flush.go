@@ -52,7 +52,7 @@ func (c *Core) settle(kind ConsensusKind, a agreement, checkDigest bool) error {
 	if t == nil {
 		return nil
 	}
-	if c.cfg.Bugs.has(BugFlushWaitsOnlyOnWriter) {
+	if c.cfg.Testing.Bugs.has(BugFlushWaitsOnlyOnWriter) {
 		return nil // the bug: reset waits for this rank's own I/O, after the last collective, not for the group's
 	}
 	// Each round drains every rank's I/O and resolves at least one prefetch (the agreed frontier holds at most one
@@ -77,7 +77,7 @@ func (c *Core) settle(kind ConsensusKind, a agreement, checkDigest bool) error {
 // reset empties the cache and checks that it now equals a fresh one. A cache unlike a fresh one is this rank's
 // failure (its group learns it in the next consensus), or in validate only a count in the flush_reset row.
 func (c *Core) reset() {
-	if c.l3 != nil && c.cfg.Bugs.has(BugFlushWaitsOnlyOnWriter) {
+	if c.l3 != nil && c.cfg.Testing.Bugs.has(BugFlushWaitsOnlyOnWriter) {
 		if err := c.env.Wait(waitFlushL3IO, c.l3.idle); err != nil {
 			c.fail(FailureInvariant, err)
 		}
@@ -92,7 +92,7 @@ func (c *Core) reset() {
 	// still holding device pages that new nodes now own, for a later eviction to free a second time.
 	c.work.locked = c.work.locked[:0]
 	c.evictq.reset()
-	if !c.cfg.Bugs.has(BugResetKeepsDevicePages) {
+	if !c.cfg.Testing.Bugs.has(BugResetKeepsDevicePages) {
 		c.dev.reset()
 	}
 	c.alloc.Reset() // the simulator's reset_keeps_free_bitmap bug breaks it in pool (BreakResetForTest)

@@ -106,7 +106,7 @@ func (c *Core) countBlocks(batch []workload.Event, counts []uint64, cands []pref
 			continue
 		}
 		found := ch.found
-		if ch.hasAgreed && !c.cfg.Bugs.has(BugLocalPrefetchCount) { // the bug: this rank's own count
+		if ch.hasAgreed && !c.cfg.Testing.Bugs.has(BugLocalPrefetchCount) { // the bug: this rank's own count
 			found = ch.agreed
 		}
 		counts[i] = uint64(max(0, found-(cands[i].firstBlock-ch.firstBlock)))
@@ -157,7 +157,7 @@ func (c *Core) aheadVote(kind ConsensusKind) ([]uint64, error) {
 		if ch != nil {
 			words[i] = uint64(ch.found)
 		}
-		if c.cfg.Bugs.has(BugExistenceVoteMax) {
+		if c.cfg.Testing.Bugs.has(BugExistenceVoteMax) {
 			words[i] = ^words[i] // the bug: the MIN of complements, read back as the MAX (agreeAhead)
 		}
 	}
@@ -169,7 +169,7 @@ func (c *Core) agreeAhead(agreed []uint64) {
 	for i := range c.next {
 		if ch := c.l3.ahead[&c.next[i].Request]; ch != nil {
 			count := agreed[i]
-			if c.cfg.Bugs.has(BugExistenceVoteMax) {
+			if c.cfg.Testing.Bugs.has(BugExistenceVoteMax) {
 				count = ^count
 			}
 			ch.agreed, ch.hasAgreed = int(count), true

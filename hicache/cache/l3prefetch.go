@@ -45,13 +45,13 @@ func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 		c.counters.L3CountsAhead++
 	} else {
 		local := counts[:len(batch):len(batch)]
-		if c.cfg.Bugs.has(BugLocalPrefetchCount) {
+		if c.cfg.Testing.Bugs.has(BugLocalPrefetchCount) {
 			local = append([]uint64(nil), local...) // the bug: keep this rank's own counts
 		}
 		if err := c.minCounts(counts); err != nil {
 			return nil, err
 		}
-		if c.cfg.Bugs.has(BugLocalPrefetchCount) {
+		if c.cfg.Testing.Bugs.has(BugLocalPrefetchCount) {
 			copy(counts, local)
 		}
 	}
@@ -197,7 +197,7 @@ func (c *Core) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
 // readsBlock says whether this rank reads block index block of a prefetch into its node's slab: the rank whose
 // node-local part owns it, on every node of the group (each node's part-file fills that node's parts).
 func (c *Core) readsBlock(block int) bool {
-	if c.cfg.Bugs.has(BugL3ReadOneNode) && c.cfg.GroupNode != 0 {
+	if c.cfg.Testing.Bugs.has(BugL3ReadOneNode) && c.cfg.GroupNode != 0 {
 		return false // the bug: the other nodes' parts of the prefetched object are never filled
 	}
 	return c.l3.ownsBlock(block)

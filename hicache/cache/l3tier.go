@@ -251,7 +251,7 @@ func (t *l3Tier) writeBacklog(l2Slots int) bool {
 // blocks in its budget.
 func (c *Core) retireWrites(upTo uint64) {
 	t := c.l3
-	if c.cfg.Bugs.has(BugUnprotectBeforeStored) {
+	if c.cfg.Testing.Bugs.has(BugUnprotectBeforeStored) {
 		upTo = t.lastSeq.write // the bug: as if every write were done
 	}
 	n := 0
@@ -280,7 +280,7 @@ func (c *Core) resolvePrefetches(upTo, failed uint64) {
 		p := t.reads[n]
 		p.resolved, p.okBlocks = true, len(p.keys)
 		c.env.Prefetch(p.seq, true)
-		ignore := t.cfg.IgnoreFailedReads || c.cfg.Bugs.has(BugAttachFailedPrefetch)
+		ignore := t.cfg.IgnoreFailedReads || c.cfg.Testing.Bugs.has(BugAttachFailedPrefetch)
 		if failed != noFailure && failed>>prefetchBlockBits == p.seq && !ignore {
 			p.okBlocks = int(failed & (1<<prefetchBlockBits - 1))
 			c.counters.L3PrefetchMisses++

@@ -79,7 +79,7 @@ func (c *Core) runStep(batch []workload.Event) error {
 	c.endStep()
 	c.env.Served(&ServedStep{Step: c.step, Requests: c.served, LoadsDone: c.loadsDone})
 	c.served = c.served[:0]
-	if c.cfg.CheckInvariants {
+	if c.cfg.Testing.CheckInvariants {
 		if err := c.checkStepInvariants(); err != nil {
 			c.fail(FailureInvariant, fmt.Errorf("step %d: %w", c.step, err))
 		}

@@ -20,8 +20,8 @@ func (c *Core) serve(req *workload.Request) error {
 		o := Outcome{L1Hit: c.counters.L1HitTokens - before.L1HitTokens, L2Hit: c.counters.L2HitTokens - before.L2HitTokens,
 			L3Hit: c.counters.L3HitTokens - before.L3HitTokens, Computed: c.counters.MissTokens - before.MissTokens}
 		c.served = append(c.served, Served{Request: req, Outcome: o})
-		if c.cfg.Served != nil {
-			c.cfg.Served(o)
+		if c.cfg.Testing.Served != nil {
+			c.cfg.Testing.Served(o)
 		}
 	}()
 	work := &c.work
@@ -65,7 +65,7 @@ func (c *Core) hitNode(n *treeNode) bool {
 	}
 	// Protected before L1 makes room: under write_back, evicting from L1 backs nodes up, and their reservations
 	// could otherwise evict this very object from L2.
-	protect := !c.cfg.Bugs.has(BugNoLoadProtect) // the bug: nothing keeps the slots while the load-back reads them
+	protect := !c.cfg.Testing.Bugs.has(BugNoLoadProtect) // the bug: nothing keeps the slots while the load-back reads them
 	if protect {
 		if err := c.alloc.Protect(n.l2); err != nil {
 			panic(fmt.Sprintf("cache: protect committed L2 object %d of node %d: %v", n.l2, n.id, err))

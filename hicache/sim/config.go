@@ -165,7 +165,7 @@ func (j *JobConfig) coreConfig(group, cpRank int) cache.Config {
 	cfg := cache.Config{Geometry: j.Geometry, DevicePages: j.DevicePages, Policy: j.Policy, Seed: j.Seed | 1, CPRank: cpRank, Group: group,
 		GroupNode: p.Node[cpRank], NodePart: p.Part[cpRank],
 		L3: j.L3, SyncCopies: j.SyncCopies, FlushEvery: j.FlushEvery, PlacementAssertEvery: j.PlacementAssertEvery,
-		CheckInvariants: true, Bugs: j.Bugs, EvictionModel: cache.WalkEvictionModel}
+		Testing: cache.Testing{CheckInvariants: true, CheckEvictions: true, Bugs: j.Bugs}}
 	if j.Fault == FaultDivergence && group == 0 && cpRank == j.FaultRank {
 		cfg.PerturbAtStep = j.FaultStep
 	}

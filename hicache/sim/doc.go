@@ -3,7 +3,7 @@
 // coroutine (iter.Pull) that the scheduler resumes one at a time; a seeded PRNG decides which rank runs next,
 // when each copy, block write, block read and existence answer completes (sometimes much later than the others'),
 // and which faults happen. A broadcast lets a fast rank run ahead, as MPI's does; only an all-reduce holds the
-// group together. The memory is real (cache.Memory: every byte the content function's), the L3 a simulated
+// group together. The memory is real (Memory: every byte the content function's), the L3 a simulated
 // directory shared by the job's groups, with the faults a real one has.
 //
 // After every step it checks that the ranks of a group hold the same state (Core.StateHash, not only the

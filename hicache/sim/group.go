@@ -15,7 +15,7 @@ type group struct {
 	j        *job
 	index    int
 	ranks    []*rank
-	mem      *cache.Memory
+	mem      *Memory
 	events   []workload.Event // CP rank 0's, not yet sent
 	all      []workload.Event // the whole share, for the sequential model
 	sent     map[int64][]workload.Event

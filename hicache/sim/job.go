@@ -102,7 +102,7 @@ func newJob(cfg JobConfig) (*job, error) {
 		j.l3 = newSimL3(newRNG(cfg.Seed^0x6673), cfg.L3Faults, &j.cfg)
 	}
 	for gi := range cfg.DP {
-		g := &group{j: j, index: gi, mem: cache.NewMemoryOnNodes(cfg.Geometry, j.placement, cfg.DevicePages, cfg.Seed|1),
+		g := &group{j: j, index: gi, mem: NewMemoryOnNodes(cfg.Geometry, j.placement, cfg.DevicePages, cfg.Seed|1),
 			sent: map[int64][]workload.Event{}, hashes: map[int64][]uint64{}, refs: map[partKey][]*pending{}, audited: map[uint64][]int{}}
 		g.events = makeWorkload(newRNG(cfg.Seed^uint64(gi+1)*0x9e37), &j.cfg)
 		arrive(g.events, &j.cfg, gi)
@@ -114,7 +114,7 @@ func newJob(cfg JobConfig) (*job, error) {
 			}
 			ccfg := cfg.coreConfig(gi, cp)
 			if cp == 0 {
-				ccfg.Served = func(o cache.Outcome) { r.outcomes = append(r.outcomes, o) }
+				ccfg.Testing.Served = func(o cache.Outcome) { r.outcomes = append(r.outcomes, o) }
 			}
 			c, err := cache.New(ccfg, r)
 			if err != nil {

@@ -1,29 +1,28 @@
-package cache
+package sim
 
-import "github.com/cphicache/cphicache/pool"
+import (
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/pool"
+)
 
-// Memory is a CP group's memory in ordinary Go slices, for the simulator and the tests: each node's shared slab
-// and each rank's device KV buffer, with the copies and the content checks an Env does on real memory (the real
-// runner's go through kernels and the mapped slab instead). Every byte is the content function's, so a
-// load-back, an audit or an L3 block made of the wrong bytes shows as it would in a run. It does no I/O.
+// Memory is a CP group's memory in ordinary Go slices, the simulator's (test support, kept out of the core and
+// the runner): each node's shared slab and each rank's device KV buffer, with the copies and the content checks
+// an Env does on real memory (the real runner's go through kernels and the mapped slab instead). Every byte is
+// the content function's, so a load-back, an audit or an L3 block made of the wrong bytes shows as it would in a
+// run. It does no I/O.
 type Memory struct {
 	g           pool.Geometry
 	devicePages int
-	nodes       NodePlacement
+	nodes       cache.NodePlacement
 	NodeSlabs   [][][]byte // by the group's node, then slab: each node's slabs hold its ranks' parts only
 	Devices     [][]byte   // by CP rank
 	seed        uint64
 	part        []byte // scratch: one part's content
 }
 
-// NewMemory allocates a group's memory for g on one node, or on g.Nodes nodes in blocks of ranks.
-func NewMemory(g pool.Geometry, devicePages int, seed uint64) *Memory {
-	return NewMemoryOnNodes(g, PlaceOnNodes(g.CPSize, g.Nodes, false), devicePages, seed)
-}
-
 // NewMemoryOnNodes allocates a group's memory for g with its ranks placed on nodes as p says: one set of slabs
 // per node, and every CP rank's device buffer of devicePages pages.
-func NewMemoryOnNodes(g pool.Geometry, p NodePlacement, devicePages int, seed uint64) *Memory {
+func NewMemoryOnNodes(g pool.Geometry, p cache.NodePlacement, devicePages int, seed uint64) *Memory {
 	m := &Memory{g: g, devicePages: devicePages, nodes: p, seed: seed, part: make([]byte, g.PartBytes())}
 	for range p.Nodes() {
 		var slabs [][]byte
@@ -33,7 +32,7 @@ func NewMemoryOnNodes(g pool.Geometry, p NodePlacement, devicePages int, seed ui
 		m.NodeSlabs = append(m.NodeSlabs, slabs)
 	}
 	for range g.CPSize {
-		m.Devices = append(m.Devices, make([]byte, DeviceBytes(g, devicePages)))
+		m.Devices = append(m.Devices, make([]byte, cache.DeviceBytes(g, devicePages)))
 	}
 	return m
 }
@@ -47,12 +46,12 @@ func (m *Memory) deviceOffset(page int32, layer, payload int) int64 {
 	return ((int64(layer)*int64(m.g.PayloadsPerLayer)+int64(payload))*int64(m.devicePages) + int64(page)) * m.g.PartBytes()
 }
 
-func (m *Memory) key(rank, layer, payload int) ContentKey {
-	return ContentKey{Seed: m.seed, Rank: rank, Layer: layer, Payload: payload}
+func (m *Memory) key(rank, layer, payload int) cache.ContentKey {
+	return cache.ContentKey{Seed: m.seed, Rank: rank, Layer: layer, Payload: payload}
 }
 
 // eachPart visits every (page, layer, payload) part of rank: its device bytes and its slab bytes.
-func (m *Memory) eachPart(rank int, pages []int32, slots []SlabSlot, visit func(device, slab []byte)) {
+func (m *Memory) eachPart(rank int, pages []int32, slots []cache.SlabSlot, visit func(device, slab []byte)) {
 	pb := m.g.PartBytes()
 	slabs, part := m.partOf(rank)
 	for i, page := range pages {
@@ -68,7 +67,7 @@ func (m *Memory) eachPart(rank int, pages []int32, slots []SlabSlot, visit func(
 }
 
 // Copy carries out rank's copy, whole.
-func (m *Memory) Copy(rank int, c *Copy) {
+func (m *Memory) Copy(rank int, c *cache.Copy) {
 	m.eachPart(rank, c.DevicePages, c.Slots, func(device, slab []byte) {
 		if c.Gather {
 			copy(slab, device)
@@ -79,27 +78,27 @@ func (m *Memory) Copy(rank int, c *Copy) {
 }
 
 // Fill writes rank's computed KV into its device pages.
-func (m *Memory) Fill(rank int, f *Fill) {
+func (m *Memory) Fill(rank int, f *cache.Fill) {
 	pt := m.g.PageTokens
 	for i, page := range f.DevicePages {
 		for layer := range m.g.Layers {
 			for payload := range m.g.PayloadsPerLayer {
 				d := m.deviceOffset(page, layer, payload)
-				FillPart(m.Devices[rank][d:d+m.g.PartBytes()], f.Tokens[i*pt:(i+1)*pt], f.StartPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload))
+				cache.FillPart(m.Devices[rank][d:d+m.g.PartBytes()], f.Tokens[i*pt:(i+1)*pt], f.StartPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload))
 			}
 		}
 	}
 }
 
 // Verify checks rank's finished load-back: pages checked, and those with a wrong byte.
-func (m *Memory) Verify(rank int, v *Verify) (checked, mismatches int64) {
+func (m *Memory) Verify(rank int, v *cache.Verify) (checked, mismatches int64) {
 	pt := m.g.PageTokens
 	for i, page := range v.DevicePages {
 		bad := false
 		for layer := range m.g.Layers {
 			for payload := range m.g.PayloadsPerLayer {
 				d := m.deviceOffset(page, layer, payload)
-				if !PartMatches(m.Devices[rank][d:d+m.g.PartBytes()], v.Tokens[i*pt:(i+1)*pt], v.StartPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload)) {
+				if !cache.PartMatches(m.Devices[rank][d:d+m.g.PartBytes()], v.Tokens[i*pt:(i+1)*pt], v.StartPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload)) {
 					bad = true
 				}
 			}
@@ -113,7 +112,7 @@ func (m *Memory) Verify(rank int, v *Verify) (checked, mismatches int64) {
 }
 
 // SlotsMatch checks every rank's parts of slots against the content of tokens from startPos.
-func (m *Memory) SlotsMatch(slots []SlabSlot, tokens []int32, startPos int) bool {
+func (m *Memory) SlotsMatch(slots []cache.SlabSlot, tokens []int32, startPos int) bool {
 	for node := range m.NodeSlabs {
 		if !m.NodeSlotsMatch(node, slots, tokens, startPos, m.g.NodeParts()) {
 			return false
@@ -123,7 +122,7 @@ func (m *Memory) SlotsMatch(slots []SlabSlot, tokens []int32, startPos int) bool
 }
 
 // NodeSlotsMatch checks the node-local parts [0, parts) of slots in node's slabs, as that node's auditor does.
-func (m *Memory) NodeSlotsMatch(node int, slots []SlabSlot, tokens []int32, startPos, parts int) bool {
+func (m *Memory) NodeSlotsMatch(node int, slots []cache.SlabSlot, tokens []int32, startPos, parts int) bool {
 	pt, pb := m.g.PageTokens, m.g.PartBytes()
 	ranks := m.nodes.RanksOn(node)
 	for i, s := range slots {
@@ -131,7 +130,7 @@ func (m *Memory) NodeSlotsMatch(node int, slots []SlabSlot, tokens []int32, star
 			for layer := range m.g.Layers {
 				for payload := range m.g.PayloadsPerLayer {
 					o := m.g.PartOffset(int(s.Slab), int(s.Slot), part, layer, payload)
-					if !PartMatches(m.NodeSlabs[node][s.Slab][o:o+pb], tokens[i*pt:(i+1)*pt], startPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload)) {
+					if !cache.PartMatches(m.NodeSlabs[node][s.Slab][o:o+pb], tokens[i*pt:(i+1)*pt], startPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload)) {
 						return false
 					}
 				}

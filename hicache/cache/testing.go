@@ -5,8 +5,26 @@ import (
 	"slices"
 )
 
-// The eviction queue against its model: the walk-and-sort eviction it replaced. The tests and the simulator
-// compare every L1 eviction with it, choice by choice (Config.EvictionModel).
+// Testing is everything the tests and the simulator attach to a core, in one place, so that the rest of Config
+// reads as a run's configuration: a run (the runner's coreConfig) leaves it zero, and then none of it costs more
+// than a test of a nil or false field. The deliberate bugs are compiled out besides (bugs_off.go).
+type Testing struct {
+	// CheckInvariants checks the step invariants after every step (checkStepInvariants: O(tree + device pages)),
+	// the expensive half of the assertion policy (DESIGN.md, "Asserts"): the cheap half is always on.
+	CheckInvariants bool
+	// CheckEvictions compares every L1 eviction with the walk-and-sort eviction the queue replaced (below).
+	CheckEvictions bool
+	// Served, when set, is told what each request's serve decided, in tokens (the simulator's sequential model).
+	Served func(o Outcome)
+	// Bugs are the deliberate bugs to carry out (bugs.go): only in a build with the simbugs tag.
+	Bugs Bugs
+}
+
+// The eviction queue against its model: the walk-and-sort eviction it replaced. With Testing.CheckEvictions the
+// core compares every L1 eviction with it, choice by choice (evictL1).
+
+// evictionCheck checks the nodes one L1 eviction chose, in order, and how many pages it freed of how many it needed.
+type evictionCheck func(chosen []*treeNode, freedPages, needPages int) error
 
 // naiveEvictionOrder is the model: every node of the tree evictable now, least recently used first, ties by id.
 func naiveEvictionOrder(c *Core) []*treeNode {
@@ -25,9 +43,9 @@ func naiveEvictionOrder(c *Core) []*treeNode {
 	return candidates
 }
 
-// WalkEvictionModel is Config.EvictionModel for the tests and the simulator: it takes the model's order when an eviction begins and checks
-// the eviction's choices against it when it ends.
-func WalkEvictionModel(c *Core) EvictionCheck {
+// walkEvictionModel takes the model's order when an eviction begins and checks the eviction's choices against it
+// when it ends.
+func walkEvictionModel(c *Core) evictionCheck {
 	model := naiveEvictionOrder(c)
 	return func(chosen []*treeNode, freedPages, needPages int) error {
 		return compareEviction(model, chosen, freedPages, needPages)
