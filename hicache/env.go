@@ -42,10 +42,16 @@ func (rs *runState) Collective(c *cache.Collective) error {
 // blocks the step under the watchdog's drain slot: a worker stuck in a copy or a filesystem must not hold it
 // forever.
 func (rs *runState) Start(w cache.Work) {
+	if _, isCopy := w.(*cache.Copy); !isCopy && rs.l3 == nil {
+		panic(rs.broken("L3 work %T without an L3", w))
+	}
 	switch w := w.(type) {
 	case *cache.Copy:
 		job := &copyJob{seq: w.Seq, gather: w.Gather, spans: rs.spansFor(w), timing: rs.timeCopy(w)}
 		job.layersLeft = len(job.spans)
+		if job.layersLeft == 0 || len(w.DevicePages) != len(w.Slots) {
+			panic(rs.broken("copy %d of %d pages into %d slots in %d layers: it would never be reported done", w.Seq, len(w.DevicePages), len(w.Slots), job.layersLeft))
+		}
 		for layer := range job.spans {
 			rs.enqueue("copy queue", "the copy worker of this rank stopped taking copies", func() bool {
 				select {
@@ -90,7 +96,8 @@ func offer(jobs chan func(), job func()) bool {
 	}
 }
 
-// enqueue retries put until it takes the work, delivering completions meanwhile, under the drain slot.
+// enqueue retries put until it takes the work, delivering completions meanwhile: it waits on the worker taking the
+// next job, bounded by the drain slot (waits.go).
 func (rs *runState) enqueue(name, hint string, put func() bool) {
 	if put() {
 		return
@@ -98,25 +105,18 @@ func (rs *runState) enqueue(name, hint string, put func() bool) {
 	if rs.tl.On() {
 		defer rs.tl.End(timeline.KindWait, rs.tl.Name(name), rs.tl.Now(), 0)
 	}
-	rs.cons.watchdog.ArmDrain(name, hint, rs.cons.group, rs.cons.cp.Size(), rs.core.Step())
-	defer rs.cons.watchdog.DisarmDrain()
-	for !put() {
-		rs.deliver(true)
-	}
+	rs.localWait(name, hint, put)
 }
 
-// Wait polls until done, with the watchdog's drain slot armed under the wait's name: work that never completes
-// ends the job with that name, however many quick polls the wait is made of.
+// Wait polls until done: it waits on this rank's own work (copies, L3 I/O), bounded by the drain slot armed under
+// the wait's name, so that work that never completes ends the job with that name, however many quick polls the
+// wait is made of (waits.go).
 func (rs *runState) Wait(r cache.WaitReason, done func() bool) error {
 	rs.deliver(false)
 	if done() {
 		return nil
 	}
-	rs.cons.watchdog.ArmDrain(r.Name, r.Hint, rs.cons.group, rs.cons.cp.Size(), rs.core.Step())
-	defer rs.cons.watchdog.DisarmDrain()
-	for !done() {
-		rs.deliver(true)
-	}
+	rs.localWait(r.Name, r.Hint, done)
 	return nil
 }
 
@@ -158,8 +158,11 @@ func (rs *runState) landRead(d *doneWork) bool {
 	t := rs.l3
 	r := d.read
 	p := t.reads[r.key]
+	if p == nil {
+		panic(rs.broken("a read of L3 prefetch %d block %d landed that was never issued, or landed twice", r.key.prefetch, r.key.block))
+	}
 	delete(t.reads, r.key)
-	if p == nil || p.state.Load() == readAbandoned {
+	if p.state.Load() == readAbandoned {
 		return false
 	}
 	if r.err != nil {

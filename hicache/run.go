@@ -54,6 +54,8 @@ type runState struct {
 	prefetchWait  quantiles            // start to agreement of each prefetch
 	readLatency   quantiles            // issue to landing of each L3 block read that landed
 
+	waiting string // the local wait in progress (waits.go), "" when none
+
 	tl          *timeline.Recorder // --timeline's; nil without it
 	tlNames     timelineNames
 	timelineErr error // world rank 0's failure to write --timeline's file
@@ -285,10 +287,10 @@ func (rs *runState) setUp() error {
 func (rs *runState) tearDown() {
 	if rs.tasks != nil { // the copy worker runs the copies queued, so that none touches the slab after it is unmapped
 		close(rs.tasks)
-		<-rs.workerDone
+		rs.endWait("copies at the end", "the copy worker of this rank stopped", func() { <-rs.workerDone })
 	}
 	if rs.l3 != nil { // its writes read the slab: they end before the slab is unmapped
-		rs.l3.close()
+		rs.endWait("L3 writes at the end", "this rank's L3 I/O stopped (a hung filesystem?)", rs.l3.close)
 	}
 	if rs.cons != nil {
 		rs.cons.watchdog.Stop()

@@ -212,3 +212,36 @@ func (c *Core) checkStepInvariants() error {
 	}
 	return nil
 }
+
+// broken is what the core panics with on a broken invariant of this rank's own state (DESIGN.md, "Asserts"): the
+// invariant, named by the message, and a dump of the state it checked, as pool's brokenInvariant: a rank whose
+// tree, device pages or copy queues are wrong must stop, never place, copy or serve on. Each check panics itself,
+// panic(c.broken(...)), so that the hot path keeps no value alive for it.
+func (c *Core) broken(format string, args ...any) string {
+	return "cache: broken invariant: " + fmt.Sprintf(format, args...) + "\n" + c.dump()
+}
+
+// dump describes what the core's invariants are about, bounded so that a panic stays readable.
+func (c *Core) dump() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CP group %d rank %d: step %d, clock %d, consensus calls %d, next seq %d\n",
+		c.cfg.Group, c.cfg.CPRank, c.step, c.clock, c.calls, c.nextSeq)
+	fmt.Fprintf(&b, "tree: %d nodes, %d locked this step; device: %d of %d pages free; copies in flight: %d\n",
+		c.tree.nodes, len(c.work.locked), c.dev.available(), c.dev.capacity(), len(c.inFlight))
+	for _, q := range []*opQueue{&c.writes, &c.loads} {
+		b.WriteString(q.dump())
+	}
+	fmt.Fprintf(&b, "L2: %d of %d slots free, %d objects, %d in the tree, %d held for audit, digest %#016x\n",
+		c.alloc.FreeSlots(), c.geometry().Slots, c.alloc.Objects(), len(c.objectNodes), len(c.auditHeld), c.alloc.Digest())
+	if c.l3 != nil {
+		fmt.Fprintf(&b, "L3: last write %d, last read %d, %d reads in flight, %d writes scheduled\n",
+			c.l3.lastSeq.write, c.l3.lastSeq.read, len(c.l3.reads), len(c.l3.writes))
+	}
+	return b.String()
+}
+
+// describe names a node and what it holds, for a dump.
+func (n *treeNode) describe() string {
+	return fmt.Sprintf("node %d (tokens [%d, %d), %d device pages, L2 object %d+%d, %d locks, last access %d)",
+		n.id, n.startPos, n.startPos+len(n.tokens), len(n.devicePages), n.l2, n.l2Offset, n.lockRefs, n.lastAccess)
+}

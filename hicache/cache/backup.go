@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/cphicache/cphicache/pool"
@@ -11,6 +10,9 @@ import (
 // capacity miss evicts or skips inside the allocator, identically on every rank, with no communication.
 func (c *Core) backup(n *treeNode) *copyOp {
 	pages := n.pages(c.geometry().PageTokens)
+	if n.l2 != 0 || len(n.devicePages) != pages || pages == 0 {
+		panic(c.broken("backup of %s: only a node whole in L1 and not in the L2 is backed up", n.describe()))
+	}
 	if pages > c.geometry().Slots {
 		// An object larger than the whole L2 can never fit: a miss, decided the same way on every rank.
 		c.counters.ReserveMisses++
@@ -21,7 +23,7 @@ func (c *Core) backup(n *treeNode) *copyOp {
 	obj := pool.ObjectID(seq)
 	outcome, err := c.alloc.Reserve(obj, pages, seq, c.clock)
 	if err != nil {
-		panic(fmt.Sprintf("cache: reserve of %d pages for node %d: %v", pages, n.id, err))
+		panic(c.broken("reserve of %d pages for node %d: %v", pages, n.id, err))
 	}
 	c.dropEvicted()
 	if outcome == pool.Miss {
@@ -30,11 +32,14 @@ func (c *Core) backup(n *treeNode) *copyOp {
 	}
 	slots, err := c.slotsOf(obj, 0, len(n.devicePages))
 	if err != nil {
-		panic(fmt.Sprintf("cache: placement of fresh object %d: %v", obj, err))
+		panic(c.broken("placement of fresh object %d: %v", obj, err))
 	}
 	n.l2, n.l2Offset = obj, 0
 	c.objectNodes[obj] = []*treeNode{n}
 	op := &copyOp{seq: seq, obj: obj, node: n, tokens: n.tokens, startPos: n.startPos, devicePages: slices.Clone(n.devicePages), slots: slots}
+	if len(slots) != pages {
+		panic(c.broken("backup of %s: %d slots for %d pages", n.describe(), len(slots), pages))
+	}
 	c.dev.pin(op.devicePages)
 	c.writes.push(op)
 	c.startCopy(op, true)

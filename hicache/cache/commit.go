@@ -141,6 +141,10 @@ func (c *Core) loadsDone() bool { return c.loads.advance() >= c.loads.lastSeq }
 // them, so every rank commits them at this same step. The auditing rank then checks each whole object.
 func (c *Core) commit(upTo uint64) {
 	for _, op := range c.writes.retire(upTo) {
+		if op.err != nil || op.node.l2 != op.obj {
+			panic(c.broken("commit of backup %d (L2 object %d, copy error %v) to %s: a failed copy never commits, and the node points into its object",
+				op.seq, op.obj, op.err, op.node.describe()))
+		}
 		if err := c.alloc.MarkObjectCommitted(op.obj); err != nil {
 			c.fail(FailureAllocator, fmt.Errorf("commit of L2 object %d: %w", op.obj, err))
 			continue
@@ -160,6 +164,10 @@ func (c *Core) commit(upTo uint64) {
 // releaseLoads retires the load-backs every rank has finished: their device pages and L2 objects are free again.
 func (c *Core) releaseLoads(upTo uint64) {
 	for _, op := range c.loads.retire(upTo) {
+		if !op.verified || op.err != nil {
+			panic(c.broken("release of load-back %d (verified %v, copy error %v) into %s: only a verified load-back is released",
+				op.seq, op.verified, op.err, op.node.describe()))
+		}
 		c.dev.unpin(op.devicePages)
 		c.evictq.push(op.node) // unpinned; see noteSplit for the nodes split off it
 		if c.cfg.Testing.Bugs.has(BugNoLoadProtect) {
@@ -175,6 +183,9 @@ func (c *Core) releaseLoads(upTo uint64) {
 func (c *Core) endStep() {
 	work := &c.work
 	for _, n := range work.locked {
+		if n.lockRefs <= 0 {
+			panic(c.broken("the step's end unlocks %s, which holds no lock", n.describe()))
+		}
 		n.lockRefs--
 		if n.lockRefs == 0 {
 			c.evictq.push(n)

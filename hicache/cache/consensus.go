@@ -140,6 +140,10 @@ func (c *Core) consensus(k ConsensusKind, v vote) (agreement, error) {
 		}
 		return agreement{}, err
 	}
+	if w[wordWriteFrontier] > v.writeFrontier || w[wordLoadFrontier] > v.loadFrontier || w[wordStoreFrontier] > v.storeFrontier ||
+		w[wordPrefetchFrontier] > v.prefetchFrontier || w[wordDigest] > v.digest || ^w[wordDigestNot] < v.digest {
+		panic(c.broken("the %s consensus agreed %v, more than this rank's own vote %+v: a MIN is never above a rank's own word", k, w[:consensusWords], v))
+	}
 	return agreement{writeFrontier: w[wordWriteFrontier], writeIdle: w[wordWriteIdle] == 1,
 		loadFrontier: w[wordLoadFrontier], loadDone: w[wordLoadDone] == 1,
 		digestMin: w[wordDigest], digestMax: ^w[wordDigestNot],

@@ -202,18 +202,18 @@ func (c *Core) Complete(x Completion) {
 	case CopyDone:
 		op := c.inFlight[x.Seq]
 		if op == nil {
-			panic(fmt.Sprintf("cache: completion of copy %d, which is not in flight", x.Seq))
+			panic(c.broken("completion of copy %d, which is not in flight", x.Seq))
 		}
 		delete(c.inFlight, x.Seq)
 		op.isDone, op.err = true, x.Err
 	case BlocksFound:
 		if c.l3 == nil {
-			panic("cache: an L3 completion without an L3")
+			panic(c.broken("an L3 completion without an L3"))
 		}
 		c.l3.checkDone(x)
 	case BlockWritten, BlockReadDone:
 		if c.l3 == nil {
-			panic("cache: an L3 completion without an L3")
+			panic(c.broken("an L3 completion without an L3"))
 		}
 		c.l3.complete(c, x)
 	}

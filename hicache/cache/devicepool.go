@@ -43,18 +43,24 @@ func (d *devicePool) take(n int) []int32 {
 	for i := range out {
 		out[i] = d.free[len(d.free)-1]
 		d.free = d.free[:len(d.free)-1]
+		if d.pins[out[i]] != 0 {
+			panic(d.broken(out[i], "free page %d handed out with %d pins", out[i], d.pins[out[i]]))
+		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-// give returns pages to the pool; they must be unpinned.
+// give returns pages to the pool; they must be unpinned, and the pool never holds more than its capacity.
 func (d *devicePool) give(pages []int32) {
 	for _, p := range pages {
 		if d.pins[p] != 0 {
-			panic(fmt.Sprintf("devicepool: freeing page %d with %d pins", p, d.pins[p]))
+			panic(d.broken(p, "freeing page %d with %d pins", p, d.pins[p]))
 		}
 		d.free = append(d.free, p)
+	}
+	if len(d.free) > len(d.pins) {
+		panic(d.broken(pages[0], "%d pages free of %d after giving back %v: a page given back twice", len(d.free), len(d.pins), pages))
 	}
 }
 
@@ -67,7 +73,7 @@ func (d *devicePool) pin(pages []int32) {
 func (d *devicePool) unpin(pages []int32) {
 	for _, p := range pages {
 		if d.pins[p] == 0 {
-			panic(fmt.Sprintf("devicepool: unpinning page %d that is not pinned", p))
+			panic(d.broken(p, "unpinning page %d that is not pinned", p))
 		}
 		d.pins[p]--
 	}
@@ -80,4 +86,11 @@ func (d *devicePool) anyPinned(pages []int32) bool {
 		}
 	}
 	return false
+}
+
+// broken is a broken invariant of the pool, with a dump around page p: the counts, p's pins, the free stack's top.
+func (d *devicePool) broken(p int32, format string, args ...any) string {
+	top := d.free[max(len(d.free)-8, 0):]
+	return fmt.Sprintf("cache: broken invariant: "+format, args...) +
+		fmt.Sprintf("\ndevice pool: %d of %d pages free, page %d has %d pins, free stack top %v\n", len(d.free), len(d.pins), p, d.pins[p], top)
 }

@@ -42,7 +42,11 @@ func (c *Core) takeDevicePages(n int) []int32 {
 		}
 		leaving += backedUp
 	}
-	return c.dev.take(n)
+	pages := c.dev.take(n) // nil only when pages on their way out made up the count
+	if (pages == nil && leaving == 0) || (pages != nil && len(pages) != n) {
+		panic(c.broken("%d device pages taken of %d asked, with %d free and %d leaving", len(pages), n, c.dev.available(), leaving))
+	}
+	return pages
 }
 
 // evictL1 frees device pages from the least recently used evictable nodes (ties by node id), popped from the
@@ -73,6 +77,9 @@ func (c *Core) evictL1(needPages int) (freed, backedUp int) {
 		}
 	}
 	c.evictq.endEviction()
+	if freed > c.dev.available() {
+		panic(c.broken("an L1 eviction freed %d pages, but %d are free", freed, c.dev.available()))
+	}
 	if check != nil {
 		if err := check(chosen, freed+backedUp, needPages); err != nil {
 			c.fail(FailureInvariant, err)
@@ -98,6 +105,9 @@ func (c *Core) evictableFromL1(n *treeNode) bool {
 // evictNode drops a node's device pages. A node backed up in L2 stays as an L2-only node; one that is not is
 // deleted, except under write_back, where it is backed up first and leaves L1 when the backup commits.
 func (c *Core) evictNode(n *treeNode) bool {
+	if !n.inL1() || n.lockRefs != 0 || n == c.tree.root {
+		panic(c.broken("L1 eviction of %s: only an unlocked node on the device leaves it", n.describe()))
+	}
 	if n.l2 == 0 && c.cfg.Policy == WriteBack {
 		if op := c.backup(n); op != nil {
 			op.evictAfterCommit = true

@@ -24,6 +24,9 @@ type evictQueue struct {
 	held     []*treeNode
 
 	tieHigh bool // BugTieBreakOnRank on this rank: ties go to the higher node id
+
+	// The last node the eviction in progress chose: each choice comes after it in the queue's order.
+	lastChosen evictEntry
 }
 
 // evictEntry is a node's key when it was pushed.
@@ -75,13 +78,20 @@ func (q *evictQueue) popOldest(evictable func(*treeNode) bool) *treeNode {
 		if n.held || !evictable(n) {
 			continue
 		}
+		if q.lastChosen.node != nil && q.lessEntry(&e, &q.lastChosen) {
+			panic(q.broken(e, "L1 eviction chose node %d (last access %d) after node %d (last access %d): out of the queue's order",
+				e.id, e.lastAccess, q.lastChosen.id, q.lastChosen.lastAccess))
+		}
+		if q.evicting {
+			q.lastChosen = e
+		}
 		return n
 	}
 	return nil
 }
 
 // beginEviction and endEviction bracket one L1 eviction; endEviction queues the nodes it held back.
-func (q *evictQueue) beginEviction() { q.evicting = true }
+func (q *evictQueue) beginEviction() { q.evicting, q.lastChosen = true, evictEntry{} }
 
 func (q *evictQueue) endEviction() {
 	q.evicting = false
@@ -131,8 +141,9 @@ func (q *evictQueue) compact() {
 	}
 }
 
-func (q *evictQueue) less(i, j int) bool {
-	a, b := &q.entries[i], &q.entries[j]
+func (q *evictQueue) less(i, j int) bool { return q.lessEntry(&q.entries[i], &q.entries[j]) }
+
+func (q *evictQueue) lessEntry(a, b *evictEntry) bool {
 	if a.lastAccess != b.lastAccess {
 		return a.lastAccess < b.lastAccess
 	}
@@ -191,4 +202,11 @@ func (c *Core) checkEvictQueue() error {
 		}
 	})
 	return err
+}
+
+// broken is a broken invariant of the queue, with a dump of its state around entry e.
+func (q *evictQueue) broken(e evictEntry, format string, args ...any) string {
+	return fmt.Sprintf("cache: broken invariant: "+format, args...) + fmt.Sprintf(
+		"\neviction queue: %d entries for %d nodes, evicting %v, %d held back, tie-break high %v; entry %d (last access %d) of %s\n",
+		len(q.entries), q.tree.nodes, q.evicting, len(q.held), q.tieHigh, e.id, e.lastAccess, e.node.describe())
 }

@@ -77,6 +77,9 @@ func (c *Core) settle(kind ConsensusKind, a agreement, checkDigest bool) error {
 // reset empties the cache and checks that it now equals a fresh one. A cache unlike a fresh one is this rank's
 // failure (its group learns it in the next consensus), or in validate only a count in the flush_reset row.
 func (c *Core) reset() {
+	if len(c.inFlight) != 0 {
+		panic(c.broken("a reset with %d copies in flight: the drain consensus before it waits for every one", len(c.inFlight)))
+	}
 	if c.l3 != nil && c.cfg.Testing.Bugs.has(BugFlushWaitsOnlyOnWriter) {
 		if err := c.env.Wait(waitFlushL3IO, c.l3.idle); err != nil {
 			c.fail(FailureInvariant, err)

@@ -127,7 +127,7 @@ func checksDone(checks []*existenceCheck) bool {
 func (t *l3Tier) checkDone(x Completion) {
 	ch := t.checks[x.Seq]
 	if ch == nil || x.Found < 0 || x.Found > len(ch.own) {
-		panic(fmt.Sprintf("cache: answer %d of L3 existence check %d, which is not in flight or has fewer keys", x.Found, x.Seq))
+		panic(fmt.Sprintf("cache: broken invariant: answer %d of L3 existence check %d, which is not in flight or has fewer keys\nL3 existence checks in flight: %d\n", x.Found, x.Seq, len(t.checks)))
 	}
 	delete(t.checks, x.Seq)
 	ch.found, ch.done = ch.blocks, true

@@ -163,7 +163,7 @@ func (c *Core) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
 	obj := pool.ObjectID(c.nextSeq)
 	outcome, err := c.alloc.Reserve(obj, n*t.blockPages(), c.nextSeq, c.clock)
 	if err != nil {
-		panic(fmt.Sprintf("cache: reserve of %d pages for an L3 prefetch: %v", n*t.blockPages(), err))
+		panic(c.broken("reserve of %d pages for an L3 prefetch: %v", n*t.blockPages(), err))
 	}
 	c.dropEvicted()
 	if outcome == pool.Miss {
@@ -187,7 +187,7 @@ func (c *Core) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
 		}
 		slots, err := c.slotsOf(obj, j*t.blockPages(), t.blockPages())
 		if err != nil {
-			panic(fmt.Sprintf("cache: placement of fresh L3 prefetch object %d: %v", obj, err))
+			panic(c.broken("placement of fresh L3 prefetch object %d: %v", obj, err))
 		}
 		c.env.Start(&BlockRead{Prefetch: p.seq, Block: j, Key: p.keys[j], Pages: slots, Tokens: n * t.blockTokens()})
 	}

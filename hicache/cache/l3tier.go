@@ -172,11 +172,11 @@ func (t *l3Tier) complete(c *Core, x Completion) {
 				return
 			}
 		}
-		panic(fmt.Sprintf("cache: completion of L3 write %d, which is not scheduled", x.Seq))
+		panic(c.broken("completion of L3 write %d, which is not scheduled", x.Seq))
 	case BlockReadDone:
 		p := t.prefetchBySeq(x.Seq)
 		if p == nil || p.readsLeft == 0 {
-			panic(fmt.Sprintf("cache: completion of a read of L3 prefetch %d, which has none in flight", x.Seq))
+			panic(c.broken("completion of a read of L3 prefetch %d, which has none in flight", x.Seq))
 		}
 		p.readsLeft--
 		if x.Err != nil && (p.failed < 0 || x.Block < p.failed) {
@@ -251,12 +251,16 @@ func (t *l3Tier) writeBacklog(l2Slots int) bool {
 // blocks in its budget.
 func (c *Core) retireWrites(upTo uint64) {
 	t := c.l3
+	agreed := upTo
 	if c.cfg.Testing.Bugs.has(BugUnprotectBeforeStored) {
 		upTo = t.lastSeq.write // the bug: as if every write were done
 	}
 	n := 0
 	for n < len(t.writes) && t.writes[n].seq <= upTo {
 		w := t.writes[n]
+		if w.seq <= agreed && !w.done {
+			panic(c.broken("L3 write %d retired at the agreed storage frontier %d before it was done on this rank", w.seq, agreed))
+		}
 		for _, obj := range w.objs {
 			if err := c.alloc.Unprotect(obj); err != nil {
 				c.fail(FailureAllocator, fmt.Errorf("unprotect L2 object %d after its L3 write: %w", obj, err))
@@ -278,6 +282,9 @@ func (c *Core) resolvePrefetches(upTo, failed uint64) {
 	n := 0
 	for n < len(t.reads) && t.reads[n].seq <= upTo {
 		p := t.reads[n]
+		if p.resolved || (n > 0 && t.reads[n-1].seq >= p.seq) {
+			panic(c.broken("L3 prefetch %d resolved twice (%v) or out of order at the agreed frontier %d", p.seq, p.resolved, upTo))
+		}
 		p.resolved, p.okBlocks = true, len(p.keys)
 		c.env.Prefetch(p.seq, true)
 		ignore := t.cfg.IgnoreFailedReads || c.cfg.Testing.Bugs.has(BugAttachFailedPrefetch)

@@ -118,7 +118,7 @@ func (c *Core) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 	if !(c.cfg.Testing.Bugs.has(BugNoWriteBackProtect) && t.cfg.WritePolicy == L3WriteBack) {
 		for _, obj := range objs {
 			if err := c.alloc.Protect(obj); err != nil {
-				panic(fmt.Sprintf("cache: protect committed L2 object %d for an L3 write: %v", obj, err))
+				panic(c.broken("protect committed L2 object %d for an L3 write: %v", obj, err))
 			}
 		}
 	} else {

@@ -66,6 +66,10 @@ func (t *radixTree) reset() {
 }
 
 func (t *radixTree) newNode(parent *treeNode, tokens []int32, startPos int) *treeNode {
+	if len(tokens) == 0 || len(tokens)%t.pageTokens != 0 || startPos != parent.startPos+len(parent.tokens) {
+		panic(fmt.Sprintf("cache: broken invariant: a new node of %d tokens at position %d under %s: whole pages, right after its parent\n",
+			len(tokens), startPos, parent.describe()))
+	}
 	n := &treeNode{id: t.nextID, parent: parent, tokens: tokens, startPos: startPos}
 	t.nextID++
 	t.nodes++
@@ -133,6 +137,9 @@ func (t *radixTree) walk(tokens []int32, path []*treeNode) []*treeNode {
 // split cuts n after its first `at` tokens. A new node takes the first part and becomes n's parent, so n keeps
 // its identity (and its id) for the suffix; both halves keep pointing into the same L2 object.
 func (t *radixTree) split(n *treeNode, at int) *treeNode {
+	if at <= 0 || at >= len(n.tokens) || at%t.pageTokens != 0 || n == t.root {
+		panic(fmt.Sprintf("cache: broken invariant: a split after %d tokens of %s: only inside a node, at a page boundary\n", at, n.describe()))
+	}
 	pagesAt := at / t.pageTokens
 	head := &treeNode{
 		id: t.nextID, parent: n.parent, tokens: n.tokens[:at:at], startPos: n.startPos,
@@ -165,7 +172,7 @@ func (t *radixTree) split(n *treeNode, at int) *treeNode {
 // remove deletes a childless node from its parent.
 func (t *radixTree) remove(n *treeNode) {
 	if len(n.children) != 0 || n == t.root {
-		panic(fmt.Sprintf("radix: removing node %d with %d children", n.id, len(n.children)))
+		panic(fmt.Sprintf("cache: broken invariant: removing %s, which has %d children or is the root\n", n.describe(), len(n.children)))
 	}
 	kids := n.parent.children
 	for i, c := range kids {

@@ -1,8 +1,6 @@
 package cache
 
 import (
-	"fmt"
-
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -68,21 +66,21 @@ func (c *Core) hitNode(n *treeNode) bool {
 	protect := !c.cfg.Testing.Bugs.has(BugNoLoadProtect) // the bug: nothing keeps the slots while the load-back reads them
 	if protect {
 		if err := c.alloc.Protect(n.l2); err != nil {
-			panic(fmt.Sprintf("cache: protect committed L2 object %d of node %d: %v", n.l2, n.id, err))
+			panic(c.broken("protect committed L2 object %d of node %d: %v", n.l2, n.id, err))
 		}
 	}
 	pages := c.takeDevicePages(n.pages(c.geometry().PageTokens))
 	if pages == nil {
 		if protect {
 			if err := c.alloc.Unprotect(n.l2); err != nil {
-				panic(fmt.Sprintf("cache: unprotect L2 object %d of node %d: %v", n.l2, n.id, err))
+				panic(c.broken("unprotect L2 object %d of node %d: %v", n.l2, n.id, err))
 			}
 		}
 		return false
 	}
 	if err := c.loadBack(n, pages); err != nil {
 		// A committed object always has a placement and can be protected: this is a broken invariant.
-		panic(fmt.Sprintf("cache: load-back of node %d from L2 object %d: %v", n.id, n.l2, err))
+		panic(c.broken("load-back of node %d from L2 object %d: %v", n.id, n.l2, err))
 	}
 	n.devicePages = pages
 	if n.fromL3 {
@@ -104,7 +102,7 @@ func (c *Core) committed(obj pool.ObjectID) bool {
 func (c *Core) touchL2(n *treeNode) {
 	if n.l2 != 0 {
 		if err := c.alloc.Touch(n.l2, c.clock); err != nil {
-			panic(fmt.Sprintf("cache: touch of live L2 object %d: %v", n.l2, err))
+			panic(c.broken("touch of live L2 object %d: %v", n.l2, err))
 		}
 	}
 }

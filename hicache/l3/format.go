@@ -173,3 +173,13 @@ func VerifyFile(path string) error {
 	}
 	return nil
 }
+
+// brokenBlock is what the store panics with on a broken invariant of a block it made or placed (DESIGN.md,
+// "Asserts"): not a corrupt file, which is a *CorruptError and a miss, but this process's own arithmetic gone
+// wrong (a header it wrote that it would not read back, a part outside its block or slab). It names the invariant
+// and dumps what it checked: the block's header and the namespace it was laid out for.
+func brokenBlock(h header, ns Namespace, format string, args ...any) string {
+	return "l3: broken invariant: " + fmt.Sprintf(format, args...) + fmt.Sprintf(
+		"\nblock %016x: namespace %016x, %d tokens, payload %d bytes (sum %016x)\nnamespace: %s\n",
+		h.key, h.fingerprint, h.tokenCount, h.payloadBytes, h.payloadSum, ns)
+}

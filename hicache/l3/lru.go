@@ -2,6 +2,7 @@ package l3
 
 import (
 	"container/heap"
+	"fmt"
 	"sort"
 	"time"
 )
@@ -56,18 +57,38 @@ func (l *lruIndex) place(key uint64, fileBytes int64, t time.Time) {
 }
 
 func (l *lruIndex) insert(e *lruEntry) {
+	if e.fileBytes < 0 {
+		panic(l.broken(e.key, "block %016x entered with %d bytes", e.key, e.fileBytes))
+	}
 	l.remove(e.key)
 	l.byKey[e.key] = e
 	l.totalBytes += e.fileBytes
 	heap.Push(&l.entries, e)
+	if l.entries[e.at] != e || len(l.entries) != len(l.byKey) {
+		panic(l.broken(e.key, "block %016x inserted at heap index %d", e.key, e.at))
+	}
 }
 
 func (l *lruIndex) remove(key uint64) {
 	if e, ok := l.byKey[key]; ok {
+		if l.entries[e.at] != e {
+			panic(l.broken(key, "block %016x is not at its heap index %d", key, e.at))
+		}
 		l.totalBytes -= e.fileBytes
 		heap.Remove(&l.entries, e.at)
 		delete(l.byKey, key)
 	}
+	if l.totalBytes < 0 || len(l.entries) != len(l.byKey) {
+		panic(l.broken(key, "after removing block %016x", key))
+	}
+}
+
+// broken is a broken invariant of the index (its bytes are the blocks' sum, every entry at its heap index), with
+// a dump of its counts and the entry of key.
+func (l *lruIndex) broken(key uint64, format string, args ...any) string {
+	e := l.byKey[key]
+	return "l3: broken invariant: " + fmt.Sprintf(format, args...) + fmt.Sprintf(
+		"\nLRU: %d entries in the heap, %d by key, %d bytes; entry of %016x: %+v\n", len(l.entries), len(l.byKey), l.totalBytes, key, e)
 }
 
 // oldest is the least recently used block, or nil.

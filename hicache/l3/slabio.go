@@ -65,6 +65,10 @@ func (s *Store) ReadBlock(key uint64, pageCount int, buf *[]byte) ([]byte, error
 	if got != tokenCount {
 		return nil, &MissError{Key: key}
 	}
+	if int64(len(payload)) != s.ns.PayloadBytes(tokenCount) {
+		panic(brokenBlock(header{key: key, fingerprint: s.fingerprint, tokenCount: uint64(got), payloadBytes: uint64(len(payload))}, s.ns,
+			"a block of %d pages read into %d bytes", pageCount, len(payload)))
+	}
 	return payload, nil
 }
 
@@ -105,6 +109,7 @@ func (s *Store) eachPart(sl Slabs, pages []l3block.PageSlot, visit func(canonica
 	parts := g.PartMap()
 	partBytes := g.PartBytes()
 	tokenCount := len(pages) * s.ns.PageTokens
+	blockBytes := s.ns.PayloadBytes(tokenCount)
 	for rank := 0; rank < g.NodeParts(); rank++ { // the file's ranks: its node's parts, in node-local order
 		for layer := 0; layer < g.Layers; layer++ {
 			for payload := 0; payload < g.PayloadsPerLayer; payload++ {
@@ -116,7 +121,13 @@ func (s *Store) eachPart(sl Slabs, pages []l3block.PageSlot, visit func(canonica
 						to++
 					}
 					p := pages[from]
-					visit(base+int64(from)*partBytes, parts.Offset(int(p.Slab), int(p.Slot), rank, layer, payload), p.Slab, int64(to-from)*partBytes)
+					canonical, slabOffset, runBytes := base+int64(from)*partBytes, parts.Offset(int(p.Slab), int(p.Slot), rank, layer, payload), int64(to-from)*partBytes
+					if canonical < 0 || canonical+runBytes > blockBytes || slabOffset < 0 || slabOffset+runBytes > int64(len(sl.Mem[p.Slab])) {
+						panic(brokenBlock(header{fingerprint: s.fingerprint, tokenCount: uint64(tokenCount), payloadBytes: uint64(blockBytes)}, s.ns,
+							"part (rank %d, layer %d, payload %d) of pages [%d, %d) at [%d, %d) of the block and [%d, %d) of slab %d (%d bytes): outside them",
+							rank, layer, payload, from, to, canonical, canonical+runBytes, slabOffset, slabOffset+runBytes, p.Slab, len(sl.Mem[p.Slab])))
+					}
+					visit(canonical, slabOffset, p.Slab, runBytes)
 					from = to
 				}
 			}

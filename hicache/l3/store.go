@@ -248,6 +248,9 @@ func (s *Store) Read(key uint64, into []byte) (tokenCount int, err error) {
 	if err != nil {
 		return 0, err
 	}
+	if h.key != key || int64(h.payloadBytes) != s.ns.PayloadBytes(int(h.tokenCount)) {
+		panic(brokenBlock(h, s.ns, "a verified read of block %016x returned another block's header", key))
+	}
 	s.refresh(key, path, f, headerBytes+int64(h.payloadBytes))
 	return int(h.tokenCount), nil
 }

@@ -25,6 +25,9 @@ func (s *Store) Write(key uint64, tokenCount int, payload []byte, fsync bool) er
 	}
 	path := s.blockPath(key)
 	h := header{fingerprint: s.fingerprint, key: key, tokenCount: uint64(tokenCount), payloadBytes: uint64(len(payload))}
+	if reason := checkHeader(h, s.ns, s.fingerprint, key); reason != "" {
+		panic(brokenBlock(h, s.ns, "a block this store writes would not pass its own read: %s", reason))
+	}
 	now := s.now()
 	if err := s.publish(path, func(f TempFile) error { return writeBlock(f, h, payload) }, fsync, now); err != nil {
 		return err
@@ -34,6 +37,9 @@ func (s *Store) Write(key uint64, tokenCount int, payload []byte, fsync bool) er
 	s.counters.Writes++
 	s.lru.use(key, headerBytes+int64(len(payload)), now)
 	s.evictOverBudget()
+	if !s.readOnly && s.lru.totalBytes < 0 {
+		panic(brokenBlock(h, s.ns, "the budget counts %d bytes after the write", s.lru.totalBytes))
+	}
 	return nil
 }
 
