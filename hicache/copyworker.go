@@ -1,6 +1,7 @@
 package hicache
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -98,7 +99,10 @@ func copyWorker(engine copyEngine, tasks <-chan copyTask, done *completions) {
 		if err != nil && t.job.err == nil {
 			t.job.err = err
 		}
-		if t.job.layersLeft--; t.job.layersLeft == 0 {
+		if t.job.layersLeft--; t.job.layersLeft < 0 {
+			panic(fmt.Sprintf("hicache: broken invariant: copy %d ran layer %d after its last (%d layers)", t.job.seq, t.layer, len(t.job.spans)))
+		}
+		if t.job.layersLeft == 0 {
 			t.job.timing.done()
 			done.post(doneWork{Completion: cache.Completion{Kind: cache.CopyDone, Seq: t.job.seq, Err: t.job.err}})
 		}

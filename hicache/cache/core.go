@@ -191,6 +191,9 @@ func (c *Core) eachPageSlot(obj pool.ObjectID, first, count int, visit func(i, s
 
 // startCopy hands a copy to the Env and keeps it in flight until its completion comes back.
 func (c *Core) startCopy(op *copyOp, gather bool) {
+	if c.inFlight[op.seq] != nil || len(op.devicePages) != len(op.slots) {
+		panic(c.broken("copy %d started twice, or of %d device pages into %d slots", op.seq, len(op.devicePages), len(op.slots)))
+	}
 	c.inFlight[op.seq] = op
 	c.env.Start(&Copy{Seq: op.seq, Gather: gather, Object: uint64(op.obj), DevicePages: op.devicePages, Slots: op.slots})
 }

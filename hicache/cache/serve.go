@@ -17,6 +17,9 @@ func (c *Core) serve(req *workload.Request) error {
 	defer func() {
 		o := Outcome{L1Hit: c.counters.L1HitTokens - before.L1HitTokens, L2Hit: c.counters.L2HitTokens - before.L2HitTokens,
 			L3Hit: c.counters.L3HitTokens - before.L3HitTokens, Computed: c.counters.MissTokens - before.MissTokens}
+		if o.L1Hit+o.L2Hit+o.L3Hit+o.Computed != int64(len(req.InputIDs)) || o.L1Hit < 0 || o.L2Hit < 0 || o.L3Hit < 0 || o.Computed < 0 {
+			panic(c.broken("a request of %d tokens served as %+v: every token is a hit of one tier or computed, once", len(req.InputIDs), o))
+		}
 		c.served = append(c.served, Served{Request: req, Outcome: o})
 		if c.cfg.Testing.Served != nil {
 			c.cfg.Testing.Served(o)
@@ -110,6 +113,9 @@ func (c *Core) touchL2(n *treeNode) {
 // loadBack starts copying a node's pages from L2 into freshly taken device pages. The caller has protected the
 // object from eviction; it stays protected until every rank of the group has finished the load.
 func (c *Core) loadBack(n *treeNode, pages []int32) error {
+	if n.inL1() || n.l2 == 0 || len(pages) != n.pages(c.geometry().PageTokens) {
+		panic(c.broken("load-back of %s into %d pages: only a node off the device, from its L2 object, whole", n.describe(), len(pages)))
+	}
 	slots, err := c.slotsOf(n.l2, n.l2Offset, len(pages))
 	if err != nil {
 		return err

@@ -86,6 +86,10 @@ func (n Namespace) PayloadBytes(tokenCount int) int64 {
 // the canonical order is rank-major, then layer, then payload, each part tokenCount x TokenBytes contiguous
 // bytes. It is the one order every writer and reader uses, whatever the L2's layout.
 func (n Namespace) PartOffset(tokenCount, rank, layer, payload int) int64 {
+	if rank < 0 || rank >= n.FileParts() || layer < 0 || layer >= n.Layers || payload < 0 || payload >= n.Payloads {
+		panic(brokenBlock(header{tokenCount: uint64(tokenCount), payloadBytes: uint64(n.PayloadBytes(tokenCount))}, n,
+			"part (rank %d, layer %d, payload %d) of a block: no such part in its file", rank, layer, payload))
+	}
 	part := int64(tokenCount) * int64(n.TokenBytes)
 	return ((int64(rank)*int64(n.Layers)+int64(layer))*int64(n.Payloads) + int64(payload)) * part
 }
