@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -299,8 +300,8 @@ func TestStepPlansModelTheSeedAndTheFusedStep(t *testing.T) {
 	if !slices.Equal(seedStepPlan, want) || planWords(seedStepPlan) != 6 {
 		t.Errorf("seed plan %+v, want writing_check MIN 2, loading_check MIN 2, digest MIN 1, digest MAX 1", seedStepPlan)
 	}
-	if len(fusedStepPlan) != 1 || fusedStepPlan[0].max || planWords(fusedStepPlan) != hicache.ConsensusVectorWords {
-		t.Errorf("fused plan %+v, want one MIN of %d words", fusedStepPlan, hicache.ConsensusVectorWords)
+	if len(fusedStepPlan) != 1 || fusedStepPlan[0].max || planWords(fusedStepPlan) != cache.VectorWords {
+		t.Errorf("fused plan %+v, want one MIN of %d words", fusedStepPlan, cache.VectorWords)
 	}
 	for side, info := range stepSideInfo {
 		if info.name == "" || info.model == "" || planWords(info.plan) > stepPlanMaxWords {

@@ -12,20 +12,9 @@ import (
 // The runner's side of the step consensus: the core (package cache) builds every vector and reads every agreed
 // one; here each collective is carried over the CP group's communicator, under the watchdog, and counted.
 
-// ConsensusKind names a consensus call (cache.ConsensusKind).
-type ConsensusKind = cache.ConsensusKind
-
-// The consensus kinds, as the core names them.
-const (
-	StepConsensus  = cache.StepConsensus
-	FlushConsensus = cache.FlushConsensus
-	FinalConsensus = cache.FinalConsensus
-	ObjectCompare  = cache.ObjectCompare
-	PrefetchCount  = cache.PrefetchCount
-	// consensusKinds are the kinds the report and the metrics count: the digest gather after a divergence is not
-	// one (it ends the run).
-	consensusKinds = cache.DigestGather
-)
+// consensusKinds are the kinds the report and the metrics count: the digest gather after a divergence is not one
+// (it ends the run).
+const consensusKinds = cache.DigestGather
 
 // CollectiveStats counts one kind of consensus call and the sizes of the communicators it ran on, so that a run can
 // prove the scoping rule: every consensus collective ran on a communicator of exactly cp ranks.
@@ -81,7 +70,7 @@ func newConsensus(cp groupComm, group int, transport transport.MinAllReducer, wa
 // enter books one call of kind k and returns false when the group has one rank and the call is skipped (a size-1
 // all-reduce would silently do nothing, so it is counted as skipped rather than as run). A second reduction of
 // the same call (part 1) is timed with it, not counted again.
-func (c *consensus) enter(k ConsensusKind, part int, step int64) (ran bool) {
+func (c *consensus) enter(k cache.ConsensusKind, part int, step int64) (ran bool) {
 	size := c.cp.Size()
 	counted := k < consensusKinds && part == 0
 	if size == 1 {
@@ -105,7 +94,7 @@ func (c *consensus) enter(k ConsensusKind, part int, step int64) (ran bool) {
 
 // leave disarms the watchdog and books the time spent in the call of kind k: a call's first reduction is one
 // observation of its histogram, a second one (part 1) adds its time to that call's.
-func (c *consensus) leave(k ConsensusKind, part int) {
+func (c *consensus) leave(k cache.ConsensusKind, part int) {
 	c.watchdog.Disarm()
 	if k >= consensusKinds {
 		return
@@ -117,7 +106,7 @@ func (c *consensus) leave(k ConsensusKind, part int) {
 		return
 	}
 	c.latency[k].observe(elapsed)
-	if k == StepConsensus {
+	if k == cache.StepConsensus {
 		c.stepUs.observe(elapsed)
 	}
 }

@@ -32,7 +32,7 @@ func (rs *runState) NextStep(step int64) ([]workload.Event, error) {
 // that step's consensus.
 func (rs *runState) Collective(c *cache.Collective) error {
 	rs.paceConsensus(c)
-	if c.Kind == StepConsensus {
+	if c.Kind == cache.StepConsensus {
 		rs.injectHangOrExit(c.Step)
 	}
 	return rs.cons.collective(c)

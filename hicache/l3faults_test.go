@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cphicache/cphicache/hicache/cache"
 )
 
 // The L3's fault paths under a real run (SPMD: every rank runs them, at 1, 2, 8 and 16 ranks).
@@ -49,7 +51,7 @@ func TestL3HungReadsEndAtTheirDeadline(t *testing.T) {
 	}
 	r, err := Run(testJob(t), few())
 	checkL3Run(t, "fill", r, err)
-	for _, policy := range []PrefetchPolicy{PrefetchTimeout, PrefetchBestEffort} {
+	for _, policy := range []cache.PrefetchPolicy{cache.PrefetchTimeout, cache.PrefetchBestEffort} {
 		opts := few()
 		opts.L3.PrefetchPolicy, opts.L3.testHangReads = policy, true
 		opts.WatchdogTimeout = 2 * time.Second // deadlines are at most half of it: 1 s

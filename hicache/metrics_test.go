@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -89,8 +90,8 @@ func sampleView() *metricsView {
 	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = 100, 50, 25
 	r.Bytes.D2H, r.Bytes.H2D = 1<<20, 1<<19
 	var g GroupReport
-	g.latency[StepConsensus].observe(30 * time.Microsecond)
-	g.latency[StepConsensus].observe(time.Hour) // above the top bound: counted in +Inf only
+	g.latency[cache.StepConsensus].observe(30 * time.Microsecond)
+	g.latency[cache.StepConsensus].observe(time.Hour) // above the top bound: counted in +Inf only
 	r.Groups = []GroupReport{g}
 	own := []counterView{{report: r}}
 	return &metricsView{job: "j", final: true, report: r, groups: own, ranks: own, written: time.Unix(1700000000, 0)}

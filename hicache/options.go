@@ -54,7 +54,7 @@ type Options struct {
 	L2Slots                                          int
 	SlabBytesMax                                     int64
 	Layout                                           pool.Layout
-	Policy                                           WritePolicy
+	Policy                                           cache.WritePolicy
 	BatchRequests                                    int
 	PlacementAssertEvery                             int64
 	FlushEvery                                       int64
@@ -262,18 +262,6 @@ func (o *Options) geometry(cp int) pool.Geometry {
 		TokenBytes: o.TokenBytes, Slots: o.L2Slots, SlabBytesMax: o.SlabBytesMax, Layout: o.Layout,
 	}
 }
-
-// The write policies are the core's (package cache).
-type WritePolicy = cache.WritePolicy
-
-const (
-	WriteThrough          = cache.WriteThrough
-	WriteThroughSelective = cache.WriteThroughSelective
-	WriteBack             = cache.WriteBack
-)
-
-// ParseWritePolicy reads --write-policy.
-func ParseWritePolicy(s string) (WritePolicy, error) { return cache.ParseWritePolicy(s) }
 
 // coreConfig is the core's configuration on one rank: the cache, the step program's schedule, validate's modes,
 // this rank's injected divergence, and the tests' checks.

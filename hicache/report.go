@@ -180,7 +180,7 @@ func (rs *runState) report() (*Report, error) {
 	}
 	steps = sums[len(sums)-1]
 	wall := time.Since(rs.start)
-	assertSeconds := rs.cons.stats[ObjectCompare].Seconds
+	assertSeconds := rs.cons.stats[cache.ObjectCompare].Seconds
 	timing := []int64{wall.Microseconds(), int64(1e3 * rs.cons.stepUs.quantileUs(0.50)), int64(1e3 * rs.cons.stepUs.quantileUs(0.99)),
 		int64(assertSeconds * 1e6), int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9)),
 		int64(1e3 * rs.prefetchWait.quantileUs(0.50)), int64(1e3 * rs.prefetchWait.quantileUs(0.99)),
@@ -238,10 +238,10 @@ func (r *Report) fill(c *cache.Counters) {
 
 // consensusTallies copies the consensus statistics into the counters the report sums.
 func consensusTallies(c *cache.Counters, stats *[consensusKinds]CollectiveStats) {
-	c.ConsensusStepCalls = stats[StepConsensus].Count + stats[FlushConsensus].Count
-	c.ConsensusCalls = c.ConsensusStepCalls + stats[FinalConsensus].Count
-	c.ConsensusSkipped = stats[StepConsensus].Skipped + stats[FlushConsensus].Skipped + stats[FinalConsensus].Skipped
-	c.L3PrefetchCalls = stats[PrefetchCount].Count
+	c.ConsensusStepCalls = stats[cache.StepConsensus].Count + stats[cache.FlushConsensus].Count
+	c.ConsensusCalls = c.ConsensusStepCalls + stats[cache.FinalConsensus].Count
+	c.ConsensusSkipped = stats[cache.StepConsensus].Skipped + stats[cache.FlushConsensus].Skipped + stats[cache.FinalConsensus].Skipped
+	c.L3PrefetchCalls = stats[cache.PrefetchCount].Count
 }
 
 // gatherGroups collects, over World, each CP group's hosts and per-kind collective stats.
@@ -279,7 +279,7 @@ func (rs *runState) gatherGroups() ([]GroupReport, error) {
 		if row.CPRank != 0 {
 			continue
 		}
-		for k := ConsensusKind(0); k < consensusKinds; k++ {
+		for k := cache.ConsensusKind(0); k < consensusKinds; k++ {
 			v := all[r*len(mine)+perKind*int(k):]
 			gr.Collectives[k.String()] = CollectiveStats{Count: v[0], Skipped: v[1], CommSizeMin: int(v[2]), CommSizeMax: int(v[3])}
 			gr.latency[k] = latencyFromWords(v[4:perKind])

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -90,9 +91,9 @@ func (rs *runState) describeFailure(shared *spmd.SharedError) (*FailureReport, e
 func (rs *runState) failureOf(err error) *FailureReport {
 	t := rs.job.Topo
 	f := &FailureReport{Check: "error", Step: rs.stepsDone(), WorldRank: t.WorldRank, CPGroup: t.CPGroup, CPRank: t.CPRank, Message: err.Error()}
-	var div *DivergenceError
-	var peer *PeerFailure
-	var local *LocalFailure
+	var div *cache.DivergenceError
+	var peer *cache.PeerFailure
+	var local *cache.LocalFailure
 	switch {
 	case errors.As(err, &div):
 		f.Check, f.Step = "placement", div.Step

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -28,7 +29,7 @@ func l3Passes(job *spmd.Job, opts *Options, progress func(pass int, what string)
 	}
 	defer removeValidationL3Dir(job, dir, forget)
 	l3opts := L3Options{Dir: dir, Bytes: 1 << 40, Namespace: opts.L3.Namespace + "/cphicache-validate",
-		BlockTokens: validateL3BlockPages * opts.PageTokens, PrefetchPolicy: PrefetchWaitComplete, PrefetchThreshold: opts.PageTokens,
+		BlockTokens: validateL3BlockPages * opts.PageTokens, PrefetchPolicy: cache.PrefetchWaitComplete, PrefetchThreshold: opts.PageTokens,
 		testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
 	fillOpts := *opts
 	fillOpts.L3 = l3opts
