@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
@@ -15,16 +16,6 @@ import (
 // consensusKinds are the kinds the report and the metrics count: the digest gather after a divergence is not one
 // (it ends the run).
 const consensusKinds = cache.DigestGather
-
-// CollectiveStats counts one kind of consensus call and the sizes of the communicators it ran on, so that a run can
-// prove the scoping rule: every consensus collective ran on a communicator of exactly cp ranks.
-type CollectiveStats struct {
-	Count       int64 // calls entered
-	Skipped     int64 // skipped because the CP group has a single rank
-	CommSizeMin int   // smallest communicator used (0 when none ran)
-	CommSizeMax int
-	Seconds     float64 // wall time this rank spent inside them
-}
 
 // groupComm is what the consensus needs of the CP group's communicator: its size and this rank's place in it,
 // MIN all-reduces (the vector when no other transport is given, and the object hashes) and the digest gather.
@@ -54,10 +45,10 @@ type consensus struct {
 	// one-rank group too, which skips them otherwise; they are still booked as skipped.
 	oneRankTransport bool
 	watchdog         *spmd.Watchdog
-	stats            [consensusKinds]CollectiveStats
-	enteredAt        time.Time                   // when the call in progress was entered
-	stepUs           quantiles                   // latency of the step consensus, for the report's p50 and p99
-	latency          [consensusKinds]latencyHist // every call's latency by kind, for the metrics
+	stats            [consensusKinds]report.CollectiveStats
+	enteredAt        time.Time                          // when the call in progress was entered
+	stepUs           report.Quantiles                   // latency of the step consensus, for the report's p50 and p99
+	latency          [consensusKinds]report.LatencyHist // every call's latency by kind, for the metrics
 }
 
 func newConsensus(cp groupComm, group int, transport transport.MinAllReducer, watchdog *spmd.Watchdog) *consensus {
@@ -102,12 +93,12 @@ func (c *consensus) leave(k cache.ConsensusKind, part int) {
 	elapsed := time.Since(c.enteredAt)
 	c.stats[k].Seconds += elapsed.Seconds()
 	if part > 0 {
-		c.latency[k].sumNs += elapsed.Nanoseconds()
+		c.latency[k].Extend(elapsed)
 		return
 	}
-	c.latency[k].observe(elapsed)
+	c.latency[k].Observe(elapsed)
 	if k == cache.StepConsensus {
-		c.stepUs.observe(elapsed)
+		c.stepUs.Observe(elapsed)
 	}
 }
 

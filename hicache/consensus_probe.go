@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -43,7 +44,7 @@ func NewStepProbe(cp *mpi.Comm, watchdogTimeout time.Duration) *StepProbe {
 func (p *StepProbe) Close() { p.watchdog.Stop() }
 
 // Stats counts the step consensus calls made so far and the communicator sizes they ran on.
-func (p *StepProbe) Stats() CollectiveStats { return p.cons.stats[cache.StepConsensus] }
+func (p *StepProbe) Stats() report.CollectiveStats { return p.cons.stats[cache.StepConsensus] }
 
 // Step makes one step consensus with a vote derived from frontier and this rank, and checks the agreement. It
 // returns a *ProbeMismatchError when the agreement is not the one the votes imply (a wrong result), or the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -47,9 +48,9 @@ func TestConsensusAgreesOnMinimaAndDigestRange(t *testing.T) {
 	if a.DigestMin != 50 || a.DigestMax != 50+cp-1 {
 		t.Errorf("digests %d..%d, want 50..%d", a.DigestMin, a.DigestMax, 50+cp-1)
 	}
-	want := CollectiveStats{Count: 1, CommSizeMin: topo.CPSize, CommSizeMax: topo.CPSize}
+	want := report.CollectiveStats{Count: 1, CommSizeMin: topo.CPSize, CommSizeMax: topo.CPSize}
 	if cp == 1 {
-		want = CollectiveStats{Skipped: 1}
+		want = report.CollectiveStats{Skipped: 1}
 	}
 	if got := c.cons.stats[cache.StepConsensus]; got.Count != want.Count || got.Skipped != want.Skipped || got.CommSizeMin != want.CommSizeMin || got.CommSizeMax != want.CommSizeMax {
 		t.Errorf("stats %+v, want %+v", got, want)
@@ -130,7 +131,7 @@ func TestADivergedRankAloneInTheL3PrefetchCallIsCaughtAsADivergence(t *testing.T
 }
 
 // runErr runs opts on every rank and checks that no shared memory is left, whatever the outcome.
-func runErr(t *testing.T, opts *Options) (*Report, error) {
+func runErr(t *testing.T, opts *Options) (*report.Report, error) {
 	t.Helper()
 	r, err := Run(testJob(t), opts)
 	checkNoLeakedSegments(t)
@@ -224,8 +225,8 @@ func TestAuditCatchesCommitsBeforeEveryRankFinished(t *testing.T) {
 		t.Errorf("audit: %d objects, %d wrong, failed %v: want the early commits caught", r.Verify.AuditObjects, r.Verify.AuditMismatches, r.Failed())
 	}
 	// The report says which check failed and on which ranks, for a script that reads it.
-	if f := r.Failure; f == nil || !strings.Contains(f.Check, "audit mismatch (world ranks [") || r.verdict() != "FAILED" {
-		t.Errorf("the report's failure: %+v, verdict %q; want the audit mismatch and its ranks", f, r.verdict())
+	if f := r.Failure; f == nil || !strings.Contains(f.Check, "audit mismatch (world ranks [") || r.Verdict() != "FAILED" {
+		t.Errorf("the report's failure: %+v, verdict %q; want the audit mismatch and its ranks", f, r.Verdict())
 	}
 }
 

@@ -172,7 +172,7 @@ func (rs *runState) landRead(d *doneWork) bool {
 	}
 	rs.io.L3Reads++
 	rs.io.L3ReadBytes += r.bytes
-	rs.readLatency.observe(r.landed.Sub(p.issued))
+	rs.readLatency.Observe(r.landed.Sub(p.issued))
 	return true
 }
 
@@ -233,7 +233,7 @@ func (rs *runState) Prefetch(seq uint64, resolved bool) {
 		return
 	}
 	if start, ok := rs.prefetchStart[seq]; ok {
-		rs.prefetchWait.observe(time.Since(start))
+		rs.prefetchWait.Observe(time.Since(start))
 		delete(rs.prefetchStart, seq)
 	}
 }

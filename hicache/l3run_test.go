@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -64,7 +65,7 @@ func l3Options(dir string) *Options {
 }
 
 // checkL3Run: nothing wrong, at any layout and fault.
-func checkL3Run(t *testing.T, name string, r *Report, err error) {
+func checkL3Run(t *testing.T, name string, r *report.Report, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
@@ -82,8 +83,8 @@ type Options struct {
 	InjectSetupError Injection // a world rank whose copy-engine set-up fails
 	JobID            string
 	Quiet            bool
-	Strict           bool        // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
-	Provenance       *Provenance // what the command and its flags were, for the header, report and metrics
+	Strict           bool               // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
+	Provenance       *report.Provenance // what the command and its flags were, for the header, report and metrics
 
 	// Sizing (capacity.go, and the model table in hicache/sizing), turned into the fields above by Size once the CP size is known.
 	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
@@ -95,7 +96,7 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 
 // checkReportScoping pins the scoping rule: every consensus collective ran on a communicator of exactly cp ranks, and
 // none ran on a single-rank group.
-func checkReportScoping(t *testing.T, r *Report) {
+func checkReportScoping(t *testing.T, r *report.Report) {
 	t.Helper()
 	if len(r.Groups) != r.DP {
 		t.Fatalf("%d groups in the report, want %d", len(r.Groups), r.DP)
@@ -165,7 +166,7 @@ func TestValidateMatrixPasses(t *testing.T) {
 // the CPU build in place; with copies drained every step both make every decision alike and check as many
 // pages, and a wrong byte in the staged path is still found (the device pages hold what the fill wrote).
 func TestStagedDeviceContentDecidesAlike(t *testing.T) {
-	var reports [2]*Report
+	var reports [2]*report.Report
 	for i, staged := range []bool{false, true} {
 		opts := smallOptions()
 		opts.SyncCopies, opts.stagedDeviceContent = true, staged

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -28,13 +29,13 @@ type Check struct {
 
 // ValidationReport is what `cphicache validate` prints and writes.
 type ValidationReport struct {
-	Ranks  int           `json:"ranks"`
-	CP     int           `json:"cp"`
-	DP     int           `json:"dp"`
-	Checks []Check       `json:"checks"`
-	Groups []GroupReport `json:"groups"`
+	Ranks  int                  `json:"ranks"`
+	CP     int                  `json:"cp"`
+	DP     int                  `json:"dp"`
+	Checks []Check              `json:"checks"`
+	Groups []report.GroupReport `json:"groups"`
 	// Provenance is what produced the table (the command sets it): the build, the command line, every flag.
-	Provenance *Provenance `json:"provenance,omitempty"`
+	Provenance *report.Provenance `json:"provenance,omitempty"`
 }
 
 // ValidationFailed ends validate with a non-zero exit; the table already says which checks failed.
