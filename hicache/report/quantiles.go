@@ -27,10 +27,10 @@ const (
 var logQuantileRatio = math.Log(quantileRatio)
 
 // Observe counts one latency.
-func (q *Quantiles) Observe(d time.Duration) { q.ObserveUs(float64(d.Nanoseconds()) / 1e3) }
+func (q *Quantiles) Observe(d time.Duration) { q.observeUs(float64(d.Nanoseconds()) / 1e3) }
 
-// ObserveUs counts one latency in microseconds.
-func (q *Quantiles) ObserveUs(us float64) {
+// observeUs counts one latency in microseconds.
+func (q *Quantiles) observeUs(us float64) {
 	i := 0
 	if us > quantileFloorUs {
 		i = min(quantileBuckets-1, int(math.Ceil(math.Log(us/quantileFloorUs)/logQuantileRatio)))
@@ -70,7 +70,7 @@ func (m *MsQuantiles) ObserveNs(ns int64) {
 		m.zeros++
 		return
 	}
-	m.q.ObserveUs(float64(ns) / 1e6)
+	m.q.observeUs(float64(ns) / 1e6)
 }
 
 // Count is the number of times counted.
