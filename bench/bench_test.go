@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -157,12 +158,12 @@ func TestRunReserveIsCleanAndRelativeToTheSmallestPool(t *testing.T) {
 
 func fakeRun(t *testing.T, dir string, np int, every int64, wall float64, divergences int64) E2ERun {
 	t.Helper()
-	r := &hicache.Report{Ranks: np, CP: np, DP: 1, Steps: 100, Requests: 400}
+	r := &report.Report{Ranks: np, CP: np, DP: 1, Steps: 100, Requests: 400}
 	r.WallSeconds = wall
 	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = wall, 10*wall
 	r.Placement.Divergences = divergences
 	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = 500, 300, 200
-	r.Groups = []hicache.GroupReport{{Group: 0, Size: np, Hosts: slices.Repeat([]string{"h"}, np)}}
+	r.Groups = []report.GroupReport{{Group: 0, Size: np, Hosts: slices.Repeat([]string{"h"}, np)}}
 	path := filepath.Join(dir, "r.json")
 	if err := r.WriteJSON(path); err != nil {
 		t.Fatal(err)
@@ -299,8 +300,8 @@ func TestStepPlansModelTheSeedAndTheFusedStep(t *testing.T) {
 	if !slices.Equal(seedStepPlan, want) || planWords(seedStepPlan) != 6 {
 		t.Errorf("seed plan %+v, want writing_check MIN 2, loading_check MIN 2, digest MIN 1, digest MAX 1", seedStepPlan)
 	}
-	if len(fusedStepPlan) != 1 || fusedStepPlan[0].max || planWords(fusedStepPlan) != hicache.ConsensusVectorWords {
-		t.Errorf("fused plan %+v, want one MIN of %d words", fusedStepPlan, hicache.ConsensusVectorWords)
+	if len(fusedStepPlan) != 1 || fusedStepPlan[0].max || planWords(fusedStepPlan) != cache.VectorWords {
+		t.Errorf("fused plan %+v, want one MIN of %d words", fusedStepPlan, cache.VectorWords)
 	}
 	for side, info := range stepSideInfo {
 		if info.name == "" || info.model == "" || planWords(info.plan) > stepPlanMaxWords {

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -68,7 +68,7 @@ type E2ERun struct {
 	// PromptTokensPerSec is the prompt tokens replayed (L1 hits + L2 hits + computed) per wall second: unlike
 	// steps, a unit whose cost should not grow with the length of the replay.
 	PromptTokensPerSec float64 `json:"prompt_tokens_per_s"`
-	report             *hicache.Report
+	report             *report.Report
 }
 
 // E2ERow is one (ranks, assert interval): medians over the repeats.
@@ -140,17 +140,17 @@ func launchE2E(ctx context.Context, cfg E2EConfig, np int, every int64, repeat i
 }
 
 // promptTokens is every prompt token a run replayed, however it was served.
-func promptTokens(r *hicache.Report) int64 {
+func promptTokens(r *report.Report) int64 {
 	return r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.MissTokens
 }
 
 // ReadReport reads a `cphicache run --report` file.
-func ReadReport(path string) (*hicache.Report, error) {
+func ReadReport(path string) (*report.Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var r hicache.Report
+	var r report.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -223,7 +223,7 @@ func median(v []float64) float64 {
 
 // E2ERanks is the rank -> host map of the largest launch, from its report's CP groups.
 func E2ERanks(runs []E2ERun) []spmd.RankInfo {
-	var largest *hicache.Report
+	var largest *report.Report
 	for _, r := range runs {
 		if largest == nil || r.report.Ranks > largest.Ranks {
 			largest = r.report
@@ -233,7 +233,7 @@ func E2ERanks(runs []E2ERun) []spmd.RankInfo {
 }
 
 // reportRanks is a report's rank -> host map, from its CP groups (none without a report).
-func reportRanks(r *hicache.Report) []spmd.RankInfo {
+func reportRanks(r *report.Report) []spmd.RankInfo {
 	var ranks []spmd.RankInfo
 	if r == nil {
 		return nil

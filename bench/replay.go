@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -114,18 +114,18 @@ func (c ReplayConfig) Validate() error {
 
 // ReplayRun is one launch, as its report tells it.
 type ReplayRun struct {
-	Config      string            `json:"config"`
-	Repeat      int               `json:"repeat"`
-	ReportPath  string            `json:"report"`
-	L3Dir       string            `json:"l3_dir,omitempty"`
-	WallSeconds float64           `json:"wall_seconds"`
-	ComputedPct float64           `json:"computed_pct"` // prompt tokens computed (missed every tier) / prompt tokens
-	HitPct      float64           `json:"hit_pct"`      // L1 + L2 + L3 hits / prompt tokens
-	L3          *hicache.L3Report `json:"l3,omitempty"`
-	Wrong       int64             `json:"wrong"` // placement divergences, load-back and audit mismatches, corrupt or refused L3 blocks
+	Config      string           `json:"config"`
+	Repeat      int              `json:"repeat"`
+	ReportPath  string           `json:"report"`
+	L3Dir       string           `json:"l3_dir,omitempty"`
+	WallSeconds float64          `json:"wall_seconds"`
+	ComputedPct float64          `json:"computed_pct"` // prompt tokens computed (missed every tier) / prompt tokens
+	HitPct      float64          `json:"hit_pct"`      // L1 + L2 + L3 hits / prompt tokens
+	L3          *report.L3Report `json:"l3,omitempty"`
+	Wrong       int64            `json:"wrong"` // placement divergences, load-back and audit mismatches, corrupt or refused L3 blocks
 	// Serving is the run's serving clock (MODELLED), when it had one.
-	Serving *hicache.ServingReport `json:"serving,omitempty"`
-	report  *hicache.Report
+	Serving *report.ServingReport `json:"serving,omitempty"`
+	report  *report.Report
 }
 
 // ReplayRanks is the rank -> host map of the first run.
@@ -256,7 +256,7 @@ func launchReplay(ctx context.Context, cfg ReplayConfig, config string, repeat i
 }
 
 // fillReplayRun takes a run's figures from its report.
-func fillReplayRun(run *ReplayRun, r *hicache.Report) {
+func fillReplayRun(run *ReplayRun, r *report.Report) {
 	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens + r.Hits.MissTokens
 	run.WallSeconds = r.WallSeconds
 	run.ComputedPct = 100 * float64(r.Hits.MissTokens) / float64(max(tokens, 1))

@@ -7,15 +7,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/hicache/report"
 )
 
 // TestSummarizeReplay: each configuration's row is the median of its runs, whatever their order, and the wall
 // ratios divide the L3 rows' medians by the L2-only one's.
 func TestSummarizeReplay(t *testing.T) {
-	l3 := func(writeBytes, readBytes int64, p99Us float64) *hicache.L3Report {
-		r := &hicache.L3Report{WriteBytes: writeBytes, ReadBytes: readBytes}
+	l3 := func(writeBytes, readBytes int64, p99Us float64) *report.L3Report {
+		r := &report.L3Report{WriteBytes: writeBytes, ReadBytes: readBytes}
 		r.PrefetchWaitUs.P50, r.PrefetchWaitUs.P99 = p99Us/10, p99Us
 		return r
 	}
@@ -88,8 +88,8 @@ func TestReplayConfigNamesTheFlag(t *testing.T) {
 // TestSummarizeReplayOnTheServingClock: the TTFT columns are the medians of the runs' serving reports, divided by
 // the L2-only row's for the targets; runs without the clock leave them 0 (not measured).
 func TestSummarizeReplayOnTheServingClock(t *testing.T) {
-	serving := func(p50, p99, overIdeal float64) *hicache.ServingReport {
-		s := &hicache.ServingReport{MeasuredOverIdealP50: overIdeal, PromptTokensPerSecond: 1000}
+	serving := func(p50, p99, overIdeal float64) *report.ServingReport {
+		s := &report.ServingReport{MeasuredOverIdealP50: overIdeal, PromptTokensPerSecond: 1000}
 		s.TTFT.P50, s.TTFT.P99 = p50, p99
 		return s
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -38,7 +39,7 @@ var (
 	// [frontier, done], the digest's MIN and its MAX.
 	seedStepPlan = []stepCall{{words: 2}, {words: 2}, {words: 1}, {words: 1, max: true}}
 	// The fused design: one MIN of the whole consensus vector.
-	fusedStepPlan = []stepCall{{words: hicache.ConsensusVectorWords}}
+	fusedStepPlan = []stepCall{{words: cache.VectorWords}}
 )
 
 // The sides of the step benchmark, in the order of the table.
@@ -62,7 +63,7 @@ var stepSideInfo = [stepSides]struct {
 	plan        []stepCall
 }{
 	stepOurs: {"ours", fmt.Sprintf("hicache.StepProbe.Step: (*consensus).agree(StepConsensus, vote), one MIN all-reduce of the %d-word vector through mpi/, watchdog armed, agreement checked",
-		hicache.ConsensusVectorWords), fusedStepPlan},
+		cache.VectorWords), fusedStepPlan},
 	stepFloor:  {"cgo-floor", "the same MPI_Allreduce MIN of the vector from Go through one bare cgo call (no binding), words written and checked in Go", fusedStepPlan},
 	stepCFused: {"C-fused", "a C loop of that one MPI_Allreduce MIN of the vector per step: the floor of the fused design", fusedStepPlan},
 	stepCSeed: {"C-seed", "a C loop of four separate MPI_Allreduce per step, one per question: writing_check MIN [frontier, idle], loading_check MIN [frontier, done], digest MIN (1 word), digest MAX (1 word)",
@@ -225,7 +226,7 @@ type floorStep struct {
 }
 
 func newFloorStep(comm *mpi.Comm) *floorStep {
-	f := &floorStep{buf: make([]uint64, hicache.ConsensusVectorWords), offset: make([]uint64, hicache.ConsensusVectorWords)}
+	f := &floorStep{buf: make([]uint64, cache.VectorWords), offset: make([]uint64, cache.VectorWords)}
 	for w := range f.offset {
 		f.offset[w] = uint64((comm.Rank() + w) % comm.Size())
 	}

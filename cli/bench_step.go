@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/bench"
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
@@ -52,7 +52,7 @@ func benchStepCommand() *cli.Command {
 		Usage: fmt.Sprintf("latency of one step's agreement: hicache's step consensus (one MIN all-reduce of the %d-word vector, the real call through a hicache.StepProbe) "+
 			"beside four separate calls per step in C, one all-reduce per question (C-seed: writing_check MIN of [frontier, idle], loading_check MIN of [frontier, done]: 2 uint64 words each; "+
 			"digest MIN and digest MAX: 1 word each), a C loop of the one fused call, and the fused call from Go through one bare cgo call (launch under mpirun, 2 ranks or more)",
-			hicache.ConsensusVectorWords),
+			cache.VectorWords),
 		Flags:        o.flags(),
 		OnUsageError: onUsageError,
 		Before:       o.before,
@@ -66,9 +66,9 @@ func benchStep(job *spmd.Job, cfg bench.StepConfig, out *benchOutput) error {
 	meta := bench.NewMeta("step", version)
 	lib, _ := mpi.LibraryVersion()
 	meta.MPILibrary = lib
-	meta.Set("ours", fmt.Sprintf("hicache's step consensus: MPI_Allreduce in place of %d uint64 words, MPI_MIN (tag, ^tag, error, write frontier, write idle, load frontier, load done, digest, ^digest)", hicache.ConsensusVectorWords))
+	meta.Set("ours", fmt.Sprintf("hicache's step consensus: MPI_Allreduce in place of %d uint64 words, MPI_MIN (tag, ^tag, error, write frontier, write idle, load frontier, load done, digest, ^digest)", cache.VectorWords))
 	meta.Set("C-seed", "four separate calls a step in C: MPI_Allreduce MIN of 2 uint64 words (writing_check: frontier, idle), MIN of 2 (loading_check: frontier, done), MIN of 1 (digest), MAX of 1 (digest)")
-	meta.Set("C-fused", fmt.Sprintf("one MPI_Allreduce MIN of %d uint64 words per step in C", hicache.ConsensusVectorWords))
+	meta.Set("C-fused", fmt.Sprintf("one MPI_Allreduce MIN of %d uint64 words per step in C", cache.VectorWords))
 	meta.Set("communicator", fmt.Sprintf("world, %d ranks, as the CP group (the C sides name MPI_COMM_WORLD themselves)", job.Topo.World.Size()))
 	meta.Set("iterations", fmt.Sprintf("%d steps per side and round, %d warm-up, %d rounds after an untimed one", cfg.Iters, cfg.Warmup, cfg.Rounds))
 	if cfg.GapMicroseconds > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
@@ -196,7 +197,7 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 		"--inject-copy-error", "1@5", "--inject-stuck-copy", "1@6", "--inject-setup-error", "1")
 	wantSynthetic := workload.SyntheticConfig{Seed: 9, Conversations: 3, TurnsMax: 2, SystemPrompts: 5, SystemPromptTokens: 6,
 		TurnTokens: 7, OutputTokens: 8, VocabSize: 1000, FlushEvery: 11}
-	policy, _ := hicache.ParseWritePolicy("write_back")
+	policy, _ := cache.ParseWritePolicy("write_back")
 	in := func(step int64) hicache.Injection { return hicache.Injection{Rank: 1, Step: step, Set: true} }
 	if got.Synthetic != wantSynthetic || got.Seed != 9 || got.VocabSize != 1000 || got.Layers != 3 || got.PayloadsPerLayer != 1 ||
 		got.PageTokens != 8 || got.TokenBytes != 64 || got.DevicePages != 100 || got.L2Slots != 300 || got.SlabBytesMax != 1<<20 ||

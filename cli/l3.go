@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -188,9 +189,9 @@ func (o *runL3Options) options(c *cli.Context, model string) (opts hicache.L3Opt
 	if opts.Bytes, err = sizing.ParseByteSize("l3-bytes", o.bytes); err != nil {
 		return opts, err
 	}
-	if opts.WritePolicy, err = hicache.ParseL3WritePolicy(o.writePolicy); err != nil {
+	if opts.WritePolicy, err = cache.ParseL3WritePolicy(o.writePolicy); err != nil {
 		return opts, err
 	}
-	opts.PrefetchPolicy, err = hicache.ParsePrefetchPolicy(o.prefetchPolicy)
+	opts.PrefetchPolicy, err = cache.ParsePrefetchPolicy(o.prefetchPolicy)
 	return opts, err
 }

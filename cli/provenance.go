@@ -1,6 +1,6 @@
 package cli
 
-// What produced a result (hicache.Provenance): the build, the MPI library, the command line and every flag's
+// What produced a result (report.Provenance): the build, the MPI library, the command line and every flag's
 // effective value, taken as the command starts; the hosts and the trace's checksum once its job has started.
 // Each command prints it as the '#' lines that open its output, and writes it into its JSON and metrics.
 
@@ -13,14 +13,14 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
 
 // newProvenance is the command's provenance as it starts. MPI_Get_library_version and MPI_Get_version are
 // among the calls MPI allows before MPI_Init.
-func newProvenance(c *cli.Context) *hicache.Provenance {
+func newProvenance(c *cli.Context) *report.Provenance {
 	library := "unknown"
 	if lib, err := mpi.LibraryVersion(); err == nil {
 		library = strings.TrimSpace(strings.SplitN(lib, ",", 2)[0]) // Open MPI's is a paragraph; its first clause names it
@@ -44,13 +44,13 @@ func newProvenance(c *cli.Context) *hicache.Provenance {
 		}
 	}
 	host, _ := os.Hostname()
-	return &hicache.Provenance{Command: commandPath(c), Version: version, GoVersion: runtime.Version(), MPILibrary: library,
+	return &report.Provenance{Command: commandPath(c), Version: version, GoVersion: runtime.Version(), MPILibrary: library,
 		CommandLine: os.Args, Config: config, Hosts: []string{host + " (1 rank)"}, StartTime: time.Now().UTC().Format(time.RFC3339)}
 }
 
 // startProvenance completes p once the job has started: every rank's host (a World collective every rank
 // calls) and, on world rank 0, which writes the output, the SHA-256 of the trace at tracePath (none: "").
-func startProvenance(job *spmd.Job, p *hicache.Provenance, tracePath string) error {
+func startProvenance(job *spmd.Job, p *report.Provenance, tracePath string) error {
 	rows, err := job.Topo.Gather("")
 	if err != nil {
 		return err

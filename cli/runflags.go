@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
@@ -230,7 +231,7 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 	if err != nil {
 		return nil, &spmd.ConfigError{Flag: "layout", Reason: err.Error()}
 	}
-	policy, err := hicache.ParseWritePolicy(o.writePolicy)
+	policy, err := cache.ParseWritePolicy(o.writePolicy)
 	if err != nil {
 		return nil, err
 	}

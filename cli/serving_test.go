@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/sweep"
 )
@@ -71,9 +71,9 @@ func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
 // in the summary and the report, and says where each tier pays.
 func TestRunWithTheServingClock(t *testing.T) {
 	besideOthers(t)
-	report := filepath.Join(t.TempDir(), "r.json")
+	reportPath := filepath.Join(t.TempDir(), "r.json")
 	res := runMPI(t, 2, 120*time.Second, "run", "--quiet", "--conversations", "16", "--turns-max", "4", "--gpu", "h200",
-		"--prefill-model", "deepseek-v3", "--request-rate", "40", "--time-scale", "10", "--report", report)
+		"--prefill-model", "deepseek-v3", "--request-rate", "40", "--time-scale", "10", "--report", reportPath)
 	if res.exitCode != 0 {
 		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
 	}
@@ -82,8 +82,8 @@ func TestRunWithTheServingClock(t *testing.T) {
 			t.Errorf("the summary lacks %q:\n%s", want, res.stdout)
 		}
 	}
-	var r hicache.Report
-	readJSON(t, report, &r)
+	var r report.Report
+	readJSON(t, reportPath, &r)
 	if s := r.Serving; s == nil || s.Requests != r.Requests || s.TTFT.P50 <= 0 || s.IdealTTFT.P50 <= 0 || s.PromptTokensPerSecond <= 0 {
 		t.Fatalf("the report's serving section: %+v (%d requests)", r.Serving, r.Requests)
 	}

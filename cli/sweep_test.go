@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/sweep"
 )
@@ -66,7 +66,7 @@ func TestSweepPointEqualsRun(t *testing.T) {
 		singleton(t, append(append([]string{"sweep", "--json", sweepJSON}, sweepWorkload...), tc.sweep...)...)
 		singleton(t, append(append([]string{"run", "--quiet", "--sync-copies", "--report", runJSON}, sweepWorkload...), tc.runs...)...)
 		var sweep sweep.Result
-		var run hicache.Report
+		var run report.Report
 		readJSON(t, sweepJSON, &sweep)
 		readJSON(t, runJSON, &run)
 		p := sweep.Points[tc.point]
@@ -127,17 +127,17 @@ func TestSweepWritesJSONAndPNG(t *testing.T) {
 // TestModelCapacityInSummary: run states each tier in tokens and bytes, and says plainly that copies are
 // scaled: 64 GiB of Llama-3.1-70B at 320 KiB per token is 13107 slots of 16 tokens.
 func TestModelCapacityInSummary(t *testing.T) {
-	report := filepath.Join(t.TempDir(), "r.json")
+	reportPath := filepath.Join(t.TempDir(), "r.json")
 	out := singleton(t, append([]string{"run", "--quiet", "--model", "llama-3.1-70b", "--l2-bytes", "64GiB", "--device-bytes", "1GiB",
-		"--copy-token-bytes", "8", "--report", report}, sweepWorkload...)...)
+		"--copy-token-bytes", "8", "--report", reportPath}, sweepWorkload...)...)
 	for _, want := range []string{"L2 13107 slots = 209712 tokens = 64 GiB per CP group", "L1 204 pages = 3264 tokens = 1020 MiB per rank",
 		"KV 320 KiB per token of llama-3.1-70b", "copies SCALED DOWN: 1.25 KiB copied per token instead of 320 KiB"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, out)
 		}
 	}
-	var r hicache.Report
-	readJSON(t, report, &r)
+	var r report.Report
+	readJSON(t, reportPath, &r)
 	if c := r.Capacity; c.L2Tokens != 209712 || c.TokenBytes != 320<<10 || !c.Scaled || c.L2SlabBytes != 209712*1280 {
 		t.Errorf("report capacity %+v", c)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -52,7 +53,7 @@ func validateMain(job *spmd.Job, opts *hicache.Options) error {
 		}
 	}
 	if n := v.Failed(); n != 0 {
-		return &hicache.ValidationFailed{Failed: n}
+		return &report.ValidationFailed{Failed: n}
 	}
 	if opts.Strict {
 		return v.NotCovered()

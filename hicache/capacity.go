@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
@@ -65,32 +66,14 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 	return &s, nil
 }
 
-// Capacity is each tier's size in tokens and bytes, as the report states it.
-type Capacity struct {
-	Model string `json:"model,omitempty"`
-	// TokenBytes: the KV bytes of one token in the CP group (every rank, layer and payload), by which the bytes
-	// below are counted; CopiedTokenBytes: what the run copies per token (less when the copies are scaled).
-	TokenBytes       int64 `json:"token_bytes"`
-	CopiedTokenBytes int64 `json:"copied_token_bytes"`
-	Scaled           bool  `json:"copies_scaled"`
-	L2Slots          int   `json:"l2_slots"`
-	L2Tokens         int64 `json:"l2_tokens"`        // per CP group
-	L2Bytes          int64 `json:"l2_bytes"`         // per CP group, at TokenBytes
-	L2SlabBytes      int64 `json:"l2_slab_bytes"`    // per CP group, the shared memory actually mapped
-	DevicePages      int   `json:"device_pages"`     // per rank
-	DeviceTokens     int64 `json:"device_tokens"`    // per rank: the tokens whose part it holds
-	DeviceBytes      int64 `json:"device_bytes"`     // per rank, at TokenBytes
-	DeviceBufBytes   int64 `json:"device_buf_bytes"` // per rank, the buffer actually allocated
-}
-
 // capacity states the sized options' tiers (after Size) for a CP group of cp ranks.
-func (o *Options) capacity(cp int) Capacity {
+func (o *Options) capacity(cp int) report.Capacity {
 	account := o.accountTokenBytes
 	if account == 0 { // options that did not go through Size: nothing is scaled
 		account = o.TokenBytes
 	}
 	perToken := int64(o.Layers) * int64(o.PayloadsPerLayer)
-	c := Capacity{Model: o.Model, TokenBytes: perToken * int64(cp) * int64(account), CopiedTokenBytes: perToken * int64(cp) * int64(o.TokenBytes),
+	c := report.Capacity{Model: o.Model, TokenBytes: perToken * int64(cp) * int64(account), CopiedTokenBytes: perToken * int64(cp) * int64(o.TokenBytes),
 		Scaled: account != o.TokenBytes, L2Slots: o.L2Slots, DevicePages: o.DevicePages}
 	c.L2Tokens = int64(o.L2Slots) * int64(o.PageTokens)
 	c.L2Bytes, c.L2SlabBytes = c.L2Tokens*c.TokenBytes, c.L2Tokens*c.CopiedTokenBytes

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/mpi"
@@ -12,30 +13,9 @@ import (
 // The runner's side of the step consensus: the core (package cache) builds every vector and reads every agreed
 // one; here each collective is carried over the CP group's communicator, under the watchdog, and counted.
 
-// ConsensusKind names a consensus call (cache.ConsensusKind).
-type ConsensusKind = cache.ConsensusKind
-
-// The consensus kinds, as the core names them.
-const (
-	StepConsensus  = cache.StepConsensus
-	FlushConsensus = cache.FlushConsensus
-	FinalConsensus = cache.FinalConsensus
-	ObjectCompare  = cache.ObjectCompare
-	PrefetchCount  = cache.PrefetchCount
-	// consensusKinds are the kinds the report and the metrics count: the digest gather after a divergence is not
-	// one (it ends the run).
-	consensusKinds = cache.DigestGather
-)
-
-// CollectiveStats counts one kind of consensus call and the sizes of the communicators it ran on, so that a run can
-// prove the scoping rule: every consensus collective ran on a communicator of exactly cp ranks.
-type CollectiveStats struct {
-	Count       int64 // calls entered
-	Skipped     int64 // skipped because the CP group has a single rank
-	CommSizeMin int   // smallest communicator used (0 when none ran)
-	CommSizeMax int
-	Seconds     float64 // wall time this rank spent inside them
-}
+// consensusKinds are the kinds the report and the metrics count: the digest gather after a divergence is not one
+// (it ends the run).
+const consensusKinds = cache.DigestGather
 
 // groupComm is what the consensus needs of the CP group's communicator: its size and this rank's place in it,
 // MIN all-reduces (the vector when no other transport is given, and the object hashes) and the digest gather.
@@ -65,10 +45,10 @@ type consensus struct {
 	// one-rank group too, which skips them otherwise; they are still booked as skipped.
 	oneRankTransport bool
 	watchdog         *spmd.Watchdog
-	stats            [consensusKinds]CollectiveStats
-	enteredAt        time.Time                   // when the call in progress was entered
-	stepUs           quantiles                   // latency of the step consensus, for the report's p50 and p99
-	latency          [consensusKinds]latencyHist // every call's latency by kind, for the metrics
+	stats            [consensusKinds]report.CollectiveStats
+	enteredAt        time.Time                          // when the call in progress was entered
+	stepUs           report.Quantiles                   // latency of the step consensus, for the report's p50 and p99
+	latency          [consensusKinds]report.LatencyHist // every call's latency by kind, for the metrics
 }
 
 func newConsensus(cp groupComm, group int, transport transport.MinAllReducer, watchdog *spmd.Watchdog) *consensus {
@@ -81,7 +61,7 @@ func newConsensus(cp groupComm, group int, transport transport.MinAllReducer, wa
 // enter books one call of kind k and returns false when the group has one rank and the call is skipped (a size-1
 // all-reduce would silently do nothing, so it is counted as skipped rather than as run). A second reduction of
 // the same call (part 1) is timed with it, not counted again.
-func (c *consensus) enter(k ConsensusKind, part int, step int64) (ran bool) {
+func (c *consensus) enter(k cache.ConsensusKind, part int, step int64) (ran bool) {
 	size := c.cp.Size()
 	counted := k < consensusKinds && part == 0
 	if size == 1 {
@@ -105,7 +85,7 @@ func (c *consensus) enter(k ConsensusKind, part int, step int64) (ran bool) {
 
 // leave disarms the watchdog and books the time spent in the call of kind k: a call's first reduction is one
 // observation of its histogram, a second one (part 1) adds its time to that call's.
-func (c *consensus) leave(k ConsensusKind, part int) {
+func (c *consensus) leave(k cache.ConsensusKind, part int) {
 	c.watchdog.Disarm()
 	if k >= consensusKinds {
 		return
@@ -113,12 +93,12 @@ func (c *consensus) leave(k ConsensusKind, part int) {
 	elapsed := time.Since(c.enteredAt)
 	c.stats[k].Seconds += elapsed.Seconds()
 	if part > 0 {
-		c.latency[k].sumNs += elapsed.Nanoseconds()
+		c.latency[k].Extend(elapsed)
 		return
 	}
-	c.latency[k].observe(elapsed)
-	if k == StepConsensus {
-		c.stepUs.observe(elapsed)
+	c.latency[k].Observe(elapsed)
+	if k == cache.StepConsensus {
+		c.stepUs.Observe(elapsed)
 	}
 }
 

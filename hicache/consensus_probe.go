@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
 
 // StepProbe runs the step consensus alone, outside a run, for `cphicache bench step`: the very call a run makes
-// once per step (consensus.agree of kind StepConsensus, through the MPI transport a CPU run uses, under an armed
+// once per step (consensus.agree of kind cache.StepConsensus, through the MPI transport a CPU run uses, under an armed
 // watchdog), with a vote whose agreement every rank can predict, so that each call's result is checked.
 //
 // What it leaves out is the controller's side of a step (runtime.Gosched, advancing the copy queues, the
@@ -43,7 +44,7 @@ func NewStepProbe(cp *mpi.Comm, watchdogTimeout time.Duration) *StepProbe {
 func (p *StepProbe) Close() { p.watchdog.Stop() }
 
 // Stats counts the step consensus calls made so far and the communicator sizes they ran on.
-func (p *StepProbe) Stats() CollectiveStats { return p.cons.stats[StepConsensus] }
+func (p *StepProbe) Stats() report.CollectiveStats { return p.cons.stats[cache.StepConsensus] }
 
 // Step makes one step consensus with a vote derived from frontier and this rank, and checks the agreement. It
 // returns a *ProbeMismatchError when the agreement is not the one the votes imply (a wrong result), or the
@@ -104,10 +105,6 @@ type ProbeMismatchError struct {
 func (e *ProbeMismatchError) Error() string {
 	return fmt.Sprintf("step consensus probe at frontier %d: agreed %s %d, the votes imply %d", e.Frontier, e.Field, e.Got, e.Want)
 }
-
-// ConsensusVectorWords is the length of the step consensus vector: what one step all-reduces, for the benchmark's
-// header and its C reference of the fused design.
-const ConsensusVectorWords = cache.VectorWords
 
 func boolWord(b bool) uint64 {
 	if b {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -20,7 +21,7 @@ type testCall struct {
 	probe *cache.Probe
 }
 
-func (c testCall) agree(k ConsensusKind, v cache.ProbeVote) (cache.ProbeAgreement, error) {
+func (c testCall) agree(k cache.ConsensusKind, v cache.ProbeVote) (cache.ProbeAgreement, error) {
 	return c.probe.Call(k, v)
 }
 
@@ -36,7 +37,7 @@ func testConsensus(t *testing.T) (testCall, *spmd.Topology) {
 func TestConsensusAgreesOnMinimaAndDigestRange(t *testing.T) {
 	c, topo := testConsensus(t)
 	r := uint64(topo.CPRank)
-	a, err := c.agree(StepConsensus, cache.ProbeVote{WriteFrontier: 100 + r, WriteIdle: r != 1, LoadFrontier: 7, LoadDone: true, Digest: 50 + r})
+	a, err := c.agree(cache.StepConsensus, cache.ProbeVote{WriteFrontier: 100 + r, WriteIdle: r != 1, LoadFrontier: 7, LoadDone: true, Digest: 50 + r})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,34 +48,34 @@ func TestConsensusAgreesOnMinimaAndDigestRange(t *testing.T) {
 	if a.DigestMin != 50 || a.DigestMax != 50+cp-1 {
 		t.Errorf("digests %d..%d, want 50..%d", a.DigestMin, a.DigestMax, 50+cp-1)
 	}
-	want := CollectiveStats{Count: 1, CommSizeMin: topo.CPSize, CommSizeMax: topo.CPSize}
+	want := report.CollectiveStats{Count: 1, CommSizeMin: topo.CPSize, CommSizeMax: topo.CPSize}
 	if cp == 1 {
-		want = CollectiveStats{Skipped: 1}
+		want = report.CollectiveStats{Skipped: 1}
 	}
-	if got := c.cons.stats[StepConsensus]; got.Count != want.Count || got.Skipped != want.Skipped || got.CommSizeMin != want.CommSizeMin || got.CommSizeMax != want.CommSizeMax {
+	if got := c.cons.stats[cache.StepConsensus]; got.Count != want.Count || got.Skipped != want.Skipped || got.CommSizeMin != want.CommSizeMin || got.CommSizeMax != want.CommSizeMax {
 		t.Errorf("stats %+v, want %+v", got, want)
 	}
 }
 
 // A rank's failure travels in the error word: the failing rank gets its own error back, every other rank of the
-// group a *PeerFailure naming it, all from the same call.
+// group a *cache.PeerFailure naming it, all from the same call.
 func TestConsensusCarriesTheLowestFailingRank(t *testing.T) {
 	c, topo := testConsensus(t)
 	failing := min(1, topo.CPSize-1)
 	var own error
 	if topo.CPRank >= failing {
-		own = &LocalFailure{Code: FailureCopy, Err: errors.New("copy broke")}
+		own = &cache.LocalFailure{Code: cache.FailureCopy, Err: errors.New("copy broke")}
 	}
-	_, err := c.agree(StepConsensus, cache.ProbeVote{Failure: own})
-	var peer *PeerFailure
+	_, err := c.agree(cache.StepConsensus, cache.ProbeVote{Failure: own})
+	var peer *cache.PeerFailure
 	switch {
 	case topo.CPRank == failing && err != own:
 		t.Errorf("failing CP rank %d got %v, want its own error", topo.CPRank, err)
-	case topo.CPRank != failing && (!errors.As(err, &peer) || peer.CPRank != failing || peer.Code != FailureCopy || peer.Group != topo.CPGroup):
-		t.Errorf("CP rank %d got %v, want a peer failure of CP rank %d, code %v", topo.CPRank, err, failing, FailureCopy)
+	case topo.CPRank != failing && (!errors.As(err, &peer) || peer.CPRank != failing || peer.Code != cache.FailureCopy || peer.Group != topo.CPGroup):
+		t.Errorf("CP rank %d got %v, want a peer failure of CP rank %d, code %v", topo.CPRank, err, failing, cache.FailureCopy)
 	}
 	// The next call is clean: nothing sticks.
-	if _, err := c.agree(StepConsensus, cache.ProbeVote{}); err != nil {
+	if _, err := c.agree(cache.StepConsensus, cache.ProbeVote{}); err != nil {
 		t.Errorf("the call after a failure: %v", err)
 	}
 }
@@ -85,12 +86,12 @@ func TestConsensusOutOfStepIsANamedError(t *testing.T) {
 	if topo.CPSize == 1 {
 		t.Skip("a single-rank group has nobody to be out of step with")
 	}
-	kind := StepConsensus
+	kind := cache.StepConsensus
 	if topo.CPRank == 0 {
-		kind = FlushConsensus
+		kind = cache.FlushConsensus
 	}
 	_, err := c.agree(kind, cache.ProbeVote{})
-	var oos *OutOfStepError
+	var oos *cache.OutOfStepError
 	if !errors.As(err, &oos) || !strings.Contains(err.Error(), "step call #1") || !strings.Contains(err.Error(), "flush call #1") {
 		t.Errorf("CP rank %d: %v, want collectives out of step naming the step and the flush call", topo.CPRank, err)
 	}
@@ -115,9 +116,9 @@ func TestADivergedRankAloneInTheL3PrefetchCallIsCaughtAsADivergence(t *testing.T
 	if diverged {
 		err = c.probe.PrefetchCount([]uint64{2, 0, 1}, 0xd1f)
 	} else {
-		_, err = c.agree(StepConsensus, cache.ProbeVote{WriteFrontier: 4, WriteIdle: true, LoadDone: true, Digest: 0xa9})
+		_, err = c.agree(cache.StepConsensus, cache.ProbeVote{WriteFrontier: 4, WriteIdle: true, LoadDone: true, Digest: 0xa9})
 	}
-	var div *DivergenceError
+	var div *cache.DivergenceError
 	if !errors.As(err, &div) {
 		t.Fatalf("CP rank %d: %v, want a placement divergence", topo.CPRank, err)
 	}
@@ -130,7 +131,7 @@ func TestADivergedRankAloneInTheL3PrefetchCallIsCaughtAsADivergence(t *testing.T
 }
 
 // runErr runs opts on every rank and checks that no shared memory is left, whatever the outcome.
-func runErr(t *testing.T, opts *Options) (*Report, error) {
+func runErr(t *testing.T, opts *Options) (*report.Report, error) {
 	t.Helper()
 	r, err := Run(testJob(t), opts)
 	checkNoLeakedSegments(t)
@@ -144,15 +145,15 @@ func TestCopyErrorIsAgreedByTheWholeGroup(t *testing.T) {
 	opts.InjectCopyError = Injection{Rank: failing, Step: 3, Set: true}
 	_, err := runErr(t, opts)
 	rank := testWorld.Rank()
-	var lf *LocalFailure
-	var peer *PeerFailure
+	var lf *cache.LocalFailure
+	var peer *cache.PeerFailure
 	switch {
 	case rank == failing:
-		if !errors.As(err, &lf) || lf.Code != FailureCopy || !errors.Is(err, errInjectedCopy) {
+		if !errors.As(err, &lf) || lf.Code != cache.FailureCopy || !errors.Is(err, errInjectedCopy) {
 			t.Fatalf("failing rank %d: %v, want its own copy failure", rank, err)
 		}
 	case rank < cp:
-		if !errors.As(err, &peer) || peer.CPRank != failing || peer.Code != FailureCopy || peer.Step < 3 {
+		if !errors.As(err, &peer) || peer.CPRank != failing || peer.Code != cache.FailureCopy || peer.Step < 3 {
 			t.Fatalf("rank %d: %v, want a peer failure naming CP rank %d's copy error at step 3 or later", rank, err, failing)
 		}
 	default:
@@ -177,7 +178,7 @@ func TestFlushCatchesADivergenceBeforeItsReset(t *testing.T) {
 	opts.FlushEvery, opts.PlacementAssertEvery = 6, 0
 	opts.InjectDivergence = Injection{Rank: cp - 1, Step: 6, Set: true} // after step 6's consensus, before its flush
 	_, err := runErr(t, opts)
-	var div *DivergenceError
+	var div *cache.DivergenceError
 	if testWorld.Rank() < cp {
 		if !errors.As(err, &div) || div.Step != 6 || !strings.Contains(div.Where, "flush") || div.Digests[cp-1] == div.Digests[0] {
 			t.Fatalf("rank %d: %v, want the divergence caught by step 6's flush", testWorld.Rank(), err)
@@ -192,9 +193,9 @@ func TestBrokenResetFailsTheRun(t *testing.T) {
 	defer restore()
 	opts := smallOptions()
 	_, err := runErr(t, opts)
-	var lf *LocalFailure
-	var peer *PeerFailure
-	if !(errors.As(err, &lf) && lf.Code == FailureFlush) && !(errors.As(err, &peer) && peer.Code == FailureFlush) && !errors.As(err, new(spmd.PeerFailedError)) {
+	var lf *cache.LocalFailure
+	var peer *cache.PeerFailure
+	if !(errors.As(err, &lf) && lf.Code == cache.FailureFlush) && !(errors.As(err, &peer) && peer.Code == cache.FailureFlush) && !errors.As(err, new(spmd.PeerFailedError)) {
 		t.Fatalf("rank %d: %v, want the flush check to fail the run", testWorld.Rank(), err)
 	}
 	if lf != nil && !strings.Contains(lf.Error(), "state hash") {
@@ -224,8 +225,8 @@ func TestAuditCatchesCommitsBeforeEveryRankFinished(t *testing.T) {
 		t.Errorf("audit: %d objects, %d wrong, failed %v: want the early commits caught", r.Verify.AuditObjects, r.Verify.AuditMismatches, r.Failed())
 	}
 	// The report says which check failed and on which ranks, for a script that reads it.
-	if f := r.Failure; f == nil || !strings.Contains(f.Check, "audit mismatch (world ranks [") || r.verdict() != "FAILED" {
-		t.Errorf("the report's failure: %+v, verdict %q; want the audit mismatch and its ranks", f, r.verdict())
+	if f := r.Failure; f == nil || !strings.Contains(f.Check, "audit mismatch (world ranks [") || r.Verdict() != "FAILED" {
+		t.Errorf("the report's failure: %+v, verdict %q; want the audit mismatch and its ranks", f, r.Verdict())
 	}
 }
 

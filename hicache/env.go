@@ -32,7 +32,7 @@ func (rs *runState) NextStep(step int64) ([]workload.Event, error) {
 // that step's consensus.
 func (rs *runState) Collective(c *cache.Collective) error {
 	rs.paceConsensus(c)
-	if c.Kind == StepConsensus {
+	if c.Kind == cache.StepConsensus {
 		rs.injectHangOrExit(c.Step)
 	}
 	return rs.cons.collective(c)
@@ -175,7 +175,7 @@ func (rs *runState) landRead(d *doneWork) bool {
 	}
 	rs.io.L3Reads++
 	rs.io.L3ReadBytes += r.bytes
-	rs.readLatency.observe(r.landed.Sub(p.issued))
+	rs.readLatency.Observe(r.landed.Sub(p.issued))
 	return true
 }
 
@@ -236,7 +236,7 @@ func (rs *runState) Prefetch(seq uint64, resolved bool) {
 		return
 	}
 	if start, ok := rs.prefetchStart[seq]; ok {
-		rs.prefetchWait.observe(time.Since(start))
+		rs.prefetchWait.Observe(time.Since(start))
 		delete(rs.prefetchStart, seq)
 	}
 }

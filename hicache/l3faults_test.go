@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 )
 
 // The L3's fault paths under a real run (SPMD: every rank runs them, at 1, 2, 8 and 16 ranks).
@@ -49,7 +52,7 @@ func TestL3HungReadsEndAtTheirDeadline(t *testing.T) {
 	}
 	r, err := Run(testJob(t), few())
 	checkL3Run(t, "fill", r, err)
-	for _, policy := range []PrefetchPolicy{PrefetchTimeout, PrefetchBestEffort} {
+	for _, policy := range []cache.PrefetchPolicy{cache.PrefetchTimeout, cache.PrefetchBestEffort} {
 		opts := few()
 		opts.L3.PrefetchPolicy, opts.L3.testHangReads = policy, true
 		opts.WatchdogTimeout = 2 * time.Second // deadlines are at most half of it: 1 s
@@ -131,7 +134,7 @@ func TestL3AllCorruptIsNoWorseThanNoL3(t *testing.T) {
 	}
 	corrupt, err := Run(testJob(t), shape(l3Options(dir)))
 	checkL3Run(t, "all corrupt", corrupt, err)
-	hits := func(r *Report) int64 { return r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens }
+	hits := func(r *report.Report) int64 { return r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens }
 	prompt := none.Hits.L1Tokens + none.Hits.L2Tokens + none.Hits.MissTokens
 	if corrupt.L3.Corrupt == 0 || none.Hits.L2Tokens < hits(none)/4 {
 		t.Fatalf("%d corrupt blocks read, %d of %d hit tokens from the L2: the run proves nothing", corrupt.L3.Corrupt, none.Hits.L2Tokens, hits(none))

@@ -287,8 +287,8 @@ var errReadDeadline = errors.New("the L3 read did not finish by its deadline")
 // deadline, and the same for best_effort (which never waits, but must not hold the prefetch's L2 object
 // forever); wait_complete waits under the watchdog instead. A deadline never goes past half the watchdog's
 // timeout, so that the deadline, not the watchdog, ends a hung read.
-func readDeadline(p PrefetchPolicy, tokens int, watchdog time.Duration, now time.Time) time.Time {
-	if p == PrefetchWaitComplete {
+func readDeadline(p cache.PrefetchPolicy, tokens int, watchdog time.Duration, now time.Time) time.Time {
+	if p == cache.PrefetchWaitComplete {
 		return time.Time{}
 	}
 	d := prefetchTimeout(tokens)

@@ -10,26 +10,6 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// The L3 policies are the core's (package cache).
-type (
-	L3WritePolicy  = cache.L3WritePolicy
-	PrefetchPolicy = cache.PrefetchPolicy
-)
-
-const (
-	L3WriteThrough       = cache.L3WriteThrough
-	L3WriteBack          = cache.L3WriteBack
-	PrefetchBestEffort   = cache.PrefetchBestEffort
-	PrefetchWaitComplete = cache.PrefetchWaitComplete
-	PrefetchTimeout      = cache.PrefetchTimeout
-)
-
-// ParseL3WritePolicy reads --l3-write-policy.
-func ParseL3WritePolicy(s string) (L3WritePolicy, error) { return cache.ParseL3WritePolicy(s) }
-
-// ParsePrefetchPolicy reads --l3-prefetch-policy.
-func ParsePrefetchPolicy(s string) (PrefetchPolicy, error) { return cache.ParsePrefetchPolicy(s) }
-
 // The timeout policy's deadline: SGLang's defaults, a base plus a share per thousand tokens, capped.
 const (
 	prefetchTimeoutBase  = 2 * time.Second
@@ -48,9 +28,9 @@ type L3Options struct {
 	Bytes             int64  // the byte budget of this job's blocks in the namespace
 	Namespace         string // free-form: model, weights version, dtype
 	BlockTokens       int    // tokens per block, a multiple of the page size
-	WritePolicy       L3WritePolicy
+	WritePolicy       cache.L3WritePolicy
 	Fsync             bool
-	PrefetchPolicy    PrefetchPolicy
+	PrefetchPolicy    cache.PrefetchPolicy
 	PrefetchThreshold int // a request prefetches only when at least this many of its tokens are not cached
 
 	// Tests only, each on the rank that sets it: every block write fails as on a full filesystem; every read

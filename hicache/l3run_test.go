@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -58,12 +60,12 @@ func checkSaidOnce(t *testing.T, log *bytes.Buffer, message, cause string) {
 // l3Options is smallOptions with an L3 in dir: two-page blocks, and every agreed prefetch waited for.
 func l3Options(dir string) *Options {
 	opts := smallOptions()
-	opts.L3 = L3Options{Dir: dir, Bytes: 1 << 30, BlockTokens: 32, PrefetchPolicy: PrefetchWaitComplete, PrefetchThreshold: 32}
+	opts.L3 = L3Options{Dir: dir, Bytes: 1 << 30, BlockTokens: 32, PrefetchPolicy: cache.PrefetchWaitComplete, PrefetchThreshold: 32}
 	return opts
 }
 
 // checkL3Run: nothing wrong, at any layout and fault.
-func checkL3Run(t *testing.T, name string, r *Report, err error) {
+func checkL3Run(t *testing.T, name string, r *report.Report, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -78,7 +80,7 @@ func checkL3Run(t *testing.T, name string, r *Report, err error) {
 // a second over the same directory serves some of its prompts from them, every page verified, no divergence.
 func TestL3WritesAndWarmRestartAtEveryPolicyAndLayout(t *testing.T) {
 	for _, layout := range []pool.Layout{pool.LayerFirst, pool.PageFirst} {
-		for _, policy := range []L3WritePolicy{L3WriteThrough, L3WriteBack} {
+		for _, policy := range []cache.L3WritePolicy{cache.L3WriteThrough, cache.L3WriteBack} {
 			dir := sharedTempDir(t)
 			name := layout.String() + "/" + policy.String()
 			for pass := range 2 {
@@ -220,7 +222,7 @@ func TestL3EveryPrefetchPolicyAgrees(t *testing.T) {
 	dir := sharedTempDir(t)
 	r, err := Run(testJob(t), l3Options(dir))
 	checkL3Run(t, "fill", r, err)
-	for _, policy := range []PrefetchPolicy{PrefetchBestEffort, PrefetchTimeout, PrefetchWaitComplete} {
+	for _, policy := range []cache.PrefetchPolicy{cache.PrefetchBestEffort, cache.PrefetchTimeout, cache.PrefetchWaitComplete} {
 		opts := l3Options(dir)
 		opts.L3.PrefetchPolicy, opts.L3.testSlowReads = policy, true
 		r, err := Run(testJob(t), opts)
@@ -228,10 +230,10 @@ func TestL3EveryPrefetchPolicyAgrees(t *testing.T) {
 		if r.L3.Prefetches == 0 {
 			t.Errorf("%s: no prefetch", policy)
 		}
-		if policy == PrefetchBestEffort && r.L3.PrefetchTimeouts == 0 {
+		if policy == cache.PrefetchBestEffort && r.L3.PrefetchTimeouts == 0 {
 			t.Errorf("best_effort with slowed reads: no prefetch given up; the path is not exercised")
 		}
-		if policy != PrefetchBestEffort && (r.L3.PrefetchTimeouts != 0 || r.Hits.L3Tokens == 0) {
+		if policy != cache.PrefetchBestEffort && (r.L3.PrefetchTimeouts != 0 || r.Hits.L3Tokens == 0) {
 			t.Errorf("%s: %d prefetches given up, %d L3 hit tokens", policy, r.L3.PrefetchTimeouts, r.Hits.L3Tokens)
 		}
 	}

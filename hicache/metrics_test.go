@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -84,16 +86,16 @@ func TestMetricsTickerIsDueOncePerInterval(t *testing.T) {
 }
 
 // sampleView is a view with every counter set, and a latency histogram for one group.
-func sampleView() *metricsView {
-	r := &Report{}
+func sampleView() *report.Metrics {
+	r := &report.Report{}
 	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = 100, 50, 25
 	r.Bytes.D2H, r.Bytes.H2D = 1<<20, 1<<19
-	var g GroupReport
-	g.latency[StepConsensus].observe(30 * time.Microsecond)
-	g.latency[StepConsensus].observe(time.Hour) // above the top bound: counted in +Inf only
-	r.Groups = []GroupReport{g}
-	own := []counterView{{report: r}}
-	return &metricsView{job: "j", final: true, report: r, groups: own, ranks: own, written: time.Unix(1700000000, 0)}
+	var g report.GroupReport
+	g.Latency[cache.StepConsensus].Observe(30 * time.Microsecond)
+	g.Latency[cache.StepConsensus].Observe(time.Hour) // above the top bound: counted in +Inf only
+	r.Groups = []report.GroupReport{g}
+	own := []report.CounterView{{Report: r}}
+	return &report.Metrics{Job: "j", Final: true, Report: r, Groups: own, Ranks: own, Written: time.Unix(1700000000, 0)}
 }
 
 // TestMetricsFileIsAlwaysWhole: a reader racing the writer always parses a whole file, the old one or the new.
@@ -105,7 +107,7 @@ func TestMetricsFileIsAlwaysWhole(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "m.prom")
 	v := sampleView()
-	if err := v.write(path); err != nil {
+	if err := v.Write(path); err != nil {
 		t.Fatal(err)
 	}
 	want := len(parseMetrics(t, path))
@@ -114,7 +116,7 @@ func TestMetricsFileIsAlwaysWhole(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; i < 200; i++ {
-			if err := v.write(path); err != nil {
+			if err := v.Write(path); err != nil {
 				t.Error(err)
 				return
 			}
@@ -143,7 +145,7 @@ func TestMetricsWriteErrorLeavesNoTempFile(t *testing.T) {
 	if err := os.Mkdir(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err := sampleView().write(path)
+	err := sampleView().Write(path)
 	if err == nil || !strings.Contains(err.Error(), "--metrics-file") {
 		t.Fatalf("write over a directory: %v, want an error naming --metrics-file", err)
 	}
@@ -231,7 +233,7 @@ func TestFailedPeriodicMetricsWriteEndsTheGroup(t *testing.T) {
 func TestMetricSeriesKeepTheirLabels(t *testing.T) {
 	opts := smallOptions()
 	opts.MetricsPath, opts.MetricsInterval = filepath.Join(t.TempDir(), "m.prom"), time.Nanosecond
-	opts.Provenance = &Provenance{Command: "run", Version: "test", CommandLine: []string{"cphicache", "run"}, Config: map[string]string{"seed": "7"}}
+	opts.Provenance = &report.Provenance{Command: "run", Version: "test", CommandLine: []string{"cphicache", "run"}, Config: map[string]string{"seed": "7"}}
 	r, err := Run(testJob(t), opts)
 	if err != nil {
 		t.Fatal(err)

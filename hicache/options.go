@@ -9,6 +9,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
@@ -54,7 +55,7 @@ type Options struct {
 	L2Slots                                          int
 	SlabBytesMax                                     int64
 	Layout                                           pool.Layout
-	Policy                                           WritePolicy
+	Policy                                           cache.WritePolicy
 	BatchRequests                                    int
 	PlacementAssertEvery                             int64
 	FlushEvery                                       int64
@@ -82,8 +83,8 @@ type Options struct {
 	InjectSetupError Injection // a world rank whose copy-engine set-up fails
 	JobID            string
 	Quiet            bool
-	Strict           bool        // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
-	Provenance       *Provenance // what the command and its flags were, for the header, report and metrics
+	Strict           bool               // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
+	Provenance       *report.Provenance // what the command and its flags were, for the header, report and metrics
 
 	// Sizing (capacity.go, and the model table in hicache/sizing), turned into the fields above by Size once the CP size is known.
 	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'
@@ -259,18 +260,6 @@ func (o *Options) geometry(cp int) pool.Geometry {
 		TokenBytes: o.TokenBytes, Slots: o.L2Slots, SlabBytesMax: o.SlabBytesMax, Layout: o.Layout,
 	}
 }
-
-// The write policies are the core's (package cache).
-type WritePolicy = cache.WritePolicy
-
-const (
-	WriteThrough          = cache.WriteThrough
-	WriteThroughSelective = cache.WriteThroughSelective
-	WriteBack             = cache.WriteBack
-)
-
-// ParseWritePolicy reads --write-policy.
-func ParseWritePolicy(s string) (WritePolicy, error) { return cache.ParseWritePolicy(s) }
 
 // coreConfig is the core's configuration on one rank: the cache, the step program's schedule, validate's modes,
 // this rank's injected divergence, and the tests' checks.

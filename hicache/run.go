@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
@@ -51,8 +52,8 @@ type runState struct {
 
 	io            cache.Counters       // the runner's own tallies (its L3 I/O), summed with the core's in the report
 	prefetchStart map[uint64]time.Time // L3 prefetches started and not yet agreed done
-	prefetchWait  quantiles            // start to agreement of each prefetch
-	readLatency   quantiles            // issue to landing of each L3 block read that landed
+	prefetchWait  report.Quantiles     // start to agreement of each prefetch
+	readLatency   report.Quantiles     // issue to landing of each L3 block read that landed
 
 	waiting string // the local wait in progress (waits.go), "" when none
 
@@ -64,7 +65,7 @@ type runState struct {
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
 // step, and report. Every rank calls it; world rank 0 prints. A replay that failed, agreed by every rank, still
 // returns its report, with the failure in it (runfailure.go), beside the error.
-func Run(job *spmd.Job, options *Options) (*Report, error) {
+func Run(job *spmd.Job, options *Options) (*report.Report, error) {
 	opts, err := options.Size(job.Topo.CPSize, job.Topo.NodeSize, job.Topo.GroupNodes)
 	if err != nil {
 		return nil, err
@@ -73,11 +74,11 @@ func Run(job *spmd.Job, options *Options) (*Report, error) {
 	if rs == nil {
 		return nil, err
 	}
-	report, err := rs.finalReport(err)
+	r, err := rs.finalReport(err)
 	if rs.timelineErr != nil {
 		err = errors.Join(err, rs.timelineErr)
 	}
-	return report, err
+	return r, err
 }
 
 // runPass replays one workload end to end and leaves its counters and collective statistics in the returned

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
@@ -45,7 +46,7 @@ func smallOptions() *Options {
 	syn.FlushEvery = 50 * dp
 	return &Options{
 		Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 16, DevicePages: 192, L2Slots: 160,
-		SlabBytesMax: 1 << 20, Layout: pool.LayerFirst, Policy: WriteThrough, BatchRequests: 3,
+		SlabBytesMax: 1 << 20, Layout: pool.LayerFirst, Policy: cache.WriteThrough, BatchRequests: 3,
 		PlacementAssertEvery: 4, Seed: 7, VocabSize: 32000, Synthetic: syn, Collective: "mpi",
 		WatchdogTimeout: 60 * time.Second, JobID: testJobID, Quiet: true, coreTesting: cache.Testing{CheckInvariants: true, CheckEvictions: true},
 	}
@@ -60,11 +61,11 @@ func checkNoLeakedSegments(t *testing.T) {
 
 func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 	for _, layout := range []pool.Layout{pool.LayerFirst, pool.PageFirst} {
-		for _, policy := range []WritePolicy{WriteThrough, WriteThroughSelective, WriteBack} {
+		for _, policy := range []cache.WritePolicy{cache.WriteThrough, cache.WriteThroughSelective, cache.WriteBack} {
 			opts := smallOptions()
 			opts.Layout, opts.Policy = layout, policy
 			opts.SyncCopies = true // commits at every step: every path is taken, however loaded the machine
-			if policy == WriteBack {
+			if policy == cache.WriteBack {
 				// write_back backs up only what L1 evicts, and evicts only what a request needs: smaller L1 and L2,
 				// so that L2 still fills and evicts at every layout, CP8DP2 included.
 				opts.DevicePages, opts.L2Slots = 128, 128
@@ -78,7 +79,7 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 				t.Errorf("%s: %d divergences, %d mismatches", name, r.Placement.Divergences, r.Verify.Mismatches)
 			}
 			// write_through_selective backs up only nodes hit twice: too little to fill L2 in this small workload.
-			fillsL2 := policy != WriteThroughSelective
+			fillsL2 := policy != cache.WriteThroughSelective
 			if r.Hits.L2Tokens == 0 || (fillsL2 && r.Backup.L2Evictions == 0) || r.Flushes == 0 || r.L1.Evictions == 0 || r.Verify.PagesChecked == 0 {
 				t.Errorf("%s: a path was not exercised: L2 hits %d, L2 evictions %d, flushes %d, L1 evictions %d, pages checked %d",
 					name, r.Hits.L2Tokens, r.Backup.L2Evictions, r.Flushes, r.L1.Evictions, r.Verify.PagesChecked)
@@ -94,7 +95,7 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 
 // checkReportScoping pins the scoping rule: every consensus collective ran on a communicator of exactly cp ranks, and
 // none ran on a single-rank group.
-func checkReportScoping(t *testing.T, r *Report) {
+func checkReportScoping(t *testing.T, r *report.Report) {
 	t.Helper()
 	if len(r.Groups) != r.DP {
 		t.Fatalf("%d groups in the report, want %d", len(r.Groups), r.DP)
@@ -125,7 +126,7 @@ func TestInjectedDivergenceIsCaughtAtTheNextAssert(t *testing.T) {
 	opts.PlacementAssertEvery = 2
 	opts.InjectDivergence = Injection{Rank: cp - 1, Step: 3, Set: true} // the last rank of group 0
 	_, err := Run(testJob(t), opts)
-	var div *DivergenceError
+	var div *cache.DivergenceError
 	if testWorld.Rank() < cp {
 		if !errors.As(err, &div) {
 			t.Fatalf("rank %d: run returned %v, want a placement divergence", testWorld.Rank(), err)
@@ -164,7 +165,7 @@ func TestValidateMatrixPasses(t *testing.T) {
 // the CPU build in place; with copies drained every step both make every decision alike and check as many
 // pages, and a wrong byte in the staged path is still found (the device pages hold what the fill wrote).
 func TestStagedDeviceContentDecidesAlike(t *testing.T) {
-	var reports [2]*Report
+	var reports [2]*report.Report
 	for i, staged := range []bool{false, true} {
 		opts := smallOptions()
 		opts.SyncCopies, opts.stagedDeviceContent = true, staged

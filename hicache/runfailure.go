@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -21,36 +23,25 @@ import (
 // finalReport is the report after runPass, which returned replayErr: the aggregated report, with the failure
 // in it when the replay failed (agreed: a *spmd.SharedError on every rank) or counted wrong results; a World
 // collective. Another error (the World itself failing) returns no report.
-func (rs *runState) finalReport(replayErr error) (*Report, error) {
+func (rs *runState) finalReport(replayErr error) (*report.Report, error) {
 	var shared *spmd.SharedError
 	if replayErr != nil && !errors.As(replayErr, &shared) {
 		return nil, replayErr
 	}
-	report, err := rs.report()
+	r, err := rs.report()
 	if replayErr == nil {
-		if err == nil && report.Failed() { // the same verdict on every rank: the report is aggregated
-			report.Failure, err = rs.describeCounted(report)
+		if err == nil && r.Failed() { // the same verdict on every rank: the report is aggregated
+			r.Failure, err = rs.describeCounted(r)
 		}
-		return report, err
+		return r, err
 	}
 	if err == nil {
-		report.Failure, err = rs.describeFailure(shared)
+		r.Failure, err = rs.describeFailure(shared)
 	}
 	if err != nil { // the run's own failure is the one to tell
 		return nil, replayErr
 	}
-	return report, replayErr
-}
-
-// FailureReport is what ended a failed run: the check that failed, the step, the rank that reported it (the
-// lowest rank whose failure was its own) and that rank's message, which names the other ranks involved.
-type FailureReport struct {
-	Check     string `json:"check"`
-	Step      int64  `json:"step"`
-	WorldRank int    `json:"world_rank"`
-	CPGroup   int    `json:"cp_group"`
-	CPRank    int    `json:"cp_rank"`
-	Message   string `json:"message"`
+	return r, replayErr
 }
 
 // failureReportBytesMax bounds the broadcast description; a longer message is cut to fit.
@@ -58,7 +49,7 @@ const failureReportBytesMax = 4096
 
 // describeFailure is a World collective after an agreed failure: the speaking rank describes its failure and
 // broadcasts the description, so that world rank 0 can put it in the report.
-func (rs *runState) describeFailure(shared *spmd.SharedError) (*FailureReport, error) {
+func (rs *runState) describeFailure(shared *spmd.SharedError) (*report.FailureReport, error) {
 	t := rs.job.Topo
 	speaker := []int64{math.MaxInt64}
 	if shared.Speaker {
@@ -68,7 +59,7 @@ func (rs *runState) describeFailure(shared *spmd.SharedError) (*FailureReport, e
 		return nil, err
 	}
 	if speaker[0] == math.MaxInt64 { // AgreeOnFailure names one speaker; without one there is nothing to say
-		return &FailureReport{Check: "error", Step: rs.stepsDone(), WorldRank: -1, Message: shared.Error()}, nil
+		return &report.FailureReport{Check: "error", Step: rs.stepsDone(), WorldRank: -1, Message: shared.Error()}, nil
 	}
 	var buf []byte
 	if shared.Speaker {
@@ -79,7 +70,7 @@ func (rs *runState) describeFailure(shared *spmd.SharedError) (*FailureReport, e
 	if err := t.World.BcastBytes(buf, int(speaker[0])); err != nil {
 		return nil, err
 	}
-	f := &FailureReport{}
+	f := &report.FailureReport{}
 	if err := json.Unmarshal(bytes.TrimRight(buf, "\x00"), f); err != nil {
 		return nil, fmt.Errorf("the failure's description from rank %d: %w", speaker[0], err)
 	}
@@ -87,12 +78,12 @@ func (rs *runState) describeFailure(shared *spmd.SharedError) (*FailureReport, e
 }
 
 // failureOf describes err, this rank's own failure, as the report shows it.
-func (rs *runState) failureOf(err error) *FailureReport {
+func (rs *runState) failureOf(err error) *report.FailureReport {
 	t := rs.job.Topo
-	f := &FailureReport{Check: "error", Step: rs.stepsDone(), WorldRank: t.WorldRank, CPGroup: t.CPGroup, CPRank: t.CPRank, Message: err.Error()}
-	var div *DivergenceError
-	var peer *PeerFailure
-	var local *LocalFailure
+	f := &report.FailureReport{Check: "error", Step: rs.stepsDone(), WorldRank: t.WorldRank, CPGroup: t.CPGroup, CPRank: t.CPRank, Message: err.Error()}
+	var div *cache.DivergenceError
+	var peer *cache.PeerFailure
+	var local *cache.LocalFailure
 	switch {
 	case errors.As(err, &div):
 		f.Check, f.Step = "placement", div.Step
@@ -105,7 +96,7 @@ func (rs *runState) failureOf(err error) *FailureReport {
 }
 
 // encodeFailure is f as a fixed-size broadcast buffer: JSON, cut to fit, zero-padded (JSON has no zero byte).
-func encodeFailure(f *FailureReport) []byte {
+func encodeFailure(f *report.FailureReport) []byte {
 	buf := make([]byte, failureReportBytesMax)
 	for {
 		b, _ := json.Marshal(f)
@@ -120,7 +111,7 @@ func encodeFailure(f *FailureReport) []byte {
 // describeCounted is a World collective after a replay that ran to its end with wrong results counted (a
 // load-back or an audit with a wrong byte, a copy that failed, a divergence recorded): it names the checks and
 // the world ranks that counted them, for the report. Counts are kept per rank without their step, so Step is -1.
-func (rs *runState) describeCounted(r *Report) (*FailureReport, error) {
+func (rs *runState) describeCounted(r *report.Report) (*report.FailureReport, error) {
 	t := rs.job.Topo
 	c := rs.counts()
 	mine := int64(0)
@@ -148,8 +139,8 @@ func (rs *runState) describeCounted(r *Report) (*FailureReport, error) {
 			ranks = append(ranks, these...)
 		}
 	}
-	f := &FailureReport{Check: strings.Join(checks, ", "), Step: -1, WorldRank: -1, CPGroup: -1, CPRank: -1,
-		Message: (&RunFailed{Divergences: r.Placement.Divergences, Mismatches: r.Verify.Mismatches,
+	f := &report.FailureReport{Check: strings.Join(checks, ", "), Step: -1, WorldRank: -1, CPGroup: -1, CPRank: -1,
+		Message: (&report.RunFailed{Divergences: r.Placement.Divergences, Mismatches: r.Verify.Mismatches,
 			AuditMismatches: r.Verify.AuditMismatches, CopyErrors: r.Verify.CopyErrors}).Error()}
 	if len(ranks) > 0 {
 		f.WorldRank = slices.Min(ranks)

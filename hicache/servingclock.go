@@ -288,7 +288,7 @@ func (rs *runState) Served(s *cache.ServedStep) {
 
 // paceConsensus waits, before the step's consensus, until the modelled prefill of the step ends (scaled).
 func (rs *runState) paceConsensus(c *cache.Collective) {
-	if clock := rs.clock; clock != nil && c.Kind == StepConsensus && !clock.paceConsensusAt.IsZero() {
+	if clock := rs.clock; clock != nil && c.Kind == cache.StepConsensus && !clock.paceConsensusAt.IsZero() {
 		rs.paceUntil(clock.paceConsensusAt, "serving clock: modelled prefill")
 		clock.paceConsensusAt = time.Time{}
 	}

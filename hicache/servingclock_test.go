@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/prefill"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
@@ -75,7 +76,7 @@ func TestServingClockTimesEveryRequest(t *testing.T) {
 }
 
 // checkServingMetrics: the end-of-run metrics file holds a TTFT histogram, and its ideal, of every request.
-func checkServingMetrics(t *testing.T, r *Report) {
+func checkServingMetrics(t *testing.T, r *report.Report) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "m.prom")
 	if err := r.WriteMetrics(path, testJobID); err != nil {
@@ -91,20 +92,20 @@ func checkServingMetrics(t *testing.T, r *Report) {
 }
 
 func TestMsQuantilesReadZeroAsZero(t *testing.T) {
-	var q msQuantiles
+	var q report.MsQuantiles
 	for range 6 {
-		q.observeNs(0)
+		q.ObserveNs(0)
 	}
 	for _, ms := range []int64{10, 20, 30, 40} {
-		q.observeNs(ms * 1e6)
+		q.ObserveNs(ms * 1e6)
 	}
-	if got := q.seconds(0.5); got != 0 {
+	if got := q.Seconds(0.5); got != 0 {
 		t.Errorf("p50 of six zeros and four times: %g s, want 0", got)
 	}
-	if got := q.seconds(0.7); got < 0.010 || got > 0.0102 {
+	if got := q.Seconds(0.7); got < 0.010 || got > 0.0102 {
 		t.Errorf("p70: %g s, want 10 ms (within its bucket's 2%%)", got)
 	}
-	if got := q.seconds(1); got < 0.040 || got > 0.0408 {
+	if got := q.Seconds(1); got < 0.040 || got > 0.0408 {
 		t.Errorf("p100: %g s, want 40 ms (within its bucket's 2%%)", got)
 	}
 }
@@ -113,7 +114,7 @@ func TestMsQuantilesReadZeroAsZero(t *testing.T) {
 // own hits, which --sync-copies makes a function of the configuration: two runs give the same TTFT, and no
 // measured figure.
 func TestVirtualServingIsTheSameFromRunToRun(t *testing.T) {
-	var first *ServingReport
+	var first *report.ServingReport
 	for range 2 {
 		opts := servingOptions()
 		opts.SyncCopies, opts.Serving.Virtual = true, true

@@ -1,13 +1,14 @@
 package hicache
 
 import (
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/serving"
 )
 
 // servingTallies are CP rank 0's distributions of its requests' times, in trace time, and the sums the report
 // needs; the report adds them over the groups (every histogram is mergeable by its counts).
 type servingTallies struct {
-	ttft, queue, prefetch, load, prefill, ideal msQuantiles
+	ttft, queue, prefetch, load, prefill, ideal report.MsQuantiles
 	promptTokens                                int64
 	firstArrivalNs, lastEndNs                   int64
 	// The ideal's own span and tokens (a virtual run times nothing else).
@@ -23,11 +24,11 @@ func (t *servingTallies) observe(rc *requestClock, endNs int64) {
 	}
 	t.promptTokens += rc.hit.PromptTokens
 	t.firstArrivalNs, t.lastEndNs = min(t.firstArrivalNs, rc.arrivalNs), max(t.lastEndNs, endNs)
-	t.ttft.observeNs(endNs - rc.arrivalNs)
-	t.queue.observeNs(rc.firstStartNs - rc.arrivalNs)
-	t.prefetch.observeNs(rc.stepStartNs - rc.firstStartNs)
-	t.load.observeNs(rc.computeStartNs - rc.stepStartNs)
-	t.prefill.observeNs(endNs - rc.computeStartNs)
+	t.ttft.ObserveNs(endNs - rc.arrivalNs)
+	t.queue.ObserveNs(rc.firstStartNs - rc.arrivalNs)
+	t.prefetch.ObserveNs(rc.stepStartNs - rc.firstStartNs)
+	t.load.ObserveNs(rc.computeStartNs - rc.stepStartNs)
+	t.prefill.ObserveNs(endNs - rc.computeStartNs)
 }
 
 // replayIdeal replays the requests this rank timed on a virtual clock with a cache machinery that costs
@@ -48,7 +49,7 @@ func (c *servingClock) replayIdeal() {
 		if c.t.idealPromptTokens == 0 {
 			c.t.idealFirstNs = tm.ArrivalNs
 		}
-		c.t.ideal.observeNs(tm.TTFTNs())
+		c.t.ideal.ObserveNs(tm.TTFTNs())
 		c.t.idealPromptTokens += records[i].Hit.PromptTokens
 		c.t.idealFirstNs, c.t.idealEndNs = min(c.t.idealFirstNs, tm.ArrivalNs), max(c.t.idealEndNs, tm.EndNs)
 	}

@@ -1,12 +1,9 @@
 package hicache
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"strings"
 
-	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -16,69 +13,12 @@ import (
 // (capacity misses), a pass with a perturbed rank in every CP group (divergence detection), and two passes over
 // an L3 of their own (validate_l3.go).
 
-// Check is one row of the validation table.
-type Check struct {
-	Name   string `json:"name"`
-	Ranks  int    `json:"ranks"`
-	Steps  int64  `json:"steps"`
-	Result string `json:"result"` // pass, fail, or skip (not applicable: a single-rank CP group)
-	Wrong  int64  `json:"wrong"`
-	Detail string `json:"detail"`
-}
-
-// ValidationReport is what `cphicache validate` prints and writes.
-type ValidationReport struct {
-	Ranks  int           `json:"ranks"`
-	CP     int           `json:"cp"`
-	DP     int           `json:"dp"`
-	Checks []Check       `json:"checks"`
-	Groups []GroupReport `json:"groups"`
-	// Provenance is what produced the table (the command sets it): the build, the command line, every flag.
-	Provenance *Provenance `json:"provenance,omitempty"`
-}
-
-// ValidationFailed ends validate with a non-zero exit; the table already says which checks failed.
-type ValidationFailed struct{ Failed int }
-
-func (e *ValidationFailed) Error() string {
-	return fmt.Sprintf("validation failed: %s failed (see the table)", spmd.Count(e.Failed, "check", "checks"))
-}
-
-// Scope: the table is aggregated over the whole job, so every rank fails alike.
-func (e *ValidationFailed) Scope() spmd.Scope { return spmd.JobScope }
-
-// Failed counts the failed checks.
-func (v *ValidationReport) Failed() int {
-	n := 0
-	for _, c := range v.Checks {
-		if c.Result == "fail" {
-			n++
-		}
-	}
-	return n
-}
-
-// NotCovered is nil when every check ran, and a *spmd.NotCoveredError naming the skipped ones otherwise
-// (--strict).
-func (v *ValidationReport) NotCovered() error {
-	var skipped []string
-	for _, c := range v.Checks {
-		if c.Result == "skip" {
-			skipped = append(skipped, c.Name)
-		}
-	}
-	if len(skipped) == 0 {
-		return nil
-	}
-	return &spmd.NotCoveredError{What: spmd.Count(len(skipped), "check", "checks") + " skipped (" + strings.Join(skipped, ", ") + ")"}
-}
-
 // divergenceInjectStep places the injected perturbation of the divergence pass: the digest rides in every
 // consensus, so it must be caught by the very next one (see divergenceWantStep).
 const divergenceInjectStep = 5
 
 // Validate runs the validation matrix on every rank; world rank 0 gets the report.
-func Validate(job *spmd.Job, options *Options) (*ValidationReport, error) {
+func Validate(job *spmd.Job, options *Options) (*report.ValidationReport, error) {
 	t := job.Topo
 	sized, err := options.Size(t.CPSize, t.NodeSize, t.GroupNodes)
 	if err != nil {
@@ -116,15 +56,15 @@ func Validate(job *spmd.Job, options *Options) (*ValidationReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &ValidationReport{Ranks: t.World.Size(), CP: t.CPSize, DP: t.DPSize}
-	rows := []func() (Check, error){
-		func() (Check, error) { return mainPass.checkPlacement() },
-		func() (Check, error) { return divergencePass.checkDivergenceDetected() },
-		func() (Check, error) { return checkFlushReset(mainPass, capacityPass, divergencePass) },
-		func() (Check, error) { return checkScoping(mainPass, capacityPass, divergencePass) },
-		func() (Check, error) { return capacityPass.checkCapacity() },
-		func() (Check, error) { return checkData(mainPass, capacityPass, divergencePass) },
-		func() (Check, error) { return checkL3(l3Fill, l3Read) },
+	v := &report.ValidationReport{Ranks: t.World.Size(), CP: t.CPSize, DP: t.DPSize}
+	rows := []func() (report.Check, error){
+		func() (report.Check, error) { return mainPass.checkPlacement() },
+		func() (report.Check, error) { return divergencePass.checkDivergenceDetected() },
+		func() (report.Check, error) { return checkFlushReset(mainPass, capacityPass, divergencePass) },
+		func() (report.Check, error) { return checkScoping(mainPass, capacityPass, divergencePass) },
+		func() (report.Check, error) { return capacityPass.checkCapacity() },
+		func() (report.Check, error) { return checkData(mainPass, capacityPass, divergencePass) },
+		func() (report.Check, error) { return checkL3(l3Fill, l3Read) },
 	}
 	for _, row := range rows {
 		c, err := row()
@@ -172,7 +112,7 @@ func (rs *runState) steps64() (int64, error) {
 	return s[0], nil
 }
 
-func verdict(c Check, ok bool) Check {
+func verdict(c report.Check, ok bool) report.Check {
 	c.Result = "pass"
 	if !ok {
 		c.Result = "fail"
@@ -181,13 +121,13 @@ func verdict(c Check, ok bool) Check {
 }
 
 // checkPlacement: every object placed identically on every CP rank (per-object hashes, not only digests).
-func (rs *runState) checkPlacement() (Check, error) {
+func (rs *runState) checkPlacement() (report.Check, error) {
 	c := rs.counts()
 	v, err := rs.sumOverGroups([]int64{c.ObjectsCompared, c.ObjectsWrong, c.Divergences, c.PlacementChecks, rs.core.Step()}, nil)
 	if err != nil {
-		return Check{}, err
+		return report.Check{}, err
 	}
-	check := Check{Name: "placement_identical", Ranks: rs.job.Topo.World.Size(), Steps: v[4], Wrong: v[1] + v[2],
+	check := report.Check{Name: "placement_identical", Ranks: rs.job.Topo.World.Size(), Steps: v[4], Wrong: v[1] + v[2],
 		Detail: fmt.Sprintf("%d digest asserts, %d object placements compared", v[3], v[0])}
 	if rs.job.Topo.CPSize == 1 {
 		check.Result, check.Detail = "skip", "single-rank CP groups: nothing to compare"
@@ -198,7 +138,7 @@ func (rs *runState) checkPlacement() (Check, error) {
 
 // checkDivergenceDetected: the injected perturbation is caught at the first assert after it, and the group then
 // carries on from a fresh state with no further divergence.
-func (rs *runState) checkDivergenceDetected() (Check, error) {
+func (rs *runState) checkDivergenceDetected() (report.Check, error) {
 	c := rs.counts()
 	wantStep := divergenceWantStep(rs.opts.FlushEvery)
 	caughtLate := int64(0)
@@ -207,10 +147,10 @@ func (rs *runState) checkDivergenceDetected() (Check, error) {
 	}
 	v, err := rs.sumOverGroups([]int64{caughtLate, c.Divergences, rs.core.Step()}, nil)
 	if err != nil {
-		return Check{}, err
+		return report.Check{}, err
 	}
 	groups := int64(rs.job.Topo.DPSize)
-	check := Check{Name: "divergence_detected", Ranks: rs.job.Topo.World.Size(), Steps: v[2],
+	check := report.Check{Name: "divergence_detected", Ranks: rs.job.Topo.World.Size(), Steps: v[2],
 		Wrong:  v[0] + max(0, v[1]-groups),
 		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at step %d; %s in %s", divergenceInjectStep, wantStep, spmd.Count(v[1], "detection", "detections"), spmd.Count(groups, "group", "groups"))}
 	if rs.job.Topo.CPSize == 1 {
@@ -232,27 +172,27 @@ func divergenceWantStep(flushEvery int64) int64 {
 // checkFlushReset: every flush of every pass left the cache equal to a fresh one: the allocator's state hash
 // (every table walked) against a fresh allocator's, the tree and the device pool empty. The main pass flushes at
 // least once, so the row always has a flush to check.
-func checkFlushReset(passes ...*runState) (Check, error) {
+func checkFlushReset(passes ...*runState) (report.Check, error) {
 	var flushes, wrong int64
 	for _, rs := range passes {
 		v, err := rs.sumOverGroups(nil, []int64{rs.counts().Flushes, rs.counts().FlushWrong})
 		if err != nil {
-			return Check{}, err
+			return report.Check{}, err
 		}
 		flushes, wrong = flushes+v[0], wrong+v[1]
 	}
 	steps, err := passes[0].steps64()
 	if err != nil {
-		return Check{}, err
+		return report.Check{}, err
 	}
-	check := Check{Name: "flush_reset", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: wrong,
+	check := report.Check{Name: "flush_reset", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: wrong,
 		Detail: fmt.Sprintf("%s compared with a fresh cache (allocator state hash, tree, device pages)", spmd.Count(flushes, "rank-flush", "rank-flushes"))}
 	return verdict(check, wrong == 0 && flushes > 0), nil
 }
 
 // checkScoping: every consensus collective of every pass ran on a communicator of exactly cp ranks, and none
 // ran on a single-rank group. Counted per kind of collective.
-func checkScoping(passes ...*runState) (Check, error) {
+func checkScoping(passes ...*runState) (report.Check, error) {
 	cp := passes[0].job.Topo.CPSize
 	var wrong, ran int64
 	for _, rs := range passes {
@@ -265,13 +205,13 @@ func checkScoping(passes ...*runState) (Check, error) {
 	}
 	v, err := passes[0].sumOverGroups(nil, []int64{wrong, ran})
 	if err != nil {
-		return Check{}, err
+		return report.Check{}, err
 	}
 	steps, err := passes[0].steps64()
 	if err != nil {
-		return Check{}, err
+		return report.Check{}, err
 	}
-	check := Check{Name: "cp_scoping", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: v[0],
+	check := report.Check{Name: "cp_scoping", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: v[0],
 		Detail: fmt.Sprintf("%d consensus collectives, each on a communicator of %d ranks", v[1], cp)}
 	if cp == 1 {
 		check.Detail = "single-rank CP groups: every consensus collective was skipped, none ran on a size-1 group"
@@ -282,7 +222,7 @@ func checkScoping(passes ...*runState) (Check, error) {
 
 // checkCapacity: with an L2 far smaller than the working set, the miss path (evict, or skip the backup) took
 // the same decisions on every rank of each CP group.
-func (rs *runState) checkCapacity() (Check, error) {
+func (rs *runState) checkCapacity() (report.Check, error) {
 	c := rs.counts()
 	local := []uint64{uint64(c.ReserveMisses), uint64(c.L2Evictions), uint64(c.BackupReserved)}
 	minMax := make([]uint64, 2*len(local))
@@ -290,7 +230,7 @@ func (rs *runState) checkCapacity() (Check, error) {
 		minMax[2*i], minMax[2*i+1] = x, ^x
 	}
 	if err := rs.cons.minVector(minMax); err != nil {
-		return Check{}, err
+		return report.Check{}, err
 	}
 	var differ int64
 	for i := range local {
@@ -300,56 +240,24 @@ func (rs *runState) checkCapacity() (Check, error) {
 	}
 	v, err := rs.sumOverGroups([]int64{differ, c.ReserveMisses, c.L2Evictions, rs.core.Step()}, nil)
 	if err != nil {
-		return Check{}, err
+		return report.Check{}, err
 	}
-	check := Check{Name: "capacity_miss_uniform", Ranks: rs.job.Topo.World.Size(), Steps: v[3], Wrong: v[0],
+	check := report.Check{Name: "capacity_miss_uniform", Ranks: rs.job.Topo.World.Size(), Steps: v[3], Wrong: v[0],
 		Detail: fmt.Sprintf("L2 of %d slots: %d backups skipped, %d L2 evictions", rs.opts.L2Slots, v[1], v[2])}
 	return verdict(check, v[0] == 0 && v[1]+v[2] > 0), nil
 }
 
 // checkData: every load-back of every pass matched the content function byte for byte.
-func checkData(passes ...*runState) (Check, error) {
+func checkData(passes ...*runState) (report.Check, error) {
 	var checked, mismatches, steps int64
 	for _, rs := range passes {
 		v, err := rs.sumOverGroups([]int64{rs.core.Step()}, []int64{rs.counts().PagesChecked, rs.counts().Mismatches})
 		if err != nil {
-			return Check{}, err
+			return report.Check{}, err
 		}
 		steps, checked, mismatches = steps+v[0], checked+v[1], mismatches+v[2]
 	}
-	check := Check{Name: "data_integrity", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: mismatches,
+	check := report.Check{Name: "data_integrity", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: mismatches,
 		Detail: fmt.Sprintf("%d load-back pages verified byte for byte", checked)}
 	return verdict(check, mismatches == 0 && checked > 0), nil
-}
-
-// WriteTable prints the validation matrix like nccl-tests: a '#' header, fixed-width rows, a closing count.
-func (v *ValidationReport) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "# cphicache validate: %s, cp %d, dp %d\n", spmd.Plural(v.Ranks, "rank"), v.CP, v.DP)
-	fmt.Fprintf(w, "# %-22s %6s %8s %7s %7s  %s\n", "check", "ranks", "steps", "result", "#wrong", "detail")
-	for _, c := range v.Checks {
-		fmt.Fprintf(w, "  %-22s %6d %8d %7s %7d  %s\n", c.Name, c.Ranks, c.Steps, c.Result, c.Wrong, c.Detail)
-	}
-	passed, skipped := 0, 0
-	for _, c := range v.Checks {
-		switch c.Result {
-		case "pass":
-			passed++
-		case "skip":
-			skipped++
-		}
-	}
-	skipText := ""
-	if skipped > 0 {
-		skipText = fmt.Sprintf(", %d skipped (not applicable to single-rank CP groups: run with cp 2 or more)", skipped)
-	}
-	fmt.Fprintf(w, "# %d checks: %d passed%s, %d failed\n", len(v.Checks), passed, skipText, v.Failed())
-}
-
-// WriteJSON writes the validation report to path (--report), whole or not at all.
-func (v *ValidationReport) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return outfile.Write("report", path, append(b, '\n'))
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -28,7 +30,7 @@ func l3Passes(job *spmd.Job, opts *Options, progress func(pass int, what string)
 	}
 	defer removeValidationL3Dir(job, dir, forget)
 	l3opts := L3Options{Dir: dir, Bytes: 1 << 40, Namespace: opts.L3.Namespace + "/cphicache-validate",
-		BlockTokens: validateL3BlockPages * opts.PageTokens, PrefetchPolicy: PrefetchWaitComplete, PrefetchThreshold: opts.PageTokens,
+		BlockTokens: validateL3BlockPages * opts.PageTokens, PrefetchPolicy: cache.PrefetchWaitComplete, PrefetchThreshold: opts.PageTokens,
 		testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
 	fillOpts := *opts
 	fillOpts.L3 = l3opts
@@ -96,24 +98,24 @@ func removeValidationL3Dir(job *spmd.Job, dir string, forget func()) {
 
 // checkL3: blocks stored by the fill pass come back in the read pass, verified, and the injected read failures
 // became agreed misses.
-func checkL3(fill, read *runState) (Check, error) {
+func checkL3(fill, read *runState) (report.Check, error) {
 	var wrong, written int64
 	for _, rs := range []*runState{fill, read} {
 		c := *rs.counts()
 		v, err := rs.sumOverGroups([]int64{c.Divergences}, []int64{c.Mismatches, c.AuditMismatches, c.L3Corrupt, c.L3WriteMismatches, c.L3Writes})
 		if err != nil {
-			return Check{}, err
+			return report.Check{}, err
 		}
 		wrong, written = wrong+v[0]+v[1]+v[2]+v[3]+v[4], written+v[5]
 	}
 	c := *read.counts()
 	v, err := read.sumOverGroups([]int64{c.L3HitTokens, c.L3PrefetchMisses, read.core.Step()}, []int64{c.L3Reads, c.PagesChecked})
 	if err != nil {
-		return Check{}, err
+		return report.Check{}, err
 	}
 	hits, misses, steps, reads, checked := v[0], v[1], v[2], v[3], v[4]
 	t := read.job.Topo
-	check := Check{Name: "l3_roundtrip", Ranks: t.World.Size(), Steps: steps, Wrong: wrong,
+	check := report.Check{Name: "l3_roundtrip", Ranks: t.World.Size(), Steps: steps, Wrong: wrong,
 		Detail: fmt.Sprintf("%d blocks stored, %d read back (%d hit tokens, %d pages verified); %d prefetches cut short by the last CP rank's failed reads",
 			written, reads, hits, checked, misses)}
 	injected := t.CPSize == 1 || misses > 0

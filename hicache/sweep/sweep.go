@@ -13,6 +13,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -60,17 +61,17 @@ type ServingPoint struct {
 // Result is the sweep's JSON: the configuration every point shares, and the points in the order given.
 type Result struct {
 	// Provenance is what produced the sweep (the command sets it): the build, the command line, every flag.
-	Provenance       *hicache.Provenance `json:"provenance,omitempty"`
-	Model            string              `json:"model,omitempty"`
-	Prefill          string              `json:"prefill,omitempty"` // the prefill model the points' serving figures are modelled by
-	Trace            string              `json:"trace,omitempty"`   // empty: the synthetic workload
-	WritePolicy      string              `json:"write_policy"`
-	PageTokens       int                 `json:"page_tokens"`
-	TokenBytes       int64               `json:"token_bytes"`        // KV bytes per token, which the byte sizes count
-	CopiedTokenBytes int64               `json:"copied_token_bytes"` // what the runs copied per token
-	DevicePages      int                 `json:"device_pages"`
-	DeviceTokens     int64               `json:"device_tokens"`
-	Points           []Point             `json:"points"`
+	Provenance       *report.Provenance `json:"provenance,omitempty"`
+	Model            string             `json:"model,omitempty"`
+	Prefill          string             `json:"prefill,omitempty"` // the prefill model the points' serving figures are modelled by
+	Trace            string             `json:"trace,omitempty"`   // empty: the synthetic workload
+	WritePolicy      string             `json:"write_policy"`
+	PageTokens       int                `json:"page_tokens"`
+	TokenBytes       int64              `json:"token_bytes"`        // KV bytes per token, which the byte sizes count
+	CopiedTokenBytes int64              `json:"copied_token_bytes"` // what the runs copied per token
+	DevicePages      int                `json:"device_pages"`
+	DeviceTokens     int64              `json:"device_tokens"`
+	Points           []Point            `json:"points"`
 }
 
 // Sweep runs the workload once per size on a one-rank job, calling done after each point (progress).
@@ -91,20 +92,20 @@ func Run(job *spmd.Job, options *hicache.Options, sizes []Size, done func(Point)
 			opts.Serving = &virtual
 		}
 		opts.L2Slots, opts.L2Bytes = size.Slots, size.Bytes
-		report, err := hicache.Run(job, &opts)
+		r, err := hicache.Run(job, &opts)
 		if err != nil {
 			return nil, err
 		}
-		if report.Failed() {
-			return nil, &hicache.RunFailed{Divergences: report.Placement.Divergences, Mismatches: report.Verify.Mismatches,
-				AuditMismatches: report.Verify.AuditMismatches, CopyErrors: report.Verify.CopyErrors}
+		if r.Failed() {
+			return nil, &report.RunFailed{Divergences: r.Placement.Divergences, Mismatches: r.Verify.Mismatches,
+				AuditMismatches: r.Verify.AuditMismatches, CopyErrors: r.Verify.CopyErrors}
 		}
-		c := report.Capacity
+		c := r.Capacity
 		res.TokenBytes, res.CopiedTokenBytes, res.DevicePages, res.DeviceTokens = c.TokenBytes, c.CopiedTokenBytes, c.DevicePages, c.DeviceTokens
-		if report.Serving != nil {
-			res.Prefill = report.Serving.Model
+		if r.Serving != nil {
+			res.Prefill = r.Serving.Model
 		}
-		p := sweepPoint(report)
+		p := sweepPoint(r)
 		res.Points = append(res.Points, p)
 		if done != nil {
 			done(p)
@@ -121,7 +122,7 @@ func CheckJob(job *spmd.Job) error {
 	return nil
 }
 
-func sweepPoint(r *hicache.Report) Point {
+func sweepPoint(r *report.Report) Point {
 	h, c := r.Hits, r.Capacity
 	tokens := float64(max(1, h.L1Tokens+h.L2Tokens+h.MissTokens))
 	uncached, uncachedPct := r.Uncached()

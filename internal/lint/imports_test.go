@@ -73,6 +73,8 @@ var codeMap = []importRule{
 	{pkgs: "hicache/shm/...", rule: "hicache/shm/ must not import hicache/", notMod: []string{"hicache"}},
 	{pkgs: "hicache/serving", rule: "hicache/serving/: the serving clock's pure part (arrivals, step batching, step costs, the virtual clock); no clock, I/O, sync or randomness, and nothing of this module",
 		notMod: []string{"..."}, notStd: append([]string{"os", "time", "sync", "log", "net", "runtime", "syscall"}, randomness...)},
+	{pkgs: "hicache/report", rule: "hicache/report/: the report from the gathered tallies, no collective: it must not import the runner (hicache/), MPI, NCCL, kernels, transport, shm or the L3 store",
+		notMod: []string{"hicache", "mpi/...", "nccl/...", "kernels/...", "hicache/transport/...", "hicache/shm/...", "hicache/l3/...", "bench/...", "cli"}},
 	{pkgs: "hicache/sweep", rule: "hicache/sweep/: nothing of the cache imports it (cli/ alone does)", importedBy: []string{"cli"}},
 	{pkgs: "kernels/...", rule: "kernels/ must not import hicache/ (its doc: nor mpi/, nccl/, pool/: it knows bytes and offsets)",
 		notMod: []string{"mpi/...", "nccl/...", "pool/...", "hicache/..."}},

@@ -1,4 +1,4 @@
-package hicache
+package report
 
 import (
 	"crypto/sha256"
@@ -8,14 +8,12 @@ import (
 	"os"
 	"sort"
 	"strings"
-
-	"github.com/cphicache/cphicache/hicache/cache"
 )
 
 // Provenance is what produced a result, so that a result can be filed and reproduced from itself (nccl-tests and
 // OSU print as much): the build, the MPI library, the command line, every flag's effective value (given, from a
 // CPHICACHE_* variable, or the default), the hosts, the start and the trace's checksum. The command fills it
-// as the job starts, before the work (Options.Provenance), and never changes it after, so that
+// as the job starts, before the work (the runner's Options.Provenance), and never changes it after, so that
 // cphicache_run_info is one series for the whole job; world rank 0 prints it as the '#' header, writes it into
 // the JSON report and as cphicache_run_info's labels.
 type Provenance struct {
@@ -122,54 +120,5 @@ func (p *Provenance) SetTraceChecksum(path string) error {
 		return err
 	}
 	p.TraceSHA256 = hex.EncodeToString(h.Sum(nil))
-	return nil
-}
-
-// gatherCounterViews gathers, over World (a collective every rank calls), each CP group's replicated counters
-// (from its CP rank 0) and each rank's own, for the end-of-run metrics file's series by group and rank; and
-// gives the report the run's provenance. Without --metrics-file only the latter.
-func (rs *runState) gatherCounterViews(r *Report) error {
-	r.Provenance = rs.opts.Provenance
-	if rs.opts.MetricsPath == "" {
-		return nil
-	}
-	t := rs.job.Topo
-	c := rs.counters()
-	group, rank := c.CounterFields("group"), c.CounterFields("rank")
-	mine := make([]int64, 0, len(group)+len(rank)+1)
-	for _, p := range append(group, rank...) {
-		mine = append(mine, *p)
-	}
-	mine = append(mine, rs.core.Step())
-	all := make([]int64, len(mine)*t.World.Size())
-	if err := t.World.AllgatherInt64(mine, all); err != nil {
-		return err
-	}
-	for worldRank := 0; worldRank < t.World.Size(); worldRank++ {
-		row := all[worldRank*len(mine) : (worldRank+1)*len(mine)]
-		cpGroup := worldRank / t.CPSize // CP groups are consecutive world ranks
-		var gc, rc cache.Counters
-		for i, p := range gc.CounterFields("group") {
-			*p = row[i]
-		}
-		for i, p := range rc.CounterFields("rank") {
-			*p = row[len(group)+i]
-		}
-		rankReport := &Report{CP: t.CPSize, DP: t.DPSize}
-		rankReport.fill(&rc)
-		if rs.l3 != nil {
-			rankReport.L3 = newL3Report(&rc, rs.opts.L3, rs.l3.store.Namespace())
-		}
-		r.rankViews = append(r.rankViews, counterView{cpGroup: cpGroup, worldRank: worldRank, report: rankReport})
-		if worldRank%t.CPSize != 0 {
-			continue
-		}
-		groupReport := &Report{CP: t.CPSize, DP: t.DPSize, Steps: row[len(row)-1]}
-		groupReport.fill(&gc)
-		if rs.l3 != nil {
-			groupReport.L3 = newL3Report(&gc, rs.opts.L3, rs.l3.store.Namespace())
-		}
-		r.groupViews = append(r.groupViews, counterView{cpGroup: cpGroup, worldRank: worldRank, report: groupReport})
-	}
 	return nil
 }

@@ -1,11 +1,10 @@
-package hicache
+package report
 
 import (
 	"fmt"
 	"io"
 
 	"github.com/cphicache/cphicache/hicache/cache"
-	"github.com/cphicache/cphicache/hicache/l3"
 )
 
 // L3Report is the report's L3 section: the group's decisions (summed over CP groups) and every rank's I/O.
@@ -45,14 +44,17 @@ type L3Report struct {
 	ReadUs         LatencyUs `json:"read_us"`          // one block read, from issue to landed in the slab, queueing included (slowest rank): the file's share of the wait
 }
 
-func newL3Report(c *cache.Counters, o L3Options, ns l3.Namespace) *L3Report {
-	return &L3Report{Dir: o.Dir, Namespace: fmt.Sprintf("%016x", ns.Fingerprint()), FilesPerBlock: max(1, ns.Nodes), WritePolicy: o.WritePolicy.String(),
-		PrefetchPolicy: o.PrefetchPolicy.String(), BlockTokens: o.BlockTokens, Bytes: o.Bytes,
+// NewL3 is the L3 section: the tier as config describes it (its directory, namespace, policies and sizes; its
+// counts are ignored) with the counts of c.
+func NewL3(config L3Report, c *cache.Counters) *L3Report {
+	r := L3Report{Dir: config.Dir, Namespace: config.Namespace, FilesPerBlock: config.FilesPerBlock, WritePolicy: config.WritePolicy,
+		PrefetchPolicy: config.PrefetchPolicy, BlockTokens: config.BlockTokens, Bytes: config.Bytes,
 		Writes: c.L3Writes, WriteBytes: c.L3WriteBytes, WriteErrors: c.L3WriteErrors, WritesSkipped: c.L3WritesSkipped, Reads: c.L3Reads, ReadBytes: c.L3ReadBytes,
 		ReadFailures: c.L3ReadFailures, Corrupt: c.L3Corrupt, Evictions: c.L3Evictions, Prefetches: c.L3Prefetches,
 		PrefetchBlocks: c.L3PrefetchBlocks, PrefetchMisses: c.L3PrefetchMisses, PrefetchTimeouts: c.L3PrefetchTimeouts,
 		PrefetchFlushed: c.L3PrefetchFlushed, PrefetchCalls: c.L3PrefetchCalls, WriteMismatches: c.L3WriteMismatches,
 		ReadTimeouts: c.L3ReadTimeouts, ChecksAhead: c.L3ChecksAhead, ChecksInStep: c.L3ChecksInStep, CountsAhead: c.L3CountsAhead}
+	return &r
 }
 
 // writeSummary is the summary's L3 line; nothing without an L3.

@@ -1,4 +1,4 @@
-package hicache
+package report
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 // that could not run) or what went wrong without changing any data (pages L1 could not hold, L3 trouble), so
 // that a plain OK means the whole configuration was exercised as given.
 
-// verdict is the summary's last word: FAILED on anything wrong (Failed), and an OK that says what it does not
+// Verdict is the summary's last word: FAILED on anything wrong (Failed), and an OK that says what it does not
 // cover when a check could not run, and what went wrong without changing data (caveats).
-func (r *Report) verdict() string {
+func (r *Report) Verdict() string {
 	if r.Failed() {
 		return "FAILED"
 	}
@@ -38,7 +38,7 @@ func (r *Report) verdict() string {
 // NotCovered is nil for a plain OK or a failure (which RunFailure returns), and a *spmd.NotCoveredError naming
 // what the run did not cover for an "OK, but ..." (--strict).
 func (r *Report) NotCovered() error {
-	if v := r.verdict(); strings.HasPrefix(v, "OK, but ") {
+	if v := r.Verdict(); strings.HasPrefix(v, "OK, but ") {
 		return &spmd.NotCoveredError{What: strings.TrimPrefix(v, "OK, but ")}
 	}
 	return nil

@@ -1,17 +1,12 @@
-package hicache
+package report
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/cphicache/cphicache/hicache/cache"
-	"github.com/cphicache/cphicache/hicache/outfile"
 )
 
 // Prometheus metrics for node_exporter's textfile collector (--metrics-file). Two views, written by world rank 0
@@ -24,7 +19,7 @@ import (
 //     world_rank. The job's totals, the JSON report's, are their sums.
 //   - during the run (--metrics-interval), world rank 0's own view: its group's counters and its own, and its own
 //     consensus latencies; cphicache_metrics_final is 0.
-//   - at the end, every group's and every rank's counters (gathered once, gatherCounterViews) and the consensus
+//   - at the end, every group's and every rank's counters (gathered once, by the runner) and the consensus
 //     latency histograms one series per CP group, as its CP rank 0 timed them; cphicache_metrics_final is 1.
 //   - every file has cphicache_metrics_written_timestamp_seconds, when it was written: the final file stays where
 //     it is (the collector exports it until it is removed or replaced), so a rule can age out a finished job's
@@ -35,29 +30,36 @@ const latencyBuckets = 10
 
 var latencyBoundsSeconds = prometheus.ExponentialBuckets(10e-6, 4, latencyBuckets)
 
-// latencyHist is one kind's consensus latencies on one rank: plain counters the report can gather as integers.
-type latencyHist struct {
+// LatencyHist is one kind's consensus latencies on one rank: plain counters the report can gather as integers.
+type LatencyHist struct {
 	counts [latencyBuckets + 1]int64 // per bucket, not cumulative; the last is above the top bound
 	sumNs  int64
 }
 
-const latencyHistWords = latencyBuckets + 2 // counts and sumNs, as gathered
+// LatencyHistWords is the length of a LatencyHist as words: its counts and sumNs, as gathered.
+const LatencyHistWords = latencyBuckets + 2
 
-func (h *latencyHist) observe(d time.Duration) {
+// Observe counts one latency.
+func (h *LatencyHist) Observe(d time.Duration) {
 	h.counts[sort.SearchFloat64s(latencyBoundsSeconds, d.Seconds())]++
 	h.sumNs += d.Nanoseconds()
 }
 
-func (h *latencyHist) words() []int64 { return append(h.counts[:], h.sumNs) }
+// Extend adds d to the time of the last latency counted, without counting another (a call in two parts).
+func (h *LatencyHist) Extend(d time.Duration) { h.sumNs += d.Nanoseconds() }
 
-func latencyFromWords(w []int64) (h latencyHist) {
+// Words are h as integers, for a gather.
+func (h *LatencyHist) Words() []int64 { return append(h.counts[:], h.sumNs) }
+
+// LatencyFromWords is the LatencyHist that Words wrote as w.
+func LatencyFromWords(w []int64) (h LatencyHist) {
 	copy(h.counts[:], w)
 	h.sumNs = w[latencyBuckets+1]
 	return h
 }
 
 // constHistogram is h as Prometheus wants it: a count, a sum in seconds and cumulative buckets.
-func (h *latencyHist) constHistogram(desc *prometheus.Desc, labels ...string) prometheus.Metric {
+func (h *LatencyHist) constHistogram(desc *prometheus.Desc, labels ...string) prometheus.Metric {
 	buckets := make(map[float64]uint64, latencyBuckets)
 	var cumulative uint64
 	for i, bound := range latencyBoundsSeconds {
@@ -68,22 +70,22 @@ func (h *latencyHist) constHistogram(desc *prometheus.Desc, labels ...string) pr
 	return prometheus.MustNewConstHistogram(desc, count, float64(h.sumNs)/1e9, buckets, labels...)
 }
 
-// metricsView is what one metrics file holds: each CP group's replicated counters, each rank's own, each listed
-// group's latency histograms (report.Groups) and, in the final file, the serving clock's.
-type metricsView struct {
-	job    string
-	final  bool
-	report *Report
-	groups []counterView // replicated counters, one a CP group
-	ranks  []counterView // a rank's own counters, one a rank
-	// written is the file's time, for cphicache_metrics_written_timestamp_seconds.
-	written time.Time
+// Metrics is what one metrics file holds: each CP group's replicated counters, each rank's own, each listed
+// group's latency histograms (Report.Groups) and, in the final file, the serving clock's.
+type Metrics struct {
+	Job    string
+	Final  bool
+	Report *Report
+	Groups []CounterView // replicated counters, one a CP group
+	Ranks  []CounterView // a rank's own counters, one a rank
+	// Written is the file's time, for cphicache_metrics_written_timestamp_seconds.
+	Written time.Time
 }
 
-// counterView is one CP group's or one rank's counters, as a report's fields hold them.
-type counterView struct {
-	cpGroup, worldRank int
-	report             *Report
+// CounterView is one CP group's or one rank's counters, as a report's fields hold them.
+type CounterView struct {
+	CPGroup, WorldRank int
+	Report             *Report
 }
 
 // counterSample is one counter series: a name, its help, at most one label of its own, and whether the counter
@@ -136,19 +138,19 @@ func counterSamples(r *Report) []counterSample {
 }
 
 // Describe sends nothing: the view is an unchecked collector, whose series the registry still checks as it gathers.
-func (v *metricsView) Describe(chan<- *prometheus.Desc) {}
+func (v *Metrics) Describe(chan<- *prometheus.Desc) {}
 
-func (v *metricsView) Collect(ch chan<- prometheus.Metric) {
+func (v *Metrics) Collect(ch chan<- prometheus.Metric) {
 	base := []string{"job_id", "cp_group"}
-	collect := func(views []counterView, perRank bool) {
+	collect := func(views []CounterView, perRank bool) {
 		for _, cv := range views {
-			for _, s := range counterSamples(cv.report) {
+			for _, s := range counterSamples(cv.Report) {
 				if s.perRank != perRank {
 					continue
 				}
-				labels, values := base, []string{v.job, strconv.Itoa(cv.cpGroup)}
+				labels, values := base, []string{v.Job, strconv.Itoa(cv.CPGroup)}
 				if perRank {
-					labels, values = append(labels, "world_rank"), append(values, strconv.Itoa(cv.worldRank))
+					labels, values = append(labels, "world_rank"), append(values, strconv.Itoa(cv.WorldRank))
 				}
 				if s.label != "" {
 					labels, values = append(labels, s.label), append(values, s.value)
@@ -158,34 +160,34 @@ func (v *metricsView) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	collect(v.groups, false)
-	collect(v.ranks, true)
+	collect(v.Groups, false)
+	collect(v.Ranks, true)
 	latency := prometheus.NewDesc("cphicache_consensus_latency_seconds",
 		"time in each consensus call by kind, waiting for the slowest rank included, as CP rank 0 of the group timed it",
 		append(base, "kind"), nil)
-	for _, g := range v.report.Groups {
+	for _, g := range v.Report.Groups {
 		for k := range consensusKinds {
-			ch <- g.latency[k].constHistogram(latency, v.job, strconv.Itoa(g.Group), k.String())
+			ch <- g.Latency[k].constHistogram(latency, v.Job, strconv.Itoa(g.Group), k.String())
 		}
 	}
-	if s := v.report.Serving; s != nil && v.final && !s.Virtual {
+	if s := v.Report.Serving; s != nil && v.Final && !s.Virtual {
 		const modelled = " (MODELLED: the serving clock's prefill and link rates, in the trace's time; see the report's serving.model)"
 		job := []string{"job_id"} // every request of the job: the end-of-run file's alone
 		ttft := prometheus.NewDesc("cphicache_ttft_seconds", "time to first token of every request"+modelled, job, nil)
 		ideal := prometheus.NewDesc("cphicache_ideal_ttft_seconds", "the same requests' time to first token with the same hits and a cache machinery that costs nothing"+modelled, job, nil)
-		ch <- s.ttft.constHistogram(ttft, ttftBoundsSeconds, v.job)
-		ch <- s.ideal.constHistogram(ideal, ttftBoundsSeconds, v.job)
+		ch <- s.TTFTHist.constHistogram(ttft, ttftBoundsSeconds, v.Job)
+		ch <- s.IdealHist.constHistogram(ideal, ttftBoundsSeconds, v.Job)
 	}
 	final := prometheus.NewDesc("cphicache_metrics_final",
 		"1 in the end-of-run file (every CP group's and rank's counters); 0 in a periodic one (world rank 0's group and its own)", []string{"job_id"}, nil)
-	ch <- prometheus.MustNewConstMetric(final, prometheus.GaugeValue, boolFloat(v.final), v.job)
+	ch <- prometheus.MustNewConstMetric(final, prometheus.GaugeValue, boolFloat(v.Final), v.Job)
 	written := prometheus.NewDesc("cphicache_metrics_written_timestamp_seconds",
 		"when this file was written (Unix time): the end-of-run file stays until removed, so a rule can age a finished job out by it", []string{"job_id"}, nil)
-	ch <- prometheus.MustNewConstMetric(written, prometheus.GaugeValue, float64(v.written.UnixNano())/1e9, v.job)
-	if p := v.report.Provenance; p != nil {
+	ch <- prometheus.MustNewConstMetric(written, prometheus.GaugeValue, float64(v.Written.UnixNano())/1e9, v.Job)
+	if p := v.Report.Provenance; p != nil {
 		names, values := p.infoLabels()
 		info := prometheus.NewDesc("cphicache_run_info", "1; its labels say what produced these numbers (the report's provenance)", append([]string{"job_id"}, names...), nil)
-		ch <- prometheus.MustNewConstMetric(info, prometheus.GaugeValue, 1, append([]string{v.job}, values...)...)
+		ch <- prometheus.MustNewConstMetric(info, prometheus.GaugeValue, 1, append([]string{v.Job}, values...)...)
 	}
 }
 
@@ -196,9 +198,9 @@ func boolFloat(b bool) float64 {
 	return 0
 }
 
-// write writes the view to path through a temporary file in its directory, renamed over path: a reader (the
+// Write writes the file to path through a temporary file in its directory, renamed over path: a reader (the
 // textfile collector) sees the old file or the new one, whole; on an error the temporary file is removed.
-func (v *metricsView) write(path string) error {
+func (v *Metrics) Write(path string) error {
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(v); err != nil {
 		return err
@@ -210,79 +212,7 @@ func (v *metricsView) write(path string) error {
 }
 
 // WriteMetrics writes the aggregated report as the end-of-run metrics file (world rank 0 calls it), with the
-// counters gatherCounterViews gathered.
+// counters by group and rank the runner gathered (GroupViews, RankViews).
 func (r *Report) WriteMetrics(path, job string) error {
-	return (&metricsView{job: job, final: true, report: r, groups: r.groupViews, ranks: r.rankViews, written: time.Now()}).write(path)
-}
-
-// metricsTicker says when a periodic write is due: every interval of its clock, checked between steps.
-type metricsTicker struct {
-	every time.Duration
-	next  time.Time
-	now   func() time.Time
-	// writing is held by a periodic write, and taken for good by abandon: a file removed at a signal cannot be
-	// renamed back into place by a write that was under way.
-	writing sync.Mutex
-}
-
-// abandon is the job's clean-up action for the periodic file (the watchdog's and a signal's exit run it): it
-// removes the file, whose cphicache_metrics_final 0 would tell a collector that a dead job is still running,
-// and stops any later write.
-func (m *metricsTicker) abandon(path string) func() {
-	return func() {
-		m.writing.Lock() // never released: the process is ending
-		os.Remove(path)
-	}
-}
-
-func newMetricsTicker(every time.Duration, now func() time.Time) *metricsTicker {
-	return &metricsTicker{every: every, next: now().Add(every), now: now}
-}
-
-// due is true once per interval passed; a step longer than the interval gives one write, not a backlog.
-func (m *metricsTicker) due() bool {
-	if m == nil {
-		return false
-	}
-	now := m.now()
-	if now.Before(m.next) {
-		return false
-	}
-	m.next = now.Add(m.every)
-	return true
-}
-
-// groupView is world rank 0's view during the run: its counters now, labelled with its CP group. It reads only
-// this rank's state, between steps, and enters no collective.
-func (rs *runState) groupView() *metricsView {
-	t := rs.job.Topo
-	c := rs.counters()
-	r := &Report{CP: t.CPSize, DP: t.DPSize, Steps: rs.core.Step(),
-		Groups: []GroupReport{{Group: t.CPGroup, latency: rs.cons.latency}}}
-	if rs.l3 != nil {
-		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Namespace())
-	}
-	r.fill(&c)
-	r.Provenance = rs.opts.Provenance
-	own := []counterView{{cpGroup: t.CPGroup, worldRank: t.WorldRank, report: r}}
-	return &metricsView{job: rs.opts.JobID, report: r, groups: own, ranks: own, written: time.Now()}
-}
-
-// writeMetricsIfDue writes the periodic file when due. A failed write is this rank's failure: it travels in the
-// next consensus, so the group ends together rather than leaving its peers in a collective.
-func (rs *runState) writeMetricsIfDue() {
-	if !rs.metrics.due() {
-		return
-	}
-	rs.metrics.writing.Lock()
-	defer rs.metrics.writing.Unlock()
-	if err := rs.groupView().write(rs.opts.MetricsPath); err != nil {
-		rs.core.Fail(cache.FailureMetrics, err)
-	}
-}
-
-// checkMetricsPath fails at start, before any shared memory exists, on a --metrics-file whose directory is
-// missing, not a directory or not writable, or that names a directory itself.
-func checkMetricsPath(path string) error {
-	return outfile.Check("metrics-file", path)
+	return (&Metrics{Job: job, Final: true, Report: r, Groups: r.GroupViews, Ranks: r.RankViews, Written: time.Now()}).Write(path)
 }

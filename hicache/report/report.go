@@ -1,18 +1,15 @@
-package hicache
+package report
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
-	"github.com/cphicache/cphicache/hicache/transport"
-	"github.com/cphicache/cphicache/mpi"
 )
 
 // LatencyUs is a latency's median and 99th percentile, in microseconds.
@@ -99,10 +96,12 @@ type Report struct {
 	Groups  []GroupReport  `json:"groups"`
 	// Result is the summary's last line: OK, OK but what was not covered, or FAILED (set by WriteJSON).
 	Result string `json:"result"`
-	// Failure is what ended a run that failed part-way (runfailure.go); nil when the replay ran to its end.
-	Failure               *FailureReport `json:"failure,omitempty"`
-	Provenance            *Provenance    `json:"provenance,omitempty"` // what produced the report (provenance.go)
-	groupViews, rankViews []counterView  // the metrics file's counters by CP group and rank (gatherCounterViews)
+	// Failure is what ended a run that failed part-way (the runner's runfailure.go); nil when the replay ran to its end.
+	Failure    *FailureReport `json:"failure,omitempty"`
+	Provenance *Provenance    `json:"provenance,omitempty"` // what produced the report (provenance.go)
+	// GroupViews and RankViews are the end-of-run metrics file's counters by CP group and by rank, as the runner
+	// gathered them (empty without --metrics-file).
+	GroupViews, RankViews []CounterView `json:"-"`
 }
 
 // GroupReport is one CP group: its members' hosts, the nodes it spans with each node's slab, and the collectives
@@ -113,109 +112,64 @@ type GroupReport struct {
 	Hosts []string `json:"hosts"`
 	// Nodes are the nodes the group spans, in the order of their lowest CP rank; each holds one slab with the
 	// parts of its share of the group's ranks, SlabBytesPerNode bytes (1/len(Nodes) of a one-node group's).
-	Nodes            []string                    `json:"nodes"`
-	SlabBytesPerNode int64                       `json:"slab_bytes_per_node"`
-	Collectives      map[string]CollectiveStats  `json:"collectives"`
-	L3HitTokens      int64                       `json:"l3_hit_tokens"` // this replica's prompt tokens served from L3 blocks
-	latency          [consensusKinds]latencyHist // CP rank 0's consensus latencies by kind: the metrics file's histograms
+	Nodes            []string                   `json:"nodes"`
+	SlabBytesPerNode int64                      `json:"slab_bytes_per_node"`
+	Collectives      map[string]CollectiveStats `json:"collectives"`
+	L3HitTokens      int64                      `json:"l3_hit_tokens"` // this replica's prompt tokens served from L3 blocks
+	// Latency: CP rank 0's consensus latencies by kind, the metrics file's histograms.
+	Latency [consensusKinds]LatencyHist `json:"-"`
 }
+
+// CollectiveStats counts one kind of consensus call and the sizes of the communicators it ran on, so that a run can
+// prove the scoping rule: every consensus collective ran on a communicator of exactly cp ranks.
+type CollectiveStats struct {
+	Count       int64 // calls entered
+	Skipped     int64 // skipped because the CP group has a single rank
+	CommSizeMin int   // smallest communicator used (0 when none ran)
+	CommSizeMax int
+	Seconds     float64 // wall time this rank spent inside them
+}
+
+// Capacity is each tier's size in tokens and bytes, as the report states it.
+type Capacity struct {
+	Model string `json:"model,omitempty"`
+	// TokenBytes: the KV bytes of one token in the CP group (every rank, layer and payload), by which the bytes
+	// below are counted; CopiedTokenBytes: what the run copies per token (less when the copies are scaled).
+	TokenBytes       int64 `json:"token_bytes"`
+	CopiedTokenBytes int64 `json:"copied_token_bytes"`
+	Scaled           bool  `json:"copies_scaled"`
+	L2Slots          int   `json:"l2_slots"`
+	L2Tokens         int64 `json:"l2_tokens"`        // per CP group
+	L2Bytes          int64 `json:"l2_bytes"`         // per CP group, at TokenBytes
+	L2SlabBytes      int64 `json:"l2_slab_bytes"`    // per CP group, the shared memory actually mapped
+	DevicePages      int   `json:"device_pages"`     // per rank
+	DeviceTokens     int64 `json:"device_tokens"`    // per rank: the tokens whose part it holds
+	DeviceBytes      int64 `json:"device_bytes"`     // per rank, at TokenBytes
+	DeviceBufBytes   int64 `json:"device_buf_bytes"` // per rank, the buffer actually allocated
+}
+
+// FailureReport is what ended a failed run: the check that failed, the step, the rank that reported it (the
+// lowest rank whose failure was its own) and that rank's message, which names the other ranks involved.
+type FailureReport struct {
+	Check     string `json:"check"`
+	Step      int64  `json:"step"`
+	WorldRank int    `json:"world_rank"`
+	CPGroup   int    `json:"cp_group"`
+	CPRank    int    `json:"cp_rank"`
+	Message   string `json:"message"`
+}
+
+// consensusKinds are the kinds of consensus call the report counts (cache.ConsensusKind): the digest gather
+// after a divergence is not one (it ends the run).
+const consensusKinds = cache.DigestGather
 
 // MarshalJSON names CollectiveStats' fields in the report's style.
 func (s CollectiveStats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]any{"count": s.Count, "skipped": s.Skipped, "comm_size": s.CommSizeMax, "comm_size_min": s.CommSizeMin})
 }
 
-// counters are this rank's tallies for the report: the core's, the runner's own (its L3 I/O), the store's and the
-// consensus statistics, each field defined once (cache.Counters).
-func (rs *runState) counters() cache.Counters {
-	c := rs.core.Counters()
-	mine := rs.io
-	if rs.l3 != nil {
-		sc := rs.l3.store.Counters()
-		mine.L3Corrupt, mine.L3Evictions = sc.Corrupt, sc.Evictions
-	}
-	consensusTallies(&mine, &rs.cons.stats)
-	for _, agg := range []string{"group", "rank"} {
-		dst, src := c.CounterFields(agg), mine.CounterFields(agg)
-		for i := range dst {
-			*dst[i] += *src[i]
-		}
-	}
-	return c
-}
-
-// counts is counters, for validate's rows (after the pass).
-func (rs *runState) counts() *cache.Counters {
-	c := rs.counters()
-	return &c
-}
-
-// report aggregates over World (a collective every rank calls): the replicated counters over CP rank 0 of each
-// group, the per-rank ones over every rank, by their agg tags.
-func (rs *runState) report() (*Report, error) {
-	t := rs.job.Topo
-	c := rs.counters()
-	group, rank := c.CounterFields("group"), c.CounterFields("rank")
-	sums := make([]int64, 0, len(group)+len(rank)+1)
-	for _, p := range group {
-		v := *p
-		if t.CPRank != 0 {
-			v = 0
-		}
-		sums = append(sums, v)
-	}
-	for _, p := range rank {
-		sums = append(sums, *p)
-	}
-	steps := rs.core.Step()
-	if t.CPRank != 0 {
-		steps = 0
-	}
-	sums = append(sums, steps)
-	if err := t.World.AllreduceInt64(sums, sums, mpi.Sum); err != nil {
-		return nil, err
-	}
-	for i, p := range append(group, rank...) {
-		*p = sums[i]
-	}
-	steps = sums[len(sums)-1]
-	wall := time.Since(rs.start)
-	assertSeconds := rs.cons.stats[ObjectCompare].Seconds
-	timing := []int64{wall.Microseconds(), int64(1e3 * rs.cons.stepUs.quantileUs(0.50)), int64(1e3 * rs.cons.stepUs.quantileUs(0.99)),
-		int64(assertSeconds * 1e6), int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9)),
-		int64(1e3 * rs.prefetchWait.quantileUs(0.50)), int64(1e3 * rs.prefetchWait.quantileUs(0.99)),
-		int64(1e3 * rs.readLatency.quantileUs(0.50)), int64(1e3 * rs.readLatency.quantileUs(0.99))}
-	if err := t.World.AllreduceInt64(timing, timing, mpi.Max); err != nil {
-		return nil, err
-	}
-	groups, err := rs.gatherGroups()
-	if err != nil {
-		return nil, err
-	}
-	r := &Report{Ranks: t.World.Size(), CP: t.CPSize, DP: t.DPSize, Steps: steps, Requests: c.Requests,
-		Layout: rs.opts.Layout.String(), Policy: rs.opts.Policy.String(), Transport: rs.cons.transport.Name(), Groups: groups}
-	r.fill(&c)
-	r.Capacity = rs.opts.capacity(t.CPSize)
-	r.WallSeconds = float64(timing[0]) / 1e6
-	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = float64(timing[1])/1e3, float64(timing[2])/1e3
-	r.PlacementAssertUs.Total, r.PlacementAssertUs.SharePct = float64(timing[3]), float64(timing[4])/1e4
-	if rs.l3 != nil {
-		r.L3 = newL3Report(&c, rs.opts.L3, rs.l3.store.Namespace())
-		r.L3.PrefetchWaitUs.P50, r.L3.PrefetchWaitUs.P99 = float64(timing[5])/1e3, float64(timing[6])/1e3
-		r.L3.ReadUs.P50, r.L3.ReadUs.P99 = float64(timing[7])/1e3, float64(timing[8])/1e3
-	}
-	if rs.clock != nil {
-		if r.Serving, err = rs.servingReport(); err != nil {
-			return nil, err
-		}
-	}
-	if err := rs.gatherCounterViews(r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-func (r *Report) fill(c *cache.Counters) {
+// Fill sets the report's counts from c, counters summed as the report covers them (a job, a CP group or a rank).
+func (r *Report) Fill(c *cache.Counters) {
 	r.Placement.Checks, r.Placement.Divergences = c.PlacementChecks, c.Divergences
 	if r.CP == 1 { // the consensus skips every collective of a one-rank group: no assert compared anything
 		r.Placement.Checks, r.Placement.Skipped = 0, c.ConsensusSkipped
@@ -236,62 +190,9 @@ func (r *Report) fill(c *cache.Counters) {
 	}
 }
 
-// consensusTallies copies the consensus statistics into the counters the report sums.
-func consensusTallies(c *cache.Counters, stats *[consensusKinds]CollectiveStats) {
-	c.ConsensusStepCalls = stats[StepConsensus].Count + stats[FlushConsensus].Count
-	c.ConsensusCalls = c.ConsensusStepCalls + stats[FinalConsensus].Count
-	c.ConsensusSkipped = stats[StepConsensus].Skipped + stats[FlushConsensus].Skipped + stats[FinalConsensus].Skipped
-	c.L3PrefetchCalls = stats[PrefetchCount].Count
-}
-
-// gatherGroups collects, over World, each CP group's hosts and per-kind collective stats.
-func (rs *runState) gatherGroups() ([]GroupReport, error) {
-	t := rs.job.Topo
-	rows, err := t.Gather(transport.DescribeGPU(t))
-	if err != nil {
-		return nil, err
-	}
-	// Per kind: the stats, then the latency histogram, so that the metrics' histograms cost no collective of their own.
-	const perKind = 4 + latencyHistWords
-	mine := make([]int64, 0, perKind*int(consensusKinds))
-	for k, s := range rs.cons.stats {
-		mine = append(mine, s.Count, s.Skipped, int64(s.CommSizeMin), int64(s.CommSizeMax))
-		mine = append(mine, rs.cons.latency[k].words()...)
-	}
-	mine = append(mine, rs.core.Counters().L3HitTokens)
-	all := make([]int64, len(mine)*t.World.Size())
-	if err := t.World.AllgatherInt64(mine, all); err != nil {
-		return nil, err
-	}
-	groups := make([]GroupReport, t.DPSize)
-	for g := range groups {
-		// Every group has the geometry of this one: the same nodes a group and parts a node (the topology
-		// refuses groups whose nodes hold different shares), so each node's slab is this rank's.
-		groups[g] = GroupReport{Group: g, Size: t.CPSize, Collectives: map[string]CollectiveStats{},
-			Nodes: make([]string, 0, t.GroupNodes), SlabBytesPerNode: rs.geometry.TotalBytes()}
-	}
-	for r, row := range rows {
-		gr := &groups[row.CPGroup]
-		gr.Hosts = append(gr.Hosts, row.Host)
-		if row.GroupNode == len(gr.Nodes) { // the node's first rank in CP-rank order names it
-			gr.Nodes = append(gr.Nodes, row.Host)
-		}
-		if row.CPRank != 0 {
-			continue
-		}
-		for k := ConsensusKind(0); k < consensusKinds; k++ {
-			v := all[r*len(mine)+perKind*int(k):]
-			gr.Collectives[k.String()] = CollectiveStats{Count: v[0], Skipped: v[1], CommSizeMin: int(v[2]), CommSizeMax: int(v[3])}
-			gr.latency[k] = latencyFromWords(v[4:perKind])
-		}
-		gr.L3HitTokens = all[(r+1)*len(mine)-1]
-	}
-	return groups, nil
-}
-
 // WriteJSON writes the report to path (--report), whole or not at all.
 func (r *Report) WriteJSON(path string) error {
-	r.Result = r.verdict()
+	r.Result = r.Verdict()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -351,7 +252,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		audit = "audits of committed objects, one on each node of their group (its ranks' parts)"
 	}
 	fmt.Fprintf(w, "  verify: %s; audit: %d %s, %d wrong\n", verify, r.Verify.AuditObjects, audit, r.Verify.AuditMismatches)
-	result := r.verdict()
+	result := r.Verdict()
 	switch f := r.Failure; {
 	case f != nil && f.Step >= 0:
 		result += fmt.Sprintf(": %s at step %d, reported by world rank %d (CP group %d, CP rank %d): %s", f.Check, f.Step, f.WorldRank, f.CPGroup, f.CPRank, f.Message)

@@ -1,4 +1,4 @@
-package hicache
+package report
 
 import (
 	"fmt"
@@ -7,8 +7,6 @@ import (
 	"sort"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/cphicache/cphicache/mpi"
 )
 
 // Percentiles are a distribution's p50, p90 and p99, in seconds.
@@ -18,8 +16,9 @@ type Percentiles struct {
 	P99 float64 `json:"p99"`
 }
 
-func percentilesOf(q *msQuantiles) Percentiles {
-	return Percentiles{P50: q.seconds(0.50), P90: q.seconds(0.90), P99: q.seconds(0.99)}
+// PercentilesOf are q's p50, p90 and p99.
+func PercentilesOf(q *MsQuantiles) Percentiles {
+	return Percentiles{P50: q.Seconds(0.50), P90: q.Seconds(0.90), P99: q.Seconds(0.99)}
 }
 
 // ServingReport is the serving clock's result over every CP group, in trace time. Every figure in it is
@@ -53,60 +52,8 @@ type ServingReport struct {
 	// MachinerySharePct is the share of the steps' time that the cache machinery added beyond the modelled time.
 	MachinerySharePct float64 `json:"machinery_share_pct"`
 
-	ttft, ideal msQuantiles // job-wide, for the metrics file's histograms
-}
-
-// servingReport adds the groups' serving tallies over World (a collective every rank calls, with the clock on).
-func (rs *runState) servingReport() (*ServingReport, error) {
-	c := rs.clock
-	t := &c.t
-	hists := []*msQuantiles{&t.ttft, &t.ideal, &t.queue, &t.prefetch, &t.load, &t.prefill}
-	const perHist = quantileBuckets + 2
-	words := make([]int64, 0, len(hists)*perHist+5)
-	for _, h := range hists {
-		words = append(words, h.q.counts[:]...)
-		words = append(words, h.zeros, h.sumNs)
-	}
-	var sums [5]int64 // requests, tokens/s and ideal tokens/s (x1000), the steps' measured and modelled ns
-	if c.root {
-		sums[0] = t.ideal.count()
-		sums[1] = int64(1e3 * perSecond(t.promptTokens, t.lastEndNs-t.firstArrivalNs))
-		sums[2] = int64(1e3 * perSecond(t.idealPromptTokens, t.idealEndNs-t.idealFirstNs))
-		sums[3], sums[4] = c.stepsNs, c.modelledNs
-	}
-	words = append(words, sums[:]...)
-	if err := rs.job.Topo.World.AllreduceInt64(words, words, mpi.Sum); err != nil {
-		return nil, err
-	}
-	for i, h := range hists {
-		w := words[i*perHist : (i+1)*perHist]
-		copy(h.q.counts[:], w)
-		h.q.n, h.zeros, h.sumNs = 0, w[quantileBuckets], w[quantileBuckets+1]
-		for _, n := range h.q.counts {
-			h.q.n += n
-		}
-	}
-	copy(sums[:], words[len(hists)*perHist:])
-	o := c.opts
-	r := &ServingReport{Model: o.modelName, BreakEven: o.breakEven(), TimeScale: o.TimeScale, Virtual: o.Virtual, Requests: sums[0],
-		TTFT: percentilesOf(&t.ttft), IdealTTFT: percentilesOf(&t.ideal), QueueWait: percentilesOf(&t.queue),
-		PrefetchWait: percentilesOf(&t.prefetch), LoadWait: percentilesOf(&t.load), Compute: percentilesOf(&t.prefill),
-		PromptTokensPerSecond: float64(sums[1]) / 1e3, IdealPromptTokensPerSecond: float64(sums[2]) / 1e3}
-	r.ttft, r.ideal = t.ttft, t.ideal
-	if r.IdealTTFT.P50 > 0 {
-		r.MeasuredOverIdealP50 = r.TTFT.P50 / r.IdealTTFT.P50
-	}
-	if sums[3] > 0 {
-		r.MachinerySharePct = 100 * float64(max(0, sums[3]-sums[4])) / float64(sums[3])
-	}
-	return r, nil
-}
-
-func perSecond(tokens, spanNs int64) float64 {
-	if spanNs <= 0 {
-		return 0
-	}
-	return float64(tokens) / (float64(spanNs) / 1e9)
+	// TTFTHist and IdealHist are TTFT's and IdealTTFT's distributions job-wide, for the metrics file's histograms.
+	TTFTHist, IdealHist MsQuantiles `json:"-"`
 }
 
 // writeSummary says what the cache bought, every number labelled as modelled.
@@ -152,7 +99,7 @@ var ttftBoundsSeconds = prometheus.ExponentialBuckets(0.01, 2, 15)
 
 // constHistogram is m as a Prometheus histogram over bounds: each of m's buckets (2% wide) counts under the
 // first bound at or above its upper edge, so a count may sit one bound high by at most 2% of its time.
-func (m *msQuantiles) constHistogram(desc *prometheus.Desc, bounds []float64, labels ...string) prometheus.Metric {
+func (m *MsQuantiles) constHistogram(desc *prometheus.Desc, bounds []float64, labels ...string) prometheus.Metric {
 	perBound := make([]uint64, len(bounds)+1)
 	perBound[0] = uint64(m.zeros)
 	for i, n := range m.q.counts {

@@ -1,8 +1,6 @@
-package hicache
+package report
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -27,7 +25,7 @@ func TestSummarySaysWhatWasNotChecked(t *testing.T) {
 		if cp == 1 { // a one-rank group's consensus calls are skipped, and so no digest is compared
 			c.PlacementChecks, c.ConsensusSkipped = 0, 5
 		}
-		r.fill(c)
+		r.Fill(c)
 		var b strings.Builder
 		r.WriteSummary(&b)
 		return b.String()
@@ -61,7 +59,7 @@ func TestSummarySaysWhatWasNotChecked(t *testing.T) {
 func TestSummarySaysWhatWentWrongWithoutChangingData(t *testing.T) {
 	base := func() *Report {
 		r := &Report{Ranks: 2, CP: 2, DP: 1}
-		r.fill(&cache.Counters{PlacementChecks: 5, PagesChecked: 10, MissTokens: 16 * 1000})
+		r.Fill(&cache.Counters{PlacementChecks: 5, PagesChecked: 10, MissTokens: 16 * 1000})
 		r.Capacity = Capacity{DevicePages: 8, DeviceTokens: 8 * 16, CopiedTokenBytes: 64}
 		return r
 	}
@@ -98,7 +96,7 @@ func TestSummarySaysWhatWentWrongWithoutChangingData(t *testing.T) {
 // unbounded in-job cache; with an L3 the summary calls it the in-job ideal, without one the ideal hit.
 func TestIdealIsNamedForWhatItIsWithAnL3(t *testing.T) {
 	r := &Report{Ranks: 2, CP: 2, DP: 1}
-	r.fill(&cache.Counters{PagesChecked: 10, IdealHitTokens: 70, L1HitTokens: 50, MissTokens: 50})
+	r.Fill(&cache.Counters{PagesChecked: 10, IdealHitTokens: 70, L1HitTokens: 50, MissTokens: 50})
 	var without, with strings.Builder
 	r.WriteSummary(&without)
 	r.L3 = &L3Report{BlockTokens: 64, Bytes: 1 << 30}
@@ -111,21 +109,11 @@ func TestIdealIsNamedForWhatItIsWithAnL3(t *testing.T) {
 	}
 }
 
-// TestLongFailureMessageFitsItsBroadcast: a failure's description travels in a fixed buffer; a message longer
-// than it is cut, and what arrives still decodes.
-func TestLongFailureMessageFitsItsBroadcast(t *testing.T) {
-	buf := encodeFailure(&FailureReport{Check: "placement", Step: 6, Message: strings.Repeat("ranks [2] hold digest ü; ", 400)})
-	var f FailureReport
-	if len(buf) != failureReportBytesMax || json.Unmarshal(bytes.TrimRight(buf, "\x00"), &f) != nil || f.Step != 6 || len(f.Message) < 3000 {
-		t.Errorf("%d bytes, decoded %+v", len(buf), f.Step)
-	}
-}
-
 // TestSummaryCountsInEnglish: one flush, one divergence and one page are said in the singular.
 func TestSummaryCountsInEnglish(t *testing.T) {
 	r := &Report{Ranks: 2, CP: 2, DP: 1, Flushes: 1}
 	r.Capacity.DevicePages, r.Capacity.L2Slots = 1, 1
-	r.fill(&cache.Counters{PagesChecked: 1, Divergences: 1, Flushes: 1, PlacementChecks: 1})
+	r.Fill(&cache.Counters{PagesChecked: 1, Divergences: 1, Flushes: 1, PlacementChecks: 1})
 	var b strings.Builder
 	r.WriteSummary(&b)
 	for _, want := range []string{"; 1 flush\n", "1 digest check,", "1 divergence\n", "1 load-back page checked, 0 mismatches", "L1 1 page =", "L2 1 slot ="} {

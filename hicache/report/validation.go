@@ -1,0 +1,103 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/spmd"
+)
+
+// Validate's table, from the checks the runner's passes made (hicache/validate.go): the rows, the verdict, the
+// table an operator reads and the JSON report.
+
+// Check is one row of the validation table.
+type Check struct {
+	Name   string `json:"name"`
+	Ranks  int    `json:"ranks"`
+	Steps  int64  `json:"steps"`
+	Result string `json:"result"` // pass, fail, or skip (not applicable: a single-rank CP group)
+	Wrong  int64  `json:"wrong"`
+	Detail string `json:"detail"`
+}
+
+// ValidationReport is what `cphicache validate` prints and writes.
+type ValidationReport struct {
+	Ranks  int           `json:"ranks"`
+	CP     int           `json:"cp"`
+	DP     int           `json:"dp"`
+	Checks []Check       `json:"checks"`
+	Groups []GroupReport `json:"groups"`
+	// Provenance is what produced the table (the command sets it): the build, the command line, every flag.
+	Provenance *Provenance `json:"provenance,omitempty"`
+}
+
+// ValidationFailed ends validate with a non-zero exit; the table already says which checks failed.
+type ValidationFailed struct{ Failed int }
+
+func (e *ValidationFailed) Error() string {
+	return fmt.Sprintf("validation failed: %s failed (see the table)", spmd.Count(e.Failed, "check", "checks"))
+}
+
+// Scope: the table is aggregated over the whole job, so every rank fails alike.
+func (e *ValidationFailed) Scope() spmd.Scope { return spmd.JobScope }
+
+// Failed counts the failed checks.
+func (v *ValidationReport) Failed() int {
+	n := 0
+	for _, c := range v.Checks {
+		if c.Result == "fail" {
+			n++
+		}
+	}
+	return n
+}
+
+// NotCovered is nil when every check ran, and a *spmd.NotCoveredError naming the skipped ones otherwise
+// (--strict).
+func (v *ValidationReport) NotCovered() error {
+	var skipped []string
+	for _, c := range v.Checks {
+		if c.Result == "skip" {
+			skipped = append(skipped, c.Name)
+		}
+	}
+	if len(skipped) == 0 {
+		return nil
+	}
+	return &spmd.NotCoveredError{What: spmd.Count(len(skipped), "check", "checks") + " skipped (" + strings.Join(skipped, ", ") + ")"}
+}
+
+// WriteTable prints the validation matrix like nccl-tests: a '#' header, fixed-width rows, a closing count.
+func (v *ValidationReport) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "# cphicache validate: %s, cp %d, dp %d\n", spmd.Plural(v.Ranks, "rank"), v.CP, v.DP)
+	fmt.Fprintf(w, "# %-22s %6s %8s %7s %7s  %s\n", "check", "ranks", "steps", "result", "#wrong", "detail")
+	for _, c := range v.Checks {
+		fmt.Fprintf(w, "  %-22s %6d %8d %7s %7d  %s\n", c.Name, c.Ranks, c.Steps, c.Result, c.Wrong, c.Detail)
+	}
+	passed, skipped := 0, 0
+	for _, c := range v.Checks {
+		switch c.Result {
+		case "pass":
+			passed++
+		case "skip":
+			skipped++
+		}
+	}
+	skipText := ""
+	if skipped > 0 {
+		skipText = fmt.Sprintf(", %d skipped (not applicable to single-rank CP groups: run with cp 2 or more)", skipped)
+	}
+	fmt.Fprintf(w, "# %d checks: %d passed%s, %d failed\n", len(v.Checks), passed, skipText, v.Failed())
+}
+
+// WriteJSON writes the validation report to path (--report), whole or not at all.
+func (v *ValidationReport) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return outfile.Write("report", path, append(b, '\n'))
+}
