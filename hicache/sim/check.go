@@ -28,15 +28,16 @@ func (o Outcome) String() string { return outcomeNames[o] }
 // finalChecks judges a job that stopped without a violation.
 func (j *job) finalChecks() Outcome {
 	fault := j.cfg.Fault
-	fired := false
+	fired := j.firedAt != 0
 	for _, r := range j.groups[0].ranks {
-		fired = fired || r.faultFired || (fault == FaultDivergence && r.cp == j.cfg.FaultRank && r.core.Step() >= j.cfg.FaultStep)
+		fired = fired || (fault == FaultDivergence && r.cp == j.cfg.FaultRank && r.core.Step() >= j.cfg.FaultStep)
 	}
 	if j.stuck != "" {
-		if fired && (fault == FaultStuckCopy || fault == FaultExit) {
+		if fired && (fault == FaultStuckCopy || fault == FaultExit || fault.permanent()) {
+			j.checkLiveness(WatchdogEnd)
 			return WatchdogEnd
 		}
-		j.violate(nil, "no rank can move, and no injected fault explains it (the watchdog would end the job): "+j.stuck)
+		j.violate(nil, "the watchdog would end the job (a wait outlived its timeout, or no rank can move), and no injected fault explains it: "+j.stuck)
 		return Clean
 	}
 	outcome := Clean

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/workload"
@@ -23,6 +22,8 @@ type job struct {
 	violation    *Violation
 	stuck        string // how the job ended when nothing could move (the watchdog's view), "" when it ran to its end
 	readsGivenUp int64  // L3 reads the scheduler ended at their deadline
+	firedAt      uint64 // the tick the injected fault took effect, 0 before (liveness.go)
+	endAt        uint64 // the tick the watchdog ended the job, 0 when it did not
 
 	modelChecked  bool                  // the end was compared with the sequential model
 	tamperOutcome func([]cache.Outcome) // tests: change what the core served before the model compares it
@@ -149,8 +150,17 @@ func (j *job) run() {
 			r.stop()
 		}
 	}()
+	bound := j.cfg.jobTickBound()
 	for j.violation == nil {
 		j.now++
+		if j.now > bound {
+			j.noteStuck(all)
+			j.violateEvenDiverged(nil, fmt.Sprintf("the job did not end within %d ticks, and no wait outlived the watchdog: a rank runs without end (%s)", bound, j.stuck))
+			return
+		}
+		if j.watchdog(all) {
+			return
+		}
 		if !j.move(all) {
 			j.noteStuck(all)
 			return
@@ -227,7 +237,7 @@ func (j *job) resume(r *rank) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.panicked, r.state = p, stFinished
-			j.violate(r, fmt.Sprintf("the core panicked: %v", p))
+			j.violate(r, fmt.Sprintf("the rank's step program panicked (the core, or the simulator's Env under it): %v", p))
 		}
 	}()
 	r.next()
@@ -301,24 +311,6 @@ func (j *job) readBlock(r *rank, w *cache.BlockRead, p *pending) error {
 		return err
 	}
 	return r.store.ScatterIntoSlab(data, w.Pages, r.slabs())
-}
-
-// noteStuck records why the job stopped moving when not every rank finished: the watchdog's message.
-func (j *job) noteStuck(all []*rank) {
-	var blocked []string
-	for _, r := range all {
-		if r.state == stFinished {
-			continue
-		}
-		what := stateNames[r.state]
-		if r.state == stWait {
-			what += " (" + r.waitReason.Name + ")"
-		}
-		blocked = append(blocked, fmt.Sprintf("group %d rank %d %s at step %d", r.g.index, r.cp, what, r.core.Step()))
-	}
-	if len(blocked) > 0 {
-		j.stuck = strings.Join(blocked, "; ")
-	}
 }
 
 // hash folds the job's end into one word: every rank's state and counters.

@@ -29,6 +29,8 @@ type rank struct {
 	queues     [queueKinds][]*pending // copies, block writes, block reads, existence checks (queueWidth says how many run at once)
 	completed  []cache.Completion
 	steps      int64
+	since      uint64 // the tick it began its present wait (the watchdog's)
+	stoppedAt  int64  // the step it stopped at (FaultStop)
 	err        error
 	panicked   any
 
@@ -39,7 +41,6 @@ type rank struct {
 	foundKeys map[uint64]bool // the L3 keys this rank's existence checks ever found: the only blocks it may be agreed to read
 
 	failNext, stickNext bool // armed faults: this rank's next copy fails, or never completes
-	faultFired          bool
 	outcomes            []cache.Outcome
 }
 
@@ -51,10 +52,11 @@ const (
 	stBcast              // waiting for CP rank 0's step broadcast
 	stColl               // in a collective
 	stWait               // in a local wait
+	stStopped            // stopped forever (FaultStop): silent
 	stFinished           // Run returned
 )
 
-var stateNames = [...]string{"new", "running", "in the step broadcast", "in a collective", "in a local wait", "finished"}
+var stateNames = [...]string{"new", "running", "in the step broadcast", "in a collective", "in a local wait", "stopped", "finished"}
 
 const (
 	queueCopies = iota
@@ -76,7 +78,7 @@ var errAborted = errors.New("sim: job stopped")
 var errExited = errors.New("sim: injected exit")
 
 func (r *rank) block(s rankState) bool {
-	r.state = s
+	r.state, r.since = s, r.g.j.now
 	return r.yield(struct{}{})
 }
 
@@ -95,6 +97,13 @@ func (r *rank) NextStep(step int64) ([]workload.Event, error) {
 		}
 	}
 	r.armFaults(step - 1) // the core reads a step ahead: step-1 begins now
+	if r.stopsAt(step - 1) {
+		r.fired()
+		r.stoppedAt = step - 1
+		for r.block(stStopped) {
+		}
+		return nil, errAborted
+	}
 	batch := g.sent[step]
 	if batch == nil {
 		return nil, nil
@@ -119,7 +128,7 @@ func (r *rank) armFaults(step int64) {
 func (r *rank) Collective(c *cache.Collective) error {
 	j := &r.g.j.cfg
 	if j.Fault == FaultExit && r.g.index == 0 && r.cp == j.FaultRank && c.Kind == cache.StepConsensus && c.Step == j.FaultStep {
-		r.faultFired = true
+		r.fired()
 		return errExited
 	}
 	r.coll, r.collDone = c, false
@@ -144,7 +153,7 @@ func (r *rank) Start(w cache.Work) {
 		p.parts = r.g.partsOf(w.Slots, r.cp, r.node)
 		p.fail, p.stuck = r.failNext, r.stickNext
 		if r.failNext || r.stickNext {
-			r.faultFired = true
+			r.fired()
 		}
 		r.failNext, r.stickNext = false, false
 	case *cache.BlockWrite:
@@ -164,6 +173,10 @@ func (r *rank) Start(w cache.Work) {
 		}
 	case *cache.ExistenceCheck:
 		q = queueChecks
+	}
+	if q != queueCopies && r.hangs() {
+		p.hung, p.stuck = true, p.deadline == 0 // a read with a deadline is given up at it; the rest hang forever
+		r.fired()
 	}
 	r.g.reference(p)
 	r.queues[q] = append(r.queues[q], p)
