@@ -105,9 +105,11 @@ func (j *job) checkCounters() {
 
 // checkCoverage: in every group whose ranks all ran to the end, every check that should have run did, as counted
 // by the core: each rank verified every page it loaded back, and every object the group committed was audited
-// on each of its nodes, every part (the audit's parts are checked as it runs). A check skipped on the way (its
+// on each of its nodes, every part (the audit's parts are checked as it runs); and in the job, every L3 block
+// read into the slab was checked there against its key's content (blocks.go). A check skipped on the way (its
 // bytes right, so no mismatch to see) shows only here.
 func (j *job) checkCoverage() {
+	j.blocks.checkCovered(j)
 	nodes := int64(max(1, j.cfg.Geometry.Nodes))
 	for _, g := range j.groups {
 		if slices.ContainsFunc(g.ranks, func(r *rank) bool { return r.err != nil }) {

@@ -24,6 +24,7 @@ type job struct {
 	readsGivenUp int64  // L3 reads the scheduler ended at their deadline
 	firedAt      uint64 // the tick the injected fault took effect, 0 before (liveness.go)
 	endAt        uint64 // the tick the watchdog ended the job, 0 when it did not
+	blocks       blockBook
 
 	modelChecked  bool                  // the end was compared with the sequential model
 	tamperOutcome func([]cache.Outcome) // tests: change what the core served before the model compares it
@@ -108,6 +109,9 @@ func newJob(cfg JobConfig) (*job, error) {
 		g.events = makeWorkload(newRNG(cfg.Seed^uint64(gi+1)*0x9e37), &j.cfg)
 		arrive(g.events, &j.cfg, gi)
 		g.all = g.events
+		if cfg.L3.Enabled {
+			j.blocks.learn(g.all, &j.cfg)
+		}
 		for cp := range cfg.CP {
 			r := &rank{g: g, cp: cp, node: j.placement.Node[cp], foundKeys: map[uint64]bool{}}
 			if j.l3 != nil {
@@ -278,6 +282,7 @@ func (j *job) complete(p *pending) {
 // writeBlock is a writer rank's block write: check every rank's parts against the block's content (the real
 // writer checks its node's, which it gathers), gather its node's parts, and publish its node's file.
 func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
+	j.blocks.written(j, r, w)
 	if r.store.Exists(w.Key) {
 		return nil
 	}
@@ -310,7 +315,11 @@ func (j *job) readBlock(r *rank, w *cache.BlockRead, p *pending) error {
 	if err != nil {
 		return err
 	}
-	return r.store.ScatterIntoSlab(data, w.Pages, r.slabs())
+	if err := r.store.ScatterIntoSlab(data, w.Pages, r.slabs()); err != nil {
+		return err
+	}
+	j.blocks.readInto(j, r, w)
+	return nil
 }
 
 // hash folds the job's end into one word: every rank's state and counters.

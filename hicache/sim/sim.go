@@ -44,6 +44,8 @@ type Result struct {
 	Modes             [modeKinds]int      // jobs by the mode they were drawn in
 	Swarm             swarmCoverage       // what the swarm jobs enabled
 	Permanent         int                 // liveness jobs whose permanent fault fired (each ended by the watchdog)
+	BlocksRead        int64               // L3 blocks read into the slab
+	BlocksChecked     int64               // of them, checked there by the simulator
 	// What the jobs' groups did, summed (replicated counters, from each group's CP rank 0): proof that the
 	// paths the checks watch were taken.
 	Totals cache.Counters
@@ -95,6 +97,8 @@ type JobResult struct {
 	ReadsGivenUp int64  // L3 reads given up at their deadline
 	Fired        bool   // the injected fault took effect
 	Watchdog     string // the watchdog's line when it ended the job: what every rank still running waited on
+	// L3 blocks read into the slab, and checked there against their content by the simulator (blocks.go).
+	BlocksRead, BlocksChecked int64
 }
 
 // RunJob simulates one job.
@@ -115,7 +119,7 @@ func runJob(cfg JobConfig, tamper func([]cache.Outcome)) (out JobResult) {
 	}
 	j.tamperOutcome = tamper
 	j.run()
-	out = JobResult{Config: cfg, Fired: j.firedAt != 0, Watchdog: j.stuck}
+	out = JobResult{Config: cfg, Fired: j.firedAt != 0, Watchdog: j.stuck, BlocksRead: j.blocks.read, BlocksChecked: j.blocks.checked}
 	if j.violation == nil {
 		out.Outcome = j.finalChecks()
 	}
@@ -155,6 +159,8 @@ func (res *Result) add(j JobResult) {
 		res.ModelChecked++
 	}
 	res.Modes[j.Config.Mode]++
+	res.BlocksRead += j.BlocksRead
+	res.BlocksChecked += j.BlocksChecked
 	res.Swarm.add(j.Config.Swarm)
 	if j.Config.Fault.permanent() && j.Fired {
 		res.Permanent++

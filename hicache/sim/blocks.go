@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/l3block"
+	"github.com/cphicache/cphicache/hicache/workload"
+)
+
+// The simulator's own account of the L3's blocks, apart from the store both the core and the simulator use: which
+// key names which tokens (from the workload: every whole block of every prompt, by its chain key), and, per job,
+// the blocks read into the slab against the blocks it checked there byte for byte. The store's checksum only says
+// that a file is whole, not that it holds its key's KV; a block read that is not checked here (its key names no
+// block of the workload) is a coverage violation, as a load-back that is not verified is.
+type blockBook struct {
+	content       map[uint64]blockContent // by chain key
+	read, checked int64                   // blocks scattered into the slab by a read, and checked there
+}
+
+// blockContent is what a key names: the block's tokens and where they start in the prompt.
+type blockContent struct {
+	tokens   []int32
+	startPos int
+}
+
+// learn records the keys of every whole block of every request of a group's events.
+func (b *blockBook) learn(events []workload.Event, j *JobConfig) {
+	if b.content == nil {
+		b.content = map[uint64]blockContent{}
+	}
+	B, pt := j.L3.BlockTokens, j.Geometry.PageTokens
+	for _, e := range events {
+		ids := e.Request.InputIDs
+		ids = ids[:len(ids)/pt*pt]
+		key := uint64(0)
+		for k := 0; (k+1)*B <= len(ids); k++ {
+			key = l3block.ChainKey(key, ids[k*B:(k+1)*B])
+			b.content[key] = blockContent{tokens: ids[k*B : (k+1)*B], startPos: k * B}
+		}
+	}
+}
+
+// written checks a block write's key against its tokens: the key must name exactly the block the write holds.
+func (b *blockBook) written(j *job, r *rank, w *cache.BlockWrite) {
+	c, ok := b.content[w.Key]
+	if !ok || c.startPos != w.StartPos || !slices.Equal(c.tokens, w.Tokens) {
+		j.violate(r, fmt.Sprintf("L3 block write %d (key %016x) holds tokens %d..%d, which that key does not name (known %v, at %d)",
+			w.Seq, w.Key, w.StartPos, w.StartPos+len(w.Tokens)-1, ok, c.startPos))
+	}
+}
+
+// readInto counts a block read into the slab, and checks its node's parts there against the content its key
+// names.
+func (b *blockBook) readInto(j *job, r *rank, w *cache.BlockRead) {
+	b.read++
+	c, ok := b.content[w.Key]
+	if !ok {
+		return // unchecked: the coverage check at the end names it
+	}
+	if !r.g.mem.NodeSlotsMatch(r.node, w.Pages, c.tokens, c.startPos, j.cfg.Geometry.NodeParts()) {
+		j.violate(r, fmt.Sprintf("the L3 read of block %d of prefetch %d (key %016x) put bytes into the slab that are not its content",
+			w.Block, w.Prefetch, w.Key))
+		return
+	}
+	b.checked++
+}
+
+// checkCovered: every block read into the slab was checked there.
+func (b *blockBook) checkCovered(j *job) {
+	if b.read != b.checked {
+		j.violate(nil, fmt.Sprintf("coverage: %d L3 blocks read into the slab, %d checked against their content", b.read, b.checked))
+	}
+}

@@ -1,0 +1,52 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/l3block"
+	"github.com/cphicache/cphicache/hicache/workload"
+)
+
+// TestEveryBlockReadIsChecked: over a bounded run, every L3 block read into the slab was checked there against
+// its key's content by the simulator itself (blocks.go), and there were many.
+func TestEveryBlockReadIsChecked(t *testing.T) {
+	res := Run(Options{Seed: 1, Jobs: 150})
+	if res.Violation != nil {
+		t.Fatal(res.Violation)
+	}
+	if res.BlocksRead < 50 || res.BlocksChecked != res.BlocksRead {
+		t.Errorf("%d blocks read, %d checked: want many, all checked", res.BlocksRead, res.BlocksChecked)
+	}
+	t.Logf("%d jobs: %d L3 blocks read into the slab, %d checked there", res.Jobs, res.BlocksRead, res.BlocksChecked)
+}
+
+// TestTheBlockBookFails: a block write whose key does not name its tokens, and a block read the simulator could
+// not check, are each a violation.
+func TestTheBlockBookFails(t *testing.T) {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Geometry.PageTokens, cfg.L3 = 2, cache.L3Config{Enabled: true, BlockTokens: 4}
+	events := []workload.Event{{Request: workload.Request{InputIDs: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9}}}}
+	j := &job{cfg: cfg}
+	j.blocks.learn(events, &j.cfg)
+	first := l3block.ChainKey(0, []int32{1, 2, 3, 4})
+	second := l3block.ChainKey(first, []int32{5, 6, 7, 8})
+	if len(j.blocks.content) != 2 {
+		t.Fatalf("a prompt of two whole blocks and a partial page: %d keys", len(j.blocks.content))
+	}
+	j.blocks.written(j, nil, &cache.BlockWrite{Key: second, Tokens: []int32{5, 6, 7, 8}, StartPos: 4})
+	if j.violation != nil {
+		t.Fatalf("the second block's own key: %v", j.violation)
+	}
+	j.blocks.written(j, nil, &cache.BlockWrite{Key: l3block.ChainKey(0, []int32{5, 6, 7, 8}), Tokens: []int32{5, 6, 7, 8}, StartPos: 4})
+	if j.violation == nil || !strings.Contains(j.violation.What, "which that key does not name") {
+		t.Errorf("a key over the block's tokens alone, not the chain: %v", j.violation)
+	}
+	j.violation = nil
+	j.blocks.readInto(j, nil, &cache.BlockRead{Key: 12345})
+	j.blocks.checkCovered(j)
+	if j.violation == nil || !strings.Contains(j.violation.What, "1 L3 blocks read into the slab, 0 checked") {
+		t.Errorf("a block read that was not checked: %v", j.violation)
+	}
+}
