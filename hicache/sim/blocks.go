@@ -73,3 +73,16 @@ func (b *blockBook) checkCovered(j *job) {
 		j.violate(nil, fmt.Sprintf("coverage: %d L3 blocks read into the slab, %d checked against their content", b.read, b.checked))
 	}
 }
+
+// writesOnce is the write model's one rule: a block is one decision of the group's write policy, written once by
+// its node's writer, so a write of a key that this writer is still writing is the policy deciding twice (it
+// wastes the I/O and races the file; no byte goes wrong, so no other check sees it).
+func (r *rank) writesOnce(w *cache.BlockWrite) {
+	for _, p := range r.queues[queueWrites] {
+		if o := p.work.(*cache.BlockWrite); o.Key == w.Key {
+			r.g.j.violate(r, fmt.Sprintf("L3 block key %016x (tokens %d..%d) is written twice at once: write %d while write %d is in flight (the write policy decided it twice)",
+				w.Key, w.StartPos, w.StartPos+len(w.Tokens)-1, w.Seq, o.Seq))
+			return
+		}
+	}
+}

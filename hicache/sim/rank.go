@@ -158,6 +158,7 @@ func (r *rank) Start(w cache.Work) {
 		r.failNext, r.stickNext = false, false
 	case *cache.BlockWrite:
 		q = queueWrites
+		r.writesOnce(w)
 		p.parts = r.g.partsOf(w.Pages, -1, r.node)
 	case *cache.BlockRead:
 		q = queueReads

@@ -70,6 +70,7 @@ var seedsThatFoundBugs = []struct {
 }{
 	{3547614547094447529, "a flush event in a step that first served prefetch-deferred requests left their nodes locked; unlocking them after the reset queued dead nodes still holding device pages, and an L1 eviction freed those pages a second time"},
 	{2980954609015642673, "a divergence injected after step 8 (cp 3, an L3 with wait_complete) changed the diverged rank's tree, so at step 9 it alone entered the l3_prefetch call (MPI, 5 words) while its peers entered the step consensus: nothing paired, and a real job hung until the watchdog; the call is now a consensus over the step's vector and transport, and the digests in it name the divergence"},
+	{2845627613827472915, "a block of an L3 written twice at once (cp 2 dp 2 over 2 nodes, write_back): the write policy reached a block over two tree nodes or L2 objects from each and scheduled it twice, so its writer wrote the same file twice for nothing, about one block write in a hundred; no byte went wrong, and nothing saw it until the simulator's write model (blocks.go, writesOnce); the core now schedules a block only once while its write is in flight"},
 }
 
 func TestSeedsThatFoundBugsRunClean(t *testing.T) {
