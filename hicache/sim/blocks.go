@@ -86,3 +86,43 @@ func (r *rank) writesOnce(w *cache.BlockWrite) {
 		}
 	}
 }
+
+// prefetchRecord is what the Env saw of one L3 prefetch of a group: the blocks its readers read (each block is
+// read on every node, by one rank), and whether any read failed there.
+type prefetchRecord struct {
+	blocks map[int]bool
+	failed bool
+}
+
+// prefetchRead records a finished read of a prefetch's block.
+func (g *group) prefetchRead(w *cache.BlockRead, err error) {
+	if g.prefetches == nil {
+		g.prefetches = map[uint64]*prefetchRecord{}
+	}
+	p := g.prefetches[w.Prefetch]
+	if p == nil {
+		p = &prefetchRecord{blocks: map[int]bool{}}
+		g.prefetches[w.Prefetch] = p
+	}
+	p.blocks[w.Block] = true
+	p.failed = p.failed || err != nil
+}
+
+// checkPrefetches is the failed-read model, for a group that ran to its end (every read finished and agreed): the
+// group agreed as many prefetches, of as many blocks, as its readers read, and cut short exactly those of them one
+// of whose reads failed on some rank. The agreement is a MIN over the ranks' failure words, so a rule that forgets
+// a failure, or invents one (a timeout taken for a failure, a failure kept for the next prefetch), agrees the
+// same wrong value everywhere: only a count kept outside the core sees it.
+func (g *group) checkPrefetches(c *cache.Counters) {
+	var blocks, failed int64
+	for _, p := range g.prefetches {
+		blocks += int64(len(p.blocks))
+		if p.failed {
+			failed++
+		}
+	}
+	if n := int64(len(g.prefetches)); n != c.L3Prefetches || blocks != c.L3PrefetchBlocks || failed != c.L3PrefetchMisses {
+		g.j.violate(g.ranks[0], fmt.Sprintf("the L3 prefetches read: %d, of %d blocks, %d with a failed read; the group agreed %d, of %d blocks, %d cut short by a failed read",
+			n, blocks, failed, c.L3Prefetches, c.L3PrefetchBlocks, c.L3PrefetchMisses))
+	}
+}

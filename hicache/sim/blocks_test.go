@@ -50,3 +50,30 @@ func TestTheBlockBookFails(t *testing.T) {
 		t.Errorf("a block read that was not checked: %v", j.violation)
 	}
 }
+
+// TestTheFailedReadModelFails: a group that agreed fewer failed prefetches than its readers saw fail (a rule that
+// forgets a failure: every rank agrees it, and no byte goes wrong), or more, is a violation; as many is not.
+func TestTheFailedReadModelFails(t *testing.T) {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Fault, cfg.DP = FaultNone, 1
+	drawL3(newRNG(1), &cfg)
+	j, err := newJob(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := j.groups[0]
+	g.prefetchRead(&cache.BlockRead{Prefetch: 1, Block: 0}, nil)
+	g.prefetchRead(&cache.BlockRead{Prefetch: 1, Block: 1}, errSimEIO)
+	g.prefetchRead(&cache.BlockRead{Prefetch: 2, Block: 0}, nil)
+	agreed := cache.Counters{L3Prefetches: 2, L3PrefetchBlocks: 3, L3PrefetchMisses: 1}
+	if g.checkPrefetches(&agreed); j.violation != nil {
+		t.Fatalf("the agreed counts of what was read: %v", j.violation)
+	}
+	for _, misses := range []int64{0, 2} {
+		j.violation = nil
+		agreed.L3PrefetchMisses = misses
+		if g.checkPrefetches(&agreed); j.violation == nil || !strings.Contains(j.violation.What, "1 with a failed read") {
+			t.Errorf("%d agreed failed prefetches of 1: %v", misses, j.violation)
+		}
+	}
+}

@@ -124,7 +124,9 @@ func (j *job) checkCoverage() {
 			}
 			audited += c.AuditObjects
 		}
-		if committed := g.ranks[0].core.Counters().BackupCommitted; audited != committed*nodes {
+		c := g.ranks[0].core.Counters()
+		g.checkPrefetches(&c)
+		if committed := c.BackupCommitted; audited != committed*nodes {
 			j.violate(g.ranks[0], fmt.Sprintf("coverage: %d objects committed over %d nodes, %d audits (one a node each)", committed, nodes, audited))
 			return
 		}

@@ -24,6 +24,8 @@ type group struct {
 	hashes   map[int64][]uint64
 	refs     map[partKey][]*pending
 	audited  map[uint64][]int // by backup seq, the nodes whose auditor checked it in the step in progress
+	// prefetches, by prefetch seq (replicated): the blocks its readers read, and whether any read failed (blocks.go)
+	prefetches map[uint64]*prefetchRecord
 }
 
 // partsOf lists the parts of slots that an operation touches: rank's own, or (rank -1) every rank's on node,

@@ -269,6 +269,7 @@ func (j *job) complete(p *pending) {
 		x = cache.Completion{Kind: cache.BlockWritten, Seq: w.Seq, Err: j.writeBlock(r, w)}
 	case *cache.BlockRead:
 		x = cache.Completion{Kind: cache.BlockReadDone, Seq: w.Prefetch, Block: w.Block, Err: j.readBlock(r, w, p)}
+		r.g.prefetchRead(w, x.Err)
 	case *cache.ExistenceCheck:
 		x = cache.Completion{Kind: cache.BlocksFound, Seq: w.Seq}
 		for x.Found < len(w.Keys) && r.store.Exists(w.Keys[x.Found]) {
