@@ -77,3 +77,24 @@ func TestTheFailedReadModelFails(t *testing.T) {
 		}
 	}
 }
+
+// TestServedFromWhereTheBytesCame: a step's L2 and L3 hits must be the pages it loaded back of the L2's bytes and
+// of the L3's (provenance.go); a hit counted in the other tier is a violation.
+func TestServedFromWhereTheBytesCame(t *testing.T) {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Fault = FaultNone
+	j, err := newJob(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, pt := j.groups[0].ranks[0], int64(cfg.Geometry.PageTokens)
+	step := &cache.ServedStep{Step: 1, Requests: []cache.Served{{Outcome: cache.Outcome{L2Hit: 2 * pt, L3Hit: pt}}}}
+	r.stepLoads = pageTally{l2: 2, l3: 1}
+	if r.servedFrom(step); j.violation != nil {
+		t.Fatalf("hits as loaded: %v", j.violation)
+	}
+	r.stepLoads = pageTally{l2: 1, l3: 2}
+	if r.servedFrom(step); j.violation == nil || !strings.Contains(j.violation.What, "loaded back 1 pages of the L2's bytes and 2 of the L3's") {
+		t.Errorf("an L3 hit counted as the L2's: %v", j.violation)
+	}
+}

@@ -26,6 +26,7 @@ type group struct {
 	audited  map[uint64][]int // by backup seq, the nodes whose auditor checked it in the step in progress
 	// prefetches, by prefetch seq (replicated): the blocks its readers read, and whether any read failed (blocks.go)
 	prefetches map[uint64]*prefetchRecord
+	prefetched map[partKey]bool // slot parts a prefetch read filled, not yet loaded back (provenance.go)
 }
 
 // partsOf lists the parts of slots that an operation touches: rank's own, or (rank -1) every rank's on node,

@@ -264,12 +264,14 @@ func (j *job) complete(p *pending) {
 			x.Err = errors.New("injected copy error (sim)")
 		} else {
 			r.g.mem.Copy(r.cp, w)
+			r.g.fromL3(p, nil)
 		}
 	case *cache.BlockWrite:
 		x = cache.Completion{Kind: cache.BlockWritten, Seq: w.Seq, Err: j.writeBlock(r, w)}
 	case *cache.BlockRead:
 		x = cache.Completion{Kind: cache.BlockReadDone, Seq: w.Prefetch, Block: w.Block, Err: j.readBlock(r, w, p)}
 		r.g.prefetchRead(w, x.Err)
+		r.g.fromL3(p, x.Err)
 	case *cache.ExistenceCheck:
 		x = cache.Completion{Kind: cache.BlocksFound, Seq: w.Seq}
 		for x.Found < len(w.Keys) && r.store.Exists(w.Keys[x.Found]) {

@@ -42,6 +42,7 @@ type rank struct {
 
 	failNext, stickNext bool // armed faults: this rank's next copy fails, or never completes
 	outcomes            []cache.Outcome
+	stepLoads           pageTally // this step's load-back pages, by where their bytes came from
 }
 
 type rankState int
@@ -151,6 +152,9 @@ func (r *rank) Start(w cache.Work) {
 	case *cache.Copy:
 		p.writes = w.Gather
 		p.parts = r.g.partsOf(w.Slots, r.cp, r.node)
+		if !w.Gather {
+			r.loadedBack(w)
+		}
 		p.fail, p.stuck = r.failNext, r.stickNext
 		if r.failNext || r.stickNext {
 			r.fired()
@@ -215,9 +219,10 @@ func (r *rank) StepDone(step int64) {
 	}
 }
 
-// BeginStep and Served pace a serving clock's steps in a real run; the simulator's time is its scheduler's.
-func (r *rank) BeginStep(int64)          {}
-func (r *rank) Served(*cache.ServedStep) {}
+// BeginStep and Served pace a serving clock's steps in a real run; the simulator's time is its scheduler's, and
+// Served checks the step's hits by tier against the pages it loaded back (provenance.go).
+func (r *rank) BeginStep(int64)            {}
+func (r *rank) Served(s *cache.ServedStep) { r.servedFrom(s) }
 
 func (r *rank) Prefetch(uint64, bool) {}
 
