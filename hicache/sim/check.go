@@ -54,7 +54,9 @@ func (j *job) finalChecks() Outcome {
 			return outcome
 		}
 	}
-	if fired && outcome == Clean && fault != FaultNone {
+	// A hung L3 read is given up at its deadline, and a hung existence check may be one nobody waits for; a
+	// stopped rank or a hung write never lets the job end by itself.
+	if fired && outcome == Clean && fault != FaultNone && (fault != FaultFSHang || j.stalled) {
 		j.violate(j.groups[0].ranks[j.cfg.FaultRank], fmt.Sprintf("the injected %s at step %d ended with every rank's OK", fault, j.cfg.FaultStep))
 		return outcome
 	}

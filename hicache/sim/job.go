@@ -24,6 +24,7 @@ type job struct {
 	readsGivenUp int64  // L3 reads the scheduler ended at their deadline
 	firedAt      uint64 // the tick the injected fault took effect, 0 before (liveness.go)
 	endAt        uint64 // the tick the watchdog ended the job, 0 when it did not
+	stalled      bool   // a permanent fault took hold that only the watchdog can end: a rank stopped, an L3 write hung
 	blocks       blockBook
 
 	modelChecked  bool                  // the end was compared with the sequential model

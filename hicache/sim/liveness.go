@@ -143,8 +143,10 @@ func (j *job) checkLiveness(outcome Outcome) {
 		return
 	}
 	if outcome != WatchdogEnd {
-		j.violate(nil, fmt.Sprintf("the permanent %s fired at tick %d, and the job ended %s (exit status %d), not by the watchdog (exit status 3)",
-			j.cfg.Fault, j.firedAt, outcome, outcome.ExitStatus()))
+		if j.stalled {
+			j.violate(nil, fmt.Sprintf("the permanent %s took hold at tick %d, and the job ended %s (exit status %d), not by the watchdog (exit status 3)",
+				j.cfg.Fault, j.firedAt, outcome, outcome.ExitStatus()))
+		}
 		return
 	}
 	if bound := j.cfg.liveBoundTicks(); j.endAt-j.firedAt > bound {

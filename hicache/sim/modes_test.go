@@ -46,16 +46,17 @@ func TestLivenessJobsEndByTheWatchdog(t *testing.T) {
 			if jr.Config.Fault == FaultStop && jr.Config.CP > 1 && line == "" {
 				line = jr.Watchdog
 			}
-			if jr.Outcome.ExitStatus() != 3 {
-				t.Errorf("job seed %d: the permanent %s fired and the job ended %s", jr.Config.Seed, jr.Config.Fault, jr.Outcome)
+			if jr.Stalled && jr.Outcome.ExitStatus() != 3 {
+				t.Errorf("job seed %d: the permanent %s stalled the job and it ended %s", jr.Config.Seed, jr.Config.Fault, jr.Outcome)
 			}
 		}
 	}})
 	if res.Violation != nil {
 		t.Fatal(res.Violation)
 	}
-	if fired[FaultStop] == 0 || fired[FaultFSHang] == 0 || res.Permanent != fired[FaultStop]+fired[FaultFSHang] {
-		t.Errorf("permanent faults fired: %v (the run counted %d)", fired, res.Permanent)
+	if fired[FaultStop] == 0 || fired[FaultFSHang] == 0 || res.Permanent != fired[FaultStop]+fired[FaultFSHang] || res.Stalled == 0 ||
+		res.Outcomes[WatchdogEnd] < res.Stalled {
+		t.Errorf("permanent faults fired: %v (the run counted %d, %d stalled), outcomes %v", fired, res.Permanent, res.Stalled, res.Outcomes)
 	}
 	if !strings.Contains(line, "silent (stopped") || !strings.Contains(line, " in the ") {
 		t.Errorf("the watchdog's line for a stopped rank: %q", line)

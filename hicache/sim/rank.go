@@ -100,6 +100,7 @@ func (r *rank) NextStep(step int64) ([]workload.Event, error) {
 	r.armFaults(step - 1) // the core reads a step ahead: step-1 begins now
 	if r.stopsAt(step - 1) {
 		r.fired()
+		r.g.j.stalled = true
 		r.stoppedAt = step - 1
 		for r.block(stStopped) {
 		}
@@ -182,6 +183,7 @@ func (r *rank) Start(w cache.Work) {
 	if q != queueCopies && r.hangs() {
 		p.hung, p.stuck = true, p.deadline == 0 // a read with a deadline is given up at it; the rest hang forever
 		r.fired()
+		r.g.j.stalled = r.g.j.stalled || q == queueWrites // every write is waited for before the job ends
 	}
 	r.g.reference(p)
 	r.queues[q] = append(r.queues[q], p)

@@ -30,22 +30,22 @@ type Options struct {
 
 // Result is what a simulation did.
 type Result struct {
-	Jobs              int
-	Steps, RankSteps  int64    // group steps, and rank steps (a group step of cp ranks is cp of them)
-	CP8Steps          int64    // group steps of CP groups of 8 ranks
-	StepsOnNodes      [5]int64 // group steps of CP groups over 1, 2 and 4 nodes, by node count
-	Outcomes          [outcomeKinds]int
-	Hash              uint64 // of every job's final state: the same for the same options
-	Violation         *Violation
-	LastJob           JobConfig
-	L3Jobs, FaultJobs int
-	ModelChecked      int                 // jobs whose hits were compared with the sequential model
-	Reached           [sometimesKinds]int // by interesting branch (sometimes.go), the jobs that took it
-	Modes             [modeKinds]int      // jobs by the mode they were drawn in
-	Swarm             swarmCoverage       // what the swarm jobs enabled
-	Permanent         int                 // liveness jobs whose permanent fault fired (each ended by the watchdog)
-	BlocksRead        int64               // L3 blocks read into the slab
-	BlocksChecked     int64               // of them, checked there by the simulator
+	Jobs               int
+	Steps, RankSteps   int64    // group steps, and rank steps (a group step of cp ranks is cp of them)
+	CP8Steps           int64    // group steps of CP groups of 8 ranks
+	StepsOnNodes       [5]int64 // group steps of CP groups over 1, 2 and 4 nodes, by node count
+	Outcomes           [outcomeKinds]int
+	Hash               uint64 // of every job's final state: the same for the same options
+	Violation          *Violation
+	LastJob            JobConfig
+	L3Jobs, FaultJobs  int
+	ModelChecked       int                 // jobs whose hits were compared with the sequential model
+	Reached            [sometimesKinds]int // by interesting branch (sometimes.go), the jobs that took it
+	Modes              [modeKinds]int      // jobs by the mode they were drawn in
+	Swarm              swarmCoverage       // what the swarm jobs enabled
+	Permanent, Stalled int                 // liveness jobs whose permanent fault fired, and of them those it stalled (each ended by the watchdog)
+	BlocksRead         int64               // L3 blocks read into the slab
+	BlocksChecked      int64               // of them, checked there by the simulator
 	// What the jobs' groups did, summed (replicated counters, from each group's CP rank 0): proof that the
 	// paths the checks watch were taken.
 	Totals cache.Counters
@@ -96,6 +96,7 @@ type JobResult struct {
 	ModelChecked bool
 	ReadsGivenUp int64  // L3 reads given up at their deadline
 	Fired        bool   // the injected fault took effect
+	Stalled      bool   // a permanent fault took hold that only the watchdog can end (a rank stopped, an L3 write hung)
 	Watchdog     string // the watchdog's line when it ended the job: what every rank still running waited on
 	// L3 blocks read into the slab, and checked there against their content by the simulator (blocks.go).
 	BlocksRead, BlocksChecked int64
@@ -119,7 +120,7 @@ func runJob(cfg JobConfig, tamper func([]cache.Outcome)) (out JobResult) {
 	}
 	j.tamperOutcome = tamper
 	j.run()
-	out = JobResult{Config: cfg, Fired: j.firedAt != 0, Watchdog: j.stuck, BlocksRead: j.blocks.read, BlocksChecked: j.blocks.checked}
+	out = JobResult{Config: cfg, Fired: j.firedAt != 0, Stalled: j.stalled, Watchdog: j.stuck, BlocksRead: j.blocks.read, BlocksChecked: j.blocks.checked}
 	if j.violation == nil {
 		out.Outcome = j.finalChecks()
 	}
@@ -164,6 +165,9 @@ func (res *Result) add(j JobResult) {
 	res.Swarm.add(j.Config.Swarm)
 	if j.Config.Fault.permanent() && j.Fired {
 		res.Permanent++
+	}
+	if j.Stalled {
+		res.Stalled++
 	}
 	for kind, reached := range j.sometimes() {
 		if reached {
