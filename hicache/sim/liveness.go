@@ -18,9 +18,11 @@ import (
 //
 // The liveness mode (ModeLiveness) gives every job one permanent fault, drawn after its plain configuration: a
 // rank that stops forever at a step (silent: it neither leaves nor answers), or an L3 whose reads, writes and
-// existence checks hang forever from a step on, on every rank. Once it fires, the job must end within
-// liveBoundTicks, by the watchdog (exit status 3), with a line that names what every rank still running waited
-// on, the stopped rank as silent.
+// existence checks hang forever from a step on, on every rank. Once a rank stopped or a write hung (every write is
+// waited for before the end), the job must end by the watchdog (exit status 3) within liveBoundTicks, with a line
+// that names what every rank still running waited on, the stopped rank as silent. A hung read is given up at its
+// deadline (under wait_complete it hangs), and a hung existence check may be one nobody waits for: the job may
+// then end by itself.
 
 // watchdogTicks is the simulated --watchdog-timeout: far longer than any wait of a job that runs well (a late
 // completion comes at most LateTicks, a hung read is given up at 4 LateTicks), far shorter than a job.

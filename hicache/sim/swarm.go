@@ -129,6 +129,8 @@ func drawSwarm(r *rng, j *JobConfig) {
 	for f := range s.Features {
 		s.Features[f] = r.chance(500)
 	}
+	// Each choice below draws its value whether or not its feature is on (map[bool]: the value, or zero), so that
+	// the stream's later draws do not depend on the coins.
 	j.SyncCopies = !s.Features[FeatAsyncCopies]
 	j.NoFlushEvents = !s.Features[FeatFlushEvents]
 	j.FlushEvery = map[bool]int64{true: int64(r.between(2, 12))}[s.Features[FeatFlushEvery]]
