@@ -44,6 +44,12 @@ func (b *blockBook) learn(events []workload.Event, j *JobConfig) {
 
 // written checks a block write's key against its tokens: the key must name exactly the block the write holds.
 func (b *blockBook) written(j *job, r *rank, w *cache.BlockWrite) {
+	if r != nil {
+		if r.g.wrote == nil {
+			r.g.wrote = map[uint64]bool{}
+		}
+		r.g.wrote[blockID(w.StartPos, w.Tokens)] = true
+	}
 	c, ok := b.content[w.Key]
 	if !ok || c.startPos != w.StartPos || !slices.Equal(c.tokens, w.Tokens) {
 		j.violate(r, fmt.Sprintf("L3 block write %d (key %016x) holds tokens %d..%d, which that key does not name (known %v, at %d)",
@@ -124,5 +130,40 @@ func (g *group) checkPrefetches(c *cache.Counters) {
 	if n := int64(len(g.prefetches)); n != c.L3Prefetches || blocks != c.L3PrefetchBlocks || failed != c.L3PrefetchMisses {
 		g.j.violate(g.ranks[0], fmt.Sprintf("the L3 prefetches read: %d, of %d blocks, %d with a failed read; the group agreed %d, of %d blocks, %d cut short by a failed read",
 			n, blocks, failed, c.L3Prefetches, c.L3PrefetchBlocks, c.L3PrefetchMisses))
+	}
+}
+
+// The write_through model: a block is written once every L2 object holding it is committed, so every block whole
+// inside one committed backup (its tokens are the audit's) must have been written by the end of its group's run,
+// by its node's writer (a write that fails, or finds the block there, was still decided). A policy that forgot a
+// block, or wrote only some, agrees it on every rank and moves no wrong byte.
+
+// blockID names a block by where it starts and its tokens (a backup's audit does not carry its path's keys).
+func blockID(startPos int, tokens []int32) uint64 {
+	return l3block.ChainKey(uint64(startPos)+1, tokens)
+}
+
+// committedWhole notes the blocks whole inside a committed backup.
+func (g *group) committedWhole(a *cache.Audit) {
+	B := g.j.cfg.L3.BlockTokens
+	if !g.j.cfg.L3.Enabled || g.j.cfg.L3.WritePolicy != cache.L3WriteThrough {
+		return
+	}
+	if g.mustWrite == nil {
+		g.mustWrite = map[uint64][2]int{}
+	}
+	end := a.StartPos + len(a.Tokens)
+	for k := (a.StartPos + B - 1) / B; (k+1)*B <= end; k++ {
+		g.mustWrite[blockID(k*B, a.Tokens[k*B-a.StartPos:(k+1)*B-a.StartPos])] = [2]int{k * B, (k+1)*B - 1}
+	}
+}
+
+// checkWritten: every block whole in a committed backup was written (write_through).
+func (g *group) checkWritten() {
+	for id, span := range g.mustWrite {
+		if !g.wrote[id] {
+			g.j.violate(g.ranks[0], fmt.Sprintf("write_through: the block of tokens %d..%d was whole in a committed backup and never written to the L3", span[0], span[1]))
+			return
+		}
 	}
 }

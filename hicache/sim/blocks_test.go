@@ -107,3 +107,28 @@ func TestServedFromWhereTheBytesCame(t *testing.T) {
 		t.Errorf("a hit counted without its load-back: %v", j.violation)
 	}
 }
+
+// TestTheWriteThroughModelFails: under write_through, a block whole in a committed backup that no writer wrote is
+// a violation; one that was written is not, and a block the backup holds only part of is not required.
+func TestTheWriteThroughModelFails(t *testing.T) {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Fault, cfg.DP, cfg.Geometry.PageTokens = FaultNone, 1, 2
+	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, WritePolicy: cache.L3WriteThrough, BatchRequests: 1}
+	j, err := newJob(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := j.groups[0]
+	g.committedWhole(&cache.Audit{StartPos: 2, Tokens: []int32{3, 4, 5, 6, 7, 8, 9, 10, 11}}) // tokens 2..10
+	if len(g.mustWrite) != 1 {
+		t.Fatalf("blocks whole in tokens 2..10 of 4-token blocks: %v, want the one of 4..7", g.mustWrite)
+	}
+	if g.checkWritten(); j.violation == nil || !strings.Contains(j.violation.What, "tokens 4..7 was whole in a committed backup and never written") {
+		t.Errorf("a block never written: %v", j.violation)
+	}
+	j.violation = nil
+	g.wrote = map[uint64]bool{blockID(4, []int32{5, 6, 7, 8}): true} // what written records of the block's write
+	if g.checkWritten(); j.violation != nil {
+		t.Errorf("a block written: %v", j.violation)
+	}
+}

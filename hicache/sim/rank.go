@@ -249,6 +249,7 @@ func (r *rank) Audit(a *cache.Audit) bool {
 		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d checks %d of the %d parts on node %d", a.Object, a.Parts, parts, r.node))
 	}
 	r.g.audited[a.Seq] = append(r.g.audited[a.Seq], r.node)
+	r.g.committedWhole(a)
 	ok := r.g.mem.NodeSlotsMatch(r.node, a.Slots, a.Tokens, a.StartPos, a.Parts)
 	if !ok {
 		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d (backup %d) found a wrong byte in the shared slab", a.Object, a.Seq))
