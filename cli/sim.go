@@ -23,7 +23,7 @@ type simOptions struct {
 	steps         int64
 	jobs, cp      int
 	seconds       float64
-	bug           string
+	bug, mode     string
 	verbose       bool
 }
 
@@ -52,6 +52,8 @@ func simCommand() *cli.Command {
 				Usage: "run the one job of this seed (a violation's replay)"},
 			&cli.IntFlag{Name: "cp", EnvVars: []string{"CPHICACHE_SIM_CP"}, Destination: &o.cp,
 				Usage: "every job's CP size (0 = drawn: 1 to 8)"},
+			&cli.StringFlag{Name: "mode", Value: "all", EnvVars: []string{"CPHICACHE_SIM_MODE"}, Destination: &o.mode,
+				Usage: "how jobs are drawn: plain (at most one core fault, the L3's faults together), swarm (each job a random subset of the features and fault kinds), liveness (each job one permanent fault: a rank that stops, an L3 that hangs; it must end by the watchdog within its bound), or all (each job's mode drawn from its seed)"},
 			&cli.StringFlag{Name: "bug", EnvVars: []string{"CPHICACHE_SIM_BUG"}, Destination: &o.bug,
 				Usage: "run with one of the core's deliberate bugs (a binary built with -tags simbugs): the simulator must catch it"},
 			&cli.BoolFlag{Name: "verbose", EnvVars: []string{"CPHICACHE_SIM_VERBOSE"}, Destination: &o.verbose,
@@ -84,6 +86,11 @@ func (o *simOptions) options() (sim.Options, error) {
 	if o.seconds > 0 {
 		so.Steps = 0
 	}
+	mode, err := sim.ParseMode(o.mode)
+	if err != nil {
+		return so, &spmd.ConfigError{Flag: "mode", Reason: err.Error()}
+	}
+	so.Mode = mode
 	if o.bug != "" {
 		bug, err := cache.ParseBug(o.bug)
 		if err != nil {
@@ -93,7 +100,7 @@ func (o *simOptions) options() (sim.Options, error) {
 	}
 	if o.cp > 0 {
 		cp := o.cp
-		so.Configure = func(j *sim.JobConfig) { *j = sim.Draw(j.Seed, j.Bugs, cp) }
+		so.Configure = func(j *sim.JobConfig) { *j = sim.DrawMode(j.Seed, j.Bugs, cp, mode) }
 	}
 	return so, nil
 }
@@ -109,27 +116,43 @@ func (o *simOptions) run(w io.Writer) error {
 	}
 	if o.verbose {
 		so.Report = func(j sim.JobResult) {
-			fmt.Fprintf(w, "  job %d: %d steps, %s: %s\n", j.Config.Seed, j.Steps, j.Outcome, j.Config.String())
+			fmt.Fprintf(w, "  job %d: %d steps, %s (exit status %d): %s\n", j.Config.Seed, j.Steps, j.Outcome, j.Outcome.ExitStatus(), j.Config.String())
+			if j.Watchdog != "" {
+				fmt.Fprintf(w, "    the watchdog: %s\n", j.Watchdog)
+			}
 		}
 	}
-	fmt.Fprintf(w, "# cphicache sim: seed %d, steps %d, jobs %d, seconds %g, cp %d, bug %q\n", o.seed, so.Steps, so.Jobs, o.seconds, o.cp, o.bug)
+	fmt.Fprintf(w, "# cphicache sim: seed %d, steps %d, jobs %d, seconds %g, cp %d, mode %s, bug %q\n", o.seed, so.Steps, so.Jobs, o.seconds, o.cp, so.Mode, o.bug)
 	res := sim.Run(so)
 	elapsed := time.Since(start).Seconds()
-	fmt.Fprintf(w, "  %d jobs: %d clean, %d failed loudly on an injected fault, %d ended on an injected stuck copy or exit (the watchdog's); %d with an L3, %d with a fault\n",
+	fmt.Fprintf(w, "  %d jobs: %d clean, %d failed loudly on an injected fault, %d ended by the watchdog (an injected stuck copy, exit, stopped rank or hung L3); %d with an L3, %d with a fault\n",
 		res.Jobs, res.Outcomes[sim.Clean], res.Outcomes[sim.FailedLoud], res.Outcomes[sim.WatchdogEnd], res.L3Jobs, res.FaultJobs)
 	fmt.Fprintf(w, "  %d steps of CP groups (%d of CP groups of 8 ranks; %d of groups over 2 nodes, %d over 4), %d rank steps, in %.2f s: %.0f rank steps/s, %.0f CP8-equivalent steps/s\n",
 		res.Steps, res.CP8Steps, res.StepsOnNodes[2], res.StepsOnNodes[4], res.RankSteps, elapsed, float64(res.RankSteps)/elapsed, float64(res.RankSteps)/8/elapsed)
 	c := res.Totals
 	fmt.Fprintf(w, "  prompt tokens: L1 hit %d, L2 hit %d, L3 hit %d, computed %d; %d L3 prefetches (%d cut short by a failed read, %d timed out, %d dropped by a flush); %s\n",
 		c.L1HitTokens, c.L2HitTokens, c.L3HitTokens, c.MissTokens, c.L3Prefetches, c.L3PrefetchMisses, c.L3PrefetchTimeouts, c.L3PrefetchFlushed, spmd.Count(c.Flushes, "flush", "flushes"))
+	fmt.Fprintf(w, "  coverage: %d L3 blocks read into the slab, %d checked there against their keys' content (a job whose counts differ fails)\n", res.BlocksRead, res.BlocksChecked)
 	for _, line := range res.SometimesReport() {
 		fmt.Fprintln(w, line)
 	}
 	if v := res.Violation; v != nil {
-		fmt.Fprintf(w, "%s\n  replay: cphicache sim --job-seed %d (this job alone), or the same flags again\n", v, v.JobSeed)
+		fmt.Fprintf(w, "%s\n  replay: cphicache sim --job-seed %d --mode %s%s (this job alone), or the same flags again\n", v, v.JobSeed, res.LastJob.Mode, replayFlags(o))
 		fmt.Fprintf(w, "sim: FAILED at job seed %d, %.0f steps/s, state hash %016x\n", v.JobSeed, float64(res.Steps)/elapsed, res.Hash)
 		return errSimViolation
 	}
 	fmt.Fprintf(w, "sim: OK, %d steps in %d jobs, %.0f steps/s, state hash %016x\n", res.Steps, res.Jobs, float64(res.Steps)/elapsed, res.Hash)
 	return nil
+}
+
+// replayFlags are the flags besides the job seed and its mode that a replay needs: the CP size and the bug.
+func replayFlags(o *simOptions) string {
+	out := ""
+	if o.cp > 0 {
+		out += fmt.Sprintf(" --cp %d", o.cp)
+	}
+	if o.bug != "" {
+		out += " --bug " + o.bug
+	}
+	return out
 }

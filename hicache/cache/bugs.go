@@ -31,6 +31,8 @@ const (
 	BugL3ReadOneNode                          // on a group over several nodes, only its first node reads an L3 prefetch's part-files
 	BugSkipLoadVerify                         // a load-back now and then is released without its byte-for-byte check
 	BugExistenceVoteMax                       // the group agrees the MAX of the ranks' L3 existence counts, not the MIN
+	BugL3WriteTwice                           // the L3 write policy schedules a block again while its write is in flight
+	BugL3HitCountedTwice                      // a prefetched node's later load-backs (from the L2) are counted L3 hits too
 	bugEnd
 )
 
@@ -42,7 +44,8 @@ var bugNames = map[Bug]string{
 	BugNoLoadProtect: "no_load_protect", BugNoWriteBackProtect: "no_write_back_protect",
 	BugResetKeepsDevicePages: "reset_keeps_device_pages", BugAssertOff: "assert_off", BugAuditOneNode: "audit_one_node",
 	BugL3ReadOneNode: "l3_read_one_node", BugSkipLoadVerify: "skip_load_verify",
-	BugExistenceVoteMax: "existence_vote_max",
+	BugExistenceVoteMax: "existence_vote_max", BugL3WriteTwice: "l3_write_twice",
+	BugL3HitCountedTwice: "l3_hit_counted_twice",
 }
 
 func (b Bug) String() string { return bugNames[b] }

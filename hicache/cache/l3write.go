@@ -101,6 +101,9 @@ func (c *Core) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 		return
 	}
 	key := keyOf() // only for a block that can be written: the key hashes the whole path before it
+	if t.writing(key) && !c.cfg.Bugs.has(BugL3WriteTwice) {
+		return // already on its way: a block over several tree nodes or L2 objects is reached from each of them
+	}
 	var pages []SlabSlot
 	var objs []pool.ObjectID
 	for i := len(segs) - 1; i >= 0; i-- { // segments were found from the end back
@@ -133,6 +136,17 @@ func (c *Core) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 	} else {
 		w.done = true // not this rank's block
 	}
+}
+
+// writing says whether a write of the block key is scheduled and not yet retired (replicated: every rank holds
+// every write). Scheduling it again would write the same file twice at once, for nothing.
+func (t *l3Tier) writing(key uint64) bool {
+	for _, w := range t.writes {
+		if w.key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // blockSegments finds the L2 pages of the block ending at blockEnd in node m, walking up to its start; ok is

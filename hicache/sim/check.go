@@ -28,15 +28,16 @@ func (o Outcome) String() string { return outcomeNames[o] }
 // finalChecks judges a job that stopped without a violation.
 func (j *job) finalChecks() Outcome {
 	fault := j.cfg.Fault
-	fired := false
+	fired := j.firedAt != 0
 	for _, r := range j.groups[0].ranks {
-		fired = fired || r.faultFired || (fault == FaultDivergence && r.cp == j.cfg.FaultRank && r.core.Step() >= j.cfg.FaultStep)
+		fired = fired || (fault == FaultDivergence && r.cp == j.cfg.FaultRank && r.core.Step() >= j.cfg.FaultStep)
 	}
 	if j.stuck != "" {
-		if fired && (fault == FaultStuckCopy || fault == FaultExit) {
+		if fired && (fault == FaultStuckCopy || fault == FaultExit || fault.permanent()) {
+			j.checkLiveness(WatchdogEnd)
 			return WatchdogEnd
 		}
-		j.violate(nil, "no rank can move, and no injected fault explains it (the watchdog would end the job): "+j.stuck)
+		j.violate(nil, "the watchdog would end the job (a wait outlived its timeout, or no rank can move), and no injected fault explains it: "+j.stuck)
 		return Clean
 	}
 	outcome := Clean
@@ -53,7 +54,9 @@ func (j *job) finalChecks() Outcome {
 			return outcome
 		}
 	}
-	if fired && outcome == Clean && fault != FaultNone {
+	// A hung L3 read is given up at its deadline, and a hung existence check may be one nobody waits for; a
+	// stopped rank or a hung write never lets the job end by itself.
+	if fired && outcome == Clean && fault != FaultNone && (fault != FaultFSHang || j.stalled) {
 		j.violate(j.groups[0].ranks[j.cfg.FaultRank], fmt.Sprintf("the injected %s at step %d ended with every rank's OK", fault, j.cfg.FaultStep))
 		return outcome
 	}
@@ -104,9 +107,11 @@ func (j *job) checkCounters() {
 
 // checkCoverage: in every group whose ranks all ran to the end, every check that should have run did, as counted
 // by the core: each rank verified every page it loaded back, and every object the group committed was audited
-// on each of its nodes, every part (the audit's parts are checked as it runs). A check skipped on the way (its
+// on each of its nodes, every part (the audit's parts are checked as it runs); and in the job, every L3 block
+// read into the slab was checked there against its key's content (blocks.go). A check skipped on the way (its
 // bytes right, so no mismatch to see) shows only here.
 func (j *job) checkCoverage() {
+	j.blocks.checkCovered(j)
 	nodes := int64(max(1, j.cfg.Geometry.Nodes))
 	for _, g := range j.groups {
 		if slices.ContainsFunc(g.ranks, func(r *rank) bool { return r.err != nil }) {
@@ -121,7 +126,10 @@ func (j *job) checkCoverage() {
 			}
 			audited += c.AuditObjects
 		}
-		if committed := g.ranks[0].core.Counters().BackupCommitted; audited != committed*nodes {
+		c := g.ranks[0].core.Counters()
+		g.checkPrefetches(&c)
+		g.checkWritten()
+		if committed := c.BackupCommitted; audited != committed*nodes {
 			j.violate(g.ranks[0], fmt.Sprintf("coverage: %d objects committed over %d nodes, %d audits (one a node each)", committed, nodes, audited))
 			return
 		}

@@ -16,10 +16,13 @@ const (
 	FaultStuckCopy        // a rank's copy never completes: the job must end on the stuck rank's local wait
 	FaultDivergence       // a rank's allocator is perturbed: the next consensus must catch it
 	FaultExit             // a rank leaves: its peers must end waiting in a collective, not run on
+	// The liveness mode's permanent faults (liveness.go); Draw never draws them.
+	FaultStop   // a rank stops forever, silent: its peers must end waiting, the watchdog's to name
+	FaultFSHang // the L3's reads, writes and existence checks hang forever from a step on, on every rank
 	faultKinds
 )
 
-var faultNames = [faultKinds]string{"none", "copy_error", "stuck_copy", "divergence", "exit"}
+var faultNames = [faultKinds]string{"none", "copy_error", "stuck_copy", "divergence", "exit", "stop", "fs_hang"}
 
 func (f Fault) String() string { return faultNames[f] }
 
@@ -63,11 +66,27 @@ type JobConfig struct {
 	Bugs                 cache.Bugs
 	// LateTicks is how much later than usual a late completion comes; lateness is drawn per completion.
 	LateTicks int
+	// Mode is how the job was drawn (DrawMode); Swarm what a swarm job enabled, nil for the others;
+	// NoFlushEvents leaves flush events out of its workload (a swarm job's choice).
+	Mode          Mode
+	Swarm         *Swarm
+	NoFlushEvents bool
+	// TickBound, when set, replaces the scheduler ticks a job may run before it is stopped as one that never
+	// ends (liveness.go's jobTickBound; tests).
+	TickBound uint64
 }
 
 // Draw makes a job's configuration from its seed, within small bounds: every write and prefetch policy, layout,
 // page and block size, and fault class comes up often. cp > 0 sets the CP size instead of drawing it.
 func Draw(seed uint64, bugs cache.Bugs, cp int) JobConfig {
+	j := drawCore(seed, bugs, cp)
+	drawNodes(newRNG(seed^0x6e6f646573), &j)
+	drawServing(newRNG(seed^0x7365727665), &j)
+	return j
+}
+
+// drawCore is Draw less the nodes and the serving steps, which come from streams of their own.
+func drawCore(seed uint64, bugs cache.Bugs, cp int) JobConfig {
 	r := newRNG(seed ^ 0x6a6f62)
 	j := JobConfig{Seed: seed, CP: pick(r, 1, 2, 2, 3, 4, 4, 8, 8, 8), DP: pick(r, 1, 1, 1, 2), Bugs: bugs}
 	if cp > 0 {
@@ -87,29 +106,37 @@ func Draw(seed uint64, bugs cache.Bugs, cp int) JobConfig {
 	j.SyncCopies = r.chance(200)
 	j.LateTicks = pick(r, 20, 200, 2000)
 	if r.chance(650) {
-		j.L3 = cache.L3Config{Enabled: true, BlockTokens: g.PageTokens * r.between(1, 3), WritePolicy: cache.L3WritePolicy(r.intn(2)),
-			PrefetchPolicy: cache.PrefetchPolicy(r.intn(3)), PrefetchThreshold: pick(r, 0, g.PageTokens), BatchRequests: j.Batch}
+		drawL3(r, &j)
 		j.L3Faults = drawL3Faults(r, j.L3.PrefetchPolicy)
 	}
 	if r.chance(300) {
-		j.Fault = Fault(r.between(1, int(faultKinds)-1))
+		j.Fault = Fault(r.between(1, int(FaultExit)))
 		j.FaultRank, j.FaultStep = r.intn(j.CP), int64(r.between(1, 12))
 		if j.Fault == FaultDivergence && j.CP == 1 {
 			j.Fault = FaultNone // a one-rank group cannot diverge
 		}
 	}
-	drawNodes(newRNG(seed^0x6e6f646573), &j)
-	drawServing(newRNG(seed^0x7365727665), &j)
 	return j
+}
+
+// drawL3 gives the job an L3 of every write and prefetch policy, blocks of one to three pages.
+func drawL3(r *rng, j *JobConfig) {
+	pt := j.Geometry.PageTokens
+	j.L3 = cache.L3Config{Enabled: true, BlockTokens: pt * r.between(1, 3), WritePolicy: cache.L3WritePolicy(r.intn(2)),
+		PrefetchPolicy: cache.PrefetchPolicy(r.intn(3)), PrefetchThreshold: pick(r, 0, pt), BatchRequests: j.Batch}
 }
 
 // drawServing gives a third of the jobs the serving clock's steps, from a stream of its own, so that the jobs
 // drawn before it existed keep their configurations. Arrivals from several steps apart to many a step make steps
 // of one request, of a full budget, and idle steps that wait for the next arrival.
 func drawServing(r *rng, j *JobConfig) {
-	if !r.chance(333) {
-		return
+	if r.chance(333) {
+		serveSteps(r, j)
 	}
+}
+
+// serveSteps gives the job the serving clock's steps.
+func serveSteps(r *rng, j *JobConfig) {
 	pt := int64(j.Geometry.PageTokens)
 	j.StepTokens = pt * int64(r.between(2, 40))
 	j.Batch = r.between(1, 8)
@@ -121,7 +148,11 @@ func drawServing(r *rng, j *JobConfig) {
 // drawNodes spreads each group over 1, 2 or 4 nodes (as many as divide its CP size), in blocks or round robin,
 // from its own stream so that the rest of a seed's job is what it was before groups could span nodes.
 func drawNodes(r *rng, j *JobConfig) {
-	nodes := pick(r, 1, 1, 1, 2, 4)
+	spreadOver(r, j, pick(r, 1, 1, 1, 2, 4))
+}
+
+// spreadOver spreads each group over up to nodes nodes: the most that divide its CP size.
+func spreadOver(r *rng, j *JobConfig, nodes int) {
 	for j.CP%nodes != 0 {
 		nodes /= 2
 	}
@@ -186,7 +217,7 @@ func (j *JobConfig) String() string {
 	if j.StepTokens > 0 {
 		steps = fmt.Sprintf(" (serving steps: %d tokens, an arrival every %d us)", j.StepTokens, j.ArrivalGapNs/1000)
 	}
-	return fmt.Sprintf("cp %d dp %d over %s, %d layers x %d payloads, %d-token pages, %d slots %s, %d device pages, %s, batch %d%s, %d requests, flush every %d, compare every %d, sync %v, %s, fault %s (rank %d step %d)",
-		j.CP, j.DP, nodes, g.Layers, g.PayloadsPerLayer, g.PageTokens, g.Slots, g.Layout, j.DevicePages, j.Policy, j.Batch, steps, j.Requests,
+	return fmt.Sprintf("%s: cp %d dp %d over %s, %d layers x %d payloads, %d-token pages, %d slots %s, %d device pages, %s, batch %d%s, %d requests, flush every %d, compare every %d, sync %v, %s, fault %s (rank %d step %d)",
+		j.Mode, j.CP, j.DP, nodes, g.Layers, g.PayloadsPerLayer, g.PageTokens, g.Slots, g.Layout, j.DevicePages, j.Policy, j.Batch, steps, j.Requests,
 		j.FlushEvery, j.PlacementAssertEvery, j.SyncCopies, l3, j.Fault, j.FaultRank, j.FaultStep)
 }

@@ -11,8 +11,14 @@
 // on any rank (the reference rule: load-backs, audits, block writes and reads); and at the end, that nothing was
 // wrong (no mismatch, no audit or L3 block mismatch, no failure that no fault explains), that every injected
 // fault ended the run loudly, and, when the job's copies are synchronous and it has no L3 or faults, that the hits
-// by tier equal a sequential model's (model.go). A violation names the job's seed, the step and what differs;
-// the same seed replays it exactly.
+// by tier equal a sequential model's (model.go). Its own book of the L3 (blocks.go) checks every block write's
+// key against the workload, every block read's bytes in the slab, that a block is written once at a time (and,
+// under write_through, that every block whole in a committed backup is written), and
+// that the prefetches the group agreed cut short are those whose reads failed; and each step's hits by tier
+// against the provenance of the bytes it loaded back (provenance.go). Jobs are drawn plain, as swarm
+// jobs or as liveness jobs (swarm.go, liveness.go: a simulated watchdog bounds every wait and every job). A
+// violation, or a panic anywhere in a job, names the job's seed, the step and what differs; the same seed (and
+// mode) replays it exactly.
 //
 // It must not import MPI, NCCL, the kernels, the runner (hicache) or its job packages, nor read a clock: the
 // command that runs it measures its speed.

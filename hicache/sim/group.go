@@ -24,6 +24,11 @@ type group struct {
 	hashes   map[int64][]uint64
 	refs     map[partKey][]*pending
 	audited  map[uint64][]int // by backup seq, the nodes whose auditor checked it in the step in progress
+	// prefetches, by prefetch seq (replicated): the blocks its readers read, and whether any read failed (blocks.go)
+	prefetches map[uint64]*prefetchRecord
+	prefetched map[partKey]bool  // slot parts a prefetch read filled, not yet loaded back (provenance.go)
+	mustWrite  map[uint64][2]int // write_through: blocks whole in a committed backup, by blockID, their tokens' span
+	wrote      map[uint64]bool   // blocks a writer of the group started writing, by blockID
 }
 
 // partsOf lists the parts of slots that an operation touches: rank's own, or (rank -1) every rank's on node,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/workload"
@@ -23,6 +22,10 @@ type job struct {
 	violation    *Violation
 	stuck        string // how the job ended when nothing could move (the watchdog's view), "" when it ran to its end
 	readsGivenUp int64  // L3 reads the scheduler ended at their deadline
+	firedAt      uint64 // the tick the injected fault took effect, 0 before (liveness.go)
+	endAt        uint64 // the tick the watchdog ended the job, 0 when it did not
+	stalled      bool   // a permanent fault took hold that only the watchdog can end: a rank stopped, an L3 write hung
+	blocks       blockBook
 
 	modelChecked  bool                  // the end was compared with the sequential model
 	tamperOutcome func([]cache.Outcome) // tests: change what the core served before the model compares it
@@ -107,6 +110,9 @@ func newJob(cfg JobConfig) (*job, error) {
 		g.events = makeWorkload(newRNG(cfg.Seed^uint64(gi+1)*0x9e37), &j.cfg)
 		arrive(g.events, &j.cfg, gi)
 		g.all = g.events
+		if cfg.L3.Enabled {
+			j.blocks.learn(g.all, &j.cfg)
+		}
 		for cp := range cfg.CP {
 			r := &rank{g: g, cp: cp, node: j.placement.Node[cp], foundKeys: map[uint64]bool{}}
 			if j.l3 != nil {
@@ -149,8 +155,17 @@ func (j *job) run() {
 			r.stop()
 		}
 	}()
+	bound := j.cfg.jobTickBound()
 	for j.violation == nil {
 		j.now++
+		if j.now > bound {
+			j.noteStuck(all)
+			j.violateEvenDiverged(nil, fmt.Sprintf("the job did not end within %d ticks, and no wait outlived the watchdog: a rank runs without end (%s)", bound, j.stuck))
+			return
+		}
+		if j.watchdog(all) {
+			return
+		}
 		if !j.move(all) {
 			j.noteStuck(all)
 			return
@@ -227,7 +242,7 @@ func (j *job) resume(r *rank) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.panicked, r.state = p, stFinished
-			j.violate(r, fmt.Sprintf("the core panicked: %v", p))
+			j.violate(r, fmt.Sprintf("the rank's step program panicked (the core, or the simulator's Env under it): %v", p))
 		}
 	}()
 	r.next()
@@ -250,11 +265,14 @@ func (j *job) complete(p *pending) {
 			x.Err = errors.New("injected copy error (sim)")
 		} else {
 			r.g.mem.Copy(r.cp, w)
+			r.g.fromL3(p, nil)
 		}
 	case *cache.BlockWrite:
 		x = cache.Completion{Kind: cache.BlockWritten, Seq: w.Seq, Err: j.writeBlock(r, w)}
 	case *cache.BlockRead:
 		x = cache.Completion{Kind: cache.BlockReadDone, Seq: w.Prefetch, Block: w.Block, Err: j.readBlock(r, w, p)}
+		r.g.prefetchRead(w, x.Err)
+		r.g.fromL3(p, x.Err)
 	case *cache.ExistenceCheck:
 		x = cache.Completion{Kind: cache.BlocksFound, Seq: w.Seq}
 		for x.Found < len(w.Keys) && r.store.Exists(w.Keys[x.Found]) {
@@ -268,6 +286,7 @@ func (j *job) complete(p *pending) {
 // writeBlock is a writer rank's block write: check every rank's parts against the block's content (the real
 // writer checks its node's, which it gathers), gather its node's parts, and publish its node's file.
 func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
+	j.blocks.written(j, r, w)
 	if r.store.Exists(w.Key) {
 		return nil
 	}
@@ -300,25 +319,11 @@ func (j *job) readBlock(r *rank, w *cache.BlockRead, p *pending) error {
 	if err != nil {
 		return err
 	}
-	return r.store.ScatterIntoSlab(data, w.Pages, r.slabs())
-}
-
-// noteStuck records why the job stopped moving when not every rank finished: the watchdog's message.
-func (j *job) noteStuck(all []*rank) {
-	var blocked []string
-	for _, r := range all {
-		if r.state == stFinished {
-			continue
-		}
-		what := stateNames[r.state]
-		if r.state == stWait {
-			what += " (" + r.waitReason.Name + ")"
-		}
-		blocked = append(blocked, fmt.Sprintf("group %d rank %d %s at step %d", r.g.index, r.cp, what, r.core.Step()))
+	if err := r.store.ScatterIntoSlab(data, w.Pages, r.slabs()); err != nil {
+		return err
 	}
-	if len(blocked) > 0 {
-		j.stuck = strings.Join(blocked, "; ")
-	}
+	j.blocks.readInto(j, r, w)
+	return nil
 }
 
 // hash folds the job's end into one word: every rank's state and counters.

@@ -29,6 +29,8 @@ type rank struct {
 	queues     [queueKinds][]*pending // copies, block writes, block reads, existence checks (queueWidth says how many run at once)
 	completed  []cache.Completion
 	steps      int64
+	since      uint64 // the tick it began its present wait (the watchdog's)
+	stoppedAt  int64  // the step it stopped at (FaultStop)
 	err        error
 	panicked   any
 
@@ -39,8 +41,8 @@ type rank struct {
 	foundKeys map[uint64]bool // the L3 keys this rank's existence checks ever found: the only blocks it may be agreed to read
 
 	failNext, stickNext bool // armed faults: this rank's next copy fails, or never completes
-	faultFired          bool
 	outcomes            []cache.Outcome
+	stepLoads           pageTally // this step's load-back pages, by where their bytes came from
 }
 
 type rankState int
@@ -51,10 +53,11 @@ const (
 	stBcast              // waiting for CP rank 0's step broadcast
 	stColl               // in a collective
 	stWait               // in a local wait
+	stStopped            // stopped forever (FaultStop): silent
 	stFinished           // Run returned
 )
 
-var stateNames = [...]string{"new", "running", "in the step broadcast", "in a collective", "in a local wait", "finished"}
+var stateNames = [...]string{"new", "running", "in the step broadcast", "in a collective", "in a local wait", "stopped", "finished"}
 
 const (
 	queueCopies = iota
@@ -76,7 +79,7 @@ var errAborted = errors.New("sim: job stopped")
 var errExited = errors.New("sim: injected exit")
 
 func (r *rank) block(s rankState) bool {
-	r.state = s
+	r.state, r.since = s, r.g.j.now
 	return r.yield(struct{}{})
 }
 
@@ -95,6 +98,14 @@ func (r *rank) NextStep(step int64) ([]workload.Event, error) {
 		}
 	}
 	r.armFaults(step - 1) // the core reads a step ahead: step-1 begins now
+	if r.stopsAt(step - 1) {
+		r.fired()
+		r.g.j.stalled = true
+		r.stoppedAt = step - 1
+		for r.block(stStopped) {
+		}
+		return nil, errAborted
+	}
 	batch := g.sent[step]
 	if batch == nil {
 		return nil, nil
@@ -119,7 +130,7 @@ func (r *rank) armFaults(step int64) {
 func (r *rank) Collective(c *cache.Collective) error {
 	j := &r.g.j.cfg
 	if j.Fault == FaultExit && r.g.index == 0 && r.cp == j.FaultRank && c.Kind == cache.StepConsensus && c.Step == j.FaultStep {
-		r.faultFired = true
+		r.fired()
 		return errExited
 	}
 	r.coll, r.collDone = c, false
@@ -142,13 +153,17 @@ func (r *rank) Start(w cache.Work) {
 	case *cache.Copy:
 		p.writes = w.Gather
 		p.parts = r.g.partsOf(w.Slots, r.cp, r.node)
+		if !w.Gather {
+			r.loadedBack(w)
+		}
 		p.fail, p.stuck = r.failNext, r.stickNext
 		if r.failNext || r.stickNext {
-			r.faultFired = true
+			r.fired()
 		}
 		r.failNext, r.stickNext = false, false
 	case *cache.BlockWrite:
 		q = queueWrites
+		r.writesOnce(w)
 		p.parts = r.g.partsOf(w.Pages, -1, r.node)
 	case *cache.BlockRead:
 		q = queueReads
@@ -164,6 +179,11 @@ func (r *rank) Start(w cache.Work) {
 		}
 	case *cache.ExistenceCheck:
 		q = queueChecks
+	}
+	if q != queueCopies && r.hangs() {
+		p.hung, p.stuck = true, p.deadline == 0 // a read with a deadline is given up at it; the rest hang forever
+		r.fired()
+		r.g.j.stalled = r.g.j.stalled || q == queueWrites // every write is waited for before the job ends
 	}
 	r.g.reference(p)
 	r.queues[q] = append(r.queues[q], p)
@@ -201,9 +221,10 @@ func (r *rank) StepDone(step int64) {
 	}
 }
 
-// BeginStep and Served pace a serving clock's steps in a real run; the simulator's time is its scheduler's.
-func (r *rank) BeginStep(int64)          {}
-func (r *rank) Served(*cache.ServedStep) {}
+// BeginStep and Served pace a serving clock's steps in a real run; the simulator's time is its scheduler's, and
+// Served checks the step's hits by tier against the pages it loaded back (provenance.go).
+func (r *rank) BeginStep(int64)            {}
+func (r *rank) Served(s *cache.ServedStep) { r.servedFrom(s) }
 
 func (r *rank) Prefetch(uint64, bool) {}
 
@@ -228,6 +249,7 @@ func (r *rank) Audit(a *cache.Audit) bool {
 		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d checks %d of the %d parts on node %d", a.Object, a.Parts, parts, r.node))
 	}
 	r.g.audited[a.Seq] = append(r.g.audited[a.Seq], r.node)
+	r.g.committedWhole(a)
 	ok := r.g.mem.NodeSlotsMatch(r.node, a.Slots, a.Tokens, a.StartPos, a.Parts)
 	if !ok {
 		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d (backup %d) found a wrong byte in the shared slab", a.Object, a.Seq))

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -16,6 +18,8 @@ type Options struct {
 	JobSeed uint64
 	// Bugs are the deliberate bugs every job carries (a simbugs build only).
 	Bugs cache.Bugs
+	// Mode says how jobs are drawn (swarm.go): plain (Draw), swarm, liveness, or all three.
+	Mode Mode
 	// Configure, when set, may change each job's drawn configuration (tests).
 	Configure func(*JobConfig)
 	// Stop, when set, is asked after every job whether to stop (the command's clock).
@@ -26,17 +30,22 @@ type Options struct {
 
 // Result is what a simulation did.
 type Result struct {
-	Jobs              int
-	Steps, RankSteps  int64    // group steps, and rank steps (a group step of cp ranks is cp of them)
-	CP8Steps          int64    // group steps of CP groups of 8 ranks
-	StepsOnNodes      [5]int64 // group steps of CP groups over 1, 2 and 4 nodes, by node count
-	Outcomes          [outcomeKinds]int
-	Hash              uint64 // of every job's final state: the same for the same options
-	Violation         *Violation
-	LastJob           JobConfig
-	L3Jobs, FaultJobs int
-	ModelChecked      int                 // jobs whose hits were compared with the sequential model
-	Reached           [sometimesKinds]int // by interesting branch (sometimes.go), the jobs that took it
+	Jobs               int
+	Steps, RankSteps   int64    // group steps, and rank steps (a group step of cp ranks is cp of them)
+	CP8Steps           int64    // group steps of CP groups of 8 ranks
+	StepsOnNodes       [5]int64 // group steps of CP groups over 1, 2 and 4 nodes, by node count
+	Outcomes           [outcomeKinds]int
+	Hash               uint64 // of every job's final state: the same for the same options
+	Violation          *Violation
+	LastJob            JobConfig
+	L3Jobs, FaultJobs  int
+	ModelChecked       int                 // jobs whose hits were compared with the sequential model
+	Reached            [sometimesKinds]int // by interesting branch (sometimes.go), the jobs that took it
+	Modes              [modeKinds]int      // jobs by the mode they were drawn in
+	Swarm              swarmCoverage       // what the swarm jobs enabled
+	Permanent, Stalled int                 // liveness jobs whose permanent fault fired, and of them those it stalled (each ended by the watchdog)
+	BlocksRead         int64               // L3 blocks read into the slab
+	BlocksChecked      int64               // of them, checked there by the simulator
 	// What the jobs' groups did, summed (replicated counters, from each group's CP rank 0): proof that the
 	// paths the checks watch were taken.
 	Totals cache.Counters
@@ -54,7 +63,7 @@ func Run(o Options) Result {
 		if o.JobSeed != 0 {
 			seed = o.JobSeed
 		}
-		cfg := Draw(seed, o.Bugs, 0)
+		cfg := DrawMode(seed, o.Bugs, 0, o.Mode)
 		if o.Configure != nil {
 			o.Configure(&cfg)
 		}
@@ -85,20 +94,33 @@ type JobResult struct {
 	Hash         uint64
 	Violation    *Violation
 	ModelChecked bool
-	ReadsGivenUp int64 // L3 reads given up at their deadline
+	ReadsGivenUp int64  // L3 reads given up at their deadline
+	Fired        bool   // the injected fault took effect
+	Stalled      bool   // a permanent fault took hold that only the watchdog can end (a rank stopped, an L3 write hung)
+	Watchdog     string // the watchdog's line when it ended the job: what every rank still running waited on
+	// L3 blocks read into the slab, and checked there against their content by the simulator (blocks.go).
+	BlocksRead, BlocksChecked int64
 }
 
 // RunJob simulates one job.
 func RunJob(cfg JobConfig) JobResult { return runJob(cfg, nil) }
 
-func runJob(cfg JobConfig, tamper func([]cache.Outcome)) JobResult {
+// runJob simulates one job. A panic anywhere in it (the core's step program, the simulator's Env, scheduler or
+// checks) is the job's violation, with its seed, not the end of the process: the run reports it as any other.
+func runJob(cfg JobConfig, tamper func([]cache.Outcome)) (out JobResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = JobResult{Config: cfg, Violation: &Violation{JobSeed: cfg.Seed, Group: -1, Rank: -1, Config: cfg.String(),
+				What: fmt.Sprintf("the simulator panicked (outside any rank's step program): %v", p)}}
+		}
+	}()
 	j, err := newJob(cfg)
 	if err != nil {
 		return JobResult{Config: cfg, Violation: &Violation{JobSeed: cfg.Seed, Group: -1, Rank: -1, What: "the core refused the configuration: " + err.Error(), Config: cfg.String()}}
 	}
 	j.tamperOutcome = tamper
 	j.run()
-	out := JobResult{Config: cfg}
+	out = JobResult{Config: cfg, Fired: j.firedAt != 0, Stalled: j.stalled, Watchdog: j.stuck, BlocksRead: j.blocks.read, BlocksChecked: j.blocks.checked}
 	if j.violation == nil {
 		out.Outcome = j.finalChecks()
 	}
@@ -136,6 +158,16 @@ func (res *Result) add(j JobResult) {
 	}
 	if j.ModelChecked {
 		res.ModelChecked++
+	}
+	res.Modes[j.Config.Mode]++
+	res.BlocksRead += j.BlocksRead
+	res.BlocksChecked += j.BlocksChecked
+	res.Swarm.add(j.Config.Swarm)
+	if j.Config.Fault.permanent() && j.Fired {
+		res.Permanent++
+	}
+	if j.Stalled {
+		res.Stalled++
 	}
 	for kind, reached := range j.sometimes() {
 		if reached {

@@ -62,5 +62,8 @@ func (res *Result) SometimesReport() []string {
 		}
 		lines = append(lines, fmt.Sprintf("    %-48s %s", Branch(b).String()+":", reached))
 	}
-	return lines
+	if n := res.Modes[ModeLiveness]; n > 0 {
+		lines = append(lines, fmt.Sprintf("  liveness: %d jobs, %d whose permanent fault fired, %d it stalled (a rank stopped, an L3 write hung), each ended by the watchdog within its bound", n, res.Permanent, res.Stalled))
+	}
+	return append(lines, res.Swarm.report()...)
 }

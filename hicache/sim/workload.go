@@ -30,7 +30,7 @@ func makeWorkload(r *rng, j *JobConfig) []workload.Event {
 	}
 	events := make([]workload.Event, 0, j.Requests+4)
 	for len(events) < j.Requests {
-		if r.chance(30) {
+		if r.chance(30) && !j.NoFlushEvents {
 			events = append(events, workload.Event{Flush: true})
 			continue
 		}

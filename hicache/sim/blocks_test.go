@@ -1,0 +1,134 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/l3block"
+	"github.com/cphicache/cphicache/hicache/workload"
+)
+
+// TestEveryBlockReadIsChecked: over a bounded run, every L3 block read into the slab was checked there against
+// its key's content by the simulator itself (blocks.go), and there were many.
+func TestEveryBlockReadIsChecked(t *testing.T) {
+	res := Run(Options{Seed: 1, Jobs: 150})
+	if res.Violation != nil {
+		t.Fatal(res.Violation)
+	}
+	if res.BlocksRead < 50 || res.BlocksChecked != res.BlocksRead {
+		t.Errorf("%d blocks read, %d checked: want many, all checked", res.BlocksRead, res.BlocksChecked)
+	}
+	t.Logf("%d jobs: %d L3 blocks read into the slab, %d checked there", res.Jobs, res.BlocksRead, res.BlocksChecked)
+}
+
+// TestTheBlockBookFails: a block write whose key does not name its tokens, and a block read the simulator could
+// not check, are each a violation.
+func TestTheBlockBookFails(t *testing.T) {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Geometry.PageTokens, cfg.L3 = 2, cache.L3Config{Enabled: true, BlockTokens: 4}
+	events := []workload.Event{{Request: workload.Request{InputIDs: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9}}}}
+	j := &job{cfg: cfg}
+	j.blocks.learn(events, &j.cfg)
+	first := l3block.ChainKey(0, []int32{1, 2, 3, 4})
+	second := l3block.ChainKey(first, []int32{5, 6, 7, 8})
+	if len(j.blocks.content) != 2 {
+		t.Fatalf("a prompt of two whole blocks and a partial page: %d keys", len(j.blocks.content))
+	}
+	j.blocks.written(j, nil, &cache.BlockWrite{Key: second, Tokens: []int32{5, 6, 7, 8}, StartPos: 4})
+	if j.violation != nil {
+		t.Fatalf("the second block's own key: %v", j.violation)
+	}
+	j.blocks.written(j, nil, &cache.BlockWrite{Key: l3block.ChainKey(0, []int32{5, 6, 7, 8}), Tokens: []int32{5, 6, 7, 8}, StartPos: 4})
+	if j.violation == nil || !strings.Contains(j.violation.What, "which that key does not name") {
+		t.Errorf("a key over the block's tokens alone, not the chain: %v", j.violation)
+	}
+	j.violation = nil
+	j.blocks.readInto(j, nil, &cache.BlockRead{Key: 12345})
+	j.blocks.checkCovered(j)
+	if j.violation == nil || !strings.Contains(j.violation.What, "1 L3 blocks read into the slab, 0 checked") {
+		t.Errorf("a block read that was not checked: %v", j.violation)
+	}
+}
+
+// TestTheFailedReadModelFails: a group that agreed fewer failed prefetches than its readers saw fail (a rule that
+// forgets a failure: every rank agrees it, and no byte goes wrong), or more, is a violation; as many is not.
+func TestTheFailedReadModelFails(t *testing.T) {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Fault, cfg.DP = FaultNone, 1
+	drawL3(newRNG(1), &cfg)
+	j, err := newJob(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := j.groups[0]
+	g.prefetchRead(&cache.BlockRead{Prefetch: 1, Block: 0}, nil)
+	g.prefetchRead(&cache.BlockRead{Prefetch: 1, Block: 1}, errSimEIO)
+	g.prefetchRead(&cache.BlockRead{Prefetch: 2, Block: 0}, nil)
+	agreed := cache.Counters{L3Prefetches: 2, L3PrefetchBlocks: 3, L3PrefetchMisses: 1}
+	if g.checkPrefetches(&agreed); j.violation != nil {
+		t.Fatalf("the agreed counts of what was read: %v", j.violation)
+	}
+	for _, misses := range []int64{0, 2} {
+		j.violation = nil
+		agreed.L3PrefetchMisses = misses
+		if g.checkPrefetches(&agreed); j.violation == nil || !strings.Contains(j.violation.What, "1 with a failed read") {
+			t.Errorf("%d agreed failed prefetches of 1: %v", misses, j.violation)
+		}
+	}
+}
+
+// TestServedFromWhereTheBytesCame: a step's hits must be the pages it loaded back, its L3 hits no more than those
+// of the L3's bytes (provenance.go).
+func TestServedFromWhereTheBytesCame(t *testing.T) {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Fault = FaultNone
+	j, err := newJob(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, pt := j.groups[0].ranks[0], int64(cfg.Geometry.PageTokens)
+	step := &cache.ServedStep{Step: 1, Requests: []cache.Served{{Outcome: cache.Outcome{L2Hit: 2 * pt, L3Hit: pt}}}}
+	r.stepLoads = pageTally{l2: 2, l3: 1}
+	if r.servedFrom(step); j.violation != nil {
+		t.Fatalf("hits as loaded: %v", j.violation)
+	}
+	r.stepLoads = pageTally{l2: 1, l3: 2}
+	if r.servedFrom(step); j.violation != nil {
+		t.Fatalf("a load-back of the L3's bytes counted as the L2's (its node recomputed after the prefetch): %v", j.violation)
+	}
+	r.stepLoads = pageTally{l2: 3, l3: 0}
+	if r.servedFrom(step); j.violation == nil || !strings.Contains(j.violation.What, "loaded back 3 pages of the L2's bytes and 0 of the L3's") {
+		t.Errorf("an L3 hit counted on the L2's bytes: %v", j.violation)
+	}
+	j.violation = nil
+	r.stepLoads = pageTally{l2: 2, l3: 0}
+	if r.servedFrom(step); j.violation == nil {
+		t.Errorf("a hit counted without its load-back: %v", j.violation)
+	}
+}
+
+// TestTheWriteThroughModelFails: under write_through, a block whole in a committed backup that no writer wrote is
+// a violation; one that was written is not, and a block the backup holds only part of is not required.
+func TestTheWriteThroughModelFails(t *testing.T) {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Fault, cfg.DP, cfg.Geometry.PageTokens = FaultNone, 1, 2
+	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, WritePolicy: cache.L3WriteThrough, BatchRequests: 1}
+	j, err := newJob(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := j.groups[0]
+	g.committedWhole(&cache.Audit{StartPos: 2, Tokens: []int32{3, 4, 5, 6, 7, 8, 9, 10, 11}}) // tokens 2..10
+	if len(g.mustWrite) != 1 {
+		t.Fatalf("blocks whole in tokens 2..10 of 4-token blocks: %v, want the one of 4..7", g.mustWrite)
+	}
+	if g.checkWritten(); j.violation == nil || !strings.Contains(j.violation.What, "tokens 4..7 was whole in a committed backup and never written") {
+		t.Errorf("a block never written: %v", j.violation)
+	}
+	j.violation = nil
+	g.wrote = map[uint64]bool{blockID(4, []int32{5, 6, 7, 8}): true} // what written records of the block's write
+	if g.checkWritten(); j.violation != nil {
+		t.Errorf("a block written: %v", j.violation)
+	}
+}
