@@ -101,7 +101,7 @@ func (c *Core) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 		return
 	}
 	key := keyOf() // only for a block that can be written: the key hashes the whole path before it
-	if t.writing(key) && !c.cfg.Bugs.has(BugL3WriteTwice) {
+	if t.writing(key) && !c.cfg.Testing.Bugs.has(BugL3WriteTwice) {
 		return // already on its way: a block over several tree nodes or L2 objects is reached from each of them
 	}
 	var pages []SlabSlot

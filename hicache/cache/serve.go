@@ -88,7 +88,7 @@ func (c *Core) hitNode(n *treeNode) bool {
 	n.devicePages = pages
 	if n.fromL3 {
 		c.counters.L3HitTokens += int64(len(n.tokens))
-		n.fromL3 = c.cfg.Bugs.has(BugL3HitCountedTwice) // the bug: its later load-backs, from the L2, count as the L3's too
+		n.fromL3 = c.cfg.Testing.Bugs.has(BugL3HitCountedTwice) // the bug: its later load-backs, from the L2, count as the L3's too
 	} else {
 		c.counters.L2HitTokens += int64(len(n.tokens))
 	}
