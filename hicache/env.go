@@ -109,7 +109,7 @@ func (rs *runState) enqueue(name, hint string, put func() bool) {
 // ends the job with that name, however many quick polls the wait is made of.
 func (rs *runState) Wait(r cache.WaitReason, done func() bool) error {
 	rs.deliver(false)
-	if done() {
+	if done() || rs.waitUnbounded(r, done) {
 		return nil
 	}
 	rs.cons.watchdog.ArmDrain(r.Name, r.Hint, rs.cons.group, rs.cons.cp.Size(), rs.core.Step())
