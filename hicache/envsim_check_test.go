@@ -27,6 +27,7 @@ func (e *envSim) check(res *envSimResult) {
 		res.audits += c.AuditObjects
 		res.reads += r.rs.io.L3Reads
 		res.wrote += r.rs.io.L3Writes
+		res.readsGivenUp += r.rs.io.L3ReadTimeouts
 	}
 	res.faultFired = e.faultFired()
 	e.checkOutcome(res, violate)
@@ -78,7 +79,8 @@ func (e *envSim) checkOutcome(res *envSimResult, violate func(string, ...any)) {
 		}
 		return
 	case len(fires) > 0:
-		violate("a watchdog fired with no hang to explain it: %s", fires[0].message)
+		violate("a watchdog fired though no wait of this job should reach it (fault %v, fired %v, L3 prefetch policy %v): %s",
+			j.fault, res.faultFired, j.opts.L3.PrefetchPolicy, fires[0].message)
 		return
 	}
 	failedGroup := -1

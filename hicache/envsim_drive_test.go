@@ -72,7 +72,7 @@ func envSimJobSeeds() []uint64 {
 // envSimTally counts what a run's jobs reached.
 type envSimTally struct {
 	jobs, hangsEnded, copyErrors, l3Faults, failed int
-	loadBacks, audits, reads, wrote                int64
+	loadBacks, audits, reads, wrote, readsGivenUp  int64
 }
 
 func (t *envSimTally) add(j *envSimJob, r envSimResult) {
@@ -90,6 +90,7 @@ func (t *envSimTally) add(j *envSimJob, r envSimResult) {
 		t.l3Faults++
 	}
 	t.loadBacks, t.audits, t.reads, t.wrote = t.loadBacks+r.loadBacks, t.audits+r.audits, t.reads+r.reads, t.wrote+r.wrote
+	t.readsGivenUp += r.readsGivenUp
 }
 
 func (t envSimTally) String() string {
@@ -98,7 +99,9 @@ func (t envSimTally) String() string {
 		spmd.Count(t.copyErrors, "copy error", "copy errors"), spmd.Count(t.l3Faults, "job with L3 faults", "jobs with L3 faults"),
 		spmd.Count(t.loadBacks, "page loaded back and verified", "pages loaded back and verified"),
 		spmd.Count(t.audits, "object audited", "objects audited"), spmd.Count(t.reads, "L3 block read", "L3 block reads"),
-		spmd.Count(t.wrote, "L3 block written", "L3 blocks written"), spmd.Count(t.failed, "job failed its checks", "jobs failed their checks"),
+		spmd.Count(t.wrote, "L3 block written", "L3 blocks written"),
+		spmd.Count(t.readsGivenUp, "L3 read given up at its deadline", "L3 reads given up at their deadlines"),
+		spmd.Count(t.failed, "job failed its checks", "jobs failed their checks"),
 	}, ", ")
 }
 

@@ -42,6 +42,7 @@ type envSimResult struct {
 	violations                      []string
 	faultFired, endedByWatchdog     bool
 	loadBacks, audits, reads, wrote int64
+	readsGivenUp                    int64
 }
 
 // watchdogFor is a rank's watchdog: the runner's own, whose exit records its message and ends the job.
