@@ -18,9 +18,7 @@ const envBugBound = 4 * time.Second
 // so only the harness's bound ends the job; at CP 2 or more a peer's watchdog ends it, naming its collective
 // instead of the wait that hung. The same jobs without the bug pass, so the check is the bug's and not noise.
 func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
-	if testWorld.Size() > 1 {
-		t.Skip("the runner under simulation runs in the one-rank launch")
-	}
+	skipUnderMPIRun(t)
 	caught := map[bool]bool{} // by whether the job's group has one rank
 	for seed := uint64(1); seed < 400 && (!caught[true] || !caught[false]); seed++ {
 		j := drawEnvSimJob(seed)

@@ -3,6 +3,7 @@ package hicache
 import (
 	"flag"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,9 +27,7 @@ var (
 // exist to exercise (a hang the watchdog ended, a copy error, load-backs, audits, L3 reads and writes), so a
 // change that stops them reaching it shows.
 func TestRunnerEnvUnderSimulation(t *testing.T) {
-	if testWorld.Size() > 1 {
-		t.Skip("the runner under simulation is every rank of a job in one process: it runs in the one-rank launch")
-	}
+	skipUnderMPIRun(t)
 	seeds := envSimJobSeeds()
 	var tally envSimTally
 	start := time.Now()
@@ -51,6 +50,17 @@ func TestRunnerEnvUnderSimulation(t *testing.T) {
 	if *envSimJobSeed == 0 && !t.Failed() {
 		if missed := tally.missed(); missed != "" {
 			t.Errorf("the jobs never reached: %s (the run proves less than it says)", missed)
+		}
+	}
+}
+
+// skipUnderMPIRun skips a test of the runner under simulation in a launch by mpirun: the harness is a whole
+// job in one process, which the plain `go test` launch runs (make test-unit, make sim-bugs); make test-mpi's
+// launches of the SPMD binary, one rank or many, would only run it again.
+func skipUnderMPIRun(t *testing.T) {
+	for _, name := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"} {
+		if _, ok := os.LookupEnv(name); ok || testWorld.Size() > 1 {
+			t.Skip("the runner under simulation runs in the plain go test launch, not under mpirun")
 		}
 	}
 }
