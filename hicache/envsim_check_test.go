@@ -66,6 +66,10 @@ func (e *envSim) checkOutcome(res *envSimResult, violate func(string, ...any)) {
 	fires := slices.Clone(e.fires)
 	e.mu.Unlock()
 	res.endedByWatchdog = len(fires) > 0
+	if len(fires) > 0 {
+		_, named, _ := strings.Cut(fires[0].message, "watchdog: ")
+		res.watchdogNamed, _, _ = strings.Cut(named, " on CP group")
+	}
 	mustFire := res.faultFired && (j.fault == envFaultStuckCopy || j.fault == envFaultStuckLoad ||
 		j.fault == envFaultHungRead && j.opts.L3.PrefetchPolicy == PrefetchWaitComplete)
 	switch {

@@ -2,6 +2,7 @@ package hicache
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -83,6 +84,7 @@ func envSimJobSeeds() []uint64 {
 type envSimTally struct {
 	jobs, hangsEnded, copyErrors, l3Faults, failed int
 	loadBacks, audits, reads, wrote, readsGivenUp  int64
+	named                                          map[string]int // the waits the watchdogs named, by name
 }
 
 func (t *envSimTally) add(j *envSimJob, r envSimResult) {
@@ -92,6 +94,12 @@ func (t *envSimTally) add(j *envSimJob, r envSimResult) {
 	}
 	if r.endedByWatchdog && r.faultFired {
 		t.hangsEnded++
+	}
+	if r.watchdogNamed != "" {
+		if t.named == nil {
+			t.named = map[string]int{}
+		}
+		t.named[r.watchdogNamed]++
 	}
 	if r.faultFired && j.fault == envFaultCopyError {
 		t.copyErrors++
@@ -112,7 +120,7 @@ func (t envSimTally) String() string {
 		spmd.Count(t.wrote, "L3 block written", "L3 blocks written"),
 		spmd.Count(t.readsGivenUp, "L3 read given up at its deadline", "L3 reads given up at their deadlines"),
 		spmd.Count(t.failed, "job failed its checks", "jobs failed their checks"),
-	}, ", ")
+	}, ", ") + "; the watchdogs named: " + fmt.Sprint(t.named)
 }
 
 // missed names what no job reached.

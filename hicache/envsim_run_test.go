@@ -43,6 +43,7 @@ type envSimResult struct {
 	faultFired, endedByWatchdog     bool
 	loadBacks, audits, reads, wrote int64
 	readsGivenUp                    int64
+	watchdogNamed                   string // the wait the first watchdog that fired named ("" when none fired)
 }
 
 // watchdogFor is a rank's watchdog: the runner's own, whose exit records its message and ends the job.
