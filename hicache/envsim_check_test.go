@@ -105,7 +105,7 @@ func (e *envSim) checkOutcome(res *envSimResult, violate func(string, ...any)) {
 }
 
 // checkGroup: in a group that ran to its end, every page loaded back was verified, every committed object was
-// audited (one node: once), and its ranks hold the same state.
+// audited once on each of its nodes, and its ranks hold the same state.
 func (e *envSim) checkGroup(group int, ranks []*envRank, violate func(string, ...any)) {
 	var audited int64
 	for _, r := range ranks {
@@ -115,8 +115,9 @@ func (e *envSim) checkGroup(group int, ranks []*envRank, violate func(string, ..
 		}
 		audited += c.AuditObjects
 	}
-	if committed := ranks[0].rs.core.Counters().BackupCommitted; audited != committed {
-		violate("coverage: group %d committed %d objects and audited %d", group, committed, audited)
+	nodes := int64(max(1, e.job.opts.groupNodes))
+	if committed := ranks[0].rs.core.Counters().BackupCommitted; audited != committed*nodes {
+		violate("coverage: group %d committed %d objects over %d node(s) and audited %d (once a node each)", group, committed, nodes, audited)
 	}
 	for _, r := range ranks[1:] {
 		if r.rs.core.StateHash() != ranks[0].rs.core.StateHash() {

@@ -80,15 +80,18 @@ func (e *envSim) build() error {
 	}
 	g := j.opts.geometry(j.cp)
 	for group := range j.dp {
-		slabs := make([][]byte, g.SlabCount())
-		for s := range slabs {
-			slabs[s] = make([]byte, g.SlabBytes(s))
+		slabsByNode := make([][][]byte, max(1, g.Nodes)) // each node of the group maps a slab of its own
+		for node := range slabsByNode {
+			slabsByNode[node] = make([][]byte, g.SlabCount())
+			for s := range slabsByNode[node] {
+				slabsByNode[node][s] = make([]byte, g.SlabBytes(s))
+			}
 		}
 		sg := newSimGroup(j.cp)
 		e.groups = append(e.groups, sg)
 		for cpRank := range j.cp {
 			comm := &simComm{g: sg, rank: cpRank, rng: newJitter(j.seed, group*j.cp+cpRank)}
-			r, err := e.newEnvRank(group, cpRank, slabs, comm)
+			r, err := e.newEnvRank(group, cpRank, slabsByNode[j.place.Node[cpRank]], comm)
 			if err != nil {
 				return err
 			}

@@ -50,6 +50,7 @@ type envSimJob struct {
 	seed      uint64
 	opts      *Options
 	cp, dp    int
+	place     cache.NodePlacement // each CP group over its nodes (one, or two in blocks or round robin)
 	fault     envFault
 	faultRank int // world rank
 	faultAt   int // which copy, or which open, of that rank (from 1)
@@ -64,7 +65,7 @@ const (
 )
 
 func (j *envSimJob) String() string {
-	return fmt.Sprintf("job seed %d: cp %d dp %d, %v, %v, l3 %v, fault %v on world rank %d at %d", j.seed, j.cp, j.dp,
+	return fmt.Sprintf("job seed %d: cp %d dp %d over %d node(s), %v, %v, l3 %v, fault %v on world rank %d at %d", j.seed, j.cp, j.dp, max(1, j.opts.groupNodes),
 		j.opts.Layout, j.opts.Policy, j.opts.L3.Enabled(), j.fault, j.faultRank, j.faultAt)
 }
 
@@ -100,6 +101,16 @@ func drawEnvSimJob(seed uint64) *envSimJob {
 	case j.fault == envFaultCopyError:
 		j.opts.InjectCopyError = Injection{Rank: j.faultRank, Step: int64(j.faultAt * (1 + rng.IntN(4))), Set: true}
 	}
+	nodes := 1
+	if j.cp%2 == 0 && rng.IntN(3) == 0 {
+		nodes = 2
+	}
+	j.place = cache.PlaceOnNodes(j.cp, nodes, rng.IntN(2) == 0)
+	sized, err := j.opts.Size(j.cp, j.cp*j.dp/nodes, nodes)
+	if err != nil {
+		panic(fmt.Sprintf("job seed %d: the harness drew options it cannot size: %v", seed, err))
+	}
+	j.opts = sized
 	if j.hangs() {
 		j.opts.WatchdogTimeout = envHangTimeout
 	}
@@ -152,17 +163,15 @@ type envRank struct {
 }
 
 // newEnvRank builds one rank's runState as setUp does (run.go), with the simulated MPI, filesystem and slab in
-// place of the real ones, and starts its copy worker.
+// place of the real ones (slabs: its node's), and starts its copy worker.
 func (e *envSim) newEnvRank(group, cpRank int, slabs [][]byte, comm *simComm) (*envRank, error) {
 	j := e.job
 	g := j.opts.geometry(j.cp)
 	world := group*j.cp + cpRank
-	partRanks := make([]int, j.cp)
-	for i := range partRanks {
-		partRanks[i] = i
-	}
-	topo := &spmd.Topology{CPSize: j.cp, DPSize: j.dp, WorldRank: world, CPRank: cpRank, CPGroup: group, NodeRank: world,
-		NodeSize: j.cp * j.dp, GroupNodes: 1, NodePart: cpRank, NodeParts: j.cp, NodePartRanks: partRanks}
+	node, part, nodes := j.place.Node[cpRank], j.place.Part[cpRank], max(1, g.Nodes)
+	partRanks := j.place.RanksOn(node)
+	topo := &spmd.Topology{CPSize: j.cp, DPSize: j.dp, WorldRank: world, CPRank: cpRank, CPGroup: group, NodeSize: j.cp * j.dp / nodes,
+		GroupNodes: nodes, GroupNode: node, NodePart: part, NodeParts: j.cp / nodes, NodePartRanks: partRanks}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rs := &runState{job: &spmd.Job{Topo: topo, Log: log, Cleanup: &spmd.Cleanup{}}, opts: j.opts, start: time.Now(),
 		prefetchStart: map[uint64]time.Time{}, geometry: g, parts: g.PartMap(), done: newCompletions(), testStepComm: comm, testBugs: j.bugs}
@@ -177,7 +186,7 @@ func (e *envSim) newEnvRank(group, cpRank int, slabs [][]byte, comm *simComm) (*
 		o := j.opts.L3
 		o.testFS = rankFS{f: e.fs, rank: world}
 		var err error
-		if rs.l3, err = newL3IO(o, g, j.opts.Seed, l3Place{node: 0, part: cpRank, partRanks: partRanks}, log, rs.done); err != nil {
+		if rs.l3, err = newL3IO(o, g, j.opts.Seed, l3Place{node: node, part: part, partRanks: partRanks}, log, rs.done); err != nil {
 			return nil, err
 		}
 		rs.l3.attachSlabs(g, slabs)
@@ -196,7 +205,7 @@ func (e *envSim) newEnvRank(group, cpRank int, slabs [][]byte, comm *simComm) (*
 	rs.partBytes = g.PartBytes()
 	rs.partBuf = make([]byte, rs.partBytes)
 	cfg := j.opts.coreConfig(g, cpRank, group, world)
-	cfg.GroupNode, cfg.NodePart = 0, cpRank
+	cfg.GroupNode, cfg.NodePart = node, part
 	if rs.core, err = cache.New(cfg, rs.env()); err != nil {
 		return nil, err
 	}
