@@ -24,15 +24,16 @@ type simFS struct {
 
 	failOpenPer, failWritePer, corruptPer int // 1 in N of each fails (0: never)
 
-	hangRank, hangOpen int // the hangOpen-th block open of world rank hangRank hangs (hangOpen 0: none)
-	opens              map[int]int
-	hungAt             time.Time // when the hang began; zero while none has
-	release            chan struct{}
-	releaseOnce        sync.Once
+	hangOpen    int       // the hangOpen-th block open of the job, by whichever rank (a reader), hangs (0: none)
+	opens       int       // block opens so far
+	hungAt      time.Time // when the hang began; zero while none has
+	hungRank    int       // the world rank whose open hangs
+	release     chan struct{}
+	releaseOnce sync.Once
 }
 
 func newSimFS(seed uint64) *simFS {
-	f := &simFS{mem: l3.NewMemFS(), rng: rand.New(rand.NewPCG(seed, 0x5f5)), opens: map[int]int{}, release: make(chan struct{})}
+	f := &simFS{mem: l3.NewMemFS(), rng: rand.New(rand.NewPCG(seed, 0x5f5)), release: make(chan struct{})}
 	f.mem.Inject = f.inject
 	return f
 }
@@ -51,11 +52,11 @@ func (f *simFS) inject(op, path string) error {
 // releaseHangs lets a hung open return (failing), as the end of the process would end it.
 func (f *simFS) releaseHangs() { f.releaseOnce.Do(func() { close(f.release) }) }
 
-// hangBegan is when the injected hang began (zero when it did not).
-func (f *simFS) hangBegan() time.Time {
+// hang says when the injected hang began (zero: it did not), and on which world rank.
+func (f *simFS) hang() (began time.Time, rank int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.hungAt
+	return f.hungAt, f.hungRank
 }
 
 // rankFS is one rank's view of the job's filesystem: l3.FS, every call under the shared lock.
@@ -77,13 +78,13 @@ func (r rankFS) Stat(p string) (fs.FileInfo, error) {
 	return r.f.mem.Stat(p)
 }
 
-// OpenRegular opens a block file; the chosen open of the chosen rank hangs until the job ends, then fails.
+// OpenRegular opens a block file; the chosen open hangs until the job ends, then fails.
 func (r rankFS) OpenRegular(p string) (l3.ReadFile, fs.FileInfo, error) {
 	r.f.mu.Lock()
-	r.f.opens[r.rank]++
-	hang := r.f.hangOpen > 0 && r.rank == r.f.hangRank && r.f.opens[r.rank] == r.f.hangOpen
+	r.f.opens++
+	hang := r.f.opens == r.f.hangOpen
 	if hang {
-		r.f.hungAt = time.Now()
+		r.f.hungAt, r.f.hungRank = time.Now(), r.rank
 	}
 	r.f.mu.Unlock()
 	if hang {

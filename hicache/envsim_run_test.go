@@ -26,6 +26,8 @@ type envSim struct {
 	groups []*simGroup
 	ranks  []*envRank // by world rank
 
+	endedAt time.Time // when its last rank ended its replay
+
 	mu      sync.Mutex
 	fires   []envFire
 	endOnce sync.Once
@@ -104,7 +106,7 @@ func (e *envSim) build() error {
 	// refused before any shared state (l3.OpenPart), which the SPMD tests cover.
 	e.fs.mu.Lock()
 	defer e.fs.mu.Unlock()
-	e.fs.hangRank = j.faultRank
+	e.fs.opens, e.fs.hangOpen, e.fs.failOpenPer, e.fs.failWritePer, e.fs.corruptPer = 0, 0, 0, 0, 0
 	switch j.fault {
 	case envFaultHungRead:
 		e.fs.hangOpen = j.faultAt
@@ -114,9 +116,26 @@ func (e *envSim) build() error {
 	return nil
 }
 
-// runEnvSim runs one job to its end, or to its bound, and checks it.
+// runEnvSim runs one job to its end, or to its bound, and checks it; a warm job first runs without its fault
+// over the same filesystem, and that run is checked too.
 func runEnvSim(j *envSimJob, bound time.Duration) envSimResult {
-	e := &envSim{job: j, bound: bound, fs: newSimFS(j.seed)}
+	fs := newSimFS(j.seed)
+	if j.warm {
+		opts := *j.opts
+		opts.InjectCopyError, opts.WatchdogTimeout = Injection{}, envCalmTimeout
+		first := *j
+		first.opts, first.fault, first.warm = &opts, envFaultNone, false
+		if res := runEnvSimOn(&first, bound, fs); len(res.violations) > 0 {
+			res.violations[0] = "the warming run: " + res.violations[0]
+			return res
+		}
+	}
+	return runEnvSimOn(j, bound, fs)
+}
+
+// runEnvSimOn runs one job over fs.
+func runEnvSimOn(j *envSimJob, bound time.Duration, fs *simFS) envSimResult {
+	e := &envSim{job: j, bound: bound, fs: fs}
 	defer e.tearDown()
 	if err := e.build(); err != nil {
 		e.end()
@@ -147,6 +166,7 @@ func runEnvSim(j *envSimJob, bound time.Duration) envSimResult {
 			panic(fmt.Sprintf("%v: its ranks did not end even when the job was ended", j))
 		}
 	}
+	e.endedAt = time.Now()
 	e.end() // the job is over: a read hung past its deadline returns now, as at a process's end
 	e.check(&res)
 	return res

@@ -36,7 +36,7 @@ const (
 	envFaultStuckCopy          // the n-th copy (a layer of a backup or load-back) of a rank never completes
 	envFaultStuckLoad          // the n-th load-back copy of a rank never completes
 	envFaultCopyError          // --inject-copy-error, the runner's own injection, at a rank and step
-	envFaultHungRead           // the n-th block file a rank opens hangs (a hung filesystem)
+	envFaultHungRead           // the n-th block file the job opens hangs (a hung filesystem), on whichever rank opens it
 	envFaultL3Errors           // opens failing (EIO), writes failing (ENOSPC), blocks published corrupt
 )
 
@@ -52,8 +52,9 @@ type envSimJob struct {
 	cp, dp    int
 	place     cache.NodePlacement // each CP group over its nodes (one, or two in blocks or round robin)
 	fault     envFault
-	faultRank int // world rank
-	faultAt   int // which copy, or which open, of that rank (from 1)
+	faultRank int  // world rank
+	faultAt   int  // which copy, or which open, of that rank (from 1)
+	warm      bool // the same job, with no fault, runs first on the same L3: its blocks are there to read, as after a restart
 	bugs      runnerBugs
 }
 
@@ -65,8 +66,8 @@ const (
 )
 
 func (j *envSimJob) String() string {
-	return fmt.Sprintf("job seed %d: cp %d dp %d over %d node(s), %v, %v, l3 %v, fault %v on world rank %d at %d", j.seed, j.cp, j.dp, max(1, j.opts.groupNodes),
-		j.opts.Layout, j.opts.Policy, j.opts.L3.Enabled(), j.fault, j.faultRank, j.faultAt)
+	return fmt.Sprintf("job seed %d: cp %d dp %d over %d node(s), %v, %v, l3 %v (warm %v), fault %v on world rank %d at %d", j.seed, j.cp, j.dp, max(1, j.opts.groupNodes),
+		j.opts.Layout, j.opts.Policy, j.opts.L3.Enabled(), j.warm, j.fault, j.faultRank, j.faultAt)
 }
 
 // drawEnvSimJob draws a job within small bounds: CP 1 to 4, DP 1 or 2, both layouts, every write policy, an L3
@@ -93,11 +94,14 @@ func drawEnvSimJob(seed uint64) *envSimJob {
 		j.opts.L3 = L3Options{Dir: "/l3", Bytes: 1 << (12 + rng.IntN(18)), BlockTokens: pageTokens * (1 + rng.IntN(4)),
 			WritePolicy: []L3WritePolicy{L3WriteThrough, L3WriteBack}[rng.IntN(2)], PrefetchThreshold: pageTokens * rng.IntN(4),
 			PrefetchPolicy: []PrefetchPolicy{PrefetchWaitComplete, PrefetchTimeout, PrefetchBestEffort}[rng.IntN(3)]}
+		j.warm = rng.IntN(2) == 0
 	}
 	j.fault, j.faultRank, j.faultAt = envFault(rng.IntN(8)), rng.IntN(j.cp*j.dp), 1+rng.IntN(6)
 	switch {
 	case j.fault > envFaultL3Errors, j.fault >= envFaultHungRead && !j.opts.L3.Enabled():
 		j.fault = envFaultNone
+	case j.fault == envFaultHungRead:
+		j.faultAt = 1 + rng.IntN(4) // the n-th block open of the job, on whichever rank reads: a small job reads few
 	case j.fault == envFaultCopyError:
 		j.opts.InjectCopyError = Injection{Rank: j.faultRank, Step: int64(j.faultAt * (1 + rng.IntN(4))), Set: true}
 	}
