@@ -61,7 +61,7 @@ type envSimJob struct {
 // envHangTimeout is the watchdog's timeout in a job whose fault hangs: short, so that the job ends quickly;
 // envCalmTimeout is the others', which must never fire however loaded the machine.
 const (
-	envHangTimeout = 500 * time.Millisecond
+	envHangTimeout = time.Second
 	envCalmTimeout = 60 * time.Second
 )
 
@@ -97,6 +97,9 @@ func drawEnvSimJob(seed uint64) *envSimJob {
 		j.warm = rng.IntN(2) == 0
 	}
 	j.fault, j.faultRank, j.faultAt = envFault(rng.IntN(8)), rng.IntN(j.cp*j.dp), 1+rng.IntN(6)
+	if j.fault == envFaultL3Errors+1 {
+		j.fault = envFaultHungRead // twice as often as the others: it fires only where the job reads
+	}
 	switch {
 	case j.fault > envFaultL3Errors, j.fault >= envFaultHungRead && !j.opts.L3.Enabled():
 		j.fault = envFaultNone
