@@ -38,7 +38,7 @@ include $(sort $(wildcard */*.mk))
 # After the fragments' tests (test-install is defined below, with install).
 EXTRA_TESTS += test-sim test-install
 
-.PHONY: all deps build run test test-unit test-mpi vet fuzz clean install uninstall test-install sim sim-bugs test-sim
+.PHONY: all deps build run test test-unit test-mpi vet fuzz clean install uninstall test-install sim sim-bugs sim-runner test-sim
 
 all: build
 
@@ -107,7 +107,8 @@ FORCE:
 
 # The deterministic simulator (hicache/sim, `cphicache sim`). make test runs a bounded simulation from a fixed
 # seed (SIM_TEST_STEPS steps, about 12 s here) and shows every deliberate bug of the core caught (sim-bugs,
-# about 10 s); make sim runs longer, from a fresh seed, for SIM_SECONDS.
+# about 10 s, and the runner's unbounded_load_wait caught by its harness, about 7 s); make sim runs longer, from a
+# fresh seed, for SIM_SECONDS.
 SIM_SEED       ?= $(shell date +%s)
 SIM_SECONDS    ?= 60
 SIM_TEST_STEPS ?= 100000
@@ -117,6 +118,11 @@ sim: build
 
 sim-bugs: deps
 	$(GO) test -count=1 -tags simbugs ./hicache/sim -run '^TestEveryDeliberateBugIsCaught$$' -v | grep -E '^(=== RUN|--- |    bugs_test|ok|FAIL|PASS)'
+	$(GO) test -count=1 -tags simbugs ./hicache -run '^TestRunnerHarnessCatches' -v | grep -E '^(=== RUN|--- |    envsim_bugs_test|ok|FAIL|PASS)'
+
+# sim-runner runs the runner's own Env under simulation (SIMULATOR.md) for SIM_SECONDS of jobs drawn from SIM_SEED.
+sim-runner: deps
+	$(GO) test -count=1 ./hicache -run '^TestRunnerEnvUnderSimulation$$' -v -envsim.seed $(SIM_SEED) -envsim.seconds $(SIM_SECONDS)
 
 # test-sim runs sim-bugs beside the bounded simulation (one goroutine: the other core is free), its output after.
 test-sim: build

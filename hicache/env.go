@@ -113,7 +113,7 @@ func (rs *runState) enqueue(name, hint string, put func() bool) {
 // wait is made of (waits.go).
 func (rs *runState) Wait(r cache.WaitReason, done func() bool) error {
 	rs.deliver(false)
-	if done() {
+	if done() || rs.waitUnbounded(r, done) {
 		return nil
 	}
 	rs.localWait(r.Name, r.Hint, done)

@@ -100,6 +100,9 @@ func newL3IO(o L3Options, g pool.Geometry, seed uint64, place l3Place, log *slog
 		budget = max(1, o.Bytes/int64(max(1, g.Nodes)))
 	}
 	var fsys l3.FS = l3.OSFS{}
+	if o.testFS != nil {
+		fsys = o.testFS
+	}
 	if o.testReadOnly {
 		fsys = l3.ReadOnlyFS{FS: fsys}
 	}

@@ -52,6 +52,9 @@ type L3Options struct {
 	// testHangReads (tests only) holds every read until the end of the run, as a hung filesystem would: each is
 	// given up at its deadline.
 	testHangReads bool
+	// testFS (tests only) is the filesystem the store keeps its blocks on instead of the operating system's: the
+	// Env under simulation's shared, fault-injecting l3.MemFS (envsim_fs_test.go).
+	testFS l3.FS
 }
 
 // Enabled says whether the run has an L3.

@@ -57,6 +57,11 @@ type runState struct {
 
 	waiting string // the local wait in progress (waits.go), "" when none
 
+	// testStepComm carries the step broadcast instead of the CP communicator (the Env under simulation,
+	// envsim_test.go); nil in a run.
+	testStepComm stepBroadcaster
+	testBugs     runnerBugs // the runner's deliberate bugs (runbugs.go): a simbugs build under the harness only
+
 	tl          *timeline.Recorder // --timeline's; nil without it
 	tlNames     timelineNames
 	timelineErr error // world rank 0's failure to write --timeline's file
@@ -320,7 +325,10 @@ func (rs *runState) stepsDone() int64 {
 // the step's earliest start on the serving clock, and only a step too big for it takes a second: on an
 // oversubscribed node every broadcast is a wait for the whole group to be scheduled.
 func (rs *runState) nextStep(step int64) ([]workload.Event, error) {
-	cp := rs.job.Topo.CP
+	var cp stepBroadcaster = rs.job.Topo.CP
+	if rs.testStepComm != nil {
+		cp = rs.testStepComm
+	}
 	first := rs.stepBuf[:]
 	var payload []byte
 	var sent []workload.Event
@@ -364,6 +372,13 @@ func (rs *runState) nextStep(step int64) ([]workload.Event, error) {
 		rs.clock.received(step, int64(binary.LittleEndian.Uint64(first[8:])), batch, sent)
 	}
 	return batch, err
+}
+
+// stepBroadcaster is what the step broadcast needs of the CP group's communicator (*mpi.Comm has it).
+type stepBroadcaster interface {
+	Rank() int
+	Size() int
+	BcastBytes(buf []byte, root int) error
 }
 
 // stepHeaderBytes leads the step broadcast: the events' length, then the step's earliest start in trace

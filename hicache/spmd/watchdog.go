@@ -122,6 +122,17 @@ func NewWatchdog(timeout time.Duration, worldRank int, cleanup func()) *Watchdog
 	return w
 }
 
+// NewWatchdogTo is NewWatchdog with its message written to out and its exit made by exit (which must end the
+// waits it fires on): the runner's Env under simulation (hicache's envsim_test.go) ends a simulated job with it
+// where a real rank ends its process.
+func NewWatchdogTo(timeout time.Duration, worldRank int, out io.Writer, exit func(code int)) *Watchdog {
+	w := &Watchdog{timeout: timeout, worldRank: worldRank, out: out, exit: exit, stop: make(chan struct{})}
+	if timeout > 0 {
+		go w.poll()
+	}
+	return w
+}
+
 // WorldGroup is Arm's group for a collective over the whole world (before the CP groups exist).
 const WorldGroup = -1
 

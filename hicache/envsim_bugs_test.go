@@ -1,0 +1,50 @@
+//go:build simbugs
+
+package hicache
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// envBugBound is the bound of a job in the deliberate-bug test: long past the watchdog's (envHangTimeout plus
+// its collective grace), short enough that the one-rank job the bug hangs costs a few seconds.
+const envBugBound = 4 * time.Second
+
+// TestRunnerHarnessCatchesAnUnboundedLoadWait: with the deliberate bug bugUnboundedLoadWait (the runner's load
+// wait polls with no watchdog around it, as a mutation of Wait once did), a load-back copy that never completes
+// must fail the runner-under-simulation's checks by their bound, not hang the test: at CP 1 nothing else waits,
+// so only the harness's bound ends the job; at CP 2 or more a peer's watchdog ends it, naming its collective
+// instead of the wait that hung. The same jobs without the bug pass, so the check is the bug's and not noise.
+func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
+	skipUnderMPIRun(t)
+	caught := map[bool]bool{} // by whether the job's group has one rank
+	for seed := uint64(1); seed < 400 && (!caught[true] || !caught[false]); seed++ {
+		j := drawEnvSimJob(seed)
+		oneRank := j.cp == 1
+		if caught[oneRank] {
+			continue
+		}
+		j.fault, j.faultAt, j.opts.InjectCopyError = envFaultStuckLoad, 1, Injection{}
+		j.opts.WatchdogTimeout = envHangTimeout
+		clean := runEnvSim(j, envBugBound)
+		if !clean.faultFired {
+			continue // no load-back on that rank: the wait under test never ran
+		}
+		if len(clean.violations) > 0 {
+			t.Fatalf("%v without the bug: %s", j, strings.Join(clean.violations, "; "))
+		}
+		j.bugs = j.bugs.with(bugUnboundedLoadWait)
+		start := time.Now()
+		buggy := runEnvSim(j, envBugBound)
+		if len(buggy.violations) == 0 {
+			t.Fatalf("%v with %s: no check failed", j, "unbounded_load_wait")
+		}
+		t.Logf("cp %d: caught in %.1f s: %s", j.cp, time.Since(start).Seconds(), buggy.violations[0])
+		caught[oneRank] = true
+	}
+	if !caught[true] || !caught[false] {
+		t.Fatalf("no job of seeds 1 to 399 hung a load-back at CP 1 and at CP 2 or more (caught: %v)", caught)
+	}
+}
