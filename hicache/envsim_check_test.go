@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cphicache/cphicache/hicache/cache"
 )
 
 // The end-of-job checks of the runner's Env under simulation (envsim_test.go), as the simulator's (hicache/sim,
@@ -73,7 +75,7 @@ func (e *envSim) checkOutcome(res *envSimResult, violate func(string, ...any)) {
 		res.watchdogNamed, _, _ = strings.Cut(named, " on CP group")
 	}
 	mustFire := res.faultFired && (j.fault == envFaultStuckCopy || j.fault == envFaultStuckLoad ||
-		j.fault == envFaultHungRead && j.opts.L3.PrefetchPolicy == PrefetchWaitComplete)
+		j.fault == envFaultHungRead && j.opts.L3.PrefetchPolicy == cache.PrefetchWaitComplete)
 	switch {
 	case mustFire && len(fires) == 0:
 		return // the bound said it: the job did not end

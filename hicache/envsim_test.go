@@ -87,13 +87,13 @@ func drawEnvSimJob(seed uint64) *envSimJob {
 	devicePages := longest/pageTokens + 1 + rng.IntN(longest/pageTokens+8)
 	j.opts = &Options{Layers: 1 + rng.IntN(2), PayloadsPerLayer: 1 + rng.IntN(2), PageTokens: pageTokens, TokenBytes: 8 << rng.IntN(2),
 		DevicePages: devicePages, L2Slots: devicePages/2 + rng.IntN(2*devicePages), SlabBytesMax: 1 << (15 + rng.IntN(6)),
-		Layout: []pool.Layout{pool.LayerFirst, pool.PageFirst}[rng.IntN(2)], Policy: []WritePolicy{WriteThrough, WriteThroughSelective, WriteBack}[rng.IntN(3)],
+		Layout: []pool.Layout{pool.LayerFirst, pool.PageFirst}[rng.IntN(2)], Policy: []cache.WritePolicy{cache.WriteThrough, cache.WriteThroughSelective, cache.WriteBack}[rng.IntN(3)],
 		BatchRequests: 1 + rng.IntN(4), PlacementAssertEvery: 1 + rng.Int64N(8), Seed: 1 + rng.Uint64()%1000, VocabSize: 32000, Synthetic: syn,
-		Collective: "mpi", WatchdogTimeout: envCalmTimeout, JobID: testJobID, Quiet: true, checkInvariants: true, SyncCopies: rng.IntN(4) == 0}
+		Collective: "mpi", WatchdogTimeout: envCalmTimeout, JobID: testJobID, Quiet: true, coreTesting: cache.Testing{CheckInvariants: true}, SyncCopies: rng.IntN(4) == 0}
 	if rng.IntN(2) == 0 {
 		j.opts.L3 = L3Options{Dir: "/l3", Bytes: 1 << (12 + rng.IntN(18)), BlockTokens: pageTokens * (1 + rng.IntN(4)),
-			WritePolicy: []L3WritePolicy{L3WriteThrough, L3WriteBack}[rng.IntN(2)], PrefetchThreshold: pageTokens * rng.IntN(4),
-			PrefetchPolicy: []PrefetchPolicy{PrefetchWaitComplete, PrefetchTimeout, PrefetchBestEffort}[rng.IntN(3)]}
+			WritePolicy: []cache.L3WritePolicy{cache.L3WriteThrough, cache.L3WriteBack}[rng.IntN(2)], PrefetchThreshold: pageTokens * rng.IntN(4),
+			PrefetchPolicy: []cache.PrefetchPolicy{cache.PrefetchWaitComplete, cache.PrefetchTimeout, cache.PrefetchBestEffort}[rng.IntN(3)]}
 		j.warm = rng.IntN(2) == 0
 	}
 	j.fault, j.faultRank, j.faultAt = envFault(rng.IntN(8)), rng.IntN(j.cp*j.dp), 1+rng.IntN(6)
