@@ -122,9 +122,12 @@ type servingClock struct {
 	queue      []serving.Queued // CP rank 0's, one per event of rs.events
 	lastStart  int64            // CP rank 0: the earliest start of the last step it formed
 	startNs    map[int64]int64  // the earliest start of each step received and not yet begun
-	stepStart  int64            // the current step's start
+	stepStart  int64            // the current step's start: when the group was free for it
+	batchStart int64            // the earliest start of the current step's own requests (Batching.Take's)
+	thisStep   []*requestClock  // the current step's own requests (and flushes)
 	lastEnd    int64            // when the last step ended (its consensus returned), 0 before the first
 	computeEnd int64            // when the step's modelled prefill ends
+	idleNs     int64            // the current step's wait between its two passes (serving.StepPlan)
 	// The wall: when the current step began (the last one's end, or the end of an idle wait), and when its
 	// consensus may begin (its modelled time, scaled); zero once waited for.
 	wallStart, paceConsensusAt time.Time
@@ -141,9 +144,10 @@ type servingClock struct {
 
 // requestClock is one request's way through the clock, on CP rank 0.
 type requestClock struct {
+	step                                                               int64 // the step it was formed into
 	arrivalNs, firstStartNs, stepStartNs, computeStartNs, computeEndNs int64
 	hit                                                                serving.Hit
-	flush, served                                                      bool
+	flush, served, deferred                                            bool
 }
 
 func newServingClock(o *ServingOptions, root bool) *servingClock {
@@ -196,7 +200,7 @@ func (c *servingClock) received(step, startNs int64, batch, sent []workload.Even
 	c.startNs[step] = startNs
 	reqs := make([]*requestClock, len(batch))
 	for i := range batch {
-		rc := &requestClock{flush: batch[i].Flush}
+		rc := &requestClock{step: step, flush: batch[i].Flush}
 		if !rc.flush {
 			c.pending[&batch[i].Request] = rc
 		}
@@ -211,125 +215,6 @@ func (c *servingClock) received(step, startNs int64, batch, sent []workload.Even
 
 // waitServingLoads names the serving clock's wait for this rank's load-backs before the modelled prefill.
 var waitServingLoads = cache.WaitReason{Name: "load wait before the modelled prefill", Hint: "a load-back copy on this rank did not complete"}
-
-// BeginStep waits until the step may begin (an idle group waits for its next arrival), delivering completions
-// meanwhile, and takes the step's start.
-func (rs *runState) BeginStep(step int64) {
-	c := rs.clock
-	if c == nil {
-		return
-	}
-	if c.opts.Virtual {
-		delete(c.formed, step)
-		delete(c.startNs, step)
-		return
-	}
-	// A busy group's step begins where the last one ended, as every rank saw that end right after the step's
-	// consensus: the read-ahead broadcast and existence checks since are this step's work, and its deadlines are
-	// the same on every rank up to the scheduler's skew (a rank's own later start would make its peers wait).
-	c.stepStart = c.lastEnd
-	if startNs, ok := c.startNs[step]; ok {
-		delete(c.startNs, step)
-		if startNs > c.lastEnd {
-			rs.paceUntil(c.wallStart.Add(c.scaled(startNs-c.lastEnd)), "serving clock: idle until the step's first arrival")
-			c.stepStart, c.wallStart = startNs, time.Now()
-		}
-	}
-	c.computeEnd = c.stepStart // until Served prices the step
-	for _, rc := range c.formed[step] {
-		rc.firstStartNs = c.stepStart
-	}
-	delete(c.formed, step)
-}
-
-// Served spends the step's modelled time, in a GPU's order: the L3 reads its requests still wait for and their
-// load-backs, each at least its modelled time and at least until this rank's real copies finished; then the
-// prefill, at its modelled time, while the real copies and L3 I/O go on beside it. The prefill's end is waited
-// for just before the step's consensus (paceConsensus): the rank's own checks and local waits before it (the
-// load-backs' verification, a throttled drain) run under the modelled compute, as they would beside a GPU.
-func (rs *runState) Served(s *cache.ServedStep) {
-	c := rs.clock
-	if c == nil {
-		return
-	}
-	hits := make([]serving.Hit, len(s.Requests))
-	l3Since := c.stepStart // when the step's L3 reads began: with its earliest request's prefetch
-	for i, r := range s.Requests {
-		o := r.Outcome
-		hits[i] = serving.Hit{PromptTokens: o.L1Hit + o.L2Hit + o.L3Hit + o.Computed, L1: o.L1Hit, L2: o.L2Hit, L3: o.L3Hit}
-		if rc := c.pending[r.Request]; rc != nil && o.L3Hit > 0 {
-			l3Since = min(l3Since, rc.firstStartNs)
-		}
-	}
-	if c.opts.Virtual {
-		c.record(s, hits)
-		return
-	}
-	cost := serving.Cost(c.opts.prefill(), c.opts.links, hits)
-	l3Left := max(0, l3Since+serving.Nanoseconds(cost.L3ReadSeconds)-c.stepStart)
-	// The prefill starts once the modelled loads are over and this rank's real load-backs too. The serve's own
-	// work (its fills stand for the GPU computing KV) overlaps the prefill, as on a GPU, not the loads.
-	loadEnd := c.stepStart + l3Left + serving.Nanoseconds(cost.LoadSeconds)
-	computeStart := loadEnd
-	if !s.LoadsDone() {
-		rs.paceUntil(c.wallStart.Add(c.scaled(loadEnd-c.stepStart)), "serving clock: modelled L3 reads and load-backs")
-		if err := rs.Wait(waitServingLoads, s.LoadsDone); err != nil {
-			rs.core.Fail(cache.FailureDevice, err)
-		}
-		computeStart = max(loadEnd, c.stepStart+time.Since(c.wallStart).Nanoseconds())
-	}
-	computeEnd := computeStart + serving.Nanoseconds(cost.PrefillSeconds)
-	c.computeEnd, c.paceConsensusAt = computeEnd, c.wallStart.Add(c.scaled(computeEnd-c.stepStart))
-	for _, rc := range c.record(s, hits) {
-		rc.stepStartNs, rc.computeStartNs, rc.computeEndNs = c.stepStart, computeStart, computeEnd
-		c.inStep = append(c.inStep, rc)
-	}
-}
-
-// paceConsensus waits, before the step's consensus, until the modelled prefill of the step ends (scaled).
-func (rs *runState) paceConsensus(c *cache.Collective) {
-	if clock := rs.clock; clock != nil && c.Kind == StepConsensus && !clock.paceConsensusAt.IsZero() {
-		rs.paceUntil(clock.paceConsensusAt, "serving clock: modelled prefill")
-		clock.paceConsensusAt = time.Time{}
-	}
-}
-
-// record keeps, on CP rank 0, what each served request's cache supplied, and returns their clocks; every rank
-// forgets them as pending.
-func (c *servingClock) record(s *cache.ServedStep, hits []serving.Hit) []*requestClock {
-	var out []*requestClock
-	for i, r := range s.Requests {
-		rc := c.pending[r.Request]
-		if rc == nil {
-			continue
-		}
-		delete(c.pending, r.Request)
-		if c.root {
-			rc.hit, rc.served = hits[i], true
-			out = append(out, rc)
-		}
-	}
-	return out
-}
-
-// stepEnded times the step's requests to their first token, which the step's end delivers.
-func (c *servingClock) stepEnded() {
-	if c.opts.Virtual {
-		return
-	}
-	// The step lasted its modelled time, or the wall time its real work took when that was longer: the time it
-	// would have lasted at the trace's own pace, whatever --time-scale spent of the modelled part.
-	modelled := max(0, c.computeEnd-c.stepStart)
-	real := time.Since(c.wallStart).Nanoseconds()
-	end := c.stepStart + max(modelled, real)
-	c.wallStart, c.lastEnd = time.Now(), end
-	c.stepsNs += end - c.stepStart
-	c.modelledNs += modelled
-	for _, rc := range c.inStep {
-		c.t.observe(rc, end)
-	}
-	c.inStep = c.inStep[:0]
-}
 
 // paceUntil waits until the wall time `until`, handing the core whatever finishes meanwhile; the timeline shows
 // the wait under name.

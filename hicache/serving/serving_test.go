@@ -140,3 +140,61 @@ func TestPoissonArrivalsHaveTheirRateAndReplay(t *testing.T) {
 		t.Fatalf("another seed gives the same arrivals")
 	}
 }
+
+// deferralLinks read an L3 hit of 96 tokens in 4 ms and load it back in 1 ms.
+var deferralLinks = Links{L3BytesPerSecond: 24e6, HostBytesPerSecond: 96e6, KVBytesPerToken: 1000, GPUs: 1, Nodes: 1}
+
+// TestDeferredRequestIsServedTheStepAfterItsOwn: a request whose prefix is in the L3 waits for its step's
+// consensus to agree its prefetch, so it is served in the next step, as the core serves it: its read overlaps its
+// own step's compute of the others, and only what is left of it delays its pass. The ideal keeps that rule, so
+// that measured over ideal counts the machinery alone.
+func TestDeferredRequestIsServedTheStepAfterItsOwn(t *testing.T) {
+	m := perToken{newSeconds: 1e-3}
+	b := Batching{StepTokens: 1000, MaxRequests: 8}
+	lone := Record{ArrivalNs: 0, Hit: Hit{PromptTokens: 100, L3: 96}, Deferred: true}
+	for _, tc := range []struct {
+		name    string
+		records []Record
+		ttft    []int64
+	}{
+		// Step 1 computes the other request (10 ms) while the L3 read (4 ms) runs; step 2 loads (1 ms) and
+		// computes (4 ms) the deferred one. Served in its own step both would end at 4 + 1 + 14 ms.
+		{"its read under the step before", []Record{lone, {ArrivalNs: 0, Hit: Hit{PromptTokens: 10}}}, []int64{15 * ms, 10 * ms}},
+		// Nothing else to compute: the read, the load, the compute, in a step of their own.
+		{"alone", []Record{lone}, []int64{9 * ms}},
+		// The next request arrives a second later: the deferred one does not wait for it.
+		{"not held for the next arrival", []Record{lone, {ArrivalNs: 1000 * ms, Hit: Hit{PromptTokens: 10}}}, []int64{9 * ms, 10 * ms}},
+		// The next request has arrived when the group is free (10 ms): one pass serves both (load 1, 14 computed).
+		{"joined by the next step's own", []Record{lone, {ArrivalNs: 0, Hit: Hit{PromptTokens: 10}}, {ArrivalNs: 1 * ms, Hit: Hit{PromptTokens: 10}}},
+			[]int64{25 * ms, 10 * ms, 24 * ms}},
+		// It arrives while the deferred pass runs: it waits for that pass (9 ms), then computes (10 ms).
+		{"the next arrival waits for the deferred pass", []Record{lone, {ArrivalNs: 1 * ms, Hit: Hit{PromptTokens: 10}}}, []int64{9 * ms, 18 * ms}},
+	} {
+		r := VirtualReplay(tc.records, b, m, deferralLinks)
+		for i, want := range tc.ttft {
+			if got := r.Requests[i].TTFTNs(); got != want {
+				t.Errorf("%s: request %d's TTFT %.3f ms, want %.3f ms", tc.name, i, float64(got)/1e6, float64(want)/1e6)
+			}
+		}
+	}
+}
+
+// TestPlanStepPricesEachPassInAGPUsOrder: a step with deferred requests and its own arriving later has two
+// passes, the deferred one's at once, counting its read from when it began; the step's own waits for its arrival
+// and for the deferred pass; a real load-back that finished late delays the compute.
+func TestPlanStepPricesEachPassInAGPUsOrder(t *testing.T) {
+	m := perToken{newSeconds: 1e-3}
+	in := StepInput{FreeNs: 2 * ms, BatchStartNs: 5 * ms, DeferredSinceNs: 0,
+		Deferred: []Hit{{PromptTokens: 100, L3: 96}}, Batch: []Hit{{PromptTokens: 3}}}
+	p := PlanStep(m, deferralLinks, in)
+	want := StepPlan{Deferred: Pass{StartNs: 2 * ms, ComputeStartNs: 5 * ms, EndNs: 9 * ms}, Batch: Pass{StartNs: 9 * ms, ComputeStartNs: 9 * ms, EndNs: 12 * ms}, TwoPasses: true}
+	if p != want || p.IdleNs() != 0 || p.EndNs() != 12*ms {
+		t.Fatalf("PlanStep = %+v, want %+v", p, want)
+	}
+	in.BatchStartNs, in.LoadsReadyNs = 2*ms, 7*ms // the step's own had arrived; a load-back ended at 7 ms
+	p = PlanStep(m, deferralLinks, in)
+	want = StepPlan{Deferred: Pass{StartNs: 2 * ms, ComputeStartNs: 2 * ms, EndNs: 2 * ms}, Batch: Pass{StartNs: 2 * ms, ComputeStartNs: 7 * ms, EndNs: 14 * ms}}
+	if p != want {
+		t.Fatalf("PlanStep = %+v, want %+v", p, want)
+	}
+}
