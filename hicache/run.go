@@ -34,12 +34,16 @@ type runState struct {
 	// idealHit: the replica's ideal hits after each request, computed by CP rank 0 beside the replay (the other
 	// ranks would wait for it at the start: 0.6 s of the shared trace); nil on the other ranks.
 	idealHit chan []int64
-	stepBuf  [stepInlineBytes]byte // the step broadcast's buffer
-	events   []workload.Event      // CP rank 0's, not yet broadcast
-	l3       *l3IO                 // nil without --l3-dir
-	metrics  *metricsTicker        // world rank 0's periodic metrics writes; nil when none
-	progress *progress
-	clock    *servingClock // nil without the serving clock (Options.Serving)
+	// idealEvents and idealConfig: CP rank 0's workload and ideal, counted after the replay by the steps the
+	// serving clock formed, when --flush-every counts them; nil otherwise.
+	idealEvents []workload.Event
+	idealConfig workload.IdealConfig
+	stepBuf     [stepInlineBytes]byte // the step broadcast's buffer
+	events      []workload.Event      // CP rank 0's, not yet broadcast
+	l3          *l3IO                 // nil without --l3-dir
+	metrics     *metricsTicker        // world rank 0's periodic metrics writes; nil when none
+	progress    *progress
+	clock       *servingClock // nil without the serving clock (Options.Serving)
 
 	tasks      chan copyTask
 	workerDone chan struct{}
@@ -118,6 +122,11 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	if rs.clock != nil && rs.clock.root {
 		rs.clock.replayIdeal()
 	}
+	if rs.idealEvents != nil {
+		cfg := rs.idealConfig
+		cfg.StepEvents = rs.clock.stepEvents
+		rs.idealHit <- workload.IdealHitsByRequest(rs.idealEvents, cfg)
+	}
 	if rs.idealHit != nil {
 		rs.io.IdealHitTokens = idealOfServed(<-rs.idealHit, rs.core.Counters().Requests)
 	}
@@ -153,7 +162,13 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 			cfg := workload.IdealConfig{PageTokens: rs.opts.PageTokens, VocabSize: rs.opts.VocabSize,
 				BatchRequests: rs.opts.BatchRequests, FlushEverySteps: rs.opts.FlushEvery}
 			rs.idealHit = make(chan []int64, 1)
-			go func(events []workload.Event) { rs.idealHit <- workload.IdealHitsByRequest(events, cfg) }(events) // reads events only
+			if s := rs.opts.Serving; s != nil && !s.Virtual && cfg.FlushEverySteps > 0 {
+				// --flush-every counts the serving clock's steps, which it forms as the replay goes: the ideal
+				// waits for them (idealByClockSteps).
+				rs.idealEvents, rs.idealConfig = events, cfg
+			} else {
+				go func(events []workload.Event) { rs.idealHit <- workload.IdealHitsByRequest(events, cfg) }(events) // reads events only
+			}
 		}
 	}
 	err := wrapWorkload(loadErr)

@@ -121,6 +121,7 @@ type servingClock struct {
 	root       bool
 	queue      []serving.Queued // CP rank 0's, one per event of rs.events
 	lastStart  int64            // CP rank 0: the earliest start of the last step it formed
+	stepEvents []int            // CP rank 0: the events of each step it formed, for the ideal hit count
 	startNs    map[int64]int64  // the earliest start of each step received and not yet begun
 	stepStart  int64            // the current step's start: when the group was free for it
 	batchStart int64            // the earliest start of the current step's own requests (Batching.Take's)
@@ -187,6 +188,7 @@ func (c *servingClock) arrive(events []workload.Event, seed uint64) {
 // (serving.VirtualReplay says why), and the earliest time it may begin.
 func (c *servingClock) form(events *[]workload.Event) ([]workload.Event, int64) {
 	n, startNs := c.opts.Batching.Take(c.queue, max(c.lastEnd, c.lastStart))
+	c.stepEvents = append(c.stepEvents, n)
 	batch := (*events)[:n]
 	*events, c.queue = (*events)[n:], c.queue[n:]
 	c.lastStart = startNs

@@ -8,6 +8,9 @@ type IdealConfig struct {
 	VocabSize       int   // to expand compact requests
 	BatchRequests   int   // requests per step (TakeBatch)
 	FlushEverySteps int64 // the replay's own flush after every N steps (--flush-every); 0 = none
+	// StepEvents, when not nil, are the events of each step as the replay cut them (a serving clock forms its
+	// steps from arrivals and a token budget, not BatchRequests at a time); past its end, BatchRequests again.
+	StepEvents []int
 }
 
 // IdealHitTokens is the prompt tokens an unbounded cache would serve from cache over a replica's events: for each
@@ -33,7 +36,11 @@ func IdealHitsByRequest(events []Event, cfg IdealConfig) []int64 {
 	var scratch []int32
 	rest := events
 	for step := int64(1); ; step++ {
-		batch := TakeBatch(&rest, cfg.BatchRequests)
+		n := cfg.BatchRequests
+		if step <= int64(len(cfg.StepEvents)) {
+			n = cfg.StepEvents[step-1]
+		}
+		batch := TakeBatch(&rest, n)
 		if len(batch) == 0 {
 			return byRequest
 		}

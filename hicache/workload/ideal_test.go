@@ -26,6 +26,12 @@ func TestIdealHitTokensByHand(t *testing.T) {
 	if got := IdealHitTokens(events, cfg); got != 0 {
 		t.Fatalf("with a flush every step: %d, want 0", got)
 	}
+	// A serving clock's steps: the first two requests, then the next three, then one a step (past StepEvents,
+	// BatchRequests again). --flush-every 1 leaves only the hits within a step: the second's 4, the fourth's 2.
+	cfg.StepEvents = []int{2, 3}
+	if got := IdealHitTokens(events, cfg); got != 4+2 {
+		t.Fatalf("by the clock's steps with a flush every step: %d, want 6", got)
+	}
 }
 
 // bruteForceIdeal compares every request with every earlier one of the same flush epoch, token by token.
