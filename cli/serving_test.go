@@ -32,6 +32,10 @@ func TestServingFlagsReachTheirOptions(t *testing.T) {
 	if got := captureRun(t, "--gpu", "b200", "--prefill-model", "llama-3.1-70b", "--request-rate", "1").Serving; got.Prefill.Model != "llama-3.1-70b" {
 		t.Fatalf("--prefill-model: %+v", got)
 	}
+	// Closed-loop clients need no arrival times, the synthetic workload's absence of them included.
+	if got := captureRun(t, "--gpu", "h200", "--model", "deepseek-v3", "--clients", "6", "--think-time", "250ms").Serving; got == nil || got.Clients != 6 || got.ThinkSeconds != 0.25 {
+		t.Fatalf("--clients, --think-time: %+v", got)
+	}
 }
 
 // TestServingFlagsAreCheckedBeforeMPI: each bad serving flag is refused by Before, naming itself.
@@ -55,6 +59,9 @@ func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
 		{"prefill-profile", []string{"--prefill-profile", profile, "--request-rate", "1"}},
 		{"prefill-profile", []string{"--prefill-profile", profile + ".missing", "--request-rate", "1"}},
 		{"model", []string{"--gpu", "h200", "--prefill-model", "gpt-9", "--request-rate", "1"}},
+		{"clients", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--clients", "4"}},
+		{"clients", []string{"--gpu", "h200", "--model", "deepseek-v3", "--clients", "-1"}},
+		{"think-time", []string{"--gpu", "h200", "--model", "deepseek-v3", "--clients", "2", "--think-time", "-1s"}},
 	} {
 		o := &runOptions{}
 		flags := append(append(o.flags(), o.metricsFlags()...), servingFlags(&o.serving, false)...)

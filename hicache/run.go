@@ -343,7 +343,7 @@ func (rs *runState) nextStep(step int64) ([]workload.Event, error) {
 		} else {
 			sent = workload.TakeBatch(&rs.events, rs.opts.BatchRequests)
 		}
-		if len(sent) > 0 {
+		if sent != nil { // an empty step, with closed-loop clients, is not the stream's end
 			payload = workload.EncodeEvents(sent)
 		}
 		binary.LittleEndian.PutUint64(first, uint64(len(payload)))

@@ -37,6 +37,10 @@ type ServingOptions struct {
 	// RequestRate, when above 0, replaces the workload's arrival times with Poisson arrivals at this many
 	// requests per trace second, seeded by --seed (the synthetic workload and token traces have none).
 	RequestRate float64
+	// Clients, when above 0, are closed-loop clients instead of arrival times (--clients): each sends its next
+	// request when its last got its first token and ThinkSeconds (--think-time) have passed (serving.Clients).
+	Clients      int
+	ThinkSeconds float64
 	// GroupGPUs, when above 0, is the modelled CP group's GPUs instead of the run's CP size: sweep runs the cache
 	// at cp 1 and models the group the user sizes for (--group-gpus).
 	GroupGPUs int
@@ -74,6 +78,12 @@ func (o *ServingOptions) Check() error {
 		return &spmd.ConfigError{Flag: "request-rate", Reason: fmt.Sprintf("%v requests/s: give a rate above 0, or 0 for the trace's timestamps", o.RequestRate)}
 	case o.Batching.StepTokens < 1:
 		return &spmd.ConfigError{Flag: "step-tokens", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.StepTokens)}
+	case o.Clients < 0:
+		return &spmd.ConfigError{Flag: "clients", Reason: fmt.Sprintf("%d must be 0 (arrival times) or more", o.Clients)}
+	case o.Clients > 0 && o.RequestRate > 0:
+		return &spmd.ConfigError{Flag: "clients", Reason: "closed-loop clients send their own requests: give --clients or --request-rate, not both"}
+	case o.ThinkSeconds < 0 || math.IsInf(o.ThinkSeconds, 0) || math.IsNaN(o.ThinkSeconds):
+		return &spmd.ConfigError{Flag: "think-time", Reason: fmt.Sprintf("%v s is not a time of 0 or more", o.ThinkSeconds)}
 	case o.GroupGPUs < 0:
 		return &spmd.ConfigError{Flag: "group-gpus", Reason: fmt.Sprintf("%d must be 1 or more", o.GroupGPUs)}
 	case o.Batching.MaxRequests < 1:
@@ -85,7 +95,7 @@ func (o *ServingOptions) Check() error {
 // checkArrivals refuses, on CP rank 0, a workload the serving clock cannot time: one with no arrival times (a
 // token trace, the synthetic workload) and no --request-rate. A Mooncake trace's requests carry theirs.
 func (o *ServingOptions) checkArrivals(events []workload.Event) error {
-	if o == nil || o.RequestRate > 0 {
+	if o == nil || o.RequestRate > 0 || o.Clients > 0 {
 		return nil
 	}
 	for i := range events {
@@ -107,6 +117,11 @@ func (p prefillModel) BatchSeconds(batch []serving.Tokens) float64 {
 	return p.m.BatchSeconds(reqs)
 }
 
+// clients are the closed-loop clients, none (N 0) without --clients.
+func (o *ServingOptions) clients() serving.Clients {
+	return serving.Clients{N: o.Clients, ThinkNs: serving.Nanoseconds(o.ThinkSeconds)}
+}
+
 func (o *ServingOptions) prefill() serving.Prefill {
 	if o.testPrefill != nil {
 		return o.testPrefill
@@ -119,9 +134,12 @@ func (o *ServingOptions) prefill() serving.Prefill {
 type servingClock struct {
 	opts       *ServingOptions
 	root       bool
-	queue      []serving.Queued // CP rank 0's, one per event of rs.events
+	queue      []serving.Queued // CP rank 0's, one per event of rs.events sent
+	loop       *serving.ClosedLoop
+	all        []workload.Event // CP rank 0's whole workload, whose arrivals the clients set as they send
 	lastStart  int64            // CP rank 0: the earliest start of the last step it formed
 	stepEvents []int            // CP rank 0: the events of each step it formed, for the ideal hit count
+	sent       int              // CP rank 0 with clients: the events queued of those the clients sent
 	startNs    map[int64]int64  // the earliest start of each step received and not yet begun
 	stepStart  int64            // the current step's start: when the group was free for it
 	batchStart int64            // the earliest start of the current step's own requests (Batching.Take's)
@@ -165,8 +183,18 @@ func (c *servingClock) scaled(ns int64) time.Duration {
 func (c *servingClock) begin() { c.wallStart = time.Now() }
 
 // arrive gives CP rank 0's events their arrival times and builds its queue: the trace's own, or a Poisson
-// stream's at --request-rate. Times never go back: a request queues behind the line before it.
+// stream's at --request-rate. Times never go back: a request queues behind the line before it. With closed-loop
+// clients (--clients) an event arrives when a client sends it (sendArrivals).
 func (c *servingClock) arrive(events []workload.Event, seed uint64) {
+	if c.opts.Clients > 0 {
+		flush := make([]bool, len(events))
+		for i := range events {
+			flush[i] = events[i].Flush
+		}
+		c.all, c.loop = events, serving.NewClosedLoop(c.opts.clients(), flush)
+		c.sendArrivals()
+		return
+	}
 	var rate []int64
 	if c.opts.RequestRate > 0 {
 		rate = serving.PoissonArrivalsNs(len(events), c.opts.RequestRate, seed)
@@ -184,12 +212,31 @@ func (c *servingClock) arrive(events []workload.Event, seed uint64) {
 	}
 }
 
+// sendArrivals queues the events the clients sent since the last call, at the times they sent them.
+func (c *servingClock) sendArrivals() {
+	for ; c.sent < c.loop.Sent(); c.sent++ {
+		e := &c.all[c.sent]
+		e.Request.ArrivalNs = c.loop.ArrivalNs(c.sent)
+		c.queue = append(c.queue, serving.Queued{ArrivalNs: e.Request.ArrivalNs, PromptTokens: e.Request.PromptTokens(), Flush: e.Flush})
+	}
+}
+
 // form is CP rank 0's step: how many of the queued events form step `step`, formed as the step before it begins
-// (serving.VirtualReplay says why), and the earliest time it may begin.
+// (serving.VirtualReplay says why), and the earliest time it may begin. nil ends the stream; an empty batch is
+// a step with nothing sent yet (closed-loop clients all waiting for a first token).
 func (c *servingClock) form(events *[]workload.Event) ([]workload.Event, int64) {
+	if c.loop != nil {
+		c.sendArrivals()
+	}
 	n, startNs := c.opts.Batching.Take(c.queue, max(c.lastEnd, c.lastStart))
 	c.stepEvents = append(c.stepEvents, n)
-	batch := (*events)[:n]
+	if n == 0 {
+		if len(*events) == 0 {
+			return nil, 0
+		}
+		startNs = c.lastEnd // an empty step begins when the group is free
+	}
+	batch := (*events)[:n:n]
 	*events, c.queue = (*events)[n:], c.queue[n:]
 	c.lastStart = startNs
 	return batch, startNs

@@ -175,6 +175,8 @@ func TestServingOptionsNameTheirFlag(t *testing.T) {
 		"request-rate":       func(o *ServingOptions) { o.RequestRate = -1 },
 		"step-tokens":        func(o *ServingOptions) { o.Batching.StepTokens = 0 },
 		"step-requests":      func(o *ServingOptions) { o.Batching.MaxRequests = 0 },
+		"clients":            func(o *ServingOptions) { o.Clients, o.RequestRate = 4, 10 }, // both sources of arrivals
+		"think-time":         func(o *ServingOptions) { o.Clients, o.ThinkSeconds = 4, -1 },
 	} {
 		o := good()
 		spoil(o)

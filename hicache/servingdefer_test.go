@@ -53,3 +53,26 @@ func TestServingClockDefersAsItsIdeal(t *testing.T) {
 	}
 	checkNoLeakedSegments(t)
 }
+
+// TestServingClockWithOneClient: one closed-loop client sends each request when the last one's first token
+// came. CP rank 0 forms a step as the one before it begins, so the first token is known in time for the step
+// after next: each request has its own step, with an empty one between two (the broadcast tells an empty step
+// from the stream's end), and every request is timed, by the run and by its ideal, which follows the same rule.
+func TestServingClockWithOneClient(t *testing.T) {
+	opts := servingOptions()
+	opts.Serving.RequestRate, opts.Serving.Clients, opts.Serving.ThinkSeconds = 0, 1, 0.002
+	opts.Synthetic.FlushEvery = 0
+	r, err := Run(testJob(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Serving
+	perGroup := r.Requests / int64(r.DP)
+	if s == nil || s.Requests != r.Requests || r.Steps != 2*perGroup-1 {
+		t.Fatalf("%d requests of %d timed in %d steps, want %d steps", s.Requests, r.Requests, r.Steps, 2*perGroup-1)
+	}
+	if s.IdealTTFT.P50 <= 0 || s.IdealTTFT.P50 > 1.03*s.TTFT.P50 {
+		t.Fatalf("TTFT p50 %g s, ideal %g s: want the ideal above 0 and no slower", s.TTFT.P50, s.IdealTTFT.P50)
+	}
+	checkNoLeakedSegments(t)
+}

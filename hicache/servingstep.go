@@ -149,8 +149,13 @@ func (c *servingClock) stepEnded() {
 	// The wait between a step's two passes is idle time, not step time: the machinery's share leaves it out.
 	c.stepsNs += end - c.stepStart - c.idleNs
 	c.modelledNs += modelled - c.idleNs
+	var ends []int64
 	for _, rc := range c.inStep {
 		c.t.observe(rc, rc.computeEndNs+overrun)
+		ends = append(ends, rc.computeEndNs+overrun)
 	}
 	c.inStep = c.inStep[:0]
+	if c.loop != nil { // the clients learn their first tokens: CP rank 0 forms the step after next with them
+		c.loop.FirstTokens(ends)
+	}
 }

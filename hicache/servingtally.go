@@ -41,7 +41,7 @@ func (c *servingClock) replayIdeal() {
 			records = append(records, serving.Record{ArrivalNs: rc.arrivalNs, Hit: rc.hit, Flush: rc.flush, Deferred: rc.deferred})
 		}
 	}
-	r := serving.VirtualReplay(records, c.opts.Batching, c.opts.prefill(), c.opts.links)
+	r := serving.VirtualReplay(records, c.opts.Batching, c.opts.prefill(), c.opts.links, c.opts.clients())
 	for i, tm := range r.Requests {
 		if records[i].Flush {
 			continue

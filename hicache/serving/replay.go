@@ -35,23 +35,30 @@ type Replay struct {
 // the requests queued by then, while step k's compute runs (as SGLang's overlap scheduler prepares the next batch
 // during the forward pass), and step k+1 begins when step k ends, or at its first request's arrival if later. The
 // runner forms it so because its core reads the event stream one step ahead (for the L3's existence checks).
+// With closed-loop clients a step may find nothing sent yet (every client waits for a first token of the step
+// that runs): it is an empty step, which serves the requests deferred to it, if any.
 //
 // VirtualReplay replays records on a clock whose cache machinery costs nothing: each step takes exactly its
-// modelled time (PlanStep), a deferred request served in the step after its own. Over a run's own hit record it is
-// that run's ideal; over a sweep's, its modelled TTFT.
-func VirtualReplay(records []Record, b Batching, p Prefill, l Links) Replay {
-	queue := make([]Queued, len(records))
-	for i, r := range records {
-		queue[i] = Queued{ArrivalNs: r.ArrivalNs, PromptTokens: r.Hit.PromptTokens, Flush: r.Flush}
-	}
+// modelled time (PlanStep), a deferred request served in the step after its own. The records arrive at their
+// ArrivalNs, or, with clients (Clients.N above 0), as the clients send them on this clock. Over a run's own hit
+// record it is that run's ideal; over a sweep's, its modelled TTFT.
+func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Clients) Replay {
+	a := newVirtualArrivals(records, clients)
 	out := Replay{Requests: make([]Timing, len(records))}
 	var formNs, freeNs, deferredSince int64
-	var deferred []int // the records the last step kept waiting for their prefetch
+	var deferred []int        // the records the last step kept waiting for their prefetch
+	var firstTokens [][]int64 // by step, the first tokens the clients do not know of yet
 	for i := 0; i < len(records) || len(deferred) > 0; {
+		// Step k+1 is formed as step k begins: it knows the first tokens of the steps before step k.
+		for ; len(firstTokens) > 1; firstTokens = firstTokens[1:] {
+			a.firstTokens(firstTokens[0])
+		}
 		// Past the last record the core gives the requests still waiting steps of their own.
 		n, batchStart := 0, freeNs
-		if i < len(records) {
-			n, batchStart = b.Take(queue[i:], formNs)
+		if i < a.sent() {
+			n, batchStart = b.Take(a.queue[i:a.sent()], formNs)
+		} else if i < len(records) && len(deferred) == 0 && len(firstTokens) == 0 {
+			break // nothing sent, nothing to come: cannot happen with a client or more
 		}
 		in := StepInput{FreeNs: freeNs, BatchStartNs: batchStart, DeferredSinceNs: deferredSince}
 		for _, j := range deferred {
@@ -68,12 +75,18 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links) Replay {
 			}
 		}
 		plan := PlanStep(p, l, in)
+		var ends []int64
 		for _, j := range deferred {
-			out.Requests[j] = timing(records[j].ArrivalNs, deferredSince, plan.PassOf(true))
+			out.Requests[j] = timing(a.queue[j].ArrivalNs, deferredSince, plan.PassOf(true))
+			ends = append(ends, out.Requests[j].EndNs)
 		}
 		for j := i; j < i+n; j++ {
-			out.Requests[j] = timing(records[j].ArrivalNs, plan.Batch.StartNs, plan.Batch)
+			out.Requests[j] = timing(a.queue[j].ArrivalNs, plan.Batch.StartNs, plan.Batch)
+			if !records[j].Flush && !records[j].Deferred {
+				ends = append(ends, plan.Batch.EndNs)
+			}
 		}
+		firstTokens = append(firstTokens, ends)
 		deferred, deferredSince = waiting, plan.Batch.StartNs
 		// The next step is formed as this one's own requests may begin: the run's CP rank 0 forms it before this
 		// step runs, so it cannot know when a pass of deferred requests ends.
@@ -82,6 +95,45 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links) Replay {
 		i += n
 	}
 	return out
+}
+
+// virtualArrivals are the records' arrivals as the virtual clock learns them: all at once, or as the clients
+// send them.
+type virtualArrivals struct {
+	queue []Queued // the records sent so far (all without clients), in order
+	loop  *ClosedLoop
+	hits  []Record
+}
+
+func newVirtualArrivals(records []Record, clients Clients) *virtualArrivals {
+	a := &virtualArrivals{hits: records}
+	if clients.N <= 0 {
+		for _, r := range records {
+			a.queue = append(a.queue, Queued{ArrivalNs: r.ArrivalNs, PromptTokens: r.Hit.PromptTokens, Flush: r.Flush})
+		}
+		return a
+	}
+	flush := make([]bool, len(records))
+	for i, r := range records {
+		flush[i] = r.Flush
+	}
+	a.loop = NewClosedLoop(clients, flush)
+	a.firstTokens(nil)
+	return a
+}
+
+func (a *virtualArrivals) sent() int { return len(a.queue) }
+
+// firstTokens tells the clients of first tokens, and queues what they send.
+func (a *virtualArrivals) firstTokens(endsNs []int64) {
+	if a.loop == nil {
+		return
+	}
+	a.loop.FirstTokens(endsNs)
+	for j := len(a.queue); j < a.loop.Sent(); j++ {
+		r := a.hits[j]
+		a.queue = append(a.queue, Queued{ArrivalNs: a.loop.ArrivalNs(j), PromptTokens: r.Hit.PromptTokens, Flush: r.Flush})
+	}
 }
 
 // timing is a request's way through the pass that served it, its step having first begun at firstStartNs.

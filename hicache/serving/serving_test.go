@@ -75,7 +75,7 @@ func TestVirtualReplayQueuesBehindTheStepThatRuns(t *testing.T) {
 		{ArrivalNs: 100 * ms, Flush: true},                       // a flush costs no modelled time
 		{ArrivalNs: 100 * ms, Hit: Hit{PromptTokens: 10, L1: 8}}, // 2 tokens computed
 	}
-	r := VirtualReplay(records, b, m, Links{})
+	r := VirtualReplay(records, b, m, Links{}, Clients{})
 	wantTTFT := []int64{10 * ms, 20 * ms, 15 * ms, 10 * ms, 0, 12 * ms}
 	for i, w := range wantTTFT {
 		if records[i].Flush {
@@ -115,7 +115,7 @@ func TestMoreHitsNeverLateOnTheVirtualClock(t *testing.T) {
 			cold = append(cold, Record{ArrivalNs: at, Hit: Hit{PromptTokens: prompt}})
 			warm = append(warm, Record{ArrivalNs: at, Hit: Hit{PromptTokens: prompt, L2: cached}})
 		}
-		c, w := VirtualReplay(cold, b, m, l), VirtualReplay(warm, b, m, l)
+		c, w := VirtualReplay(cold, b, m, l, Clients{}), VirtualReplay(warm, b, m, l, Clients{})
 		for i := range cold {
 			if w.Requests[i].EndNs > c.Requests[i].EndNs {
 				t.Fatalf("trial %d: request %d's first token at %d ns with hits, %d without", trial, i, w.Requests[i].EndNs, c.Requests[i].EndNs)
@@ -170,7 +170,7 @@ func TestDeferredRequestIsServedTheStepAfterItsOwn(t *testing.T) {
 		// It arrives while the deferred pass runs: it waits for that pass (9 ms), then computes (10 ms).
 		{"the next arrival waits for the deferred pass", []Record{lone, {ArrivalNs: 1 * ms, Hit: Hit{PromptTokens: 10}}}, []int64{9 * ms, 18 * ms}},
 	} {
-		r := VirtualReplay(tc.records, b, m, deferralLinks)
+		r := VirtualReplay(tc.records, b, m, deferralLinks, Clients{})
 		for i, want := range tc.ttft {
 			if got := r.Requests[i].TTFTNs(); got != want {
 				t.Errorf("%s: request %d's TTFT %.3f ms, want %.3f ms", tc.name, i, float64(got)/1e6, float64(want)/1e6)
@@ -196,5 +196,54 @@ func TestPlanStepPricesEachPassInAGPUsOrder(t *testing.T) {
 	want = StepPlan{Deferred: Pass{StartNs: 2 * ms, ComputeStartNs: 2 * ms, EndNs: 2 * ms}, Batch: Pass{StartNs: 2 * ms, ComputeStartNs: 7 * ms, EndNs: 14 * ms}}
 	if p != want {
 		t.Fatalf("PlanStep = %+v, want %+v", p, want)
+	}
+}
+
+// TestClosedLoopSendsWhenAFirstTokenComes: N clients send the first N requests at 0, and each next one when a
+// first token frees a client, ThinkNs later, the earliest first token first; a flush holds no client.
+func TestClosedLoopSendsWhenAFirstTokenComes(t *testing.T) {
+	flush := []bool{false, false, true, false, false, false}
+	l := NewClosedLoop(Clients{N: 2, ThinkNs: 5 * ms}, flush)
+	if l.Sent() != 3 || l.ArrivalNs(1) != 0 || l.ArrivalNs(2) != 0 {
+		t.Fatalf("at the start %d sent, want the two requests and the flush after them", l.Sent())
+	}
+	l.FirstTokens([]int64{30 * ms, 10 * ms})
+	if l.Sent() != 5 || l.ArrivalNs(3) != 15*ms || l.ArrivalNs(4) != 35*ms {
+		t.Fatalf("after first tokens at 30 and 10 ms: %d sent, arrivals %v", l.Sent(), l.arrivals)
+	}
+	l.FirstTokens(nil)
+	if l.Sent() != 5 {
+		t.Fatalf("no first token sent a request: %d sent", l.Sent())
+	}
+	l.FirstTokens([]int64{40 * ms, 50 * ms}) // one request left for two free clients
+	if l.Sent() != 6 || l.ArrivalNs(5) != 45*ms {
+		t.Fatalf("the last request: %d sent, arrivals %v", l.Sent(), l.arrivals)
+	}
+}
+
+// TestVirtualReplayWithAClient: one client, no think time, 10 ms a request. A step is formed as the one before it
+// begins, so a first token reaches the client in time for the step after next: between two requests the group
+// runs an empty step, which on the virtual clock costs nothing. Each request arrives at the last one's first
+// token and waits for nothing.
+func TestVirtualReplayWithAClient(t *testing.T) {
+	m := perToken{newSeconds: 1e-3}
+	b := Batching{StepTokens: 100, MaxRequests: 8}
+	records := []Record{{Hit: Hit{PromptTokens: 10}}, {ArrivalNs: 999 * ms, Hit: Hit{PromptTokens: 10}}, {Hit: Hit{PromptTokens: 10}}}
+	r := VirtualReplay(records, b, m, Links{}, Clients{N: 1})
+	for i, tm := range r.Requests {
+		if tm.ArrivalNs != int64(i)*10*ms || tm.TTFTNs() != 10*ms {
+			t.Errorf("request %d arrived at %d ns with a TTFT of %d ns, want %d ns and 10 ms", i, tm.ArrivalNs, tm.TTFTNs(), int64(i)*10*ms)
+		}
+	}
+	if r.Steps != 5 {
+		t.Errorf("%d steps, want 5 (3 requests, an empty step between each two)", r.Steps)
+	}
+	// Two clients keep the group busy: the second request is formed with the first, and they share its step.
+	r = VirtualReplay(records, b, m, Links{}, Clients{N: 2, ThinkNs: 1 * ms})
+	if got := r.Requests[1].TTFTNs(); got != 20*ms {
+		t.Errorf("the second of two clients' first requests: TTFT %d ns, want 20 ms", got)
+	}
+	if got := r.Requests[2].ArrivalNs; got != 21*ms {
+		t.Errorf("the third request arrived at %d ns, want 21 ms (the first token at 20 ms, 1 ms of thought)", got)
 	}
 }

@@ -9,7 +9,8 @@ type IdealConfig struct {
 	BatchRequests   int   // requests per step (TakeBatch)
 	FlushEverySteps int64 // the replay's own flush after every N steps (--flush-every); 0 = none
 	// StepEvents, when not nil, are the events of each step as the replay cut them (a serving clock forms its
-	// steps from arrivals and a token budget, not BatchRequests at a time); past its end, BatchRequests again.
+	// steps from arrivals and a token budget, not BatchRequests at a time; a step may hold none); past its end,
+	// BatchRequests again.
 	StepEvents []int
 }
 
@@ -36,13 +37,14 @@ func IdealHitsByRequest(events []Event, cfg IdealConfig) []int64 {
 	var scratch []int32
 	rest := events
 	for step := int64(1); ; step++ {
-		n := cfg.BatchRequests
+		n, batch := cfg.BatchRequests, []Event(nil)
 		if step <= int64(len(cfg.StepEvents)) {
 			n = cfg.StepEvents[step-1]
 		}
-		batch := TakeBatch(&rest, n)
-		if len(batch) == 0 {
-			return byRequest
+		if n > 0 || step > int64(len(cfg.StepEvents)) {
+			if batch = TakeBatch(&rest, n); len(batch) == 0 {
+				return byRequest
+			}
 		}
 		for i := range batch {
 			if batch[i].Flush {
