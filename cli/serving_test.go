@@ -105,8 +105,8 @@ func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
 		path := filepath.Join(dir, "s"+string(rune('0'+i))+".json")
 		out := singleton(t, append([]string{"sweep", "--l2-slots", "16,1024", "--json", path, "--plot", path + ".png", "--gpu", "h100",
 			"--prefill-model", "llama-3.1-8b", "--request-rate", "20"}, append(sweepWorkload, sweepL1...)...)...)
-		if !strings.Contains(out, "MODELLED TTFT p50") {
-			t.Fatalf("the sweep's lines give no modelled TTFT:\n%s", out)
+		if !strings.Contains(out, "MODELLED TTFT p50") || !strings.Contains(out, "with an unbounded L3 at 40 GiB/s: p50") {
+			t.Fatalf("the sweep's lines give no modelled TTFT, with and without an L3:\n%s", out)
 		}
 		readJSON(t, path, &results[i])
 	}
@@ -116,7 +116,11 @@ func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
 	}
 	for i := range a.Points {
 		p, q := a.Points[i].Serving, b.Points[i].Serving
-		if p == nil || q == nil || *p != *q || p.TTFTP50 <= 0 {
+		if p == nil || q == nil || p.WithL3 == nil || q.WithL3 == nil || *p.WithL3 != *q.WithL3 || p.WithL3.TTFT.P50 <= 0 {
+			t.Fatalf("point %d: with an L3 %+v then %+v, want the same modelled TTFT in both sweeps", i, p, q)
+		}
+		p.WithL3, q.WithL3 = nil, nil
+		if *p != *q || p.TTFTP50 <= 0 {
 			t.Fatalf("point %d: %+v then %+v, want the same modelled TTFT in both sweeps", i, p, q)
 		}
 	}

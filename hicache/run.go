@@ -121,6 +121,9 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	replayErr := rs.core.Run()
 	if rs.clock != nil && rs.clock.root {
 		rs.clock.replayIdeal()
+		if rs.clock.opts.Virtual {
+			rs.clock.withL3 = rs.clock.replayWithL3(rs.seenPrefixes(events))
+		}
 	}
 	if rs.idealEvents != nil {
 		cfg := rs.idealConfig

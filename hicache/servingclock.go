@@ -157,7 +157,8 @@ type servingClock struct {
 	inStep  []*requestClock
 	order   []*requestClock
 
-	stepsNs, modelledNs int64 // every step's measured span and its modelled cost: the machinery's share
+	stepsNs, modelledNs int64              // every step's measured span and its modelled cost: the machinery's share
+	withL3              *ModelledL3Serving // CP rank 0 of a virtual replay: its figures over the modelled L3
 	t                   servingTallies
 }
 

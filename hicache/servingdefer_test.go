@@ -76,3 +76,32 @@ func TestServingClockWithOneClient(t *testing.T) {
 	}
 	checkNoLeakedSegments(t)
 }
+
+// TestSweepsModelledL3: a virtual replay (a sweep's point) also gives its TTFT with an unbounded L3 under the
+// L2, the same from run to run, and a faster L3 never gives a later first token at p50 or p99.
+func TestSweepsModelledL3(t *testing.T) {
+	var got []*ModelledL3Serving
+	for _, rate := range []float64{1e6, 1e6, 1e11} { // a 64-byte token: 64 ms or 0.6 us a 1,000-token read
+		opts := servingOptions()
+		opts.SyncCopies, opts.Serving.Virtual, opts.Serving.L3ReadBytesPerSecond = true, true, rate
+		// Prompts of a few 512-token blocks, and a flush every 8 requests: the L3 holds what the L2 forgets.
+		opts.Serving.testPrefill = passPrefill{passSeconds: 0.01, secondsPerToken: 20e-6}
+		opts.Synthetic.SystemPromptTokens, opts.Synthetic.TurnTokens, opts.Synthetic.TurnsMax, opts.Synthetic.FlushEvery = 1024, 256, 3, 8
+		r, err := Run(testJob(t), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Serving == nil || r.Serving.ModelledL3 == nil || (testWorld.Rank() == 0 && r.Serving.ModelledL3.L3Tokens == 0) {
+			t.Fatalf("a virtual replay's modelled L3: %+v, want figures with tokens from it", r.Serving.ModelledL3)
+		}
+		got = append(got, r.Serving.ModelledL3)
+	}
+	if *got[0] != *got[1] {
+		t.Fatalf("two runs of one configuration: %+v, then %+v", *got[0], *got[1])
+	}
+	slow, fast := got[0], got[2]
+	if fast.TTFT.P50 > slow.TTFT.P50 || fast.TTFT.P99 > slow.TTFT.P99 || fast.TTFT.P99 == slow.TTFT.P99 && fast.TTFT.P50 == slow.TTFT.P50 {
+		t.Fatalf("an L3 at 100 GB/s: TTFT p50 %g s, p99 %g s; at 1 MB/s: p50 %g s, p99 %g s: want the faster one sooner",
+			fast.TTFT.P50, fast.TTFT.P99, slow.TTFT.P50, slow.TTFT.P99)
+	}
+}

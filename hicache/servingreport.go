@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -50,6 +51,8 @@ type ServingReport struct {
 	// token, summed over the groups.
 	PromptTokensPerSecond      float64 `json:"prompt_tokens_per_s"`
 	IdealPromptTokensPerSecond float64 `json:"ideal_prompt_tokens_per_s"`
+	// ModelledL3 is a virtual replay's (sweep's) figures again with an unbounded L3 under the L2 (servingl3.go).
+	ModelledL3 *ModelledL3Serving `json:"modelled_l3,omitempty"`
 	// MachinerySharePct is the share of the steps' time that the cache machinery added beyond the modelled time.
 	MachinerySharePct float64 `json:"machinery_share_pct"`
 
@@ -92,7 +95,7 @@ func (rs *runState) servingReport() (*ServingReport, error) {
 		TTFT: percentilesOf(&t.ttft), IdealTTFT: percentilesOf(&t.ideal), QueueWait: percentilesOf(&t.queue),
 		PrefetchWait: percentilesOf(&t.prefetch), LoadWait: percentilesOf(&t.load), Compute: percentilesOf(&t.prefill),
 		PromptTokensPerSecond: float64(sums[1]) / 1e3, IdealPromptTokensPerSecond: float64(sums[2]) / 1e3}
-	r.ttft, r.ideal = t.ttft, t.ideal
+	r.ttft, r.ideal, r.ModelledL3 = t.ttft, t.ideal, c.withL3
 	if r.IdealTTFT.P50 > 0 {
 		r.MeasuredOverIdealP50 = r.TTFT.P50 / r.IdealTTFT.P50
 	}
@@ -117,6 +120,10 @@ func (s *ServingReport) writeSummary(w io.Writer) {
 	if s.Virtual {
 		fmt.Fprintf(w, "  serving, MODELLED on a virtual clock (%s): %d requests, TTFT p50 %s, p90 %s, p99 %s, %.0f prompt tokens/s\n",
 			s.Model, s.Requests, seconds(s.IdealTTFT.P50), seconds(s.IdealTTFT.P90), seconds(s.IdealTTFT.P99), s.IdealPromptTokensPerSecond)
+		if l := s.ModelledL3; l != nil {
+			fmt.Fprintf(w, "    with an unbounded L3 read at %s/s (MODELLED, %d tokens from it): TTFT p50 %s, p99 %s, %.0f prompt tokens/s\n",
+				sizing.FormatBytes(int64(l.ReadBytesPerSecond)), l.L3Tokens, seconds(l.TTFT.P50), seconds(l.TTFT.P99), l.PromptTokensPerSecond)
+		}
 		return
 	}
 	ms := func(p Percentiles) string {

@@ -247,3 +247,34 @@ func TestVirtualReplayWithAClient(t *testing.T) {
 		t.Errorf("the third request arrived at %d ns, want 21 ms (the first token at 20 ms, 1 ms of thought)", got)
 	}
 }
+
+// TestFasterL3NeverLateOnTheVirtualClock: the same hits, deferred alike, read from a faster L3 never make a
+// request's first token later, whatever the arrivals (the sweep's modelled L3 at two read rates).
+func TestFasterL3NeverLateOnTheVirtualClock(t *testing.T) {
+	m := perToken{newSeconds: 1e-4, cachedSeconds: 1e-6}
+	b := Batching{StepTokens: 4096, MaxRequests: 16}
+	state := uint64(11)
+	next := func(n int64) int64 {
+		state = state*6364136223846793005 + 1442695040888963407
+		return int64(state>>33) % n
+	}
+	for trial := 0; trial < 50; trial++ {
+		var records []Record
+		var at int64
+		for i := 0; i < 40; i++ {
+			at += next(20) * ms
+			prompt := 1 + next(6000)
+			l3 := next(prompt)
+			records = append(records, Record{ArrivalNs: at, Hit: Hit{PromptTokens: prompt, L3: l3}, Deferred: l3 > 0})
+		}
+		slowLinks := Links{HostBytesPerSecond: 1e9, L3BytesPerSecond: 1e7, KVBytesPerToken: 1000, GPUs: 8, Nodes: 1}
+		fastLinks := slowLinks
+		fastLinks.L3BytesPerSecond = 1e9
+		slow, fast := VirtualReplay(records, b, m, slowLinks, Clients{}), VirtualReplay(records, b, m, fastLinks, Clients{})
+		for i := range records {
+			if fast.Requests[i].EndNs > slow.Requests[i].EndNs {
+				t.Fatalf("trial %d: request %d's first token at %d ns from the fast L3, %d from the slow", trial, i, fast.Requests[i].EndNs, slow.Requests[i].EndNs)
+			}
+		}
+	}
+}

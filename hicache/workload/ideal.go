@@ -83,3 +83,24 @@ func idealHit(seen map[uint64]struct{}, tokens []int32, pageTokens int) int64 {
 	}
 	return hit
 }
+
+// SeenPrefixTokens is, for each request in the events' order, the longest prefix of its whole pages (PageTokens
+// each) that any earlier request began with, flushes or not: what an unbounded store that outlives flushes (a
+// modelled L3 holding every block written before) could supply to it.
+func SeenPrefixTokens(events []Event, cfg IdealConfig) []int64 {
+	seen := map[uint64]struct{}{}
+	var out []int64
+	var scratch []int32
+	for i := range events {
+		if events[i].Flush {
+			continue
+		}
+		tokens := events[i].Request.InputIDs
+		if tokens == nil && events[i].Request.Blocks.Compact() {
+			scratch = events[i].Request.Blocks.AppendTokens(scratch[:0], cfg.VocabSize)
+			tokens = scratch
+		}
+		out = append(out, idealHit(seen, tokens, cfg.PageTokens))
+	}
+	return out
+}
