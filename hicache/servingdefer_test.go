@@ -91,10 +91,20 @@ func TestSweepsModelledL3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Serving == nil || r.Serving.ModelledL3 == nil || (testWorld.Rank() == 0 && r.Serving.ModelledL3.L3Tokens == 0) {
-			t.Fatalf("a virtual replay's modelled L3: %+v, want figures with tokens from it", r.Serving.ModelledL3)
+		if r.Serving == nil {
+			t.Fatal("no serving report from a virtual replay")
 		}
+		// CP rank 0 replays its group's requests; a sweep is one process. World rank 0 checks, after the runs,
+		// so that a failure on it leaves no rank waiting in a collective.
 		got = append(got, r.Serving.ModelledL3)
+	}
+	if testWorld.Rank() != 0 {
+		return
+	}
+	for _, l3 := range got {
+		if l3 == nil || l3.L3Tokens == 0 {
+			t.Fatalf("a virtual replay's modelled L3: %+v, want figures with tokens from it", l3)
+		}
 	}
 	if *got[0] != *got[1] {
 		t.Fatalf("two runs of one configuration: %+v, then %+v", *got[0], *got[1])
