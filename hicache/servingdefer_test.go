@@ -67,9 +67,9 @@ func TestServingClockWithOneClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := r.Serving
-	perGroup := r.Requests / int64(r.DP)
-	if s == nil || s.Requests != r.Requests || r.Steps != 2*perGroup-1 {
-		t.Fatalf("%d requests of %d timed in %d steps, want %d steps", s.Requests, r.Requests, r.Steps, 2*perGroup-1)
+	// Steps are summed over the groups, each 2n-1 for its n requests.
+	if want := 2*r.Requests - int64(r.DP); s == nil || s.Requests != r.Requests || r.Steps != want {
+		t.Fatalf("%+v: %d requests timed in %d steps, want %d steps", s, r.Requests, r.Steps, want)
 	}
 	if s.IdealTTFT.P50 <= 0 || s.IdealTTFT.P50 > 1.03*s.TTFT.P50 {
 		t.Fatalf("TTFT p50 %g s, ideal %g s: want the ideal above 0 and no slower", s.TTFT.P50, s.IdealTTFT.P50)
