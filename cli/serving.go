@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -26,6 +27,8 @@ type servingOptions struct {
 	efficiency                      float64
 	stepTokens, stepRequests        int
 	requestRate, timeScale          float64
+	clients                         int
+	thinkTime                       time.Duration
 	groupGPUs                       int // sweep's: the modelled CP group's GPUs
 }
 
@@ -59,6 +62,10 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 			Usage: "requests in a step at most"},
 		&cli.Float64Flag{Name: "request-rate", EnvVars: env("REQUEST_RATE"), Category: servingCategory, Destination: &o.requestRate, DefaultText: "a Mooncake trace's timestamps",
 			Usage: "Poisson arrivals at this many requests per second, seeded by --seed, instead of the trace's timestamps (the synthetic workload and token traces have none: give it)"},
+		&cli.IntFlag{Name: "clients", EnvVars: env("CLIENTS"), Category: servingCategory, Destination: &o.clients, DefaultText: "none: the arrivals of the trace or of --request-rate",
+			Usage: "closed-loop clients instead of arrival times: N clients, each sends its next request (in the workload's order) when its last one got its first token, so the load follows the service (SERVING.md)"},
+		&cli.DurationFlag{Name: "think-time", EnvVars: env("THINK_TIME"), Category: servingCategory, Destination: &o.thinkTime,
+			Usage: "with --clients, how long a client waits after a first token before it sends its next request (trace time, e.g. 500ms)"},
 		&cli.Float64Flag{Name: "time-scale", Value: 1, EnvVars: env("TIME_SCALE"), Category: servingCategory, Destination: &o.timeScale,
 			Usage: "spend the modelled time at 1/N of its length on the wall (60: an hour of trace in about a minute, arrivals at the trace's load); a step lasts its modelled time or its real work's wall time, whichever is longer, so the cache's own time counts as itself and the figures are a replay's at the trace's pace (SERVING.md)"},
 	}
@@ -80,8 +87,8 @@ func (o *servingOptions) options(model string, synthetic bool) (*hicache.Serving
 	if !o.on() {
 		return nil, nil
 	}
-	if synthetic && o.requestRate == 0 {
-		return nil, &spmd.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times, and the synthetic workload has none: give a rate (requests per second), or a Mooncake --trace"}
+	if synthetic && o.requestRate == 0 && o.clients == 0 {
+		return nil, &spmd.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times, and the synthetic workload has none: give a rate (requests per second), closed-loop --clients, or a Mooncake --trace"}
 	}
 	gpu := o.gpu
 	if gpu == "" {
@@ -101,7 +108,7 @@ func (o *servingOptions) options(model string, synthetic bool) (*hicache.Serving
 		Prefill: prefill.Options{Model: model, GPU: gpu, Efficiency: o.efficiency, ProfilePath: o.prefillProfile,
 			Open: func(path string) (io.ReadCloser, error) { return os.Open(path) }},
 		L3ReadBytesPerSecond: l3Rate, Batching: serving.Batching{StepTokens: int64(o.stepTokens), MaxRequests: o.stepRequests},
-		TimeScale: o.timeScale, RequestRate: o.requestRate, GroupGPUs: o.groupGPUs,
+		TimeScale: o.timeScale, RequestRate: o.requestRate, GroupGPUs: o.groupGPUs, Clients: o.clients, ThinkSeconds: o.thinkTime.Seconds(),
 	}
 	return s, s.Check()
 }

@@ -32,6 +32,10 @@ func TestServingFlagsReachTheirOptions(t *testing.T) {
 	if got := captureRun(t, "--gpu", "b200", "--prefill-model", "llama-3.1-70b", "--request-rate", "1").Serving; got.Prefill.Model != "llama-3.1-70b" {
 		t.Fatalf("--prefill-model: %+v", got)
 	}
+	// Closed-loop clients need no arrival times, the synthetic workload's absence of them included.
+	if got := captureRun(t, "--gpu", "h200", "--model", "deepseek-v3", "--clients", "6", "--think-time", "250ms").Serving; got == nil || got.Clients != 6 || got.ThinkSeconds != 0.25 {
+		t.Fatalf("--clients, --think-time: %+v", got)
+	}
 }
 
 // TestServingFlagsAreCheckedBeforeMPI: each bad serving flag is refused by Before, naming itself.
@@ -55,6 +59,9 @@ func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
 		{"prefill-profile", []string{"--prefill-profile", profile, "--request-rate", "1"}},
 		{"prefill-profile", []string{"--prefill-profile", profile + ".missing", "--request-rate", "1"}},
 		{"model", []string{"--gpu", "h200", "--prefill-model", "gpt-9", "--request-rate", "1"}},
+		{"clients", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--clients", "4"}},
+		{"clients", []string{"--gpu", "h200", "--model", "deepseek-v3", "--clients", "-1"}},
+		{"think-time", []string{"--gpu", "h200", "--model", "deepseek-v3", "--clients", "2", "--think-time", "-1s"}},
 	} {
 		o := &runOptions{}
 		flags := append(append(o.flags(), o.metricsFlags()...), servingFlags(&o.serving, false)...)
@@ -98,8 +105,8 @@ func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
 		path := filepath.Join(dir, "s"+string(rune('0'+i))+".json")
 		out := singleton(t, append([]string{"sweep", "--l2-slots", "16,1024", "--json", path, "--plot", path + ".png", "--gpu", "h100",
 			"--prefill-model", "llama-3.1-8b", "--request-rate", "20"}, append(sweepWorkload, sweepL1...)...)...)
-		if !strings.Contains(out, "MODELLED TTFT p50") {
-			t.Fatalf("the sweep's lines give no modelled TTFT:\n%s", out)
+		if !strings.Contains(out, "MODELLED TTFT p50") || !strings.Contains(out, "with an unbounded L3 at 40 GiB/s: p50") {
+			t.Fatalf("the sweep's lines give no modelled TTFT, with and without an L3:\n%s", out)
 		}
 		readJSON(t, path, &results[i])
 	}
@@ -109,7 +116,11 @@ func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
 	}
 	for i := range a.Points {
 		p, q := a.Points[i].Serving, b.Points[i].Serving
-		if p == nil || q == nil || *p != *q || p.TTFTP50 <= 0 {
+		if p == nil || q == nil || p.WithL3 == nil || q.WithL3 == nil || *p.WithL3 != *q.WithL3 || p.WithL3.TTFT.P50 <= 0 {
+			t.Fatalf("point %d: with an L3 %+v then %+v, want the same modelled TTFT in both sweeps", i, p, q)
+		}
+		p.WithL3, q.WithL3 = nil, nil
+		if *p != *q || p.TTFTP50 <= 0 {
 			t.Fatalf("point %d: %+v then %+v, want the same modelled TTFT in both sweeps", i, p, q)
 		}
 	}

@@ -145,6 +145,10 @@ func writeSweepPoint(w io.Writer, p sweep.Point) {
 	serving := ""
 	if s := p.Serving; s != nil {
 		serving = fmt.Sprintf("; MODELLED TTFT p50 %.3g s, p99 %.3g s, %.0f prompt tokens/s", s.TTFTP50, s.TTFTP99, s.PromptTokensPerSecond)
+		if l := s.WithL3; l != nil {
+			serving += fmt.Sprintf(" (with an unbounded L3 at %s/s: p50 %.3g s, p99 %.3g s, %.0f tokens/s)",
+				sizing.FormatBytes(int64(l.ReadBytesPerSecond)), l.TTFT.P50, l.TTFT.P99, l.PromptTokensPerSecond)
+		}
 	}
 	fmt.Fprintf(w, "  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s%s\n",
 		sizing.FormatBytes(p.L2Bytes), p.L2Tokens, p.L2Slots, 100*p.HitRate, p.L1Tokens, p.L2HitTokens, 100*p.IdealRate, p.WallSeconds, serving, uncached)

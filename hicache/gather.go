@@ -244,7 +244,7 @@ func (rs *runState) servingReport() (*report.ServingReport, error) {
 		TTFT: report.PercentilesOf(&t.ttft), IdealTTFT: report.PercentilesOf(&t.ideal), QueueWait: report.PercentilesOf(&t.queue),
 		PrefetchWait: report.PercentilesOf(&t.prefetch), LoadWait: report.PercentilesOf(&t.load), Compute: report.PercentilesOf(&t.prefill),
 		PromptTokensPerSecond: float64(sums[1]) / 1e3, IdealPromptTokensPerSecond: float64(sums[2]) / 1e3}
-	r.TTFTHist, r.IdealHist = t.ttft, t.ideal
+	r.TTFTHist, r.IdealHist, r.ModelledL3 = t.ttft, t.ideal, c.withL3
 	if r.IdealTTFT.P50 > 0 {
 		r.MeasuredOverIdealP50 = r.TTFT.P50 / r.IdealTTFT.P50
 	}

@@ -1,7 +1,6 @@
 package hicache
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -35,12 +34,16 @@ type runState struct {
 	// idealHit: the replica's ideal hits after each request, computed by CP rank 0 beside the replay (the other
 	// ranks would wait for it at the start: 0.6 s of the shared trace); nil on the other ranks.
 	idealHit chan []int64
-	stepBuf  [stepInlineBytes]byte // the step broadcast's buffer
-	events   []workload.Event      // CP rank 0's, not yet broadcast
-	l3       *l3IO                 // nil without --l3-dir
-	metrics  *metricsTicker        // world rank 0's periodic metrics writes; nil when none
-	progress *progress
-	clock    *servingClock // nil without the serving clock (Options.Serving)
+	// idealEvents and idealConfig: CP rank 0's workload and ideal, counted after the replay by the steps the
+	// serving clock formed, when --flush-every counts them; nil otherwise.
+	idealEvents []workload.Event
+	idealConfig workload.IdealConfig
+	stepBuf     [stepInlineBytes]byte // the step broadcast's buffer
+	events      []workload.Event      // CP rank 0's, not yet broadcast
+	l3          *l3IO                 // nil without --l3-dir
+	metrics     *metricsTicker        // world rank 0's periodic metrics writes; nil when none
+	progress    *progress
+	clock       *servingClock // nil without the serving clock (Options.Serving)
 
 	tasks      chan copyTask
 	workerDone chan struct{}
@@ -125,6 +128,14 @@ func runPass(job *spmd.Job, opts *Options) (*runState, error) {
 	replayErr := rs.core.Run()
 	if rs.clock != nil && rs.clock.root {
 		rs.clock.replayIdeal()
+		if rs.clock.opts.Virtual {
+			rs.clock.withL3 = rs.clock.replayWithL3(rs.seenPrefixes(events))
+		}
+	}
+	if rs.idealEvents != nil {
+		cfg := rs.idealConfig
+		cfg.StepEvents = rs.clock.stepEvents
+		rs.idealHit <- workload.IdealHitsByRequest(rs.idealEvents, cfg)
 	}
 	if rs.idealHit != nil {
 		rs.io.IdealHitTokens = idealOfServed(<-rs.idealHit, rs.core.Counters().Requests)
@@ -161,7 +172,13 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 			cfg := workload.IdealConfig{PageTokens: rs.opts.PageTokens, VocabSize: rs.opts.VocabSize,
 				BatchRequests: rs.opts.BatchRequests, FlushEverySteps: rs.opts.FlushEvery}
 			rs.idealHit = make(chan []int64, 1)
-			go func(events []workload.Event) { rs.idealHit <- workload.IdealHitsByRequest(events, cfg) }(events) // reads events only
+			if s := rs.opts.Serving; s != nil && !s.Virtual && cfg.FlushEverySteps > 0 {
+				// --flush-every counts the serving clock's steps, which it forms as the replay goes: the ideal
+				// waits for them (idealByClockSteps).
+				rs.idealEvents, rs.idealConfig = events, cfg
+			} else {
+				go func(events []workload.Event) { rs.idealHit <- workload.IdealHitsByRequest(events, cfg) }(events) // reads events only
+			}
 		}
 	}
 	err := wrapWorkload(loadErr)
@@ -318,73 +335,3 @@ func (rs *runState) stepsDone() int64 {
 	}
 	return rs.core.Step()
 }
-
-// nextStep is the replicated event stream: CP-rank 0 sends each step's events to its group. A step is up to
-// --batch-requests requests, or one flush, or under the serving clock what has arrived up to its token budget.
-// An empty step ends the stream. The events travel in one broadcast of stepInlineBytes, after their length and
-// the step's earliest start on the serving clock, and only a step too big for it takes a second: on an
-// oversubscribed node every broadcast is a wait for the whole group to be scheduled.
-func (rs *runState) nextStep(step int64) ([]workload.Event, error) {
-	var cp stepBroadcaster = rs.job.Topo.CP
-	if rs.testStepComm != nil {
-		cp = rs.testStepComm
-	}
-	first := rs.stepBuf[:]
-	var payload []byte
-	var sent []workload.Event
-	if cp.Rank() == 0 {
-		var startNs int64
-		if rs.clock != nil && !rs.clock.opts.Virtual {
-			sent, startNs = rs.clock.form(&rs.events)
-		} else {
-			sent = workload.TakeBatch(&rs.events, rs.opts.BatchRequests)
-		}
-		if len(sent) > 0 {
-			payload = workload.EncodeEvents(sent)
-		}
-		binary.LittleEndian.PutUint64(first, uint64(len(payload)))
-		binary.LittleEndian.PutUint64(first[8:], uint64(startNs))
-		copy(first[stepHeaderBytes:], payload)
-	}
-	// The broadcast of the event stream blocks like a collective, so the watchdog guards it too: a hung CP-rank
-	// 0 must not leave its group waiting forever.
-	rs.cons.watchdog.Arm("step broadcast", rs.cons.group, cp.Size(), step)
-	defer rs.cons.watchdog.Disarm()
-	if err := cp.BcastBytes(first, 0); err != nil {
-		return nil, err
-	}
-	n := int(binary.LittleEndian.Uint64(first))
-	if n == 0 {
-		return nil, nil
-	}
-	if cp.Rank() != 0 {
-		payload = make([]byte, n)
-		copy(payload, first[stepHeaderBytes:])
-	}
-	if inline := len(first) - stepHeaderBytes; n > inline {
-		if err := cp.BcastBytes(payload[inline:], 0); err != nil {
-			return nil, err
-		}
-	}
-	batch, err := workload.DecodeEvents(payload)
-	workload.ExpandEvents(batch, rs.opts.VocabSize)
-	if err == nil && rs.clock != nil {
-		rs.clock.received(step, int64(binary.LittleEndian.Uint64(first[8:])), batch, sent)
-	}
-	return batch, err
-}
-
-// stepBroadcaster is what the step broadcast needs of the CP group's communicator (*mpi.Comm has it).
-type stepBroadcaster interface {
-	Rank() int
-	Size() int
-	BcastBytes(buf []byte, root int) error
-}
-
-// stepHeaderBytes leads the step broadcast: the events' length, then the step's earliest start in trace
-// nanoseconds (0 without the serving clock).
-const stepHeaderBytes = 16
-
-// stepInlineBytes is the step broadcast's size: a step of 4 Mooncake requests (their block ids) or of a few short
-// token requests fits it.
-const stepInlineBytes = 4096

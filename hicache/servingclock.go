@@ -7,6 +7,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/prefill"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -37,6 +38,10 @@ type ServingOptions struct {
 	// RequestRate, when above 0, replaces the workload's arrival times with Poisson arrivals at this many
 	// requests per trace second, seeded by --seed (the synthetic workload and token traces have none).
 	RequestRate float64
+	// Clients, when above 0, are closed-loop clients instead of arrival times (--clients): each sends its next
+	// request when its last got its first token and ThinkSeconds (--think-time) have passed (serving.Clients).
+	Clients      int
+	ThinkSeconds float64
 	// GroupGPUs, when above 0, is the modelled CP group's GPUs instead of the run's CP size: sweep runs the cache
 	// at cp 1 and models the group the user sizes for (--group-gpus).
 	GroupGPUs int
@@ -74,6 +79,12 @@ func (o *ServingOptions) Check() error {
 		return &spmd.ConfigError{Flag: "request-rate", Reason: fmt.Sprintf("%v requests/s: give a rate above 0, or 0 for the trace's timestamps", o.RequestRate)}
 	case o.Batching.StepTokens < 1:
 		return &spmd.ConfigError{Flag: "step-tokens", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.StepTokens)}
+	case o.Clients < 0:
+		return &spmd.ConfigError{Flag: "clients", Reason: fmt.Sprintf("%d must be 0 (arrival times) or more", o.Clients)}
+	case o.Clients > 0 && o.RequestRate > 0:
+		return &spmd.ConfigError{Flag: "clients", Reason: "closed-loop clients send their own requests: give --clients or --request-rate, not both"}
+	case o.ThinkSeconds < 0 || math.IsInf(o.ThinkSeconds, 0) || math.IsNaN(o.ThinkSeconds):
+		return &spmd.ConfigError{Flag: "think-time", Reason: fmt.Sprintf("%v s is not a time of 0 or more", o.ThinkSeconds)}
 	case o.GroupGPUs < 0:
 		return &spmd.ConfigError{Flag: "group-gpus", Reason: fmt.Sprintf("%d must be 1 or more", o.GroupGPUs)}
 	case o.Batching.MaxRequests < 1:
@@ -85,7 +96,7 @@ func (o *ServingOptions) Check() error {
 // checkArrivals refuses, on CP rank 0, a workload the serving clock cannot time: one with no arrival times (a
 // token trace, the synthetic workload) and no --request-rate. A Mooncake trace's requests carry theirs.
 func (o *ServingOptions) checkArrivals(events []workload.Event) error {
-	if o == nil || o.RequestRate > 0 {
+	if o == nil || o.RequestRate > 0 || o.Clients > 0 {
 		return nil
 	}
 	for i := range events {
@@ -107,6 +118,11 @@ func (p prefillModel) BatchSeconds(batch []serving.Tokens) float64 {
 	return p.m.BatchSeconds(reqs)
 }
 
+// clients are the closed-loop clients, none (N 0) without --clients.
+func (o *ServingOptions) clients() serving.Clients {
+	return serving.Clients{N: o.Clients, ThinkNs: serving.Nanoseconds(o.ThinkSeconds)}
+}
+
 func (o *ServingOptions) prefill() serving.Prefill {
 	if o.testPrefill != nil {
 		return o.testPrefill
@@ -119,12 +135,19 @@ func (o *ServingOptions) prefill() serving.Prefill {
 type servingClock struct {
 	opts       *ServingOptions
 	root       bool
-	queue      []serving.Queued // CP rank 0's, one per event of rs.events
+	queue      []serving.Queued // CP rank 0's, one per event of rs.events sent
+	loop       *serving.ClosedLoop
+	all        []workload.Event // CP rank 0's whole workload, whose arrivals the clients set as they send
 	lastStart  int64            // CP rank 0: the earliest start of the last step it formed
+	stepEvents []int            // CP rank 0: the events of each step it formed, for the ideal hit count
+	sent       int              // CP rank 0 with clients: the events queued of those the clients sent
 	startNs    map[int64]int64  // the earliest start of each step received and not yet begun
-	stepStart  int64            // the current step's start
+	stepStart  int64            // the current step's start: when the group was free for it
+	batchStart int64            // the earliest start of the current step's own requests (Batching.Take's)
+	thisStep   []*requestClock  // the current step's own requests (and flushes)
 	lastEnd    int64            // when the last step ended (its consensus returned), 0 before the first
 	computeEnd int64            // when the step's modelled prefill ends
+	idleNs     int64            // the current step's wait between its two passes (serving.StepPlan)
 	// The wall: when the current step began (the last one's end, or the end of an idle wait), and when its
 	// consensus may begin (its modelled time, scaled); zero once waited for.
 	wallStart, paceConsensusAt time.Time
@@ -135,15 +158,17 @@ type servingClock struct {
 	inStep  []*requestClock
 	order   []*requestClock
 
-	stepsNs, modelledNs int64 // every step's measured span and its modelled cost: the machinery's share
+	stepsNs, modelledNs int64                     // every step's measured span and its modelled cost: the machinery's share
+	withL3              *report.ModelledL3Serving // CP rank 0 of a virtual replay: its figures over the modelled L3
 	t                   servingTallies
 }
 
 // requestClock is one request's way through the clock, on CP rank 0.
 type requestClock struct {
+	step                                                               int64 // the step it was formed into
 	arrivalNs, firstStartNs, stepStartNs, computeStartNs, computeEndNs int64
 	hit                                                                serving.Hit
-	flush, served                                                      bool
+	flush, served, deferred                                            bool
 }
 
 func newServingClock(o *ServingOptions, root bool) *servingClock {
@@ -160,8 +185,18 @@ func (c *servingClock) scaled(ns int64) time.Duration {
 func (c *servingClock) begin() { c.wallStart = time.Now() }
 
 // arrive gives CP rank 0's events their arrival times and builds its queue: the trace's own, or a Poisson
-// stream's at --request-rate. Times never go back: a request queues behind the line before it.
+// stream's at --request-rate. Times never go back: a request queues behind the line before it. With closed-loop
+// clients (--clients) an event arrives when a client sends it (sendArrivals).
 func (c *servingClock) arrive(events []workload.Event, seed uint64) {
+	if c.opts.Clients > 0 {
+		flush := make([]bool, len(events))
+		for i := range events {
+			flush[i] = events[i].Flush
+		}
+		c.all, c.loop = events, serving.NewClosedLoop(c.opts.clients(), flush)
+		c.sendArrivals()
+		return
+	}
 	var rate []int64
 	if c.opts.RequestRate > 0 {
 		rate = serving.PoissonArrivalsNs(len(events), c.opts.RequestRate, seed)
@@ -179,11 +214,31 @@ func (c *servingClock) arrive(events []workload.Event, seed uint64) {
 	}
 }
 
+// sendArrivals queues the events the clients sent since the last call, at the times they sent them.
+func (c *servingClock) sendArrivals() {
+	for ; c.sent < c.loop.Sent(); c.sent++ {
+		e := &c.all[c.sent]
+		e.Request.ArrivalNs = c.loop.ArrivalNs(c.sent)
+		c.queue = append(c.queue, serving.Queued{ArrivalNs: e.Request.ArrivalNs, PromptTokens: e.Request.PromptTokens(), Flush: e.Flush})
+	}
+}
+
 // form is CP rank 0's step: how many of the queued events form step `step`, formed as the step before it begins
-// (serving.VirtualReplay says why), and the earliest time it may begin.
+// (serving.VirtualReplay says why), and the earliest time it may begin. nil ends the stream; an empty batch is
+// a step with nothing sent yet (closed-loop clients all waiting for a first token).
 func (c *servingClock) form(events *[]workload.Event) ([]workload.Event, int64) {
+	if c.loop != nil {
+		c.sendArrivals()
+	}
 	n, startNs := c.opts.Batching.Take(c.queue, max(c.lastEnd, c.lastStart))
-	batch := (*events)[:n]
+	c.stepEvents = append(c.stepEvents, n)
+	if n == 0 {
+		if len(*events) == 0 {
+			return nil, 0
+		}
+		startNs = c.lastEnd // an empty step begins when the group is free
+	}
+	batch := (*events)[:n:n]
 	*events, c.queue = (*events)[n:], c.queue[n:]
 	c.lastStart = startNs
 	return batch, startNs
@@ -196,7 +251,7 @@ func (c *servingClock) received(step, startNs int64, batch, sent []workload.Even
 	c.startNs[step] = startNs
 	reqs := make([]*requestClock, len(batch))
 	for i := range batch {
-		rc := &requestClock{flush: batch[i].Flush}
+		rc := &requestClock{step: step, flush: batch[i].Flush}
 		if !rc.flush {
 			c.pending[&batch[i].Request] = rc
 		}
@@ -211,125 +266,6 @@ func (c *servingClock) received(step, startNs int64, batch, sent []workload.Even
 
 // waitServingLoads names the serving clock's wait for this rank's load-backs before the modelled prefill.
 var waitServingLoads = cache.WaitReason{Name: "load wait before the modelled prefill", Hint: "a load-back copy on this rank did not complete"}
-
-// BeginStep waits until the step may begin (an idle group waits for its next arrival), delivering completions
-// meanwhile, and takes the step's start.
-func (rs *runState) BeginStep(step int64) {
-	c := rs.clock
-	if c == nil {
-		return
-	}
-	if c.opts.Virtual {
-		delete(c.formed, step)
-		delete(c.startNs, step)
-		return
-	}
-	// A busy group's step begins where the last one ended, as every rank saw that end right after the step's
-	// consensus: the read-ahead broadcast and existence checks since are this step's work, and its deadlines are
-	// the same on every rank up to the scheduler's skew (a rank's own later start would make its peers wait).
-	c.stepStart = c.lastEnd
-	if startNs, ok := c.startNs[step]; ok {
-		delete(c.startNs, step)
-		if startNs > c.lastEnd {
-			rs.paceUntil(c.wallStart.Add(c.scaled(startNs-c.lastEnd)), "serving clock: idle until the step's first arrival")
-			c.stepStart, c.wallStart = startNs, time.Now()
-		}
-	}
-	c.computeEnd = c.stepStart // until Served prices the step
-	for _, rc := range c.formed[step] {
-		rc.firstStartNs = c.stepStart
-	}
-	delete(c.formed, step)
-}
-
-// Served spends the step's modelled time, in a GPU's order: the L3 reads its requests still wait for and their
-// load-backs, each at least its modelled time and at least until this rank's real copies finished; then the
-// prefill, at its modelled time, while the real copies and L3 I/O go on beside it. The prefill's end is waited
-// for just before the step's consensus (paceConsensus): the rank's own checks and local waits before it (the
-// load-backs' verification, a throttled drain) run under the modelled compute, as they would beside a GPU.
-func (rs *runState) Served(s *cache.ServedStep) {
-	c := rs.clock
-	if c == nil {
-		return
-	}
-	hits := make([]serving.Hit, len(s.Requests))
-	l3Since := c.stepStart // when the step's L3 reads began: with its earliest request's prefetch
-	for i, r := range s.Requests {
-		o := r.Outcome
-		hits[i] = serving.Hit{PromptTokens: o.L1Hit + o.L2Hit + o.L3Hit + o.Computed, L1: o.L1Hit, L2: o.L2Hit, L3: o.L3Hit}
-		if rc := c.pending[r.Request]; rc != nil && o.L3Hit > 0 {
-			l3Since = min(l3Since, rc.firstStartNs)
-		}
-	}
-	if c.opts.Virtual {
-		c.record(s, hits)
-		return
-	}
-	cost := serving.Cost(c.opts.prefill(), c.opts.links, hits)
-	l3Left := max(0, l3Since+serving.Nanoseconds(cost.L3ReadSeconds)-c.stepStart)
-	// The prefill starts once the modelled loads are over and this rank's real load-backs too. The serve's own
-	// work (its fills stand for the GPU computing KV) overlaps the prefill, as on a GPU, not the loads.
-	loadEnd := c.stepStart + l3Left + serving.Nanoseconds(cost.LoadSeconds)
-	computeStart := loadEnd
-	if !s.LoadsDone() {
-		rs.paceUntil(c.wallStart.Add(c.scaled(loadEnd-c.stepStart)), "serving clock: modelled L3 reads and load-backs")
-		if err := rs.Wait(waitServingLoads, s.LoadsDone); err != nil {
-			rs.core.Fail(cache.FailureDevice, err)
-		}
-		computeStart = max(loadEnd, c.stepStart+time.Since(c.wallStart).Nanoseconds())
-	}
-	computeEnd := computeStart + serving.Nanoseconds(cost.PrefillSeconds)
-	c.computeEnd, c.paceConsensusAt = computeEnd, c.wallStart.Add(c.scaled(computeEnd-c.stepStart))
-	for _, rc := range c.record(s, hits) {
-		rc.stepStartNs, rc.computeStartNs, rc.computeEndNs = c.stepStart, computeStart, computeEnd
-		c.inStep = append(c.inStep, rc)
-	}
-}
-
-// paceConsensus waits, before the step's consensus, until the modelled prefill of the step ends (scaled).
-func (rs *runState) paceConsensus(c *cache.Collective) {
-	if clock := rs.clock; clock != nil && c.Kind == cache.StepConsensus && !clock.paceConsensusAt.IsZero() {
-		rs.paceUntil(clock.paceConsensusAt, "serving clock: modelled prefill")
-		clock.paceConsensusAt = time.Time{}
-	}
-}
-
-// record keeps, on CP rank 0, what each served request's cache supplied, and returns their clocks; every rank
-// forgets them as pending.
-func (c *servingClock) record(s *cache.ServedStep, hits []serving.Hit) []*requestClock {
-	var out []*requestClock
-	for i, r := range s.Requests {
-		rc := c.pending[r.Request]
-		if rc == nil {
-			continue
-		}
-		delete(c.pending, r.Request)
-		if c.root {
-			rc.hit, rc.served = hits[i], true
-			out = append(out, rc)
-		}
-	}
-	return out
-}
-
-// stepEnded times the step's requests to their first token, which the step's end delivers.
-func (c *servingClock) stepEnded() {
-	if c.opts.Virtual {
-		return
-	}
-	// The step lasted its modelled time, or the wall time its real work took when that was longer: the time it
-	// would have lasted at the trace's own pace, whatever --time-scale spent of the modelled part.
-	modelled := max(0, c.computeEnd-c.stepStart)
-	real := time.Since(c.wallStart).Nanoseconds()
-	end := c.stepStart + max(modelled, real)
-	c.wallStart, c.lastEnd = time.Now(), end
-	c.stepsNs += end - c.stepStart
-	c.modelledNs += modelled
-	for _, rc := range c.inStep {
-		c.t.observe(rc, end)
-	}
-	c.inStep = c.inStep[:0]
-}
 
 // paceUntil waits until the wall time `until`, handing the core whatever finishes meanwhile; the timeline shows
 // the wait under name.

@@ -1,10 +1,12 @@
 package hicache
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/workload"
 )
 
 // perTokenPrefill is a prefill model for tests: a fixed time per computed token.
@@ -173,6 +176,8 @@ func TestServingOptionsNameTheirFlag(t *testing.T) {
 		"request-rate":       func(o *ServingOptions) { o.RequestRate = -1 },
 		"step-tokens":        func(o *ServingOptions) { o.Batching.StepTokens = 0 },
 		"step-requests":      func(o *ServingOptions) { o.Batching.MaxRequests = 0 },
+		"clients":            func(o *ServingOptions) { o.Clients, o.RequestRate = 4, 10 }, // both sources of arrivals
+		"think-time":         func(o *ServingOptions) { o.Clients, o.ThinkSeconds = 4, -1 },
 	} {
 		o := good()
 		spoil(o)
@@ -215,4 +220,52 @@ func TestServingClockWithAnL3(t *testing.T) {
 		}
 	}
 	checkNoLeakedSegments(t)
+}
+
+// TestIdealHitsCountTheClocksSteps: --flush-every counts the steps the serving clock forms (by arrivals and the
+// token budget), not --batch-requests at a time, and so does the report's ideal hit count. Every request of the
+// trace arrives at 0, so the clock's steps are the budget's alone, known in advance.
+func TestIdealHitsCountTheClocksSteps(t *testing.T) {
+	opts := servingOptions()
+	opts.Serving.RequestRate, opts.FlushEvery = 0, 2
+	events, err := workload.GenerateSynthetic(opts.Synthetic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trace bytes.Buffer
+	if err := workload.WriteMooncakeTrace(&trace, events, 32); err != nil {
+		t.Fatal(err)
+	}
+	atZero := regexp.MustCompile(`"timestamp":[0-9]+`).ReplaceAll(trace.Bytes(), []byte(`"timestamp":0`))
+	opts.TracePath, opts.TraceBlockTokens = filepath.Join(t.TempDir(), "at-zero.jsonl"), 32
+	if err := os.WriteFile(opts.TracePath, atZero, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(testJob(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compact, err := readTraceFileAs(opts.TracePath, workload.TraceOptions{VocabSize: opts.VocabSize, BlockTokens: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, byBatch int64
+	for g := range r.DP {
+		replica := workload.ShardForReplica(compact, r.DP, g)
+		cfg := workload.IdealConfig{PageTokens: opts.PageTokens, VocabSize: opts.VocabSize, BatchRequests: opts.BatchRequests, FlushEverySteps: 2}
+		byBatch += workload.IdealHitTokens(replica, cfg)
+		queue := make([]serving.Queued, len(replica))
+		for i, e := range replica {
+			queue[i] = serving.Queued{PromptTokens: e.Request.PromptTokens(), Flush: e.Flush}
+		}
+		for len(queue) > 0 {
+			n, _ := opts.Serving.Batching.Take(queue, 0)
+			cfg.StepEvents, queue = append(cfg.StepEvents, n), queue[n:]
+		}
+		want += workload.IdealHitTokens(replica, cfg)
+	}
+	if r.Hits.IdealTokens != want || want == byBatch || r.Hits.L1Tokens+r.Hits.L2Tokens > want {
+		t.Fatalf("ideal hit tokens %d, want %d by the clock's steps (%d by --batch-requests'), at least the %d achieved",
+			r.Hits.IdealTokens, want, byBatch, r.Hits.L1Tokens+r.Hits.L2Tokens)
+	}
 }

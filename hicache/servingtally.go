@@ -32,16 +32,17 @@ func (t *servingTallies) observe(rc *requestClock, endNs int64) {
 }
 
 // replayIdeal replays the requests this rank timed on a virtual clock with a cache machinery that costs
-// nothing: the same arrivals, the same hits, the same step rule and model. Requests never served (a failed run)
+// nothing: the same arrivals, the same hits, the same step rule and model, each request deferred for its L3
+// prefetch as the run deferred it (serving.PlanStep). Requests never served (a failed run)
 // are left out.
 func (c *servingClock) replayIdeal() {
 	records := make([]serving.Record, 0, len(c.order))
 	for _, rc := range c.order {
 		if rc.served || rc.flush {
-			records = append(records, serving.Record{ArrivalNs: rc.arrivalNs, Hit: rc.hit, Flush: rc.flush})
+			records = append(records, serving.Record{ArrivalNs: rc.arrivalNs, Hit: rc.hit, Flush: rc.flush, Deferred: rc.deferred})
 		}
 	}
-	r := serving.VirtualReplay(records, c.opts.Batching, c.opts.prefill(), c.opts.links)
+	r := serving.VirtualReplay(records, c.opts.Batching, c.opts.prefill(), c.opts.links, c.opts.clients())
 	for i, tm := range r.Requests {
 		if records[i].Flush {
 			continue

@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cphicache/cphicache/hicache/sizing"
 )
 
 // Percentiles are a distribution's p50, p90 and p99, in seconds.
@@ -49,6 +51,9 @@ type ServingReport struct {
 	// token, summed over the groups.
 	PromptTokensPerSecond      float64 `json:"prompt_tokens_per_s"`
 	IdealPromptTokensPerSecond float64 `json:"ideal_prompt_tokens_per_s"`
+	// ModelledL3 is a virtual replay's (sweep's) figures again with an unbounded L3 under the L2 (the runner's
+	// servingl3.go).
+	ModelledL3 *ModelledL3Serving `json:"modelled_l3,omitempty"`
 	// MachinerySharePct is the share of the steps' time that the cache machinery added beyond the modelled time.
 	MachinerySharePct float64 `json:"machinery_share_pct"`
 
@@ -64,6 +69,10 @@ func (s *ServingReport) writeSummary(w io.Writer) {
 	if s.Virtual {
 		fmt.Fprintf(w, "  serving, MODELLED on a virtual clock (%s): %d requests, TTFT p50 %s, p90 %s, p99 %s, %.0f prompt tokens/s\n",
 			s.Model, s.Requests, seconds(s.IdealTTFT.P50), seconds(s.IdealTTFT.P90), seconds(s.IdealTTFT.P99), s.IdealPromptTokensPerSecond)
+		if l := s.ModelledL3; l != nil {
+			fmt.Fprintf(w, "    with an unbounded L3 read at %s/s (MODELLED, %d tokens from it): TTFT p50 %s, p99 %s, %.0f prompt tokens/s\n",
+				sizing.FormatBytes(int64(l.ReadBytesPerSecond)), l.L3Tokens, seconds(l.TTFT.P50), seconds(l.TTFT.P99), l.PromptTokensPerSecond)
+		}
 		return
 	}
 	ms := func(p Percentiles) string {
@@ -113,4 +122,13 @@ func (m *MsQuantiles) constHistogram(desc *prometheus.Desc, bounds []float64, la
 		buckets[bound] = cumulative
 	}
 	return prometheus.MustNewConstHistogram(desc, cumulative+perBound[len(bounds)], float64(m.sumNs)/1e9, buckets, labels...)
+}
+
+// ModelledL3Serving is a virtual replay's figures with the modelled L3 under its L2 (MODELLED).
+type ModelledL3Serving struct {
+	ReadBytesPerSecond    float64     `json:"read_bytes_per_s"` // one node's
+	BlockTokens           int64       `json:"block_tokens"`
+	L3Tokens              int64       `json:"l3_tokens"` // prompt tokens the L3 supplied, of those computed without it
+	TTFT                  Percentiles `json:"ttft_s"`
+	PromptTokensPerSecond float64     `json:"prompt_tokens_per_s"`
 }

@@ -6,17 +6,20 @@ import (
 )
 
 // Record is one event of a replica's replay as the virtual clock replays it: a request's arrival and what its
-// cache supplied, or a flush.
+// cache supplied, or a flush. Deferred: the request waited a step for its L3 prefetch (PlanStep), as the run
+// served it.
 type Record struct {
 	ArrivalNs int64
 	Hit       Hit
 	Flush     bool
+	Deferred  bool
 }
 
 // Timing is one request's way to its first token, in trace time: it arrived, waited in the queue until its step
-// began, waited for its loads (L3 reads, load-backs) and then for the prefill, whose end is its first token.
+// began (FirstStartNs), for its prefetch if deferred until the pass that served it began (StartNs), for its loads
+// (L3 reads, load-backs) and then for the prefill, whose end is its first token.
 type Timing struct {
-	ArrivalNs, StartNs, ComputeStartNs, EndNs int64
+	ArrivalNs, FirstStartNs, StartNs, ComputeStartNs, EndNs int64
 }
 
 // TTFTNs is the request's time to first token.
@@ -32,37 +35,110 @@ type Replay struct {
 // the requests queued by then, while step k's compute runs (as SGLang's overlap scheduler prepares the next batch
 // during the forward pass), and step k+1 begins when step k ends, or at its first request's arrival if later. The
 // runner forms it so because its core reads the event stream one step ahead (for the L3's existence checks).
+// With closed-loop clients a step may find nothing sent yet (every client waits for a first token of the step
+// that runs): it is an empty step, which serves the requests deferred to it, if any.
 //
 // VirtualReplay replays records on a clock whose cache machinery costs nothing: each step takes exactly its
-// modelled cost (Cost). Over a run's own hit record it is that run's ideal; over a sweep's, its modelled TTFT.
-func VirtualReplay(records []Record, b Batching, p Prefill, l Links) Replay {
-	queue := make([]Queued, len(records))
-	for i, r := range records {
-		queue[i] = Queued{ArrivalNs: r.ArrivalNs, PromptTokens: r.Hit.PromptTokens, Flush: r.Flush}
-	}
+// modelled time (PlanStep), a deferred request served in the step after its own. The records arrive at their
+// ArrivalNs, or, with clients (Clients.N above 0), as the clients send them on this clock. Over a run's own hit
+// record it is that run's ideal; over a sweep's, its modelled TTFT.
+func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Clients) Replay {
+	a := newVirtualArrivals(records, clients)
 	out := Replay{Requests: make([]Timing, len(records))}
-	var prevStart, prevEnd int64
-	var hits []Hit
-	for i := 0; i < len(records); {
-		n, start := b.Take(queue[i:], prevStart)
-		start = max(start, prevEnd)
-		hits = hits[:0]
-		for _, r := range records[i : i+n] {
-			if !r.Flush {
-				hits = append(hits, r.Hit)
+	var formNs, freeNs, deferredSince int64
+	var deferred []int        // the records the last step kept waiting for their prefetch
+	var firstTokens [][]int64 // by step, the first tokens the clients do not know of yet
+	for i := 0; i < len(records) || len(deferred) > 0; {
+		// Step k+1 is formed as step k begins: it knows the first tokens of the steps before step k.
+		for ; len(firstTokens) > 1; firstTokens = firstTokens[1:] {
+			a.firstTokens(firstTokens[0])
+		}
+		// Past the last record the core gives the requests still waiting steps of their own.
+		n, batchStart := 0, freeNs
+		if i < a.sent() {
+			n, batchStart = b.Take(a.queue[i:a.sent()], formNs)
+		} else if i < len(records) && len(deferred) == 0 && len(firstTokens) == 0 {
+			break // nothing sent, nothing to come: cannot happen with a client or more
+		}
+		in := StepInput{FreeNs: freeNs, BatchStartNs: batchStart, DeferredSinceNs: deferredSince}
+		for _, j := range deferred {
+			in.Deferred = append(in.Deferred, records[j].Hit)
+		}
+		var waiting []int
+		for j := i; j < i+n; j++ {
+			switch {
+			case records[j].Flush:
+			case records[j].Deferred:
+				waiting = append(waiting, j)
+			default:
+				in.Batch = append(in.Batch, records[j].Hit)
 			}
 		}
-		cost := Cost(p, l, hits)
-		computeStart := start + Nanoseconds(cost.L3ReadSeconds+cost.LoadSeconds)
-		end := computeStart + Nanoseconds(cost.PrefillSeconds)
-		for j := i; j < i+n; j++ {
-			out.Requests[j] = Timing{ArrivalNs: records[j].ArrivalNs, StartNs: start, ComputeStartNs: computeStart, EndNs: end}
+		plan := PlanStep(p, l, in)
+		var ends []int64
+		for _, j := range deferred {
+			out.Requests[j] = timing(a.queue[j].ArrivalNs, deferredSince, plan.PassOf(true))
+			ends = append(ends, out.Requests[j].EndNs)
 		}
-		prevStart, prevEnd = start, end
+		for j := i; j < i+n; j++ {
+			out.Requests[j] = timing(a.queue[j].ArrivalNs, plan.Batch.StartNs, plan.Batch)
+			if !records[j].Flush && !records[j].Deferred {
+				ends = append(ends, plan.Batch.EndNs)
+			}
+		}
+		firstTokens = append(firstTokens, ends)
+		deferred, deferredSince = waiting, plan.Batch.StartNs
+		// The next step is formed as this one's own requests may begin: the run's CP rank 0 forms it before this
+		// step runs, so it cannot know when a pass of deferred requests ends.
+		formNs, freeNs = max(freeNs, batchStart), plan.EndNs()
 		out.Steps++
 		i += n
 	}
 	return out
+}
+
+// virtualArrivals are the records' arrivals as the virtual clock learns them: all at once, or as the clients
+// send them.
+type virtualArrivals struct {
+	queue []Queued // the records sent so far (all without clients), in order
+	loop  *ClosedLoop
+	hits  []Record
+}
+
+func newVirtualArrivals(records []Record, clients Clients) *virtualArrivals {
+	a := &virtualArrivals{hits: records}
+	if clients.N <= 0 {
+		for _, r := range records {
+			a.queue = append(a.queue, Queued{ArrivalNs: r.ArrivalNs, PromptTokens: r.Hit.PromptTokens, Flush: r.Flush})
+		}
+		return a
+	}
+	flush := make([]bool, len(records))
+	for i, r := range records {
+		flush[i] = r.Flush
+	}
+	a.loop = NewClosedLoop(clients, flush)
+	a.firstTokens(nil)
+	return a
+}
+
+func (a *virtualArrivals) sent() int { return len(a.queue) }
+
+// firstTokens tells the clients of first tokens, and queues what they send.
+func (a *virtualArrivals) firstTokens(endsNs []int64) {
+	if a.loop == nil {
+		return
+	}
+	a.loop.FirstTokens(endsNs)
+	for j := len(a.queue); j < a.loop.Sent(); j++ {
+		r := a.hits[j]
+		a.queue = append(a.queue, Queued{ArrivalNs: a.loop.ArrivalNs(j), PromptTokens: r.Hit.PromptTokens, Flush: r.Flush})
+	}
+}
+
+// timing is a request's way through the pass that served it, its step having first begun at firstStartNs.
+func timing(arrivalNs, firstStartNs int64, p Pass) Timing {
+	return Timing{ArrivalNs: arrivalNs, FirstStartNs: firstStartNs, StartNs: p.StartNs, ComputeStartNs: p.ComputeStartNs, EndNs: p.EndNs}
 }
 
 // Nanoseconds converts modelled seconds to nanoseconds of trace time, rounded up: a cost is never free.

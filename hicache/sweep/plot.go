@@ -97,13 +97,22 @@ func (s *Result) ttftPlot() (*plot.Plot, error) {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sweepTicks(s.Points)
 	p.Y.Min = 0
-	var p50, p99 plotter.XYs
+	var p50, p99, l3p50, l3p99 plotter.XYs
 	for _, pt := range s.Points {
 		x := float64(max(1, pt.L2Bytes))
 		p50 = append(p50, plotter.XY{X: x, Y: pt.Serving.TTFTP50})
 		p99 = append(p99, plotter.XY{X: x, Y: pt.Serving.TTFTP99})
+		if l := pt.Serving.WithL3; l != nil {
+			l3p50 = append(l3p50, plotter.XY{X: x, Y: l.TTFT.P50})
+			l3p99 = append(l3p99, plotter.XY{X: x, Y: l.TTFT.P99})
+		}
 	}
-	if err := plotutil.AddLinePoints(p, "TTFT p50", p50, "TTFT p99", p99); err != nil {
+	lines := []any{"TTFT p50", p50, "TTFT p99", p99}
+	if len(l3p50) == len(p50) {
+		rate := sizing.FormatBytes(int64(s.Points[0].Serving.WithL3.ReadBytesPerSecond))
+		lines = append(lines, "p50, with an L3 at "+rate+"/s", l3p50, "p99, with an L3 at "+rate+"/s", l3p99)
+	}
+	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return nil, err
 	}
 	p.Legend.Top = true

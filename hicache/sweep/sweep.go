@@ -56,6 +56,8 @@ type ServingPoint struct {
 	TTFTP90               float64 `json:"ttft_p90_s"`
 	TTFTP99               float64 `json:"ttft_p99_s"`
 	PromptTokensPerSecond float64 `json:"prompt_tokens_per_s"`
+	// WithL3 is the same with an unbounded L3 under the L2, read at --l3-read-rate (MODELLED, SERVING.md).
+	WithL3 *report.ModelledL3Serving `json:"with_l3,omitempty"`
 }
 
 // Result is the sweep's JSON: the configuration every point shares, and the points in the order given.
@@ -128,7 +130,8 @@ func sweepPoint(r *report.Report) Point {
 	uncached, uncachedPct := r.Uncached()
 	var serving *ServingPoint
 	if s := r.Serving; s != nil {
-		serving = &ServingPoint{TTFTP50: s.IdealTTFT.P50, TTFTP90: s.IdealTTFT.P90, TTFTP99: s.IdealTTFT.P99, PromptTokensPerSecond: s.IdealPromptTokensPerSecond}
+		serving = &ServingPoint{TTFTP50: s.IdealTTFT.P50, TTFTP90: s.IdealTTFT.P90, TTFTP99: s.IdealTTFT.P99, PromptTokensPerSecond: s.IdealPromptTokensPerSecond,
+			WithL3: s.ModelledL3}
 	}
 	return Point{Serving: serving,
 		UncachedPages: uncached, UncachedPct: uncachedPct, UncachedOversizePages: r.L1.UncachedOversizePages,

@@ -8,6 +8,10 @@ type IdealConfig struct {
 	VocabSize       int   // to expand compact requests
 	BatchRequests   int   // requests per step (TakeBatch)
 	FlushEverySteps int64 // the replay's own flush after every N steps (--flush-every); 0 = none
+	// StepEvents, when not nil, are the events of each step as the replay cut them (a serving clock forms its
+	// steps from arrivals and a token budget, not BatchRequests at a time; a step may hold none); past its end,
+	// BatchRequests again.
+	StepEvents []int
 }
 
 // IdealHitTokens is the prompt tokens an unbounded cache would serve from cache over a replica's events: for each
@@ -33,9 +37,14 @@ func IdealHitsByRequest(events []Event, cfg IdealConfig) []int64 {
 	var scratch []int32
 	rest := events
 	for step := int64(1); ; step++ {
-		batch := TakeBatch(&rest, cfg.BatchRequests)
-		if len(batch) == 0 {
-			return byRequest
+		n, batch := cfg.BatchRequests, []Event(nil)
+		if step <= int64(len(cfg.StepEvents)) {
+			n = cfg.StepEvents[step-1]
+		}
+		if n > 0 || step > int64(len(cfg.StepEvents)) {
+			if batch = TakeBatch(&rest, n); len(batch) == 0 {
+				return byRequest
+			}
 		}
 		for i := range batch {
 			if batch[i].Flush {
@@ -73,4 +82,25 @@ func idealHit(seen map[uint64]struct{}, tokens []int32, pageTokens int) int64 {
 		}
 	}
 	return hit
+}
+
+// SeenPrefixTokens is, for each request in the events' order, the longest prefix of its whole pages (PageTokens
+// each) that any earlier request began with, flushes or not: what an unbounded store that outlives flushes (a
+// modelled L3 holding every block written before) could supply to it.
+func SeenPrefixTokens(events []Event, cfg IdealConfig) []int64 {
+	seen := map[uint64]struct{}{}
+	var out []int64
+	var scratch []int32
+	for i := range events {
+		if events[i].Flush {
+			continue
+		}
+		tokens := events[i].Request.InputIDs
+		if tokens == nil && events[i].Request.Blocks.Compact() {
+			scratch = events[i].Request.Blocks.AppendTokens(scratch[:0], cfg.VocabSize)
+			tokens = scratch
+		}
+		out = append(out, idealHit(seen, tokens, cfg.PageTokens))
+	}
+	return out
 }

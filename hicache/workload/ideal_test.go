@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 )
 
@@ -25,6 +26,16 @@ func TestIdealHitTokensByHand(t *testing.T) {
 	cfg.BatchRequests, cfg.FlushEverySteps = 1, 1
 	if got := IdealHitTokens(events, cfg); got != 0 {
 		t.Fatalf("with a flush every step: %d, want 0", got)
+	}
+	// A serving clock's steps: the first two requests, then the next three, then one a step (past StepEvents,
+	// BatchRequests again). --flush-every 1 leaves only the hits within a step: the second's 4, the fourth's 2.
+	// What an unbounded store that outlives flushes could supply: the flush forgets nothing.
+	if got, want := SeenPrefixTokens(events, cfg), []int64{0, 4, 2, 2, 0, 4, 6}; !slices.Equal(got, want) {
+		t.Fatalf("seen prefixes %v, want %v", got, want)
+	}
+	cfg.StepEvents = []int{2, 3}
+	if got := IdealHitTokens(events, cfg); got != 4+2 {
+		t.Fatalf("by the clock's steps with a flush every step: %d, want 6", got)
 	}
 }
 
