@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,18 +108,26 @@ func cphicacheLines(stderr string) string {
 	return strings.Join(keep, "\n")
 }
 
+// TestSIGTERMEndsTheRunCleanly signals the run once its provenance header is out, which it prints only after its
+// signal handling is in place (cli/run.go): a fixed sleep instead signalled a run that a loaded machine had not
+// brought that far, and the signal's default action killed it.
 func TestSIGTERMEndsTheRunCleanly(t *testing.T) {
 	// A singleton is the process that receives the signal directly, as each rank does under mpirun or srun.
 	cmd := exec.Command(binPath, "run", "--trace", writeLongTrace(t), "--quiet")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
+	header, rest := waitForHeader(t, cmd, 120*time.Second)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	if !strings.HasPrefix(header, "# cphicache ") {
+		t.Errorf("the run's first line is not its provenance: %q", header)
+	}
+	defer func() { // the signal came while the run replayed, not once it had done
+		if out := rest(); strings.Contains(out, "result: ") {
+			t.Errorf("the run printed its summary, so the signal came after its work:\n%s", out)
+		}
+	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -130,9 +139,9 @@ func TestSIGTERMEndsTheRunCleanly(t *testing.T) {
 		if !strings.Contains(stderr.String(), "received SIGTERM; run abandoned") {
 			t.Errorf("no one-line reason on stderr:\n%s", stderr.String())
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(120 * time.Second):
 		cmd.Process.Kill()
-		t.Fatal("the run did not end within 30 s of SIGTERM")
+		t.Fatal("the run did not end within 120 s of SIGTERM")
 	}
 	checkNoSegments(t)
 }
@@ -153,6 +162,35 @@ var (
 	longTracePath string
 	longTraceErr  error
 )
+
+// waitForHeader starts cmd and returns the first line of its standard output once it is there (a run's
+// provenance header: its signal handling is in place), failing the test after bound. rest, called after
+// cmd.Wait, returns the lines that came after it.
+func waitForHeader(t *testing.T, cmd *exec.Cmd, bound time.Duration) (header string, rest func() string) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw // exec copies into it, and cmd.Wait waits for that copy
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first, after := make(chan string, 1), make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(pr)
+		line, _ := r.ReadString('\n')
+		first <- line
+		b, _ := io.ReadAll(r)
+		after <- string(b)
+	}()
+	rest = func() string { pw.Close(); return <-after }
+	select {
+	case header = <-first:
+		return header, rest
+	case <-time.After(bound):
+		cmd.Process.Kill()
+		t.Fatalf("no line on standard output within %v", bound)
+		return "", rest
+	}
+}
 
 // genLongTrace writes the shared trace into a directory TestMain removes after the last test.
 func genLongTrace(t *testing.T) (string, error) {

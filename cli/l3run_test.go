@@ -220,7 +220,7 @@ func removeSessionDir(t *testing.T, pid int) {
 // waitForRanksToExit waits until no process of the killed job's group is left, so that none holds the slab.
 func waitForRanksToExit(t *testing.T, pgid int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if err := syscall.Kill(-pgid, 0); err != nil {
 			return
 		}
