@@ -112,7 +112,7 @@ func TestBenchReplaySmoke(t *testing.T) {
 	if err := os.Mkdir(l3Parent, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), loaded(240*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, "bench", "replay", "--np", "2", "--trace", trace, "--l3-parent", l3Parent,
 		"--out-dir", filepath.Join(dir, "out"), "--json", jsonPath, "--plain-rounds", "3", "--l3-run-args", "--l3-prefetch-threshold 64",

@@ -169,7 +169,7 @@ func TestL3SigkillMidWriteLeavesNoTornBlock(t *testing.T) {
 	if out, err := exec.Command(binPath, "gen-trace", "--output", trace).CombinedOutput(); err != nil {
 		t.Fatalf("gen-trace: %v\n%s", err, out)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), loaded(120*time.Second))
 	defer cancel()
 	cmd := mpirunCommand(ctx, t, 2, l3RunArgs(dir, "--trace", trace, "--l3-fsync", "--token-bytes", "1024", "--l3-block-tokens", "256")...)
 	// No shared-memory transport: a killed job cannot remove OpenMPI's segments, and the test leaves none behind.
