@@ -209,6 +209,7 @@ func TestMisspelledEnvironmentVariableIsRefused(t *testing.T) {
 // TestSignalToOneRankIsNamedByThatRank: SIGINT to one rank that is not rank 0 (kill -INT of its pid) ends the
 // job, and that rank says it received it: the launcher ends the others with a SIGTERM that does not say why.
 func TestSignalToOneRankIsNamedByThatRank(t *testing.T) {
+	besideOthers(t)
 	trace := writeLongTrace(t)
 	var outputs []string
 	for range 3 { // mpirun, ending the job, now and then drops the ranks' last lines (TestSignalsUnderMpirun)

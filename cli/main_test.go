@@ -227,6 +227,7 @@ func reportNumber(t *testing.T, m map[string]any, key string) float64 {
 }
 
 func TestRunDefaultWorkloadAtEveryScale(t *testing.T) {
+	besideOthers(t)
 	for _, tc := range []struct {
 		np   int
 		args []string
