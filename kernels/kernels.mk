@@ -161,6 +161,6 @@ EXTRA_TESTS += test-gpu-check-script
 # The concurrency tests under the race detector, small: several callers on one engine, whose workers share
 # per-call state.
 test-kernels-race: deps
-	timeout 600 $(GO) test -race -count=1 -run 'Concurrent|Close|RoundTrip/layer_first/part=48B' ./kernels
+	timeout $(call LOADED,600) $(GO) test -race -count=1 -run 'Concurrent|Close|RoundTrip/layer_first/part=48B' ./kernels
 
 EXTRA_TESTS += test-kernels-race
