@@ -302,34 +302,48 @@ func runMPIMarked(t *testing.T, np int, timeout time.Duration, marker string, ar
 }
 
 // runMPIOnMarker is runMPIMarked that also calls onMarker (when not nil) with the running mpirun as soon as
-// marker first appears on stderr, for a test that acts on the job mid-run (a signal).
+// marker first appears on stderr or stdout (a run's provenance header, "# cphicache ", says every rank's signal
+// handling is in place), for a test that acts on the job mid-run (a signal).
 func runMPIOnMarker(t *testing.T, np int, timeout time.Duration, marker string, onMarker func(*exec.Cmd), args ...string) (mpirunResult, time.Time) {
 	t.Helper()
 	timeout = loaded(timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := mpirunCommand(ctx, t, np, args...)
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	pipe, err := cmd.StderrPipe()
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errPipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
+	var mu sync.Mutex
 	var markedAt time.Time
-	scanner := bufio.NewScanner(pipe)
-	for scanner.Scan() {
-		if markedAt.IsZero() && strings.Contains(scanner.Text(), marker) {
-			markedAt = time.Now()
-			if onMarker != nil {
-				onMarker(cmd)
+	scan := func(r io.Reader, into *strings.Builder, done chan<- struct{}) {
+		scanner := bufio.NewScanner(r)
+		for scanner.Scan() {
+			mu.Lock()
+			if markedAt.IsZero() && strings.Contains(scanner.Text(), marker) {
+				markedAt = time.Now()
+				if onMarker != nil {
+					onMarker(cmd)
+				}
 			}
+			into.WriteString(scanner.Text() + "\n")
+			mu.Unlock()
 		}
-		stderr.WriteString(scanner.Text() + "\n")
+		close(done)
 	}
+	var stdout, stderr strings.Builder
+	outDone, errDone := make(chan struct{}), make(chan struct{})
+	go scan(outPipe, &stdout, outDone)
+	go scan(errPipe, &stderr, errDone)
+	<-outDone
+	<-errDone
 	err = cmd.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("mpirun -np %d %v did not finish within %v\nstderr:\n%s", np, args, timeout, stderr.String())

@@ -213,7 +213,7 @@ func TestSignalToOneRankIsNamedByThatRank(t *testing.T) {
 	trace := writeLongTrace(t)
 	var outputs []string
 	for range 3 { // mpirun, ending the job, now and then drops the ranks' last lines (TestSignalsUnderMpirun)
-		res, _ := runMPIOnMarker(t, 2, 60*time.Second, "cphicache: progress", func(cmd *exec.Cmd) {
+		res, _ := runMPIOnMarker(t, 2, 60*time.Second, "# cphicache ", func(cmd *exec.Cmd) { // every rank handles signals
 			for _, pid := range childPids(t, cmd.Process.Pid) {
 				if env, _ := os.ReadFile(filepath.Join("/proc", fmt.Sprint(pid), "environ")); strings.Contains("\x00"+string(env), "\x00OMPI_COMM_WORLD_RANK=1\x00") {
 					syscall.Kill(pid, syscall.SIGINT)

@@ -84,11 +84,12 @@ func TestSignalsUnderMpirun(t *testing.T) {
 	}
 }
 
-// signalJob starts a long 2-rank run, signals it (its ranks or mpirun) once the first progress line says the
-// ranks replay, and returns mpirun's exit status and standard error.
+// signalJob starts a long 2-rank run, signals it (its ranks or mpirun) once its provenance header says every
+// rank handles signals, and returns mpirun's exit status and standard error. (It waited for the first progress
+// line before: 10% of a long replay, minutes at load 45, where the job then outran its bound.)
 func signalJob(t *testing.T, trace string, toRanks bool, sig syscall.Signal) (int, string) {
 	t.Helper()
-	res, _ := runMPIOnMarker(t, 2, 60*time.Second, "cphicache: progress", func(cmd *exec.Cmd) {
+	res, _ := runMPIOnMarker(t, 2, 60*time.Second, "# cphicache ", func(cmd *exec.Cmd) {
 		targets := []int{cmd.Process.Pid}
 		if toRanks {
 			targets = childPids(t, cmd.Process.Pid)
