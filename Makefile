@@ -1,7 +1,8 @@
 # cphicache: build, test and run.
 #
 #   make run    the main job: 8 ranks of the default workload under mpirun
-#   make test   the whole test suite: unit tests, then SPMD tests under mpirun at 1, 2, 8 and 16 ranks
+#   make test   the whole test suite: unit tests, SPMD tests under mpirun at 1, 2, 8 and 16 ranks and the rest,
+#               in three lanes side by side (test-lane-cli, -core, -waits), each stage timed
 #
 # Both install what they need first (make deps), so they work on a fresh Debian 12 machine.
 #
@@ -33,12 +34,18 @@ MPI_TEST_PKGS := mpi hicache hicache/spmd
 MPI_TEST_NPS  := 1 2 8 16
 EXTRA_TESTS   :=
 
+# LOADED is a step's bound in seconds, written for a quiet machine, scaled for a node loaded far beyond its cores
+# (load average 20 on two cores stretches a job four to five times; hicache's SPMD tests at np 2 ran past 300 s
+# at load 45): the bounds only turn a hang into a failure. A shell expression; cli/main_test.go's loaded() agrees.
+LOADED_FACTOR := 5
+LOADED         = $$(( $(1) * $(LOADED_FACTOR) ))
+
 include $(sort $(wildcard */*.mk))
 
 # After the fragments' tests (test-install is defined below, with install).
 EXTRA_TESTS += test-sim test-install
 
-.PHONY: all deps build run test test-unit test-mpi vet fuzz clean install uninstall test-install sim sim-bugs sim-runner test-sim
+.PHONY: all deps build run test test-unit test-unit-pkgs test-unit-cli test-mpi vet fuzz clean install uninstall test-install sim sim-bugs sim-runner test-sim test-prepare
 
 all: build
 
@@ -60,14 +67,50 @@ run: build
 vet: deps
 	$(GO) vet ./...
 
-test: deps vet test-unit test-mpi $(EXTRA_TESTS)
+# make test runs every stage of the suite (vet, test-unit, test-mpi and EXTRA_TESTS) in three lanes side by side
+# (make -j3), after test-prepare has installed and built what several of them share, so that no two stages
+# install a package or write one file at once. On two cores most stages mostly wait (mpirun sleeping before it
+# signals failed ranks, the GPU kit's bounds, Slurm), so the lanes take about as long as the longest: the CLI's
+# tests alone; the core (the other unit tests, SPMD tests and the smaller stages); the stages that wait most.
+# Each stage's output comes whole as it ends (under a lock), then its wall and CPU time; a failed stage prints
+# its log and FAIL. Every stage is a target of its own too; test-gpu-check-script runs test-cuda-build and
+# gpu-check first, as their prerequisites.
+TEST_LANE_cli   := test-unit-cli
+TEST_LANE_waits := $(filter test-gpu-check-script test-mpich test-slurm-scripts test-slurm test-slurm-mpich,$(EXTRA_TESTS))
+TEST_LANE_core  := vet test-unit-pkgs test-mpi $(filter-out $(TEST_LANE_waits) test-cuda-build gpu-check,$(EXTRA_TESTS))
+# The shell's parent is this make: a number no other make running now has.
+MAKE_SHELL_PID  := $(shell echo $$PPID)
+
+test: test-prepare
+	@$(MAKE) --no-print-directory -j3 test-lane-cli test-lane-core test-lane-waits
+	@echo "ok   make test: every stage passed"
+
+test-prepare: deps deps-cuda deps-mpich build nccl-shim
+
+# (test-lane-NAME runs the stages of TEST_LANE_NAME; a pattern rule, which make does not apply to a .PHONY target.)
+test-lane-%: test-prepare
+	@mkdir -p $(BUILD)/stages; \
+	for stage in $(TEST_LANE_$*); do \
+		log=$(BUILD)/stages/$$stage.log; \
+		TIMEFORMAT="%R %U %S"; { time $(MAKE) --no-print-directory $$stage > $$log 2>&1; } 2> $$log.time && rc=0 || rc=$$?; \
+		read -r wall user sys < <(tail -n 1 $$log.time); \
+		flock $(BUILD)/stages/.output bash -c 'cat "$$1"; echo "== $$2: $$3 in lane $$4: $$5 s wall, $$6 s CPU ($$7 user + $$8 sys)"' _ \
+			$$log $$stage $$([ $$rc = 0 ] && echo ok || echo FAIL) $* $$wall $$(awk "BEGIN { print $$user + $$sys }") $$user $$sys; \
+		[ $$rc = 0 ] || exit $$rc; \
+	done
 
 # Unit tests run as plain `go test`; the MPI packages start as singletons (one rank). Four parallel tests at a
 # time, not GOMAXPROCS's two: the CLI's parallel tests (cli/) are failing mpirun jobs of the binary built here
 # (CPHICACHE_BIN), mostly mpirun sleeping before it signals the ranks (cli/parallel_test.go). -timeout 30m, not go
 # test's 10 minutes: the CLI package takes about 3.5 minutes here, and over 10 beside a CPU hog at load average 20.
-test-unit: build
-	CPHICACHE_BIN=$(abspath $(BIN)) $(GO) test -count=1 -parallel 4 -timeout 30m ./...
+# test-unit is the CLI's package (test-unit-cli, the longest) and every other (test-unit-pkgs).
+test-unit: test-unit-pkgs test-unit-cli
+
+test-unit-pkgs: build
+	CPHICACHE_BIN=$(abspath $(BIN)) $(GO) test -count=1 -parallel 4 -timeout 30m $$($(GO) list ./... | grep -v '/cli$$')
+
+test-unit-cli: build
+	CPHICACHE_BIN=$(abspath $(BIN)) $(GO) test -count=1 -parallel 4 -timeout 30m ./cli/
 
 # Leak checks on a shared machine: each job of the suite gets its own id (CPHICACHE_JOB_ID, which the binary and
 # the SPMD tests put in their segments' names, /dev/shm/cphicache-<id>-g<group>-<random>), and a check lists only
@@ -86,7 +129,8 @@ test-mpi: $(foreach p,$(MPI_TEST_PKGS),$(BUILD)/$(p).test)
 	for p in $(MPI_TEST_PKGS); do for n in $(MPI_TEST_NPS); do \
 		echo "== mpirun -np $$n $(BUILD)/$$p.test"; \
 		$(call SHM_JOB_ID,$$p np$$n); \
-		( cd $$p && timeout 300 $(MPIRUN) -np $$n $(MPIRUN_FLAGS) $(abspath $(BUILD))/$$p.test -test.count=1 ) > $(BUILD)/$$p.np$$n.log 2>&1 \
+		( cd $$p && timeout $(call LOADED,360) $(MPIRUN) -np $$n $(MPIRUN_FLAGS) $(abspath $(BUILD))/$$p.test -test.count=1 \
+			-test.timeout $(call LOADED,300)s ) > $(BUILD)/$$p.np$$n.log 2>&1 \
 			|| { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n"; exit 1; }; \
 		passed=$$(grep -c '^PASS$$' $(BUILD)/$$p.np$$n.log || true); \
 		[ "$$passed" = "$$n" ] || { cat $(BUILD)/$$p.np$$n.log; echo "FAIL: $$p at np $$n: $$passed of $$n ranks passed"; exit 1; }; \

@@ -97,16 +97,16 @@ bench-replay: build
 BENCH_SMOKE := $(BUILD)/bench-smoke
 bench-smoke: build $(BENCH_REF)
 	@mkdir -p $(BENCH_SMOKE)
-	timeout 120 $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BIN) bench allreduce --max-size 64 --iters 50 --iters-large 5 --warmup 5 --rounds 2 --gap-us 1 \
+	timeout $(call LOADED,120) $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BIN) bench allreduce --max-size 64 --iters 50 --iters-large 5 --warmup 5 --rounds 2 --gap-us 1 \
 		--json $(BENCH_SMOKE)/allreduce.json --plot $(BENCH_SMOKE)/allreduce.png > $(BENCH_SMOKE)/allreduce.txt
-	timeout 120 $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BIN) bench step --iters 50 --warmup 5 --rounds 3 --json $(BENCH_SMOKE)/step.json > $(BENCH_SMOKE)/step.txt
-	timeout 120 $(BIN) bench copy --part-sizes 4096,65536 --total-bytes 1048576 --iters 1 --rounds 2 \
+	timeout $(call LOADED,120) $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BIN) bench step --iters 50 --warmup 5 --rounds 3 --json $(BENCH_SMOKE)/step.json > $(BENCH_SMOKE)/step.txt
+	timeout $(call LOADED,120) $(BIN) bench copy --part-sizes 4096,65536 --total-bytes 1048576 --iters 1 --rounds 2 \
 		--json $(BENCH_SMOKE)/copy.json --plot $(BENCH_SMOKE)/copy.png > $(BENCH_SMOKE)/copy.txt
-	timeout 120 $(BIN) bench reserve --slots-log2 10,14 --pages 1,16 --min-seconds 0.01 --json $(BENCH_SMOKE)/reserve.json > $(BENCH_SMOKE)/reserve.txt
-	timeout 120 $(BIN) bench l3 --l3-dir $(BENCH_SMOKE) --block-bytes 4096,65536 --blocks 4 --round-bytes 0 --rounds 1 --json $(BENCH_SMOKE)/l3.json > $(BENCH_SMOKE)/l3.txt
-	timeout 300 $(BIN) bench e2e --np-list 1,2 --assert-every-list 8,0 --repeats 1 --mpirun "$(BENCH_MPIRUN)" \
+	timeout $(call LOADED,120) $(BIN) bench reserve --slots-log2 10,14 --pages 1,16 --min-seconds 0.01 --json $(BENCH_SMOKE)/reserve.json > $(BENCH_SMOKE)/reserve.txt
+	timeout $(call LOADED,120) $(BIN) bench l3 --l3-dir $(BENCH_SMOKE) --block-bytes 4096,65536 --blocks 4 --round-bytes 0 --rounds 1 --json $(BENCH_SMOKE)/l3.json > $(BENCH_SMOKE)/l3.txt
+	timeout $(call LOADED,300) $(BIN) bench e2e --np-list 1,2 --assert-every-list 8,0 --repeats 1 --mpirun "$(BENCH_MPIRUN)" \
 		--out-dir $(BENCH_SMOKE)/e2e --json $(BENCH_SMOKE)/e2e.json > $(BENCH_SMOKE)/e2e.txt
-	timeout 60 $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BENCH_REF) 16 50 > $(BENCH_SMOKE)/allreduce-ref.txt
+	timeout $(call LOADED,60) $(MPIRUN) -np 2 $(MPIRUN_FLAGS) $(BENCH_REF) 16 50 > $(BENCH_SMOKE)/allreduce-ref.txt
 	@for f in allreduce step copy reserve l3 e2e; do \
 		rows=$$(grep -vc '^#' $(BENCH_SMOKE)/$$f.txt || true); \
 		bad=$$(grep -v '^#' $(BENCH_SMOKE)/$$f.txt | awk '$$NF != 0' | wc -l); \

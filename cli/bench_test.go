@@ -100,6 +100,7 @@ func TestBenchStepRefusesOneRank(t *testing.T) {
 // directory its empty launch filled, a fresh one each repeat, all removed at the end; and every ratio printed is
 // the one its runs give. It never looks at a time's value.
 func TestBenchReplaySmoke(t *testing.T) {
+	besideOthers(t)
 	dir := t.TempDir()
 	trace, l3Parent, jsonPath := filepath.Join(dir, "trace.jsonl"), filepath.Join(dir, "l3"), filepath.Join(dir, "replay.json")
 	var lines strings.Builder
@@ -112,12 +113,12 @@ func TestBenchReplaySmoke(t *testing.T) {
 	if err := os.Mkdir(l3Parent, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), loaded(240*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, "bench", "replay", "--np", "2", "--trace", trace, "--l3-parent", l3Parent,
 		"--out-dir", filepath.Join(dir, "out"), "--json", jsonPath, "--plain-rounds", "3", "--l3-run-args", "--l3-prefetch-threshold 64",
 		"--", "--cp", "2", "--trace-limit", "10", "--page-tokens", "64", "--token-bytes", "8", "--layers", "1")
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	cmd.Env = mpirunEnv(t) // its launches carry this test's job id
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench replay: %v\n%s", err, out)

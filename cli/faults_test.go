@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +21,8 @@ import (
 
 func TestInjectedHangEndsWithinTheWatchdogTimeout(t *testing.T) {
 	besideOthers(t)
-	start := time.Now()
-	res := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--watchdog-timeout", "3s", "--inject-hang", "1@5")
-	elapsed := time.Since(start)
+	res, injectedAt := runMPIMarked(t, 4, 60*time.Second, "injected hang at step 5", "run", "--quiet", "--watchdog-timeout", "3s", "--inject-hang", "1@5")
+	elapsed := time.Since(injectedAt)
 	if res.exitCode == 0 {
 		t.Fatal("a hung rank did not end the job")
 	}
@@ -31,9 +31,10 @@ func TestInjectedHangEndsWithinTheWatchdogTimeout(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
 		}
 	}
-	// Timeout plus a few seconds (start-up, the poll interval, mpirun's tear-down on a loaded machine).
+	// From the hang: the timeout, the poll interval and mpirun's tear-down, with room for a loaded machine; without
+	// the watchdog the job would wait for the test's bound, minutes.
 	if elapsed > 30*time.Second {
-		t.Errorf("the job took %v to end after a 3 s watchdog timeout", elapsed)
+		t.Errorf("the job took %v to end after the hang, with a 3 s watchdog timeout", elapsed)
 	}
 	checkNoSegments(t)
 }
@@ -107,18 +108,26 @@ func cphicacheLines(stderr string) string {
 	return strings.Join(keep, "\n")
 }
 
+// TestSIGTERMEndsTheRunCleanly signals the run once its provenance header is out, which it prints only after its
+// signal handling is in place (cli/run.go): a fixed sleep instead signalled a run that a loaded machine had not
+// brought that far, and the signal's default action killed it.
 func TestSIGTERMEndsTheRunCleanly(t *testing.T) {
 	// A singleton is the process that receives the signal directly, as each rank does under mpirun or srun.
 	cmd := exec.Command(binPath, "run", "--trace", writeLongTrace(t), "--quiet")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
+	header, rest := waitForHeader(t, cmd, 120*time.Second)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	if !strings.HasPrefix(header, "# cphicache ") {
+		t.Errorf("the run's first line is not its provenance: %q", header)
+	}
+	defer func() { // the signal came while the run replayed, not once it had done
+		if out := rest(); strings.Contains(out, "result: ") {
+			t.Errorf("the run printed its summary, so the signal came after its work:\n%s", out)
+		}
+	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -130,9 +139,9 @@ func TestSIGTERMEndsTheRunCleanly(t *testing.T) {
 		if !strings.Contains(stderr.String(), "received SIGTERM; run abandoned") {
 			t.Errorf("no one-line reason on stderr:\n%s", stderr.String())
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(120 * time.Second):
 		cmd.Process.Kill()
-		t.Fatal("the run did not end within 30 s of SIGTERM")
+		t.Fatal("the run did not end within 120 s of SIGTERM")
 	}
 	checkNoSegments(t)
 }
@@ -153,6 +162,35 @@ var (
 	longTracePath string
 	longTraceErr  error
 )
+
+// waitForHeader starts cmd and returns the first line of its standard output once it is there (a run's
+// provenance header: its signal handling is in place), failing the test after bound. rest, called after
+// cmd.Wait, returns the lines that came after it.
+func waitForHeader(t *testing.T, cmd *exec.Cmd, bound time.Duration) (header string, rest func() string) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw // exec copies into it, and cmd.Wait waits for that copy
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first, after := make(chan string, 1), make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(pr)
+		line, _ := r.ReadString('\n')
+		first <- line
+		b, _ := io.ReadAll(r)
+		after <- string(b)
+	}()
+	rest = func() string { pw.Close(); return <-after }
+	select {
+	case header = <-first:
+		return header, rest
+	case <-time.After(bound):
+		cmd.Process.Kill()
+		t.Fatalf("no line on standard output within %v", bound)
+		return "", rest
+	}
+}
 
 // genLongTrace writes the shared trace into a directory TestMain removes after the last test.
 func genLongTrace(t *testing.T) (string, error) {
@@ -223,13 +261,16 @@ func TestInjectedCopyErrorEndsTheJobWithTheFailingRanksMessage(t *testing.T) {
 		!strings.Contains(lines[0], "page copy failed") || !strings.Contains(lines[0], "injected copy error") {
 		t.Errorf("exit %d; want non-zero and one line from rank 3 naming the copy error:\n%s", res.exitCode, res.stderr)
 	}
-	if strings.Contains(res.stderr, "watchdog") || elapsed > 10*time.Second {
+	// Half the default watchdog timeout (120 s): a job that waited for it could not end sooner, and a loaded
+	// machine (a job of 8 ranks took 13 s at load 20 on two cores) can.
+	if strings.Contains(res.stderr, "watchdog") || elapsed > 60*time.Second {
 		t.Errorf("the job took %v (the watchdog must not be what ends it):\n%s", elapsed, res.stderr)
 	}
 	checkNoSegments(t)
 }
 
-// A copy that never completes ends the job within the watchdog timeout plus 5 s of its injection, named as the
+// A copy that never completes ends the job within the watchdog timeout plus 30 s of its injection (the tear-down
+// on a loaded machine; without the watchdog it would wait for the test's bound, minutes), named as the
 // drain of the rank that waited for it, mid-run and in the final drain after the last step.
 func TestInjectedStuckCopyEndsWithinTheWatchdogTimeout(t *testing.T) {
 	const timeout = 3 * time.Second
@@ -247,7 +288,7 @@ func TestInjectedStuckCopyEndsWithinTheWatchdogTimeout(t *testing.T) {
 			if !named {
 				t.Errorf("the watchdog message does not name rank 2's drain:\n%s", res.stderr)
 			}
-			if took := time.Since(injectedAt); took > timeout+5*time.Second {
+			if took := time.Since(injectedAt); took > timeout+30*time.Second {
 				t.Errorf("the job ended %v after the injection, with a %v watchdog timeout", took, timeout)
 			}
 		})
@@ -261,33 +302,48 @@ func runMPIMarked(t *testing.T, np int, timeout time.Duration, marker string, ar
 }
 
 // runMPIOnMarker is runMPIMarked that also calls onMarker (when not nil) with the running mpirun as soon as
-// marker first appears on stderr, for a test that acts on the job mid-run (a signal).
+// marker first appears on stderr or stdout (a run's provenance header, "# cphicache ", says every rank's signal
+// handling is in place), for a test that acts on the job mid-run (a signal).
 func runMPIOnMarker(t *testing.T, np int, timeout time.Duration, marker string, onMarker func(*exec.Cmd), args ...string) (mpirunResult, time.Time) {
 	t.Helper()
+	timeout = loaded(timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := mpirunCommand(ctx, t, np, args...)
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	pipe, err := cmd.StderrPipe()
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errPipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
+	var mu sync.Mutex
 	var markedAt time.Time
-	scanner := bufio.NewScanner(pipe)
-	for scanner.Scan() {
-		if markedAt.IsZero() && strings.Contains(scanner.Text(), marker) {
-			markedAt = time.Now()
-			if onMarker != nil {
-				onMarker(cmd)
+	scan := func(r io.Reader, into *strings.Builder, done chan<- struct{}) {
+		scanner := bufio.NewScanner(r)
+		for scanner.Scan() {
+			mu.Lock()
+			if markedAt.IsZero() && strings.Contains(scanner.Text(), marker) {
+				markedAt = time.Now()
+				if onMarker != nil {
+					onMarker(cmd)
+				}
 			}
+			into.WriteString(scanner.Text() + "\n")
+			mu.Unlock()
 		}
-		stderr.WriteString(scanner.Text() + "\n")
+		close(done)
 	}
+	var stdout, stderr strings.Builder
+	outDone, errDone := make(chan struct{}), make(chan struct{})
+	go scan(outPipe, &stdout, outDone)
+	go scan(errPipe, &stderr, errDone)
+	<-outDone
+	<-errDone
 	err = cmd.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("mpirun -np %d %v did not finish within %v\nstderr:\n%s", np, args, timeout, stderr.String())

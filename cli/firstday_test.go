@@ -209,10 +209,11 @@ func TestMisspelledEnvironmentVariableIsRefused(t *testing.T) {
 // TestSignalToOneRankIsNamedByThatRank: SIGINT to one rank that is not rank 0 (kill -INT of its pid) ends the
 // job, and that rank says it received it: the launcher ends the others with a SIGTERM that does not say why.
 func TestSignalToOneRankIsNamedByThatRank(t *testing.T) {
+	besideOthers(t)
 	trace := writeLongTrace(t)
 	var outputs []string
 	for range 3 { // mpirun, ending the job, now and then drops the ranks' last lines (TestSignalsUnderMpirun)
-		res, _ := runMPIOnMarker(t, 2, 60*time.Second, "cphicache: progress", func(cmd *exec.Cmd) {
+		res, _ := runMPIOnMarker(t, 2, 60*time.Second, "# cphicache ", func(cmd *exec.Cmd) { // every rank handles signals
 			for _, pid := range childPids(t, cmd.Process.Pid) {
 				if env, _ := os.ReadFile(filepath.Join("/proc", fmt.Sprint(pid), "environ")); strings.Contains("\x00"+string(env), "\x00OMPI_COMM_WORLD_RANK=1\x00") {
 					syscall.Kill(pid, syscall.SIGINT)

@@ -52,6 +52,7 @@ func checkClean(t *testing.T, name string, m map[string]any) {
 // like every load-back (0 mismatches), and its metrics file has the tier="l3" series the report has. A third of
 // the default workload's conversations (the whole workload runs at 8 ranks in TestRunDefaultWorkloadAtEveryScale).
 func TestL3WarmRestartAtEightRanks(t *testing.T) {
+	besideOthers(t)
 	dir := t.TempDir()
 	first := runL3(t, 8, dir, "--conversations", "60")
 	checkClean(t, "first run", first)
@@ -111,6 +112,7 @@ func blockFiles(t *testing.T, dir string) []string {
 // removed, so that a third job does not find them again. A third of the default workload's conversations keeps
 // the three jobs short.
 func TestL3CorruptBlocksAreCountedRemovedNeverServed(t *testing.T) {
+	besideOthers(t)
 	dir := t.TempDir()
 	small := []string{"--conversations", "60"}
 	checkClean(t, "first run", runL3(t, 2, dir, small...))
@@ -164,12 +166,13 @@ func TestL3CorruptBlocksAreCountedRemovedNeverServed(t *testing.T) {
 // 12 s of the suite). It cannot reach every block the killed job left (a block after one that was still in
 // flight is not a prefix hit), hence the file-by-file check.
 func TestL3SigkillMidWriteLeavesNoTornBlock(t *testing.T) {
+	besideOthers(t)
 	dir := t.TempDir()
 	trace := filepath.Join(t.TempDir(), "default.jsonl")
 	if out, err := exec.Command(binPath, "gen-trace", "--output", trace).CombinedOutput(); err != nil {
 		t.Fatalf("gen-trace: %v\n%s", err, out)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), loaded(120*time.Second))
 	defer cancel()
 	cmd := mpirunCommand(ctx, t, 2, l3RunArgs(dir, "--trace", trace, "--l3-fsync", "--token-bytes", "1024", "--l3-block-tokens", "256")...)
 	// No shared-memory transport: a killed job cannot remove OpenMPI's segments, and the test leaves none behind.
@@ -220,7 +223,7 @@ func removeSessionDir(t *testing.T, pid int) {
 // waitForRanksToExit waits until no process of the killed job's group is left, so that none holds the slab.
 func waitForRanksToExit(t *testing.T, pgid int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if err := syscall.Kill(-pgid, 0); err != nil {
 			return
 		}

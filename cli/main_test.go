@@ -79,8 +79,17 @@ func mpirunEnv(t *testing.T) []string {
 	return append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "CPHICACHE_JOB_ID="+jobIDOf(t))
 }
 
+// loadedMachineFactor scales a job's bound, written for a quiet machine, to one that holds on a node loaded far
+// beyond its cores (load average 20 on two cores, where a job took up to about four times as long): the bounds
+// only turn a hang into a failure, so they are generous. (A claim that a job ends by agreement rather than by a
+// watchdog is checked against a bound below the watchdog's timeout, which a job that waited for it cannot meet.)
+const loadedMachineFactor = 5
+
+// loaded is a quiet machine's bound for a job, scaled for a loaded one (loadedMachineFactor).
+func loaded(quiet time.Duration) time.Duration { return quiet * loadedMachineFactor }
+
 // runMPI launches np ranks of the binary with the flags OpenMPI needs here (as root, oversubscribed), bounded in time
-// so that a hang fails the test instead of the suite.
+// (loaded(timeout)) so that a hang fails the test instead of the suite.
 func runMPI(t *testing.T, np int, timeout time.Duration, args ...string) mpirunResult {
 	t.Helper()
 	return runMPIEnv(t, np, timeout, nil, args...)
@@ -90,6 +99,7 @@ func runMPI(t *testing.T, np int, timeout time.Duration, args ...string) mpirunR
 // cannot set its own process's (t.Setenv).
 func runMPIEnv(t *testing.T, np int, timeout time.Duration, env []string, args ...string) mpirunResult {
 	t.Helper()
+	timeout = loaded(timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := mpirunCommand(ctx, t, np, args...)
@@ -217,6 +227,7 @@ func reportNumber(t *testing.T, m map[string]any, key string) float64 {
 }
 
 func TestRunDefaultWorkloadAtEveryScale(t *testing.T) {
+	besideOthers(t)
 	for _, tc := range []struct {
 		np   int
 		args []string

@@ -51,6 +51,7 @@ func withSuffix(paths []string, suffix string) []string {
 // and nothing else; its warm run serves exactly the one-node group's L3 hits (the same decisions, byte-checked
 // like every load-back); and once one node's part-files are gone, no block is prefetched until it is whole again.
 func TestL3OverTwoNodesOfFourServesAsOnOne(t *testing.T) {
+	besideOthers(t)
 	oneDir, twoDir := t.TempDir(), t.TempDir()
 	oneNode := []nodeLaunch{{8, ""}}
 	twoNodes := []nodeLaunch{{4, "nodeA"}, {4, "nodeB"}}

@@ -22,6 +22,7 @@ type nodeLaunch struct {
 // runOnNodes launches the binary's parts, each with its node name, bounded in time.
 func runOnNodes(t *testing.T, timeout time.Duration, parts []nodeLaunch, args ...string) mpirunResult {
 	t.Helper()
+	timeout = loaded(timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var full []string

@@ -26,7 +26,14 @@ func runCommand() *cli.Command {
 
 // runMain prints and writes the report, also that of a run that failed part-way (Run returns it beside the
 // error), so that the failure is in the report a script reads; then it returns the failure.
+//
+// The provenance header comes first, as the run starts: a run that a signal or a failure ends still says what
+// produced it, and a script or test that signals the run may do so once the header is out, since every rank's
+// signal handling is in place before it (spmd.StartJob).
 func runMain(job *spmd.Job, opts *hicache.Options) error {
+	if job.Topo.WorldRank == 0 {
+		opts.Provenance.WriteHeader(os.Stdout)
+	}
 	report, err := hicache.Run(job, opts)
 	if report == nil {
 		// No final metrics file will replace a periodic one, which would say a dead job is still running.
@@ -36,7 +43,6 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 		return err
 	}
 	if job.Topo.WorldRank == 0 {
-		opts.Provenance.WriteHeader(os.Stdout)
 		report.WriteSummary(os.Stdout)
 		if opts.ReportPath != "" {
 			if err := report.WriteJSON(opts.ReportPath); err != nil {

@@ -121,7 +121,7 @@ func TestTraceFromStandardInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "cphicache-stdin-trace-*"))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), loaded(60*time.Second))
 	defer cancel()
 	cmd := mpirunCommand(ctx, t, 4, "run", "--quiet", "--cp", "2", "--trace", "-")
 	cmd.Stdin = bytes.NewReader(trace)

@@ -15,7 +15,9 @@ func TestARankEndedWhileItWaitsSaysWhere(t *testing.T) {
 	besideOthers(t)
 	res, _ := runMPIOnMarker(t, 2, 60*time.Second, "injected hang at step 5", func(cmd *exec.Cmd) {
 		go func() {
-			time.Sleep(2 * time.Second) // rank 0 waits long enough to be worth saying
+			// Rank 0 must have waited a second (waitWorthSaying) when the signal comes: it enters the consensus
+			// a step's work after rank 1 hangs, which a loaded machine stretches, so 5 s and not 1.
+			time.Sleep(5 * time.Second)
 			for _, pid := range childPids(t, cmd.Process.Pid) {
 				syscall.Kill(pid, syscall.SIGTERM)
 			}

@@ -7,9 +7,10 @@
 # --- env: facts first, each into the summary as soon as it is known. No bound around them all can lose them:
 # the commands that may be slow (nvidia-smi, ldd, ldconfig, df, ip) start at once, side by side, each under its
 # own cap, and their facts are written in the order later steps need them (the GPUs, NCCL, ldd first); so a slow
-# or wedged command costs its cap, at most 10 s, never a fact found by another. Python is asked for its folders
-# only when NCCL is not where the shell looks first (5 s more). The archive-only records get what is left of the
-# step's bound.
+# or wedged command costs its cap, 10 s, never a fact found by another. (Each takes milliseconds on a healthy
+# machine; 3-5 s caps lost facts on one loaded far beyond its cores, as the self-test's cases side by side are.)
+# Python is asked for its folders only when NCCL is not where the shell looks first (10 s more). The
+# archive-only records get what is left of the step's bound.
 env_deadline=$((SECONDS + bound[env]))
 start_capped() { # file seconds command...: the command in the background, its output into file
 	timeout -k 1 "$2" "${@:3}" > "$1" 2>&1 &
@@ -26,15 +27,15 @@ finished() { # pid: waits for one started command; its exit status
 }
 kit_binaries=(kernels-cuda.test ncclcheck-cuda.test transport-cuda.test hicache-cuda.test bin/cphicache-gpu)
 start_capped "$logs/nvidia-smi.txt" 10 nvidia-smi -q; smi_pid=$!
-start_capped "$logs/ldd.txt" 5 ldd "${kit_binaries[@]/#/$kit/}"; ldd_pid=$!
-start_capped "$logs/ldconfig.txt" 3 ldconfig -p; ldconfig_pid=$!
-start_capped "$logs/shm.txt" 3 df -hT /dev/shm; shm_pid=$!
+start_capped "$logs/ldd.txt" 10 ldd "${kit_binaries[@]/#/$kit/}"; ldd_pid=$!
+start_capped "$logs/ldconfig.txt" 10 ldconfig -p; ldconfig_pid=$!
+start_capped "$logs/shm.txt" 10 df -hT /dev/shm; shm_pid=$!
 has_ip=""
 command -v ip > /dev/null 2>&1 && has_ip=1
 if [ -n "$has_ip" ]; then
-	start_capped "$logs/net.txt" 3 ip -br addr
+	start_capped "$logs/net.txt" 10 ip -br addr
 else
-	start_capped "$logs/net.txt" 3 hostname -I
+	start_capped "$logs/net.txt" 10 hostname -I
 fi
 net_pid=$!
 
@@ -87,7 +88,7 @@ if [ -z "$nccl_lib" ]; then
 	done
 fi
 if [ -z "$nccl_lib" ] && command -v python3 > /dev/null 2>&1; then
-	start_capped "$logs/python-path.txt" 5 python3 -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()] + sys.path))'
+	start_capped "$logs/python-path.txt" 10 python3 -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()] + sys.path))'
 	finished $!
 	while IFS= read -r dir; do
 		[ -n "$dir" ] && [ -e "$dir/nvidia/nccl/lib/libnccl.so.2" ] && { nccl_lib=$dir/nvidia/nccl/lib/libnccl.so.2 nccl_how="nvidia/nccl/lib on python3's path"; break; }
@@ -120,7 +121,7 @@ done < "$logs/ldd.txt"
 { echo "### the kit's libraries, as the loader resolves them"; cat "$logs/ldd.txt"; echo; } >> "$logs/env.txt"
 rm -f "$logs/ldd.txt"
 if [ -z "$ldd_done" ]; then
-	fact ldd "did not finish within 5 s: the steps run without the pre-check"
+	fact ldd "did not finish within 10 s: the steps run without the pre-check"
 else
 	# (An empty associative array is "unbound" to set -u: the binaries are listed by name.)
 	unresolved_all=""

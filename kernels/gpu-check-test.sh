@@ -49,8 +49,8 @@ expect_out() { # case out
 	local files
 	files=$(cd "$2" && find . -type f | sed 's|^\./||' | sort | tr '\n' ' ')
 	[ "$files" = "gpu-check-logs.tar.gz summary.txt " ] || fail "$1: \$OUT holds '$files', want exactly gpu-check-logs.tar.gz and summary.txt"
-	tar -tzf "$2/gpu-check-logs.tar.gz" > "$tmp/list" 2>&1 || fail "$1: the archive does not read: $(head -1 "$tmp/list")"
-	for f in summary.txt env.txt; do grep -qx "./$f" "$tmp/list" || fail "$1: the archive lacks $f"; done
+	tar -tzf "$2/gpu-check-logs.tar.gz" > "$2.list" 2>&1 || fail "$1: the archive does not read: $(head -1 "$2.list")"
+	for f in summary.txt env.txt; do grep -qx "./$f" "$2.list" || fail "$1: the archive lacks $f"; done
 }
 
 # expect_step checks one step's status in a summary.
@@ -77,7 +77,11 @@ wait_for() { # file
 	return 1
 }
 
+# Each case runs as a job of its own beside the others (start_case, below): they mostly wait on the script's
+# bounds and sleeps, so side by side they take about as long as the longest one.
+
 # --- 1. the real kit, here
+real_kit_and_budget() {
 if [ -n "$real_kit" ]; then
 	out=$tmp/real && mkdir -p "$out"
 	run_check "$out" PYTHONPATH= "$real_kit/gpu-check.sh"
@@ -114,8 +118,9 @@ if [ -n "$timeout_s" ]; then
 	grep -q "timeout_s=$timeout_s)" "$repo/GPU.md" || fail "budget: GPU.md does not give the device call with timeout_s=$timeout_s"
 fi
 ok "budget: bounds add up to $sum s (<= 300, refused above)${timeout_s:+; two device calls of $timeout_s s, each with a $start_s s start, fit $session_s s}"
+}
 
-# --- a fake kit: every binary a stub that records how it was called
+# --- a fake kit: every binary a stub that records how it was called; each case runs a copy of its own
 kit=$tmp/kit
 mkdir -p "$kit/bin" "$kit/hicache" "$tmp/path" "$tmp/site/nvidia/nccl/lib"
 cp "$script" "$kit/gpu-check.sh"
@@ -194,11 +199,25 @@ printf '#!/bin/sh\necho "pip $*" >> "$FAKE_CALLS"\nexit 1\n' > "$tmp/path/pip"
 cp "$tmp/path/pip" "$tmp/path/pip3"
 chmod +x "$tmp/path/"*
 touch "$tmp/site/nvidia/nccl/lib/libnccl.so.2" # nvidia/ and nvidia/nccl/ are namespace packages, as in the wheel
-fake=(PATH="$tmp/path:$PATH" FAKE_CALLS="$tmp/calls")
+
+# start_case runs a case (a function) as a background job with its own copy of the kit ($kit, which case 3
+# finds with a mode bit lost and case 9 rebuilds) and its own record of calls ($calls), its output kept for the
+# end; the job's status says whether any of its checks failed.
+case_pids=() case_names=()
+start_case() { # name function
+	(
+		kit=$tmp/kit.$1 calls=$tmp/calls.$1
+		cp -a "$tmp/kit" "$kit" && : > "$calls" || fail "$1: cannot copy the fake kit"
+		fake=(PATH="$tmp/path:$PATH" FAKE_CALLS="$calls")
+		"$2"
+		[ "$fails" = 0 ]
+	) > "$tmp/case.$1.out" 2>&1 &
+	case_pids+=($!) case_names+=("$1")
+}
 
 # --- 3. everything there; one binary has lost its mode bits on the way, which the script restores
+all_present() {
 out=$tmp/pass && mkdir -p "$out"
-: > "$tmp/calls"
 chmod a-x "$kit/transport-cuda.test"
 run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" "$kit/gpu-check.sh"
 rc=$?
@@ -218,14 +237,18 @@ expect_line "all present" "$out" 'proves: TestStartMakesTheNCCLReducerOnTheDevic
 expect_line "all present" "$out" 'proves: TestRunOverNCCLProvesEveryReduction by hicache-cuda.test' "the NCCL whole run's proves: line"
 expect_line "all present" "$out" '^ +on the GPU \(11 tests, each logged on-device:\): TestRunInSubtests TestRun2 ' "the tests that ran on the GPU"
 ! grep -q 'TestParseRankInjection' <(grep 'on the GPU' "$out/summary.txt") || fail "all present: a CPU-only test is counted as on the GPU"
-[ "$(grep -c '^nvidia-smi' "$tmp/calls")" = 1 ] || fail "all present: nvidia-smi called $(grep -c '^nvidia-smi' "$tmp/calls") times, want once"
-! grep -qE '^pip|^python3 .*-m pip' "$tmp/calls" || fail "all present: pip was asked: $(grep -E '^pip|pip' "$tmp/calls")"
-grep -q '^ncclcheck-cuda.test NCCL_DEBUG=INFO -test.count=1 -test.v' "$tmp/calls" || fail "all present: the NCCL tests did not run with NCCL_DEBUG=INFO"
-tar -tzf "$out/gpu-check-logs.tar.gz" | grep -q '^\./nccl-debug\.[0-9]*\.log$' || fail "all present: NCCL's debug files are not in the archive"
-tar -tzf "$out/gpu-check-logs.tar.gz" | grep -q '^\./nvidia-smi\.txt$' || fail "all present: nvidia-smi -q's output is not in the archive"
+[ "$(grep -c '^nvidia-smi' "$calls")" = 1 ] || fail "all present: nvidia-smi called $(grep -c '^nvidia-smi' "$calls") times, want once"
+! grep -qE '^pip|^python3 .*-m pip' "$calls" || fail "all present: pip was asked: $(grep -E '^pip|pip' "$calls")"
+grep -q '^ncclcheck-cuda.test NCCL_DEBUG=INFO -test.count=1 -test.v' "$calls" || fail "all present: the NCCL tests did not run with NCCL_DEBUG=INFO"
+# (The listing is read whole first: under pipefail, grep -q quitting at its match could leave tar a SIGPIPE.)
+tar -tzf "$out/gpu-check-logs.tar.gz" > "$out.archived" 2>&1
+grep -q '^\./nccl-debug\.[0-9]*\.log$' "$out.archived" || fail "all present: NCCL's debug files are not in the archive"
+grep -q '^\./nvidia-smi\.txt$' "$out.archived" || fail "all present: nvidia-smi -q's output is not in the archive"
 ok "fake kit with NCCL from the wheel's path: every step PASS, facts and proofs in the summary, nvidia-smi once, no pip"
+}
 
 # --- 4. no PASS that proves less than it says (two faults a run, in independent steps)
+no_pass_that_proves_less() {
 out=$tmp/noproof1 && mkdir -p "$out"
 run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" FAKE_NO_BENCH=1 FAKE_CPU_ONLY=1 "$kit/gpu-check.sh"
 expect_step "nothing measured" "$out" nccl-bench FAIL
@@ -234,7 +257,7 @@ expect_step "not on the GPU" "$out" hicache FAIL
 expect_line "not on the GPU" "$out" '^hicache +FAIL .*0 tests ran on the GPU' "why hicache failed"
 # --- 6. (in the same run) kernels fail: no benchmark
 out=$tmp/noproof2 && mkdir -p "$out"
-: > "$tmp/calls"
+: > "$calls"
 run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" FAKE_NO_PROOF=1 FAKE_FAIL=kernels-cuda.test "$kit/gpu-check.sh"
 rc=$?
 expect_step "no NCCL proof" "$out" hicache FAIL
@@ -243,10 +266,12 @@ ok "no PASS that proves less: nccl-bench measuring nothing, hicache off the GPU 
 [ "$rc" = 1 ] || fail "kernels failing: exit $rc, want 1"
 expect_step "kernels failing" "$out" kernels FAIL
 expect_step "kernels failing" "$out" bench SKIP
-! grep -q '^kernels-cuda.test .*-test.bench' "$tmp/calls" || fail "kernels failing: the benchmark ran anyway"
+! grep -q '^kernels-cuda.test .*-test.bench' "$calls" || fail "kernels failing: the benchmark ran anyway"
 ok "kernels failing: bench SKIP, never run"
+}
 
 # --- 5. no NCCL: FAIL when expected, SKIP when told not to expect it
+no_nccl() {
 out=$tmp/nonccl && mkdir -p "$out"
 run_check "$out" "${fake[@]}" PYTHONPATH= "$kit/gpu-check.sh"
 rc=$?
@@ -255,20 +280,20 @@ expect_out "no NCCL" "$out"
 expect_step "no NCCL" "$out" nccl FAIL
 expect_line "no NCCL" "$out" '^fact +nccl: not found' "the NCCL fact"
 out=$tmp/optional && mkdir -p "$out"
-: > "$tmp/calls"
+: > "$calls"
 run_check "$out" "${fake[@]}" PYTHONPATH= GPU_CHECK_EXPECT_NCCL=0 "$kit/gpu-check.sh"
 rc=$?
 [ "$rc" = 0 ] || fail "no NCCL, not expected: exit $rc, want 0: $(cat "$out/summary.txt")"
 expect_step "NCCL not expected" "$out" nccl SKIP
 expect_step "NCCL not expected" "$out" hicache PASS
-grep -q '^transport-cuda.test .*-test.skip NCCL' "$tmp/calls" || fail "NCCL not expected: the transport tests were not told to skip NCCL"
+grep -q '^transport-cuda.test .*-test.skip NCCL' "$calls" || fail "NCCL not expected: the transport tests were not told to skip NCCL"
 ok "no NCCL: nccl FAIL and the run FAIL; with GPU_CHECK_EXPECT_NCCL=0 a SKIP"
+}
 
 # --- 7. steps that hang until their bounds (shortened here): each a FAIL that says so, the others still run;
 # and a wedged nvidia-smi, ended at its 10 s cap, costs the GPU facts only: NCCL, ldd and the rest are found.
+hung_steps() {
 out=$tmp/hang && mkdir -p "$out"
-: > "$tmp/calls"
-rm -f "$tmp/calls.hang"
 run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" GPU_CHECK_BOUNDS=kernels=2,hicache=2 FAKE_HANG="kernels-cuda.test hicache-cuda.test" FAKE_SMI_HANG=1 "$kit/gpu-check.sh"
 rc=$?
 [ "$rc" = 1 ] || fail "hung steps: exit $rc, want 1"
@@ -281,16 +306,16 @@ expect_line "hung steps" "$out" '^kernels +FAIL exit 124 \(timed out after 2 s\)
 expect_line "hung steps" "$out" '^hicache +FAIL exit 124 \(timed out after 2 s\)' "the hicache step timed out"
 for s in nccl nccl-bench transport e2e-np1; do expect_step "hung steps" "$out" "$s" PASS; done
 expect_step "hung steps" "$out" bench SKIP
-for p in $(cat "$tmp/calls.hang" 2> /dev/null); do kill -0 "$p" 2> /dev/null && { fail "hung steps: a hung step (pid $p) still runs"; kill "$p"; }; done
+for p in $(cat "$calls.hang" 2> /dev/null); do kill -0 "$p" 2> /dev/null && { fail "hung steps: a hung step (pid $p) still runs"; kill "$p"; }; done
 ok "steps hung past their bounds: FAIL timed out, every other step run; a wedged nvidia-smi loses no other fact"
+}
 
 # --- 8. a hung step, then SIGTERM: the report is still written, the step's process ended
+sigterm() {
 out=$tmp/term && mkdir -p "$out"
-: > "$tmp/calls"
-rm -f "$tmp/calls.hang"
 env -u CPHICACHE_NCCL_LIB OUT="$out" "${fake[@]}" PYTHONPATH="$tmp/site" FAKE_HANG=hicache-cuda.test "$kit/gpu-check.sh" > "$out.log" 2>&1 &
 pid=$!
-wait_for "$tmp/calls.hang" || fail "SIGTERM: the hicache step did not start within 5 minutes"
+wait_for "$calls.hang" || fail "SIGTERM: the hicache step did not start within 5 minutes"
 kill -TERM "$pid"
 # The script must end soon after the signal (its archive takes at most 10 s), not when the hung step's 60 s
 # bound runs out.
@@ -303,34 +328,36 @@ expect_out "SIGTERM" "$out"
 head -1 "$out/summary.txt" | grep -q '^gpu-check: FAIL' || fail "SIGTERM: the summary's verdict is not FAIL"
 expect_step "SIGTERM" "$out" transport PASS
 expect_step "SIGTERM" "$out" bench FAIL
-hung=$(cat "$tmp/calls.hang" 2>/dev/null)
+hung=$(cat "$calls.hang" 2>/dev/null)
 sleep 0.5
 [ -n "$hung" ] && ! kill -0 "$hung" 2> /dev/null || { fail "SIGTERM: the hung step (pid $hung) still runs"; kill "$hung" 2> /dev/null; }
 ok "SIGTERM during a hung step: step ended, summary and archive written"
+}
 
 # SIGKILL: nothing runs at the end, so summary.txt must already hold every fact and every finished step.
+sigkill() {
 out=$tmp/kill && mkdir -p "$out" "$tmp/tmpdir"
-: > "$tmp/calls"
-rm -f "$tmp/calls.hang"
 env -u CPHICACHE_NCCL_LIB OUT="$out" TMPDIR="$tmp/tmpdir" "${fake[@]}" PYTHONPATH="$tmp/site" FAKE_HANG=hicache-cuda.test "$kit/gpu-check.sh" > "$out.log" 2>&1 &
 pid=$!
-wait_for "$tmp/calls.hang" || fail "SIGKILL: the hicache step did not start within 5 minutes"
+wait_for "$calls.hang" || fail "SIGKILL: the hicache step did not start within 5 minutes"
 # (bash reports a killed job on its standard error: not a failure here.)
 exec 3>&2 2> /dev/null
 kill -KILL "$pid"
 wait "$pid"
 exec 2>&3 3>&-
-for p in $(cat "$tmp/calls.hang" 2> /dev/null); do kill "$p" 2> /dev/null; done # the orphaned step: ours to end
+for p in $(cat "$calls.hang" 2> /dev/null); do kill "$p" 2> /dev/null; done # the orphaned step: ours to end
 head -1 "$out/summary.txt" | grep -q '^gpu-check: RUNNING (fake, ' || fail "SIGKILL: the first line does not say the run did not finish: $(head -1 "$out/summary.txt")"
 for s in env kernels nccl nccl-bench transport; do expect_step "SIGKILL" "$out" "$s" PASS; done
 for f in gpus nccl ldd glibc /dev/shm limits network mpi; do expect_line "SIGKILL" "$out" "^fact +$f: " "the $f fact"; done
 expect_line "SIGKILL" "$out" 'proves: TestStartMakesTheNCCLReducerOnTheDevice' "the finished steps' proves: lines"
 ! grep -qE '^(hicache|bench|e2e-np1|e2e-np2) ' "$out/summary.txt" || fail "SIGKILL: a step that never finished is in the summary"
 ok "SIGKILL during a hung step: summary.txt, written as the run went, names every fact and finished step"
+}
 
 # --- 9. binaries whose libraries do not resolve here: a missing library fails the step with ldd's line; a
 # missing libmpi alone makes the MPI-only step a SKIP. Real ELF programs, linked against libraries then removed
 # (the MPI one under a soname of its own: this machine has a real libmpi.so.40).
+unresolved() {
 lib=$tmp/lib && mkdir -p "$lib"
 echo 'int fake(void) { return 0; }' > "$lib/fake.c"
 echo 'int fake(void); int main(void) { return fake(); }' > "$lib/main.c"
@@ -339,16 +366,29 @@ if gcc -shared -fPIC -o "$lib/libgone.so" "$lib/fake.c" && gcc -shared -fPIC -Wl
 	&& gcc -o "$kit/bin/cphicache-gpu" "$lib/main.c" "$lib/libmpi_gpucheck.so.40"; then
 	rm -f "$lib"/*.so*
 	out=$tmp/ldd && mkdir -p "$out"
-	: > "$tmp/calls"
+	: > "$calls"
 	run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" "$kit/gpu-check.sh"
 	expect_step "unresolved" "$out" kernels FAIL
 	grep -q 'kernels-cuda.test cannot load here: libgone.so => not found' "$out/summary.txt" || fail "unresolved: the kernels line does not quote ldd: $(grep '^kernels' "$out/summary.txt")"
 	expect_line "unresolved" "$out" '^fact +ldd: .*kernels-cuda.test: libgone.so => not found' "the ldd fact naming the library"
 	expect_step "unresolved" "$out" e2e-np1 SKIP
-	! grep -q '^kernels-cuda.test ' "$tmp/calls" || fail "unresolved: a binary that cannot load was run"
+	! grep -q '^kernels-cuda.test ' "$calls" || fail "unresolved: a binary that cannot load was run"
 	ok "binaries that cannot load: FAIL quoting ldd, SKIP when only libmpi is missing"
 else
 	fail "could not build the test's ELF programs with gcc"
 fi
+}
 
+start_case real real_kit_and_budget
+start_case pass all_present
+start_case noproof no_pass_that_proves_less
+start_case nonccl no_nccl
+start_case hang hung_steps
+start_case term sigterm
+start_case kill sigkill
+start_case ldd unresolved
+for i in "${!case_pids[@]}"; do
+	wait "${case_pids[$i]}" || fails=$((fails + 1))
+	cat "$tmp/case.${case_names[$i]}.out"
+done
 [ "$fails" = 0 ] || exit 1

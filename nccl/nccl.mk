@@ -19,7 +19,7 @@ export CPHICACHE_NCCL_LIB := $(abspath $(NCCL_SHIM))
 nccl-shim: $(NCCL_SHIM) $(NCCL_SHIM_LEGACY)
 
 # Both test targets load the shim, so it is built first.
-test-unit test-mpi: nccl-shim
+test-unit-pkgs test-unit-cli test-mpi: nccl-shim
 
 $(NCCL_SHIM): nccl/testdata/ncclshim.c nccl/testdata/ncclshim_redop.h | deps
 	@mkdir -p $(@D)

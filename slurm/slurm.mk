@@ -21,8 +21,8 @@ test-slurm-scripts:
 	slurm/test-scripts.sh
 
 test-slurm: build
-	timeout -k 60 420 slurm/test-slurm.sh
+	timeout -k 60 $(call LOADED,420) slurm/test-slurm.sh
 
 test-slurm-mpich: mpich
 	CPHICACHE_SLURM_TEST_MPI=mpich CPHICACHE_SLURM_DIR=/tmp/cphicache-slurm-mpich CPHICACHE_SLURM_CTLD_PORT=16917 \
-		CPHICACHE_SLURM_NODE_PORT=17101 timeout -k 60 420 slurm/test-slurm.sh
+		CPHICACHE_SLURM_NODE_PORT=17101 timeout -k 60 $(call LOADED,420) slurm/test-slurm.sh
