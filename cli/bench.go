@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/bench"
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 func benchCommand() *cli.Command {
@@ -67,7 +67,7 @@ func (o *benchOutput) write(meta *bench.Meta, rows any, wrong int64, table func(
 
 func powerOfTwo(flag string, v int64, minimum int64) error {
 	if v < minimum || v&(v-1) != 0 {
-		return &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%d is not a power of two of at least %d", v, minimum)}
+		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%d is not a power of two of at least %d", v, minimum)}
 	}
 	return nil
 }

@@ -3,7 +3,7 @@
 // root, only hands Main the build's version.
 //
 // Every command follows one pattern (urfave/cli's): its flags write into an options struct (Destination); its
-// Before turns the struct into the packages' options and checks them, naming the flag (*spmd.ConfigError); its
+// Before turns the struct into the packages' options and checks them, naming the flag (*errscope.ConfigError); its
 // Action runs on the checked options. So a bad flag fails before MPI starts, and on every rank alike. No command
 // runs a collective itself: a job's collectives belong to hicache/spmd (start-up, failure agreement, --trace -'s
 // broadcast of standard input) and to the packages a command calls.

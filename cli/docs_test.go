@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // TestReadmeL3CommandsWorkOnAFreshMachine: --l3-dir must exist (a typo is refused, not created), so every README
@@ -98,7 +98,7 @@ func TestEnumValuesAreAccepted(t *testing.T) {
 				app = &cli.App{Commands: []*cli.Command{{Name: "run", Flags: flags, Before: o.before, Action: func(*cli.Context) error { return nil }}}}
 			}
 			err := app.Run(args)
-			var ce *spmd.ConfigError
+			var ce *errscope.ConfigError
 			if errors.As(err, &ce) && ce.Flag == flag && !strings.Contains(err.Error(), "GPU build") {
 				t.Errorf("--%s %s is offered but refused: %v", flag, v, err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
@@ -51,7 +52,7 @@ func (o *globalOptions) check(c *cli.Context) (err error) {
 		size int
 	}{{"cp", o.cp}, {"dp", o.dp}} {
 		if c.IsSet(g.name) && g.size < 1 {
-			return &spmd.ConfigError{Flag: g.name, Reason: fmt.Sprintf("%d is not a group size; give 1 or more, or leave it unset to derive it from the launch", g.size)}
+			return &errscope.ConfigError{Flag: g.name, Reason: fmt.Sprintf("%d is not a group size; give 1 or more, or leave it unset to derive it from the launch", g.size)}
 		}
 	}
 	return nil

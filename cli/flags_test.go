@@ -13,7 +13,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/cache"
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
@@ -88,7 +88,7 @@ func TestEveryFlagHasADestination(t *testing.T) {
 	})
 }
 
-// TestBeforeNamesTheFlag: a bad value fails in the command's Before with a *spmd.ConfigError naming the flag,
+// TestBeforeNamesTheFlag: a bad value fails in the command's Before with a *errscope.ConfigError naming the flag,
 // from the command line and from the environment alike.
 func TestBeforeNamesTheFlag(t *testing.T) {
 	for _, tc := range []struct {
@@ -155,7 +155,7 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 				t.Setenv(name, value) // until the subtest ends
 			}
 			err := newApp().Run(append([]string{"cphicache"}, tc.args...))
-			var ce *spmd.ConfigError
+			var ce *errscope.ConfigError
 			if !errors.As(err, &ce) || ce.Flag != tc.flag {
 				t.Errorf("error %v, want an invalid --%s", err, tc.flag)
 			}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/outfile"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
@@ -83,11 +83,11 @@ func traceWriter(format string, blockTokens int) (func(io.Writer, []workload.Eve
 		return workload.WriteTrace, nil
 	case "mooncake":
 		if blockTokens < 1 || blockTokens > workload.BlockTokensMax {
-			return nil, &spmd.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", blockTokens, workload.BlockTokensMax)}
+			return nil, &errscope.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", blockTokens, workload.BlockTokensMax)}
 		}
 		return func(w io.Writer, events []workload.Event) error {
 			return workload.WriteMooncakeTrace(w, events, blockTokens)
 		}, nil
 	}
-	return nil, &spmd.ConfigError{Flag: "format", Reason: fmt.Sprintf("%q is not one of tokens, mooncake", format)}
+	return nil, &errscope.ConfigError{Flag: "format", Reason: fmt.Sprintf("%q is not one of tokens, mooncake", format)}
 }

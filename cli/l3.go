@@ -16,6 +16,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -45,7 +46,7 @@ func (o *l3Options) check(*cli.Context) error {
 	hex := strings.TrimPrefix(strings.ToLower(o.fingerprintHex), "0x")
 	fp, err := strconv.ParseUint(hex, 16, 64)
 	if err != nil || len(hex) > 16 {
-		return &spmd.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("%q is not a 64-bit hexadecimal fingerprint (l3 stat lists them)", o.fingerprintHex)}
+		return &errscope.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("%q is not a 64-bit hexadecimal fingerprint (l3 stat lists them)", o.fingerprintHex)}
 	}
 	o.fingerprint = &fp
 	return nil
@@ -133,7 +134,7 @@ func l3ClearCommand() *cli.Command {
 			}
 			if o.fingerprint != nil && len(removed) == 0 {
 				// A mistyped fingerprint must not pass for a cleared one.
-				return &spmd.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("no namespace %016x under %s", *o.fingerprint, o.dir)}
+				return &errscope.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("no namespace %016x under %s", *o.fingerprint, o.dir)}
 			}
 			fmt.Printf("# cphicache l3 clear: %s: %s removed\n", o.dir, spmd.Plural(len(removed), "namespace"))
 			return nil
@@ -177,7 +178,7 @@ func (o *runL3Options) options(c *cli.Context, model string) (opts hicache.L3Opt
 	if o.dir == "" {
 		for _, f := range o.flags()[1:] {
 			if name := f.Names()[0]; c.IsSet(name) {
-				return opts, &spmd.ConfigError{Flag: name, Reason: "needs --l3-dir"}
+				return opts, &errscope.ConfigError{Flag: name, Reason: "needs --l3-dir"}
 			}
 		}
 		return opts, nil

@@ -5,7 +5,7 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // startCPUProfile starts this rank's CPU profile into prefix.rank<worldRank>.pprof, a file per rank so that the
@@ -18,11 +18,11 @@ func startCPUProfile(prefix string, worldRank int) (stop func(), err error) {
 	path := fmt.Sprintf("%s.rank%d.pprof", prefix, worldRank)
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, &spmd.ConfigError{Flag: "cpu-profile", Reason: err.Error()}
+		return nil, &errscope.ConfigError{Flag: "cpu-profile", Reason: err.Error()}
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		return nil, &spmd.ConfigError{Flag: "cpu-profile", Reason: err.Error()}
+		return nil, &errscope.ConfigError{Flag: "cpu-profile", Reason: err.Error()}
 	}
 	return func() {
 		pprof.StopCPUProfile()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
@@ -229,7 +230,7 @@ func (o *runOptions) options() (*hicache.Options, error) {
 func (o *runOptions) baseOptions() (*hicache.Options, error) {
 	layout, err := pool.ParseLayout(o.layout)
 	if err != nil {
-		return nil, &spmd.ConfigError{Flag: "layout", Reason: err.Error()}
+		return nil, &errscope.ConfigError{Flag: "layout", Reason: err.Error()}
 	}
 	policy, err := cache.ParseWritePolicy(o.writePolicy)
 	if err != nil {
@@ -241,7 +242,7 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 	}
 	traceFormat, err := workload.ParseTraceFormat(o.traceFormat)
 	if err != nil {
-		return nil, &spmd.ConfigError{Flag: "trace-format", Reason: err.Error()}
+		return nil, &errscope.ConfigError{Flag: "trace-format", Reason: err.Error()}
 	}
 	slabBytesMax, err := sizing.ParseByteSize("slab-bytes-max", o.slabBytesMax)
 	if err != nil {

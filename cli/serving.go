@@ -14,10 +14,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/sizing"
-	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // servingOptions are the serving clock's flags.
@@ -88,7 +88,7 @@ func (o *servingOptions) options(model string, synthetic bool) (*hicache.Serving
 		return nil, nil
 	}
 	if synthetic && o.requestRate == 0 && o.clients == 0 {
-		return nil, &spmd.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times, and the synthetic workload has none: give a rate (requests per second), closed-loop --clients, or a Mooncake --trace"}
+		return nil, &errscope.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times, and the synthetic workload has none: give a rate (requests per second), closed-loop --clients, or a Mooncake --trace"}
 	}
 	gpu := o.gpu
 	if gpu == "" {
@@ -98,7 +98,7 @@ func (o *servingOptions) options(model string, synthetic bool) (*hicache.Serving
 		model = o.prefillModel
 	}
 	if o.prefillProfile == "" && model == "" {
-		return nil, &spmd.ConfigError{Flag: "gpu", Reason: "the roofline prefill needs a model: give --model or --prefill-model (" + joinNames(sizing.ModelNames()) + "), or --prefill-profile"}
+		return nil, &errscope.ConfigError{Flag: "gpu", Reason: "the roofline prefill needs a model: give --model or --prefill-model (" + joinNames(sizing.ModelNames()) + "), or --prefill-profile"}
 	}
 	l3Rate, err := prefill.ParseRate("l3-read-rate", o.l3ReadRate)
 	if err != nil {

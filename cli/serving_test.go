@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/sweep"
 )
 
@@ -67,7 +67,7 @@ func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
 		flags := append(append(o.flags(), o.metricsFlags()...), servingFlags(&o.serving, false)...)
 		app := &cli.App{Commands: []*cli.Command{{Name: "run", Flags: flags, Before: o.before, Action: func(*cli.Context) error { return nil }}}}
 		err := app.Run(append([]string{"cphicache", "run"}, tc.args...))
-		var ce *spmd.ConfigError
+		var ce *errscope.ConfigError
 		if !errors.As(err, &ce) || ce.Flag != tc.flag {
 			t.Errorf("%v: %v, want an invalid --%s", tc.args, err, tc.flag)
 		}

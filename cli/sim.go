@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sim"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
@@ -70,13 +71,13 @@ func simCommand() *cli.Command {
 
 func (o *simOptions) check(*cli.Context) error {
 	if o.cp < 0 || o.cp > 16 {
-		return &spmd.ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d: give 1 to 16 ranks, or 0 to draw each job's", o.cp)}
+		return &errscope.ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d: give 1 to 16 ranks, or 0 to draw each job's", o.cp)}
 	}
 	if o.steps < 0 || o.jobs < 0 || o.seconds < 0 {
-		return &spmd.ConfigError{Flag: "steps", Reason: "--steps, --jobs and --seconds take 0 or more"}
+		return &errscope.ConfigError{Flag: "steps", Reason: "--steps, --jobs and --seconds take 0 or more"}
 	}
 	if o.bug != "" && !cache.BugsCompiled {
-		return &spmd.ConfigError{Flag: "bug", Reason: "this binary carries no deliberate bugs: build it with -tags simbugs (make sim-bugs)"}
+		return &errscope.ConfigError{Flag: "bug", Reason: "this binary carries no deliberate bugs: build it with -tags simbugs (make sim-bugs)"}
 	}
 	return nil
 }
@@ -88,13 +89,13 @@ func (o *simOptions) options() (sim.Options, error) {
 	}
 	mode, err := sim.ParseMode(o.mode)
 	if err != nil {
-		return so, &spmd.ConfigError{Flag: "mode", Reason: err.Error()}
+		return so, &errscope.ConfigError{Flag: "mode", Reason: err.Error()}
 	}
 	so.Mode = mode
 	if o.bug != "" {
 		bug, err := cache.ParseBug(o.bug)
 		if err != nil {
-			return so, &spmd.ConfigError{Flag: "bug", Reason: err.Error()}
+			return so, &errscope.ConfigError{Flag: "bug", Reason: err.Error()}
 		}
 		so.Bugs = so.Bugs.With(bug)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // TestSimModes: sim's --mode draws jobs in each mode, the liveness mode says its jobs ended by the watchdog, the
@@ -18,7 +18,7 @@ func TestSimModes(t *testing.T) {
 			t.Errorf("--mode %s: %v, want %q in:\n%s", mode, err, want, out.String())
 		}
 	}
-	var cfg *spmd.ConfigError
+	var cfg *errscope.ConfigError
 	if err := (&simOptions{seed: 3, jobs: 1, mode: "random"}).run(&strings.Builder{}); !errors.As(err, &cfg) || cfg.Flag != "mode" {
 		t.Errorf("--mode random: %v, want a configuration error naming --mode", err)
 	}

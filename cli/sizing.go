@@ -15,8 +15,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sizing"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/sweep"
 )
 
@@ -57,13 +57,13 @@ func (o *sizingOptions) exclusive(c *cli.Context) error {
 	if c.IsSet("model") {
 		for _, flag := range []string{"layers", "payloads", "token-bytes"} {
 			if c.IsSet(flag) {
-				return &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("--model %s sets it; give one or the other (--copy-token-bytes copies fewer bytes of the model)", o.model)}
+				return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("--model %s sets it; give one or the other (--copy-token-bytes copies fewer bytes of the model)", o.model)}
 			}
 		}
 	}
 	for _, pair := range [][2]string{{"l2-slots", "l2-bytes"}, {"device-pages", "device-bytes"}} {
 		if c.IsSet(pair[0]) && c.IsSet(pair[1]) {
-			return &spmd.ConfigError{Flag: pair[1], Reason: fmt.Sprintf("given with --%s: give the capacity once, in one unit", pair[0])}
+			return &errscope.ConfigError{Flag: pair[1], Reason: fmt.Sprintf("given with --%s: give the capacity once, in one unit", pair[0])}
 		}
 	}
 	return nil
@@ -74,7 +74,7 @@ func (o *sizingOptions) single(opts *hicache.Options) (err error) {
 	opts.Model, opts.CopyTokenBytes, opts.SyncCopies = o.model, o.copyTokenBytes, o.syncCopies
 	for _, one := range []struct{ flag, value string }{{"l2-slots", o.l2Slots}, {"l2-bytes", o.l2Bytes}} {
 		if strings.Contains(one.value, ",") {
-			return &spmd.ConfigError{Flag: one.flag, Reason: fmt.Sprintf("%q: run and validate take one size; cphicache sweep takes a list", one.value)}
+			return &errscope.ConfigError{Flag: one.flag, Reason: fmt.Sprintf("%q: run and validate take one size; cphicache sweep takes a list", one.value)}
 		}
 	}
 	if opts.L2Slots, err = parseSlots(o.l2Slots); err != nil {
@@ -95,7 +95,7 @@ func (o *sizingOptions) single(opts *hicache.Options) (err error) {
 func parseSlots(s string) (int, error) {
 	slots, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
-		return 0, &spmd.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%q is not a number of slots", s)}
+		return 0, &errscope.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%q is not a number of slots", s)}
 	}
 	return slots, nil
 }
@@ -127,12 +127,12 @@ func (o *sizingOptions) sweepSizes(c *cli.Context, opts *hicache.Options) ([]swe
 				return nil, err
 			}
 			if slots < 1 {
-				return nil, &spmd.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d must be 1 or more", slots)}
+				return nil, &errscope.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d must be 1 or more", slots)}
 			}
 			sizes = append(sizes, sweep.Size{Slots: slots})
 		}
 	default:
-		return nil, &spmd.ConfigError{Flag: "l2-bytes", Reason: "sweep needs the sizes to run: a list such as --l2-bytes 64GiB,128GiB,256GiB, or --l2-slots 1024,4096,16384"}
+		return nil, &errscope.ConfigError{Flag: "l2-bytes", Reason: "sweep needs the sizes to run: a list such as --l2-bytes 64GiB,128GiB,256GiB, or --l2-slots 1024,4096,16384"}
 	}
 	opts.L2Slots = max(1, sizes[0].Slots) // Validate's check; each point sets its own
 	return sizes, nil

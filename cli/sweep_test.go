@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/sweep"
 )
 
@@ -162,7 +162,7 @@ func TestModelAndSizeFlagsNameTheFlag(t *testing.T) {
 		{[]string{"sweep", "--l2-slots", "64,0"}, "l2-slots"},
 	} {
 		err := newApp().Run(append([]string{"cphicache"}, tc.args...))
-		var ce *spmd.ConfigError
+		var ce *errscope.ConfigError
 		if !errors.As(err, &ce) || ce.Flag != tc.flag {
 			t.Errorf("%v: error %v, want an invalid --%s", tc.args, err, tc.flag)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -120,7 +121,7 @@ var annotateError = func(err error) error { return err }
 // command line: a setting exported long ago (or by a job script) is the last place a user looks. The reason is
 // changed in place, so that an agreed error keeps the wrapper that says which rank prints it.
 func fromEnvironment(c *cli.Context, commandLine []string, err error) error {
-	var ce *spmd.ConfigError
+	var ce *errscope.ConfigError
 	if !errors.As(err, &ce) || strings.Contains(ce.Reason, "(the value came from ") {
 		return err
 	}
@@ -160,10 +161,10 @@ func onCommandLine(words, names []string) bool {
 func onUsageError(c *cli.Context, err error, _ bool) error {
 	text := err.Error()
 	if m := badValuePattern.FindStringSubmatch(text); m != nil {
-		return &spmd.ConfigError{Flag: m[2], Reason: valueReason(flagKind(c, m[2]), m[1], "")}
+		return &errscope.ConfigError{Flag: m[2], Reason: valueReason(flagKind(c, m[2]), m[1], "")}
 	}
 	if m := badEnvPattern.FindStringSubmatch(text); m != nil {
-		return &spmd.ConfigError{Flag: m[4], Reason: valueReason(m[2], m[1], m[3])}
+		return &errscope.ConfigError{Flag: m[4], Reason: valueReason(m[2], m[1], m[3])}
 	}
 	if m := undefinedPattern.FindStringSubmatch(text); m != nil {
 		return usageError{fmt.Errorf("unknown flag --%s", m[1])}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -58,7 +59,7 @@ func TestFlagValueErrorsSayWhatTheValueShouldBe(t *testing.T) {
 				t.Setenv(name, value)
 			}
 			err := newApp().Run(append([]string{"cphicache"}, tc.args...))
-			var ce *spmd.ConfigError
+			var ce *errscope.ConfigError
 			if !errors.As(err, &ce) || ce.Flag != tc.flag {
 				t.Fatalf("error %v, want an invalid --%s", err, tc.flag)
 			}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/sizing"
-	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // Capacities in bytes (--l2-bytes per node, --device-bytes per rank) and a model's size (--model) become the
@@ -42,7 +42,7 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 	}
 	if o.CopyTokenBytes > 0 {
 		if o.CopyTokenBytes > s.accountTokenBytes {
-			return nil, &spmd.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d is more than the %d bytes per token per rank per layer per payload it stands in for: it can only copy fewer", o.CopyTokenBytes, s.accountTokenBytes)}
+			return nil, &errscope.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d is more than the %d bytes per token per rank per layer per payload it stands in for: it can only copy fewer", o.CopyTokenBytes, s.accountTokenBytes)}
 		}
 		s.TokenBytes = o.CopyTokenBytes
 	}
@@ -52,14 +52,14 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 		slotBytes := rankPageBytes * int64(nodeParts)
 		slots := o.L2Bytes / groups / slotBytes
 		if slots < 1 || slots > math.MaxInt32 {
-			return nil, &spmd.ConfigError{Flag: "l2-bytes", Reason: fmt.Sprintf("%d bytes per node, %d bytes for each of its %d CP group(s), make %d slots of %d bytes (a page of %d tokens); give 1 to %d slots", o.L2Bytes, o.L2Bytes/groups, groups, slots, slotBytes, s.PageTokens, math.MaxInt32)}
+			return nil, &errscope.ConfigError{Flag: "l2-bytes", Reason: fmt.Sprintf("%d bytes per node, %d bytes for each of its %d CP group(s), make %d slots of %d bytes (a page of %d tokens); give 1 to %d slots", o.L2Bytes, o.L2Bytes/groups, groups, slots, slotBytes, s.PageTokens, math.MaxInt32)}
 		}
 		s.L2Slots = int(slots)
 	}
 	if o.DeviceBytes > 0 {
 		pages := o.DeviceBytes / rankPageBytes
 		if pages < 1 || pages > math.MaxInt32 {
-			return nil, &spmd.ConfigError{Flag: "device-bytes", Reason: fmt.Sprintf("%d bytes per rank make %d device pages of %d bytes (a rank's part of a page of %d tokens)", o.DeviceBytes, pages, rankPageBytes, s.PageTokens)}
+			return nil, &errscope.ConfigError{Flag: "device-bytes", Reason: fmt.Sprintf("%d bytes per rank make %d device pages of %d bytes (a rank's part of a page of %d tokens)", o.DeviceBytes, pages, rankPageBytes, s.PageTokens)}
 		}
 		s.DevicePages = int(pages)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/transport"
 )
 
@@ -58,7 +58,7 @@ func TestCPUBuildRefusesNCCLWithoutTheTestSwitch(t *testing.T) {
 	t.Setenv(transport.NCCLHostBuffersEnv, "")
 	opts := smallOptions()
 	opts.Collective = "nccl"
-	var ce *spmd.ConfigError
+	var ce *errscope.ConfigError
 	if err := opts.Validate(); !errors.As(err, &ce) || ce.Flag != "collective" || !strings.Contains(ce.Reason, "GPU build") {
 		t.Errorf("Validate: %v, want an invalid --collective error that names the GPU build", err)
 	}

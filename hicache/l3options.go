@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/l3"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -72,7 +72,7 @@ func (o *L3Options) validate(pageTokens int) error {
 		return err
 	}
 	if o.Bytes < 1 {
-		return &spmd.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d: the L3 needs a budget of 1 byte or more", o.Bytes)}
+		return &errscope.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d: the L3 needs a budget of 1 byte or more", o.Bytes)}
 	}
 	return l3.CheckDir(o.Dir) // a read-only one is served read-only (l3.Store.ReadOnly)
 }

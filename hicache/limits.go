@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -37,7 +38,7 @@ func (o *Options) checkInjectionRanks(worldSize int) error {
 	}{{"inject-divergence", o.InjectDivergence}, {"inject-hang", o.InjectHang}, {"inject-exit", o.InjectExit},
 		{"inject-copy-error", o.InjectCopyError}, {"inject-stuck-copy", o.InjectStuckCopy}, {"inject-setup-error", o.InjectSetupError}} {
 		if inj.inj.Set && inj.inj.Rank >= worldSize {
-			return &spmd.ConfigError{Flag: inj.flag, Reason: fmt.Sprintf("rank %d is outside the job's %d ranks (world ranks 0 to %d)", inj.inj.Rank, worldSize, worldSize-1)}
+			return &errscope.ConfigError{Flag: inj.flag, Reason: fmt.Sprintf("rank %d is outside the job's %d ranks (world ranks 0 to %d)", inj.inj.Rank, worldSize, worldSize-1)}
 		}
 	}
 	return nil
@@ -64,16 +65,16 @@ func (o *Options) checkMemoryFits(g pool.Geometry, ranksOnNode, groupsOnNode int
 	slabBytes := shm.SegmentBytes(g) * int64(groupsOnNode)
 	if free := mem.AvailableBytes; free >= 0 {
 		if need := tableBytes * ranks; need > free {
-			return &spmd.ConfigError{Flag: l2Flag, Reason: fmt.Sprintf("%d slots need %d MiB of allocator tables per rank, %d MiB for the %d rank(s) of this node, but it has %d MiB of memory available; lower --%s",
+			return &errscope.ConfigError{Flag: l2Flag, Reason: fmt.Sprintf("%d slots need %d MiB of allocator tables per rank, %d MiB for the %d rank(s) of this node, but it has %d MiB of memory available; lower --%s",
 				g.Slots, tableBytes>>20, need>>20, ranksOnNode, free>>20, l2Flag)}
 		}
 		if need := (tableBytes + l1Bytes) * ranks; need > free {
-			return &spmd.ConfigError{Flag: l1Flag, Reason: fmt.Sprintf("L1 of %d pages needs %d MiB of memory per rank (host memory in the CPU build), %d MiB with the allocator tables for the %d rank(s) of this node, but it has %d MiB of memory available; lower --%s",
+			return &errscope.ConfigError{Flag: l1Flag, Reason: fmt.Sprintf("L1 of %d pages needs %d MiB of memory per rank (host memory in the CPU build), %d MiB with the allocator tables for the %d rank(s) of this node, but it has %d MiB of memory available; lower --%s",
 				o.DevicePages, l1Bytes>>20, need>>20, ranksOnNode, free>>20, l1Flag)}
 		}
 	}
 	if free := mem.ShmFreeBytes; free >= 0 && slabBytes > free {
-		return &spmd.ConfigError{Flag: l2Flag, Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --%s or the page size",
+		return &errscope.ConfigError{Flag: l2Flag, Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --%s or the page size",
 			slabBytes>>20, groupsOnNode, slabBytes/int64(groupsOnNode)>>20, shm.Dir, free>>20, l2Flag)}
 	}
 	if need := slabBytes + (tableBytes+l1Bytes)*ranks; mem.CgroupLimited && need > mem.Cgroup.RoomBytes() {
@@ -81,7 +82,7 @@ func (o *Options) checkMemoryFits(g pool.Geometry, ranksOnNode, groupsOnNode int
 		if l1Bytes*ranks > slabBytes {
 			flag = l1Flag
 		}
-		return &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("this node's L2 slabs (%d MiB), allocator tables (%d MiB) and L1 (%d MiB) for %d rank(s) need %d MiB, but %s leaves %d MiB: the job would be killed for memory; lower --%s, or give the job more memory (Slurm: --mem)",
+		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("this node's L2 slabs (%d MiB), allocator tables (%d MiB) and L1 (%d MiB) for %d rank(s) need %d MiB, but %s leaves %d MiB: the job would be killed for memory; lower --%s, or give the job more memory (Slurm: --mem)",
 			slabBytes>>20, tableBytes*ranks>>20, l1Bytes*ranks>>20, ranksOnNode, need>>20, mem.Cgroup, mem.Cgroup.RoomBytes()>>20, flag)}
 	}
 	return nil

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sizing"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -28,9 +28,9 @@ func TestGeometryErrorsNameTheirFlag(t *testing.T) {
 	} {
 		g := good
 		mutate(&g)
-		var ce *spmd.ConfigError
+		var ce *errscope.ConfigError
 		if err := g.Validate(); !errors.As(err, &ce) || ce.Flag != flag || strings.Contains(err.Error(), "Geometry") {
-			t.Errorf("%s: %v, want a spmd.ConfigError naming --%s, not the Go field", flag, err, flag)
+			t.Errorf("%s: %v, want a errscope.ConfigError naming --%s, not the Go field", flag, err, flag)
 		}
 	}
 	if err := good.Validate(); err != nil {
@@ -46,7 +46,7 @@ func TestTablesThatCannotFitAreRefused(t *testing.T) {
 	if err := o.checkMemoryFits(g, 8, 1, available(need)); err != nil {
 		t.Fatalf("tables that just fit: %v", err)
 	}
-	var ce *spmd.ConfigError
+	var ce *errscope.ConfigError
 	if err := o.checkMemoryFits(g, 8, 1, available(need-1)); !errors.As(err, &ce) || ce.Flag != "l2-slots" || !strings.Contains(err.Error(), "8 rank(s)") {
 		t.Fatalf("tables one byte too large for 8 ranks: %v, want --l2-slots refused", err)
 	}
@@ -74,7 +74,7 @@ func TestL1ThatCannotFitIsRefused(t *testing.T) {
 	}
 	g := pool.Geometry{CPSize: 2, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 32, Slots: 64, SlabBytesMax: 1 << 20}
 	o := &Options{DevicePages: 100_000_000}
-	var ce *spmd.ConfigError
+	var ce *errscope.ConfigError
 	err := o.checkMemoryFits(g, 2, 1, sizing.NodeMemory{AvailableBytes: 1 << 30, ShmFreeBytes: -1})
 	if !errors.As(err, &ce) || ce.Flag != "device-pages" || !strings.Contains(err.Error(), "L1 of 100000000 pages needs 390625 MiB of memory per rank") {
 		t.Fatalf("an L1 of 100M pages in 1 GiB: %v, want --device-pages refused with the numbers", err)
@@ -129,7 +129,7 @@ func TestCgroupLimitIsReadAndChecked(t *testing.T) {
 	g := pool.Geometry{CPSize: 2, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 32, Slots: 1 << 18, SlabBytesMax: 64 << 20}
 	o := &Options{DevicePages: 512, L2Bytes: 2 << 30}
 	mem := sizing.NodeMemory{AvailableBytes: 64 << 30, ShmFreeBytes: 64 << 30, Cgroup: sizing.CgroupMemory{Path: "/sys/fs/cgroup/slurm/job_7/memory.max", LimitBytes: 1 << 30, UsageBytes: 100 << 20}, CgroupLimited: true}
-	var ce *spmd.ConfigError
+	var ce *errscope.ConfigError
 	err := o.checkMemoryFits(g, 2, 1, mem)
 	if !errors.As(err, &ce) || ce.Flag != "l2-bytes" || !strings.Contains(err.Error(), "job_7/memory.max (1024 MiB, 100 MiB in use)") || !strings.Contains(err.Error(), "--mem") {
 		t.Fatalf("a 2 GiB slab under a 1 GiB cgroup: %v, want --l2-bytes refused naming the limit and --mem", err)
@@ -145,7 +145,7 @@ func TestInjectionOutsideTheWorldIsRefused(t *testing.T) {
 	if err := o.checkInjectionRanks(4); err != nil {
 		t.Fatalf("rank 3 of 4: %v", err)
 	}
-	var ce *spmd.ConfigError
+	var ce *errscope.ConfigError
 	if err := o.checkInjectionRanks(3); !errors.As(err, &ce) || ce.Flag != "inject-hang" {
 		t.Fatalf("rank 3 of 3: %v, want --inject-hang refused", err)
 	}

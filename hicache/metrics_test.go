@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
-	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // parseMetrics reads a metrics file with Prometheus's own text parser.
@@ -171,7 +171,7 @@ func TestMetricsOptionsAreCheckedAtStart(t *testing.T) {
 		opts := smallOptions()
 		opts.MetricsPath, opts.MetricsInterval = tc.path, tc.interval
 		err := opts.Validate()
-		var ce *spmd.ConfigError
+		var ce *errscope.ConfigError
 		if tc.flag == "" && err != nil || tc.flag != "" && (!errors.As(err, &ce) || ce.Flag != tc.flag) {
 			t.Errorf("%q every %v: %v, want an error naming --%s", tc.path, tc.interval, err, tc.flag)
 		}

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/sizing"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/hicache/workload"
@@ -35,7 +35,7 @@ func ParseInjection(flag, s string) (Injection, error) {
 	r, err1 := strconv.Atoi(rank)
 	st, err2 := strconv.ParseInt(step, 10, 64)
 	if !ok || err1 != nil || err2 != nil || r < 0 || st < 1 {
-		return Injection{}, &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is not RANK@STEP (a world rank >= 0 and a step >= 1)", s)}
+		return Injection{}, &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is not RANK@STEP (a world rank >= 0 and a step >= 1)", s)}
 	}
 	return Injection{Rank: r, Step: st, Set: true}, nil
 }
@@ -152,32 +152,32 @@ func (o *Options) Validate() error {
 	}
 	for _, p := range positive {
 		if p.value < 1 {
-			return &spmd.ConfigError{Flag: p.flag, Reason: fmt.Sprintf("%d must be 1 or more", p.value)}
+			return &errscope.ConfigError{Flag: p.flag, Reason: fmt.Sprintf("%d must be 1 or more", p.value)}
 		}
 	}
 	if o.PayloadsPerLayer > 2 {
-		return &spmd.ConfigError{Flag: "payloads", Reason: fmt.Sprintf("%d: use 2 for K and V, or 1 for an MLA latent", o.PayloadsPerLayer)}
+		return &errscope.ConfigError{Flag: "payloads", Reason: fmt.Sprintf("%d: use 2 for K and V, or 1 for an MLA latent", o.PayloadsPerLayer)}
 	}
 	if o.TracePath != "" && (o.TraceBlockTokens < 1 || o.TraceBlockTokens > workload.BlockTokensMax) {
-		return &spmd.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", o.TraceBlockTokens, workload.BlockTokensMax)}
+		return &errscope.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", o.TraceBlockTokens, workload.BlockTokensMax)}
 	}
 	if o.TraceLimit < 0 {
-		return &spmd.ConfigError{Flag: "trace-limit", Reason: fmt.Sprintf("%d: give 0 (every request) or more requests", o.TraceLimit)}
+		return &errscope.ConfigError{Flag: "trace-limit", Reason: fmt.Sprintf("%d: give 0 (every request) or more requests", o.TraceLimit)}
 	}
 	if o.TokenBytes%8 != 0 {
-		return &spmd.ConfigError{Flag: "token-bytes", Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
+		return &errscope.ConfigError{Flag: "token-bytes", Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
 	}
 	if err := o.validateSizing(); err != nil {
 		return err
 	}
 	if o.PlacementAssertEvery < 0 {
-		return &spmd.ConfigError{Flag: "placement-assert-every", Reason: fmt.Sprintf("%d: give 0 (only at the end) or more steps", o.PlacementAssertEvery)}
+		return &errscope.ConfigError{Flag: "placement-assert-every", Reason: fmt.Sprintf("%d: give 0 (only at the end) or more steps", o.PlacementAssertEvery)}
 	}
 	if o.FlushEvery < 0 {
-		return &spmd.ConfigError{Flag: "flush-every", Reason: fmt.Sprintf("%d: give 0 (off) or more steps", o.FlushEvery)}
+		return &errscope.ConfigError{Flag: "flush-every", Reason: fmt.Sprintf("%d: give 0 (off) or more steps", o.FlushEvery)}
 	}
 	if o.WatchdogTimeout < 0 {
-		return &spmd.ConfigError{Flag: "watchdog-timeout", Reason: fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
+		return &errscope.ConfigError{Flag: "watchdog-timeout", Reason: fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
 	}
 	if err := o.L3.validate(o.PageTokens); err != nil {
 		return err
@@ -196,17 +196,17 @@ func (o *Options) Validate() error {
 		}
 	}
 	if o.Collective != "mpi" && o.Collective != "nccl" {
-		return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
+		return &errscope.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
 	}
 	return transport.CheckCollectiveBuild(o.Collective)
 }
 
 func (o *Options) checkMetrics() error {
 	if o.MetricsInterval < 0 {
-		return &spmd.ConfigError{Flag: "metrics-interval", Reason: fmt.Sprintf("%v is negative: give a duration such as 30s, or 0 for only at the end", o.MetricsInterval)}
+		return &errscope.ConfigError{Flag: "metrics-interval", Reason: fmt.Sprintf("%v is negative: give a duration such as 30s, or 0 for only at the end", o.MetricsInterval)}
 	}
 	if o.MetricsInterval > 0 && o.MetricsPath == "" {
-		return &spmd.ConfigError{Flag: "metrics-interval", Reason: "needs --metrics-file"}
+		return &errscope.ConfigError{Flag: "metrics-interval", Reason: "needs --metrics-file"}
 	}
 	return checkMetricsPath(o.MetricsPath)
 }
@@ -217,10 +217,10 @@ func (o *Options) checkTimeline() error {
 		return nil
 	}
 	if o.TimelineWindow.Steps < 0 {
-		return &spmd.ConfigError{Flag: "timeline-steps", Reason: fmt.Sprintf("%d is negative: give a number of steps, or 0 for every step (up to the cap of %d spans a rank)", o.TimelineWindow.Steps, timeline.MaxSpansPerRank)}
+		return &errscope.ConfigError{Flag: "timeline-steps", Reason: fmt.Sprintf("%d is negative: give a number of steps, or 0 for every step (up to the cap of %d spans a rank)", o.TimelineWindow.Steps, timeline.MaxSpansPerRank)}
 	}
 	if o.TimelineWindow.Every < 1 {
-		return &spmd.ConfigError{Flag: "timeline-every", Reason: fmt.Sprintf("%d: give 1 (every step) or more", o.TimelineWindow.Every)}
+		return &errscope.ConfigError{Flag: "timeline-every", Reason: fmt.Sprintf("%d: give 1 (every step) or more", o.TimelineWindow.Every)}
 	}
 	if mpi.LauncherRank() == 0 {
 		return outfile.Check("timeline", o.TimelinePath)
@@ -236,14 +236,14 @@ func (o *Options) validateSizing() error {
 		}
 	}
 	if o.CopyTokenBytes < 0 || o.CopyTokenBytes%8 != 0 {
-		return &spmd.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d must be 0 (copy the real size) or a positive multiple of 8", o.CopyTokenBytes)}
+		return &errscope.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d must be 0 (copy the real size) or a positive multiple of 8", o.CopyTokenBytes)}
 	}
 	for _, size := range []struct {
 		flag  string
 		bytes int64
 	}{{"l2-bytes", o.L2Bytes}, {"device-bytes", o.DeviceBytes}} {
 		if size.bytes < 0 {
-			return &spmd.ConfigError{Flag: size.flag, Reason: fmt.Sprintf("%d: give a positive size, or 0 for the size in pages", size.bytes)}
+			return &errscope.ConfigError{Flag: size.flag, Reason: fmt.Sprintf("%d: give a positive size, or 0 for the size in pages", size.bytes)}
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -205,7 +206,7 @@ func readWorkload(o *Options) ([]workload.Event, error) {
 		BlockTokens: o.TraceBlockTokens, LimitRequests: o.TraceLimit})
 	var open *fs.PathError
 	if errors.As(err, &open) && open.Op == "open" && open.Path == o.TracePath {
-		return nil, &spmd.ConfigError{Flag: "trace", Reason: fmt.Sprintf("%s: %v", o.TracePath, open.Err)}
+		return nil, &errscope.ConfigError{Flag: "trace", Reason: fmt.Sprintf("%s: %v", o.TracePath, open.Err)}
 	}
 	return events, err
 }

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/sizing"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
@@ -74,21 +74,21 @@ func (o *ServingOptions) Check() error {
 	}
 	switch {
 	case !(o.TimeScale > 0) || math.IsInf(o.TimeScale, 0):
-		return &spmd.ConfigError{Flag: "time-scale", Reason: fmt.Sprintf("%v is not a positive factor", o.TimeScale)}
+		return &errscope.ConfigError{Flag: "time-scale", Reason: fmt.Sprintf("%v is not a positive factor", o.TimeScale)}
 	case o.RequestRate < 0 || math.IsInf(o.RequestRate, 0) || math.IsNaN(o.RequestRate):
-		return &spmd.ConfigError{Flag: "request-rate", Reason: fmt.Sprintf("%v requests/s: give a rate above 0, or 0 for the trace's timestamps", o.RequestRate)}
+		return &errscope.ConfigError{Flag: "request-rate", Reason: fmt.Sprintf("%v requests/s: give a rate above 0, or 0 for the trace's timestamps", o.RequestRate)}
 	case o.Batching.StepTokens < 1:
-		return &spmd.ConfigError{Flag: "step-tokens", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.StepTokens)}
+		return &errscope.ConfigError{Flag: "step-tokens", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.StepTokens)}
 	case o.Clients < 0:
-		return &spmd.ConfigError{Flag: "clients", Reason: fmt.Sprintf("%d must be 0 (arrival times) or more", o.Clients)}
+		return &errscope.ConfigError{Flag: "clients", Reason: fmt.Sprintf("%d must be 0 (arrival times) or more", o.Clients)}
 	case o.Clients > 0 && o.RequestRate > 0:
-		return &spmd.ConfigError{Flag: "clients", Reason: "closed-loop clients send their own requests: give --clients or --request-rate, not both"}
+		return &errscope.ConfigError{Flag: "clients", Reason: "closed-loop clients send their own requests: give --clients or --request-rate, not both"}
 	case o.ThinkSeconds < 0 || math.IsInf(o.ThinkSeconds, 0) || math.IsNaN(o.ThinkSeconds):
-		return &spmd.ConfigError{Flag: "think-time", Reason: fmt.Sprintf("%v s is not a time of 0 or more", o.ThinkSeconds)}
+		return &errscope.ConfigError{Flag: "think-time", Reason: fmt.Sprintf("%v s is not a time of 0 or more", o.ThinkSeconds)}
 	case o.GroupGPUs < 0:
-		return &spmd.ConfigError{Flag: "group-gpus", Reason: fmt.Sprintf("%d must be 1 or more", o.GroupGPUs)}
+		return &errscope.ConfigError{Flag: "group-gpus", Reason: fmt.Sprintf("%d must be 1 or more", o.GroupGPUs)}
 	case o.Batching.MaxRequests < 1:
-		return &spmd.ConfigError{Flag: "step-requests", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.MaxRequests)}
+		return &errscope.ConfigError{Flag: "step-requests", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.MaxRequests)}
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func (o *ServingOptions) checkArrivals(events []workload.Event) error {
 			return nil
 		}
 	}
-	return &spmd.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times and this workload has none (only a Mooncake trace's requests carry them): give a rate in requests per second"}
+	return &errscope.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times and this workload has none (only a Mooncake trace's requests carry them): give a rate in requests per second"}
 }
 
 // prefillModel adapts a prefill.Model to the serving clock's interface.

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/serving"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
@@ -181,7 +181,7 @@ func TestServingOptionsNameTheirFlag(t *testing.T) {
 	} {
 		o := good()
 		spoil(o)
-		var ce *spmd.ConfigError
+		var ce *errscope.ConfigError
 		if err := o.Check(); !errors.As(err, &ce) || ce.Flag != flag {
 			t.Errorf("spoiled --%s: %v, want a ConfigError naming it", flag, err)
 		}
@@ -196,7 +196,7 @@ func TestServingClockNeedsArrivalTimes(t *testing.T) {
 	opts.Serving.RequestRate = 0
 	job := testJob(t)
 	_, err := Run(job, opts)
-	var ce *spmd.ConfigError
+	var ce *errscope.ConfigError
 	if job.Topo.CPRank == 0 && (!errors.As(err, &ce) || ce.Flag != "request-rate") || err == nil {
 		t.Fatalf("CP rank %d: %v, want an error (a ConfigError naming --request-rate on CP rank 0)", job.Topo.CPRank, err)
 	}

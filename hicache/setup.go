@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // ParseRankInjection reads RANK, a world rank (--inject-setup-error); flag names the flag for errors.
@@ -14,7 +14,7 @@ func ParseRankInjection(flag, s string) (Injection, error) {
 	}
 	r, err := strconv.Atoi(s)
 	if err != nil || r < 0 {
-		return Injection{}, &spmd.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is not RANK (a world rank >= 0)", s)}
+		return Injection{}, &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is not RANK (a world rank >= 0)", s)}
 	}
 	return Injection{Rank: r, Set: true}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/nccl"
@@ -24,7 +25,7 @@ func TestParseRankInjection(t *testing.T) {
 		t.Errorf("empty: %+v, %v; want unset", inj, err)
 	}
 	for _, bad := range []string{"-1", "1@2", "one"} {
-		var ce *spmd.ConfigError
+		var ce *errscope.ConfigError
 		if _, err := ParseRankInjection("inject-setup-error", bad); !errors.As(err, &ce) || ce.Flag != "inject-setup-error" {
 			t.Errorf("%q: %v, want an error naming --inject-setup-error", bad, err)
 		}

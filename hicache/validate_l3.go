@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
@@ -76,7 +77,7 @@ func validationL3Dir(job *spmd.Job, base string) (dir string, forget func(), err
 	}
 	if err != nil {
 		forget = func() {}
-		err = &spmd.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("validate's L3 directory %s: %v", dir, err)}
+		err = &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("validate's L3 directory %s: %v", dir, err)}
 	}
 	return dir, forget, spmd.AgreeOnFailure(job.Topo.World, err)
 }

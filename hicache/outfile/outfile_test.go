@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // TestCheckNamesTheFlagAndTheMissingDirectory: a path in a directory that does not exist, or a directory itself,
@@ -20,7 +20,7 @@ func TestCheckNamesTheFlagAndTheMissingDirectory(t *testing.T) {
 		{dir, "is a directory"},
 	} {
 		err := Check("report", tc.path)
-		var ce *spmd.ConfigError
+		var ce *errscope.ConfigError
 		if !errors.As(err, &ce) || ce.Flag != "report" || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Check(report, %s) = %v, want an invalid --report that says %q", tc.path, err, tc.want)
 		}

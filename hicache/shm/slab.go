@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"syscall"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
@@ -85,7 +86,7 @@ func CheckFitsAs(g pool.Geometry, groupsOnNode int, sizeFlag string) error {
 	}
 	need := segmentBytes * int64(groupsOnNode)
 	if need > free {
-		return &spmd.ConfigError{Flag: sizeFlag, Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --%s or the page size", need>>20, groupsOnNode, segmentBytes>>20, Dir, free>>20, sizeFlag)}
+		return &errscope.ConfigError{Flag: sizeFlag, Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --%s or the page size", need>>20, groupsOnNode, segmentBytes>>20, Dir, free>>20, sizeFlag)}
 	}
 	return nil
 }

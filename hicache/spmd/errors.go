@@ -17,10 +17,9 @@ import (
 // The scopes and the errors that carry them are package errscope's (types only, so that the cache core need not
 // link MPI); they are re-exported here for the job's code.
 type (
-	Scope       = errscope.Scope
-	Scoped      = errscope.Scoped
-	ConfigError = errscope.ConfigError
-	JobWide     = errscope.JobWide
+	Scope   = errscope.Scope
+	Scoped  = errscope.Scoped
+	JobWide = errscope.JobWide
 )
 
 const (
@@ -52,10 +51,10 @@ func (e *NotCoveredError) Error() string {
 func (e *NotCoveredError) Scope() Scope { return JobScope }
 
 // ExitStatus is the exit status of a job that ends with err: ExitUsage for a flag's value or a CPHICACHE_NODE_NAME
-// setting at fault (ConfigError, NodeNameError) or ranks given different settings (SettingsError), ExitFailure
+// setting at fault (errscope.ConfigError, NodeNameError) or ranks given different settings (SettingsError), ExitFailure
 // otherwise.
 func ExitStatus(err error) int {
-	if errors.As(err, new(*ConfigError)) || errors.As(err, new(*NodeNameError)) || errors.As(err, new(*SettingsError)) {
+	if errors.As(err, new(*errscope.ConfigError)) || errors.As(err, new(*NodeNameError)) || errors.As(err, new(*SettingsError)) {
 		return ExitUsage
 	}
 	if errors.As(err, new(*NotCoveredError)) {

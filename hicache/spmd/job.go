@@ -3,6 +3,7 @@ package spmd
 import (
 	"errors"
 	"fmt"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"io"
 	"log/slog"
 	"os"
@@ -39,7 +40,7 @@ func ParseLogLevel(s string) (slog.Level, error) {
 	case "error":
 		return slog.LevelError, nil
 	}
-	return 0, &ConfigError{Flag: "log-level", Reason: fmt.Sprintf("%q is not one of debug, info, warn, error", s)}
+	return 0, &errscope.ConfigError{Flag: "log-level", Reason: fmt.Sprintf("%q is not one of debug, info, warn, error", s)}
 }
 
 // StartJob initialises MPI on the calling goroutine (which must stay the one that makes every MPI call), has every

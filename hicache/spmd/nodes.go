@@ -2,6 +2,7 @@ package spmd
 
 import (
 	"fmt"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"math"
 	"os"
 
@@ -137,7 +138,7 @@ func (t *Topology) agreeEqualShares() error {
 		return nil
 	}
 	mask := int64(1)<<countBits - 1
-	return &ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d puts CP group %d on nodes that hold %d and %d of its ranks; every node of a CP group must hold the same number of its ranks (each node's slab holds that many ranks' parts): launch the same number of ranks on each node",
+	return &errscope.ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d puts CP group %d on nodes that hold %d and %d of its ranks; every node of a CP group must hold the same number of its ranks (each node's slab holds that many ranks' parts): launch the same number of ranks on each node",
 		t.CPSize, bad[0]>>groupBits, bad[0]>>countBits&mask, bad[0]&mask)}
 }
 

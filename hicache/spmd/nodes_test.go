@@ -3,6 +3,7 @@ package spmd
 import (
 	"errors"
 	"fmt"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"slices"
 	"strings"
 	"testing"
@@ -110,7 +111,7 @@ func TestGroupOnUnequalNodesIsRefusedWithBothShares(t *testing.T) {
 	}
 	withNodeName(t, func(r int) string { return map[bool]string{true: "nodeA", false: "nodeB"}[r == 0] })
 	_, err := NewTopology(testWorld, n, 0)
-	var ce *ConfigError
+	var ce *errscope.ConfigError
 	want := fmt.Sprintf("hold 1 and %d of its ranks", n-1)
 	if !errors.As(err, &ce) || ce.Flag != "cp" || !strings.Contains(err.Error(), want) {
 		t.Fatalf("rank %d: %v, want an error on --cp saying %q", testWorld.Rank(), err, want)

@@ -2,6 +2,7 @@ package spmd
 
 import (
 	"fmt"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"io"
 	"os"
 	"slices"
@@ -98,36 +99,36 @@ func (t *Topology) agreeNodes() error {
 // arguments, so every rank reaches the same verdict.
 func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (int, int, error) {
 	if cp < 0 {
-		return 0, 0, &ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d is negative; give the ranks per CP group, or 0 for the ranks of one node", cp)}
+		return 0, 0, &errscope.ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d is negative; give the ranks per CP group, or 0 for the ranks of one node", cp)}
 	}
 	if dp < 0 {
-		return 0, 0, &ConfigError{Flag: "dp", Reason: fmt.Sprintf("%d is negative; give the number of DP replicas, or 0 to derive it", dp)}
+		return 0, 0, &errscope.ConfigError{Flag: "dp", Reason: fmt.Sprintf("%d is negative; give the number of DP replicas, or 0 to derive it", dp)}
 	}
 	if cp == 0 && dp > 0 {
 		// Only --dp was given: the message speaks of it alone, not of a cp the user never gave.
 		if dp > worldSize || worldSize%dp != 0 {
-			return 0, 0, &ConfigError{Flag: "dp", Reason: fmt.Sprintf("%d replicas do not divide the job's %d ranks into equal CP groups; give a --dp that divides %d (%s), or launch a multiple of %d ranks",
+			return 0, 0, &errscope.ConfigError{Flag: "dp", Reason: fmt.Sprintf("%d replicas do not divide the job's %d ranks into equal CP groups; give a --dp that divides %d (%s), or launch a multiple of %d ranks",
 				dp, worldSize, worldSize, divisors(worldSize), dp)}
 		}
 		cp = worldSize / dp
 	}
 	if cp == 0 {
 		if !nodeSizesEqual {
-			return 0, 0, &ConfigError{Flag: "cp", Reason: "0 (the ranks of one node) needs the same number of ranks on every node; give --cp explicitly"}
+			return 0, 0, &errscope.ConfigError{Flag: "cp", Reason: "0 (the ranks of one node) needs the same number of ranks on every node; give --cp explicitly"}
 		}
 		cp = nodeSize
 	}
 	if cp > worldSize {
-		return 0, 0, &ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d is larger than the %d ranks of the job (launch more ranks with mpirun -np)", cp, worldSize)}
+		return 0, 0, &errscope.ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d is larger than the %d ranks of the job (launch more ranks with mpirun -np)", cp, worldSize)}
 	}
 	if worldSize%cp != 0 {
-		return 0, 0, &ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d does not divide the world size %d", cp, worldSize)}
+		return 0, 0, &errscope.ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d does not divide the world size %d", cp, worldSize)}
 	}
 	if dp == 0 {
 		dp = worldSize / cp
 	}
 	if dp*cp != worldSize {
-		return 0, 0, &ConfigError{Flag: "dp", Reason: fmt.Sprintf("dp %d x cp %d = %d ranks, but the job has %d", dp, cp, dp*cp, worldSize)}
+		return 0, 0, &errscope.ConfigError{Flag: "dp", Reason: fmt.Sprintf("dp %d x cp %d = %d ranks, but the job has %d", dp, cp, dp*cp, worldSize)}
 	}
 	return cp, dp, nil
 }

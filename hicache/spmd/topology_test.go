@@ -2,6 +2,7 @@ package spmd
 
 import (
 	"errors"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ func TestResolveGroupsDefaultsAndErrors(t *testing.T) {
 		{world: 8, node: 8, dp: -2, wantFlag: "dp"},
 	} {
 		cp, dp, err := resolveGroups(tc.world, tc.node, true, tc.cp, tc.dp)
-		var ce *ConfigError
+		var ce *errscope.ConfigError
 		switch {
 		case tc.wantFlag != "" && (!errors.As(err, &ce) || ce.Flag != tc.wantFlag):
 			t.Errorf("world %d cp %d dp %d: err %v, want an error naming --%s", tc.world, tc.cp, tc.dp, err, tc.wantFlag)
@@ -89,7 +90,7 @@ func checkTopology(t *testing.T, topo *Topology, cp, dp int) {
 func TestTopologyRejectsBadCPOnEveryRank(t *testing.T) {
 	n := testWorld.Size()
 	_, err := NewTopology(testWorld, n+1, 0)
-	var ce *ConfigError
+	var ce *errscope.ConfigError
 	if !errors.As(err, &ce) || ce.Flag != "cp" {
 		t.Fatalf("cp %d on %d ranks: %v, want an error naming --cp", n+1, n, err)
 	}

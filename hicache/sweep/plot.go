@@ -14,9 +14,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/sizing"
-	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // The sweep's PNG, drawn as bench/plot.go draws the benchmarks: ours as lines with points, the reference (here
@@ -129,7 +129,7 @@ func CheckPlotFormat(path string) error {
 		return nil
 	}
 	if format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), ".")); !slices.Contains(plotFormats, format) {
-		return &spmd.ConfigError{Flag: "plot", Reason: fmt.Sprintf("%s: the extension %q names no image format; use one of .%s", path, format, strings.Join(plotFormats, ", ."))}
+		return &errscope.ConfigError{Flag: "plot", Reason: fmt.Sprintf("%s: the extension %q names no image format; use one of .%s", path, format, strings.Join(plotFormats, ", ."))}
 	}
 	return nil
 }

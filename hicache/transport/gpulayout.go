@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -48,7 +49,7 @@ func (l gpuLayout) ordinal() (int, error) {
 	case l.VisibleGPUs == 1:
 		return 0, nil
 	case l.Exclusive && l.GroupRanksOnNode > l.VisibleGPUs:
-		return 0, &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("nccl needs a GPU per CP rank, but CP groups with %d ranks on a node (%d ranks on this node) see %d GPUs (%s): launch at most %d ranks per CP group on a node (--cp), or bind one GPU per task",
+		return 0, &errscope.ConfigError{Flag: "collective", Reason: fmt.Sprintf("nccl needs a GPU per CP rank, but CP groups with %d ranks on a node (%d ranks on this node) see %d GPUs (%s): launch at most %d ranks per CP group on a node (--cp), or bind one GPU per task",
 			l.GroupRanksOnNode, l.NodeSize, l.VisibleGPUs, l.visibleDevicesText(), l.VisibleGPUs)}
 	}
 	return l.NodeRank % l.VisibleGPUs, nil
@@ -68,7 +69,7 @@ func checkDistinctGPUs(busIDs []string, group int) error {
 	first := map[string]int{}
 	for rank, id := range busIDs {
 		if other, seen := first[id]; seen {
-			return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("nccl needs a GPU per CP rank, but CP ranks %d and %d of CP group %d both use the GPU at PCI bus id %s (%d CP ranks): give each rank of a CP group its own GPU (CUDA_VISIBLE_DEVICES, or Slurm's --gpus-per-task=1)",
+			return &errscope.ConfigError{Flag: "collective", Reason: fmt.Sprintf("nccl needs a GPU per CP rank, but CP ranks %d and %d of CP group %d both use the GPU at PCI bus id %s (%d CP ranks): give each rank of a CP group its own GPU (CUDA_VISIBLE_DEVICES, or Slurm's --gpus-per-task=1)",
 				other, rank, group, id, len(busIDs))}
 		}
 		first[id] = rank

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -14,7 +15,7 @@ func TestGPULayoutRefusesMoreCPRanksThanGPUs(t *testing.T) {
 	// -np 16 on one 8-GPU node with the default --cp (the ranks of the node): NCCL would find GPU 0 twice.
 	l := gpuLayout{NodeRank: 9, NodeSize: 16, GroupRanksOnNode: 16, VisibleGPUs: 8, Exclusive: true}
 	_, err := l.ordinal()
-	var ce *spmd.ConfigError
+	var ce *errscope.ConfigError
 	if !errors.As(err, &ce) || ce.Flag != "collective" {
 		t.Fatalf("16 CP ranks on 8 GPUs under nccl: %v, want a --collective error", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/nccl"
@@ -19,7 +20,7 @@ import (
 // NCCL reduces device memory.
 func CheckCollectiveBuild(collective string) error {
 	if collective == "nccl" && os.Getenv(NCCLHostBuffersEnv) != "" {
-		return &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%s is a test switch of the CPU build; unset it for the GPU build", NCCLHostBuffersEnv)}
+		return &errscope.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%s is a test switch of the CPU build; unset it for the GPU build", NCCLHostBuffersEnv)}
 	}
 	return nil
 }
@@ -34,7 +35,7 @@ func NewReducer(t *spmd.Topology, collective string, words int, initTimeout time
 	f := &deviceNCCLFrontier{}
 	err := f.start(t, words)
 	if err == nil && IsNCCLShim(f.lib) {
-		err = &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%s=%s is ncclshim, the CPU test stand-in that reduces host memory; the GPU build needs NVIDIA's libnccl.so.2", NCCLLibEnv, f.lib.Path())}
+		err = &errscope.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%s=%s is ncclshim, the CPU test stand-in that reduces host memory; the GPU build needs NVIDIA's libnccl.so.2", NCCLLibEnv, f.lib.Path())}
 	}
 	if err := f.joinCP(t, err, initTimeout); err != nil {
 		return nil, errors.Join(err, f.Close())

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/nccl"
 )
@@ -18,7 +19,7 @@ import (
 // ncclshim.
 func CheckCollectiveBuild(collective string) error {
 	if collective == "nccl" && os.Getenv(NCCLHostBuffersEnv) != "1" {
-		return &spmd.ConfigError{Flag: "collective", Reason: "nccl needs the GPU build (make gpu: bin/cphicache-gpu); this binary is the CPU build, use --collective mpi"}
+		return &errscope.ConfigError{Flag: "collective", Reason: "nccl needs the GPU build (make gpu: bin/cphicache-gpu); this binary is the CPU build, use --collective mpi"}
 	}
 	return nil
 }
@@ -32,7 +33,7 @@ func NewReducer(t *spmd.Topology, collective string, words int, initTimeout time
 	}
 	lib, err := loadNCCL()
 	if err == nil && !IsNCCLShim(lib) {
-		err = &spmd.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%s=1 is for tests with ncclshim (nccl/testdata), but %s is not the shim: NVIDIA's NCCL reduces device memory, which needs the GPU build (make gpu)", NCCLHostBuffersEnv, lib.Path())}
+		err = &errscope.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%s=1 is for tests with ncclshim (nccl/testdata), but %s is not the shim: NVIDIA's NCCL reduces device memory, which needs the GPU build (make gpu)", NCCLHostBuffersEnv, lib.Path())}
 	}
 	comm, err := newNCCLCommOnCP(t, lib, err, initTimeout)
 	if err != nil {
