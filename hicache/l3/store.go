@@ -346,8 +346,12 @@ func readFull(f ReadFile, head, payload []byte) (n int, err error) {
 	return n, nil
 }
 
-// readChunkBytes is what one read system call asks for: a few checksum pieces, each hashed as soon as it is in.
-const readChunkBytes = 4 * sumChunkBytes
+// readChunkBytes is what one read system call asks for: sixteen checksum pieces (4 MiB), hashed as soon as the
+// chunk is in. Measured with bench l3 (page-cache reads, this 2-CPU AMD EPYC VM, alternating binaries): at 4 and
+// 16 MiB blocks, ours/plain read 0.53-0.66 with 1 MiB chunks, 0.42-0.47 with 256 KiB, 0.67-0.80 with 4 MiB and
+// 0.68-0.80 with one read of the whole payload: a chunk this size is still in the last-level cache when hashed,
+// and fewer, larger copies from the page cache go faster than many small ones.
+const readChunkBytes = 16 * sumChunkBytes
 
 // readSummed fills payload from f, after its first have bytes (already read: none, or all of it), and returns payloadSum of it, hashing each read chunk's pieces as soon as the chunk is in, while it is
 // still in the CPU's cache; n is the bytes of payload filled. (Hashing on a second goroutine, one chunk behind,
