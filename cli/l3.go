@@ -87,7 +87,7 @@ func writeL3Usage(w io.Writer, dir string, usage []l3.NamespaceUsage) {
 	for _, u := range usage {
 		blocks, bytes = blocks+u.Blocks, bytes+u.Bytes
 	}
-	fmt.Fprintf(w, "# cphicache l3 stat: %s\n  %s, %s, %s\n", dir, spmd.Plural(len(usage), "namespace"), spmd.Plural(int(blocks), "block"), l3Bytes(bytes))
+	fmt.Fprintf(w, "# cphicache l3 stat: %s\n  %s, %s, %s\n", dir, errscope.Plural(len(usage), "namespace"), errscope.Plural(int(blocks), "block"), l3Bytes(bytes))
 	for _, u := range usage {
 		fmt.Fprintf(w, "  namespace %016x: %d blocks, %s", u.Fingerprint, u.Blocks, l3Bytes(u.Bytes))
 		if u.Blocks > 0 {
@@ -129,14 +129,14 @@ func l3ClearCommand() *cli.Command {
 				fmt.Printf("removed namespace %016x\n", fp)
 			}
 			if err != nil {
-				fmt.Printf("# cphicache l3 clear: %s: %s removed, and not all\n", o.dir, spmd.Plural(len(removed), "namespace"))
+				fmt.Printf("# cphicache l3 clear: %s: %s removed, and not all\n", o.dir, errscope.Plural(len(removed), "namespace"))
 				return oneProcess(fmt.Errorf("l3 clear: %w", err))
 			}
 			if o.fingerprint != nil && len(removed) == 0 {
 				// A mistyped fingerprint must not pass for a cleared one.
 				return &errscope.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("no namespace %016x under %s", *o.fingerprint, o.dir)}
 			}
-			fmt.Printf("# cphicache l3 clear: %s: %s removed\n", o.dir, spmd.Plural(len(removed), "namespace"))
+			fmt.Printf("# cphicache l3 clear: %s: %s removed\n", o.dir, errscope.Plural(len(removed), "namespace"))
 			return nil
 		},
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sim"
-	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // simOptions are sim's flags.
@@ -132,7 +131,7 @@ func (o *simOptions) run(w io.Writer) error {
 		res.Steps, res.CP8Steps, res.StepsOnNodes[2], res.StepsOnNodes[4], res.RankSteps, elapsed, float64(res.RankSteps)/elapsed, float64(res.RankSteps)/8/elapsed)
 	c := res.Totals
 	fmt.Fprintf(w, "  prompt tokens: L1 hit %d, L2 hit %d, L3 hit %d, computed %d; %d L3 prefetches (%d cut short by a failed read, %d timed out, %d dropped by a flush); %s\n",
-		c.L1HitTokens, c.L2HitTokens, c.L3HitTokens, c.MissTokens, c.L3Prefetches, c.L3PrefetchMisses, c.L3PrefetchTimeouts, c.L3PrefetchFlushed, spmd.Count(c.Flushes, "flush", "flushes"))
+		c.L1HitTokens, c.L2HitTokens, c.L3HitTokens, c.MissTokens, c.L3Prefetches, c.L3PrefetchMisses, c.L3PrefetchTimeouts, c.L3PrefetchFlushed, errscope.Count(c.Flushes, "flush", "flushes"))
 	fmt.Fprintf(w, "  coverage: %d L3 blocks read into the slab, %d checked there against their keys' content (a job whose counts differ fails)\n", res.BlocksRead, res.BlocksChecked)
 	for _, line := range res.SometimesReport() {
 		fmt.Fprintln(w, line)

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -103,7 +104,7 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	}
 	header := func() {
 		o.opts.Provenance.WriteHeader(os.Stdout)
-		fmt.Printf("# cphicache sweep: %s, cp 1 (one process), every step's copies drained\n", spmd.Plural(len(o.sizes), "size"))
+		fmt.Printf("# cphicache sweep: %s, cp 1 (one process), every step's copies drained\n", errscope.Plural(len(o.sizes), "size"))
 		if o.run.tokenBytesSet && o.opts.Model == "" {
 			// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds N times as many.
 			fmt.Println("# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes")

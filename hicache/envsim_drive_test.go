@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // The runner's Env under simulation as a test: seeded jobs (envsim_test.go), each checked at its end; a
@@ -113,13 +113,13 @@ func (t *envSimTally) add(j *envSimJob, r envSimResult) {
 
 func (t envSimTally) String() string {
 	return strings.Join([]string{
-		spmd.Count(t.hangsEnded, "hang ended by its watchdog", "hangs ended by their watchdogs"),
-		spmd.Count(t.copyErrors, "copy error", "copy errors"), spmd.Count(t.l3Faults, "job with L3 faults", "jobs with L3 faults"),
-		spmd.Count(t.loadBacks, "page loaded back and verified", "pages loaded back and verified"),
-		spmd.Count(t.audits, "object audited", "objects audited"), spmd.Count(t.reads, "L3 block read", "L3 block reads"),
-		spmd.Count(t.wrote, "L3 block written", "L3 blocks written"),
-		spmd.Count(t.readsGivenUp, "L3 read given up at its deadline", "L3 reads given up at their deadlines"),
-		spmd.Count(t.failed, "job failed its checks", "jobs failed their checks"),
+		errscope.Count(t.hangsEnded, "hang ended by its watchdog", "hangs ended by their watchdogs"),
+		errscope.Count(t.copyErrors, "copy error", "copy errors"), errscope.Count(t.l3Faults, "job with L3 faults", "jobs with L3 faults"),
+		errscope.Count(t.loadBacks, "page loaded back and verified", "pages loaded back and verified"),
+		errscope.Count(t.audits, "object audited", "objects audited"), errscope.Count(t.reads, "L3 block read", "L3 block reads"),
+		errscope.Count(t.wrote, "L3 block written", "L3 blocks written"),
+		errscope.Count(t.readsGivenUp, "L3 read given up at its deadline", "L3 reads given up at their deadlines"),
+		errscope.Count(t.failed, "job failed its checks", "jobs failed their checks"),
 	}, ", ") + "; the watchdogs named: " + fmt.Sprint(t.named)
 }
 

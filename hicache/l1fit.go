@@ -5,7 +5,6 @@ import (
 
 	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sizing"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
@@ -31,6 +30,6 @@ func CheckL1HoldsLongestRequest(o *Options) error {
 		flag, given = "device-bytes", sizing.FormatBytes(o.DeviceBytes)
 	}
 	return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s gives L1 %s = %s per rank, but the workload's longest request has %d tokens = %d pages of %d: "+
-		"its pages past L1 would be computed and never cached at any L2 size; give L1 at least %d pages", given, spmd.Count(sized.DevicePages, "page", "pages"),
-		spmd.Count(sized.DevicePages*o.PageTokens, "token", "tokens"), longest, needPages, o.PageTokens, needPages)}
+		"its pages past L1 would be computed and never cached at any L2 size; give L1 at least %d pages", given, errscope.Count(sized.DevicePages, "page", "pages"),
+		errscope.Count(sized.DevicePages*o.PageTokens, "token", "tokens"), longest, needPages, o.PageTokens, needPages)}
 }

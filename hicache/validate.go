@@ -3,6 +3,7 @@ package hicache
 import (
 	"fmt"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
@@ -152,7 +153,7 @@ func (rs *runState) checkDivergenceDetected() (report.Check, error) {
 	groups := int64(rs.job.Topo.DPSize)
 	check := report.Check{Name: "divergence_detected", Ranks: rs.job.Topo.World.Size(), Steps: v[2],
 		Wrong:  v[0] + max(0, v[1]-groups),
-		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at step %d; %s in %s", divergenceInjectStep, wantStep, spmd.Count(v[1], "detection", "detections"), spmd.Count(groups, "group", "groups"))}
+		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at step %d; %s in %s", divergenceInjectStep, wantStep, errscope.Count(v[1], "detection", "detections"), errscope.Count(groups, "group", "groups"))}
 	if rs.job.Topo.CPSize == 1 {
 		check.Result, check.Wrong, check.Detail = "skip", 0, "single-rank CP groups cannot diverge"
 		return check, nil
@@ -186,7 +187,7 @@ func checkFlushReset(passes ...*runState) (report.Check, error) {
 		return report.Check{}, err
 	}
 	check := report.Check{Name: "flush_reset", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: wrong,
-		Detail: fmt.Sprintf("%s compared with a fresh cache (allocator state hash, tree, device pages)", spmd.Count(flushes, "rank-flush", "rank-flushes"))}
+		Detail: fmt.Sprintf("%s compared with a fresh cache (allocator state hash, tree, device pages)", errscope.Count(flushes, "rank-flush", "rank-flushes"))}
 	return verdict(check, wrong == 0 && flushes > 0), nil
 }
 

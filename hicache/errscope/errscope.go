@@ -1,7 +1,8 @@
 // Package errscope says which ranks of a job reach an error alike, and so which rank prints it: the error types
-// that every layer returns (a bad flag's ConfigError, a failure every rank of a group or of the job shares). It
-// holds types only, so that the IO-free cache core and the L3 store can name a scope without linking MPI; spmd
-// re-exports them and agrees on failures over MPI.
+// that every layer returns (a bad flag's ConfigError, a failure every rank of a group or of the job shares, a
+// result that did not check everything), and the counts those messages say. It holds types and text only, so
+// that the IO-free cache core, the L3 store and the report can name a scope without linking MPI; spmd re-exports
+// the scopes and agrees on failures over MPI.
 //
 // It imports nothing of this module.
 package errscope

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/sizing"
-	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // LatencyUs is a latency's median and 99th percentile, in microseconds.
@@ -209,7 +209,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		return 100 * float64(part) / float64(whole)
 	}
 	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens + r.Hits.MissTokens
-	fmt.Fprintf(w, "# cphicache run: %s, cp %d, dp %d, layout %s, %s, step consensus over %s\n", spmd.Plural(r.Ranks, "rank"), r.CP, r.DP, r.Layout, r.Policy, r.Transport)
+	fmt.Fprintf(w, "# cphicache run: %s, cp %d, dp %d, layout %s, %s, step consensus over %s\n", errscope.Plural(r.Ranks, "rank"), r.CP, r.DP, r.Layout, r.Policy, r.Transport)
 	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
 	r.writeCapacity(w)
 	r.writeNodes(w)
@@ -234,13 +234,13 @@ func (r *Report) WriteSummary(w io.Writer) {
 		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks, uncached)
 	r.L3.writeSummary(w)
 	r.Serving.writeSummary(w)
-	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %s\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), spmd.Count(r.Flushes, "flush", "flushes"))
+	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %s\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), errscope.Count(r.Flushes, "flush", "flushes"))
 	placement := fmt.Sprintf("%s, object comparisons %.2f%% of the wall time (slowest rank), %s",
-		spmd.Count(r.Placement.Checks, "digest check", "digest checks"), r.PlacementAssertUs.SharePct, spmd.Count(r.Placement.Divergences, "divergence", "divergences"))
+		errscope.Count(r.Placement.Checks, "digest check", "digest checks"), r.PlacementAssertUs.SharePct, errscope.Count(r.Placement.Divergences, "divergence", "divergences"))
 	if r.CP == 1 {
 		placement = fmt.Sprintf("assert skipped (cp 1: no other rank to compare with), %d consensus calls skipped", r.Placement.Skipped)
 	}
-	verify := fmt.Sprintf("%s checked, %s", spmd.Count(r.Verify.PagesChecked, "load-back page", "load-back pages"), spmd.Count(r.Verify.Mismatches, "mismatch", "mismatches"))
+	verify := fmt.Sprintf("%s checked, %s", errscope.Count(r.Verify.PagesChecked, "load-back page", "load-back pages"), errscope.Count(r.Verify.Mismatches, "mismatch", "mismatches"))
 	if r.Verify.PagesChecked == 0 {
 		verify = "NOTHING VERIFIED: no page was loaded back from L2"
 	}
@@ -270,7 +270,7 @@ func (r *Report) writeCapacity(w io.Writer) {
 		model = "per token of " + c.Model
 	}
 	fmt.Fprintf(w, "  capacity: L2 %s = %s = %s per CP group; L1 %s = %s = %s per rank; KV %s %s\n",
-		spmd.Count(c.L2Slots, "slot", "slots"), spmd.Count(c.L2Tokens, "token", "tokens"), sizing.FormatBytes(c.L2Bytes), spmd.Count(c.DevicePages, "page", "pages"), spmd.Count(c.DeviceTokens, "token", "tokens"), sizing.FormatBytes(c.DeviceBytes), sizing.FormatBytes(c.TokenBytes), model)
+		errscope.Count(c.L2Slots, "slot", "slots"), errscope.Count(c.L2Tokens, "token", "tokens"), sizing.FormatBytes(c.L2Bytes), errscope.Count(c.DevicePages, "page", "pages"), errscope.Count(c.DeviceTokens, "token", "tokens"), sizing.FormatBytes(c.DeviceBytes), sizing.FormatBytes(c.TokenBytes), model)
 	if c.Scaled {
 		fmt.Fprintf(w, "  copies SCALED DOWN: %s copied per token instead of %s; tokens and hit counts are the real sizes', bytes copied and the slab (%s) are not\n",
 			sizing.FormatBytes(c.CopiedTokenBytes), sizing.FormatBytes(c.TokenBytes), sizing.FormatBytes(c.L2SlabBytes))

@@ -5,13 +5,13 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/cache"
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/errscope"
 )
 
 // TestRunFailedIsPrintedOnce: the verdict comes from the report aggregated over every rank, so it is uniform and
 // spmd.Job.Fail prints it on world rank 0 only.
 func TestRunFailedIsPrintedOnce(t *testing.T) {
-	if spmd.ScopeOf(&RunFailed{Mismatches: 3}) != spmd.JobScope {
+	if errscope.Of(&RunFailed{Mismatches: 3}) != errscope.JobScope {
 		t.Fatal("RunFailed is not uniform: every rank would print it")
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/outfile"
-	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // Validate's table, from the checks the runner's passes made (hicache/validate.go): the rows, the verdict, the
@@ -38,11 +38,11 @@ type ValidationReport struct {
 type ValidationFailed struct{ Failed int }
 
 func (e *ValidationFailed) Error() string {
-	return fmt.Sprintf("validation failed: %s failed (see the table)", spmd.Count(e.Failed, "check", "checks"))
+	return fmt.Sprintf("validation failed: %s failed (see the table)", errscope.Count(e.Failed, "check", "checks"))
 }
 
 // Scope: the table is aggregated over the whole job, so every rank fails alike.
-func (e *ValidationFailed) Scope() spmd.Scope { return spmd.JobScope }
+func (e *ValidationFailed) Scope() errscope.Scope { return errscope.JobScope }
 
 // Failed counts the failed checks.
 func (v *ValidationReport) Failed() int {
@@ -55,7 +55,7 @@ func (v *ValidationReport) Failed() int {
 	return n
 }
 
-// NotCovered is nil when every check ran, and a *spmd.NotCoveredError naming the skipped ones otherwise
+// NotCovered is nil when every check ran, and a *errscope.NotCoveredError naming the skipped ones otherwise
 // (--strict).
 func (v *ValidationReport) NotCovered() error {
 	var skipped []string
@@ -67,12 +67,12 @@ func (v *ValidationReport) NotCovered() error {
 	if len(skipped) == 0 {
 		return nil
 	}
-	return &spmd.NotCoveredError{What: spmd.Count(len(skipped), "check", "checks") + " skipped (" + strings.Join(skipped, ", ") + ")"}
+	return &errscope.NotCoveredError{What: errscope.Count(len(skipped), "check", "checks") + " skipped (" + strings.Join(skipped, ", ") + ")"}
 }
 
 // WriteTable prints the validation matrix like nccl-tests: a '#' header, fixed-width rows, a closing count.
 func (v *ValidationReport) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "# cphicache validate: %s, cp %d, dp %d\n", spmd.Plural(v.Ranks, "rank"), v.CP, v.DP)
+	fmt.Fprintf(w, "# cphicache validate: %s, cp %d, dp %d\n", errscope.Plural(v.Ranks, "rank"), v.CP, v.DP)
 	fmt.Fprintf(w, "# %-22s %6s %8s %7s %7s  %s\n", "check", "ranks", "steps", "result", "#wrong", "detail")
 	for _, c := range v.Checks {
 		fmt.Fprintf(w, "  %-22s %6d %8d %7s %7d  %s\n", c.Name, c.Ranks, c.Steps, c.Result, c.Wrong, c.Detail)

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sizing"
-	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // The run's verdict: FAILED on anything wrong, else OK, with "but ..." for what the run did not cover (a check
@@ -35,11 +35,11 @@ func (r *Report) Verdict() string {
 	return "OK, but " + said
 }
 
-// NotCovered is nil for a plain OK or a failure (which RunFailure returns), and a *spmd.NotCoveredError naming
+// NotCovered is nil for a plain OK or a failure (which RunFailure returns), and a *errscope.NotCoveredError naming
 // what the run did not cover for an "OK, but ..." (--strict).
 func (r *Report) NotCovered() error {
 	if v := r.Verdict(); strings.HasPrefix(v, "OK, but ") {
-		return &spmd.NotCoveredError{What: strings.TrimPrefix(v, "OK, but ")}
+		return &errscope.NotCoveredError{What: strings.TrimPrefix(v, "OK, but ")}
 	}
 	return nil
 }
@@ -124,7 +124,7 @@ func (r *Report) RunFailure() error {
 }
 
 // Scope: the report is aggregated over the whole job, so every rank fails alike.
-func (e *RunFailed) Scope() spmd.Scope { return spmd.JobScope }
+func (e *RunFailed) Scope() errscope.Scope { return errscope.JobScope }
 
 // Failed reports whether the run saw anything wrong: a divergence, a wrong byte in a load-back or an audit, or a
 // copy that failed.

@@ -41,15 +41,6 @@ const (
 	ExitNotCovered = 5
 )
 
-// NotCoveredError ends a run under --strict whose result is "OK, but ...": nothing wrong was found, but What was
-// not checked or went wrong without changing any data. Every rank holds the same aggregated report.
-type NotCoveredError struct{ What string }
-
-func (e *NotCoveredError) Error() string {
-	return "OK, but " + e.What + " (--strict: exit status 5 for a result that did not check everything)"
-}
-func (e *NotCoveredError) Scope() Scope { return JobScope }
-
 // ExitStatus is the exit status of a job that ends with err: ExitUsage for a flag's value or a CPHICACHE_NODE_NAME
 // setting at fault (errscope.ConfigError, NodeNameError) or ranks given different settings (SettingsError), ExitFailure
 // otherwise.
@@ -57,7 +48,7 @@ func ExitStatus(err error) int {
 	if errors.As(err, new(*errscope.ConfigError)) || errors.As(err, new(*NodeNameError)) || errors.As(err, new(*SettingsError)) {
 		return ExitUsage
 	}
-	if errors.As(err, new(*NotCoveredError)) {
+	if errors.As(err, new(*errscope.NotCoveredError)) {
 		return ExitNotCovered
 	}
 	return ExitFailure

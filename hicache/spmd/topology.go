@@ -2,13 +2,13 @@ package spmd
 
 import (
 	"fmt"
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -133,23 +133,6 @@ func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (in
 	return cp, dp, nil
 }
 
-// Plural is "1 rank", "8 ranks": a count with its noun, for the summaries' first lines.
-func Plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
-
-// Count is n and its noun, singular for 1 and plural otherwise, for counts of any integer type whose plural is
-// not the noun and an s: Count(1, "flush", "flushes"), Count(3, "flush", "flushes").
-func Count[N ~int | ~int64](n N, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.FormatInt(int64(n), 10) + " " + many
-}
-
 // divisors lists n's divisors, "1, 2, 4, 8", for messages.
 func divisors(n int) string {
 	var ds []string
@@ -236,7 +219,7 @@ func WriteTable(w io.Writer, rows []RankInfo, cp, dp int) {
 	for _, r := range rows {
 		nodes[r.Host] = true
 	}
-	fmt.Fprintf(w, "# cphicache topology: %s, cp %d, dp %d, %s\n", Plural(len(rows), "rank"), cp, dp, Plural(len(nodes), "node"))
+	fmt.Fprintf(w, "# cphicache topology: %s, cp %d, dp %d, %s\n", errscope.Plural(len(rows), "rank"), cp, dp, errscope.Plural(len(nodes), "node"))
 	// The GPU column appears in the GPU build only, where every rank fills it.
 	gpus := slices.ContainsFunc(rows, func(r RankInfo) bool { return r.GPU != "" })
 	gpuHeader := ""

@@ -2,10 +2,10 @@ package spmd
 
 import (
 	"errors"
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -125,7 +125,7 @@ func TestTopologyGatherMapsEveryRank(t *testing.T) {
 
 // TestPluralSaysOneRank: summaries say "1 rank" and "8 ranks", never "1 ranks".
 func TestPluralSaysOneRank(t *testing.T) {
-	if got := Plural(1, "rank") + ", " + Plural(8, "rank") + ", " + Plural(0, "namespace"); got != "1 rank, 8 ranks, 0 namespaces" {
+	if got := errscope.Plural(1, "rank") + ", " + errscope.Plural(8, "rank") + ", " + errscope.Plural(0, "namespace"); got != "1 rank, 8 ranks, 0 namespaces" {
 		t.Errorf("got %q", got)
 	}
 }
