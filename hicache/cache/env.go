@@ -110,13 +110,17 @@ type BlockRead struct {
 	Key      uint64
 	Pages    []SlabSlot
 	Tokens   int
+	Check    uint64 // the existence check whose agreed answer gave the prefetch its count (the simulator's model)
 }
 
 // ExistenceCheck asks how many of Keys, from the first, the L3 holds now (on this rank's view of it): the
-// answer stops at the first block that is not there, or is not a regular file.
+// answer stops at the first block that is not there, or is not a regular file. Keys are this rank's own among
+// the request's blocks [FirstBlock, FirstBlock+Blocks), the span a count from it may reach (the simulator's model).
 type ExistenceCheck struct {
-	Seq  uint64
-	Keys []uint64
+	Seq        uint64
+	Keys       []uint64
+	FirstBlock int
+	Blocks     int
 }
 
 func (*Copy) work()           {}

@@ -63,7 +63,7 @@ func (c *Core) startCheck(cand prefetchCandidate) *existenceCheck {
 		}
 	}
 	t.checks[ch.seq] = ch
-	c.env.Start(&ExistenceCheck{Seq: ch.seq, Keys: keys})
+	c.env.Start(&ExistenceCheck{Seq: ch.seq, Keys: keys, FirstBlock: ch.firstBlock, Blocks: ch.blocks})
 	return ch
 }
 
@@ -95,7 +95,7 @@ func (c *Core) countBlocks(batch []workload.Event, counts []uint64, cands []pref
 			ahead = c.startCheck(cands[i]) // the tree lost part of the prefix since: look again
 			c.counters.L3ChecksInStep++
 		}
-		checks[i] = ahead
+		checks[i], cands[i].check = ahead, ahead.seq
 		agreed = agreed && ahead.hasAgreed
 	}
 	if err := c.env.Wait(waitL3Exists, func() bool { return checksDone(checks) }); err != nil {

@@ -279,6 +279,7 @@ func (j *job) complete(p *pending) {
 			r.foundKeys[w.Keys[x.Found]] = true
 			x.Found++
 		}
+		r.checkAnswered(w, x.Found)
 	}
 	r.completed = append(r.completed, x)
 }

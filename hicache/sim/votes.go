@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+)
+
+// The existence-vote model: how many blocks each prefetch the group agrees must read, from the answers the
+// simulator itself gave the readers' existence checks. A rank's count is its leading run of found blocks: the
+// blocks of the check's span before the first of its own that it was told is not there (its whole span when
+// every one of its own was found); the group's is the MIN over its ranks, shifted to the prefix the tree serves
+// when the prefetch starts, and capped by the room unresolved prefetches leave (an eighth of the L2, less the
+// blocks they hold). The reference rule sees a count above some reader's answer (a read of a block it never
+// found); only this model sees one below every answer: a vote off by one, or a prefetch stopped at its first
+// block, reads fewer blocks than the L3 holds, which every rank agrees and no byte contradicts.
+
+// prefetchBacklogShare: unresolved prefetches may hold at most this share of the L2 (DESIGN.md, "The L3 tier").
+const prefetchBacklogShare = 8
+
+// checkVote is one existence check of a group (its seq is replicated): the span it covers and each rank's run.
+type checkVote struct {
+	firstBlock, blocks int
+	runs               map[int]int // by CP rank, once answered
+}
+
+// prefetchStart is one prefetch the group started, as its reads and its start notice show it.
+type prefetchStart struct {
+	blocks, firstBlock int      // -1 until a read of it starts
+	check              uint64   // the existence check its count came from, as its reads name it
+	heldBy             []uint64 // the prefetches not yet resolved when it started (the room it had)
+}
+
+// checkStarted records an existence check's span.
+func (g *group) checkStarted(w *cache.ExistenceCheck) {
+	if g.votes == nil {
+		g.votes = map[uint64]*checkVote{}
+	}
+	if g.votes[w.Seq] == nil {
+		g.votes[w.Seq] = &checkVote{firstBlock: w.FirstBlock, blocks: w.Blocks, runs: map[int]int{}}
+	}
+}
+
+// checkAnswered records r's run for an existence check the simulator answered found of w.Keys: the span's blocks
+// before the block of its first key not found, by the block that key names (blocks.go), or the whole span.
+func (r *rank) checkAnswered(w *cache.ExistenceCheck, found int) {
+	v := r.g.votes[w.Seq]
+	run := v.blocks
+	if found < len(w.Keys) {
+		c, ok := r.g.j.blocks.content[w.Keys[found]]
+		if !ok {
+			r.g.j.violate(r, fmt.Sprintf("L3 existence check %d looks for key %016x, which names no block of the workload", w.Seq, w.Keys[found]))
+			return
+		}
+		run = c.startPos/r.g.j.cfg.L3.BlockTokens - v.firstBlock
+	}
+	v.runs[r.cp] = run
+}
+
+// prefetchNoticed records the start (on CP rank 0, the group's order) or the agreed outcome of a prefetch.
+func (r *rank) prefetchNoticed(seq uint64, resolved bool) {
+	g := r.g
+	if r.cp != 0 {
+		return
+	}
+	if resolved {
+		g.unresolved = slices.DeleteFunc(g.unresolved, func(s uint64) bool { return s == seq })
+		return
+	}
+	g.prefetch(seq).heldBy = slices.Clone(g.unresolved)
+	g.unresolved = append(g.unresolved, seq)
+}
+
+// prefetch is the record of prefetch seq, new when none of the group's ranks has seen it yet.
+func (g *group) prefetch(seq uint64) *prefetchStart {
+	if g.started == nil {
+		g.started = map[uint64]*prefetchStart{}
+	}
+	p := g.started[seq]
+	if p == nil {
+		p = &prefetchStart{blocks: -1, firstBlock: -1}
+		g.started[seq] = p
+	}
+	return p
+}
+
+// readStarted learns a prefetch's count and first block from one of its reads (any reader's: they are the same).
+func (r *rank) readStarted(w *cache.BlockRead) {
+	p := r.g.prefetch(w.Prefetch)
+	c, ok := r.g.j.blocks.content[w.Key]
+	if !ok || p.blocks >= 0 {
+		return // a read of a key no prompt names is the coverage check's; one after the first adds nothing
+	}
+	B := r.g.j.cfg.L3.BlockTokens
+	p.blocks, p.firstBlock, p.check = w.Tokens/B, c.startPos/B-w.Block, w.Check
+}
+
+// checkVotes: in a group that ran to its end, every prefetch read as many blocks as the existence-vote model
+// gives, from the check its reads name.
+func (g *group) checkVotes() {
+	geo, B := g.j.cfg.Geometry, g.j.cfg.L3.BlockTokens
+	if !g.j.cfg.L3.Enabled {
+		return
+	}
+	backlog := geo.Slots / prefetchBacklogShare / (B / geo.PageTokens)
+	for _, seq := range slices.Sorted(maps.Keys(g.started)) {
+		p := g.started[seq]
+		v := g.votes[p.check]
+		if p.blocks < 0 || v == nil || len(v.runs) != len(g.ranks) || p.firstBlock < v.firstBlock {
+			g.j.violate(g.ranks[0], fmt.Sprintf("L3 prefetch %d (%d blocks from block %d) names existence check %d, which not every rank answered over a span from block %d or earlier",
+				seq, p.blocks, p.firstBlock, p.check, p.firstBlock))
+			return
+		}
+		agreed := v.blocks
+		for _, run := range v.runs {
+			agreed = min(agreed, run)
+		}
+		held := 0
+		for _, s := range p.heldBy {
+			held += max(0, g.started[s].blocks)
+		}
+		want := min(agreed-(p.firstBlock-v.firstBlock), backlog-held)
+		if p.blocks != want {
+			g.j.violate(g.ranks[0], fmt.Sprintf("L3 prefetch %d reads %d blocks from block %d; its readers' existence check %d over blocks %d..%d found runs %v (MIN %d, so %d from block %d), and the backlog left room for %d: the model says %d",
+				seq, p.blocks, p.firstBlock, p.check, v.firstBlock, v.firstBlock+v.blocks-1, v.runs, agreed, agreed-(p.firstBlock-v.firstBlock), p.firstBlock, backlog-held, want))
+			return
+		}
+	}
+}
