@@ -128,11 +128,14 @@ func (*BlockWrite) work()     {}
 func (*BlockRead) work()      {}
 func (*ExistenceCheck) work() {}
 
-// Fill is the KV the model computed for Tokens (from StartPos), to write into DevicePages.
+// Fill is the KV the model computed for Tokens (from StartPos), to write into DevicePages. Slots are its node's
+// pages in the L2 object it points into, if any: bytes its next load-back serves as the L2's from now on, even
+// when a prefetch read them from the L3 (the simulator's account of where each hit came from).
 type Fill struct {
 	DevicePages []int32
 	Tokens      []int32
 	StartPos    int
+	Slots       []SlabSlot
 }
 
 // Verify is a finished load-back to check against the content of its tokens.

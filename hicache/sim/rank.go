@@ -43,6 +43,7 @@ type rank struct {
 	failNext, stickNext bool // armed faults: this rank's next copy fails, or never completes
 	outcomes            []cache.Outcome
 	stepLoads           pageTally // this step's load-back pages, by where their bytes came from
+	lastPrefetch        uint64    // the last L3 prefetch this rank started (provenance.go)
 }
 
 type rankState int
@@ -232,6 +233,7 @@ func (r *rank) Prefetch(seq uint64, resolved bool) { r.prefetchNoticed(seq, reso
 
 func (r *rank) Fill(f *cache.Fill) error {
 	r.g.mem.Fill(r.cp, f)
+	r.recomputed(f)
 	return nil
 }
 

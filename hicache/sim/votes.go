@@ -62,6 +62,9 @@ func (r *rank) checkAnswered(w *cache.ExistenceCheck, found int) {
 // prefetchNoticed records the start (on CP rank 0, the group's order) or the agreed outcome of a prefetch.
 func (r *rank) prefetchNoticed(seq uint64, resolved bool) {
 	g := r.g
+	if !resolved {
+		r.lastPrefetch = seq
+	}
 	if r.cp != 0 {
 		return
 	}
