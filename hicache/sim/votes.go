@@ -15,15 +15,21 @@ import (
 // when the prefetch starts, and capped by the room unresolved prefetches leave (an eighth of the L2, less the
 // blocks they hold). The reference rule sees a count above some reader's answer (a read of a block it never
 // found); only this model sees one below every answer: a vote off by one, or a prefetch stopped at its first
-// block, reads fewer blocks than the L3 holds, which every rank agrees and no byte contradicts.
+// block, reads fewer blocks than the L3 holds, which every rank agrees and no byte contradicts. The span a check
+// covers is the core's to say, so the model checks it too (checkSpan): its request's blocks from the first it
+// looks for to the prompt's last whole block or the prefetch cap, each looked for once on each node.
 
 // prefetchBacklogShare: unresolved prefetches may hold at most this share of the L2 (DESIGN.md, "The L3 tier").
 const prefetchBacklogShare = 8
 
-// checkVote is one existence check of a group (its seq is replicated): the span it covers and each rank's run.
+// checkVote is one existence check of a group (its seq is replicated): the span it covers, how many ranks look
+// for each of its blocks and which key is its last block's, and each rank's run.
 type checkVote struct {
 	firstBlock, blocks int
 	runs               map[int]int // by CP rank, once answered
+	startedOn          int         // ranks that started it
+	asked              map[int]int // by block index: ranks that look for it (one a node)
+	lastKey            uint64      // the key of the highest block looked for
 }
 
 // prefetchStart is one prefetch the group started, as its reads and its start notice show it.
@@ -33,14 +39,44 @@ type prefetchStart struct {
 	heldBy             []uint64 // the prefetches not yet resolved when it started (the room it had)
 }
 
-// checkStarted records an existence check's span.
+// checkStarted records an existence check's span, and which of its blocks a rank looks for.
 func (g *group) checkStarted(w *cache.ExistenceCheck) {
 	if g.votes == nil {
 		g.votes = map[uint64]*checkVote{}
 	}
-	if g.votes[w.Seq] == nil {
-		g.votes[w.Seq] = &checkVote{firstBlock: w.FirstBlock, blocks: w.Blocks, runs: map[int]int{}}
+	v := g.votes[w.Seq]
+	if v == nil {
+		v = &checkVote{firstBlock: w.FirstBlock, blocks: w.Blocks, runs: map[int]int{}, asked: map[int]int{}}
+		g.votes[w.Seq] = v
 	}
+	v.startedOn++
+	for _, key := range w.Keys {
+		if c, ok := g.j.blocks.content[key]; ok {
+			b := c.startPos / g.j.cfg.L3.BlockTokens
+			if v.asked[b]++; len(v.asked) == 1 || b > g.j.blocks.content[v.lastKey].startPos/g.j.cfg.L3.BlockTokens {
+				v.lastKey = key
+			}
+		}
+	}
+}
+
+// checkSpan: a check's span is what one prefetch may read, from its first block to the end of its request's prompt,
+// at most the prefetch cap (the failed-block word's bound, and half the L2), and every block of it is looked for
+// once on each node. A span cut short counts the blocks after it as missing, below every reader's answer.
+func (g *group) checkSpan(seq uint64, v *checkVote) bool {
+	geo := g.j.cfg.Geometry
+	limit := min(1<<20-1, geo.Slots/2/(g.j.cfg.L3.BlockTokens/geo.PageTokens))
+	whole := len(v.asked) == v.blocks
+	for b := v.firstBlock; b < v.firstBlock+v.blocks; b++ {
+		whole = whole && v.asked[b] == max(1, geo.Nodes)
+	}
+	ends := v.blocks == limit || v.blocks > 0 && g.j.blocks.content[v.lastKey].endsPrompt
+	if !whole || !ends || v.blocks > limit {
+		g.j.violate(g.ranks[0], fmt.Sprintf("L3 existence check %d spans blocks %d..%d (looked for: %v, one a node of %d), which is not its prompt's blocks up to the cap of %d",
+			seq, v.firstBlock, v.firstBlock+v.blocks-1, v.asked, max(1, geo.Nodes), limit))
+		return false
+	}
+	return true
 }
 
 // checkAnswered records r's run for an existence check the simulator answered found of w.Keys: the span's blocks
@@ -108,6 +144,11 @@ func (g *group) checkVotes() {
 		return
 	}
 	backlog := geo.Slots / prefetchBacklogShare / (B / geo.PageTokens)
+	for _, seq := range slices.Sorted(maps.Keys(g.votes)) {
+		if v := g.votes[seq]; v.startedOn == len(g.ranks) && !g.checkSpan(seq, v) {
+			return
+		}
+	}
 	for _, seq := range slices.Sorted(maps.Keys(g.started)) {
 		p := g.started[seq]
 		v := g.votes[p.check]

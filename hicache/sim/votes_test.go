@@ -62,3 +62,43 @@ func TestTheExistenceVoteModelFails(t *testing.T) {
 		t.Errorf("3 blocks from block 1, the MIN shifted: %v", j.violation)
 	}
 }
+
+// TestTheCheckSpanFails: an existence check's span must run from its first block to its prompt's last whole block
+// or to the prefetch cap, each block looked for once (a node); one cut short is a violation.
+func TestTheCheckSpanFails(t *testing.T) {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Fault, cfg.DP, cfg.CP, cfg.Geometry.CPSize, cfg.Geometry.Nodes = FaultNone, 1, 2, 2, 1
+	cfg.Geometry.PageTokens, cfg.Geometry.Slots = 2, 8 // a cap of 8/2/2 = 2 blocks
+	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, BatchRequests: 1}
+	ids := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	j, err := newJob(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.blocks.learn([]workload.Event{{Request: workload.Request{InputIDs: ids}}}, &j.cfg)
+	var keys []uint64 // blocks 0..2, the last the prompt's
+	for k, key := 0, uint64(0); k < 3; k++ {
+		key = l3block.ChainKey(key, ids[4*k:4*k+4])
+		keys = append(keys, key)
+	}
+	g := j.groups[0]
+	for i, c := range []struct {
+		first, blocks int
+		own           [2][]uint64
+		ok            bool
+	}{
+		{1, 2, [2][]uint64{{keys[2]}, {keys[1]}}, true},           // blocks 1..2: to the prompt's end
+		{0, 2, [2][]uint64{{keys[0]}, {keys[1]}}, true},           // blocks 0..1: the cap
+		{0, 1, [2][]uint64{{keys[0]}, nil}, false},                // block 0 alone: short of both
+		{1, 2, [2][]uint64{{keys[2]}, nil}, false},                // block 1 looked for by nobody
+		{1, 2, [2][]uint64{{keys[2]}, {keys[1], keys[2]}}, false}, // block 2 twice on one node
+	} {
+		j.violation, g.votes = nil, nil
+		for cp := range 2 {
+			g.checkStarted(&cache.ExistenceCheck{Seq: 1, Keys: c.own[cp], FirstBlock: c.first, Blocks: c.blocks})
+		}
+		if ok := g.checkSpan(1, g.votes[1]); ok != c.ok || ok != (j.violation == nil) {
+			t.Errorf("span %d (blocks %d..%d): ok %v, want %v: %v", i, c.first, c.first+c.blocks-1, ok, c.ok, j.violation)
+		}
+	}
+}
