@@ -11,7 +11,8 @@ import (
 )
 
 // TestEveryBlockReadIsChecked: over a bounded run, every L3 block read into the slab was checked there against
-// its key's content by the simulator itself (blocks.go), and there were many.
+// its key's content by the simulator itself (blocks.go), and there were many; and the existence-vote model
+// (votes.go) checked many prefetches, some whose ranks' runs differed, and every check span.
 func TestEveryBlockReadIsChecked(t *testing.T) {
 	res := Run(Options{Seed: 1, Jobs: 150})
 	if res.Violation != nil {
@@ -21,6 +22,10 @@ func TestEveryBlockReadIsChecked(t *testing.T) {
 		t.Errorf("%d blocks read, %d checked: want many, all checked", res.BlocksRead, res.BlocksChecked)
 	}
 	t.Logf("%d jobs: %d L3 blocks read into the slab, %d checked there", res.Jobs, res.BlocksRead, res.BlocksChecked)
+	if v := res.Votes; v.Prefetches < 50 || v.Split == 0 || v.Spans < v.Prefetches {
+		t.Errorf("the existence-vote model checked %d prefetches (%d where the runs differed) and %d spans: want many, some split", v.Prefetches, v.Split, v.Spans)
+	}
+	t.Logf("the existence-vote model: %+v", res.Votes)
 }
 
 // TestTheBlockBookFails: a block write whose key does not name its tokens, and a block read the simulator could

@@ -32,6 +32,10 @@ type checkVote struct {
 	lastKey            uint64      // the key of the highest block looked for
 }
 
+// VoteTally counts what the existence-vote model checked in a job: prefetches, and of them those whose ranks'
+// runs differed (the MIN decided), and check spans; proof that the model ran where it matters.
+type VoteTally struct{ Prefetches, Split, Spans int64 }
+
 // prefetchStart is one prefetch the group started, as its reads and its start notice show it.
 type prefetchStart struct {
 	blocks, firstBlock int      // -1 until a read of it starts
@@ -145,8 +149,11 @@ func (g *group) checkVotes() {
 	}
 	backlog := geo.Slots / prefetchBacklogShare / (B / geo.PageTokens)
 	for _, seq := range slices.Sorted(maps.Keys(g.votes)) {
-		if v := g.votes[seq]; v.startedOn == len(g.ranks) && !g.checkSpan(seq, v) {
-			return
+		if v := g.votes[seq]; v.startedOn == len(g.ranks) {
+			if !g.checkSpan(seq, v) {
+				return
+			}
+			g.j.votes.Spans++
 		}
 	}
 	for _, seq := range slices.Sorted(maps.Keys(g.started)) {
@@ -157,9 +164,9 @@ func (g *group) checkVotes() {
 				seq, p.blocks, p.firstBlock, p.check, p.firstBlock))
 			return
 		}
-		agreed := v.blocks
+		agreed, most := v.blocks, 0
 		for _, run := range v.runs {
-			agreed = min(agreed, run)
+			agreed, most = min(agreed, run), max(most, run)
 		}
 		held := 0
 		for _, s := range p.heldBy {
@@ -170,6 +177,10 @@ func (g *group) checkVotes() {
 			g.j.violate(g.ranks[0], fmt.Sprintf("L3 prefetch %d reads %d blocks from block %d; its readers' existence check %d over blocks %d..%d found runs %v (MIN %d, so %d from block %d), and the backlog left room for %d: the model says %d",
 				seq, p.blocks, p.firstBlock, p.check, v.firstBlock, v.firstBlock+v.blocks-1, v.runs, agreed, agreed-(p.firstBlock-v.firstBlock), p.firstBlock, backlog-held, want))
 			return
+		}
+		g.j.votes.Prefetches++
+		if most > agreed {
+			g.j.votes.Split++
 		}
 	}
 }
