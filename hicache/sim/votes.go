@@ -19,8 +19,12 @@ import (
 // covers is the core's to say, so the model checks it too (checkSpan): its request's blocks from the first it
 // looks for to the prompt's last whole block or the prefetch cap, each looked for once on each node.
 
-// prefetchBacklogShare: unresolved prefetches may hold at most this share of the L2 (DESIGN.md, "The L3 tier").
-const prefetchBacklogShare = 8
+const (
+	// prefetchBacklogShare: unresolved prefetches may hold at most this share of the L2 (DESIGN.md, "The L3 tier").
+	prefetchBacklogShare = 8
+	// prefetchBlocksMax bounds one prefetch so that its block index fits the failed-prefetch word (20 bits).
+	prefetchBlocksMax = 1<<20 - 1
+)
 
 // checkVote is one existence check of a group (its seq is replicated): the span it covers, how many ranks look
 // for each of its blocks and which key is its last block's, and each rank's run.
@@ -54,12 +58,15 @@ func (g *group) checkStarted(w *cache.ExistenceCheck) {
 		g.votes[w.Seq] = v
 	}
 	v.startedOn++
+	B := g.j.cfg.L3.BlockTokens
 	for _, key := range w.Keys {
-		if c, ok := g.j.blocks.content[key]; ok {
-			b := c.startPos / g.j.cfg.L3.BlockTokens
-			if v.asked[b]++; len(v.asked) == 1 || b > g.j.blocks.content[v.lastKey].startPos/g.j.cfg.L3.BlockTokens {
-				v.lastKey = key
-			}
+		c, ok := g.j.blocks.content[key]
+		if !ok {
+			continue // checkAnswered names a key no prompt has, if the answer reaches it
+		}
+		v.asked[c.startPos/B]++
+		if last, ok := g.j.blocks.content[v.lastKey]; !ok || c.startPos > last.startPos {
+			v.lastKey = key
 		}
 	}
 }
@@ -69,7 +76,7 @@ func (g *group) checkStarted(w *cache.ExistenceCheck) {
 // once on each node. A span cut short counts the blocks after it as missing, below every reader's answer.
 func (g *group) checkSpan(seq uint64, v *checkVote) bool {
 	geo := g.j.cfg.Geometry
-	limit := min(1<<20-1, geo.Slots/2/(g.j.cfg.L3.BlockTokens/geo.PageTokens))
+	limit := min(prefetchBlocksMax, geo.Slots/2/(g.j.cfg.L3.BlockTokens/geo.PageTokens))
 	whole := len(v.asked) == v.blocks
 	for b := v.firstBlock; b < v.firstBlock+v.blocks; b++ {
 		whole = whole && v.asked[b] == max(1, geo.Nodes)
@@ -140,14 +147,12 @@ func (r *rank) readStarted(w *cache.BlockRead) {
 	p.blocks, p.firstBlock, p.check = w.Tokens/B, c.startPos/B-w.Block, w.Check
 }
 
-// checkVotes: in a group that ran to its end, every prefetch read as many blocks as the existence-vote model
-// gives, from the check its reads name.
+// checkVotes: in a group that ran to its end, every check's span is its prompt's blocks up to the cap, and every
+// prefetch read as many blocks as the existence-vote model gives from the check its reads name.
 func (g *group) checkVotes() {
-	geo, B := g.j.cfg.Geometry, g.j.cfg.L3.BlockTokens
 	if !g.j.cfg.L3.Enabled {
 		return
 	}
-	backlog := geo.Slots / prefetchBacklogShare / (B / geo.PageTokens)
 	for _, seq := range slices.Sorted(maps.Keys(g.votes)) {
 		if v := g.votes[seq]; v.startedOn == len(g.ranks) {
 			if !g.checkSpan(seq, v) {
@@ -157,30 +162,39 @@ func (g *group) checkVotes() {
 		}
 	}
 	for _, seq := range slices.Sorted(maps.Keys(g.started)) {
-		p := g.started[seq]
-		v := g.votes[p.check]
-		if p.blocks < 0 || v == nil || len(v.runs) != len(g.ranks) || p.firstBlock < v.firstBlock {
-			g.j.violate(g.ranks[0], fmt.Sprintf("L3 prefetch %d (%d blocks from block %d) names existence check %d, which not every rank answered over a span from block %d or earlier",
-				seq, p.blocks, p.firstBlock, p.check, p.firstBlock))
+		if !g.checkVote(seq, g.started[seq]) {
 			return
-		}
-		agreed, most := v.blocks, 0
-		for _, run := range v.runs {
-			agreed, most = min(agreed, run), max(most, run)
-		}
-		held := 0
-		for _, s := range p.heldBy {
-			held += max(0, g.started[s].blocks)
-		}
-		want := min(agreed-(p.firstBlock-v.firstBlock), backlog-held)
-		if p.blocks != want {
-			g.j.violate(g.ranks[0], fmt.Sprintf("L3 prefetch %d reads %d blocks from block %d; its readers' existence check %d over blocks %d..%d found runs %v (MIN %d, so %d from block %d), and the backlog left room for %d: the model says %d",
-				seq, p.blocks, p.firstBlock, p.check, v.firstBlock, v.firstBlock+v.blocks-1, v.runs, agreed, agreed-(p.firstBlock-v.firstBlock), p.firstBlock, backlog-held, want))
-			return
-		}
-		g.j.votes.Prefetches++
-		if most > agreed {
-			g.j.votes.Split++
 		}
 	}
+}
+
+// checkVote: prefetch seq read the MIN of its check's runs, shifted to its first block, or the backlog's room if
+// less.
+func (g *group) checkVote(seq uint64, p *prefetchStart) bool {
+	geo := g.j.cfg.Geometry
+	v := g.votes[p.check]
+	if p.blocks < 0 || v == nil || len(v.runs) != len(g.ranks) || p.firstBlock < v.firstBlock {
+		g.j.violate(g.ranks[0], fmt.Sprintf("L3 prefetch %d (%d blocks from block %d) names existence check %d, which not every rank answered over a span from block %d or earlier",
+			seq, p.blocks, p.firstBlock, p.check, p.firstBlock))
+		return false
+	}
+	agreed, most := v.blocks, 0
+	for _, run := range v.runs {
+		agreed, most = min(agreed, run), max(most, run)
+	}
+	room := geo.Slots / prefetchBacklogShare / (g.j.cfg.L3.BlockTokens / geo.PageTokens)
+	for _, s := range p.heldBy {
+		room -= max(0, g.started[s].blocks)
+	}
+	shifted := agreed - (p.firstBlock - v.firstBlock)
+	if want := min(shifted, room); p.blocks != want {
+		g.j.violate(g.ranks[0], fmt.Sprintf("L3 prefetch %d reads %d blocks from block %d; its readers' existence check %d over blocks %d..%d found runs %v (MIN %d, so %d from block %d), and the backlog left room for %d: the model says %d",
+			seq, p.blocks, p.firstBlock, p.check, v.firstBlock, v.firstBlock+v.blocks-1, v.runs, agreed, shifted, p.firstBlock, room, want))
+		return false
+	}
+	g.j.votes.Prefetches++
+	if most > agreed {
+		g.j.votes.Split++
+	}
+	return true
 }
