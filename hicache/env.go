@@ -80,6 +80,9 @@ func (rs *runState) Start(w cache.Work) {
 		t := rs.l3
 		now := time.Now()
 		p := &pendingRead{read: w, issued: now, deadline: readDeadline(rs.opts.L3.PrefetchPolicy, w.Tokens, rs.opts.WatchdogTimeout, now)}
+		if rs.testBugs.has(bugNoReadDeadline) {
+			p.deadline = time.Time{} // the deliberate bug: no read is ever given up
+		}
 		t.reads[readKey{w.Prefetch, w.Block}] = p
 		rs.enqueue("L3 read queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
 			return offer(t.readJobs, rs.timedJob(timeline.KindL3Read, int64(len(w.Pages))*rs.pageBytesAllRanks(), func() { t.done.post(t.read(p)) }))

@@ -3,9 +3,12 @@
 package hicache
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cphicache/cphicache/hicache/cache"
 )
 
 // envBugBound is the bound of a job in the deliberate-bug test: long past the watchdog's (envHangTimeout plus
@@ -46,5 +49,41 @@ func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
 	}
 	if !caught[true] || !caught[false] {
 		t.Fatalf("no job of seeds 1 to 399 hung a load-back at CP 1 and at CP 2 or more (caught: %v)", caught)
+	}
+}
+
+// TestRunnerHarnessCatchesAMissingReadDeadline: with the deliberate bug bugNoReadDeadline (no L3 read is given
+// up at a deadline, as a mutation of readDeadline once did), a read that hangs under the timeout or best_effort
+// policy holds the wait that drains it (the step's prefetch wait, or a flush's or the end's L3 drain) until a
+// watchdog ends the job, which the checks refuse: under those policies no watchdog may fire. The same jobs
+// without the bug give the read up at its deadline and pass.
+func TestRunnerHarnessCatchesAMissingReadDeadline(t *testing.T) {
+	skipUnderMPIRun(t)
+	caught := map[cache.PrefetchPolicy]bool{}
+	policies := []cache.PrefetchPolicy{cache.PrefetchTimeout, cache.PrefetchBestEffort}
+	for seed := uint64(1); seed < 400 && len(caught) < len(policies); seed++ {
+		j := drawEnvSimJob(seed)
+		policy := j.opts.L3.PrefetchPolicy
+		if j.fault != envFaultHungRead || !slices.Contains(policies, policy) || caught[policy] {
+			continue
+		}
+		clean := runEnvSim(j, envBugBound)
+		if !clean.faultFired || clean.readsGivenUp == 0 {
+			continue // no read hung, or none was left for a wait to give up
+		}
+		if len(clean.violations) > 0 {
+			t.Fatalf("%v without the bug: %s", j, strings.Join(clean.violations, "; "))
+		}
+		j.bugs = j.bugs.with(bugNoReadDeadline)
+		start := time.Now()
+		buggy := runEnvSim(j, envBugBound)
+		if len(buggy.violations) == 0 {
+			t.Fatalf("%v with %s: no check failed", j, "no_read_deadline")
+		}
+		t.Logf("%v: caught in %.1f s: %s", policy, time.Since(start).Seconds(), buggy.violations[0])
+		caught[policy] = true
+	}
+	if len(caught) < len(policies) {
+		t.Fatalf("no job of seeds 1 to 399 gave a hung read up at its deadline under each of %v (caught: %v)", policies, caught)
 	}
 }

@@ -130,7 +130,8 @@ func (t envSimTally) missed() string {
 		n    int64
 		what string
 	}{{int64(t.hangsEnded), "a hang ended by its watchdog"}, {int64(t.copyErrors), "a copy error"}, {int64(t.l3Faults), "L3 faults"},
-		{t.loadBacks, "a load-back"}, {t.audits, "an audit"}, {t.reads, "an L3 block read"}, {t.wrote, "an L3 block write"}} {
+		{t.loadBacks, "a load-back"}, {t.audits, "an audit"}, {t.reads, "an L3 block read"}, {t.wrote, "an L3 block write"},
+		{t.readsGivenUp, "an L3 read given up at its deadline"}} {
 		if m.n == 0 {
 			missed = append(missed, m.what)
 		}

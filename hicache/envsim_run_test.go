@@ -107,6 +107,9 @@ func (e *envSim) build() error {
 	e.fs.mu.Lock()
 	defer e.fs.mu.Unlock()
 	e.fs.opens, e.fs.hangOpen, e.fs.failOpenPer, e.fs.failWritePer, e.fs.corruptPer = 0, 0, 0, 0, 0
+	// A warm job's first run ended by releasing every hang: this run's must hang again until it ends (without
+	// this, a warm job's hung open failed at once, and no read of a warm job ever hung).
+	e.fs.release, e.fs.releaseOnce = make(chan struct{}), sync.Once{}
 	switch j.fault {
 	case envFaultHungRead:
 		e.fs.hangOpen = j.faultAt

@@ -97,14 +97,17 @@ func drawEnvSimJob(seed uint64) *envSimJob {
 		j.warm = rng.IntN(2) == 0
 	}
 	j.fault, j.faultRank, j.faultAt = envFault(rng.IntN(8)), rng.IntN(j.cp*j.dp), 1+rng.IntN(6)
-	if j.fault == envFaultL3Errors+1 {
-		j.fault = envFaultHungRead // twice as often as the others: it fires only where the job reads
+	if j.fault > envFaultL3Errors && j.opts.L3.Enabled() {
+		// Three times as often as the others with an L3: it fires only where the job reads, and only a read that
+		// hangs under timeout or best_effort, which a drain waits for, shows a read deadline that is missing.
+		j.fault = envFaultHungRead
 	}
 	switch {
 	case j.fault > envFaultL3Errors, j.fault >= envFaultHungRead && !j.opts.L3.Enabled():
 		j.fault = envFaultNone
 	case j.fault == envFaultHungRead:
-		j.faultAt = 1 + rng.IntN(4) // the n-th block open of the job, on whichever rank reads: a small job reads few
+		// The n-th block open of the job, on whichever rank reads: a small job reads few, and a cold one seldom.
+		j.faultAt, j.warm = 1+rng.IntN(4), j.warm || rng.IntN(4) != 0
 	case j.fault == envFaultCopyError:
 		j.opts.InjectCopyError = Injection{Rank: j.faultRank, Step: int64(j.faultAt * (1 + rng.IntN(4))), Set: true}
 	}

@@ -13,6 +13,9 @@ const (
 	// bugUnboundedLoadWait: the load wait (a load-back's copies) polls without the watchdog's drain slot, so a
 	// load-back copy that never completes hangs the rank (every poll returns quickly), as a mutation of Wait did.
 	bugUnboundedLoadWait runnerBug = 1 << iota
+	// bugNoReadDeadline: an L3 read gets no deadline under any prefetch policy, as a mutation of readDeadline did,
+	// so a hung read under timeout or best_effort holds the wait that drains it until the watchdog ends the job.
+	bugNoReadDeadline
 )
 
 func (b runnerBugs) with(bug runnerBug) runnerBugs { return b | runnerBugs(bug) }

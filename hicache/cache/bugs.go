@@ -33,6 +33,9 @@ const (
 	BugExistenceVoteMax                       // the group agrees the MAX of the ranks' L3 existence counts, not the MIN
 	BugL3WriteTwice                           // the L3 write policy schedules a block again while its write is in flight
 	BugL3HitCountedTwice                      // a prefetched node's later load-backs (from the L2) are counted L3 hits too
+	BugPrefetchOneShort                       // a prefetch of more than one block reads one fewer than every reader found
+	BugL3HitCountedAsL2                       // a prefetched node's first load-back (the L3's bytes) is counted an L2 hit
+	BugCheckSpanShort                         // an existence check of more than one block stops one short of its prompt's end or the cap
 	bugEnd
 )
 
@@ -45,7 +48,8 @@ var bugNames = map[Bug]string{
 	BugResetKeepsDevicePages: "reset_keeps_device_pages", BugAssertOff: "assert_off", BugAuditOneNode: "audit_one_node",
 	BugL3ReadOneNode: "l3_read_one_node", BugSkipLoadVerify: "skip_load_verify",
 	BugExistenceVoteMax: "existence_vote_max", BugL3WriteTwice: "l3_write_twice",
-	BugL3HitCountedTwice: "l3_hit_counted_twice",
+	BugL3HitCountedTwice: "l3_hit_counted_twice", BugPrefetchOneShort: "prefetch_one_short",
+	BugL3HitCountedAsL2: "l3_hit_counted_as_l2", BugCheckSpanShort: "check_span_short",
 }
 
 func (b Bug) String() string { return bugNames[b] }

@@ -110,13 +110,17 @@ type BlockRead struct {
 	Key      uint64
 	Pages    []SlabSlot
 	Tokens   int
+	Check    uint64 // the existence check whose agreed answer gave the prefetch its count (the simulator's model)
 }
 
 // ExistenceCheck asks how many of Keys, from the first, the L3 holds now (on this rank's view of it): the
-// answer stops at the first block that is not there, or is not a regular file.
+// answer stops at the first block that is not there, or is not a regular file. Keys are this rank's own among
+// the request's blocks [FirstBlock, FirstBlock+Blocks), the span a count from it may reach (the simulator's model).
 type ExistenceCheck struct {
-	Seq  uint64
-	Keys []uint64
+	Seq        uint64
+	Keys       []uint64
+	FirstBlock int
+	Blocks     int
 }
 
 func (*Copy) work()           {}
@@ -124,11 +128,14 @@ func (*BlockWrite) work()     {}
 func (*BlockRead) work()      {}
 func (*ExistenceCheck) work() {}
 
-// Fill is the KV the model computed for Tokens (from StartPos), to write into DevicePages.
+// Fill is the KV the model computed for Tokens (from StartPos), to write into DevicePages. Slots are its node's
+// pages in the L2 object it points into, if any: bytes its next load-back serves as the L2's from now on, even
+// when a prefetch read them from the L3 (the simulator's account of where each hit came from).
 type Fill struct {
 	DevicePages []int32
 	Tokens      []int32
 	StartPos    int
+	Slots       []SlabSlot
 }
 
 // Verify is a finished load-back to check against the content of its tokens.

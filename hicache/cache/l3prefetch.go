@@ -20,6 +20,7 @@ import (
 type prefetchCandidate struct {
 	firstBlock int
 	keys       []uint64 // the blocks from firstBlock to the last whole block of the prompt
+	check      uint64   // the existence check whose answer counts them (countBlocks)
 }
 
 // deferredRequest is a request waiting one step for its prefetch.
@@ -59,6 +60,9 @@ func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 	started := map[uint64]*l3Prefetch{} // by first key: a prefix two requests of the step share is read once
 	for i := range batch {
 		n := min(int(counts[i]), len(candidates[i].keys), c.prefetchCap())
+		if n > 1 && c.cfg.Testing.Bugs.has(BugPrefetchOneShort) {
+			n-- // the bug: one block fewer than every reader found
+		}
 		if n == 0 {
 			continue
 		}
@@ -189,7 +193,7 @@ func (c *Core) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
 		if err != nil {
 			panic(c.broken("placement of fresh L3 prefetch object %d: %v", obj, err))
 		}
-		c.env.Start(&BlockRead{Prefetch: p.seq, Block: j, Key: p.keys[j], Pages: slots, Tokens: n * t.blockTokens()})
+		c.env.Start(&BlockRead{Prefetch: p.seq, Block: j, Key: p.keys[j], Pages: slots, Tokens: n * t.blockTokens(), Check: cand.check})
 	}
 	return p
 }

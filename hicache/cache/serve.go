@@ -86,6 +86,9 @@ func (c *Core) hitNode(n *treeNode) bool {
 		panic(c.broken("load-back of node %d from L2 object %d: %v", n.id, n.l2, err))
 	}
 	n.devicePages = pages
+	if n.fromL3 && c.cfg.Testing.Bugs.has(BugL3HitCountedAsL2) {
+		n.fromL3 = false // the bug: the first load-back of a prefetched node, the L3's bytes, counts as the L2's
+	}
 	if n.fromL3 {
 		c.counters.L3HitTokens += int64(len(n.tokens))
 		n.fromL3 = c.cfg.Testing.Bugs.has(BugL3HitCountedTwice) // the bug: its later load-backs, from the L2, count as the L3's too
@@ -203,7 +206,15 @@ func (c *Core) maybeSelectiveBackup(n *treeNode) {
 
 // writeContent writes the node's KV, as the model would have computed it, into its device pages.
 func (c *Core) writeContent(n *treeNode) error {
-	return c.env.Fill(&Fill{DevicePages: n.devicePages, Tokens: n.tokens, StartPos: n.startPos})
+	f := &Fill{DevicePages: n.devicePages, Tokens: n.tokens, StartPos: n.startPos}
+	if n.l2 != 0 {
+		slots, err := c.slotsOf(n.l2, n.l2Offset, len(n.devicePages))
+		if err != nil {
+			panic(c.broken("the L2 slots of %s, which points into object %d: %v", n.describe(), n.l2, err))
+		}
+		f.Slots = slots
+	}
+	return c.env.Fill(f)
 }
 
 // verifyLoad checks every part of a finished load-back against the content function and counts mismatches.

@@ -19,10 +19,12 @@ type blockBook struct {
 	read, checked int64                   // blocks scattered into the slab by a read, and checked there
 }
 
-// blockContent is what a key names: the block's tokens and where they start in the prompt.
+// blockContent is what a key names: the block's tokens and where they start in the prompt, and whether it is
+// the last whole block of some prompt (an existence check's span may end there: votes.go).
 type blockContent struct {
-	tokens   []int32
-	startPos int
+	tokens     []int32
+	startPos   int
+	endsPrompt bool
 }
 
 // learn records the keys of every whole block of every request of a group's events.
@@ -37,7 +39,10 @@ func (b *blockBook) learn(events []workload.Event, j *JobConfig) {
 		key := uint64(0)
 		for k := 0; (k+1)*B <= len(ids); k++ {
 			key = l3block.ChainKey(key, ids[k*B:(k+1)*B])
-			b.content[key] = blockContent{tokens: ids[k*B : (k+1)*B], startPos: k * B}
+			c := b.content[key]
+			c.tokens, c.startPos = ids[k*B:(k+1)*B], k*B
+			c.endsPrompt = c.endsPrompt || (k+2)*B > len(ids)
+			b.content[key] = c
 		}
 	}
 }

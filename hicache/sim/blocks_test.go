@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,7 +11,8 @@ import (
 )
 
 // TestEveryBlockReadIsChecked: over a bounded run, every L3 block read into the slab was checked there against
-// its key's content by the simulator itself (blocks.go), and there were many.
+// its key's content by the simulator itself (blocks.go), and there were many; and the existence-vote model
+// (votes.go) checked many prefetches, some whose ranks' runs differed, and every check span.
 func TestEveryBlockReadIsChecked(t *testing.T) {
 	res := Run(Options{Seed: 1, Jobs: 150})
 	if res.Violation != nil {
@@ -20,6 +22,10 @@ func TestEveryBlockReadIsChecked(t *testing.T) {
 		t.Errorf("%d blocks read, %d checked: want many, all checked", res.BlocksRead, res.BlocksChecked)
 	}
 	t.Logf("%d jobs: %d L3 blocks read into the slab, %d checked there", res.Jobs, res.BlocksRead, res.BlocksChecked)
+	if v := res.Votes; v.Prefetches < 50 || v.Split == 0 || v.Spans < v.Prefetches {
+		t.Errorf("the existence-vote model checked %d prefetches (%d where the runs differed) and %d spans: want many, some split", v.Prefetches, v.Split, v.Spans)
+	}
+	t.Logf("the existence-vote model: %+v", res.Votes)
 }
 
 // TestTheBlockBookFails: a block write whose key does not name its tokens, and a block read the simulator could
@@ -78,8 +84,8 @@ func TestTheFailedReadModelFails(t *testing.T) {
 	}
 }
 
-// TestServedFromWhereTheBytesCame: a step's hits must be the pages it loaded back, its L3 hits no more than those
-// of the L3's bytes (provenance.go).
+// TestServedFromWhereTheBytesCame: a step's hits must be exactly the pages it loaded back, by where their bytes
+// came from (provenance.go); a Fill naming a prefetched node's L2 slots makes its next load-back the L2's.
 func TestServedFromWhereTheBytesCame(t *testing.T) {
 	cfg := Draw(JobSeed(1, 0), 0, 0)
 	cfg.Fault = FaultNone
@@ -93,18 +99,27 @@ func TestServedFromWhereTheBytesCame(t *testing.T) {
 	if r.servedFrom(step); j.violation != nil {
 		t.Fatalf("hits as loaded: %v", j.violation)
 	}
-	r.stepLoads = pageTally{l2: 1, l3: 2}
-	if r.servedFrom(step); j.violation != nil {
-		t.Fatalf("a load-back of the L3's bytes counted as the L2's (its node recomputed after the prefetch): %v", j.violation)
-	}
-	r.stepLoads = pageTally{l2: 3, l3: 0}
-	if r.servedFrom(step); j.violation == nil || !strings.Contains(j.violation.What, "loaded back 3 pages of the L2's bytes and 0 of the L3's") {
-		t.Errorf("an L3 hit counted on the L2's bytes: %v", j.violation)
+	for _, loads := range []pageTally{{l2: 1, l3: 2}, {l2: 3, l3: 0}, {l2: 2, l3: 0}} {
+		j.violation, r.stepLoads = nil, loads
+		want := fmt.Sprintf("loaded back %d pages of the L2's bytes and %d of the L3's", loads.l2, loads.l3)
+		if r.servedFrom(step); j.violation == nil || !strings.Contains(j.violation.What, want) {
+			t.Errorf("hits of 2 L2 and 1 L3 pages, %s: %v", want, j.violation)
+		}
 	}
 	j.violation = nil
-	r.stepLoads = pageTally{l2: 2, l3: 0}
-	if r.servedFrom(step); j.violation == nil {
-		t.Errorf("a hit counted without its load-back: %v", j.violation)
+	slot := cache.SlabSlot{Slab: 0, Slot: 3}
+	r.g.prefetched = map[partKey]uint64{{slab: 0, slot: 3, rank: 0}: 1}
+	if r.loadedBack(&cache.Copy{Slots: []cache.SlabSlot{slot}}); r.stepLoads != (pageTally{l2: 0, l3: 1}) {
+		t.Errorf("a load-back of a prefetched slot: %+v, want one page of the L3's (servedFrom began the step anew)", r.stepLoads)
+	}
+	r.g.prefetched[partKey{slab: 0, slot: 3, rank: 0}] = 1
+	if r.recomputed(&cache.Fill{Slots: []cache.SlabSlot{slot}}); len(r.g.prefetched) != 1 {
+		t.Errorf("a Fill on a rank that has not started prefetch 1 (an older object on its slots) cleared its mark")
+	}
+	r.lastPrefetch = 1
+	r.recomputed(&cache.Fill{Slots: []cache.SlabSlot{slot}})
+	if r.loadedBack(&cache.Copy{Slots: []cache.SlabSlot{slot}}); r.stepLoads != (pageTally{l2: 1, l3: 1}) {
+		t.Errorf("a load-back of a prefetched node recomputed since: %+v, want one more of the L2's", r.stepLoads)
 	}
 }
 

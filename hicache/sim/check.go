@@ -128,6 +128,7 @@ func (j *job) checkCoverage() {
 		}
 		c := g.ranks[0].core.Counters()
 		g.checkPrefetches(&c)
+		g.checkVotes()
 		g.checkWritten()
 		if committed := c.BackupCommitted; audited != committed*nodes {
 			j.violate(g.ranks[0], fmt.Sprintf("coverage: %d objects committed over %d nodes, %d audits (one a node each)", committed, nodes, audited))

@@ -26,9 +26,13 @@ type group struct {
 	audited  map[uint64][]int // by backup seq, the nodes whose auditor checked it in the step in progress
 	// prefetches, by prefetch seq (replicated): the blocks its readers read, and whether any read failed (blocks.go)
 	prefetches map[uint64]*prefetchRecord
-	prefetched map[partKey]bool  // slot parts a prefetch read filled, not yet loaded back (provenance.go)
-	mustWrite  map[uint64][2]int // write_through: blocks whole in a committed backup, by blockID, their tokens' span
-	wrote      map[uint64]bool   // blocks a writer of the group started writing, by blockID
+	prefetched map[partKey]uint64 // slot parts a prefetch read filled, by its seq, not yet loaded back (provenance.go)
+	mustWrite  map[uint64][2]int  // write_through: blocks whole in a committed backup, by blockID, their tokens' span
+	wrote      map[uint64]bool    // blocks a writer of the group started writing, by blockID
+	// the existence-vote model (votes.go): checks by seq, prefetches by seq, those not yet resolved (CP rank 0's view)
+	votes      map[uint64]*checkVote
+	started    map[uint64]*prefetchStart
+	unresolved []uint64
 }
 
 // partsOf lists the parts of slots that an operation touches: rank's own, or (rank -1) every rank's on node,

@@ -26,6 +26,7 @@ type job struct {
 	endAt        uint64 // the tick the watchdog ended the job, 0 when it did not
 	stalled      bool   // a permanent fault took hold that only the watchdog can end: a rank stopped, an L3 write hung
 	blocks       blockBook
+	votes        VoteTally // prefetches the existence-vote model checked (votes.go)
 
 	modelChecked  bool                  // the end was compared with the sequential model
 	tamperOutcome func([]cache.Outcome) // tests: change what the core served before the model compares it
@@ -279,6 +280,7 @@ func (j *job) complete(p *pending) {
 			r.foundKeys[w.Keys[x.Found]] = true
 			x.Found++
 		}
+		r.checkAnswered(w, x.Found)
 	}
 	r.completed = append(r.completed, x)
 }

@@ -43,6 +43,7 @@ type rank struct {
 	failNext, stickNext bool // armed faults: this rank's next copy fails, or never completes
 	outcomes            []cache.Outcome
 	stepLoads           pageTally // this step's load-back pages, by where their bytes came from
+	lastPrefetch        uint64    // the last L3 prefetch this rank started (provenance.go)
 }
 
 type rankState int
@@ -171,6 +172,7 @@ func (r *rank) Start(w cache.Work) {
 			j.violate(r, fmt.Sprintf("the L3 read of block %d of prefetch %d (key %016x) on CP rank %d, its reader, which no existence check of its found: the group's count is not the MIN of its readers' answers",
 				w.Block, w.Prefetch, w.Key, r.cp))
 		}
+		r.readStarted(w)
 		p.writes = true
 		p.parts = r.g.partsOf(w.Pages, -1, r.node)
 		p.hung = j.l3.r.chance(j.l3.f.HungReadPerMille)
@@ -179,6 +181,7 @@ func (r *rank) Start(w cache.Work) {
 		}
 	case *cache.ExistenceCheck:
 		q = queueChecks
+		r.g.checkStarted(w)
 	}
 	if q != queueCopies && r.hangs() {
 		p.hung, p.stuck = true, p.deadline == 0 // a read with a deadline is given up at it; the rest hang forever
@@ -226,10 +229,11 @@ func (r *rank) StepDone(step int64) {
 func (r *rank) BeginStep(int64)            {}
 func (r *rank) Served(s *cache.ServedStep) { r.servedFrom(s) }
 
-func (r *rank) Prefetch(uint64, bool) {}
+func (r *rank) Prefetch(seq uint64, resolved bool) { r.prefetchNoticed(seq, resolved) }
 
 func (r *rank) Fill(f *cache.Fill) error {
 	r.g.mem.Fill(r.cp, f)
+	r.recomputed(f)
 	return nil
 }
 
