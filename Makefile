@@ -2,7 +2,7 @@
 #
 #   make run    the main job: 8 ranks of the default workload under mpirun
 #   make test   the whole test suite: unit tests, SPMD tests under mpirun at 1, 2, 8 and 16 ranks and the rest,
-#               in three lanes side by side (test-lane-cli, -core, -waits), each stage timed
+#               in stages three at a time (TEST_JOBS), longest first, each stage timed
 #
 # Both install what they need first (make deps), so they work on a fresh Debian 12 machine.
 #
@@ -67,37 +67,43 @@ run: build
 vet: deps
 	$(GO) vet ./...
 
-# make test runs every stage of the suite (vet, test-unit, test-mpi and EXTRA_TESTS) in three lanes side by side
-# (make -j3), after test-prepare has installed and built what several of them share, so that no two stages
-# install a package or write one file at once. On two cores most stages mostly wait (mpirun sleeping before it
-# signals failed ranks, the GPU kit's bounds, Slurm), so the lanes take about as long as the longest: the CLI's
-# tests alone; the core (the other unit tests, SPMD tests and the smaller stages); the stages that wait most.
-# Each stage's output comes whole as it ends (under a lock), then its wall and CPU time; a failed stage prints
-# its log and FAIL. Every stage is a target of its own too; test-gpu-check-script runs test-cuda-build and
-# gpu-check first, as their prerequisites.
-TEST_LANE_cli   := test-unit-cli
-TEST_LANE_waits := $(filter test-gpu-check-script test-mpich test-slurm-scripts test-slurm test-slurm-mpich,$(EXTRA_TESTS))
-TEST_LANE_core  := vet test-unit-pkgs test-mpi $(filter-out $(TEST_LANE_waits) test-cuda-build gpu-check,$(EXTRA_TESTS))
+# make test runs every stage of the suite (vet, test-unit, test-mpi and EXTRA_TESTS) TEST_JOBS at a time, after
+# test-prepare has installed and built what several of them share, so that no two stages install a package or
+# write one file at once. Make starts the stages in TEST_STAGES's order, each as a slot frees (longest first:
+# the schedule that leaves the least at the end), so the stages that mostly wait (mpirun sleeping before it
+# signals failed ranks, the GPU kit's bounds, Slurm) overlap the ones that compute. Each stage's output comes
+# whole as it ends (under a lock), then its wall and CPU time and when it started; a failed stage prints its log
+# and FAIL. Every stage is a target of its own too; test-gpu-check-script runs test-cuda-build and gpu-check
+# first, as their prerequisites. The CPU a stage's time shows is its own processes': the ranks of a Slurm job
+# are slurmd's children, not the stage's.
+TEST_JOBS   ?= 3
+TEST_FIRST  := test-mpi test-unit-cli test-slurm test-unit-pkgs test-gpu-check-script test-mpich
+TEST_STAGES := $(TEST_FIRST) $(filter-out $(TEST_FIRST) test-cuda-build gpu-check,vet $(EXTRA_TESTS))
+# Both build bin/cphicache-mpich (make mpich), which one build at a time may write.
+test-stage-test-slurm-mpich: | test-stage-test-mpich
 # The shell's parent is this make: a number no other make running now has.
 MAKE_SHELL_PID  := $(shell echo $$PPID)
 
+# The last line says how busy the machine's CPUs were meanwhile (/proc/stat, every process's, not only the
+# suite's): near 100% the suite is CPU-bound, and only less CPU shortens it, not more overlap.
 test: test-prepare
-	@$(MAKE) --no-print-directory -j3 test-lane-cli test-lane-core test-lane-waits
-	@echo "ok   make test: every stage passed"
+	@cpu() { awk '/^cpu / { print $$2 + $$3 + $$4 + $$7 + $$8 + $$9, $$5 + $$6 }' /proc/stat; }; \
+	read -r busy0 idle0 < <(cpu); start=$$(date +%s); mkdir -p $(BUILD)/stages; echo $$start > $(BUILD)/stages/.start; \
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) $(addprefix test-stage-,$(TEST_STAGES)); \
+	read -r busy1 idle1 < <(cpu); \
+	echo "ok   make test: every stage passed in $$(( $$(date +%s) - start )) s after its prepare step; the machine's CPUs $$(( 100 * (busy1 - busy0) / (busy1 - busy0 + idle1 - idle0 + 1) ))% busy meanwhile"
 
 test-prepare: deps deps-cuda deps-mpich build nccl-shim
 
-# (test-lane-NAME runs the stages of TEST_LANE_NAME; a pattern rule, which make does not apply to a .PHONY target.)
-test-lane-%: test-prepare
-	@mkdir -p $(BUILD)/stages; \
-	for stage in $(TEST_LANE_$*); do \
-		log=$(BUILD)/stages/$$stage.log; \
-		TIMEFORMAT="%R %U %S"; { time $(MAKE) --no-print-directory $$stage > $$log 2>&1; } 2> $$log.time && rc=0 || rc=$$?; \
-		read -r wall user sys < <(tail -n 1 $$log.time); \
-		flock $(BUILD)/stages/.output bash -c 'cat "$$1"; echo "== $$2: $$3 in lane $$4: $$5 s wall, $$6 s CPU ($$7 user + $$8 sys)"' _ \
-			$$log $$stage $$([ $$rc = 0 ] && echo ok || echo FAIL) $* $$wall $$(awk "BEGIN { print $$user + $$sys }") $$user $$sys; \
-		[ $$rc = 0 ] || exit $$rc; \
-	done
+# (test-stage-NAME runs stage NAME, timed; a pattern rule, which make does not apply to a .PHONY target.)
+test-stage-%: test-prepare
+	@mkdir -p $(BUILD)/stages; log=$(BUILD)/stages/$*.log; \
+	at=$$(( $$(date +%s) - $$(cat $(BUILD)/stages/.start 2>/dev/null || date +%s) )); \
+	TIMEFORMAT="%R %U %S"; { time $(MAKE) --no-print-directory $* > $$log 2>&1; } 2> $$log.time && rc=0 || rc=$$?; \
+	read -r wall user sys < <(tail -n 1 $$log.time); \
+	flock $(BUILD)/stages/.output bash -c 'cat "$$1"; echo "== $$2: $$3: $$4 s wall from +$$5 s, $$6 s CPU ($$7 user + $$8 sys)"' _ \
+		$$log $* $$([ $$rc = 0 ] && echo ok || echo FAIL) $$wall $$at $$(awk "BEGIN { print $$user + $$sys }") $$user $$sys; \
+	exit $$rc
 
 # Unit tests run as plain `go test`; the MPI packages start as singletons (one rank). Four parallel tests at a
 # time, not GOMAXPROCS's two: the CLI's parallel tests (cli/) are failing mpirun jobs of the binary built here

@@ -125,6 +125,6 @@ func reportError(err error) {
 	// Ranks given different settings each print their own values: each waits too, or the first to exit has
 	// mpirun end the others before they print.
 	if !spmd.Report(os.Stderr, err, spmd.Where{WorldRank: mpi.LauncherRank()}) || errors.As(err, new(*spmd.SettingsError)) {
-		time.Sleep(spmd.SilentRankGrace)
+		time.Sleep(spmd.SilentGrace())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"runtime"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/errscope"
@@ -113,13 +115,39 @@ type Where struct {
 	InGroup         bool // the topology is known
 }
 
-// SilentRankGrace is how long a rank that does not print a fatal error waits before exiting, so that the rank
-// that speaks is not killed by mpirun before its message is out.
+// SilentRankGrace is how long, on a node with a core to spare, a rank that does not print a fatal error waits
+// before exiting, so that the rank that speaks is not killed by mpirun before its message is out.
 const SilentRankGrace = 2 * time.Second
+
+// silentGraceMax bounds SilentGrace on a loaded node.
+const silentGraceMax = 20 * time.Second
+
+// SilentGrace is SilentRankGrace stretched by this node's load average per CPU, up to silentGraceMax: the
+// speaker waits for a core as long as the run queue is deep (at a load average of 45 on 2 cores, 2 s did not see
+// its message out). The longer wait costs nothing when the speaker is quick: a launcher ends the other ranks
+// once one exits non-zero (mpirun a second later).
+func SilentGrace() time.Duration { return silentGrace(loadPerCPU()) }
+
+func silentGrace(loadPerCPU float64) time.Duration {
+	return min(time.Duration(float64(SilentRankGrace)*max(1, loadPerCPU)), silentGraceMax)
+}
+
+// loadPerCPU is the one-minute load average over the CPUs this process may run on, or 1 where it cannot be read.
+func loadPerCPU() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 1
+	}
+	var load float64
+	if _, err := fmt.Sscan(string(b), &load); err != nil {
+		return 1
+	}
+	return load / float64(runtime.NumCPU())
+}
 
 // Report prints a fatal error the way an operator wants to read it, once: an agreed failure by the rank chosen
 // to speak, a job-wide error by world rank 0, a group-wide one by the group's CP rank 0, anything else by its
-// own rank, named. It reports whether this rank printed; a rank that did not should wait SilentRankGrace.
+// own rank, named. It reports whether this rank printed; a rank that did not should wait SilentGrace.
 func Report(w io.Writer, err error, at Where) bool {
 	scope := ScopeOf(err)
 	var shared *SharedError

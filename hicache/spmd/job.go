@@ -108,14 +108,14 @@ func (j *Job) PrintTopology(w io.Writer, gpu string) error {
 }
 
 // Fail prints a fatal error once, from the rank that should (Report), and returns the process exit status
-// (ExitStatus), for a process about to exit. A rank that stays silent first waits SilentRankGrace. Whatever is
+// (ExitStatus), for a process about to exit. A rank that stays silent first waits SilentGrace. Whatever is
 // still in the job's clean-up runs first: an error that left a path early (a failed broadcast of the segment's
 // name) must not leave its files behind.
 func (j *Job) Fail(err error) int {
 	j.Cleanup.Run()
 	j.failing.Store(true)
 	if !Report(os.Stderr, err, j.Where()) {
-		time.Sleep(SilentRankGrace)
+		time.Sleep(SilentGrace())
 	}
 	return ExitStatus(err)
 }
