@@ -36,6 +36,8 @@ const (
 	BugPrefetchOneShort                       // a prefetch of more than one block reads one fewer than every reader found
 	BugL3HitCountedAsL2                       // a prefetched node's first load-back (the L3's bytes) is counted an L2 hit
 	BugCheckSpanShort                         // an existence check of more than one block stops one short of its prompt's end or the cap
+	BugWriteBackAtCommit                      // write_back also writes a committed object's blocks at once, as write_through does
+	BugWriteBackOldestOnly                    // write_back's near-eviction pass writes only the oldest object's blocks, not all up to the watermark
 	bugEnd
 )
 
@@ -50,6 +52,7 @@ var bugNames = map[Bug]string{
 	BugExistenceVoteMax: "existence_vote_max", BugL3WriteTwice: "l3_write_twice",
 	BugL3HitCountedTwice: "l3_hit_counted_twice", BugPrefetchOneShort: "prefetch_one_short",
 	BugL3HitCountedAsL2: "l3_hit_counted_as_l2", BugCheckSpanShort: "check_span_short",
+	BugWriteBackAtCommit: "write_back_at_commit", BugWriteBackOldestOnly: "write_back_oldest_only",
 }
 
 func (b Bug) String() string { return bugNames[b] }

@@ -3,6 +3,8 @@ package cache
 import (
 	"fmt"
 	"slices"
+
+	"github.com/cphicache/cphicache/pool"
 )
 
 // Testing is everything the tests and the simulator attach to a core, in one place, so that the rest of Config
@@ -16,6 +18,9 @@ type Testing struct {
 	CheckEvictions bool
 	// Served, when set, is told what each request's serve decided, in tokens (the simulator's sequential model).
 	Served func(o Outcome)
+	// NearEviction, when set, is shown the L2 at every consensus with an L3, after its commits and before
+	// write_back's near-eviction pass (the simulator's write_back model: which objects' blocks must be written).
+	NearEviction func(v L2View)
 	// Bugs are the deliberate bugs to carry out (bugs.go): only in a build with the simbugs tag.
 	Bugs Bugs
 }
@@ -69,4 +74,32 @@ func compareEviction(model, chosen []*treeNode, freedPages, needPages int) error
 			len(chosen), len(model), freedPages, needPages)
 	}
 	return nil
+}
+
+// L2View is what the simulator's write_back model reads of the L2 (Testing.NearEviction): the allocator's free
+// slots, its eviction order and an object's slots, which no Env call shows (reservations and evictions are the
+// allocator's, not work handed to the Env).
+type L2View struct{ c *Core }
+
+// FreeSlots is the L2's free slots now.
+func (v L2View) FreeSlots() int { return v.c.alloc.FreeSlots() }
+
+// OldestEvictable is the shortest prefix of the L2's eviction order holding pages pages (pool.OldestEvictable).
+func (v L2View) OldestEvictable(pages int) []uint64 {
+	var ids []uint64
+	for _, obj := range v.c.alloc.OldestEvictable(pages, nil) {
+		ids = append(ids, uint64(obj))
+	}
+	return ids
+}
+
+// Slots are the slab slots of L2 object obj, page by page (none when it is gone).
+func (v L2View) Slots(obj uint64) []SlabSlot {
+	extents, _ := v.c.alloc.Extents(pool.ObjectID(obj))
+	pages := 0
+	for _, e := range extents {
+		pages += int(e.Slots)
+	}
+	slots, _ := v.c.slotsOf(pool.ObjectID(obj), 0, pages)
+	return slots
 }
