@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -21,6 +22,9 @@ type Testing struct {
 	// NearEviction, when set, is shown the L2 at every consensus with an L3, after its commits and before
 	// write_back's near-eviction pass (the simulator's write_back model: which objects' blocks must be written).
 	NearEviction func(v L2View)
+	// PrefetchPlanned, when set, is told each serving step's prefetch decision, request by request (the
+	// simulator's prefetch model: what must start, and what must not).
+	PrefetchPlanned func(step int64, plans []PrefetchPlan)
 	// Bugs are the deliberate bugs to carry out (bugs.go): only in a build with the simbugs tag.
 	Bugs Bugs
 }
@@ -102,4 +106,32 @@ func (v L2View) Slots(obj uint64) []SlabSlot {
 	}
 	slots, _ := v.c.slotsOf(pool.ObjectID(obj), 0, pages)
 	return slots
+}
+
+// PrefetchPlan is one request's prefetch decision at a serving step (Testing.PrefetchPlanned): what the tree
+// served of its prompt then (the tree is not the Env's to see), the existence check counted (0: no candidate),
+// and the prefetch it waits for (0: none), started for it or shared with an earlier request of the step.
+type PrefetchPlan struct {
+	Request  *workload.Request
+	Usable   int    // tokens of its prompt's whole pages the tree served when the step began
+	Check    uint64 // the existence check whose agreed answer counted its blocks; 0 when it is no candidate
+	Prefetch uint64 // the prefetch it waits for; 0 none
+	Blocks   int    // that prefetch's blocks
+	Missed   bool   // the L2 refused the reservation of a prefetch it would have started
+}
+
+// prefetchPlans lists a step's decisions in batch order.
+func prefetchPlans(batch []workload.Event, cands []prefetchCandidate, waiting []deferredRequest) []PrefetchPlan {
+	plans := make([]PrefetchPlan, len(batch))
+	for i := range batch {
+		plans[i] = PrefetchPlan{Request: &batch[i].Request, Usable: cands[i].usable, Check: cands[i].check, Missed: cands[i].missed}
+	}
+	for _, d := range waiting {
+		for i := range plans {
+			if plans[i].Request == d.req {
+				plans[i].Prefetch, plans[i].Blocks = d.prefetch.seq, len(d.prefetch.keys)
+			}
+		}
+	}
+	return plans
 }

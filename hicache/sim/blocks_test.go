@@ -13,7 +13,8 @@ import (
 // TestEveryBlockReadIsChecked: over a bounded run, every L3 block read into the slab was checked there against
 // its key's content by the simulator itself (blocks.go), and there were many; and the existence-vote model
 // (votes.go) checked many prefetches, some whose ranks' runs differed, and every check span; and the write_back
-// model (writeback.go) many writes near eviction and blocks required written.
+// model (writeback.go) many writes near eviction and blocks required written, and the prefetch-decision model
+// (plan.go) many requests.
 func TestEveryBlockReadIsChecked(t *testing.T) {
 	res := Run(Options{Seed: 1, Jobs: 150})
 	if res.Violation != nil {
@@ -26,8 +27,9 @@ func TestEveryBlockReadIsChecked(t *testing.T) {
 	if v := res.Models; v.Prefetches < 50 || v.Split == 0 || v.Spans < v.Prefetches {
 		t.Errorf("the existence-vote model checked %d prefetches (%d where the runs differed) and %d spans: want many, some split", v.Prefetches, v.Split, v.Spans)
 	}
-	if v := res.Models; v.WriteBacks < 50 || v.WriteBackBlocks < 50 {
-		t.Errorf("the write_back model checked %d writes near eviction and required %d blocks written: want many of each", v.WriteBacks, v.WriteBackBlocks)
+	if v := res.Models; v.WriteBacks < 50 || v.WriteBackBlocks < 50 || v.Plans < 50 {
+		t.Errorf("the write_back model checked %d writes near eviction and required %d blocks written, the prefetch-decision model %d requests: want many of each",
+			v.WriteBacks, v.WriteBackBlocks, v.Plans)
 	}
 	t.Logf("the decision models: %+v", res.Models)
 }

@@ -35,6 +35,9 @@ type group struct {
 	votes      map[uint64]*checkVote
 	started    map[uint64]*prefetchStart
 	unresolved []uint64
+	// the prefetch-decision model (plan.go): the back-off from agreed outcomes, and each prefetch's blocks
+	backOff    backOffModel
+	planBlocks map[uint64]int
 }
 
 // partsOf lists the parts of slots that an operation touches: rank's own, or (rank -1) every rank's on node,

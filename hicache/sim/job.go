@@ -123,6 +123,7 @@ func newJob(cfg JobConfig) (*job, error) {
 			ccfg.Testing.NearEviction = r.nearEviction
 			if cp == 0 {
 				ccfg.Testing.Served = func(o cache.Outcome) { r.outcomes = append(r.outcomes, o) }
+				ccfg.Testing.PrefetchPlanned = r.planned
 			}
 			c, err := cache.New(ccfg, r)
 			if err != nil {

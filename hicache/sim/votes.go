@@ -38,13 +38,19 @@ type checkVote struct {
 
 // ModelTally counts what the decision models checked in a job, proof that each ran where it matters: the
 // existence-vote model's prefetches, those of them whose ranks' runs differed (the MIN decided), and check spans;
-// the write_back model's writes near eviction and blocks it required written (writeback.go).
-type ModelTally struct{ Prefetches, Split, Spans, WriteBacks, WriteBackBlocks int64 }
+// the write_back model's writes near eviction and blocks it required written (writeback.go); the prefetch-decision
+// model's requests (plan.go).
+type ModelTally struct {
+	Prefetches, Split, Spans    int64
+	WriteBacks, WriteBackBlocks int64
+	Plans, PlanMisses           int64 // requests whose prefetch decision plan.go checked, and misses it took on the core's word
+}
 
 // add sums another job's tally into t.
 func (t *ModelTally) add(o ModelTally) {
 	t.Prefetches, t.Split, t.Spans = t.Prefetches+o.Prefetches, t.Split+o.Split, t.Spans+o.Spans
 	t.WriteBacks, t.WriteBackBlocks = t.WriteBacks+o.WriteBacks, t.WriteBackBlocks+o.WriteBackBlocks
+	t.Plans, t.PlanMisses = t.Plans+o.Plans, t.PlanMisses+o.PlanMisses
 }
 
 // prefetchStart is one prefetch the group started, as its reads and its start notice show it.
@@ -124,6 +130,7 @@ func (r *rank) prefetchNoticed(seq uint64, resolved bool) {
 	}
 	if resolved {
 		g.unresolved = slices.DeleteFunc(g.unresolved, func(s uint64) bool { return s == seq })
+		g.backOff.resolved(g.prefetches[seq] != nil && g.prefetches[seq].failed, r.core.Step())
 		return
 	}
 	g.prefetch(seq).heldBy = slices.Clone(g.unresolved)
