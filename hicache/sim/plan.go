@@ -107,19 +107,19 @@ func (g *group) checkPlan(r *rank, step int64, p *cache.PrefetchPlan, held []uin
 		return true
 	case want > 0 && isShared:
 		want = g.started[shared].blocks
-	case want > 0 && p.Missed:
-		g.j.models.PlanMisses++
-		return true
 	case want > 0:
 		heldThen := held
 		if s := g.started[p.Prefetch]; p.Prefetch != 0 && s != nil {
 			heldThen = s.heldBy
 		}
-		want = min(want, g.room(step, heldThen))
+		if want = min(want, g.room(step, heldThen)); p.Missed && want > 0 && p.Prefetch == 0 {
+			g.j.models.PlanMisses++ // a reservation the L2 refused: the core's word (the allocator is not the Env's)
+			return true
+		}
 	}
-	if (want == 0) != (p.Prefetch == 0) || want > 0 && p.Blocks != want || isShared && p.Prefetch != shared {
-		g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: a request from token %d of %d (check %d) waits for prefetch %d of %d blocks; the model says %d blocks (shared with prefetch %d: %v), from its check's runs, the cap and the room",
-			step, p.Usable, len(ids), p.Check, p.Prefetch, p.Blocks, want, shared, isShared))
+	if p.Missed || (want == 0) != (p.Prefetch == 0) || want > 0 && p.Blocks != want || isShared && p.Prefetch != shared {
+		g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: a request from token %d of %d (check %d) waits for prefetch %d of %d blocks (a reservation missed: %v); the model says %d blocks (shared with prefetch %d: %v), from its check's runs, the cap and the room",
+			step, p.Usable, len(ids), p.Check, p.Prefetch, p.Blocks, p.Missed, want, shared, isShared))
 		return false
 	}
 	if want > 0 && !isShared {

@@ -47,4 +47,5 @@ func TestThePrefetchDecisionModelFails(t *testing.T) {
 	g.backOff.resolved(true, 2)                                                                           // an agreed failure at step 2: none until step 4
 	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Prefetch: 2, Blocks: 4}, "the model says 0 blocks")
 	plan(cache.PrefetchPlan{Usable: 0, Check: 1}, "")
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Missed: true}, "the model says 0 blocks") // no reservation was due
 }
