@@ -125,6 +125,9 @@ func (g *group) checkPlan(r *rank, step int64, p *cache.PrefetchPlan, held []uin
 	if want > 0 && !isShared {
 		startedBy[key] = p.Prefetch
 	}
+	if want > 0 {
+		g.j.models.PlanWaits++
+	}
 	g.j.models.Plans++
 	return true
 }

@@ -43,14 +43,16 @@ type checkVote struct {
 type ModelTally struct {
 	Prefetches, Split, Spans    int64
 	WriteBacks, WriteBackBlocks int64
-	Plans, PlanMisses           int64 // requests whose prefetch decision plan.go checked, and misses it took on the core's word
+	// requests whose prefetch decision plan.go checked, of them those that waited for a prefetch, and the misses
+	// it took on the core's word
+	Plans, PlanWaits, PlanMisses int64
 }
 
 // add sums another job's tally into t.
 func (t *ModelTally) add(o ModelTally) {
 	t.Prefetches, t.Split, t.Spans = t.Prefetches+o.Prefetches, t.Split+o.Split, t.Spans+o.Spans
 	t.WriteBacks, t.WriteBackBlocks = t.WriteBacks+o.WriteBacks, t.WriteBackBlocks+o.WriteBackBlocks
-	t.Plans, t.PlanMisses = t.Plans+o.Plans, t.PlanMisses+o.PlanMisses
+	t.Plans, t.PlanWaits, t.PlanMisses = t.Plans+o.Plans, t.PlanWaits+o.PlanWaits, t.PlanMisses+o.PlanMisses
 }
 
 // prefetchStart is one prefetch the group started, as its reads and its start notice show it.
