@@ -133,7 +133,9 @@ func (o *simOptions) run(w io.Writer) error {
 	fmt.Fprintf(w, "  prompt tokens: L1 hit %d, L2 hit %d, L3 hit %d, computed %d; %d L3 prefetches (%d cut short by a failed read, %d timed out, %d dropped by a flush); %s\n",
 		c.L1HitTokens, c.L2HitTokens, c.L3HitTokens, c.MissTokens, c.L3Prefetches, c.L3PrefetchMisses, c.L3PrefetchTimeouts, c.L3PrefetchFlushed, errscope.Count(c.Flushes, "flush", "flushes"))
 	fmt.Fprintf(w, "  coverage: %d L3 blocks read into the slab, %d checked there against their keys' content (a job whose counts differ fails)\n", res.BlocksRead, res.BlocksChecked)
-	fmt.Fprintf(w, "  existence votes: %d prefetches read what the model says (%d where the ranks' runs differed), %d check spans checked\n", res.Votes.Prefetches, res.Votes.Split, res.Votes.Spans)
+	fmt.Fprintf(w, "  existence votes: %d prefetches read what the model says (%d where the ranks' runs differed), %d check spans checked\n", res.Models.Prefetches, res.Models.Split, res.Models.Spans)
+	fmt.Fprintf(w, "  write_back: %d block writes of objects near eviction, %d blocks of such objects required written\n", res.Models.WriteBacks, res.Models.WriteBackBlocks)
+	fmt.Fprintf(w, "  prefetch decisions: %d requests' as the model says, %d waiting for a prefetch (%d reservations missed)\n", res.Models.Plans, res.Models.PlanWaits, res.Models.PlanMisses)
 	for _, line := range res.SometimesReport() {
 		fmt.Fprintln(w, line)
 	}

@@ -14,28 +14,32 @@ type Bugs uint32
 type Bug uint32
 
 const (
-	BugCommitOnLocalFrontier  Bug = 1 << iota // commit on this rank's write frontier, not the group's MIN
-	BugFlushWaitsOnlyOnWriter                 // a flush waits for its block writes on the writer rank only (the flush race)
-	BugUnprotectBeforeStored                  // unprotect a block's L2 objects before the storage frontier passes its write
-	BugAttachFailedPrefetch                   // use every prefetched block even when the group agreed a read failed
-	BugResetKeepsFreeBitmap                   // the allocator's reset leaves the free bitmap as it was
-	BugTieBreakOnRank                         // CP rank 1 breaks L1 eviction ties by the higher node id
-	BugAuditSkipsRank                         // the commit audit skips the last CP rank's parts
-	BugNoAuditHold                            // a committed object is not held until the next consensus for its audit
-	BugLocalPrefetchCount                     // prefetch this rank's own count of L3 blocks, not the group's MIN
-	BugNoLoadProtect                          // a load-back does not protect its L2 object from eviction
-	BugNoWriteBackProtect                     // write_back's near-eviction block writes do not protect their objects
-	BugResetKeepsDevicePages                  // a flush's reset leaves the device pages taken
-	BugAssertOff                              // the placement assert is off (digest and objects): to show what the audit catches alone
-	BugAuditOneNode                           // on a group over several nodes, only its first node audits committed objects
-	BugL3ReadOneNode                          // on a group over several nodes, only its first node reads an L3 prefetch's part-files
-	BugSkipLoadVerify                         // a load-back now and then is released without its byte-for-byte check
-	BugExistenceVoteMax                       // the group agrees the MAX of the ranks' L3 existence counts, not the MIN
-	BugL3WriteTwice                           // the L3 write policy schedules a block again while its write is in flight
-	BugL3HitCountedTwice                      // a prefetched node's later load-backs (from the L2) are counted L3 hits too
-	BugPrefetchOneShort                       // a prefetch of more than one block reads one fewer than every reader found
-	BugL3HitCountedAsL2                       // a prefetched node's first load-back (the L3's bytes) is counted an L2 hit
-	BugCheckSpanShort                         // an existence check of more than one block stops one short of its prompt's end or the cap
+	BugCommitOnLocalFrontier     Bug = 1 << iota // commit on this rank's write frontier, not the group's MIN
+	BugFlushWaitsOnlyOnWriter                    // a flush waits for its block writes on the writer rank only (the flush race)
+	BugUnprotectBeforeStored                     // unprotect a block's L2 objects before the storage frontier passes its write
+	BugAttachFailedPrefetch                      // use every prefetched block even when the group agreed a read failed
+	BugResetKeepsFreeBitmap                      // the allocator's reset leaves the free bitmap as it was
+	BugTieBreakOnRank                            // CP rank 1 breaks L1 eviction ties by the higher node id
+	BugAuditSkipsRank                            // the commit audit skips the last CP rank's parts
+	BugNoAuditHold                               // a committed object is not held until the next consensus for its audit
+	BugLocalPrefetchCount                        // prefetch this rank's own count of L3 blocks, not the group's MIN
+	BugNoLoadProtect                             // a load-back does not protect its L2 object from eviction
+	BugNoWriteBackProtect                        // write_back's near-eviction block writes do not protect their objects
+	BugResetKeepsDevicePages                     // a flush's reset leaves the device pages taken
+	BugAssertOff                                 // the placement assert is off (digest and objects): to show what the audit catches alone
+	BugAuditOneNode                              // on a group over several nodes, only its first node audits committed objects
+	BugL3ReadOneNode                             // on a group over several nodes, only its first node reads an L3 prefetch's part-files
+	BugSkipLoadVerify                            // a load-back now and then is released without its byte-for-byte check
+	BugExistenceVoteMax                          // the group agrees the MAX of the ranks' L3 existence counts, not the MIN
+	BugL3WriteTwice                              // the L3 write policy schedules a block again while its write is in flight
+	BugL3HitCountedTwice                         // a prefetched node's later load-backs (from the L2) are counted L3 hits too
+	BugPrefetchOneShort                          // a prefetch of more than one block reads one fewer than every reader found
+	BugL3HitCountedAsL2                          // a prefetched node's first load-back (the L3's bytes) is counted an L2 hit
+	BugCheckSpanShort                            // an existence check of more than one block stops one short of its prompt's end or the cap
+	BugWriteBackAtCommit                         // write_back also writes a committed object's blocks at once, as write_through does
+	BugWriteBackOldestOnly                       // write_back's near-eviction pass writes only the oldest object's blocks, not all up to the watermark
+	BugPrefetchThresholdOffByOne                 // a request with exactly --l3-prefetch-threshold tokens not cached prefetches nothing
+	BugPrefetchAllOrNothing                      // a prefetch the backlog's room would cut short is not started at all
 	bugEnd
 )
 
@@ -50,6 +54,8 @@ var bugNames = map[Bug]string{
 	BugExistenceVoteMax: "existence_vote_max", BugL3WriteTwice: "l3_write_twice",
 	BugL3HitCountedTwice: "l3_hit_counted_twice", BugPrefetchOneShort: "prefetch_one_short",
 	BugL3HitCountedAsL2: "l3_hit_counted_as_l2", BugCheckSpanShort: "check_span_short",
+	BugWriteBackAtCommit: "write_back_at_commit", BugWriteBackOldestOnly: "write_back_oldest_only",
+	BugPrefetchThresholdOffByOne: "prefetch_threshold_off_by_one", BugPrefetchAllOrNothing: "prefetch_all_or_nothing",
 }
 
 func (b Bug) String() string { return bugNames[b] }

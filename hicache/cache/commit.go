@@ -76,6 +76,9 @@ func (c *Core) agree(kind ConsensusKind, drain, checkDigest bool) (agreement, er
 	}
 	c.commit(committedUpTo)
 	c.releaseLoads(a.loadFrontier)
+	if show := c.cfg.Testing.NearEviction; show != nil && c.l3 != nil {
+		show(L2View{c})
+	}
 	c.l3WriteBackNearEviction()
 	return a, nil
 }

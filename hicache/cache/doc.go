@@ -9,8 +9,9 @@
 // hicache) is one Env, over MPI, the shared slab, the copy worker and the L3 goroutines; the simulator
 // (hicache/sim) is another, over a seeded scheduler. So the same code runs in a job and under the simulator,
 // and any interleaving the simulator finds replays from its seed. What the tests and the simulator attach (the
-// step invariants, the eviction model, the deliberate bugs) is in Config.Testing (testing.go), zero in a run; the
-// scenario files (testdata/*.txt, scenario_test.go) show its decisions step by step on a one-rank Env.
+// step invariants, the eviction model, the deliberate bugs, the simulator's views of the L2 and of each prefetch
+// decision) is in Config.Testing (testing.go), zero in a run; the scenario files (testdata/*.txt,
+// scenario_test.go) show its decisions step by step on a one-rank Env.
 //
 // It owns no goroutine, clock, file, communicator or logger, and must not import MPI, NCCL, the kernels, the
 // runner or its job packages, nor os, time, sync, log or randomness (internal/lint holds it to that).

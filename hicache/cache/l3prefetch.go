@@ -21,6 +21,8 @@ type prefetchCandidate struct {
 	firstBlock int
 	keys       []uint64 // the blocks from firstBlock to the last whole block of the prompt
 	check      uint64   // the existence check whose answer counts them (countBlocks)
+	usable     int      // the tokens the tree served when it was looked at, candidate or not (Testing.PrefetchPlanned)
+	missed     bool     // the L2 refused its prefetch's reservation (Testing.PrefetchPlanned)
 }
 
 // deferredRequest is a request waiting one step for its prefetch.
@@ -35,9 +37,18 @@ type deferredRequest struct {
 // requests is one skips the l3_prefetch call on every rank alike (a rank that did not would be out of step with
 // its group, which the tags of the next call show).
 func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
+	candidates := make([]prefetchCandidate, len(batch))
+	waiting, err := c.agreePrefetches(batch, candidates)
+	if show := c.cfg.Testing.PrefetchPlanned; show != nil && err == nil {
+		show(c.step, prefetchPlans(batch, candidates, waiting))
+	}
+	return waiting, err
+}
+
+// agreePrefetches is planPrefetch's decision: each candidate's count, agreed, capped, shared and started.
+func (c *Core) agreePrefetches(batch []workload.Event, candidates []prefetchCandidate) ([]deferredRequest, error) {
 	t := c.l3
 	counts := make([]uint64, t.cfg.BatchRequests)
-	candidates := make([]prefetchCandidate, len(batch))
 	any, agreed, err := c.countBlocks(batch, counts, candidates)
 	if err != nil || !any {
 		return nil, err
@@ -68,10 +79,15 @@ func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 		}
 		p := started[candidates[i].keys[0]]
 		if p == nil {
-			if n = min(n, c.prefetchRoom()); n == 0 {
+			room := c.prefetchRoom()
+			if room < n && c.cfg.Testing.Bugs.has(BugPrefetchAllOrNothing) {
+				continue // the bug: a prefetch the room cuts short is not started at all
+			}
+			if n = min(n, room); n == 0 {
 				continue
 			}
 			if p = c.startPrefetch(candidates[i], n); p == nil {
+				candidates[i].missed = true
 				continue
 			}
 			started[candidates[i].keys[0]] = p
@@ -126,7 +142,12 @@ func (c *Core) prefetchCandidate(req *workload.Request, cand *prefetchCandidate)
 	B := c.l3.blockTokens()
 	tokens := c.wholePages(req)
 	usable := c.usablePrefix(tokens)
-	if len(tokens)-usable < c.l3.cfg.PrefetchThreshold || usable/B >= len(tokens)/B {
+	cand.usable = usable
+	left := len(tokens) - usable
+	if c.cfg.Testing.Bugs.has(BugPrefetchThresholdOffByOne) {
+		left-- // the bug: a request with exactly the threshold's tokens left is taken for one below it
+	}
+	if left < c.l3.cfg.PrefetchThreshold || usable/B >= len(tokens)/B {
 		return false
 	}
 	cand.firstBlock = usable / B

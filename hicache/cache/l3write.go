@@ -18,7 +18,7 @@ import (
 // l3Committed is the write_through policy's hook: a backup just committed, so blocks through its nodes may now
 // be whole in L2.
 func (c *Core) l3Committed(obj pool.ObjectID) {
-	if c.l3 == nil || c.l3.cfg.WritePolicy != L3WriteThrough {
+	if c.l3 == nil || (c.l3.cfg.WritePolicy != L3WriteThrough && !c.cfg.Testing.Bugs.has(BugWriteBackAtCommit)) {
 		return
 	}
 	for _, n := range c.objectNodes[obj] {
@@ -47,6 +47,9 @@ func (c *Core) l3WriteBackNearEviction() {
 		c.counters.L3WriteBackEvicts++
 		for _, n := range c.objectNodes[obj] {
 			c.scheduleBlocksThrough(n)
+		}
+		if c.cfg.Testing.Bugs.has(BugWriteBackOldestOnly) {
+			break // the bug: only the oldest object's blocks, though the next reservations evict the others too
 		}
 	}
 }

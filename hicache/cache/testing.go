@@ -3,6 +3,9 @@ package cache
 import (
 	"fmt"
 	"slices"
+
+	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/pool"
 )
 
 // Testing is everything the tests and the simulator attach to a core, in one place, so that the rest of Config
@@ -16,6 +19,12 @@ type Testing struct {
 	CheckEvictions bool
 	// Served, when set, is told what each request's serve decided, in tokens (the simulator's sequential model).
 	Served func(o Outcome)
+	// NearEviction, when set, is shown the L2 at every consensus with an L3, after its commits and before
+	// write_back's near-eviction pass (the simulator's write_back model: which objects' blocks must be written).
+	NearEviction func(v L2View)
+	// PrefetchPlanned, when set, is told each serving step's prefetch decision, request by request (the
+	// simulator's prefetch model: what must start, and what must not).
+	PrefetchPlanned func(step int64, plans []PrefetchPlan)
 	// Bugs are the deliberate bugs to carry out (bugs.go): only in a build with the simbugs tag.
 	Bugs Bugs
 }
@@ -69,4 +78,60 @@ func compareEviction(model, chosen []*treeNode, freedPages, needPages int) error
 			len(chosen), len(model), freedPages, needPages)
 	}
 	return nil
+}
+
+// L2View is what the simulator's write_back model reads of the L2 (Testing.NearEviction): the allocator's free
+// slots, its eviction order and an object's slots, which no Env call shows (reservations and evictions are the
+// allocator's, not work handed to the Env).
+type L2View struct{ c *Core }
+
+// FreeSlots is the L2's free slots now.
+func (v L2View) FreeSlots() int { return v.c.alloc.FreeSlots() }
+
+// OldestEvictable is the shortest prefix of the L2's eviction order holding pages pages (pool.OldestEvictable).
+func (v L2View) OldestEvictable(pages int) []uint64 {
+	var ids []uint64
+	for _, obj := range v.c.alloc.OldestEvictable(pages, nil) {
+		ids = append(ids, uint64(obj))
+	}
+	return ids
+}
+
+// Slots are the slab slots of L2 object obj, page by page (none when it is gone).
+func (v L2View) Slots(obj uint64) []SlabSlot {
+	extents, _ := v.c.alloc.Extents(pool.ObjectID(obj))
+	pages := 0
+	for _, e := range extents {
+		pages += int(e.Slots)
+	}
+	slots, _ := v.c.slotsOf(pool.ObjectID(obj), 0, pages)
+	return slots
+}
+
+// PrefetchPlan is one request's prefetch decision at a serving step (Testing.PrefetchPlanned): what the tree
+// served of its prompt then (the tree is not the Env's to see), the existence check counted (0: no candidate),
+// and the prefetch it waits for (0: none), started for it or shared with an earlier request of the step.
+type PrefetchPlan struct {
+	Request  *workload.Request
+	Usable   int    // tokens of its prompt's whole pages the tree served when the step began
+	Check    uint64 // the existence check whose agreed answer counted its blocks; 0 when it is no candidate
+	Prefetch uint64 // the prefetch it waits for; 0 none
+	Blocks   int    // that prefetch's blocks
+	Missed   bool   // the L2 refused the reservation of a prefetch it would have started
+}
+
+// prefetchPlans lists a step's decisions in batch order.
+func prefetchPlans(batch []workload.Event, cands []prefetchCandidate, waiting []deferredRequest) []PrefetchPlan {
+	plans := make([]PrefetchPlan, len(batch))
+	for i := range batch {
+		plans[i] = PrefetchPlan{Request: &batch[i].Request, Usable: cands[i].usable, Check: cands[i].check, Missed: cands[i].missed}
+	}
+	for _, d := range waiting {
+		for i := range plans {
+			if plans[i].Request == d.req {
+				plans[i].Prefetch, plans[i].Blocks = d.prefetch.seq, len(d.prefetch.keys)
+			}
+		}
+	}
+	return plans
 }

@@ -150,24 +150,35 @@ func blockID(startPos int, tokens []int32) uint64 {
 
 // committedWhole notes the blocks whole inside a committed backup.
 func (g *group) committedWhole(a *cache.Audit) {
-	B := g.j.cfg.L3.BlockTokens
 	if !g.j.cfg.L3.Enabled || g.j.cfg.L3.WritePolicy != cache.L3WriteThrough {
 		return
 	}
+	g.mustWriteWhole(a.StartPos, a.Tokens)
+}
+
+// mustWriteWhole notes every block whole inside tokens (from startPos) as one its group must write.
+func (g *group) mustWriteWhole(startPos int, tokens []int32) {
+	B := g.j.cfg.L3.BlockTokens
 	if g.mustWrite == nil {
 		g.mustWrite = map[uint64][2]int{}
 	}
-	end := a.StartPos + len(a.Tokens)
-	for k := (a.StartPos + B - 1) / B; (k+1)*B <= end; k++ {
-		g.mustWrite[blockID(k*B, a.Tokens[k*B-a.StartPos:(k+1)*B-a.StartPos])] = [2]int{k * B, (k+1)*B - 1}
+	end := startPos + len(tokens)
+	for k := (startPos + B - 1) / B; (k+1)*B <= end; k++ {
+		g.mustWrite[blockID(k*B, tokens[k*B-startPos:(k+1)*B-startPos])] = [2]int{k * B, (k+1)*B - 1}
 	}
 }
 
-// checkWritten: every block whole in a committed backup was written (write_through).
+// checkWritten: every block whole in a committed backup (write_through), or in an audited object about to be
+// evicted (write_back: writeback.go), was written.
 func (g *group) checkWritten() {
+	where := "a committed backup"
+	if g.j.cfg.L3.WritePolicy == cache.L3WriteBack {
+		where = "an audited object about to be evicted"
+	}
 	for id, span := range g.mustWrite {
 		if !g.wrote[id] {
-			g.j.violate(g.ranks[0], fmt.Sprintf("write_through: the block of tokens %d..%d was whole in a committed backup and never written to the L3", span[0], span[1]))
+			g.j.violate(g.ranks[0], fmt.Sprintf("%s: the block of tokens %d..%d was whole in %s and never written to the L3",
+				g.j.cfg.L3.WritePolicy, span[0], span[1], where))
 			return
 		}
 	}

@@ -12,7 +12,9 @@ import (
 
 // TestEveryBlockReadIsChecked: over a bounded run, every L3 block read into the slab was checked there against
 // its key's content by the simulator itself (blocks.go), and there were many; and the existence-vote model
-// (votes.go) checked many prefetches, some whose ranks' runs differed, and every check span.
+// (votes.go) checked many prefetches, some whose ranks' runs differed, and every check span; and the write_back
+// model (writeback.go) many writes near eviction and blocks required written, and the prefetch-decision model
+// (plan.go) many requests.
 func TestEveryBlockReadIsChecked(t *testing.T) {
 	res := Run(Options{Seed: 1, Jobs: 150})
 	if res.Violation != nil {
@@ -22,10 +24,14 @@ func TestEveryBlockReadIsChecked(t *testing.T) {
 		t.Errorf("%d blocks read, %d checked: want many, all checked", res.BlocksRead, res.BlocksChecked)
 	}
 	t.Logf("%d jobs: %d L3 blocks read into the slab, %d checked there", res.Jobs, res.BlocksRead, res.BlocksChecked)
-	if v := res.Votes; v.Prefetches < 50 || v.Split == 0 || v.Spans < v.Prefetches {
+	if v := res.Models; v.Prefetches < 50 || v.Split == 0 || v.Spans < v.Prefetches {
 		t.Errorf("the existence-vote model checked %d prefetches (%d where the runs differed) and %d spans: want many, some split", v.Prefetches, v.Split, v.Spans)
 	}
-	t.Logf("the existence-vote model: %+v", res.Votes)
+	if v := res.Models; v.WriteBacks < 50 || v.WriteBackBlocks < 50 || v.PlanWaits < 50 || v.Plans-v.PlanWaits < 50 {
+		t.Errorf("the write_back model checked %d writes near eviction and required %d blocks written, the prefetch-decision model %d requests (%d waiting): want many of each, and many not waiting",
+			v.WriteBacks, v.WriteBackBlocks, v.Plans, v.PlanWaits)
+	}
+	t.Logf("the decision models: %+v", res.Models)
 }
 
 // TestTheBlockBookFails: a block write whose key does not name its tokens, and a block read the simulator could
@@ -145,5 +151,27 @@ func TestTheWriteThroughModelFails(t *testing.T) {
 	g.wrote = map[uint64]bool{blockID(4, []int32{5, 6, 7, 8}): true} // what written records of the block's write
 	if g.checkWritten(); j.violation != nil {
 		t.Errorf("a block written: %v", j.violation)
+	}
+}
+
+// TestTheWriteBackModelFails: under write_back, a block write none of whose pages is in an object about to be
+// evicted at its writer's last consensus is a violation; one with a page in such an object is not.
+func TestTheWriteBackModelFails(t *testing.T) {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Fault, cfg.DP, cfg.Geometry.PageTokens = FaultNone, 1, 2
+	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, WritePolicy: cache.L3WriteBack, BatchRequests: 1}
+	j, err := newJob(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := j.groups[0].ranks[0]
+	w := &cache.BlockWrite{Seq: 1, Pages: []cache.SlabSlot{{Slot: 3}, {Slot: 4}}, Tokens: []int32{1, 2, 3, 4}}
+	if r.writesBack(w); j.violation == nil || !strings.Contains(j.violation.What, "none of its L2 objects is about to be evicted") {
+		t.Errorf("a write_back write with no object near eviction: %v", j.violation)
+	}
+	j.violation = nil
+	r.evictingSlots[cache.SlabSlot{Slot: 4}] = true
+	if r.writesBack(w); j.violation != nil || j.models.WriteBacks != 1 {
+		t.Errorf("a write_back write of an object near eviction: %v, %d counted", j.violation, j.models.WriteBacks)
 	}
 }

@@ -130,6 +130,9 @@ func (j *job) checkCoverage() {
 		g.checkPrefetches(&c)
 		g.checkVotes()
 		g.checkWritten()
+		if j.cfg.L3.WritePolicy == cache.L3WriteBack {
+			j.models.WriteBackBlocks += int64(len(g.mustWrite))
+		}
 		if committed := c.BackupCommitted; audited != committed*nodes {
 			j.violate(g.ranks[0], fmt.Sprintf("coverage: %d objects committed over %d nodes, %d audits (one a node each)", committed, nodes, audited))
 			return

@@ -29,10 +29,15 @@ type group struct {
 	prefetched map[partKey]uint64 // slot parts a prefetch read filled, by its seq, not yet loaded back (provenance.go)
 	mustWrite  map[uint64][2]int  // write_through: blocks whole in a committed backup, by blockID, their tokens' span
 	wrote      map[uint64]bool    // blocks a writer of the group started writing, by blockID
+	// write_back (writeback.go): what each audited L2 object holds, by object id (never reused)
+	auditedObjects map[uint64]auditedObject
 	// the existence-vote model (votes.go): checks by seq, prefetches by seq, those not yet resolved (CP rank 0's view)
 	votes      map[uint64]*checkVote
 	started    map[uint64]*prefetchStart
 	unresolved []uint64
+	// the prefetch-decision model (plan.go): the back-off from agreed outcomes, and each prefetch's blocks
+	backOff    backOffModel
+	planBlocks map[uint64]int
 }
 
 // partsOf lists the parts of slots that an operation touches: rank's own, or (rank -1) every rank's on node,

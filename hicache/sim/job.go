@@ -26,7 +26,7 @@ type job struct {
 	endAt        uint64 // the tick the watchdog ended the job, 0 when it did not
 	stalled      bool   // a permanent fault took hold that only the watchdog can end: a rank stopped, an L3 write hung
 	blocks       blockBook
-	votes        VoteTally // prefetches the existence-vote model checked (votes.go)
+	models       ModelTally // what the decision models checked (votes.go, writeback.go)
 
 	modelChecked  bool                  // the end was compared with the sequential model
 	tamperOutcome func([]cache.Outcome) // tests: change what the core served before the model compares it
@@ -115,13 +115,15 @@ func newJob(cfg JobConfig) (*job, error) {
 			j.blocks.learn(g.all, &j.cfg)
 		}
 		for cp := range cfg.CP {
-			r := &rank{g: g, cp: cp, node: j.placement.Node[cp], foundKeys: map[uint64]bool{}}
+			r := &rank{g: g, cp: cp, node: j.placement.Node[cp], foundKeys: map[uint64]bool{}, evictingSlots: map[cache.SlabSlot]bool{}}
 			if j.l3 != nil {
 				r.store = j.l3.store(cp, r.node)
 			}
 			ccfg := cfg.coreConfig(gi, cp)
+			ccfg.Testing.NearEviction = r.nearEviction
 			if cp == 0 {
 				ccfg.Testing.Served = func(o cache.Outcome) { r.outcomes = append(r.outcomes, o) }
+				ccfg.Testing.PrefetchPlanned = r.planned
 			}
 			c, err := cache.New(ccfg, r)
 			if err != nil {

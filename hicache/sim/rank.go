@@ -44,6 +44,8 @@ type rank struct {
 	outcomes            []cache.Outcome
 	stepLoads           pageTally // this step's load-back pages, by where their bytes came from
 	lastPrefetch        uint64    // the last L3 prefetch this rank started (provenance.go)
+	// write_back (writeback.go): the slots of the objects about to be evicted at this rank's last consensus
+	evictingSlots map[cache.SlabSlot]bool
 }
 
 type rankState int
@@ -165,6 +167,7 @@ func (r *rank) Start(w cache.Work) {
 	case *cache.BlockWrite:
 		q = queueWrites
 		r.writesOnce(w)
+		r.writesBack(w)
 		p.parts = r.g.partsOf(w.Pages, -1, r.node)
 	case *cache.BlockRead:
 		q = queueReads
@@ -254,6 +257,7 @@ func (r *rank) Audit(a *cache.Audit) bool {
 	}
 	r.g.audited[a.Seq] = append(r.g.audited[a.Seq], r.node)
 	r.g.committedWhole(a)
+	r.g.auditedWriteBack(a)
 	ok := r.g.mem.NodeSlotsMatch(r.node, a.Slots, a.Tokens, a.StartPos, a.Parts)
 	if !ok {
 		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d (backup %d) found a wrong byte in the shared slab", a.Object, a.Seq))

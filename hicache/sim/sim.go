@@ -46,7 +46,7 @@ type Result struct {
 	Permanent, Stalled int                 // liveness jobs whose permanent fault fired, and of them those it stalled (each ended by the watchdog)
 	BlocksRead         int64               // L3 blocks read into the slab
 	BlocksChecked      int64               // of them, checked there by the simulator
-	Votes              VoteTally           // what the existence-vote model checked (votes.go)
+	Models             ModelTally          // what the decision models checked (votes.go, writeback.go)
 	// What the jobs' groups did, summed (replicated counters, from each group's CP rank 0): proof that the
 	// paths the checks watch were taken.
 	Totals cache.Counters
@@ -101,7 +101,7 @@ type JobResult struct {
 	Watchdog     string // the watchdog's line when it ended the job: what every rank still running waited on
 	// L3 blocks read into the slab, and checked there against their content by the simulator (blocks.go).
 	BlocksRead, BlocksChecked int64
-	Votes                     VoteTally
+	Models                    ModelTally
 }
 
 // RunJob simulates one job.
@@ -128,7 +128,7 @@ func runJob(cfg JobConfig, tamper func([]cache.Outcome)) (out JobResult) {
 	}
 	out.ModelChecked = j.modelChecked
 	out.ReadsGivenUp = j.readsGivenUp
-	out.Violation, out.Votes = j.violation, j.votes
+	out.Violation, out.Models = j.violation, j.models
 	for _, g := range j.groups {
 		out.Steps += g.ranks[0].steps
 		c := g.ranks[0].core.Counters()
@@ -164,7 +164,7 @@ func (res *Result) add(j JobResult) {
 	res.Modes[j.Config.Mode]++
 	res.BlocksRead += j.BlocksRead
 	res.BlocksChecked += j.BlocksChecked
-	res.Votes.Prefetches, res.Votes.Split, res.Votes.Spans = res.Votes.Prefetches+j.Votes.Prefetches, res.Votes.Split+j.Votes.Split, res.Votes.Spans+j.Votes.Spans
+	res.Models.add(j.Models)
 	res.Swarm.add(j.Config.Swarm)
 	if j.Config.Fault.permanent() && j.Fired {
 		res.Permanent++

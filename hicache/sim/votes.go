@@ -36,9 +36,24 @@ type checkVote struct {
 	lastKey            uint64      // the key of the highest block looked for
 }
 
-// VoteTally counts what the existence-vote model checked in a job: prefetches, and of them those whose ranks'
-// runs differed (the MIN decided), and check spans; proof that the model ran where it matters.
-type VoteTally struct{ Prefetches, Split, Spans int64 }
+// ModelTally counts what the decision models checked in a job, proof that each ran where it matters: the
+// existence-vote model's prefetches, those of them whose ranks' runs differed (the MIN decided), and check spans;
+// the write_back model's writes near eviction and blocks it required written (writeback.go); the prefetch-decision
+// model's requests (plan.go).
+type ModelTally struct {
+	Prefetches, Split, Spans    int64
+	WriteBacks, WriteBackBlocks int64
+	// requests whose prefetch decision plan.go checked, of them those that waited for a prefetch, and the misses
+	// it took on the core's word
+	Plans, PlanWaits, PlanMisses int64
+}
+
+// add sums another job's tally into t.
+func (t *ModelTally) add(o ModelTally) {
+	t.Prefetches, t.Split, t.Spans = t.Prefetches+o.Prefetches, t.Split+o.Split, t.Spans+o.Spans
+	t.WriteBacks, t.WriteBackBlocks = t.WriteBacks+o.WriteBacks, t.WriteBackBlocks+o.WriteBackBlocks
+	t.Plans, t.PlanWaits, t.PlanMisses = t.Plans+o.Plans, t.PlanWaits+o.PlanWaits, t.PlanMisses+o.PlanMisses
+}
 
 // prefetchStart is one prefetch the group started, as its reads and its start notice show it.
 type prefetchStart struct {
@@ -117,6 +132,7 @@ func (r *rank) prefetchNoticed(seq uint64, resolved bool) {
 	}
 	if resolved {
 		g.unresolved = slices.DeleteFunc(g.unresolved, func(s uint64) bool { return s == seq })
+		g.backOff.resolved(g.prefetches[seq] != nil && g.prefetches[seq].failed, r.core.Step())
 		return
 	}
 	g.prefetch(seq).heldBy = slices.Clone(g.unresolved)
@@ -158,7 +174,7 @@ func (g *group) checkVotes() {
 			if !g.checkSpan(seq, v) {
 				return
 			}
-			g.j.votes.Spans++
+			g.j.models.Spans++
 		}
 	}
 	for _, seq := range slices.Sorted(maps.Keys(g.started)) {
@@ -192,9 +208,9 @@ func (g *group) checkVote(seq uint64, p *prefetchStart) bool {
 			seq, p.blocks, p.firstBlock, p.check, v.firstBlock, v.firstBlock+v.blocks-1, v.runs, agreed, shifted, p.firstBlock, room, want))
 		return false
 	}
-	g.j.votes.Prefetches++
+	g.j.models.Prefetches++
 	if most > agreed {
-		g.j.votes.Split++
+		g.j.models.Split++
 	}
 	return true
 }

@@ -1,0 +1,51 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/l3block"
+	"github.com/cphicache/cphicache/hicache/workload"
+)
+
+// TestThePrefetchDecisionModelFails: a request must start a prefetch where the rule says (plan.go), of the MIN of
+// its check's runs capped by the room, and none where it says none; skipping one, or starting one for a request
+// below the threshold or while backed off, is a violation.
+func TestThePrefetchDecisionModelFails(t *testing.T) {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Fault, cfg.DP, cfg.CP, cfg.Geometry.CPSize, cfg.Geometry.Nodes = FaultNone, 1, 2, 2, 1
+	cfg.Geometry.PageTokens, cfg.Geometry.Slots = 2, 64 // room for 64/8/2 = 4 blocks of unresolved prefetches
+	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, BatchRequests: 1, PrefetchThreshold: 8}
+	req := &workload.Request{InputIDs: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}}
+	j, err := newJob(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.blocks.learn([]workload.Event{{Request: *req}}, &j.cfg)
+	g := j.groups[0]
+	key := func(k int) uint64 { return l3block.ChainKey(0, req.InputIDs[4*k:4*k+4]) }
+	for cp, own := range [][]uint64{{key(0)}, {}} { // check 1 over blocks 0..4: every rank found all its own
+		w := &cache.ExistenceCheck{Seq: 1, Keys: own, FirstBlock: 0, Blocks: 5}
+		g.checkStarted(w)
+		g.ranks[cp].checkAnswered(w, len(own))
+	}
+	r := g.ranks[0]
+	plan := func(p cache.PrefetchPlan, want string) {
+		t.Helper()
+		j.violation = nil
+		p.Request = req
+		if r.planned(3, []cache.PrefetchPlan{p}); (j.violation == nil) != (want == "") || want != "" && !strings.Contains(j.violation.What, want) {
+			t.Errorf("%+v: violation %v, want %q", p, j.violation, want)
+		}
+	}
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1}, "the model says 4 blocks")                              // skipped, where the room allows 4
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Prefetch: 1, Blocks: 4}, "")                             // started as the rule says
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Missed: true}, "")                                       // a reservation the L2 refused
+	plan(cache.PrefetchPlan{Usable: 16, Check: 1}, "is a candidate: the model says false, the core true") // 4 tokens left, under 8
+	plan(cache.PrefetchPlan{Usable: 8}, "is a candidate: the model says true, the core false")            // 12 left: at or over the threshold
+	g.backOff.resolved(true, 2)                                                                           // an agreed failure at step 2: none until step 4
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Prefetch: 2, Blocks: 4}, "the model says 0 blocks")
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1}, "")
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Missed: true}, "the model says 0 blocks") // no reservation was due
+}
