@@ -3,6 +3,7 @@
 package hicache
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ const envBugBound = 4 * time.Second
 func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
 	skipUnderMPIRun(t)
 	caught := map[bool]bool{} // by whether the job's group has one rank
+	var noisy []string
 	for seed := uint64(1); seed < 400 && (!caught[true] || !caught[false]); seed++ {
 		j := drawEnvSimJob(seed)
 		oneRank := j.cp == 1
@@ -35,8 +37,8 @@ func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
 		if !clean.faultFired {
 			continue // no load-back on that rank: the wait under test never ran
 		}
-		if len(clean.violations) > 0 {
-			t.Fatalf("%v without the bug: %s", j, strings.Join(clean.violations, "; "))
+		if cleanFailed(t, j, clean, &noisy) {
+			continue
 		}
 		j.bugs = j.bugs.with(bugUnboundedLoadWait)
 		start := time.Now()
@@ -48,7 +50,7 @@ func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
 		caught[oneRank] = true
 	}
 	if !caught[true] || !caught[false] {
-		t.Fatalf("no job of seeds 1 to 399 hung a load-back at CP 1 and at CP 2 or more (caught: %v)", caught)
+		t.Fatalf("no job of seeds 1 to 399 hung a load-back at CP 1 and at CP 2 or more (caught: %v)%s", caught, strings.Join(noisy, ""))
 	}
 }
 
@@ -60,6 +62,7 @@ func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
 func TestRunnerHarnessCatchesAMissingReadDeadline(t *testing.T) {
 	skipUnderMPIRun(t)
 	caught := map[cache.PrefetchPolicy]bool{}
+	var noisy []string
 	policies := []cache.PrefetchPolicy{cache.PrefetchTimeout, cache.PrefetchBestEffort}
 	for seed := uint64(1); seed < 400 && len(caught) < len(policies); seed++ {
 		j := drawEnvSimJob(seed)
@@ -71,8 +74,8 @@ func TestRunnerHarnessCatchesAMissingReadDeadline(t *testing.T) {
 		if !clean.faultFired || clean.readsGivenUp == 0 {
 			continue // no read hung, or none was left for a wait to give up
 		}
-		if len(clean.violations) > 0 {
-			t.Fatalf("%v without the bug: %s", j, strings.Join(clean.violations, "; "))
+		if cleanFailed(t, j, clean, &noisy) {
+			continue
 		}
 		j.bugs = j.bugs.with(bugNoReadDeadline)
 		start := time.Now()
@@ -84,6 +87,21 @@ func TestRunnerHarnessCatchesAMissingReadDeadline(t *testing.T) {
 		caught[policy] = true
 	}
 	if len(caught) < len(policies) {
-		t.Fatalf("no job of seeds 1 to 399 gave a hung read up at its deadline under each of %v (caught: %v)", policies, caught)
+		t.Fatalf("no job of seeds 1 to 399 gave a hung read up at its deadline under each of %v (caught: %v)%s", policies, caught, strings.Join(noisy, ""))
 	}
+}
+
+// cleanFailed says whether a job without the bug failed a check, noting it in noisy: a job is only the bug's
+// evidence when it passes without it. The harness runs on the real clock (its watchdog 1 s), so on a node loaded
+// far beyond its cores a job may miss a bound now and then; the next seed is tried instead, and the test fails
+// only if no seed is left, quoting what the clean jobs said (TestRunnerEnvUnderSimulation is the one that holds
+// clean jobs to their checks).
+func cleanFailed(t *testing.T, j *envSimJob, clean envSimResult, noisy *[]string) bool {
+	if len(clean.violations) == 0 {
+		return false
+	}
+	line := fmt.Sprintf("\n%v without the bug: %s", j, strings.Join(clean.violations, "; "))
+	t.Log(line)
+	*noisy = append(*noisy, line)
+	return true
 }
