@@ -1,8 +1,8 @@
 # slurm/: job scripts for real clusters, and their test on a local two-node Slurm cluster.
 #
 #   make test-slurm   start slurm/local-cluster, sbatch slurm/cp8.sbatch, slurm/cp8dp2.sbatch (block and spread
-#                     placements) and slurm/cp16.sbatch, check the jobs and their reports, stop the cluster (bounded: about a minute here, at most ~6 minutes)
-#   make test-slurm-mpich   the same jobs (a third of the workload each) with bin/cphicache-mpich under
+#                     placements) and slurm/cp16.sbatch, check the jobs and their reports, stop the cluster (bounded: about 80 s here, at most ~6 minutes)
+#   make test-slurm-mpich   the same jobs (20 conversations each, as in test-slurm) with bin/cphicache-mpich under
 #                     MPIRUN=mpiexec.mpich (mpi/mpi.mk), on a cluster of its own (state directory and ports),
 #                     so that it never meets test-slurm's
 #
