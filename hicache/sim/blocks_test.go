@@ -132,13 +132,7 @@ func TestServedFromWhereTheBytesCame(t *testing.T) {
 // TestTheWriteThroughModelFails: under write_through, a block whole in a committed backup that no writer wrote is
 // a violation; one that was written is not, and a block the backup holds only part of is not required.
 func TestTheWriteThroughModelFails(t *testing.T) {
-	cfg := Draw(JobSeed(1, 0), 0, 0)
-	cfg.Fault, cfg.DP, cfg.Geometry.PageTokens = FaultNone, 1, 2
-	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, WritePolicy: cache.L3WriteThrough, BatchRequests: 1}
-	j, err := newJob(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := writePolicyJob(t, cache.L3WriteThrough)
 	g := j.groups[0]
 	g.committedWhole(&cache.Audit{StartPos: 2, Tokens: []int32{3, 4, 5, 6, 7, 8, 9, 10, 11}}) // tokens 2..10
 	if len(g.mustWrite) != 1 {
@@ -157,13 +151,7 @@ func TestTheWriteThroughModelFails(t *testing.T) {
 // TestTheWriteBackModelFails: under write_back, a block write none of whose pages is in an object about to be
 // evicted at its writer's last consensus is a violation; one with a page in such an object is not.
 func TestTheWriteBackModelFails(t *testing.T) {
-	cfg := Draw(JobSeed(1, 0), 0, 0)
-	cfg.Fault, cfg.DP, cfg.Geometry.PageTokens = FaultNone, 1, 2
-	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, WritePolicy: cache.L3WriteBack, BatchRequests: 1}
-	j, err := newJob(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := writePolicyJob(t, cache.L3WriteBack)
 	r := j.groups[0].ranks[0]
 	w := &cache.BlockWrite{Seq: 1, Pages: []cache.SlabSlot{{Slot: 3}, {Slot: 4}}, Tokens: []int32{1, 2, 3, 4}}
 	if r.writesBack(w); j.violation == nil || !strings.Contains(j.violation.What, "none of its L2 objects is about to be evicted") {
@@ -174,4 +162,18 @@ func TestTheWriteBackModelFails(t *testing.T) {
 	if r.writesBack(w); j.violation != nil || j.models.WriteBacks != 1 {
 		t.Errorf("a write_back write of an object near eviction: %v, %d counted", j.violation, j.models.WriteBacks)
 	}
+}
+
+// writePolicyJob is the job the write models' tests build by hand: one CP group, no fault, pages of 2 tokens, L3
+// blocks of 4 written under policy.
+func writePolicyJob(t *testing.T, policy cache.L3WritePolicy) *job {
+	t.Helper()
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Fault, cfg.DP, cfg.Geometry.PageTokens = FaultNone, 1, 2
+	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, WritePolicy: policy, BatchRequests: 1}
+	j, err := newJob(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }

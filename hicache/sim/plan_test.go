@@ -13,10 +13,8 @@ import (
 // its check's runs capped by the room, and none where it says none; skipping one, or starting one for a request
 // below the threshold or while backed off, is a violation.
 func TestThePrefetchDecisionModelFails(t *testing.T) {
-	cfg := Draw(JobSeed(1, 0), 0, 0)
-	cfg.Fault, cfg.DP, cfg.CP, cfg.Geometry.CPSize, cfg.Geometry.Nodes = FaultNone, 1, 2, 2, 1
-	cfg.Geometry.PageTokens, cfg.Geometry.Slots = 2, 64 // room for 64/8/2 = 4 blocks of unresolved prefetches
-	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, BatchRequests: 1, PrefetchThreshold: 8}
+	cfg := twoRankL3Config(64) // room for 64/8/2 = 4 blocks of unresolved prefetches
+	cfg.L3.PrefetchThreshold = 8
 	req := &workload.Request{InputIDs: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}}
 	j, err := newJob(cfg)
 	if err != nil {

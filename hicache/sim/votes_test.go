@@ -13,10 +13,7 @@ import (
 // blocks (votes.go), shifted to its first block and capped by the backlog's room: more is a violation, and so
 // is fewer, which no other check sees.
 func TestTheExistenceVoteModelFails(t *testing.T) {
-	cfg := Draw(JobSeed(1, 0), 0, 0)
-	cfg.Fault, cfg.DP, cfg.CP, cfg.Geometry.CPSize, cfg.Geometry.Nodes = FaultNone, 1, 2, 2, 1
-	cfg.Geometry.PageTokens, cfg.Geometry.Slots = 2, 64 // room for 64/8/2 = 4 blocks of unresolved prefetches
-	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, BatchRequests: 1}
+	cfg := twoRankL3Config(64) // room for 64/8/2 = 4 blocks of unresolved prefetches
 	ids := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
 	j, err := newJob(cfg)
 	if err != nil {
@@ -66,10 +63,7 @@ func TestTheExistenceVoteModelFails(t *testing.T) {
 // TestTheCheckSpanFails: an existence check's span must run from its first block to its prompt's last whole block
 // or to the prefetch cap, each block looked for once (a node); one cut short is a violation.
 func TestTheCheckSpanFails(t *testing.T) {
-	cfg := Draw(JobSeed(1, 0), 0, 0)
-	cfg.Fault, cfg.DP, cfg.CP, cfg.Geometry.CPSize, cfg.Geometry.Nodes = FaultNone, 1, 2, 2, 1
-	cfg.Geometry.PageTokens, cfg.Geometry.Slots = 2, 8 // a cap of 8/2/2 = 2 blocks
-	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, BatchRequests: 1}
+	cfg := twoRankL3Config(8) // a cap of 8/2/2 = 2 blocks
 	ids := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 	j, err := newJob(cfg)
 	if err != nil {
@@ -101,4 +95,14 @@ func TestTheCheckSpanFails(t *testing.T) {
 			t.Errorf("span %d (blocks %d..%d): ok %v, want %v: %v", i, c.first, c.first+c.blocks-1, ok, c.ok, j.violation)
 		}
 	}
+}
+
+// twoRankL3Config is the job the model tests build by hand: one CP group of two ranks on one node, no fault,
+// pages of 2 tokens, L3 blocks of 4, one request a batch, and slots L2 slots (which bound the prefetch room).
+func twoRankL3Config(slots int) JobConfig {
+	cfg := Draw(JobSeed(1, 0), 0, 0)
+	cfg.Fault, cfg.DP, cfg.CP, cfg.Geometry.CPSize, cfg.Geometry.Nodes = FaultNone, 1, 2, 2, 1
+	cfg.Geometry.PageTokens, cfg.Geometry.Slots = 2, slots
+	cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: 4, BatchRequests: 1}
+	return cfg
 }
