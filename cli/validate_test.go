@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
 // validateChecks are the rows of validate's table, in order.
@@ -41,4 +46,30 @@ func TestValidateSaysItsPassesAndChecks(t *testing.T) {
 		t.Errorf("validate at np 1: %v\n%s", err, one)
 	}
 	checkNoSegments(t)
+}
+
+// TestValidateSaysWhatItDidNotExercise: a workload that never misses the L2 and never loads back (one
+// conversation of one turn) leaves those checks unexercised: the table says so, they are skips with their reason
+// (in the JSON too), and validate exits 0, or 5 with --strict; it used to call them failures with nothing wrong.
+func TestValidateSaysWhatItDidNotExercise(t *testing.T) {
+	besideOthers(t)
+	report := filepath.Join(t.TempDir(), "validate.json")
+	args := []string{"validate", "--quiet", "--conversations", "1", "--turns-max", "1", "--device-pages", "64", "--report", report}
+	out, err := exec.Command(binPath, args...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "2 skipped (not exercised by this workload") {
+		t.Fatalf("validate of one turn: %v, want exit 0 and two checks not exercised:\n%s", err, out)
+	}
+	for _, row := range []string{"capacity_miss_uniform       1        1    skip       0  not exercised: ", "data_integrity              1        3    skip       0  not exercised: "} {
+		if !strings.Contains(string(out), row) {
+			t.Errorf("no row %q:\n%s", row, out)
+		}
+	}
+	if b, err := os.ReadFile(report); err != nil || strings.Count(string(b), `"skipped": "not_exercised"`) != 2 {
+		t.Errorf("the JSON report does not give the reason of both skips: %v\n%s", err, b)
+	}
+	out, err = exec.Command(binPath, append([]string{"validate", "--strict"}, args[1:]...)...).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitNotCovered {
+		t.Errorf("validate --strict of one turn: %v, want exit %d:\n%s", err, spmd.ExitNotCovered, out)
+	}
 }

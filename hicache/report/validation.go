@@ -18,9 +18,24 @@ type Check struct {
 	Name   string `json:"name"`
 	Ranks  int    `json:"ranks"`
 	Steps  int64  `json:"steps"`
-	Result string `json:"result"` // pass, fail, or skip (not applicable: a single-rank CP group)
+	Result string `json:"result"` // pass, fail, or skip (Skipped says why)
 	Wrong  int64  `json:"wrong"`
 	Detail string `json:"detail"`
+	// Skipped, for a skipped check, is SkipSingleRank (nothing to compare in a one-rank CP group) or
+	// SkipNotExercised (nothing wrong, but the workload never took the path the check watches).
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// Why a check was skipped (Check.Skipped).
+const (
+	SkipSingleRank   = "single_rank"
+	SkipNotExercised = "not_exercised"
+)
+
+// skipReasons is what the table's closing line says of each kind of skip.
+var skipReasons = []struct{ kind, text string }{
+	{SkipSingleRank, "not applicable to single-rank CP groups: run with cp 2 or more"},
+	{SkipNotExercised, "not exercised by this workload: a larger one, or --sync-copies on a busy node, exercises them"},
 }
 
 // ValidationReport is what `cphicache validate` prints and writes.
@@ -77,18 +92,20 @@ func (v *ValidationReport) WriteTable(w io.Writer) {
 	for _, c := range v.Checks {
 		fmt.Fprintf(w, "  %-22s %6d %8d %7s %7d  %s\n", c.Name, c.Ranks, c.Steps, c.Result, c.Wrong, c.Detail)
 	}
-	passed, skipped := 0, 0
+	passed, skipped := 0, map[string]int{}
 	for _, c := range v.Checks {
 		switch c.Result {
 		case "pass":
 			passed++
 		case "skip":
-			skipped++
+			skipped[c.Skipped]++
 		}
 	}
 	skipText := ""
-	if skipped > 0 {
-		skipText = fmt.Sprintf(", %d skipped (not applicable to single-rank CP groups: run with cp 2 or more)", skipped)
+	for _, r := range skipReasons {
+		if n := skipped[r.kind]; n > 0 {
+			skipText += fmt.Sprintf(", %d skipped (%s)", n, r.text)
+		}
 	}
 	fmt.Fprintf(w, "# %d checks: %d passed%s, %d failed\n", len(v.Checks), passed, skipText, v.Failed())
 }
