@@ -40,7 +40,7 @@ func TestRunnerEnvUnderSimulation(t *testing.T) {
 		if *envSimSeconds > 0 && i >= len(seeds) {
 			j = drawEnvSimJob(rand.Uint64()) // past the seeded list: fresh seeds, each named on a violation
 		}
-		res := runEnvSim(j, envSimBound)
+		res := runEnvSimBubble(t, j, envSimBound)
 		tally.add(j, res)
 		if len(res.violations) > 0 {
 			t.Errorf("%v:\n  %s\n  replay: go test ./hicache -run '^TestRunnerEnvUnderSimulation$' -envsim.job-seed %d",
