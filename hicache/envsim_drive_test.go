@@ -47,7 +47,7 @@ func TestRunnerEnvUnderSimulation(t *testing.T) {
 				j, strings.Join(res.violations, "\n  "), j.seed)
 		}
 	}
-	t.Logf("%d jobs in %.1f s: %s", tally.jobs, time.Since(start).Seconds(), tally)
+	t.Logf("%d jobs in %.1f s (%.3f s of their simulated clocks): %s", tally.jobs, time.Since(start).Seconds(), tally.simulated.Seconds(), tally)
 	if *envSimJobSeed == 0 && !t.Failed() {
 		if missed := tally.missed(); missed != "" {
 			t.Errorf("the jobs never reached: %s (the run proves less than it says)", missed)
@@ -85,6 +85,7 @@ type envSimTally struct {
 	jobs, hangsEnded, copyErrors, l3Faults, failed int
 	loadBacks, audits, reads, wrote, readsGivenUp  int64
 	named                                          map[string]int // the waits the watchdogs named, by name
+	simulated                                      time.Duration  // the jobs' simulated clocks, added up
 }
 
 func (t *envSimTally) add(j *envSimJob, r envSimResult) {
@@ -109,6 +110,7 @@ func (t *envSimTally) add(j *envSimJob, r envSimResult) {
 	}
 	t.loadBacks, t.audits, t.reads, t.wrote = t.loadBacks+r.loadBacks, t.audits+r.audits, t.reads+r.reads, t.wrote+r.wrote
 	t.readsGivenUp += r.readsGivenUp
+	t.simulated += r.simulated
 }
 
 func (t envSimTally) String() string {
