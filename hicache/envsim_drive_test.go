@@ -1,6 +1,7 @@
 package hicache
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -86,6 +87,7 @@ type envSimTally struct {
 	loadBacks, audits, reads, wrote, readsGivenUp  int64
 	named                                          map[string]int // the waits the watchdogs named, by name
 	simulated                                      time.Duration  // the jobs' simulated clocks, added up
+	hangEndedMin, hangEndedMax                     time.Duration  // how long after they began the hangs were ended
 }
 
 func (t *envSimTally) add(j *envSimJob, r envSimResult) {
@@ -111,11 +113,16 @@ func (t *envSimTally) add(j *envSimJob, r envSimResult) {
 	t.loadBacks, t.audits, t.reads, t.wrote = t.loadBacks+r.loadBacks, t.audits+r.audits, t.reads+r.reads, t.wrote+r.wrote
 	t.readsGivenUp += r.readsGivenUp
 	t.simulated += r.simulated
+	if r.hangEndedAfter > 0 {
+		t.hangEndedMin = min(cmp.Or(t.hangEndedMin, r.hangEndedAfter), r.hangEndedAfter)
+		t.hangEndedMax = max(t.hangEndedMax, r.hangEndedAfter)
+	}
 }
 
 func (t envSimTally) String() string {
 	return strings.Join([]string{
-		errscope.Count(t.hangsEnded, "hang ended by its watchdog", "hangs ended by their watchdogs"),
+		errscope.Count(t.hangsEnded, "hang ended by its watchdog", "hangs ended by their watchdogs") +
+			fmt.Sprintf(" (%v to %v after they began, on the jobs' clocks)", t.hangEndedMin.Round(time.Millisecond), t.hangEndedMax.Round(time.Millisecond)),
 		errscope.Count(t.copyErrors, "copy error", "copy errors"), errscope.Count(t.l3Faults, "job with L3 faults", "jobs with L3 faults"),
 		errscope.Count(t.loadBacks, "page loaded back and verified", "pages loaded back and verified"),
 		errscope.Count(t.audits, "object audited", "objects audited"), errscope.Count(t.reads, "L3 block read", "L3 block reads"),

@@ -38,6 +38,7 @@ type envSim struct {
 type envFire struct {
 	rank    int
 	message string
+	at      time.Time // on the job's simulated clock
 }
 
 // envSimResult is what a job did: its violations, and what it reached, for the run's tally.
@@ -48,6 +49,7 @@ type envSimResult struct {
 	readsGivenUp                    int64
 	watchdogNamed                   string        // the wait the first watchdog that fired named ("" when none fired)
 	simulated                       time.Duration // how long the job (with its warming run) took on its simulated clock
+	hangEndedAfter                  time.Duration // how long after a hang began its watchdog ended it (0: none did)
 }
 
 // watchdogFor is a rank's watchdog: the runner's own, whose exit records its message and ends the job.
@@ -55,7 +57,7 @@ func (e *envSim) watchdogFor(world int) *spmd.Watchdog {
 	var out bytes.Buffer // written by the watchdog's goroutine only, just before it calls exit
 	return spmd.NewWatchdogTo(e.job.opts.WatchdogTimeout, world, &out, func(int) {
 		e.mu.Lock()
-		e.fires = append(e.fires, envFire{rank: world, message: strings.TrimSpace(out.String())})
+		e.fires = append(e.fires, envFire{rank: world, message: strings.TrimSpace(out.String()), at: time.Now()})
 		e.mu.Unlock()
 		e.end()
 	})
