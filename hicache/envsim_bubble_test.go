@@ -1,6 +1,7 @@
 package hicache
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,6 +26,8 @@ const synctestDeadlock = "deadlock: "
 // at synctest's epoch. A deadlock of the job's goroutines is the job's violation (its seed is named by the
 // caller), not the test binary's crash.
 func runEnvSimBubble(t *testing.T, j *envSimJob, bound time.Duration) (res envSimResult) {
+	stuck := time.AfterFunc(*envSimStuckAfter, func() { panic(stuckJob(t.Name(), j)) }) // the real clock: made outside the bubble
+	defer stuck.Stop()
 	err := inBubble(t, func() {
 		start := time.Now()
 		res = runEnvSim(j, bound)
@@ -34,6 +37,23 @@ func runEnvSimBubble(t *testing.T, j *envSimJob, bound time.Duration) (res envSi
 		res.violations = append(res.violations, fmt.Sprintf("the job's goroutines deadlocked, no timer left to end their wait (synctest: %v)", err))
 	}
 	return res
+}
+
+// envSimStuckAfter is how long, on the real clock, a job may run before the test gives up on it: one whose
+// goroutines block where synctest cannot see it (a sync.Mutex held by a goroutine blocked for good, a syscall)
+// stops its simulated clock, so that neither its bound nor synctest's deadlock report ever comes. Its goroutines
+// cannot be ended, so the test binary ends, naming the job; a job takes well under a second of wall time.
+var envSimStuckAfter = flag.Duration("envsim.stuck-after", 5*time.Minute, "end the test binary when one simulated job has run this long on the real clock")
+
+// stuckJob is the message the test binary ends with when a job's simulated clock stopped, with what replays it.
+func stuckJob(test string, j *envSimJob) string {
+	replay := fmt.Sprintf("go test -tags simbugs ./hicache -run '^%s$'", test) // the deliberate-bug tests change the jobs they draw
+	if test == "TestRunnerEnvUnderSimulation" {
+		replay = fmt.Sprintf("go test ./hicache -run '^%s$' -envsim.job-seed %d", test, j.seed)
+	}
+	return fmt.Sprintf("%v: still running after %v of wall time: a goroutine of it blocks where its simulated clock cannot move "+
+		"(a sync.Mutex held by a goroutine blocked for good, a syscall), so neither its bound nor a deadlock report can end it\nreplay: %s",
+		j, *envSimStuckAfter, replay)
 }
 
 // inBubble runs f in a synctest bubble and returns the deadlock synctest found in it, which synctest reports by
