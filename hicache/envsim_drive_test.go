@@ -120,9 +120,12 @@ func (t *envSimTally) add(j *envSimJob, r envSimResult) {
 }
 
 func (t envSimTally) String() string {
+	hangs := errscope.Count(t.hangsEnded, "hang ended by its watchdog", "hangs ended by their watchdogs")
+	if t.hangEndedMax > 0 {
+		hangs += fmt.Sprintf(" (%v to %v after they began, on the jobs' clocks)", t.hangEndedMin.Round(time.Millisecond), t.hangEndedMax.Round(time.Millisecond))
+	}
 	return strings.Join([]string{
-		errscope.Count(t.hangsEnded, "hang ended by its watchdog", "hangs ended by their watchdogs") +
-			fmt.Sprintf(" (%v to %v after they began, on the jobs' clocks)", t.hangEndedMin.Round(time.Millisecond), t.hangEndedMax.Round(time.Millisecond)),
+		hangs,
 		errscope.Count(t.copyErrors, "copy error", "copy errors"), errscope.Count(t.l3Faults, "job with L3 faults", "jobs with L3 faults"),
 		errscope.Count(t.loadBacks, "page loaded back and verified", "pages loaded back and verified"),
 		errscope.Count(t.audits, "object audited", "objects audited"), errscope.Count(t.reads, "L3 block read", "L3 block reads"),
