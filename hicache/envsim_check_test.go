@@ -61,9 +61,16 @@ func (e *envSim) faultFired() bool {
 	return false
 }
 
+// envWatchdogSlack is how long past its timeout a watchdog may end a hang, on the job's simulated clock: one poll
+// of the watchdog (100 ms), and as long again for the wait that hangs to begin after the hang did (a backup copy
+// that hangs is waited for at the next drain, a few jitter sleeps later). The clock does not move while any of
+// the job's goroutines can run, so a loaded machine does not stretch it; on the real clock no such bound held.
+const envWatchdogSlack = 200 * time.Millisecond
+
 // checkOutcome: a hang that only the watchdog can end was ended by the watchdog of the rank that hung, naming
-// the wait it hung in (a peer's collective would name the symptom, not the cause); nothing else fired a
-// watchdog; a copy error failed its group, every rank of it; every other rank ended its replay cleanly.
+// the wait it hung in (a peer's collective would name the symptom, not the cause), within envWatchdogSlack past
+// its timeout; nothing else fired a watchdog; a copy error failed its group, every rank of it; every other rank
+// ended its replay cleanly.
 func (e *envSim) checkOutcome(res *envSimResult, violate func(string, ...any)) {
 	j := e.job
 	e.mu.Lock()
@@ -84,6 +91,11 @@ func (e *envSim) checkOutcome(res *envSimResult, violate func(string, ...any)) {
 		if f.rank != hung || strings.Contains(f.message, " consensus on ") || strings.Contains(f.message, "step broadcast") {
 			violate("the hang on world rank %d was ended by world rank %d's watchdog, naming a collective, not the wait it hung in: %s",
 				hung, f.rank, f.message)
+		}
+		res.hangEndedAfter = f.at.Sub(e.hangBegan())
+		if limit := j.opts.WatchdogTimeout; res.hangEndedAfter < limit || res.hangEndedAfter > limit+envWatchdogSlack {
+			violate("the hang on world rank %d was ended %v after it began, on the job's clock, not within %v of the watchdog's timeout (%v)",
+				hung, res.hangEndedAfter, envWatchdogSlack, limit)
 		}
 		return
 	case len(fires) > 0:
@@ -111,6 +123,18 @@ func (e *envSim) checkOutcome(res *envSimResult, violate func(string, ...any)) {
 		violate("the read hung on world rank %d was not given up at its deadline (%v), and the job ran on %.1f s after it",
 			hung, j.opts.L3.PrefetchPolicy, e.endedAt.Sub(began).Seconds())
 	}
+}
+
+// hangBegan is when the job's hang began, on its simulated clock (zero: it did not).
+func (e *envSim) hangBegan() time.Time {
+	if e.job.fault == envFaultHungRead {
+		began, _ := e.fs.hang()
+		return began
+	}
+	if ns := e.ranks[e.job.faultRank].engine.hungAtNs.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // hungRank is the world rank the job's hang is on: the fault's, or for a hung read the rank whose open hung.

@@ -95,7 +95,10 @@ type simComm struct {
 func (c *simComm) Size() int { return c.g.size }
 func (c *simComm) Rank() int { return c.rank }
 
-// jitter delays a rank before a collective now and then, so that the ranks arrive in seeded, varied orders.
+// jitter delays a rank before a collective now and then, so that the ranks arrive in seeded, varied orders. The
+// sleep is on the job's simulated clock (envsim_bubble_test.go): it ends only once every other goroutine of the
+// job has blocked, so a rank that sleeps arrives after those that do not, whatever the machine's load; a yield
+// only lets the scheduler choose. Neither spins: the clock moves past a sleep, and a yield never blocks.
 func (c *simComm) jitter() {
 	switch c.rng.IntN(8) {
 	case 0:

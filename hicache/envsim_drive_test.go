@@ -1,6 +1,7 @@
 package hicache
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -40,14 +41,14 @@ func TestRunnerEnvUnderSimulation(t *testing.T) {
 		if *envSimSeconds > 0 && i >= len(seeds) {
 			j = drawEnvSimJob(rand.Uint64()) // past the seeded list: fresh seeds, each named on a violation
 		}
-		res := runEnvSim(j, envSimBound)
+		res := runEnvSimBubble(t, j, envSimBound)
 		tally.add(j, res)
 		if len(res.violations) > 0 {
 			t.Errorf("%v:\n  %s\n  replay: go test ./hicache -run '^TestRunnerEnvUnderSimulation$' -envsim.job-seed %d",
 				j, strings.Join(res.violations, "\n  "), j.seed)
 		}
 	}
-	t.Logf("%d jobs in %.1f s: %s", tally.jobs, time.Since(start).Seconds(), tally)
+	t.Logf("%d jobs in %.1f s (%.3f s of their simulated clocks): %s", tally.jobs, time.Since(start).Seconds(), tally.simulated.Seconds(), tally)
 	if *envSimJobSeed == 0 && !t.Failed() {
 		if missed := tally.missed(); missed != "" {
 			t.Errorf("the jobs never reached: %s (the run proves less than it says)", missed)
@@ -85,6 +86,8 @@ type envSimTally struct {
 	jobs, hangsEnded, copyErrors, l3Faults, failed int
 	loadBacks, audits, reads, wrote, readsGivenUp  int64
 	named                                          map[string]int // the waits the watchdogs named, by name
+	simulated                                      time.Duration  // the jobs' simulated clocks, added up
+	hangEndedMin, hangEndedMax                     time.Duration  // how long after they began the hangs were ended
 }
 
 func (t *envSimTally) add(j *envSimJob, r envSimResult) {
@@ -109,11 +112,20 @@ func (t *envSimTally) add(j *envSimJob, r envSimResult) {
 	}
 	t.loadBacks, t.audits, t.reads, t.wrote = t.loadBacks+r.loadBacks, t.audits+r.audits, t.reads+r.reads, t.wrote+r.wrote
 	t.readsGivenUp += r.readsGivenUp
+	t.simulated += r.simulated
+	if r.hangEndedAfter > 0 {
+		t.hangEndedMin = min(cmp.Or(t.hangEndedMin, r.hangEndedAfter), r.hangEndedAfter)
+		t.hangEndedMax = max(t.hangEndedMax, r.hangEndedAfter)
+	}
 }
 
 func (t envSimTally) String() string {
+	hangs := errscope.Count(t.hangsEnded, "hang ended by its watchdog", "hangs ended by their watchdogs")
+	if t.hangEndedMax > 0 {
+		hangs += fmt.Sprintf(" (%v to %v after they began, on the jobs' clocks)", t.hangEndedMin.Round(time.Millisecond), t.hangEndedMax.Round(time.Millisecond))
+	}
 	return strings.Join([]string{
-		errscope.Count(t.hangsEnded, "hang ended by its watchdog", "hangs ended by their watchdogs"),
+		hangs,
 		errscope.Count(t.copyErrors, "copy error", "copy errors"), errscope.Count(t.l3Faults, "job with L3 faults", "jobs with L3 faults"),
 		errscope.Count(t.loadBacks, "page loaded back and verified", "pages loaded back and verified"),
 		errscope.Count(t.audits, "object audited", "objects audited"), errscope.Count(t.reads, "L3 block read", "L3 block reads"),

@@ -13,9 +13,10 @@ import (
 
 // Running one simulated job of the runner's Env (envsim_test.go) and its end-of-job checks.
 
-// envSimBound is how long a simulated job may take in all. Its replay takes a fraction of a second here, and a
-// hang ends within the watchdog's timeout (envHangTimeout) plus the collective grace; a job still running at
-// its bound has a wait that nothing bounds, and fails as such instead of hanging the test.
+// envSimBound is how long a simulated job may take in all, on its simulated clock (envsim_bubble_test.go). Its
+// replay takes a few milliseconds of it (the jitter's sleeps, the polls while every goroutine waits), and a hang
+// ends within the watchdog's timeout (envHangTimeout) plus the collective grace; a job still running at its
+// bound has a wait that nothing bounds, and fails as such instead of hanging the test.
 const envSimBound = 10 * time.Second
 
 // envSim is one simulated job in progress.
@@ -37,6 +38,7 @@ type envSim struct {
 type envFire struct {
 	rank    int
 	message string
+	at      time.Time // on the job's simulated clock
 }
 
 // envSimResult is what a job did: its violations, and what it reached, for the run's tally.
@@ -45,7 +47,9 @@ type envSimResult struct {
 	faultFired, endedByWatchdog     bool
 	loadBacks, audits, reads, wrote int64
 	readsGivenUp                    int64
-	watchdogNamed                   string // the wait the first watchdog that fired named ("" when none fired)
+	watchdogNamed                   string        // the wait the first watchdog that fired named ("" when none fired)
+	simulated                       time.Duration // how long the job (with its warming run) took on its simulated clock
+	hangEndedAfter                  time.Duration // how long after a hang began its watchdog ended it (0: none did)
 }
 
 // watchdogFor is a rank's watchdog: the runner's own, whose exit records its message and ends the job.
@@ -53,7 +57,7 @@ func (e *envSim) watchdogFor(world int) *spmd.Watchdog {
 	var out bytes.Buffer // written by the watchdog's goroutine only, just before it calls exit
 	return spmd.NewWatchdogTo(e.job.opts.WatchdogTimeout, world, &out, func(int) {
 		e.mu.Lock()
-		e.fires = append(e.fires, envFire{rank: world, message: strings.TrimSpace(out.String())})
+		e.fires = append(e.fires, envFire{rank: world, message: strings.TrimSpace(out.String()), at: time.Now()})
 		e.mu.Unlock()
 		e.end()
 	})
@@ -119,7 +123,7 @@ func (e *envSim) build() error {
 	return nil
 }
 
-// runEnvSim runs one job to its end, or to its bound, and checks it; a warm job first runs without its fault
+// runEnvSim runs one job to its end, or to its bound, and checks it, in the caller's bubble (runEnvSimBubble); a warm job first runs without its fault
 // over the same filesystem, and that run is checked too.
 func runEnvSim(j *envSimJob, bound time.Duration) envSimResult {
 	fs := newSimFS(j.seed)
@@ -158,21 +162,38 @@ func runEnvSimOn(j *envSimJob, bound time.Duration, fs *simFS) envSimResult {
 		close(finished)
 	}()
 	var res envSimResult
-	select {
-	case <-finished:
-	case <-time.After(bound):
-		res.violations = append(res.violations, fmt.Sprintf("the job did not end within its bound of %v (no watchdog fired): a wait nothing bounds", bound))
-		e.end()
-		select {
-		case <-finished:
-		case <-time.After(bound):
-			panic(fmt.Sprintf("%v: its ranks did not end even when the job was ended", j))
-		}
+	if !e.await(finished, &res) {
+		// Its ranks still hold their runStates, which tearDown would race with: they are left as they are, and
+		// the bubble's end reports them (runEnvSimBubble).
+		e.ranks = nil
+		return res
 	}
 	e.endedAt = time.Now()
 	e.end() // the job is over: a read hung past its deadline returns now, as at a process's end
 	e.check(&res)
 	return res
+}
+
+// await waits for the job's ranks to end, or for its bound (simulated time), then ends the job and waits as long
+// again; false when its ranks did not end even then.
+func (e *envSim) await(finished <-chan struct{}, res *envSimResult) bool {
+	select {
+	case <-finished:
+		return true
+	case <-time.After(e.bound):
+	}
+	e.mu.Lock()
+	fired := len(e.fires)
+	e.mu.Unlock()
+	res.violations = append(res.violations, fmt.Sprintf("the job did not end within its bound of %v (%d watchdogs fired): a wait nothing bounds", e.bound, fired))
+	e.end()
+	select {
+	case <-finished:
+		return true
+	case <-time.After(e.bound):
+		res.violations = append(res.violations, "its ranks did not end even when the job was ended")
+		return false
+	}
 }
 
 // runEnvRank is a rank's replay; a panic in it is the rank's failure, with its stack, not the test's end.

@@ -26,7 +26,11 @@ import (
 // ends the simulated job as mpirun ends a real one. What does not run: setUp (topology, the shared-memory slab,
 // transport.Start), which needs MPI and /dev/shm; and the process-level injections (--inject-hang,
 // --inject-exit, --inject-stuck-copy), which sleep or exit the process. The SPMD tests under mpirun cover those
-// (SIMULATOR.md lists which).
+// (SIMULATOR.md lists which). Each job runs in a testing/synctest bubble (envsim_bubble_test.go), so that the
+// runner's time (the watchdog, the read deadlines, the polls) is the job's simulated clock; what blocks outside
+// Go's channels, conds and timers (a cgo copy of the CUDA engine, an MPI call, a syscall on a real file or on
+// /dev/shm) cannot run in a bubble, whose clock would stop while it blocked: the host engine, the simulated MPI
+// and filesystem and plain memory stand in for them.
 
 // envFault is the one fault a simulated job injects.
 type envFault int
@@ -58,8 +62,9 @@ type envSimJob struct {
 	bugs      runnerBugs
 }
 
-// envHangTimeout is the watchdog's timeout in a job whose fault hangs: short, so that the job ends quickly;
-// envCalmTimeout is the others', which must never fire however loaded the machine.
+// envHangTimeout is the watchdog's timeout in a job whose fault hangs: short, since every drain poll (50 us) up to
+// it is a move of the simulated clock; envCalmTimeout is the others', which only a wait nothing else ends can
+// reach: the simulated clock stands still while any of the job's goroutines can run, however loaded the machine.
 const (
 	envHangTimeout = time.Second
 	envCalmTimeout = 60 * time.Second
