@@ -13,8 +13,8 @@ import (
 // TestEveryBlockReadIsChecked: over a bounded run, every L3 block read into the slab was checked there against
 // its key's content by the simulator itself (blocks.go), and there were many; and the existence-vote model
 // (votes.go) checked many prefetches, some whose ranks' runs differed, and every check span; and the write_back
-// model (writeback.go) many writes near eviction and blocks required written, and the prefetch-decision model
-// (plan.go) many requests.
+// model (writeback.go) many writes near eviction and blocks required written, the prefetch-decision model
+// (plan.go) many requests and some refused reservations, and the served-prefix model (served.go) many pages.
 func TestEveryBlockReadIsChecked(t *testing.T) {
 	res := Run(Options{Seed: 1, Jobs: 150})
 	if res.Violation != nil {
@@ -30,6 +30,10 @@ func TestEveryBlockReadIsChecked(t *testing.T) {
 	if v := res.Models; v.WriteBacks < 50 || v.WriteBackBlocks < 50 || v.PlanWaits < 50 || v.Plans-v.PlanWaits < 50 {
 		t.Errorf("the write_back model checked %d writes near eviction and required %d blocks written, the prefetch-decision model %d requests (%d waiting): want many of each, and many not waiting",
 			v.WriteBacks, v.WriteBackBlocks, v.Plans, v.PlanWaits)
+	}
+	if v := res.Models; v.ServedPages < 50 || v.PlanMisses == 0 {
+		t.Errorf("the served-prefix model found %d pages held, the prefetch-decision model checked %d refused reservations: want many, and some",
+			v.ServedPages, v.PlanMisses)
 	}
 	t.Logf("the decision models: %+v", res.Models)
 }

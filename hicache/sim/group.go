@@ -38,6 +38,9 @@ type group struct {
 	// the prefetch-decision model (plan.go): the back-off from agreed outcomes, and each prefetch's blocks
 	backOff    backOffModel
 	planBlocks map[uint64]int
+	// the served-prefix model (served.go), and the step's prefetch reservations with the L2's room (plan.go)
+	held         heldModel
+	reservations []reservation
 }
 
 // partsOf lists the parts of slots that an operation touches: rank's own, or (rank -1) every rank's on node,

@@ -29,6 +29,8 @@ func TestThePrefetchDecisionModelFails(t *testing.T) {
 		g.ranks[cp].checkAnswered(w, len(own))
 	}
 	r := g.ranks[0]
+	heldUpTo(g, req, 16) // the tree may serve up to token 16 (served.go)
+	reserve := func(room int) { g.reservations = append(g.reservations[:0], reservation{pages: 8, room: room}) }
 	plan := func(p cache.PrefetchPlan, want string) {
 		t.Helper()
 		j.violation = nil
@@ -37,13 +39,55 @@ func TestThePrefetchDecisionModelFails(t *testing.T) {
 			t.Errorf("%+v: violation %v, want %q", p, j.violation, want)
 		}
 	}
-	plan(cache.PrefetchPlan{Usable: 0, Check: 1}, "the model says 4 blocks")                              // skipped, where the room allows 4
-	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Prefetch: 1, Blocks: 4}, "")                             // started as the rule says
-	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Missed: true}, "")                                       // a reservation the L2 refused
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1}, "the model says 4 blocks") // skipped, where the room allows 4
+	reserve(64)
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Prefetch: 1, Blocks: 4}, "") // started as the rule says
+	reserve(7)
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Missed: true}, "") // refused: 8 pages asked, 7 free or evictable
+	reserve(8)
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Missed: true}, "room for the model's 4 blocks of 2 pages") // the L2 had room
+	g.reservations = []reservation{{pages: 10, room: 9}}
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Missed: true}, "room for the model's 4 blocks") // refused at 5 blocks, room for 4
+	g.reservations = nil
+	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Missed: true}, "no reservation was made")
 	plan(cache.PrefetchPlan{Usable: 16, Check: 1}, "is a candidate: the model says false, the core true") // 4 tokens left, under 8
 	plan(cache.PrefetchPlan{Usable: 8}, "is a candidate: the model says true, the core false")            // 12 left: at or over the threshold
 	g.backOff.resolved(true, 2)                                                                           // an agreed failure at step 2: none until step 4
 	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Prefetch: 2, Blocks: 4}, "the model says 0 blocks")
 	plan(cache.PrefetchPlan{Usable: 0, Check: 1}, "")
 	plan(cache.PrefetchPlan{Usable: 0, Check: 1, Missed: true}, "the model says 0 blocks") // no reservation was due
+}
+
+// heldUpTo makes the served-prefix model hold req's pages before token end (served.go), as a step's planning
+// would find them on the device.
+func heldUpTo(g *group, req *workload.Request, end int) {
+	g.held.init()
+	pt := g.j.cfg.Geometry.PageTokens
+	for at := 0; at < end; at += pt {
+		g.held.now[pageID(at, req.InputIDs[at:at+pt])] = true
+	}
+}
+
+// TestTheServedPrefixModelFails: every page of the prefix the tree served must be held when the decision began,
+// on a device page, in a committed backup or read by a prefetch (served.go); one page more, or a prefix that is
+// not whole pages, is a violation.
+func TestTheServedPrefixModelFails(t *testing.T) {
+	j, err := newJob(twoRankL3Config(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &workload.Request{InputIDs: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}
+	g := j.groups[0]
+	heldUpTo(g, req, 6)
+	g.held.prefetched[pageID(6, req.InputIDs[6:8])] = true
+	for _, c := range []struct {
+		usable int
+		want   string
+	}{{0, ""}, {8, ""}, {10, "tokens 8..9 are held on no device page taken"}, {3, "not whole pages"}, {12, "not whole pages"}} {
+		j.violation = nil
+		if g.checkServed(g.ranks[0], 1, []cache.PrefetchPlan{{Request: req, Usable: c.usable}}); (j.violation == nil) != (c.want == "") ||
+			c.want != "" && !strings.Contains(j.violation.What, c.want) {
+			t.Errorf("served %d: violation %v, want %q", c.usable, j.violation, c.want)
+		}
+	}
 }

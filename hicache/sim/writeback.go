@@ -14,9 +14,14 @@ import (
 // pass, and must touch a slot of one of those objects (a write at commit, as write_through does, or of an object
 // not about to go, is early: the L3's I/O spent on KV the L2 still serves); and every block whole inside an
 // audited object of such a prefix must be written by the end of its group's run (a pass that forgot some objects
-// loses their blocks when the L2 evicts them: no byte goes wrong, so nothing else sees it). What it cannot see:
-// blocks of an object that are whole only with a neighbouring object's pages, and prefetched objects (never
-// audited, their tokens unknown here); it trusts the allocator's order (the pool's own tests hold that).
+// loses their blocks when the L2 evicts them: no byte goes wrong, so nothing else sees it). It trusts the
+// allocator's order (the pool's own tests hold that). What it does not require, because no sound requirement
+// follows from what the Env sees: a block spanning two objects, which the core writes only when every node of the
+// tree's path through it points into a committed object (an audit names an object's tokens and position, not the
+// path before them: two paths may hold the same tokens at one place, and a hollow node on the path may have its
+// tokens held by another path's object, so the simulator cannot tell the block is whole); and a prefetched object,
+// never audited, whose blocks are written only over the nodes its attach pointed at it (from the prefix the tree
+// served then to the first node already holding KV: the tree's) and whose object id no Env call names.
 
 // auditedObject is what a committed backup's audit says its L2 object holds.
 type auditedObject struct {
