@@ -42,6 +42,7 @@ const (
 	BugPrefetchAllOrNothing                      // a prefetch the backlog's room would cut short is not started at all
 	BugServedPrefixPageLong                      // the prefetch decision counts one page past the tree's usable KV as served
 	BugPrefetchReserveNoEvict                    // a prefetch reservation that would have to evict is refused as a miss
+	BugServedPrefixHollow                        // the tree's served prefix runs on through hollow nodes (KV in neither L1 nor L2)
 	bugEnd
 )
 
@@ -59,6 +60,7 @@ var bugNames = map[Bug]string{
 	BugWriteBackAtCommit: "write_back_at_commit", BugWriteBackOldestOnly: "write_back_oldest_only",
 	BugPrefetchThresholdOffByOne: "prefetch_threshold_off_by_one", BugPrefetchAllOrNothing: "prefetch_all_or_nothing",
 	BugServedPrefixPageLong: "served_prefix_page_long", BugPrefetchReserveNoEvict: "prefetch_reserve_no_evict",
+	BugServedPrefixHollow: "served_prefix_hollow",
 }
 
 func (b Bug) String() string { return bugNames[b] }

@@ -15,8 +15,9 @@ import (
 // a node only from device pages it holds or from its committed L2 object, so every page of a served prefix must
 // be held now by a taken device page or a slot of a committed backup, or have been read by an L3 prefetch (whose
 // objects and slots the Env does not see: every block any reader started, a looser bound). A decision counting a
-// page past the tree's usable KV (served_prefix_page_long) counts one that is held nowhere, unless the same tokens
-// at the same place are held under another prefix. What it cannot see: a prefix served short. A page is named by
+// page past the tree's usable KV (served_prefix_page_long), or a tree whose served prefix runs on through nodes
+// whose KV was evicted from L1 and L2 (served_prefix_hollow), counts one that is held nowhere, unless the same
+// tokens at the same place are held under another prefix. What it cannot see: a prefix served short. A page is named by
 // its tokens and position, not the path before them (another path may hold the same tokens there), and a
 // load-back from a prefetched slot leaves its device page's name stale or unknown (a prefetch's object and slots
 // are not the Env's to see), so what is held over-approximates what the tree can serve: an upper bound only.
