@@ -43,6 +43,7 @@ const (
 	BugServedPrefixPageLong                      // the prefetch decision counts one page past the tree's usable KV as served
 	BugPrefetchReserveNoEvict                    // a prefetch reservation that would have to evict is refused as a miss
 	BugServedPrefixHollow                        // the tree's served prefix runs on through hollow nodes (KV in neither L1 nor L2)
+	BugServedPrefixPageShort                     // the prefetch decision counts the tree's last usable page as not served
 	bugEnd
 )
 
@@ -60,7 +61,7 @@ var bugNames = map[Bug]string{
 	BugWriteBackAtCommit: "write_back_at_commit", BugWriteBackOldestOnly: "write_back_oldest_only",
 	BugPrefetchThresholdOffByOne: "prefetch_threshold_off_by_one", BugPrefetchAllOrNothing: "prefetch_all_or_nothing",
 	BugServedPrefixPageLong: "served_prefix_page_long", BugPrefetchReserveNoEvict: "prefetch_reserve_no_evict",
-	BugServedPrefixHollow: "served_prefix_hollow",
+	BugServedPrefixHollow: "served_prefix_hollow", BugServedPrefixPageShort: "served_prefix_page_short",
 }
 
 func (b Bug) String() string { return bugNames[b] }

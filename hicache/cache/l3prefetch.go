@@ -148,6 +148,9 @@ func (c *Core) prefetchCandidate(req *workload.Request, cand *prefetchCandidate)
 	if c.cfg.Testing.Bugs.has(BugServedPrefixPageLong) && usable+c.geometry().PageTokens <= len(tokens) {
 		usable += c.geometry().PageTokens // the bug: the decision counts a page past the tree's usable KV as served
 	}
+	if c.cfg.Testing.Bugs.has(BugServedPrefixPageShort) && usable > 0 {
+		usable -= c.geometry().PageTokens // the bug: the decision counts the tree's last usable page as not served
+	}
 	cand.usable = usable
 	left := len(tokens) - usable
 	if c.cfg.Testing.Bugs.has(BugPrefetchThresholdOffByOne) {

@@ -29,6 +29,9 @@ type Testing struct {
 	// begins (after the requests that waited for a prefetch were served, before any reservation): the memory the
 	// prefixes the tree serves then must lie in (the simulator's served-prefix model).
 	PrefetchPlanning func(v L2View)
+	// Serving, when set, is told which request a serve begins (the simulator's served-prefix model names the pages
+	// each Fill of the serve writes by the prompt's path to them).
+	Serving func(req *workload.Request)
 	// PrefetchReserving, when set, is shown the L2 before each prefetch reservation of pages pages (the
 	// simulator's prefetch model: a reservation refused while the L2 had room is wrong).
 	PrefetchReserving func(pages int, v L2View)

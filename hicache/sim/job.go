@@ -125,6 +125,7 @@ func newJob(cfg JobConfig) (*job, error) {
 				ccfg.Testing.Served = func(o cache.Outcome) { r.outcomes = append(r.outcomes, o) }
 				ccfg.Testing.PrefetchPlanned = r.planned
 				ccfg.Testing.PrefetchPlanning = r.planning
+				ccfg.Testing.Serving = r.serving
 				ccfg.Testing.PrefetchReserving = r.reserving
 			}
 			c, err := cache.New(ccfg, r)

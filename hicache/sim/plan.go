@@ -22,7 +22,7 @@ import (
 // (cache.L2View), and its free slots and the pages of every object it could evict must fall short of the
 // reservation (a refusal of one that would have had to evict, prefetch_reserve_no_evict, leaves the L3's hits
 // unread). What it cannot see: the tree, so the prefix the tree served (PrefetchPlan.Usable) is the core's,
-// bounded from above by the served-prefix model (served.go).
+// bounded on both sides by the served-prefix model (served.go).
 
 // backOffModel is the prefetch back-off from the agreed outcomes (CP rank 0's notices): consecutive failed
 // prefetches, the step before which none starts, and whether one has been read whole.

@@ -29,7 +29,10 @@ func TestThePrefetchDecisionModelFails(t *testing.T) {
 		g.ranks[cp].checkAnswered(w, len(own))
 	}
 	r := g.ranks[0]
-	heldUpTo(g, req, 16) // the tree may serve up to token 16 (served.go)
+	for _, id := range pathIDs(req.InputIDs[:16], 2) { // the tree may serve up to token 16, and need not (served.go)
+		g.held.init()
+		g.held.prefetched[id] = true
+	}
 	reserve := func(room int) { g.reservations = append(g.reservations[:0], reservation{pages: 8, room: room}) }
 	plan := func(p cache.PrefetchPlan, want string) {
 		t.Helper()
@@ -63,27 +66,35 @@ func TestThePrefetchDecisionModelFails(t *testing.T) {
 func heldUpTo(g *group, req *workload.Request, end int) {
 	g.held.init()
 	pt := g.j.cfg.Geometry.PageTokens
-	for at := 0; at < end; at += pt {
-		g.held.now[pageID(at, req.InputIDs[at:at+pt])] = true
+	for _, id := range pathIDs(req.InputIDs[:end], pt) {
+		g.held.now[id] = true
 	}
 }
 
 // TestTheServedPrefixModelFails: every page of the prefix the tree served must be held when the decision began,
-// on a device page, in a committed backup or read by a prefetch (served.go); one page more, or a prefix that is
-// not whole pages, is a violation.
+// on a device page or in a committed backup, or read by a prefetch, and the prefix must reach the first page not
+// held (served.go); one page more or fewer, or a prefix that is not whole pages, is a violation.
 func TestTheServedPrefixModelFails(t *testing.T) {
 	j, err := newJob(twoRankL3Config(64))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := &workload.Request{InputIDs: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}
+	other := &workload.Request{InputIDs: []int32{0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}
 	g := j.groups[0]
-	heldUpTo(g, req, 6)
-	g.held.prefetched[pageID(6, req.InputIDs[6:8])] = true
+	heldUpTo(g, req, 4)
+	heldUpTo(g, other, 10)                                // the same tokens from 2 on, on another path
+	g.held.prefetched[pathIDs(req.InputIDs, 2)[2]] = true // tokens 4..5
+	heldUpTo(g, &workload.Request{InputIDs: req.InputIDs[:8]}, 8)
+	delete(g.held.now, pathIDs(req.InputIDs, 2)[2]) // 0..3 and 6..7 held, 4..5 prefetched
 	for _, c := range []struct {
 		usable int
 		want   string
-	}{{0, ""}, {8, ""}, {10, "tokens 8..9 are held on no device page taken"}, {3, "not whole pages"}, {12, "not whole pages"}} {
+	}{
+		{4, ""}, {6, ""}, {8, ""}, {10, "tokens 8..9 are held on no device page taken"},
+		{2, "it holds its first 4"}, {0, "it holds its first 4"},
+		{3, "not whole pages"}, {12, "not whole pages"},
+	} {
 		j.violation = nil
 		if g.checkServed(g.ranks[0], 1, []cache.PrefetchPlan{{Request: req, Usable: c.usable}}); (j.violation == nil) != (c.want == "") ||
 			c.want != "" && !strings.Contains(j.violation.What, c.want) {

@@ -2,28 +2,34 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/l3block"
+	"github.com/cphicache/cphicache/hicache/workload"
 )
 
-// The served-prefix model: a bound on the prefix the core's tree serves each request (cache.PrefetchPlan.Usable,
+// The served-prefix model: bounds on the prefix the core's tree serves each request (cache.PrefetchPlan.Usable,
 // which the prefetch decision counts from), from what the simulator saw written where, not from the tree. A page
-// is named by its tokens and their position (pageID: what the content function and so every byte check knows of
-// it). CP rank 0's Env sees every write of its device pages (a Fill: the tokens computed; a load-back: what its
-// slots held) and of the slots of its backups (what their device pages held); when a step's decision begins the
-// core shows it the device pages taken and which backups are live and committed (cache.L2View). The tree serves
-// a node only from device pages it holds or from its committed L2 object, so every page of a served prefix must
-// be held now by a taken device page or a slot of a committed backup, or have been read by an L3 prefetch (whose
-// objects and slots the Env does not see: every block any reader started, a looser bound). A decision counting a
-// page past the tree's usable KV (served_prefix_page_long), or a tree whose served prefix runs on through nodes
-// whose KV was evicted from L1 and L2 (served_prefix_hollow), counts one that is held nowhere, unless the same
-// tokens at the same place are held under another prefix. What it cannot see: a prefix served short. A page is named by
-// its tokens and position, not the path before them (another path may hold the same tokens there), and a
-// load-back from a prefetched slot leaves its device page's name stale or unknown (a prefetch's object and slots
-// are not the Env's to see), so what is held over-approximates what the tree can serve: an upper bound only.
+// is named by its path: its prompt's tokens up to its end (pathIDs), as the tree's one node for it is. CP rank
+// 0's Env sees every write of its device pages (a Fill, within the serve of a request the core names: the
+// computed KV of that request's path; a load-back: what its backup's slots held) and of its backups' slots (what
+// their device pages held); when a step's decision begins the core shows it the device pages taken and which
+// backups are live and committed (cache.L2View). What it names is exact or unnamed: a load-back from an object
+// that is no backup (a prefetch's, whose object and slots no Env call names) leaves its device pages unnamed.
+//
+// Above: the tree serves a node only from device pages it holds or from its committed L2 object, so every page
+// of a served prefix must be held now, or have been read by an L3 prefetch (every block any reader started).
+// Below: a page held is its node's (one node a path; a device page taken was written, by rank 0, by whoever took
+// it; a live backup's node points into it until it goes), so the tree serves at least up to the first page not
+// held. A decision counting a page past the tree's usable KV (served_prefix_page_long), a tree whose served prefix
+// runs on through nodes whose KV was evicted from L1 and L2 (served_prefix_hollow), and one that stops a page
+// short of it (served_prefix_page_short) are each a wrong value every rank agrees and no byte contradicts.
 
-// heldModel is CP rank 0's account of what each device page and backup slot holds, by page identity.
+// heldModel is CP rank 0's account of what each device page and backup slot holds, by page path.
 type heldModel struct {
+	servingIDs []int32                   // the prompt of the request being served
+	serving    []uint64                  // its path ids (its Fills' pages)
 	device     map[int32]uint64          // device page -> the page it holds
 	slots      map[cache.SlabSlot]uint64 // L2 slot -> the page a backup copied into it
 	backups    map[uint64][]cache.SlabSlot
@@ -31,8 +37,16 @@ type heldModel struct {
 	now        map[uint64]bool // the pages held when the step's decision began (planning)
 }
 
-// pageID names page tokens at position startPos (blockID's hash over one page).
-func pageID(startPos int, tokens []int32) uint64 { return blockID(startPos, tokens) }
+// pathIDs names each whole page of ids by its path: the id of page k hashes ids[:(k+1)*pt].
+func pathIDs(ids []int32, pt int) []uint64 {
+	out := make([]uint64, len(ids)/pt)
+	id := uint64(0x70617468)
+	for k := range out {
+		id = l3block.ChainKey(id, ids[k*pt:(k+1)*pt])
+		out[k] = id
+	}
+	return out
+}
 
 func (h *heldModel) init() {
 	if h.device == nil {
@@ -41,7 +55,14 @@ func (h *heldModel) init() {
 	}
 }
 
-// filled notes a Fill on CP rank 0: its device pages hold its tokens.
+// serving notes, on CP rank 0, the request whose serve writes the next Fills.
+func (r *rank) serving(req *workload.Request) {
+	if r.g.j.cfg.L3.Enabled {
+		r.g.held.servingIDs, r.g.held.serving = req.InputIDs, pathIDs(req.InputIDs, r.g.j.cfg.Geometry.PageTokens)
+	}
+}
+
+// filled notes a Fill on CP rank 0: its device pages hold its pages of the served request's path.
 func (r *rank) filled(f *cache.Fill) {
 	if r.cp != 0 || !r.g.j.cfg.L3.Enabled {
 		return
@@ -49,12 +70,17 @@ func (r *rank) filled(f *cache.Fill) {
 	h, pt := &r.g.held, r.g.j.cfg.Geometry.PageTokens
 	h.init()
 	for i, page := range f.DevicePages {
-		h.device[page] = pageID(f.StartPos+i*pt, f.Tokens[i*pt:(i+1)*pt])
+		at := f.StartPos + i*pt
+		if at+pt <= len(h.servingIDs) && slices.Equal(f.Tokens[i*pt:(i+1)*pt], h.servingIDs[at:at+pt]) {
+			h.device[page] = h.serving[at/pt]
+		} else {
+			delete(h.device, page) // not the served request's path: unnamed
+		}
 	}
 }
 
 // copied notes a copy started on CP rank 0: a backup's slots hold what its device pages held, a load-back's
-// device pages what its slots held (nothing known when the slot was a prefetch's: the prefetched pages cover it).
+// device pages what its backup's slots held (nothing named from an object that is no backup: a prefetch's).
 func (r *rank) copied(c *cache.Copy) {
 	if r.cp != 0 || !r.g.j.cfg.L3.Enabled {
 		return
@@ -64,6 +90,7 @@ func (r *rank) copied(c *cache.Copy) {
 	if c.Gather {
 		h.backups[c.Object] = append(h.backups[c.Object], c.Slots...)
 	}
+	_, fromBackup := h.backups[c.Object]
 	for i, page := range c.DevicePages {
 		slot := c.Slots[i]
 		if c.Gather {
@@ -72,7 +99,7 @@ func (r *rank) copied(c *cache.Copy) {
 			} else {
 				delete(h.slots, slot)
 			}
-		} else if id, ok := h.slots[slot]; ok {
+		} else if id, ok := h.slots[slot]; ok && fromBackup {
 			h.device[page] = id
 		} else {
 			delete(h.device, page)
@@ -88,8 +115,9 @@ func (g *group) readPages(w *cache.BlockRead) {
 	}
 	g.held.init()
 	pt := g.j.cfg.Geometry.PageTokens
-	for i := 0; i+pt <= len(c.tokens); i += pt {
-		g.held.prefetched[pageID(c.startPos+i, c.tokens[i:i+pt])] = true
+	ids := pathIDs(c.prompt[:c.startPos+len(c.tokens)], pt)
+	for _, id := range ids[c.startPos/pt:] {
+		g.held.prefetched[id] = true
 	}
 }
 
@@ -119,7 +147,8 @@ func (r *rank) planning(v cache.L2View) {
 	}
 }
 
-// checkServed checks each request's served prefix against the pages held when the decision began.
+// checkServed checks each request's served prefix against the pages held when the decision began: no page
+// beyond them, unless a prefetch read it, and none short of the first page not held.
 func (g *group) checkServed(r *rank, step int64, plans []cache.PrefetchPlan) bool {
 	pt := g.j.cfg.Geometry.PageTokens
 	h := &g.held
@@ -130,14 +159,24 @@ func (g *group) checkServed(r *rank, step int64, plans []cache.PrefetchPlan) boo
 				step, len(ids), p.Usable))
 			return false
 		}
-		for at := 0; at < p.Usable; at += pt {
-			if id := pageID(at, ids[at:at+pt]); !h.now[id] && !h.prefetched[id] {
-				g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: the tree served tokens 0..%d of a request of %d, but tokens %d..%d are held on no device page taken, in no committed backup and were read by no prefetch",
-					step, p.Usable-1, len(ids), at, at+pt-1))
+		path, held := pathIDs(ids, pt), 0
+		for held < len(path) && h.now[path[held]] {
+			held++
+		}
+		for k := held; k < p.Usable/pt; k++ {
+			if !h.now[path[k]] && !h.prefetched[path[k]] {
+				g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: the tree served the first %d tokens of a request of %d, but tokens %d..%d are held on no device page taken, in no committed backup and were read by no prefetch",
+					step, p.Usable, len(ids), k*pt, k*pt+pt-1))
 				return false
 			}
 		}
+		if p.Usable < held*pt {
+			g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: the tree served the first %d tokens of a request of %d, but it holds its first %d on device pages taken or in committed backups",
+				step, p.Usable, len(ids), held*pt))
+			return false
+		}
 		g.j.models.ServedPages += int64(p.Usable / pt)
+		g.j.models.ServedFloor += int64(held)
 	}
 	return true
 }

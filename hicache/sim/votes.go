@@ -46,7 +46,9 @@ type ModelTally struct {
 	// requests whose prefetch decision plan.go checked, of them those that waited for a prefetch, and the
 	// reservations the L2 refused, each checked short of room
 	Plans, PlanWaits, PlanMisses int64
-	ServedPages                  int64 // pages of served prefixes found held (served.go)
+	// pages of served prefixes checked against the served-prefix model (served.go), and those it found held,
+	// which the prefixes had to reach
+	ServedPages, ServedFloor int64
 }
 
 // add sums another job's tally into t.
@@ -54,7 +56,7 @@ func (t *ModelTally) add(o ModelTally) {
 	t.Prefetches, t.Split, t.Spans = t.Prefetches+o.Prefetches, t.Split+o.Split, t.Spans+o.Spans
 	t.WriteBacks, t.WriteBackBlocks = t.WriteBacks+o.WriteBacks, t.WriteBackBlocks+o.WriteBackBlocks
 	t.Plans, t.PlanWaits, t.PlanMisses = t.Plans+o.Plans, t.PlanWaits+o.PlanWaits, t.PlanMisses+o.PlanMisses
-	t.ServedPages += o.ServedPages
+	t.ServedPages, t.ServedFloor = t.ServedPages+o.ServedPages, t.ServedFloor+o.ServedFloor
 }
 
 // prefetchStart is one prefetch the group started, as its reads and its start notice show it.
