@@ -44,6 +44,7 @@ const (
 	BugPrefetchReserveNoEvict                    // a prefetch reservation that would have to evict is refused as a miss
 	BugServedPrefixHollow                        // the tree's served prefix runs on through hollow nodes (KV in neither L1 nor L2)
 	BugServedPrefixPageShort                     // the prefetch decision counts the tree's last usable page as not served
+	BugWriteBackOneObject                        // write_back's pass writes no block that spans two L2 objects
 	bugEnd
 )
 
@@ -62,6 +63,7 @@ var bugNames = map[Bug]string{
 	BugPrefetchThresholdOffByOne: "prefetch_threshold_off_by_one", BugPrefetchAllOrNothing: "prefetch_all_or_nothing",
 	BugServedPrefixPageLong: "served_prefix_page_long", BugPrefetchReserveNoEvict: "prefetch_reserve_no_evict",
 	BugServedPrefixHollow: "served_prefix_hollow", BugServedPrefixPageShort: "served_prefix_page_short",
+	BugWriteBackOneObject: "write_back_one_object",
 }
 
 func (b Bug) String() string { return bugNames[b] }

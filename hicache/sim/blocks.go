@@ -174,7 +174,7 @@ func (g *group) mustWriteWhole(startPos int, tokens []int32) {
 func (g *group) checkWritten() {
 	where := "a committed backup"
 	if g.j.cfg.L3.WritePolicy == cache.L3WriteBack {
-		where = "an audited object about to be evicted"
+		where = "committed L2 through an object about to be evicted"
 	}
 	for id, span := range g.mustWrite {
 		if !g.wrote[id] {

@@ -35,6 +35,15 @@ type heldModel struct {
 	backups    map[uint64][]cache.SlabSlot
 	prefetched map[uint64]bool // every page an L3 prefetch read started on, by any reader
 	now        map[uint64]bool // the pages held when the step's decision began (planning)
+	info       map[uint64]pageInfo
+}
+
+// pageInfo is what a named page is (writeback.go walks the pages of blocks with it): the page before it on its
+// path (0 for the first), its index on the path, and its tokens.
+type pageInfo struct {
+	parent uint64
+	index  int
+	tokens []int32
 }
 
 // pathIDs names each whole page of ids by its path: the id of page k hashes ids[:(k+1)*pt].
@@ -51,8 +60,16 @@ func pathIDs(ids []int32, pt int) []uint64 {
 func (h *heldModel) init() {
 	if h.device == nil {
 		h.device, h.slots, h.backups = map[int32]uint64{}, map[cache.SlabSlot]uint64{}, map[uint64][]cache.SlabSlot{}
-		h.prefetched, h.now = map[uint64]bool{}, map[uint64]bool{}
+		h.prefetched, h.now, h.info = map[uint64]bool{}, map[uint64]bool{}, map[uint64]pageInfo{}
 	}
+}
+
+// parentID is the id of the page before page k of a path (0 before the first).
+func parentID(path []uint64, k int) uint64 {
+	if k == 0 {
+		return 0
+	}
+	return path[k-1]
 }
 
 // serving notes, on CP rank 0, the request whose serve writes the next Fills.
@@ -72,7 +89,11 @@ func (r *rank) filled(f *cache.Fill) {
 	for i, page := range f.DevicePages {
 		at := f.StartPos + i*pt
 		if at+pt <= len(h.servingIDs) && slices.Equal(f.Tokens[i*pt:(i+1)*pt], h.servingIDs[at:at+pt]) {
-			h.device[page] = h.serving[at/pt]
+			k := at / pt
+			h.device[page] = h.serving[k]
+			if _, ok := h.info[h.serving[k]]; !ok && r.g.j.cfg.L3.WritePolicy == cache.L3WriteBack {
+				h.info[h.serving[k]] = pageInfo{parent: parentID(h.serving, k), index: k, tokens: h.servingIDs[at : at+pt]}
+			}
 		} else {
 			delete(h.device, page) // not the served request's path: unnamed
 		}
