@@ -53,7 +53,7 @@ func (r *rank) nearEviction(v cache.L2View) {
 		}
 		if r.cp == 0 && !r.g.passed[obj] {
 			if inL2 == nil {
-				inL2 = r.g.committedPages(v)
+				inL2 = r.g.committedPages(func(obj uint64) bool { _, committed := v.Object(obj); return committed })
 			}
 			r.g.mustWriteThrough(obj, inL2)
 		}
@@ -67,12 +67,12 @@ type committedPages struct {
 	children map[uint64][]uint64
 }
 
-func (g *group) committedPages(v cache.L2View) *committedPages {
+func (g *group) committedPages(committed func(obj uint64) bool) *committedPages {
 	h := &g.held
 	h.init()
 	c := &committedPages{in: map[uint64]bool{}, children: map[uint64][]uint64{}}
 	for obj, slots := range h.backups {
-		if _, committed := v.Object(obj); committed {
+		if committed(obj) {
 			for _, s := range slots {
 				if id, ok := h.slots[s]; ok && !c.in[id] {
 					c.in[id] = true
