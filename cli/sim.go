@@ -134,8 +134,9 @@ func (o *simOptions) run(w io.Writer) error {
 		c.L1HitTokens, c.L2HitTokens, c.L3HitTokens, c.MissTokens, c.L3Prefetches, c.L3PrefetchMisses, c.L3PrefetchTimeouts, c.L3PrefetchFlushed, errscope.Count(c.Flushes, "flush", "flushes"))
 	fmt.Fprintf(w, "  coverage: %d L3 blocks read into the slab, %d checked there against their keys' content (a job whose counts differ fails)\n", res.BlocksRead, res.BlocksChecked)
 	fmt.Fprintf(w, "  existence votes: %d prefetches read what the model says (%d where the ranks' runs differed), %d check spans checked\n", res.Models.Prefetches, res.Models.Split, res.Models.Spans)
-	fmt.Fprintf(w, "  write_back: %d block writes of objects near eviction, %d blocks of such objects required written\n", res.Models.WriteBacks, res.Models.WriteBackBlocks)
-	fmt.Fprintf(w, "  prefetch decisions: %d requests' as the model says, %d waiting for a prefetch (%d reservations missed)\n", res.Models.Plans, res.Models.PlanWaits, res.Models.PlanMisses)
+	fmt.Fprintf(w, "  write_back: %d block writes of objects near eviction, %d blocks through such objects required written (spanning backups too)\n", res.Models.WriteBacks, res.Models.WriteBackBlocks)
+	fmt.Fprintf(w, "  prefetch decisions: %d requests' as the model says, %d waiting for a prefetch (%d reservations refused, each without room); served prefixes: %d pages, %d of them held (the floor)\n",
+		res.Models.Plans, res.Models.PlanWaits, res.Models.PlanMisses, res.Models.ServedPages, res.Models.ServedFloor)
 	for _, line := range res.SometimesReport() {
 		fmt.Fprintln(w, line)
 	}

@@ -40,6 +40,11 @@ const (
 	BugWriteBackOldestOnly                       // write_back's near-eviction pass writes only the oldest object's blocks, not all up to the watermark
 	BugPrefetchThresholdOffByOne                 // a request with exactly --l3-prefetch-threshold tokens not cached prefetches nothing
 	BugPrefetchAllOrNothing                      // a prefetch the backlog's room would cut short is not started at all
+	BugServedPrefixPageLong                      // the prefetch decision counts one page past the tree's usable KV as served
+	BugPrefetchReserveNoEvict                    // a prefetch reservation that would have to evict is refused as a miss
+	BugServedPrefixHollow                        // the tree's served prefix runs on through hollow nodes (KV in neither L1 nor L2)
+	BugServedPrefixPageShort                     // the prefetch decision counts the tree's last usable page as not served
+	BugWriteBackOneObject                        // write_back's pass writes no block that spans two L2 objects
 	bugEnd
 )
 
@@ -56,6 +61,9 @@ var bugNames = map[Bug]string{
 	BugL3HitCountedAsL2: "l3_hit_counted_as_l2", BugCheckSpanShort: "check_span_short",
 	BugWriteBackAtCommit: "write_back_at_commit", BugWriteBackOldestOnly: "write_back_oldest_only",
 	BugPrefetchThresholdOffByOne: "prefetch_threshold_off_by_one", BugPrefetchAllOrNothing: "prefetch_all_or_nothing",
+	BugServedPrefixPageLong: "served_prefix_page_long", BugPrefetchReserveNoEvict: "prefetch_reserve_no_evict",
+	BugServedPrefixHollow: "served_prefix_hollow", BugServedPrefixPageShort: "served_prefix_page_short",
+	BugWriteBackOneObject: "write_back_one_object",
 }
 
 func (b Bug) String() string { return bugNames[b] }

@@ -64,6 +64,21 @@ func (d *devicePool) give(pages []int32) {
 	}
 }
 
+// taken lists the pages not free, ascending (the simulator's served-prefix model, through L2View).
+func (d *devicePool) taken() []int32 {
+	free := make([]bool, len(d.pins))
+	for _, p := range d.free {
+		free[p] = true
+	}
+	var out []int32
+	for p, f := range free {
+		if !f {
+			out = append(out, int32(p))
+		}
+	}
+	return out
+}
+
 func (d *devicePool) pin(pages []int32) {
 	for _, p := range pages {
 		d.pins[p]++

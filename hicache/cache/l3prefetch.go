@@ -38,6 +38,9 @@ type deferredRequest struct {
 // its group, which the tags of the next call show).
 func (c *Core) planPrefetch(batch []workload.Event) ([]deferredRequest, error) {
 	candidates := make([]prefetchCandidate, len(batch))
+	if show := c.cfg.Testing.PrefetchPlanning; show != nil {
+		show(L2View{c})
+	}
 	waiting, err := c.agreePrefetches(batch, candidates)
 	if show := c.cfg.Testing.PrefetchPlanned; show != nil && err == nil {
 		show(c.step, prefetchPlans(batch, candidates, waiting))
@@ -142,6 +145,12 @@ func (c *Core) prefetchCandidate(req *workload.Request, cand *prefetchCandidate)
 	B := c.l3.blockTokens()
 	tokens := c.wholePages(req)
 	usable := c.usablePrefix(tokens)
+	if c.cfg.Testing.Bugs.has(BugServedPrefixPageLong) && usable+c.geometry().PageTokens <= len(tokens) {
+		usable += c.geometry().PageTokens // the bug: the decision counts a page past the tree's usable KV as served
+	}
+	if c.cfg.Testing.Bugs.has(BugServedPrefixPageShort) && usable > 0 {
+		usable -= c.geometry().PageTokens // the bug: the decision counts the tree's last usable page as not served
+	}
 	cand.usable = usable
 	left := len(tokens) - usable
 	if c.cfg.Testing.Bugs.has(BugPrefetchThresholdOffByOne) {
@@ -167,7 +176,11 @@ func (c *Core) usablePrefix(tokens []int32) int {
 	cur, pos := c.tree.root, 0
 	for pos+p <= len(tokens) {
 		child := c.tree.childFor(cur, tokens[pos:pos+p])
-		if child == nil || !(child.inL1() || (child.l2 != 0 && c.committed(child.l2))) {
+		if child == nil {
+			break
+		}
+		hollow := !(child.inL1() || (child.l2 != 0 && c.committed(child.l2)))
+		if hollow && !c.cfg.Testing.Bugs.has(BugServedPrefixHollow) { // the bug: KV evicted from L1 and L2 counts as served
 			break
 		}
 		matched := matchedAfterFirstPage(child.tokens, tokens[pos:], p)
@@ -184,7 +197,14 @@ func (c *Core) usablePrefix(tokens []int32) int {
 // full L2 (every object protected) is a miss, decided alike on every rank.
 func (c *Core) startPrefetch(cand prefetchCandidate, n int) *l3Prefetch {
 	t := c.l3
+	if show := c.cfg.Testing.PrefetchReserving; show != nil {
+		show(n*t.blockPages(), L2View{c})
+	}
 	c.nextSeq++
+	if c.cfg.Testing.Bugs.has(BugPrefetchReserveNoEvict) && c.alloc.FreeSlots() < n*t.blockPages() {
+		c.counters.ReserveMisses++
+		return nil // the bug: a reservation that would have to evict is refused, as if the L2 had no room
+	}
 	obj := pool.ObjectID(c.nextSeq)
 	outcome, err := c.alloc.Reserve(obj, n*t.blockPages(), c.nextSeq, c.clock)
 	if err != nil {

@@ -121,6 +121,9 @@ func (c *Core) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 			objs = append(objs, s.obj)
 		}
 	}
+	if len(objs) > 1 && t.cfg.WritePolicy == L3WriteBack && c.cfg.Testing.Bugs.has(BugWriteBackOneObject) {
+		return // the bug: write_back's pass writes only the blocks whole in one object, as if each object stood alone
+	}
 	if !(c.cfg.Testing.Bugs.has(BugNoWriteBackProtect) && t.cfg.WritePolicy == L3WriteBack) {
 		for _, obj := range objs {
 			if err := c.alloc.Protect(obj); err != nil {

@@ -25,6 +25,9 @@ func (c *Core) serve(req *workload.Request) error {
 			c.cfg.Testing.Served(o)
 		}
 	}()
+	if show := c.cfg.Testing.Serving; show != nil {
+		show(req)
+	}
 	work := &c.work
 	c.clock++
 	c.counters.Requests++

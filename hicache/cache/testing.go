@@ -25,6 +25,16 @@ type Testing struct {
 	// PrefetchPlanned, when set, is told each serving step's prefetch decision, request by request (the
 	// simulator's prefetch model: what must start, and what must not).
 	PrefetchPlanned func(step int64, plans []PrefetchPlan)
+	// PrefetchPlanning, when set, is shown the L2 and the device pool as a serving step's prefetch decision
+	// begins (after the requests that waited for a prefetch were served, before any reservation): the memory the
+	// prefixes the tree serves then must lie in (the simulator's served-prefix model).
+	PrefetchPlanning func(v L2View)
+	// Serving, when set, is told which request a serve begins (the simulator's served-prefix model names the pages
+	// each Fill of the serve writes by the prompt's path to them).
+	Serving func(req *workload.Request)
+	// PrefetchReserving, when set, is shown the L2 before each prefetch reservation of pages pages (the
+	// simulator's prefetch model: a reservation refused while the L2 had room is wrong).
+	PrefetchReserving func(pages int, v L2View)
 	// Bugs are the deliberate bugs to carry out (bugs.go): only in a build with the simbugs tag.
 	Bugs Bugs
 }
@@ -80,10 +90,20 @@ func compareEviction(model, chosen []*treeNode, freedPages, needPages int) error
 	return nil
 }
 
-// L2View is what the simulator's write_back model reads of the L2 (Testing.NearEviction): the allocator's free
-// slots, its eviction order and an object's slots, which no Env call shows (reservations and evictions are the
-// allocator's, not work handed to the Env).
+// L2View is what the simulator's models read of the memory the core allocates (Testing.NearEviction,
+// PrefetchPlanning, PrefetchReserving): the allocator's free slots, its eviction order, an object's slots and
+// whether it is committed, and the device pages taken, which no Env call shows (reservations, evictions and
+// pages given back are the allocators', not work handed to the Env). It is live: read it inside the call.
 type L2View struct{ c *Core }
+
+// Object says whether L2 object obj is live, and committed.
+func (v L2View) Object(obj uint64) (live, committed bool) {
+	info, ok := v.c.alloc.Lookup(pool.ObjectID(obj))
+	return ok, ok && info.Committed
+}
+
+// DeviceTaken lists this rank's device pages taken now (by a node, or by a copy into or out of them).
+func (v L2View) DeviceTaken() []int32 { return v.c.dev.taken() }
 
 // FreeSlots is the L2's free slots now.
 func (v L2View) FreeSlots() int { return v.c.alloc.FreeSlots() }

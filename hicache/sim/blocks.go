@@ -25,6 +25,7 @@ type blockContent struct {
 	tokens     []int32
 	startPos   int
 	endsPrompt bool
+	prompt     []int32 // the whole pages of a prompt it is a block of (the path before it: served.go)
 }
 
 // learn records the keys of every whole block of every request of a group's events.
@@ -40,7 +41,7 @@ func (b *blockBook) learn(events []workload.Event, j *JobConfig) {
 		for k := 0; (k+1)*B <= len(ids); k++ {
 			key = l3block.ChainKey(key, ids[k*B:(k+1)*B])
 			c := b.content[key]
-			c.tokens, c.startPos = ids[k*B:(k+1)*B], k*B
+			c.tokens, c.startPos, c.prompt = ids[k*B:(k+1)*B], k*B, ids
 			c.endsPrompt = c.endsPrompt || (k+2)*B > len(ids)
 			b.content[key] = c
 		}
@@ -173,7 +174,7 @@ func (g *group) mustWriteWhole(startPos int, tokens []int32) {
 func (g *group) checkWritten() {
 	where := "a committed backup"
 	if g.j.cfg.L3.WritePolicy == cache.L3WriteBack {
-		where = "an audited object about to be evicted"
+		where = "committed L2 through an object about to be evicted"
 	}
 	for id, span := range g.mustWrite {
 		if !g.wrote[id] {

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,8 +15,8 @@ import (
 // TestEveryBlockReadIsChecked: over a bounded run, every L3 block read into the slab was checked there against
 // its key's content by the simulator itself (blocks.go), and there were many; and the existence-vote model
 // (votes.go) checked many prefetches, some whose ranks' runs differed, and every check span; and the write_back
-// model (writeback.go) many writes near eviction and blocks required written, and the prefetch-decision model
-// (plan.go) many requests.
+// model (writeback.go) many writes near eviction and blocks required written, the prefetch-decision model
+// (plan.go) many requests and some refused reservations, and the served-prefix model (served.go) many pages.
 func TestEveryBlockReadIsChecked(t *testing.T) {
 	res := Run(Options{Seed: 1, Jobs: 150})
 	if res.Violation != nil {
@@ -30,6 +32,10 @@ func TestEveryBlockReadIsChecked(t *testing.T) {
 	if v := res.Models; v.WriteBacks < 50 || v.WriteBackBlocks < 50 || v.PlanWaits < 50 || v.Plans-v.PlanWaits < 50 {
 		t.Errorf("the write_back model checked %d writes near eviction and required %d blocks written, the prefetch-decision model %d requests (%d waiting): want many of each, and many not waiting",
 			v.WriteBacks, v.WriteBackBlocks, v.Plans, v.PlanWaits)
+	}
+	if v := res.Models; v.ServedPages < 50 || v.ServedFloor < 50 || v.PlanMisses == 0 {
+		t.Errorf("the served-prefix model checked %d pages served, %d held, the prefetch-decision model %d refused reservations: want many, many, and some",
+			v.ServedPages, v.ServedFloor, v.PlanMisses)
 	}
 	t.Logf("the decision models: %+v", res.Models)
 }
@@ -161,6 +167,38 @@ func TestTheWriteBackModelFails(t *testing.T) {
 	r.evictingSlots[cache.SlabSlot{Slot: 4}] = true
 	if r.writesBack(w); j.violation != nil || j.models.WriteBacks != 1 {
 		t.Errorf("a write_back write of an object near eviction: %v, %d counted", j.violation, j.models.WriteBacks)
+	}
+}
+
+// TestWriteBackRequiresBlocksSpanningBackups: at the first pass that finds a backup about to go, every block
+// through its pages whose every page is in a committed backup must be written, over the pages before it in its
+// block and every continuation after it (writeback.go, pages named by served.go); a block with a page in no
+// committed backup is not required.
+func TestWriteBackRequiresBlocksSpanningBackups(t *testing.T) {
+	j := writePolicyJob(t, cache.L3WriteBack)
+	g, r := j.groups[0], j.groups[0].ranks[0]
+	req := &workload.Request{InputIDs: []int32{1, 2, 3, 4, 5, 6, 7, 8}} // pages of 2 tokens, blocks of 2 pages
+	r.serving(req)
+	r.filled(&cache.Fill{DevicePages: []int32{0, 1, 2, 3}, Tokens: req.InputIDs, StartPos: 0})
+	for page, obj := range []uint64{10, 11, 12, 13} { // each page backed up alone, into slot page
+		r.copied(&cache.Copy{Gather: true, Object: obj, DevicePages: []int32{int32(page)}, Slots: []cache.SlabSlot{{Slot: int32(page)}}})
+	}
+	block := func(from int) uint64 { return blockID(from, req.InputIDs[from:from+4]) }
+	for _, c := range []struct {
+		committed []uint64
+		passes    uint64
+		want      []uint64
+	}{
+		{[]uint64{10, 11, 12, 13}, 11, []uint64{block(0)}}, // tokens 0..3: the page before it in its block, in 10
+		{[]uint64{11, 12, 13}, 11, nil},                    // the page before it in no committed backup
+		{[]uint64{10, 11, 12, 13}, 12, []uint64{block(4)}}, // tokens 4..7: the page after it, in 13
+		{[]uint64{10, 11, 12}, 12, nil},
+	} {
+		g.mustWrite, g.passed = nil, nil
+		g.mustWriteThrough(c.passes, g.committedPages(func(obj uint64) bool { return slices.Contains(c.committed, obj) }))
+		if got := slices.Sorted(maps.Keys(g.mustWrite)); !slices.Equal(got, slices.Sorted(slices.Values(c.want))) {
+			t.Errorf("backups %v committed, %d about to go: blocks %v required, want %v", c.committed, c.passes, got, c.want)
+		}
 	}
 }
 

@@ -15,7 +15,10 @@
 // key against the workload, every block read's bytes in the slab, that a block is written once at a time (and,
 // under write_through, that every block whole in a committed backup is written), and
 // that the prefetches the group agreed cut short are those whose reads failed; and each step's hits by tier
-// against the provenance of the bytes it loaded back (provenance.go). Jobs are drawn plain, as swarm
+// against the provenance of the bytes it loaded back (provenance.go). Its decision models check what every rank
+// agrees and no byte contradicts against the simulator's own answers and views: the existence vote (votes.go),
+// each prefetch decision and refused reservation (plan.go), the prefix each request was served (served.go) and
+// the write_back policy (writeback.go). Jobs are drawn plain, as swarm
 // jobs or as liveness jobs (swarm.go, liveness.go: a simulated watchdog bounds every wait and every job). A
 // violation, or a panic anywhere in a job, names the job's seed, the step and what differs; the same seed (and
 // mode) replays it exactly.

@@ -29,8 +29,10 @@ type group struct {
 	prefetched map[partKey]uint64 // slot parts a prefetch read filled, by its seq, not yet loaded back (provenance.go)
 	mustWrite  map[uint64][2]int  // write_through: blocks whole in a committed backup, by blockID, their tokens' span
 	wrote      map[uint64]bool    // blocks a writer of the group started writing, by blockID
-	// write_back (writeback.go): what each audited L2 object holds, by object id (never reused)
+	// write_back (writeback.go): what each audited L2 object holds, by object id (never reused), and the backups
+	// a near-eviction pass found about to go (CP rank 0's)
 	auditedObjects map[uint64]auditedObject
+	passed         map[uint64]bool
 	// the existence-vote model (votes.go): checks by seq, prefetches by seq, those not yet resolved (CP rank 0's view)
 	votes      map[uint64]*checkVote
 	started    map[uint64]*prefetchStart
@@ -38,6 +40,9 @@ type group struct {
 	// the prefetch-decision model (plan.go): the back-off from agreed outcomes, and each prefetch's blocks
 	backOff    backOffModel
 	planBlocks map[uint64]int
+	// the served-prefix model (served.go), and the step's prefetch reservations with the L2's room (plan.go)
+	held         heldModel
+	reservations []reservation
 }
 
 // partsOf lists the parts of slots that an operation touches: rank's own, or (rank -1) every rank's on node,

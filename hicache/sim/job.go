@@ -124,6 +124,9 @@ func newJob(cfg JobConfig) (*job, error) {
 			if cp == 0 {
 				ccfg.Testing.Served = func(o cache.Outcome) { r.outcomes = append(r.outcomes, o) }
 				ccfg.Testing.PrefetchPlanned = r.planned
+				ccfg.Testing.PrefetchPlanning = r.planning
+				ccfg.Testing.Serving = r.serving
+				ccfg.Testing.PrefetchReserving = r.reserving
 			}
 			c, err := cache.New(ccfg, r)
 			if err != nil {

@@ -17,9 +17,12 @@ import (
 // as many blocks as the room allows (none while backed off after an agreed failure, or while one is unresolved
 // before the L3 is proven or after a failure; else an eighth of the L2 less the unresolved blocks). A request
 // prefetching nothing where the rule says one must start (a threshold compare off by one, a back-off too long),
-// or one starting where it must not, is a decision every rank agrees and no byte contradicts. What it cannot see:
-// the tree, so the prefix the tree served is the core's (PrefetchPlan.Usable); and a reservation the L2 refused
-// (a miss) is the core's word, counted.
+// or one starting where it must not, is a decision every rank agrees and no byte contradicts. A reservation the
+// L2 refused (a miss) must be one it had no room for: before each prefetch reservation the core shows the L2
+// (cache.L2View), and its free slots and the pages of every object it could evict must fall short of the
+// reservation (a refusal of one that would have had to evict, prefetch_reserve_no_evict, leaves the L3's hits
+// unread). What it cannot see: the tree, so the prefix the tree served (PrefetchPlan.Usable) is the core's,
+// bounded on both sides by the served-prefix model (served.go).
 
 // backOffModel is the prefetch back-off from the agreed outcomes (CP rank 0's notices): consecutive failed
 // prefetches, the step before which none starts, and whether one has been read whole.
@@ -53,9 +56,28 @@ func (g *group) room(step int64, held []uint64) int {
 	return max(0, room)
 }
 
+// reservation is one prefetch reservation of a step, as the L2 stood before it: its pages, and the free slots
+// and pages of evictable objects it had.
+type reservation struct{ pages, room int }
+
+// reserving notes, on CP rank 0, the L2's room for a prefetch reservation of pages pages: the free slots, and
+// the pages of the evictable objects the allocator would evict first (all of them, if they do not make room). The
+// allocator refuses exactly when these fall short: its object table, of one entry a slot, is full only when no
+// slot is free.
+func (r *rank) reserving(pages int, v cache.L2View) {
+	room := v.FreeSlots()
+	for _, obj := range v.OldestEvictable(pages - room) {
+		room += len(v.Slots(obj))
+	}
+	r.g.reservations = append(r.g.reservations, reservation{pages: pages, room: room})
+}
+
 // planned checks a step's prefetch decisions on CP rank 0 (the group's are replicated).
 func (r *rank) planned(step int64, plans []cache.PrefetchPlan) {
 	g := r.g
+	if !g.checkServed(r, step, plans) {
+		return
+	}
 	held := slices.DeleteFunc(slices.Clone(g.unresolved), func(s uint64) bool {
 		return slices.ContainsFunc(plans, func(p cache.PrefetchPlan) bool { return p.Prefetch == s })
 	})
@@ -112,8 +134,14 @@ func (g *group) checkPlan(r *rank, step int64, p *cache.PrefetchPlan, held []uin
 		if s := g.started[p.Prefetch]; p.Prefetch != 0 && s != nil {
 			heldThen = s.heldBy
 		}
-		if want = min(want, g.room(step, heldThen)); p.Missed && want > 0 && p.Prefetch == 0 {
-			g.j.models.PlanMisses++ // a reservation the L2 refused: the core's word (the allocator is not the Env's)
+		want = min(want, g.room(step, heldThen))
+		if want > 0 && (p.Missed || p.Prefetch != 0) { // else no reservation was due: the comparison below names it
+			if !g.reserved(r, step, p, want) {
+				return false
+			}
+		}
+		if p.Missed && want > 0 && p.Prefetch == 0 {
+			g.j.models.PlanMisses++ // a reservation the L2 refused, for want of room (reserved)
 			return true
 		}
 	}
@@ -147,4 +175,23 @@ func (g *group) plannedCount(p *cache.PrefetchPlan, blocks int) int {
 	}
 	limit := min(prefetchBlocksMax, geo.Slots/2/(B/geo.PageTokens))
 	return max(0, min(agreed-(first-v.firstBlock), blocks-first, limit))
+}
+
+// reserved takes the reservation a request's new prefetch made, or the L2 refused: a refusal must leave the L2
+// short of room for the model's blocks (a started prefetch's blocks are the comparison's in checkPlan).
+func (g *group) reserved(r *rank, step int64, p *cache.PrefetchPlan, want int) bool {
+	blockPages := g.j.cfg.L3.BlockTokens / g.j.cfg.Geometry.PageTokens
+	if len(g.reservations) == 0 {
+		g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: a request from token %d waits for prefetch %d (a reservation missed: %v), and no reservation was made for it",
+			step, p.Usable, p.Prefetch, p.Missed))
+		return false
+	}
+	res := g.reservations[0]
+	g.reservations = g.reservations[1:]
+	if p.Missed && res.room >= want*blockPages {
+		g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: a request from token %d had its reservation of %d L2 pages refused with %d free or evictable: room for the model's %d blocks of %d pages",
+			step, p.Usable, res.pages, res.room, want, blockPages))
+		return false
+	}
+	return true
 }

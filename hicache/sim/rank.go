@@ -159,6 +159,7 @@ func (r *rank) Start(w cache.Work) {
 		if !w.Gather {
 			r.loadedBack(w)
 		}
+		r.copied(w)
 		p.fail, p.stuck = r.failNext, r.stickNext
 		if r.failNext || r.stickNext {
 			r.fired()
@@ -176,6 +177,7 @@ func (r *rank) Start(w cache.Work) {
 				w.Block, w.Prefetch, w.Key, r.cp))
 		}
 		r.readStarted(w)
+		r.g.readPages(w)
 		p.writes = true
 		p.parts = r.g.partsOf(w.Pages, -1, r.node)
 		p.hung = j.l3.r.chance(j.l3.f.HungReadPerMille)
@@ -237,6 +239,7 @@ func (r *rank) Prefetch(seq uint64, resolved bool) { r.prefetchNoticed(seq, reso
 func (r *rank) Fill(f *cache.Fill) error {
 	r.g.mem.Fill(r.cp, f)
 	r.recomputed(f)
+	r.filled(f)
 	return nil
 }
 

@@ -39,13 +39,16 @@ type checkVote struct {
 // ModelTally counts what the decision models checked in a job, proof that each ran where it matters: the
 // existence-vote model's prefetches, those of them whose ranks' runs differed (the MIN decided), and check spans;
 // the write_back model's writes near eviction and blocks it required written (writeback.go); the prefetch-decision
-// model's requests (plan.go).
+// model's requests (plan.go); the served-prefix model's pages (served.go).
 type ModelTally struct {
 	Prefetches, Split, Spans    int64
 	WriteBacks, WriteBackBlocks int64
-	// requests whose prefetch decision plan.go checked, of them those that waited for a prefetch, and the misses
-	// it took on the core's word
+	// requests whose prefetch decision plan.go checked, of them those that waited for a prefetch, and the
+	// reservations the L2 refused, each checked short of room
 	Plans, PlanWaits, PlanMisses int64
+	// pages of served prefixes checked against the served-prefix model (served.go), and those it found held,
+	// which the prefixes had to reach
+	ServedPages, ServedFloor int64
 }
 
 // add sums another job's tally into t.
@@ -53,6 +56,7 @@ func (t *ModelTally) add(o ModelTally) {
 	t.Prefetches, t.Split, t.Spans = t.Prefetches+o.Prefetches, t.Split+o.Split, t.Spans+o.Spans
 	t.WriteBacks, t.WriteBackBlocks = t.WriteBacks+o.WriteBacks, t.WriteBackBlocks+o.WriteBackBlocks
 	t.Plans, t.PlanWaits, t.PlanMisses = t.Plans+o.Plans, t.PlanWaits+o.PlanWaits, t.PlanMisses+o.PlanMisses
+	t.ServedPages, t.ServedFloor = t.ServedPages+o.ServedPages, t.ServedFloor+o.ServedFloor
 }
 
 // prefetchStart is one prefetch the group started, as its reads and its start notice show it.
