@@ -46,7 +46,7 @@ MPI_ALTERNATIVES := mpi mpirun mpi-x86_64-linux-gnu
 # deps-mpich installs MPICH only when missing. Debian gives OpenMPI the higher alternatives priority (50 to 40),
 # but an alternative an administrator set by hand could move: each is put back where it pointed before.
 deps-mpich: deps
-	@missing=$$(for p in $(MPICH_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	@missing=$$($(call DEB_MISSING,$(MPICH_PACKAGES))); \
 	if [ -n "$$missing" ]; then \
 		echo "deps-mpich: installing" $$missing; \
 		before=$$(for a in $(MPI_ALTERNATIVES); do echo "$$a $$(update-alternatives --query $$a 2>/dev/null | awk '/^Value:/ {print $$2}')"; done); \
