@@ -25,6 +25,12 @@ func Check(flag, path string) error {
 	if path == "" {
 		return nil
 	}
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() { // written in place
+		if err := syscall.Access(path, accessWrite); err != nil {
+			return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s is not writable: %v", path, err)}
+		}
+		return nil
+	}
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s: the directory %s does not exist", path, dir)}
@@ -57,6 +63,9 @@ func WriteFrom(flag, path string, write func(io.Writer) error) error {
 }
 
 func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return writeInPlace(path, write)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
@@ -81,4 +90,19 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// writeInPlace writes to a path that is not a regular file (/dev/null, /dev/stdout, a FIFO) through the path
+// itself: a temporary file renamed over it would replace the device with a file (as root: every later writer to
+// /dev/null then filled a file), and "whole or not at all" means nothing for a stream.
+func writeInPlace(path string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

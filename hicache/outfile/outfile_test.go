@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/errscope"
@@ -53,5 +54,32 @@ func TestFailedWriteKeepsThePreviousFile(t *testing.T) {
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("the file's mode: %v %v, want 0644", fi.Mode(), err)
+	}
+}
+
+// TestAStreamIsWrittenInPlace: a path that is not a regular file (a FIFO here; /dev/null, /dev/stdout) is
+// written through itself and stays what it was: renamed over, /dev/null became a regular file (as root), which
+// every later writer to /dev/null then filled.
+func TestAStreamIsWrittenInPlace(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "out.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	if err := Check("report", fifo); err != nil {
+		t.Fatalf("Check of a writable FIFO: %v", err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo) // opens for reading, which lets Write's open for writing return
+		got <- string(b)
+	}()
+	if err := Write("report", fifo, []byte("whole\n")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("%s is no longer a FIFO: %v %v", fifo, fi.Mode(), err) // and the reader waits for a writer for good
+	}
+	if s := <-got; s != "whole\n" {
+		t.Errorf("the reader got %q", s)
 	}
 }
