@@ -212,8 +212,10 @@ if [ "$mode" = full ] && [ "$mpi" = openmpi ]; then
 	# The script's trap does not depend on the MPI, so the MPICH run of this test leaves it out too.
 	"$binary" gen-trace --conversations 4000 --output "$workDir/long.jsonl"
 	cancelJob=$(CPHICACHE_SBATCH_VALIDATE_COMMAND= CPHICACHE_SBATCH_ARGS="--trace $workDir/long.jsonl" submit "$oneNodeFlags" cp8.sbatch)
-	for _ in $(seq 120); do grep -q '^+ ' "$workDir/cphicache-$cancelJob.out" 2>/dev/null && break; sleep 0.5; done
-	sleep 2
+	# Running means the run's own header is out (every rank started): cancelled while mpirun still launched its
+	# daemons, on a loaded node, mpirun exited 1 on its own ("An ORTE daemon has unexpectedly failed") first.
+	for _ in $(seq 360); do grep -q '^# command line: ' "$workDir/cphicache-$cancelJob.out" 2>/dev/null && break; sleep 0.5; done
+	sleep 1
 	scancel "$cancelJob"
 	waitJobs "$cancelJob"
 	last=$(tail -n 1 "$workDir/cphicache-$cancelJob.out")
