@@ -25,7 +25,7 @@ func Check(flag, path string) error {
 	if path == "" {
 		return nil
 	}
-	if fi, err := os.Stat(path); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() { // written in place
+	if isStream(path) { // written in place
 		if err := syscall.Access(path, accessWrite); err != nil {
 			return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s is not writable: %v", path, err)}
 		}
@@ -63,7 +63,7 @@ func WriteFrom(flag, path string, write func(io.Writer) error) error {
 }
 
 func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+	if isStream(path) {
 		return writeInPlace(path, write)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
@@ -90,6 +90,13 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// isStream says whether path exists and is neither a regular file nor a directory (a device, a FIFO, a socket):
+// such a path is written through itself, never replaced.
+func isStream(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && !fi.Mode().IsRegular()
 }
 
 // writeInPlace writes to a path that is not a regular file (/dev/null, /dev/stdout, a FIFO) through the path
