@@ -57,7 +57,8 @@ all: build
 # deps installs the Debian packages the build and the tests need, only when one is missing; quiet otherwise.
 # DEB_MISSING lists those of the packages given that are not installed: one dpkg-query for them all, since every
 # stage of make test and every test binary's build checks deps (a dpkg-query a package took 7 s of the suite's CPU).
-DEB_MISSING = dpkg-query -W -f='$${Package} $${Status}\n' $(1) 2>/dev/null | awk '$$NF == "installed" { ok[$$1] = 1 } END { n = split("$(strip $(1))", want, " "); for (i = 1; i <= n; i++) if (!(want[i] in ok)) print want[i] }'
+# dpkg-query exits 1 when a package was never installed; under pipefail that must not end the recipe unheard.
+DEB_MISSING = { dpkg-query -W -f='$${Package} $${Status}\n' $(1) 2>/dev/null || true; } | awk '$$NF == "installed" { ok[$$1] = 1 } END { n = split("$(strip $(1))", want, " "); for (i = 1; i <= n; i++) if (!(want[i] in ok)) print want[i] }'
 
 deps:
 	@missing=$$($(call DEB_MISSING,$(DEB_PACKAGES))); \
