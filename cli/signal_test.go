@@ -48,16 +48,20 @@ func TestSignalLeavesNoLiveMetricsFile(t *testing.T) {
 // a signal to mpirun itself (Ctrl-C at a terminal) is forwarded to every rank as SIGTERM, each releases its
 // shared memory and rank 0 says why, but mpirun exits 1, its own status for a job it aborted.
 func TestSignalsUnderMpirun(t *testing.T) {
-	trace := writeLongTrace(t)
+	// The SIGTERM to mpirun reaches the ranks only after mpirun's kill timeout (10 s here, below), so that job
+	// is a paced one, whose ranks sleep between the arrivals of the serving clock: a replay run flat out burned
+	// two cores for those 10 s of each of its tries (20 of the CLI package's 107 CPU-s here, quiet).
+	paced := []string{"run", "--gpu", "h100", "--prefill-model", "llama-3.1-8b", "--request-rate", "1"}
 	for _, tc := range []struct {
 		name     string
 		toRanks  bool
 		sig      syscall.Signal
 		wantExit int
 		wantLine string
+		args     []string
 	}{
-		{"SIGINT to the ranks", true, syscall.SIGINT, 128 + int(syscall.SIGINT), "received SIGINT; run abandoned"},
-		{"SIGTERM to mpirun", false, syscall.SIGTERM, 1, "received SIGTERM; run abandoned"},
+		{"SIGINT to the ranks", true, syscall.SIGINT, 128 + int(syscall.SIGINT), "received SIGINT; run abandoned", []string{"run", "--trace", writeLongTrace(t)}},
+		{"SIGTERM to mpirun", false, syscall.SIGTERM, 1, "received SIGTERM; run abandoned", paced},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Open MPI's mpirun, ending a job on its own SIGTERM, stops forwarding the ranks' output as it
@@ -74,7 +78,7 @@ func TestSignalsUnderMpirun(t *testing.T) {
 			}
 			var outputs []string
 			for range tries {
-				exit, stderr := signalJob(t, trace, tc.toRanks, tc.sig)
+				exit, stderr := signalJob(t, tc.toRanks, tc.sig, tc.args...)
 				if exit != tc.wantExit {
 					t.Fatalf("exit %d, want %d:\n%s", exit, tc.wantExit, stderr)
 				}
@@ -89,10 +93,10 @@ func TestSignalsUnderMpirun(t *testing.T) {
 	}
 }
 
-// signalJob starts a long 2-rank run, signals it (its ranks or mpirun) once its provenance header says every
-// rank handles signals, and returns mpirun's exit status and standard error. (It waited for the first progress
-// line before: 10% of a long replay, minutes at load 45, where the job then outran its bound.)
-func signalJob(t *testing.T, trace string, toRanks bool, sig syscall.Signal) (int, string) {
+// signalJob starts a long 2-rank job of args, signals it (its ranks or mpirun) once its provenance header says
+// every rank handles signals, and returns mpirun's exit status and standard error. (It waited for the first
+// progress line before: 10% of a long replay, minutes at load 45, where the job then outran its bound.)
+func signalJob(t *testing.T, toRanks bool, sig syscall.Signal, args ...string) (int, string) {
 	t.Helper()
 	res, _ := runMPIOnMarker(t, 2, 60*time.Second, "# cphicache ", func(cmd *exec.Cmd) {
 		targets := []int{cmd.Process.Pid}
@@ -102,7 +106,7 @@ func signalJob(t *testing.T, trace string, toRanks bool, sig syscall.Signal) (in
 		for _, pid := range targets {
 			syscall.Kill(pid, sig)
 		}
-	}, "run", "--trace", trace)
+	}, args...)
 	return res.exitCode, res.stderr
 }
 
