@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,6 +135,33 @@ func TestMetricsFileIsAlwaysWhole(t *testing.T) {
 	}
 	if got := metricValue(t, f, "cphicache_prompt_tokens_total", map[string]string{"tier": "l2", "cp_group": "0"}); got != 50 {
 		t.Errorf("l2 tokens %v, want 50", got)
+	}
+}
+
+// TestMetricsFileThatIsAStreamIsWrittenInPlace: --metrics-file /dev/null (a FIFO here) is written through the
+// path and stays what it was; client_golang's WriteToTextfile renamed its temporary file over it, which as root
+// replaced /dev/null with a regular file for every later job on the node.
+func TestMetricsFileThatIsAStreamIsWrittenInPlace(t *testing.T) {
+	if testWorld.Rank() != 0 {
+		t.Skip("a file test with no collective: one rank checks it")
+	}
+	fifo := filepath.Join(t.TempDir(), "m.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		got <- b
+	}()
+	if err := sampleView().Write(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("%s is no longer a FIFO: %v", fifo, err) // and the reader waits for good
+	}
+	if b := <-got; !strings.Contains(string(b), "cphicache_prompt_tokens_total") {
+		t.Errorf("the reader got no metrics: %q", b[:min(len(b), 200)])
 	}
 }
 

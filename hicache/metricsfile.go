@@ -1,7 +1,6 @@
 package hicache
 
 import (
-	"os"
 	"sync"
 	"time"
 
@@ -29,8 +28,8 @@ type metricsTicker struct {
 // and stops any later write.
 func (m *metricsTicker) abandon(path string) func() {
 	return func() {
-		m.writing.Lock() // never released: the process is ending
-		os.Remove(path)
+		m.writing.Lock()     // never released: the process is ending
+		outfile.Remove(path) // a regular file only: never /dev/null
 	}
 }
 

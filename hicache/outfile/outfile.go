@@ -1,5 +1,5 @@
-// Package outfile owns the files a command writes for its user (the run's --report, sweep's --json and --plot,
-// gen-trace's --output): each is checked before the work starts, so that a typo in a directory costs a second
+// Package outfile owns the files a command writes for its user (the run's --report and --metrics-file, sweep's
+// --json and --plot, gen-trace's --output): each is checked before the work starts, so that a typo in a directory costs a second
 // and not the run, and each is written whole or not at all, so that a full disk never leaves an empty file in
 // place of the previous one.
 //
@@ -97,6 +97,17 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 func isStream(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && !fi.IsDir() && !fi.Mode().IsRegular()
+}
+
+// Remove removes the file at path, as a job's clean-up does (a periodic metrics file at a signal), but never a
+// path that is not a regular file: written in place, /dev/null stays /dev/null, and removed it would be gone for
+// every later job on the node (as root). A path already gone is no error.
+func Remove(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	return os.Remove(path)
 }
 
 // writeInPlace writes to a path that is not a regular file (/dev/null, /dev/stdout, a FIFO) through the path

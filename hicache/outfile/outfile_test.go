@@ -83,3 +83,27 @@ func TestAStreamIsWrittenInPlace(t *testing.T) {
 		t.Errorf("the reader got %q", s)
 	}
 }
+
+// TestRemoveLeavesAStream: a job's clean-up removes its regular file, but never a path that is not one: a
+// periodic --metrics-file /dev/null removed at a signal would take /dev/null from every later job (as root).
+func TestRemoveLeavesAStream(t *testing.T) {
+	dir := t.TempDir()
+	file, fifo := filepath.Join(dir, "m.prom"), filepath.Join(dir, "m.fifo")
+	if err := os.WriteFile(file, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	for _, p := range []string{file, fifo, filepath.Join(dir, "gone")} {
+		if err := Remove(p); err != nil {
+			t.Errorf("Remove(%s): %v", p, err)
+		}
+	}
+	if _, err := os.Lstat(file); !os.IsNotExist(err) {
+		t.Errorf("the regular file is still there: %v", err)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was removed or replaced: %v", err)
+	}
+}

@@ -2,11 +2,15 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/cphicache/cphicache/hicache/outfile"
 )
 
 // Prometheus metrics for node_exporter's textfile collector (--metrics-file). Two views, written by world rank 0
@@ -198,17 +202,27 @@ func boolFloat(b bool) float64 {
 	return 0
 }
 
-// Write writes the file to path through a temporary file in its directory, renamed over path: a reader (the
-// textfile collector) sees the old file or the new one, whole; on an error the temporary file is removed.
+// Write writes the file to path through a temporary file in its directory, renamed over path (outfile): a
+// reader (the textfile collector) sees the old file or the new one, whole; on an error the temporary file is
+// removed. A path that is not a regular file (/dev/null) is written in place: client_golang's WriteToTextfile,
+// used before, renamed its temporary file over /dev/null too, as root.
 func (v *Metrics) Write(path string) error {
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(v); err != nil {
 		return err
 	}
-	if err := prometheus.WriteToTextfile(path, reg); err != nil {
+	families, err := reg.Gather()
+	if err != nil {
 		return fmt.Errorf("--metrics-file %s: %w", path, err)
 	}
-	return nil
+	return outfile.WriteFrom("metrics-file", path, func(w io.Writer) error {
+		for _, f := range families {
+			if _, err := expfmt.MetricFamilyToText(w, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // WriteMetrics writes the aggregated report as the end-of-run metrics file (world rank 0 calls it), with the
