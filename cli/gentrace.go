@@ -3,7 +3,6 @@ package cli
 // `cphicache gen-trace`: the synthetic workload written as a trace, in either format run's --trace reads.
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -69,11 +68,8 @@ func (o *genTraceOptions) write() error {
 	if o.output == "-" {
 		return o.writeEvents(os.Stdout, events)
 	}
-	f, err := os.Create(o.output)
-	if err != nil {
-		return err
-	}
-	return errors.Join(o.writeEvents(f, events), f.Close())
+	// Whole or not at all (outfile): a full disk never leaves half a trace in place of the one before it.
+	return outfile.WriteFrom("output", o.output, func(w io.Writer) error { return o.writeEvents(w, events) })
 }
 
 // traceWriter is gen-trace's writer for --format.

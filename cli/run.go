@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -38,7 +39,7 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 	if report == nil {
 		// No final metrics file will replace a periodic one, which would say a dead job is still running.
 		if job.Topo.WorldRank == 0 && opts.MetricsPath != "" && opts.MetricsInterval > 0 {
-			os.Remove(opts.MetricsPath)
+			outfile.Remove(opts.MetricsPath) // a regular file only: never /dev/null
 		}
 		return err
 	}

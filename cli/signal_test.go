@@ -194,3 +194,22 @@ func waitForPidFile(t *testing.T, path string) int {
 	t.Fatalf("no pid in %s within 120 s", path)
 	return 0
 }
+
+// TestFailedRunLeavesAStreamMetricsPath: a failed run removes its periodic metrics file, but a --metrics-file
+// that is not a regular file (/dev/null; a FIFO here) stays: removed as root, /dev/null was gone for every later
+// job on the node.
+func TestFailedRunLeavesAStreamMetricsPath(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "m.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	// An hour's interval: no periodic write opens the FIFO (which would wait for a reader) before the failure.
+	out, err := exec.Command(binPath, "run", "--quiet", "--metrics-file", fifo, "--metrics-interval", "1h", "--inject-setup-error", "0").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want 1 (the injected set-up failure):\n%s", err, out)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the failed run removed or replaced its --metrics-file FIFO: %v", err)
+	}
+	checkNoSegments(t)
+}
