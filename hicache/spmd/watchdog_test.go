@@ -36,6 +36,10 @@ func TestWatchdogNamesTheStartUpPhase(t *testing.T) {
 	if code != ExitWatchdog || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "at step") {
 		t.Errorf("exit %d, message %q: want %d and %q without a step", code, out.String(), ExitWatchdog, want)
 	}
+	// A timeout under a second is said as given, not rounded to "0 s".
+	if limit := "longer than --watchdog-timeout 0.05 s;"; !strings.Contains(out.String(), limit) {
+		t.Errorf("message %q: want %q", out.String(), limit)
+	}
 }
 
 // A drain is bounded as a whole, however many quick collectives run inside it, and it is named with its hint;
