@@ -68,6 +68,16 @@ deps:
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# test-deps-missing pins DEB_MISSING under this Makefile's shell flags (pipefail): a package never installed is
+# listed, not the end of the recipe (dpkg-query exits 1 for it, and deps once ended there, silently, before it
+# installed anything on a fresh machine).
+test-deps-missing:
+	@got=$$($(call DEB_MISSING,make cphicache-no-such-package)); \
+	[ "$$got" = cphicache-no-such-package ] || { echo "FAIL: DEB_MISSING of an installed and a missing package gave '$$got'"; exit 1; }; \
+	echo "ok   deps lists a package that was never installed (and not one that is)"
+
+EXTRA_TESTS += test-deps-missing
+
 build: deps
 	$(GO) build -ldflags '$(GO_LDFLAGS)' -o $(BIN) .
 
