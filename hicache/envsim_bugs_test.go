@@ -32,23 +32,11 @@ func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
 		}
 		j.fault, j.faultAt, j.opts.InjectCopyError = envFaultStuckLoad, 1, Injection{}
 		j.opts.WatchdogTimeout = envHangTimeout
-		clean := runEnvSimBubble(t, j, envBugBound)
-		if !clean.faultFired {
-			continue // no load-back on that rank: the wait under test never ran
+		buggy, ok := runWithBug(t, j, bugUnboundedLoadWait, "unbounded_load_wait", func(clean envSimResult) bool { return clean.faultFired })
+		if !ok {
+			continue // no load-back on that rank in one of the runs: the wait under test never ran
 		}
-		requireClean(t, j, clean)
-		j.bugs = j.bugs.with(bugUnboundedLoadWait)
-		start := time.Now()
-		buggy := runEnvSimBubble(t, j, envBugBound)
-		if !buggy.faultFired {
-			// Goroutine order between moves of the clock is the scheduler's: this run's copies raced otherwise and
-			// the wait under test never ran, so it is no evidence either way (seed 54 in CI, 2 runs in 40 here).
-			continue
-		}
-		if len(buggy.violations) == 0 {
-			t.Fatalf("%v with %s: no check failed", j, "unbounded_load_wait")
-		}
-		t.Logf("cp %d: caught at %v of simulated time (%.2f s wall): %s", j.cp, buggy.simulated, time.Since(start).Seconds(), buggy.violations[0])
+		t.Logf("cp %d: caught at %v of simulated time (%.2f s wall): %s", j.cp, buggy.simulated, buggy.wall.Seconds(), buggy.violations[0])
 		caught[oneRank] = true
 	}
 	if !caught[true] || !caught[false] {
@@ -71,26 +59,49 @@ func TestRunnerHarnessCatchesAMissingReadDeadline(t *testing.T) {
 		if j.fault != envFaultHungRead || !slices.Contains(policies, policy) || caught[policy] {
 			continue
 		}
-		clean := runEnvSimBubble(t, j, envBugBound)
-		if !clean.faultFired || clean.readsGivenUp == 0 {
-			continue // no read hung, or none was left for a wait to give up
+		buggy, ok := runWithBug(t, j, bugNoReadDeadline, "no_read_deadline", func(clean envSimResult) bool {
+			return clean.faultFired && clean.readsGivenUp > 0
+		})
+		if !ok {
+			continue // no read hung (in either run), or none was left for a wait to give up
 		}
-		requireClean(t, j, clean)
-		j.bugs = j.bugs.with(bugNoReadDeadline)
-		start := time.Now()
-		buggy := runEnvSimBubble(t, j, envBugBound)
-		if !buggy.faultFired {
-			continue // as above: no read hung in this run of the job
-		}
-		if len(buggy.violations) == 0 {
-			t.Fatalf("%v with %s: no check failed", j, "no_read_deadline")
-		}
-		t.Logf("%v: caught at %v of simulated time (%.2f s wall): %s", policy, buggy.simulated, time.Since(start).Seconds(), buggy.violations[0])
+		t.Logf("%v: caught at %v of simulated time (%.2f s wall): %s", policy, buggy.simulated, buggy.wall.Seconds(), buggy.violations[0])
 		caught[policy] = true
 	}
 	if len(caught) < len(policies) {
 		t.Fatalf("no job of seeds 1 to 399 gave a hung read up at its deadline under each of %v (caught: %v)", policies, caught)
 	}
+}
+
+// buggyRun is a job's run with a deliberate bug, and the wall time it took.
+type buggyRun struct {
+	envSimResult
+	wall time.Duration
+}
+
+// runWithBug runs j without and then with bug (named name), on the simulated clock. ok is false when the pair is
+// no evidence either way: the clean run is not one the bug can show in (shows), or the buggy run's fault did not
+// fire. Between two moves of the clock goroutine order is the scheduler's, so the copies of the buggy run can
+// race the fault away (seed 54 in CI; 2 runs in 40 here). The test fails when the clean run fails a check
+// (requireClean) or the buggy run whose fault fired fails none.
+func runWithBug(t *testing.T, j *envSimJob, bug runnerBug, name string, shows func(clean envSimResult) bool) (buggyRun, bool) {
+	t.Helper()
+	clean := runEnvSimBubble(t, j, envBugBound)
+	if !shows(clean) {
+		return buggyRun{}, false
+	}
+	requireClean(t, j, clean)
+	j.bugs = j.bugs.with(bug)
+	start := time.Now()
+	buggy := buggyRun{envSimResult: runEnvSimBubble(t, j, envBugBound)}
+	buggy.wall = time.Since(start)
+	if !buggy.faultFired {
+		return buggyRun{}, false
+	}
+	if len(buggy.violations) == 0 {
+		t.Fatalf("%v with %s: no check failed", j, name)
+	}
+	return buggy, true
 }
 
 // requireClean fails the test when the job without the bug failed a check: a job is only the bug's evidence when
