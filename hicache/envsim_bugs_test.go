@@ -32,7 +32,9 @@ func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
 		}
 		j.fault, j.faultAt, j.opts.InjectCopyError = envFaultStuckLoad, 1, Injection{}
 		j.opts.WatchdogTimeout = envHangTimeout
-		buggy, ok := runWithBug(t, j, bugUnboundedLoadWait, "unbounded_load_wait", func(clean envSimResult) bool { return clean.faultFired })
+		buggy, ok := runWithBug(t, j, bugUnboundedLoadWait, "unbounded_load_wait", func(clean envSimResult) bool {
+			return clean.faultFired
+		})
 		if !ok {
 			continue // no load-back on that rank in one of the runs: the wait under test never ran
 		}

@@ -1,7 +1,7 @@
 // Package outfile owns the files a command writes for its user (the run's --report and --metrics-file, sweep's
-// --json and --plot, gen-trace's --output): each is checked before the work starts, so that a typo in a directory costs a second
-// and not the run, and each is written whole or not at all, so that a full disk never leaves an empty file in
-// place of the previous one.
+// --json and --plot, gen-trace's --output): each is checked before the work starts, so that a typo in a
+// directory costs a second and not the run, and each is written whole or not at all, so that a full disk never
+// leaves an empty file in place of the previous one.
 //
 // It imports errscope (for the error that names the flag) and nothing else of cphicache.
 package outfile
