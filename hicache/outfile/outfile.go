@@ -25,21 +25,25 @@ func Check(flag, path string) error {
 	if path == "" {
 		return nil
 	}
+	shown := path
+	if to := resolve(path); to != path {
+		shown, path = fmt.Sprintf("%s (a link to %s)", path, to), to
+	}
 	if isStream(path) { // written in place
 		if err := syscall.Access(path, accessWrite); err != nil {
-			return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s is not writable: %v", path, err)}
+			return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s is not writable: %v", shown, err)}
 		}
 		return nil
 	}
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s: the directory %s does not exist", path, dir)}
+		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s: the directory %s does not exist", shown, dir)}
 	}
 	if err := syscall.Access(dir, accessWrite); err != nil {
-		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s: the directory %s is not writable: %v", path, dir, err)}
+		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s: the directory %s is not writable: %v", shown, dir, err)}
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s is a directory", path)}
+		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s is a directory", shown)}
 	}
 	return nil
 }
@@ -63,6 +67,7 @@ func WriteFrom(flag, path string, write func(io.Writer) error) error {
 }
 
 func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	path = resolve(path)
 	if isStream(path) {
 		return writeInPlace(path, write)
 	}
@@ -92,6 +97,27 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 	return os.Rename(f.Name(), path)
 }
 
+// maxLinks bounds resolve's walk, as the kernel's 40 (ELOOP) bounds a path's.
+const maxLinks = 40
+
+// resolve follows path's last component through symbolic links to the path they name, which need not exist yet
+// (a link to this run's file, made before the run). Every command writes and removes at the resolved path, so a
+// user's link stays a link: a temporary file renamed over the link itself would turn it into a copy and leave
+// the file it names with the previous result. A path that is no link is its own answer.
+func resolve(path string) string {
+	for i := 0; i < maxLinks; i++ {
+		to, err := os.Readlink(path)
+		if err != nil {
+			return path
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return path
+}
+
 // isStream says whether path exists and is neither a regular file nor a directory (a device, a FIFO, a socket):
 // such a path is written through itself, never replaced.
 func isStream(path string) bool {
@@ -101,8 +127,10 @@ func isStream(path string) bool {
 
 // Remove removes the file at path, as a job's clean-up does (a periodic metrics file at a signal), but never a
 // path that is not a regular file: written in place, /dev/null stays /dev/null, and removed it would be gone for
-// every later job on the node (as root). A path already gone is no error.
+// every later job on the node (as root). A link's file is removed and the link, the user's, is kept. A path
+// already gone is no error.
 func Remove(path string) error {
+	path = resolve(path)
 	fi, err := os.Lstat(path)
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil

@@ -107,3 +107,55 @@ func TestRemoveLeavesAStream(t *testing.T) {
 		t.Errorf("the FIFO was removed or replaced: %v", err)
 	}
 }
+
+// TestALinkIsWrittenThroughAndKept: a path that is a symbolic link (a `latest.json` a user keeps pointed at this
+// run's file) is written at the file it names, whole as ever, and stays a link: renamed over, the link became a
+// copy and the file it named kept the previous result. A link to a file not yet made makes that file; a link
+// into a missing directory is refused at the start like any missing directory; Remove removes the file named
+// and leaves the user's link.
+func TestALinkIsWrittenThroughAndKept(t *testing.T) {
+	dir := t.TempDir()
+	results := filepath.Join(dir, "results")
+	if err := os.Mkdir(results, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(results, "run.json")
+	if err := os.WriteFile(target, []byte("previous\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	latest, next, bad := filepath.Join(dir, "latest.json"), filepath.Join(dir, "next.json"), filepath.Join(dir, "bad.json")
+	for link, to := range map[string]string{latest: "results/run.json", next: "results/run2.json", bad: "typo/run.json"} {
+		if err := os.Symlink(to, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Check("report", bad); err == nil || !strings.Contains(err.Error(), bad+" (a link to "+filepath.Join(dir, "typo", "run.json")+"): the directory") {
+		t.Errorf("Check of a link into a missing directory: %v, want a refusal", err)
+	}
+	for path, file := range map[string]string{latest: target, next: filepath.Join(results, "run2.json")} {
+		if err := Check("report", path); err != nil {
+			t.Fatalf("Check(%s): %v", path, err)
+		}
+		if err := Write("report", path, []byte("new\n")); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s is no longer a link: %v", path, err)
+		}
+		if b, _ := os.ReadFile(file); string(b) != "new\n" {
+			t.Errorf("%s, named by %s, holds %q, want the new result", file, path, b)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(results, ".*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	if err := Remove(latest); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(target); !os.IsNotExist(err) {
+		t.Errorf("Remove of a link left the file it names: %v", err)
+	}
+	if _, err := os.Lstat(latest); err != nil {
+		t.Errorf("Remove took the user's link: %v", err)
+	}
+}
