@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
@@ -72,4 +73,19 @@ func startProvenance(job *spmd.Job, p *report.Provenance, tracePath string) erro
 		}
 	}
 	return nil
+}
+
+// sizeProvenance sets, in p's configuration, the geometry flags' values that opts make on job's layout
+// (Options.SizedFlags): given back, the configuration then makes the same job. Options that cannot be sized keep
+// the flags as parsed; the run refuses them with their own error.
+func sizeProvenance(job *spmd.Job, p *report.Provenance, opts *hicache.Options) {
+	sized, err := opts.SizedFlags(job.Topo.CPSize, job.Topo.NodeSize, job.Topo.GroupNodes)
+	if err != nil {
+		return
+	}
+	for name, value := range sized {
+		if _, ok := p.Config[name]; ok {
+			p.Config[name] = value
+		}
+	}
 }

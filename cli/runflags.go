@@ -314,6 +314,7 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 				if err := startProvenance(job, o.opts.Provenance, o.opts.TracePath); err != nil {
 					return err
 				}
+				sizeProvenance(job, o.opts.Provenance, o.opts)
 				return fn(job, o.opts)
 			})
 		},

@@ -3,6 +3,7 @@ package hicache
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
@@ -64,6 +65,21 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 		s.DevicePages = int(pages)
 	}
 	return &s, nil
+}
+
+// SizedFlags are the geometry flags' values the job runs with, for a CP group of cp ranks over nodes nodes of
+// ranksPerNode ranks (Size): the model's --layers and --payloads, the per-rank --token-bytes a token accounts for
+// (before any --copy-token-bytes; derived from the default model's bytes a token when not given), and the
+// --l2-slots and --device-pages that --l2-bytes and --device-bytes make. A provenance that printed those flags as
+// parsed would print their defaults, and given back they would make another job.
+func (o *Options) SizedFlags(cp, ranksPerNode, nodes int) (map[string]string, error) {
+	s, err := o.Size(cp, ranksPerNode, nodes)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"layers": strconv.Itoa(s.Layers), "payloads": strconv.Itoa(s.PayloadsPerLayer),
+		"token-bytes": strconv.Itoa(s.accountTokenBytes), "l2-slots": strconv.Itoa(s.L2Slots),
+		"device-pages": strconv.Itoa(s.DevicePages)}, nil
 }
 
 // capacity states the sized options' tiers (after Size) for a CP group of cp ranks.

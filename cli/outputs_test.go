@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The tests of what a run leaves for its user to file and trust: a configuration that, given back, makes the
+// same job, and files that never say OK of a job that did not end well.
+
+// TestTheConfigurationIsTheJobsOwn: the provenance's configuration shows the values the job ran with where they
+// are derived (the per-rank --token-bytes of the default model at cp 2, a model's --layers, the --l2-slots of an
+// --l2-bytes given through its environment variable), in the '#' header and the report alike, so that the
+// configuration given back makes the same job; it used to show those flags' defaults.
+func TestTheConfigurationIsTheJobsOwn(t *testing.T) {
+	besideOthers(t)
+	report := filepath.Join(t.TempDir(), "r.json")
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		want map[string]string
+	}{
+		{nil, nil, map[string]string{"token-bytes": "128", "layers": "4", "payloads": "2"}},
+		{[]string{"CPHICACHE_L2_BYTES=8MiB"}, []string{"--model", "llama-3.1-8b", "--copy-token-bytes", "8"},
+			map[string]string{"layers": "32", "token-bytes": "1024", "l2-slots": "4", "copy-token-bytes": "8"}},
+	} {
+		args := append([]string{"run", "--quiet", "--conversations", "4", "--turns-max", "2", "--report", report}, tc.args...)
+		res := runMPIEnv(t, 2, 60*time.Second, tc.env, args...)
+		if res.exitCode != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, res.exitCode, res.stdout, res.stderr)
+		}
+		var r struct {
+			Provenance struct {
+				Config map[string]string `json:"config"`
+			} `json:"provenance"`
+		}
+		readJSON(t, report, &r)
+		header := strings.Join(strings.Fields(strings.ReplaceAll(res.stdout, "\n#", "")), " ")
+		for flag, want := range tc.want {
+			if !strings.Contains(header, " --"+flag+"="+want+" ") {
+				t.Errorf("%v %v: the header has no --%s=%s:\n%s", tc.env, args, flag, want, res.stdout)
+			}
+			if got := r.Provenance.Config[flag]; got != want {
+				t.Errorf("%v %v: the report's configuration has %s=%q, want %q", tc.env, args, flag, got, want)
+			}
+		}
+	}
+}
