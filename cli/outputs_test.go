@@ -48,3 +48,27 @@ func TestTheConfigurationIsTheJobsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestAnInjectedFaultThatNeverFiredFails: a fault asked for at a step past the workload's end never happens, so
+// the run tested nothing it was asked to: it ends FAILED (exit 1), saying so in the result line and the report,
+// where it used to end "result: OK" with exit 0, which a validation script reads as a detector that missed.
+func TestAnInjectedFaultThatNeverFiredFails(t *testing.T) {
+	besideOthers(t)
+	report := filepath.Join(t.TempDir(), "r.json")
+	for _, flag := range []string{"--inject-divergence", "--inject-copy-error", "--inject-hang"} {
+		res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--conversations", "6", "--turns-max", "2", flag, "1@99999", "--report", report)
+		want := "result: FAILED: injection; " + flag + " 1@99999 never fired: world rank 1's replay ended before step 99999"
+		if res.exitCode != 1 || !strings.Contains(res.stdout, want) {
+			t.Errorf("%s 1@99999: exit %d, want 1 and %q:\n%s%s", flag, res.exitCode, want, res.stdout, res.stderr)
+		}
+		var r struct {
+			Result  string `json:"result"`
+			Failure struct {
+				Check string `json:"check"`
+			} `json:"failure"`
+		}
+		if readJSON(t, report, &r); r.Result != "FAILED" || r.Failure.Check != "injection" {
+			t.Errorf("%s 1@99999: the report says %+v, want FAILED by the injection", flag, r)
+		}
+	}
+}

@@ -34,6 +34,8 @@ func (rs *runState) Collective(c *cache.Collective) error {
 	rs.paceConsensus(c)
 	if c.Kind == cache.StepConsensus {
 		rs.injectHangOrExit(c.Step)
+		// The core perturbs the placement after this consensus (cache.Config.PerturbAtStep).
+		rs.divergenceDue = rs.divergenceDue || rs.opts.InjectDivergence.hits(rs.job.Topo.WorldRank, c.Step)
 	}
 	return rs.cons.collective(c)
 }

@@ -42,6 +42,7 @@ type faultyEngine struct {
 	copyEngine
 	failNext  atomic.Bool
 	stickNext atomic.Bool
+	failed    atomic.Bool // an armed failure was taken: the injected copy error fired
 	delay     atomic.Int64 // nanoseconds added to every copy (tests)
 }
 
@@ -74,6 +75,7 @@ func (f *faultyEngine) fault() error {
 		select {}
 	}
 	if f.failNext.Swap(false) {
+		f.failed.Store(true)
 		return errInjectedCopy
 	}
 	return nil

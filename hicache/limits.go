@@ -20,7 +20,7 @@ import (
 // same verdict on the first two; the memory check reads each node's own memory and is agreed over the World.
 func (rs *runState) checkJobLimits(g pool.Geometry) error {
 	t := rs.job.Topo
-	if err := rs.opts.checkInjectionRanks(t.World.Size()); err != nil {
+	if err := rs.opts.checkInjectionRanks(t.World.Size(), t.CPSize); err != nil {
 		return err
 	}
 	if err := g.Validate(); err != nil {
@@ -30,8 +30,12 @@ func (rs *runState) checkJobLimits(g pool.Geometry) error {
 }
 
 // checkInjectionRanks refuses a fault injection aimed at a rank the job does not have: it would silently not
-// happen, and a validation that expects it would pass for the wrong reason.
-func (o *Options) checkInjectionRanks(worldSize int) error {
+// happen, and a validation that expects it would pass for the wrong reason. A divergence needs a CP group of two
+// ranks or more: a group of one compares no placement, so nothing could catch it.
+func (o *Options) checkInjectionRanks(worldSize, cpSize int) error {
+	if o.InjectDivergence.Set && cpSize < 2 {
+		return &errscope.ConfigError{Flag: "inject-divergence", Reason: "needs a CP group of 2 ranks or more: at cp 1 no placement is compared, so nothing could catch it"}
+	}
 	for _, inj := range []struct {
 		flag string
 		inj  Injection

@@ -142,11 +142,24 @@ func TestCgroupLimitIsReadAndChecked(t *testing.T) {
 
 func TestInjectionOutsideTheWorldIsRefused(t *testing.T) {
 	o := &Options{InjectHang: Injection{Rank: 3, Step: 1, Set: true}}
-	if err := o.checkInjectionRanks(4); err != nil {
+	if err := o.checkInjectionRanks(4, 4); err != nil {
 		t.Fatalf("rank 3 of 4: %v", err)
 	}
 	var ce *errscope.ConfigError
-	if err := o.checkInjectionRanks(3); !errors.As(err, &ce) || ce.Flag != "inject-hang" {
+	if err := o.checkInjectionRanks(3, 3); !errors.As(err, &ce) || ce.Flag != "inject-hang" {
 		t.Fatalf("rank 3 of 3: %v, want --inject-hang refused", err)
+	}
+}
+
+// TestADivergenceNeedsAGroupThatCompares: at cp 1 no placement is compared, so an injected divergence could
+// not be caught and is refused, naming the flag; at cp 2 it runs.
+func TestADivergenceNeedsAGroupThatCompares(t *testing.T) {
+	o := &Options{InjectDivergence: Injection{Rank: 1, Step: 3, Set: true}}
+	var ce *errscope.ConfigError
+	if err := o.checkInjectionRanks(2, 1); !errors.As(err, &ce) || ce.Flag != "inject-divergence" || !strings.Contains(ce.Reason, "cp 1") {
+		t.Fatalf("a divergence in CP groups of 1: %v, want --inject-divergence refused", err)
+	}
+	if err := o.checkInjectionRanks(2, 2); err != nil {
+		t.Fatalf("a divergence in a CP group of 2: %v", err)
 	}
 }

@@ -31,7 +31,9 @@ type runState struct {
 	cons     *consensus
 	core     *cache.Core
 	faults   *faultyEngine // the engine as the runner sees it, with --inject-*-copy
-	start    time.Time
+	// divergenceDue: this rank's --inject-divergence step reached its consensus, after which the core perturbs.
+	divergenceDue bool
+	start         time.Time
 	// idealHit: the replica's ideal hits after each request, computed by CP rank 0 beside the replay (the other
 	// ranks would wait for it at the start: 0.6 s of the shared trace); nil on the other ranks.
 	idealHit chan []int64
@@ -84,6 +86,9 @@ func Run(job *spmd.Job, options *Options) (*report.Report, error) {
 		return nil, err
 	}
 	r, err := rs.finalReport(err)
+	if err == nil && !r.Failed() { // the same on every rank: the report is aggregated
+		err = rs.checkInjectionsFired(r)
+	}
 	if rs.timelineErr != nil {
 		err = errors.Join(err, rs.timelineErr)
 	}
