@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,6 +70,54 @@ func TestAnInjectedFaultThatNeverFiredFails(t *testing.T) {
 		}
 		if readJSON(t, report, &r); r.Result != "FAILED" || r.Failure.Check != "injection" {
 			t.Errorf("%s 1@99999: the report says %+v, want FAILED by the injection", flag, r)
+		}
+	}
+}
+
+// TestAnOutputThatCouldNotBeWrittenFailsTheResult: a --timeline or --metrics-file whose write fails (/dev/full:
+// a full disk) ends the job with exit 1, and the summary and the report written after it say FAILED by that
+// output; they used to say OK of a job that exited 1.
+func TestAnOutputThatCouldNotBeWrittenFailsTheResult(t *testing.T) {
+	besideOthers(t)
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skipf("no /dev/full here: %v", err)
+	}
+	report := filepath.Join(t.TempDir(), "r.json")
+	for _, flag := range []string{"--timeline", "--metrics-file"} {
+		res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--conversations", "6", "--turns-max", "2", flag, "/dev/full", "--report", report)
+		want := "result: FAILED: output; " + flag + " /dev/full: "
+		if res.exitCode != 1 || !strings.Contains(res.stdout, want) {
+			t.Errorf("%s /dev/full: exit %d, want 1 and %q:\n%s%s", flag, res.exitCode, want, res.stdout, res.stderr)
+		}
+		var r struct {
+			Result string `json:"result"`
+		}
+		if readJSON(t, report, &r); r.Result != "FAILED" {
+			t.Errorf("%s /dev/full: the report says %q, want FAILED", flag, r.Result)
+		}
+	}
+}
+
+// TestARunThatWritesNothingLeavesNoOldResult: a run that ends without writing its outputs (a rank that exits,
+// as after a crash) leaves no file at its --report, --metrics-file and --timeline paths, where the previous
+// job's stayed and its report said "OK" of a job that failed.
+func TestARunThatWritesNothingLeavesNoOldResult(t *testing.T) {
+	besideOthers(t)
+	dir := t.TempDir()
+	paths := []string{filepath.Join(dir, "r.json"), filepath.Join(dir, "m.prom"), filepath.Join(dir, "t.json")}
+	for _, p := range paths {
+		if err := os.WriteFile(p, []byte(`{"result": "OK"}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--conversations", "6", "--turns-max", "2", "--inject-exit", "1@2",
+		"--report", paths[0], "--metrics-file", paths[1], "--timeline", paths[2])
+	if res.exitCode != 4 {
+		t.Fatalf("exit %d, want 4 (--inject-exit)\n%s%s", res.exitCode, res.stdout, res.stderr)
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after a run that wrote nothing: %v", p, err)
 		}
 	}
 }

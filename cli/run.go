@@ -4,12 +4,14 @@ package cli
 // file. Its flags are runOptions (runflags.go), which validate shares.
 
 import (
+	"errors"
 	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -30,9 +32,16 @@ func runCommand() *cli.Command {
 //
 // The provenance header comes first, as the run starts: a run that a signal or a failure ends still says what
 // produced it, and a script or test that signals the run may do so once the header is out, since every rank's
-// signal handling is in place before it (spmd.StartJob).
+// signal handling is in place before it (spmd.StartJob). Before it, the previous job's files at this run's
+// output paths are removed: a run that a watchdog, a signal or a dead rank ends writes none of them, and a script
+// must then find none, not the last job's "OK".
 func runMain(job *spmd.Job, opts *hicache.Options) error {
 	if job.Topo.WorldRank == 0 {
+		for _, path := range []string{opts.ReportPath, opts.MetricsPath, opts.TimelinePath} {
+			if path != "" {
+				outfile.Remove(path) // a regular file only: never /dev/null
+			}
+		}
 		opts.Provenance.WriteHeader(os.Stdout)
 	}
 	report, err := hicache.Run(job, opts)
@@ -44,17 +53,10 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 		return err
 	}
 	if job.Topo.WorldRank == 0 {
+		if werr := writeOutputs(report, opts); werr != nil {
+			err = errors.Join(err, werr)
+		}
 		report.WriteSummary(os.Stdout)
-		if opts.ReportPath != "" {
-			if err := report.WriteJSON(opts.ReportPath); err != nil {
-				return err
-			}
-		}
-		if opts.MetricsPath != "" {
-			if err := report.WriteMetrics(opts.MetricsPath, opts.JobID); err != nil {
-				return err
-			}
-		}
 	}
 	if err != nil {
 		return err
@@ -63,4 +65,24 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 		return err
 	}
 	return report.NotCovered()
+}
+
+// writeOutputs writes the metrics file, then the JSON report, recording a write that failed in the report as the
+// run's failure before the next is written: the report, and the summary printed after both, never say OK of a
+// job that exits 1 for a full disk. (The metrics file carries no verdict.)
+func writeOutputs(r *report.Report, opts *hicache.Options) error {
+	var errs error
+	if opts.MetricsPath != "" {
+		if err := r.WriteMetrics(opts.MetricsPath, opts.JobID); err != nil {
+			r.FailOutput(err)
+			errs = err
+		}
+	}
+	if opts.ReportPath != "" {
+		if err := r.WriteJSON(opts.ReportPath); err != nil {
+			r.FailOutput(err)
+			errs = errors.Join(errs, err)
+		}
+	}
+	return errs
 }

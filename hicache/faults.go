@@ -42,7 +42,7 @@ type faultyEngine struct {
 	copyEngine
 	failNext  atomic.Bool
 	stickNext atomic.Bool
-	failed    atomic.Bool // an armed failure was taken: the injected copy error fired
+	failed    atomic.Bool  // an armed failure was taken: the injected copy error fired
 	delay     atomic.Int64 // nanoseconds added to every copy (tests)
 }
 

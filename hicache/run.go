@@ -89,7 +89,10 @@ func Run(job *spmd.Job, options *Options) (*report.Report, error) {
 	if err == nil && !r.Failed() { // the same on every rank: the report is aggregated
 		err = rs.checkInjectionsFired(r)
 	}
-	if rs.timelineErr != nil {
+	if rs.timelineErr != nil { // world rank 0's alone: it writes the file, and prints the report
+		if r != nil {
+			r.FailOutput(rs.timelineErr)
+		}
 		err = errors.Join(err, rs.timelineErr)
 	}
 	return r, err

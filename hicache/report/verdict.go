@@ -110,6 +110,15 @@ func (e *RunFailed) Error() string {
 		e.Divergences, e.Mismatches, e.AuditMismatches, e.CopyErrors, e.L3BlockMismatches)
 }
 
+// FailOutput records that an output of the run could not be written (a full disk under --timeline, --report or
+// --metrics-file): the job exits non-zero, so the report and the summary written after it must not say OK. A run
+// that failed already keeps its own failure, which is the one to tell.
+func (r *Report) FailOutput(err error) {
+	if r.Failure == nil {
+		r.Failure = &FailureReport{Check: "output", Step: -1, WorldRank: 0, Message: err.Error()}
+	}
+}
+
 // RunFailure is the RunFailed the report's counts say, or nil.
 func (r *Report) RunFailure() error {
 	if !r.Failed() {
