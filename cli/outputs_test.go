@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -119,5 +120,32 @@ func TestARunThatWritesNothingLeavesNoOldResult(t *testing.T) {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s is still there after a run that wrote nothing: %v", p, err)
 		}
+	}
+}
+
+// TestAnOutputThatNamesTheTraceIsRefused: run's --report over the --trace it replays, and sweep's --plot over
+// its --json, are refused before start-up naming the flag, and the trace is left whole; the report used to
+// replace the user's trace.
+func TestAnOutputThatNamesTheTraceIsRefused(t *testing.T) {
+	besideOthers(t)
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.jsonl")
+	if out, err := exec.Command(binPath, "gen-trace", "--conversations", "4", "--turns-max", "2", "-o", trace).CombinedOutput(); err != nil {
+		t.Fatalf("gen-trace: %v\n%s", err, out)
+	}
+	before, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--trace", trace, "--report", trace)
+	if want := "invalid --report: " + trace + " is the same file as --trace"; res.exitCode != 2 || !strings.Contains(res.stderr, want) {
+		t.Errorf("--report over --trace: exit %d, want 2 and %q:\n%s%s", res.exitCode, want, res.stdout, res.stderr)
+	}
+	if after, _ := os.ReadFile(trace); string(after) != string(before) {
+		t.Errorf("the trace was changed: %d bytes, were %d", len(after), len(before))
+	}
+	out, err := exec.Command(binPath, "sweep", "--l2-slots", "64", "--trace", trace, "--json", trace).CombinedOutput()
+	if want := "invalid --json: " + trace + " is the same file as --trace"; !strings.Contains(string(out), want) {
+		t.Errorf("sweep --json over --trace: %v, want %q:\n%s", err, want, out)
 	}
 }

@@ -66,7 +66,8 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	if o.opts.Serving, err = o.run.serving.options(o.opts.Model, o.run.trace == ""); err != nil {
 		return err
 	}
-	if err := errors.Join(outfile.Check("json", o.json), outfile.Check("plot", o.plot), sweep.CheckPlotFormat(o.plot)); err != nil {
+	distinct := outfile.CheckDistinct([]outfile.File{{Flag: "json", Path: o.json}, {Flag: "plot", Path: o.plot}}, []outfile.File{{Flag: "trace", Path: o.opts.TracePath}})
+	if err := errors.Join(outfile.Check("json", o.json), outfile.Check("plot", o.plot), sweep.CheckPlotFormat(o.plot), distinct); err != nil {
 		return err
 	}
 	return o.opts.Validate()

@@ -194,6 +194,10 @@ func (o *Options) Validate() error {
 		if err := outfile.Check("report", o.ReportPath); err != nil {
 			return err
 		}
+		outputs := []outfile.File{{Flag: "report", Path: o.ReportPath}, {Flag: "metrics-file", Path: o.MetricsPath}, {Flag: "timeline", Path: o.TimelinePath}}
+		if err := outfile.CheckDistinct(outputs, []outfile.File{{Flag: "trace", Path: o.TracePath}}); err != nil {
+			return err
+		}
 	}
 	if o.Collective != "mpi" && o.Collective != "nccl" {
 		return &errscope.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}

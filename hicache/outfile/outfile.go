@@ -152,3 +152,43 @@ func writeInPlace(path string, write func(io.Writer) error) error {
 	}
 	return f.Close()
 }
+
+// File is a command's file: the flag that names it and its path ("" when not given).
+type File struct{ Flag, Path string }
+
+// CheckDistinct refuses, naming the output's flag, an output that is the same file as another output or as an
+// input: written, it would replace the input (a --report over the --trace it replays) or the other output's
+// result. Paths are compared as the files they name: links followed, and an existing file also by its device
+// and inode (a hard link). Streams (/dev/null for two outputs) and paths not given pass.
+func CheckDistinct(outputs, inputs []File) error {
+	for i, out := range outputs {
+		if out.Path == "" || isStream(resolve(out.Path)) {
+			continue
+		}
+		for j, other := range append(append([]File{}, outputs[:i]...), inputs...) {
+			if other.Path == "" || other.Path == "-" || !sameFile(out.Path, other.Path) {
+				continue
+			}
+			why := "each would replace the other's result"
+			if j >= i {
+				why = "writing it would destroy that input"
+			}
+			return &errscope.ConfigError{Flag: out.Flag, Reason: fmt.Sprintf("%s is the same file as --%s %s: %s", out.Path, other.Flag, other.Path, why)}
+		}
+	}
+	return nil
+}
+
+// sameFile says whether a and b name one file: the same absolute path once links are followed, or, when both
+// exist, the same device and inode.
+func sameFile(a, b string) bool {
+	a, b = resolve(a), resolve(b)
+	if absA, errA := filepath.Abs(a); errA == nil {
+		if absB, errB := filepath.Abs(b); errB == nil && absA == absB {
+			return true
+		}
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}

@@ -159,3 +159,36 @@ func TestALinkIsWrittenThroughAndKept(t *testing.T) {
 		t.Errorf("Remove took the user's link: %v", err)
 	}
 }
+
+// TestAnOutputMustNotBeAnotherFile: an output naming the input (by the same path, another spelling of it, a link
+// or a hard link) or another output is refused naming the output's flag; two outputs to /dev/null, an input
+// given as "-" and different files pass.
+func TestAnOutputMustNotBeAnotherFile(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.jsonl")
+	if err := os.WriteFile(trace, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link, hard := filepath.Join(dir, "link.jsonl"), filepath.Join(dir, "hard.jsonl")
+	if err := os.Symlink("t.jsonl", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(trace, hard); err != nil {
+		t.Fatal(err)
+	}
+	in := []File{{"trace", trace}}
+	for _, out := range []string{trace, filepath.Join(dir, ".", "t.jsonl"), link, hard} {
+		var ce *errscope.ConfigError
+		err := CheckDistinct([]File{{"report", out}}, in)
+		if !errors.As(err, &ce) || ce.Flag != "report" || !strings.Contains(err.Error(), "the same file as --trace "+trace+": writing it would destroy that input") {
+			t.Errorf("--report %s over --trace %s: %v, want --report refused", out, trace, err)
+		}
+	}
+	r := filepath.Join(dir, "r.json")
+	if err := CheckDistinct([]File{{"report", r}, {"metrics-file", r}}, nil); err == nil || !strings.Contains(err.Error(), "--metrics-file: "+r+" is the same file as --report "+r+": each would replace") {
+		t.Errorf("two outputs to one file: %v, want the second refused", err)
+	}
+	if err := CheckDistinct([]File{{"report", "/dev/null"}, {"metrics-file", "/dev/null"}, {"timeline", r}, {"cpu", ""}}, []File{{"trace", "-"}, {"l3", ""}}); err != nil {
+		t.Errorf("distinct outputs: %v", err)
+	}
+}
