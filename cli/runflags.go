@@ -5,7 +5,6 @@ package cli
 // before MPI starts; replayCommand, the command run and validate share; and --trace -'s hand-over to the job.
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -306,7 +305,7 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 					return err
 				}
 				defer stop()
-				remove, err := traceFromStdin(job, o.opts)
+				remove, err := traceFromStream(job, o.opts)
 				if err != nil {
 					return err
 				}
@@ -319,18 +318,4 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 			})
 		},
 	}
-}
-
-// traceFromStdin is --trace -: the job broadcasts standard input to the ranks that read the workload
-// (spmd.Job.TraceFromStdin), whose opts then name the file it is kept in. A World collective when opts.TracePath
-// is "-", nothing otherwise; remove deletes the file.
-func traceFromStdin(job *spmd.Job, opts *hicache.Options) (remove func(), err error) {
-	if opts.TracePath != "-" {
-		return func() {}, nil
-	}
-	path, remove, err := job.TraceFromStdin(os.Stdin)
-	if err == nil && path != "" {
-		opts.TracePath = path
-	}
-	return remove, err
 }

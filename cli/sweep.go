@@ -95,7 +95,7 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	if err := sweep.CheckJob(job); err != nil {
 		return err
 	}
-	remove, err := traceFromStdin(job, o.opts)
+	remove, err := traceFromStream(job, o.opts)
 	if err != nil {
 		return err
 	}

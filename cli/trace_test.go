@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -142,4 +143,39 @@ func TestTraceFromStandardInput(t *testing.T) {
 		t.Errorf("temporary copies left: %v", after)
 	}
 	checkNoSegments(t)
+}
+
+// TestATraceFromAFIFOIsReadOnce: a --trace that is a FIFO (as `mkfifo t; gen-trace > t &` makes) is read once,
+// on world rank 0, and reaches both CP groups of a CP2DP2 job: the job replays exactly what the same trace from
+// a regular file replays. It used to be drained by the provenance's checksum, and the run then waited for a
+// writer for good.
+func TestATraceFromAFIFOIsReadOnce(t *testing.T) {
+	besideOthers(t)
+	dir := t.TempDir()
+	file, fifo := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "t.fifo")
+	if out, err := exec.Command(binPath, "gen-trace", "--conversations", "8", "--turns-max", "2", "-o", file).CombinedOutput(); err != nil {
+		t.Fatalf("gen-trace: %v\n%s", err, out)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil { // waits for the run's reader
+			w.Write(data)
+			w.Close()
+		}
+	}()
+	hits := regexp.MustCompile(`(?m)^  prompt tokens: .*$`)
+	fromFIFO := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--cp", "2", "--trace", fifo)
+	fromFile := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--cp", "2", "--trace", file)
+	if fromFIFO.exitCode != 0 || fromFile.exitCode != 0 {
+		t.Fatalf("exit %d from the FIFO, %d from the file:\n%s%s\n%s%s", fromFIFO.exitCode, fromFile.exitCode, fromFIFO.stdout, fromFIFO.stderr, fromFile.stdout, fromFile.stderr)
+	}
+	if a, b := hits.FindString(fromFIFO.stdout), hits.FindString(fromFile.stdout); a == "" || a != b {
+		t.Errorf("from the FIFO %q, from the file %q: want the same replay", a, b)
+	}
 }

@@ -3,8 +3,9 @@ package spmd
 // --trace -: a trace on standard input, as gen-trace writes one to standard output by default. mpirun forwards
 // standard input to world rank 0 only, while the workload is read by CP rank 0 of every group (and validate
 // reads it once per pass), so world rank 0 reads it whole and broadcasts it, and each reading rank keeps it in a
-// private temporary file that the trace reader then reads as any --trace. The broadcast is the job's, not a
-// command's: no command runs a collective itself.
+// private temporary file that the trace reader then reads as any --trace. A FIFO or a process substitution's
+// /dev/fd path can be read once too, and only on world rank 0's node, so it travels the same way. The broadcast
+// is the job's, not a command's: no command runs a collective itself.
 
 import (
 	"encoding/binary"
@@ -21,18 +22,19 @@ const stdinChunkBytes = 64 << 20
 // stdinReadFailed in the length header says world rank 0 could not read standard input.
 const stdinReadFailed = math.MaxUint64
 
-// TraceFromStdin is --trace -: world rank 0 reads stdin whole and broadcasts it to every rank, and CP rank 0 of
-// every group (the ranks that read the workload) keeps it in a private temporary file, whose path it returns;
-// the other ranks return "". A World collective. remove deletes the file (and is never nil); a signal's
-// clean-up deletes it too. A stdin that cannot be read or is empty fails every rank alike.
-func (j *Job) TraceFromStdin(stdin io.Reader) (path string, remove func(), err error) {
+// TraceFromStream is a --trace that can be read only once, named name ("-" for standard input): world rank 0
+// reads stream whole and broadcasts it to every rank, and CP rank 0 of every group (the ranks that read the
+// workload) keeps it in a private temporary file, whose path it returns; the other ranks return "". A World
+// collective. remove deletes the file (and is never nil); a signal's clean-up deletes it too. A stream that
+// cannot be read or is empty fails every rank alike.
+func (j *Job) TraceFromStream(stream io.Reader, name string) (path string, remove func(), err error) {
 	remove = func() {}
 	t := j.Topo
 	var data []byte
 	var readErr error
 	header := make([]byte, 8)
 	if t.WorldRank == 0 {
-		data, readErr = io.ReadAll(stdin)
+		data, readErr = io.ReadAll(stream)
 		length := uint64(len(data))
 		if readErr != nil {
 			length = stdinReadFailed
@@ -47,10 +49,10 @@ func (j *Job) TraceFromStdin(stdin io.Reader) (path string, remove func(), err e
 		if readErr == nil {
 			readErr = errors.New("world rank 0 could not read it")
 		}
-		return "", remove, &JobWide{Err: fmt.Errorf("--trace -: reading standard input: %w", readErr)}
+		return "", remove, &JobWide{Err: fmt.Errorf("--trace %s: reading %s: %w", name, streamWhat(name), readErr)}
 	}
 	if length == 0 {
-		return "", remove, &JobWide{Err: errors.New("--trace -: standard input is empty (pipe a trace in, e.g. cphicache gen-trace | mpirun ... cphicache run --trace -)")}
+		return "", remove, &JobWide{Err: fmt.Errorf("--trace %s: %s is empty (pipe a trace in, e.g. cphicache gen-trace | mpirun ... cphicache run --trace -)", name, streamWhat(name))}
 	}
 	if t.WorldRank != 0 {
 		data = make([]byte, length)
@@ -74,6 +76,14 @@ func (j *Job) TraceFromStdin(stdin io.Reader) (path string, remove func(), err e
 		return "", func() {}, err
 	}
 	return path, remove, nil
+}
+
+// streamWhat names a stream in a message: standard input for "-", else its path.
+func streamWhat(name string) string {
+	if name == "-" {
+		return "standard input"
+	}
+	return name
 }
 
 // keepTrace writes data to a private temporary file and returns its path and the function that drops its

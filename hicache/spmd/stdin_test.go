@@ -34,7 +34,7 @@ func TestTraceFromStdinReachesEveryReadingRank(t *testing.T) {
 		}
 		return stdinNotForwarded{t}
 	}
-	path, remove, err := job.TraceFromStdin(stdin(want))
+	path, remove, err := job.TraceFromStream(stdin(want), "-")
 	if err != nil {
 		t.Fatalf("rank %d: %v", topo.WorldRank, err)
 	}
@@ -51,7 +51,7 @@ func TestTraceFromStdinReachesEveryReadingRank(t *testing.T) {
 		t.Errorf("rank %d: %s is left after remove: %v", topo.WorldRank, path, err)
 	}
 
-	_, remove, err = job.TraceFromStdin(stdin(nil))
+	_, remove, err = job.TraceFromStream(stdin(nil), "-")
 	remove()
 	var jobWide *JobWide
 	if !errors.As(err, &jobWide) {
