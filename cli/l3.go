@@ -89,7 +89,15 @@ func writeL3Usage(w io.Writer, dir string, usage []l3.NamespaceUsage) {
 	}
 	fmt.Fprintf(w, "# cphicache l3 stat: %s\n  %s, %s, %s\n", dir, errscope.Plural(len(usage), "namespace"), errscope.Plural(int(blocks), "block"), l3Bytes(bytes))
 	for _, u := range usage {
-		fmt.Fprintf(w, "  namespace %016x: %d blocks, %s", u.Fingerprint, u.Blocks, l3Bytes(u.Bytes))
+		fmt.Fprintf(w, "  namespace %016x: %s", u.Fingerprint, errscope.Plural(u.Blocks, "block"))
+		if u.PartFiles > 0 {
+			fmt.Fprintf(w, " (in %s, a part a node of its CP group", errscope.Plural(u.PartFiles, "part-file"))
+			if u.Incomplete > 0 {
+				fmt.Fprintf(w, "; %d missing a part, which no reader finds whole", u.Incomplete)
+			}
+			fmt.Fprint(w, ")")
+		}
+		fmt.Fprintf(w, ", %s", l3Bytes(u.Bytes))
 		if u.Blocks > 0 {
 			fmt.Fprintf(w, ", oldest %s, newest %s", u.Oldest.UTC().Format(time.RFC3339), u.Newest.UTC().Format(time.RFC3339))
 		}

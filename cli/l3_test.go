@@ -47,7 +47,7 @@ func TestL3StatAndClear(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("2 namespaces, 4 blocks, 1.5 KiB (%d bytes)", 3*fileBytes+64+b.Namespace().PayloadBytes(4)),
 		fmt.Sprintf("namespace %016x: 3 blocks, 960 B (%d bytes), oldest 20", a.Fingerprint(), 3*fileBytes),
-		fmt.Sprintf("namespace %016x: 1 blocks", b.Fingerprint()),
+		fmt.Sprintf("namespace %016x: 1 block, ", b.Fingerprint()),
 		`cp=4 seed=1 content=v0 namespace="llama-3.1-8b bf16"`,
 	} {
 		if !strings.Contains(out, want) {

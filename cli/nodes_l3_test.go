@@ -65,6 +65,9 @@ func TestL3OverTwoNodesOfFourServesAsOnOne(t *testing.T) {
 	if len(whole) == 0 || byPart[".p0of2.blk"] != len(whole) || byPart[".p1of2.blk"] != len(whole) || len(parts) != 2*len(whole) {
 		t.Fatalf("one node wrote %d block files; two nodes %d files, %v by part: want one part-file a node for each block", len(whole), len(parts), byPart)
 	}
+	if stat, want := singleton(t, "l3", "stat", "--l3-dir", twoDir), fmt.Sprintf(": %d blocks (in %d part-files, a part a node", len(whole), len(parts)); !strings.Contains(stat, want) {
+		t.Errorf("l3 stat over the two nodes' directory lacks %q:\n%s", want, stat)
+	}
 
 	one := runNodesL3(t, "warm, one node", oneNode, oneDir, nil)
 	two := runNodesL3(t, "warm, two nodes", twoNodes, twoDir, []string{"nodeA", "nodeB"})

@@ -16,7 +16,9 @@ import (
 type NamespaceUsage struct {
 	Fingerprint    uint64
 	Description    string // the namespace's printable form, or "" when its file is missing
-	Blocks         int
+	Blocks         int    // blocks, each whole or split in part-files (a CP group over nodes: one part a node)
+	PartFiles      int    // the part-files among the block files; 0 when every block is whole
+	Incomplete     int    // split blocks with a part-file missing: no node's reader finds the block
 	Bytes          int64
 	Oldest, Newest time.Time // the blocks' last use (mtime); zero without blocks
 	TemporaryFiles int       // writes in flight, or a dead writer's left-overs that the next Open removes
@@ -41,7 +43,8 @@ func Usage(dir string) ([]NamespaceUsage, error) {
 		if err != nil {
 			return nil, err
 		}
-		u := NamespaceUsage{Fingerprint: fp, Blocks: len(blocks), TemporaryFiles: len(temps)}
+		u := NamespaceUsage{Fingerprint: fp, TemporaryFiles: len(temps)}
+		u.Blocks, u.PartFiles, u.Incomplete = countBlocks(blocks)
 		if b, err := readSmallRegular(OSFS{}, filepath.Join(nsDir, namespaceFile), namespaceFileMaxBytes); err == nil {
 			u.Description = string(b[:len(b)-min(len(b), 1)])
 		}
@@ -57,6 +60,31 @@ func Usage(dir string) ([]NamespaceUsage, error) {
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// countBlocks counts a namespace's block files as blocks: a whole block is one file, a split one k part-files
+// (".p<i>of<k>"), of which some may be missing (a node that never wrote its part, or evicted it).
+func countBlocks(files []fileInfo) (blocks, partFiles, incomplete int) {
+	parts := map[uint64]int{}  // part-files found, by the key of a split block
+	wanted := map[uint64]int{} // k, by the key of a split block
+	for _, f := range files {
+		if f.part == "" {
+			blocks++
+			continue
+		}
+		var i, k int
+		fmt.Sscanf(f.part, ".p%dof%d", &i, &k) // well formed: scanNamespace kept only such names
+		parts[f.key]++
+		wanted[f.key] = k
+		partFiles++
+	}
+	for key, n := range parts {
+		blocks++
+		if n < wanted[key] {
+			incomplete++
+		}
+	}
+	return blocks, partFiles, incomplete
 }
 
 // Clear removes one namespace's directory (fingerprint non-nil) or every namespace's, and returns the

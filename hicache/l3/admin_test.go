@@ -87,3 +87,26 @@ func TestClearRetriesAndFinishesWhatItCan(t *testing.T) {
 		t.Errorf("left in the directory: %v, %v", entries, err)
 	}
 }
+
+// TestUsageCountsASplitBlockOnce: a CP group over two nodes writes each block as two part-files; Usage counts the
+// block once, the part-files beside it, and a block whose other part is missing as incomplete. It counted every
+// part-file as a block.
+func TestUsageCountsASplitBlockOnce(t *testing.T) {
+	dir := t.TempDir()
+	fan := fmt.Sprintf("%s/%016x/00", dir, uint64(0xabc))
+	if err := os.MkdirAll(fan, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"0000000000000001.p0of2", "0000000000000001.p1of2", "0000000000000002.p0of2", "0000000000000003"} {
+		if err := os.WriteFile(fan+"/"+name+".blk", []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := Usage(dir)
+	if err != nil || len(u) != 1 {
+		t.Fatalf("Usage: %+v, %v", u, err)
+	}
+	if got := u[0]; got.Blocks != 3 || got.PartFiles != 3 || got.Incomplete != 1 || got.Bytes != 4 {
+		t.Errorf("%d blocks, %d part-files, %d incomplete, %d bytes; want 3 blocks (one whole), 3 part-files, 1 incomplete, 4 bytes", got.Blocks, got.PartFiles, got.Incomplete, got.Bytes)
+	}
+}
