@@ -81,13 +81,26 @@ func (o *Options) checkMemoryFits(g pool.Geometry, ranksOnNode, groupsOnNode int
 		return &errscope.ConfigError{Flag: l2Flag, Reason: fmt.Sprintf("the L2 slab needs %d MiB of shared memory per node (%d CP group(s) x %d MiB) but %s has %d MiB free; lower --%s or the page size",
 			slabBytes>>20, groupsOnNode, slabBytes/int64(groupsOnNode)>>20, shm.Dir, free>>20, l2Flag)}
 	}
-	if need := slabBytes + (tableBytes+l1Bytes)*ranks; mem.CgroupLimited && need > mem.Cgroup.RoomBytes() {
-		flag := l2Flag
-		if l1Bytes*ranks > slabBytes {
-			flag = l1Flag
+	// /dev/shm is memory too (tmpfs), so its free space can exceed what the node has left beside L1.
+	if free := mem.AvailableBytes; free >= 0 {
+		if need := slabBytes + (tableBytes+l1Bytes)*ranks; need > free {
+			flag := biggerFlag(l2Flag, slabBytes, l1Flag, l1Bytes*ranks)
+			return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("this node's L2 slabs (%d MiB, in %s, which is memory), allocator tables (%d MiB) and L1 (%d MiB) for %d rank(s) need %d MiB together, but it has %d MiB of memory available; lower --%s",
+				slabBytes>>20, shm.Dir, tableBytes*ranks>>20, l1Bytes*ranks>>20, ranksOnNode, need>>20, free>>20, flag)}
 		}
+	}
+	if need := slabBytes + (tableBytes+l1Bytes)*ranks; mem.CgroupLimited && need > mem.Cgroup.RoomBytes() {
+		flag := biggerFlag(l2Flag, slabBytes, l1Flag, l1Bytes*ranks)
 		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("this node's L2 slabs (%d MiB), allocator tables (%d MiB) and L1 (%d MiB) for %d rank(s) need %d MiB, but %s leaves %d MiB: the job would be killed for memory; lower --%s, or give the job more memory (Slurm: --mem)",
 			slabBytes>>20, tableBytes*ranks>>20, l1Bytes*ranks>>20, ranksOnNode, need>>20, mem.Cgroup, mem.Cgroup.RoomBytes()>>20, flag)}
 	}
 	return nil
+}
+
+// biggerFlag is the flag of the larger of the L2's bytes and L1's, the one worth lowering.
+func biggerFlag(l2Flag string, l2Bytes int64, l1Flag string, l1Bytes int64) string {
+	if l1Bytes > l2Bytes {
+		return l1Flag
+	}
+	return l2Flag
 }

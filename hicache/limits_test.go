@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/pool"
@@ -42,9 +44,9 @@ func TestTablesThatCannotFitAreRefused(t *testing.T) {
 	g := pool.Geometry{CPSize: 8, Layers: 1, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 8, Slots: 1 << 20, SlabBytesMax: 1 << 30}
 	o := &Options{DevicePages: 0}
 	available := func(bytes int64) sizing.NodeMemory { return sizing.NodeMemory{AvailableBytes: bytes, ShmFreeBytes: -1} }
-	need := g.TableBytes() * 8
+	need := g.TableBytes()*8 + shm.SegmentBytes(g) // /dev/shm's slab is the node's memory too
 	if err := o.checkMemoryFits(g, 8, 1, available(need)); err != nil {
-		t.Fatalf("tables that just fit: %v", err)
+		t.Fatalf("tables that just fit beside the slab: %v", err)
 	}
 	var ce *errscope.ConfigError
 	if err := o.checkMemoryFits(g, 8, 1, available(need-1)); !errors.As(err, &ce) || ce.Flag != "l2-slots" || !strings.Contains(err.Error(), "8 rank(s)") {
@@ -86,6 +88,13 @@ func TestL1ThatCannotFitIsRefused(t *testing.T) {
 	o.DevicePages, o.DeviceBytes = 512, 0
 	if err := o.checkMemoryFits(g, 2, 1, sizing.NodeMemory{AvailableBytes: 1 << 30, ShmFreeBytes: -1}); err != nil {
 		t.Fatalf("the default L1: %v", err)
+	}
+	// Each fits on its own (the slab in /dev/shm, L1 in memory), but not together: /dev/shm is memory too.
+	o.DevicePages, o.DeviceBytes = 100_000, 1 // sized by --device-bytes
+	slab, l1 := shm.SegmentBytes(g), 2*(g.TableBytes()+cache.DeviceBytes(g, o.DevicePages))
+	both := sizing.NodeMemory{AvailableBytes: slab + l1 - 1, ShmFreeBytes: slab}
+	if err := o.checkMemoryFits(g, 2, 1, both); !errors.As(err, &ce) || ce.Flag != "device-bytes" || !strings.Contains(err.Error(), "MiB together") {
+		t.Fatalf("a %d MiB slab beside %d MiB of L1 in %d MiB: %vwant --device-bytes refused for the sum", slab>>10, l1>>20, both.AvailableBytes>>20, err)
 	}
 }
 
