@@ -244,8 +244,12 @@ func (r *Report) WriteSummary(w io.Writer) {
 	if r.Verify.PagesChecked == 0 {
 		verify = "NOTHING VERIFIED: no page was loaded back from L2"
 	}
-	fmt.Fprintf(w, "  step consensus: %d calls, %.2f per step; latency p50 %.1f us, p99 %.1f us (slowest rank)\n",
-		r.Consensus.Calls, r.Consensus.CallsPerStep, r.WritingCheckUs.P50, r.WritingCheckUs.P99)
+	if r.Consensus.Calls == 0 { // cp 1: every call skipped, so no latency was measured
+		fmt.Fprintf(w, "  step consensus: none (%s skipped: a CP group of one rank has no collective to run)\n", errscope.Count(r.Consensus.Skipped, "call", "calls"))
+	} else {
+		fmt.Fprintf(w, "  step consensus: %d calls, %.2f per step; latency p50 %.1f us, p99 %.1f us (slowest rank)\n",
+			r.Consensus.Calls, r.Consensus.CallsPerStep, r.WritingCheckUs.P50, r.WritingCheckUs.P99)
+	}
 	fmt.Fprintf(w, "  placement: %s\n", placement)
 	audit := "committed objects checked whole (every rank's parts)"
 	if r.spansNodes() {

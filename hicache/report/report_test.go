@@ -122,3 +122,15 @@ func TestSummaryCountsInEnglish(t *testing.T) {
 		}
 	}
 }
+
+// TestAOneRankGroupPrintsNoLatency: at cp 1 every consensus call is skipped, so the summary says so instead of
+// latencies of 0.0 us that were never measured.
+func TestAOneRankGroupPrintsNoLatency(t *testing.T) {
+	r := &Report{Ranks: 1, CP: 1, DP: 1}
+	r.Fill(&cache.Counters{ConsensusSkipped: 12, PagesChecked: 10})
+	var b strings.Builder
+	r.WriteSummary(&b)
+	if s := b.String(); !strings.Contains(s, "step consensus: none (12 calls skipped: a CP group of one rank has no collective to run)") || strings.Contains(s, "latency") {
+		t.Errorf("cp 1: want the consensus said skipped, no latency:\n%s", s)
+	}
+}
