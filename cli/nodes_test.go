@@ -139,3 +139,14 @@ func TestNodeNameOnSomeRanksIsAUsageError(t *testing.T) {
 		t.Fatalf("exit %d, want 2 and %q once:\n%s", res.exitCode, want, res.stderr)
 	}
 }
+
+// TestUnevenNodesWithoutCPSayWhy: --cp left unset makes a CP group of each node's ranks, which nodes of 2 and 1
+// ranks cannot give: the usage error says so, and not that the user gave "--cp 0".
+func TestUnevenNodesWithoutCPSayWhy(t *testing.T) {
+	besideOthers(t)
+	res := runOnNodes(t, 60*time.Second, []nodeLaunch{{2, "nodeA"}, {1, "nodeB"}}, "topo")
+	want := "invalid --cp: left unset, which makes a CP group of each node's ranks, but the job's nodes hold different numbers of ranks"
+	if res.exitCode != 2 || !strings.Contains(res.stderr, want) {
+		t.Fatalf("exit %d, want 2 and %q:\n%s", res.exitCode, want, res.stderr)
+	}
+}

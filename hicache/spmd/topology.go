@@ -114,7 +114,7 @@ func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (in
 	}
 	if cp == 0 {
 		if !nodeSizesEqual {
-			return 0, 0, &errscope.ConfigError{Flag: "cp", Reason: "0 (the ranks of one node) needs the same number of ranks on every node; give --cp explicitly"}
+			return 0, 0, &errscope.ConfigError{Flag: "cp", Reason: "left unset, which makes a CP group of each node's ranks, but the job's nodes hold different numbers of ranks; give --cp explicitly"}
 		}
 		cp = nodeSize
 	}
