@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -146,6 +147,9 @@ func removeNamespace(dir, name string) (err error) {
 	for try := range clearTries {
 		if err = removeAll(path); err == nil {
 			return nil
+		}
+		if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("%w (the directory is read-only, or not this user's to write: no retry would remove it)", err)
 		}
 		time.Sleep(time.Duration(try+1) * clearRetryPause)
 	}

@@ -43,9 +43,12 @@ func TestUsageAndClear(t *testing.T) {
 	if u, err := Usage(dir); err != nil || len(u) != 0 {
 		t.Errorf("Usage after Clear: %+v, %v", u, err)
 	}
-	mustWrite(t, a, 4) // a Store outlives a Clear: its directory comes back
+	mustWrite(t, a, 4) // a Store outlives a Clear: its directory comes back, named again
 	if !a.Exists(4) {
 		t.Error("a write after Clear is lost")
+	}
+	if u, err := Usage(dir); err != nil || len(u) != 1 || u[0].Description != testNS.String() {
+		t.Errorf("Usage after a write that followed Clear: %+v, %v; want the namespace named again", u, err)
 	}
 }
 
@@ -85,6 +88,16 @@ func TestClearRetriesAndFinishesWhatItCan(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
 		t.Errorf("left in the directory: %v, %v", entries, err)
+	}
+	// Read-only storage resists every try alike: one try, and a reason that does not blame a running job.
+	mustWrite(t, a, 3)
+	tries := 0
+	removeAll = func(path string) error {
+		tries++
+		return &fs.PathError{Op: "unlinkat", Path: path, Err: syscall.EROFS}
+	}
+	if _, err := Clear(dir, nil); tries != 1 || err == nil || !strings.Contains(err.Error(), "read-only") || strings.Contains(err.Error(), "a job running beside") {
+		t.Errorf("read-only storage: %d tries, %v; want one, saying the directory is read-only", tries, err)
 	}
 }
 

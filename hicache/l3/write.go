@@ -54,8 +54,14 @@ func (s *Store) publish(path string, fill func(TempFile) error, fsync bool, now 
 		// The first write into a fan-out directory makes it (and the namespace's, after an `l3 clear`). Looking
 		// for it before every write cost a path walk each (one stat, about 2 us on ext4 here) for a directory that
 		// is nearly always there.
+		_, statErr := s.fs.Stat(s.dir)
 		if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 			return &WriteError{Path: path, Op: "mkdir", Err: err}
+		}
+		if errors.Is(statErr, fs.ErrNotExist) && dir != s.dir {
+			// An `l3 clear` took the namespace's directory with its namespace.txt: write it again, so that `l3
+			// stat` names the blocks this job goes on writing. Best effort: a block is no less whole without it.
+			s.writeNamespaceFile()
 		}
 		f, err = s.createTemp(dir, pattern)
 	}
