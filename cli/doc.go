@@ -6,7 +6,7 @@
 // Before turns the struct into the packages' options and checks them, naming the flag (*errscope.ConfigError); its
 // Action runs on the checked options. So a bad flag fails before MPI starts, and on every rank alike. No command
 // runs a collective itself: a job's collectives belong to hicache/spmd (start-up, failure agreement, --trace -'s
-// broadcast of standard input) and to the packages a command calls.
+// broadcast of a trace read once) and to the packages a command calls.
 //
 // It may import anything of the module; nothing but main imports it (DESIGN.md, "Code map").
 //
@@ -29,7 +29,8 @@
 //     hosts, the trace's checksum), the '#' lines that open each command's output and its JSON's provenance.
 //   - settings.go: the settings every rank of a job agrees on at start-up (spmd.StartJob), from the command's flags.
 //   - runflags.go: run's flags (runOptions), which validate and sweep share, their conversion into
-//     hicache.Options, replayCommand (run's and validate's command), and --trace -'s hand-over to the job.
+//     hicache.Options, and replayCommand (run's and validate's command).
+//   - tracestream.go: a --trace read once (-, a FIFO), read by world rank 0 and handed over to the job.
 //   - serving.go: the serving clock's flags, run's and sweep's (--gpu, --prefill-profile, --prefill-model,
 //     --request-rate, --time-scale, --step-tokens, ...; SERVING.md).
 //   - run.go: run, the main job.
