@@ -200,6 +200,14 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	if err := o.sizing.exclusive(c); err != nil {
 		return err
 	}
+	if err := checkWorkloadFlags(c, o.trace); err != nil {
+		return err
+	}
+	if o.timeline == "" {
+		if err := refuseGiven(c, []string{"timeline-steps", "timeline-every"}, "needs --timeline"); err != nil {
+			return err
+		}
+	}
 	o.tokenBytesSet = c.IsSet("token-bytes")
 	if o.opts, err = o.options(); err != nil {
 		return err
@@ -207,7 +215,7 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	if o.opts.L3, err = o.l3.options(c, o.opts.Model); err != nil {
 		return err
 	}
-	if o.opts.Serving, err = o.serving.options(o.opts.Model, o.trace == ""); err != nil {
+	if o.opts.Serving, err = o.serving.options(c, o.opts.Model, o.trace == ""); err != nil {
 		return err
 	}
 	return o.opts.Validate()
