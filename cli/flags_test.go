@@ -14,6 +14,7 @@ import (
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
@@ -220,4 +221,22 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 	if got = captureRun(t); got.JobID != "envjob" {
 		t.Errorf("CPHICACHE_JOB_ID=envjob SLURM_JOB_ID=4242: job id %q, want envjob", got.JobID)
 	}
+}
+
+// TestWatchdogHelpSaysItsGraceAndPoll: --watchdog-timeout's help gives the collective's grace and the poll's
+// interval, the watchdog's own, since both make a job end later than the timeout alone says.
+func TestWatchdogHelpSaysItsGraceAndPoll(t *testing.T) {
+	for _, f := range (&runOptions{}).checkFlags() {
+		if f.Names()[0] != "watchdog-timeout" {
+			continue
+		}
+		usage := f.(*cli.DurationFlag).Usage
+		for _, want := range []string{"plus " + spmd.CollectiveGrace.String(), "checked every " + spmd.WatchdogPollInterval.String(), "0 = off"} {
+			if !strings.Contains(usage, want) {
+				t.Errorf("--watchdog-timeout's help lacks %q: %s", want, usage)
+			}
+		}
+		return
+	}
+	t.Fatal("no --watchdog-timeout")
 }
