@@ -85,9 +85,12 @@ func TestCompletionOffersEnumeratedValues(t *testing.T) {
 
 // TestEnumValuesAreAccepted: every value completion and the man page offer is one its flag accepts.
 func TestEnumValuesAreAccepted(t *testing.T) {
+	// A flag that does nothing alone is given what it needs (TestUnusedFlagsAreRefused).
+	needs := map[string][]string{"trace-format": {"--trace", "t.jsonl"}, "gpu": {"--model", "deepseek-v3", "--request-rate", "1"},
+		"prefill-model": {"--gpu", "h200", "--request-rate", "1"}}
 	for flag, values := range enumValues {
 		for _, v := range values {
-			args := []string{"cphicache", "run", "--" + flag, v, "--l3-dir", t.TempDir()}
+			args := append([]string{"cphicache", "run", "--" + flag, v, "--l3-dir", t.TempDir()}, needs[flag]...)
 			if flag == "format" {
 				args = []string{"cphicache", "gen-trace", "--format", v, "--output", filepath.Join(t.TempDir(), "t")}
 			}

@@ -110,3 +110,32 @@ func (o *syntheticOptions) config() (workload.SyntheticConfig, error) {
 	}
 	return cfg, cfg.Validate()
 }
+
+// refuseGiven refuses the first of names that c holds as given (on the command line or by its environment
+// variable) with reason: a flag that would do nothing in this run is refused, as --l3-* without --l3-dir is.
+func refuseGiven(c *cli.Context, names []string, reason string) error {
+	for _, name := range names {
+		if c.IsSet(name) {
+			return &errscope.ConfigError{Flag: name, Reason: reason}
+		}
+	}
+	return nil
+}
+
+// flagNames are the flags' first names, skipping the first skip.
+func flagNames(flags []cli.Flag, skip int) []string {
+	var names []string
+	for _, f := range flags[skip:] {
+		names = append(names, f.Names()[0])
+	}
+	return names
+}
+
+// checkWorkloadFlags refuses the workload flags that trace leaves unused: the synthetic workload's with a trace,
+// which replaces it, and the trace's (--trace-limit, --trace-format, --trace-block-tokens) without one.
+func checkWorkloadFlags(c *cli.Context, trace string) error {
+	if trace != "" {
+		return refuseGiven(c, flagNames(syntheticFlags(&syntheticOptions{}), 0), "the synthetic workload's, and --trace replaces that workload: give one or the other")
+	}
+	return refuseGiven(c, flagNames((&runOptions{}).traceFlags(), 1), "needs --trace")
+}

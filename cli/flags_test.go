@@ -14,6 +14,7 @@ import (
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
@@ -193,7 +194,7 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 		"--layers", "3", "--payloads", "1", "--page-tokens", "8", "--token-bytes", "64", "--device-pages", "100", "--l2-slots", "300",
 		"--slab-bytes-max", "1MiB", "--layout", "page_first", "--write-policy", "write_back", "--batch-requests", "5",
 		"--placement-assert-every", "6", "--flush-every", "12", "--watchdog-timeout", "7s", "--report", report, "--quiet", "--job-id", "job7",
-		"--trace", "t.jsonl", "--inject-divergence", "1@2", "--inject-hang", "1@3", "--inject-exit", "1@4",
+		"--inject-divergence", "1@2", "--inject-hang", "1@3", "--inject-exit", "1@4",
 		"--inject-copy-error", "1@5", "--inject-stuck-copy", "1@6", "--inject-setup-error", "1")
 	wantSynthetic := workload.SyntheticConfig{Seed: 9, Conversations: 3, TurnsMax: 2, SystemPrompts: 5, SystemPromptTokens: 6,
 		TurnTokens: 7, OutputTokens: 8, VocabSize: 1000, FlushEvery: 11}
@@ -205,9 +206,14 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 		got.FlushEvery != 12 || got.WatchdogTimeout != 7*time.Second || got.ReportPath != report || !got.Quiet || got.JobID != "job7" ||
 		got.MetricsPath != metrics || got.MetricsInterval != 3*time.Second ||
 		got.TimelinePath != report+".trace" || got.TimelineWindow != (timeline.Window{Steps: 7, Every: 3}) ||
-		got.TracePath != "t.jsonl" || got.InjectDivergence != in(2) || got.InjectHang != in(3) || got.InjectExit != in(4) ||
+		got.InjectDivergence != in(2) || got.InjectHang != in(3) || got.InjectExit != in(4) ||
 		got.InjectCopyError != in(5) || got.InjectStuckCopy != in(6) || got.InjectSetupError != (hicache.Injection{Rank: 1, Set: true}) {
 		t.Errorf("every flag set: %+v", got)
+	}
+	// The trace's flags, with a trace: the synthetic workload's are then refused (TestUnusedFlagsAreRefused).
+	if got = captureRun(t, "--trace", "t.jsonl", "--trace-limit", "5", "--trace-format", "mooncake", "--trace-block-tokens", "64"); got.TracePath != "t.jsonl" ||
+		got.TraceLimit != 5 || got.TraceFormat != workload.TraceMooncake || got.TraceBlockTokens != 64 {
+		t.Errorf("the trace's flags: %+v", got)
 	}
 	// A test suite names its jobs in the environment, so that its leak checks know their segments.
 	t.Setenv("CPHICACHE_JOB_ID", "envjob")
@@ -215,4 +221,22 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 	if got = captureRun(t); got.JobID != "envjob" {
 		t.Errorf("CPHICACHE_JOB_ID=envjob SLURM_JOB_ID=4242: job id %q, want envjob", got.JobID)
 	}
+}
+
+// TestWatchdogHelpSaysItsGraceAndPoll: --watchdog-timeout's help gives the collective's grace and the poll's
+// interval, the watchdog's own, since both make a job end later than the timeout alone says.
+func TestWatchdogHelpSaysItsGraceAndPoll(t *testing.T) {
+	for _, f := range (&runOptions{}).checkFlags() {
+		if f.Names()[0] != "watchdog-timeout" {
+			continue
+		}
+		usage := f.(*cli.DurationFlag).Usage
+		for _, want := range []string{"plus " + spmd.CollectiveGrace.String(), "checked every " + spmd.WatchdogPollInterval.String(), "0 = off"} {
+			if !strings.Contains(usage, want) {
+				t.Errorf("--watchdog-timeout's help lacks %q: %s", want, usage)
+			}
+		}
+		return
+	}
+	t.Fatal("no --watchdog-timeout")
 }

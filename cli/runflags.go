@@ -5,6 +5,7 @@ package cli
 // before MPI starts; replayCommand, the command run and validate share; and --trace -'s hand-over to the job.
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -129,7 +130,9 @@ func (o *runOptions) checkFlags() []cli.Flag {
 		&cli.StringFlag{Name: "collective", Value: "mpi", EnvVars: []string{"CPHICACHE_COLLECTIVE"}, Category: "checks", Destination: &o.collective,
 			Usage: "transport of the step consensus's MIN all-reduce: mpi, or nccl (GPU build only; loads libnccl.so.2, or the library in CPHICACHE_NCCL_LIB)"},
 		&cli.DurationFlag{Name: "watchdog-timeout", Value: 120 * time.Second, EnvVars: []string{"CPHICACHE_WATCHDOG_TIMEOUT"}, Category: "checks", Destination: &o.watchdogTimeout,
-			Usage: "end the job when a collective waits longer than this (e.g. 120s, 2m); 0 = off (no watchdog; a hung rank hangs the job); negative values are refused"},
+			Usage: fmt.Sprintf("end the job when a rank's own wait for its copies (a drain) lasts longer than this, or a collective longer than this plus %v "+
+				"(the grace lets the rank whose copy is stuck, not its peers waiting for it, say so first); checked every %v, so the job ends up to that much later "+
+				"(e.g. 120s, 2m); 0 = off (no watchdog; a hung rank hangs the job); negative values are refused", spmd.CollectiveGrace, spmd.WatchdogPollInterval)},
 		o.sizing.syncCopiesFlag(),
 	}
 }
@@ -199,6 +202,14 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	if err := o.sizing.exclusive(c); err != nil {
 		return err
 	}
+	if err := checkWorkloadFlags(c, o.trace); err != nil {
+		return err
+	}
+	if o.timeline == "" {
+		if err := refuseGiven(c, []string{"timeline-steps", "timeline-every"}, "needs --timeline"); err != nil {
+			return err
+		}
+	}
 	o.tokenBytesSet = c.IsSet("token-bytes")
 	if o.opts, err = o.options(); err != nil {
 		return err
@@ -206,7 +217,7 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	if o.opts.L3, err = o.l3.options(c, o.opts.Model); err != nil {
 		return err
 	}
-	if o.opts.Serving, err = o.serving.options(o.opts.Model, o.trace == ""); err != nil {
+	if o.opts.Serving, err = o.serving.options(c, o.opts.Model, o.trace == ""); err != nil {
 		return err
 	}
 	return o.opts.Validate()

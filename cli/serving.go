@@ -80,19 +80,31 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 // on says whether the serving clock is on: --gpu or --prefill-profile given.
 func (o *servingOptions) on() bool { return o.gpu != "" || o.prefillProfile != "" }
 
-// options are the runner's serving options for --model, checked before MPI starts; nil when the clock is off.
-// The synthetic workload has no arrival times, so it needs --request-rate (a token trace's lack of them is
-// found when it is read).
-func (o *servingOptions) options(model string, synthetic bool) (*hicache.ServingOptions, error) {
+// options are the runner's serving options for --model, checked before MPI starts; nil when the clock is off,
+// which refuses every other serving flag given, since it would do nothing. The synthetic workload has no
+// arrival times, so it needs --request-rate (a token trace's lack of them is found when it is read); that is
+// asked after the flags' own checks, so that a bad --gpu is named as itself.
+func (o *servingOptions) options(c *cli.Context, model string, synthetic bool) (*hicache.ServingOptions, error) {
 	if !o.on() {
-		return nil, nil
+		// The first two of each list are --gpu and --prefill-profile; sweep's list adds --group-gpus.
+		names := append(flagNames(servingFlags(&servingOptions{}, false), 2), flagNames(servingFlags(&servingOptions{}, true), 2)...)
+		return nil, refuseGiven(c, names, "needs --gpu or --prefill-profile, which turn the serving clock on")
 	}
-	if synthetic && o.requestRate == 0 && o.clients == 0 {
-		return nil, &errscope.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times, and the synthetic workload has none: give a rate (requests per second), closed-loop --clients, or a Mooncake --trace"}
+	if o.clients == 0 {
+		if err := refuseGiven(c, []string{"think-time"}, "needs --clients"); err != nil {
+			return nil, err
+		}
+	}
+	if c.IsSet("group-gpus") && o.groupGPUs < 1 {
+		// 0 inside means the run's CP size, which is 1 in a sweep: given, it is a group of no GPUs.
+		return nil, &errscope.ConfigError{Flag: "group-gpus", Reason: fmt.Sprintf("%d must be 1 or more", o.groupGPUs)}
 	}
 	gpu := o.gpu
 	if gpu == "" {
 		gpu = prefill.DefaultGPU
+	}
+	if _, err := prefill.LookupGPU(gpu); err != nil {
+		return nil, err
 	}
 	if o.prefillModel != "" {
 		model = o.prefillModel
@@ -110,7 +122,13 @@ func (o *servingOptions) options(model string, synthetic bool) (*hicache.Serving
 		L3ReadBytesPerSecond: l3Rate, Batching: serving.Batching{StepTokens: int64(o.stepTokens), MaxRequests: o.stepRequests},
 		TimeScale: o.timeScale, RequestRate: o.requestRate, GroupGPUs: o.groupGPUs, Clients: o.clients, ThinkSeconds: o.thinkTime.Seconds(),
 	}
-	return s, s.Check()
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	if synthetic && o.requestRate == 0 && o.clients == 0 {
+		return nil, &errscope.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times, and the synthetic workload has none: give a rate (requests per second), closed-loop --clients, or a Mooncake --trace"}
+	}
+	return s, nil
 }
 
 // joinNames lists choices for a flag's help: "a, b or c".

@@ -55,6 +55,9 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	if err := o.run.sizing.exclusive(c); err != nil {
 		return err
 	}
+	if err := checkWorkloadFlags(c, o.run.trace); err != nil {
+		return err
+	}
 	o.run.collective = "mpi" // sweep has no --collective: one process has no collective to choose
 	o.run.tokenBytesSet = c.IsSet("token-bytes")
 	if o.opts, err = o.run.baseOptions(); err != nil {
@@ -63,7 +66,7 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	if o.sizes, err = o.run.sizing.sweepSizes(c, o.opts); err != nil {
 		return err
 	}
-	if o.opts.Serving, err = o.run.serving.options(o.opts.Model, o.run.trace == ""); err != nil {
+	if o.opts.Serving, err = o.run.serving.options(c, o.opts.Model, o.run.trace == ""); err != nil {
 		return err
 	}
 	distinct := outfile.CheckDistinct([]outfile.File{{Flag: "json", Path: o.json}, {Flag: "plot", Path: o.plot}}, []outfile.File{{Flag: "trace", Path: o.opts.TracePath}})

@@ -176,9 +176,18 @@ func newServingClock(o *ServingOptions, root bool) *servingClock {
 		pending: map[*workload.Request]*requestClock{}}
 }
 
-// scaled is how long trace time ns takes on the wall: ns over --time-scale.
+// scaled is how long trace time ns takes on the wall: ns over --time-scale, held within a Duration's range. A tiny
+// --time-scale (1e-300) makes a wait longer than any Duration: it is the longest one (292 years), not a
+// conversion that overflows into a negative time, which would wait not at all.
 func (c *servingClock) scaled(ns int64) time.Duration {
-	return time.Duration(float64(ns) / c.opts.TimeScale)
+	d := float64(ns) / c.opts.TimeScale
+	switch {
+	case d >= math.MaxInt64:
+		return math.MaxInt64
+	case d <= math.MinInt64:
+		return math.MinInt64
+	}
+	return time.Duration(d)
 }
 
 // begin starts the clock as the replay begins: trace time 0 is now.

@@ -3,12 +3,14 @@ package hicache
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/prefill"
@@ -155,6 +157,21 @@ func TestServingClockWithTheRoofline(t *testing.T) {
 	s := r.Serving
 	if s == nil || !strings.Contains(s.Model, "roofline") || len(s.BreakEven) == 0 || s.Compute.P50 <= 0 {
 		t.Fatalf("serving report %+v: want the roofline named, its break-even lines and a compute time", s)
+	}
+}
+
+// TestScaledWaitsStayWaits: a trace time over a tiny --time-scale is the longest wait a Duration holds, not one
+// that overflows into a negative wait (none at all); an ordinary scale divides.
+func TestScaledWaitsStayWaits(t *testing.T) {
+	if got := newServingClock(&ServingOptions{TimeScale: 10}, true).scaled(int64(time.Second)); got != 100*time.Millisecond {
+		t.Errorf("1 s at --time-scale 10: %v, want 100ms", got)
+	}
+	tiny := newServingClock(&ServingOptions{TimeScale: 1e-300}, true)
+	if got := tiny.scaled(int64(time.Millisecond)); got != math.MaxInt64 {
+		t.Errorf("1 ms at --time-scale 1e-300: %v, want the longest Duration", got)
+	}
+	if got := tiny.scaled(-int64(time.Millisecond)); got > 0 {
+		t.Errorf("-1 ms at --time-scale 1e-300: %v, want no wait", got)
 	}
 }
 

@@ -20,7 +20,9 @@ import (
 // The file: one row a line, three numbers separated by spaces, tabs or a comma (CSV works): new_tokens
 // (an integer >= 1), cached_tokens (an integer >= 0), milliseconds (> 0, at most 1e9). A '#' starts a
 // comment, to the end of the line; blank lines are skipped. A row that repeats another's (new, cached) is refused, as is a file with no
-// row. Errors name the file and line.
+// row. A row whose time is below that of a row with fewer new tokens at its cached count, or with fewer cached
+// tokens at its new count, is refused: a prefill of more tokens is not faster, and a falling line extended
+// beyond the table reaches zero, a free prefill that no tier could beat. Errors name the file and line.
 //
 // Interpolation (Seconds): the rows are grouped by cached tokens; within a group, piecewise linear in new tokens
 // between the two nearest rows; across groups, piecewise linear in cached tokens between the two groups nearest
@@ -53,7 +55,10 @@ func OpenProfile(path string, open func(string) (io.ReadCloser, error)) (*Profil
 
 // ParseProfile reads a profile from r; name is the file's, for errors ("name:line: ...").
 func ParseProfile(name string, r io.Reader) (*Profile, error) {
-	type row struct{ newTokens, cachedTokens, seconds float64 }
+	type row struct {
+		newTokens, cachedTokens, ms float64
+		line                        int
+	}
 	var rows []row
 	seen := map[[2]float64]int{}
 	sc := bufio.NewScanner(r)
@@ -71,7 +76,7 @@ func ParseProfile(name string, r io.Reader) (*Profile, error) {
 			return nil, profileError(name, line, fmt.Sprintf("new %v cached %v again (line %d has it)", n, c, first))
 		}
 		seen[[2]float64{n, c}] = line
-		rows = append(rows, row{n, c, ms / 1e3})
+		rows = append(rows, row{n, c, ms, line})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, &errscope.ConfigError{Flag: "prefill-profile", Reason: fmt.Sprintf("%s: %v", name, err)}
@@ -85,13 +90,25 @@ func ParseProfile(name string, r io.Reader) (*Profile, error) {
 		}
 		return cmp.Compare(a.newTokens, b.newTokens)
 	})
+	// Sorted by cached then new tokens, each row's predecessor at its cached count is the row before it, and at
+	// its new count the last one seen with that many new tokens.
+	lastAtNew := map[float64]row{}
+	for i, q := range rows {
+		if i > 0 && rows[i-1].cachedTokens == q.cachedTokens && q.ms < rows[i-1].ms {
+			return nil, fallingProfileError(name, q.line, rows[i-1].line, "new", q.newTokens, rows[i-1].newTokens, q.ms, rows[i-1].ms)
+		}
+		if prev, ok := lastAtNew[q.newTokens]; ok && q.ms < prev.ms {
+			return nil, fallingProfileError(name, q.line, prev.line, "cached", q.cachedTokens, prev.cachedTokens, q.ms, prev.ms)
+		}
+		lastAtNew[q.newTokens] = q
+	}
 	p := &Profile{Name: name, rows: len(rows)}
 	for _, q := range rows {
 		if len(p.groups) == 0 || p.groups[len(p.groups)-1].cachedTokens != q.cachedTokens {
 			p.groups = append(p.groups, profileGroup{cachedTokens: q.cachedTokens})
 		}
 		g := &p.groups[len(p.groups)-1]
-		g.newTokens, g.seconds = append(g.newTokens, q.newTokens), append(g.seconds, q.seconds)
+		g.newTokens, g.seconds = append(g.newTokens, q.newTokens), append(g.seconds, q.ms/1e3)
 	}
 	return p, nil
 }
@@ -117,6 +134,12 @@ func parseProfileRow(fields []string) (newTokens, cachedTokens, ms float64, err 
 		return 0, 0, 0, fmt.Errorf("milliseconds %q is not a number > 0 and <= %g", fields[2], profileMillisecondsMax)
 	}
 	return float64(n), float64(c), ms, nil
+}
+
+// fallingProfileError refuses a row that is faster than a row with fewer tokens of kind ("new" or "cached").
+func fallingProfileError(name string, line, prevLine int, kind string, tokens, prevTokens, ms, prevMs float64) error {
+	return profileError(name, line, fmt.Sprintf("%v ms at %v %s tokens, less than line %d's %v ms at %v: a prefill of more tokens must not take less time",
+		ms, tokens, kind, prevLine, prevMs, prevTokens))
 }
 
 func profileError(name string, line int, reason string) error {

@@ -111,6 +111,26 @@ func TestProfileErrorsNameFileAndLine(t *testing.T) {
 	}
 }
 
+// TestProfileThatFallsAsTokensGrowIsRefused: a row faster than one with fewer new tokens at its cached count, or
+// with fewer cached tokens at its new count, is refused, naming both lines; extended, such a table reaches a free
+// prefill (an infinite break-even rate). Equal times are a flat profile, kept.
+func TestProfileThatFallsAsTokensGrowIsRefused(t *testing.T) {
+	for text, want := range map[string]string{
+		"1024 0 50\n2048 0 1\n":                "prof.txt:2: 1 ms at 2048 new tokens, less than line 1's 50 ms at 1024",
+		"2048 0 1\n1024 0 50\n":                "prof.txt:1: 1 ms at 2048 new tokens, less than line 2's 50 ms at 1024",
+		"1024 0 50\n1024 4096 40\n2048 0 60\n": "prof.txt:2: 40 ms at 4096 cached tokens, less than line 1's 50 ms at 0",
+	} {
+		_, err := ParseProfile("prof.txt", strings.NewReader(text))
+		if !isFlagError(err, "prefill-profile") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an invalid --prefill-profile with %q", text, err, want)
+		}
+	}
+	flat := parseTestProfile(t, "1024 0 50\n2048 0 50\n1024 512 50\n")
+	if s := flat.RecomputeSeconds(8192); math.Abs(s-0.05) > 1e-12 {
+		t.Errorf("a flat profile: %v s at 8192 tokens, want its rows' 0.05", s)
+	}
+}
+
 // TestNewChoosesTheProfileOverTheRoofline: a profile path gives the profile (opened through Open); a missing
 // file names the flag; no path gives the roofline.
 func TestNewChoosesTheProfileOverTheRoofline(t *testing.T) {

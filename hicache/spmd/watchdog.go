@@ -14,14 +14,14 @@ import (
 // ExitWatchdog is the exit status of a rank whose collective or drain outlived the watchdog timeout.
 const ExitWatchdog = 3
 
-// watchdogPollInterval bounds how late a timeout is noticed; it costs one wake-up per interval while armed.
-const watchdogPollInterval = 100 * time.Millisecond
+// WatchdogPollInterval bounds how late a timeout is noticed; it costs one wake-up per interval while armed.
+const WatchdogPollInterval = 100 * time.Millisecond
 
-// collectiveGrace is how much longer than a drain a collective may wait before the watchdog fires. A rank stuck
+// CollectiveGrace is how much longer than a drain a collective may wait before the watchdog fires. A rank stuck
 // in its own drain (a copy that never completes) is the cause; its peers, waiting for it in the next collective,
 // only show the symptom. With the grace the stuck rank's watchdog fires first, and the job's message names the
 // drain and the rank, not the collective its peers waited in.
-const collectiveGrace = time.Second
+const CollectiveGrace = time.Second
 
 // Watchdog ends the process when a collective, or a drain, waits longer than its timeout. Arm and Disarm are two
 // atomic stores, so they cost nothing measurable on the hot path; a single goroutine polls.
@@ -87,7 +87,7 @@ func (site *watchdogSite) describe() string {
 }
 
 // lateCheck is how far past its limit a wait is noticed before the message says the check was late: ten polls.
-const lateCheck = 10 * watchdogPollInterval
+const lateCheck = 10 * WatchdogPollInterval
 
 // waitWorthSaying is how long a wait must have lasted for Doing to name it: a rank ended in the middle of a
 // quick collective has nothing to explain.
@@ -181,7 +181,7 @@ func (w *Watchdog) Stop() {
 }
 
 func (w *Watchdog) poll() {
-	tick := time.NewTicker(watchdogPollInterval)
+	tick := time.NewTicker(WatchdogPollInterval)
 	defer tick.Stop()
 	for {
 		select {
@@ -196,7 +196,7 @@ func (w *Watchdog) poll() {
 				}
 				limit := w.timeout
 				if slot == collectiveSlot {
-					limit += collectiveGrace
+					limit += CollectiveGrace
 				}
 				if waited := now.Sub(time.Unix(0, armed)); waited >= limit {
 					w.fire(w.slots[slot].what.Load(), waited, limit)
@@ -210,7 +210,7 @@ func (w *Watchdog) poll() {
 func (w *Watchdog) fire(site *watchdogSite, waited, limit time.Duration) {
 	late := ""
 	if waited-limit > lateCheck {
-		// The poll runs every watchdogPollInterval: a check this late means the process itself was not run, and
+		// The poll runs every WatchdogPollInterval: a check this late means the process itself was not run, and
 		// a peer on the same machine, starved alike, may be as late as this rank says it is.
 		late = fmt.Sprintf("; this check itself ran %.1f s late: the machine did not run this process meanwhile (overloaded?)", (waited - limit).Seconds())
 	}

@@ -43,7 +43,7 @@ func TestWatchdogNamesTheStartUpPhase(t *testing.T) {
 }
 
 // A drain is bounded as a whole, however many quick collectives run inside it, and it is named with its hint;
-// a collective waiting as long fires later (collectiveGrace), so the drain's rank is the one that speaks.
+// a collective waiting as long fires later (CollectiveGrace), so the drain's rank is the one that speaks.
 func TestWatchdogBoundsAWholeDrainAndNamesIt(t *testing.T) {
 	w, out, exited := testWatchdog(300 * time.Millisecond)
 	defer w.Stop()
