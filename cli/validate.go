@@ -26,7 +26,8 @@ func validateCommand() *cli.Command {
 			"capacity_miss_uniform (the miss path decides identically on every rank), data_integrity (every load-back byte "+
 			"for byte) and l3_roundtrip (blocks come back verified, failed reads become agreed misses). At cp 1 "+
 			"placement_identical and divergence_detected are skipped; a check whose path the workload never took (no L2 miss, "+
-			"no load-back, no L3 hit: a small workload, or one whose copies landed late on a busy node) is skipped as not "+
+			"no load-back, no L3 hit, no perturbation in a workload of under five steps: a small workload, or one whose "+
+			"copies landed late on a busy node) is skipped as not "+
 			"exercised, and --strict makes any skip exit 5. A progress line per pass goes to stderr unless "+
 			"--quiet. Takes every flag of run but the metrics'.",
 		false, validateMain)
