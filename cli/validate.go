@@ -25,7 +25,8 @@ func validateCommand() *cli.Command {
 			"divergence_detected (the perturbation caught at the next consensus, then a fresh start), flush_reset, cp_scoping, "+
 			"capacity_miss_uniform (the miss path decides identically on every rank), data_integrity (every load-back byte "+
 			"for byte) and l3_roundtrip (blocks come back verified, failed reads become agreed misses). At cp 1 "+
-			"placement_identical and divergence_detected are skipped; a check whose path the workload never took (no L2 miss, "+
+			"placement_identical, divergence_detected and l3_roundtrip are skipped (no read is made to fail: a "+
+			"wrong byte back from the L3 still fails the row); a check whose path the workload never took (no L2 miss, "+
 			"no load-back, no L3 hit, no perturbation in a workload of under five steps: a small workload, or one whose "+
 			"copies landed late on a busy node) is skipped as not "+
 			"exercised, and --strict makes any skip exit 5. A progress line per pass goes to stderr unless "+
