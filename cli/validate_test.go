@@ -66,6 +66,8 @@ func TestValidateSaysWhatItDidNotExercise(t *testing.T) {
 	}
 	if b, err := os.ReadFile(report); err != nil || strings.Count(string(b), `"skipped": "not_exercised"`) != 2 {
 		t.Errorf("the JSON report does not give the reason of both skips: %v\n%s", err, b)
+	} else if !strings.Contains(string(b), `"result": "OK, but `) {
+		t.Errorf("the JSON report has no result saying what was skipped:\n%s", b)
 	}
 	out, err = exec.Command(binPath, append([]string{"validate", "--strict"}, args[1:]...)...).CombinedOutput()
 	var ee *exec.ExitError
