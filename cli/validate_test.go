@@ -97,3 +97,23 @@ func TestValidateDivergenceRowOnShortWorkloads(t *testing.T) {
 	}
 	checkNoSegments(t)
 }
+
+// TestValidateRefusesAnL3DirItCannotWriteAtOnce: a --l3-dir where validate cannot make its directory (sysfs
+// refuses even root) fails the job before its first pass, with exit 2; it ran three passes over that L3 first,
+// each warning that it is read-only.
+func TestValidateRefusesAnL3DirItCannotWriteAtOnce(t *testing.T) {
+	besideOthers(t)
+	const base = "/sys/kernel"
+	if err := os.Mkdir(filepath.Join(base, "cphicache-probe"), 0o755); err == nil || errors.Is(err, os.ErrNotExist) {
+		os.Remove(filepath.Join(base, "cphicache-probe"))
+		t.Skipf("%s takes a directory here, or is not there (%v)", base, err)
+	}
+	out, err := exec.Command(binPath, "validate", "--conversations", "5", "--l3-dir", base).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "invalid --l3-dir: validate's L3 directory") {
+		t.Errorf("validate --l3-dir %s: %v, want exit 2 naming its L3 directory:\n%s", base, err, out)
+	}
+	if strings.Contains(string(out), "validate pass") || strings.Contains(string(out), "WARN") {
+		t.Errorf("validate ran passes before it refused %s:\n%s", base, out)
+	}
+}

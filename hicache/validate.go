@@ -26,6 +26,13 @@ func Validate(job *spmd.Job, options *Options) (*report.ValidationReport, error)
 		return nil, err
 	}
 	opts := *sized
+	// The L3 passes' directory is made first, so that a --l3-dir it cannot be made in fails the job at once, not
+	// after three passes (which would have used that L3 meanwhile). A pass that fails leaves its removal to the
+	// failing exit's clean-up.
+	l3Dir, forgetL3Dir, err := validationL3Dir(job, opts.L3.Dir)
+	if err != nil {
+		return nil, err
+	}
 	opts.recordFlushWrong = true // every pass: the flush_reset row counts, and the pass goes on
 	main := opts
 	main.flushAtEnd = true
@@ -53,7 +60,8 @@ func Validate(job *spmd.Job, options *Options) (*report.ValidationReport, error)
 	plain := opts
 	// The L3 row's own passes take the L3.
 	plain.L3 = L3Options{Dir: opts.L3.Dir, Namespace: opts.L3.Namespace, testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
-	l3Fill, l3Read, err := l3Passes(job, &plain, options.progress)
+	l3Fill, l3Read, err := l3Passes(job, &plain, l3Dir, options.progress)
+	removeValidationL3Dir(job, l3Dir, forgetL3Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -24,13 +24,8 @@ import (
 // validateL3BlockPages is the validation's block size: small, so that the default workload's prompts make many.
 const validateL3BlockPages = 4
 
-// l3Passes runs the fill and the faulty read pass; cleanup removes their directory.
-func l3Passes(job *spmd.Job, opts *Options, progress func(pass int, what string)) (fill, read *runState, err error) {
-	dir, forget, err := validationL3Dir(job, opts.L3.Dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer removeValidationL3Dir(job, dir, forget)
+// l3Passes runs the fill and the faulty read pass in dir (validationL3Dir).
+func l3Passes(job *spmd.Job, opts *Options, dir string, progress func(pass int, what string)) (fill, read *runState, err error) {
 	l3opts := L3Options{Dir: dir, Bytes: 1 << 40, Namespace: opts.L3.Namespace + "/cphicache-validate",
 		BlockTokens: validateL3BlockPages * opts.PageTokens, PrefetchPolicy: cache.PrefetchWaitComplete, PrefetchThreshold: opts.PageTokens,
 		testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
@@ -54,7 +49,8 @@ func l3Passes(job *spmd.Job, opts *Options, progress func(pass int, what string)
 }
 
 // validationL3Dir makes the passes' directory, named by world rank 0 for the whole job, on every rank (a node
-// without a shared filesystem makes its own). The rank that removes it at the end (removeValidationL3Dir) makes
+// without a shared filesystem makes its own), before the first pass: a base where it cannot be made fails the
+// job before any pass has run. The rank that removes it at the end (removeValidationL3Dir) makes
 // it through the job's clean-up, so that a signal or the watchdog ending the job removes it too; forget drops
 // that once it is removed.
 func validationL3Dir(job *spmd.Job, base string) (dir string, forget func(), err error) {
