@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -94,6 +96,46 @@ func TestValidateDivergenceRowOnShortWorkloads(t *testing.T) {
 		if tc.conversations == "1" && !strings.Contains(res.stdout, "1 of 1 never perturbed: the workload ended before step 5") {
 			t.Errorf("the skip does not say why:\n%s", res.stdout)
 		}
+	}
+	checkNoSegments(t)
+}
+
+// TestValidateRemovesTheL3DirOfAKilledValidate: a validate killed before its clean-up ends (mpirun's SIGKILL comes
+// a second after its SIGTERM, and removing a large job's blocks takes longer) leaves its L3 directory; the next
+// validate over the same base removes it, and its own.
+func TestValidateRemovesTheL3DirOfAKilledValidate(t *testing.T) {
+	besideOthers(t)
+	base := t.TempDir()
+	env := append(os.Environ(), "CPHICACHE_JOB_ID="+jobIDOf(t))
+	killed := exec.Command(binPath, "validate", "--conversations", "400", "--l3-dir", base)
+	killed.Env = env
+	stderr, err := killed.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := killed.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() && !strings.Contains(lines.Text(), "validate pass 4 of 5") {
+	}
+	killed.Process.Kill()
+	killed.Wait()
+	segments, _ := shm.JobSegments(jobIDOf(t)) // its slab: the kill left it too
+	for _, name := range segments {
+		os.Remove(filepath.Join(shm.Dir, name))
+	}
+	if left, _ := filepath.Glob(filepath.Join(base, "cphicache-validate-l3-*")); len(left) != 1 {
+		t.Fatalf("the killed validate left %v, want its L3 directory", left)
+	}
+	cmd := exec.Command(binPath, "validate", "--quiet", "--conversations", "5", "--l3-dir", base)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the next validate: %v\n%s", err, out)
+	}
+	// (The base also holds the L3 namespace of the passes that use --l3-dir as it is.)
+	if left, _ := filepath.Glob(filepath.Join(base, "cphicache-validate-l3-*")); len(left) != 0 {
+		t.Errorf("the next validate left %v", left)
 	}
 	checkNoSegments(t)
 }

@@ -2,9 +2,8 @@ package hicache
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 
@@ -50,16 +49,17 @@ func l3Passes(job *spmd.Job, opts *Options, dir string, progress func(pass int, 
 
 // validationL3Dir makes the passes' directory, named by world rank 0 for the whole job, on every rank (a node
 // without a shared filesystem makes its own), before the first pass: a base where it cannot be made fails the
-// job before any pass has run. The rank that removes it at the end (removeValidationL3Dir) makes
-// it through the job's clean-up, so that a signal or the watchdog ending the job removes it too; forget drops
-// that once it is removed.
+// job before any pass has run. The ranks that remove it at the end (removeValidationL3Dir) first sweep their
+// node's stale ones (validate_scratch.go), then make it through the job's clean-up, so that a signal or the
+// watchdog ending the job removes it too; forget drops that once it is removed.
 func validationL3Dir(job *spmd.Job, base string) (dir string, forget func(), err error) {
 	if base == "" {
 		base = os.TempDir()
 	}
 	name := make([]byte, 4096)
 	if job.Topo.WorldRank == 0 {
-		copy(name, filepath.Join(base, fmt.Sprintf("cphicache-validate-l3-%d", os.Getpid())))
+		// The random part keeps apart the directories of two jobs sharing a filesystem whose rank 0s have one PID.
+		copy(name, filepath.Join(base, fmt.Sprintf("%s%d-%08x", validateDirPrefix, os.Getpid(), rand.Uint32())))
 	}
 	if err := job.Topo.World.BcastBytes(name, 0); err != nil {
 		return "", nil, err
@@ -67,11 +67,16 @@ func validationL3Dir(job *spmd.Job, base string) (dir string, forget func(), err
 	dir = string(bytes.TrimRight(name, "\x00"))
 	forget = func() {}
 	if job.Topo.NodePart == 0 {
+		sweepStaleScratchDirs(base, job.Log)
 		forget, err = job.Cleanup.Create(func() (func(), error) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, err
 			}
-			return func() { os.RemoveAll(dir) }, nil
+			if err := writeOwnerFile(dir, job.Topo.WorldRank); err != nil {
+				os.RemoveAll(dir)
+				return nil, err
+			}
+			return func() { removeScratchDir(dir) }, nil
 		})
 	} else {
 		err = os.MkdirAll(dir, 0o755)
@@ -91,7 +96,7 @@ func removeValidationL3Dir(job *spmd.Job, dir string, forget func()) {
 		return // the failing exit runs the clean-up, which removes it
 	}
 	if job.Topo.NodePart == 0 {
-		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := removeScratchDir(dir); err != nil {
 			job.Log.Warn("validate: could not remove its L3 directory", "dir", dir, "err", err)
 		}
 		forget()
