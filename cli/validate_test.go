@@ -85,16 +85,13 @@ func TestValidateDivergenceRowOnShortWorkloads(t *testing.T) {
 	besideOthers(t)
 	for _, tc := range []struct{ conversations, row string }{
 		// One request: one step.
-		{"1", "divergence_detected         2        1    skip       0  not exercised: perturbed after step 5's consensus"},
+		{"1", "divergence_detected         2        1    skip       0  not exercised: never perturbed: the workload ended before step 5, "},
 		// 17 one-turn conversations in batches of 4: five steps.
 		{"17", "divergence_detected         2        5    pass       0  perturbed after step 5's consensus"},
 	} {
 		res := runMPI(t, 2, 60*time.Second, "validate", "--quiet", "--conversations", tc.conversations, "--turns-max", "1")
 		if res.exitCode != 0 || !strings.Contains(res.stdout, tc.row) {
 			t.Errorf("validate of %s one-turn conversations: exit %d, want 0 and the row %q:\n%s%s", tc.conversations, res.exitCode, tc.row, res.stdout, res.stderr)
-		}
-		if tc.conversations == "1" && !strings.Contains(res.stdout, "1 of 1 never perturbed: the workload ended before step 5") {
-			t.Errorf("the skip does not say why:\n%s", res.stdout)
 		}
 	}
 	checkNoSegments(t)

@@ -187,8 +187,12 @@ func (rs *runState) checkDivergenceDetected() (report.Check, error) {
 	check := report.Check{Name: "divergence_detected", Ranks: rs.job.Topo.World.Size(), Steps: v[3], Wrong: v[1],
 		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at %s; %s in %s", divergenceInjectStep, want,
 			errscope.Count(detections, "detection", "detections"), errscope.Count(groups, "group", "groups"))}
-	if injectedGroups < groups {
-		check.Detail += fmt.Sprintf("; %d of %d never perturbed: the workload ended before step %d", groups-injectedGroups, groups, divergenceInjectStep)
+	switch {
+	case injectedGroups == 0:
+		check.Detail = fmt.Sprintf("never perturbed: the workload ended before step %d, whose consensus the perturbation follows; %s in %s",
+			divergenceInjectStep, errscope.Count(detections, "detection", "detections"), errscope.Count(groups, "group", "groups"))
+	case injectedGroups < groups:
+		check.Detail += fmt.Sprintf("; %d of %d never perturbed (workload ended before step %d)", groups-injectedGroups, groups, divergenceInjectStep)
 	}
 	if rs.job.Topo.CPSize == 1 {
 		return singleRankSkip(check, "single-rank CP groups cannot diverge"), nil
