@@ -25,10 +25,14 @@ func validateCommand() *cli.Command {
 			"divergence_detected (the perturbation caught at the next consensus, then a fresh start), flush_reset, cp_scoping, "+
 			"capacity_miss_uniform (the miss path decides identically on every rank), data_integrity (every load-back byte "+
 			"for byte) and l3_roundtrip (blocks come back verified, failed reads become agreed misses). At cp 1 "+
-			"placement_identical and divergence_detected are skipped; a check whose path the workload never took (no L2 miss, "+
-			"no load-back, no L3 hit: a small workload, or one whose copies landed late on a busy node) is skipped as not "+
-			"exercised, and --strict makes any skip exit 5. A progress line per pass goes to stderr unless "+
-			"--quiet. Takes every flag of run but the metrics'.",
+			"placement_identical, divergence_detected and l3_roundtrip are skipped (no read is made to fail: a "+
+			"wrong byte back from the L3 still fails the row); a check whose path the workload never took (no L2 miss, "+
+			"no load-back, no L3 hit, no perturbation in a workload of under five steps: a small workload, or one whose "+
+			"copies landed late on a busy node) is skipped as not "+
+			"exercised, and --strict makes any skip exit 5. Its L3 directory is removed at the end, or by the "+
+			"clean-up of a signal; one that a killed validate left (mpirun's SIGKILL can cut that clean-up short) is removed "+
+			"by the next validate over the same base on that node, once the process that made it is gone. A progress "+
+			"line per pass goes to stderr unless --quiet. Takes every flag of run but the metrics'.",
 		false, validateMain)
 }
 

@@ -26,6 +26,13 @@ func Validate(job *spmd.Job, options *Options) (*report.ValidationReport, error)
 		return nil, err
 	}
 	opts := *sized
+	// The L3 passes' directory is made first, so that a --l3-dir it cannot be made in fails the job at once, not
+	// after three passes (which would have used that L3 meanwhile). A pass that fails leaves its removal to the
+	// failing exit's clean-up.
+	l3Dir, forgetL3Dir, err := validationL3Dir(job, opts.L3.Dir)
+	if err != nil {
+		return nil, err
+	}
 	opts.recordFlushWrong = true // every pass: the flush_reset row counts, and the pass goes on
 	main := opts
 	main.flushAtEnd = true
@@ -53,7 +60,8 @@ func Validate(job *spmd.Job, options *Options) (*report.ValidationReport, error)
 	plain := opts
 	// The L3 row's own passes take the L3.
 	plain.L3 = L3Options{Dir: opts.L3.Dir, Namespace: opts.L3.Namespace, testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
-	l3Fill, l3Read, err := l3Passes(job, &plain, options.progress)
+	l3Fill, l3Read, err := l3Passes(job, &plain, l3Dir, options.progress)
+	removeValidationL3Dir(job, l3Dir, forgetL3Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -155,32 +163,62 @@ func (rs *runState) checkPlacement() (report.Check, error) {
 }
 
 // checkDivergenceDetected: the injected perturbation is caught at the first assert after it, and the group then
-// carries on from a fresh state with no further divergence.
+// carries on from a fresh state with no further divergence. A group whose workload ends before the perturbation's
+// step was never perturbed: it must see no divergence, and when no group was perturbed the row is a skip that
+// says why (a fault never injected is neither caught nor missed).
 func (rs *runState) checkDivergenceDetected() (report.Check, error) {
 	c := rs.counts()
-	wantStep := divergenceWantStep(rs.opts.FlushEvery)
-	caughtLate := int64(0)
-	if c.DivergenceFirstStep != wantStep {
-		caughtLate = 1
+	steps := rs.core.Step()
+	injected, wrong := divergenceOutcome(steps, c.DivergenceFirstStep, c.Divergences, rs.opts.FlushEvery)
+	endsAtInjection := int64(0) // caught by the final consensus, where a longer workload's next step catches it
+	if steps == divergenceInjectStep && divergenceWantStep(rs.opts.FlushEvery, steps+1) != divergenceInjectStep {
+		endsAtInjection = 1
 	}
-	v, err := rs.sumOverGroups([]int64{caughtLate, c.Divergences, rs.core.Step()}, nil)
+	v, err := rs.sumOverGroups([]int64{injected, wrong, c.Divergences, steps, endsAtInjection}, nil)
 	if err != nil {
 		return report.Check{}, err
 	}
-	groups := int64(rs.job.Topo.DPSize)
-	check := report.Check{Name: "divergence_detected", Ranks: rs.job.Topo.World.Size(), Steps: v[2],
-		Wrong:  v[0] + max(0, v[1]-groups),
-		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at step %d; %s in %s", divergenceInjectStep, wantStep, errscope.Count(v[1], "detection", "detections"), errscope.Count(groups, "group", "groups"))}
+	injectedGroups, detections, groups := v[0], v[2], int64(rs.job.Topo.DPSize)
+	want := fmt.Sprintf("step %d", divergenceWantStep(rs.opts.FlushEvery, divergenceInjectStep+1))
+	if v[4] > 0 {
+		// A workload that ends at the perturbation's step has only its final consensus left to catch it.
+		want += fmt.Sprintf(" (the final consensus at step %d where the workload ends there)", divergenceInjectStep)
+	}
+	check := report.Check{Name: "divergence_detected", Ranks: rs.job.Topo.World.Size(), Steps: v[3], Wrong: v[1],
+		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at %s; %s in %s", divergenceInjectStep, want,
+			errscope.Count(detections, "detection", "detections"), errscope.Count(groups, "group", "groups"))}
+	switch {
+	case injectedGroups == 0:
+		check.Detail = fmt.Sprintf("never perturbed: the workload ended before step %d, whose consensus the perturbation follows; %s in %s",
+			divergenceInjectStep, errscope.Count(detections, "detection", "detections"), errscope.Count(groups, "group", "groups"))
+	case injectedGroups < groups:
+		check.Detail += fmt.Sprintf("; %d of %d never perturbed (workload ended before step %d)", groups-injectedGroups, groups, divergenceInjectStep)
+	}
 	if rs.job.Topo.CPSize == 1 {
 		return singleRankSkip(check, "single-rank CP groups cannot diverge"), nil
 	}
-	return verdict(check, check.Wrong == 0 && v[1] == groups), nil
+	return coveredVerdict(check, check.Wrong == 0, injectedGroups > 0), nil
 }
 
-// divergenceWantStep is the step whose consensus must catch the divergence pass's perturbation: the flush that
-// follows at the same step when --flush-every falls on it, else the next step's consensus.
-func divergenceWantStep(flushEvery int64) int64 {
-	if flushEvery > 0 && divergenceInjectStep%flushEvery == 0 {
+// divergenceOutcome is one CP group's divergence pass: injected is 1 when its workload reached the perturbation's
+// step, and wrong counts its detections that break the rule (the first one late or missing, any after it, any
+// at all when it was never perturbed).
+func divergenceOutcome(steps, firstStep, detections, flushEvery int64) (injected, wrong int64) {
+	if steps < divergenceInjectStep {
+		return 0, detections
+	}
+	wrong = max(0, detections-1)
+	if firstStep != divergenceWantStep(flushEvery, steps) {
+		wrong++
+	}
+	return 1, wrong
+}
+
+// divergenceWantStep is the step whose consensus must catch the divergence pass's perturbation in a workload of
+// steps steps: the flush that follows at the same step when --flush-every falls on it, the final consensus
+// (still at that step) when the workload ends there, else the next step's consensus.
+func divergenceWantStep(flushEvery, steps int64) int64 {
+	if (flushEvery > 0 && divergenceInjectStep%flushEvery == 0) || steps == divergenceInjectStep {
 		return divergenceInjectStep
 	}
 	return divergenceInjectStep + 1

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -45,6 +46,9 @@ type ValidationReport struct {
 	DP     int           `json:"dp"`
 	Checks []Check       `json:"checks"`
 	Groups []GroupReport `json:"groups"`
+	// Result is the job's verdict, in run's words (set by WriteJSON): OK, "OK, but N checks skipped (...)" or
+	// FAILED, so that a script reads one field of either report.
+	Result string `json:"result"`
 	// Provenance is what produced the table (the command sets it): the build, the command line, every flag.
 	Provenance *Provenance `json:"provenance,omitempty"`
 }
@@ -85,6 +89,18 @@ func (v *ValidationReport) NotCovered() error {
 	return &errscope.NotCoveredError{What: errscope.Count(len(skipped), "check", "checks") + " skipped (" + strings.Join(skipped, ", ") + ")"}
 }
 
+// Verdict is the report's result: FAILED when a check failed, "OK, but ..." naming the skipped checks, else OK.
+func (v *ValidationReport) Verdict() string {
+	if v.Failed() > 0 {
+		return "FAILED"
+	}
+	var nc *errscope.NotCoveredError
+	if errors.As(v.NotCovered(), &nc) {
+		return "OK, but " + nc.What
+	}
+	return "OK"
+}
+
 // WriteTable prints the validation matrix like nccl-tests: a '#' header, fixed-width rows, a closing count.
 func (v *ValidationReport) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "# cphicache validate: %s, cp %d, dp %d\n", errscope.Plural(v.Ranks, "rank"), v.CP, v.DP)
@@ -112,6 +128,7 @@ func (v *ValidationReport) WriteTable(w io.Writer) {
 
 // WriteJSON writes the validation report to path (--report), whole or not at all.
 func (v *ValidationReport) WriteJSON(path string) error {
+	v.Result = v.Verdict()
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
