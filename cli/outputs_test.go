@@ -101,7 +101,7 @@ func TestAnOutputThatCouldNotBeWrittenFailsTheResult(t *testing.T) {
 
 // TestARunThatWritesNothingLeavesNoOldResult: a run that ends without writing its outputs (a rank that exits,
 // as after a crash) leaves no file at its --report, --metrics-file and --timeline paths, where the previous
-// job's stayed and its report said "OK" of a job that failed.
+// job's stayed and its report said "OK" of a job that failed; so does validate at its --report.
 func TestARunThatWritesNothingLeavesNoOldResult(t *testing.T) {
 	besideOthers(t)
 	dir := t.TempDir()
@@ -120,6 +120,13 @@ func TestARunThatWritesNothingLeavesNoOldResult(t *testing.T) {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s is still there after a run that wrote nothing: %v", p, err)
 		}
+	}
+	if err := os.WriteFile(paths[0], []byte(`{"result": "OK"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = runMPI(t, 2, 120*time.Second, "validate", "--quiet", "--conversations", "6", "--turns-max", "2", "--inject-exit", "1@2", "--report", paths[0])
+	if _, err := os.Stat(paths[0]); res.exitCode != 4 || !os.IsNotExist(err) {
+		t.Errorf("validate ended by a rank's exit: exit %d (want 4), its --report %v (want none)\n%s%s", res.exitCode, err, res.stdout, res.stderr)
 	}
 }
 
