@@ -151,6 +151,9 @@ type servingClock struct {
 	// The wall: when the current step began (the last one's end, or the end of an idle wait), and when its
 	// consensus may begin (its modelled time, scaled); zero once waited for.
 	wallStart, paceConsensusAt time.Time
+	// lateNs: how much later than their targets the step's paced waits woke. A loaded node wakes a sleeper late
+	// (on 2 cores under 4 ranks, about a millisecond a wait); a GPU's compute does not end late for it.
+	lateNs int64
 
 	// CP rank 0's requests: by the step that holds them, and in arrival order for the ideal.
 	formed  map[int64][]*requestClock
@@ -191,7 +194,7 @@ func (c *servingClock) scaled(ns int64) time.Duration {
 }
 
 // begin starts the clock as the replay begins: trace time 0 is now.
-func (c *servingClock) begin() { c.wallStart = time.Now() }
+func (c *servingClock) begin() { c.wallStart, c.lateNs = time.Now(), 0 }
 
 // arrive gives CP rank 0's events their arrival times and builds its queue: the trace's own, or a Poisson
 // stream's at --request-rate. Times never go back: a request queues behind the line before it. With closed-loop
@@ -277,10 +280,10 @@ func (c *servingClock) received(step, startNs int64, batch, sent []workload.Even
 var waitServingLoads = cache.WaitReason{Name: "load wait before the modelled prefill", Hint: "a load-back copy on this rank did not complete"}
 
 // paceUntil waits until the wall time `until`, handing the core whatever finishes meanwhile; the timeline shows
-// the wait under name.
-func (rs *runState) paceUntil(until time.Time, name string) {
+// the wait under name. It returns how late it woke: the scheduler's delay past `until`, 0 when it did not wait.
+func (rs *runState) paceUntil(until time.Time, name string) (lateNs int64) {
 	if time.Until(until) <= 0 {
-		return
+		return 0
 	}
 	if rs.tl.On() {
 		defer rs.tl.End(timeline.KindWait, rs.tl.Name(name), rs.tl.Now(), 0)
@@ -288,7 +291,7 @@ func (rs *runState) paceUntil(until time.Time, name string) {
 	for {
 		left := time.Until(until)
 		if left <= 0 {
-			return
+			return -left.Nanoseconds()
 		}
 		timer := time.NewTimer(left)
 		select {

@@ -286,3 +286,20 @@ func TestIdealHitsCountTheClocksSteps(t *testing.T) {
 			r.Hits.IdealTokens, want, byBatch, r.Hits.L1Tokens+r.Hits.L2Tokens)
 	}
 }
+
+// TestALateWakeUpIsNotTheStepsWork: a step's real work is its wall time less how late its paced waits woke (a
+// loaded node's scheduler, which a GPU's compute does not wait for), so a step whose work fit under its model
+// ends at the model's end however late the pace woke; real work past the model still lengthens it.
+func TestALateWakeUpIsNotTheStepsWork(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	for _, tc := range []struct{ wall, late, end, overrun int64 }{
+		{12 * ms, 3 * ms, 110 * ms, 0},      // 9 ms of work under a 10 ms model, the pace woke 3 ms late
+		{15 * ms, 3 * ms, 112 * ms, 2 * ms}, // 12 ms of work: 2 ms past the model
+		{8 * ms, 0, 110 * ms, 0},
+	} {
+		if end, overrun := stepEndNs(100*ms, 10*ms, tc.wall, tc.late); end != tc.end || overrun != tc.overrun {
+			t.Errorf("a 10 ms model, %d ms wall, woke %d ms late: end %d ms, overrun %d ms; want %d, %d",
+				tc.wall/ms, tc.late/ms, end/ms, overrun/ms, tc.end/ms, tc.overrun/ms)
+		}
+	}
+}

@@ -34,7 +34,7 @@ func (rs *runState) BeginStep(step int64) {
 		c.batchStart = max(startNs, c.lastEnd)
 		if startNs > c.lastEnd && !c.holdsDeferred(step) {
 			rs.paceUntil(c.wallStart.Add(c.scaled(startNs-c.lastEnd)), "serving clock: idle until the step's first arrival")
-			c.stepStart, c.wallStart = startNs, time.Now()
+			c.stepStart, c.wallStart, c.lateNs = startNs, time.Now(), 0
 		}
 	}
 	c.computeEnd, c.idleNs = c.stepStart, 0 // until Served prices the step
@@ -85,11 +85,11 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	// The prefill starts once the modelled loads are over and this rank's real load-backs too. The serve's own
 	// work (its fills stand for the GPU computing KV) overlaps the prefill, as on a GPU, not the loads.
 	if !s.LoadsDone() {
-		rs.paceUntil(c.wallStart.Add(c.scaled(first.ComputeStartNs-c.stepStart)), "serving clock: modelled L3 reads and load-backs")
+		c.lateNs += rs.paceUntil(c.wallStart.Add(c.scaled(first.ComputeStartNs-c.stepStart)), "serving clock: modelled L3 reads and load-backs")
 		if err := rs.Wait(waitServingLoads, s.LoadsDone); err != nil {
 			rs.core.Fail(cache.FailureDevice, err)
 		}
-		in.LoadsReadyNs = c.stepStart + time.Since(c.wallStart).Nanoseconds()
+		in.LoadsReadyNs = c.stepStart + max(0, time.Since(c.wallStart).Nanoseconds()-c.lateNs)
 		plan = serving.PlanStep(c.opts.prefill(), c.opts.links, in)
 	}
 	c.computeEnd, c.idleNs = plan.EndNs(), plan.IdleNs()
@@ -109,7 +109,7 @@ func (rs *runState) Served(s *cache.ServedStep) {
 // paceConsensus waits, before the step's consensus, until the modelled prefill of the step ends (scaled).
 func (rs *runState) paceConsensus(c *cache.Collective) {
 	if clock := rs.clock; clock != nil && c.Kind == cache.StepConsensus && !clock.paceConsensusAt.IsZero() {
-		rs.paceUntil(clock.paceConsensusAt, "serving clock: modelled prefill")
+		clock.lateNs += rs.paceUntil(clock.paceConsensusAt, "serving clock: modelled prefill")
 		clock.paceConsensusAt = time.Time{}
 	}
 }
@@ -133,6 +133,15 @@ func (c *servingClock) record(s *cache.ServedStep, hits []serving.Hit) []*reques
 	return out
 }
 
+// stepEndNs is the end of a step that began at startNs, on the trace's clock: its modelled time, or the wall time
+// its real work took (wallNs since its start, less lateNs that its paced waits woke late: the node's scheduler,
+// not the work) when that was longer; and by how much the real work overran the model.
+func stepEndNs(startNs, modelledNs, wallNs, lateNs int64) (endNs, overrunNs int64) {
+	realNs := max(0, wallNs-lateNs)
+	endNs = startNs + max(modelledNs, realNs)
+	return endNs, endNs - (startNs + modelledNs)
+}
+
 // stepEnded times the step's requests to their first token, which their pass's end delivers.
 func (c *servingClock) stepEnded() {
 	if c.opts.Virtual {
@@ -142,10 +151,8 @@ func (c *servingClock) stepEnded() {
 	// would have lasted at the trace's own pace, whatever --time-scale spent of the modelled part. What the real
 	// work overran the model by delays every first token of the step.
 	modelled := max(0, c.computeEnd-c.stepStart)
-	real := time.Since(c.wallStart).Nanoseconds()
-	end := c.stepStart + max(modelled, real)
-	overrun := end - (c.stepStart + modelled)
-	c.wallStart, c.lastEnd = time.Now(), end
+	end, overrun := stepEndNs(c.stepStart, modelled, time.Since(c.wallStart).Nanoseconds(), c.lateNs)
+	c.wallStart, c.lastEnd, c.lateNs = time.Now(), end, 0
 	// The wait between a step's two passes is idle time, not step time: the machinery's share leaves it out.
 	c.stepsNs += end - c.stepStart - c.idleNs
 	c.modelledNs += modelled - c.idleNs
