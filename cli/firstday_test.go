@@ -260,7 +260,7 @@ func TestStrictFailsWhatWasNotCovered(t *testing.T) {
 	cmd := exec.Command(binPath, "validate", "--strict", "--quiet", "--sync-copies", "--conversations", "8", "--turns-max", "3", "--device-pages", "64")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitNotCovered || !strings.Contains(string(out), "2 checks skipped (placement_identical, divergence_detected)") {
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitNotCovered || !strings.Contains(string(out), "3 checks skipped (placement_identical, divergence_detected, l3_roundtrip)") {
 		t.Errorf("validate --strict at cp 1: %v, want exit %d naming the skipped checks:\n%s", err, spmd.ExitNotCovered, out)
 	}
 	checkNoSegments(t)
