@@ -35,13 +35,7 @@ func (o *sweepOptions) flags() []cli.Flag {
 	flags = append(flags, seedFlags(&r.synthetic)...)
 	flags = append(flags, batchRequestsFlag(&r.batchRequests), logLevelFlag(&r.global.logLevelName, "CPHICACHE_LOG_LEVEL"))
 	flags = append(flags, r.modelFlags()...)
-	for _, f := range r.cacheFlags() {
-		if sf, ok := f.(*cli.StringFlag); ok && sf.Name == "l2-slots" {
-			// run's default of one size is no sweep: sweep takes a list, of this flag or of --l2-bytes.
-			sf.Value, sf.DefaultText = "", "none: give a list, or --l2-bytes"
-		}
-		flags = append(flags, f)
-	}
+	flags = append(flags, r.cacheFlags()...)
 	// Of the checks, only --flush-every changes a sweep: at cp 1 in one process there is no collective to
 	// choose or to watch, and every step's copies are drained anyway.
 	flags = append(flags, r.flushEveryFlag())

@@ -204,24 +204,3 @@ func TestSweepLineSaysUncachedPages(t *testing.T) {
 		t.Errorf("the sweep line does not say %q:\n%s", want, b.String())
 	}
 }
-
-// TestSweepHelpGivesNoDefaultSize: sweep needs a list of sizes, so its --help gives --l2-slots no default (run's
-// 2048 is one size, which sweep refuses), and run's keeps its own.
-func TestSweepHelpGivesNoDefaultSize(t *testing.T) {
-	line := func(cmd string) string {
-		out, _ := exec.Command(binPath, cmd, "--help").CombinedOutput()
-		for _, l := range strings.Split(string(out), "\n") {
-			if strings.Contains(l, "--l2-slots value") {
-				return l
-			}
-		}
-		t.Fatalf("%s --help has no --l2-slots:\n%s", cmd, out)
-		return ""
-	}
-	if l := line("sweep"); !strings.Contains(l, "(default: none: give a list, or --l2-bytes)") {
-		t.Errorf("sweep --help: %q, want no default size", l)
-	}
-	if l := line("run"); !strings.Contains(l, `(default: "2048")`) {
-		t.Errorf("run --help: %q, want its default of 2048 slots", l)
-	}
-}
