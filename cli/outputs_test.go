@@ -156,3 +156,31 @@ func TestAnOutputThatNamesTheTraceIsRefused(t *testing.T) {
 		t.Errorf("sweep --json over --trace: %v, want %q:\n%s", err, want, out)
 	}
 }
+
+// TestDevStdoutIsWrittenInPlace: --report /dev/stdout, with standard output a pipe or a file (a shell's `>>`),
+// appends the report after the summary and leaves the file the user's: /dev/stdout links to a descriptor,
+// which the run writes through and never removes.
+func TestDevStdoutIsWrittenInPlace(t *testing.T) {
+	besideOthers(t)
+	args := []string{"run", "--quiet", "--conversations", "4", "--turns-max", "2", "--report", "/dev/stdout"}
+	piped, err := exec.Command(binPath, args...).Output()
+	if err != nil || !strings.Contains(string(piped), "result: OK") || !strings.Contains(string(piped), `"result": "OK`) {
+		t.Errorf("to a pipe: %v, want the summary and the report:\n%s", err, piped)
+	}
+	log := filepath.Join(t.TempDir(), "out.log")
+	if err := os.WriteFile(log, []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, args...)
+	cmd.Stdout = f
+	err = cmd.Run()
+	f.Close()
+	b, _ := os.ReadFile(log)
+	if s := string(b); err != nil || !strings.HasPrefix(s, "kept\n# cphicache ") || !strings.Contains(s, "result: OK") || !strings.Contains(s, `"result": "OK`) {
+		t.Errorf(">> out.log: %v; it holds:\n%s\nwant the line before, the summary and the report", err, s)
+	}
+}

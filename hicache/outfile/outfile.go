@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/cphicache/cphicache/hicache/errscope"
@@ -25,24 +26,25 @@ func Check(flag, path string) error {
 	if path == "" {
 		return nil
 	}
-	shown := path
-	if to := resolve(path); to != path {
-		shown, path = fmt.Sprintf("%s (a link to %s)", path, to), to
-	}
-	if isStream(path) { // written in place
+	t := resolve(path)
+	if t.inPlace { // written through itself
 		if err := syscall.Access(path, accessWrite); err != nil {
-			return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s is not writable: %v", shown, err)}
+			return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s is not writable: %v", path, err)}
 		}
 		return nil
 	}
-	dir := filepath.Dir(path)
+	shown := path
+	if t.path != path {
+		shown = fmt.Sprintf("%s (a link to %s)", path, t.path)
+	}
+	dir := filepath.Dir(t.path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s: the directory %s does not exist", shown, dir)}
 	}
 	if err := syscall.Access(dir, accessWrite); err != nil {
 		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s: the directory %s is not writable: %v", shown, dir, err)}
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+	if fi, err := os.Stat(t.path); err == nil && fi.IsDir() {
 		return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%s is a directory", shown)}
 	}
 	return nil
@@ -67,10 +69,11 @@ func WriteFrom(flag, path string, write func(io.Writer) error) error {
 }
 
 func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	path = resolve(path)
-	if isStream(path) {
+	t := resolve(path)
+	if t.inPlace {
 		return writeInPlace(path, write)
 	}
+	path = t.path
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
@@ -100,22 +103,49 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 // maxLinks bounds resolve's walk, as the kernel's 40 (ELOOP) bounds a path's.
 const maxLinks = 40
 
-// resolve follows path's last component through symbolic links to the path they name, which need not exist yet
-// (a link to this run's file, made before the run). Every command writes and removes at the resolved path, so a
-// user's link stays a link: a temporary file renamed over the link itself would turn it into a copy and leave
-// the file it names with the previous result. A path that is no link is its own answer.
-func resolve(path string) string {
+// target is where a command's output path is written and removed.
+type target struct {
+	path string
+	// inPlace: a stream (a device, a FIFO, a socket) or a descriptor's path (/dev/stdout, /dev/fd/N, /proc/...):
+	// written through the path as given, appended to, never renamed over or removed. /dev/stdout of a shell's
+	// `> out.log` names out.log itself: followed, it was removed and replaced by the job's file.
+	inPlace bool
+}
+
+// resolve follows path's last component through symbolic links to the file they name, which need not exist yet
+// (a link to this run's file, made before the run), so that a user's link stays a link: a temporary file renamed
+// over the link itself would turn it into a copy and leave the file it names with the previous result. A
+// relative link is read against its directory's real path, as the kernel reads it (a textual ".." after a
+// linked directory names another file). A path that is no link is its own target.
+func resolve(path string) target {
+	if isStream(path) {
+		return target{path: path, inPlace: true}
+	}
+	p := path
 	for i := 0; i < maxLinks; i++ {
-		to, err := os.Readlink(path)
+		if isDescriptorPath(p) {
+			return target{path: path, inPlace: true}
+		}
+		to, err := os.Readlink(p)
 		if err != nil {
-			return path
+			return target{path: p}
 		}
 		if !filepath.IsAbs(to) {
-			to = filepath.Join(filepath.Dir(path), to)
+			dir := filepath.Dir(p)
+			if real, err := filepath.EvalSymlinks(dir); err == nil {
+				dir = real
+			}
+			to = filepath.Join(dir, to)
 		}
-		path = to
+		p = to
 	}
-	return path
+	return target{path: p}
+}
+
+// isDescriptorPath says whether p names a process's open descriptor (/proc/self/fd/1, /dev/fd/3), whose file the
+// process shares with its launcher and must write through, not replace.
+func isDescriptorPath(p string) bool {
+	return strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/dev/fd/")
 }
 
 // isStream says whether path exists and is neither a regular file nor a directory (a device, a FIFO, a socket):
@@ -130,7 +160,11 @@ func isStream(path string) bool {
 // every later job on the node (as root). A link's file is removed and the link, the user's, is kept. A path
 // already gone is no error.
 func Remove(path string) error {
-	path = resolve(path)
+	t := resolve(path)
+	if t.inPlace {
+		return nil
+	}
+	path = t.path
 	fi, err := os.Lstat(path)
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
@@ -142,7 +176,9 @@ func Remove(path string) error {
 // itself: a temporary file renamed over it would replace the device with a file (as root: every later writer to
 // /dev/null then filled a file), and "whole or not at all" means nothing for a stream.
 func writeInPlace(path string, write func(io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	// O_APPEND: /dev/stdout redirected to a file opens that file anew, at offset 0, and would write over what the
+	// process printed before.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
 	}
@@ -162,7 +198,7 @@ type File struct{ Flag, Path string }
 // and inode (a hard link). Streams (/dev/null for two outputs) and paths not given pass.
 func CheckDistinct(outputs, inputs []File) error {
 	for i, out := range outputs {
-		if out.Path == "" || isStream(resolve(out.Path)) {
+		if out.Path == "" || resolve(out.Path).inPlace {
 			continue
 		}
 		for j, other := range append(append([]File{}, outputs[:i]...), inputs...) {
@@ -182,7 +218,7 @@ func CheckDistinct(outputs, inputs []File) error {
 // sameFile says whether a and b name one file: the same absolute path once links are followed, or, when both
 // exist, the same device and inode.
 func sameFile(a, b string) bool {
-	a, b = resolve(a), resolve(b)
+	a, b = resolve(a).path, resolve(b).path
 	if absA, errA := filepath.Abs(a); errA == nil {
 		if absB, errB := filepath.Abs(b); errB == nil && absA == absB {
 			return true

@@ -2,6 +2,7 @@ package outfile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -190,5 +191,81 @@ func TestAnOutputMustNotBeAnotherFile(t *testing.T) {
 	}
 	if err := CheckDistinct([]File{{"report", "/dev/null"}, {"metrics-file", "/dev/null"}, {"timeline", r}, {"cpu", ""}}, []File{{"trace", "-"}, {"l3", ""}}); err != nil {
 		t.Errorf("distinct outputs: %v", err)
+	}
+}
+
+// TestADescriptorPathIsWrittenThroughAndKept: /dev/stdout of a shell's `>> out.log` is a link to
+// /proc/self/fd/1, which names out.log itself: such a path is appended to through itself and never removed or
+// renamed over. Followed to out.log, the run's clean-up removed the user's log and the write made a new file.
+func TestADescriptorPathIsWrittenThroughAndKept(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "out.log")
+	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString("printed before\n")
+	fd := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
+	link := filepath.Join(dir, "stdout") // as /dev/stdout links to /proc/self/fd/1
+	if err := os.Symlink(fd, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fd, link} {
+		if err := Check("report", path); err != nil {
+			t.Fatalf("Check(%s): %v", path, err)
+		}
+		if err := Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := Write("report", path, []byte("report\n")); err != nil {
+			t.Fatalf("Write(%s): %v", path, err)
+		}
+	}
+	if b, err := os.ReadFile(log); err != nil || string(b) != "printed before\nreport\nreport\n" {
+		t.Errorf("out.log holds %q (%v), want what was printed and both reports after it", b, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 2 {
+		t.Errorf("files in the directory: %v, want out.log and the link", left)
+	}
+}
+
+// TestARelativeLinkIsReadAsTheKernelReadsIt: a relative link in a linked directory names a file against the
+// directory's real path ("../shared/x" from results -> data/run42 is data/shared/x), not against the path as
+// written (a textual ".." named work/shared/x, which Remove then deleted).
+func TestARelativeLinkIsReadAsTheKernelReadsIt(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"data/run42", "data/shared", "work/shared"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real, decoy := filepath.Join(root, "data/shared/latest.json"), filepath.Join(root, "work/shared/latest.json")
+	for _, p := range []string{real, decoy} {
+		if err := os.WriteFile(p, []byte("old\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "data/run42"), filepath.Join(root, "work/results")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../shared/latest.json", filepath.Join(root, "data/run42/latest.json")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "work/results/latest.json")
+	if err := Write("report", path, []byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(real); string(b) != "new\n" {
+		t.Errorf("the file the link names holds %q, want the new report", b)
+	}
+	if err := Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(real); !os.IsNotExist(err) {
+		t.Errorf("Remove left the file the link names: %v", err)
+	}
+	if b, err := os.ReadFile(decoy); err != nil || string(b) != "old\n" {
+		t.Errorf("another file was touched: %q, %v", b, err)
 	}
 }
