@@ -280,7 +280,8 @@ func (c *servingClock) received(step, startNs int64, batch, sent []workload.Even
 var waitServingLoads = cache.WaitReason{Name: "load wait before the modelled prefill", Hint: "a load-back copy on this rank did not complete"}
 
 // paceUntil waits until the wall time `until`, handing the core whatever finishes meanwhile; the timeline shows
-// the wait under name. It returns how late it woke: the scheduler's delay past `until`, 0 when it did not wait.
+// the wait under name. It returns how late its timer woke it: the scheduler's delay past `until`. A delivery
+// that ran past `until` is the step's real work, not lateness: then 0.
 func (rs *runState) paceUntil(until time.Time, name string) (lateNs int64) {
 	if time.Until(until) <= 0 {
 		return 0
@@ -291,15 +292,16 @@ func (rs *runState) paceUntil(until time.Time, name string) (lateNs int64) {
 	for {
 		left := time.Until(until)
 		if left <= 0 {
-			return -left.Nanoseconds()
+			return 0
 		}
 		timer := time.NewTimer(left)
 		select {
 		case <-rs.done.notify:
+			timer.Stop()
 			rs.deliver(false)
 		case <-timer.C:
+			return max(0, time.Since(until).Nanoseconds())
 		}
-		timer.Stop()
 	}
 }
 
