@@ -55,11 +55,7 @@ func OpenProfile(path string, open func(string) (io.ReadCloser, error)) (*Profil
 
 // ParseProfile reads a profile from r; name is the file's, for errors ("name:line: ...").
 func ParseProfile(name string, r io.Reader) (*Profile, error) {
-	type row struct {
-		newTokens, cachedTokens, ms float64
-		line                        int
-	}
-	var rows []row
+	var rows []profileRow
 	seen := map[[2]float64]int{}
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
@@ -76,7 +72,7 @@ func ParseProfile(name string, r io.Reader) (*Profile, error) {
 			return nil, profileError(name, line, fmt.Sprintf("new %v cached %v again (line %d has it)", n, c, first))
 		}
 		seen[[2]float64{n, c}] = line
-		rows = append(rows, row{n, c, ms, line})
+		rows = append(rows, profileRow{n, c, ms, line})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, &errscope.ConfigError{Flag: "prefill-profile", Reason: fmt.Sprintf("%s: %v", name, err)}
@@ -84,23 +80,14 @@ func ParseProfile(name string, r io.Reader) (*Profile, error) {
 	if len(rows) == 0 {
 		return nil, &errscope.ConfigError{Flag: "prefill-profile", Reason: fmt.Sprintf("%s: no rows (each line: new_tokens cached_tokens milliseconds)", name)}
 	}
-	slices.SortFunc(rows, func(a, b row) int {
+	slices.SortFunc(rows, func(a, b profileRow) int {
 		if a.cachedTokens != b.cachedTokens {
 			return cmp.Compare(a.cachedTokens, b.cachedTokens)
 		}
 		return cmp.Compare(a.newTokens, b.newTokens)
 	})
-	// Sorted by cached then new tokens, each row's predecessor at its cached count is the row before it, and at
-	// its new count the last one seen with that many new tokens.
-	lastAtNew := map[float64]row{}
-	for i, q := range rows {
-		if i > 0 && rows[i-1].cachedTokens == q.cachedTokens && q.ms < rows[i-1].ms {
-			return nil, fallingProfileError(name, q.line, rows[i-1].line, "new", q.newTokens, rows[i-1].newTokens, q.ms, rows[i-1].ms)
-		}
-		if prev, ok := lastAtNew[q.newTokens]; ok && q.ms < prev.ms {
-			return nil, fallingProfileError(name, q.line, prev.line, "cached", q.cachedTokens, prev.cachedTokens, q.ms, prev.ms)
-		}
-		lastAtNew[q.newTokens] = q
+	if err := checkExtendedSegments(name, rows); err != nil {
+		return nil, err
 	}
 	p := &Profile{Name: name, rows: len(rows)}
 	for _, q := range rows {
@@ -111,6 +98,40 @@ func ParseProfile(name string, r io.Reader) (*Profile, error) {
 		g.newTokens, g.seconds = append(g.newTokens, q.newTokens), append(g.seconds, q.ms/1e3)
 	}
 	return p, nil
+}
+
+// profileRow is one line of a profile.
+type profileRow struct {
+	newTokens, cachedTokens, ms float64
+	line                        int
+}
+
+// checkExtendedSegments refuses a profile whose time falls along a segment the table is extended along: the
+// last two rows of each cached count (beyond its most new tokens) and the last two cached counts (beyond the most
+// cached tokens). Extended, a falling segment reaches zero, a free prefill that no tier could beat. A fall inside
+// the table (a measurement's noise near the latency floor, 10.2 ms then 10.1) stays between its rows and is kept.
+// rows are sorted by cached, then new tokens.
+func checkExtendedSegments(name string, rows []profileRow) error {
+	lastCached := rows[len(rows)-1].cachedTokens
+	prevCached, prevGroup := -1.0, map[float64]profileRow{} // the cached count before the last, by new tokens
+	for i, q := range rows {
+		lastOfGroup := i+1 == len(rows) || rows[i+1].cachedTokens != q.cachedTokens
+		if i > 0 && lastOfGroup && rows[i-1].cachedTokens == q.cachedTokens && q.ms < rows[i-1].ms {
+			prev := rows[i-1]
+			return fallingProfileError(name, q.line, prev.line, "new", q.newTokens, prev.newTokens, q.ms, prev.ms)
+		}
+		if q.cachedTokens == lastCached {
+			if prev, ok := prevGroup[q.newTokens]; ok && q.ms < prev.ms {
+				return fallingProfileError(name, q.line, prev.line, "cached", q.cachedTokens, prev.cachedTokens, q.ms, prev.ms)
+			}
+			continue
+		}
+		if q.cachedTokens != prevCached {
+			prevCached, prevGroup = q.cachedTokens, map[float64]profileRow{}
+		}
+		prevGroup[q.newTokens] = q
+	}
+	return nil
 }
 
 // profileMillisecondsMax bounds a row's time (about 11.6 days, beyond any prefill), so that extrapolating

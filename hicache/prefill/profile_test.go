@@ -125,6 +125,11 @@ func TestProfileThatFallsAsTokensGrowIsRefused(t *testing.T) {
 			t.Errorf("%q: %v, want an invalid --prefill-profile with %q", text, err, want)
 		}
 	}
+	// A fall inside the table (noise near the latency floor) is interpolated, not extended: it is kept.
+	noisy := parseTestProfile(t, "512 0 10.2\n1024 0 10.1\n2048 0 20\n512 512 10.3\n1024 512 10.2\n2048 512 21\n512 4096 11\n1024 4096 12\n2048 4096 22\n")
+	if s := noisy.RecomputeSeconds(1024); s <= 0 {
+		t.Errorf("a profile with noise inside it: %v s at 1024 tokens", s)
+	}
 	flat := parseTestProfile(t, "1024 0 50\n2048 0 50\n1024 512 50\n")
 	if s := flat.RecomputeSeconds(8192); math.Abs(s-0.05) > 1e-12 {
 		t.Errorf("a flat profile: %v s at 8192 tokens, want its rows' 0.05", s)
