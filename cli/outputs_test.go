@@ -130,9 +130,9 @@ func TestARunThatWritesNothingLeavesNoOldResult(t *testing.T) {
 	}
 }
 
-// TestAnOutputThatNamesTheTraceIsRefused: run's --report over the --trace it replays, and sweep's --plot over
-// its --json, are refused before start-up naming the flag, and the trace is left whole; the report used to
-// replace the user's trace.
+// TestAnOutputThatNamesTheTraceIsRefused: run's --report over the --trace it replays or its --prefill-profile,
+// and sweep's --json over its --trace, are refused before start-up naming the flag, and the trace is left whole;
+// the report used to replace the user's trace.
 func TestAnOutputThatNamesTheTraceIsRefused(t *testing.T) {
 	besideOthers(t)
 	dir := t.TempDir()
@@ -154,6 +154,14 @@ func TestAnOutputThatNamesTheTraceIsRefused(t *testing.T) {
 	out, err := exec.Command(binPath, "sweep", "--l2-slots", "64", "--trace", trace, "--json", trace).CombinedOutput()
 	if want := "invalid --json: " + trace + " is the same file as --trace"; !strings.Contains(string(out), want) {
 		t.Errorf("sweep --json over --trace: %v, want %q:\n%s", err, want, out)
+	}
+	profile := filepath.Join(dir, "prof.txt")
+	if err := os.WriteFile(profile, []byte("1024 0 50\n2048 0 90\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(binPath, "run", "--quiet", "--conversations", "4", "--prefill-profile", profile, "--request-rate", "5", "--report", profile).CombinedOutput()
+	if want := "invalid --report: " + profile + " is the same file as --prefill-profile"; !strings.Contains(string(out), want) {
+		t.Errorf("run --report over --prefill-profile: %v, want %q:\n%s", err, want, out)
 	}
 }
 

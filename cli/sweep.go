@@ -69,7 +69,7 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	if o.opts.Serving, err = o.run.serving.options(c, o.opts.Model, o.run.trace == ""); err != nil {
 		return err
 	}
-	distinct := outfile.CheckDistinct([]outfile.File{{Flag: "json", Path: o.json}, {Flag: "plot", Path: o.plot}}, []outfile.File{{Flag: "trace", Path: o.opts.TracePath}})
+	distinct := outfile.CheckDistinct([]outfile.File{{Flag: "json", Path: o.json}, {Flag: "plot", Path: o.plot}}, o.opts.InputFiles())
 	if err := errors.Join(outfile.Check("json", o.json), outfile.Check("plot", o.plot), sweep.CheckPlotFormat(o.plot), distinct); err != nil {
 		return err
 	}

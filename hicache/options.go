@@ -195,7 +195,7 @@ func (o *Options) Validate() error {
 			return err
 		}
 		outputs := []outfile.File{{Flag: "report", Path: o.ReportPath}, {Flag: "metrics-file", Path: o.MetricsPath}, {Flag: "timeline", Path: o.TimelinePath}}
-		if err := outfile.CheckDistinct(outputs, []outfile.File{{Flag: "trace", Path: o.TracePath}}); err != nil {
+		if err := outfile.CheckDistinct(outputs, o.InputFiles()); err != nil {
 			return err
 		}
 	}
@@ -203,6 +203,15 @@ func (o *Options) Validate() error {
 		return &errscope.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
 	}
 	return transport.CheckCollectiveBuild(o.Collective)
+}
+
+// InputFiles are the files a run or a sweep reads, which no output may name (outfile.CheckDistinct).
+func (o *Options) InputFiles() []outfile.File {
+	in := []outfile.File{{Flag: "trace", Path: o.TracePath}}
+	if o.Serving != nil {
+		in = append(in, outfile.File{Flag: "prefill-profile", Path: o.Serving.Prefill.ProfilePath})
+	}
+	return in
 }
 
 func (o *Options) checkMetrics() error {
