@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// The tests of what a run leaves for its user to file and trust: a configuration that, given back, makes the
-// same job, and files that never say OK of a job that did not end well.
+// The tests of what a run leaves for its user to file and trust: a configuration that records the job that ran,
+// and files that never say OK of a job that did not end well.
 
 // TestTheConfigurationIsTheJobsOwn: the provenance's configuration shows the values the job ran with where they
 // are derived (the per-rank --token-bytes of the default model at cp 2, a model's --layers, the --l2-slots of an
-// --l2-bytes given through its environment variable), in the '#' header and the report alike, so that the
-// configuration given back makes the same job; it used to show those flags' defaults.
+// --l2-bytes given through its environment variable), in the '#' header and the report alike; it used to show
+// those flags' defaults, the record of another job.
 func TestTheConfigurationIsTheJobsOwn(t *testing.T) {
 	besideOthers(t)
 	report := filepath.Join(t.TempDir(), "r.json")

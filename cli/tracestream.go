@@ -1,8 +1,9 @@
 package cli
 
-// A --trace that can be read only once: standard input, a FIFO, /dev/stdin, a process substitution's /dev/fd
-// path. Opened by every rank that reads the workload, and by the provenance for its checksum, such a trace was
-// drained by its first reader while the next waited for a writer for good.
+// A --trace that can be read only once: standard input, a FIFO, /dev/stdin (a process substitution's /dev/fd
+// path too, in a run without mpirun: mpirun does not hand that descriptor to the ranks). Opened by every rank
+// that reads the workload, and by the provenance for its checksum, such a trace was drained by its first reader
+// while the next waited for a writer for good.
 
 import (
 	"io"

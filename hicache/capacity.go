@@ -71,7 +71,7 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 // ranksPerNode ranks (Size): the model's --layers and --payloads, the per-rank --token-bytes a token accounts for
 // (before any --copy-token-bytes; derived from the default model's bytes a token when not given), and the
 // --l2-slots and --device-pages that --l2-bytes and --device-bytes make. A provenance that printed those flags as
-// parsed would print their defaults, and given back they would make another job.
+// parsed would print their defaults: a record of another job than the one that ran.
 func (o *Options) SizedFlags(cp, ranksPerNode, nodes int) (map[string]string, error) {
 	s, err := o.Size(cp, ranksPerNode, nodes)
 	if err != nil {

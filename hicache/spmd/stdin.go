@@ -3,8 +3,8 @@ package spmd
 // --trace -: a trace on standard input, as gen-trace writes one to standard output by default. mpirun forwards
 // standard input to world rank 0 only, while the workload is read by CP rank 0 of every group (and validate
 // reads it once per pass), so world rank 0 reads it whole and broadcasts it, and each reading rank keeps it in a
-// private temporary file that the trace reader then reads as any --trace. A FIFO or a process substitution's
-// /dev/fd path can be read once too, and only on world rank 0's node, so it travels the same way. The broadcast
+// private temporary file that the trace reader then reads as any --trace. A FIFO on world rank 0's node can be
+// read once too, by world rank 0 alone, so it travels the same way. The broadcast
 // is the job's, not a command's: no command runs a collective itself.
 
 import (
