@@ -77,8 +77,8 @@ func startProvenance(job *spmd.Job, p *report.Provenance, tracePath string) erro
 
 // sizeProvenance sets, in p's configuration, the geometry flags' values that opts make on job's layout
 // (Options.SizedFlags), so that the configuration records the job that ran (the command line, not the whole
-// configuration, is what reruns it: a --model and the --layers it sets are exclusive). Options that cannot be sized keep
-// the flags as parsed; the run refuses them with their own error.
+// configuration, is what reruns it: a --model and the --layers it sets are exclusive). Options that cannot be
+// sized keep the flags as parsed; the run refuses them with their own error.
 func sizeProvenance(job *spmd.Job, p *report.Provenance, opts *hicache.Options) {
 	sized, err := opts.SizedFlags(job.Topo.CPSize, job.Topo.NodeSize, job.Topo.GroupNodes)
 	if err != nil {
