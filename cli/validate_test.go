@@ -113,6 +113,8 @@ func TestValidateRemovesTheL3DirOfAKilledValidate(t *testing.T) {
 	if err := killed.Start(); err != nil {
 		t.Fatal(err)
 	}
+	bound := time.AfterFunc(loaded(60*time.Second), func() { killed.Process.Kill() }) // a hang fails, not waits
+	defer bound.Stop()
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() && !strings.Contains(lines.Text(), "validate pass 4 of 5") {
 	}
