@@ -214,8 +214,12 @@ func (w *Watchdog) fire(site *watchdogSite, waited, limit time.Duration) {
 		// a peer on the same machine, starved alike, may be as late as this rank says it is.
 		late = fmt.Sprintf("; this check itself ran %.1f s late: the machine did not run this process meanwhile (overloaded?)", (waited - limit).Seconds())
 	}
-	timeout := strconv.FormatFloat(w.timeout.Seconds(), 'g', -1, 64) // as given: 0.5 s, not "0 s"
-	fmt.Fprintf(w.out, "cphicache: rank %d: watchdog: %s waited %.1f s, longer than --watchdog-timeout %s s%s; ending the job "+
+	// The timeout as given (0.5 s, not "0 s"), and the grace a collective's limit adds to it.
+	timeout := strconv.FormatFloat(w.timeout.Seconds(), 'g', -1, 64) + " s"
+	if grace := limit - w.timeout; grace > 0 {
+		timeout += fmt.Sprintf(" and a collective's %v grace", grace)
+	}
+	fmt.Fprintf(w.out, "cphicache: rank %d: watchdog: %s waited %.1f s, longer than --watchdog-timeout %s%s; ending the job "+
 		"(a rank the launcher then ends in a wait of its own says which)\n", w.worldRank, site.describe(), waited.Seconds(), timeout, late)
 	if w.cleanup != nil {
 		w.cleanup()
