@@ -21,17 +21,24 @@ const (
 	injectionUncaught                 // the placement was perturbed and no check caught it
 )
 
-// injectionFlags are the faults a run's end can miss, in a fixed order every rank shares. --inject-setup-error
-// fires before the replay, always.
-func (o *Options) injectionFlags() []struct {
+// namedInjection is an injection with its flag.
+type namedInjection struct {
 	flag string
 	inj  Injection
-} {
-	return []struct {
-		flag string
-		inj  Injection
-	}{{"inject-divergence", o.InjectDivergence}, {"inject-copy-error", o.InjectCopyError},
-		{"inject-hang", o.InjectHang}, {"inject-exit", o.InjectExit}, {"inject-stuck-copy", o.InjectStuckCopy}}
+}
+
+// injections are every fault injection, in a fixed order every rank shares; --inject-setup-error, which fires
+// before the replay, always, comes last.
+func (o *Options) injections() []namedInjection {
+	return []namedInjection{{"inject-divergence", o.InjectDivergence}, {"inject-copy-error", o.InjectCopyError},
+		{"inject-hang", o.InjectHang}, {"inject-exit", o.InjectExit}, {"inject-stuck-copy", o.InjectStuckCopy},
+		{"inject-setup-error", o.InjectSetupError}}
+}
+
+// injectionFlags are the faults a run's end can miss: all but --inject-setup-error.
+func (o *Options) injectionFlags() []namedInjection {
+	all := o.injections()
+	return all[:len(all)-1]
 }
 
 // injectionMisses are this rank's misses, one per injectionFlags entry, after a replay that ended well.

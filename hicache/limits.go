@@ -36,11 +36,7 @@ func (o *Options) checkInjectionRanks(worldSize, cpSize int) error {
 	if o.InjectDivergence.Set && cpSize < 2 {
 		return &errscope.ConfigError{Flag: "inject-divergence", Reason: "needs a CP group of 2 ranks or more: at cp 1 no placement is compared, so nothing could catch it"}
 	}
-	for _, inj := range []struct {
-		flag string
-		inj  Injection
-	}{{"inject-divergence", o.InjectDivergence}, {"inject-hang", o.InjectHang}, {"inject-exit", o.InjectExit},
-		{"inject-copy-error", o.InjectCopyError}, {"inject-stuck-copy", o.InjectStuckCopy}, {"inject-setup-error", o.InjectSetupError}} {
+	for _, inj := range o.injections() {
 		if inj.inj.Set && inj.inj.Rank >= worldSize {
 			return &errscope.ConfigError{Flag: inj.flag, Reason: fmt.Sprintf("rank %d is outside the job's %d ranks (world ranks 0 to %d)", inj.inj.Rank, worldSize, worldSize-1)}
 		}
