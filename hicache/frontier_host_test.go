@@ -34,6 +34,10 @@ func TestRunOverNCCLShimCommitsOnCPCommunicators(t *testing.T) {
 	ncclForTest(t)
 	opts := smallOptions()
 	opts.Collective = "nccl"
+	// Backups commit in their step, so that load-backs (the pages this test verifies) do not hang on the copy
+	// worker's luck: on a loaded node an np 1 run of async copies loaded nothing back (1 in 40 beside 6 busy
+	// loops). cli's TestRunWithNCCLCollectiveOverTheShim runs async copies over NCCL.
+	opts.SyncCopies = true
 	if err := opts.Validate(); err != nil {
 		t.Fatal(err)
 	}

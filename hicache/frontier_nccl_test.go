@@ -83,6 +83,7 @@ func TestRunOverNCCLProvesEveryReduction(t *testing.T) {
 	job := testJob(t)
 	opts := smallOptions()
 	opts.Collective = "nccl"
+	opts.SyncCopies = true // load-backs to verify whatever the node's load (TestRunOverNCCLShimCommitsOnCPCommunicators)
 	if err := opts.Validate(); err != nil {
 		t.Fatal(err)
 	}
