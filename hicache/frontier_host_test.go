@@ -32,16 +32,7 @@ func ncclForTest(t *testing.T) {
 // ncclshim, a communicator per CP group made over the CP communicator, in-place MIN) for a whole run.
 func TestRunOverNCCLShimCommitsOnCPCommunicators(t *testing.T) {
 	ncclForTest(t)
-	opts := smallOptions()
-	opts.Collective = "nccl"
-	// Backups commit in their step, so that load-backs (the pages this test verifies) do not hang on the copy
-	// worker's luck: on a loaded node an np 1 run of async copies loaded nothing back (1 in 40 beside 6 busy
-	// loops). cli's TestRunWithNCCLCollectiveOverTheShim runs async copies over NCCL.
-	opts.SyncCopies = true
-	if err := opts.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Run(testJob(t), opts)
+	r, err := Run(testJob(t), ncclRunOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

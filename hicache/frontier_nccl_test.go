@@ -74,6 +74,20 @@ func (p *provenReducer) AllreduceMinUint64(values []uint64) error {
 
 func (p *provenReducer) Close() error { return transport.Close(p.preMulSumReducer) }
 
+// ncclRunOptions is smallOptions over the NCCL reducer, validated, for a whole run whose load-backs are verified.
+// Its backups commit in their step (SyncCopies), so that there are load-backs to verify whatever the node's load:
+// with async copies an np 1 run on a loaded node loaded nothing back (1 in 40 beside 6 busy loops). cli's
+// TestRunWithNCCLCollectiveOverTheShim runs async copies over NCCL.
+func ncclRunOptions(t *testing.T) *Options {
+	t.Helper()
+	opts := smallOptions()
+	opts.Collective, opts.SyncCopies = "nccl", true
+	if err := opts.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return opts
+}
+
 // TestRunOverNCCLProvesEveryReduction is a whole run over the NCCL reducer in which every step, flush and final
 // consensus call is proven to have been reduced by NCCL: at one rank (the GPU check's) the consensus, which skips
 // a one-rank group's calls, sends them through the reducer anyway (Options.testProveReducer), and each is checked
@@ -81,12 +95,7 @@ func (p *provenReducer) Close() error { return transport.Close(p.preMulSumReduce
 func TestRunOverNCCLProvesEveryReduction(t *testing.T) {
 	ncclForTest(t)
 	job := testJob(t)
-	opts := smallOptions()
-	opts.Collective = "nccl"
-	opts.SyncCopies = true // load-backs to verify whatever the node's load (TestRunOverNCCLShimCommitsOnCPCommunicators)
-	if err := opts.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	opts := ncclRunOptions(t)
 	var proven *provenReducer
 	opts.testProveReducer = func(r transport.MinAllReducer) transport.MinAllReducer {
 		pr, ok := r.(preMulSumReducer)
