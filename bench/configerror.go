@@ -3,7 +3,7 @@ package bench
 import (
 	"fmt"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // configErrorf is a benchmark's config field out of its range, as the *errscope.ConfigError of the command-line

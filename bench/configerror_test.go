@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // Each config names its bad field as the flag that sets it; cphicache bench reports that flag.

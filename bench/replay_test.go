@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // TestSummarizeReplay: each configuration's row is the median of its runs, whatever their order, and the wall

@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // TestReadmeL3CommandsWorkOnAFreshMachine: --l3-dir must exist (a typo is refused, not created), so every README

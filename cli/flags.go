@@ -12,9 +12,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // globalOptions are the flags every multi-rank command shares.

@@ -16,10 +16,10 @@ import (
 
 	"github.com/cphicache/cphicache/hicache"
 	"github.com/cphicache/cphicache/hicache/cache"
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // l3Options are the flags of the l3 commands.

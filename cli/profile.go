@@ -5,7 +5,7 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // startCPUProfile starts this rank's CPU profile into prefix.rank<worldRank>.pprof, a file per rank so that the

@@ -14,10 +14,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // servingOptions are the serving clock's flags.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/sweep"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // TestServingFlagsReachTheirOptions: without --gpu or --prefill-profile the clock is off, as before; with them

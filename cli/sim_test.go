@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // TestSimModes: sim's --mode draws jobs in each mode, the liveness mode says its jobs ended by the watchdog, the

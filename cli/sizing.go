@@ -15,9 +15,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cphicache/cphicache/hicache"
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/sweep"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 type sizingOptions struct {

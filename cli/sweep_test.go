@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/sweep"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // The sweep and model tests run the binary as an MPI singleton, without mpirun, as a user runs sweep.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // TestUsageErrorsExitTwo: an unknown command, an unknown flag, a value that does not parse and a stray argument

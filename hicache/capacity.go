@@ -5,9 +5,9 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // Capacities in bytes (--l2-bytes per node, --device-bytes per rank) and a model's size (--model) become the

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // The runner's Env under simulation as a test: seeded jobs (envsim_test.go), each checked at its end; a

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/transport"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // reducerBuffer is where the NCCL reducer of this build reduces, for the tests' log lines.

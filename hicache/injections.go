@@ -3,8 +3,8 @@ package hicache
 import (
 	"fmt"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/mpi"
 )
 

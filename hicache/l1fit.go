@@ -3,9 +3,9 @@ package hicache
 import (
 	"fmt"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // CheckL1HoldsLongestRequest refuses a configuration whose L1 cannot hold the workload's longest request: the

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/pool"
 )
 

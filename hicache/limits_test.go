@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/cache"
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/transport"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/pool"
 )
 

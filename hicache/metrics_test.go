@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/cphicache/cphicache/hicache/cache"
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // parseMetrics reads a metrics file with Prometheus's own text parser.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // TestModelTableFigures: the published figures. Llama-3.1-70B in bf16 is 80 layers x K and V x 8 KV heads x

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // perTokenPrefill is a prefill model for tests: a fixed time per computed token.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/nccl"
 )
 

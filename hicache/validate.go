@@ -3,9 +3,9 @@ package hicache
 import (
 	"fmt"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/mpi"
 )
 

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 
 	"github.com/cphicache/cphicache/hicache/cache"
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // The L3 row of validate: two passes over a directory of their own, the first storing blocks, the second loading

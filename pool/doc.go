@@ -16,9 +16,9 @@
 // (Geometry, sequence of calls). Therefore nothing here depends on the rank, wall time, map iteration
 // order, goroutine scheduling, pointer values or randomness. Logical time (the event index) comes in as
 // the clock argument. Replicated state is fixed-width integers. pool imports no MPI, no NCCL, no clock
-// (no time, no math/rand), no os, and of hicache only errscope, whose ConfigError names the flag behind a bad
-// Geometry field: the caller (hicache) does the copies and the collectives and reports back, as etcd's raft
-// state machine leaves IO to its caller.
+// (no time, no math/rand), no os, and nothing under hicache/: only internal/errscope, a package below
+// both, whose ConfigError names the flag behind a bad Geometry field. The caller (hicache) does the copies
+// and the collectives and reports back, as etcd's raft state machine leaves IO to its caller.
 //
 // A 64-bit digest, chained with an order-sensitive mix over every mutation (reserve with its extents,
 // abort, commit, release, evict, touch, protect, unprotect, a miss, and the fault injection's perturb) and

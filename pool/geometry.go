@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // Layout says how the parts of the slots of one slab are arranged in its bytes.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // layoutGeometries include a single slab, several slabs with a smaller last one, and K/V and MLA.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/pool"
 )
 

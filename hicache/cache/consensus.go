@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // The step consensus (DESIGN.md, "The step consensus"): everything the ranks of a CP group must agree on in a step

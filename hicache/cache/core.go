@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/pool"
 )
 

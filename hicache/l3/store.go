@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // Store is one namespace's blocks under an L3 directory. Its methods are safe for concurrent use, and several

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/l3block"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 func TestRoundTrip(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 const accessWrite = 2 // W_OK of access(2)

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // TestCheckNamesTheFlagAndTheMissingDirectory: a path in a directory that does not exist, or a directory itself,

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // GPU is one accelerator's datasheet rates, the roofline's ceilings. Rates are per GPU, in FLOP/s and bytes/s

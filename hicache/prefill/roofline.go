@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // Request is one request's share of a prefill batch: the tokens it computes, after the prefix whose KV it

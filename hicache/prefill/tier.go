@@ -5,8 +5,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // DefaultL3ReadBytesPerSecond is --l3-read-rate's default, one node's read rate from its L3: 40 GiB/s, the peak

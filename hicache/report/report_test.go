@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/cache"
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // TestRunFailedIsPrintedOnce: the verdict comes from the report aggregated over every rank, so it is uniform and

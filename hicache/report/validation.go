@@ -7,8 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // Validate's table, from the checks the runner's passes made (hicache/validate.go): the rows, the verdict, the

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // The run's verdict: FAILED on anything wrong, else OK, with "but ..." for what the run did not cover (a check

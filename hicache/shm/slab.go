@@ -17,8 +17,8 @@ import (
 	"regexp"
 	"syscall"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
 )

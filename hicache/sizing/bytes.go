@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // byteUnits are the suffixes a size takes: binary (KiB) and decimal (KB, kB) multiples, and plain bytes.

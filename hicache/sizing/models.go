@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // Real models' KV geometry (--model), in bf16 (2 bytes per element).

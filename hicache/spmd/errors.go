@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/mpi"
 )
 

@@ -3,7 +3,7 @@ package spmd
 import (
 	"errors"
 	"fmt"
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"io"
 	"log/slog"
 	"os"

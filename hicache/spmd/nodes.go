@@ -2,7 +2,7 @@ package spmd
 
 import (
 	"fmt"
-	"github.com/cphicache/cphicache/hicache/errscope"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"math"
 	"os"
 

@@ -14,9 +14,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // The sweep's PNG, drawn as bench/plot.go draws the benchmarks: ours as lines with points, the reference (here

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // The rank-to-GPU layout of the GPU build, in pure Go so that the CPU build tests it with made-up device counts:

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // The rank-to-GPU layout with made-up device counts: what the GPU build decides on a node it cannot see here.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache/errscope"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/nccl"
 )
