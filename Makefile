@@ -35,7 +35,7 @@ DEB_PACKAGES := libopenmpi-dev openmpi-bin pkg-config gcc make
 # Packages whose tests are SPMD: compiled once, run under mpirun at each rank count below. A folder's own
 # make fragment (*/*.mk, included below) may add packages here, Debian packages to DEB_PACKAGES, and targets to
 # EXTRA_TESTS, which `make test` runs after the SPMD tests.
-MPI_TEST_PKGS := mpi hicache hicache/spmd
+MPI_TEST_PKGS := mpi hicache/runner hicache/spmd
 MPI_TEST_NPS  := 1 2 8 16
 EXTRA_TESTS   :=
 
@@ -188,13 +188,13 @@ sim: build
 
 sim-bugs: deps
 	$(GO) test -count=1 -tags simbugs ./hicache/sim -run '^TestEveryDeliberateBugIsCaught$$' -v | grep -E '^(=== RUN|--- |    bugs_test|ok|FAIL|PASS)'
-	$(GO) test -count=1 -tags simbugs ./hicache -run '^TestRunnerHarnessCatches' -v | grep -E '^(=== RUN|--- |    envsim_bugs_test|ok|FAIL|PASS)'
+	$(GO) test -count=1 -tags simbugs ./hicache/runner -run '^TestRunnerHarnessCatches' -v | grep -E '^(=== RUN|--- |    envsim_bugs_test|ok|FAIL|PASS)'
 
 # sim-runner runs the runner's own Env under simulation (SIMULATOR.md) for SIM_SECONDS of jobs drawn from SIM_SEED
 # (wall time; each job runs on a simulated clock of its own, so the run keeps a core busy: 40 to 80 jobs a second
 # here, where the real clock's sleeps ran 5).
 sim-runner: deps
-	$(GO) test -count=1 ./hicache -run '^TestRunnerEnvUnderSimulation$$' -v -envsim.seed $(SIM_SEED) -envsim.seconds $(SIM_SECONDS)
+	$(GO) test -count=1 ./hicache/runner -run '^TestRunnerEnvUnderSimulation$$' -v -envsim.seed $(SIM_SEED) -envsim.seconds $(SIM_SECONDS)
 
 # test-sim runs sim-bugs beside the bounded simulation (one goroutine: the other core is free), its output after.
 test-sim: build

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/mpi"
 )
@@ -62,7 +62,7 @@ var stepSideInfo = [stepSides]struct {
 	name, model string
 	plan        []stepCall
 }{
-	stepOurs: {"ours", fmt.Sprintf("hicache.StepProbe.Step: (*consensus).agree(StepConsensus, vote), one MIN all-reduce of the %d-word vector through mpi/, watchdog armed, agreement checked",
+	stepOurs: {"ours", fmt.Sprintf("runner.StepProbe.Step: (*consensus).agree(StepConsensus, vote), one MIN all-reduce of the %d-word vector through mpi/, watchdog armed, agreement checked",
 		cache.VectorWords), fusedStepPlan},
 	stepFloor:  {"cgo-floor", "the same MPI_Allreduce MIN of the vector from Go through one bare cgo call (no binding), words written and checked in Go", fusedStepPlan},
 	stepCFused: {"C-fused", "a C loop of that one MPI_Allreduce MIN of the vector per step: the floor of the fused design", fusedStepPlan},
@@ -83,7 +83,7 @@ type StepRow struct {
 }
 
 // RunStep measures, in the same job on the same communicator (comm must be the world: the C sides name
-// MPI_COMM_WORLD themselves), hicache's step consensus through a hicache.StepProbe beside the cgo floor of one
+// MPI_COMM_WORLD themselves), hicache's step consensus through a runner.StepProbe beside the cgo floor of one
 // fused call, a C loop of that call, and a C loop of the seed design's four calls. Every rank must call it.
 func RunStep(comm *mpi.Comm, cfg StepConfig) ([]StepRow, error) {
 	if err := cfg.Validate(); err != nil {
@@ -92,7 +92,7 @@ func RunStep(comm *mpi.Comm, cfg StepConfig) ([]StepRow, error) {
 	if comm.Size() < 2 {
 		return nil, fmt.Errorf("bench step needs at least 2 ranks: at 1 the step consensus is skipped (launch under mpirun -np 2 or more)")
 	}
-	probe := hicache.NewStepProbe(comm, stepWatchdogTimeout)
+	probe := runner.NewStepProbe(comm, stepWatchdogTimeout)
 	defer probe.Close()
 	gapSeconds := cfg.GapMicroseconds / 1e6
 	floor := newFloorStep(comm)
@@ -165,12 +165,12 @@ func planWords(plan []stepCall) int {
 type goStep func(base uint64) (wrong int64, err error)
 
 // probeStep is ours: one real step consensus, a wrong agreement counted, any other error returned.
-func probeStep(p *hicache.StepProbe) goStep {
+func probeStep(p *runner.StepProbe) goStep {
 	return func(base uint64) (int64, error) {
 		err := p.Step(base)
 		// A type assertion, not errors.As: Step returns the mismatch itself, and errors.As would allocate its
 		// target on every step of the timed loop.
-		if _, mismatch := err.(*hicache.ProbeMismatchError); mismatch {
+		if _, mismatch := err.(*runner.ProbeMismatchError); mismatch {
 			return 1, nil
 		}
 		return 0, err
@@ -179,7 +179,7 @@ func probeStep(p *hicache.StepProbe) goStep {
 
 // probeCallsWrong returns 1 unless the probe ran exactly the expected step consensus calls, every one on a
 // communicator of size ranks: proof that ours went through the all-reduce, not the one-rank skip.
-func probeCallsWrong(p *hicache.StepProbe, ranks int, calls int64) int64 {
+func probeCallsWrong(p *runner.StepProbe, ranks int, calls int64) int64 {
 	s := p.Stats()
 	if s.Count != calls || s.Skipped != 0 || s.CommSizeMin != ranks || s.CommSizeMax != ranks {
 		return 1

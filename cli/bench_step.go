@@ -49,7 +49,7 @@ func benchStepCommand() *cli.Command {
 	o := &stepOptions{}
 	return &cli.Command{
 		Name: "step",
-		Usage: fmt.Sprintf("latency of one step's agreement: hicache's step consensus (one MIN all-reduce of the %d-word vector, the real call through a hicache.StepProbe) "+
+		Usage: fmt.Sprintf("latency of one step's agreement: hicache's step consensus (one MIN all-reduce of the %d-word vector, the real call through a runner.StepProbe) "+
 			"beside four separate calls per step in C, one all-reduce per question (C-seed: writing_check MIN of [frontier, idle], loading_check MIN of [frontier, done]: 2 uint64 words each; "+
 			"digest MIN and digest MAX: 1 word each), a C loop of the one fused call, and the fused call from Go through one bare cgo call (launch under mpirun, 2 ranks or more)",
 			cache.VectorWords),

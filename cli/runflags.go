@@ -1,7 +1,7 @@
 package cli
 
 // run's flags, bound into runOptions (validate takes them all but the metrics', sweep those of the workload,
-// the model and the cache), and the one conversion into hicache.Options, which their Before runs with every check
+// the model and the cache), and the one conversion into runner.Options, which their Before runs with every check
 // before MPI starts; replayCommand, the command run and validate share; and --trace -'s hand-over to the job.
 
 import (
@@ -12,7 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -44,11 +44,11 @@ type runOptions struct {
 	timeline                                           string
 	timelineSteps, timelineEvery                       int64
 	quiet, strict                                      bool
-	tokenBytesSet                                      bool // --token-bytes given: per rank; else derived (hicache.DefaultGroupTokenBytes)
+	tokenBytesSet                                      bool // --token-bytes given: per rank; else derived (runner.DefaultGroupTokenBytes)
 	injectDivergence, injectHang, injectExit           string
 	injectCopyError, injectStuckCopy, injectSetupError string
 
-	opts *hicache.Options // from the flags, checked, by Before
+	opts *runner.Options // from the flags, checked, by Before
 }
 
 // injectFlag is one of the fault injections, each RANK@STEP but --inject-setup-error (RANK); its environment
@@ -223,8 +223,8 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	return o.opts.Validate()
 }
 
-// options is the one conversion from the flags to hicache.Options, with every check that needs no MPI.
-func (o *runOptions) options() (*hicache.Options, error) {
+// options is the one conversion from the flags to runner.Options, with every check that needs no MPI.
+func (o *runOptions) options() (*runner.Options, error) {
 	opts, err := o.baseOptions()
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func (o *runOptions) options() (*hicache.Options, error) {
 
 // baseOptions converts every flag but the sizing ones, which run and sweep read differently, and does not
 // validate: the caller does, once it has the sizes.
-func (o *runOptions) baseOptions() (*hicache.Options, error) {
+func (o *runOptions) baseOptions() (*runner.Options, error) {
 	layout, err := pool.ParseLayout(o.layout)
 	if err != nil {
 		return nil, &errscope.ConfigError{Flag: "layout", Reason: err.Error()}
@@ -258,7 +258,7 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &hicache.Options{
+	opts := &runner.Options{
 		Layers: o.layers, PayloadsPerLayer: o.payloads, PageTokens: o.pageTokens, TokenBytes: o.tokenBytes,
 		DevicePages: o.devicePages, SlabBytesMax: slabBytesMax, Layout: layout, Policy: policy,
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
@@ -267,17 +267,17 @@ func (o *runOptions) baseOptions() (*hicache.Options, error) {
 		ReportPath: o.report, MetricsPath: o.metricsFile, TimelinePath: o.timeline, TimelineWindow: timeline.Window{Steps: o.timelineSteps, Every: o.timelineEvery}, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(o.jobID), Quiet: o.quiet, Strict: o.strict,
 	}
 	if !o.tokenBytesSet && o.sizing.model == "" {
-		opts.GroupTokenBytes = hicache.DefaultGroupTokenBytes // the same default model at every cp
+		opts.GroupTokenBytes = runner.DefaultGroupTokenBytes // the same default model at every cp
 	}
 	return opts, o.injections(opts)
 }
 
 // injections parses the fault injections into opts; each error names its flag.
-func (o *runOptions) injections(opts *hicache.Options) (err error) {
+func (o *runOptions) injections(opts *runner.Options) (err error) {
 	for _, in := range []struct {
 		flag  string
 		value string
-		dest  *hicache.Injection
+		dest  *runner.Injection
 	}{
 		{"inject-divergence", o.injectDivergence, &opts.InjectDivergence},
 		{"inject-hang", o.injectHang, &opts.InjectHang},
@@ -285,17 +285,17 @@ func (o *runOptions) injections(opts *hicache.Options) (err error) {
 		{"inject-copy-error", o.injectCopyError, &opts.InjectCopyError},
 		{"inject-stuck-copy", o.injectStuckCopy, &opts.InjectStuckCopy},
 	} {
-		if *in.dest, err = hicache.ParseInjection(in.flag, in.value); err != nil {
+		if *in.dest, err = runner.ParseInjection(in.flag, in.value); err != nil {
 			return err
 		}
 	}
-	opts.InjectSetupError, err = hicache.ParseRankInjection("inject-setup-error", o.injectSetupError)
+	opts.InjectSetupError, err = runner.ParseRankInjection("inject-setup-error", o.injectSetupError)
 	return err
 }
 
 // replayCommand is run or validate: the same flags (run's also the metrics' and the serving clock's), checked
 // the same way, then fn on every rank.
-func replayCommand(name, usage, description string, withMetrics bool, fn func(*spmd.Job, *hicache.Options) error) *cli.Command {
+func replayCommand(name, usage, description string, withMetrics bool, fn func(*spmd.Job, *runner.Options) error) *cli.Command {
 	o := &runOptions{}
 	flags := o.flags()
 	if withMetrics {

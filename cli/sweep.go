@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -25,7 +25,7 @@ type sweepOptions struct {
 	run        runOptions
 	json, plot string
 
-	opts  *hicache.Options // checked, by Before
+	opts  *runner.Options // checked, by Before
 	sizes []sweep.Size
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -37,7 +37,7 @@ func validateCommand() *cli.Command {
 		false, validateMain)
 }
 
-func validateMain(job *spmd.Job, opts *hicache.Options) error {
+func validateMain(job *spmd.Job, opts *runner.Options) error {
 	if job.Topo.WorldRank == 0 && opts.ReportPath != "" {
 		outfile.Remove(opts.ReportPath) // the last job's: a validate that ends without its table writes none
 	}
@@ -48,7 +48,7 @@ func validateMain(job *spmd.Job, opts *hicache.Options) error {
 		}
 	}
 	opts.Quiet = true // the passes' own progress lines would repeat per pass
-	v, err := hicache.Validate(job, opts)
+	v, err := runner.Validate(job, opts)
 	if err != nil {
 		return err
 	}

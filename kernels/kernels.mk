@@ -78,7 +78,7 @@ test-cuda-build: deps deps-cuda
 	$(GO) test -c -tags cuda -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/kernels-cuda.test ./kernels
 	$(GO) test -c -tags cuda -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/ncclcheck-cuda.test ./nccl/devicecheck
 	$(GO) test -c -tags cuda,mpiself -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/transport-cuda.test ./hicache/transport
-	$(GO) test -c -tags cuda,mpiself -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/hicache-cuda.test ./hicache
+	$(GO) test -c -tags cuda,mpiself -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/hicache-cuda.test ./hicache/runner
 	@echo "ok   cuda build compiles and vets, $(GPU_BIN) built, PTX and fatbin up to date"
 
 test-gpu-build: test-cuda-build

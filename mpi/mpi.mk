@@ -17,7 +17,7 @@ MPICH_PACKAGES  := libmpich-dev mpich
 MPICH_BIN       := bin/cphicache-mpich
 MPICH_BUILD     := $(BUILD)/mpich
 MPIEXEC_MPICH   ?= mpiexec.mpich
-MPICH_TEST_PKGS := mpi hicache
+MPICH_TEST_PKGS := mpi hicache/runner
 MPICH_TEST_NPS  := 1 2 8
 # What differs under MPICH is the binding (mpi/: every collective, split, yield and error path), which its own
 # tests and `cphicache run` cover at every rank count. hicache's SPMD tests are the layer above it, the same
@@ -27,7 +27,7 @@ MPICH_TEST_NPS  := 1 2 8
 # have no non-blocking twin to yield in: a split of 8 ranks on 2 cores costs about 100 ms), so np 8 is
 # MPICH_HICACHE_NPS's to ask for.
 MPICH_HICACHE_NPS ?= 1 2
-mpich_nps = $(if $(filter hicache,$(1)),$(MPICH_HICACHE_NPS),$(MPICH_TEST_NPS))
+mpich_nps = $(if $(filter hicache/runner,$(1)),$(MPICH_HICACHE_NPS),$(MPICH_TEST_NPS))
 # The L3 tests exercise files, not the MPI: they run under OpenMPI at every rank count, and leaving them out here
 # halves the MPICH suite (39 s to 19 s at np 8 on this machine).
 MPICH_TEST_SKIP := ^TestL3
@@ -74,7 +74,7 @@ mpich: deps-mpich
 
 # Test binaries of the mpich build go to their own folder: the OpenMPI ones keep their names in $(BUILD).
 $(MPICH_BUILD)/%.test: deps-mpich FORCE
-	@mkdir -p $(MPICH_BUILD)
+	@mkdir -p $(@D)
 	$(GO) test -c -tags mpich -o $@ ./$*
 
 $(MPICH_NCCL_SHIM): nccl/testdata/ncclshim.c nccl/testdata/ncclshim_redop.h | deps-mpich
@@ -133,10 +133,10 @@ MPISELF_BUILD := $(BUILD)/mpiself
 test-mpiself: export CPHICACHE_JOB_ID = mpiself$(MAKE_SHELL_PID)
 test-mpiself: deps
 	@mkdir -p $(MPISELF_BUILD)
-	$(GO) test -c -tags mpiself -o $(MPISELF_BUILD)/hicache.test ./hicache
+	$(GO) test -c -tags mpiself -o $(MPISELF_BUILD)/hicache.test ./hicache/runner
 	@! ldd $(MPISELF_BUILD)/hicache.test | grep -E 'libmpi|libopen-' || { echo "FAIL: the mpiself build links an MPI library"; exit 1; }
 	env -u CPHICACHE_NCCL_LIB $(GO) test -count=1 -tags mpiself ./hicache/spmd ./hicache/shm ./hicache/transport
-	@( cd hicache && env -u CPHICACHE_NCCL_LIB -u OMPI_COMM_WORLD_RANK timeout $(call LOADED,360) $(abspath $(MPISELF_BUILD))/hicache.test -test.count=1 -test.timeout $(call LOADED,300)s ) > $(MPISELF_BUILD)/hicache.log 2>&1 \
+	@( cd hicache/runner && env -u CPHICACHE_NCCL_LIB -u OMPI_COMM_WORLD_RANK timeout $(call LOADED,360) $(abspath $(MPISELF_BUILD))/hicache.test -test.count=1 -test.timeout $(call LOADED,300)s ) > $(MPISELF_BUILD)/hicache.log 2>&1 \
 		|| { tail -40 $(MPISELF_BUILD)/hicache.log; echo "FAIL: hicache tests in the mpiself build"; exit 1; }
 	@leaked=$$($(SHM_JOB_LEAKS)); [ -z "$$leaked" ] || { echo "FAIL: the mpiself hicache tests left shared memory behind: $$leaked"; exit 1; }
 	@echo "ok   mpiself build: no MPI library linked; spmd, shm, transport and hicache tests pass at one rank without mpirun"

@@ -148,7 +148,7 @@ func TestEvictionModelCatchesAQueueThatMissedANode(t *testing.T) {
 }
 
 // FuzzEvictionQueueAgainstModel: no sequence of requests, step ends and flushes makes the queue choose otherwise
-// than the model. Run it with `go test ./hicache -run '^$' -fuzz FuzzEvictionQueueAgainstModel -fuzztime 30s`.
+// than the model. Run it with `go test ./hicache/cache -run '^$' -fuzz FuzzEvictionQueueAgainstModel -fuzztime 30s`.
 func FuzzEvictionQueueAgainstModel(f *testing.F) {
 	f.Add(byte(0), byte(8), []byte{0, 1, 2, 0, 40, 1, 1, 2, 0, 5, 48, 0, 0, 0, 0, 0, 0, 6, 16, 2, 2, 2, 7})
 	f.Add(byte(2), byte(4), []byte{40, 0, 1, 2, 0, 1, 2, 6, 40, 0, 1, 2, 1, 1, 1, 5, 40, 2, 2, 2, 0, 0, 0})
@@ -215,7 +215,7 @@ func ids(nodes []*treeNode) []uint64 {
 
 // BenchmarkEvictL1FromAFullCache serves requests that each evict one leaf from a full L1 of `pages` pages, in a
 // tree of three levels (so that no node's fan-out, searched linearly, grows fast): ns/op should not grow with
-// the cache's size. `go test ./hicache -run '^$' -bench EvictL1`.
+// the cache's size. `go test ./hicache/cache -run '^$' -bench EvictL1`.
 func BenchmarkEvictL1FromAFullCache(b *testing.B) {
 	for _, pages := range []int{1 << 10, 1 << 13, 1 << 16} {
 		b.Run(fmt.Sprintf("pages=%d", pages), func(b *testing.B) {

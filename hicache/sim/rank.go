@@ -71,7 +71,7 @@ const (
 )
 
 // queueWidth is how many of a queue's first entries may complete, in any order, as the runner's workers do:
-// one copy worker (copies complete in order), and a few L3 writers and readers (hicache/l3io.go's l3Writers
+// one copy worker (copies complete in order), and a few L3 writers and readers (hicache/runner/l3io.go's l3Writers
 // and l3Readers; existence checks run on the readers).
 var queueWidth = [queueKinds]int{queueCopies: 1, queueWrites: 2, queueReads: 4, queueChecks: 4}
 

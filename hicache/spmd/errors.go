@@ -35,7 +35,7 @@ func ScopeOf(err error) Scope { return errscope.Of(err) }
 
 // The exit statuses of cphicache, each with one meaning, so that a script (or Slurm's exit code) tells a bad
 // command line from a failed check, a hung job and a signal. ExitWatchdog (3) is in watchdog.go, the injected
-// exit (4) in hicache/faults.go, and a signal's 128 + its number in signals.go.
+// exit (4) in hicache/runner/faults.go, and a signal's 128 + its number in signals.go.
 const (
 	ExitFailure = 1 // a check failed (a divergence, a wrong byte, a failed copy) or a run-time error
 	ExitUsage   = 2 // the command line or a CPHICACHE_* setting is wrong: a usage error or an invalid --flag

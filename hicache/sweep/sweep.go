@@ -11,7 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/cphicache/cphicache/hicache"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -77,11 +77,11 @@ type Result struct {
 }
 
 // Sweep runs the workload once per size on a one-rank job, calling done after each point (progress).
-func Run(job *spmd.Job, options *hicache.Options, sizes []Size, done func(Point)) (*Result, error) {
+func Run(job *spmd.Job, options *runner.Options, sizes []Size, done func(Point)) (*Result, error) {
 	if err := CheckJob(job); err != nil {
 		return nil, err
 	}
-	if err := hicache.CheckL1HoldsLongestRequest(options); err != nil {
+	if err := runner.CheckL1HoldsLongestRequest(options); err != nil {
 		return nil, err
 	}
 	res := &Result{Model: options.Model, Trace: options.TracePath, WritePolicy: options.Policy.String(), PageTokens: options.PageTokens}
@@ -94,7 +94,7 @@ func Run(job *spmd.Job, options *hicache.Options, sizes []Size, done func(Point)
 			opts.Serving = &virtual
 		}
 		opts.L2Slots, opts.L2Bytes = size.Slots, size.Bytes
-		r, err := hicache.Run(job, &opts)
+		r, err := runner.Run(job, &opts)
 		if err != nil {
 			return nil, err
 		}

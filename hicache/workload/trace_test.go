@@ -59,7 +59,7 @@ func TestReadTraceFileValidSmall(t *testing.T) {
 }
 
 // Each broken fixture's error is pinned, word for word, in the .err file beside it: these are the messages users
-// read. Rewrite them with `go test ./hicache -run TestReadTraceFileBrokenGolden -update-trace-golden`.
+// read. Rewrite them with `go test ./hicache/workload -run TestReadTraceFileBrokenGolden -update-trace-golden`.
 func TestReadTraceFileBrokenGolden(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("testdata", "trace", "broken", "*.jsonl"))
 	if err != nil || len(paths) < 5 {
@@ -213,7 +213,7 @@ func TestReadTraceReportsReadErrors(t *testing.T) {
 }
 
 // FuzzReadTrace: no input makes ReadTrace panic, and whatever it accepts survives WriteTrace and the broadcast
-// encoding unchanged. Run it with `go test ./hicache -run '^$' -fuzz FuzzReadTrace -fuzztime 30s`.
+// encoding unchanged. Run it with `go test ./hicache/workload -run '^$' -fuzz FuzzReadTrace -fuzztime 30s`.
 func FuzzReadTrace(f *testing.F) {
 	for _, pattern := range []string{"*.jsonl", "broken/*.jsonl"} {
 		paths, _ := filepath.Glob(filepath.Join("testdata", "trace", pattern))

@@ -38,7 +38,7 @@ type importRule struct {
 // Packages whose code must not reach a clock, randomness or I/O, or the job around the cache.
 var (
 	randomness   = []string{"math/rand", "crypto/rand"}
-	belowTheCore = []string{"mpi/...", "nccl/...", "kernels/...", "hicache", "hicache/transport/...", "hicache/shm/...", "hicache/spmd/..."}
+	belowTheCore = []string{"mpi/...", "nccl/...", "kernels/...", "hicache/runner/...", "hicache/transport/...", "hicache/shm/...", "hicache/spmd/..."}
 )
 
 var codeMap = []importRule{
@@ -49,15 +49,21 @@ var codeMap = []importRule{
 		notMod: []string{"..."}},
 	{pkgs: "pool/...", rule: "pool/ must not import MPI, NCCL, clocks, randomness (its doc: nor os; nor the kernels or anything under hicache/, above it; only internal/errscope, below both, for ConfigError)",
 		notMod: []string{"mpi/...", "nccl/...", "kernels/...", "hicache/..."}, allowMod: []string{"internal/errscope"}, notStd: append([]string{"time", "os"}, randomness...)},
-	{pkgs: "hicache", rule: "hicache/: the cache; it must not import bench/ (nor cli/ or main)", notMod: []string{"bench/..."}},
+	{pkgs: "hicache", rule: "hicache/: a folder, its root package only the doc that maps the packages below it; it imports nothing",
+		notMod: []string{"..."}},
+	{pkgs: "hicache/runner", rule: "hicache/runner/: one pass of a job around the cache; it must not import bench/ (nor cli/ or main)",
+		notMod: []string{"bench/..."}},
 	{pkgs: "hicache/...", rule: "nothing under hicache/ imports bench/", notMod: []string{"bench/..."}, across: true},
+	{pkgs: "hicache/...", rule: "nothing under hicache/ imports hicache/ itself (a folder: its packages import each other)",
+		notMod: []string{"hicache"}, across: true},
 	{pkgs: "hicache/spmd/...", rule: "hicache/spmd/ must not import anything but mpi/ (and errscope/, whose types it re-exports)",
 		notMod: []string{"..."}, allowMod: []string{"mpi", "internal/errscope"}},
 	{pkgs: "internal/errscope", rule: "internal/errscope/ holds the error types and the counts their messages say: it imports nothing of this module", notMod: []string{"..."}},
-	{pkgs: "hicache/workload/...", rule: "hicache/workload/ must not import mpi/, nccl/, kernels/, hicache/",
-		notMod: []string{"mpi/...", "nccl/...", "kernels/...", "hicache"}},
-	{pkgs: "hicache/transport/...", rule: "hicache/transport/ must not import hicache/", notMod: []string{"hicache"}},
-	{pkgs: "hicache/l3/...", rule: "hicache/l3/ must not import hicache/ (it may use errscope/ for ConfigError, l3block/ for its keys and page slots and pool/ for the geometry, and nothing else of this module)",
+	{pkgs: "hicache/workload/...", rule: "hicache/workload/ must not import mpi/, nccl/, kernels/, the runner",
+		notMod: []string{"mpi/...", "nccl/...", "kernels/...", "hicache/runner/..."}},
+	{pkgs: "hicache/transport/...", rule: "hicache/transport/ must not import the runner",
+		notMod: []string{"hicache/runner/..."}},
+	{pkgs: "hicache/l3/...", rule: "hicache/l3/ must not import the runner (it may use errscope/ for ConfigError, l3block/ for its keys and page slots and pool/ for the geometry, and nothing else of this module)",
 		notMod: []string{"..."}, allowMod: []string{"internal/errscope", "hicache/l3block", "pool"}},
 	{pkgs: "hicache/l3block", rule: "hicache/l3block/: an L3 block's key and page slots, pure; it imports nothing of this module, and no files, clock, sync, logging or randomness",
 		notMod: []string{"..."}, notStd: append([]string{"os", "time", "log", "sync", "net", "runtime", "syscall", "io/fs", "path/filepath", "golang.org/x/sys", "C"}, randomness...)},
@@ -70,11 +76,11 @@ var codeMap = []importRule{
 		notMod: []string{"..."}, allowMod: []string{"internal/errscope"}},
 	{pkgs: "hicache/timeline", rule: "hicache/timeline/: run --timeline's recorder and Chrome trace writer; it imports nothing of this module (no MPI: the runner gathers its buffers)",
 		notMod: []string{"..."}},
-	{pkgs: "hicache/shm/...", rule: "hicache/shm/ must not import hicache/", notMod: []string{"hicache"}},
+	{pkgs: "hicache/shm/...", rule: "hicache/shm/ must not import the runner", notMod: []string{"hicache/runner/..."}},
 	{pkgs: "hicache/serving", rule: "hicache/serving/: the serving clock's pure part (arrivals, step batching, step costs, the virtual clock); no clock, I/O, sync or randomness, and nothing of this module",
 		notMod: []string{"..."}, notStd: append([]string{"os", "time", "sync", "log", "net", "runtime", "syscall"}, randomness...)},
-	{pkgs: "hicache/report", rule: "hicache/report/: the report from the gathered tallies, no collective: it must not import the runner (hicache/), spmd, MPI, NCCL, kernels, transport, shm or the L3 store, over every dependency",
-		notMod: []string{"hicache", "hicache/spmd/...", "mpi/...", "nccl/...", "kernels/...", "hicache/transport/...", "hicache/shm/...", "hicache/l3/...", "bench/...", "cli"}, deep: true},
+	{pkgs: "hicache/report", rule: "hicache/report/: the report from the gathered tallies, no collective: it must not import the runner (hicache/runner/), spmd, MPI, NCCL, kernels, transport, shm or the L3 store, over every dependency",
+		notMod: []string{"hicache/runner/...", "hicache/spmd/...", "mpi/...", "nccl/...", "kernels/...", "hicache/transport/...", "hicache/shm/...", "hicache/l3/...", "bench/...", "cli"}, deep: true},
 	{pkgs: "hicache/sweep", rule: "hicache/sweep/: nothing of the cache imports it (cli/ alone does)", importedBy: []string{"cli"}},
 	{pkgs: "kernels/...", rule: "kernels/ must not import hicache/ (its doc: nor mpi/, nccl/, pool/: it knows bytes and offsets)",
 		notMod: []string{"mpi/...", "nccl/...", "pool/...", "hicache/..."}},
@@ -82,11 +88,11 @@ var codeMap = []importRule{
 		notMod: []string{"..."}, importedBy: []string{}},
 	{pkgs: "bench/...", rule: "bench/: benchmarks; it may import anything but cli/ and main"},
 	{pkgs: "hicache/cache/...", ifExists: true,
-		rule:   "hicache/cache/ is IO-free: no MPI, NCCL, kernels, transport, shm, spmd, hicache/ or the L3 store (hicache/l3block for the L3 block's key and page slots), no files, clock, goroutines' sync, network, runtime, randomness, system calls, logging",
+		rule:   "hicache/cache/ is IO-free: no MPI, NCCL, kernels, transport, shm, spmd, the runner or the L3 store (hicache/l3block for the L3 block's key and page slots), no files, clock, goroutines' sync, network, runtime, randomness, system calls, logging",
 		notMod: append([]string{"hicache/l3"}, belowTheCore...), deep: true,
 		notStd: append([]string{"os", "time", "log", "sync", "net", "runtime", "syscall", "io/fs", "path/filepath", "golang.org/x/sys", "C"}, randomness...)},
 	{pkgs: "hicache/sim/...", ifExists: true,
-		rule:   "hicache/sim/ drives the IO-free core in one goroutine with its own seeded PRNG: no MPI, NCCL, kernels, transport, shm, spmd or hicache/, no clock, sync, runtime or math/rand, over every dependency but the real L3 store it runs over memory (hicache/l3 on l3.MemFS)",
+		rule:   "hicache/sim/ drives the IO-free core in one goroutine with its own seeded PRNG: no MPI, NCCL, kernels, transport, shm, spmd or the runner, no clock, sync, runtime or math/rand, over every dependency but the real L3 store it runs over memory (hicache/l3 on l3.MemFS)",
 		notMod: belowTheCore, notStd: append([]string{"time", "sync", "runtime"}, randomness...), deep: true, through: []string{"hicache/l3"}},
 }
 

@@ -1,0 +1,292 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/report"
+	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/hicache/timeline"
+	"github.com/cphicache/cphicache/hicache/transport"
+	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/internal/errscope"
+	"github.com/cphicache/cphicache/mpi"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// Injection names a rank and a step for fault injection (--inject-divergence RANK@STEP and friends).
+type Injection struct {
+	Rank int
+	Step int64
+	Set  bool
+}
+
+// ParseInjection reads RANK@STEP; flag names the flag for errors.
+func ParseInjection(flag, s string) (Injection, error) {
+	if s == "" {
+		return Injection{}, nil
+	}
+	rank, step, ok := strings.Cut(s, "@")
+	r, err1 := strconv.Atoi(rank)
+	st, err2 := strconv.ParseInt(step, 10, 64)
+	if !ok || err1 != nil || err2 != nil || r < 0 || st < 1 {
+		return Injection{}, &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is not RANK@STEP (a world rank >= 0 and a step >= 1)", s)}
+	}
+	return Injection{Rank: r, Step: st, Set: true}, nil
+}
+
+func (inj Injection) hits(worldRank int, step int64) bool {
+	return inj.Set && inj.Rank == worldRank && inj.Step == step
+}
+
+// DefaultGroupTokenBytes is the default model's KV bytes a token over a CP group: 2 KiB, --token-bytes 32 at cp 8
+// with 4 layers of K and V, as it was per rank before the default followed the CP size.
+const DefaultGroupTokenBytes = 2048
+
+// Options is everything `cphicache run` takes.
+type Options struct {
+	Layers, PayloadsPerLayer, PageTokens, TokenBytes int
+	DevicePages                                      int
+	L2Slots                                          int
+	SlabBytesMax                                     int64
+	Layout                                           pool.Layout
+	Policy                                           cache.WritePolicy
+	BatchRequests                                    int
+	PlacementAssertEvery                             int64
+	FlushEvery                                       int64
+	Seed                                             uint64
+	TracePath                                        string
+	TraceFormat                                      workload.TraceFormat // --trace-format: auto detects it
+	TraceBlockTokens                                 int                  // tokens per Mooncake block (checked with a trace)
+	TraceLimit                                       int                  // replay the trace's first N requests; 0 = all
+	VocabSize                                        int
+	Synthetic                                        workload.SyntheticConfig
+	ReportPath                                       string
+	MetricsPath                                      string // --metrics-file: Prometheus text format, world rank 0 writes it
+	TimelinePath                                     string // --timeline: the Chrome trace of every rank's steps, world rank 0 writes it
+	TimelineWindow                                   timeline.Window
+	// ValidateProgress, when set, is told as Validate starts each pass (the caller prints it on one rank).
+	ValidateProgress func(pass, passes int, what string)
+	MetricsInterval  time.Duration // between periodic metrics writes; 0 = only at the end
+	Collective       string
+	WatchdogTimeout  time.Duration
+	InjectDivergence Injection
+	InjectHang       Injection
+	InjectExit       Injection
+	InjectCopyError  Injection
+	InjectStuckCopy  Injection
+	InjectSetupError Injection // a world rank whose copy-engine set-up fails
+	JobID            string
+	Quiet            bool
+	Strict           bool               // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
+	Provenance       *report.Provenance // what the command and its flags were, for the header, report and metrics
+
+	// Sizing (capacity.go, and the model table in hicache/sizing), turned into the fields above by Size once the CP size is known.
+	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'
+	CopyTokenBytes int    // bytes actually copied per token per rank per layer per payload; 0 = TokenBytes
+	// GroupTokenBytes, without a --model or a --token-bytes given: the KV bytes of a token over the whole CP group
+	// (its ranks, layers and payloads), which Size divides among them into TokenBytes, so that the default model
+	// is the same at every CP size (DefaultGroupTokenBytes); 0 = TokenBytes as given.
+	GroupTokenBytes int
+	L2Bytes         int64 // per node, instead of L2Slots; 0 = L2Slots
+	DeviceBytes     int64 // per rank, instead of DevicePages; 0 = DevicePages
+	// SyncCopies drains every step: each step commits everything it backed up, so hit counts no longer depend
+	// on how fast the copy worker ran, and two runs of one configuration count the same (sweep uses it).
+	SyncCopies bool
+	// L3 is the persistent tier under the L2 (--l3-*); off without a directory.
+	L3 L3Options
+	// Serving turns the serving clock on (arrivals, a modelled prefill, time to first token); nil: off.
+	Serving *ServingOptions
+
+	// accountTokenBytes: the real TokenBytes that capacities count when CopyTokenBytes copies fewer (Size).
+	accountTokenBytes int
+	// groupNodes: the nodes each CP group spans (Size); each node's slab holds its share of the group's parts.
+	groupNodes int
+
+	// validate mode: a divergence is recorded and the group restarts from a fresh state instead of failing; a
+	// flush that leaves the cache unlike a fresh one is counted for the flush_reset row (recordFlushWrong); and a
+	// workload without a flush gets one at the end, so that the row has something to check (flushAtEnd).
+	recordDivergence bool
+	recordFlushWrong bool
+	flushAtEnd       bool
+
+	// tests only: the core's checks and deliberate bugs (cache.Testing: step invariants, the eviction model, a
+	// simbugs build's bugs), and copies on one world rank slowed so that the others' commits come before its
+	// copies finish.
+	coreTesting      cache.Testing
+	testSlowCopyRank Injection
+	// testReserveShm replaces the slab's memory reservation (nil: fallocate), to fake a full /dev/shm.
+	testReserveShm func(f *os.File, bytes int64) error
+	// stagedDeviceContent fills and checks device content through WriteDevice and ReadDevice even on the CPU
+	// build, as the GPU build must, so that the CPU suite covers that path.
+	stagedDeviceContent bool
+	// testProveReducer wraps the step consensus's transport (when there is one: --collective nccl), and has it
+	// carry the consensus calls of a one-rank CP group too, which skip it otherwise: the cuda build's test checks
+	// every call's reduction on the device inside a whole run at one rank.
+	testProveReducer func(transport.MinAllReducer) transport.MinAllReducer
+}
+
+// stepRequestsMax is the most requests a step holds: --batch-requests, or the serving clock's --step-requests
+// when it forms the steps. The L3's prefetch counts take one word of the step's vector each.
+func (o *Options) stepRequestsMax() int {
+	if o.Serving != nil && !o.Serving.Virtual {
+		return o.Serving.Batching.MaxRequests
+	}
+	return o.BatchRequests
+}
+
+// Validate checks the options that need no MPI, so that bad input fails before any shared state exists.
+func (o *Options) Validate() error {
+	positive := []struct {
+		flag  string
+		value int
+	}{
+		{"layers", o.Layers}, {"payloads", o.PayloadsPerLayer}, {"page-tokens", o.PageTokens},
+		{"token-bytes", o.TokenBytes}, {"device-pages", o.DevicePages}, {"l2-slots", o.L2Slots},
+		{"batch-requests", o.BatchRequests}, {"vocab-size", o.VocabSize},
+	}
+	for _, p := range positive {
+		if p.value < 1 {
+			return &errscope.ConfigError{Flag: p.flag, Reason: fmt.Sprintf("%d must be 1 or more", p.value)}
+		}
+	}
+	if o.PayloadsPerLayer > 2 {
+		return &errscope.ConfigError{Flag: "payloads", Reason: fmt.Sprintf("%d: use 2 for K and V, or 1 for an MLA latent", o.PayloadsPerLayer)}
+	}
+	if o.TracePath != "" && (o.TraceBlockTokens < 1 || o.TraceBlockTokens > workload.BlockTokensMax) {
+		return &errscope.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", o.TraceBlockTokens, workload.BlockTokensMax)}
+	}
+	if o.TraceLimit < 0 {
+		return &errscope.ConfigError{Flag: "trace-limit", Reason: fmt.Sprintf("%d: give 0 (every request) or more requests", o.TraceLimit)}
+	}
+	if o.TokenBytes%8 != 0 {
+		return &errscope.ConfigError{Flag: "token-bytes", Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
+	}
+	if err := o.validateSizing(); err != nil {
+		return err
+	}
+	if o.PlacementAssertEvery < 0 {
+		return &errscope.ConfigError{Flag: "placement-assert-every", Reason: fmt.Sprintf("%d: give 0 (only at the end) or more steps", o.PlacementAssertEvery)}
+	}
+	if o.FlushEvery < 0 {
+		return &errscope.ConfigError{Flag: "flush-every", Reason: fmt.Sprintf("%d: give 0 (off) or more steps", o.FlushEvery)}
+	}
+	if o.WatchdogTimeout < 0 {
+		return &errscope.ConfigError{Flag: "watchdog-timeout", Reason: fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
+	}
+	if err := o.L3.validate(o.PageTokens); err != nil {
+		return err
+	}
+	if err := o.checkMetrics(); err != nil {
+		return err
+	}
+	if err := o.checkTimeline(); err != nil {
+		return err
+	}
+	// World rank 0 alone writes the report, so its node's directory is the one that must be there; the others'
+	// need not be (a node-local /tmp).
+	if mpi.LauncherRank() == 0 {
+		if err := outfile.Check("report", o.ReportPath); err != nil {
+			return err
+		}
+		outputs := []outfile.File{{Flag: "report", Path: o.ReportPath}, {Flag: "metrics-file", Path: o.MetricsPath}, {Flag: "timeline", Path: o.TimelinePath}}
+		if err := outfile.CheckDistinct(outputs, o.InputFiles()); err != nil {
+			return err
+		}
+	}
+	if o.Collective != "mpi" && o.Collective != "nccl" {
+		return &errscope.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
+	}
+	return transport.CheckCollectiveBuild(o.Collective)
+}
+
+// InputFiles are the files a run or a sweep reads, which no output may name (outfile.CheckDistinct).
+func (o *Options) InputFiles() []outfile.File {
+	in := []outfile.File{{Flag: "trace", Path: o.TracePath}}
+	if o.Serving != nil {
+		in = append(in, outfile.File{Flag: "prefill-profile", Path: o.Serving.Prefill.ProfilePath})
+	}
+	return in
+}
+
+func (o *Options) checkMetrics() error {
+	if o.MetricsInterval < 0 {
+		return &errscope.ConfigError{Flag: "metrics-interval", Reason: fmt.Sprintf("%v is negative: give a duration such as 30s, or 0 for only at the end", o.MetricsInterval)}
+	}
+	if o.MetricsInterval > 0 && o.MetricsPath == "" {
+		return &errscope.ConfigError{Flag: "metrics-interval", Reason: "needs --metrics-file"}
+	}
+	return checkMetricsPath(o.MetricsPath)
+}
+
+// checkTimeline checks --timeline's file (on world rank 0, which writes it) and its window.
+func (o *Options) checkTimeline() error {
+	if o.TimelinePath == "" {
+		return nil
+	}
+	if o.TimelineWindow.Steps < 0 {
+		return &errscope.ConfigError{Flag: "timeline-steps", Reason: fmt.Sprintf("%d is negative: give a number of steps, or 0 for every step (up to the cap of %d spans a rank)", o.TimelineWindow.Steps, timeline.MaxSpansPerRank)}
+	}
+	if o.TimelineWindow.Every < 1 {
+		return &errscope.ConfigError{Flag: "timeline-every", Reason: fmt.Sprintf("%d: give 1 (every step) or more", o.TimelineWindow.Every)}
+	}
+	if mpi.LauncherRank() == 0 {
+		return outfile.Check("timeline", o.TimelinePath)
+	}
+	return nil
+}
+
+// validateSizing checks --model, --copy-token-bytes and the byte capacities before the job starts.
+func (o *Options) validateSizing() error {
+	if o.Model != "" {
+		if _, err := sizing.LookupModel(o.Model); err != nil {
+			return err
+		}
+	}
+	if o.CopyTokenBytes < 0 || o.CopyTokenBytes%8 != 0 {
+		return &errscope.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d must be 0 (copy the real size) or a positive multiple of 8", o.CopyTokenBytes)}
+	}
+	for _, size := range []struct {
+		flag  string
+		bytes int64
+	}{{"l2-bytes", o.L2Bytes}, {"device-bytes", o.DeviceBytes}} {
+		if size.bytes < 0 {
+			return &errscope.ConfigError{Flag: size.flag, Reason: fmt.Sprintf("%d: give a positive size, or 0 for the size in pages", size.bytes)}
+		}
+	}
+	return nil
+}
+
+// geometry is the CP group's, over the nodes Size was told (o.groupNodes; 0 before Size means one).
+func (o *Options) geometry(cp int) pool.Geometry {
+	nodes := 0
+	if o.groupNodes > 1 {
+		nodes = o.groupNodes
+	}
+	return pool.Geometry{
+		CPSize: cp, Nodes: nodes, Layers: o.Layers, PayloadsPerLayer: o.PayloadsPerLayer, PageTokens: o.PageTokens,
+		TokenBytes: o.TokenBytes, Slots: o.L2Slots, SlabBytesMax: o.SlabBytesMax, Layout: o.Layout,
+	}
+}
+
+// coreConfig is the core's configuration on one rank: the cache, the step program's schedule, validate's modes,
+// this rank's injected divergence, and the tests' checks.
+func (o *Options) coreConfig(g pool.Geometry, cpRank, group, worldRank int) cache.Config {
+	cfg := cache.Config{Geometry: g, DevicePages: o.DevicePages, Policy: o.Policy, Seed: o.Seed, CPRank: cpRank, Group: group,
+		SyncCopies: o.SyncCopies, FlushEvery: o.FlushEvery, PlacementAssertEvery: o.PlacementAssertEvery,
+		RecordDivergence: o.recordDivergence, RecordFlushWrong: o.recordFlushWrong, FlushAtEnd: o.flushAtEnd, Testing: o.coreTesting}
+	if o.InjectDivergence.Set && o.InjectDivergence.Rank == worldRank {
+		cfg.PerturbAtStep = o.InjectDivergence.Step
+	}
+	if o.L3.Enabled() {
+		cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: o.L3.BlockTokens, WritePolicy: o.L3.WritePolicy,
+			PrefetchPolicy: o.L3.PrefetchPolicy, PrefetchThreshold: o.L3.PrefetchThreshold, BatchRequests: o.stepRequestsMax(),
+			IgnoreFailedReads: o.L3.testIgnoreFailedReads}
+	}
+	return cfg
+}

@@ -1,0 +1,186 @@
+package runner
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/report"
+	"github.com/cphicache/cphicache/hicache/shm"
+	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/pool"
+)
+
+// testLayout is the CP layout the SPMD tests use at each launch size: one CP group of all ranks, except at 16
+// ranks, where it is the CP8DP2 layout users validate before production.
+func testLayout() (cp, dp int) {
+	if n := testWorld.Size(); n == 16 {
+		return 8, 2
+	}
+	return testWorld.Size(), 1
+}
+
+func testJob(t *testing.T) *spmd.Job {
+	t.Helper()
+	cp, dp := testLayout()
+	topo, err := spmd.NewTopology(testWorld, cp, dp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(topo.Close)
+	noteDeviceRuns(t)
+	return &spmd.Job{Topo: topo, Log: slog.Default(), Cleanup: &spmd.Cleanup{}}
+}
+
+// smallOptions is a workload small enough for 16 ranks on 2 cores, with caches small enough that L1 evictions,
+// load-backs, L2 evictions and a flush all happen.
+func smallOptions() *Options {
+	syn := workload.DefaultSyntheticConfig()
+	_, dp := testLayout()
+	// Each DP replica serves its own share of the conversations: scale them so that every replica is as busy.
+	syn.Conversations, syn.TurnsMax, syn.SystemPrompts = 24*dp, 6, 3
+	syn.SystemPromptTokens, syn.TurnTokens, syn.OutputTokens = 128, 48, 32
+	syn.FlushEvery = 50 * dp
+	return &Options{
+		Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 16, DevicePages: 192, L2Slots: 160,
+		SlabBytesMax: 1 << 20, Layout: pool.LayerFirst, Policy: cache.WriteThrough, BatchRequests: 3,
+		PlacementAssertEvery: 4, Seed: 7, VocabSize: 32000, Synthetic: syn, Collective: "mpi",
+		WatchdogTimeout: 60 * time.Second, JobID: testJobID, Quiet: true, coreTesting: cache.Testing{CheckInvariants: true, CheckEvictions: true},
+	}
+}
+
+func checkNoLeakedSegments(t *testing.T) {
+	t.Helper()
+	if leaked, err := shm.JobSegments(testJobID); err != nil || len(leaked) != 0 {
+		t.Errorf("shared memory left behind: %v %v", leaked, err)
+	}
+}
+
+func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
+	for _, layout := range []pool.Layout{pool.LayerFirst, pool.PageFirst} {
+		for _, policy := range []cache.WritePolicy{cache.WriteThrough, cache.WriteThroughSelective, cache.WriteBack} {
+			opts := smallOptions()
+			opts.Layout, opts.Policy = layout, policy
+			opts.SyncCopies = true // commits at every step: every path is taken, however loaded the machine
+			if policy == cache.WriteBack {
+				// write_back backs up only what L1 evicts, and evicts only what a request needs: smaller L1 and L2,
+				// so that L2 still fills and evicts at every layout, CP8DP2 included.
+				opts.DevicePages, opts.L2Slots = 128, 128
+			}
+			r, err := Run(testJob(t), opts)
+			if err != nil {
+				t.Fatalf("%v %v: %v", layout, policy, err)
+			}
+			name := layout.String() + "/" + policy.String()
+			if r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 {
+				t.Errorf("%s: %d divergences, %d mismatches", name, r.Placement.Divergences, r.Verify.Mismatches)
+			}
+			// write_through_selective backs up only nodes hit twice: too little to fill L2 in this small workload.
+			fillsL2 := policy != cache.WriteThroughSelective
+			if r.Hits.L2Tokens == 0 || (fillsL2 && r.Backup.L2Evictions == 0) || r.Flushes == 0 || r.L1.Evictions == 0 || r.Verify.PagesChecked == 0 {
+				t.Errorf("%s: a path was not exercised: L2 hits %d, L2 evictions %d, flushes %d, L1 evictions %d, pages checked %d",
+					name, r.Hits.L2Tokens, r.Backup.L2Evictions, r.Flushes, r.L1.Evictions, r.Verify.PagesChecked)
+			}
+			if r.Backup.Committed != r.Backup.Reserved {
+				t.Errorf("%s: %d backups reserved but %d committed after the final drain", name, r.Backup.Reserved, r.Backup.Committed)
+			}
+			checkReportScoping(t, r)
+		}
+	}
+	checkNoLeakedSegments(t)
+}
+
+// checkReportScoping pins the scoping rule: every consensus collective ran on a communicator of exactly cp ranks, and
+// none ran on a single-rank group.
+func checkReportScoping(t *testing.T, r *report.Report) {
+	t.Helper()
+	if len(r.Groups) != r.DP {
+		t.Fatalf("%d groups in the report, want %d", len(r.Groups), r.DP)
+	}
+	for _, g := range r.Groups {
+		if len(g.Hosts) != r.CP {
+			t.Errorf("group %d lists %d hosts, want %d", g.Group, len(g.Hosts), r.CP)
+		}
+		for kind, s := range g.Collectives {
+			switch {
+			case r.CP == 1 && s.Count != 0:
+				t.Errorf("group %d: %s ran %d times on a single-rank group", g.Group, kind, s.Count)
+			case r.CP > 1 && (kind == "step" || kind == "final") && s.Count == 0:
+				t.Errorf("group %d: %s never ran", g.Group, kind)
+			case r.CP > 1 && s.Count > 0 && (s.CommSizeMin != r.CP || s.CommSizeMax != r.CP):
+				t.Errorf("group %d: %s ran on communicators of %d..%d ranks, want %d", g.Group, kind, s.CommSizeMin, s.CommSizeMax, r.CP)
+			}
+		}
+	}
+}
+
+func TestInjectedDivergenceIsCaughtAtTheNextAssert(t *testing.T) {
+	cp, _ := testLayout()
+	if cp == 1 {
+		t.Skip("a single-rank CP group cannot diverge: the placement assert is skipped by design")
+	}
+	opts := smallOptions()
+	opts.PlacementAssertEvery = 2
+	opts.InjectDivergence = Injection{Rank: cp - 1, Step: 3, Set: true} // the last rank of group 0
+	_, err := Run(testJob(t), opts)
+	var div *cache.DivergenceError
+	if testWorld.Rank() < cp {
+		if !errors.As(err, &div) {
+			t.Fatalf("rank %d: run returned %v, want a placement divergence", testWorld.Rank(), err)
+		}
+		if div.Step != 4 || div.Group != 0 || len(div.Digests) != cp || div.Digests[cp-1] == div.Digests[0] {
+			t.Errorf("divergence report %+v: want step 4, group 0, the last rank's digest different", div)
+		}
+	} else if !errors.As(err, new(spmd.PeerFailedError)) {
+		t.Errorf("rank %d of an unperturbed group: %v, want the peer-failure error", testWorld.Rank(), err)
+	}
+	checkNoLeakedSegments(t)
+}
+
+func TestValidateMatrixPasses(t *testing.T) {
+	v, err := Validate(testJob(t), smallOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := testLayout()
+	if len(v.Checks) != 7 {
+		t.Fatalf("%d checks, want 7", len(v.Checks))
+	}
+	for _, c := range v.Checks {
+		// At cp 1 these have nothing to compare (l3_roundtrip: no other rank to agree a failed read with).
+		skippable := c.Name == "placement_identical" || c.Name == "divergence_detected" || c.Name == "l3_roundtrip"
+		switch {
+		case c.Result == "skip" && !(skippable && cp == 1):
+			t.Errorf("%s skipped at cp %d", c.Name, cp)
+		case c.Result != "skip" && skippable && cp == 1:
+			t.Errorf("%s %s at cp 1, want skip: %s", c.Name, c.Result, c.Detail)
+		case c.Result == "fail":
+			t.Errorf("%s failed: %d wrong (%s)", c.Name, c.Wrong, c.Detail)
+		}
+	}
+	checkNoLeakedSegments(t)
+}
+
+// TestStagedDeviceContentDecidesAlike: the GPU build fills and checks device content through a staging buffer,
+// the CPU build in place; with copies drained every step both make every decision alike and check as many
+// pages, and a wrong byte in the staged path is still found (the device pages hold what the fill wrote).
+func TestStagedDeviceContentDecidesAlike(t *testing.T) {
+	var reports [2]*report.Report
+	for i, staged := range []bool{false, true} {
+		opts := smallOptions()
+		opts.SyncCopies, opts.stagedDeviceContent = true, staged
+		r, err := Run(testJob(t), opts)
+		if err != nil {
+			t.Fatalf("staged %v: %v", staged, err)
+		}
+		reports[i] = r
+	}
+	a, b := reports[0], reports[1]
+	if a.Hits != b.Hits || a.Verify != b.Verify || a.Verify.PagesChecked == 0 || a.Verify.Mismatches != 0 {
+		t.Errorf("in place: hits %+v, verify %+v; staged: hits %+v, verify %+v", a.Hits, a.Verify, b.Hits, b.Verify)
+	}
+	checkNoLeakedSegments(t)
+}

@@ -1,0 +1,13 @@
+//go:build !simbugs
+
+package runner
+
+import "github.com/cphicache/cphicache/hicache/cache"
+
+// runnerBugsCompiled says whether this build carries the runner's deliberate bugs: it does not.
+const runnerBugsCompiled = false
+
+func (runnerBugs) has(runnerBug) bool { return false }
+
+// waitUnbounded is constant false without the simbugs tag: every wait is under the watchdog.
+func (*runState) waitUnbounded(cache.WaitReason, func() bool) bool { return false }

@@ -1,0 +1,22 @@
+//go:build simbugs
+
+package runner
+
+import "github.com/cphicache/cphicache/hicache/cache"
+
+// runnerBugsCompiled says whether this build carries the runner's deliberate bugs: it does.
+const runnerBugsCompiled = true
+
+func (b runnerBugs) has(bug runnerBug) bool { return b&runnerBugs(bug) != 0 }
+
+// waitUnbounded is the deliberate bug bugUnboundedLoadWait: it waits for a load wait with no watchdog around it,
+// and says it did; false for every other wait, and when the bug is off.
+func (rs *runState) waitUnbounded(r cache.WaitReason, done func() bool) bool {
+	if !rs.testBugs.has(bugUnboundedLoadWait) || r.Name != loadWaitName {
+		return false
+	}
+	for !done() {
+		rs.deliver(true)
+	}
+	return true
+}

@@ -1,0 +1,346 @@
+package runner
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/prefill"
+	"github.com/cphicache/cphicache/hicache/report"
+	"github.com/cphicache/cphicache/hicache/serving"
+	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/hicache/timeline"
+	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/internal/errscope"
+)
+
+// The serving clock (SERVING.md): requests arrive at their trace times, CP rank 0 forms each
+// step from its queue by a token budget and broadcasts the step with the earliest time it may begin, and every
+// rank spends the step's modelled load and prefill time while the real cache work runs beside it; only what does
+// not fit under the model lengthens the step. Every time here is trace time, in nanoseconds since the replay
+// began, kept by each rank as a virtual clock: a step lasts its modelled time, or the wall time its real work took
+// if that is longer. --time-scale N spends the modelled time at 1/N of its length on the wall, so the replay is
+// N times shorter, while the real work's time counts as itself, as it would in a replay at the trace's pace.
+
+// ServingOptions turn the serving clock on; nil in Options replays as fast as the machine allows, as before.
+type ServingOptions struct {
+	// Prefill chooses the modelled prefill (the roofline of --prefill-model, else --model, on --gpu, or
+	// --prefill-profile); Size builds it for the CP size, whose GPUs share each step. Prefill.GPU also gives the
+	// host link's rate, and Prefill.Model the KV bytes a token loads.
+	Prefill prefill.Options
+	// L3ReadBytesPerSecond is one node's L3 read rate (--l3-read-rate).
+	L3ReadBytesPerSecond float64
+	Batching             serving.Batching
+	// TimeScale is the trace seconds that pass in one wall second: 60 replays an hour of trace in a minute, its
+	// arrivals and its modelled compute alike. The figures are reported in trace time.
+	TimeScale float64
+	// RequestRate, when above 0, replaces the workload's arrival times with Poisson arrivals at this many
+	// requests per trace second, seeded by --seed (the synthetic workload and token traces have none).
+	RequestRate float64
+	// Clients, when above 0, are closed-loop clients instead of arrival times (--clients): each sends its next
+	// request when its last got its first token and ThinkSeconds (--think-time) have passed (serving.Clients).
+	Clients      int
+	ThinkSeconds float64
+	// GroupGPUs, when above 0, is the modelled CP group's GPUs instead of the run's CP size: sweep runs the cache
+	// at cp 1 and models the group the user sizes for (--group-gpus).
+	GroupGPUs int
+	// Virtual keeps the replay's own pace and steps (--batch-requests, as fast as the machine allows) and only
+	// records each request's hits, for a virtual replay at the end: the sweep's modelled TTFT, the same from run
+	// to run when the hits are (--sync-copies). Its report has the ideal and no measured figures.
+	Virtual bool
+
+	// Built by Size for the CP size: the model, what it is, and the links' rates and bytes.
+	model     prefill.Model
+	modelName string
+	links     serving.Links
+	// testPrefill replaces the model (tests only).
+	testPrefill serving.Prefill
+}
+
+// Check builds the model once for one GPU, so that a bad --gpu, --model, --prefill-efficiency or
+// --prefill-profile fails before MPI starts, naming its flag.
+func (o *ServingOptions) Check() error {
+	p := o.Prefill
+	p.GroupGPUs = 1
+	if _, err := prefill.New(p); err != nil {
+		return err
+	}
+	if _, err := prefill.LookupGPU(o.Prefill.GPU); err != nil {
+		return err
+	}
+	if err := prefill.CheckL3ReadRate(o.L3ReadBytesPerSecond); err != nil {
+		return err
+	}
+	switch {
+	case !(o.TimeScale > 0) || math.IsInf(o.TimeScale, 0):
+		return &errscope.ConfigError{Flag: "time-scale", Reason: fmt.Sprintf("%v is not a positive factor", o.TimeScale)}
+	case o.RequestRate < 0 || math.IsInf(o.RequestRate, 0) || math.IsNaN(o.RequestRate):
+		return &errscope.ConfigError{Flag: "request-rate", Reason: fmt.Sprintf("%v requests/s: give a rate above 0, or 0 for the trace's timestamps", o.RequestRate)}
+	case o.Batching.StepTokens < 1:
+		return &errscope.ConfigError{Flag: "step-tokens", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.StepTokens)}
+	case o.Clients < 0:
+		return &errscope.ConfigError{Flag: "clients", Reason: fmt.Sprintf("%d must be 0 (arrival times) or more", o.Clients)}
+	case o.Clients > 0 && o.RequestRate > 0:
+		return &errscope.ConfigError{Flag: "clients", Reason: "closed-loop clients send their own requests: give --clients or --request-rate, not both"}
+	case o.ThinkSeconds < 0 || math.IsInf(o.ThinkSeconds, 0) || math.IsNaN(o.ThinkSeconds):
+		return &errscope.ConfigError{Flag: "think-time", Reason: fmt.Sprintf("%v s is not a time of 0 or more", o.ThinkSeconds)}
+	case o.GroupGPUs < 0:
+		return &errscope.ConfigError{Flag: "group-gpus", Reason: fmt.Sprintf("%d must be 1 or more", o.GroupGPUs)}
+	case o.Batching.MaxRequests < 1:
+		return &errscope.ConfigError{Flag: "step-requests", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.MaxRequests)}
+	}
+	return nil
+}
+
+// checkArrivals refuses, on CP rank 0, a workload the serving clock cannot time: one with no arrival times (a
+// token trace, the synthetic workload) and no --request-rate. A Mooncake trace's requests carry theirs.
+func (o *ServingOptions) checkArrivals(events []workload.Event) error {
+	if o == nil || o.RequestRate > 0 || o.Clients > 0 {
+		return nil
+	}
+	for i := range events {
+		if events[i].Request.Blocks.Compact() {
+			return nil
+		}
+	}
+	return &errscope.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times and this workload has none (only a Mooncake trace's requests carry them): give a rate in requests per second"}
+}
+
+// prefillModel adapts a prefill.Model to the serving clock's interface.
+type prefillModel struct{ m prefill.Model }
+
+func (p prefillModel) BatchSeconds(batch []serving.Tokens) float64 {
+	reqs := make([]prefill.Request, len(batch))
+	for i, t := range batch {
+		reqs[i] = prefill.Request{NewTokens: t.New, CachedTokens: t.Cached}
+	}
+	return p.m.BatchSeconds(reqs)
+}
+
+// clients are the closed-loop clients, none (N 0) without --clients.
+func (o *ServingOptions) clients() serving.Clients {
+	return serving.Clients{N: o.Clients, ThinkNs: serving.Nanoseconds(o.ThinkSeconds)}
+}
+
+func (o *ServingOptions) prefill() serving.Prefill {
+	if o.testPrefill != nil {
+		return o.testPrefill
+	}
+	return prefillModel{o.model}
+}
+
+// servingClock is one rank's serving clock. Every rank paces its steps by it; CP rank 0 also forms the steps and
+// times each request, since only it holds the arrivals.
+type servingClock struct {
+	opts       *ServingOptions
+	root       bool
+	queue      []serving.Queued // CP rank 0's, one per event of rs.events sent
+	loop       *serving.ClosedLoop
+	all        []workload.Event // CP rank 0's whole workload, whose arrivals the clients set as they send
+	lastStart  int64            // CP rank 0: the earliest start of the last step it formed
+	stepEvents []int            // CP rank 0: the events of each step it formed, for the ideal hit count
+	sent       int              // CP rank 0 with clients: the events queued of those the clients sent
+	startNs    map[int64]int64  // the earliest start of each step received and not yet begun
+	stepStart  int64            // the current step's start: when the group was free for it
+	batchStart int64            // the earliest start of the current step's own requests (Batching.Take's)
+	thisStep   []*requestClock  // the current step's own requests (and flushes)
+	lastEnd    int64            // when the last step ended (its consensus returned), 0 before the first
+	computeEnd int64            // when the step's modelled prefill ends
+	idleNs     int64            // the current step's wait between its two passes (serving.StepPlan)
+	// The wall: when the current step began (the last one's end, or the end of an idle wait), and when its
+	// consensus may begin (its modelled time, scaled); zero once waited for.
+	wallStart, paceConsensusAt time.Time
+	// lateNs: how much later than their targets the step's paced waits woke. A loaded node wakes a sleeper late
+	// (on 2 cores under 4 ranks, about a millisecond a wait); a GPU's compute does not end late for it.
+	lateNs int64
+
+	// CP rank 0's requests: by the step that holds them, and in arrival order for the ideal.
+	formed  map[int64][]*requestClock
+	pending map[*workload.Request]*requestClock
+	inStep  []*requestClock
+	order   []*requestClock
+
+	stepsNs, modelledNs int64                     // every step's measured span and its modelled cost: the machinery's share
+	withL3              *report.ModelledL3Serving // CP rank 0 of a virtual replay: its figures over the modelled L3
+	t                   servingTallies
+}
+
+// requestClock is one request's way through the clock, on CP rank 0.
+type requestClock struct {
+	step                                                               int64 // the step it was formed into
+	arrivalNs, firstStartNs, stepStartNs, computeStartNs, computeEndNs int64
+	hit                                                                serving.Hit
+	flush, served, deferred                                            bool
+}
+
+func newServingClock(o *ServingOptions, root bool) *servingClock {
+	return &servingClock{opts: o, root: root, startNs: map[int64]int64{}, formed: map[int64][]*requestClock{},
+		pending: map[*workload.Request]*requestClock{}}
+}
+
+// scaled is how long trace time ns takes on the wall: ns over --time-scale, held within a Duration's range. A tiny
+// --time-scale (1e-300) makes a wait longer than any Duration: it is the longest one (292 years), not a
+// conversion that overflows into a negative time, which would wait not at all.
+func (c *servingClock) scaled(ns int64) time.Duration {
+	d := float64(ns) / c.opts.TimeScale
+	switch {
+	case d >= math.MaxInt64:
+		return math.MaxInt64
+	case d <= math.MinInt64:
+		return math.MinInt64
+	}
+	return time.Duration(d)
+}
+
+// begin starts the clock as the replay begins: trace time 0 is now.
+func (c *servingClock) begin() { c.wallStart, c.lateNs = time.Now(), 0 }
+
+// arrive gives CP rank 0's events their arrival times and builds its queue: the trace's own, or a Poisson
+// stream's at --request-rate. Times never go back: a request queues behind the line before it. With closed-loop
+// clients (--clients) an event arrives when a client sends it (sendArrivals).
+func (c *servingClock) arrive(events []workload.Event, seed uint64) {
+	if c.opts.Clients > 0 {
+		flush := make([]bool, len(events))
+		for i := range events {
+			flush[i] = events[i].Flush
+		}
+		c.all, c.loop = events, serving.NewClosedLoop(c.opts.clients(), flush)
+		c.sendArrivals()
+		return
+	}
+	var rate []int64
+	if c.opts.RequestRate > 0 {
+		rate = serving.PoissonArrivalsNs(len(events), c.opts.RequestRate, seed)
+	}
+	c.queue = make([]serving.Queued, len(events))
+	var last int64
+	for i := range events {
+		r := &events[i].Request
+		if rate != nil {
+			r.ArrivalNs = rate[i]
+		}
+		last = max(last, r.ArrivalNs)
+		r.ArrivalNs = last
+		c.queue[i] = serving.Queued{ArrivalNs: last, PromptTokens: r.PromptTokens(), Flush: events[i].Flush}
+	}
+}
+
+// sendArrivals queues the events the clients sent since the last call, at the times they sent them.
+func (c *servingClock) sendArrivals() {
+	for ; c.sent < c.loop.Sent(); c.sent++ {
+		e := &c.all[c.sent]
+		e.Request.ArrivalNs = c.loop.ArrivalNs(c.sent)
+		c.queue = append(c.queue, serving.Queued{ArrivalNs: e.Request.ArrivalNs, PromptTokens: e.Request.PromptTokens(), Flush: e.Flush})
+	}
+}
+
+// form is CP rank 0's step: how many of the queued events form step `step`, formed as the step before it begins
+// (serving.VirtualReplay says why), and the earliest time it may begin. nil ends the stream; an empty batch is
+// a step with nothing sent yet (closed-loop clients all waiting for a first token).
+func (c *servingClock) form(events *[]workload.Event) ([]workload.Event, int64) {
+	if c.loop != nil {
+		c.sendArrivals()
+	}
+	n, startNs := c.opts.Batching.Take(c.queue, max(c.lastEnd, c.lastStart))
+	c.stepEvents = append(c.stepEvents, n)
+	if n == 0 {
+		if len(*events) == 0 {
+			return nil, 0
+		}
+		startNs = c.lastEnd // an empty step begins when the group is free
+	}
+	batch := (*events)[:n:n]
+	*events, c.queue = (*events)[n:], c.queue[n:]
+	c.lastStart = startNs
+	return batch, startNs
+}
+
+// received notes a step's batch as every rank decoded it, so that every rank knows when each request was first
+// in a step (an L3 read begins then). On CP rank 0 sent holds the same events with their arrival times (the
+// broadcast does not carry them).
+func (c *servingClock) received(step, startNs int64, batch, sent []workload.Event) {
+	c.startNs[step] = startNs
+	reqs := make([]*requestClock, len(batch))
+	for i := range batch {
+		rc := &requestClock{step: step, flush: batch[i].Flush}
+		if !rc.flush {
+			c.pending[&batch[i].Request] = rc
+		}
+		if c.root {
+			rc.arrivalNs = sent[i].Request.ArrivalNs
+			c.order = append(c.order, rc)
+		}
+		reqs[i] = rc
+	}
+	c.formed[step] = reqs
+}
+
+// waitServingLoads names the serving clock's wait for this rank's load-backs before the modelled prefill.
+var waitServingLoads = cache.WaitReason{Name: "load wait before the modelled prefill", Hint: "a load-back copy on this rank did not complete"}
+
+// paceUntil waits until the wall time `until`, handing the core whatever finishes meanwhile; the timeline shows
+// the wait under name. It returns how late its timer woke it: the scheduler's delay past `until`. A delivery
+// that ran past `until` is the step's real work, not lateness: then 0.
+func (rs *runState) paceUntil(until time.Time, name string) (lateNs int64) {
+	if time.Until(until) <= 0 {
+		return 0
+	}
+	if rs.tl.On() {
+		defer rs.tl.End(timeline.KindWait, rs.tl.Name(name), rs.tl.Now(), 0)
+	}
+	for {
+		left := time.Until(until)
+		if left <= 0 {
+			return 0
+		}
+		timer := time.NewTimer(left)
+		select {
+		case <-rs.done.notify:
+			timer.Stop()
+			rs.deliver(false)
+		case <-timer.C:
+			return max(0, time.Since(until).Nanoseconds())
+		}
+	}
+}
+
+// sized builds the options for a CP group of cp ranks over the nodes of s: the prefill model over its GPUs, the
+// links' rates, and the KV bytes a token moves, the model's whole (every layer, payload and rank), not what
+// scaled-down copies copy.
+func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
+	sized := *o
+	// The KV of a token is the geometry's every rank's share (or the model's), whatever group is modelled.
+	kv := int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.accountTokenBytes)
+	if o.GroupGPUs > 0 {
+		cp = o.GroupGPUs
+	}
+	sized.Prefill.GroupGPUs = cp
+	gpu, err := prefill.LookupGPU(o.Prefill.GPU)
+	if err != nil {
+		return nil, err
+	}
+	if o.testPrefill == nil {
+		if sized.model, err = prefill.New(sized.Prefill); err != nil {
+			return nil, err
+		}
+		sized.modelName = sized.model.Describe()
+	}
+	if m, err := sizing.LookupModel(o.Prefill.Model); err == nil {
+		kv = m.TokenBytes()
+	}
+	sized.links = serving.Links{HostBytesPerSecond: gpu.H2DBytesPerSecond, L3BytesPerSecond: o.L3ReadBytesPerSecond,
+		KVBytesPerToken: kv, GPUs: cp, Nodes: s.groupNodes}
+	return &sized, nil
+}
+
+// breakEven is the summary's lines on where each tier pays (prefill.SummaryLines), for prefixes of a few
+// lengths; none with a test model.
+func (o *ServingOptions) breakEven() []string {
+	if o.model == nil {
+		return nil
+	}
+	l := o.links
+	return prefill.SummaryLines(o.model, l.KVBytesPerToken, []int64{4096, 32768},
+		prefill.TierRates{L2HostBytesPerSecond: l.HostBytesPerSecond * float64(l.GPUs), L3ReadBytesPerSecond: l.L3BytesPerSecond * float64(l.Nodes)})
+}
