@@ -12,7 +12,9 @@ import (
 // TestGoldenScenarios runs the command files in testdata on cockroachdb/datadriven, as etcd raft's interaction
 // tests do: each block is a command line (`reserve id=1 pages=3 clock=1`), a "----" line and the expected output,
 // blocks separated by blank lines; lines starting with # are comments. Each file starts from no allocator; `new`
-// builds one. `go test ./pool -run Golden -rewrite` rewrites the expected outputs.
+// builds one. Every file in testdata is a subtest named without its .txt (-run Golden/evict); a file stops at its
+// first wrong output, as what follows it runs on a state the file no longer describes. `go test ./pool -run Golden
+// -rewrite` rewrites the expected outputs.
 func TestGoldenScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		var a *Allocator
