@@ -1,95 +1,60 @@
 package pool
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-var update = flag.Bool("update", false, "rewrite pool/testdata/*.txt with the actual output")
-
-// TestGoldenScenarios runs the command files in testdata, in the style of etcd raft's interaction tests:
-// each block is a command line, a "----" line and the expected output, separated by blank lines; lines
-// starting with # are comments. `go test ./pool -run Golden -update` rewrites the expected outputs.
+// TestGoldenScenarios runs the command files in testdata on cockroachdb/datadriven, as etcd raft's interaction
+// tests do: each block is a command line (`reserve id=1 pages=3 clock=1`), a "----" line and the expected output,
+// blocks separated by blank lines; lines starting with # are comments. Each file starts from no allocator; `new`
+// builds one. Every file in testdata is a subtest named without its .txt (-run Golden/evict); a file stops at its
+// first wrong output, as what follows it runs on a state the file no longer describes. `go test ./pool -run Golden
+// -rewrite` rewrites the expected outputs.
 func TestGoldenScenarios(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenario files: %v", err)
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runScenarioFile(t, file) })
-	}
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		var a *Allocator
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return runScenarioCommand(t, &a, d)
+		})
+	})
 }
 
-func runScenarioFile(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	var out strings.Builder
-	var a *Allocator
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if line == "" || strings.HasPrefix(line, "#") {
-			out.WriteString(line + "\n")
-			continue
-		}
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command %q is not followed by ----", file, i+1, line)
-		}
-		var expected []string
-		for i += 2; i < len(lines) && lines[i] != ""; i++ {
-			expected = append(expected, lines[i])
-		}
-		actual := runScenarioCommand(t, &a, line)
-		if !*update && strings.Join(expected, "\n") != actual {
-			t.Errorf("%s: %s\nexpected:\n%s\nactual:\n%s", file, line, strings.Join(expected, "\n"), actual)
-		}
-		fmt.Fprintf(&out, "%s\n----\n%s\n\n", line, actual)
-	}
-	if *update {
-		if err := os.WriteFile(file, []byte(strings.TrimRight(out.String(), "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// scenarioArgs parses "key=value" words.
-func scenarioArgs(t *testing.T, words []string) map[string]uint64 {
+// scenarioArgs reads every key=value argument as a number; a missing one reads as 0, as a zero Geometry field
+// does, so that a file names only what it sets.
+func scenarioArgs(t *testing.T, d *datadriven.TestData) map[string]uint64 {
 	args := map[string]uint64{}
-	for _, word := range words {
-		key, value, ok := strings.Cut(word, "=")
-		n, err := strconv.ParseUint(value, 10, 64)
-		if !ok || err != nil {
-			t.Fatalf("bad argument %q", word)
-		}
-		args[key] = n
+	for _, arg := range d.CmdArgs {
+		var n uint64
+		d.ScanArgs(t, arg.Key, &n)
+		args[arg.Key] = n
 	}
 	return args
 }
 
-func runScenarioCommand(t *testing.T, a **Allocator, line string) string {
-	words := strings.Fields(line)
-	args := scenarioArgs(t, words[1:])
+func runScenarioCommand(t *testing.T, a **Allocator, d *datadriven.TestData) string {
+	args := scenarioArgs(t, d)
 	id := ObjectID(args["id"])
-	if words[0] == "new" {
+	if d.Cmd == "new" {
 		// Slots of 4 bytes (2 ranks x 1 layer x K,V x 1 byte), so slab_slots sets SlabBytesMax directly.
-		g := Geometry{CPSize: 2, Layers: 1, PayloadsPerLayer: 2, PageTokens: 1, TokenBytes: 1, Slots: int(args["slots"]),
-			SlabBytesMax: 4 * int64(args["slab_slots"]), MaxObjects: int(args["max_objects"])}
+		g := Geometry{CPSize: 2, Layers: 1, PayloadsPerLayer: 2, PageTokens: 1, TokenBytes: 1,
+			Slots: int(args["slots"]), SlabBytesMax: 4 * int64(args["slab_slots"]),
+			MaxObjects: int(args["max_objects"])}
 		var err error
 		if *a, err = New(g); err != nil {
 			return "error: " + err.Error()
 		}
 		return scenarioState(*a)
 	}
+	if *a == nil {
+		d.Fatalf(t, "%s before new", d.Cmd)
+	}
 	var err error
-	switch words[0] {
+	switch d.Cmd {
 	case "reserve":
 		seq, ok := args["seq"]
 		if !ok {
@@ -128,7 +93,7 @@ func runScenarioCommand(t *testing.T, a **Allocator, line string) string {
 	case "state":
 		return scenarioState(*a)
 	default:
-		t.Fatalf("unknown command %q", line)
+		d.Fatalf(t, "unknown command %q", d.Cmd)
 	}
 	if err != nil {
 		return "error: " + err.Error()
@@ -165,7 +130,8 @@ func scenarioState(a *Allocator) string {
 	for _, id := range ids {
 		info, _ := a.Lookup(id)
 		extents, _ := a.Extents(id)
-		fmt.Fprintf(&b, "\nobject %d: pages=%d clock=%d committed=%v refs=%d %s", id, info.Pages, info.Clock, info.Committed, info.Refs, formatExtents(extents))
+		fmt.Fprintf(&b, "\nobject %d: pages=%d clock=%d committed=%v refs=%d %s",
+			id, info.Pages, info.Clock, info.Committed, info.Refs, formatExtents(extents))
 	}
 	fmt.Fprintf(&b, "\ndigest fresh=%v", a.Digest() == a.FreshDigest())
 	if err := a.CheckInvariants(); err != nil {

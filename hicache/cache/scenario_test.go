@@ -1,27 +1,24 @@
 package cache
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/cockroachdb/datadriven"
 
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite hicache/cache/testdata/*.txt with the actual output")
-
-// TestScenarios runs the command files in testdata through a one-rank core (soloEnv), in the style of etcd raft's
-// interaction tests and pool's TestGoldenScenarios: each block is a command line, a "----" line and the expected
-// output, blocks separated by blank lines; lines starting with # are comments. A request is written as letters,
-// one a page (page "a" is tokens 1 1, "b" 2 2, ...), so that "abc" and "abd" share the prefix "ab". Commands:
+// TestScenarios runs the command files in testdata through a one-rank core (soloEnv) on cockroachdb/datadriven, as
+// etcd raft's interaction tests and pool's TestGoldenScenarios do: each block is a command line, a "----" line and
+// the expected output, blocks separated by blank lines; lines starting with # are comments. A request is written as
+// letters, one a page (page "a" is tokens 1 1, "b" 2 2, ...), so that "abc" and "abd" share the prefix "ab".
+// Commands:
 //
 //	new device-pages=N slots=N [policy=write_through|write_through_selective|write_back] [hold]
 //	step REQUEST...   one step of the step program: the requests, the step consensus, what it committed
@@ -33,47 +30,10 @@ var rewrite = flag.Bool("rewrite", false, "rewrite hicache/cache/testdata/*.txt 
 //
 // `go test ./hicache/cache -run Scenarios -rewrite` rewrites the expected outputs.
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenario files: %v", err)
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runScenario(t, file) })
-	}
-}
-
-func runScenario(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	var out strings.Builder
-	s := &scenario{t: t}
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if line == "" || strings.HasPrefix(line, "#") {
-			out.WriteString(line + "\n")
-			continue
-		}
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command %q is not followed by ----", file, i+1, line)
-		}
-		var expected []string
-		for i += 2; i < len(lines) && lines[i] != ""; i++ {
-			expected = append(expected, lines[i])
-		}
-		actual := strings.TrimRight(s.run(line), "\n")
-		if !*rewrite && strings.Join(expected, "\n") != actual {
-			t.Errorf("%s: %s\nexpected:\n%s\nactual:\n%s", file, line, strings.Join(expected, "\n"), actual)
-		}
-		fmt.Fprintf(&out, "%s\n----\n%s\n\n", line, actual)
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, []byte(strings.TrimRight(out.String(), "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		s := &scenario{t: t}
+		datadriven.RunTest(t, path, func(_ *testing.T, d *datadriven.TestData) string { return s.run(d) })
+	})
 }
 
 // scenario is one file's core and its Env.
@@ -85,35 +45,40 @@ type scenario struct {
 
 const scenarioPageTokens = 2
 
-func (s *scenario) run(line string) string {
-	words := strings.Fields(line)
-	if words[0] != "new" && s.c == nil {
-		s.t.Fatalf("%q before new", line)
+func (s *scenario) run(d *datadriven.TestData) string {
+	if d.Cmd != "new" && s.c == nil {
+		d.Fatalf(s.t, "%s before new", d.Cmd)
 	}
 	var out strings.Builder
-	switch words[0] {
+	switch d.Cmd {
 	case "new":
-		s.build(words[1:], &out)
+		s.build(d, &out)
 	case "step", "flush":
 		var batch []workload.Event
-		if words[0] == "flush" {
+		if d.Cmd == "flush" {
 			batch = []workload.Event{{Flush: true}}
 		}
-		for _, word := range words[1:] {
-			batch = append(batch, workload.Event{Request: workload.Request{InputIDs: scenarioTokens(s.t, word)}})
+		for _, arg := range d.CmdArgs {
+			if len(arg.Vals) > 0 {
+				d.Fatalf(s.t, "request %s: a request is letters, not key=value", arg)
+			}
+			batch = append(batch, workload.Event{Request: workload.Request{InputIDs: scenarioTokens(s.t, d, arg.Key)}})
 		}
 		s.step(batch, &out)
 	case "complete":
-		seq := scenarioArg(s.t, words[1:], "seq")
+		var seq uint64
+		d.ScanArgs(s.t, "seq", &seq)
 		fmt.Fprintf(&out, "released %v\n", s.env.release(seq))
 	case "evict":
-		s.evict(int(scenarioArg(s.t, words[1:], "pages")), &out)
+		var pages int
+		d.ScanArgs(s.t, "pages", &pages)
+		s.evict(pages, &out)
 	case "state":
 		s.state(&out)
 	case "digest":
 		fmt.Fprintf(&out, "digest %#016x fresh %v\n", s.c.alloc.Digest(), s.c.alloc.StateHash() == s.c.freshStateHash)
 	default:
-		s.t.Fatalf("unknown command %q", line)
+		d.Fatalf(s.t, "unknown command %q", d.Cmd)
 	}
 	if out.Len() == 0 {
 		return "ok"
@@ -121,30 +86,27 @@ func (s *scenario) run(line string) string {
 	return out.String()
 }
 
-func (s *scenario) build(args []string, out *strings.Builder) {
-	policy, hold := WriteThrough, false
-	var rest []string
-	for _, a := range args {
-		switch {
-		case a == "hold":
-			hold = true
-		case strings.HasPrefix(a, "policy="):
-			p, err := ParseWritePolicy(strings.TrimPrefix(a, "policy="))
-			if err != nil {
-				s.t.Fatal(err)
-			}
-			policy = p
-		default:
-			rest = append(rest, a)
+func (s *scenario) build(d *datadriven.TestData, out *strings.Builder) {
+	policy, name := WriteThrough, ""
+	if d.MaybeScanArgs(s.t, "policy", &name) {
+		p, err := ParseWritePolicy(name)
+		if err != nil {
+			d.Fatalf(s.t, "%v", err)
 		}
+		policy = p
 	}
+	var slots, devicePages int
+	d.ScanArgs(s.t, "slots", &slots)
+	d.ScanArgs(s.t, "device-pages", &devicePages)
+	hold := d.HasArg("hold")
 	g := pool.Geometry{CPSize: 1, Layers: 1, PayloadsPerLayer: 1, PageTokens: scenarioPageTokens, TokenBytes: 8,
-		Slots: int(scenarioArg(s.t, rest, "slots")), SlabBytesMax: 1 << 20, Layout: pool.LayerFirst}
-	cfg := Config{Geometry: g, DevicePages: int(scenarioArg(s.t, rest, "device-pages")), Policy: policy, Seed: 3,
+		Slots: slots, SlabBytesMax: 1 << 20, Layout: pool.LayerFirst}
+	cfg := Config{Geometry: g, DevicePages: devicePages, Policy: policy, Seed: 3,
 		Testing: Testing{CheckInvariants: true, CheckEvictions: true}}
 	s.c, s.env = newSoloEnv(s.t, cfg)
 	s.env.holdBackups = hold
-	fmt.Fprintf(out, "L1 %d pages, L2 %d slots of %d tokens, %s, backups held: %v\n", cfg.DevicePages, g.Slots, g.PageTokens, policy, hold)
+	fmt.Fprintf(out, "L1 %d pages, L2 %d slots of %d tokens, %s, backups held: %v\n",
+		cfg.DevicePages, g.Slots, g.PageTokens, policy, hold)
 }
 
 // step runs one step of the program and prints each request's outcome and what else the step changed.
@@ -161,7 +123,8 @@ func (s *scenario) step(batch []workload.Event, out *strings.Builder) {
 		}
 		o := outcomes[requests]
 		requests++
-		fmt.Fprintf(out, "%s: L1 hit %d, L2 hit %d, computed %d\n", scenarioLetters(e.Request.InputIDs), o.L1Hit, o.L2Hit, o.Computed)
+		fmt.Fprintf(out, "%s: L1 hit %d, L2 hit %d, computed %d\n",
+			scenarioLetters(e.Request.InputIDs), o.L1Hit, o.L2Hit, o.Computed)
 	}
 	if delta := counterDelta(before, s.c.counters); delta != "" {
 		fmt.Fprintf(out, "%s\n", delta)
@@ -188,7 +151,8 @@ func (s *scenario) evict(pages int, out *strings.Builder) {
 	for _, n := range chosen {
 		names = append(names, scenarioPath(n))
 	}
-	fmt.Fprintf(out, "chose [%s]: %d pages freed, %d leaving when their backups commit\n", strings.Join(names, " "), freed, backedUp)
+	fmt.Fprintf(out, "chose [%s]: %d pages freed, %d leaving when their backups commit\n",
+		strings.Join(names, " "), freed, backedUp)
 	if s.c.failure != nil {
 		fmt.Fprintf(out, "failure: %v\n", s.c.failure)
 	}
@@ -197,7 +161,8 @@ func (s *scenario) evict(pages int, out *strings.Builder) {
 // state prints the tree in walk order (a node by its path, its L1 pages, its L2 object) and the rest.
 func (s *scenario) state(out *strings.Builder) {
 	s.c.tree.forEach(func(n *treeNode) {
-		fmt.Fprintf(out, "%s: L1 %v L2 %d+%d last access %d\n", scenarioPath(n), n.devicePages, n.l2, n.l2Offset, n.lastAccess)
+		fmt.Fprintf(out, "%s: L1 %v L2 %d+%d last access %d\n",
+			scenarioPath(n), n.devicePages, n.l2, n.l2Offset, n.lastAccess)
 	})
 	var held []uint64
 	for _, x := range s.env.held {
@@ -239,11 +204,11 @@ func snakeCase(name string) string {
 }
 
 // scenarioTokens reads a request: a page a letter.
-func scenarioTokens(t *testing.T, word string) []int32 {
+func scenarioTokens(t *testing.T, d *datadriven.TestData, word string) []int32 {
 	var tokens []int32
 	for _, r := range word {
 		if r < 'a' || r > 'z' {
-			t.Fatalf("request %q: pages are letters a to z", word)
+			d.Fatalf(t, "request %q: pages are letters a to z", word)
 		}
 		for range scenarioPageTokens {
 			tokens = append(tokens, r-'a'+1)
@@ -272,20 +237,4 @@ func scenarioPath(n *treeNode) string {
 		return own
 	}
 	return prefix + "/" + own
-}
-
-// scenarioArg reads key=value among words, a number.
-func scenarioArg(t *testing.T, words []string, key string) uint64 {
-	for _, w := range words {
-		k, v, ok := strings.Cut(w, "=")
-		if ok && k == key {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				t.Fatalf("bad argument %q", w)
-			}
-			return n
-		}
-	}
-	t.Fatalf("missing %s= in %v", key, words)
-	return 0
 }
