@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/mpi"
 )
 

@@ -29,7 +29,7 @@
 //     hosts, the trace's checksum), the '#' lines that open each command's output and its JSON's provenance.
 //   - settings.go: the settings every rank of a job agrees on at start-up (spmd.StartJob), from the command's flags.
 //   - runflags.go: run's flags (runOptions), which validate and sweep share, their conversion into
-//     runner.Options, and replayCommand (run's and validate's command).
+//     config.Options, and replayCommand (run's and validate's command).
 //   - tracestream.go: a --trace read once (-, a FIFO), read by world rank 0 and handed over to the job.
 //   - serving.go: the serving clock's flags, run's and sweep's (--gpu, --prefill-profile, --prefill-model,
 //     --request-rate, --time-scale, --step-tokens, ...; SERVING.md).

@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
@@ -165,7 +165,7 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 }
 
 // captureRun parses args with run's flags and Before, and returns the options Before built.
-func captureRun(t *testing.T, args ...string) *runner.Options {
+func captureRun(t *testing.T, args ...string) *config.Options {
 	t.Helper()
 	o := &runOptions{}
 	flags := append(append(o.flags(), o.metricsFlags()...), servingFlags(&o.serving, false)...)
@@ -176,7 +176,7 @@ func captureRun(t *testing.T, args ...string) *runner.Options {
 	return o.opts
 }
 
-// TestRunOptionsReachTheirFields: each flag lands in its own field of runner.Options, and the defaults are
+// TestRunOptionsReachTheirFields: each flag lands in its own field of config.Options, and the defaults are
 // the synthetic workload's and the documented ones.
 func TestRunOptionsReachTheirFields(t *testing.T) {
 	got := captureRun(t)
@@ -199,7 +199,7 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 	wantSynthetic := workload.SyntheticConfig{Seed: 9, Conversations: 3, TurnsMax: 2, SystemPrompts: 5, SystemPromptTokens: 6,
 		TurnTokens: 7, OutputTokens: 8, VocabSize: 1000, FlushEvery: 11}
 	policy, _ := cache.ParseWritePolicy("write_back")
-	in := func(step int64) runner.Injection { return runner.Injection{Rank: 1, Step: step, Set: true} }
+	in := func(step int64) config.Injection { return config.Injection{Rank: 1, Step: step, Set: true} }
 	if got.Synthetic != wantSynthetic || got.Seed != 9 || got.VocabSize != 1000 || got.Layers != 3 || got.PayloadsPerLayer != 1 ||
 		got.PageTokens != 8 || got.TokenBytes != 64 || got.DevicePages != 100 || got.L2Slots != 300 || got.SlabBytesMax != 1<<20 ||
 		got.Layout != pool.PageFirst || got.Policy != policy || got.BatchRequests != 5 || got.PlacementAssertEvery != 6 ||
@@ -207,7 +207,7 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 		got.MetricsPath != metrics || got.MetricsInterval != 3*time.Second ||
 		got.TimelinePath != report+".trace" || got.TimelineWindow != (timeline.Window{Steps: 7, Every: 3}) ||
 		got.InjectDivergence != in(2) || got.InjectHang != in(3) || got.InjectExit != in(4) ||
-		got.InjectCopyError != in(5) || got.InjectStuckCopy != in(6) || got.InjectSetupError != (runner.Injection{Rank: 1, Set: true}) {
+		got.InjectCopyError != in(5) || got.InjectStuckCopy != in(6) || got.InjectSetupError != (config.Injection{Rank: 1, Set: true}) {
 		t.Errorf("every flag set: %+v", got)
 	}
 	// The trace's flags, with a trace: the synthetic workload's are then refused (TestUnusedFlagsAreRefused).

@@ -14,8 +14,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -182,7 +182,7 @@ func (o *runL3Options) flags() []cli.Flag {
 }
 
 // options converts the flags; an --l3-* flag without --l3-dir is refused, since it would silently do nothing.
-func (o *runL3Options) options(c *cli.Context, model string) (opts runner.L3Options, err error) {
+func (o *runL3Options) options(c *cli.Context, model string) (opts config.L3Options, err error) {
 	if o.dir == "" {
 		for _, f := range o.flags()[1:] {
 			if name := f.Names()[0]; c.IsSet(name) {
@@ -191,7 +191,7 @@ func (o *runL3Options) options(c *cli.Context, model string) (opts runner.L3Opti
 		}
 		return opts, nil
 	}
-	opts = runner.L3Options{Dir: o.dir, Namespace: o.namespace, BlockTokens: o.blockTokens, Fsync: o.fsync, PrefetchThreshold: o.prefetchThreshold}
+	opts = config.L3Options{Dir: o.dir, Namespace: o.namespace, BlockTokens: o.blockTokens, Fsync: o.fsync, PrefetchThreshold: o.prefetchThreshold}
 	if !c.IsSet("l3-namespace") {
 		opts.Namespace = model
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/runner"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/mpi"
@@ -79,7 +79,7 @@ func startProvenance(job *spmd.Job, p *report.Provenance, tracePath string) erro
 // (Options.SizedFlags), so that the configuration records the job that ran (the command line, not the whole
 // configuration, is what reruns it: a --model and the --layers it sets are exclusive). Options that cannot be
 // sized keep the flags as parsed; the run refuses them with their own error.
-func sizeProvenance(job *spmd.Job, p *report.Provenance, opts *runner.Options) {
+func sizeProvenance(job *spmd.Job, p *report.Provenance, opts *config.Options) {
 	sized, err := opts.SizedFlags(job.Topo.CPSize, job.Topo.NodeSize, job.Topo.GroupNodes)
 	if err != nil {
 		return

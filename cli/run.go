@@ -9,9 +9,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/runner"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/report"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -35,7 +36,7 @@ func runCommand() *cli.Command {
 // signal handling is in place before it (spmd.StartJob). Before it, the previous job's files at this run's
 // output paths are removed: a run that a watchdog, a signal or a dead rank ends writes none of them, and a script
 // must then find none, not the last job's "OK".
-func runMain(job *spmd.Job, opts *runner.Options) error {
+func runMain(job *spmd.Job, opts *config.Options) error {
 	if job.Topo.WorldRank == 0 {
 		for _, path := range []string{opts.ReportPath, opts.MetricsPath, opts.TimelinePath} {
 			if path != "" {
@@ -70,7 +71,7 @@ func runMain(job *spmd.Job, opts *runner.Options) error {
 // writeOutputs writes the metrics file, then the JSON report, recording a write that failed in the report as the
 // run's failure before the next is written: the report, and the summary printed after both, never say OK of a
 // job that exits 1 for a full disk. (The metrics file carries no verdict.)
-func writeOutputs(r *report.Report, opts *runner.Options) error {
+func writeOutputs(r *report.Report, opts *config.Options) error {
 	var errs error
 	if opts.MetricsPath != "" {
 		if err := r.WriteMetrics(opts.MetricsPath, opts.JobID); err != nil {

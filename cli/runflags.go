@@ -1,7 +1,7 @@
 package cli
 
 // run's flags, bound into runOptions (validate takes them all but the metrics', sweep those of the workload,
-// the model and the cache), and the one conversion into runner.Options, which their Before runs with every check
+// the model and the cache), and the one conversion into config.Options, which their Before runs with every check
 // before MPI starts; replayCommand, the command run and validate share; and --trace -'s hand-over to the job.
 
 import (
@@ -12,8 +12,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
@@ -44,11 +45,11 @@ type runOptions struct {
 	timeline                                           string
 	timelineSteps, timelineEvery                       int64
 	quiet, strict                                      bool
-	tokenBytesSet                                      bool // --token-bytes given: per rank; else derived (runner.DefaultGroupTokenBytes)
+	tokenBytesSet                                      bool // --token-bytes given: per rank; else derived (config.DefaultGroupTokenBytes)
 	injectDivergence, injectHang, injectExit           string
 	injectCopyError, injectStuckCopy, injectSetupError string
 
-	opts *runner.Options // from the flags, checked, by Before
+	opts *config.Options // from the flags, checked, by Before
 }
 
 // injectFlag is one of the fault injections, each RANK@STEP but --inject-setup-error (RANK); its environment
@@ -220,11 +221,11 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	if o.opts.Serving, err = o.serving.options(c, o.opts.Model, o.trace == ""); err != nil {
 		return err
 	}
-	return o.opts.Validate()
+	return runner.CheckOptions(o.opts)
 }
 
-// options is the one conversion from the flags to runner.Options, with every check that needs no MPI.
-func (o *runOptions) options() (*runner.Options, error) {
+// options is the one conversion from the flags to config.Options, with every check that needs no MPI.
+func (o *runOptions) options() (*config.Options, error) {
 	opts, err := o.baseOptions()
 	if err != nil {
 		return nil, err
@@ -232,12 +233,12 @@ func (o *runOptions) options() (*runner.Options, error) {
 	if err := o.sizing.single(opts); err != nil {
 		return nil, err
 	}
-	return opts, opts.Validate()
+	return opts, runner.CheckOptions(opts)
 }
 
 // baseOptions converts every flag but the sizing ones, which run and sweep read differently, and does not
 // validate: the caller does, once it has the sizes.
-func (o *runOptions) baseOptions() (*runner.Options, error) {
+func (o *runOptions) baseOptions() (*config.Options, error) {
 	layout, err := pool.ParseLayout(o.layout)
 	if err != nil {
 		return nil, &errscope.ConfigError{Flag: "layout", Reason: err.Error()}
@@ -258,7 +259,7 @@ func (o *runOptions) baseOptions() (*runner.Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &runner.Options{
+	opts := &config.Options{
 		Layers: o.layers, PayloadsPerLayer: o.payloads, PageTokens: o.pageTokens, TokenBytes: o.tokenBytes,
 		DevicePages: o.devicePages, SlabBytesMax: slabBytesMax, Layout: layout, Policy: policy,
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
@@ -267,17 +268,17 @@ func (o *runOptions) baseOptions() (*runner.Options, error) {
 		ReportPath: o.report, MetricsPath: o.metricsFile, TimelinePath: o.timeline, TimelineWindow: timeline.Window{Steps: o.timelineSteps, Every: o.timelineEvery}, MetricsInterval: o.metricsInterval, Collective: o.collective, WatchdogTimeout: o.watchdogTimeout, JobID: jobID(o.jobID), Quiet: o.quiet, Strict: o.strict,
 	}
 	if !o.tokenBytesSet && o.sizing.model == "" {
-		opts.GroupTokenBytes = runner.DefaultGroupTokenBytes // the same default model at every cp
+		opts.GroupTokenBytes = config.DefaultGroupTokenBytes // the same default model at every cp
 	}
 	return opts, o.injections(opts)
 }
 
 // injections parses the fault injections into opts; each error names its flag.
-func (o *runOptions) injections(opts *runner.Options) (err error) {
+func (o *runOptions) injections(opts *config.Options) (err error) {
 	for _, in := range []struct {
 		flag  string
 		value string
-		dest  *runner.Injection
+		dest  *config.Injection
 	}{
 		{"inject-divergence", o.injectDivergence, &opts.InjectDivergence},
 		{"inject-hang", o.injectHang, &opts.InjectHang},
@@ -285,17 +286,17 @@ func (o *runOptions) injections(opts *runner.Options) (err error) {
 		{"inject-copy-error", o.injectCopyError, &opts.InjectCopyError},
 		{"inject-stuck-copy", o.injectStuckCopy, &opts.InjectStuckCopy},
 	} {
-		if *in.dest, err = runner.ParseInjection(in.flag, in.value); err != nil {
+		if *in.dest, err = config.ParseInjection(in.flag, in.value); err != nil {
 			return err
 		}
 	}
-	opts.InjectSetupError, err = runner.ParseRankInjection("inject-setup-error", o.injectSetupError)
+	opts.InjectSetupError, err = config.ParseRankInjection("inject-setup-error", o.injectSetupError)
 	return err
 }
 
 // replayCommand is run or validate: the same flags (run's also the metrics' and the serving clock's), checked
 // the same way, then fn on every rank.
-func replayCommand(name, usage, description string, withMetrics bool, fn func(*spmd.Job, *runner.Options) error) *cli.Command {
+func replayCommand(name, usage, description string, withMetrics bool, fn func(*spmd.Job, *config.Options) error) *cli.Command {
 	o := &runOptions{}
 	flags := o.flags()
 	if withMetrics {

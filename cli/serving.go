@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/runner"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/sizing"
@@ -84,7 +84,7 @@ func (o *servingOptions) on() bool { return o.gpu != "" || o.prefillProfile != "
 // which refuses every other serving flag given, since it would do nothing. The synthetic workload has no
 // arrival times, so it needs --request-rate (a token trace's lack of them is found when it is read); that is
 // asked after the flags' own checks, so that a bad --gpu is named as itself.
-func (o *servingOptions) options(c *cli.Context, model string, synthetic bool) (*runner.ServingOptions, error) {
+func (o *servingOptions) options(c *cli.Context, model string, synthetic bool) (*config.ServingOptions, error) {
 	if !o.on() {
 		// The first two of each list are --gpu and --prefill-profile; sweep's list adds --group-gpus.
 		names := append(flagNames(servingFlags(&servingOptions{}, false), 2), flagNames(servingFlags(&servingOptions{}, true), 2)...)
@@ -116,7 +116,7 @@ func (o *servingOptions) options(c *cli.Context, model string, synthetic bool) (
 	if err != nil {
 		return nil, err
 	}
-	s := &runner.ServingOptions{
+	s := &config.ServingOptions{
 		Prefill: prefill.Options{Model: model, GPU: gpu, Efficiency: o.efficiency, ProfilePath: o.prefillProfile,
 			Open: func(path string) (io.ReadCloser, error) { return os.Open(path) }},
 		L3ReadBytesPerSecond: l3Rate, Batching: serving.Batching{StepTokens: int64(o.stepTokens), MaxRequests: o.stepRequests},

@@ -17,7 +17,7 @@ import (
 )
 
 // TestServingFlagsReachTheirOptions: without --gpu or --prefill-profile the clock is off, as before; with them
-// each flag lands in runner.ServingOptions.
+// each flag lands in config.ServingOptions.
 func TestServingFlagsReachTheirOptions(t *testing.T) {
 	if got := captureRun(t); got.Serving != nil {
 		t.Fatalf("the serving clock is on without --gpu or --prefill-profile: %+v", got.Serving)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/runner"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/sweep"
 	"github.com/cphicache/cphicache/internal/errscope"
@@ -70,7 +70,7 @@ func (o *sizingOptions) exclusive(c *cli.Context) error {
 }
 
 // single fills opts for run and validate, which take one size per tier.
-func (o *sizingOptions) single(opts *runner.Options) (err error) {
+func (o *sizingOptions) single(opts *config.Options) (err error) {
 	opts.Model, opts.CopyTokenBytes, opts.SyncCopies = o.model, o.copyTokenBytes, o.syncCopies
 	for _, one := range []struct{ flag, value string }{{"l2-slots", o.l2Slots}, {"l2-bytes", o.l2Bytes}} {
 		if strings.Contains(one.value, ",") {
@@ -102,7 +102,7 @@ func parseSlots(s string) (int, error) {
 
 // sweepSizes fills opts for sweep and returns its points: --l2-bytes's list, else --l2-slots's; one of them
 // must be given, since a sweep of the default size alone is one run.
-func (o *sizingOptions) sweepSizes(c *cli.Context, opts *runner.Options) ([]sweep.Size, error) {
+func (o *sizingOptions) sweepSizes(c *cli.Context, opts *config.Options) ([]sweep.Size, error) {
 	opts.Model, opts.CopyTokenBytes, opts.SyncCopies = o.model, o.copyTokenBytes, true
 	if o.deviceBytes != "" {
 		var err error

@@ -13,8 +13,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/runner"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/outfile"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/sweep"
@@ -25,7 +26,7 @@ type sweepOptions struct {
 	run        runOptions
 	json, plot string
 
-	opts  *runner.Options // checked, by Before
+	opts  *config.Options // checked, by Before
 	sizes []sweep.Size
 }
 
@@ -73,7 +74,7 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	if err := errors.Join(outfile.Check("json", o.json), outfile.Check("plot", o.plot), sweep.CheckPlotFormat(o.plot), distinct); err != nil {
 		return err
 	}
-	return o.opts.Validate()
+	return runner.CheckOptions(o.opts)
 }
 
 func sweepCommand() *cli.Command {

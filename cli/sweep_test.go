@@ -169,7 +169,7 @@ func TestModelAndSizeFlagsNameTheFlag(t *testing.T) {
 	}
 }
 
-// TestModelSetsTheOptions: --model and the byte sizes reach runner.Options as given; Size turns them into
+// TestModelSetsTheOptions: --model and the byte sizes reach config.Options as given; Size turns them into
 // the geometry once the CP size is known.
 func TestModelSetsTheOptions(t *testing.T) {
 	got := captureRun(t, "--model", "deepseek-v3", "--l2-bytes", "512GiB", "--device-bytes", "40GiB", "--copy-token-bytes", "16", "--sync-copies")

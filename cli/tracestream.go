@@ -9,7 +9,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/cphicache/cphicache/hicache/runner"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -17,7 +17,7 @@ import (
 // directory, once: the job broadcasts it to the ranks that read the workload (spmd.Job.TraceFromStream), whose
 // opts then name the file it is kept in. World rank 0 says whether the path is such a stream (a broadcast: the
 // path names its own node's file). A World collective when a trace is given; remove deletes the kept file.
-func traceFromStream(job *spmd.Job, opts *runner.Options) (remove func(), err error) {
+func traceFromStream(job *spmd.Job, opts *config.Options) (remove func(), err error) {
 	if opts.TracePath == "" {
 		return func() {}, nil
 	}

@@ -10,9 +10,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cphicache/cphicache/hicache/runner"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/report"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -37,7 +38,7 @@ func validateCommand() *cli.Command {
 		false, validateMain)
 }
 
-func validateMain(job *spmd.Job, opts *runner.Options) error {
+func validateMain(job *spmd.Job, opts *config.Options) error {
 	if job.Topo.WorldRank == 0 && opts.ReportPath != "" {
 		outfile.Remove(opts.ReportPath) // the last job's: a validate that ends without its table writes none
 	}

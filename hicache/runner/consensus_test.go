@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
@@ -131,9 +132,15 @@ func TestADivergedRankAloneInTheL3PrefetchCallIsCaughtAsADivergence(t *testing.T
 }
 
 // runErr runs opts on every rank and checks that no shared memory is left, whatever the outcome.
-func runErr(t *testing.T, opts *Options) (*report.Report, error) {
+func runErr(t *testing.T, opts *config.Options) (*report.Report, error) {
 	t.Helper()
-	r, err := Run(testJob(t), opts)
+	return runErrTesting(t, opts, checked())
+}
+
+// runErrTesting is runErr with a test's levers.
+func runErrTesting(t *testing.T, opts *config.Options, tst *Testing) (*report.Report, error) {
+	t.Helper()
+	r, err := runTesting(testJob(t), opts, tst)
 	checkNoLeakedSegments(t)
 	return r, err
 }
@@ -142,7 +149,7 @@ func TestCopyErrorIsAgreedByTheWholeGroup(t *testing.T) {
 	cp, _ := testLayout()
 	failing := cp - 1 // the last rank of group 0
 	opts := smallOptions()
-	opts.InjectCopyError = Injection{Rank: failing, Step: 3, Set: true}
+	opts.InjectCopyError = config.Injection{Rank: failing, Step: 3, Set: true}
 	_, err := runErr(t, opts)
 	rank := testWorld.Rank()
 	var lf *cache.LocalFailure
@@ -176,7 +183,7 @@ func TestFlushCatchesADivergenceBeforeItsReset(t *testing.T) {
 	}
 	opts := smallOptions()
 	opts.FlushEvery, opts.PlacementAssertEvery = 6, 0
-	opts.InjectDivergence = Injection{Rank: cp - 1, Step: 6, Set: true} // after step 6's consensus, before its flush
+	opts.InjectDivergence = config.Injection{Rank: cp - 1, Step: 6, Set: true} // after step 6's consensus, before its flush
 	_, err := runErr(t, opts)
 	var div *cache.DivergenceError
 	if testWorld.Rank() < cp {
@@ -214,10 +221,11 @@ func TestAuditCatchesCommitsBeforeEveryRankFinished(t *testing.T) {
 	if !cache.BugsCompiled {
 		t.Skip("needs the deliberate bugs: the test binary of make test-mpi is built with -tags simbugs")
 	}
-	opts.coreTesting.Bugs = cache.Bugs(0).With(cache.BugCommitOnLocalFrontier).With(cache.BugAssertOff)
-	opts.testSlowCopyRank = Injection{Rank: cp - 1, Set: true}
+	tst := checked()
+	tst.Core.Bugs = cache.Bugs(0).With(cache.BugCommitOnLocalFrontier).With(cache.BugAssertOff)
+	tst.SlowCopyRank = config.Injection{Rank: cp - 1, Set: true}
 	opts.WatchdogTimeout = 120 * time.Second
-	r, err := runErr(t, opts)
+	r, err := runErrTesting(t, opts, tst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +265,7 @@ func TestValidateFlushRowCatchesABrokenReset(t *testing.T) {
 		}
 		opts := smallOptions()
 		opts.Synthetic.FlushEvery = 0 // the workload flushes never: validate must flush on its own
-		v, err := Validate(testJob(t), opts)
+		v, err := validateTesting(testJob(t), opts, checked())
 		if err != nil {
 			t.Fatalf("broken reset %v: %v", broken, err)
 		}

@@ -35,7 +35,7 @@ func (rs *runState) Collective(c *cache.Collective) error {
 	if c.Kind == cache.StepConsensus {
 		rs.injectHangOrExit(c.Step)
 		// The core perturbs the placement after this consensus (cache.Config.PerturbAtStep).
-		rs.divergenceDue = rs.divergenceDue || rs.opts.InjectDivergence.hits(rs.job.Topo.WorldRank, c.Step)
+		rs.divergenceDue = rs.divergenceDue || rs.opts.InjectDivergence.Hits(rs.job.Topo.WorldRank, c.Step)
 	}
 	return rs.cons.collective(c)
 }
@@ -172,7 +172,7 @@ func (rs *runState) landRead(d *doneWork) bool {
 	}
 	if r.err != nil {
 		rs.io.L3ReadFailures++
-		if !t.readFailedSaid && !rs.opts.L3.readFailuresExpected {
+		if !t.readFailedSaid && !rs.pass.L3ReadFailuresExpected {
 			t.readFailedSaid = true
 			t.log.Warn("L3 block read failed: the group computes that block and the rest of its prefetch (counted in l3.read_failures; later failures are not said)", "err", r.err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 )
 
 // envBugBound is the bound of a job in the deliberate-bug test, on its simulated clock: long past the watchdog's
@@ -30,7 +31,7 @@ func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
 		if caught[oneRank] {
 			continue
 		}
-		j.fault, j.faultAt, j.opts.InjectCopyError = envFaultStuckLoad, 1, Injection{}
+		j.fault, j.faultAt, j.opts.InjectCopyError = envFaultStuckLoad, 1, config.Injection{}
 		j.opts.WatchdogTimeout = envHangTimeout
 		buggy, ok := runWithBug(t, j, bugUnboundedLoadWait, "unbounded_load_wait", func(clean envSimResult) bool {
 			return clean.faultFired

@@ -157,7 +157,7 @@ func (e *envSim) checkGroup(group int, ranks []*envRank, violate func(string, ..
 		}
 		audited += c.AuditObjects
 	}
-	nodes := int64(max(1, e.job.opts.groupNodes))
+	nodes := int64(max(1, e.job.opts.GroupNodes))
 	if committed := ranks[0].rs.core.Counters().BackupCommitted; audited != committed*nodes {
 		violate("coverage: group %d committed %d objects over %d node(s) and audited %d (once a node each)", group, committed, nodes, audited)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -84,7 +85,7 @@ func (e *envSim) build() error {
 	if err := e.fs.mem.MkdirAll(j.opts.L3.Dir, 0o755); j.opts.L3.Enabled() && err != nil {
 		return err
 	}
-	g := j.opts.geometry(j.cp)
+	g := j.opts.Geometry(j.cp)
 	for group := range j.dp {
 		slabsByNode := make([][][]byte, max(1, g.Nodes)) // each node of the group maps a slab of its own
 		for node := range slabsByNode {
@@ -129,7 +130,7 @@ func runEnvSim(j *envSimJob, bound time.Duration) envSimResult {
 	fs := newSimFS(j.seed)
 	if j.warm {
 		opts := *j.opts
-		opts.InjectCopyError, opts.WatchdogTimeout = Injection{}, envCalmTimeout
+		opts.InjectCopyError, opts.WatchdogTimeout = config.Injection{}, envCalmTimeout
 		first := *j
 		first.opts, first.fault, first.warm = &opts, envFaultNone, false
 		if res := runEnvSimOn(&first, bound, fs); len(res.violations) > 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/workload"
@@ -52,7 +53,8 @@ func (f envFault) String() string { return envFaultNames[f] }
 // fault (the interleaving of its goroutines is the machine's: see SIMULATOR.md on reproducibility).
 type envSimJob struct {
 	seed      uint64
-	opts      *Options
+	opts      *config.Options
+	testing   Testing // the core's step invariants checked; each rank's L3 filesystem its own view of the shared one
 	cp, dp    int
 	place     cache.NodePlacement // each CP group over its nodes (one, or two in blocks or round robin)
 	fault     envFault
@@ -71,7 +73,7 @@ const (
 )
 
 func (j *envSimJob) String() string {
-	return fmt.Sprintf("job seed %d: cp %d dp %d over %d node(s), %v, %v, l3 %v (warm %v), fault %v on world rank %d at %d", j.seed, j.cp, j.dp, max(1, j.opts.groupNodes),
+	return fmt.Sprintf("job seed %d: cp %d dp %d over %d node(s), %v, %v, l3 %v (warm %v), fault %v on world rank %d at %d", j.seed, j.cp, j.dp, max(1, j.opts.GroupNodes),
 		j.opts.Layout, j.opts.Policy, j.opts.L3.Enabled(), j.warm, j.fault, j.faultRank, j.faultAt)
 }
 
@@ -90,13 +92,15 @@ func drawEnvSimJob(seed uint64) *envSimJob {
 	pageTokens := []int{4, 8, 16}[rng.IntN(3)]
 	longest := syn.SystemPromptTokens + syn.TurnsMax*(3*syn.TurnTokens+3*syn.OutputTokens)/2
 	devicePages := longest/pageTokens + 1 + rng.IntN(longest/pageTokens+8)
-	j.opts = &Options{Layers: 1 + rng.IntN(2), PayloadsPerLayer: 1 + rng.IntN(2), PageTokens: pageTokens, TokenBytes: 8 << rng.IntN(2),
+	j.opts = &config.Options{Layers: 1 + rng.IntN(2), PayloadsPerLayer: 1 + rng.IntN(2), PageTokens: pageTokens, TokenBytes: 8 << rng.IntN(2),
 		DevicePages: devicePages, L2Slots: devicePages/2 + rng.IntN(2*devicePages), SlabBytesMax: 1 << (15 + rng.IntN(6)),
 		Layout: []pool.Layout{pool.LayerFirst, pool.PageFirst}[rng.IntN(2)], Policy: []cache.WritePolicy{cache.WriteThrough, cache.WriteThroughSelective, cache.WriteBack}[rng.IntN(3)],
 		BatchRequests: 1 + rng.IntN(4), PlacementAssertEvery: 1 + rng.Int64N(8), Seed: 1 + rng.Uint64()%1000, VocabSize: 32000, Synthetic: syn,
-		Collective: "mpi", WatchdogTimeout: envCalmTimeout, JobID: testJobID, Quiet: true, coreTesting: cache.Testing{CheckInvariants: true}, SyncCopies: rng.IntN(4) == 0}
+		Collective: "mpi", WatchdogTimeout: envCalmTimeout, JobID: testJobID, Quiet: true,
+		SyncCopies: rng.IntN(4) == 0}
+	j.testing = Testing{Core: cache.Testing{CheckInvariants: true}}
 	if rng.IntN(2) == 0 {
-		j.opts.L3 = L3Options{Dir: "/l3", Bytes: 1 << (12 + rng.IntN(18)), BlockTokens: pageTokens * (1 + rng.IntN(4)),
+		j.opts.L3 = config.L3Options{Dir: "/l3", Bytes: 1 << (12 + rng.IntN(18)), BlockTokens: pageTokens * (1 + rng.IntN(4)),
 			WritePolicy: []cache.L3WritePolicy{cache.L3WriteThrough, cache.L3WriteBack}[rng.IntN(2)], PrefetchThreshold: pageTokens * rng.IntN(4),
 			PrefetchPolicy: []cache.PrefetchPolicy{cache.PrefetchWaitComplete, cache.PrefetchTimeout, cache.PrefetchBestEffort}[rng.IntN(3)]}
 		j.warm = rng.IntN(2) == 0
@@ -114,7 +118,7 @@ func drawEnvSimJob(seed uint64) *envSimJob {
 		// The n-th block open of the job, on whichever rank reads: a small job reads few, and a cold one seldom.
 		j.faultAt, j.warm = 1+rng.IntN(4), j.warm || rng.IntN(4) != 0
 	case j.fault == envFaultCopyError:
-		j.opts.InjectCopyError = Injection{Rank: j.faultRank, Step: int64(j.faultAt * (1 + rng.IntN(4))), Set: true}
+		j.opts.InjectCopyError = config.Injection{Rank: j.faultRank, Step: int64(j.faultAt * (1 + rng.IntN(4))), Set: true}
 	}
 	nodes := 1
 	if j.cp%2 == 0 && rng.IntN(3) == 0 {
@@ -181,14 +185,16 @@ type envRank struct {
 // place of the real ones (slabs: its node's), and starts its copy worker.
 func (e *envSim) newEnvRank(group, cpRank int, slabs [][]byte, comm *simComm) (*envRank, error) {
 	j := e.job
-	g := j.opts.geometry(j.cp)
+	g := j.opts.Geometry(j.cp)
 	world := group*j.cp + cpRank
 	node, part, nodes := j.place.Node[cpRank], j.place.Part[cpRank], max(1, g.Nodes)
 	partRanks := j.place.RanksOn(node)
 	topo := &spmd.Topology{CPSize: j.cp, DPSize: j.dp, WorldRank: world, CPRank: cpRank, CPGroup: group, NodeSize: j.cp * j.dp / nodes,
 		GroupNodes: nodes, GroupNode: node, NodePart: part, NodeParts: j.cp / nodes, NodePartRanks: partRanks}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rs := &runState{job: &spmd.Job{Topo: topo, Log: log, Cleanup: &spmd.Cleanup{}}, opts: j.opts, start: time.Now(),
+	tst := j.testing
+	tst.L3.FS = rankFS{f: e.fs, rank: world}
+	rs := &runState{job: &spmd.Job{Topo: topo, Log: log, Cleanup: &spmd.Cleanup{}}, opts: j.opts, testing: &tst, start: time.Now(),
 		prefetchStart: map[uint64]time.Time{}, geometry: g, parts: g.PartMap(), done: newCompletions(), testStepComm: comm, testBugs: j.bugs}
 	if cpRank == 0 {
 		events, err := workload.GenerateSynthetic(j.opts.Synthetic)
@@ -198,10 +204,8 @@ func (e *envSim) newEnvRank(group, cpRank int, slabs [][]byte, comm *simComm) (*
 		rs.events = workload.ShardForReplica(events, j.dp, group)
 	}
 	if j.opts.L3.Enabled() {
-		o := j.opts.L3
-		o.testFS = rankFS{f: e.fs, rank: world}
 		var err error
-		if rs.l3, err = newL3IO(o, g, j.opts.Seed, l3Place{node: node, part: part, partRanks: partRanks}, log, rs.done); err != nil {
+		if rs.l3, err = newL3IO(j.opts.L3, rs.l3Faults(), g, j.opts.Seed, l3Place{node: node, part: part, partRanks: partRanks}, log, rs.done); err != nil {
 			return nil, err
 		}
 		rs.l3.attachSlabs(g, slabs)
@@ -219,7 +223,7 @@ func (e *envSim) newEnvRank(group, cpRank int, slabs [][]byte, comm *simComm) (*
 	rs.faults = newFaultyEngine(engine)
 	rs.partBytes = g.PartBytes()
 	rs.partBuf = make([]byte, rs.partBytes)
-	cfg := j.opts.coreConfig(g, cpRank, group, world)
+	cfg := coreConfig(j.opts, rs.pass, rs.testing, g, cpRank, group, world)
 	cfg.GroupNode, cfg.NodePart = node, part
 	if rs.core, err = cache.New(cfg, rs.env()); err != nil {
 		return nil, err

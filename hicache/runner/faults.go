@@ -20,11 +20,11 @@ const ExitInjected = 4 // --inject-exit
 // one rank stops (or leaves) while the others enter a collective, which is what the watchdog must catch.
 func (rs *runState) injectHangOrExit(step int64) {
 	rank := rs.job.Topo.WorldRank
-	if rs.opts.InjectExit.hits(rank, step) {
+	if rs.opts.InjectExit.Hits(rank, step) {
 		fmt.Fprintf(os.Stderr, "cphicache: rank %d: injected exit at step %d (--inject-exit); ending this rank\n", rank, step)
 		os.Exit(ExitInjected)
 	}
-	if rs.opts.InjectHang.hits(rank, step) {
+	if rs.opts.InjectHang.Hits(rank, step) {
 		fmt.Fprintf(os.Stderr, "cphicache: rank %d: injected hang at step %d (--inject-hang): not entering the step consensus\n", rank, step)
 		for {
 			time.Sleep(time.Hour)
@@ -32,8 +32,8 @@ func (rs *runState) injectHangOrExit(step int64) {
 	}
 }
 
-// testSlowCopyDelay is how long each copy of the rank named by Options.testSlowCopyRank takes (tests only).
-const testSlowCopyDelay = 3 * time.Millisecond
+// slowCopyDelay is how long each copy of the rank named by Testing.SlowCopyRank takes (tests only).
+const slowCopyDelay = 3 * time.Millisecond
 
 // faultyEngine is the copy engine as the controller sees it: the real one, with the faults that --inject-copy-error
 // and --inject-stuck-copy ask for. Each fault is armed by the step loop and taken by the next copy the worker runs,
@@ -85,10 +85,10 @@ func (f *faultyEngine) fault() error {
 // copy (a backup of this step, in the default workload) fails, or never completes.
 func (rs *runState) injectCopyFaults(step int64) {
 	rank := rs.job.Topo.WorldRank
-	if rs.opts.InjectCopyError.hits(rank, step) {
+	if rs.opts.InjectCopyError.Hits(rank, step) {
 		rs.faults.failNext.Store(true)
 	}
-	if rs.opts.InjectStuckCopy.hits(rank, step) {
+	if rs.opts.InjectStuckCopy.Hits(rank, step) {
 		fmt.Fprintf(os.Stderr, "cphicache: rank %d: injected stuck copy at step %d (--inject-stuck-copy): its next copy never completes\n", rank, step)
 		rs.faults.stickNext.Store(true)
 	}

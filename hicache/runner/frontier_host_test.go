@@ -32,7 +32,7 @@ func ncclForTest(t *testing.T) {
 // ncclshim, a communicator per CP group made over the CP communicator, in-place MIN) for a whole run.
 func TestRunOverNCCLShimCommitsOnCPCommunicators(t *testing.T) {
 	ncclForTest(t)
-	r, err := Run(testJob(t), ncclRunOptions(t))
+	r, err := runTesting(testJob(t), ncclRunOptions(t), checked())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestCPUBuildRefusesNCCLWithoutTheTestSwitch(t *testing.T) {
 	opts := smallOptions()
 	opts.Collective = "nccl"
 	var ce *errscope.ConfigError
-	if err := opts.Validate(); !errors.As(err, &ce) || ce.Flag != "collective" || !strings.Contains(ce.Reason, "GPU build") {
+	if err := CheckOptions(opts); !errors.As(err, &ce) || ce.Flag != "collective" || !strings.Contains(ce.Reason, "GPU build") {
 		t.Errorf("Validate: %v, want an invalid --collective error that names the GPU build", err)
 	}
 }

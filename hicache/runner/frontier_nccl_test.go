@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/transport"
 )
 
@@ -78,11 +79,11 @@ func (p *provenReducer) Close() error { return transport.Close(p.preMulSumReduce
 // Its backups commit in their step (SyncCopies), so that there are load-backs to verify whatever the node's load:
 // with async copies an np 1 run on a loaded node loaded nothing back (1 in 40 beside 6 busy loops). cli's
 // TestRunWithNCCLCollectiveOverTheShim runs async copies over NCCL.
-func ncclRunOptions(t *testing.T) *Options {
+func ncclRunOptions(t *testing.T) *config.Options {
 	t.Helper()
 	opts := smallOptions()
 	opts.Collective, opts.SyncCopies = "nccl", true
-	if err := opts.Validate(); err != nil {
+	if err := CheckOptions(opts); err != nil {
 		t.Fatal(err)
 	}
 	return opts
@@ -90,14 +91,15 @@ func ncclRunOptions(t *testing.T) *Options {
 
 // TestRunOverNCCLProvesEveryReduction is a whole run over the NCCL reducer in which every step, flush and final
 // consensus call is proven to have been reduced by NCCL: at one rank (the GPU check's) the consensus, which skips
-// a one-rank group's calls, sends them through the reducer anyway (Options.testProveReducer), and each is checked
+// a one-rank group's calls, sends them through the reducer anyway (Testing.ProveReducer), and each is checked
 // with the pre-multiplied sum (provenReducer). The run must come out clean, as it does over MPI.
 func TestRunOverNCCLProvesEveryReduction(t *testing.T) {
 	ncclForTest(t)
 	job := testJob(t)
 	opts := ncclRunOptions(t)
 	var proven *provenReducer
-	opts.testProveReducer = func(r transport.MinAllReducer) transport.MinAllReducer {
+	tst := checked()
+	tst.ProveReducer = func(r transport.MinAllReducer) transport.MinAllReducer {
 		pr, ok := r.(preMulSumReducer)
 		if !ok {
 			t.Errorf("the NCCL reducer %T has no pre-multiplied sum", r)
@@ -106,7 +108,7 @@ func TestRunOverNCCLProvesEveryReduction(t *testing.T) {
 		proven = &provenReducer{preMulSumReducer: pr, cpSize: uint64(job.Topo.CPSize)}
 		return proven
 	}
-	r, err := Run(job, opts)
+	r, err := runTesting(job, opts, tst)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func (rs *runState) report() (*report.Report, error) {
 	r := &report.Report{Ranks: t.World.Size(), CP: t.CPSize, DP: t.DPSize, Steps: steps, Requests: c.Requests,
 		Layout: rs.opts.Layout.String(), Policy: rs.opts.Policy.String(), Transport: rs.cons.transport.Name(), Groups: groups}
 	r.Fill(&c)
-	r.Capacity = rs.opts.capacity(t.CPSize)
+	r.Capacity = rs.opts.Capacity(t.CPSize)
 	r.WallSeconds = float64(timing[0]) / 1e6
 	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = float64(timing[1])/1e3, float64(timing[2])/1e3
 	r.PlacementAssertUs.Total, r.PlacementAssertUs.SharePct = float64(timing[3]), float64(timing[4])/1e4
@@ -240,7 +240,7 @@ func (rs *runState) servingReport() (*report.ServingReport, error) {
 	}
 	copy(sums[:], words[len(hists)*perHist:])
 	o := c.opts
-	r := &report.ServingReport{Model: o.modelName, BreakEven: o.breakEven(), TimeScale: o.TimeScale, Virtual: o.Virtual, Requests: sums[0],
+	r := &report.ServingReport{Model: o.ModelName, BreakEven: o.BreakEven(), TimeScale: o.TimeScale, Virtual: o.Virtual, Requests: sums[0],
 		TTFT: report.PercentilesOf(&t.ttft), IdealTTFT: report.PercentilesOf(&t.ideal), QueueWait: report.PercentilesOf(&t.queue),
 		PrefetchWait: report.PercentilesOf(&t.prefetch), LoadWait: report.PercentilesOf(&t.load), Compute: report.PercentilesOf(&t.prefill),
 		PromptTokensPerSecond: float64(sums[1]) / 1e3, IdealPromptTokensPerSecond: float64(sums[2]) / 1e3}

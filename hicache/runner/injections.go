@@ -21,34 +21,14 @@ const (
 	injectionUncaught                 // the placement was perturbed and no check caught it
 )
 
-// namedInjection is an injection with its flag.
-type namedInjection struct {
-	flag string
-	inj  Injection
-}
-
-// injections are every fault injection, in a fixed order every rank shares; --inject-setup-error, which fires
-// before the replay, always, comes last.
-func (o *Options) injections() []namedInjection {
-	return []namedInjection{{"inject-divergence", o.InjectDivergence}, {"inject-copy-error", o.InjectCopyError},
-		{"inject-hang", o.InjectHang}, {"inject-exit", o.InjectExit}, {"inject-stuck-copy", o.InjectStuckCopy},
-		{"inject-setup-error", o.InjectSetupError}}
-}
-
-// injectionFlags are the faults a run's end can miss: all but --inject-setup-error.
-func (o *Options) injectionFlags() []namedInjection {
-	all := o.injections()
-	return all[:len(all)-1]
-}
-
-// injectionMisses are this rank's misses, one per injectionFlags entry, after a replay that ended well.
+// injectionMisses are this rank's misses, one per config.Options.InjectionFlags entry, after a replay that ended well.
 func (rs *runState) injectionMisses() []int64 {
 	misses := make([]int64, 0, 5)
-	for _, f := range rs.opts.injectionFlags() {
+	for _, f := range rs.opts.InjectionFlags() {
 		miss := injectionFired
-		if f.inj.Set && f.inj.Rank == rs.job.Topo.WorldRank {
+		if f.Injection.Set && f.Injection.Rank == rs.job.Topo.WorldRank {
 			miss = injectionNotReached
-			switch f.flag {
+			switch f.Flag {
 			case "inject-divergence":
 				if rs.divergenceDue {
 					miss = injectionUncaught
@@ -74,10 +54,10 @@ func (rs *runState) injectionMisses() []int64 {
 // report's failure set when an injected fault did not end it. A World collective, but only when a fault was
 // asked for, which every rank knows alike.
 func (rs *runState) checkInjectionsFired(r *report.Report) error {
-	flags := rs.opts.injectionFlags()
+	flags := rs.opts.InjectionFlags()
 	asked := false
 	for _, f := range flags {
-		asked = asked || f.inj.Set
+		asked = asked || f.Injection.Set
 	}
 	if !asked {
 		return nil
@@ -90,15 +70,15 @@ func (rs *runState) checkInjectionsFired(r *report.Report) error {
 		if misses[i] == injectionFired {
 			continue
 		}
-		given := fmt.Sprintf("--%s %d@%d", f.flag, f.inj.Rank, f.inj.Step)
+		given := fmt.Sprintf("--%s %d@%d", f.Flag, f.Injection.Rank, f.Injection.Step)
 		var msg string
 		switch misses[i] {
 		case injectionNotReached:
-			msg = fmt.Sprintf("%s never fired: world rank %d's replay ended before step %d, so nothing was tested", given, f.inj.Rank, f.inj.Step)
+			msg = fmt.Sprintf("%s never fired: world rank %d's replay ended before step %d, so nothing was tested", given, f.Injection.Rank, f.Injection.Step)
 		case injectionNothingToDo:
-			msg = fmt.Sprintf("%s never fired: world rank %d made no copy from step %d to the end of its replay, so nothing was tested", given, f.inj.Rank, f.inj.Step)
+			msg = fmt.Sprintf("%s never fired: world rank %d made no copy from step %d to the end of its replay, so nothing was tested", given, f.Injection.Rank, f.Injection.Step)
 		default:
-			msg = fmt.Sprintf("%s perturbed world rank %d's placement at step %d and no check caught it", given, f.inj.Rank, f.inj.Step)
+			msg = fmt.Sprintf("%s perturbed world rank %d's placement at step %d and no check caught it", given, f.Injection.Rank, f.Injection.Step)
 		}
 		r.Failure = &report.FailureReport{Check: "injection", Step: -1, WorldRank: -1, Message: msg}
 		return &InjectionMissed{Message: msg}

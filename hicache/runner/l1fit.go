@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/internal/errscope"
@@ -11,7 +12,7 @@ import (
 // CheckL1HoldsLongestRequest refuses a configuration whose L1 cannot hold the workload's longest request: the
 // pages of a request past L1 are computed and never cached, whatever the L2's size, so a sweep over L2 sizes
 // would print the same flat hit rate at every point. It reads the workload (the sweep's check, before its runs).
-func CheckL1HoldsLongestRequest(o *Options) error {
+func CheckL1HoldsLongestRequest(o *config.Options) error {
 	sized, err := o.Size(1, 1, 1)
 	if err != nil {
 		return err

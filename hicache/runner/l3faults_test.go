@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
 )
 
@@ -23,15 +24,16 @@ func TestL3WriterRefusesABlockThatIsNotItsContent(t *testing.T) {
 	cp, _ := testLayout()
 	dir := sharedTempDir(t)
 	opts := l3Options(dir)
-	opts.L3.testCorruptGathered = testWorld.Rank()%cp == cp-1 // the last CP rank of each group gathers wrong bytes
-	r, err := Run(testJob(t), opts)
+	tst := checked()
+	tst.L3.CorruptGathered = testWorld.Rank()%cp == cp-1 // the last CP rank of each group gathers wrong bytes
+	r, err := runTesting(testJob(t), opts, tst)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.L3.WriteMismatches == 0 || !r.Failed() || !strings.Contains(r.RunFailure().Error(), "L3 blocks refused") {
 		t.Fatalf("%d blocks refused, failed %v: want the job that made them to fail", r.L3.WriteMismatches, r.Failed())
 	}
-	next, err := Run(testJob(t), l3Options(dir))
+	next, err := runTesting(testJob(t), l3Options(dir), checked())
 	checkL3Run(t, "the next job", next, err)
 	if next.Hits.L3Tokens == 0 {
 		t.Errorf("the next job hit no L3 block: the check proves nothing")
@@ -39,25 +41,27 @@ func TestL3WriterRefusesABlockThatIsNotItsContent(t *testing.T) {
 	checkNoLeakedSegments(t)
 }
 
-// TestL3HungReadsEndAtTheirDeadline: reads that never return (a hung filesystem, as testHangReads holds them)
+// TestL3HungReadsEndAtTheirDeadline: reads that never return (a hung filesystem, as Testing.L3.HangReads holds them)
 // are given up at their deadline as failed reads, agreed misses, under the policies that have one: the run ends,
 // nothing wrong, the timeouts counted.
 func TestL3HungReadsEndAtTheirDeadline(t *testing.T) {
 	dir := sharedTempDir(t)
 	_, dp := testLayout()
-	few := func() *Options { // a few conversations: each step with a hung read waits out its deadline
+	few := func() *config.Options { // a few conversations: each step with a hung read waits out its deadline
 		opts := l3Options(dir)
 		opts.Synthetic.Conversations, opts.Synthetic.TurnsMax = 2*dp, 3
 		return opts
 	}
-	r, err := Run(testJob(t), few())
+	r, err := runTesting(testJob(t), few(), checked())
 	checkL3Run(t, "fill", r, err)
 	for _, policy := range []cache.PrefetchPolicy{cache.PrefetchTimeout, cache.PrefetchBestEffort} {
 		opts := few()
-		opts.L3.PrefetchPolicy, opts.L3.testHangReads = policy, true
+		opts.L3.PrefetchPolicy = policy
+		tst := checked()
+		tst.L3.HangReads = true
 		opts.WatchdogTimeout = 2 * time.Second // deadlines are at most half of it: 1 s
 		start := time.Now()
-		r, err := Run(testJob(t), opts)
+		r, err := runTesting(testJob(t), opts, tst)
 		checkL3Run(t, policy.String()+" with hung reads", r, err)
 		if r.L3.ReadTimeouts == 0 || r.L3.Reads != 0 {
 			t.Errorf("%s: %d reads given up at their deadline, %d read: want every read given up", policy, r.L3.ReadTimeouts, r.L3.Reads)
@@ -71,11 +75,11 @@ func TestL3HungReadsEndAtTheirDeadline(t *testing.T) {
 // served; each is counted and said, not lost.
 func TestL3PrefetchesDroppedByAFlushAreCounted(t *testing.T) {
 	dir := sharedTempDir(t)
-	r, err := Run(testJob(t), l3Options(dir))
+	r, err := runTesting(testJob(t), l3Options(dir), checked())
 	checkL3Run(t, "fill", r, err)
 	opts := l3Options(dir)
 	opts.FlushEvery = 1
-	r, err = Run(testJob(t), opts)
+	r, err = runTesting(testJob(t), opts, checked())
 	checkL3Run(t, "flush every step", r, err)
 	if r.L3.Prefetches == 0 || r.L3.PrefetchFlushed == 0 {
 		t.Fatalf("%d prefetches, %d dropped by a flush: want the drops counted", r.L3.Prefetches, r.L3.PrefetchFlushed)
@@ -118,21 +122,21 @@ func TestValidatesL3DirectoryIsInTheCleanUp(t *testing.T) {
 // (as the copies' timing moves two runs with no L3 at np 8), hence the tolerance.
 func TestL3AllCorruptIsNoWorseThanNoL3(t *testing.T) {
 	dir := sharedTempDir(t)
-	shape := func(opts *Options) *Options {
+	shape := func(opts *config.Options) *config.Options {
 		opts.SyncCopies, opts.DevicePages = true, 48
 		return opts
 	}
-	r, err := Run(testJob(t), shape(l3Options(dir)))
+	r, err := runTesting(testJob(t), shape(l3Options(dir)), checked())
 	checkL3Run(t, "fill", r, err)
 	if testWorld.Rank() == 0 {
 		flipPayloadBytes(t, dir)
 	}
 	testWorld.Barrier()
-	none, err := Run(testJob(t), shape(smallOptions()))
+	none, err := runTesting(testJob(t), shape(smallOptions()), checked())
 	if err != nil {
 		t.Fatal(err)
 	}
-	corrupt, err := Run(testJob(t), shape(l3Options(dir)))
+	corrupt, err := runTesting(testJob(t), shape(l3Options(dir)), checked())
 	checkL3Run(t, "all corrupt", corrupt, err)
 	hits := func(r *report.Report) int64 { return r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens }
 	prompt := none.Hits.L1Tokens + none.Hits.L2Tokens + none.Hits.MissTokens

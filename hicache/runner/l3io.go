@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -36,16 +37,17 @@ const (
 
 // l3IO is one rank's L3 I/O.
 type l3IO struct {
-	opts  L3Options
-	store *l3.Store
-	slabs l3.Slabs
-	seed  uint64
-	place l3Place
-	log   *slog.Logger
+	opts   config.L3Options
+	faults L3Faults // a test's faults, and validate's failed reads
+	store  *l3.Store
+	slabs  l3.Slabs
+	seed   uint64
+	place  l3Place
+	log    *slog.Logger
 
 	writeJobs, readJobs chan func()
 	writers, readers    sync.WaitGroup
-	unhang              chan struct{} // tests: closed at the end, releasing the reads testHangReads holds
+	unhang              chan struct{} // tests: closed at the end, releasing the reads faults.HangReads holds
 	done                *completions
 	bufs                chan *[]byte // payload buffers, reused: one per read in flight at most
 
@@ -94,29 +96,29 @@ type l3Place struct {
 // newL3IO opens the store of the rank's node's block files; nothing is shared yet, so a failure leaves nothing
 // behind. Each node's part 0 keeps the budget of its node's files (the group's CP rank 0 on one node): its 1/k
 // share of --l3-bytes on a group over k nodes, so that the group's whole blocks fit --l3-bytes whatever k is.
-func newL3IO(o L3Options, g pool.Geometry, seed uint64, place l3Place, log *slog.Logger, done *completions) (*l3IO, error) {
+func newL3IO(o config.L3Options, faults L3Faults, g pool.Geometry, seed uint64, place l3Place, log *slog.Logger, done *completions) (*l3IO, error) {
 	budget := l3.Unbounded // only the keeper evicts (and scans the directory at start)
 	if place.part == 0 {
 		budget = max(1, o.Bytes/int64(max(1, g.Nodes)))
 	}
 	var fsys l3.FS = l3.OSFS{}
-	if o.testFS != nil {
-		fsys = o.testFS
+	if faults.FS != nil {
+		fsys = faults.FS
 	}
-	if o.testReadOnly {
+	if faults.ReadOnly {
 		fsys = l3.ReadOnlyFS{FS: fsys}
 	}
-	store, err := l3.OpenPart(fsys, o.Dir, o.namespace(g, seed), place.node, budget)
+	store, err := l3.OpenPart(fsys, o.Dir, o.BlockNamespace(g, seed), place.node, budget)
 	if err != nil {
 		return nil, err
 	}
 	if store.ReadOnly() && place.part == 0 {
 		log.Warn("the L3 directory is read-only: its blocks are served, none is written (counted in l3.writes_skipped)", "dir", o.Dir)
 	}
-	if o.testFailWrites {
+	if faults.FailWrites {
 		store.FailWritesForTest(errors.New("no space left on device (injected)"))
 	}
-	t := &l3IO{opts: o, store: store, seed: seed, place: place, log: log, done: done, reads: map[readKey]*pendingRead{},
+	t := &l3IO{opts: o, faults: faults, store: store, seed: seed, place: place, log: log, done: done, reads: map[readKey]*pendingRead{},
 		writeJobs: make(chan func(), l3QueueJobs), readJobs: make(chan func(), l3QueueJobs), bufs: make(chan *[]byte, l3QueueJobs),
 		unhang: make(chan struct{})}
 	for _, w := range []struct {
@@ -186,7 +188,7 @@ func (t *l3IO) release(b *[]byte) {
 // already (an earlier job, or another group sharing the directory, stored it).
 func (t *l3IO) write(w *cache.BlockWrite, buf *[]byte) doneWork {
 	res := doneWork{Completion: cache.Completion{Kind: cache.BlockWritten, Seq: w.Seq}}
-	if t.opts.testSlowWrites {
+	if t.faults.SlowWrites {
 		time.Sleep(2 * time.Millisecond)
 	}
 	if t.store.Exists(w.Key) {
@@ -197,7 +199,7 @@ func (t *l3IO) write(w *cache.BlockWrite, buf *[]byte) doneWork {
 		return res
 	}
 	payload, err := t.store.GatherFromSlab(w.Pages, t.slabs, buf)
-	if err == nil && t.opts.testCorruptGathered {
+	if err == nil && t.faults.CorruptGathered {
 		payload[len(payload)/2] ^= 0x01 // as if another rank's copy had reused a slot under the gather
 	}
 	if err == nil && !blockMatches(payload, w, t.store.Namespace(), t.seed, t.place.partRanks) {
@@ -243,7 +245,7 @@ func blockMatches(payload []byte, w *cache.BlockWrite, ns l3.Namespace, seed uin
 // hide every block whose key is 0 mod 3, as a shared filesystem whose view lags would).
 func (t *l3IO) check(c *cache.ExistenceCheck) doneWork {
 	found := 0
-	for found < len(c.Keys) && !(t.opts.testHideBlocks && c.Keys[found]%3 == 0) && t.store.Exists(c.Keys[found]) {
+	for found < len(c.Keys) && !(t.faults.HideBlocks && c.Keys[found]%3 == 0) && t.store.Exists(c.Keys[found]) {
 		found++
 	}
 	return doneWork{Completion: cache.Completion{Kind: cache.BlocksFound, Seq: c.Seq, Found: found}}
@@ -253,10 +255,10 @@ func (t *l3IO) check(c *cache.ExistenceCheck) doneWork {
 // verified, then scattered into the slab unless its deadline gave it up first.
 func (t *l3IO) read(p *pendingRead) doneWork {
 	r := p.read
-	if t.opts.testSlowReads {
+	if t.faults.SlowReads {
 		time.Sleep(2 * time.Millisecond)
 	}
-	if t.opts.testHangReads {
+	if t.faults.HangReads {
 		<-t.unhang // as a read in a hung filesystem: it returns only at the end of the run
 	}
 	res := &readDone{key: readKey{r.Prefetch, r.Block}, err: errInjectedRead}
@@ -264,7 +266,7 @@ func (t *l3IO) read(p *pendingRead) doneWork {
 	buf := t.buffer()
 	defer t.release(buf)
 	var data []byte
-	if !t.opts.testFailReads {
+	if !t.faults.FailReads {
 		data, res.err = t.store.ReadBlock(r.Key, len(r.Pages), buf)
 	}
 	if !p.state.CompareAndSwap(readInFlight, readLanding) {
@@ -299,4 +301,12 @@ func readDeadline(p cache.PrefetchPolicy, tokens int, watchdog time.Duration, no
 		d = min(d, watchdog/2)
 	}
 	return now.Add(d)
+}
+
+// l3Faults are the L3 store's faults on this rank: a test's (Testing.L3), and validate's failed reads
+// (Pass.FailL3Reads).
+func (rs *runState) l3Faults() L3Faults {
+	f := rs.testing.L3
+	f.FailReads = f.FailReads || rs.pass.FailL3Reads
+	return f
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
@@ -58,9 +59,9 @@ func checkSaidOnce(t *testing.T, log *bytes.Buffer, message, cause string) {
 }
 
 // l3Options is smallOptions with an L3 in dir: two-page blocks, and every agreed prefetch waited for.
-func l3Options(dir string) *Options {
+func l3Options(dir string) *config.Options {
 	opts := smallOptions()
-	opts.L3 = L3Options{Dir: dir, Bytes: 1 << 30, BlockTokens: 32, PrefetchPolicy: cache.PrefetchWaitComplete, PrefetchThreshold: 32}
+	opts.L3 = config.L3Options{Dir: dir, Bytes: 1 << 30, BlockTokens: 32, PrefetchPolicy: cache.PrefetchWaitComplete, PrefetchThreshold: 32}
 	return opts
 }
 
@@ -86,7 +87,7 @@ func TestL3WritesAndWarmRestartAtEveryPolicyAndLayout(t *testing.T) {
 			for pass := range 2 {
 				opts := l3Options(dir)
 				opts.Layout, opts.L3.WritePolicy = layout, policy
-				r, err := Run(testJob(t), opts)
+				r, err := runTesting(testJob(t), opts, checked())
 				checkL3Run(t, name, r, err)
 				if pass == 0 && r.L3.Writes == 0 {
 					t.Errorf("%s: the first run wrote no block", name)
@@ -108,19 +109,20 @@ func TestL3WritesAndWarmRestartAtEveryPolicyAndLayout(t *testing.T) {
 // the same objects (no divergence), nothing wrong is served (no mismatch), and the failed reads are misses.
 func TestL3RanksThatSeeDifferentBlocksAgree(t *testing.T) {
 	dir := sharedTempDir(t)
-	r, err := Run(testJob(t), l3Options(dir))
+	r, err := runTesting(testJob(t), l3Options(dir), checked())
 	checkL3Run(t, "first run", r, err)
 	cp, _ := testLayout()
 	opts := l3Options(dir)
-	opts.L3.testHideBlocks = testWorld.Rank()%cp == 0
-	opts.L3.testFailReads = testWorld.Rank()%cp == cp-1
+	tst := checked()
+	tst.L3.HideBlocks = testWorld.Rank()%cp == 0
+	tst.L3.FailReads = testWorld.Rank()%cp == cp-1
 	job, log := loggedJob(t)
-	r, err = Run(job, opts)
+	r, err = runTesting(job, opts, tst)
 	checkL3Run(t, "second run", r, err)
 	if r.L3.PrefetchMisses == 0 || r.L3.ReadFailures == 0 {
 		t.Errorf("%d prefetches cut short, %d failed reads: the failing reader was never asked", r.L3.PrefetchMisses, r.L3.ReadFailures)
 	}
-	if opts.L3.testFailReads { // the only rank whose reads fail, so r's failed reads are its own
+	if tst.L3.FailReads { // the only rank whose reads fail, so r's failed reads are its own
 		checkSaidOnce(t, log, "L3 block read failed", errInjectedRead.Error())
 	}
 	if cp > 2 && r.Hits.L3Tokens == 0 {
@@ -133,10 +135,11 @@ func TestL3RanksThatSeeDifferentBlocksAgree(t *testing.T) {
 // the blocks, counts them, and the run ends OK: the L2 objects the writes held are released all the same.
 func TestL3WriteErrorsAreCountedAndTheRunGoesOn(t *testing.T) {
 	opts := l3Options(sharedTempDir(t))
-	opts.L3.testFailWrites = true
+	tst := checked()
+	tst.L3.FailWrites = true
 	opts.SyncCopies = true // backups commit in their step, so the run's load-backs do not hang on the machine's load
 	job, log := loggedJob(t)
-	r, err := Run(job, opts)
+	r, err := runTesting(job, opts, tst)
 	checkL3Run(t, "full filesystem", r, err)
 	if cp, _ := testLayout(); testWorld.Rank()%cp == 0 { // CP rank 0 writes every prompt's first block
 		checkSaidOnce(t, log, "L3 block write failed", "no space left on device")
@@ -155,13 +158,14 @@ func TestL3WriteErrorsAreCountedAndTheRunGoesOn(t *testing.T) {
 // blocks are read and served, and the blocks the run would have written are skipped and counted, not errors.
 func TestL3ReadOnlyDirectoryIsServed(t *testing.T) {
 	dir := sharedTempDir(t)
-	r, err := Run(testJob(t), l3Options(dir))
+	r, err := runTesting(testJob(t), l3Options(dir), checked())
 	checkL3Run(t, "warm-up", r, err)
 	opts := l3Options(dir)
 	opts.Synthetic.Conversations *= 2 // new conversations beside the warm ones (the same): blocks to write
-	opts.L3.testReadOnly = true
+	tst := checked()
+	tst.L3.ReadOnly = true
 	job, log := loggedJob(t)
-	r, err = Run(job, opts)
+	r, err = runTesting(job, opts, tst)
 	checkL3Run(t, "read-only", r, err)
 	if r.Hits.L3Tokens == 0 || r.L3.WritesSkipped == 0 || r.L3.Writes != 0 || r.L3.WriteErrors != 0 {
 		t.Errorf("%d L3 hit tokens, %d writes skipped, %d written, %d write errors: want hits, and every write skipped",
@@ -181,11 +185,12 @@ func TestValidateL3RowCatchesIgnoredReadFailures(t *testing.T) {
 	}
 	for _, broken := range []bool{false, true} {
 		opts := smallOptions()
-		opts.L3.testIgnoreFailedReads = broken
+		tst := checked()
+		tst.L3.IgnoreFailedReads = broken
 		// Backups commit in their step, so the passes' load-backs (data_integrity's) do not hang on the machine's
 		// load: under MPICH on a loaded machine a pass once had none.
 		opts.SyncCopies = true
-		v, err := Validate(testJob(t), opts)
+		v, err := validateTesting(testJob(t), opts, tst)
 		if err != nil {
 			t.Fatalf("broken %v: %v", broken, err)
 		}
@@ -208,8 +213,9 @@ func TestL3FlushWaitsForBlockWrites(t *testing.T) {
 	for pass := range 2 {
 		opts := l3Options(dir)
 		opts.FlushEvery = 3
-		opts.L3.testSlowWrites = true
-		r, err := Run(testJob(t), opts)
+		tst := checked()
+		tst.L3.SlowWrites = true
+		r, err := runTesting(testJob(t), opts, tst)
 		checkL3Run(t, fmt.Sprintf("pass %d", pass), r, err)
 	}
 	checkNoLeakedSegments(t)
@@ -220,12 +226,14 @@ func TestL3FlushWaitsForBlockWrites(t *testing.T) {
 // wait_complete wait; under every policy the group places the same objects and serves nothing wrong.
 func TestL3EveryPrefetchPolicyAgrees(t *testing.T) {
 	dir := sharedTempDir(t)
-	r, err := Run(testJob(t), l3Options(dir))
+	r, err := runTesting(testJob(t), l3Options(dir), checked())
 	checkL3Run(t, "fill", r, err)
 	for _, policy := range []cache.PrefetchPolicy{cache.PrefetchBestEffort, cache.PrefetchTimeout, cache.PrefetchWaitComplete} {
 		opts := l3Options(dir)
-		opts.L3.PrefetchPolicy, opts.L3.testSlowReads = policy, true
-		r, err := Run(testJob(t), opts)
+		opts.L3.PrefetchPolicy = policy
+		tst := checked()
+		tst.L3.SlowReads = true
+		r, err := runTesting(testJob(t), opts, tst)
 		checkL3Run(t, policy.String(), r, err)
 		if r.L3.Prefetches == 0 {
 			t.Errorf("%s: no prefetch", policy)
@@ -245,7 +253,7 @@ func TestL3EveryPrefetchPolicyAgrees(t *testing.T) {
 func TestL3BudgetEvicts(t *testing.T) {
 	opts := l3Options(sharedTempDir(t))
 	opts.L3.Bytes = 256 << 10
-	r, err := Run(testJob(t), opts)
+	r, err := runTesting(testJob(t), opts, checked())
 	checkL3Run(t, "small budget", r, err)
 	if r.L3.Writes == 0 || r.L3.Evictions == 0 {
 		t.Errorf("%d blocks written, %d evicted under a 256 KiB budget", r.L3.Writes, r.L3.Evictions)

@@ -4,11 +4,13 @@ import (
 	"fmt"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/internal/errscope"
+	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -20,28 +22,13 @@ import (
 // same verdict on the first two; the memory check reads each node's own memory and is agreed over the World.
 func (rs *runState) checkJobLimits(g pool.Geometry) error {
 	t := rs.job.Topo
-	if err := rs.opts.checkInjectionRanks(t.World.Size(), t.CPSize); err != nil {
+	if err := rs.opts.CheckInjectionRanks(t.World.Size(), t.CPSize); err != nil {
 		return err
 	}
 	if err := g.Validate(); err != nil {
 		return err
 	}
-	return spmd.AgreeOnFailure(t.World, rs.opts.checkMemoryFits(g, t.NodeSize, t.NodeSize/t.NodeParts, sizing.ReadNodeMemory(shm.FreeBytes)))
-}
-
-// checkInjectionRanks refuses a fault injection aimed at a rank the job does not have: it would silently not
-// happen, and a validation that expects it would pass for the wrong reason. A divergence needs a CP group of two
-// ranks or more: a group of one compares no placement, so nothing could catch it.
-func (o *Options) checkInjectionRanks(worldSize, cpSize int) error {
-	if o.InjectDivergence.Set && cpSize < 2 {
-		return &errscope.ConfigError{Flag: "inject-divergence", Reason: "needs a CP group of 2 ranks or more: at cp 1 no placement is compared, so nothing could catch it"}
-	}
-	for _, inj := range o.injections() {
-		if inj.inj.Set && inj.inj.Rank >= worldSize {
-			return &errscope.ConfigError{Flag: inj.flag, Reason: fmt.Sprintf("rank %d is outside the job's %d ranks (world ranks 0 to %d)", inj.inj.Rank, worldSize, worldSize-1)}
-		}
-	}
-	return nil
+	return spmd.AgreeOnFailure(t.World, checkMemoryFits(rs.opts, g, t.NodeSize, t.NodeSize/t.NodeParts, sizing.ReadNodeMemory(shm.FreeBytes)))
 }
 
 // checkMemoryFits refuses, naming the flag the user sized it with, a cache whose memory one node cannot give:
@@ -49,7 +36,7 @@ func (o *Options) checkInjectionRanks(worldSize, cpSize int) error {
 // slabs against /dev/shm, and all of it against the job's cgroup limit. Without it the Go runtime dies with "out
 // of memory" while building the tables or L1, or the OOM killer ends the job. The tables and L1 are fresh zero
 // memory touched as the cache fills, so a full cache needs all of it.
-func (o *Options) checkMemoryFits(g pool.Geometry, ranksOnNode, groupsOnNode int, mem sizing.NodeMemory) error {
+func checkMemoryFits(o *config.Options, g pool.Geometry, ranksOnNode, groupsOnNode int, mem sizing.NodeMemory) error {
 	l2Flag, l1Flag := "l2-slots", "device-pages"
 	if o.L2Bytes > 0 {
 		l2Flag = "l2-bytes"
@@ -99,4 +86,13 @@ func biggerFlag(l2Flag string, l2Bytes int64, l1Flag string, l1Bytes int64) stri
 		return l1Flag
 	}
 	return l2Flag
+}
+
+// CheckOptions checks o before MPI starts (config.Options.Validate, whose files world rank 0 alone checks, known
+// from the launcher's environment), then that this build has the --collective asked for.
+func CheckOptions(o *config.Options) error {
+	if err := o.Validate(mpi.LauncherRank() == 0); err != nil {
+		return err
+	}
+	return transport.CheckCollectiveBuild(o.Collective)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/transport"
@@ -42,25 +43,25 @@ func TestGeometryErrorsNameTheirFlag(t *testing.T) {
 
 func TestTablesThatCannotFitAreRefused(t *testing.T) {
 	g := pool.Geometry{CPSize: 8, Layers: 1, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 8, Slots: 1 << 20, SlabBytesMax: 1 << 30}
-	o := &Options{DevicePages: 0}
+	o := &config.Options{DevicePages: 0}
 	available := func(bytes int64) sizing.NodeMemory { return sizing.NodeMemory{AvailableBytes: bytes, ShmFreeBytes: -1} }
 	need := g.TableBytes()*8 + shm.SegmentBytes(g) // /dev/shm's slab is the node's memory too
-	if err := o.checkMemoryFits(g, 8, 1, available(need)); err != nil {
+	if err := checkMemoryFits(o, g, 8, 1, available(need)); err != nil {
 		t.Fatalf("tables that just fit beside the slab: %v", err)
 	}
 	var ce *errscope.ConfigError
-	if err := o.checkMemoryFits(g, 8, 1, available(need-1)); !errors.As(err, &ce) || ce.Flag != "l2-slots" || !strings.Contains(err.Error(), "8 rank(s)") {
+	if err := checkMemoryFits(o, g, 8, 1, available(need-1)); !errors.As(err, &ce) || ce.Flag != "l2-slots" || !strings.Contains(err.Error(), "8 rank(s)") {
 		t.Fatalf("tables one byte too large for 8 ranks: %v, want --l2-slots refused", err)
 	}
 	// Sized in bytes, the L2 is refused by the flag the user gave (and its advice names it too).
 	o.L2Bytes = 1 << 30
-	if err := o.checkMemoryFits(g, 8, 1, available(need-1)); !errors.As(err, &ce) || ce.Flag != "l2-bytes" || !strings.Contains(err.Error(), "lower --l2-bytes") {
+	if err := checkMemoryFits(o, g, 8, 1, available(need-1)); !errors.As(err, &ce) || ce.Flag != "l2-bytes" || !strings.Contains(err.Error(), "lower --l2-bytes") {
 		t.Fatalf("with --l2-bytes: %v, want --l2-bytes refused", err)
 	}
-	if err := o.checkMemoryFits(g, 8, 1, sizing.NodeMemory{AvailableBytes: -1, ShmFreeBytes: 1 << 20}); !errors.As(err, &ce) || ce.Flag != "l2-bytes" || !strings.Contains(err.Error(), "/dev/shm has 1 MiB free; lower --l2-bytes") {
+	if err := checkMemoryFits(o, g, 8, 1, sizing.NodeMemory{AvailableBytes: -1, ShmFreeBytes: 1 << 20}); !errors.As(err, &ce) || ce.Flag != "l2-bytes" || !strings.Contains(err.Error(), "/dev/shm has 1 MiB free; lower --l2-bytes") {
 		t.Fatalf("a slab larger than /dev/shm, with --l2-bytes: %v, want --l2-bytes refused", err)
 	}
-	if err := o.checkMemoryFits(g, 8, 1, sizing.NodeMemory{AvailableBytes: -1, ShmFreeBytes: -1}); err != nil {
+	if err := checkMemoryFits(o, g, 8, 1, sizing.NodeMemory{AvailableBytes: -1, ShmFreeBytes: -1}); err != nil {
 		t.Fatalf("without /proc/meminfo or /dev/shm the check must stand aside: %v", err)
 	}
 	if free, err := sizing.MemAvailableBytes(); err != nil || free <= 0 {
@@ -75,25 +76,25 @@ func TestL1ThatCannotFitIsRefused(t *testing.T) {
 		t.Skip("the GPU build keeps L1 in GPU memory")
 	}
 	g := pool.Geometry{CPSize: 2, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 32, Slots: 64, SlabBytesMax: 1 << 20}
-	o := &Options{DevicePages: 100_000_000}
+	o := &config.Options{DevicePages: 100_000_000}
 	var ce *errscope.ConfigError
-	err := o.checkMemoryFits(g, 2, 1, sizing.NodeMemory{AvailableBytes: 1 << 30, ShmFreeBytes: -1})
+	err := checkMemoryFits(o, g, 2, 1, sizing.NodeMemory{AvailableBytes: 1 << 30, ShmFreeBytes: -1})
 	if !errors.As(err, &ce) || ce.Flag != "device-pages" || !strings.Contains(err.Error(), "L1 of 100000000 pages needs 390625 MiB of memory per rank") {
 		t.Fatalf("an L1 of 100M pages in 1 GiB: %v, want --device-pages refused with the numbers", err)
 	}
 	o.DeviceBytes = 400 << 30
-	if err := o.checkMemoryFits(g, 2, 1, sizing.NodeMemory{AvailableBytes: 1 << 30, ShmFreeBytes: -1}); !errors.As(err, &ce) || ce.Flag != "device-bytes" {
+	if err := checkMemoryFits(o, g, 2, 1, sizing.NodeMemory{AvailableBytes: 1 << 30, ShmFreeBytes: -1}); !errors.As(err, &ce) || ce.Flag != "device-bytes" {
 		t.Fatalf("sized by --device-bytes: %v, want --device-bytes refused", err)
 	}
 	o.DevicePages, o.DeviceBytes = 512, 0
-	if err := o.checkMemoryFits(g, 2, 1, sizing.NodeMemory{AvailableBytes: 1 << 30, ShmFreeBytes: -1}); err != nil {
+	if err := checkMemoryFits(o, g, 2, 1, sizing.NodeMemory{AvailableBytes: 1 << 30, ShmFreeBytes: -1}); err != nil {
 		t.Fatalf("the default L1: %v", err)
 	}
 	// Each fits on its own (the slab in /dev/shm, L1 in memory), but not together: /dev/shm is memory too.
 	o.DevicePages, o.DeviceBytes = 100_000, 1 // sized by --device-bytes
 	slab, l1 := shm.SegmentBytes(g), 2*(g.TableBytes()+cache.DeviceBytes(g, o.DevicePages))
 	both := sizing.NodeMemory{AvailableBytes: slab + l1 - 1, ShmFreeBytes: slab}
-	if err := o.checkMemoryFits(g, 2, 1, both); !errors.As(err, &ce) || ce.Flag != "device-bytes" || !strings.Contains(err.Error(), "MiB together") {
+	if err := checkMemoryFits(o, g, 2, 1, both); !errors.As(err, &ce) || ce.Flag != "device-bytes" || !strings.Contains(err.Error(), "MiB together") {
 		t.Fatalf("a %d MiB slab beside %d MiB of L1 in %d MiB: %vwant --device-bytes refused for the sum", slab>>10, l1>>20, both.AvailableBytes>>20, err)
 	}
 }
@@ -136,26 +137,26 @@ func TestCgroupLimitIsReadAndChecked(t *testing.T) {
 		t.Fatalf("v1 without a limit: %+v, want none", m)
 	}
 	g := pool.Geometry{CPSize: 2, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 32, Slots: 1 << 18, SlabBytesMax: 64 << 20}
-	o := &Options{DevicePages: 512, L2Bytes: 2 << 30}
+	o := &config.Options{DevicePages: 512, L2Bytes: 2 << 30}
 	mem := sizing.NodeMemory{AvailableBytes: 64 << 30, ShmFreeBytes: 64 << 30, Cgroup: sizing.CgroupMemory{Path: "/sys/fs/cgroup/slurm/job_7/memory.max", LimitBytes: 1 << 30, UsageBytes: 100 << 20}, CgroupLimited: true}
 	var ce *errscope.ConfigError
-	err := o.checkMemoryFits(g, 2, 1, mem)
+	err := checkMemoryFits(o, g, 2, 1, mem)
 	if !errors.As(err, &ce) || ce.Flag != "l2-bytes" || !strings.Contains(err.Error(), "job_7/memory.max (1024 MiB, 100 MiB in use)") || !strings.Contains(err.Error(), "--mem") {
 		t.Fatalf("a 2 GiB slab under a 1 GiB cgroup: %v, want --l2-bytes refused naming the limit and --mem", err)
 	}
 	mem.Cgroup.LimitBytes = 64 << 30
-	if err := o.checkMemoryFits(g, 2, 1, mem); err != nil {
+	if err := checkMemoryFits(o, g, 2, 1, mem); err != nil {
 		t.Fatalf("under a 64 GiB cgroup: %v", err)
 	}
 }
 
 func TestInjectionOutsideTheWorldIsRefused(t *testing.T) {
-	o := &Options{InjectHang: Injection{Rank: 3, Step: 1, Set: true}}
-	if err := o.checkInjectionRanks(4, 4); err != nil {
+	o := &config.Options{InjectHang: config.Injection{Rank: 3, Step: 1, Set: true}}
+	if err := o.CheckInjectionRanks(4, 4); err != nil {
 		t.Fatalf("rank 3 of 4: %v", err)
 	}
 	var ce *errscope.ConfigError
-	if err := o.checkInjectionRanks(3, 3); !errors.As(err, &ce) || ce.Flag != "inject-hang" {
+	if err := o.CheckInjectionRanks(3, 3); !errors.As(err, &ce) || ce.Flag != "inject-hang" {
 		t.Fatalf("rank 3 of 3: %v, want --inject-hang refused", err)
 	}
 }
@@ -163,12 +164,12 @@ func TestInjectionOutsideTheWorldIsRefused(t *testing.T) {
 // TestADivergenceNeedsAGroupThatCompares: at cp 1 no placement is compared, so an injected divergence could
 // not be caught and is refused, naming the flag; at cp 2 it runs.
 func TestADivergenceNeedsAGroupThatCompares(t *testing.T) {
-	o := &Options{InjectDivergence: Injection{Rank: 1, Step: 3, Set: true}}
+	o := &config.Options{InjectDivergence: config.Injection{Rank: 1, Step: 3, Set: true}}
 	var ce *errscope.ConfigError
-	if err := o.checkInjectionRanks(2, 1); !errors.As(err, &ce) || ce.Flag != "inject-divergence" || !strings.Contains(ce.Reason, "cp 1") {
+	if err := o.CheckInjectionRanks(2, 1); !errors.As(err, &ce) || ce.Flag != "inject-divergence" || !strings.Contains(ce.Reason, "cp 1") {
 		t.Fatalf("a divergence in CP groups of 1: %v, want --inject-divergence refused", err)
 	}
-	if err := o.checkInjectionRanks(2, 2); err != nil {
+	if err := o.CheckInjectionRanks(2, 2); err != nil {
 		t.Fatalf("a divergence in a CP group of 2: %v", err)
 	}
 }

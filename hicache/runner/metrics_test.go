@@ -198,7 +198,7 @@ func TestMetricsOptionsAreCheckedAtStart(t *testing.T) {
 	} {
 		opts := smallOptions()
 		opts.MetricsPath, opts.MetricsInterval = tc.path, tc.interval
-		err := opts.Validate()
+		err := CheckOptions(opts)
 		var ce *errscope.ConfigError
 		if tc.flag == "" && err != nil || tc.flag != "" && (!errors.As(err, &ce) || ce.Flag != tc.flag) {
 			t.Errorf("%q every %v: %v, want an error naming --%s", tc.path, tc.interval, err, tc.flag)
@@ -211,7 +211,7 @@ func TestMetricsOptionsAreCheckedAtStart(t *testing.T) {
 func TestPeriodicMetricsHoldRankZerosGroup(t *testing.T) {
 	opts := smallOptions()
 	opts.MetricsPath, opts.MetricsInterval = filepath.Join(t.TempDir(), "m.prom"), time.Nanosecond
-	r, err := Run(testJob(t), opts)
+	r, err := runTesting(testJob(t), opts, checked())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestPeriodicMetricsHoldRankZerosGroup(t *testing.T) {
 func TestFailedPeriodicMetricsWriteEndsTheGroup(t *testing.T) {
 	opts := smallOptions()
 	opts.MetricsPath, opts.MetricsInterval = t.TempDir(), time.Nanosecond // a directory: the rename fails
-	_, err := Run(testJob(t), opts)
+	_, err := runTesting(testJob(t), opts, checked())
 	if err == nil {
 		t.Fatal("the run succeeded although world rank 0 could not write its metrics")
 	}
@@ -262,7 +262,7 @@ func TestMetricSeriesKeepTheirLabels(t *testing.T) {
 	opts := smallOptions()
 	opts.MetricsPath, opts.MetricsInterval = filepath.Join(t.TempDir(), "m.prom"), time.Nanosecond
 	opts.Provenance = &report.Provenance{Command: "run", Version: "test", CommandLine: []string{"cphicache", "run"}, Config: map[string]string{"seed": "7"}}
-	r, err := Run(testJob(t), opts)
+	r, err := runTesting(testJob(t), opts, checked())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/internal/errscope"
 )
@@ -24,14 +25,14 @@ func TestModelTableFigures(t *testing.T) {
 			t.Errorf("%s: %d bytes per token (%v), want %d", tc.name, m.TokenBytes(), err, tc.tokenBytes)
 		}
 	}
-	opts := &Options{Model: "Llama-3.1-70B", PageTokens: 16, L2Bytes: 1 << 40, DevicePages: 1}
+	opts := &config.Options{Model: "Llama-3.1-70B", PageTokens: 16, L2Bytes: 1 << 40, DevicePages: 1}
 	for _, cp := range []int{1, 8} {
 		sized, err := opts.Size(cp, 8, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// One CP group per node of 8 ranks at cp 8; 8 groups of one rank at cp 1, each with an eighth of the node.
-		c := sized.capacity(cp)
+		c := sized.Capacity(cp)
 		perNode := c.L2Tokens * int64(8/cp)
 		if perNode < 3_300_000 || perNode > 3_360_000 || c.TokenBytes != 320<<10 || c.L2Bytes > (1<<40)/int64(8/cp) {
 			t.Errorf("cp %d: 1 TiB per node holds %d tokens of %d bytes (%d bytes per group), want about 3.3M of 320 KiB", cp, perNode, c.TokenBytes, c.L2Bytes)
@@ -59,7 +60,7 @@ func TestModelRankTokenBytes(t *testing.T) {
 
 // TestScaledCopiesKeepTheCapacityInTokens: --copy-token-bytes changes the bytes copied, never the slots.
 func TestScaledCopiesKeepTheCapacityInTokens(t *testing.T) {
-	full := &Options{Model: "llama-3.1-70b", PageTokens: 16, L2Bytes: 64 << 30, DeviceBytes: 1 << 30}
+	full := &config.Options{Model: "llama-3.1-70b", PageTokens: 16, L2Bytes: 64 << 30, DeviceBytes: 1 << 30}
 	scaled := *full
 	scaled.CopyTokenBytes = 8
 	a, errA := full.Size(8, 8, 1)
@@ -67,7 +68,7 @@ func TestScaledCopiesKeepTheCapacityInTokens(t *testing.T) {
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}
-	ca, cb := a.capacity(8), b.capacity(8)
+	ca, cb := a.Capacity(8), b.Capacity(8)
 	if ca.L2Slots != cb.L2Slots || ca.DevicePages != cb.DevicePages || ca.L2Bytes != cb.L2Bytes || ca.Scaled || !cb.Scaled ||
 		b.TokenBytes != 8 || cb.L2SlabBytes*32 != ca.L2SlabBytes {
 		t.Errorf("real %+v\nscaled %+v", ca, cb)
@@ -76,7 +77,7 @@ func TestScaledCopiesKeepTheCapacityInTokens(t *testing.T) {
 	if _, err := scaled.Size(8, 8, 1); !isFlagError(err, "copy-token-bytes") {
 		t.Errorf("copying more than the model: %v, want an invalid --copy-token-bytes", err)
 	}
-	tiny := &Options{Model: "llama-3.1-70b", PageTokens: 16, L2Bytes: 1 << 20}
+	tiny := &config.Options{Model: "llama-3.1-70b", PageTokens: 16, L2Bytes: 1 << 20}
 	if _, err := tiny.Size(1, 1, 1); !isFlagError(err, "l2-bytes") {
 		t.Errorf("1 MiB for 5 MiB slots: %v, want an invalid --l2-bytes", err)
 	}
@@ -110,7 +111,7 @@ func isFlagError(err error, flag string) bool {
 // TestL2BytesArePerNodeForAGroupOverNodes: --l2-bytes is each node's, so a CP16 group over two nodes of 8 has
 // twice the slots of the same bytes on one node, its geometry says so, and each node's slab is the bytes given.
 func TestL2BytesArePerNodeForAGroupOverNodes(t *testing.T) {
-	opts := &Options{Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 64, L2Bytes: 64 << 20, DevicePages: 1, SlabBytesMax: 1 << 30}
+	opts := &config.Options{Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 64, L2Bytes: 64 << 20, DevicePages: 1, SlabBytesMax: 1 << 30}
 	one, err := opts.Size(16, 16, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +120,7 @@ func TestL2BytesArePerNodeForAGroupOverNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g1, g2 := one.geometry(16), two.geometry(16)
+	g1, g2 := one.Geometry(16), two.Geometry(16)
 	if two.L2Slots != 2*one.L2Slots || g1.Nodes != 0 || g2.Nodes != 2 || g2.TotalBytes() != opts.L2Bytes || g1.TotalBytes() != opts.L2Bytes {
 		t.Errorf("64 MiB a node: %d slots on one node (%d bytes, nodes %d), %d over two (%d bytes a node, nodes %d); want twice the slots and 64 MiB a node",
 			one.L2Slots, g1.TotalBytes(), g1.Nodes, two.L2Slots, g2.TotalBytes(), g2.Nodes)

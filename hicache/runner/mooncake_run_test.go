@@ -30,7 +30,7 @@ func TestRunReplaysAMooncakeTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.TracePath, opts.TraceBlockTokens = path, 32
-	r, err := Run(testJob(t), opts)
+	r, err := runTesting(testJob(t), opts, checked())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
@@ -55,14 +56,14 @@ const copyWarningBytes = 1 << 30
 
 // sayCopyBytes tells, before the replay, the most a rank copies device-to-host (every prompt token of world rank
 // 0's replica backed up once) when that is over copyWarningBytes, and how to copy less.
-func sayCopyBytes(events []workload.Event, opts *Options, cp int) {
+func sayCopyBytes(events []workload.Event, opts *config.Options, cp int) {
 	var tokens int64
 	for i := range events {
 		if !events[i].Flush {
 			tokens += int64(events[i].Request.Tokens())
 		}
 	}
-	perToken := opts.capacity(cp).CopiedTokenBytes / int64(cp)
+	perToken := opts.Capacity(cp).CopiedTokenBytes / int64(cp)
 	if tokens*perToken < copyWarningBytes {
 		return
 	}

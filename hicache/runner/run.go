@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -23,7 +24,9 @@ import (
 // (env.go): MPI, the shared slab, the copy worker, the L3 I/O, the watchdog.
 type runState struct {
 	job      *spmd.Job
-	opts     *Options
+	opts     *config.Options
+	pass     Pass     // what validate asks of this pass; the zero Pass in a run
+	testing  *Testing // a test's levers; never nil (the zero Testing in production)
 	geometry pool.Geometry
 	parts    pool.PartMap // the geometry's part offsets, for the copy and audit loops
 	slab     *shm.SharedSlab
@@ -46,7 +49,7 @@ type runState struct {
 	l3          *l3IO                 // nil without --l3-dir
 	metrics     *metricsTicker        // world rank 0's periodic metrics writes; nil when none
 	progress    *progress
-	clock       *servingClock // nil without the serving clock (Options.Serving)
+	clock       *servingClock // nil without the serving clock (config.Options.Serving)
 
 	tasks      chan copyTask
 	workerDone chan struct{}
@@ -76,12 +79,17 @@ type runState struct {
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
 // step, and report. Every rank calls it; world rank 0 prints. A replay that failed, agreed by every rank, still
 // returns its report, with the failure in it (runfailure.go), beside the error.
-func Run(job *spmd.Job, options *Options) (*report.Report, error) {
+func Run(job *spmd.Job, options *config.Options) (*report.Report, error) {
+	return runTesting(job, options, nil)
+}
+
+// runTesting is Run with a test's levers (nil: none).
+func runTesting(job *spmd.Job, options *config.Options, t *Testing) (*report.Report, error) {
 	opts, err := options.Size(job.Topo.CPSize, job.Topo.NodeSize, job.Topo.GroupNodes)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := runPass(job, opts)
+	rs, err := runPass(job, opts, Pass{}, t)
 	if rs == nil {
 		return nil, err
 	}
@@ -100,15 +108,22 @@ func Run(job *spmd.Job, options *Options) (*report.Report, error) {
 
 // runPass replays one workload end to end and leaves its counters and collective statistics in the returned
 // state, whose shared slab is already released. A failed replay returns that state too, beside the agreed error.
-func runPass(job *spmd.Job, opts *Options) (*runState, error) {
-	rs := &runState{job: job, opts: opts, start: time.Now(), prefetchStart: map[uint64]time.Time{}}
+func runPass(job *spmd.Job, opts *config.Options, pass Pass, t *Testing) (*runState, error) {
+	if t == nil {
+		t = &Testing{}
+	}
+	rs := &runState{job: job, opts: opts, pass: pass, testing: t, start: time.Now(), prefetchStart: map[uint64]time.Time{}}
 	events, err := rs.loadWorkload()
 	if err != nil {
 		return nil, err
 	}
 	rs.events = events
 	if opts.Serving != nil {
-		rs.clock = newServingClock(opts.Serving, job.Topo.CPRank == 0)
+		prefill, err := rs.prefill()
+		if err != nil {
+			return nil, err
+		}
+		rs.clock = newServingClock(opts.Serving, job.Topo.CPRank == 0, prefill)
 		if rs.clock.root {
 			rs.clock.arrive(rs.events, opts.Seed)
 		}
@@ -192,7 +207,7 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 	}
 	err := wrapWorkload(loadErr)
 	if err == nil && t.CPRank == 0 {
-		err = rs.opts.Serving.checkArrivals(events)
+		err = rs.opts.Serving.CheckArrivals(events)
 	}
 	if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 		return nil, err
@@ -206,7 +221,7 @@ func (rs *runState) readWorkload() ([]workload.Event, error) { return readWorklo
 
 // readWorkload reads o's trace or generates its synthetic workload. A trace that cannot be opened (missing,
 // unreadable) is a bad --trace, said as a usage error naming the flag, as a missing --l3-dir is.
-func readWorkload(o *Options) ([]workload.Event, error) {
+func readWorkload(o *config.Options) ([]workload.Event, error) {
 	if o.TracePath == "" {
 		return workload.GenerateSynthetic(o.Synthetic)
 	}
@@ -247,7 +262,7 @@ func wrapWorkload(err error) error {
 
 func (rs *runState) setUp() error {
 	t := rs.job.Topo
-	g := rs.opts.geometry(t.CPSize)
+	g := rs.opts.Geometry(t.CPSize)
 	rs.geometry, rs.parts = g, g.PartMap()
 	if err := rs.checkJobLimits(g); err != nil {
 		return err
@@ -259,7 +274,7 @@ func (rs *runState) setUp() error {
 	// The L3 store opens before the slab exists: a directory that cannot hold it fails with nothing to clean up.
 	if rs.opts.L3.Enabled() {
 		var err error
-		rs.l3, err = newL3IO(rs.opts.L3, g, rs.opts.Seed, l3Place{node: t.GroupNode, part: t.NodePart, partRanks: t.NodePartRanks}, rs.job.Log, rs.done)
+		rs.l3, err = newL3IO(rs.opts.L3, rs.l3Faults(), g, rs.opts.Seed, l3Place{node: t.GroupNode, part: t.NodePart, partRanks: t.NodePartRanks}, rs.job.Log, rs.done)
 		if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 			return err
 		}
@@ -268,7 +283,7 @@ func (rs *runState) setUp() error {
 	// that the other groups do not start a replay that would wait for the failed one at the end. Each node of
 	// the group makes its own slab, holding its ranks' parts: its lowest rank of the group creates it and sends
 	// the name to the group's ranks on the node (CPNode, the whole group on one node).
-	slab, err := shm.OpenSharedSlab(t.CPNode, g, shm.Segment{JobID: rs.opts.JobID, Group: t.CPGroup, Reserve: rs.opts.testReserveShm}, rs.job.Cleanup)
+	slab, err := shm.OpenSharedSlab(t.CPNode, g, shm.Segment{JobID: rs.opts.JobID, Group: t.CPGroup, Reserve: rs.testing.ReserveShm}, rs.job.Cleanup)
 	rs.slab = slab
 	if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 		return err
@@ -277,7 +292,7 @@ func (rs *runState) setUp() error {
 	// every rank mapped it, unlinked by the cleanup) and the exit releases the mapping. It guards the device
 	// set-up too (transport/start.go).
 	watchdog := rs.job.NewWatchdog(rs.opts.WatchdogTimeout)
-	cfg := rs.opts.coreConfig(g, t.CPRank, t.CPGroup, t.WorldRank)
+	cfg := coreConfig(rs.opts, rs.pass, rs.testing, g, t.CPRank, t.CPGroup, t.WorldRank)
 	cfg.GroupNode, cfg.NodePart = t.GroupNode, t.NodePart
 	eng, frontier, err := transport.Start(t, transport.Config{Collective: rs.opts.Collective, Words: cache.StepVectorWords(cfg.L3),
 		DeviceBytes: cache.DeviceBytes(g, rs.opts.DevicePages), Slabs: slab.Slabs, WatchdogTimeout: rs.opts.WatchdogTimeout,
@@ -287,18 +302,18 @@ func (rs *runState) setUp() error {
 		return err
 	}
 	rs.eng = eng
-	proving := frontier != nil && rs.opts.testProveReducer != nil
+	proving := frontier != nil && rs.testing.ProveReducer != nil
 	if proving {
-		frontier = rs.opts.testProveReducer(frontier)
+		frontier = rs.testing.ProveReducer(frontier)
 	}
 	rs.cons = newConsensus(t.CP, t.CPGroup, frontier, watchdog)
 	rs.cons.oneRankTransport = proving
 	rs.faults = newFaultyEngine(rs.eng)
-	if host, ok := rs.eng.(interface{ Device() []byte }); ok && !rs.opts.stagedDeviceContent {
+	if host, ok := rs.eng.(interface{ Device() []byte }); ok && !rs.testing.StagedDeviceContent {
 		rs.hostDevice = host.Device()
 	}
-	if rs.opts.testSlowCopyRank.Set && rs.opts.testSlowCopyRank.Rank == t.WorldRank {
-		rs.faults.delay.Store(int64(testSlowCopyDelay))
+	if rs.testing.SlowCopyRank.Set && rs.testing.SlowCopyRank.Rank == t.WorldRank {
+		rs.faults.delay.Store(int64(slowCopyDelay))
 	}
 	if rs.l3 != nil {
 		rs.l3.attachSlabs(g, slab.Slabs)

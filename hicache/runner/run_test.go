@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
@@ -37,19 +38,24 @@ func testJob(t *testing.T) *spmd.Job {
 
 // smallOptions is a workload small enough for 16 ranks on 2 cores, with caches small enough that L1 evictions,
 // load-backs, L2 evictions and a flush all happen.
-func smallOptions() *Options {
+func smallOptions() *config.Options {
 	syn := workload.DefaultSyntheticConfig()
 	_, dp := testLayout()
 	// Each DP replica serves its own share of the conversations: scale them so that every replica is as busy.
 	syn.Conversations, syn.TurnsMax, syn.SystemPrompts = 24*dp, 6, 3
 	syn.SystemPromptTokens, syn.TurnTokens, syn.OutputTokens = 128, 48, 32
 	syn.FlushEvery = 50 * dp
-	return &Options{
+	return &config.Options{
 		Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 16, DevicePages: 192, L2Slots: 160,
 		SlabBytesMax: 1 << 20, Layout: pool.LayerFirst, Policy: cache.WriteThrough, BatchRequests: 3,
 		PlacementAssertEvery: 4, Seed: 7, VocabSize: 32000, Synthetic: syn, Collective: "mpi",
-		WatchdogTimeout: 60 * time.Second, JobID: testJobID, Quiet: true, coreTesting: cache.Testing{CheckInvariants: true, CheckEvictions: true},
+		WatchdogTimeout: 60 * time.Second, JobID: testJobID, Quiet: true,
 	}
+}
+
+// checked is every test's levers on its runs: the core's step invariants and its eviction model checked.
+func checked() *Testing {
+	return &Testing{Core: cache.Testing{CheckInvariants: true, CheckEvictions: true}}
 }
 
 func checkNoLeakedSegments(t *testing.T) {
@@ -70,7 +76,7 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 				// so that L2 still fills and evicts at every layout, CP8DP2 included.
 				opts.DevicePages, opts.L2Slots = 128, 128
 			}
-			r, err := Run(testJob(t), opts)
+			r, err := runTesting(testJob(t), opts, checked())
 			if err != nil {
 				t.Fatalf("%v %v: %v", layout, policy, err)
 			}
@@ -124,8 +130,8 @@ func TestInjectedDivergenceIsCaughtAtTheNextAssert(t *testing.T) {
 	}
 	opts := smallOptions()
 	opts.PlacementAssertEvery = 2
-	opts.InjectDivergence = Injection{Rank: cp - 1, Step: 3, Set: true} // the last rank of group 0
-	_, err := Run(testJob(t), opts)
+	opts.InjectDivergence = config.Injection{Rank: cp - 1, Step: 3, Set: true} // the last rank of group 0
+	_, err := runTesting(testJob(t), opts, checked())
 	var div *cache.DivergenceError
 	if testWorld.Rank() < cp {
 		if !errors.As(err, &div) {
@@ -141,7 +147,7 @@ func TestInjectedDivergenceIsCaughtAtTheNextAssert(t *testing.T) {
 }
 
 func TestValidateMatrixPasses(t *testing.T) {
-	v, err := Validate(testJob(t), smallOptions())
+	v, err := validateTesting(testJob(t), smallOptions(), checked())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +177,10 @@ func TestStagedDeviceContentDecidesAlike(t *testing.T) {
 	var reports [2]*report.Report
 	for i, staged := range []bool{false, true} {
 		opts := smallOptions()
-		opts.SyncCopies, opts.stagedDeviceContent = true, staged
-		r, err := Run(testJob(t), opts)
+		opts.SyncCopies = true
+		tst := checked()
+		tst.StagedDeviceContent = staged
+		r, err := runTesting(testJob(t), opts, tst)
 		if err != nil {
 			t.Fatalf("staged %v: %v", staged, err)
 		}

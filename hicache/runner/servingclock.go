@@ -1,18 +1,17 @@
 package runner
 
 import (
-	"fmt"
+	"errors"
 	"math"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/serving"
-	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
-	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // The serving clock (SERVING.md): requests arrive at their trace times, CP rank 0 forms each
@@ -22,90 +21,6 @@ import (
 // began, kept by each rank as a virtual clock: a step lasts its modelled time, or the wall time its real work took
 // if that is longer. --time-scale N spends the modelled time at 1/N of its length on the wall, so the replay is
 // N times shorter, while the real work's time counts as itself, as it would in a replay at the trace's pace.
-
-// ServingOptions turn the serving clock on; nil in Options replays as fast as the machine allows, as before.
-type ServingOptions struct {
-	// Prefill chooses the modelled prefill (the roofline of --prefill-model, else --model, on --gpu, or
-	// --prefill-profile); Size builds it for the CP size, whose GPUs share each step. Prefill.GPU also gives the
-	// host link's rate, and Prefill.Model the KV bytes a token loads.
-	Prefill prefill.Options
-	// L3ReadBytesPerSecond is one node's L3 read rate (--l3-read-rate).
-	L3ReadBytesPerSecond float64
-	Batching             serving.Batching
-	// TimeScale is the trace seconds that pass in one wall second: 60 replays an hour of trace in a minute, its
-	// arrivals and its modelled compute alike. The figures are reported in trace time.
-	TimeScale float64
-	// RequestRate, when above 0, replaces the workload's arrival times with Poisson arrivals at this many
-	// requests per trace second, seeded by --seed (the synthetic workload and token traces have none).
-	RequestRate float64
-	// Clients, when above 0, are closed-loop clients instead of arrival times (--clients): each sends its next
-	// request when its last got its first token and ThinkSeconds (--think-time) have passed (serving.Clients).
-	Clients      int
-	ThinkSeconds float64
-	// GroupGPUs, when above 0, is the modelled CP group's GPUs instead of the run's CP size: sweep runs the cache
-	// at cp 1 and models the group the user sizes for (--group-gpus).
-	GroupGPUs int
-	// Virtual keeps the replay's own pace and steps (--batch-requests, as fast as the machine allows) and only
-	// records each request's hits, for a virtual replay at the end: the sweep's modelled TTFT, the same from run
-	// to run when the hits are (--sync-copies). Its report has the ideal and no measured figures.
-	Virtual bool
-
-	// Built by Size for the CP size: the model, what it is, and the links' rates and bytes.
-	model     prefill.Model
-	modelName string
-	links     serving.Links
-	// testPrefill replaces the model (tests only).
-	testPrefill serving.Prefill
-}
-
-// Check builds the model once for one GPU, so that a bad --gpu, --model, --prefill-efficiency or
-// --prefill-profile fails before MPI starts, naming its flag.
-func (o *ServingOptions) Check() error {
-	p := o.Prefill
-	p.GroupGPUs = 1
-	if _, err := prefill.New(p); err != nil {
-		return err
-	}
-	if _, err := prefill.LookupGPU(o.Prefill.GPU); err != nil {
-		return err
-	}
-	if err := prefill.CheckL3ReadRate(o.L3ReadBytesPerSecond); err != nil {
-		return err
-	}
-	switch {
-	case !(o.TimeScale > 0) || math.IsInf(o.TimeScale, 0):
-		return &errscope.ConfigError{Flag: "time-scale", Reason: fmt.Sprintf("%v is not a positive factor", o.TimeScale)}
-	case o.RequestRate < 0 || math.IsInf(o.RequestRate, 0) || math.IsNaN(o.RequestRate):
-		return &errscope.ConfigError{Flag: "request-rate", Reason: fmt.Sprintf("%v requests/s: give a rate above 0, or 0 for the trace's timestamps", o.RequestRate)}
-	case o.Batching.StepTokens < 1:
-		return &errscope.ConfigError{Flag: "step-tokens", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.StepTokens)}
-	case o.Clients < 0:
-		return &errscope.ConfigError{Flag: "clients", Reason: fmt.Sprintf("%d must be 0 (arrival times) or more", o.Clients)}
-	case o.Clients > 0 && o.RequestRate > 0:
-		return &errscope.ConfigError{Flag: "clients", Reason: "closed-loop clients send their own requests: give --clients or --request-rate, not both"}
-	case o.ThinkSeconds < 0 || math.IsInf(o.ThinkSeconds, 0) || math.IsNaN(o.ThinkSeconds):
-		return &errscope.ConfigError{Flag: "think-time", Reason: fmt.Sprintf("%v s is not a time of 0 or more", o.ThinkSeconds)}
-	case o.GroupGPUs < 0:
-		return &errscope.ConfigError{Flag: "group-gpus", Reason: fmt.Sprintf("%d must be 1 or more", o.GroupGPUs)}
-	case o.Batching.MaxRequests < 1:
-		return &errscope.ConfigError{Flag: "step-requests", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.MaxRequests)}
-	}
-	return nil
-}
-
-// checkArrivals refuses, on CP rank 0, a workload the serving clock cannot time: one with no arrival times (a
-// token trace, the synthetic workload) and no --request-rate. A Mooncake trace's requests carry theirs.
-func (o *ServingOptions) checkArrivals(events []workload.Event) error {
-	if o == nil || o.RequestRate > 0 || o.Clients > 0 {
-		return nil
-	}
-	for i := range events {
-		if events[i].Request.Blocks.Compact() {
-			return nil
-		}
-	}
-	return &errscope.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times and this workload has none (only a Mooncake trace's requests carry them): give a rate in requests per second"}
-}
 
 // prefillModel adapts a prefill.Model to the serving clock's interface.
 type prefillModel struct{ m prefill.Model }
@@ -118,22 +33,23 @@ func (p prefillModel) BatchSeconds(batch []serving.Tokens) float64 {
 	return p.m.BatchSeconds(reqs)
 }
 
-// clients are the closed-loop clients, none (N 0) without --clients.
-func (o *ServingOptions) clients() serving.Clients {
-	return serving.Clients{N: o.Clients, ThinkNs: serving.Nanoseconds(o.ThinkSeconds)}
-}
-
-func (o *ServingOptions) prefill() serving.Prefill {
-	if o.testPrefill != nil {
-		return o.testPrefill
+// prefill is the step costs' model: a test's own, or the sized options' (config.ServingOptions.PrefillModel),
+// which a command's options always have.
+func (rs *runState) prefill() (serving.Prefill, error) {
+	if rs.testing.Prefill != nil {
+		return rs.testing.Prefill, nil
 	}
-	return prefillModel{o.model}
+	if rs.opts.Serving.PrefillModel == nil {
+		return nil, errors.New("the serving clock has no prefill model: its options name no --prefill-model or --prefill-profile")
+	}
+	return prefillModel{rs.opts.Serving.PrefillModel}, nil
 }
 
 // servingClock is one rank's serving clock. Every rank paces its steps by it; CP rank 0 also forms the steps and
 // times each request, since only it holds the arrivals.
 type servingClock struct {
-	opts       *ServingOptions
+	opts       *config.ServingOptions
+	prefill    serving.Prefill // the step costs' model
 	root       bool
 	queue      []serving.Queued // CP rank 0's, one per event of rs.events sent
 	loop       *serving.ClosedLoop
@@ -174,8 +90,8 @@ type requestClock struct {
 	flush, served, deferred                                            bool
 }
 
-func newServingClock(o *ServingOptions, root bool) *servingClock {
-	return &servingClock{opts: o, root: root, startNs: map[int64]int64{}, formed: map[int64][]*requestClock{},
+func newServingClock(o *config.ServingOptions, root bool, prefill serving.Prefill) *servingClock {
+	return &servingClock{opts: o, root: root, prefill: prefill, startNs: map[int64]int64{}, formed: map[int64][]*requestClock{},
 		pending: map[*workload.Request]*requestClock{}}
 }
 
@@ -205,7 +121,7 @@ func (c *servingClock) arrive(events []workload.Event, seed uint64) {
 		for i := range events {
 			flush[i] = events[i].Flush
 		}
-		c.all, c.loop = events, serving.NewClosedLoop(c.opts.clients(), flush)
+		c.all, c.loop = events, serving.NewClosedLoop(c.opts.ClosedLoop(), flush)
 		c.sendArrivals()
 		return
 	}
@@ -303,44 +219,4 @@ func (rs *runState) paceUntil(until time.Time, name string) (lateNs int64) {
 			return max(0, time.Since(until).Nanoseconds())
 		}
 	}
-}
-
-// sized builds the options for a CP group of cp ranks over the nodes of s: the prefill model over its GPUs, the
-// links' rates, and the KV bytes a token moves, the model's whole (every layer, payload and rank), not what
-// scaled-down copies copy.
-func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
-	sized := *o
-	// The KV of a token is the geometry's every rank's share (or the model's), whatever group is modelled.
-	kv := int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.accountTokenBytes)
-	if o.GroupGPUs > 0 {
-		cp = o.GroupGPUs
-	}
-	sized.Prefill.GroupGPUs = cp
-	gpu, err := prefill.LookupGPU(o.Prefill.GPU)
-	if err != nil {
-		return nil, err
-	}
-	if o.testPrefill == nil {
-		if sized.model, err = prefill.New(sized.Prefill); err != nil {
-			return nil, err
-		}
-		sized.modelName = sized.model.Describe()
-	}
-	if m, err := sizing.LookupModel(o.Prefill.Model); err == nil {
-		kv = m.TokenBytes()
-	}
-	sized.links = serving.Links{HostBytesPerSecond: gpu.H2DBytesPerSecond, L3BytesPerSecond: o.L3ReadBytesPerSecond,
-		KVBytesPerToken: kv, GPUs: cp, Nodes: s.groupNodes}
-	return &sized, nil
-}
-
-// breakEven is the summary's lines on where each tier pays (prefill.SummaryLines), for prefixes of a few
-// lengths; none with a test model.
-func (o *ServingOptions) breakEven() []string {
-	if o.model == nil {
-		return nil
-	}
-	l := o.links
-	return prefill.SummaryLines(o.model, l.KVBytesPerToken, []int64{4096, 32768},
-		prefill.TierRates{L2HostBytesPerSecond: l.HostBytesPerSecond * float64(l.GPUs), L3ReadBytesPerSecond: l.L3BytesPerSecond * float64(l.Nodes)})
 }

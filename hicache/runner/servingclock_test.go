@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/serving"
@@ -30,11 +31,18 @@ func (m perTokenPrefill) BatchSeconds(batch []serving.Tokens) float64 {
 	return s
 }
 
-func servingOptions() *Options {
+func servingOptions() *config.Options {
 	opts := smallOptions()
-	opts.Serving = &ServingOptions{testPrefill: perTokenPrefill{20e-6}, Prefill: prefill.Options{GPU: "h100"},
+	opts.Serving = &config.ServingOptions{Prefill: prefill.Options{GPU: "h100"},
 		L3ReadBytesPerSecond: 5e9, Batching: serving.Batching{StepTokens: 1024, MaxRequests: 16}, TimeScale: 1, RequestRate: 400}
 	return opts
+}
+
+// servingTesting is the levers of a run of servingOptions: every test's checks, and a prefill of 20 us a token.
+func servingTesting() *Testing {
+	tst := checked()
+	tst.Prefill = perTokenPrefill{20e-6}
+	return tst
 }
 
 // TestServingClockTimesEveryRequest: under the serving clock every request gets a time to first token, the
@@ -43,7 +51,7 @@ func servingOptions() *Options {
 func TestServingClockTimesEveryRequest(t *testing.T) {
 	opts := servingOptions()
 	opts.TimelinePath = filepath.Join(t.TempDir(), "timeline.json")
-	r, err := Run(testJob(t), opts)
+	r, err := runTesting(testJob(t), opts, servingTesting())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +131,7 @@ func TestVirtualServingIsTheSameFromRunToRun(t *testing.T) {
 	for range 2 {
 		opts := servingOptions()
 		opts.SyncCopies, opts.Serving.Virtual = true, true
-		r, err := Run(testJob(t), opts)
+		r, err := runTesting(testJob(t), opts, servingTesting())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,13 +152,12 @@ func TestVirtualServingIsTheSameFromRunToRun(t *testing.T) {
 func TestServingClockWithTheRoofline(t *testing.T) {
 	opts := servingOptions()
 	opts.Model, opts.CopyTokenBytes = "deepseek-v3", 8
-	opts.Serving.testPrefill = nil
 	opts.Serving.Prefill = prefill.Options{Model: "deepseek-v3", GPU: "h200", Efficiency: prefill.DefaultEfficiency}
 	opts.Serving.TimeScale, opts.Serving.RequestRate = 20, 40
 	if err := opts.Serving.Check(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(testJob(t), opts)
+	r, err := runTesting(testJob(t), opts, checked())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,10 +170,10 @@ func TestServingClockWithTheRoofline(t *testing.T) {
 // TestScaledWaitsStayWaits: a trace time over a tiny --time-scale is the longest wait a Duration holds, not one
 // that overflows into a negative wait (none at all); an ordinary scale divides.
 func TestScaledWaitsStayWaits(t *testing.T) {
-	if got := newServingClock(&ServingOptions{TimeScale: 10}, true).scaled(int64(time.Second)); got != 100*time.Millisecond {
+	if got := newServingClock(&config.ServingOptions{TimeScale: 10}, true, nil).scaled(int64(time.Second)); got != 100*time.Millisecond {
 		t.Errorf("1 s at --time-scale 10: %v, want 100ms", got)
 	}
-	tiny := newServingClock(&ServingOptions{TimeScale: 1e-300}, true)
+	tiny := newServingClock(&config.ServingOptions{TimeScale: 1e-300}, true, nil)
 	if got := tiny.scaled(int64(time.Millisecond)); got != math.MaxInt64 {
 		t.Errorf("1 ms at --time-scale 1e-300: %v, want the longest Duration", got)
 	}
@@ -177,24 +184,24 @@ func TestScaledWaitsStayWaits(t *testing.T) {
 
 // TestServingOptionsNameTheirFlag: every bad serving flag fails before MPI, naming the flag.
 func TestServingOptionsNameTheirFlag(t *testing.T) {
-	good := func() *ServingOptions {
-		return &ServingOptions{Prefill: prefill.Options{Model: "deepseek-v3", GPU: "h200", Efficiency: 0.5}, L3ReadBytesPerSecond: 1e9,
+	good := func() *config.ServingOptions {
+		return &config.ServingOptions{Prefill: prefill.Options{Model: "deepseek-v3", GPU: "h200", Efficiency: 0.5}, L3ReadBytesPerSecond: 1e9,
 			Batching: serving.Batching{StepTokens: 8192, MaxRequests: 64}, TimeScale: 1}
 	}
 	if err := good().Check(); err != nil {
 		t.Fatalf("good options: %v", err)
 	}
-	for flag, spoil := range map[string]func(o *ServingOptions){
-		"gpu":                func(o *ServingOptions) { o.Prefill.GPU = "a100x" },
-		"model":              func(o *ServingOptions) { o.Prefill.Model = "gpt-9" },
-		"prefill-efficiency": func(o *ServingOptions) { o.Prefill.Efficiency = 1.5 },
-		"l3-read-rate":       func(o *ServingOptions) { o.L3ReadBytesPerSecond = 0 },
-		"time-scale":         func(o *ServingOptions) { o.TimeScale = 0 },
-		"request-rate":       func(o *ServingOptions) { o.RequestRate = -1 },
-		"step-tokens":        func(o *ServingOptions) { o.Batching.StepTokens = 0 },
-		"step-requests":      func(o *ServingOptions) { o.Batching.MaxRequests = 0 },
-		"clients":            func(o *ServingOptions) { o.Clients, o.RequestRate = 4, 10 }, // both sources of arrivals
-		"think-time":         func(o *ServingOptions) { o.Clients, o.ThinkSeconds = 4, -1 },
+	for flag, spoil := range map[string]func(o *config.ServingOptions){
+		"gpu":                func(o *config.ServingOptions) { o.Prefill.GPU = "a100x" },
+		"model":              func(o *config.ServingOptions) { o.Prefill.Model = "gpt-9" },
+		"prefill-efficiency": func(o *config.ServingOptions) { o.Prefill.Efficiency = 1.5 },
+		"l3-read-rate":       func(o *config.ServingOptions) { o.L3ReadBytesPerSecond = 0 },
+		"time-scale":         func(o *config.ServingOptions) { o.TimeScale = 0 },
+		"request-rate":       func(o *config.ServingOptions) { o.RequestRate = -1 },
+		"step-tokens":        func(o *config.ServingOptions) { o.Batching.StepTokens = 0 },
+		"step-requests":      func(o *config.ServingOptions) { o.Batching.MaxRequests = 0 },
+		"clients":            func(o *config.ServingOptions) { o.Clients, o.RequestRate = 4, 10 }, // both sources of arrivals
+		"think-time":         func(o *config.ServingOptions) { o.Clients, o.ThinkSeconds = 4, -1 },
 	} {
 		o := good()
 		spoil(o)
@@ -212,7 +219,7 @@ func TestServingClockNeedsArrivalTimes(t *testing.T) {
 	opts := servingOptions()
 	opts.Serving.RequestRate = 0
 	job := testJob(t)
-	_, err := Run(job, opts)
+	_, err := runTesting(job, opts, servingTesting())
 	var ce *errscope.ConfigError
 	if job.Topo.CPRank == 0 && (!errors.As(err, &ce) || ce.Flag != "request-rate") || err == nil {
 		t.Fatalf("CP rank %d: %v, want an error (a ConfigError naming --request-rate on CP rank 0)", job.Topo.CPRank, err)
@@ -230,7 +237,7 @@ func TestServingClockWithAnL3(t *testing.T) {
 		opts.BatchRequests = 2
 		opts.Serving.RequestRate = 4000 // every step full
 		opts.L3 = l3Options(dir).L3
-		r, err := Run(testJob(t), opts)
+		r, err := runTesting(testJob(t), opts, servingTesting())
 		checkL3Run(t, "serving clock", r, err)
 		if pass == 1 && (r.Hits.L3Tokens == 0 || r.Serving == nil) {
 			t.Fatalf("the second pass over the directory served no L3 hit under the clock: %+v", r.Hits)
@@ -258,7 +265,7 @@ func TestIdealHitsCountTheClocksSteps(t *testing.T) {
 	if err := os.WriteFile(opts.TracePath, atZero, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(testJob(t), opts)
+	r, err := runTesting(testJob(t), opts, servingTesting())
 	if err != nil {
 		t.Fatal(err)
 	}

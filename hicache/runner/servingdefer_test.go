@@ -32,11 +32,13 @@ func TestServingClockDefersAsItsIdeal(t *testing.T) {
 		opts := l3Options(dir)
 		serve := servingOptions().Serving
 		// A pass of 200 ms of trace time, a request a second, spent 10 times faster: 2.4 s of wall a pass.
-		serve.testPrefill, serve.RequestRate, serve.TimeScale = passPrefill{passSeconds: 0.2, secondsPerToken: 20e-6}, 1, 10
+		serve.RequestRate, serve.TimeScale = 1, 10
+		tst := checked()
+		tst.Prefill = passPrefill{passSeconds: 0.2, secondsPerToken: 20e-6}
 		opts.Serving = serve
 		// One turn a conversation, no flush: in the second pass each request's own turn is in the L3 only.
 		opts.Synthetic.Conversations, opts.Synthetic.TurnsMax, opts.Synthetic.TurnTokens, opts.Synthetic.FlushEvery = 24, 1, 96, 0
-		r, err := Run(testJob(t), opts)
+		r, err := runTesting(testJob(t), opts, tst)
 		checkL3Run(t, "serving clock over an L3", r, err)
 		if pass == 0 {
 			continue
@@ -63,7 +65,7 @@ func TestServingClockWithOneClient(t *testing.T) {
 	opts := servingOptions()
 	opts.Serving.RequestRate, opts.Serving.Clients, opts.Serving.ThinkSeconds = 0, 1, 0.002
 	opts.Synthetic.FlushEvery = 0
-	r, err := Run(testJob(t), opts)
+	r, err := runTesting(testJob(t), opts, servingTesting())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,9 +88,10 @@ func TestSweepsModelledL3(t *testing.T) {
 		opts := servingOptions()
 		opts.SyncCopies, opts.Serving.Virtual, opts.Serving.L3ReadBytesPerSecond = true, true, rate
 		// Prompts of a few 512-token blocks, and a flush every 8 requests: the L3 holds what the L2 forgets.
-		opts.Serving.testPrefill = passPrefill{passSeconds: 0.01, secondsPerToken: 20e-6}
+		tst := checked()
+		tst.Prefill = passPrefill{passSeconds: 0.01, secondsPerToken: 20e-6}
 		opts.Synthetic.SystemPromptTokens, opts.Synthetic.TurnTokens, opts.Synthetic.TurnsMax, opts.Synthetic.FlushEvery = 1024, 256, 3, 8
-		r, err := Run(testJob(t), opts)
+		r, err := runTesting(testJob(t), opts, tst)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,7 +47,7 @@ func (c *servingClock) replayWithL3(seen []int64) *report.ModelledL3Serving {
 		records = append(records, serving.Record{ArrivalNs: rc.arrivalNs, Hit: h, Deferred: h.L3 > 0})
 		request++
 	}
-	r := serving.VirtualReplay(records, c.opts.Batching, c.opts.prefill(), c.opts.links, c.opts.clients())
+	r := serving.VirtualReplay(records, c.opts.Batching, c.prefill, c.opts.Links, c.opts.ClosedLoop())
 	var ttft report.MsQuantiles
 	for i, tm := range r.Requests {
 		if !records[i].Flush {

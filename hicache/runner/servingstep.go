@@ -80,7 +80,7 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	if c.opts.Virtual {
 		return
 	}
-	plan := serving.PlanStep(c.opts.prefill(), c.opts.links, in)
+	plan := serving.PlanStep(c.prefill, c.opts.Links, in)
 	first := plan.PassOf(true) // the step's first pass
 	// The prefill starts once the modelled loads are over and this rank's real load-backs too. The serve's own
 	// work (its fills stand for the GPU computing KV) overlaps the prefill, as on a GPU, not the loads.
@@ -90,7 +90,7 @@ func (rs *runState) Served(s *cache.ServedStep) {
 			rs.core.Fail(cache.FailureDevice, err)
 		}
 		in.LoadsReadyNs = c.stepStart + max(0, time.Since(c.wallStart).Nanoseconds()-c.lateNs)
-		plan = serving.PlanStep(c.opts.prefill(), c.opts.links, in)
+		plan = serving.PlanStep(c.prefill, c.opts.Links, in)
 	}
 	c.computeEnd, c.idleNs = plan.EndNs(), plan.IdleNs()
 	c.paceConsensusAt = c.wallStart.Add(c.scaled(c.computeEnd - c.stepStart))

@@ -42,7 +42,7 @@ func (c *servingClock) replayIdeal() {
 			records = append(records, serving.Record{ArrivalNs: rc.arrivalNs, Hit: rc.hit, Flush: rc.flush, Deferred: rc.deferred})
 		}
 	}
-	r := serving.VirtualReplay(records, c.opts.Batching, c.opts.prefill(), c.opts.links, c.opts.clients())
+	r := serving.VirtualReplay(records, c.opts.Batching, c.prefill, c.opts.Links, c.opts.ClosedLoop())
 	for i, tm := range r.Requests {
 		if records[i].Flush {
 			continue

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/internal/errscope"
@@ -18,15 +19,15 @@ import (
 // every rank with one message and leaves no rank waiting and no shared memory behind.
 
 func TestParseRankInjection(t *testing.T) {
-	if inj, err := ParseRankInjection("inject-setup-error", "3"); err != nil || !inj.Set || inj.Rank != 3 {
+	if inj, err := config.ParseRankInjection("inject-setup-error", "3"); err != nil || !inj.Set || inj.Rank != 3 {
 		t.Errorf("\"3\": %+v, %v", inj, err)
 	}
-	if inj, err := ParseRankInjection("inject-setup-error", ""); err != nil || inj.Set {
+	if inj, err := config.ParseRankInjection("inject-setup-error", ""); err != nil || inj.Set {
 		t.Errorf("empty: %+v, %v; want unset", inj, err)
 	}
 	for _, bad := range []string{"-1", "1@2", "one"} {
 		var ce *errscope.ConfigError
-		if _, err := ParseRankInjection("inject-setup-error", bad); !errors.As(err, &ce) || ce.Flag != "inject-setup-error" {
+		if _, err := config.ParseRankInjection("inject-setup-error", bad); !errors.As(err, &ce) || ce.Flag != "inject-setup-error" {
 			t.Errorf("%q: %v, want an error naming --inject-setup-error", bad, err)
 		}
 	}
@@ -43,8 +44,8 @@ func TestInjectedSetupErrorEndsEveryRankWithItsMessage(t *testing.T) {
 			opts := smallOptions()
 			opts.Collective = collective
 			failing := testWorld.Size() - 1
-			opts.InjectSetupError = Injection{Rank: failing, Set: true}
-			_, err := Run(testJob(t), opts)
+			opts.InjectSetupError = config.Injection{Rank: failing, Set: true}
+			_, err := runTesting(testJob(t), opts, checked())
 			checkSetupFailure(t, err, failing, "injected set-up failure on world rank")
 			checkNoLeakedSegments(t)
 		})
@@ -83,7 +84,7 @@ func TestNCCLInitThatNeverCompletesIsAbortedOnEveryRank(t *testing.T) {
 	// np 16 on 2 cores too. (8 s cost the suite 6 s a launch over seven launches: the SPMD packages' longest test.)
 	opts.WatchdogTimeout = 5 * time.Second
 	start := time.Now()
-	_, err := Run(testJob(t), opts)
+	_, err := runTesting(testJob(t), opts, checked())
 	if waited := time.Since(start); waited < transport.NCCLInitTimeout(opts.WatchdogTimeout) {
 		t.Errorf("gave up after %v, before the init bound %v", waited, transport.NCCLInitTimeout(opts.WatchdogTimeout))
 	}

@@ -18,13 +18,14 @@ func TestFullShmFailsAtStartOnEveryRank(t *testing.T) {
 	cp, _ := testLayout()
 	failingCreator := testWorld.Size() - cp // CP-rank 0 of the last group: the only rank that creates its slab
 	opts := smallOptions()
-	opts.testReserveShm = func(f *os.File, size int64) error {
+	tst := checked()
+	tst.ReserveShm = func(f *os.File, size int64) error {
 		if testWorld.Rank() == failingCreator {
 			return syscall.ENOSPC
 		}
 		return shm.Fallocate(f, size)
 	}
-	_, err := runPass(testJob(t), opts)
+	_, err := runPass(testJob(t), opts, Pass{}, tst)
 	var shared *spmd.SharedError
 	if !errors.As(err, &shared) {
 		t.Fatalf("a full /dev/shm in group %d: %v, want an agreed *spmd.SharedError on every rank", failingCreator/cp, err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/shm"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/kernels"
@@ -16,7 +17,7 @@ import (
 // interleaved, the spans never coalesced: a replay copied every part, a few hundred bytes, on its own.
 func TestARunOfPagesIsOneCopyPerLayerAndPayload(t *testing.T) {
 	g := pool.Geometry{CPSize: 2, Layers: 3, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 8, Slots: 64, SlabBytesMax: 1 << 20}
-	rs := &runState{job: &spmd.Job{Topo: &spmd.Topology{NodePart: 1}}, opts: &Options{DevicePages: 32}, geometry: g,
+	rs := &runState{job: &spmd.Job{Topo: &spmd.Topology{NodePart: 1}}, opts: &config.Options{DevicePages: 32}, geometry: g,
 		parts: g.PartMap(), partBytes: g.PartBytes()}
 	slots := func(first ...int32) []cache.SlabSlot {
 		var out []cache.SlabSlot
@@ -61,7 +62,7 @@ func TestAuditFindsAWrongByteInEveryPartInBothLayouts(t *testing.T) {
 	for _, layout := range []pool.Layout{pool.LayerFirst, pool.PageFirst} {
 		g := pool.Geometry{CPSize: 2, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 8, Slots: 16, SlabBytesMax: 1 << 20, Layout: layout}
 		slabs := [][]byte{make([]byte, g.SlabBytes(0))}
-		rs := &runState{job: &spmd.Job{Topo: &spmd.Topology{NodePartRanks: []int{0, 1}}}, opts: &Options{Seed: 9}, geometry: g,
+		rs := &runState{job: &spmd.Job{Topo: &spmd.Topology{NodePartRanks: []int{0, 1}}}, opts: &config.Options{Seed: 9}, geometry: g,
 			parts: g.PartMap(), partBytes: g.PartBytes(), slab: &shm.SharedSlab{Slabs: slabs}}
 		a := &cache.Audit{Slots: []cache.SlabSlot{{Slot: 5}, {Slot: 6}, {Slot: 7}}, StartPos: 8, Parts: 2}
 		for i := range len(a.Slots) * g.PageTokens {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/hicache/l3block"
 	"github.com/cphicache/cphicache/pool"
@@ -90,8 +91,8 @@ type tokenCost struct {
 func newTokenCost(b *testing.B) *tokenCost {
 	g := pool.Geometry{CPSize: 8, Layers: 1, PayloadsPerLayer: 2, PageTokens: 64, TokenBytes: 8, Slots: 32768,
 		SlabBytesMax: 1 << 40, Layout: pool.LayerFirst}
-	o := L3Options{Dir: b.TempDir()}
-	store, err := l3.Open(o.Dir, o.namespace(g, 1), l3.Unbounded)
+	o := config.L3Options{Dir: b.TempDir()}
+	store, err := l3.Open(o.Dir, o.BlockNamespace(g, 1), l3.Unbounded)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/internal/errscope"
@@ -19,7 +20,12 @@ import (
 const divergenceInjectStep = 5
 
 // Validate runs the validation matrix on every rank; world rank 0 gets the report.
-func Validate(job *spmd.Job, options *Options) (*report.ValidationReport, error) {
+func Validate(job *spmd.Job, options *config.Options) (*report.ValidationReport, error) {
+	return validateTesting(job, options, nil)
+}
+
+// validateTesting is Validate with a test's levers on every pass (nil: none).
+func validateTesting(job *spmd.Job, options *config.Options, tst *Testing) (*report.ValidationReport, error) {
 	t := job.Topo
 	sized, err := options.Size(t.CPSize, t.NodeSize, t.GroupNodes)
 	if err != nil {
@@ -33,34 +39,35 @@ func Validate(job *spmd.Job, options *Options) (*report.ValidationReport, error)
 	if err != nil {
 		return nil, err
 	}
-	opts.recordFlushWrong = true // every pass: the flush_reset row counts, and the pass goes on
-	main := opts
-	main.flushAtEnd = true
-	options.progress(1, "as configured")
-	mainPass, err := runPass(job, &main)
+	pass := Pass{RecordFlushWrong: true} // every pass: the flush_reset row counts, and the pass goes on
+	main := pass
+	main.FlushAtEnd = true
+	sayPass(options, 1, "as configured")
+	mainPass, err := runPass(job, &opts, main, tst)
 	if err != nil {
 		return nil, err
 	}
 	capacity := opts
 	capacity.L2Slots = max(16, opts.L2Slots/32) // far below the working set: misses and evictions
-	options.progress(2, fmt.Sprintf("an L2 of %d slots, far below the working set", capacity.L2Slots))
-	capacityPass, err := runPass(job, &capacity)
+	sayPass(options, 2, fmt.Sprintf("an L2 of %d slots, far below the working set", capacity.L2Slots))
+	capacityPass, err := runPass(job, &capacity, pass, tst)
 	if err != nil {
 		return nil, err
 	}
 	divergence := opts
-	divergence.recordDivergence = true
+	divergencePassMode := pass
+	divergencePassMode.RecordDivergence = true
 	// The last CP rank of every group perturbs its allocator.
-	divergence.InjectDivergence = Injection{Rank: t.CPGroup*t.CPSize + t.CPSize - 1, Step: divergenceInjectStep, Set: t.CPSize > 1}
-	options.progress(3, "one perturbed rank per CP group")
-	divergencePass, err := runPass(job, &divergence)
+	divergence.InjectDivergence = config.Injection{Rank: t.CPGroup*t.CPSize + t.CPSize - 1, Step: divergenceInjectStep, Set: t.CPSize > 1}
+	sayPass(options, 3, "one perturbed rank per CP group")
+	divergencePass, err := runPass(job, &divergence, divergencePassMode, tst)
 	if err != nil {
 		return nil, err
 	}
 	plain := opts
 	// The L3 row's own passes take the L3.
-	plain.L3 = L3Options{Dir: opts.L3.Dir, Namespace: opts.L3.Namespace, testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
-	l3Fill, l3Read, err := l3Passes(job, &plain, l3Dir, options.progress)
+	plain.L3 = config.L3Options{Dir: opts.L3.Dir, Namespace: opts.L3.Namespace}
+	l3Fill, l3Read, err := l3Passes(job, &plain, pass, tst, l3Dir, func(n int, what string) { sayPass(options, n, what) })
 	removeValidationL3Dir(job, l3Dir, forgetL3Dir)
 	if err != nil {
 		return nil, err
@@ -91,8 +98,8 @@ func Validate(job *spmd.Job, options *Options) (*report.ValidationReport, error)
 // ValidatePasses is the number of passes Validate replays the workload in.
 const ValidatePasses = 5
 
-// progress calls ValidateProgress, when set, for pass (1 to ValidatePasses).
-func (o *Options) progress(pass int, what string) {
+// sayPass calls o.ValidateProgress, when set, for pass (1 to ValidatePasses).
+func sayPass(o *config.Options, pass int, what string) {
 	if o.ValidateProgress != nil {
 		o.ValidateProgress(pass, ValidatePasses, what)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/internal/errscope"
@@ -24,26 +25,26 @@ import (
 const validateL3BlockPages = 4
 
 // l3Passes runs the fill and the faulty read pass in dir (validationL3Dir).
-func l3Passes(job *spmd.Job, opts *Options, dir string, progress func(pass int, what string)) (fill, read *runState, err error) {
-	l3opts := L3Options{Dir: dir, Bytes: 1 << 40, Namespace: opts.L3.Namespace + "/cphicache-validate",
-		BlockTokens: validateL3BlockPages * opts.PageTokens, PrefetchPolicy: cache.PrefetchWaitComplete, PrefetchThreshold: opts.PageTokens,
-		testIgnoreFailedReads: opts.L3.testIgnoreFailedReads}
+func l3Passes(job *spmd.Job, opts *config.Options, pass Pass, tst *Testing, dir string,
+	progress func(pass int, what string)) (fill, read *runState, err error) {
+	l3opts := config.L3Options{Dir: dir, Bytes: 1 << 40, Namespace: opts.L3.Namespace + "/cphicache-validate",
+		BlockTokens: validateL3BlockPages * opts.PageTokens, PrefetchPolicy: cache.PrefetchWaitComplete, PrefetchThreshold: opts.PageTokens}
 	fillOpts := *opts
 	fillOpts.L3 = l3opts
 	progress(4, "storing blocks in an L3 of its own, "+dir)
-	if fill, err = runPass(job, &fillOpts); err != nil {
+	if fill, err = runPass(job, &fillOpts, pass, tst); err != nil {
 		return nil, nil, err
 	}
-	readOpts := fillOpts
 	t := job.Topo
-	readOpts.L3.testFailReads = t.CPSize > 1 && t.CPRank == t.CPSize-1
-	readOpts.L3.readFailuresExpected = readOpts.L3.testFailReads
+	readPass := pass
+	readPass.FailL3Reads = t.CPSize > 1 && t.CPRank == t.CPSize-1
+	readPass.L3ReadFailuresExpected = readPass.FailL3Reads
 	what := "loading them back, the last CP rank of each group failing its reads"
 	if t.CPSize == 1 {
 		what = "loading them back (no read failures injected: a single-rank CP group has no rank to agree them with)"
 	}
 	progress(5, what)
-	read, err = runPass(job, &readOpts)
+	read, err = runPass(job, &fillOpts, readPass, tst)
 	return fill, read, err
 }
 

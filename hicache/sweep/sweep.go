@@ -11,9 +11,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/cphicache/cphicache/hicache/runner"
+	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/report"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
@@ -77,7 +78,7 @@ type Result struct {
 }
 
 // Sweep runs the workload once per size on a one-rank job, calling done after each point (progress).
-func Run(job *spmd.Job, options *runner.Options, sizes []Size, done func(Point)) (*Result, error) {
+func Run(job *spmd.Job, options *config.Options, sizes []Size, done func(Point)) (*Result, error) {
 	if err := CheckJob(job); err != nil {
 		return nil, err
 	}

@@ -53,6 +53,8 @@ var codeMap = []importRule{
 		notMod: []string{"..."}},
 	{pkgs: "hicache/runner", rule: "hicache/runner/: one pass of a job around the cache; it must not import bench/ (nor cli/ or main)",
 		notMod: []string{"bench/..."}},
+	{pkgs: "hicache/config", rule: "hicache/config/: a job's options, their parsing, sizing and pure checks; no MPI, NCCL, kernels, shared memory, transport, spmd or runner, over every dependency, and no test hook (the runner's Testing)",
+		notMod: []string{"mpi/...", "nccl/...", "kernels/...", "hicache/shm/...", "hicache/transport/...", "hicache/spmd/...", "hicache/runner/...", "hicache/sweep", "bench/...", "cli"}, deep: true},
 	{pkgs: "hicache/...", rule: "nothing under hicache/ imports bench/", notMod: []string{"bench/..."}, across: true},
 	{pkgs: "hicache/...", rule: "nothing under hicache/ imports hicache/ itself (a folder: its packages import each other)",
 		notMod: []string{"hicache"}, across: true},

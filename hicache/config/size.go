@@ -1,4 +1,4 @@
-package runner
+package config
 
 import (
 	"fmt"
@@ -22,8 +22,8 @@ import (
 // so an error is the same on every rank (it names its flag).
 func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 	s := *o
-	s.groupNodes = max(1, nodes)
-	nodeParts := cp / s.groupNodes
+	s.GroupNodes = max(1, nodes)
+	nodeParts := cp / s.GroupNodes
 	if o.Model != "" {
 		m, err := sizing.LookupModel(o.Model)
 		if err != nil {
@@ -34,7 +34,7 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 		ways := cp * max(1, s.Layers*s.PayloadsPerLayer)
 		s.TokenBytes = ((o.GroupTokenBytes+ways-1)/ways + 7) / 8 * 8
 	}
-	s.accountTokenBytes = s.TokenBytes
+	s.AccountTokenBytes = s.TokenBytes
 	if o.Serving != nil {
 		var err error
 		if s.Serving, err = o.Serving.sized(&s, cp); err != nil {
@@ -42,12 +42,12 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 		}
 	}
 	if o.CopyTokenBytes > 0 {
-		if o.CopyTokenBytes > s.accountTokenBytes {
-			return nil, &errscope.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d is more than the %d bytes per token per rank per layer per payload it stands in for: it can only copy fewer", o.CopyTokenBytes, s.accountTokenBytes)}
+		if o.CopyTokenBytes > s.AccountTokenBytes {
+			return nil, &errscope.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d is more than the %d bytes per token per rank per layer per payload it stands in for: it can only copy fewer", o.CopyTokenBytes, s.AccountTokenBytes)}
 		}
 		s.TokenBytes = o.CopyTokenBytes
 	}
-	rankPageBytes := int64(s.PageTokens) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.accountTokenBytes)
+	rankPageBytes := int64(s.PageTokens) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.AccountTokenBytes)
 	if o.L2Bytes > 0 {
 		groups := int64(max(1, ranksPerNode/nodeParts))
 		slotBytes := rankPageBytes * int64(nodeParts)
@@ -78,13 +78,13 @@ func (o *Options) SizedFlags(cp, ranksPerNode, nodes int) (map[string]string, er
 		return nil, err
 	}
 	return map[string]string{"layers": strconv.Itoa(s.Layers), "payloads": strconv.Itoa(s.PayloadsPerLayer),
-		"token-bytes": strconv.Itoa(s.accountTokenBytes), "l2-slots": strconv.Itoa(s.L2Slots),
+		"token-bytes": strconv.Itoa(s.AccountTokenBytes), "l2-slots": strconv.Itoa(s.L2Slots),
 		"device-pages": strconv.Itoa(s.DevicePages)}, nil
 }
 
-// capacity states the sized options' tiers (after Size) for a CP group of cp ranks.
-func (o *Options) capacity(cp int) report.Capacity {
-	account := o.accountTokenBytes
+// Capacity states the sized options' tiers (after Size) for a CP group of cp ranks.
+func (o *Options) Capacity(cp int) report.Capacity {
+	account := o.AccountTokenBytes
 	if account == 0 { // options that did not go through Size: nothing is scaled
 		account = o.TokenBytes
 	}

@@ -1,10 +1,7 @@
-package runner
+package config
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -12,37 +9,10 @@ import (
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/hicache/timeline"
-	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/internal/errscope"
-	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/pool"
 )
-
-// Injection names a rank and a step for fault injection (--inject-divergence RANK@STEP and friends).
-type Injection struct {
-	Rank int
-	Step int64
-	Set  bool
-}
-
-// ParseInjection reads RANK@STEP; flag names the flag for errors.
-func ParseInjection(flag, s string) (Injection, error) {
-	if s == "" {
-		return Injection{}, nil
-	}
-	rank, step, ok := strings.Cut(s, "@")
-	r, err1 := strconv.Atoi(rank)
-	st, err2 := strconv.ParseInt(step, 10, 64)
-	if !ok || err1 != nil || err2 != nil || r < 0 || st < 1 {
-		return Injection{}, &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is not RANK@STEP (a world rank >= 0 and a step >= 1)", s)}
-	}
-	return Injection{Rank: r, Step: st, Set: true}, nil
-}
-
-func (inj Injection) hits(worldRank int, step int64) bool {
-	return inj.Set && inj.Rank == worldRank && inj.Step == step
-}
 
 // DefaultGroupTokenBytes is the default model's KV bytes a token over a CP group: 2 KiB, --token-bytes 32 at cp 8
 // with 4 layers of K and V, as it was per rank before the default followed the CP size.
@@ -86,7 +56,7 @@ type Options struct {
 	Strict           bool               // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
 	Provenance       *report.Provenance // what the command and its flags were, for the header, report and metrics
 
-	// Sizing (capacity.go, and the model table in hicache/sizing), turned into the fields above by Size once the CP size is known.
+	// Sizing (size.go, and the model table in hicache/sizing), turned into the fields above by Size once the CP size is known.
 	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'
 	CopyTokenBytes int    // bytes actually copied per token per rank per layer per payload; 0 = TokenBytes
 	// GroupTokenBytes, without a --model or a --token-bytes given: the KV bytes of a token over the whole CP group
@@ -103,37 +73,16 @@ type Options struct {
 	// Serving turns the serving clock on (arrivals, a modelled prefill, time to first token); nil: off.
 	Serving *ServingOptions
 
-	// accountTokenBytes: the real TokenBytes that capacities count when CopyTokenBytes copies fewer (Size).
-	accountTokenBytes int
-	// groupNodes: the nodes each CP group spans (Size); each node's slab holds its share of the group's parts.
-	groupNodes int
-
-	// validate mode: a divergence is recorded and the group restarts from a fresh state instead of failing; a
-	// flush that leaves the cache unlike a fresh one is counted for the flush_reset row (recordFlushWrong); and a
-	// workload without a flush gets one at the end, so that the row has something to check (flushAtEnd).
-	recordDivergence bool
-	recordFlushWrong bool
-	flushAtEnd       bool
-
-	// tests only: the core's checks and deliberate bugs (cache.Testing: step invariants, the eviction model, a
-	// simbugs build's bugs), and copies on one world rank slowed so that the others' commits come before its
-	// copies finish.
-	coreTesting      cache.Testing
-	testSlowCopyRank Injection
-	// testReserveShm replaces the slab's memory reservation (nil: fallocate), to fake a full /dev/shm.
-	testReserveShm func(f *os.File, bytes int64) error
-	// stagedDeviceContent fills and checks device content through WriteDevice and ReadDevice even on the CPU
-	// build, as the GPU build must, so that the CPU suite covers that path.
-	stagedDeviceContent bool
-	// testProveReducer wraps the step consensus's transport (when there is one: --collective nccl), and has it
-	// carry the consensus calls of a one-rank CP group too, which skip it otherwise: the cuda build's test checks
-	// every call's reduction on the device inside a whole run at one rank.
-	testProveReducer func(transport.MinAllReducer) transport.MinAllReducer
+	// Set by Size, for the runner: AccountTokenBytes is the real TokenBytes that capacities count when
+	// CopyTokenBytes copies fewer (0 before Size: TokenBytes), and GroupNodes the nodes each CP group spans, each
+	// node's slab holding its share of the group's parts (0 before Size: one).
+	AccountTokenBytes int
+	GroupNodes        int
 }
 
-// stepRequestsMax is the most requests a step holds: --batch-requests, or the serving clock's --step-requests
+// StepRequestsMax is the most requests a step holds: --batch-requests, or the serving clock's --step-requests
 // when it forms the steps. The L3's prefetch counts take one word of the step's vector each.
-func (o *Options) stepRequestsMax() int {
+func (o *Options) StepRequestsMax() int {
 	if o.Serving != nil && !o.Serving.Virtual {
 		return o.Serving.Batching.MaxRequests
 	}
@@ -141,7 +90,11 @@ func (o *Options) stepRequestsMax() int {
 }
 
 // Validate checks the options that need no MPI, so that bad input fails before any shared state exists.
-func (o *Options) Validate() error {
+// writesOutputs says this process is world rank 0, the one that writes the job's files (known from the
+// launcher's environment before MPI starts), so that only it checks their directories: the other ranks' nodes
+// need not have them (a node-local /tmp). The build's own check of --collective comes after these (the runner's
+// CheckOptions).
+func (o *Options) Validate(writesOutputs bool) error {
 	positive := []struct {
 		flag  string
 		value int
@@ -179,18 +132,18 @@ func (o *Options) Validate() error {
 	if o.WatchdogTimeout < 0 {
 		return &errscope.ConfigError{Flag: "watchdog-timeout", Reason: fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
 	}
-	if err := o.L3.validate(o.PageTokens); err != nil {
+	if err := o.L3.Validate(o.PageTokens); err != nil {
 		return err
 	}
 	if err := o.checkMetrics(); err != nil {
 		return err
 	}
-	if err := o.checkTimeline(); err != nil {
+	if err := o.checkTimeline(writesOutputs); err != nil {
 		return err
 	}
 	// World rank 0 alone writes the report, so its node's directory is the one that must be there; the others'
 	// need not be (a node-local /tmp).
-	if mpi.LauncherRank() == 0 {
+	if writesOutputs {
 		if err := outfile.Check("report", o.ReportPath); err != nil {
 			return err
 		}
@@ -202,7 +155,7 @@ func (o *Options) Validate() error {
 	if o.Collective != "mpi" && o.Collective != "nccl" {
 		return &errscope.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
 	}
-	return transport.CheckCollectiveBuild(o.Collective)
+	return nil
 }
 
 // InputFiles are the files a run or a sweep reads, which no output may name (outfile.CheckDistinct).
@@ -221,11 +174,11 @@ func (o *Options) checkMetrics() error {
 	if o.MetricsInterval > 0 && o.MetricsPath == "" {
 		return &errscope.ConfigError{Flag: "metrics-interval", Reason: "needs --metrics-file"}
 	}
-	return checkMetricsPath(o.MetricsPath)
+	return outfile.Check("metrics-file", o.MetricsPath)
 }
 
 // checkTimeline checks --timeline's file (on world rank 0, which writes it) and its window.
-func (o *Options) checkTimeline() error {
+func (o *Options) checkTimeline(writesOutputs bool) error {
 	if o.TimelinePath == "" {
 		return nil
 	}
@@ -235,7 +188,7 @@ func (o *Options) checkTimeline() error {
 	if o.TimelineWindow.Every < 1 {
 		return &errscope.ConfigError{Flag: "timeline-every", Reason: fmt.Sprintf("%d: give 1 (every step) or more", o.TimelineWindow.Every)}
 	}
-	if mpi.LauncherRank() == 0 {
+	if writesOutputs {
 		return outfile.Check("timeline", o.TimelinePath)
 	}
 	return nil
@@ -262,31 +215,14 @@ func (o *Options) validateSizing() error {
 	return nil
 }
 
-// geometry is the CP group's, over the nodes Size was told (o.groupNodes; 0 before Size means one).
-func (o *Options) geometry(cp int) pool.Geometry {
+// Geometry is the CP group's, over the nodes Size was told (GroupNodes; 0 before Size means one).
+func (o *Options) Geometry(cp int) pool.Geometry {
 	nodes := 0
-	if o.groupNodes > 1 {
-		nodes = o.groupNodes
+	if o.GroupNodes > 1 {
+		nodes = o.GroupNodes
 	}
 	return pool.Geometry{
 		CPSize: cp, Nodes: nodes, Layers: o.Layers, PayloadsPerLayer: o.PayloadsPerLayer, PageTokens: o.PageTokens,
 		TokenBytes: o.TokenBytes, Slots: o.L2Slots, SlabBytesMax: o.SlabBytesMax, Layout: o.Layout,
 	}
-}
-
-// coreConfig is the core's configuration on one rank: the cache, the step program's schedule, validate's modes,
-// this rank's injected divergence, and the tests' checks.
-func (o *Options) coreConfig(g pool.Geometry, cpRank, group, worldRank int) cache.Config {
-	cfg := cache.Config{Geometry: g, DevicePages: o.DevicePages, Policy: o.Policy, Seed: o.Seed, CPRank: cpRank, Group: group,
-		SyncCopies: o.SyncCopies, FlushEvery: o.FlushEvery, PlacementAssertEvery: o.PlacementAssertEvery,
-		RecordDivergence: o.recordDivergence, RecordFlushWrong: o.recordFlushWrong, FlushAtEnd: o.flushAtEnd, Testing: o.coreTesting}
-	if o.InjectDivergence.Set && o.InjectDivergence.Rank == worldRank {
-		cfg.PerturbAtStep = o.InjectDivergence.Step
-	}
-	if o.L3.Enabled() {
-		cfg.L3 = cache.L3Config{Enabled: true, BlockTokens: o.L3.BlockTokens, WritePolicy: o.L3.WritePolicy,
-			PrefetchPolicy: o.L3.PrefetchPolicy, PrefetchThreshold: o.L3.PrefetchThreshold, BatchRequests: o.stepRequestsMax(),
-			IgnoreFailedReads: o.L3.testIgnoreFailedReads}
-	}
-	return cfg
 }
