@@ -35,7 +35,7 @@ DEB_PACKAGES := libopenmpi-dev openmpi-bin pkg-config gcc make
 # Packages whose tests are SPMD: compiled once, run under mpirun at each rank count below. A folder's own
 # make fragment (*/*.mk, included below) may add packages here, Debian packages to DEB_PACKAGES, and targets to
 # EXTRA_TESTS, which `make test` runs after the SPMD tests.
-MPI_TEST_PKGS := mpi hicache/runner hicache/spmd
+MPI_TEST_PKGS := mpi hicache/runner hicache/validate hicache/spmd
 MPI_TEST_NPS  := 1 2 8 16
 EXTRA_TESTS   :=
 

@@ -13,8 +13,8 @@ import (
 	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/report"
-	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/validate"
 )
 
 func validateCommand() *cli.Command {
@@ -42,14 +42,15 @@ func validateMain(job *spmd.Job, opts *config.Options) error {
 	if job.Topo.WorldRank == 0 && opts.ReportPath != "" {
 		outfile.Remove(opts.ReportPath) // the last job's: a validate that ends without its table writes none
 	}
+	var progress validate.Progress
 	if !opts.Quiet && job.Topo.WorldRank == 0 {
 		start := time.Now()
-		opts.ValidateProgress = func(pass, passes int, what string) {
+		progress = func(pass, passes int, what string) {
 			fmt.Fprintf(os.Stderr, "cphicache: validate pass %d of %d: %s (%.1f s)\n", pass, passes, what, time.Since(start).Seconds())
 		}
 	}
 	opts.Quiet = true // the passes' own progress lines would repeat per pass
-	v, err := runner.Validate(job, opts)
+	v, err := validate.Run(job, opts, progress)
 	if err != nil {
 		return err
 	}

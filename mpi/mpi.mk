@@ -17,7 +17,7 @@ MPICH_PACKAGES  := libmpich-dev mpich
 MPICH_BIN       := bin/cphicache-mpich
 MPICH_BUILD     := $(BUILD)/mpich
 MPIEXEC_MPICH   ?= mpiexec.mpich
-MPICH_TEST_PKGS := mpi hicache/runner
+MPICH_TEST_PKGS := mpi hicache/runner hicache/validate
 MPICH_TEST_NPS  := 1 2 8
 # What differs under MPICH is the binding (mpi/: every collective, split, yield and error path), which its own
 # tests and `cphicache run` cover at every rank count. hicache's SPMD tests are the layer above it, the same
@@ -27,7 +27,7 @@ MPICH_TEST_NPS  := 1 2 8
 # have no non-blocking twin to yield in: a split of 8 ranks on 2 cores costs about 100 ms), so np 8 is
 # MPICH_HICACHE_NPS's to ask for.
 MPICH_HICACHE_NPS ?= 1 2
-mpich_nps = $(if $(filter hicache/runner,$(1)),$(MPICH_HICACHE_NPS),$(MPICH_TEST_NPS))
+mpich_nps = $(if $(filter hicache/runner hicache/validate,$(1)),$(MPICH_HICACHE_NPS),$(MPICH_TEST_NPS))
 # The L3 tests exercise files, not the MPI: they run under OpenMPI at every rank count, and leaving them out here
 # halves the MPICH suite (39 s to 19 s at np 8 on this machine).
 MPICH_TEST_SKIP := ^TestL3

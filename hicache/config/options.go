@@ -40,21 +40,19 @@ type Options struct {
 	MetricsPath                                      string // --metrics-file: Prometheus text format, world rank 0 writes it
 	TimelinePath                                     string // --timeline: the Chrome trace of every rank's steps, world rank 0 writes it
 	TimelineWindow                                   timeline.Window
-	// ValidateProgress, when set, is told as Validate starts each pass (the caller prints it on one rank).
-	ValidateProgress func(pass, passes int, what string)
-	MetricsInterval  time.Duration // between periodic metrics writes; 0 = only at the end
-	Collective       string
-	WatchdogTimeout  time.Duration
-	InjectDivergence Injection
-	InjectHang       Injection
-	InjectExit       Injection
-	InjectCopyError  Injection
-	InjectStuckCopy  Injection
-	InjectSetupError Injection // a world rank whose copy-engine set-up fails
-	JobID            string
-	Quiet            bool
-	Strict           bool               // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
-	Provenance       *report.Provenance // what the command and its flags were, for the header, report and metrics
+	MetricsInterval                                  time.Duration // between periodic metrics writes; 0 = only at the end
+	Collective                                       string
+	WatchdogTimeout                                  time.Duration
+	InjectDivergence                                 Injection
+	InjectHang                                       Injection
+	InjectExit                                       Injection
+	InjectCopyError                                  Injection
+	InjectStuckCopy                                  Injection
+	InjectSetupError                                 Injection // a world rank whose copy-engine set-up fails
+	JobID                                            string
+	Quiet                                            bool
+	Strict                                           bool               // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
+	Provenance                                       *report.Provenance // what the command and its flags were, for the header, report and metrics
 
 	// Sizing (size.go, and the model table in hicache/sizing), turned into the fields above by Size once the CP size is known.
 	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'

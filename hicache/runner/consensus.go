@@ -41,7 +41,7 @@ type consensus struct {
 	cp        groupComm
 	group     int
 	transport transport.MinAllReducer
-	// oneRankTransport (tests only, config.Options.testProveReducer) sends the transport's calls through it on a
+	// oneRankTransport (tests only, Testing.ProveReducer) sends the transport's calls through it on a
 	// one-rank group too, which skips them otherwise; they are still booked as skipped.
 	oneRankTransport bool
 	watchdog         *spmd.Watchdog

@@ -255,29 +255,3 @@ func TestCleanRunAuditsEveryCommitAndCallsOncePerStep(t *testing.T) {
 		t.Errorf("cp 1: %d consensus calls ran, %d skipped; want none run", r.Consensus.Calls, r.Consensus.Skipped)
 	}
 }
-
-// validate's flush row uses the same whole-state check: a broken Reset fails the row (and only that row), and a
-// workload without a flush still gets one to check.
-func TestValidateFlushRowCatchesABrokenReset(t *testing.T) {
-	for _, broken := range []bool{false, true} {
-		if broken {
-			defer pool.BreakResetForTest()()
-		}
-		opts := smallOptions()
-		opts.Synthetic.FlushEvery = 0 // the workload flushes never: validate must flush on its own
-		v, err := validateTesting(testJob(t), opts, checked())
-		if err != nil {
-			t.Fatalf("broken reset %v: %v", broken, err)
-		}
-		for _, c := range v.Checks {
-			wantFail := broken && c.Name == "flush_reset"
-			if (c.Result == "fail") != wantFail {
-				t.Errorf("broken reset %v: %s %s (%s)", broken, c.Name, c.Result, c.Detail)
-			}
-			if c.Name == "flush_reset" && !strings.Contains(c.Detail, "rank-flush") {
-				t.Errorf("flush row: %s", c.Detail)
-			}
-		}
-		checkNoLeakedSegments(t)
-	}
-}

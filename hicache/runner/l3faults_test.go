@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -90,28 +89,6 @@ func TestL3PrefetchesDroppedByAFlushAreCounted(t *testing.T) {
 		t.Errorf("the summary does not say it:\n%s", b.String())
 	}
 	checkNoLeakedSegments(t)
-}
-
-// TestValidatesL3DirectoryIsInTheCleanUp: a signal or the watchdog that ends validate removes its L3 directory,
-// whose blocks would otherwise outlive the job: the ranks that remove it at the end hold its removal in the
-// job's clean-up from its making.
-func TestValidatesL3DirectoryIsInTheCleanUp(t *testing.T) {
-	job := testJob(t)
-	dir, forget, err := validationL3Dir(job, sharedTempDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer forget()
-	if err := testWorld.Barrier(); err != nil { // every rank has made it
-		t.Fatal(err)
-	}
-	job.Cleanup.Run() // what the signal handler and the watchdog run before the process ends
-	if err := testWorld.Barrier(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("validate's L3 directory %s is still there after the clean-up (stat: %v)", dir, err)
-	}
 }
 
 // TestL3AllCorruptIsNoWorseThanNoL3: over a directory whose every block is corrupt (a payload byte flipped), a

@@ -4,42 +4,23 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
+	"github.com/cphicache/cphicache/hicache/runner/runnertest"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/pool"
 )
 
 // SPMD tests of the L3 tier: every rank runs them, over one directory shared by the job.
 
-// sharedTempDir is a directory every rank of the job uses: world rank 0 makes it and sends its name; it is
-// removed after every rank is done with it.
+// sharedTempDir is a directory every rank of the job uses (runnertest.SharedTempDir).
 func sharedTempDir(t *testing.T) string {
 	t.Helper()
-	name := make([]byte, 256)
-	if testWorld.Rank() == 0 {
-		dir, err := os.MkdirTemp("", "cphicache-l3-test-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(name, dir)
-	}
-	if err := testWorld.BcastBytes(name, 0); err != nil {
-		t.Fatal(err)
-	}
-	dir := string(bytes.TrimRight(name, "\x00"))
-	t.Cleanup(func() {
-		testWorld.Barrier()
-		if testWorld.Rank() == 0 {
-			os.RemoveAll(dir)
-		}
-	})
-	return dir
+	return runnertest.SharedTempDir(t, testWorld)
 }
 
 // loggedJob is testJob with its log in a buffer.
@@ -175,34 +156,6 @@ func TestL3ReadOnlyDirectoryIsServed(t *testing.T) {
 		checkSaidOnce(t, log, "the L3 directory is read-only", dir)
 	}
 	checkNoLeakedSegments(t)
-}
-
-// TestValidateL3RowCatchesIgnoredReadFailures: validate's l3_roundtrip row passes on a sound cache and fails, alone,
-// when the group's agreement on failed reads is ignored (blocks the failing rank never read are served).
-func TestValidateL3RowCatchesIgnoredReadFailures(t *testing.T) {
-	if cp, _ := testLayout(); cp == 1 {
-		t.Skip("a single-rank group has no other rank's failed reads to agree on")
-	}
-	for _, broken := range []bool{false, true} {
-		opts := smallOptions()
-		tst := checked()
-		tst.L3.IgnoreFailedReads = broken
-		// Backups commit in their step, so the passes' load-backs (data_integrity's) do not hang on the machine's
-		// load: under MPICH on a loaded machine a pass once had none.
-		opts.SyncCopies = true
-		v, err := validateTesting(testJob(t), opts, tst)
-		if err != nil {
-			t.Fatalf("broken %v: %v", broken, err)
-		}
-		for _, c := range v.Checks {
-			// data_integrity counts the other passes' load-backs: the L3 passes' wrong bytes are the L3 row's.
-			wantFail := broken && c.Name == "l3_roundtrip"
-			if (c.Result == "fail") != wantFail {
-				t.Errorf("broken %v: %s %s (%s)", broken, c.Name, c.Result, c.Detail)
-			}
-		}
-		checkNoLeakedSegments(t)
-	}
 }
 
 // TestL3FlushWaitsForBlockWrites: a flush's own commit schedules block writes; with writes slowed, they are still

@@ -1,10 +1,9 @@
 package runner
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/runner/runnertest"
 	"github.com/cphicache/cphicache/mpi"
 	"github.com/cphicache/cphicache/mpi/mpitest"
 )
@@ -16,12 +15,5 @@ var testWorld *mpi.Comm
 
 func TestMain(m *testing.M) { mpitest.Main(m, &testWorld) }
 
-// testJobID names the segments these tests create: CPHICACHE_JOB_ID where the Makefile gives each mpirun its own,
-// else this process's id. The leak checks look only at this job's segments, so that other cphicache jobs on the
-// same machine (another engineer's suite) neither fail them nor hide behind them.
-var testJobID = func() string {
-	if id := os.Getenv("CPHICACHE_JOB_ID"); id != "" {
-		return id
-	}
-	return fmt.Sprintf("test_p%d", os.Getpid())
-}()
+// testJobID names the segments these tests create (runnertest.JobID).
+var testJobID = runnertest.JobID

@@ -7,7 +7,9 @@ import (
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/serving"
+	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/pool"
 )
@@ -106,3 +108,31 @@ func coreConfig(o *config.Options, pass Pass, t *Testing, g pool.Geometry, cpRan
 	}
 	return cfg
 }
+
+// PassResult is what one pass leaves its caller (validate), read once the pass is over and its shared slab
+// released: this rank's counters (the core's and the runner's own) and the last step it began, and its consensus
+// collectives by kind. Groups gathers the report's groups from it.
+type PassResult struct {
+	Counters    cache.Counters
+	Steps       int64
+	Collectives []report.CollectiveStats // by kind of consensus collective
+	rs          *runState
+}
+
+// RunPass replays one workload end to end with options already sized (config.Options.Size) on every rank of
+// job. A failed replay returns its result too, beside the agreed error, when the pass got as far as its replay.
+func RunPass(job *spmd.Job, opts *config.Options, pass Pass, t *Testing) (*PassResult, error) {
+	rs, err := runPass(job, opts, pass, t)
+	if rs == nil {
+		return nil, err
+	}
+	r := &PassResult{Counters: rs.counters(), Steps: rs.stepsDone(), rs: rs}
+	if rs.cons != nil {
+		r.Collectives = rs.cons.stats[:]
+	}
+	return r, err
+}
+
+// Groups gathers the report's groups (World collectives that every rank calls): each CP group's ranks, nodes,
+// GPUs and consensus collectives.
+func (r *PassResult) Groups() ([]report.GroupReport, error) { return r.rs.gatherGroups() }

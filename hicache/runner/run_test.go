@@ -2,67 +2,39 @@ package runner
 
 import (
 	"errors"
-	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
-	"github.com/cphicache/cphicache/hicache/shm"
+	"github.com/cphicache/cphicache/hicache/runner/runnertest"
 	"github.com/cphicache/cphicache/hicache/spmd"
-	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
 
-// testLayout is the CP layout the SPMD tests use at each launch size: one CP group of all ranks, except at 16
-// ranks, where it is the CP8DP2 layout users validate before production.
-func testLayout() (cp, dp int) {
-	if n := testWorld.Size(); n == 16 {
-		return 8, 2
-	}
-	return testWorld.Size(), 1
-}
+// The SPMD tests' fixtures are runnertest's, which validate's tests share.
+
+func testLayout() (cp, dp int) { return runnertest.Layout(testWorld) }
 
 func testJob(t *testing.T) *spmd.Job {
 	t.Helper()
-	cp, dp := testLayout()
-	topo, err := spmd.NewTopology(testWorld, cp, dp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(topo.Close)
+	job := runnertest.Job(t, testWorld)
 	noteDeviceRuns(t)
-	return &spmd.Job{Topo: topo, Log: slog.Default(), Cleanup: &spmd.Cleanup{}}
+	return job
 }
 
-// smallOptions is a workload small enough for 16 ranks on 2 cores, with caches small enough that L1 evictions,
-// load-backs, L2 evictions and a flush all happen.
+// smallOptions is runnertest.SmallOptions for this launch's replicas.
 func smallOptions() *config.Options {
-	syn := workload.DefaultSyntheticConfig()
 	_, dp := testLayout()
-	// Each DP replica serves its own share of the conversations: scale them so that every replica is as busy.
-	syn.Conversations, syn.TurnsMax, syn.SystemPrompts = 24*dp, 6, 3
-	syn.SystemPromptTokens, syn.TurnTokens, syn.OutputTokens = 128, 48, 32
-	syn.FlushEvery = 50 * dp
-	return &config.Options{
-		Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 16, DevicePages: 192, L2Slots: 160,
-		SlabBytesMax: 1 << 20, Layout: pool.LayerFirst, Policy: cache.WriteThrough, BatchRequests: 3,
-		PlacementAssertEvery: 4, Seed: 7, VocabSize: 32000, Synthetic: syn, Collective: "mpi",
-		WatchdogTimeout: 60 * time.Second, JobID: testJobID, Quiet: true,
-	}
+	return runnertest.SmallOptions(dp)
 }
 
 // checked is every test's levers on its runs: the core's step invariants and its eviction model checked.
-func checked() *Testing {
-	return &Testing{Core: cache.Testing{CheckInvariants: true, CheckEvictions: true}}
-}
+func checked() *Testing { return &Testing{Core: runnertest.CheckedCore} }
 
 func checkNoLeakedSegments(t *testing.T) {
 	t.Helper()
-	if leaked, err := shm.JobSegments(testJobID); err != nil || len(leaked) != 0 {
-		t.Errorf("shared memory left behind: %v %v", leaked, err)
-	}
+	runnertest.CheckNoLeakedSegments(t)
 }
 
 func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
@@ -142,30 +114,6 @@ func TestInjectedDivergenceIsCaughtAtTheNextAssert(t *testing.T) {
 		}
 	} else if !errors.As(err, new(spmd.PeerFailedError)) {
 		t.Errorf("rank %d of an unperturbed group: %v, want the peer-failure error", testWorld.Rank(), err)
-	}
-	checkNoLeakedSegments(t)
-}
-
-func TestValidateMatrixPasses(t *testing.T) {
-	v, err := validateTesting(testJob(t), smallOptions(), checked())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, _ := testLayout()
-	if len(v.Checks) != 7 {
-		t.Fatalf("%d checks, want 7", len(v.Checks))
-	}
-	for _, c := range v.Checks {
-		// At cp 1 these have nothing to compare (l3_roundtrip: no other rank to agree a failed read with).
-		skippable := c.Name == "placement_identical" || c.Name == "divergence_detected" || c.Name == "l3_roundtrip"
-		switch {
-		case c.Result == "skip" && !(skippable && cp == 1):
-			t.Errorf("%s skipped at cp %d", c.Name, cp)
-		case c.Result != "skip" && skippable && cp == 1:
-			t.Errorf("%s %s at cp 1, want skip: %s", c.Name, c.Result, c.Detail)
-		case c.Result == "fail":
-			t.Errorf("%s failed: %d wrong (%s)", c.Name, c.Wrong, c.Detail)
-		}
 	}
 	checkNoLeakedSegments(t)
 }

@@ -1,132 +1,15 @@
-package runner
+package validate
 
 import (
 	"fmt"
 
-	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
-	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// Validation runs the workload five times in one job and turns what it sees into checks an operator can read
-// before trusting a cache design: the main pass (placement, flush, scoping, data), a pass with a tiny L2
-// (capacity misses), a pass with a perturbed rank in every CP group (divergence detection), and two passes over
-// an L3 of their own (validate_l3.go).
-
-// divergenceInjectStep places the injected perturbation of the divergence pass: the digest rides in every
-// consensus, so it must be caught by the very next one (see divergenceWantStep).
-const divergenceInjectStep = 5
-
-// Validate runs the validation matrix on every rank; world rank 0 gets the report.
-func Validate(job *spmd.Job, options *config.Options) (*report.ValidationReport, error) {
-	return validateTesting(job, options, nil)
-}
-
-// validateTesting is Validate with a test's levers on every pass (nil: none).
-func validateTesting(job *spmd.Job, options *config.Options, tst *Testing) (*report.ValidationReport, error) {
-	t := job.Topo
-	sized, err := options.Size(t.CPSize, t.NodeSize, t.GroupNodes)
-	if err != nil {
-		return nil, err
-	}
-	opts := *sized
-	// The L3 passes' directory is made first, so that a --l3-dir it cannot be made in fails the job at once, not
-	// after three passes (which would have used that L3 meanwhile). A pass that fails leaves its removal to the
-	// failing exit's clean-up.
-	l3Dir, forgetL3Dir, err := validationL3Dir(job, opts.L3.Dir)
-	if err != nil {
-		return nil, err
-	}
-	pass := Pass{RecordFlushWrong: true} // every pass: the flush_reset row counts, and the pass goes on
-	main := pass
-	main.FlushAtEnd = true
-	sayPass(options, 1, "as configured")
-	mainPass, err := runPass(job, &opts, main, tst)
-	if err != nil {
-		return nil, err
-	}
-	capacity := opts
-	capacity.L2Slots = max(16, opts.L2Slots/32) // far below the working set: misses and evictions
-	sayPass(options, 2, fmt.Sprintf("an L2 of %d slots, far below the working set", capacity.L2Slots))
-	capacityPass, err := runPass(job, &capacity, pass, tst)
-	if err != nil {
-		return nil, err
-	}
-	divergence := opts
-	divergencePassMode := pass
-	divergencePassMode.RecordDivergence = true
-	// The last CP rank of every group perturbs its allocator.
-	divergence.InjectDivergence = config.Injection{Rank: t.CPGroup*t.CPSize + t.CPSize - 1, Step: divergenceInjectStep, Set: t.CPSize > 1}
-	sayPass(options, 3, "one perturbed rank per CP group")
-	divergencePass, err := runPass(job, &divergence, divergencePassMode, tst)
-	if err != nil {
-		return nil, err
-	}
-	plain := opts
-	// The L3 row's own passes take the L3.
-	plain.L3 = config.L3Options{Dir: opts.L3.Dir, Namespace: opts.L3.Namespace}
-	l3Fill, l3Read, err := l3Passes(job, &plain, pass, tst, l3Dir, func(n int, what string) { sayPass(options, n, what) })
-	removeValidationL3Dir(job, l3Dir, forgetL3Dir)
-	if err != nil {
-		return nil, err
-	}
-	v := &report.ValidationReport{Ranks: t.World.Size(), CP: t.CPSize, DP: t.DPSize}
-	rows := []func() (report.Check, error){
-		func() (report.Check, error) { return mainPass.checkPlacement() },
-		func() (report.Check, error) { return divergencePass.checkDivergenceDetected() },
-		func() (report.Check, error) { return checkFlushReset(mainPass, capacityPass, divergencePass) },
-		func() (report.Check, error) { return checkScoping(mainPass, capacityPass, divergencePass) },
-		func() (report.Check, error) { return capacityPass.checkCapacity() },
-		func() (report.Check, error) { return checkData(mainPass, capacityPass, divergencePass) },
-		func() (report.Check, error) { return checkL3(l3Fill, l3Read) },
-	}
-	for _, row := range rows {
-		c, err := row()
-		if err != nil {
-			return nil, err
-		}
-		v.Checks = append(v.Checks, c)
-	}
-	if v.Groups, err = mainPass.gatherGroups(); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// ValidatePasses is the number of passes Validate replays the workload in.
-const ValidatePasses = 5
-
-// sayPass calls o.ValidateProgress, when set, for pass (1 to ValidatePasses).
-func sayPass(o *config.Options, pass int, what string) {
-	if o.ValidateProgress != nil {
-		o.ValidateProgress(pass, ValidatePasses, what)
-	}
-}
-
-// sumOverGroups adds a group-uniform value over the CP groups (CP-rank 0 of each contributes) and a per-rank
-// value over every rank, in one World all-reduce.
-func (rs *runState) sumOverGroups(groupValues, rankValues []int64) ([]int64, error) {
-	all := make([]int64, 0, len(groupValues)+len(rankValues))
-	for _, v := range groupValues {
-		if rs.job.Topo.CPRank != 0 {
-			v = 0
-		}
-		all = append(all, v)
-	}
-	all = append(all, rankValues...)
-	err := rs.job.Topo.World.AllreduceInt64(all, all, mpi.Sum)
-	return all, err
-}
-
-func (rs *runState) steps64() (int64, error) {
-	s, err := rs.sumOverGroups([]int64{rs.core.Step()}, nil)
-	if err != nil {
-		return 0, err
-	}
-	return s[0], nil
-}
+// The matrix's rows but the L3's (l3.go): each reads the passes' results and agrees on them over the World, so
+// that every rank holds the same row.
 
 func verdict(c report.Check, ok bool) report.Check {
 	c.Result = "pass"
@@ -155,9 +38,9 @@ func singleRankSkip(c report.Check, detail string) report.Check {
 }
 
 // checkPlacement: every object placed identically on every CP rank (per-object hashes, not only digests).
-func (rs *runState) checkPlacement() (report.Check, error) {
-	c := rs.counts()
-	v, err := rs.sumOverGroups([]int64{c.ObjectsCompared, c.ObjectsWrong, c.Divergences, c.PlacementChecks, rs.core.Step()}, nil)
+func (rs *pass) checkPlacement() (report.Check, error) {
+	c := (&rs.Counters)
+	v, err := rs.sumOverGroups([]int64{c.ObjectsCompared, c.ObjectsWrong, c.Divergences, c.PlacementChecks, rs.Steps}, nil)
 	if err != nil {
 		return report.Check{}, err
 	}
@@ -173,9 +56,9 @@ func (rs *runState) checkPlacement() (report.Check, error) {
 // carries on from a fresh state with no further divergence. A group whose workload ends before the perturbation's
 // step was never perturbed: it must see no divergence, and when no group was perturbed the row is a skip that
 // says why (a fault never injected is neither caught nor missed).
-func (rs *runState) checkDivergenceDetected() (report.Check, error) {
-	c := rs.counts()
-	steps := rs.core.Step()
+func (rs *pass) checkDivergenceDetected() (report.Check, error) {
+	c := (&rs.Counters)
+	steps := rs.Steps
 	injected, wrong := divergenceOutcome(steps, c.DivergenceFirstStep, c.Divergences, rs.opts.FlushEvery)
 	endsAtInjection := int64(0) // caught by the final consensus, where a longer workload's next step catches it
 	if steps == divergenceInjectStep && divergenceWantStep(rs.opts.FlushEvery, steps+1) != divergenceInjectStep {
@@ -234,10 +117,10 @@ func divergenceWantStep(flushEvery, steps int64) int64 {
 // checkFlushReset: every flush of every pass left the cache equal to a fresh one: the allocator's state hash
 // (every table walked) against a fresh allocator's, the tree and the device pool empty. The main pass flushes at
 // least once, so the row always has a flush to check.
-func checkFlushReset(passes ...*runState) (report.Check, error) {
+func checkFlushReset(passes ...*pass) (report.Check, error) {
 	var flushes, wrong int64
 	for _, rs := range passes {
-		v, err := rs.sumOverGroups(nil, []int64{rs.counts().Flushes, rs.counts().FlushWrong})
+		v, err := rs.sumOverGroups(nil, []int64{(&rs.Counters).Flushes, (&rs.Counters).FlushWrong})
 		if err != nil {
 			return report.Check{}, err
 		}
@@ -254,11 +137,11 @@ func checkFlushReset(passes ...*runState) (report.Check, error) {
 
 // checkScoping: every consensus collective of every pass ran on a communicator of exactly cp ranks, and none
 // ran on a single-rank group. Counted per kind of collective.
-func checkScoping(passes ...*runState) (report.Check, error) {
+func checkScoping(passes ...*pass) (report.Check, error) {
 	cp := passes[0].job.Topo.CPSize
 	var wrong, ran int64
 	for _, rs := range passes {
-		for _, s := range rs.cons.stats {
+		for _, s := range rs.Collectives {
 			ran += s.Count
 			if s.Count > 0 && (s.CommSizeMin != cp || s.CommSizeMax != cp || cp == 1) {
 				wrong++
@@ -284,15 +167,17 @@ func checkScoping(passes ...*runState) (report.Check, error) {
 
 // checkCapacity: with an L2 far smaller than the working set, the miss path (evict, or skip the backup) took
 // the same decisions on every rank of each CP group.
-func (rs *runState) checkCapacity() (report.Check, error) {
-	c := rs.counts()
+func (rs *pass) checkCapacity() (report.Check, error) {
+	c := (&rs.Counters)
 	local := []uint64{uint64(c.ReserveMisses), uint64(c.L2Evictions), uint64(c.BackupReserved)}
 	minMax := make([]uint64, 2*len(local))
 	for i, x := range local {
 		minMax[2*i], minMax[2*i+1] = x, ^x
 	}
-	if err := rs.cons.minVector(minMax); err != nil {
-		return report.Check{}, err
+	if rs.job.Topo.CPSize > 1 {
+		if err := rs.job.Topo.CP.AllreduceUint64(minMax, minMax, mpi.Min); err != nil {
+			return report.Check{}, err
+		}
 	}
 	var differ int64
 	for i := range local {
@@ -300,7 +185,7 @@ func (rs *runState) checkCapacity() (report.Check, error) {
 			differ++
 		}
 	}
-	v, err := rs.sumOverGroups([]int64{differ, c.ReserveMisses, c.L2Evictions, rs.core.Step()}, nil)
+	v, err := rs.sumOverGroups([]int64{differ, c.ReserveMisses, c.L2Evictions, rs.Steps}, nil)
 	if err != nil {
 		return report.Check{}, err
 	}
@@ -310,10 +195,10 @@ func (rs *runState) checkCapacity() (report.Check, error) {
 }
 
 // checkData: every load-back of every pass matched the content function byte for byte.
-func checkData(passes ...*runState) (report.Check, error) {
+func checkData(passes ...*pass) (report.Check, error) {
 	var checked, mismatches, steps int64
 	for _, rs := range passes {
-		v, err := rs.sumOverGroups([]int64{rs.core.Step()}, []int64{rs.counts().PagesChecked, rs.counts().Mismatches})
+		v, err := rs.sumOverGroups([]int64{rs.Steps}, []int64{(&rs.Counters).PagesChecked, (&rs.Counters).Mismatches})
 		if err != nil {
 			return report.Check{}, err
 		}

@@ -1,4 +1,4 @@
-package runner
+package validate
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
+	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/internal/errscope"
 )
@@ -25,18 +26,18 @@ import (
 const validateL3BlockPages = 4
 
 // l3Passes runs the fill and the faulty read pass in dir (validationL3Dir).
-func l3Passes(job *spmd.Job, opts *config.Options, pass Pass, tst *Testing, dir string,
-	progress func(pass int, what string)) (fill, read *runState, err error) {
+func l3Passes(job *spmd.Job, opts *config.Options, mode runner.Pass, tst *runner.Testing, dir string,
+	progress func(pass int, what string)) (fill, read *pass, err error) {
 	l3opts := config.L3Options{Dir: dir, Bytes: 1 << 40, Namespace: opts.L3.Namespace + "/cphicache-validate",
 		BlockTokens: validateL3BlockPages * opts.PageTokens, PrefetchPolicy: cache.PrefetchWaitComplete, PrefetchThreshold: opts.PageTokens}
 	fillOpts := *opts
 	fillOpts.L3 = l3opts
 	progress(4, "storing blocks in an L3 of its own, "+dir)
-	if fill, err = runPass(job, &fillOpts, pass, tst); err != nil {
+	if fill, err = runPass(job, &fillOpts, mode, tst); err != nil {
 		return nil, nil, err
 	}
 	t := job.Topo
-	readPass := pass
+	readPass := mode
 	readPass.FailL3Reads = t.CPSize > 1 && t.CPRank == t.CPSize-1
 	readPass.L3ReadFailuresExpected = readPass.FailL3Reads
 	what := "loading them back, the last CP rank of each group failing its reads"
@@ -106,18 +107,18 @@ func removeValidationL3Dir(job *spmd.Job, dir string, forget func()) {
 
 // checkL3: blocks stored by the fill pass come back in the read pass, verified, and the injected read failures
 // became agreed misses.
-func checkL3(fill, read *runState) (report.Check, error) {
+func checkL3(fill, read *pass) (report.Check, error) {
 	var wrong, written int64
-	for _, rs := range []*runState{fill, read} {
-		c := *rs.counts()
+	for _, rs := range []*pass{fill, read} {
+		c := rs.Counters
 		v, err := rs.sumOverGroups([]int64{c.Divergences}, []int64{c.Mismatches, c.AuditMismatches, c.L3Corrupt, c.L3WriteMismatches, c.L3Writes})
 		if err != nil {
 			return report.Check{}, err
 		}
 		wrong, written = wrong+v[0]+v[1]+v[2]+v[3]+v[4], written+v[5]
 	}
-	c := *read.counts()
-	v, err := read.sumOverGroups([]int64{c.L3HitTokens, c.L3PrefetchMisses, read.core.Step()}, []int64{c.L3Reads, c.PagesChecked})
+	c := read.Counters
+	v, err := read.sumOverGroups([]int64{c.L3HitTokens, c.L3PrefetchMisses, read.Steps}, []int64{c.L3Reads, c.PagesChecked})
 	if err != nil {
 		return report.Check{}, err
 	}
