@@ -24,7 +24,8 @@ var (
 	sectionNumber = regexp.MustCompile(`(?i)design (?:section|§) *\d+|design \(section \d+\)|\(section \d+\)`)
 	// designItem is a citation of something in DESIGN.md that is not a heading: a numbered item, a bullet, a
 	// paragraph, a table, by number or by a name in the citation's own words.
-	designItem = regexp.MustCompile(`DESIGN\.md` + "`?" + `(?:,| \(|\()\s*(?:invariant|item|bullet|paragraph|table|rule)s? *\w*`)
+	designItem = regexp.MustCompile(`DESIGN\.md` + "`?" +
+		`(?:,| \(|\()\s*(?:invariant|item|bullet|paragraph|table|rule)s? *\w*`)
 	// designTitleAfter is a citation that names a heading after other words: the design's table of this
 	// ("Title"), said with the file's name.
 	designTitleAfter = regexp.MustCompile(`DESIGN\.md's [a-z -]{1,60}\("([^"]+)"\)`)
@@ -83,7 +84,8 @@ func TestDesignReferencesExist(t *testing.T) {
 			}
 			for _, m := range designItem.FindAllStringIndex(pair, -1) {
 				if starts(m) {
-					stale[rel] = append(stale[rel], sprintLine(i+1, pair[m[0]:m[1]], "not a heading of DESIGN.md: cite the heading it is under by its title"))
+					why := "not a heading of DESIGN.md: cite the heading it is under by its title"
+					stale[rel] = append(stale[rel], sprintLine(i+1, pair[m[0]:m[1]], why))
 				}
 			}
 			for _, m := range sectionNumber.FindAllString(line, -1) {
