@@ -29,6 +29,9 @@ var (
 	// designTitleAfter is a citation that names a heading after other words: the design's table of this
 	// ("Title"), said with the file's name.
 	designTitleAfter = regexp.MustCompile(`DESIGN\.md's [a-z -]{1,60}\("([^"]+)"\)`)
+	// docRef is a citation of another document's section by its title, as of DESIGN.md's, the document's
+	// path (slurm/README.md) or, for docs/ and the root, its name alone (SERVING.md).
+	docRef = regexp.MustCompile("((?:[a-z0-9_.-]+/)*)\\b([A-Z][A-Z0-9_]*\\.md)`?(?:,| \\(|\\()\\s*\"([^\"]+)\"")
 	// commentLead is what begins a comment's continuation line: indentation and the comment marker.
 	commentLead = regexp.MustCompile(`^\s*(?://|#|\*)?\s*`)
 )
@@ -37,8 +40,9 @@ var (
 // root's controller files): the test tolerates them, and fails once one is clean so that the list only shrinks.
 var staleDesignRefs = []string{}
 
-// TestDesignReferencesExist: every citation of a DESIGN.md section by title names a heading of DESIGN.md, and
-// nothing cites the design by a section number, in every source, script and document of the repository.
+// TestDesignReferencesExist: every citation of a DESIGN.md section by title names a heading (## or ###) of
+// DESIGN.md, nothing cites the design by a section number or a list item, and every citation of another
+// document's section by title names one of its headings, in every source, script and document of the repository.
 func TestDesignReferencesExist(t *testing.T) {
 	root := moduleRoot(t)
 	design, err := os.ReadFile(filepath.Join(root, "docs", "DESIGN.md"))
@@ -54,11 +58,9 @@ func TestDesignReferencesExist(t *testing.T) {
 	if !titles["The L3 tier"] || !titles["Code map"] || !titles["The mapping"] {
 		t.Fatalf("DESIGN.md's headings not found (%d read): the test reads them wrong", len(titles))
 	}
+	docTitles := otherDocTitles(t, root)
 	stale := map[string][]string{}
 	for _, rel := range repoTextFiles(t, root) {
-		if rel == filepath.Join("docs", "DESIGN.md") {
-			continue
-		}
 		b, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {
 			t.Fatal(err)
@@ -75,6 +77,13 @@ func TestDesignReferencesExist(t *testing.T) {
 			for _, m := range designRef.FindAllStringSubmatchIndex(pair, -1) {
 				if title := pair[m[2]:m[3]]; starts(m) && !titles[title] {
 					stale[rel] = append(stale[rel], sprintLine(i+1, pair[m[0]:m[1]], "no such heading in DESIGN.md"))
+				}
+			}
+			for _, m := range docRef.FindAllStringSubmatchIndex(pair, -1) {
+				doc, title := citedDoc(root, pair[m[2]:m[3]], pair[m[4]:m[5]]), pair[m[6]:m[7]]
+				if titles, ok := docTitles[doc]; ok && starts(m) && !titles[title] {
+					why := "no such heading in " + doc
+					stale[rel] = append(stale[rel], sprintLine(i+1, pair[m[0]:m[1]], why))
 				}
 			}
 			for _, m := range designTitleAfter.FindAllStringSubmatchIndex(pair, -1) {
@@ -95,7 +104,7 @@ func TestDesignReferencesExist(t *testing.T) {
 	}
 	for rel, refs := range stale {
 		if !slices.Contains(staleDesignRefs, rel) {
-			t.Errorf("%s cites the design where it has no section:\n\t%s", rel, strings.Join(refs, "\n\t"))
+			t.Errorf("%s cites a document where it has no such heading:\n\t%s", rel, strings.Join(refs, "\n\t"))
 		}
 	}
 	for _, rel := range staleDesignRefs {
@@ -103,6 +112,47 @@ func TestDesignReferencesExist(t *testing.T) {
 			t.Errorf("%s has no stale design citation any more: take it off staleDesignRefs", rel)
 		}
 	}
+}
+
+// otherDocTitles are the headings (## and below) of every document but DESIGN.md, by its path in the
+// repository: a citation of one by a title must name one of its headings.
+func otherDocTitles(t *testing.T, root string) map[string]map[string]bool {
+	t.Helper()
+	out := map[string]map[string]bool{}
+	for _, rel := range repoTextFiles(t, root) {
+		if filepath.Ext(rel) != ".md" || rel == filepath.Join("docs", "DESIGN.md") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[rel] = map[string]bool{}
+		for _, line := range strings.Split(proseOf(string(b)), "\n") {
+			if m := mdHeading.FindStringSubmatch(line); m != nil && len(m[1]) > 1 {
+				out[rel][m[2]] = true
+			}
+		}
+	}
+	if len(out[filepath.Join("docs", "SERVING.md")]) == 0 || len(out["README.md"]) == 0 {
+		t.Fatalf("the documents' headings not found (%d documents read): the test reads them wrong", len(out))
+	}
+	return out
+}
+
+// citedDoc is the document a citation names, by its path in the repository: the path it gives (less any
+// "../"), else the name in docs/, else at the root.
+func citedDoc(root, dir, name string) string {
+	for strings.HasPrefix(dir, "../") {
+		dir = strings.TrimPrefix(dir, "../")
+	}
+	if dir != "" {
+		return filepath.FromSlash(dir + name)
+	}
+	if _, err := os.Stat(filepath.Join(root, "docs", name)); err == nil {
+		return filepath.Join("docs", name)
+	}
+	return name
 }
 
 func sprintLine(n int, what, why string) string { return fmt.Sprintf("line %d: %s: %s", n, what, why) }
