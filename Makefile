@@ -190,7 +190,7 @@ sim-bugs: deps
 	$(GO) test -count=1 -tags simbugs ./hicache/sim -run '^TestEveryDeliberateBugIsCaught$$' -v | grep -E '^(=== RUN|--- |    bugs_test|ok|FAIL|PASS)'
 	$(GO) test -count=1 -tags simbugs ./hicache/runner -run '^TestRunnerHarnessCatches' -v | grep -E '^(=== RUN|--- |    envsim_bugs_test|ok|FAIL|PASS)'
 
-# sim-runner runs the runner's own Env under simulation (SIMULATOR.md) for SIM_SECONDS of jobs drawn from SIM_SEED
+# sim-runner runs the runner's own Env under simulation (docs/SIMULATOR.md) for SIM_SECONDS of jobs drawn from SIM_SEED
 # (wall time; each job runs on a simulated clock of its own, so the run keeps a core busy: 40 to 80 jobs a second
 # here, where the real clock's sleeps ran 5).
 sim-runner: deps

@@ -79,7 +79,7 @@ func benchReplayCommand() *cli.Command {
 func benchReplay(cfg bench.ReplayConfig, out *benchOutput) error {
 	meta := bench.NewMeta("replay", version)
 	meta.Set("launch", strings.Join(append([]string{cfg.Launcher[0], "-np", fmt.Sprint(cfg.NP), "...", cfg.Binary, "run --quiet --report FILE --trace", cfg.Trace}, cfg.RunArgs...), " "))
-	meta.Set("serving clock", strings.Join(cfg.ServingArgs, " ")+" (MODELLED: SERVING.md, PREFILL.md)")
+	meta.Set("serving clock", strings.Join(cfg.ServingArgs, " ")+" (MODELLED: docs/SERVING.md, docs/PREFILL.md)")
 	meta.Set("L1-only launches add", "--l2-slots 1")
 	meta.Set("L3 launches add", strings.Join(append([]string{"--l3-dir DIR"}, cfg.L3RunArgs...), " "))
 	meta.Set("launcher flags", strings.Join(cfg.Launcher[1:], " "))

@@ -14,15 +14,26 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// TestReadmeL3CommandsWorkOnAFreshMachine: --l3-dir must exist (a typo is refused, not created), so every README
-// command that names a literal --l3-dir makes it first, in the same block.
+// TestReadmeL3CommandsWorkOnAFreshMachine: --l3-dir must exist (a typo is refused, not created), so every
+// command of the README and of docs/ that names a literal --l3-dir makes it first, in the same block.
 func TestReadmeL3CommandsWorkOnAFreshMachine(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	docs, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	if err != nil || len(docs) < 8 {
+		t.Fatalf("docs/*.md: %d files, %v", len(docs), err)
+	}
+	var all []byte
+	for _, doc := range append([]string{filepath.Join("..", "README.md")}, docs...) {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	if !strings.Contains(string(all), "--l3-dir /tmp/l3") {
+		t.Fatal("no document runs --l3-dir /tmp/l3: the test reads the wrong files")
 	}
 	l3Dir := regexp.MustCompile(`--l3-dir[= ](/[^ ]+)`)
-	for _, block := range strings.Split(string(readme), "```")[1:] {
+	for _, block := range strings.Split(string(all), "```")[1:] {
 		made := map[string]bool{}
 		for _, line := range strings.Split(block, "\n") {
 			for _, f := range regexp.MustCompile(`mkdir -p ([^ ;&]+)`).FindAllStringSubmatch(line, -1) {
@@ -30,7 +41,7 @@ func TestReadmeL3CommandsWorkOnAFreshMachine(t *testing.T) {
 			}
 			for _, m := range l3Dir.FindAllStringSubmatch(line, -1) {
 				if !made[m[1]] {
-					t.Errorf("the README runs --l3-dir %s without making it first:\n%s", m[1], line)
+					t.Errorf("the docs run --l3-dir %s without making it first:\n%s", m[1], line)
 				}
 			}
 		}

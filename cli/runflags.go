@@ -164,7 +164,7 @@ func (o *runOptions) metricsFlags() []cli.Flag {
 		&cli.StringFlag{Name: "metrics-file", EnvVars: []string{"CPHICACHE_METRICS_FILE"}, Category: "output", Destination: &o.metricsFile,
 			Usage: "write Prometheus metrics (text format, for node_exporter's textfile collector; e.g. DIR/cphicache.prom) to this file, " +
 				"replaced atomically, by world rank 0. Series are labelled job_id and cp_group (a rank's own counters also world_rank), " +
-				"the same from the first periodic file to the last file (METRICS.md). At the end: every CP group's and rank's counters " +
+				"the same from the first periodic file to the last file (docs/METRICS.md). At the end: every CP group's and rank's counters " +
 				"(their sums are --report's), consensus latency histograms per CP group, cphicache_metrics_final 1. Periodic files " +
 				"(--metrics-interval) hold world rank 0's own view without any collective: its CP group's counters and its own, " +
 				"cphicache_metrics_final 0. Every file has cphicache_metrics_written_timestamp_seconds and cphicache_run_info; the last " +

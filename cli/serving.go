@@ -49,11 +49,11 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 		&cli.StringFlag{Name: "gpu", EnvVars: env("GPU"), Category: servingCategory, Destination: &o.gpu, DefaultText: prefill.DefaultGPU + " when --prefill-profile is given; else the clock is off",
 			Usage: fmt.Sprintf("turn the serving clock on with a roofline prefill of --model on this GPU, one per CP rank (%s); with --prefill-profile it only sets the host link's rate", joinNames(prefill.GPUNames()))},
 		&cli.StringFlag{Name: "prefill-profile", EnvVars: env("PREFILL_PROFILE"), Category: servingCategory, Destination: &o.prefillProfile, TakesFile: true,
-			Usage: "turn the serving clock on with a prefill profile measured on your own engine: rows of new tokens, cached tokens and milliseconds for a whole CP group (PREFILL.md), interpolated; replaces the roofline"},
+			Usage: "turn the serving clock on with a prefill profile measured on your own engine: rows of new tokens, cached tokens and milliseconds for a whole CP group (docs/PREFILL.md), interpolated; replaces the roofline"},
 		&cli.StringFlag{Name: "prefill-model", EnvVars: env("PREFILL_MODEL"), Category: servingCategory, Destination: &o.prefillModel, DefaultText: "--model",
 			Usage: fmt.Sprintf("the model whose prefill and KV bytes the clock models (%s): give it to model a real model's serving over a scaled-down geometry (--layers, --token-bytes, --l2-slots) that this machine replays faster; the hit counts are then the geometry's", joinNames(sizing.ModelNames()))},
 		&cli.Float64Flag{Name: "prefill-efficiency", Value: prefill.DefaultEfficiency, EnvVars: env("PREFILL_EFFICIENCY"), Category: servingCategory, Destination: &o.efficiency,
-			Usage: "the roofline's share of the GPUs' dense bf16 peak that prefill reaches, in (0, 1] (PREFILL.md says where the default comes from)"},
+			Usage: "the roofline's share of the GPUs' dense bf16 peak that prefill reaches, in (0, 1] (docs/PREFILL.md says where the default comes from)"},
 		&cli.StringFlag{Name: "l3-read-rate", Value: "40GiB/s", EnvVars: env("L3_READ_RATE"), Category: servingCategory, Destination: &o.l3ReadRate,
 			Usage: "one node's read rate from the L3 (e.g. 40GiB/s, 7GB/s): an L3 read takes at least its bytes at it"},
 		&cli.IntFlag{Name: "step-tokens", Value: defaultStepTokens, EnvVars: env("STEP_TOKENS"), Category: servingCategory, Destination: &o.stepTokens,
@@ -63,11 +63,11 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 		&cli.Float64Flag{Name: "request-rate", EnvVars: env("REQUEST_RATE"), Category: servingCategory, Destination: &o.requestRate, DefaultText: "a Mooncake trace's timestamps",
 			Usage: "Poisson arrivals at this many requests per second, seeded by --seed, instead of the trace's timestamps (the synthetic workload and token traces have none: give it)"},
 		&cli.IntFlag{Name: "clients", EnvVars: env("CLIENTS"), Category: servingCategory, Destination: &o.clients, DefaultText: "none: the arrivals of the trace or of --request-rate",
-			Usage: "closed-loop clients instead of arrival times: N clients, each sends its next request (in the workload's order) when its last one got its first token, so the load follows the service (SERVING.md)"},
+			Usage: "closed-loop clients instead of arrival times: N clients, each sends its next request (in the workload's order) when its last one got its first token, so the load follows the service (docs/SERVING.md)"},
 		&cli.DurationFlag{Name: "think-time", EnvVars: env("THINK_TIME"), Category: servingCategory, Destination: &o.thinkTime,
 			Usage: "with --clients, how long a client waits after a first token before it sends its next request (trace time, e.g. 500ms)"},
 		&cli.Float64Flag{Name: "time-scale", Value: 1, EnvVars: env("TIME_SCALE"), Category: servingCategory, Destination: &o.timeScale,
-			Usage: "spend the modelled time at 1/N of its length on the wall (60: an hour of trace in about a minute, arrivals at the trace's load); a step lasts its modelled time or its real work's wall time, whichever is longer, so the cache's own time counts as itself and the figures are a replay's at the trace's pace (SERVING.md)"},
+			Usage: "spend the modelled time at 1/N of its length on the wall (60: an hour of trace in about a minute, arrivals at the trace's load); a step lasts its modelled time or its real work's wall time, whichever is longer, so the cache's own time counts as itself and the figures are a replay's at the trace's pace (docs/SERVING.md)"},
 	}
 	if virtual {
 		o.timeScale = 1

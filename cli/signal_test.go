@@ -43,7 +43,7 @@ func TestSignalLeavesNoLiveMetricsFile(t *testing.T) {
 	checkNoSegments(t)
 }
 
-// TestSignalsUnderMpirun pins down what a signal does under Open MPI's mpirun, as the README says it: a signal
+// TestSignalsUnderMpirun pins down what a signal does under Open MPI's mpirun, as docs/FAILURES.md says it: a signal
 // to the ranks (srun and scancel signal every task) ends the job with 128 + the signal, which mpirun passes on;
 // a signal to mpirun itself (Ctrl-C at a terminal) is forwarded to every rank as SIGTERM, each releases its
 // shared memory and rank 0 says why, but mpirun exits 1, its own status for a job it aborted.
@@ -72,7 +72,7 @@ func TestSignalsUnderMpirun(t *testing.T) {
 				tries = 3
 				// mpirun kills the ranks 1 s after it forwards its SIGTERM: at a load average of 25 on two
 				// cores a rank still setting up did not release its segment in time. Users on a loaded node
-				// give it longer as the README says; so does this test (not parallel: Setenv may change the
+				// give it longer as docs/FAILURES.md says; so does this test (not parallel: Setenv may change the
 				// environment here).
 				t.Setenv("OMPI_MCA_odls_base_sigkill_timeout", "10")
 			}

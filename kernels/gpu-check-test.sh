@@ -5,7 +5,7 @@
 #      must FAIL, with the nccl step FAIL (NCCL expected, not found: never SKIP or PASS), the bench SKIP (the
 #      kernels failed), and exactly summary.txt and the log archive in $OUT.
 #   2. The budget: the step bounds add up to at most 300 s, which the script refuses to exceed; the device
-#      call's timeout (GPU_CHECK_TIMEOUT_S, as make passes it and GPU.md gives it) covers that worst case, and
+#      call's timeout (GPU_CHECK_TIMEOUT_S, as make passes it and docs/GPU.md gives it) covers that worst case, and
 #      two tries, each with a machine start, fit the device session's 15 minutes.
 #   3. A fake kit, each binary a stub that passes (one carried without its mode bits), beside a fake nvidia-smi
 #      and an NCCL installed where the nvidia-nccl-cu13 wheel puts it (nvidia/nccl/lib/libnccl.so.2 on Python's
@@ -115,7 +115,7 @@ start_s=${GPU_DEVICE_START_S:-120} session_s=${GPU_DEVICE_SESSION_S:-900}
 if [ -n "$timeout_s" ]; then
 	[ "$timeout_s" -ge $((sum + 10)) ] || fail "budget: the device call's timeout $timeout_s s leaves under 10 s beyond the worst case $sum s"
 	[ $((2 * (start_s + timeout_s))) -le "$session_s" ] || fail "budget: two tries of $start_s s start + $timeout_s s exceed the session's $session_s s"
-	grep -q "timeout_s=$timeout_s)" "$repo/GPU.md" || fail "budget: GPU.md does not give the device call with timeout_s=$timeout_s"
+	grep -q "timeout_s=$timeout_s)" "$repo/docs/GPU.md" || fail "budget: docs/GPU.md does not give the device call with timeout_s=$timeout_s"
 fi
 ok "budget: bounds add up to $sum s (<= 300, refused above)${timeout_s:+; two device calls of $timeout_s s, each with a $start_s s start, fit $session_s s}"
 }

@@ -50,7 +50,7 @@ gpu_bin=$kit/bin/cphicache-gpu
 expect_nccl=${GPU_CHECK_EXPECT_NCCL:-1}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INDEX=1
 # The device machine gives a command 10 minutes and a session 15, its start included: the whole run must end
-# within 300 s so that a second, fresh try fits beside the first (GPU.md). Each step's bound is its own; a step
+# within 300 s so that a second, fresh try fits beside the first (docs/GPU.md). Each step's bound is its own; a step
 # ended by SIGTERM at its bound gets kill_after_s more before SIGKILL; the archive gets archive_s at the end.
 limit_s=300
 kill_after_s=3

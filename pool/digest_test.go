@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The digest is the only thing the ranks compare at every step (DESIGN.md, invariant 6), so it must summarise the
+// The digest is the only thing the ranks compare at every step (DESIGN.md, "Invariants"), so it must summarise the
 // whole state: a mutation that changed the state without moving the digest, or two different states behind one
 // digest, is a divergence no consensus can see.
 

@@ -68,7 +68,7 @@ trap 'exit 130' INT TERM
 eval "$("$slurmDir/local-cluster" env)"
 export SLURM_CONF
 # This machine's overrides, not the scripts': root, 8 ranks on 2 cores (oversubscribe, yield), and, for two
-# "nodes" sharing one kernel, TCP over loopback instead of the shared-memory transport (ENVIRONMENT.md).
+# "nodes" sharing one kernel, TCP over loopback instead of the shared-memory transport (slurm/README.md, "The local cluster and its test").
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export CPHICACHE_SBATCH_BINARY=$binary
 oneNodeFlags="--oversubscribe --mca mpi_yield_when_idle 1"

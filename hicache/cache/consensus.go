@@ -200,7 +200,7 @@ func (c *Core) compareObjects(hashes []uint64) (sameCount bool, err error) {
 // minCounts reduces MIN of counts over the CP group in place: the L3 blocks every rank found for each request of
 // a step. Whether a step makes this call is decided from the tree (l3exists.go, countBlocks), which is replicated
 // only while the ranks agree: after a divergence one rank may enter it while its peers enter the step consensus,
-// or the reverse (DESIGN.md, invariant 3). So it is a consensus of its own kind over the step's vector, the same
+// or the reverse (DESIGN.md, "Invariants"). So it is a consensus of its own kind over the step's vector, the same
 // length, operation and transport, the counts in the words the step consensus carries them in: whichever of the
 // two calls the ranks enter, they pair, and the digest in both names the divergence (consensus). It carries no
 // failure and neutral frontiers, which the step consensus that follows agrees.

@@ -84,7 +84,7 @@ func TestSummaryLinesSayModelledAndWhetherATierPays(t *testing.T) {
 	t.Logf("%s", strings.Join(lines, "\n"))
 }
 
-// TestBreakEvenTable prints DESIGN.md's table of break-even rates ("The prefill model") and holds its claims:
+// TestBreakEvenTable prints PREFILL.md's table of break-even rates ("Where a tier pays") and holds its claims:
 // on 8 H100s every model's break-even rate is far below the group's host links and a dense GQA model's is over
 // twice DeepSeek-V3's.
 func TestBreakEvenTable(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // is named in METRICS.md, the page a Prometheus user reads to write a rule; cphicache_l3_writes_skipped_total
 // was not.
 func TestEverySeriesIsInMETRICSmd(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "METRICS.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "METRICS.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package lint
 
 import (
-	"bufio"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,69 +11,100 @@ import (
 	"testing"
 )
 
-// The code's comments and the docs point into DESIGN.md by a section's title (`DESIGN.md, "The L3 tier"`, or
-// `DESIGN.md ("The L3 tier")`); a title that is gone sends the reader nowhere, and a section number ("design
-// section 7") never meant anything: DESIGN.md's sections are not numbered. The test lives beside the import
-// rules, the other check of the whole repository.
+// The code's comments and the docs point into DESIGN.md (docs/DESIGN.md; a Go comment may leave the folder out)
+// by a section's or a subsection's title (`DESIGN.md, "The L3 tier"`, or `DESIGN.md ("The L3 tier")`, also
+// broken over two comment lines); a title that is gone sends the reader nowhere, and a section number ("design
+// section 7") or a list item (the design's invariant 6) is not a place a reader can find by its heading. The
+// test lives beside the import rules, the other check of the whole repository.
 
 var (
 	// designRef is a citation of a DESIGN.md section by its title.
 	designRef = regexp.MustCompile("DESIGN\\.md`?(?:,| \\(|\\(|, section)\\s*\"([^\"]+)\"")
 	// sectionNumber is a citation of the design by a section number.
 	sectionNumber = regexp.MustCompile(`(?i)design (?:section|§) *\d+|design \(section \d+\)|\(section \d+\)`)
+	// designItem is a citation of something in DESIGN.md that is not a heading: a numbered item, a bullet, a
+	// paragraph, a table, by number or by a name in the citation's own words.
+	designItem = regexp.MustCompile(`DESIGN\.md` + "`?" +
+		`(?:,| \(|\()\s*(?:invariant|item|bullet|paragraph|table|rule)s? *\w*`)
+	// designTitleAfter is a citation that names a heading after other words: the design's table of this
+	// ("Title"), said with the file's name.
+	designTitleAfter = regexp.MustCompile(`DESIGN\.md's [a-z -]{1,60}\("([^"]+)"\)`)
+	// docRef is a citation of another document's section by its title, as of DESIGN.md's, the document's
+	// path (slurm/README.md) or, for docs/ and the root, its name alone (SERVING.md).
+	docRef = regexp.MustCompile("((?:[a-z0-9_.-]+/)*)\\b([A-Z][A-Z0-9_]*\\.md)`?(?:,| \\(|\\()\\s*\"([^\"]+)\"")
+	// commentLead is what begins a comment's continuation line: indentation and the comment marker.
+	commentLead = regexp.MustCompile(`^\s*(?://|#|\*)?\s*`)
 )
 
 // staleDesignRefs are files with stale citations that another change is rewriting (issue 21 moves the hicache
 // root's controller files): the test tolerates them, and fails once one is clean so that the list only shrinks.
 var staleDesignRefs = []string{}
 
-// TestDesignReferencesExist: every citation of a DESIGN.md section by title names a heading of DESIGN.md, and
-// nothing cites the design by a section number, in every source, script and document of the repository.
+// TestDesignReferencesExist: every citation of a DESIGN.md section by title names a heading (## or ###) of
+// DESIGN.md, nothing cites the design by a section number or a list item, and every citation of another
+// document's section by title names one of its headings, in every source, script and document of the repository.
 func TestDesignReferencesExist(t *testing.T) {
 	root := moduleRoot(t)
-	design, err := os.ReadFile(filepath.Join(root, "DESIGN.md"))
+	design, err := os.ReadFile(filepath.Join(root, "docs", "DESIGN.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	titles := map[string]bool{}
 	for _, line := range strings.Split(string(design), "\n") {
-		if title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
-			titles[title] = true
+		if m := mdHeading.FindStringSubmatch(line); m != nil && (m[1] == "##" || m[1] == "###") {
+			titles[m[2]] = true
 		}
 	}
-	if !titles["The L3 tier"] || !titles["Code map"] {
+	if !titles["The L3 tier"] || !titles["Code map"] || !titles["The mapping"] {
 		t.Fatalf("DESIGN.md's headings not found (%d read): the test reads them wrong", len(titles))
 	}
+	docTitles := otherDocTitles(t, root)
 	stale := map[string][]string{}
 	for _, rel := range repoTextFiles(t, root) {
-		if rel == "DESIGN.md" {
-			continue
-		}
-		f, err := os.Open(filepath.Join(root, rel))
+		b, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for n := 1; sc.Scan(); n++ {
-			line := sc.Text()
-			for _, m := range designRef.FindAllStringSubmatch(line, -1) {
-				if !titles[m[1]] {
-					stale[rel] = append(stale[rel], sprintLine(n, m[0], "no such heading in DESIGN.md"))
+		lines := strings.Split(string(b), "\n")
+		for i, line := range lines {
+			// A citation may run on into the next line: read each line with the next one's text after it, and
+			// count only the citations that begin on this line.
+			pair := line
+			if i+1 < len(lines) {
+				pair += " " + commentLead.ReplaceAllString(lines[i+1], "")
+			}
+			starts := func(loc []int) bool { return loc[0] < len(line) }
+			for _, m := range designRef.FindAllStringSubmatchIndex(pair, -1) {
+				if title := pair[m[2]:m[3]]; starts(m) && !titles[title] {
+					stale[rel] = append(stale[rel], sprintLine(i+1, pair[m[0]:m[1]], "no such heading in DESIGN.md"))
+				}
+			}
+			for _, m := range docRef.FindAllStringSubmatchIndex(pair, -1) {
+				doc, title := citedDoc(root, pair[m[2]:m[3]], pair[m[4]:m[5]]), pair[m[6]:m[7]]
+				if titles, ok := docTitles[doc]; ok && starts(m) && !titles[title] {
+					why := "no such heading in " + doc
+					stale[rel] = append(stale[rel], sprintLine(i+1, pair[m[0]:m[1]], why))
+				}
+			}
+			for _, m := range designTitleAfter.FindAllStringSubmatchIndex(pair, -1) {
+				if title := pair[m[2]:m[3]]; starts(m) && !titles[title] {
+					stale[rel] = append(stale[rel], sprintLine(i+1, pair[m[0]:m[1]], "no such heading in DESIGN.md"))
+				}
+			}
+			for _, m := range designItem.FindAllStringIndex(pair, -1) {
+				if starts(m) {
+					why := "not a heading of DESIGN.md: cite the heading it is under by its title"
+					stale[rel] = append(stale[rel], sprintLine(i+1, pair[m[0]:m[1]], why))
 				}
 			}
 			for _, m := range sectionNumber.FindAllString(line, -1) {
-				stale[rel] = append(stale[rel], sprintLine(n, m, "DESIGN.md's sections have titles, not numbers: cite the title"))
+				stale[rel] = append(stale[rel], sprintLine(i+1, m, "DESIGN.md's sections have titles, not numbers: cite the title"))
 			}
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatalf("%s: %v", rel, err)
 		}
 	}
 	for rel, refs := range stale {
 		if !slices.Contains(staleDesignRefs, rel) {
-			t.Errorf("%s cites the design where it has no section:\n\t%s", rel, strings.Join(refs, "\n\t"))
+			t.Errorf("%s cites a document where it has no such heading:\n\t%s", rel, strings.Join(refs, "\n\t"))
 		}
 	}
 	for _, rel := range staleDesignRefs {
@@ -82,6 +112,47 @@ func TestDesignReferencesExist(t *testing.T) {
 			t.Errorf("%s has no stale design citation any more: take it off staleDesignRefs", rel)
 		}
 	}
+}
+
+// otherDocTitles are the headings (## and below) of every document but DESIGN.md, by its path in the
+// repository: a citation of one by a title must name one of its headings.
+func otherDocTitles(t *testing.T, root string) map[string]map[string]bool {
+	t.Helper()
+	out := map[string]map[string]bool{}
+	for _, rel := range repoTextFiles(t, root) {
+		if filepath.Ext(rel) != ".md" || rel == filepath.Join("docs", "DESIGN.md") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[rel] = map[string]bool{}
+		for _, line := range strings.Split(proseOf(string(b)), "\n") {
+			if m := mdHeading.FindStringSubmatch(line); m != nil && len(m[1]) > 1 {
+				out[rel][m[2]] = true
+			}
+		}
+	}
+	if len(out[filepath.Join("docs", "SERVING.md")]) == 0 || len(out["README.md"]) == 0 {
+		t.Fatalf("the documents' headings not found (%d documents read): the test reads them wrong", len(out))
+	}
+	return out
+}
+
+// citedDoc is the document a citation names, by its path in the repository: the path it gives (less any
+// "../"), else the name in docs/, else at the root.
+func citedDoc(root, dir, name string) string {
+	for strings.HasPrefix(dir, "../") {
+		dir = strings.TrimPrefix(dir, "../")
+	}
+	if dir != "" {
+		return filepath.FromSlash(dir + name)
+	}
+	if _, err := os.Stat(filepath.Join(root, "docs", name)); err == nil {
+		return filepath.Join("docs", name)
+	}
+	return name
 }
 
 func sprintLine(n int, what, why string) string { return fmt.Sprintf("line %d: %s: %s", n, what, why) }
