@@ -1,11 +1,13 @@
 // Package hicache is a folder, not a library: it holds no code, only this map of the packages below it, in the
-// order data flows through a job (cli -> runner -> report). DESIGN.md holds the invariants they keep.
+// order data flows through a job (cli -> config -> runner -> report, validate). docs/DESIGN.md holds the
+// invariants they keep.
 //
 // The job around the cache:
+//   - config: a job's options, the fault injections, their parsing, sizing and every check that needs no MPI.
 //   - runner: one pass of a job on one rank: set-up, the step program's Env (the collectives on the CP group's
 //     communicator, the shared slab, the copy worker, the L3 I/O, the waits under the watchdog, the content of
-//     device memory, fault injection), the serving clock's runner half, and the tallies gathered for the report;
-//     the run's options and validate still live here until their own packages take them.
+//     device memory, fault injection), the serving clock's runner half, and the tallies gathered for the report.
+//   - validate: the validation matrix over the runner's passes (cphicache validate).
 //   - spmd: MPI's start-up, the rank layout (world, CP groups, DP replicas), failure agreement, the watchdog,
 //     signals and clean-up, whatever the cache does.
 //   - transport: how a rank reaches its devices: the consensus's MIN all-reduce (MPI or NCCL), the copy engine,

@@ -13,7 +13,7 @@
 // the GPU check uses (AllreducePreMulSumUint64: on one rank the only reduction whose result a no-op cannot
 // give). A loaded library is never unmapped (RTLD_NODELETE): NCCL's own threads may outlive its communicators.
 //
-// How the GPU build uses it: the step consensus (DESIGN.md at the repository's root) is one all-reduce MIN of a
+// How the GPU build uses it: the step consensus (docs/DESIGN.md) is one all-reduce MIN of a
 // fixed vector of words (frontiers, flags, digest, error word) over a CP group. In the GPU build the vector is
 // reduced in device memory, so hicache makes one Comm per CP group at start-up with NewCommOverMPI (CP rank 0
 // makes the unique id and broadcasts it over the CP group; NCCL rank = CP rank), then at each step copies the

@@ -11,7 +11,7 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// Validate's table, from the checks the runner's passes made (hicache/runner/validate.go): the rows, the verdict, the
+// Validate's table, from the checks the runner's passes made (hicache/validate): the rows, the verdict, the
 // table an operator reads and the JSON report.
 
 // Check is one row of the validation table.
