@@ -53,6 +53,7 @@ func TestFlagValueErrorsSayWhatTheValueShouldBe(t *testing.T) {
 		{[]string{"run"}, "CPHICACHE_CP=x", "cp", []string{`"x" (from CPHICACHE_CP) is not a whole number`}},
 		{[]string{"run"}, "CPHICACHE_CP=0", "cp", []string{"0 is not a group size", "(the value came from CPHICACHE_CP)"}},
 		{[]string{"run", "--slab-bytes-max", "64 parsecs"}, "", "slab-bytes-max", []string{"is not a size"}},
+		{[]string{"run", "--l2-bytes", "99999999TiB"}, "", "l2-bytes", []string{`"99999999TiB" is too large: it overflows`}},
 	} {
 		t.Run(strings.Join(tc.args, " ")+" "+tc.env, func(t *testing.T) {
 			if name, value, ok := strings.Cut(tc.env, "="); ok {
@@ -78,6 +79,9 @@ func TestFlagValueErrorsSayWhatTheValueShouldBe(t *testing.T) {
 	os.Unsetenv("CPHICACHE_CP")
 	if got := captureRun(t, "--slab-bytes-max", "64MiB"); got.SlabBytesMax != 64<<20 {
 		t.Errorf("--slab-bytes-max 64MiB: %d bytes", got.SlabBytesMax)
+	}
+	if got := captureRun(t, "--slab-bytes-max", "1PiB"); got.SlabBytesMax != 1<<50 {
+		t.Errorf("--slab-bytes-max 1PiB: %d bytes", got.SlabBytesMax)
 	}
 }
 
