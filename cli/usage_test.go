@@ -125,3 +125,24 @@ func TestJobErrorsSayTheirValueCameFromTheEnvironment(t *testing.T) {
 	}
 	checkNoSegments(t)
 }
+
+// TestMisspelledFlagGetsTheNearestName: --l2-slot is refused with exit 2 and the flag it was probably meant to be,
+// as CPHICACHE_L2_SLOT is (TestMisspelledEnvironmentVariableIsRefused); a name near none gets no guess.
+func TestMisspelledFlagGetsTheNearestName(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--l2-slot", "5"}, "unknown flag --l2-slot (did you mean --l2-slots?)"},
+		{[]string{"l3", "stat", "--l3-dirr", "/tmp"}, "unknown flag --l3-dirr (did you mean --l3-dir?)"},
+		{[]string{"run", "--zzzz"}, "unknown flag --zzzz"},
+	} {
+		err := newApp().Run(append([]string{"cphicache"}, tc.args...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || exitStatus(err) != spmd.ExitUsage {
+			t.Errorf("%v: %v (exit %d), want %q and exit %d", tc.args, err, exitStatus(err), tc.want, spmd.ExitUsage)
+		}
+		if strings.HasSuffix(tc.want, "zzzz") && strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("%v: %v, want no guess for a name near none", tc.args, err)
+		}
+	}
+}
