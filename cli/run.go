@@ -13,6 +13,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/workload"
 )
 
 func runCommand() *cli.Command {
@@ -53,6 +54,7 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 		return err
 	}
 	if job.Topo.WorldRank == 0 {
+		report.Trace = traceOrder(opts)
 		if werr := writeOutputs(report, opts); werr != nil {
 			err = errors.Join(err, werr)
 		}
@@ -85,4 +87,23 @@ func writeOutputs(r *report.Report, opts *hicache.Options) error {
 		}
 	}
 	return errs
+}
+
+// traceOrder is the trace's timestamp order for the report and the summary (workload.ScanTimestampOrder), read
+// by world rank 0 once the replay is over, so that it delays no step; nil without a trace, for the token format
+// (no timestamps: nothing to be out of order), or for a trace that cannot be read again (the replay's own read said what it could).
+func traceOrder(opts *hicache.Options) *report.TraceReport {
+	if opts.TracePath == "" || opts.TraceFormat == workload.TraceTokens {
+		return nil
+	}
+	f, err := os.Open(opts.TracePath)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	order, err := workload.ScanTimestampOrder(f, opts.TraceLimit)
+	if err != nil {
+		return nil
+	}
+	return &report.TraceReport{TimestampsBackwards: order.Backwards, FirstBackwardsLine: order.FirstLine}
 }
