@@ -94,8 +94,8 @@ type Report struct {
 	// Serving is the serving clock's, when the run had one: time to first token, all of it modelled.
 	Serving *ServingReport `json:"serving,omitempty"`
 	// Trace is the trace's own order (trace.go), when the run replayed a trace.
-	Trace *TraceReport `json:"trace,omitempty"`
-	Groups  []GroupReport  `json:"groups"`
+	Trace  *TraceReport  `json:"trace,omitempty"`
+	Groups []GroupReport `json:"groups"`
 	// Result is the summary's last line: OK, OK but what was not covered, or FAILED (set by WriteJSON).
 	Result string `json:"result"`
 	// Failure is what ended a run that failed part-way (the runner's runfailure.go); nil when the replay ran to its end.
