@@ -67,7 +67,7 @@ func benchReplayCommand() *cli.Command {
 	o := &replayOptions{}
 	return &cli.Command{
 		Name:         "replay",
-		Usage:        "one trace replayed with L1 alone, with the L2, with an L3 over an empty directory and over the filled one, alternating, median of --repeats each: on the serving clock the MODELLED time to first token (p50, p99), prompt tokens/s and measured over ideal, with their targets; walls, computed share, L3 bytes, prefetch waits (launches mpirun itself: do not run it under mpirun)",
+		Usage:        "one trace replayed with L1 alone, with the L2, with an L3 over an empty directory and over the filled one, alternating, median of --repeats each: on the serving clock the MODELLED time to first token (p50, p99), prompt tokens/s and the machinery's cost on that clock (TTFT over ideal), with their targets; walls, computed share, L3 bytes, prefetch waits (launches mpirun itself: do not run it under mpirun)",
 		ArgsUsage:    "[-- RUN FLAGS...]",
 		Flags:        o.flags(),
 		OnUsageError: onUsageError,
