@@ -13,7 +13,6 @@ import (
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
-	"github.com/cphicache/cphicache/hicache/workload"
 )
 
 func runCommand() *cli.Command {
@@ -45,6 +44,7 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 		}
 		opts.Provenance.WriteHeader(os.Stdout)
 	}
+	order := startTrace(job, opts)
 	report, err := hicache.Run(job, opts)
 	if report == nil {
 		// No final metrics file will replace a periodic one, which would say a dead job is still running.
@@ -54,7 +54,7 @@ func runMain(job *spmd.Job, opts *hicache.Options) error {
 		return err
 	}
 	if job.Topo.WorldRank == 0 {
-		report.Trace = traceOrder(opts)
+		report.Trace = traceReport(order)
 		if werr := writeOutputs(report, opts, err); werr != nil {
 			err = errors.Join(err, werr)
 		}
@@ -109,23 +109,4 @@ func jobExitStatus(r *report.Report, runErr error, strict bool) int {
 		return 0
 	}
 	return spmd.ExitStatus(err)
-}
-
-// traceOrder is the trace's timestamp order for the report and the summary (workload.ScanTimestampOrder), read
-// by world rank 0 once the replay is over, so that it delays no step; nil without a trace, for the token format
-// (no timestamps: nothing to be out of order), or for a trace that cannot be read again (the replay's own read said what it could).
-func traceOrder(opts *hicache.Options) *report.TraceReport {
-	if opts.TracePath == "" || opts.TraceFormat == workload.TraceTokens {
-		return nil
-	}
-	f, err := os.Open(opts.TracePath)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	order, err := workload.ScanTimestampOrder(f, opts.TraceLimit)
-	if err != nil {
-		return nil
-	}
-	return &report.TraceReport{TimestampsBackwards: order.Backwards, FirstBackwardsLine: order.FirstLine}
 }

@@ -351,14 +351,18 @@ func TestScanTimestampOrderCountsLinesThatGoBack(t *testing.T) {
 	for _, tc := range []struct {
 		limit int
 		want  TimestampOrder
-	}{{0, TimestampOrder{Backwards: 3, FirstLine: 4}}, {2, TimestampOrder{}}, {3, TimestampOrder{Backwards: 1, FirstLine: 4}}} {
+	}{
+		{0, TimestampOrder{Backwards: 3, FirstLine: 4, LatestMs: 900}},
+		{2, TimestampOrder{LatestMs: 500}},
+		{3, TimestampOrder{Backwards: 1, FirstLine: 4, LatestMs: 500}},
+	} {
 		got, err := ScanTimestampOrder(strings.NewReader(trace), tc.limit)
 		if err != nil || got != tc.want {
 			t.Errorf("limit %d: %+v, %v; want %+v", tc.limit, got, err, tc.want)
 		}
 	}
 	tokens := `{"rid": "a", "input_ids": [1, 2], "output_len": 1}` + "\n" + `{"rid": "b", "input_ids": [1], "output_len": 1}`
-	if got, err := ScanTimestampOrder(strings.NewReader(tokens), 0); err != nil || got != (TimestampOrder{}) {
+	if got, err := ScanTimestampOrder(strings.NewReader(tokens), 0); err != nil || got != (TimestampOrder{LatestMs: -1}) {
 		t.Errorf("a token trace: %+v, %v; want none", got, err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 type TimestampOrder struct {
 	Backwards int // request lines whose timestamp is earlier than the latest timestamp of the lines before them
 	FirstLine int // the first of those lines, 1-based as a TraceError's; 0 when there is none
+	// LatestMs is the latest timestamp: the serving clock's last arrival, in trace time from 0 (-1 without any).
+	LatestMs int64
 }
 
 // ScanTimestampOrder reads the timestamps of a Mooncake trace (the token format has none: a zero order), up to
@@ -20,8 +22,7 @@ type TimestampOrder struct {
 func ScanTimestampOrder(r io.Reader, limitRequests int) (TimestampOrder, error) {
 	scanner := bufio.NewScanner(r)
 	scanner.Buffer(make([]byte, 0, 64<<10), traceLineBytesMax)
-	var order TimestampOrder
-	latestMs := int64(-1)
+	order := TimestampOrder{LatestMs: -1}
 	for line, requests := 1, 0; (limitRequests == 0 || requests < limitRequests) && scanner.Scan(); line++ {
 		text := bytes.Trim(scanner.Bytes(), jsonSpaces)
 		var f mooncakeLine
@@ -33,13 +34,13 @@ func ScanTimestampOrder(r io.Reader, limitRequests int) (TimestampOrder, error) 
 		if err != nil {
 			continue
 		}
-		if timestampMs < latestMs {
+		if timestampMs < order.LatestMs {
 			order.Backwards++
 			if order.FirstLine == 0 {
 				order.FirstLine = line
 			}
 		}
-		latestMs = max(latestMs, timestampMs)
+		order.LatestMs = max(order.LatestMs, timestampMs)
 	}
 	return order, scanner.Err()
 }
