@@ -77,7 +77,7 @@ func writeOutputs(r *report.Report, opts *hicache.Options, runErr error) error {
 	var errs error
 	metricsWritten := false
 	if opts.MetricsPath != "" {
-		if err := r.WriteMetrics(opts.MetricsPath, opts.JobID, jobExitStatus(r, runErr, opts.Strict)); err != nil {
+		if err := r.WriteMetricsWithResult(opts.MetricsPath, opts.JobID, jobExitStatus(r, runErr, opts.Strict)); err != nil {
 			r.FailOutput(err)
 			errs = err
 		}
@@ -88,7 +88,7 @@ func writeOutputs(r *report.Report, opts *hicache.Options, runErr error) error {
 			r.FailOutput(err)
 			errs = errors.Join(errs, err)
 			if metricsWritten {
-				errs = errors.Join(errs, r.WriteMetrics(opts.MetricsPath, opts.JobID, jobExitStatus(r, runErr, opts.Strict)))
+				errs = errors.Join(errs, r.WriteMetricsWithResult(opts.MetricsPath, opts.JobID, jobExitStatus(r, runErr, opts.Strict)))
 			}
 		}
 	}

@@ -247,8 +247,14 @@ func (v *Metrics) Write(path string) error {
 }
 
 // WriteMetrics writes the aggregated report as the end-of-run metrics file (world rank 0 calls it), with the
-// counters by group and rank the runner gathered (GroupViews, RankViews) and the status the job exits with.
-func (r *Report) WriteMetrics(path, job string, exitStatus int) error {
+// counters by group and rank the runner gathered (GroupViews, RankViews), but no result (WriteMetricsWithResult).
+func (r *Report) WriteMetrics(path, job string) error {
+	return (&Metrics{Job: job, Final: true, Report: r, Groups: r.GroupViews, Ranks: r.RankViews, Written: time.Now()}).Write(path)
+}
+
+// WriteMetricsWithResult is WriteMetrics with cphicache_run_result: the status the job exits with, which only
+// the command that ends the job knows (cli's run).
+func (r *Report) WriteMetricsWithResult(path, job string, exitStatus int) error {
 	return (&Metrics{Job: job, Final: true, Report: r, Groups: r.GroupViews, Ranks: r.RankViews, Written: time.Now(),
 		ExitStatus: &exitStatus}).Write(path)
 }
