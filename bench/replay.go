@@ -27,8 +27,8 @@ var replayConfigs = []string{ReplayL1Only, ReplayL2Only, ReplayL3Empty, ReplayL3
 
 // The targets on the serving clock (SERVING.md): a filled L3 brings the first token at most 0.6 times as late as
 // the L2 alone, writing an empty one slows serving by at most 5%, and the cache machinery hides under the modelled
-// compute (measured over ideal TTFT p50 at most 1.10 in every configuration). Without the clock (--serving-args
-// ""), the walls' targets: an L3 may cost half again the L2-only wall while it fills, nothing once filled, and a
+// compute (its cost on the modelled clock, TTFT p50 over the ideal's, at most 1.10 in every configuration).
+// Without the clock (--serving-args ""), the walls' targets: an L3 may cost half again the L2-only wall while it fills, nothing once filled, and a
 // prefetch may wait twice a plain read of its bytes.
 const (
 	ReplayTargetTTFTFilled = 0.6

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/cphicache/cphicache/hicache/sizing"
 )
 
 // replayBlockHeaderBytes is a block file's header (hicache/l3's format): the plain files of the prefetch
@@ -66,24 +68,28 @@ func measurePrefetchPlainRead(cfg ReplayConfig, runs []ReplayRun) (ref ReplayPre
 
 var replayTable = table{
 	{"config", "", "%s", 10}, {"runs", "", "%d", 4}, {"ttft-p50", "(s)", "%s", 9}, {"/L2-only", "(x)", "%s", 8},
-	{"ttft-p99", "(s)", "%s", 9}, {"tokens/s", "", "%s", 9}, {"/ideal", "(x)", "%s", 7},
-	{"wall", "(s)", "%.2f", 8}, {"/L2-only", "(x)", "%.2f", 8},
+	{"ttft-p99", "(s)", "%s", 9}, {"tokens/s", "", "%s", 9}, {"machinery", "(x)", "%s", 9},
+	{"wall", "(s)", "%.2f", 8}, {"/L2-only", "(x)", "%s", 8},
 	{"computed", "(%)", "%.1f", 8}, {"hits", "(%)", "%.1f", 6}, {"l3-write", "(MB)", "%s", 9}, {"l3-read", "(MB)", "%s", 9},
 	{"pf-p50", "(ms)", "%s", 8}, {"pf-p99", "(ms)", "%s", 8}, {"#wrong", "", "%d", 6},
 }
+
+// ratioText is a ratio to 3 significant digits: a filled L3's TTFT can be a few thousandths of the L2-only
+// one's, which two decimals printed as 0.00.
+func ratioText(v float64) string { return sizing.Significant(v, 3) }
 
 // servingCells are a row's serving clock columns, "-" without the clock.
 func servingCells(r ReplayRow) []any {
 	if r.TTFTP50Seconds == 0 {
 		return []any{"-", "-", "-", "-", "-"}
 	}
-	return []any{fmt.Sprintf("%.3f", r.TTFTP50Seconds), fmt.Sprintf("%.2f", r.TTFTOverL2Only), fmt.Sprintf("%.3f", r.TTFTP99Seconds),
-		fmt.Sprintf("%.0f", r.PromptTokensPerSecond), fmt.Sprintf("%.2f", r.MeasuredOverIdeal)}
+	return []any{fmt.Sprintf("%.3f", r.TTFTP50Seconds), ratioText(r.TTFTOverL2Only), fmt.Sprintf("%.3f", r.TTFTP99Seconds),
+		fmt.Sprintf("%.0f", r.PromptTokensPerSecond), ratioText(r.MeasuredOverIdeal)}
 }
 
 // WriteReplayTable prints the rows, then the ratios against their targets.
 func WriteReplayTable(w io.Writer, res *ReplayResult) {
-	fmt.Fprintln(w, "# medians over runs; ttft = time to first token, MODELLED on the serving clock (trace time), /ideal = measured over the same hits with a machinery that costs nothing; computed = prompt tokens that missed every tier; hits = L1 + L2 + L3; pf = prefetch wait, issue to agreement (slowest rank)")
+	fmt.Fprintln(w, "# medians over runs; ttft = time to first token, MODELLED on the serving clock (trace time), machinery = TTFT over the ideal's (the same hits with a machinery that costs nothing), both MODELLED: the cache machinery's cost on the modelled clock; computed = prompt tokens that missed every tier; hits = L1 + L2 + L3; pf = prefetch wait, issue to agreement (slowest rank)")
 	replayTable.writeHeader(w)
 	for _, r := range res.Rows {
 		written, read, p50, p99 := "-", "-", "-", "-"
@@ -92,7 +98,7 @@ func WriteReplayTable(w io.Writer, res *ReplayResult) {
 			p50, p99 = fmt.Sprintf("%.2f", r.PrefetchWaitP50Ms), fmt.Sprintf("%.2f", r.PrefetchWaitP99Ms)
 		}
 		cells := append([]any{r.Config, r.Runs}, servingCells(r)...)
-		replayTable.writeRow(w, append(cells, r.WallSeconds, r.WallOverL2Only, r.ComputedPct, r.HitPct, written, read, p50, p99, r.Wrong)...)
+		replayTable.writeRow(w, append(cells, r.WallSeconds, ratioText(r.WallOverL2Only), r.ComputedPct, r.HitPct, written, read, p50, p99, r.Wrong)...)
 	}
 	target := func(v, goal float64) string {
 		switch {
@@ -106,15 +112,15 @@ func WriteReplayTable(w io.Writer, res *ReplayResult) {
 	ra, ref := res.Ratios, res.Prefetch
 	if res.row(ReplayL2Only).TTFTP50Seconds > 0 {
 		// On the serving clock its targets replace the walls': a wall there is mostly the modelled time spent.
-		fmt.Fprintf(w, "# MODELLED TTFT p50, L3-filled / L2-only: %.2f (target <= %.2f: %s)\n", ra.TTFTFilledOverL2Only, ReplayTargetTTFTFilled, target(ra.TTFTFilledOverL2Only, ReplayTargetTTFTFilled))
-		fmt.Fprintf(w, "# MODELLED TTFT p50, L3-empty / L2-only: %.2f (target <= %.2f: %s)\n", ra.TTFTEmptyOverL2Only, ReplayTargetTTFTEmpty, target(ra.TTFTEmptyOverL2Only, ReplayTargetTTFTEmpty))
+		fmt.Fprintf(w, "# MODELLED TTFT p50, L3-filled / L2-only: %s (target <= %.2f: %s)\n", ratioText(ra.TTFTFilledOverL2Only), ReplayTargetTTFTFilled, target(ra.TTFTFilledOverL2Only, ReplayTargetTTFTFilled))
+		fmt.Fprintf(w, "# MODELLED TTFT p50, L3-empty / L2-only: %s (target <= %.2f: %s)\n", ratioText(ra.TTFTEmptyOverL2Only), ReplayTargetTTFTEmpty, target(ra.TTFTEmptyOverL2Only, ReplayTargetTTFTEmpty))
 		for _, r := range res.Rows {
-			fmt.Fprintf(w, "# %s measured / ideal TTFT p50: %.2f (target <= %.2f: %s)\n", r.Config, r.MeasuredOverIdeal, ReplayTargetOverIdeal, target(r.MeasuredOverIdeal, ReplayTargetOverIdeal))
+			fmt.Fprintf(w, "# %s machinery cost on the modelled clock, TTFT p50 over ideal: %s (target <= %.2f: %s)\n", r.Config, ratioText(r.MeasuredOverIdeal), ReplayTargetOverIdeal, target(r.MeasuredOverIdeal, ReplayTargetOverIdeal))
 		}
 		return
 	}
-	fmt.Fprintf(w, "# L3-empty / L2-only wall: %.2f (target <= %.1f: %s)\n", ra.EmptyOverL2Only, ReplayTargetEmpty, target(ra.EmptyOverL2Only, ReplayTargetEmpty))
-	fmt.Fprintf(w, "# L3-filled / L2-only wall: %.2f (target <= %.1f: %s)\n", ra.FilledOverL2Only, ReplayTargetFilled, target(ra.FilledOverL2Only, ReplayTargetFilled))
+	fmt.Fprintf(w, "# L3-empty / L2-only wall: %s (target <= %.1f: %s)\n", ratioText(ra.EmptyOverL2Only), ReplayTargetEmpty, target(ra.EmptyOverL2Only, ReplayTargetEmpty))
+	fmt.Fprintf(w, "# L3-filled / L2-only wall: %s (target <= %.1f: %s)\n", ratioText(ra.FilledOverL2Only), ReplayTargetFilled, target(ra.FilledOverL2Only, ReplayTargetFilled))
 	if ref.PlainReadMs > 0 {
 		fmt.Fprintf(w, "# one prefetch of the filled runs reads %d blocks of %d bytes (file): a plain read of them takes %.3f ms (median of %d, page cache)\n",
 			ref.Blocks, ref.BlockFileBytes, ref.PlainReadMs, ref.Rounds)
@@ -125,7 +131,7 @@ func WriteReplayTable(w io.Writer, res *ReplayResult) {
 		config string
 		v      float64
 	}{{ReplayL3Empty, ra.EmptyP99OverPlainRead}, {ReplayL3Filled, ra.FilledP99OverPlainRead}} {
-		fmt.Fprintf(w, "# %s prefetch wait p99 / plain read: %.2f (target <= %.1f: %s)\n", p.config, p.v, ReplayTargetPrefetch, target(p.v, ReplayTargetPrefetch))
+		fmt.Fprintf(w, "# %s prefetch wait p99 / plain read: %s (target <= %.1f: %s)\n", p.config, ratioText(p.v), ReplayTargetPrefetch, target(p.v, ReplayTargetPrefetch))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cphicache/cphicache/hicache/report"
@@ -107,5 +108,24 @@ func TestSummarizeReplayOnTheServingClock(t *testing.T) {
 	}
 	if res.Ratios.TTFTFilledOverL2Only != 0.4 || res.Ratios.TTFTEmptyOverL2Only != 0 {
 		t.Fatalf("ratios %+v: want 0.4, and 0 for the L3-empty row without the clock", res.Ratios)
+	}
+}
+
+// TestReplayRatiosKeepTheirSignificantDigits: a filled L3's modelled TTFT a few thousandths of the L2-only one's
+// prints as 0.003, where two decimals printed 0.00 (a ratio of nothing, beside its target).
+func TestReplayRatiosKeepTheirSignificantDigits(t *testing.T) {
+	serving := func(p50 float64) *report.ServingReport {
+		s := &report.ServingReport{MeasuredOverIdealP50: 1.0, PromptTokensPerSecond: 1000}
+		s.TTFT.P50, s.TTFT.P99 = p50, p50
+		return s
+	}
+	res := SummarizeReplay([]ReplayRun{
+		{Config: ReplayL1Only, Serving: serving(9)}, {Config: ReplayL2Only, Serving: serving(4)},
+		{Config: ReplayL3Empty, Serving: serving(4.4)}, {Config: ReplayL3Filled, Serving: serving(0.012)},
+	})
+	var b strings.Builder
+	WriteReplayTable(&b, res)
+	if !strings.Contains(b.String(), "L3-filled / L2-only: 0.003 (target") {
+		t.Errorf("want the ratio 0.012 / 4 printed as 0.003:\n%s", b.String())
 	}
 }

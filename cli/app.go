@@ -5,6 +5,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -122,9 +123,17 @@ const exitStatusHelp = "EXIT STATUS:\n" +
 // the one way every error is printed (spmd.Report): once for an error every rank shares, with the rank
 // otherwise. A rank that stays silent waits, so that mpirun does not end the speaker before its message is out.
 func reportError(err error) {
-	// Ranks given different settings each print their own values: each waits too, or the first to exit has
-	// mpirun end the others before they print.
-	if !spmd.Report(os.Stderr, err, spmd.Where{WorldRank: mpi.LauncherRank()}) || errors.As(err, new(*spmd.SettingsError)) {
+	if printError(os.Stderr, err) {
 		time.Sleep(spmd.SilentGrace())
 	}
+}
+
+// printError prints err as reportError does and says whether this rank must wait before it exits.
+func printError(w io.Writer, err error) (wait bool) {
+	if errors.As(err, new(*spmd.ReportedError)) {
+		return false // every rank printed it and met the others after (ranks given different settings): exit now
+	}
+	// Ranks given different settings each print their own values: each waits too, or the first to exit has
+	// mpirun end the others before they print.
+	return !spmd.Report(w, err, spmd.Where{WorldRank: mpi.LauncherRank()}) || errors.As(err, new(*spmd.SettingsError))
 }

@@ -35,7 +35,7 @@ func (o *e2eOptions) flags() []cli.Flag {
 		&cli.IntFlag{Name: "repeats", Value: 3, EnvVars: env("REPEATS"), Destination: &o.repeats, Usage: "launches per configuration, interleaved; rows are medians"},
 		&cli.StringFlag{Name: "mpirun", Value: "mpirun --oversubscribe --mca mpi_yield_when_idle 1", EnvVars: env("MPIRUN"), Destination: &o.mpirun,
 			Usage: "the launcher and its flags (split at spaces); -np N is inserted after the first word"},
-		&cli.StringFlag{Name: "run-args", EnvVars: env("RUN_ARGS"), Destination: &o.runArgs, Usage: "extra flags of `cphicache run` (split at spaces)"},
+		&cli.StringFlag{Name: "run-args", EnvVars: env("RUN_ARGS"), Destination: &o.runArgs, Usage: "extra `FLAGS` of cphicache run (split at spaces)"},
 		&cli.StringFlag{Name: "out-dir", Value: "build/bench/e2e", EnvVars: env("OUT_DIR"), Destination: &o.outDir, Usage: "folder for each launch's report (JSON) and output (log)"},
 		&cli.DurationFlag{Name: "timeout", Value: 300 * time.Second, EnvVars: env("TIMEOUT"), Destination: &o.timeout, Usage: "end a launch that runs longer than this (e.g. 300s, 5m)"},
 	}, benchOutputFlags("e2e", false, &o.out)...)

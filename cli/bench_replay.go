@@ -37,11 +37,11 @@ func (o *replayOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "mpirun", Value: "mpirun --oversubscribe --mca mpi_yield_when_idle 1", EnvVars: env("MPIRUN"), Destination: &o.mpirun,
 			Usage: "the launcher and its flags (split at spaces); -np N is inserted after the first word (OpenMPI as root also needs OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in the environment, as make exports them)"},
 		&cli.StringFlag{Name: "run-args", EnvVars: env("RUN_ARGS"), Destination: &o.runArgs,
-			Usage: "flags of `cphicache run` for every launch (split at spaces; arguments after -- are added to them); not --trace, --l3-dir, --report or --quiet, which the benchmark sets"},
+			Usage: "`FLAGS` of cphicache run for every launch (split at spaces; arguments after -- are added to them); not --trace, --l3-dir, --report or --quiet, which the benchmark sets"},
 		&cli.StringFlag{Name: "serving-args", Value: bench.DefaultReplayServingArgs, EnvVars: env("SERVING_ARGS"), Destination: &o.servingArgs,
-			Usage: "the serving clock's flags of `cphicache run` for every launch (split at spaces): the rows' TTFT and the targets on it are MODELLED by them; \"\" replays without the clock, as fast as the machine allows"},
+			Usage: "the serving clock's `FLAGS` of cphicache run for every launch (split at spaces): the rows' TTFT and the targets on it are MODELLED by them; \"\" replays without the clock, as fast as the machine allows"},
 		&cli.StringFlag{Name: "l3-run-args", EnvVars: env("L3_RUN_ARGS"), Destination: &o.l3RunArgs,
-			Usage: "flags of `cphicache run` for the L3 launches only (--l3-bytes, --l3-block-tokens, ...: the L2-only launches would refuse them)"},
+			Usage: "`FLAGS` of cphicache run for the L3 launches only (--l3-bytes, --l3-block-tokens, ...: the L2-only launches would refuse them)"},
 		&cli.StringFlag{Name: "l3-parent", Value: os.TempDir(), EnvVars: env("L3_PARENT"), Destination: &o.l3Parent,
 			Usage: "an existing directory on the filesystem to measure: each repeat's L3 directory is made in it, fresh, and removed after the repeat"},
 		&cli.StringFlag{Name: "out-dir", Value: "build/bench/replay", EnvVars: env("OUT_DIR"), Destination: &o.outDir, Usage: "folder for each launch's report (JSON) and output (log)"},
@@ -67,7 +67,7 @@ func benchReplayCommand() *cli.Command {
 	o := &replayOptions{}
 	return &cli.Command{
 		Name:         "replay",
-		Usage:        "one trace replayed with L1 alone, with the L2, with an L3 over an empty directory and over the filled one, alternating, median of --repeats each: on the serving clock the MODELLED time to first token (p50, p99), prompt tokens/s and measured over ideal, with their targets; walls, computed share, L3 bytes, prefetch waits (launches mpirun itself: do not run it under mpirun)",
+		Usage:        "one trace replayed with L1 alone, with the L2, with an L3 over an empty directory and over the filled one, alternating, median of --repeats each: on the serving clock the MODELLED time to first token (p50, p99), prompt tokens/s and the machinery's cost on that clock (TTFT over ideal), with their targets; walls, computed share, L3 bytes, prefetch waits (launches mpirun itself: do not run it under mpirun)",
 		ArgsUsage:    "[-- RUN FLAGS...]",
 		Flags:        o.flags(),
 		OnUsageError: onUsageError,

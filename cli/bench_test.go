@@ -203,7 +203,7 @@ func TestBenchReplaySmoke(t *testing.T) {
 		}
 	}
 	// On the serving clock its targets are the ones printed (the walls' apply to a replay without it).
-	for _, line := range []string{"# MODELLED TTFT p50, L3-filled / L2-only: ", "# MODELLED TTFT p50, L3-empty / L2-only: ", "# L3-filled measured / ideal TTFT p50: "} {
+	for _, line := range []string{"# MODELLED TTFT p50, L3-filled / L2-only: ", "# MODELLED TTFT p50, L3-empty / L2-only: ", "# L3-filled machinery cost on the modelled clock, TTFT p50 over ideal: "} {
 		if !strings.Contains(string(out), line) {
 			t.Errorf("no line %q in\n%s", line, out)
 		}

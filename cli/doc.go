@@ -34,6 +34,8 @@
 //   - serving.go: the serving clock's flags, run's and sweep's (--gpu, --prefill-profile, --prefill-model,
 //     --request-rate, --time-scale, --step-tokens, ...; SERVING.md).
 //   - run.go: run, the main job.
+//   - tracetime.go: world rank 0's scan of run's trace timestamps: those that go back (the report's trace), and
+//     the warning at start-up for a replay that would outlast its Slurm job.
 //   - validate.go: validate, the validation matrix.
 //   - gentrace.go: gen-trace, the synthetic workload as a trace.
 //   - sweep.go: sweep, the hit rate against the L2's capacity.

@@ -78,6 +78,20 @@ func TestEveryFlagIsDefinedOnce(t *testing.T) {
 	})
 }
 
+// TestEveryPlaceholderIsOneWord: urfave/cli shows the first `quoted` words of a flag's usage as its value's
+// placeholder (--run-args FLAGS); a quoted phrase (`cphicache run`) showed as "--run-args cphicache run", which
+// reads as two more arguments.
+func TestEveryPlaceholderIsOneWord(t *testing.T) {
+	commandFlags("", newApp().Commands, func(path string, f cli.Flag) {
+		usage := f.(cli.DocGenerationFlag).GetUsage()
+		if _, quoted, ok := strings.Cut(usage, "`"); ok {
+			if placeholder, _, _ := strings.Cut(quoted, "`"); strings.ContainsAny(placeholder, " -") {
+				t.Errorf("%s --%s shows the placeholder %q: want one word (FLAGS)", path, f.Names()[0], placeholder)
+			}
+		}
+	})
+}
+
 // TestEveryFlagHasADestination: every value reaches its command through its options struct, never through a
 // lookup by name (c.Int("layers")), which a renamed flag would break silently.
 func TestEveryFlagHasADestination(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 type l3Options struct {
 	dir, fingerprintHex string
 
-	fingerprint *uint64 // from fingerprintHex, by check; nil for every namespace
+	fingerprintPrefix string // fingerprintHex in lower case without 0x, by check; "" for every namespace
 }
 
 // l3DirFlag is --l3-dir, the one definition every command that uses the L3 takes.
@@ -35,7 +35,7 @@ func l3DirFlag(dest *string) cli.Flag {
 		Usage: "the L3 tier's directory, local or on a shared filesystem; it must exist (one subdirectory per namespace fingerprint)"}
 }
 
-// check refuses a missing directory and a fingerprint that is not 16 hexadecimal digits.
+// check refuses a missing directory and a fingerprint that is not 1 to 16 hexadecimal digits.
 func (o *l3Options) check(*cli.Context) error {
 	if err := l3.CheckDir(o.dir); err != nil {
 		return err
@@ -44,12 +44,46 @@ func (o *l3Options) check(*cli.Context) error {
 		return nil
 	}
 	hex := strings.TrimPrefix(strings.ToLower(o.fingerprintHex), "0x")
-	fp, err := strconv.ParseUint(hex, 16, 64)
-	if err != nil || len(hex) > 16 {
-		return &errscope.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("%q is not a 64-bit hexadecimal fingerprint (l3 stat lists them)", o.fingerprintHex)}
+	if _, err := strconv.ParseUint(hex, 16, 64); err != nil || len(hex) > 16 {
+		return &errscope.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("%q is not a 64-bit hexadecimal fingerprint, or the start of one (l3 stat lists them)", o.fingerprintHex)}
 	}
-	o.fingerprint = &fp
+	o.fingerprintPrefix = hex
 	return nil
+}
+
+// namespaceByPrefix is the one namespace under dir whose fingerprint (16 hexadecimal digits, as l3 stat prints
+// it) starts with prefix, as git takes the start of a commit's hash: a value is never padded into another
+// namespace's fingerprint (0ba3d4fb is not 000000000ba3d4fb). None, or more than one, is an error of the flag
+// that lists the namespaces there are, or those that match.
+func namespaceByPrefix(dir, prefix string) (uint64, error) {
+	usage, err := l3.Usage(dir)
+	if err != nil {
+		return 0, oneProcess(err)
+	}
+	var matches, all []string
+	var fingerprint uint64
+	for _, u := range usage {
+		name := fmt.Sprintf("%016x", u.Fingerprint)
+		if u.Description != "" {
+			name += " (" + u.Description + ")"
+		}
+		all = append(all, name)
+		if strings.HasPrefix(fmt.Sprintf("%016x", u.Fingerprint), prefix) {
+			matches, fingerprint = append(matches, name), u.Fingerprint
+		}
+	}
+	reason := ""
+	switch {
+	case len(matches) == 1:
+		return fingerprint, nil
+	case len(matches) > 1:
+		reason = fmt.Sprintf("%q is the start of %d namespaces' fingerprints: %s; give more of its digits", prefix, len(matches), strings.Join(matches, "; "))
+	case len(all) == 0:
+		reason = fmt.Sprintf("no namespace starts with %q under %s: it holds no namespace", prefix, dir)
+	default:
+		reason = fmt.Sprintf("no namespace starts with %q under %s; it holds %s: %s", prefix, dir, errscope.Plural(len(all), "namespace"), strings.Join(all, "; "))
+	}
+	return 0, &errscope.ConfigError{Flag: "l3-namespace-fingerprint", Reason: reason}
 }
 
 func l3Command() *cli.Command {
@@ -128,11 +162,19 @@ func l3ClearCommand() *cli.Command {
 		Usage: "empty the L3 directory: every namespace, or the one --l3-namespace-fingerprint names",
 		Flags: []cli.Flag{l3DirFlag(&o.dir),
 			&cli.StringFlag{Name: "l3-namespace-fingerprint", EnvVars: []string{"CPHICACHE_L3_NAMESPACE_FINGERPRINT"}, Category: "L3",
-				Destination: &o.fingerprintHex, Usage: "remove only this namespace (hexadecimal, as l3 stat prints it)"}},
+				Destination: &o.fingerprintHex, Usage: "remove only this namespace: its fingerprint as l3 stat prints it, or the start of it (as a git hash), which must match one namespace"}},
 		OnUsageError: onUsageError,
 		Before:       o.check,
 		Action: func(*cli.Context) error {
-			removed, err := l3.Clear(o.dir, o.fingerprint)
+			var fingerprint *uint64
+			if o.fingerprintPrefix != "" {
+				fp, err := namespaceByPrefix(o.dir, o.fingerprintPrefix)
+				if err != nil {
+					return err
+				}
+				fingerprint = &fp
+			}
+			removed, err := l3.Clear(o.dir, fingerprint)
 			for _, fp := range removed {
 				fmt.Printf("removed namespace %016x\n", fp)
 			}
@@ -140,9 +182,8 @@ func l3ClearCommand() *cli.Command {
 				fmt.Printf("# cphicache l3 clear: %s: %s removed, and not all\n", o.dir, errscope.Plural(len(removed), "namespace"))
 				return oneProcess(fmt.Errorf("l3 clear: %w", err))
 			}
-			if o.fingerprint != nil && len(removed) == 0 {
-				// A mistyped fingerprint must not pass for a cleared one.
-				return &errscope.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("no namespace %016x under %s", *o.fingerprint, o.dir)}
+			if fingerprint != nil && len(removed) == 0 { // cleared meanwhile: it must not pass for one cleared now
+				return &errscope.ConfigError{Flag: "l3-namespace-fingerprint", Reason: fmt.Sprintf("no namespace %016x under %s", *fingerprint, o.dir)}
 			}
 			fmt.Printf("# cphicache l3 clear: %s: %s removed\n", o.dir, errscope.Plural(len(removed), "namespace"))
 			return nil

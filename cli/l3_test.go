@@ -59,8 +59,9 @@ func TestL3StatAndClear(t *testing.T) {
 		t.Errorf("clear of one namespace:\n%s", out)
 	}
 	cmd := exec.Command(binPath, "l3", "clear", "--l3-dir", dir, "--l3-namespace-fingerprint", fmt.Sprintf("%016x", a.Fingerprint()))
-	if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "invalid --l3-namespace-fingerprint: no namespace") {
-		t.Errorf("clear of a namespace that is not there: %v\n%s", err, msg)
+	notThere := fmt.Sprintf("no namespace starts with %q under %s; it holds 1 namespace: %016x (", fmt.Sprintf("%016x", a.Fingerprint()), dir, b.Fingerprint())
+	if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "invalid --l3-namespace-fingerprint: "+notThere) {
+		t.Errorf("clear of a namespace that is not there: %v, want it to list the one there is\n%s", err, msg)
 	}
 	if out = singleton(t, "l3", "clear", "--l3-dir", dir); !strings.Contains(out, "1 namespace removed") {
 		t.Errorf("clear of every namespace:\n%s", out)
@@ -70,5 +71,40 @@ func TestL3StatAndClear(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "README")); err != nil {
 		t.Errorf("clear removed a file that is not the L3's: %v", err)
+	}
+}
+
+// TestL3ClearTakesTheStartOfAFingerprint: --l3-namespace-fingerprint is matched as the start of a fingerprint
+// (as a git hash), never padded into another one (0ba3d4fb is not 000000000ba3d4fb); the start of two is refused,
+// naming both, and one that starts none lists the namespaces there are.
+func TestL3ClearTakesTheStartOfAFingerprint(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"0ba3d4fb00000001", "0ba3d4fb00000002", "000000000ba3d4fb", "77aa000000000000"} {
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refuse := func(prefix string, want ...string) {
+		t.Helper()
+		cmd := exec.Command(binPath, "l3", "clear", "--l3-dir", dir, "--l3-namespace-fingerprint", prefix)
+		msg, err := cmd.CombinedOutput()
+		for _, w := range want {
+			if err == nil || !strings.Contains(string(msg), w) {
+				t.Errorf("clear %s: %v, want %q in\n%s", prefix, err, w, msg)
+			}
+		}
+	}
+	refuse("0ba3d4fb", `"0ba3d4fb" is the start of 2 namespaces' fingerprints: 0ba3d4fb00000001; 0ba3d4fb00000002`)
+	refuse("0ba3d4fc", "it holds 4 namespaces: 000000000ba3d4fb; 0ba3d4fb00000001; 0ba3d4fb00000002; 77aa000000000000")
+	if out := singleton(t, "l3", "clear", "--l3-dir", dir, "--l3-namespace-fingerprint", "0x77AA"); !strings.Contains(out, "removed namespace 77aa000000000000") {
+		t.Errorf("clear 0x77AA:\n%s", out)
+	}
+	if out := singleton(t, "l3", "clear", "--l3-dir", dir, "--l3-namespace-fingerprint", "0ba3d4fb00000002"); !strings.Contains(out, "removed namespace 0ba3d4fb00000002") {
+		t.Errorf("clear of a whole fingerprint:\n%s", out)
+	}
+	for _, name := range []string{"0ba3d4fb00000001", "000000000ba3d4fb"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s is gone, want it kept: %v", name, err)
+		}
 	}
 }

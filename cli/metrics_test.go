@@ -170,3 +170,31 @@ func TestRunMetricsFileInAMissingDirectoryFailsAtStart(t *testing.T) {
 	}
 	checkNoSegments(t)
 }
+
+// TestTheMetricsFileHoldsTheJobsResult: the end-of-run file's cphicache_run_result is the status the job exits
+// with, labelled by its result line, for an alert to fire on (cphicache_run_result != 0): 0 and ok for a clean run,
+// 5 and ok_but for --strict at cp 1 (placement not compared), 1 and failed for a divergence.
+func TestTheMetricsFileHoldsTheJobsResult(t *testing.T) {
+	besideOthers(t)
+	for _, tc := range []struct {
+		np     int
+		args   []string
+		result string
+		status int
+	}{
+		{2, nil, "ok", 0},
+		{1, []string{"--strict"}, "ok_but", 5},
+		{2, []string{"--inject-divergence", "1@3"}, "failed", 1},
+	} {
+		metrics := filepath.Join(t.TempDir(), "cphicache.prom")
+		args := append([]string{"run", "--quiet", "--conversations", "8", "--metrics-file", metrics}, tc.args...)
+		res := runMPI(t, tc.np, 60*time.Second, args...)
+		if res.exitCode != tc.status {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, res.exitCode, tc.status, res.stdout, res.stderr)
+		}
+		series := seriesByLabels(readMetrics(t, metrics)["cphicache_run_result"])
+		if len(series) != 1 || series["result="+tc.result] == nil || series["result="+tc.result].GetGauge().GetValue() != float64(tc.status) {
+			t.Errorf("%v: cphicache_run_result %v, want one series {result=%q} of value %d", args, series, tc.result, tc.status)
+		}
+	}
+}

@@ -45,6 +45,7 @@ func runMain(job *spmd.Job, opts *config.Options) error {
 		}
 		opts.Provenance.WriteHeader(os.Stdout)
 	}
+	order := startTrace(job, opts)
 	report, err := runner.Run(job, opts)
 	if report == nil {
 		// No final metrics file will replace a periodic one, which would say a dead job is still running.
@@ -54,7 +55,8 @@ func runMain(job *spmd.Job, opts *config.Options) error {
 		return err
 	}
 	if job.Topo.WorldRank == 0 {
-		if werr := writeOutputs(report, opts); werr != nil {
+		report.Trace = traceReport(order)
+		if werr := writeOutputs(report, opts, err); werr != nil {
 			err = errors.Join(err, werr)
 		}
 		report.WriteSummary(os.Stdout)
@@ -69,21 +71,43 @@ func runMain(job *spmd.Job, opts *config.Options) error {
 }
 
 // writeOutputs writes the metrics file, then the JSON report, recording a write that failed in the report as the
-// run's failure before the next is written: the report, and the summary printed after both, never say OK of a
-// job that exits 1 for a full disk. (The metrics file carries no verdict.)
-func writeOutputs(r *report.Report, opts *config.Options) error {
+// run's failure before the next is written: the report, the metrics file's result and the summary printed after
+// both never say OK of a job that exits 1 for a full disk. The metrics file is written again when the report then
+// fails to write, so that its cphicache_run_result says failed too. runErr is Run's.
+func writeOutputs(r *report.Report, opts *config.Options, runErr error) error {
 	var errs error
+	metricsWritten := false
 	if opts.MetricsPath != "" {
-		if err := r.WriteMetrics(opts.MetricsPath, opts.JobID); err != nil {
+		if err := r.WriteMetricsWithResult(opts.MetricsPath, opts.JobID, jobExitStatus(r, runErr, opts.Strict)); err != nil {
 			r.FailOutput(err)
 			errs = err
 		}
+		metricsWritten = errs == nil
 	}
 	if opts.ReportPath != "" {
 		if err := r.WriteJSON(opts.ReportPath); err != nil {
 			r.FailOutput(err)
 			errs = errors.Join(errs, err)
+			if metricsWritten {
+				errs = errors.Join(errs, r.WriteMetricsWithResult(opts.MetricsPath, opts.JobID, jobExitStatus(r, runErr, opts.Strict)))
+			}
 		}
 	}
 	return errs
+}
+
+// jobExitStatus is the status the job exits with (runMain's error, as withJob ends the process with it): Run's
+// error's, else a failed check's (1), else --strict's for a run that did not check everything (5), else 0.
+func jobExitStatus(r *report.Report, runErr error, strict bool) int {
+	err := runErr
+	if err == nil {
+		err = r.RunFailure()
+	}
+	if err == nil && strict {
+		err = r.NotCovered()
+	}
+	if err == nil {
+		return 0
+	}
+	return spmd.ExitStatus(err)
 }

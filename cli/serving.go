@@ -67,7 +67,7 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 		&cli.DurationFlag{Name: "think-time", EnvVars: env("THINK_TIME"), Category: servingCategory, Destination: &o.thinkTime,
 			Usage: "with --clients, how long a client waits after a first token before it sends its next request (trace time, e.g. 500ms)"},
 		&cli.Float64Flag{Name: "time-scale", Value: 1, EnvVars: env("TIME_SCALE"), Category: servingCategory, Destination: &o.timeScale,
-			Usage: "spend the modelled time at 1/N of its length on the wall (60: an hour of trace in about a minute, arrivals at the trace's load); a step lasts its modelled time or its real work's wall time, whichever is longer, so the cache's own time counts as itself and the figures are a replay's at the trace's pace (docs/SERVING.md)"},
+			Usage: "spend the modelled time at 1/N of its length on the wall (60: an hour of trace in about a minute, arrivals at the trace's load); a step lasts its modelled time or its real work's wall time, whichever is longer, so the cache's own time counts as itself and the figures are a replay's at the trace's pace (docs/SERVING.md); a replay of a trace lasts at least its last arrival / N, and a run warns at start-up when that is past its job's end ($SLURM_JOB_END_TIME)"},
 	}
 	if virtual {
 		o.timeScale = 1

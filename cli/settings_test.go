@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,19 +28,28 @@ exec "$@"
 // from dir, and returns how it ended and how long it took.
 func runRankOneApart(t *testing.T, dir, dir1, env1 string, args ...string) (mpirunResult, time.Duration) {
 	t.Helper()
+	res, took, _ := runRanksOneApart(t, 2, dir, dir1, env1, args...)
+	return res, took
+}
+
+// runRanksOneApart is runRankOneApart at np ranks, and also returns when the job's stderr first said that the
+// ranks were not given the same job (took when it never did).
+func runRanksOneApart(t *testing.T, np int, dir, dir1, env1 string, args ...string) (mpirunResult, time.Duration, time.Duration) {
+	t.Helper()
 	wrapper := filepath.Join(t.TempDir(), "rank1.sh")
 	if err := os.WriteFile(wrapper, []byte(rankOneWrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), loaded(60*time.Second))
 	defer cancel()
-	full := append([]string{"-np", "2", "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", "-x", "RANK1_ENV", "-x", "RANK1_DIR", wrapper, binPath}, args...)
+	full := append([]string{"-np", fmt.Sprint(np), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", "-x", "RANK1_ENV", "-x", "RANK1_DIR", wrapper, binPath}, args...)
 	cmd := exec.CommandContext(ctx, "mpirun", full...)
 	cmd.Env = append(mpirunEnv(t), "RANK1_ENV="+env1, "RANK1_DIR="+dir1)
 	cmd.Dir = dir
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stdout strings.Builder
 	start := time.Now()
+	stderr := &firstSaid{text: "the ranks were not given the same job", start: start}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	err := cmd.Run()
 	res := mpirunResult{stdout: stdout.String(), stderr: stderr.String()}
 	if ctx.Err() != nil {
@@ -48,7 +58,47 @@ func runRankOneApart(t *testing.T, dir, dir1, env1 string, args ...string) (mpir
 	if ee, ok := err.(*exec.ExitError); ok {
 		res.exitCode = ee.ExitCode()
 	}
-	return res, time.Since(start)
+	took := time.Since(start)
+	if stderr.at == 0 {
+		stderr.at = took
+	}
+	return res, took, stderr.at
+}
+
+// firstSaid is a command's output that notes when text first appeared in it, since start (exec.Cmd copies a
+// pipe into a Writer from one goroutine, so it needs no lock).
+type firstSaid struct {
+	strings.Builder
+	text  string
+	start time.Time
+	at    time.Duration
+}
+
+func (f *firstSaid) Write(p []byte) (int, error) {
+	n, err := f.Builder.Write(p)
+	if f.at == 0 && strings.Contains(f.String(), f.text) {
+		f.at = time.Since(f.start)
+	}
+	return n, err
+}
+
+// A refusal of ranks given different settings ends the job soon after the ranks say it (within 2 s on a quiet
+// node, bounded here for a loaded one), and every one of 8 ranks still says it. Each rank used to print after
+// MPI_Finalize and then wait out the silent grace (2 s times the load per CPU, up to 20 s) so that a faster
+// rank's exit could not cut its message off: 5 s after the refusal at a load of 2.4 per CPU, 11 to 21 s loaded.
+func TestRanksGivenDifferentSettingsEndSoonAfterTheRefusal(t *testing.T) {
+	besideOthers(t)
+	res, took, refused := runRanksOneApart(t, 8, t.TempDir(), "", "CPHICACHE_SEED=9", "run", "--conversations", "4")
+	if res.exitCode != 2 {
+		t.Fatalf("exit %d, want 2:\n%s", res.exitCode, res.stderr)
+	}
+	if n := strings.Count(res.stderr, "the ranks were not given the same job"); n != 8 {
+		t.Errorf("%d ranks said the ranks were not given the same job, want all 8:\n%s", n, res.stderr)
+	}
+	if after := took - refused; after > loaded(2*time.Second) {
+		t.Errorf("the job ended %v after the refusal (%v after it started), want within %v:\n%s",
+			after, took, loaded(2*time.Second), res.stderr)
+	}
 }
 
 // Every command that runs under mpirun (run, validate, topo, a bench under mpirun) refuses ranks that were not
@@ -108,4 +158,18 @@ func lineWith(text, s string) string {
 		}
 	}
 	return ""
+}
+
+// A settings refusal that every rank printed and met the others after (spmd.ReportedError, from spmd.StartJob)
+// is neither printed again nor waited on: the wait is what held the job 11 to 21 s after the refusal. A bare
+// one still is (its ranks print after MPI, each its own values, and must not be cut off by the first to exit).
+func TestAReportedSettingsRefusalIsNotPrintedAgainNorWaitedOn(t *testing.T) {
+	refusal := &spmd.SettingsError{Differ: []spmd.Setting{{Name: "--seed", Value: "9"}}, SameList: true}
+	var out strings.Builder
+	if printError(&out, &spmd.ReportedError{Err: refusal}) || out.Len() != 0 {
+		t.Errorf("a reported refusal: printed %q and waits, want neither", out.String())
+	}
+	if !printError(&out, refusal) || !strings.Contains(out.String(), `--seed is "9" here`) {
+		t.Errorf("a refusal not yet printed: printed %q, want it printed and waited on", out.String())
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -177,5 +178,52 @@ func TestATraceFromAFIFOIsReadOnce(t *testing.T) {
 	}
 	if a, b := hits.FindString(fromFIFO.stdout), hits.FindString(fromFile.stdout); a == "" || a != b {
 		t.Errorf("from the FIFO %q, from the file %q: want the same replay", a, b)
+	}
+}
+
+// TestATraceWhoseTimestampsGoBackSaysSoOnce: a Mooncake trace with lines earlier than a line before them replays
+// (the serving clock queues each behind the line before), and the summary and the report say it once: how many
+// lines and the first one's number. A trace in order says nothing in the summary, and 0 in the report.
+func TestATraceWhoseTimestampsGoBackSaysSoOnce(t *testing.T) {
+	besideOthers(t)
+	excerpt, err := os.ReadFile(mooncakeExcerpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(excerpt), "\n")[:20]
+	inOrder, back := filepath.Join(t.TempDir(), "in-order.jsonl"), filepath.Join(t.TempDir(), "back.jsonl")
+	swapped := slices.Clone(lines)
+	swapped[6], swapped[12] = swapped[12], swapped[6] // line 7 is later than lines 8 to 13, which go back
+	for path, text := range map[string][]string{inOrder: lines, back: swapped} {
+		if err := os.WriteFile(path, []byte(strings.Join(text, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		trace, want string
+		clock       []string
+		backwards   float64
+	}{
+		{back, "trace: 6 request lines have a timestamp earlier than a line before (the first: line 8); timestamps the serving clock queued each",
+			[]string{"--gpu", "h200", "--prefill-model", "deepseek-v3", "--time-scale", "50"}, 6},
+		{back, "trace: 6 request lines have a timestamp earlier than a line before (the first: line 8); timestamps unused here", nil, 6},
+		{inOrder, "", nil, 0},
+	} {
+		reportPath := filepath.Join(t.TempDir(), "r.json")
+		args := append(append([]string{"run", "--quiet", "--trace", tc.trace, "--report", reportPath}, mooncakeFlags...), tc.clock...)
+		res := runMPI(t, 2, 120*time.Second, args...)
+		if res.exitCode != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, res.exitCode, res.stdout, res.stderr)
+		}
+		if n := strings.Count(res.stdout+res.stderr, "trace: "); (tc.want == "" && n != 0) || (tc.want != "" && (n != 1 || !strings.Contains(res.stdout, tc.want))) {
+			t.Errorf("%v: said 'trace: ' %d times, want %q once (or none for a trace in order):\n%s%s", args, n, tc.want, res.stdout, res.stderr)
+		}
+		m := readReport(t, reportPath)
+		if v := reportNumber(t, m, "trace.timestamps_backwards"); v != tc.backwards {
+			t.Errorf("%v: trace.timestamps_backwards = %v, want %v", args, v, tc.backwards)
+		}
+		if tc.backwards > 0 && reportNumber(t, m, "trace.first_backwards_line") != 8 {
+			t.Errorf("%v: trace.first_backwards_line = %v, want 8", args, reportNumber(t, m, "trace.first_backwards_line"))
+		}
 	}
 }

@@ -167,9 +167,27 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 		return &errscope.ConfigError{Flag: m[4], Reason: valueReason(m[2], m[1], m[3])}
 	}
 	if m := undefinedPattern.FindStringSubmatch(text); m != nil {
-		return usageError{fmt.Errorf("unknown flag --%s", m[1])}
+		hint := ""
+		if near := closestName(m[1], commandFlagNames(c)); near != "" {
+			hint = fmt.Sprintf(" (did you mean --%s?)", near) // as a misspelled CPHICACHE_ variable gets
+		}
+		return usageError{fmt.Errorf("unknown flag --%s%s", m[1], hint)}
 	}
 	return usageError{err}
+}
+
+// commandFlagNames are the names of the flags c's command takes (closestName's set), none without a command.
+func commandFlagNames(c *cli.Context) map[string]bool {
+	names := map[string]bool{}
+	if c == nil || c.Command == nil {
+		return names
+	}
+	for _, f := range c.Command.Flags {
+		for _, name := range f.Names() {
+			names[name] = true
+		}
+	}
+	return names
 }
 
 // flagKind is the kind of value the named flag takes, in urfave/cli's words (int, duration, ...).

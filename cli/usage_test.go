@@ -53,6 +53,7 @@ func TestFlagValueErrorsSayWhatTheValueShouldBe(t *testing.T) {
 		{[]string{"run"}, "CPHICACHE_CP=x", "cp", []string{`"x" (from CPHICACHE_CP) is not a whole number`}},
 		{[]string{"run"}, "CPHICACHE_CP=0", "cp", []string{"0 is not a group size", "(the value came from CPHICACHE_CP)"}},
 		{[]string{"run", "--slab-bytes-max", "64 parsecs"}, "", "slab-bytes-max", []string{"is not a size"}},
+		{[]string{"run", "--l2-bytes", "99999999TiB"}, "", "l2-bytes", []string{`"99999999TiB" is too large: it overflows`}},
 	} {
 		t.Run(strings.Join(tc.args, " ")+" "+tc.env, func(t *testing.T) {
 			if name, value, ok := strings.Cut(tc.env, "="); ok {
@@ -78,6 +79,9 @@ func TestFlagValueErrorsSayWhatTheValueShouldBe(t *testing.T) {
 	os.Unsetenv("CPHICACHE_CP")
 	if got := captureRun(t, "--slab-bytes-max", "64MiB"); got.SlabBytesMax != 64<<20 {
 		t.Errorf("--slab-bytes-max 64MiB: %d bytes", got.SlabBytesMax)
+	}
+	if got := captureRun(t, "--slab-bytes-max", "1PiB"); got.SlabBytesMax != 1<<50 {
+		t.Errorf("--slab-bytes-max 1PiB: %d bytes", got.SlabBytesMax)
 	}
 }
 
@@ -120,4 +124,25 @@ func TestJobErrorsSayTheirValueCameFromTheEnvironment(t *testing.T) {
 		}
 	}
 	checkNoSegments(t)
+}
+
+// TestMisspelledFlagGetsTheNearestName: --l2-slot is refused with exit 2 and the flag it was probably meant to be,
+// as CPHICACHE_L2_SLOT is (TestMisspelledEnvironmentVariableIsRefused); a name near none gets no guess.
+func TestMisspelledFlagGetsTheNearestName(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--l2-slot", "5"}, "unknown flag --l2-slot (did you mean --l2-slots?)"},
+		{[]string{"l3", "stat", "--l3-dirr", "/tmp"}, "unknown flag --l3-dirr (did you mean --l3-dir?)"},
+		{[]string{"run", "--zzzz"}, "unknown flag --zzzz"},
+	} {
+		err := newApp().Run(append([]string{"cphicache"}, tc.args...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || exitStatus(err) != spmd.ExitUsage {
+			t.Errorf("%v: %v (exit %d), want %q and exit %d", tc.args, err, exitStatus(err), tc.want, spmd.ExitUsage)
+		}
+		if strings.HasSuffix(tc.want, "zzzz") && strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("%v: %v, want no guess for a name near none", tc.args, err)
+		}
+	}
 }

@@ -4,7 +4,8 @@
 # fake binary, and must derive the layout from the allocation or refuse it naming both numbers, place the ranks
 # as CPHICACHE_SBATCH_PLACEMENT says (block or spread, for mpirun, Hydra and srun) or refuse it, refuse the old
 # setting names, prefer the build in the submit directory and say which binary ran, give every command
-# CPHICACHE_SBATCH_ARGS, pass the chosen PMI type to srun, and print `cphicache-job: exit status N` last, also
+# CPHICACHE_SBATCH_ARGS and the main command CPHICACHE_SBATCH_TIME_SCALE, take the job's end from scontrol where
+# Slurm does not export it, pass the chosen PMI type to srun, and print `cphicache-job: exit status N` last, also
 # after a signal. The bodies of the three scripts below their marker line must be the same.
 set -euo pipefail
 
@@ -42,6 +43,11 @@ chmod +x "$work/path/fake-launcher"
 ln -s fake-launcher "$work/path/mpirun"
 ln -s fake-launcher "$work/path/srun"
 ln -s fake-launcher "$work/path/mpiexec-hydra"
+# A Slurm without a controller: the scripts ask scontrol for the job's end, and a real scontrol here (installed
+# for the local cluster) would wait for one.
+printf '#!/bin/sh\nexit 1\n' >"$work/path/scontrol-none"
+chmod +x "$work/path/scontrol-none"
+ln -s scontrol-none "$work/path/scontrol"
 
 # jobEnv is the environment of a job of NTASKS tasks, TASKS_PER_NODE as Slurm writes it, on NODES nodes.
 jobEnv() {
@@ -121,6 +127,25 @@ expect "args" 0 "run --cp 8 --dp 1 --report $work/submit/cphicache-42.report.jso
 job cp8.sbatch 8 8 1 CPHICACHE_SBATCH_STRICT=1 || true
 expect "strict" 0 "run --cp 8 --dp 1 --report $work/submit/cphicache-42.report.json --strict" \
 	"validate --cp 8 --dp 1 --report $work/submit/cphicache-42.validate.json --strict"
+# CPHICACHE_SBATCH_TIME_SCALE is the main command's --time-scale, not validate's (it has no serving clock), and the
+# log says it; a value that is not a positive factor is refused before anything runs.
+job cp8.sbatch 8 8 1 CPHICACHE_SBATCH_TIME_SCALE=20 || true
+expect "time scale" 0 "run --cp 8 --dp 1 --time-scale 20 --report $work/submit/cphicache-42.report.json" "# time scale: 20 (CPHICACHE_SBATCH_TIME_SCALE, run only)"
+! grep -q "validate .*--time-scale" "$work/launch.log" || fail "validate was given --time-scale: $(cat "$work/launch.log")"
+job cp8.sbatch 8 8 1 CPHICACHE_SBATCH_TIME_SCALE=fast || true
+expect "bad time scale" 2 'CPHICACHE_SBATCH_TIME_SCALE is "fast", not a positive factor'
+[ ! -s "$work/launch.log" ] || fail "a bad time scale still launched: $(cat "$work/launch.log")"
+# Slurm 22.05 exports no SLURM_JOB_END_TIME: the script takes scontrol's EndTime and hands it to the ranks (run
+# warns at start-up when its trace will not fit); one that Slurm set is kept.
+rm "$work/path/scontrol"
+printf '#!/bin/sh\necho "JobId=42 TimeLimit=00:15:00 StartTime=2026-12-04T03:00:00 EndTime=2026-12-04T03:15:00 Deadline=N/A"\n' >"$work/path/scontrol"
+chmod +x "$work/path/scontrol"
+job cp8.sbatch 8 8 1 TZ=UTC || true
+expect "job end from scontrol" 0 "job end: 2026-12-04T03:15:00Z (SLURM_JOB_END_TIME)"
+job cp8.sbatch 8 8 1 SLURM_JOB_END_TIME=1790000000 || true
+expect "job end from Slurm" 0 "job end: 2026-09-21T"
+rm "$work/path/scontrol"
+ln -s scontrol-none "$work/path/scontrol"
 # srun with the chosen PMI type.
 job cp8dp2.sbatch 16 '8(x2)' 2 CPHICACHE_SBATCH_LAUNCHER=srun CPHICACHE_SBATCH_PMI=pmi2 || true
 expect "pmi" 0 "srun --mpi=pmi2 --ntasks=16 --ntasks-per-node=8"
@@ -146,4 +171,4 @@ for other in cp8dp2.sbatch cp16.sbatch; do
 done
 
 [ "$failures" -eq 0 ] || exit 1
-echo "ok   slurm job scripts: layout from the allocation or refused, placement (block, spread) or refused, setting names, binary order, args, PMI, signal"
+echo "ok   slurm job scripts: layout from the allocation or refused, placement (block, spread) or refused, setting names, binary order, args, time scale, job end, PMI, signal"

@@ -96,12 +96,5 @@ func tierVerdict(name string, rate, breakEven float64) string {
 
 func formatRate(bytesPerSecond float64) string { return formatBytes(bytesPerSecond) + "/s" }
 
-// formatBytes prints bytes in binary units, as the rest of the summary does.
-func formatBytes(b float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	i := 0
-	for b >= 1024 && i < len(units)-1 {
-		b, i = b/1024, i+1
-	}
-	return fmt.Sprintf("%.3g %s", b, units[i])
-}
+// formatBytes prints bytes in binary units, as the rest of the summary does (sizing.FormatByteAmount).
+func formatBytes(b float64) string { return sizing.FormatByteAmount(b, 3) }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -84,6 +85,9 @@ type Metrics struct {
 	Ranks  []CounterView // a rank's own counters, one a rank
 	// Written is the file's time, for cphicache_metrics_written_timestamp_seconds.
 	Written time.Time
+	// ExitStatus is the status the job exits with, for cphicache_run_result: the end-of-run file's (nil in a
+	// periodic one, which has no result yet).
+	ExitStatus *int
 }
 
 // CounterView is one CP group's or one rank's counters, as a report's fields hold them.
@@ -188,11 +192,28 @@ func (v *Metrics) Collect(ch chan<- prometheus.Metric) {
 	written := prometheus.NewDesc("cphicache_metrics_written_timestamp_seconds",
 		"when this file was written (Unix time): the end-of-run file stays until removed, so a rule can age a finished job out by it", []string{"job_id"}, nil)
 	ch <- prometheus.MustNewConstMetric(written, prometheus.GaugeValue, float64(v.Written.UnixNano())/1e9, v.Job)
+	if v.Final && v.ExitStatus != nil {
+		result := prometheus.NewDesc("cphicache_run_result",
+			"the exit status the job ends with (0 OK; 1 a check failed; 5 --strict and not everything checked), labelled by the result line: ok, ok_but (OK, but ...) or failed; the end-of-run file's alone",
+			[]string{"job_id", "result"}, nil)
+		ch <- prometheus.MustNewConstMetric(result, prometheus.GaugeValue, float64(*v.ExitStatus), v.Job, resultLabel(v.Report.Verdict()))
+	}
 	if p := v.Report.Provenance; p != nil {
 		names, values := p.infoLabels()
 		info := prometheus.NewDesc("cphicache_run_info", "1; its labels say what produced these numbers (the report's provenance)", append([]string{"job_id"}, names...), nil)
 		ch <- prometheus.MustNewConstMetric(info, prometheus.GaugeValue, 1, append([]string{v.Job}, values...)...)
 	}
+}
+
+// resultLabel is a verdict as a label value an alert can match: ok, ok_but or failed.
+func resultLabel(verdict string) string {
+	switch {
+	case verdict == "OK":
+		return "ok"
+	case strings.HasPrefix(verdict, "OK, but"):
+		return "ok_but"
+	}
+	return "failed"
 }
 
 func boolFloat(b bool) float64 {
@@ -226,7 +247,14 @@ func (v *Metrics) Write(path string) error {
 }
 
 // WriteMetrics writes the aggregated report as the end-of-run metrics file (world rank 0 calls it), with the
-// counters by group and rank the runner gathered (GroupViews, RankViews).
+// counters by group and rank the runner gathered (GroupViews, RankViews), but no result (WriteMetricsWithResult).
 func (r *Report) WriteMetrics(path, job string) error {
 	return (&Metrics{Job: job, Final: true, Report: r, Groups: r.GroupViews, Ranks: r.RankViews, Written: time.Now()}).Write(path)
+}
+
+// WriteMetricsWithResult is WriteMetrics with cphicache_run_result: the status the job exits with, which only
+// the command that ends the job knows (cli's run).
+func (r *Report) WriteMetricsWithResult(path, job string, exitStatus int) error {
+	return (&Metrics{Job: job, Final: true, Report: r, Groups: r.GroupViews, Ranks: r.RankViews, Written: time.Now(),
+		ExitStatus: &exitStatus}).Write(path)
 }

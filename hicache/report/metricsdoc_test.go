@@ -19,7 +19,9 @@ func TestEverySeriesIsInMETRICSmd(t *testing.T) {
 	}
 	r := &Report{Ranks: 2, CP: 2, DP: 1, L3: &L3Report{}, Serving: &ServingReport{}}
 	path := filepath.Join(t.TempDir(), "m.prom")
-	m := &Metrics{Job: "j", Final: true, Report: r, Groups: []CounterView{{0, 0, r}}, Ranks: []CounterView{{0, 0, r}}, Written: time.Now()}
+	status := 0
+	m := &Metrics{Job: "j", Final: true, Report: r, Groups: []CounterView{{0, 0, r}}, Ranks: []CounterView{{0, 0, r}}, Written: time.Now(),
+		ExitStatus: &status}
 	if err := m.Write(path); err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,9 @@ type Report struct {
 	L3 *L3Report `json:"l3,omitempty"`
 	// Serving is the serving clock's, when the run had one: time to first token, all of it modelled.
 	Serving *ServingReport `json:"serving,omitempty"`
-	Groups  []GroupReport  `json:"groups"`
+	// Trace is the trace's own order (trace.go), when the run replayed a trace.
+	Trace  *TraceReport  `json:"trace,omitempty"`
+	Groups []GroupReport `json:"groups"`
 	// Result is the summary's last line: OK, OK but what was not covered, or FAILED (set by WriteJSON).
 	Result string `json:"result"`
 	// Failure is what ended a run that failed part-way (the runner's runfailure.go); nil when the replay ran to its end.
@@ -211,6 +213,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens + r.Hits.MissTokens
 	fmt.Fprintf(w, "# cphicache run: %s, cp %d, dp %d, layout %s, %s, step consensus over %s\n", errscope.Plural(r.Ranks, "rank"), r.CP, r.DP, r.Layout, r.Policy, r.Transport)
 	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
+	r.Trace.writeSummary(w, r.Serving != nil)
 	r.writeCapacity(w)
 	r.writeNodes(w)
 	l3Hits := ""

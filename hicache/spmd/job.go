@@ -63,7 +63,7 @@ func StartJob(cp, dp int, level slog.Level, settings []Setting) (*Job, error) {
 	err = AgreeOnSettings(world, settings)
 	watchdog.Stop()
 	if err != nil {
-		return nil, errors.Join(err, mpi.Finalize())
+		return nil, errors.Join(refuseSettings(world, err), mpi.Finalize())
 	}
 	topo, err := NewTopology(world, cp, dp)
 	if err != nil {
@@ -76,6 +76,30 @@ func StartJob(cp, dp int, level slog.Level, settings []Setting) (*Job, error) {
 	job.stopSignals = handleSignals(topo.WorldRank, &job.failing, job.Cleanup, func() string { return job.watchdog.Load().Doing(time.Now()) })
 	return job, nil
 }
+
+// refuseSettings has every rank print its own side of a settings refusal (a *SettingsError, which every rank
+// returns alike) and then meet the others in a barrier, so that no rank exits before all have printed: mpirun
+// ends the job at the first non-zero exit, and a rank printing after MPI_Finalize had to wait out SilentGrace
+// (2 s to 20 s by the node's load) lest a faster rank's exit cut its message off. The error comes back as a
+// *ReportedError, for the caller to exit at once. Any other error is returned as it is.
+func refuseSettings(world *mpi.Comm, err error) error {
+	if !errors.As(err, new(*SettingsError)) {
+		return err
+	}
+	Report(os.Stderr, err, Where{WorldRank: world.Rank()})
+	watchdog := NewWatchdog(SettingsTimeout, world.Rank(), nil)
+	watchdog.Arm("start-up: every rank's message on the settings that differ", WorldGroup, world.Size(), 0)
+	barrierErr := world.Barrier()
+	watchdog.Stop()
+	return errors.Join(&ReportedError{Err: err}, barrierErr)
+}
+
+// ReportedError is an error that every rank has already printed, its own side of it, and agreed that it had
+// (refuseSettings): the process exits with its status at once, without printing it again or waiting.
+type ReportedError struct{ Err error }
+
+func (e *ReportedError) Error() string { return e.Err.Error() }
+func (e *ReportedError) Unwrap() error { return e.Err }
 
 // libraryName is the MPI library's name and version, or why it is unknown.
 func libraryName() string {

@@ -55,7 +55,7 @@ func deviceTestGeometry() pool.Geometry {
 	return g
 }
 
-// startOnSharedSlab opens the CP group's slab in /dev/shm and runs Start over it, as hicache.Run does.
+// startOnSharedSlab opens the CP group's slab in /dev/shm and runs Start over it, as runner.Run does.
 func startOnSharedSlab(t *testing.T, collective string) (*spmd.Topology, *shm.SharedSlab, kernels.Engine, MinAllReducer) {
 	t.Helper()
 	topo := oneRankTopology(t)

@@ -339,3 +339,30 @@ func checkMooncakeAgainstEncodingJSON(t *testing.T, data []byte, events []Event)
 		t.Fatalf("%d events from %d non-blank lines", len(events), i)
 	}
 }
+
+// TestScanTimestampOrderCountsLinesThatGoBack: a line earlier than the latest before it counts (not only one
+// earlier than its neighbour), with the first such line's number; flushes, blank lines and the token format
+// count for nothing, and the request limit stops the scan as it stops a replay's read.
+func TestScanTimestampOrderCountsLinesThatGoBack(t *testing.T) {
+	line := func(ms int) string {
+		return fmt.Sprintf(`{"timestamp": %d, "input_length": 10, "output_length": 1, "hash_ids": [1]}`, ms)
+	}
+	trace := strings.Join([]string{line(0), line(500), "", line(100), `{"op": "flush"}`, line(400), line(900), line(900), line(800)}, "\n")
+	for _, tc := range []struct {
+		limit int
+		want  TimestampOrder
+	}{
+		{0, TimestampOrder{Backwards: 3, FirstLine: 4, LatestMs: 900}},
+		{2, TimestampOrder{LatestMs: 500}},
+		{3, TimestampOrder{Backwards: 1, FirstLine: 4, LatestMs: 500}},
+	} {
+		got, err := ScanTimestampOrder(strings.NewReader(trace), tc.limit)
+		if err != nil || got != tc.want {
+			t.Errorf("limit %d: %+v, %v; want %+v", tc.limit, got, err, tc.want)
+		}
+	}
+	tokens := `{"rid": "a", "input_ids": [1, 2], "output_len": 1}` + "\n" + `{"rid": "b", "input_ids": [1], "output_len": 1}`
+	if got, err := ScanTimestampOrder(strings.NewReader(tokens), 0); err != nil || got != (TimestampOrder{LatestMs: -1}) {
+		t.Errorf("a token trace: %+v, %v; want none", got, err)
+	}
+}
