@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/kernels"
 )
 
@@ -107,4 +108,25 @@ func copyWorker(engine copyEngine, tasks <-chan copyTask, done *completions) {
 			done.post(doneWork{Completion: cache.Completion{Kind: cache.CopyDone, Seq: t.job.seq, Err: t.job.err}})
 		}
 	}
+}
+
+func offer(jobs chan func(), job func()) bool {
+	select {
+	case jobs <- job:
+		return true
+	default:
+		return false
+	}
+}
+
+// enqueue retries put until it takes the work, delivering completions meanwhile: it waits on the worker taking the
+// next job, bounded by the drain slot (waits.go).
+func (rs *runState) enqueue(name, hint string, put func() bool) {
+	if put() {
+		return
+	}
+	if rs.tl.On() {
+		defer rs.tl.End(timeline.KindWait, rs.tl.Name(name), rs.tl.Now(), 0)
+	}
+	rs.localWait(name, hint, put)
 }

@@ -1,60 +1,14 @@
 package runner
 
 import (
-	"fmt"
 	"iter"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/kernels"
 )
 
 // The content of this rank's device memory: the KV a step computes (Fill) and the check of a finished load-back
 // (VerifyLoad), run by run of consecutive device pages.
-
-// Fill writes a node's KV, as the model would have computed it, into its device pages: per layer and payload,
-// each run of consecutive device pages is computed in place in the CPU build's device buffer, or into a staging
-// buffer written in one call (a part is often a few hundred bytes, and a GPU's copy per part would cost more
-// than the part).
-func (rs *runState) Fill(f *cache.Fill) error {
-	g := rs.geometry
-	for r := range rs.deviceRunsOf(f.DevicePages) {
-		for i := r.from; i < r.to; i++ {
-			cache.FillPart(r.part(i, rs.partBytes), f.Tokens[i*g.PageTokens:(i+1)*g.PageTokens], f.StartPos+i*g.PageTokens, g.TokenBytes, r.key)
-		}
-		if rs.hostDevice != nil {
-			continue
-		}
-		if err := rs.faults.WriteDevice(r.offset, r.buf); err != nil {
-			return fmt.Errorf("write KV of pages %d..%d: %w", f.DevicePages[r.from], f.DevicePages[r.to-1], err)
-		}
-	}
-	return nil
-}
-
-// VerifyLoad checks every part of a finished load-back against the content function, in place in the CPU
-// build's device buffer, or reading each run of consecutive device pages of a layer and payload back in one call.
-func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err error) {
-	g := rs.geometry
-	bad := make([]bool, len(v.DevicePages))
-	for r := range rs.deviceRunsOf(v.DevicePages) {
-		if rs.hostDevice == nil {
-			if err := rs.faults.ReadDevice(r.offset, r.buf); err != nil {
-				return 0, 0, err
-			}
-		}
-		for i := r.from; i < r.to; i++ {
-			if !cache.PartMatches(r.part(i, rs.partBytes), v.Tokens[i*g.PageTokens:(i+1)*g.PageTokens], v.StartPos+i*g.PageTokens, g.TokenBytes, r.key) {
-				bad[i] = true
-			}
-		}
-	}
-	for _, b := range bad {
-		checked++
-		if b {
-			mismatches++
-		}
-	}
-	return checked, mismatches, nil
-}
 
 // deviceRun is one run of consecutive device pages [from, to) of one layer and payload of this rank: its
 // content key, its offset in the device buffer, and where its parts are computed or checked (devicePlace).
@@ -128,4 +82,40 @@ func (rs *runState) staging(pages int) []byte {
 		rs.partBuf = make([]byte, n)
 	}
 	return rs.partBuf[:n]
+}
+
+// deviceOffset is where (page, layer, payload) lives in the device KV buffer: [layer][payload][page], so the
+// pages of one layer and payload are contiguous, as in a per-layer KV buffer of a serving engine.
+func (rs *runState) deviceOffset(page int32, layer, payload int) int64 {
+	g := rs.geometry
+	return ((int64(layer)*int64(g.PayloadsPerLayer)+int64(payload))*int64(rs.opts.DevicePages) + int64(page)) * rs.partBytes
+}
+
+// spansFor builds, per layer, the copies between a copy's device pages and its slots: per payload, in page
+// order. Kernels coalesce neighbours that are contiguous on both sides: a payload's consecutive device pages
+// are (deviceOffset), and so are its consecutive slots in a layer_first slab, so such a run becomes one copy.
+// (Page-major order put the other payload's span between every two, so nothing coalesced: an L2-only replay
+// copied parts of a few hundred bytes, each a cache and TLB miss in the slab.)
+func (rs *runState) spansFor(w *cache.Copy) [][]kernels.Span {
+	g := rs.geometry
+	spans := make([][]kernels.Span, g.Layers)
+	for layer := range spans {
+		spans[layer] = make([]kernels.Span, 0, len(w.DevicePages)*g.PayloadsPerLayer)
+		for payload := range g.PayloadsPerLayer {
+			for i, page := range w.DevicePages {
+				s := w.Slots[i]
+				spans[layer] = append(spans[layer], kernels.Span{
+					DeviceOffsetBytes: rs.deviceOffset(page, layer, payload),
+					Slab:              s.Slab,
+					SlabOffsetBytes:   rs.parts.Offset(int(s.Slab), int(s.Slot), rs.job.Topo.NodePart, layer, payload),
+					Bytes:             rs.partBytes,
+				})
+			}
+		}
+	}
+	return spans
+}
+
+func (rs *runState) contentKey(rank, layer, payload int) cache.ContentKey {
+	return cache.ContentKey{Seed: rs.opts.Seed, Rank: rank, Layer: layer, Payload: payload}
 }

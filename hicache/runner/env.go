@@ -2,23 +2,36 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
-	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/pool"
 )
 
-// The runner as the core's Env (cache.Env): the step broadcast, the collectives, the copy worker and the L3
-// goroutines, the local waits under the watchdog, and the content operations on this rank's device memory and
-// the shared slab. Everything here runs on the step goroutine but the workers' I/O.
+// The runner as the core's Env (cache.Env): every method of the interface is here, in the interface's groups,
+// so that a reader sets them beside the simulated Env of the runner's harness (envsim_test.go) and the
+// simulator's (hicache/sim): the step broadcast, the collectives, the copy worker and the L3 goroutines, the local
+// waits under the watchdog, the serving clock's steps, and the content operations on this rank's device memory
+// and the shared slab. Everything here runs on the step goroutine but the workers' I/O; what the methods lean on
+// is in the files of its subject (delivery.go, devicecontent.go, copyworker.go, l3io.go, servingstep.go).
 
 // drainPollInterval is how long a rank waits between two looks at its own work while it drains it: long enough
 // to let the workers run on an oversubscribed node, short next to a page copy.
 const drainPollInterval = 50 * time.Microsecond
+
+// env is the core's Env: the runner itself, or with --timeline the runner with its calls on the step goroutine
+// timed (timedEnv), so that without it they cost nothing at all.
+func (rs *runState) env() cache.Env {
+	if rs.opts.TimelinePath == "" {
+		return rs
+	}
+	return timedEnv{rs}
+}
 
 // NextStep is the replicated event stream: CP rank 0 sends each step's events to its group. The core reads it
 // one step ahead (cache.Core.Run), so step's events are asked for as step-1 begins: the copy faults of step-1
@@ -92,27 +105,6 @@ func (rs *runState) Start(w cache.Work) {
 	}
 }
 
-func offer(jobs chan func(), job func()) bool {
-	select {
-	case jobs <- job:
-		return true
-	default:
-		return false
-	}
-}
-
-// enqueue retries put until it takes the work, delivering completions meanwhile: it waits on the worker taking the
-// next job, bounded by the drain slot (waits.go).
-func (rs *runState) enqueue(name, hint string, put func() bool) {
-	if put() {
-		return
-	}
-	if rs.tl.On() {
-		defer rs.tl.End(timeline.KindWait, rs.tl.Name(name), rs.tl.Now(), 0)
-	}
-	rs.localWait(name, hint, put)
-}
-
 // Wait polls until done: it waits on this rank's own work (copies, L3 I/O), bounded by the drain slot armed under
 // the wait's name, so that work that never completes ends the job with that name, however many quick polls the
 // wait is made of (waits.go).
@@ -131,98 +123,6 @@ func (rs *runState) Wait(r cache.WaitReason, done func() bool) error {
 func (rs *runState) Poll() {
 	runtime.Gosched()
 	rs.deliver(false)
-}
-
-// deliver hands every finished piece of work to the core, and gives up
-// the L3 reads past their deadline as failed; with wait, it first waits a poll interval for something to finish.
-func (rs *runState) deliver(wait bool) {
-	if wait {
-		select {
-		case <-rs.done.notify:
-		case <-time.After(drainPollInterval):
-		}
-	}
-	rs.doneBuf = rs.done.take(rs.doneBuf)
-	for _, d := range rs.doneBuf {
-		if d.read != nil && !rs.landRead(&d) {
-			continue
-		}
-		if d.Kind == cache.BlockWritten {
-			rs.countWrite(d)
-		}
-		rs.core.Complete(d.Completion)
-	}
-	if rs.l3 != nil {
-		rs.expireReads(time.Now())
-	}
-}
-
-// landRead counts a finished read, which its goroutine landed in the slab; false for a read given up at its
-// deadline, which the core has already been told of.
-func (rs *runState) landRead(d *doneWork) bool {
-	t := rs.l3
-	r := d.read
-	p := t.reads[r.key]
-	if p == nil {
-		panic(rs.broken("a read of L3 prefetch %d block %d landed that was never issued, or landed twice", r.key.prefetch, r.key.block))
-	}
-	delete(t.reads, r.key)
-	if p.state.Load() == readAbandoned {
-		return false
-	}
-	if r.err != nil {
-		rs.io.L3ReadFailures++
-		if !t.readFailedSaid && !rs.pass.L3ReadFailuresExpected {
-			t.readFailedSaid = true
-			t.log.Warn("L3 block read failed: the group computes that block and the rest of its prefetch (counted in l3.read_failures; later failures are not said)", "err", r.err)
-		}
-		return true
-	}
-	rs.io.L3Reads++
-	rs.io.L3ReadBytes += r.bytes
-	rs.readLatency.Observe(r.landed.Sub(p.issued))
-	return true
-}
-
-// expireReads gives up every read past its deadline: a failed read for the core (the group agrees it as a miss),
-// the file named once; its result, when it comes, is dropped.
-func (rs *runState) expireReads(now time.Time) {
-	t := rs.l3
-	for key, p := range t.reads {
-		if p.deadline.IsZero() || now.Before(p.deadline) || !p.state.CompareAndSwap(readInFlight, readAbandoned) {
-			continue // not due, or landing now: its completion is on its way
-		}
-		rs.io.L3ReadFailures++
-		rs.io.L3ReadTimeouts++
-		if !t.timeoutSaid {
-			t.timeoutSaid = true
-			t.log.Warn("L3 block read given up at its deadline: a miss for the group (counted in l3.read_timeouts; later ones are not said)",
-				"file", t.store.BlockPath(p.read.Key), "deadline", p.deadline.Format(time.RFC3339Nano))
-		}
-		rs.core.Complete(cache.Completion{Kind: cache.BlockReadDone, Seq: key.prefetch, Block: key.block, Err: errReadDeadline})
-	}
-}
-
-// countWrite tallies a finished block write of this rank.
-func (rs *runState) countWrite(x doneWork) {
-	switch {
-	case x.skipped:
-		rs.io.L3WritesSkipped++
-	case x.Err == nil:
-		if x.writtenBytes > 0 {
-			rs.io.L3Writes++
-			rs.io.L3WriteBytes += x.writtenBytes
-		}
-	case isMismatch(x.Err):
-		rs.job.Log.Error("L3 block write refused: its L2 parts were not the block's content (counted in l3.write_mismatches; the run fails)", "err", x.Err)
-		return
-	default:
-		rs.io.L3WriteErrors++
-		if !rs.l3.writeFailSaid {
-			rs.l3.writeFailSaid = true
-			rs.l3.log.Warn("L3 block write failed: the block is dropped and the run goes on (counted in l3.write_errors; later failures are not said)", "err", x.Err)
-		}
-	}
 }
 
 // StepDone shows progress and writes the periodic metrics file.
@@ -248,42 +148,6 @@ func (rs *runState) Prefetch(seq uint64, resolved bool) {
 
 // Adopt lets the keeper's store count a block another rank of the group wrote.
 func (rs *runState) Adopt(key uint64) { rs.l3.store.Adopt(key) }
-
-// deviceOffset is where (page, layer, payload) lives in the device KV buffer: [layer][payload][page], so the
-// pages of one layer and payload are contiguous, as in a per-layer KV buffer of a serving engine.
-func (rs *runState) deviceOffset(page int32, layer, payload int) int64 {
-	g := rs.geometry
-	return ((int64(layer)*int64(g.PayloadsPerLayer)+int64(payload))*int64(rs.opts.DevicePages) + int64(page)) * rs.partBytes
-}
-
-// spansFor builds, per layer, the copies between a copy's device pages and its slots: per payload, in page
-// order. Kernels coalesce neighbours that are contiguous on both sides: a payload's consecutive device pages
-// are (deviceOffset), and so are its consecutive slots in a layer_first slab, so such a run becomes one copy.
-// (Page-major order put the other payload's span between every two, so nothing coalesced: an L2-only replay
-// copied parts of a few hundred bytes, each a cache and TLB miss in the slab.)
-func (rs *runState) spansFor(w *cache.Copy) [][]kernels.Span {
-	g := rs.geometry
-	spans := make([][]kernels.Span, g.Layers)
-	for layer := range spans {
-		spans[layer] = make([]kernels.Span, 0, len(w.DevicePages)*g.PayloadsPerLayer)
-		for payload := range g.PayloadsPerLayer {
-			for i, page := range w.DevicePages {
-				s := w.Slots[i]
-				spans[layer] = append(spans[layer], kernels.Span{
-					DeviceOffsetBytes: rs.deviceOffset(page, layer, payload),
-					Slab:              s.Slab,
-					SlabOffsetBytes:   rs.parts.Offset(int(s.Slab), int(s.Slot), rs.job.Topo.NodePart, layer, payload),
-					Bytes:             rs.partBytes,
-				})
-			}
-		}
-	}
-	return spans
-}
-
-func (rs *runState) contentKey(rank, layer, payload int) cache.ContentKey {
-	return cache.ContentKey{Seed: rs.opts.Seed, Rank: rank, Layer: layer, Payload: payload}
-}
 
 // Audit checks a committed object in this node's slab, the node-local parts it names, against the content
 // function of the CP rank whose part each is. It reads the slab in its own order, so that the CPU streams it: in
@@ -326,3 +190,133 @@ func (rs *runState) Audit(a *cache.Audit) bool {
 }
 
 func isMismatch(err error) bool { return errors.Is(err, cache.ErrBlockMismatch) }
+
+// BeginStep waits until the step may begin (an idle group waits for its next arrival), delivering completions
+// meanwhile, and takes the step's start. A group that still holds requests deferred for their L3 prefetch does
+// not wait: it serves them at once (serving.StepPlan's first pass), and the step's own requests when they arrive.
+func (rs *runState) BeginStep(step int64) {
+	c := rs.clock
+	if c == nil {
+		return
+	}
+	c.thisStep = c.formed[step]
+	delete(c.formed, step)
+	if c.opts.Virtual {
+		delete(c.startNs, step)
+		return
+	}
+	// A busy group's step begins where the last one ended, as every rank saw that end right after the step's
+	// consensus: the read-ahead broadcast and existence checks since are this step's work, and its deadlines are
+	// the same on every rank up to the scheduler's skew (a rank's own later start would make its peers wait).
+	c.stepStart, c.batchStart = c.lastEnd, c.lastEnd
+	if startNs, ok := c.startNs[step]; ok {
+		delete(c.startNs, step)
+		c.batchStart = max(startNs, c.lastEnd)
+		if startNs > c.lastEnd && !c.holdsDeferred(step) {
+			rs.paceUntil(c.wallStart.Add(c.scaled(startNs-c.lastEnd)), "serving clock: idle until the step's first arrival")
+			c.stepStart, c.wallStart, c.lateNs = startNs, time.Now(), 0
+		}
+	}
+	c.computeEnd, c.idleNs = c.stepStart, 0 // until Served prices the step
+}
+
+// Served spends the step's modelled time (serving.PlanStep), in a GPU's order: the L3 reads its requests still
+// wait for and their load-backs, each at least its modelled time and at least until this rank's real copies
+// finished; then the prefill, at its modelled time, while the real copies and L3 I/O go on beside it. The
+// prefill's end is waited for just before the step's consensus (paceConsensus): the rank's own checks and local
+// waits before it (the load-backs' verification, a throttled drain) run under the modelled compute, as they
+// would beside a GPU.
+func (rs *runState) Served(s *cache.ServedStep) {
+	c := rs.clock
+	if c == nil {
+		return
+	}
+	hits := make([]serving.Hit, len(s.Requests))
+	in := serving.StepInput{FreeNs: c.stepStart, BatchStartNs: c.batchStart, DeferredSinceNs: c.batchStart}
+	deferred := make([]bool, len(s.Requests))
+	for i, r := range s.Requests {
+		o := r.Outcome
+		hits[i] = serving.Hit{PromptTokens: o.L1Hit + o.L2Hit + o.L3Hit + o.Computed, L1: o.L1Hit, L2: o.L2Hit, L3: o.L3Hit}
+		if rc := c.pending[r.Request]; rc != nil && rc.step < s.Step {
+			deferred[i] = true
+			in.Deferred = append(in.Deferred, hits[i])
+			in.DeferredSinceNs = min(in.DeferredSinceNs, rc.firstStartNs)
+		} else {
+			in.Batch = append(in.Batch, hits[i])
+		}
+	}
+	clocks := c.record(s, hits)
+	if c.opts.Virtual {
+		return
+	}
+	plan := serving.PlanStep(c.prefill, c.opts.Links, in)
+	first := plan.PassOf(true) // the step's first pass
+	// The prefill starts once the modelled loads are over and this rank's real load-backs too. The serve's own
+	// work (its fills stand for the GPU computing KV) overlaps the prefill, as on a GPU, not the loads.
+	if !s.LoadsDone() {
+		c.lateNs += rs.paceUntil(c.wallStart.Add(c.scaled(first.ComputeStartNs-c.stepStart)), "serving clock: modelled L3 reads and load-backs")
+		if err := rs.Wait(waitServingLoads, s.LoadsDone); err != nil {
+			rs.core.Fail(cache.FailureDevice, err)
+		}
+		in.LoadsReadyNs = c.stepStart + max(0, time.Since(c.wallStart).Nanoseconds()-c.lateNs)
+		plan = serving.PlanStep(c.prefill, c.opts.Links, in)
+	}
+	c.computeEnd, c.idleNs = plan.EndNs(), plan.IdleNs()
+	c.paceConsensusAt = c.wallStart.Add(c.scaled(c.computeEnd - c.stepStart))
+	for _, rc := range c.thisStep {
+		rc.firstStartNs = plan.Batch.StartNs // the step's own requests, those it defers too, began with its pass
+	}
+	for i, rc := range clocks {
+		if rc != nil {
+			p := plan.PassOf(deferred[i])
+			rc.stepStartNs, rc.computeStartNs, rc.computeEndNs = p.StartNs, p.ComputeStartNs, p.EndNs
+			c.inStep = append(c.inStep, rc)
+		}
+	}
+}
+
+// Fill writes a node's KV, as the model would have computed it, into its device pages: per layer and payload,
+// each run of consecutive device pages is computed in place in the CPU build's device buffer, or into a staging
+// buffer written in one call (a part is often a few hundred bytes, and a GPU's copy per part would cost more
+// than the part).
+func (rs *runState) Fill(f *cache.Fill) error {
+	g := rs.geometry
+	for r := range rs.deviceRunsOf(f.DevicePages) {
+		for i := r.from; i < r.to; i++ {
+			cache.FillPart(r.part(i, rs.partBytes), f.Tokens[i*g.PageTokens:(i+1)*g.PageTokens], f.StartPos+i*g.PageTokens, g.TokenBytes, r.key)
+		}
+		if rs.hostDevice != nil {
+			continue
+		}
+		if err := rs.faults.WriteDevice(r.offset, r.buf); err != nil {
+			return fmt.Errorf("write KV of pages %d..%d: %w", f.DevicePages[r.from], f.DevicePages[r.to-1], err)
+		}
+	}
+	return nil
+}
+
+// VerifyLoad checks every part of a finished load-back against the content function, in place in the CPU
+// build's device buffer, or reading each run of consecutive device pages of a layer and payload back in one call.
+func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err error) {
+	g := rs.geometry
+	bad := make([]bool, len(v.DevicePages))
+	for r := range rs.deviceRunsOf(v.DevicePages) {
+		if rs.hostDevice == nil {
+			if err := rs.faults.ReadDevice(r.offset, r.buf); err != nil {
+				return 0, 0, err
+			}
+		}
+		for i := r.from; i < r.to; i++ {
+			if !cache.PartMatches(r.part(i, rs.partBytes), v.Tokens[i*g.PageTokens:(i+1)*g.PageTokens], v.StartPos+i*g.PageTokens, g.TokenBytes, r.key) {
+				bad[i] = true
+			}
+		}
+	}
+	for _, b := range bad {
+		checked++
+		if b {
+			mismatches++
+		}
+	}
+	return checked, mismatches, nil
+}

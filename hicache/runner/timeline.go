@@ -44,15 +44,6 @@ func (rs *runState) startTimeline() error {
 	return nil
 }
 
-// env is the core's Env: the runner itself, or with --timeline the runner with its calls on the step goroutine
-// timed (timedEnv), so that without it they cost nothing at all.
-func (rs *runState) env() cache.Env {
-	if rs.opts.TimelinePath == "" {
-		return rs
-	}
-	return timedEnv{rs}
-}
-
 // timedEnv is the runner as the core's Env with every call that waits or works on the step goroutine recorded
 // as a span of its step track (the recorder exists once the replay starts; until then the calls go through).
 // Start is the runner's own: its L3 jobs and copies time themselves (timedJob, timeCopy), as does a wait for a
