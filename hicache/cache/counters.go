@@ -2,12 +2,17 @@ package cache
 
 import "reflect"
 
-// Counters are one rank's tallies, each defined once, here: the report sums them over the job by their agg tag
-// (TestEveryCounterIsAggregated holds every field to one), the L3 and metrics sections read them from the sum.
+// Counters are one rank's tallies of what the core decided and did, by their agg tag (the report sums them over
+// the job by it; TestEveryCounterIsAggregated holds every field to one):
 //
 //   - agg:"group": replicated, the same on every rank of a CP group (cache decisions): summed over CP rank 0 of each.
-//   - agg:"rank": this rank's own (copy bytes, verification, its L3 I/O): summed over every rank.
+//   - agg:"rank": this rank's own (copy bytes, verification): summed over every rank.
 //   - agg:"first": validate's bookkeeping, read on each rank for its own group, never summed.
+//
+// The runner states them as report.Tallies, which holds every field here by name and fills the runner's own (its
+// L3 I/O, the consensus calls, the ideal hits) itself; the core never writes those. They stay here, zero in the
+// core, because the state hash (statehash.go) and the simulator's job hash walk these counters in order: a kept
+// seed keeps its hash. A change that may re-record every seed's hash can take them out.
 type Counters struct {
 	Requests    int64 `agg:"group"`
 	L1HitTokens int64 `agg:"group"`
@@ -42,13 +47,13 @@ type Counters struct {
 	AuditObjects    int64 `agg:"rank"` // committed objects audited whole (every rank's parts)
 	AuditMismatches int64 `agg:"rank"` // of those, objects with a wrong byte
 
-	// The consensus calls, from the runner's collective statistics, for the report.
+	// The consensus calls, from the runner's collective statistics: zero here (see above).
 	ConsensusCalls     int64 `agg:"group"` // step, flush and final calls
 	ConsensusStepCalls int64 `agg:"group"` // step and flush calls: those inside the steps
 	ConsensusSkipped   int64 `agg:"group"` // calls skipped because the CP group has one rank
 	L3PrefetchCalls    int64 `agg:"group"` // l3_prefetch calls: a serving step whose counts no step consensus carried
 
-	// The L3: what the group decided (replicated), and each rank's I/O (its writer or reader share).
+	// The L3: what the group decided (replicated); each rank's I/O is the runner's (report.Tallies).
 	L3Prefetches       int64 `agg:"group"` // agreed prefetches (one per request, or per prefix a step shares)
 	L3PrefetchBlocks   int64 `agg:"group"` // the blocks they asked for
 	L3PrefetchMisses   int64 `agg:"group"` // prefetches cut short by a failed read
@@ -59,17 +64,20 @@ type Counters struct {
 	L3CountsAhead      int64 `agg:"group"` // serving steps whose prefetch counts the last step consensus agreed
 	L3FlushSettles     int64 `agg:"group"` // flush consensus calls repeated because L3 block writes were still in flight
 	L3WriteBackEvicts  int64 `agg:"group"` // objects whose blocks write_back scheduled as they neared eviction
-	L3Writes           int64 `agg:"rank"`  // block files published
-	L3WriteBytes       int64 `agg:"rank"`
-	L3WriteErrors      int64 `agg:"rank"` // blocks dropped on a failed write (ENOSPC, EIO): the run went on
-	L3WritesSkipped    int64 `agg:"rank"` // blocks not written: the directory is read-only
-	L3WriteMismatches  int64 `agg:"rank"` // blocks whose L2 parts were not their content: not published, the run fails
-	L3Reads            int64 `agg:"rank"` // blocks read and verified into the L2
-	L3ReadBytes        int64 `agg:"rank"`
-	L3ReadFailures     int64 `agg:"rank"` // reads that failed (absent, corrupt, I/O error, past their deadline): misses
-	L3ReadTimeouts     int64 `agg:"rank"` // of those, reads still running at their deadline
-	L3Corrupt          int64 `agg:"rank"` // block files that failed their checks (removed, never served)
-	L3Evictions        int64 `agg:"rank"` // block files removed to keep --l3-bytes
+	// The runner's L3 I/O: always zero in the core, which does none (report.Tallies carries the runner's); kept
+	// here, in their place, because the simulator's job hash and the state hash walk these counters in order and
+	// a kept seed keeps its hash.
+	L3Writes          int64 `agg:"rank"`
+	L3WriteBytes      int64 `agg:"rank"`
+	L3WriteErrors     int64 `agg:"rank"`
+	L3WritesSkipped   int64 `agg:"rank"`
+	L3WriteMismatches int64 `agg:"rank"` // blocks whose L2 parts were not their content: not published, the run fails
+	L3Reads           int64 `agg:"rank"`
+	L3ReadBytes       int64 `agg:"rank"`
+	L3ReadFailures    int64 `agg:"rank"`
+	L3ReadTimeouts    int64 `agg:"rank"`
+	L3Corrupt         int64 `agg:"rank"`
+	L3Evictions       int64 `agg:"rank"`
 
 	DivergenceFirstStep int64 `agg:"first"` // validate: the step of the first assert that caught a divergence
 	FlushWrong          int64 `agg:"group"` // flushes after which the allocator differed from a fresh one

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/cphicache/cphicache/hicache/cache"
 )
 
 // L3Report is the report's L3 section: the group's decisions (summed over CP groups) and every rank's I/O.
@@ -46,7 +45,7 @@ type L3Report struct {
 
 // NewL3 is the L3 section: the tier as config describes it (its directory, namespace, policies and sizes; its
 // counts are ignored) with the counts of c.
-func NewL3(config L3Report, c *cache.Counters) *L3Report {
+func NewL3(config L3Report, c *Tallies) *L3Report {
 	r := L3Report{Dir: config.Dir, Namespace: config.Namespace, FilesPerBlock: config.FilesPerBlock, WritePolicy: config.WritePolicy,
 		PrefetchPolicy: config.PrefetchPolicy, BlockTokens: config.BlockTokens, Bytes: config.Bytes,
 		Writes: c.L3Writes, WriteBytes: c.L3WriteBytes, WriteErrors: c.L3WriteErrors, WritesSkipped: c.L3WritesSkipped, Reads: c.L3Reads, ReadBytes: c.L3ReadBytes,

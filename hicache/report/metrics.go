@@ -97,7 +97,7 @@ type CounterView struct {
 }
 
 // counterSample is one counter series: a name, its help, at most one label of its own, and whether the counter
-// is a rank's own (agg:"rank" in cache.Counters) rather than its group's.
+// is a rank's own (agg:"rank" in Tallies) rather than its group's.
 type counterSample struct {
 	name, help, label, value string
 	count                    int64
@@ -174,8 +174,8 @@ func (v *Metrics) Collect(ch chan<- prometheus.Metric) {
 		"time in each consensus call by kind, waiting for the slowest rank included, as CP rank 0 of the group timed it",
 		append(base, "kind"), nil)
 	for _, g := range v.Report.Groups {
-		for k := range consensusKinds {
-			ch <- g.Latency[k].constHistogram(latency, v.Job, strconv.Itoa(g.Group), k.String())
+		for _, l := range g.Latency {
+			ch <- l.Hist.constHistogram(latency, v.Job, strconv.Itoa(g.Group), l.Kind)
 		}
 	}
 	if s := v.Report.Serving; s != nil && v.Final && !s.Virtual {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/internal/errscope"
@@ -118,8 +117,15 @@ type GroupReport struct {
 	SlabBytesPerNode int64                      `json:"slab_bytes_per_node"`
 	Collectives      map[string]CollectiveStats `json:"collectives"`
 	L3HitTokens      int64                      `json:"l3_hit_tokens"` // this replica's prompt tokens served from L3 blocks
-	// Latency: CP rank 0's consensus latencies by kind, the metrics file's histograms.
-	Latency [consensusKinds]LatencyHist `json:"-"`
+	// Latency: CP rank 0's consensus latencies by kind, in the runner's order of kinds, the metrics file's
+	// histograms.
+	Latency []KindLatency `json:"-"`
+}
+
+// KindLatency is the latency histogram of one kind of consensus call, by the kind's name.
+type KindLatency struct {
+	Kind string
+	Hist LatencyHist
 }
 
 // CollectiveStats counts one kind of consensus call and the sizes of the communicators it ran on, so that a run can
@@ -161,17 +167,13 @@ type FailureReport struct {
 	Message   string `json:"message"`
 }
 
-// consensusKinds are the kinds of consensus call the report counts (cache.ConsensusKind): the digest gather
-// after a divergence is not one (it ends the run).
-const consensusKinds = cache.DigestGather
-
 // MarshalJSON names CollectiveStats' fields in the report's style.
 func (s CollectiveStats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]any{"count": s.Count, "skipped": s.Skipped, "comm_size": s.CommSizeMax, "comm_size_min": s.CommSizeMin})
 }
 
 // Fill sets the report's counts from c, counters summed as the report covers them (a job, a CP group or a rank).
-func (r *Report) Fill(c *cache.Counters) {
+func (r *Report) Fill(c *Tallies) {
 	r.Placement.Checks, r.Placement.Divergences = c.PlacementChecks, c.Divergences
 	if r.CP == 1 { // the consensus skips every collective of a one-rank group: no assert compared anything
 		r.Placement.Checks, r.Placement.Skipped = 0, c.ConsensusSkipped

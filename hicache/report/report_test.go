@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
@@ -21,7 +20,7 @@ func TestRunFailedIsPrintedOnce(t *testing.T) {
 func TestSummarySaysWhatWasNotChecked(t *testing.T) {
 	summary := func(cp int, pagesChecked int64) string {
 		r := &Report{Ranks: cp, CP: cp, DP: 1}
-		c := &cache.Counters{PlacementChecks: 5, PagesChecked: pagesChecked}
+		c := &Tallies{PlacementChecks: 5, PagesChecked: pagesChecked}
 		if cp == 1 { // a one-rank group's consensus calls are skipped, and so no digest is compared
 			c.PlacementChecks, c.ConsensusSkipped = 0, 5
 		}
@@ -59,7 +58,7 @@ func TestSummarySaysWhatWasNotChecked(t *testing.T) {
 func TestSummarySaysWhatWentWrongWithoutChangingData(t *testing.T) {
 	base := func() *Report {
 		r := &Report{Ranks: 2, CP: 2, DP: 1}
-		r.Fill(&cache.Counters{PlacementChecks: 5, PagesChecked: 10, MissTokens: 16 * 1000})
+		r.Fill(&Tallies{PlacementChecks: 5, PagesChecked: 10, MissTokens: 16 * 1000})
 		r.Capacity = Capacity{DevicePages: 8, DeviceTokens: 8 * 16, CopiedTokenBytes: 64}
 		return r
 	}
@@ -96,7 +95,7 @@ func TestSummarySaysWhatWentWrongWithoutChangingData(t *testing.T) {
 // unbounded in-job cache; with an L3 the summary calls it the in-job ideal, without one the ideal hit.
 func TestIdealIsNamedForWhatItIsWithAnL3(t *testing.T) {
 	r := &Report{Ranks: 2, CP: 2, DP: 1}
-	r.Fill(&cache.Counters{PagesChecked: 10, IdealHitTokens: 70, L1HitTokens: 50, MissTokens: 50})
+	r.Fill(&Tallies{PagesChecked: 10, IdealHitTokens: 70, L1HitTokens: 50, MissTokens: 50})
 	var without, with strings.Builder
 	r.WriteSummary(&without)
 	r.L3 = &L3Report{BlockTokens: 64, Bytes: 1 << 30}
@@ -113,7 +112,7 @@ func TestIdealIsNamedForWhatItIsWithAnL3(t *testing.T) {
 func TestSummaryCountsInEnglish(t *testing.T) {
 	r := &Report{Ranks: 2, CP: 2, DP: 1, Flushes: 1}
 	r.Capacity.DevicePages, r.Capacity.L2Slots = 1, 1
-	r.Fill(&cache.Counters{PagesChecked: 1, Divergences: 1, Flushes: 1, PlacementChecks: 1})
+	r.Fill(&Tallies{PagesChecked: 1, Divergences: 1, Flushes: 1, PlacementChecks: 1})
 	var b strings.Builder
 	r.WriteSummary(&b)
 	for _, want := range []string{"; 1 flush\n", "1 digest check,", "1 divergence\n", "1 load-back page checked, 0 mismatches", "L1 1 page =", "L2 1 slot ="} {
@@ -127,7 +126,7 @@ func TestSummaryCountsInEnglish(t *testing.T) {
 // latencies of 0.0 us that were never measured.
 func TestAOneRankGroupPrintsNoLatency(t *testing.T) {
 	r := &Report{Ranks: 1, CP: 1, DP: 1}
-	r.Fill(&cache.Counters{ConsensusSkipped: 12, PagesChecked: 10})
+	r.Fill(&Tallies{ConsensusSkipped: 12, PagesChecked: 10})
 	var b strings.Builder
 	r.WriteSummary(&b)
 	if s := b.String(); !strings.Contains(s, "step consensus: none (12 calls skipped: a CP group of one rank has no collective to run)") || strings.Contains(s, "latency") {

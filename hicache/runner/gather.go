@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -16,9 +17,9 @@ import (
 // gatherCounterViews and servingReport are World collectives; counters and l3Config read this rank alone.
 
 // counters are this rank's tallies for the report: the core's, the runner's own (its L3 I/O), the store's and the
-// consensus statistics, each field defined once (cache.Counters).
-func (rs *runState) counters() cache.Counters {
-	c := rs.core.Counters()
+// consensus statistics (report.Tallies, which holds every field of the core's counters by name).
+func (rs *runState) counters() report.Tallies {
+	c := talliesOf(rs.core.Counters())
 	mine := rs.io
 	if rs.l3 != nil {
 		sc := rs.l3.store.Counters()
@@ -26,7 +27,7 @@ func (rs *runState) counters() cache.Counters {
 	}
 	consensusTallies(&mine, &rs.cons.stats)
 	for _, agg := range []string{"group", "rank"} {
-		dst, src := c.CounterFields(agg), mine.CounterFields(agg)
+		dst, src := c.Fields(agg), mine.Fields(agg)
 		for i := range dst {
 			*dst[i] += *src[i]
 		}
@@ -34,18 +35,12 @@ func (rs *runState) counters() cache.Counters {
 	return c
 }
 
-// counts is counters, for validate's rows (after the pass).
-func (rs *runState) counts() *cache.Counters {
-	c := rs.counters()
-	return &c
-}
-
 // report aggregates over World (a collective every rank calls): the replicated counters over CP rank 0 of each
 // group, the per-rank ones over every rank, by their agg tags.
 func (rs *runState) report() (*report.Report, error) {
 	t := rs.job.Topo
 	c := rs.counters()
-	group, rank := c.CounterFields("group"), c.CounterFields("rank")
+	group, rank := c.Fields("group"), c.Fields("rank")
 	sums := make([]int64, 0, len(group)+len(rank)+1)
 	for _, p := range group {
 		v := *p
@@ -106,7 +101,7 @@ func (rs *runState) report() (*report.Report, error) {
 }
 
 // consensusTallies copies the consensus statistics into the counters the report sums.
-func consensusTallies(c *cache.Counters, stats *[consensusKinds]report.CollectiveStats) {
+func consensusTallies(c *report.Tallies, stats *[consensusKinds]report.CollectiveStats) {
 	c.ConsensusStepCalls = stats[cache.StepConsensus].Count + stats[cache.FlushConsensus].Count
 	c.ConsensusCalls = c.ConsensusStepCalls + stats[cache.FinalConsensus].Count
 	c.ConsensusSkipped = stats[cache.StepConsensus].Skipped + stats[cache.FlushConsensus].Skipped + stats[cache.FinalConsensus].Skipped
@@ -151,7 +146,7 @@ func (rs *runState) gatherGroups() ([]report.GroupReport, error) {
 		for k := cache.ConsensusKind(0); k < consensusKinds; k++ {
 			v := all[r*len(mine)+perKind*int(k):]
 			gr.Collectives[k.String()] = report.CollectiveStats{Count: v[0], Skipped: v[1], CommSizeMin: int(v[2]), CommSizeMax: int(v[3])}
-			gr.Latency[k] = report.LatencyFromWords(v[4:perKind])
+			gr.Latency = append(gr.Latency, report.KindLatency{Kind: k.String(), Hist: report.LatencyFromWords(v[4:perKind])})
 		}
 		gr.L3HitTokens = all[(r+1)*len(mine)-1]
 	}
@@ -175,7 +170,7 @@ func (rs *runState) gatherCounterViews(r *report.Report) error {
 	}
 	t := rs.job.Topo
 	c := rs.counters()
-	group, rank := c.CounterFields("group"), c.CounterFields("rank")
+	group, rank := c.Fields("group"), c.Fields("rank")
 	mine := make([]int64, 0, len(group)+len(rank)+1)
 	for _, p := range append(group, rank...) {
 		mine = append(mine, *p)
@@ -188,11 +183,11 @@ func (rs *runState) gatherCounterViews(r *report.Report) error {
 	for worldRank := 0; worldRank < t.World.Size(); worldRank++ {
 		row := all[worldRank*len(mine) : (worldRank+1)*len(mine)]
 		cpGroup := worldRank / t.CPSize // CP groups are consecutive world ranks
-		var gc, rc cache.Counters
-		for i, p := range gc.CounterFields("group") {
+		var gc, rc report.Tallies
+		for i, p := range gc.Fields("group") {
 			*p = row[i]
 		}
-		for i, p := range rc.CounterFields("rank") {
+		for i, p := range rc.Fields("rank") {
 			*p = row[len(group)+i]
 		}
 		rankReport := &report.Report{CP: t.CPSize, DP: t.DPSize}
@@ -259,4 +254,24 @@ func perSecond(tokens, spanNs int64) float64 {
 		return 0
 	}
 	return float64(tokens) / (float64(spanNs) / 1e9)
+}
+
+// talliesOf is the core's counters as the report's tallies, field by field by name: report.Tallies holds every
+// field of cache.Counters (TestTalliesHoldEveryCounter), and a field it lacked would panic here at the first run.
+func talliesOf(c cache.Counters) report.Tallies {
+	var t report.Tallies
+	src, dst := reflect.ValueOf(c), reflect.ValueOf(&t).Elem()
+	for i := range src.NumField() {
+		dst.FieldByName(src.Type().Field(i).Name).SetInt(src.Field(i).Int())
+	}
+	return t
+}
+
+// kindLatencies are the consensus latencies by kind, named, for the report's groups.
+func kindLatencies(hists *[consensusKinds]report.LatencyHist) []report.KindLatency {
+	out := make([]report.KindLatency, 0, consensusKinds)
+	for k := cache.ConsensusKind(0); k < consensusKinds; k++ {
+		out = append(out, report.KindLatency{Kind: k.String(), Hist: hists[k]})
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,9 +92,10 @@ func sampleView() *report.Metrics {
 	r := &report.Report{}
 	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = 100, 50, 25
 	r.Bytes.D2H, r.Bytes.H2D = 1<<20, 1<<19
-	var g report.GroupReport
-	g.Latency[cache.StepConsensus].Observe(30 * time.Microsecond)
-	g.Latency[cache.StepConsensus].Observe(time.Hour) // above the top bound: counted in +Inf only
+	var hists [consensusKinds]report.LatencyHist
+	hists[cache.StepConsensus].Observe(30 * time.Microsecond)
+	hists[cache.StepConsensus].Observe(time.Hour) // above the top bound: counted in +Inf only
+	g := report.GroupReport{Latency: kindLatencies(&hists)}
 	r.Groups = []report.GroupReport{g}
 	own := []report.CounterView{{Report: r}}
 	return &report.Metrics{Job: "j", Final: true, Report: r, Groups: own, Ranks: own, Written: time.Unix(1700000000, 0)}
@@ -325,4 +327,22 @@ func seriesKeys(t *testing.T, families map[string]*dto.MetricFamily) map[string]
 		}
 	}
 	return keys
+}
+
+// TestTalliesHoldEveryCounter: the report's tallies hold every counter of the core by its name, type and agg tag,
+// so that talliesOf carries each one and the report sums it as the core tags it.
+func TestTalliesHoldEveryCounter(t *testing.T) {
+	core, tallies := reflect.TypeOf(cache.Counters{}), reflect.TypeOf(report.Tallies{})
+	for i := range core.NumField() {
+		f := core.Field(i)
+		g, ok := tallies.FieldByName(f.Name)
+		if !ok || g.Type != f.Type || g.Tag.Get("agg") != f.Tag.Get("agg") {
+			t.Errorf("cache.Counters.%s (%s, agg %q) has no twin in report.Tallies (found %v: %v)",
+				f.Name, f.Type, f.Tag.Get("agg"), ok, g.Tag)
+		}
+	}
+	c := cache.Counters{Requests: 3, L3WriteMismatches: 2, ObjectsWrong: 1}
+	if got := talliesOf(c); got.Requests != 3 || got.L3WriteMismatches != 2 || got.ObjectsWrong != 1 {
+		t.Errorf("talliesOf(%+v) = %+v", c, got)
+	}
 }

@@ -56,7 +56,7 @@ func (rs *runState) groupView() *report.Metrics {
 	t := rs.job.Topo
 	c := rs.counters()
 	r := &report.Report{CP: t.CPSize, DP: t.DPSize, Steps: rs.core.Step(),
-		Groups: []report.GroupReport{{Group: t.CPGroup, Latency: rs.cons.latency}}}
+		Groups: []report.GroupReport{{Group: t.CPGroup, Latency: kindLatencies(&rs.cons.latency)}}}
 	if rs.l3 != nil {
 		r.L3 = report.NewL3(rs.l3Config(), &c)
 	}

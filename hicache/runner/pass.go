@@ -113,7 +113,7 @@ func coreConfig(o *config.Options, pass Pass, t *Testing, g pool.Geometry, cpRan
 // released: this rank's counters (the core's and the runner's own) and the last step it began, and its consensus
 // collectives by kind. Groups gathers the report's groups from it.
 type PassResult struct {
-	Counters    cache.Counters
+	Counters    report.Tallies // the core's and the runner's own
 	Steps       int64
 	Collectives []report.CollectiveStats // by kind of consensus collective
 	rs          *runState

@@ -59,7 +59,7 @@ type runState struct {
 	partBuf    []byte // parts' content, for filling and verifying (staging)
 	hostDevice []byte // the CPU build's device buffer, filled and checked in place; nil: staged (the GPU build)
 
-	io            cache.Counters       // the runner's own tallies (its L3 I/O), summed with the core's in the report
+	io            report.Tallies       // the runner's own tallies (its L3 I/O), summed with the core's in the report
 	prefetchStart map[uint64]time.Time // L3 prefetches started and not yet agreed done
 	prefetchWait  report.Quantiles     // start to agreement of each prefetch
 	readLatency   report.Quantiles     // issue to landing of each L3 block read that landed

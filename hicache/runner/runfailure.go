@@ -113,7 +113,7 @@ func encodeFailure(f *report.FailureReport) []byte {
 // the world ranks that counted them, for the report. Counts are kept per rank without their step, so Step is -1.
 func (rs *runState) describeCounted(r *report.Report) (*report.FailureReport, error) {
 	t := rs.job.Topo
-	c := rs.counts()
+	c := rs.counters()
 	mine := int64(0)
 	for bit, n := range []int64{c.Mismatches, c.AuditMismatches, c.CopyErrs, c.Divergences} {
 		if n > 0 {
