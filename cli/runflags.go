@@ -19,6 +19,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
+	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -308,6 +309,9 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 		OnUsageError: onUsageError,
 		Before:       o.before,
 		Action: func(c *cli.Context) error {
+			if err := needsGPU(name); err != nil {
+				return err
+			}
 			o.opts.Provenance = newProvenance(c)
 			o.opts.Provenance.Config["job-id"] = o.opts.JobID // its default is this launch's
 			return withJob(o.global, func(job *spmd.Job) error {
@@ -329,4 +333,15 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 			})
 		},
 	}
+}
+
+// needsGPU refuses, in one line and with a usage error's status, a command that makes the GPU copy engine when
+// the cuda build finds no usable GPU here (kernels.GPUMissing: no driver, or cuInit's error): before MPI's job
+// and any shared memory, rather than as a failure inside the engine's set-up. The CPU build needs none.
+func needsGPU(command string) error {
+	if err := kernels.GPUMissing(); err != nil {
+		return usageError{fmt.Errorf("%s needs a GPU in this build (bin/cphicache-gpu), and none can be used here: %v; "+
+			"the CPU build (make build: bin/cphicache) runs without one", command, err)}
+	}
+	return nil
 }

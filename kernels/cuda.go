@@ -78,6 +78,9 @@ func NewCUDAEngineOnDevice(ordinal int, deviceBytes int64, slabs [][]byte) (*CUD
 	if deviceBytes < 0 {
 		return nil, fmt.Errorf("kernels: device buffer of %d bytes", deviceBytes)
 	}
+	if err := GPUMissing(); err != nil {
+		return nil, fmt.Errorf("kernels: GPU %d: %w", ordinal, err)
+	}
 	dev, err := cu.GetDevice(ordinal)
 	if err != nil {
 		return nil, fmt.Errorf("kernels: GPU %d: %w", ordinal, err)

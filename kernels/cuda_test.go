@@ -24,6 +24,10 @@ import (
 // destroyed and made anew by the next engine: hundreds of milliseconds each (a context and its memory pools), for
 // each of the round trips' hundred-odd engines and each benchmark, inside gpu-check.sh's bound on the step.
 func TestMain(m *testing.M) {
+	if err := GPUMissing(); err != nil {
+		fmt.Fprintf(os.Stderr, "kernels tests: no usable GPU: %v\n", err)
+		os.Exit(2)
+	}
 	device, err := cu.GetDevice(0)
 	if err == nil {
 		_, err = device.RetainPrimaryCtx()

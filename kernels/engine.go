@@ -16,6 +16,11 @@ type Engine interface {
 	Close() error
 }
 
+// CUDALibEnv names the CUDA driver library the cuda build loads at its start in place of libcuda.so.1
+// (kernels/cudadriver): a driver kept outside the loader's path, or a file that does not exist, to see the
+// build on a machine with no driver.
+const CUDALibEnv = "CPHICACHE_CUDA_LIB"
+
 // Engine kinds accepted by NewEngine.
 const (
 	KindHost = "host"

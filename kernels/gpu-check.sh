@@ -159,7 +159,7 @@ bounded() { # step command...: the command within the step's bound
 # why is a failed step's first failing test, or else the last line of its log (a crash, a timeout).
 # gorgonia.org/cu's cuInit failure, a long line with a URL, is cut to its cause.
 why() {
-	grep -m1 -E -- '^--- FAIL|^panic:|Error in initialization|^cphicache: |^FAIL: ' "$1" \
+	grep -m1 -E -- '^--- FAIL|^panic:|Error in initialization|no usable GPU|^cphicache: |^FAIL: ' "$1" \
 		| sed -E 's/^Error in initialization.* on: (.*)$/cuInit failed: \1/' | cut -c1-160 && return
 	local last
 	last=$(grep -v '^[[:space:]-]*$' "$1" | tail -1 | cut -c1-160)

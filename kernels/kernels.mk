@@ -75,6 +75,7 @@ test-cuda-build: deps deps-cuda
 	$(GO) vet -tags cuda ./...
 	$(GO) vet -tags cuda,mpiself ./mpi ./hicache/...
 	$(GO) build -tags cuda -ldflags '$(GO_LDFLAGS)' -o $(GPU_BIN) .
+	kernels/gpu-start-test.sh $(GPU_BIN)
 	$(GO) test -c -tags cuda -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/kernels-cuda.test ./kernels
 	$(GO) test -c -tags cuda -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/ncclcheck-cuda.test ./nccl/devicecheck
 	$(GO) test -c -tags cuda,mpiself -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/transport-cuda.test ./hicache/transport
