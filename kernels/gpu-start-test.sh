@@ -9,7 +9,7 @@
 # Before cudadriver, every one of these printed gorgonia.org/cu's "Error in initialization ... NoDevice" and
 # exited 1.
 set -uo pipefail
-bin=${1:?usage: gpu-start-test.sh bin/cphicache-gpu}
+bin=$(realpath "${1:?usage: gpu-start-test.sh bin/cphicache-gpu}") || exit 2
 tmp=$(mktemp -d /tmp/gpu-start-test.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
