@@ -76,6 +76,7 @@ test-cuda-build: deps deps-cuda
 	$(GO) vet -tags cuda,mpiself ./mpi ./hicache/...
 	$(GO) build -tags cuda -ldflags '$(GO_LDFLAGS)' -o $(GPU_BIN) .
 	kernels/gpu-start-test.sh $(GPU_BIN)
+	$(GO) build -tags cuda,mpiself -ldflags '$(GO_LDFLAGS) $(GPU_KIT_LDFLAGS)' -o $(BUILD)/cphicache-gpu-self .
 	$(GO) test -c -tags cuda -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/kernels-cuda.test ./kernels
 	$(GO) test -c -tags cuda -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/ncclcheck-cuda.test ./nccl/devicecheck
 	$(GO) test -c -tags cuda,mpiself -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/transport-cuda.test ./hicache/transport
@@ -108,11 +109,12 @@ GPU_DEVICE_SESSION_S := 900
 gpu-check: test-cuda-build
 	@rm -rf $(GPU_CHECK_KIT) && mkdir -p $(GPU_CHECK_KIT)/bin $(GPU_CHECK_KIT)/hicache/workload
 	@cp $(GPU_CHECK_SCRIPT) $(GPU_CHECK_KIT)/gpu-check.sh
-	@cp kernels/gpu-check-env.sh $(GPU_CHECK_KIT)/gpu-check-env.sh
-	@strip -o $(GPU_CHECK_KIT)/bin/cphicache-gpu $(GPU_BIN)
+	@cp kernels/gpu-check-env.sh kernels/gpu-check-nccl.sh kernels/gpu-check-shm.sh kernels/gpu-check-late.sh $(GPU_CHECK_KIT)/
+	@strip -o $(BUILD)/cphicache-gpu.stripped $(GPU_BIN) && gzip -9 -n -c $(BUILD)/cphicache-gpu.stripped > $(GPU_CHECK_KIT)/bin/cphicache-gpu.gz
+	@gzip -9 -n -c $(BUILD)/cphicache-gpu-self > $(GPU_CHECK_KIT)/bin/cphicache-gpu-self.gz
 	@cp $(GPU_CHECK_TESTS) $(GPU_CHECK_KIT)/
 	@cp -r hicache/workload/testdata $(GPU_CHECK_KIT)/hicache/workload/
-	@glibc=$$(for f in $(GPU_CHECK_KIT)/bin/* $(GPU_CHECK_KIT)/*.test; do objdump -T $$f | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1); \
+	@glibc=$$(for f in $(BUILD)/cphicache-gpu-self $(BUILD)/cphicache-gpu.stripped $(GPU_CHECK_KIT)/*.test; do objdump -T $$f | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1); \
 	{ echo "version: $(VERSION)"; echo "built: $$(date -u +%Y-%m-%dT%H:%M:%SZ) on $$(. /etc/os-release && echo $$PRETTY_NAME), $$($(GO) version)"; \
 	  echo "needs: $$glibc"; } > $(GPU_CHECK_KIT)/build-info.txt
 	@$(MAKE) --no-print-directory test-gpu-kit
@@ -127,7 +129,8 @@ gpu-check: test-cuda-build
 # within GPU_KIT_BUDGET_MIB of the 64 MiB limit, every
 # binary stripped, and the kit holding exactly the files gpu-check assembles (a results/ folder or a stray
 # binary left in it would travel too). Needs the kit (make gpu-check).
-GPU_KIT_FILES := gpu-check.sh gpu-check-env.sh build-info.txt bin/cphicache-gpu $(notdir $(GPU_CHECK_TESTS))
+GPU_KIT_FILES := gpu-check.sh gpu-check-env.sh gpu-check-nccl.sh gpu-check-shm.sh gpu-check-late.sh build-info.txt bin/cphicache-gpu.gz \
+	bin/cphicache-gpu-self.gz $(notdir $(GPU_CHECK_TESTS))
 
 test-gpu-kit:
 	@[ -d $(GPU_CHECK_KIT) ] || { echo "FAIL: $(GPU_CHECK_KIT) is missing: run make gpu-check"; exit 1; }
@@ -139,7 +142,7 @@ test-gpu-kit:
 	for f in $(GPU_KIT_FILES); do [ -f $(GPU_CHECK_KIT)/$$f ] || { echo "FAIL: the kit lacks $$f"; exit 1; }; done; \
 	extra=$$(cd $(GPU_CHECK_KIT) && find . -type f ! -path './hicache/workload/testdata/*' | sed 's|^\./||' | grep -vxF -f <(printf '%s\n' $(GPU_KIT_FILES)) || true); \
 	[ -z "$$extra" ] || { echo "FAIL: the kit holds files gpu-check does not put there: $$extra"; exit 1; }; \
-	for f in $(GPU_CHECK_KIT)/bin/* $(GPU_CHECK_KIT)/*.test; do \
+	for f in $(BUILD)/cphicache-gpu-self $(BUILD)/cphicache-gpu.stripped $(GPU_CHECK_KIT)/*.test; do \
 		file $$f | grep -q ', stripped' || { echo "FAIL: $$f is not stripped"; exit 1; }; done; \
 	echo "ok   gpu-check kit: tree $$((tree_b >> 20)) MiB + kit $$((kit_b >> 20)) MiB = $$total_mib MiB (budget $(GPU_KIT_BUDGET_MIB), limit $(GPU_CARRY_LIMIT_MIB)), $$(find $(GPU_CHECK_KIT) -type f | wc -l) files as assembled, binaries stripped"
 
