@@ -22,6 +22,7 @@ import (
 // those of the project's scripts and tests, which run the binary with them set.
 var otherSettings = []string{
 	spmd.NodeNameEnv, mpi.YieldEnv, transport.NCCLLibEnv, transport.NCCLHostBuffersEnv, kernels.CUDALibEnv,
+	kernels.CUDAStagedEnv,
 	"CPHICACHE_BIN", // the CLI tests' binary (Makefile, cli/main_test.go)
 }
 

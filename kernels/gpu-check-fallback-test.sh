@@ -8,7 +8,8 @@
 #  11. NCCL's init failing: the second or third try's settings pass, say which, and are kept for the later
 #      steps; failing every time, the step FAIL naming each try;
 #  12. /dev/shm not a tmpfs: a tmpfs mounted and said so, or the failed mount said; gVisor recorded; the SASS
-#      load failing fails the module step;
+#      load failing fails the module step; cuMemHostRegister refused: the step run again staged, every PASS
+#      after it named as the staged path's;
 #  13. two GPUs and mpirun: e2e-np2 runs (one GPU: its time goes to the steps that run); benchmarks that hang
 #      past their bounds are WARNs and the run still PASSes.
 # shellcheck shell=bash
@@ -137,17 +138,23 @@ nccl_second_try() {
 shm_not_tmpfs() {
 	local out=$tmp/shm && mkdir -p "$out" "$tmp/shmdir"
 	run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" GPU_CHECK_SHM_DIR="$tmp/shmdir" FAKE_SHM_TYPE=ext4 FAKE_GVISOR=1 \
-		FAKE_NO_SASS=1 "$kit/gpu-check.sh"
+		FAKE_NO_SASS=1 FAKE_NO_REGISTER=1 "$kit/gpu-check.sh"
 	expect_line "not a tmpfs" "$out" "^fact +/dev/shm: tmpfs 8\\.0G, 8\\.0G free, mounted on $tmp/shmdir; mended: was ext4 with 10240 MiB free" "the mended /dev/shm"
 	grep -q "^mount -t tmpfs -o size=8g,mode=1777 tmpfs $tmp/shmdir$" "$calls" || fail "not a tmpfs: no tmpfs mounted: $(grep '^mount' "$calls")"
 	expect_line "gVisor" "$out" '^fact +sandbox: gVisor \(dmesg: .*Starting gVisor' "gVisor recorded"
 	expect_line "no SASS" "$out" '^module +FAIL with CUDA_DISABLE_PTX_JIT=1' "the module step failing on the SASS load"
+	expect_line "no registration" "$out" '^ +kernels: registering the slab failed \(cuMemHostRegister\(0x7f0000000000, 1073741824 bytes\): CUDA_ERROR_NOT_SUPPORTED \(801\)\): run again with CPHICACHE_CUDA_STAGED=1' \
+		"the failed registration and the staged retry"
+	for s in kernels transport hicache; do
+		expect_line "no registration" "$out" "^$s +PASS .*\\(STAGED: the slab was NOT registered" "$s's PASS named as the staged path's"
+	done
+	grep -q '^hicache-cuda.test .*\[staged=1\]' "$calls" || fail "no registration: the hicache step did not run staged"
 	rm -f "$calls.mounted"
 	out=$tmp/shmfail && mkdir -p "$out"
 	run_check "$out" "${fake[@]}" PYTHONPATH="$tmp/site" GPU_CHECK_SHM_DIR="$tmp/shmdir" FAKE_SHM_TYPE=ext4 FAKE_MOUNT_FAILS=1 "$kit/gpu-check.sh"
 	expect_line "mount fails" "$out" "^fact +/dev/shm: ext4 10\\.0G.*; NOT mended: .*mount -t tmpfs failed: mount: .*permission denied" "the failed mount said"
 	expect_step "mount fails" "$out" module PASS
-	ok "/dev/shm not a tmpfs: a tmpfs mounted and said, a failed mount said; gVisor recorded; a SASS load failing fails module"
+	ok "/dev/shm not a tmpfs: a tmpfs mounted and said, a failed mount said; gVisor recorded; a SASS load failing fails module; registration refused: staged copies, named as such"
 }
 
 # --- 13. two GPUs and mpirun (a fake one: it runs its command once); the benchmarks hanging

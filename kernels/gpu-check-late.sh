@@ -53,7 +53,7 @@ if unpack_for e2e-np1 cphicache-gpu-self gpu_self && loadable e2e-np1 "$gpu_self
 	[ "$collective" = nccl ] && proof="$proof; NCCL communicator made, writing_check not exercised (a one-rank CP group skips it)"
 	if bounded e2e-np1 "$gpu_self" run --quiet --collective "$collective" --report "$logs/report-np1.json" > "$logs/run-np1.log" 2>&1 \
 		&& grep -q '"collective": *"'"$collective"'"' "$logs/report-np1.json" && grep -q 'result: OK' "$logs/run-np1.log"; then
-		result e2e-np1 PASS "cphicache-gpu run --collective $collective at np 1, no mpirun: $proof; $(grep -m1 -o 'verify: .*' "$logs/run-np1.log" | cut -c1-120)"
+		result e2e-np1 PASS "cphicache-gpu run --collective $collective at np 1, no mpirun: $proof; $(grep -m1 -o 'verify: .*' "$logs/run-np1.log" | cut -c1-120)${staged_note:-}"
 	else
 		tail -30 "$logs/run-np1.log"
 		result e2e-np1 FAIL "$(why "$logs/run-np1.log"); log run-np1.log in the archive"

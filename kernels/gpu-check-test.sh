@@ -134,7 +134,7 @@ printf 'version: fake\nneeds: GLIBC_2.17\n' > "$kit/build-info.txt"
 cat > "$tmp/stub" <<'EOF'
 #!/usr/bin/env bash
 name=$(basename "$0")
-echo "$name NCCL_DEBUG=${NCCL_DEBUG:-} $* [ifname=${NCCL_SOCKET_IFNAME:-}]" >> "$FAKE_CALLS"
+echo "$name NCCL_DEBUG=${NCCL_DEBUG:-} $* [staged=${CPHICACHE_CUDA_STAGED:-}] [ifname=${NCCL_SOCKET_IFNAME:-}]" >> "$FAKE_CALLS"
 # As NCCL does: its debug lines go to NCCL_DEBUG_FILE, %p the pid.
 [ -n "${NCCL_DEBUG_FILE:-}" ] && echo "NCCL INFO fake $name" >> "${NCCL_DEBUG_FILE//%p/$$}"
 case " ${FAKE_HANG:-} " in *" $name "*) echo $$ >> "$FAKE_CALLS.hang"; exec sleep 300 ;; esac
@@ -146,6 +146,13 @@ if [ "$name" = ncclcheck-cuda.test ] && [ -n "${FAKE_NCCL_NEEDS:-}" ] && [[ $* !
 	exit 1
 fi
 case "$*" in *-test.bench*) [ -n "${FAKE_BENCH_HANG:-}" ] && exec sleep 300 ;; esac
+# FAKE_NO_REGISTER: the engine's cuMemHostRegister refused, as a sandbox's GPU proxy might, unless staged.
+case "$name" in kernels-cuda.test | transport-cuda.test | hicache-cuda.test)
+	if [ -n "${FAKE_NO_REGISTER:-}" ] && [ "${CPHICACHE_CUDA_STAGED:-}" != 1 ]; then
+		printf -- '--- FAIL: TestFake (0.00s)\n    kernels: cuMemHostRegister(0x7f0000000000, 1073741824 bytes): CUDA_ERROR_NOT_SUPPORTED (801)\nFAIL\n'
+		exit 1
+	fi ;;
+esac
 pass() { # test [log lines...]
 	local t=$1 l
 	shift

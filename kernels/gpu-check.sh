@@ -271,24 +271,36 @@ gate_hicache() {
 }
 
 # gotest runs one test binary for a step into its log and reports it: PASS needs exit 0, "PASS" printed, and the
-# step's gate met.
+# step's gate met. A run that failed registering the slab (cuMemHostRegister: a sandbox's GPU proxy may refuse a
+# shared mapping) is run again, in what is left of the step's bound, with the copies staged through pinned
+# memory the driver allocates (CPHICACHE_CUDA_STAGED=1, exported for every later step): its PASS says the slab
+# was not registered.
 gotest() { # step log binary args...
-	local step=$1 log=$2
+	local step=$1 log=$2 deadline=$((SECONDS + ${bound[$1]})) s=${bound[$1]}
 	shift 2
-	bounded "$step" "$@" -test.count=1 -test.v -test.timeout "$((${bound[$step]} - 3))s" > "$log" 2>&1
-	local rc=$? passed skipped missing
-	passed=$(grep -c '^--- PASS' "$log")
-	skipped=$(grep -c '^--- SKIP' "$log")
-	missing=$("gate_$step" "$log")
-	if [ "$rc" = 0 ] && grep -q '^PASS$' "$log" && [ -z "$missing" ]; then
-		result "$step" PASS "$passed tests passed, $skipped skipped"
-		proves "$log"
-	else
-		tail -30 "$log"
-		{ [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && rc="$rc (timed out after ${bound[$step]} s)"
-		[ "$rc" = 0 ] && rc="0 but $missing"
-		result "$step" FAIL "exit $rc, $passed passed: $(why "$log"); log $(basename "$log") in the archive"
-	fi
+	while :; do
+		within "$s" "$@" -test.count=1 -test.v -test.timeout "$((s > 5 ? s - 3 : s))s" > "$log" 2>&1
+		local rc=$? passed skipped missing
+		passed=$(grep -c '^--- PASS' "$log")
+		skipped=$(grep -c '^--- SKIP' "$log")
+		missing=$("gate_$step" "$log")
+		[ "$rc" = 0 ] && grep -q '^PASS$' "$log" && [ -z "$missing" ] && break
+		s=$((deadline - SECONDS))
+		[ -z "${CPHICACHE_CUDA_STAGED:-}" ] && [ "$s" -ge 5 ] && grep -q 'cuMemHostRegister(' "$log" || {
+			tail -30 "$log"
+			{ [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && rc="$rc (timed out after ${bound[$step]} s)"
+			[ "$rc" = 0 ] && rc="0 but $missing"
+			result "$step" FAIL "exit $rc, $passed passed: $(why "$log")${staged_note:-}; log $(basename "$log") in the archive"
+			return
+		}
+		staged_why=$(grep -m1 -o 'cuMemHostRegister([^;]*' "$log" | cut -c1-140)
+		cp "$log" "${log%.log}.registered.log"
+		export CPHICACHE_CUDA_STAGED=1
+		staged_note=" (STAGED: the slab was NOT registered, copies went through cuMemHostAlloc staging)"
+		emit "           $step: registering the slab failed ($staged_why): run again with CPHICACHE_CUDA_STAGED=1"
+	done
+	result "$step" PASS "$passed tests passed, $skipped skipped${staged_note:-}"
+	proves "$log"
 }
 
 # --- kernels: the CUDA driver tests (at least one TestCUDA must pass: else the binary is not the cuda build)

@@ -16,7 +16,7 @@ fails=0
 fail() { echo "FAIL: $bin without a GPU: $*"; fails=$((fails + 1)); }
 
 if readelf -d "$bin" | grep -q 'NEEDED.*libcuda'; then
-	fail "it needs libcuda at load time: $(readelf -d "$bin" | grep NEEDED | tr -s ' ' | tr '\n' ' ')"
+	fail "it needs libcuda at load time; add these to kernels/cudadriver/symbols.h: $(nm -D --undefined-only "$bin" | awk '$2 ~ /^cu[A-Z]/ { printf "%s ", $2 }')"
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$tmp/l3"

@@ -4,6 +4,7 @@
  * time instead, which brings libcuda.so.1 back as a load-time dependency: make test-cuda-build fails on that
  * (readelf), naming the symbol. The list is the binary's undefined cu* symbols before this package existed:
  * nm -D --undefined-only bin/cphicache-gpu | awk '$2 ~ /^cu/ { print "CPH_CU(" $2 ")" }'
+ * (and cuMemHostAlloc, the staged path's, added with it).
  */
 CPH_CU(cuArray3DCreate_v2)
 CPH_CU(cuArray3DGetDescriptor_v2)
@@ -83,6 +84,7 @@ CPH_CU(cuMemFreeHost)
 CPH_CU(cuMemFree_v2)
 CPH_CU(cuMemGetAddressRange_v2)
 CPH_CU(cuMemGetInfo_v2)
+CPH_CU(cuMemHostAlloc)
 CPH_CU(cuMemHostGetDevicePointer_v2)
 CPH_CU(cuMemHostRegister_v2)
 CPH_CU(cuMemHostUnregister)
