@@ -4,7 +4,8 @@
 #   7. steps that hang until their (shortened) bounds (below);
 #   9. binaries whose libraries do not resolve (below);
 #  10. NCCL in none of the usual places: found by the filesystem search; in a venv under /opt in the cu13 wheels'
-#      layout, with the wheel's version; in the venv of the python3 on PATH, without asking Python;
+#      layout, with the wheel's version; in the venv of the python3 on PATH, without asking Python; NCCL 2.29:
+#      no two-rank step (with 2.32, case 3 of gpu-check-test.sh, it runs with NCCL_MULTI_RANK_GPU_ENABLE=1);
 #  11. NCCL's init failing: the second or third try's settings pass, say which, and are kept for the later
 #      steps; failing every time, the step FAIL naming each try;
 #  12. /dev/shm not a tmpfs: a tmpfs mounted and said so, or the failed mount said; gVisor recorded; the SASS
@@ -96,9 +97,11 @@ fi
 nccl_elsewhere() {
 	local out lib
 	out=$tmp/search && mkdir -p "$out" "$tmp/deep/a/b" && : > "$tmp/deep/a/b/libnccl.so.2"
-	run_check "$out" "${fake[@]}" PYTHONPATH= GPU_CHECK_SEARCH_ROOTS="$tmp/deep" "$kit/gpu-check.sh"
+	run_check "$out" "${fake[@]}" PYTHONPATH= GPU_CHECK_SEARCH_ROOTS="$tmp/deep" FAKE_NCCL_VERSION=2.29.7 "$kit/gpu-check.sh"
 	expect_line "found by the search" "$out" "^fact +nccl: $tmp/deep/a/b/libnccl.so.2 \\(a search of $tmp/deep" "the NCCL the search found"
 	expect_step "found by the search" "$out" nccl PASS
+	expect_line "NCCL 2.29" "$out" '^nccl-2rank +SKIP NCCL 2\.29\.7 is older than 2\.30' "the two-rank step skipped below 2.30"
+	! grep -q 'TestTwoRanks' "$calls" || fail "NCCL 2.29: the two-rank test was run"
 	lib=$tmp/opt/venv/lib/python3.12/site-packages
 	out=$tmp/optvenv && mkdir -p "$out" "$lib/nvidia/cu13/lib" "$lib/nvidia_nccl_cu13-2.32.3.dist-info"
 	: > "$lib/nvidia/cu13/lib/libnccl.so.2"
@@ -111,7 +114,7 @@ nccl_elsewhere() {
 	run_check "$out" "${fake[@]}" PATH="$tmp/venv/bin:$tmp/path:$tmp/safe:$PATH" PYTHONPATH= "$kit/gpu-check.sh"
 	expect_line "python3's venv" "$out" "^fact +nccl: $lib/nvidia/nccl/lib/libnccl.so.2 \\(nvidia/nccl/lib in a site-packages folder\\)" \
 		"the NCCL of the venv that the python3 on PATH belongs to"
-	ok "NCCL found by the filesystem search, in a venv under /opt (cu13 layout, version named), in python3's venv"
+	ok "NCCL found by the filesystem search, in a venv under /opt (cu13 layout, version named), in python3's venv; nccl-2rank SKIP below 2.30"
 }
 
 # --- 11. NCCL's init failing until a fallback setting is given (FAKE_NCCL_NEEDS)

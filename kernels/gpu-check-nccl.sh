@@ -146,5 +146,30 @@ nccl_step() {
 	result nccl FAIL "$(why "$logs/nccl.log"); ${tried:-no try fitted the bound}; logs nccl.try*.log in the archive"
 }
 
+# --- The nccl-2rank step: NCCL 2.30 and later put several ranks of a communicator on one GPU when
+# NCCL_MULTI_RANK_GPU_ENABLE=1, which runs the multi-rank reduction a one-rank communicator skips. The version is
+# the one the nccl step's binary printed ("NCCL 2.32.3 from ...").
+nccl_2rank_step() {
+	local v major minor log=$logs/nccl-2rank.log test=TestTwoRanksOnOneGPUReduceAcrossRanks
+	[ "${status[nccl]:-}" = PASS ] || { result nccl-2rank SKIP "the nccl step did not pass"; return; }
+	v=$(grep -m1 -o 'NCCL [0-9]*\.[0-9]*\.[0-9]* from' "$logs/nccl.log" | cut -d' ' -f2)
+	IFS=. read -r major minor _ <<< "$v"
+	if [ -z "$v" ] || [ "$major" -lt 2 ] || { [ "$major" = 2 ] && [ "$minor" -lt 30 ]; }; then
+		result nccl-2rank SKIP "NCCL ${v:-of unknown version} is older than 2.30: one GPU holds one rank of a communicator (\"Duplicate GPU detected\"); a reduction across ranks needs two GPUs (e2e-np2)"
+		return
+	fi
+	bounded nccl-2rank env NCCL_MULTI_RANK_GPU_ENABLE=1 "$nccl_test" -test.run "^$test\$" -test.count=1 -test.v \
+		-test.timeout "$((bound[nccl-2rank] - 2))s" > "$log" 2>&1
+	local rc=$?
+	if [ "$rc" = 0 ] && grep -q "^--- PASS: $test " "$log"; then
+		result nccl-2rank PASS "NCCL $v, two ranks on one GPU (NCCL_MULTI_RANK_GPU_ENABLE=1): MIN and x3 sum across the ranks"
+		proves "$log"
+	else
+		tail -30 "$log"
+		{ [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && rc="$rc (timed out after ${bound[nccl-2rank]} s)"
+		result nccl-2rank FAIL "exit $rc: $(why "$log"); log nccl-2rank.log in the archive"
+	fi
+}
+
 # NCCL_DEBUG_SUBSYS: NCCL's default (INIT, BOOTSTRAP, ENV) and the transports a one-GPU run sets up.
 export NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,BOOTSTRAP,ENV,NET,SHM,P2P}

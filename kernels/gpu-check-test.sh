@@ -102,7 +102,7 @@ worst=$(grep -o 'worst case [0-9]* s' "${out:-/dev/null}/summary.txt" 2> /dev/nu
 bounds=$(sed -n 's/^declare -A bound=(\(.*\))$/\1/p' "$script")
 kill_after=$(sed -n 's/^kill_after_s=//p' "$script")
 archive=$(sed -n 's/^archive_s=//p' "$script")
-[ "$(wc -w <<< "$bounds")" = 10 ] && [ -n "$kill_after" ] && [ -n "$archive" ] || fail "budget: cannot read the ten step bounds, kill_after_s and archive_s from $script"
+[ "$(wc -w <<< "$bounds")" = 11 ] && [ -n "$kill_after" ] && [ -n "$archive" ] || fail "budget: cannot read the eleven step bounds, kill_after_s and archive_s from $script"
 sum=${archive:-0}
 for kv in $bounds; do kv=${kv#[}; sum=$((sum + ${kv#*]=} + kill_after)); done
 [ "$sum" -le 300 ] || fail "budget: the bounds add up to $sum s, over 300 s"
@@ -180,7 +180,11 @@ kernels-cuda.test*-test.run*)
 	echo PASS ;;
 kernels-cuda.test*)
 	pass TestCUDAOne; pass TestCUDATwo; echo PASS ;;
+ncclcheck-cuda.test*TestTwoRanks*)
+	[ "${NCCL_MULTI_RANK_GPU_ENABLE:-}" = 1 ] && pass TestTwoRanksOnOneGPUReduceAcrossRanks
+	echo PASS ;;
 ncclcheck-cuda.test*)
+	echo "NCCL ${FAKE_NCCL_VERSION:-2.32.3} from ${CPHICACHE_NCCL_LIB:-?} (non-blocking init: true, PreMulSum: true)"
 	pass TestOneRankAllReduceWritesTheReceiveBuffer; pass TestOneRankPreMulSumComputesOnTheDevice; echo PASS ;;
 transport-cuda.test*)
 	pass TestGPULayoutSeesTheGPU; pass TestStartCopiesThroughTheSharedSlab
@@ -245,8 +249,9 @@ rc=$?
 [ "$rc" = 0 ] || fail "fake kit, all present: exit $rc, want 0: $(cat "$out/summary.txt")"
 expect_out "all present" "$out"
 head -1 "$out/summary.txt" | grep -q '^gpu-check: PASS (fake, started .*, took [0-9]* s, worst case [0-9]* s)$' || fail "all present: the first line is not the verdict: $(head -1 "$out/summary.txt")"
-for s in env kernels module nccl nccl-bench transport hicache bench e2e-np1; do expect_step "all present" "$out" "$s" PASS; done
-expect_line "all present" "$out" '^fact +bounds: e2e-np2 will skip \(1 GPUs.*\): its 18 s go to the steps that run \(hicache now 64 s, e2e-np1 now 39 s\)' "the skipped step's time given to others"
+for s in env kernels module nccl nccl-2rank nccl-bench transport hicache bench e2e-np1; do expect_step "all present" "$out" "$s" PASS; done
+expect_line "all present" "$out" '^nccl-2rank +PASS NCCL 2\.32\.3, two ranks on one GPU' "the two-rank step on NCCL 2.32"
+expect_line "all present" "$out" '^fact +bounds: e2e-np2 will skip \(1 GPUs.*\): its 18 s go to the steps that run \(hicache now 59 s, e2e-np1 now 34 s\)' "the skipped step's time given to others"
 expect_line "all present" "$out" 'proves: TestCUDAModuleLoadsItsSASSWithoutJIT by kernels-cuda.test' "the module step's proof"
 expect_line "all present" "$out" '^e2e-np1 +PASS cphicache-gpu run --collective nccl at np 1, no mpirun' "the GPU binary's run"
 expect_step "all present" "$out" e2e-np2 SKIP

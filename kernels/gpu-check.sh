@@ -26,6 +26,8 @@
 #               reduction run on the device gives (required); on failure up to two second tries with NCCL's
 #               fallback settings, the ones that worked kept for the later steps; then the writing_check round
 #               trip timed (nccl-bench, a FAIL when nothing was measured, a WARN when it timed out);
+#   nccl-2rank  with NCCL 2.30 or later, two ranks of one communicator on the one GPU
+#               (NCCL_MULTI_RANK_GPU_ENABLE=1): MIN and x3 sum across the ranks, the real multi-rank reduction;
 #   transport   the production start-up at one rank (built with mpiself, a one-process MPI): transport.Start
 #               over a /dev/shm slab, the CUDA engine copying through it, DeviceCount and GPUBusID, the NCCL
 #               reducer's communicator made over the CP communicator and its device buffer carrying NCCL's x3;
@@ -62,8 +64,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INDEX=1
 limit_s=300
 kill_after_s=3
 archive_s=10
-steps=(env kernels module nccl nccl-bench transport hicache bench e2e-np1 e2e-np2)
-declare -A bound=([env]=15 [kernels]=35 [module]=20 [nccl]=30 [nccl-bench]=10 [transport]=25 [hicache]=55 [bench]=20 [e2e-np1]=30 [e2e-np2]=15)
+steps=(env kernels module nccl nccl-2rank nccl-bench transport hicache bench e2e-np1 e2e-np2)
+declare -A bound=([env]=15 [kernels]=35 [module]=20 [nccl]=30 [nccl-2rank]=12 [nccl-bench]=10 [transport]=25 [hicache]=50 [bench]=20 [e2e-np1]=25 [e2e-np2]=15)
 declare -A fixed # the steps GPU_CHECK_BOUNDS set: their bounds are kept as given
 if [ -n "${GPU_CHECK_BOUNDS:-}" ]; then
 	for kv in ${GPU_CHECK_BOUNDS//,/ }; do
@@ -344,10 +346,12 @@ if [ -z "$nccl_lib" ]; then
 	else
 		result nccl FAIL "no libnccl.so.2 found, and NCCL is expected (looked in $looked; GPU_CHECK_EXPECT_NCCL=0 to skip)"
 	fi
+	result nccl-2rank SKIP "no NCCL"
 	result nccl-bench SKIP "no NCCL"
 else
 	export CPHICACHE_NCCL_LIB=$nccl_lib # for the later steps too
 	loadable nccl "$nccl_test" && nccl_step
+	nccl_2rank_step
 	if [ "${status[nccl]:-}" != PASS ]; then
 		result nccl-bench SKIP "the nccl step did not pass"
 	else
