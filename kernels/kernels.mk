@@ -88,11 +88,13 @@ test-gpu-build: test-cuda-build
 EXTRA_TESTS += test-cuda-build
 
 # gpu-check assembles $(GPU_CHECK_KIT), everything kernels/gpu-check.sh runs on a GPU machine (which needs no
-# Go toolchain and no MPI): the script itself, the cuda build's test binaries, a stripped copy of the GPU binary
-# (used only where MPI is installed), hicache's test data and build-info.txt (what was built, and the newest
-# glibc symbol version the binaries need, which the script compares with the machine's). No library is carried:
-# the binaries link only glibc and the driver's libcuda, and load NCCL at run time. It prints the one command to
-# run there, with what to carry and the timeout to give, and checks the kit's size (test-gpu-kit).
+# Go toolchain and no MPI): the scripts, the cuda build's test binaries, two builds of the GPU binary gzipped
+# (the kit must fit 64 MiB beside the tree; the script unpacks each for its step): cphicache-gpu-self (cuda and
+# mpiself: no launcher, no MPI library) for e2e-np1 and the MPI-linked one, stripped, for e2e-np2; hicache's test
+# data and build-info.txt (what was built, and the newest glibc symbol version the binaries need, which the
+# script compares with the machine's). No library is carried: the binaries link only glibc, and load the
+# driver's libcuda (kernels/cudadriver) and NCCL at run time. It prints the one command to run there, with what
+# to carry and the timeout to give, and checks the kit's size (test-gpu-kit).
 GPU_CHECK_KIT      := $(BUILD)/gpu-check-kit
 GPU_CHECK_SCRIPT   := kernels/gpu-check.sh
 # The device machine takes a working tree (tracked and untracked files, plus what is carried) of at most 64 MiB;
@@ -152,10 +154,11 @@ EXTRA_TESTS += gpu-check
 # FAIL (no GPU, no NCCL); the budget (bounds of at most 300 s, the device call's timeout, two tries in a
 # session); and a fake kit of stubs for the rest (every step PASS with NCCL where the cu13 wheel puts it, the
 # facts in the summary, nvidia-smi once and no pip; no PASS that proves less than it says; no NCCL fails unless
-# not expected; no benchmark after failed kernels; hung steps timed out; the summary after SIGTERM, and after
-# SIGKILL every finished step in it; exactly two files in $OUT). Its cases run side by side (they mostly wait on
-# the script's bounds): about 35 s of CPU; 101-138 s wall at a load average of 20-22 on two cores, where one
-# after another took 264 s.
+# not expected; no benchmark after failed kernels; the summary after SIGTERM, and after SIGKILL every finished
+# step in it; exactly two files in $OUT), and kernels/gpu-check-fallback-test.sh's cases of the machine's faults
+# and their fallbacks (hung steps, NCCL elsewhere, its init failing, /dev/shm not a tmpfs, gVisor, a refused
+# registration, two GPUs, NCCL either side of 2.30, benchmark timeouts). Its cases run side by side (they mostly
+# wait on the script's bounds): 15 s wall at a load average of 3.3 on two cores, 18 s beside 4 busy loops.
 test-gpu-check-script: gpu-check
 	GPU_CHECK_TIMEOUT_S=$(GPU_CHECK_TIMEOUT_S) GPU_DEVICE_START_S=$(GPU_DEVICE_START_S) GPU_DEVICE_SESSION_S=$(GPU_DEVICE_SESSION_S) \
 		kernels/gpu-check-test.sh $(GPU_CHECK_KIT)
