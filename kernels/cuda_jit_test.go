@@ -34,13 +34,14 @@ func TestCUDAModuleLoadsItsSASSWithoutJIT(t *testing.T) {
 		return nil
 	}))
 	if ptxErr == nil {
-		t.Fatalf("the PTX alone loaded with CUDA_DISABLE_PTX_JIT=1: the driver ignored it, so the fatbin's load proves nothing")
+		t.Fatalf("the PTX alone loaded with CUDA_DISABLE_PTX_JIT=1: the driver ignored it, " +
+			"so the fatbin's load proves nothing")
 	}
 	if binaryVersion != 90 {
 		t.Errorf("copy_items has binary version %d, want 90 (the fatbin's sm_90 SASS)", binaryVersion)
 	}
-	t.Logf("proves: with PTX JIT disabled the fatbin's copy_items loaded as binary version %d (sm_90 SASS, no JIT) while its PTX alone was refused (%.80v)",
-		binaryVersion, ptxErr)
+	t.Logf("proves: with PTX JIT disabled the fatbin's copy_items loaded as binary version %d (sm_90 SASS, "+
+		"no JIT) while its PTX alone was refused (%.80v)", binaryVersion, ptxErr)
 }
 
 // TestCUDAModuleJITsItsPTX (CUDA_FORCE_PTX_JIT=1): the driver ignores the SASS and compiles the fatbin's
@@ -52,8 +53,8 @@ func TestCUDAModuleJITsItsPTX(t *testing.T) {
 	geometries := cudaGeometries[:2]
 	checkGatherScatterRoundTrip(t, newTestCUDAEngine, geometries, 2)
 	if !t.Failed() {
-		t.Logf("proves: with PTX JIT forced, copy_items built from the fatbin's compute_90 PTX gathered and scattered %d geometries byte for byte",
-			len(geometries))
+		t.Logf("proves: with PTX JIT forced, copy_items built from the fatbin's compute_90 PTX gathered and "+
+			"scattered %d geometries byte for byte", len(geometries))
 	}
 }
 

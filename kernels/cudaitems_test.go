@@ -86,10 +86,12 @@ func TestStagedCopySplitsAtChunksBothWays(t *testing.T) {
 	}
 	span := slab[4000:7000]
 	stagedCopy(chunks, span, true)
-	if !bytes.Equal(chunks[0].stage[4000:cut], slab[4000:cut]) || !bytes.Equal(chunks[1].stage[:7000-cut], slab[cut:7000]) {
+	if !bytes.Equal(chunks[0].stage[4000:cut], slab[4000:cut]) ||
+		!bytes.Equal(chunks[1].stage[:7000-cut], slab[cut:7000]) {
 		t.Fatalf("to the staging: the span's bytes are not at their chunks' offsets")
 	}
-	if !bytes.Equal(chunks[0].stage[:4000], make([]byte, 4000)) || !bytes.Equal(chunks[1].stage[7000-cut:], make([]byte, len(slab)-7000)) {
+	if !bytes.Equal(chunks[0].stage[:4000], make([]byte, 4000)) ||
+		!bytes.Equal(chunks[1].stage[7000-cut:], make([]byte, len(slab)-7000)) {
 		t.Fatalf("to the staging: bytes outside the span were written")
 	}
 	for _, c := range chunks {

@@ -52,11 +52,13 @@ func TestTwoRanksOnOneGPUReduceAcrossRanks(t *testing.T) {
 		wantMin, wantSum := min(a, b), 3*a+3*b // wrapping, as NCCL's integer arithmetic does
 		for r := range 2 {
 			if mins[r][i] != wantMin || sums[r][i] != wantSum {
-				t.Fatalf("rank %d, element %d: MIN %#x, x3 sum %#x; want %#x, %#x", r, i, mins[r][i], sums[r][i], wantMin, wantSum)
+				t.Fatalf("rank %d, element %d: MIN %#x, x3 sum %#x; want %#x, %#x",
+					r, i, mins[r][i], sums[r][i], wantMin, wantSum)
 			}
 		}
 	}
-	t.Logf("proves: two ranks of one NCCL %s communicator on one GPU (%s=1): in-place MIN and x3 pre-multiplied sum of %d uint64 across the ranks, each rank holding the other's contribution",
+	t.Logf("proves: two ranks of one NCCL %s communicator on one GPU (%s=1): in-place MIN and x3 "+
+		"pre-multiplied sum of %d uint64 across the ranks, each rank holding the other's contribution",
 		nccl.VersionString(ncclLib.Version()), nccl.MultiRankGPUEnv, len(inputs[0]))
 }
 
@@ -104,7 +106,9 @@ func reduceAsRank(id nccl.UniqueID, rank int, values []uint64) (mins, sums []uin
 		func() error {
 			return comm.AllreducePreMulSumUint64(uintptr(buf), uintptr(buf)+uintptr(bytes), len(values), 3, s)
 		},
-		func() error { return cu.MemcpyDtoHAsync(unsafe.Pointer(&sums[0]), buf+cu.DevicePtr(bytes), bytes, stream) },
+		func() error {
+			return cu.MemcpyDtoHAsync(unsafe.Pointer(&sums[0]), buf+cu.DevicePtr(bytes), bytes, stream)
+		},
 		stream.Synchronize,
 	}
 	for _, step := range steps {
