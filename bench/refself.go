@@ -27,4 +27,6 @@ func refAllreduceOnce([]uint64) error { return errNoMPIReference }
 
 func floorAllreduce([]uint64) error { return errNoMPIReference }
 
-func refStepLoop([]stepCall, int, int, float64) (float64, int64, error) { return 0, 0, errNoMPIReference }
+func refStepLoop([]stepCall, int, int, float64) (float64, int64, error) {
+	return 0, 0, errNoMPIReference
+}
