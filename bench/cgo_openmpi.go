@@ -1,4 +1,4 @@
-//go:build !mpich
+//go:build !mpich && !mpiself
 
 package bench
 

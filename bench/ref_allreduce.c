@@ -1,3 +1,5 @@
+//go:build !mpiself
+
 // The C reference loop; see ref_allreduce.h. Compiled into the Go binary by cgo (with the MPI library's own
 // pkg-config flags, i.e. what mpicc would pass) and, unchanged, into the standalone bench/c/allreduce_ref.
 #include "ref_allreduce.h"

@@ -1,3 +1,5 @@
+//go:build !mpiself
+
 // The C step loop; see ref_step.h. Compiled into the Go binary by cgo with the MPI library's own flags.
 #include "ref_step.h"
 

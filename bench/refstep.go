@@ -1,3 +1,5 @@
+//go:build !mpiself
+
 package bench
 
 /*

@@ -14,13 +14,15 @@ import (
 
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/transport"
+	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/mpi"
 )
 
 // otherSettings are the CPHICACHE_* variables that are no flag's: the binary's own, read where they apply, and
 // those of the project's scripts and tests, which run the binary with them set.
 var otherSettings = []string{
-	spmd.NodeNameEnv, mpi.YieldEnv, transport.NCCLLibEnv, transport.NCCLHostBuffersEnv,
+	spmd.NodeNameEnv, mpi.YieldEnv, transport.NCCLLibEnv, transport.NCCLHostBuffersEnv, kernels.CUDALibEnv,
+	kernels.CUDAStagedEnv,
 	"CPHICACHE_BIN", // the CLI tests' binary (Makefile, cli/main_test.go)
 }
 
@@ -72,7 +74,7 @@ func unknownVariables(environ []string, known map[string]bool) error {
 	}
 	return usageError{fmt.Errorf("unknown environment variable %s%s: cphicache reads CPHICACHE_<FLAG> for each flag "+
 		"(--l2-slots is CPHICACHE_L2_SLOTS; bench's CPHICACHE_BENCH_<SUB>_<FLAG>) and %s; unset it or correct its name",
-		unknown[0], hint, strings.Join(otherSettings[:4], ", "))}
+		unknown[0], hint, strings.Join(otherSettings[:5], ", "))}
 }
 
 func hasAnyPrefix(name string, prefixes []string) bool {

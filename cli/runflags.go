@@ -20,6 +20,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/internal/errscope"
+	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -129,7 +130,9 @@ func (o *runOptions) checkFlags() []cli.Flag {
 			Usage: "steps between object-by-object placement comparisons over the CP group (the allocator digest is compared in every step's consensus, and objects at every flush); 0 = at flushes and the end only"},
 		o.flushEveryFlag(),
 		&cli.StringFlag{Name: "collective", Value: "mpi", EnvVars: []string{"CPHICACHE_COLLECTIVE"}, Category: "checks", Destination: &o.collective,
-			Usage: "transport of the step consensus's MIN all-reduce: mpi, or nccl (GPU build only; loads libnccl.so.2, or the library in CPHICACHE_NCCL_LIB)"},
+			Usage: "transport of the step consensus's MIN all-reduce: mpi, or nccl (GPU build only; loads " +
+				"libnccl.so.2, or the library in CPHICACHE_NCCL_LIB; each CP rank needs a GPU of its own unless " +
+				"NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL 2.30 or later)"},
 		&cli.DurationFlag{Name: "watchdog-timeout", Value: 120 * time.Second, EnvVars: []string{"CPHICACHE_WATCHDOG_TIMEOUT"}, Category: "checks", Destination: &o.watchdogTimeout,
 			Usage: fmt.Sprintf("end the job when a rank's own wait for its copies (a drain) lasts longer than this, or a collective longer than this plus %v "+
 				"(the grace lets the rank whose copy is stuck, not its peers waiting for it, say so first); checked every %v, so the job ends up to that much later "+
@@ -309,6 +312,9 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 		OnUsageError: onUsageError,
 		Before:       o.before,
 		Action: func(c *cli.Context) error {
+			if err := needsGPU(name); err != nil {
+				return err
+			}
 			o.opts.Provenance = newProvenance(c)
 			o.opts.Provenance.Config["job-id"] = o.opts.JobID // its default is this launch's
 			return withJob(o.global, func(job *spmd.Job) error {
@@ -330,4 +336,15 @@ func replayCommand(name, usage, description string, withMetrics bool, fn func(*s
 			})
 		},
 	}
+}
+
+// needsGPU refuses, in one line and with a usage error's status, a command that makes the GPU copy engine when
+// the cuda build finds no usable GPU here (kernels.GPUMissing: no driver, or cuInit's error): before MPI's job
+// and any shared memory, rather than as a failure inside the engine's set-up. The CPU build needs none.
+func needsGPU(command string) error {
+	if err := kernels.GPUMissing(); err != nil {
+		return usageError{fmt.Errorf("%s needs a GPU in this build (bin/cphicache-gpu), and none can be used "+
+			"here: %v; the CPU build (make build: bin/cphicache) runs without one", command, err)}
+	}
+	return nil
 }

@@ -89,6 +89,9 @@ func sweepCommand() *cli.Command {
 		OnUsageError: onUsageError,
 		Before:       o.before,
 		Action: func(c *cli.Context) error {
+			if err := needsGPU("sweep"); err != nil {
+				return err
+			}
 			o.opts.Provenance = newProvenance(c)
 			return withJob(globalOptions{cp: 1, logLevel: o.run.global.logLevel}, o.sweep)
 		},

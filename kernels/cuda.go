@@ -50,6 +50,7 @@ type CUDAEngine struct {
 	itemsPtr    cu.DevicePtr
 	itemsCap    int
 	hasModule   bool
+	staged      bool // CUDAStagedEnv: the chunks are staging, not registrations of the slabs
 	closed      bool
 }
 
@@ -77,6 +78,9 @@ func newCUDAEngine(deviceBytes int64, slabs [][]byte) (Engine, error) {
 func NewCUDAEngineOnDevice(ordinal int, deviceBytes int64, slabs [][]byte) (*CUDAEngine, error) {
 	if deviceBytes < 0 {
 		return nil, fmt.Errorf("kernels: device buffer of %d bytes", deviceBytes)
+	}
+	if err := GPUMissing(); err != nil {
+		return nil, fmt.Errorf("kernels: GPU %d: %w", ordinal, err)
 	}
 	dev, err := cu.GetDevice(ordinal)
 	if err != nil {
@@ -163,24 +167,15 @@ func (e *CUDAEngine) sizeGrid() error {
 	return nil
 }
 
-// registerSlabs registers the slabs with the GPU, mapped, in the chunks registrationChunks plans.
-func (e *CUDAEngine) registerSlabs() error {
-	for _, c := range registrationChunks(slabRanges(e.slabs)) {
-		ptr, err := registerHostMapped(c.hostAddr, c.bytes)
-		if err != nil {
-			return err
-		}
-		c.devicePtr = ptr
-		e.chunks = append(e.chunks, c)
-	}
-	return nil
-}
-
 // release frees whatever start acquired; it runs on a failed start too, so every step checks.
 func (e *CUDAEngine) release() error {
 	var errs []error
 	for _, c := range e.chunks {
-		errs = append(errs, unregisterHost(c.hostAddr))
+		if c.stage != nil {
+			errs = append(errs, freePinnedBytes(c.stage))
+		} else {
+			errs = append(errs, unregisterHost(c.hostAddr))
+		}
 	}
 	e.chunks = nil
 	errs = append(errs, e.freeItems())
@@ -298,7 +293,16 @@ func (e *CUDAEngine) run(spans []Span, gather bool) error {
 		if len(e.items) == 0 {
 			return nil
 		}
-		return e.launch()
+		if e.staged && !gather {
+			e.stageSpans(true)
+		}
+		if err := e.launch(); err != nil {
+			return err
+		}
+		if e.staged && gather {
+			e.stageSpans(false)
+		}
+		return nil
 	})
 }
 

@@ -24,6 +24,16 @@ static CUresult registerMapped(uintptr_t p, size_t n, CUdeviceptr* devicePtr) {
 
 static CUresult unregister(uintptr_t p) { return cuMemHostUnregister((void*)p); }
 
+// allocMapped allocates n bytes of pinned host memory mapped into the device's address space (the staged
+// path's buffer); on success *devicePtr is the address kernels use for *p.
+static CUresult allocMapped(void** p, size_t n, CUdeviceptr* devicePtr) {
+	CUresult r = cuMemHostAlloc(p, n, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+	if (r != CUDA_SUCCESS) return r;
+	r = cuMemHostGetDevicePointer(devicePtr, *p, 0);
+	if (r != CUDA_SUCCESS) cuMemFreeHost(*p);
+	return r;
+}
+
 // busID writes the PCI bus id of GPU ordinal ("0000:1b:00.0") into out.
 static CUresult busID(int ordinal, char* out, int outBytes) {
 	CUdevice dev;
@@ -66,6 +76,17 @@ func unregisterHost(hostAddr uintptr) error {
 		return cudaError(fmt.Sprintf("cuMemHostUnregister(%#x)", hostAddr), r)
 	}
 	return nil
+}
+
+// allocMappedHost allocates lengthBytes of mapped pinned memory (cuMemHostAlloc) and returns it with its device
+// address. The slice is C memory, freed by freePinnedBytes, never by Go.
+func allocMappedHost(lengthBytes int64) ([]byte, uintptr, error) {
+	var p unsafe.Pointer
+	var devicePtr C.CUdeviceptr
+	if r := C.allocMapped(&p, C.size_t(lengthBytes), &devicePtr); r != C.CUDA_SUCCESS {
+		return nil, 0, cudaError(fmt.Sprintf("cuMemHostAlloc(%d bytes, mapped)", lengthBytes), r)
+	}
+	return unsafe.Slice((*byte)(p), lengthBytes), uintptr(devicePtr), nil
 }
 
 // GPUBusID is the PCI bus id of GPU ordinal ("0000:1b:00.0"): the identity NCCL compares when it refuses two

@@ -24,9 +24,12 @@ type cudaItem struct {
 }
 
 // cudaChunk is one registered range of host memory: host [hostAddr, hostAddr+bytes) is devicePtr on the GPU.
+// A staged chunk (CUDAStagedEnv) is not registered: devicePtr maps stage, pinned memory of the same size that the
+// driver allocated, and the engine copies each span between the slab and stage on the host.
 type cudaChunk struct {
 	hostAddr, devicePtr uintptr
 	bytes               int64
+	stage               []byte // nil when the slab itself is registered
 }
 
 // hostRange is [lo, hi) of host addresses.
@@ -101,6 +104,23 @@ func appendSpanItems(items []cudaItem, chunks []cudaChunk, host, device uintptr,
 		host, device, left = host+uintptr(n), device+uintptr(n), left-n
 	}
 	return items
+}
+
+// stagedCopy copies slab, a span's bytes in a slab, to (toStage) or from its chunks' staging, split where a
+// chunk ends as the items are: before a scatter's kernel reads the staging, after a gather's wrote it.
+func stagedCopy(chunks []cudaChunk, slab []byte, toStage bool) {
+	host := sliceAddr(slab)
+	for len(slab) > 0 {
+		c := chunks[chunkOf(chunks, host)]
+		off := int64(host - c.hostAddr)
+		n := min(int64(len(slab)), c.bytes-off)
+		if toStage {
+			copy(c.stage[off:off+n], slab[:n])
+		} else {
+			copy(slab[:n], c.stage[off:off+n])
+		}
+		slab, host = slab[n:], host+uintptr(n)
+	}
 }
 
 // sliceAddr is the address of b's first byte: slabs are mmap'ed memory, which never moves.

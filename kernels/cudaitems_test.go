@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"testing"
 )
 
@@ -65,6 +66,45 @@ func TestSpanItemsSplitAtChunksAndItemSize(t *testing.T) {
 		}
 		if covered != bytes || !crossed {
 			t.Errorf("gather %v: items cover %d of %d bytes, crossed into the second chunk: %v", gather, covered, bytes, crossed)
+		}
+	}
+}
+
+// TestStagedCopySplitsAtChunksBothWays: the staged path (CUDAStagedEnv) copies a span between the slab and its
+// chunks' staging, each byte to the offset the chunk's device mapping gives it: a span across a chunk boundary
+// continues at the start of the next chunk's staging, in both directions.
+func TestStagedCopySplitsAtChunksBothWays(t *testing.T) {
+	slab := make([]byte, 3*pageBytes)
+	for i := range slab {
+		slab[i] = byte(i*7 + 1)
+	}
+	const cut = 5000
+	base := sliceAddr(slab)
+	chunks := []cudaChunk{
+		{hostAddr: base, bytes: cut, stage: make([]byte, cut)},
+		{hostAddr: base + cut, bytes: int64(len(slab)) - cut, stage: make([]byte, len(slab)-cut)},
+	}
+	span := slab[4000:7000]
+	stagedCopy(chunks, span, true)
+	if !bytes.Equal(chunks[0].stage[4000:cut], slab[4000:cut]) ||
+		!bytes.Equal(chunks[1].stage[:7000-cut], slab[cut:7000]) {
+		t.Fatalf("to the staging: the span's bytes are not at their chunks' offsets")
+	}
+	if !bytes.Equal(chunks[0].stage[:4000], make([]byte, 4000)) ||
+		!bytes.Equal(chunks[1].stage[7000-cut:], make([]byte, len(slab)-7000)) {
+		t.Fatalf("to the staging: bytes outside the span were written")
+	}
+	for _, c := range chunks {
+		for i := range c.stage {
+			c.stage[i] = 0xee
+		}
+	}
+	before := bytes.Clone(slab)
+	stagedCopy(chunks, span, false)
+	for i := range slab {
+		inside := i >= 4000 && i < 7000
+		if inside && slab[i] != 0xee || !inside && slab[i] != before[i] {
+			t.Fatalf("from the staging: slab byte %d is %#x (inside the span: %v)", i, slab[i], inside)
 		}
 	}
 }

@@ -9,10 +9,19 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"github.com/cphicache/cphicache/kernels/cudadriver"
 )
+
+// GPUMissing says why this process cannot use a GPU (no CUDA driver, or cuInit's error such as no device), or
+// nil: the cuda build starts without either (kernels/cudadriver), and a command that needs the GPU asks first.
+func GPUMissing() error { return cudadriver.Missing() }
 
 // DeviceCount is the number of GPUs this process can see (CUDA_VISIBLE_DEVICES applies).
 func DeviceCount() (int, error) {
+	if err := GPUMissing(); err != nil {
+		return 0, err
+	}
 	n, err := cu.NumDevices()
 	if err != nil {
 		return 0, fmt.Errorf("cuDeviceGetCount: %w", err)
@@ -35,6 +44,9 @@ type DeviceWords struct {
 // NewDeviceWords allocates words uint64 on GPU ordinal, in its primary context, and a non-blocking stream.
 func NewDeviceWords(ordinal, words int) (*DeviceWords, error) {
 	d := &DeviceWords{words: words}
+	if err := GPUMissing(); err != nil {
+		return nil, fmt.Errorf("device words: GPU %d: %w", ordinal, err)
+	}
 	var err error
 	if d.device, err = cu.GetDevice(ordinal); err != nil {
 		return nil, fmt.Errorf("device words: GPU %d: %w", ordinal, err)

@@ -16,6 +16,17 @@ type Engine interface {
 	Close() error
 }
 
+// CUDALibEnv names the CUDA driver library the cuda build loads at its start in place of libcuda.so.1
+// (kernels/cudadriver): a driver kept outside the loader's path, or a file that does not exist, to see the
+// build on a machine with no driver.
+const CUDALibEnv = "CPHICACHE_CUDA_LIB"
+
+// CUDAStagedEnv, set to 1, makes the cuda engine stage its copies instead of registering the slabs: each
+// registration chunk gets pinned memory the driver allocates (cuMemHostAlloc, mapped), the kernel copies between
+// it and the device, and the engine copies between it and the slab. It is the GPU check's fallback for a
+// machine that refuses cuMemHostRegister on the shared mapping (a sandbox's GPU proxy), and costs a host copy.
+const CUDAStagedEnv = "CPHICACHE_CUDA_STAGED"
+
 // Engine kinds accepted by NewEngine.
 const (
 	KindHost = "host"

@@ -25,11 +25,12 @@ finished() { # pid: waits for one started command; its exit status
 	env_pids=(${kept[@]+"${kept[@]}"})
 	return "$rc"
 }
-kit_binaries=(kernels-cuda.test ncclcheck-cuda.test transport-cuda.test hicache-cuda.test bin/cphicache-gpu)
+kit_binaries=(kernels-cuda.test ncclcheck-cuda.test transport-cuda.test hicache-cuda.test)
 start_capped "$logs/nvidia-smi.txt" 10 nvidia-smi -q; smi_pid=$!
 start_capped "$logs/ldd.txt" 10 ldd "${kit_binaries[@]/#/$kit/}"; ldd_pid=$!
 start_capped "$logs/ldconfig.txt" 10 ldconfig -p; ldconfig_pid=$!
-start_capped "$logs/shm.txt" 10 df -hT /dev/shm; shm_pid=$!
+shm_dir=${GPU_CHECK_SHM_DIR:-/dev/shm}
+start_capped "$logs/shm.txt" 10 df -PkT "$shm_dir"; shm_pid=$!
 has_ip=""
 command -v ip > /dev/null 2>&1 && has_ip=1
 if [ -n "$has_ip" ]; then
@@ -38,12 +39,13 @@ else
 	start_capped "$logs/net.txt" 10 hostname -I
 fi
 net_pid=$!
+nccl_start_search
 
 # The GPUs: nvidia-smi once (-q has the driver, the CUDA version, the count and every GPU's details); its output
 # goes into the archive as nvidia-smi.txt.
 finished "$smi_pid"
 smi_rc=$?
-gpus=0 gpu="" driver="" cuda=""
+gpus=0 gpu="" driver="" cuda="" persistence=""
 while IFS=: read -r key value; do
 	key=${key%"${key##*[![:space:]]}"} key=${key#"${key%%[![:space:]]*}"} value=${value# }
 	case "$key" in
@@ -51,13 +53,14 @@ while IFS=: read -r key value; do
 	"Driver Version") driver=$value ;;
 	"CUDA Version") cuda=$value ;;
 	"Product Name") [ -n "$gpu" ] || gpu=$value ;;
+	"Persistence Mode") [ -n "$persistence" ] || persistence=$value ;;
 	esac
 done < "$logs/nvidia-smi.txt"
 [[ $gpus =~ ^[0-9]+$ ]] || gpus=0
 nodes=(/dev/nvidia[0-9]*)
 [ -e "${nodes[0]}" ] || nodes=()
 if [ "$smi_rc" = 0 ]; then
-	fact gpus "$gpus x ${gpu:-unnamed GPU}, driver ${driver:-?}, CUDA ${cuda:-?} (nvidia-smi -q; ${#nodes[@]} /dev/nvidia<n> nodes)"
+	fact gpus "$gpus x ${gpu:-unnamed GPU}, driver ${driver:-?}, CUDA ${cuda:-?}, persistence mode ${persistence:-?} (nvidia-smi -q; ${#nodes[@]} /dev/nvidia<n> nodes)"
 else
 	gpus=0
 	smi_why=$(tail -c 100 "$logs/nvidia-smi.txt" | tr '\n' ' ')
@@ -65,44 +68,8 @@ else
 	fact gpus "nvidia-smi -q failed (exit $smi_rc: ${smi_why:-no output}); ${#nodes[@]} /dev/nvidia<n> nodes"
 fi
 
-# NCCL: CPHICACHE_NCCL_LIB, then nvidia/nccl/lib (the nvidia-nccl-cu13 and -cu12 wheels; nvidia is a namespace
-# package) in the usual site-packages folders, looked at by the shell, then in the folders python3 names, then
-# the loader's cache.
-nccl_lib="" nccl_how=""
-if [ -n "${CPHICACHE_NCCL_LIB:-}" ]; then
-	if [ -e "$CPHICACHE_NCCL_LIB" ]; then
-		nccl_lib=$CPHICACHE_NCCL_LIB nccl_how=CPHICACHE_NCCL_LIB
-	else
-		echo "### CPHICACHE_NCCL_LIB=$CPHICACHE_NCCL_LIB does not exist" >> "$logs/env.txt"
-	fi
-fi
-shopt -s nullglob
-python_path=${PYTHONPATH:-}
-site_dirs=(${python_path//:/ } ${VIRTUAL_ENV:+$VIRTUAL_ENV/lib/python3*/site-packages} ${CONDA_PREFIX:+$CONDA_PREFIX/lib/python3*/site-packages}
-	"${HOME:-/nonexistent}"/.local/lib/python3*/site-packages /usr/local/lib/python3*/{site,dist}-packages /usr/lib/python3*/{site,dist}-packages
-	/usr/lib/python3/dist-packages /opt/conda/lib/python3*/site-packages)
-shopt -u nullglob
-if [ -z "$nccl_lib" ]; then
-	for dir in "${site_dirs[@]}"; do
-		[ -e "$dir/nvidia/nccl/lib/libnccl.so.2" ] && { nccl_lib=$dir/nvidia/nccl/lib/libnccl.so.2 nccl_how="nvidia/nccl/lib in a site-packages folder"; break; }
-	done
-fi
-if [ -z "$nccl_lib" ] && command -v python3 > /dev/null 2>&1; then
-	start_capped "$logs/python-path.txt" 10 python3 -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()] + sys.path))'
-	finished $!
-	while IFS= read -r dir; do
-		[ -n "$dir" ] && [ -e "$dir/nvidia/nccl/lib/libnccl.so.2" ] && { nccl_lib=$dir/nvidia/nccl/lib/libnccl.so.2 nccl_how="nvidia/nccl/lib on python3's path"; break; }
-	done < "$logs/python-path.txt"
-	{ echo "### python3's folders"; cat "$logs/python-path.txt"; echo; } >> "$logs/env.txt"
-	rm -f "$logs/python-path.txt"
-fi
-finished "$ldconfig_pid"
-if [ -z "$nccl_lib" ]; then
-	while read -r soname _ _ path; do
-		[ "$soname" = libnccl.so.2 ] && { nccl_lib=$path nccl_how="the loader's cache"; break; }
-	done < "$logs/ldconfig.txt"
-fi
-if [ -n "$nccl_lib" ]; then fact nccl "$nccl_lib ($nccl_how)"; else fact nccl "not found"; fi
+# NCCL (gpu-check-nccl.sh): its python3 and filesystem search were started with the other commands.
+nccl_find
 
 # ldd of every kit binary at once: what a step's binary cannot resolve here (missing, or too old a glibc) fails
 # the step before it runs, quoting ldd. ldd exits non-zero when one file is not dynamic; its sections are still
@@ -135,12 +102,8 @@ glibc=${glibc##* }
 needs=""
 while IFS= read -r line; do [[ $line == "needs: GLIBC_"* ]] && needs=${line#needs: GLIBC_}; done < "$kit/build-info.txt"
 fact glibc "${glibc:-unknown} (the kit needs ${needs:-?})"
-# Zero-copy registration of the slab (cuMemHostRegister) wants /dev/shm a tmpfs: a microVM may give another.
 finished "$shm_pid"
-shm=""
-{ read -r _ && read -r _ type size _ avail _ mount; } < "$logs/shm.txt" && shm="$type $size, $avail free, mounted on $mount"
-fact /dev/shm "${shm:-unknown (df -hT: $(head -c 100 "$logs/shm.txt"))}"
-rm -f "$logs/shm.txt"
+. "$kit/gpu-check-shm.sh"
 mem_kib=""
 while read -r key value _; do [ "$key" = MemTotal: ] && mem_kib=$value; done < /proc/meminfo
 cpus=$(nproc 2> /dev/null)
@@ -158,7 +121,8 @@ ib=(/sys/class/infiniband/*)
 [ -e "${ib[0]}" ] || ib=()
 ibs="${ib[*]##*/}"
 fact network "${net:-unknown}; InfiniBand: ${ibs:-none}; NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-unset}"
-fact mpi "mpirun $(command -v mpirun || echo none)"
+libmpi=$(grep -m1 -o 'libmpi\.so\.[0-9]*' "$logs/ldconfig.txt" | head -1)
+fact mpi "mpirun $(command -v mpirun || echo none), ${libmpi:-no libmpi.so} in the loader's cache"
 
 # The rest, for the archive only (beside nvidia-smi.txt), in one command given what is left of the bound.
 {
@@ -166,7 +130,7 @@ fact mpi "mpirun $(command -v mpirun || echo none)"
 	echo "### libraries in the loader's cache"; grep -E 'libcuda\.so|libnccl|libmpi\.so|libcudart' "$logs/ldconfig.txt" || echo none; echo
 	echo "### network"; cat "$logs/net.txt"; echo
 	echo "### python's nvidia packages (their metadata folders, not pip)"
-	for dir in "${site_dirs[@]}"; do for d in "$dir"/nvidia_*.dist-info "$dir"/nccl*.dist-info; do [ -e "$d" ] && echo "$d"; done; done; echo
+	while IFS= read -r dir; do for d in "$dir"/nvidia_*.dist-info "$dir"/nccl*.dist-info; do [ -e "$d" ] && echo "$d"; done; done < <(nccl_site_dirs); echo
 } >> "$logs/env.txt"
 rm -f "$logs/ldconfig.txt" "$logs/net.txt"
 left=$((env_deadline - SECONDS))

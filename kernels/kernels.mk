@@ -75,6 +75,8 @@ test-cuda-build: deps deps-cuda
 	$(GO) vet -tags cuda ./...
 	$(GO) vet -tags cuda,mpiself ./mpi ./hicache/...
 	$(GO) build -tags cuda -ldflags '$(GO_LDFLAGS)' -o $(GPU_BIN) .
+	kernels/gpu-start-test.sh $(GPU_BIN)
+	$(GO) build -tags cuda,mpiself -ldflags '$(GO_LDFLAGS) $(GPU_KIT_LDFLAGS)' -o $(BUILD)/cphicache-gpu-self .
 	$(GO) test -c -tags cuda -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/kernels-cuda.test ./kernels
 	$(GO) test -c -tags cuda -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/ncclcheck-cuda.test ./nccl/devicecheck
 	$(GO) test -c -tags cuda,mpiself -ldflags '$(GPU_KIT_LDFLAGS)' -o $(BUILD)/transport-cuda.test ./hicache/transport
@@ -86,11 +88,13 @@ test-gpu-build: test-cuda-build
 EXTRA_TESTS += test-cuda-build
 
 # gpu-check assembles $(GPU_CHECK_KIT), everything kernels/gpu-check.sh runs on a GPU machine (which needs no
-# Go toolchain and no MPI): the script itself, the cuda build's test binaries, a stripped copy of the GPU binary
-# (used only where MPI is installed), hicache's test data and build-info.txt (what was built, and the newest
-# glibc symbol version the binaries need, which the script compares with the machine's). No library is carried:
-# the binaries link only glibc and the driver's libcuda, and load NCCL at run time. It prints the one command to
-# run there, with what to carry and the timeout to give, and checks the kit's size (test-gpu-kit).
+# Go toolchain and no MPI): the scripts, the cuda build's test binaries, two builds of the GPU binary gzipped
+# (the kit must fit 64 MiB beside the tree; the script unpacks each for its step): cphicache-gpu-self (cuda and
+# mpiself: no launcher, no MPI library) for e2e-np1 and the MPI-linked one, stripped, for e2e-np2; hicache's test
+# data and build-info.txt (what was built, and the newest glibc symbol version the binaries need, which the
+# script compares with the machine's). No library is carried: the binaries link only glibc, and load the
+# driver's libcuda (kernels/cudadriver) and NCCL at run time. It prints the one command to run there, with what
+# to carry and the timeout to give, and checks the kit's size (test-gpu-kit).
 GPU_CHECK_KIT      := $(BUILD)/gpu-check-kit
 GPU_CHECK_SCRIPT   := kernels/gpu-check.sh
 # The device machine takes a working tree (tracked and untracked files, plus what is carried) of at most 64 MiB;
@@ -107,11 +111,12 @@ GPU_DEVICE_SESSION_S := 900
 gpu-check: test-cuda-build
 	@rm -rf $(GPU_CHECK_KIT) && mkdir -p $(GPU_CHECK_KIT)/bin $(GPU_CHECK_KIT)/hicache/workload
 	@cp $(GPU_CHECK_SCRIPT) $(GPU_CHECK_KIT)/gpu-check.sh
-	@cp kernels/gpu-check-env.sh $(GPU_CHECK_KIT)/gpu-check-env.sh
-	@strip -o $(GPU_CHECK_KIT)/bin/cphicache-gpu $(GPU_BIN)
+	@cp kernels/gpu-check-env.sh kernels/gpu-check-nccl.sh kernels/gpu-check-shm.sh kernels/gpu-check-late.sh $(GPU_CHECK_KIT)/
+	@strip -o $(BUILD)/cphicache-gpu.stripped $(GPU_BIN) && gzip -9 -n -c $(BUILD)/cphicache-gpu.stripped > $(GPU_CHECK_KIT)/bin/cphicache-gpu.gz
+	@gzip -9 -n -c $(BUILD)/cphicache-gpu-self > $(GPU_CHECK_KIT)/bin/cphicache-gpu-self.gz
 	@cp $(GPU_CHECK_TESTS) $(GPU_CHECK_KIT)/
 	@cp -r hicache/workload/testdata $(GPU_CHECK_KIT)/hicache/workload/
-	@glibc=$$(for f in $(GPU_CHECK_KIT)/bin/* $(GPU_CHECK_KIT)/*.test; do objdump -T $$f | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1); \
+	@glibc=$$(for f in $(BUILD)/cphicache-gpu-self $(BUILD)/cphicache-gpu.stripped $(GPU_CHECK_KIT)/*.test; do objdump -T $$f | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1); \
 	{ echo "version: $(VERSION)"; echo "built: $$(date -u +%Y-%m-%dT%H:%M:%SZ) on $$(. /etc/os-release && echo $$PRETTY_NAME), $$($(GO) version)"; \
 	  echo "needs: $$glibc"; } > $(GPU_CHECK_KIT)/build-info.txt
 	@$(MAKE) --no-print-directory test-gpu-kit
@@ -126,7 +131,8 @@ gpu-check: test-cuda-build
 # within GPU_KIT_BUDGET_MIB of the 64 MiB limit, every
 # binary stripped, and the kit holding exactly the files gpu-check assembles (a results/ folder or a stray
 # binary left in it would travel too). Needs the kit (make gpu-check).
-GPU_KIT_FILES := gpu-check.sh gpu-check-env.sh build-info.txt bin/cphicache-gpu $(notdir $(GPU_CHECK_TESTS))
+GPU_KIT_FILES := gpu-check.sh gpu-check-env.sh gpu-check-nccl.sh gpu-check-shm.sh gpu-check-late.sh build-info.txt bin/cphicache-gpu.gz \
+	bin/cphicache-gpu-self.gz $(notdir $(GPU_CHECK_TESTS))
 
 test-gpu-kit:
 	@[ -d $(GPU_CHECK_KIT) ] || { echo "FAIL: $(GPU_CHECK_KIT) is missing: run make gpu-check"; exit 1; }
@@ -138,7 +144,7 @@ test-gpu-kit:
 	for f in $(GPU_KIT_FILES); do [ -f $(GPU_CHECK_KIT)/$$f ] || { echo "FAIL: the kit lacks $$f"; exit 1; }; done; \
 	extra=$$(cd $(GPU_CHECK_KIT) && find . -type f ! -path './hicache/workload/testdata/*' | sed 's|^\./||' | grep -vxF -f <(printf '%s\n' $(GPU_KIT_FILES)) || true); \
 	[ -z "$$extra" ] || { echo "FAIL: the kit holds files gpu-check does not put there: $$extra"; exit 1; }; \
-	for f in $(GPU_CHECK_KIT)/bin/* $(GPU_CHECK_KIT)/*.test; do \
+	for f in $(BUILD)/cphicache-gpu-self $(BUILD)/cphicache-gpu.stripped $(GPU_CHECK_KIT)/*.test; do \
 		file $$f | grep -q ', stripped' || { echo "FAIL: $$f is not stripped"; exit 1; }; done; \
 	echo "ok   gpu-check kit: tree $$((tree_b >> 20)) MiB + kit $$((kit_b >> 20)) MiB = $$total_mib MiB (budget $(GPU_KIT_BUDGET_MIB), limit $(GPU_CARRY_LIMIT_MIB)), $$(find $(GPU_CHECK_KIT) -type f | wc -l) files as assembled, binaries stripped"
 
@@ -148,10 +154,11 @@ EXTRA_TESTS += gpu-check
 # FAIL (no GPU, no NCCL); the budget (bounds of at most 300 s, the device call's timeout, two tries in a
 # session); and a fake kit of stubs for the rest (every step PASS with NCCL where the cu13 wheel puts it, the
 # facts in the summary, nvidia-smi once and no pip; no PASS that proves less than it says; no NCCL fails unless
-# not expected; no benchmark after failed kernels; hung steps timed out; the summary after SIGTERM, and after
-# SIGKILL every finished step in it; exactly two files in $OUT). Its cases run side by side (they mostly wait on
-# the script's bounds): about 35 s of CPU; 101-138 s wall at a load average of 20-22 on two cores, where one
-# after another took 264 s.
+# not expected; no benchmark after failed kernels; the summary after SIGTERM, and after SIGKILL every finished
+# step in it; exactly two files in $OUT), and kernels/gpu-check-fallback-test.sh's cases of the machine's faults
+# and their fallbacks (hung steps, NCCL elsewhere, its init failing, /dev/shm not a tmpfs, gVisor, a refused
+# registration, two GPUs, NCCL either side of 2.30, benchmark timeouts). Its cases run side by side (they mostly
+# wait on the script's bounds): 15 s wall at a load average of 3.3 on two cores, 18 s beside 4 busy loops.
 test-gpu-check-script: gpu-check
 	GPU_CHECK_TIMEOUT_S=$(GPU_CHECK_TIMEOUT_S) GPU_DEVICE_START_S=$(GPU_DEVICE_START_S) GPU_DEVICE_SESSION_S=$(GPU_DEVICE_SESSION_S) \
 		kernels/gpu-check-test.sh $(GPU_CHECK_KIT)

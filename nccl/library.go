@@ -33,6 +33,13 @@ const (
 	asyncPollInterval   = 2 * time.Millisecond
 )
 
+// MultiRankGPUVersion is the first NCCL that puts several ranks of one communicator on one GPU, when the process
+// sets NCCL_MULTI_RANK_GPU_ENABLE=1 (2.30.0; before it, NCCL's init refuses with "Duplicate GPU detected").
+const MultiRankGPUVersion = 23000
+
+// MultiRankGPUEnv is NCCL's own switch for several ranks of a communicator on one GPU (MultiRankGPUVersion).
+const MultiRankGPUEnv = "NCCL_MULTI_RANK_GPU_ENABLE"
+
 // UniqueIDBytes is the size of an NCCL unique id (NCCL_UNIQUE_ID_BYTES).
 const UniqueIDBytes = 128
 

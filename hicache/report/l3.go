@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-
 )
 
 // L3Report is the report's L3 section: the group's decisions (summed over CP groups) and every rank's I/O.

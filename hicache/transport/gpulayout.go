@@ -62,6 +62,14 @@ func (l gpuLayout) visibleDevicesText() string {
 	return fmt.Sprintf("%s=%s", cudaVisibleDevicesEnv, l.CUDAVisibleDevices)
 }
 
+// multiRankGPU says whether several CP ranks may share a GPU under --collective nccl: only when the user set
+// NCCL's own switch (enable, NCCL_MULTI_RANK_GPU_ENABLE=1) and the NCCL loaded has it (version code 2.30.0 or
+// later, nccl.MultiRankGPUVersion), which then runs the real multi-rank kernels on one GPU. Otherwise a layout
+// with two ranks on one GPU is refused before NCCL's init, as NCCL itself would refuse it.
+func multiRankGPU(enable string, version, firstVersion int) bool {
+	return enable == "1" && version >= firstVersion
+}
+
 // checkDistinctGPUs refuses a CP group two of whose ranks use the same GPU. busIDs holds each CP rank's PCI bus
 // id (index = CP rank), the identity NCCL's own duplicate check compares: ordinals cannot tell, as every rank of
 // a per-task binding calls its GPU 0.

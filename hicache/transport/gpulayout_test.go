@@ -133,3 +133,19 @@ func TestGPULayoutCountsTheGroupsRanksOnTheNode(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiRankGPUNeedsNCCLsSwitchAndNCCL230: CP ranks may share a GPU under nccl only when the user set
+// NCCL_MULTI_RANK_GPU_ENABLE=1 and the NCCL loaded is 2.30 or later (nccl_cuda.go then lifts both refusals).
+func TestMultiRankGPUNeedsNCCLsSwitchAndNCCL230(t *testing.T) {
+	const first = 23000
+	cases := []struct {
+		enable  string
+		version int
+		want    bool
+	}{{"1", 23000, true}, {"1", 23203, true}, {"1", 22905, false}, {"", 23203, false}, {"0", 23203, false}}
+	for _, c := range cases {
+		if got := multiRankGPU(c.enable, c.version, first); got != c.want {
+			t.Errorf("NCCL_MULTI_RANK_GPU_ENABLE=%q, NCCL %d: shared GPU %v, want %v", c.enable, c.version, got, c.want)
+		}
+	}
+}

@@ -50,6 +50,8 @@ type deviceNCCLFrontier struct {
 	comm  *nccl.Comm
 	words *kernels.DeviceWords
 	busID string // the GPU's PCI bus id, checked distinct over the CP group before NCCL's init
+	// sharedGPU: NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL 2.30+ lets CP ranks share a GPU (multiRankGPU).
+	sharedGPU bool
 }
 
 // start loads NCCL and acquires the device buffer on this rank's GPU (the engine's, see gpuOrdinal), refusing a
@@ -59,7 +61,8 @@ func (f *deviceNCCLFrontier) start(t *spmd.Topology, words int) error {
 	if f.lib, err = loadNCCL(); err != nil {
 		return err
 	}
-	ordinal, err := gpuOrdinal(t, true)
+	f.sharedGPU = multiRankGPU(os.Getenv(nccl.MultiRankGPUEnv), f.lib.Version(), nccl.MultiRankGPUVersion)
+	ordinal, err := gpuOrdinal(t, !f.sharedGPU)
 	if err != nil {
 		return err
 	}
@@ -107,6 +110,9 @@ func (f *deviceNCCLFrontier) checkDistinctGPUs(t *spmd.Topology) error {
 	ids := make([]string, t.CPSize)
 	for r := range ids {
 		ids[r] = strings.TrimRight(string(all[r*idBytes:(r+1)*idBytes]), "\x00")
+	}
+	if f.sharedGPU { // the ids were still gathered: every CP rank enters the same collectives
+		return nil
 	}
 	return checkDistinctGPUs(ids, t.CPGroup)
 }
