@@ -9,14 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/pool"
 )
 
-// These tests pin the benchmarks' validation and bookkeeping; they never look at a time. The MPI side runs in
-// `make bench-smoke` under mpirun.
+// These tests pin the benchmarks' validation and bookkeeping; they never look at a time. The MPI
+// side runs in `make bench-smoke` under mpirun.
 
 func TestCountWrongMinAcceptsTheMinAndRejectsOneRanksBuffer(t *testing.T) {
 	const ranks, count = 4, 257
@@ -30,8 +29,8 @@ func TestCountWrongMinAcceptsTheMinAndRejectsOneRanksBuffer(t *testing.T) {
 	if wrong := countWrongMin(buf, ranks); wrong != 0 {
 		t.Fatalf("the true MIN counted %d wrong elements", wrong)
 	}
-	// A reduction that returned one rank's own data (or skipped the others) must be caught on most elements:
-	// the rank holding the MIN changes from element to element.
+	// A reduction that returned one rank's own data (or skipped the others) must be caught on most
+	// elements: the rank holding the MIN changes from element to element.
 	for r := range ranks {
 		fillMinInput(buf, r)
 		if wrong := countWrongMin(buf, ranks); wrong < count/2 {
@@ -45,7 +44,15 @@ func TestCountWrongMinAcceptsTheMinAndRejectsOneRanksBuffer(t *testing.T) {
 }
 
 func TestAllreduceConfigValidate(t *testing.T) {
-	good := AllreduceConfig{MinCount: 1, MaxCount: 1 << 16, CountFactor: 4, Iters: 10, ItersLarge: 1, Warmup: 0, Rounds: 1}
+	good := AllreduceConfig{
+		MinCount:    1,
+		MaxCount:    1 << 16,
+		CountFactor: 4,
+		Iters:       10,
+		ItersLarge:  1,
+		Warmup:      0,
+		Rounds:      1,
+	}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +71,16 @@ func TestAllreduceConfigValidate(t *testing.T) {
 }
 
 func smallCopyConfig() CopyConfig {
-	return CopyConfig{PartBytes: []int64{4 << 10, 64 << 10}, TotalBytes: 1 << 20, Layers: 2, Payloads: 2, CPSize: 2, Workers: 2, Iters: 1, Rounds: 1}
+	return CopyConfig{
+		PartBytes:  []int64{4 << 10, 64 << 10},
+		TotalBytes: 1 << 20,
+		Layers:     2,
+		Payloads:   2,
+		CPSize:     2,
+		Workers:    2,
+		Iters:      1,
+		Rounds:     1,
+	}
 }
 
 func TestRunCopyCoversBothLayoutsAndDirectionsWithNothingWrong(t *testing.T) {
@@ -90,8 +106,8 @@ func TestRunCopyCoversBothLayoutsAndDirectionsWithNothingWrong(t *testing.T) {
 	}
 }
 
-// A copy that lands in the wrong place must show in #wrong: two parts copied onto one slot leave the other
-// slot's bytes unwritten.
+// A copy that lands in the wrong place must show in #wrong: two parts copied onto one slot leave
+// the other slot's bytes unwritten.
 func TestCopyVerifyCatchesMisplacedParts(t *testing.T) {
 	cfg := smallCopyConfig()
 	for _, layout := range []pool.Layout{pool.LayerFirst, pool.PageFirst} {
@@ -105,7 +121,13 @@ func TestCopyVerifyCatchesMisplacedParts(t *testing.T) {
 				expected[i] = slices.Clone(c.spans[i])
 			}
 			if wrong, err := c.verify(gather, expected); err != nil || wrong != 0 {
-				t.Fatalf("%s gather=%v: correct spans gave %d wrong (%v)", layout, gather, wrong, err)
+				t.Fatalf(
+					"%s gather=%v: correct spans gave %d wrong (%v)",
+					layout,
+					gather,
+					wrong,
+					err,
+				)
 			}
 			c.spans[1][3].SlabOffsetBytes = c.spans[1][2].SlabOffsetBytes
 			c.spans[1][3].DeviceOffsetBytes = c.spans[1][2].DeviceOffsetBytes
@@ -117,8 +139,8 @@ func TestCopyVerifyCatchesMisplacedParts(t *testing.T) {
 	}
 }
 
-// The spans must be hicache's: the slab side from pool.Geometry.PartOffset of CP rank 0, the device side
-// [layer][payload][page].
+// The spans must be hicache's: the slab side from pool.Geometry.PartOffset of CP rank 0, the device
+// side [layer][payload][page].
 func TestCopySpansFollowTheGeometry(t *testing.T) {
 	cfg := smallCopyConfig()
 	c, err := newCopyCase(cfg, pool.PageFirst, 4<<10)
@@ -136,7 +158,9 @@ func TestCopySpansFollowTheGeometry(t *testing.T) {
 }
 
 func TestRunReserveIsCleanAndRelativeToTheSmallestPool(t *testing.T) {
-	rows, err := RunReserve(ReserveConfig{SlotsLog2: []int{8, 12}, Pages: []int{1, 16}, MinSeconds: 0.005})
+	rows, err := RunReserve(
+		ReserveConfig{SlotsLog2: []int{8, 12}, Pages: []int{1, 16}, MinSeconds: 0.005},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +180,14 @@ func TestRunReserveIsCleanAndRelativeToTheSmallestPool(t *testing.T) {
 	}
 }
 
-func fakeRun(t *testing.T, dir string, np int, every int64, wall float64, divergences int64) E2ERun {
+func fakeRun(
+	t *testing.T,
+	dir string,
+	np int,
+	every int64,
+	wall float64,
+	divergences int64,
+) E2ERun {
 	t.Helper()
 	r := &report.Report{Ranks: np, CP: np, DP: 1, Steps: 100, Requests: 400}
 	r.WallSeconds = wall
@@ -172,15 +203,27 @@ func fakeRun(t *testing.T, dir string, np int, every int64, wall float64, diverg
 	if err != nil {
 		t.Fatal(err)
 	}
-	return E2ERun{NP: np, AssertEvery: every, report: read, StepsPerSec: float64(read.Steps) / read.WallSeconds,
-		PromptTokensPerSec: float64(promptTokens(read)) / read.WallSeconds}
+	return E2ERun{
+		NP:                 np,
+		AssertEvery:        every,
+		report:             read,
+		StepsPerSec:        float64(read.Steps) / read.WallSeconds,
+		PromptTokensPerSec: float64(promptTokens(read)) / read.WallSeconds,
+	}
 }
 
 func TestSummarizeE2EMediansOverheadAndWrong(t *testing.T) {
 	dir := t.TempDir()
 	runs := []E2ERun{
 		fakeRun(t, dir, 2, 8, 1.0, 0), fakeRun(t, dir, 2, 0, 0.8, 0),
-		fakeRun(t, dir, 2, 8, 5.0, 0), fakeRun(t, dir, 2, 0, 1.0, 0), // outliers: the medians ignore them
+		fakeRun(
+			t,
+			dir,
+			2,
+			8,
+			5.0,
+			0,
+		), fakeRun(t, dir, 2, 0, 1.0, 0), // outliers: the medians ignore them
 		fakeRun(t, dir, 2, 8, 1.0, 1), fakeRun(t, dir, 2, 0, 0.8, 0),
 		fakeRun(t, dir, 4, 8, 2.0, 0),
 	}
@@ -193,13 +236,28 @@ func TestSummarizeE2EMediansOverheadAndWrong(t *testing.T) {
 		t.Fatalf("rows out of order: %+v", rows)
 	}
 	if on.StepsPerSecond != 100 || off.StepsPerSecond != 125 || on.WritingCheckP99Us != 10 {
-		t.Errorf("medians: on %g, off %g steps/s, p99 %g", on.StepsPerSecond, off.StepsPerSecond, on.WritingCheckP99Us)
+		t.Errorf(
+			"medians: on %g, off %g steps/s, p99 %g",
+			on.StepsPerSecond,
+			off.StepsPerSecond,
+			on.WritingCheckP99Us,
+		)
 	}
-	if on.PromptTokens != 1000 || on.PromptTokensPerSecond != 1000 || off.PromptTokensPerSecond != 1250 {
-		t.Errorf("prompt tokens %d, at %g and %g tokens/s; want 1000, 1000 and 1250", on.PromptTokens, on.PromptTokensPerSecond, off.PromptTokensPerSecond)
+	if on.PromptTokens != 1000 || on.PromptTokensPerSecond != 1000 ||
+		off.PromptTokensPerSecond != 1250 {
+		t.Errorf(
+			"prompt tokens %d, at %g and %g tokens/s; want 1000, 1000 and 1250",
+			on.PromptTokens,
+			on.PromptTokensPerSecond,
+			off.PromptTokensPerSecond,
+		)
 	}
 	if math.Abs(on.AssertOverheadPct-20) > 1e-9 || off.AssertOverheadPct != 0 {
-		t.Errorf("overhead %g%% and %g%%, want 20 and 0", on.AssertOverheadPct, off.AssertOverheadPct)
+		t.Errorf(
+			"overhead %g%% and %g%%, want 20 and 0",
+			on.AssertOverheadPct,
+			off.AssertOverheadPct,
+		)
 	}
 	if rows[2].AssertOverheadPct != 0 {
 		t.Error("no baseline at np 4, yet an overhead was computed")
@@ -222,14 +280,34 @@ func TestReadReportRejectsWhatIsNotARunReport(t *testing.T) {
 
 func TestTableColumnsLineUp(t *testing.T) {
 	var b bytes.Buffer
-	WriteCopyTable(&b, []CopyRow{{Layout: "layer_first", Direction: "D2H", PartBytes: 4096, TotalBytes: 1 << 25, Spans: 8192, Iters: 30, OursGBps: 5.5, MemcpyGBps: 5.6, Ratio: 0.98}})
+	WriteCopyTable(
+		&b,
+		[]CopyRow{
+			{
+				Layout:     "layer_first",
+				Direction:  "D2H",
+				PartBytes:  4096,
+				TotalBytes: 1 << 25,
+				Spans:      8192,
+				Iters:      30,
+				OursGBps:   5.5,
+				MemcpyGBps: 5.6,
+				Ratio:      0.98,
+			},
+		},
+	)
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	if len(lines) != 3 {
 		t.Fatalf("%d lines:\n%s", len(lines), b.String())
 	}
 	for _, l := range lines {
 		if len(l) != len(lines[0]) {
-			t.Errorf("line of %d characters, the header has %d:\n%s", len(l), len(lines[0]), b.String())
+			t.Errorf(
+				"line of %d characters, the header has %d:\n%s",
+				len(l),
+				len(lines[0]),
+				b.String(),
+			)
 		}
 	}
 	if !strings.HasSuffix(lines[0], "#wrong") || !strings.HasSuffix(lines[2], " 0") {
@@ -260,9 +338,14 @@ func TestHeaderHasVersionConfigurationAndRanks(t *testing.T) {
 
 func TestPlotsWritePNGs(t *testing.T) {
 	dir := t.TempDir()
-	copyRows := []CopyRow{{Layout: "layer_first", Direction: "D2H", PartBytes: 4096, OursGBps: 5, MemcpyGBps: 6},
-		{Layout: "layer_first", Direction: "D2H", PartBytes: 65536, OursGBps: 5.5, MemcpyGBps: 6}}
-	arRows := []AllreduceRow{{Bytes: 8, OurUs: 1.4, FloorUs: 1.1, RefUs: 0.9}, {Bytes: 32, OurUs: 1.5, FloorUs: 1.2, RefUs: 1.0}}
+	copyRows := []CopyRow{
+		{Layout: "layer_first", Direction: "D2H", PartBytes: 4096, OursGBps: 5, MemcpyGBps: 6},
+		{Layout: "layer_first", Direction: "D2H", PartBytes: 65536, OursGBps: 5.5, MemcpyGBps: 6},
+	}
+	arRows := []AllreduceRow{
+		{Bytes: 8, OurUs: 1.4, FloorUs: 1.1, RefUs: 0.9},
+		{Bytes: 32, OurUs: 1.5, FloorUs: 1.2, RefUs: 1.0},
+	}
 	for name, draw := range map[string]func(string) error{
 		"copy.png":      func(p string) error { return PlotCopy(copyRows, p, "t") },
 		"allreduce.png": func(p string) error { return PlotAllreduce(arRows, p, "t") },
@@ -275,70 +358,5 @@ func TestPlotsWritePNGs(t *testing.T) {
 		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("%s is not a PNG (%v)", name, err)
 		}
-	}
-}
-
-func TestStepConfigValidate(t *testing.T) {
-	good := StepConfig{Iters: 10, Warmup: 0, Rounds: 1}
-	if err := good.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	for name, bad := range map[string]StepConfig{
-		"no iterations": {Iters: 0, Rounds: 1},
-		"no rounds":     {Iters: 1, Rounds: 0},
-		"negative gap":  {Iters: 1, Rounds: 1, GapMicroseconds: -1},
-	} {
-		if bad.Validate() == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-}
-
-// The C-seed side must be the seed design's step as the issue describes it, and C-fused the consensus vector.
-func TestStepPlansModelTheSeedAndTheFusedStep(t *testing.T) {
-	want := []stepCall{{words: 2}, {words: 2}, {words: 1}, {words: 1, max: true}}
-	if !slices.Equal(seedStepPlan, want) || planWords(seedStepPlan) != 6 {
-		t.Errorf("seed plan %+v, want writing_check MIN 2, loading_check MIN 2, digest MIN 1, digest MAX 1", seedStepPlan)
-	}
-	if len(fusedStepPlan) != 1 || fusedStepPlan[0].max || planWords(fusedStepPlan) != cache.VectorWords {
-		t.Errorf("fused plan %+v, want one MIN of %d words", fusedStepPlan, cache.VectorWords)
-	}
-	for side, info := range stepSideInfo {
-		if info.name == "" || info.model == "" || planWords(info.plan) > stepPlanMaxWords {
-			t.Errorf("side %d: %+v", side, info)
-		}
-	}
-}
-
-func TestStepTableHasEverySideAndItsRatio(t *testing.T) {
-	rows := []StepRow{{Side: "ours", Model: "m", Calls: 1, Words: 9, Iters: 10, StepUs: 2, OursRatio: 1},
-		{Side: "C-seed", Model: "m", Calls: 4, Words: 6, Iters: 10, StepUs: 4, OursRatio: 0.5}}
-	var b bytes.Buffer
-	WriteStepTable(&b, rows)
-	var data []string
-	for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
-		if !strings.HasPrefix(l, "#") {
-			data = append(data, l)
-		}
-	}
-	if len(data) != 2 || !strings.HasSuffix(data[1], " 0") || !strings.Contains(data[1], "0.500") {
-		t.Errorf("rows:\n%s", b.String())
-	}
-	if !strings.Contains(b.String(), "# ours/C-seed 0.500") {
-		t.Errorf("no headline ratio:\n%s", b.String())
-	}
-	if r, ok := StepRatio(rows, "C-seed"); !ok || r != 0.5 {
-		t.Errorf("StepRatio %g %v", r, ok)
-	}
-	for _, bad := range []float64{0, math.NaN(), math.Inf(1), -1} {
-		if _, ok := StepRatio([]StepRow{{Side: "C-seed", OursRatio: bad}}, "C-seed"); ok {
-			t.Errorf("ratio %g accepted", bad)
-		}
-	}
-	if _, ok := StepRatio(rows, "C-fused"); ok {
-		t.Error("a missing side has a ratio")
-	}
-	if StepWrong([]StepRow{{Wrong: 2}, {Wrong: 3}}) != 5 {
-		t.Error("StepWrong")
 	}
 }

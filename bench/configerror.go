@@ -6,8 +6,8 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// configErrorf is a benchmark's config field out of its range, as the *errscope.ConfigError of the command-line
-// flag that sets it (flag is its name, without the dashes).
+// configErrorf is a benchmark's config field out of its range, as the *errscope.ConfigError of the
+// command-line flag that sets it (flag is its name, without the dashes).
 func configErrorf(flag, format string, args ...any) error {
 	return &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf(format, args...)}
 }

@@ -9,8 +9,23 @@ import (
 
 // Each config names its bad field as the flag that sets it; cphicache bench reports that flag.
 func TestValidateNamesTheFlag(t *testing.T) {
-	allreduce := AllreduceConfig{MinCount: 1, MaxCount: 16, CountFactor: 4, Iters: 1, ItersLarge: 1, Rounds: 1}
-	e2e := E2EConfig{NPs: []int{1}, AssertEvery: []int64{0}, Repeats: 1, Launcher: []string{"mpirun"}, Binary: "x", OutDir: "o", TimeoutSeconds: 1}
+	allreduce := AllreduceConfig{
+		MinCount:    1,
+		MaxCount:    16,
+		CountFactor: 4,
+		Iters:       1,
+		ItersLarge:  1,
+		Rounds:      1,
+	}
+	e2e := E2EConfig{
+		NPs:            []int{1},
+		AssertEvery:    []int64{0},
+		Repeats:        1,
+		Launcher:       []string{"mpirun"},
+		Binary:         "x",
+		OutDir:         "o",
+		TimeoutSeconds: 1,
+	}
 	for _, tc := range []struct {
 		field string
 		err   error

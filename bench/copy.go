@@ -10,7 +10,8 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// CopyConfig sizes the copy benchmark: one object of TotalBytes on one rank, for every part size and layout.
+// CopyConfig sizes the copy benchmark: one object of TotalBytes on one rank, for every part size
+// and layout.
 type CopyConfig struct {
 	PartBytes  []int64 // sizes of one (page, layer, payload) part
 	TotalBytes int64   // bytes one rank copies per iteration: every layer and payload of the object
@@ -22,7 +23,8 @@ type CopyConfig struct {
 	Rounds     int
 }
 
-// Validate returns a *errscope.ConfigError naming the first unusable field as its flag of `cphicache bench copy`.
+// Validate returns a *errscope.ConfigError naming the first unusable field as its flag of
+// `cphicache bench copy`.
 func (c CopyConfig) Validate() error {
 	if len(c.PartBytes) == 0 {
 		return configErrorf("part-sizes", "no part sizes")
@@ -33,13 +35,21 @@ func (c CopyConfig) Validate() error {
 	}
 	for _, p := range c.PartBytes {
 		if p < 1 || c.TotalBytes < p*int64(c.Layers*c.Payloads) {
-			return configErrorf("part-sizes", "part of %d bytes: total %d bytes must hold at least one page (%d layers x %d payloads)", p, c.TotalBytes, c.Layers, c.Payloads)
+			return configErrorf(
+				"part-sizes",
+				"part of %d bytes: total %d bytes must hold at least one page (%d layers x %d payloads)",
+				p,
+				c.TotalBytes,
+				c.Layers,
+				c.Payloads,
+			)
 		}
 	}
 	return nil
 }
 
-// CopyRow is one (layout, direction, part size): our engine's bandwidth beside a memcpy of the same bytes.
+// CopyRow is one (layout, direction, part size): our engine's bandwidth beside a memcpy of the same
+// bytes.
 type CopyRow struct {
 	Layout     string  `json:"layout"`
 	Direction  string  `json:"direction"` // "D2H" (Gather, backup) or "H2D" (Scatter, load-back)
@@ -50,10 +60,12 @@ type CopyRow struct {
 	OursGBps   float64 `json:"ours_gb_per_s"`
 	MemcpyGBps float64 `json:"memcpy_gb_per_s"`
 	Ratio      float64 `json:"ratio"` // ours / memcpy
-	WrongParts int64   `json:"wrong"` // parts whose bytes differ after the copy, and memcpy mismatches
+	// parts whose bytes differ after the copy, and memcpy mismatches
+	WrongParts int64 `json:"wrong"`
 }
 
-// copyCase is one geometry: the slab, the engine and the per-layer spans hicache would build for one object.
+// copyCase is one geometry: the slab, the engine and the per-layer spans hicache would build for
+// one object.
 type copyCase struct {
 	geometry pool.Geometry
 	slab     []byte
@@ -62,13 +74,21 @@ type copyCase struct {
 	pages    int
 }
 
-// newCopyCase places one object of cfg.TotalBytes at the start of a one-slab pool, on CP rank 0, with device
-// pages in ascending order (what a fresh device pool hands out), the device buffer laid out
-// [layer][payload][page] as hicache's is, and every span offset taken from pool.Geometry.PartOffset.
+// newCopyCase places one object of cfg.TotalBytes at the start of a one-slab pool, on CP rank 0,
+// with device pages in ascending order (what a fresh device pool hands out), the device buffer laid
+// out [layer][payload][page] as hicache's is, and every span offset taken from
+// pool.Geometry.PartOffset.
 func newCopyCase(cfg CopyConfig, layout pool.Layout, partBytes int64) (*copyCase, error) {
 	pages := int(cfg.TotalBytes / (partBytes * int64(cfg.Layers*cfg.Payloads)))
-	g := pool.Geometry{CPSize: cfg.CPSize, Layers: cfg.Layers, PayloadsPerLayer: cfg.Payloads, PageTokens: 1,
-		TokenBytes: int(partBytes), Slots: pages, Layout: layout}
+	g := pool.Geometry{
+		CPSize:           cfg.CPSize,
+		Layers:           cfg.Layers,
+		PayloadsPerLayer: cfg.Payloads,
+		PageTokens:       1,
+		TokenBytes:       int(partBytes),
+		Slots:            pages,
+		Layout:           layout,
+	}
 	g.SlabBytesMax = g.SlotBytes() * int64(pages)
 	if err := g.Validate(); err != nil {
 		return nil, err
@@ -79,8 +99,9 @@ func newCopyCase(cfg CopyConfig, layout pool.Layout, partBytes int64) (*copyCase
 	if c.engine, err = kernels.NewHostEngine(deviceBytes, [][]byte{c.slab}, cfg.Workers); err != nil {
 		return nil, err
 	}
-	// Both sides hold data before anything is timed: reading never-written memory reads the kernel's shared
-	// zero page, which stays in cache and made fresh-buffer copies look faster than memcpy.
+	// Both sides hold data before anything is timed: reading never-written memory reads the
+	// kernel's shared zero page, which stays in cache and made fresh-buffer copies look faster than
+	// memcpy.
 	fillPattern(c.slab, 4)
 	device := make([]byte, deviceBytes)
 	fillPattern(device, 5)
@@ -119,8 +140,9 @@ func (c *copyCase) run(gather bool) error {
 	return nil
 }
 
-// RunCopy measures Gather (D2H) and Scatter (H2D) for both layouts and every part size, each beside a memcpy of
-// the same total bytes timed in the same rounds, and verifies the copied bytes after the timed loops.
+// RunCopy measures Gather (D2H) and Scatter (H2D) for both layouts and every part size, each beside
+// a memcpy of the same total bytes timed in the same rounds, and verifies the copied bytes after
+// the timed loops.
 func RunCopy(cfg CopyConfig) ([]CopyRow, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -151,8 +173,16 @@ func RunCopy(cfg CopyConfig) ([]CopyRow, error) {
 }
 
 func (c *copyCase) measure(cfg CopyConfig, gather bool, src, dst []byte) (CopyRow, error) {
-	row := CopyRow{Layout: c.geometry.Layout.String(), Direction: "H2D", PartBytes: c.geometry.PartBytes(),
-		TotalBytes: int64(c.pages*cfg.Layers*cfg.Payloads) * c.geometry.PartBytes(), Spans: c.spanCount(), Iters: cfg.Iters * cfg.Rounds}
+	row := CopyRow{
+		Layout:    c.geometry.Layout.String(),
+		Direction: "H2D",
+		PartBytes: c.geometry.PartBytes(),
+		TotalBytes: int64(
+			c.pages*cfg.Layers*cfg.Payloads,
+		) * c.geometry.PartBytes(),
+		Spans: c.spanCount(),
+		Iters: cfg.Iters * cfg.Rounds,
+	}
 	if gather {
 		row.Direction = "D2H"
 	}
@@ -161,8 +191,9 @@ func (c *copyCase) measure(cfg CopyConfig, gather bool, src, dst []byte) (CopyRo
 		return row, err
 	}
 	parallelCopy(dst[:row.TotalBytes], src[:row.TotalBytes], cfg.Workers)
-	// Each round times both sides, alternating which goes first; the median round of each side is reported, so
-	// that a round slowed by another tenant of the shared machine moves neither number.
+	// Each round times both sides, alternating which goes first; the median round of each side is
+	// reported, so that a round slowed by another tenant of the shared machine moves neither
+	// number.
 	var secondsOurs, secondsCopy []float64
 	for round := range cfg.Rounds {
 		for side := range 2 {
@@ -183,7 +214,11 @@ func (c *copyCase) measure(cfg CopyConfig, gather bool, src, dst []byte) (CopyRo
 		}
 	}
 	bytesPerRound := float64(row.TotalBytes) * float64(cfg.Iters)
-	row.OursGBps, row.MemcpyGBps = bytesPerRound/median(secondsOurs)/1e9, bytesPerRound/median(secondsCopy)/1e9
+	row.OursGBps, row.MemcpyGBps = bytesPerRound/median(
+		secondsOurs,
+	)/1e9, bytesPerRound/median(
+		secondsCopy,
+	)/1e9
 	row.Ratio = row.OursGBps / row.MemcpyGBps
 	wrong, err := c.verify(gather, c.spans)
 	if !bytes.Equal(dst[:row.TotalBytes], src[:row.TotalBytes]) {
@@ -193,9 +228,9 @@ func (c *copyCase) measure(cfg CopyConfig, gather bool, src, dst []byte) (CopyRo
 	return row, err
 }
 
-// verify fills the source side with a fresh pattern and the destination with zeros, copies once with c.spans,
-// and counts the parts of expected (the spans as they should be) whose destination bytes differ from their
-// source bytes.
+// verify fills the source side with a fresh pattern and the destination with zeros, copies once
+// with c.spans, and counts the parts of expected (the spans as they should be) whose destination
+// bytes differ from their source bytes.
 func (c *copyCase) verify(gather bool, expected [][]kernels.Span) (int64, error) {
 	device := make([]byte, c.engine.DeviceBytes())
 	if gather {
@@ -216,7 +251,10 @@ func (c *copyCase) verify(gather bool, expected [][]kernels.Span) (int64, error)
 	var wrong int64
 	for _, spans := range expected {
 		for _, s := range spans {
-			if !bytes.Equal(device[s.DeviceOffsetBytes:s.DeviceOffsetBytes+s.Bytes], c.slab[s.SlabOffsetBytes:s.SlabOffsetBytes+s.Bytes]) {
+			if !bytes.Equal(
+				device[s.DeviceOffsetBytes:s.DeviceOffsetBytes+s.Bytes],
+				c.slab[s.SlabOffsetBytes:s.SlabOffsetBytes+s.Bytes],
+			) {
 				wrong++
 			}
 		}
@@ -224,8 +262,8 @@ func (c *copyCase) verify(gather bool, expected [][]kernels.Span) (int64, error)
 	return wrong, nil
 }
 
-// fillPattern writes bytes that differ between neighbouring parts and between seeds, so that a part copied to
-// the wrong place, or not at all, is seen.
+// fillPattern writes bytes that differ between neighbouring parts and between seeds, so that a part
+// copied to the wrong place, or not at all, is seen.
 func fillPattern(b []byte, seed uint64) {
 	x := seed*0x9e3779b97f4a7c15 | 1
 	for i := 0; i+8 <= len(b); i += 8 {
@@ -241,8 +279,8 @@ func fillPattern(b []byte, seed uint64) {
 	}
 }
 
-// parallelCopy is the reference: copy() (memmove) of one contiguous buffer, split evenly over the same number
-// of goroutines the engine copies on.
+// parallelCopy is the reference: copy() (memmove) of one contiguous buffer, split evenly over the
+// same number of goroutines the engine copies on.
 func parallelCopy(dst, src []byte, workers int) {
 	if workers <= 1 {
 		copy(dst, src)
@@ -259,17 +297,39 @@ func parallelCopy(dst, src []byte, workers int) {
 }
 
 var copyTable = table{
-	{"layout", "", "%s", 11}, {"dir", "", "%s", 4}, {"part", "(B)", "%d", 8}, {"total", "(B)", "%d", 10},
-	{"spans", "", "%d", 7}, {"iters", "", "%d", 6}, {"ours", "(GB/s)", "%.2f", 8}, {"memcpy", "(GB/s)", "%.2f", 8},
+	{
+		"layout",
+		"",
+		"%s",
+		11,
+	}, {"dir", "", "%s", 4}, {"part", "(B)", "%d", 8}, {"total", "(B)", "%d", 10},
+	{
+		"spans",
+		"",
+		"%d",
+		7,
+	}, {"iters", "", "%d", 6}, {"ours", "(GB/s)", "%.2f", 8}, {"memcpy", "(GB/s)", "%.2f", 8},
 	{"ours/memcpy", "", "%.3f", 11}, {"#wrong", "", "%d", 6},
 }
 
-// WriteCopyTable prints the rows: ours = kernels.HostEngine Gather (D2H) / Scatter (H2D) per layer, memcpy =
-// copy() of the same total bytes in one contiguous buffer.
+// WriteCopyTable prints the rows: ours = kernels.HostEngine Gather (D2H) / Scatter (H2D) per layer,
+// memcpy = copy() of the same total bytes in one contiguous buffer.
 func WriteCopyTable(w io.Writer, rows []CopyRow) {
 	copyTable.writeHeader(w)
 	for _, r := range rows {
-		copyTable.writeRow(w, r.Layout, r.Direction, r.PartBytes, r.TotalBytes, r.Spans, r.Iters, r.OursGBps, r.MemcpyGBps, r.Ratio, r.WrongParts)
+		copyTable.writeRow(
+			w,
+			r.Layout,
+			r.Direction,
+			r.PartBytes,
+			r.TotalBytes,
+			r.Spans,
+			r.Iters,
+			r.OursGBps,
+			r.MemcpyGBps,
+			r.Ratio,
+			r.WrongParts,
+		)
 	}
 }
 

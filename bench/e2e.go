@@ -13,21 +13,23 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
-// E2EConfig is the end-to-end benchmark: the main job (`cphicache run`) launched once per (ranks, assert
-// interval, repeat), each launch its own mpirun, because one MPI job cannot change its number of ranks.
+// E2EConfig is the end-to-end benchmark: the main job (`cphicache run`) launched once per (ranks,
+// assert interval, repeat), each launch its own mpirun, because one MPI job cannot change its
+// number of ranks.
 type E2EConfig struct {
-	NPs            []int
-	AssertEvery    []int64  // --placement-assert-every values; 0 = only at the end of the run
-	Repeats        int      // launches per configuration; rows report the median
-	Launcher       []string // the mpirun command and its flags; "-np N" goes right after the command
+	NPs         []int
+	AssertEvery []int64 // --placement-assert-every values; 0 = only at the end of the run
+	Repeats     int     // launches per configuration; rows report the median
+	// the mpirun command and its flags; "-np N" goes right after the command
+	Launcher       []string
 	Binary         string   // the cphicache binary to launch
 	RunArgs        []string // extra flags of `cphicache run`
 	OutDir         string   // each launch's report (JSON) and output (log) are kept here
 	TimeoutSeconds float64  // per launch
 }
 
-// Validate returns a *errscope.ConfigError naming the first unusable field as its flag of `cphicache bench e2e`, or, for
-// the binary, which no flag sets, a plain error.
+// Validate returns a *errscope.ConfigError naming the first unusable field as its flag of
+// `cphicache bench e2e`, or, for the binary, which no flag sets, a plain error.
 func (c E2EConfig) Validate() error {
 	switch {
 	case len(c.NPs) == 0:
@@ -65,40 +67,43 @@ type E2ERun struct {
 	Repeat      int     `json:"repeat"`
 	ReportPath  string  `json:"report"`
 	StepsPerSec float64 `json:"steps_per_s"`
-	// PromptTokensPerSec is the prompt tokens replayed (L1 hits + L2 hits + computed) per wall second: unlike
-	// steps, a unit whose cost should not grow with the length of the replay.
+	// PromptTokensPerSec is the prompt tokens replayed (L1 hits + L2 hits + computed) per wall
+	// second: unlike steps, a unit whose cost should not grow with the length of the replay.
 	PromptTokensPerSec float64 `json:"prompt_tokens_per_s"`
 	report             *report.Report
 }
 
 // E2ERow is one (ranks, assert interval): medians over the repeats.
 type E2ERow struct {
-	NP                    int     `json:"np"`
-	CP                    int     `json:"cp"`
-	DP                    int     `json:"dp"`
-	AssertEvery           int64   `json:"placement_assert_every"`
-	Runs                  int     `json:"runs"`
-	Steps                 int64   `json:"steps"`
-	Requests              int64   `json:"requests"`
-	PlacementChecks       int64   `json:"placement_checks"`
-	WallSeconds           float64 `json:"wall_seconds"`
-	StepsPerSecond        float64 `json:"steps_per_s"`
-	PromptTokens          int64   `json:"prompt_tokens"`       // L1 hits + L2 hits + computed, of the first run
+	NP              int     `json:"np"`
+	CP              int     `json:"cp"`
+	DP              int     `json:"dp"`
+	AssertEvery     int64   `json:"placement_assert_every"`
+	Runs            int     `json:"runs"`
+	Steps           int64   `json:"steps"`
+	Requests        int64   `json:"requests"`
+	PlacementChecks int64   `json:"placement_checks"`
+	WallSeconds     float64 `json:"wall_seconds"`
+	StepsPerSecond  float64 `json:"steps_per_s"`
+	// L1 hits + L2 hits + computed, of the first run
+	PromptTokens          int64   `json:"prompt_tokens"`
 	PromptTokensPerSecond float64 `json:"prompt_tokens_per_s"` // median
 	WritingCheckP50Us     float64 `json:"writing_check_p50_us"`
 	WritingCheckP99Us     float64 `json:"writing_check_p99_us"`
-	// AssertOverheadPct is 100 x (1 - steps/s here / steps/s with the assert at the end only) at the same
-	// ranks; 0 on the rows of the end-only interval itself.
+	// AssertOverheadPct is 100 x (1 - steps/s here / steps/s with the assert at the end only) at
+	// the same ranks; 0 on the rows of the end-only interval itself.
 	AssertOverheadPct float64 `json:"assert_overhead_pct"`
-	// AssertTimePct is the median share of the wall time the slowest rank spent inside placement asserts,
-	// measured in the same run: an upper bound of the assert's cost that the noise between launches cannot blur.
+	// AssertTimePct is the median share of the wall time the slowest rank spent inside placement
+	// asserts, measured in the same run: an upper bound of the assert's cost that the noise between
+	// launches cannot blur.
 	AssertTimePct float64 `json:"assert_time_pct"`
-	Wrong         int64   `json:"wrong"` // placement divergences + load-back mismatches, over all runs
+	// placement divergences + load-back mismatches, over all runs
+	Wrong int64 `json:"wrong"`
 }
 
-// RunE2E launches every configuration, interleaved (repeat, then ranks, then interval) so that a change of the
-// machine's load affects all configurations alike, and summarises the reports. Cancelling ctx (a signal) ends
-// the launch in flight, and the error wraps context.Canceled.
+// RunE2E launches every configuration, interleaved (repeat, then ranks, then interval) so that a
+// change of the machine's load affects all configurations alike, and summarises the reports.
+// Cancelling ctx (a signal) ends the launch in flight, and the error wraps context.Canceled.
 func RunE2E(ctx context.Context, cfg E2EConfig, progress io.Writer) ([]E2ERow, []E2ERun, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
@@ -114,7 +119,16 @@ func RunE2E(ctx context.Context, cfg E2EConfig, progress io.Writer) ([]E2ERow, [
 				if err != nil {
 					return nil, runs, err
 				}
-				fmt.Fprintf(progress, "# e2e: np %d, assert every %d, repeat %d: %.1f steps/s, %.0f prompt tokens/s (%s)\n", np, every, repeat, run.StepsPerSec, run.PromptTokensPerSec, run.ReportPath)
+				fmt.Fprintf(
+					progress,
+					"# e2e: np %d, assert every %d, repeat %d: %.1f steps/s, %.0f prompt tokens/s (%s)\n",
+					np,
+					every,
+					repeat,
+					run.StepsPerSec,
+					run.PromptTokensPerSec,
+					run.ReportPath,
+				)
 				runs = append(runs, run)
 			}
 		}
@@ -123,13 +137,41 @@ func RunE2E(ctx context.Context, cfg E2EConfig, progress io.Writer) ([]E2ERow, [
 }
 
 // launchE2E runs one mpirun and reads its report.
-func launchE2E(ctx context.Context, cfg E2EConfig, np int, every int64, repeat int) (E2ERun, error) {
+func launchE2E(
+	ctx context.Context,
+	cfg E2EConfig,
+	np int,
+	every int64,
+	repeat int,
+) (E2ERun, error) {
 	name := fmt.Sprintf("e2e-np%d-assert%d-r%d", np, every, repeat)
-	run := E2ERun{NP: np, AssertEvery: every, Repeat: repeat, ReportPath: filepath.Join(cfg.OutDir, name+".json")}
+	run := E2ERun{
+		NP:          np,
+		AssertEvery: every,
+		Repeat:      repeat,
+		ReportPath:  filepath.Join(cfg.OutDir, name+".json"),
+	}
 	args := append([]string{"-np", fmt.Sprint(np)}, cfg.Launcher[1:]...)
-	args = append(args, cfg.Binary, "run", "--quiet", "--report", run.ReportPath, "--placement-assert-every", fmt.Sprint(every))
+	args = append(
+		args,
+		cfg.Binary,
+		"run",
+		"--quiet",
+		"--report",
+		run.ReportPath,
+		"--placement-assert-every",
+		fmt.Sprint(every),
+	)
 	args = append(args, cfg.RunArgs...)
-	report, err := launchRun(ctx, "bench e2e", cfg.Launcher, args, cfg.TimeoutSeconds, filepath.Join(cfg.OutDir, name+".log"), run.ReportPath)
+	report, err := launchRun(
+		ctx,
+		"bench e2e",
+		cfg.Launcher,
+		args,
+		cfg.TimeoutSeconds,
+		filepath.Join(cfg.OutDir, name+".log"),
+		run.ReportPath,
+	)
 	if err != nil {
 		return run, err
 	}
@@ -194,8 +236,17 @@ func SummarizeE2E(runs []E2ERun) []E2ERow {
 
 func summarizeGroup(runs []E2ERun) E2ERow {
 	first := runs[0].report
-	row := E2ERow{NP: runs[0].NP, CP: first.CP, DP: first.DP, AssertEvery: runs[0].AssertEvery, Runs: len(runs),
-		Steps: first.Steps, Requests: first.Requests, PlacementChecks: first.Placement.Checks, PromptTokens: promptTokens(first)}
+	row := E2ERow{
+		NP:              runs[0].NP,
+		CP:              first.CP,
+		DP:              first.DP,
+		AssertEvery:     runs[0].AssertEvery,
+		Runs:            len(runs),
+		Steps:           first.Steps,
+		Requests:        first.Requests,
+		PlacementChecks: first.Placement.Checks,
+		PromptTokens:    promptTokens(first),
+	}
 	var wall, sps, tps, p50, p99, assertShare []float64
 	for _, r := range runs {
 		wall = append(wall, r.report.WallSeconds)
@@ -206,7 +257,13 @@ func summarizeGroup(runs []E2ERun) E2ERow {
 		assertShare = append(assertShare, r.report.PlacementAssertUs.SharePct)
 		row.Wrong += r.report.Placement.Divergences + r.report.Verify.Mismatches
 	}
-	row.WallSeconds, row.StepsPerSecond, row.PromptTokensPerSecond = median(wall), median(sps), median(tps)
+	row.WallSeconds, row.StepsPerSecond, row.PromptTokensPerSecond = median(
+		wall,
+	), median(
+		sps,
+	), median(
+		tps,
+	)
 	row.WritingCheckP50Us, row.WritingCheckP99Us = median(p50), median(p99)
 	row.AssertTimePct = median(assertShare)
 	return row
@@ -240,7 +297,16 @@ func reportRanks(r *report.Report) []spmd.RankInfo {
 	}
 	for _, g := range r.Groups {
 		for cpRank, host := range g.Hosts {
-			ranks = append(ranks, spmd.RankInfo{WorldRank: len(ranks), NodeRank: -1, CPGroup: g.Group, CPRank: cpRank, Host: host})
+			ranks = append(
+				ranks,
+				spmd.RankInfo{
+					WorldRank: len(ranks),
+					NodeRank:  -1,
+					CPGroup:   g.Group,
+					CPRank:    cpRank,
+					Host:      host,
+				},
+			)
 		}
 	}
 	return ranks
@@ -248,22 +314,51 @@ func reportRanks(r *report.Report) []spmd.RankInfo {
 
 var e2eTable = table{
 	{"np", "", "%d", 4}, {"cp", "", "%d", 4}, {"dp", "", "%d", 4}, {"assert", "(steps)", "%s", 9},
-	{"runs", "", "%d", 4}, {"steps", "", "%d", 6}, {"checks", "", "%d", 6}, {"wall", "(s)", "%.2f", 7},
-	{"rate", "(steps/s)", "%.1f", 9}, {"prompt", "(tok/s)", "%.0f", 9}, {"wc-p50", "(us)", "%.1f", 9}, {"wc-p99", "(us)", "%.1f", 9},
+	{
+		"runs",
+		"",
+		"%d",
+		4,
+	}, {"steps", "", "%d", 6}, {"checks", "", "%d", 6}, {"wall", "(s)", "%.2f", 7},
+	{
+		"rate",
+		"(steps/s)",
+		"%.1f",
+		9,
+	}, {"prompt", "(tok/s)", "%.0f", 9}, {"wc-p50", "(us)", "%.1f", 9}, {"wc-p99", "(us)", "%.1f", 9},
 	{"overhead", "(%)", "%s", 8}, {"assert-time", "(%)", "%.2f", 11}, {"#wrong", "", "%d", 6},
 }
 
 // WriteE2ETable prints the rows; medians over the runs of each configuration.
 func WriteE2ETable(w io.Writer, rows []E2ERow) {
-	fmt.Fprintln(w, "# medians over runs; assert = --placement-assert-every (end = 0: one assert after the last step); prompt = prompt tokens replayed (L1 + L2 hits + computed) per wall second; wc = writing_check latency, slowest rank; overhead = steps/s lost against assert=end at the same np (noisy across launches); assert-time = share of the wall time the slowest rank spent inside placement asserts, same run")
+	fmt.Fprintln(
+		w,
+		"# medians over runs; assert = --placement-assert-every (end = 0: one assert after the last step); prompt = prompt tokens replayed (L1 + L2 hits + computed) per wall second; wc = writing_check latency, slowest rank; overhead = steps/s lost against assert=end at the same np (noisy across launches); assert-time = share of the wall time the slowest rank spent inside placement asserts, same run",
+	)
 	e2eTable.writeHeader(w)
 	for _, r := range rows {
 		every, overhead := fmt.Sprint(r.AssertEvery), fmt.Sprintf("%.1f", r.AssertOverheadPct)
 		if r.AssertEvery == 0 {
 			every, overhead = "end", "-"
 		}
-		e2eTable.writeRow(w, r.NP, r.CP, r.DP, every, r.Runs, r.Steps, r.PlacementChecks, r.WallSeconds, r.StepsPerSecond,
-			r.PromptTokensPerSecond, r.WritingCheckP50Us, r.WritingCheckP99Us, overhead, r.AssertTimePct, r.Wrong)
+		e2eTable.writeRow(
+			w,
+			r.NP,
+			r.CP,
+			r.DP,
+			every,
+			r.Runs,
+			r.Steps,
+			r.PlacementChecks,
+			r.WallSeconds,
+			r.StepsPerSecond,
+			r.PromptTokensPerSecond,
+			r.WritingCheckP50Us,
+			r.WritingCheckP99Us,
+			overhead,
+			r.AssertTimePct,
+			r.Wrong,
+		)
 	}
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
-// Meta is what every benchmark's header and JSON say about the run: enough to reproduce it and to judge it
-// (the machine is shared, so the load average at the start is part of the record).
+// Meta is what every benchmark's header and JSON say about the run: enough to reproduce it and to
+// judge it (the machine is shared, so the load average at the start is part of the record).
 type Meta struct {
 	Benchmark   string          `json:"benchmark"`
 	Version     string          `json:"version"` // git describe of the build (main.version)
@@ -57,9 +57,20 @@ func (m *Meta) SingleRank() {
 // WriteHeader prints the '#' header: build, machine, configuration and the rank -> host map.
 func (m *Meta) WriteHeader(w io.Writer) {
 	fmt.Fprintf(w, "# cphicache bench %s\n", m.Benchmark)
-	fmt.Fprintf(w, "# version %s, %s, started %s\n", m.Version, m.GoVersion, m.StartedAt.Format(time.RFC3339))
-	fmt.Fprintf(w, "# machine: %d CPUs, GOMAXPROCS %d, load average %s (shared machine: compare the ratios, not the absolutes)\n",
-		m.CPUs, m.GOMAXPROCS, m.LoadAverage)
+	fmt.Fprintf(
+		w,
+		"# version %s, %s, started %s\n",
+		m.Version,
+		m.GoVersion,
+		m.StartedAt.Format(time.RFC3339),
+	)
+	fmt.Fprintf(
+		w,
+		"# machine: %d CPUs, GOMAXPROCS %d, load average %s (shared machine: compare the ratios, not the absolutes)\n",
+		m.CPUs,
+		m.GOMAXPROCS,
+		m.LoadAverage,
+	)
 	if m.MPILibrary != "" {
 		fmt.Fprintf(w, "# MPI library: %s\n", firstLine(m.MPILibrary))
 	}
@@ -73,7 +84,15 @@ func (m *Meta) WriteHeader(w io.Writer) {
 		if r.NodeRank < 0 {
 			nodeRank = "-" // not recorded (the e2e reports name hosts, not node ranks)
 		}
-		fmt.Fprintf(w, "#   rank %3d  host %-24s node-rank %3s  cp-group %3d  cp-rank %3d\n", r.WorldRank, r.Host, nodeRank, r.CPGroup, r.CPRank)
+		fmt.Fprintf(
+			w,
+			"#   rank %3d  host %-24s node-rank %3s  cp-group %3d  cp-rank %3d\n",
+			r.WorldRank,
+			r.Host,
+			nodeRank,
+			r.CPGroup,
+			r.CPRank,
+		)
 	}
 	fmt.Fprintf(w, "#\n")
 }
@@ -117,8 +136,8 @@ func CheckWrong(benchmark string, wrong int64) error {
 	return nil
 }
 
-// column is one fixed-width column of a table: its name, its unit (the second header line) and the fmt verb
-// of its values, without width.
+// column is one fixed-width column of a table: its name, its unit (the second header line) and the
+// fmt verb of its values, without width.
 type column struct {
 	name, unit, verb string
 	width            int

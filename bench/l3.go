@@ -13,32 +13,41 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/cphicache/cphicache/hicache/l3"
 	"github.com/cphicache/cphicache/hicache/l3block"
 )
 
-// L3Config sizes the L3 store benchmark: for every block size, Blocks blocks written and read back per side and
-// round, in a fresh directory under Dir that the benchmark removes again.
+// L3Config sizes the L3 store benchmark: for every block size, Blocks blocks written and read back
+// per side and round, in a fresh directory under Dir that the benchmark removes again.
 type L3Config struct {
 	Dir        string  // an existing directory, on the filesystem to measure
 	BlockBytes []int64 // block payload sizes, whole pages of l3BenchNamespace
 	Blocks     int     // blocks (ours) and files (the reference) per side, size and round, at least
-	// RoundBytes raises the blocks of a small size until a round moves at least this many payload bytes per side
-	// and direction: a round of 16 blocks of 32 KiB lasts a few hundred microseconds, less than one scheduler
-	// tick given to a neighbour of the shared machine, which then decides the median alone. 0: Blocks always.
+	// RoundBytes raises the blocks of a small size until a round moves at least this many payload
+	// bytes per side and direction: a round of 16 blocks of 32 KiB lasts a few hundred
+	// microseconds, less than one scheduler tick given to a neighbour of the shared machine, which
+	// then decides the median alone. 0: Blocks always.
 	RoundBytes int64
 	Rounds     int
-	Fsync      bool // ours: Store.Write's fsync (the file and its directory); the reference: fsync of each file
-	// Cold drops every file's pages from the page cache between the writes and the reads (untimed), on both
-	// sides, so that reads come from the device, as an L3 read of a block no longer in memory does.
+	// ours: Store.Write's fsync (the file and its directory); the reference: fsync of each file
+	Fsync bool
+	// Cold drops every file's pages from the page cache between the writes and the reads (untimed),
+	// on both sides, so that reads come from the device, as an L3 read of a block no longer in
+	// memory does.
 	Cold bool
 }
 
-// l3BenchNamespace is `cphicache run`'s default geometry (4 layers, K and V, 16-token pages of 32 bytes per
-// token), so that a block of the benchmark is a block of a run: one page is 4 KiB of payload.
-var l3BenchNamespace = l3.Namespace{Layers: 4, Payloads: 2, PageTokens: 16, TokenBytes: 32, CPSize: 1, Name: "cphicache bench l3"}
+// l3BenchNamespace is `cphicache run`'s default geometry (4 layers, K and V, 16-token pages of 32
+// bytes per token), so that a block of the benchmark is a block of a run: one page is 4 KiB of
+// payload.
+var l3BenchNamespace = l3.Namespace{
+	Layers:     4,
+	Payloads:   2,
+	PageTokens: 16,
+	TokenBytes: 32,
+	CPSize:     1,
+	Name:       "cphicache bench l3",
+}
 
 // l3TokenBytes is one token's payload in a block: every layer's and payload's part.
 var l3TokenBytes = l3BenchNamespace.PayloadBytes(1)
@@ -55,7 +64,13 @@ func (c L3Config) Validate() error {
 	page := l3BenchNamespace.PayloadBytes(l3BenchNamespace.PageTokens)
 	for _, b := range c.BlockBytes {
 		if b < page || b%page != 0 || b > 1<<30 {
-			return configErrorf("block-bytes", "%d bytes: a block is whole pages of %d bytes (%s), up to 1 GiB", b, page, l3BenchNamespace)
+			return configErrorf(
+				"block-bytes",
+				"%d bytes: a block is whole pages of %d bytes (%s), up to 1 GiB",
+				b,
+				page,
+				l3BenchNamespace,
+			)
 		}
 	}
 	if c.RoundBytes < 0 || c.RoundBytes > 1<<34 {
@@ -64,7 +79,8 @@ func (c L3Config) Validate() error {
 	return firstBelow(bound{"blocks", c.Blocks, 1}, bound{"rounds", c.Rounds, 1})
 }
 
-// L3Row is one block size: our store's write and read bandwidth beside plain files of the same bytes.
+// L3Row is one block size: our store's write and read bandwidth beside plain files of the same
+// bytes.
 type L3Row struct {
 	BlockBytes    int64   `json:"block_bytes"` // payload; ours adds a 64-byte header to each file
 	Blocks        int     `json:"blocks"`      // per side and round
@@ -75,12 +91,13 @@ type L3Row struct {
 	OursReadMBps  float64 `json:"ours_read_mb_per_s"`
 	RefReadMBps   float64 `json:"ref_read_mb_per_s"`
 	ReadRatio     float64 `json:"read_ratio"` // ours / ref
-	Wrong         int64   `json:"wrong"`      // blocks or files read back with other bytes, and blocks the store lost
+	// blocks or files read back with other bytes, and blocks the store lost
+	Wrong int64 `json:"wrong"`
 }
 
-// RunL3 measures every block size. Everything happens in one fresh directory under cfg.Dir, removed again on
-// every return, errors and a cancelled ctx (the command's SIGINT and SIGTERM) included: the benchmark may be
-// pointed at a real L3 directory, and must leave it as it found it.
+// RunL3 measures every block size. Everything happens in one fresh directory under cfg.Dir, removed
+// again on every return, errors and a cancelled ctx (the command's SIGINT and SIGTERM) included:
+// the benchmark may be pointed at a real L3 directory, and must leave it as it found it.
 func RunL3(ctx context.Context, cfg L3Config) (rows []L3Row, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -104,8 +121,8 @@ func RunL3(ctx context.Context, cfg L3Config) (rows []L3Row, err error) {
 	return rows, nil
 }
 
-// l3Case is one block size: each side's directory, the payload both sides write, the buffer both read into,
-// and the keys.
+// l3Case is one block size: each side's directory, the payload both sides write, the buffer both
+// read into, and the keys.
 type l3Case struct {
 	cfg             L3Config
 	oursDir, refDir string
@@ -121,7 +138,12 @@ func (c L3Config) blocksOf(size int64) int {
 }
 
 func newL3Case(cfg L3Config, size int64, work string) (*l3Case, error) {
-	c := &l3Case{cfg: cfg, tokens: int(size / l3TokenBytes), payload: make([]byte, size), into: make([]byte, size)}
+	c := &l3Case{
+		cfg:     cfg,
+		tokens:  int(size / l3TokenBytes),
+		payload: make([]byte, size),
+		into:    make([]byte, size),
+	}
 	var err error
 	if c.oursDir, err = os.MkdirTemp(work, "ours-*"); err != nil {
 		return nil, err
@@ -131,7 +153,8 @@ func newL3Case(cfg L3Config, size int64, work string) (*l3Case, error) {
 	}
 	fillPattern(c.payload, uint64(size))
 	fillPattern(c.into, 1) // touched before timing, as in bench copy
-	// Chained keys, as a conversation's blocks have: they spread over the store's fan-out directories as real ones do.
+	// Chained keys, as a conversation's blocks have: they spread over the store's fan-out
+	// directories as real ones do.
 	var key uint64
 	for i := range cfg.blocksOf(size) {
 		key = l3block.ChainKey(key, []int32{int32(i)})
@@ -140,19 +163,21 @@ func newL3Case(cfg L3Config, size int64, work string) (*l3Case, error) {
 	return c, nil
 }
 
-// stamp makes block i's bytes its own (its index in the first word), so a read of another block is seen.
+// stamp makes block i's bytes its own (its index in the first word), so a read of another block is
+// seen.
 func (c *l3Case) stamp(i int) { binary.LittleEndian.PutUint64(c.payload, uint64(i)) }
 
-// l3Times is one side's round: seconds to write every block, seconds to read every block back, and what came
-// back wrong.
+// l3Times is one side's round: seconds to write every block, seconds to read every block back, and
+// what came back wrong.
 type l3Times struct {
 	write, read float64
 	wrong       int64
 }
 
-// measure runs one untimed round that validates every byte read back, then cfg.Rounds timed rounds in which
-// each side writes and reads its blocks, alternating which side goes first; the median round of each is
-// reported, so that a round slowed by another tenant of the shared machine moves neither number.
+// measure runs one untimed round that validates every byte read back, then cfg.Rounds timed rounds
+// in which each side writes and reads its blocks, alternating which side goes first; the median
+// round of each is reported, so that a round slowed by another tenant of the shared machine moves
+// neither number.
 func (c *l3Case) measure(ctx context.Context) (L3Row, error) {
 	row := L3Row{BlockBytes: int64(len(c.payload)), Blocks: len(c.keys), Rounds: c.cfg.Rounds}
 	var ours, ref []l3Times
@@ -174,8 +199,16 @@ func (c *l3Case) measure(ctx context.Context) (L3Row, error) {
 		}
 	}
 	mb := float64(row.BlockBytes) * float64(row.Blocks) / 1e6
-	row.OursWriteMBps, row.RefWriteMBps = mb/median(seconds(ours, true)), mb/median(seconds(ref, true))
-	row.OursReadMBps, row.RefReadMBps = mb/median(seconds(ours, false)), mb/median(seconds(ref, false))
+	row.OursWriteMBps, row.RefWriteMBps = mb/median(
+		seconds(ours, true),
+	), mb/median(
+		seconds(ref, true),
+	)
+	row.OursReadMBps, row.RefReadMBps = mb/median(
+		seconds(ours, false),
+	), mb/median(
+		seconds(ref, false),
+	)
 	row.WriteRatio, row.ReadRatio = row.OursWriteMBps/row.RefWriteMBps, row.OursReadMBps/row.RefReadMBps
 	return row, nil
 }
@@ -204,9 +237,10 @@ func seconds(times []l3Times, write bool) []float64 {
 	return s
 }
 
-// removeBlockFiles removes the files a side's round wrote (untimed), keeping the directories: each round's
-// writes then create new files, as a job's do, rather than replace the last round's; and the store's fan-out
-// directories, each made once in a namespace's life (about 50 us on ext4 here), stay made, as in a store in use.
+// removeBlockFiles removes the files a side's round wrote (untimed), keeping the directories: each
+// round's writes then create new files, as a job's do, rather than replace the last round's; and
+// the store's fan-out directories, each made once in a namespace's life (about 50 us on ext4 here),
+// stay made, as in a store in use.
 func removeBlockFiles(dir string) error {
 	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() == "namespace.txt" {
@@ -216,8 +250,9 @@ func removeBlockFiles(dir string) error {
 	})
 }
 
-// runOurs is ours: a Store opened (untimed) with a budget that never evicts, as a job opens it, Write of every
-// block, then Read of every block (header, payload, checksum and length checked by Read).
+// runOurs is ours: a Store opened (untimed) with a budget that never evicts, as a job opens it,
+// Write of every block, then Read of every block (header, payload, checksum and length checked by
+// Read).
 func (c *l3Case) runOurs(ctx context.Context, validate bool) (l3Times, error) {
 	var t l3Times
 	s, err := l3.Open(c.oursDir, l3BenchNamespace, math.MaxInt64)
@@ -246,7 +281,8 @@ func (c *l3Case) runOurs(ctx context.Context, validate bool) (l3Times, error) {
 		tokens, err := s.Read(key, c.into)
 		switch {
 		case l3.IsMiss(err) || (err == nil && tokens != c.tokens):
-			t.wrong++ // a block lost or read back wrong is a wrong result, not the benchmark's failure
+			// a block lost or read back wrong is a wrong result, not the benchmark's failure
+			t.wrong++
 		case err != nil:
 			return t, err
 		default:
@@ -257,73 +293,8 @@ func (c *l3Case) runOurs(ctx context.Context, validate bool) (l3Times, error) {
 	return t, nil
 }
 
-// runRef is the reference: what os.WriteFile does (create, write, optional fsync, close) for each block in one
-// plain directory, then each file read back whole into the same preallocated buffer, as os.ReadFile does but
-// without its allocation.
-func (c *l3Case) runRef(ctx context.Context, validate bool) (l3Times, error) {
-	var t l3Times
-	start := time.Now()
-	for i, key := range c.keys {
-		if err := ctx.Err(); err != nil {
-			return t, err
-		}
-		c.stamp(i)
-		if err := writeRefFile(refPath(c.refDir, key), c.payload, c.cfg.Fsync); err != nil {
-			return t, err
-		}
-	}
-	t.write = time.Since(start).Seconds()
-	if err := c.dropCached(c.refDir); err != nil {
-		return t, err
-	}
-	start = time.Now()
-	for i, key := range c.keys {
-		if err := ctx.Err(); err != nil {
-			return t, err
-		}
-		if n, err := readRefFile(refPath(c.refDir, key), c.into); err != nil {
-			return t, err
-		} else if n != len(c.payload) {
-			t.wrong++
-		} else {
-			t.wrong += c.check(validate, i)
-		}
-	}
-	t.read = time.Since(start).Seconds()
-	return t, nil
-}
-
-// dropCached, with Cold, writes back and drops from the page cache every file under dir (fdatasync, then
-// posix_fadvise DONTNEED: only clean pages can be dropped), so that the reads that follow come from the device.
-func (c *l3Case) dropCached(dir string) error {
-	if !c.cfg.Cold {
-		return nil
-	}
-	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fd := int(f.Fd())
-		if err := unix.Fdatasync(fd); err != nil {
-			return fmt.Errorf("%s: fdatasync: %w", path, err)
-		}
-		if err := unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED); err != nil {
-			return fmt.Errorf("%s: posix_fadvise: %w", path, err)
-		}
-		return nil
-	})
-}
-
-// refPath names the reference's file as the store names a block, so both sides pay for formatting a name.
-func refPath(dir string, key uint64) string { return filepath.Join(dir, fmt.Sprintf("%016x.ref", key)) }
-
-// check compares the buffer with block i's bytes, in the untimed round only: a compare in the timed rounds would
-// be timed with them.
+// check compares the buffer with block i's bytes, in the untimed round only: a compare in the timed
+// rounds would be timed with them.
 func (c *l3Case) check(validate bool, i int) int64 {
 	if !validate {
 		return 0
@@ -335,57 +306,49 @@ func (c *l3Case) check(validate bool, i int) int64 {
 	return 0
 }
 
-func writeRefFile(path string, b []byte, fsync bool) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if fsync {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	return f.Close()
-}
-
-// readRefFile reads the whole file into into and returns its size; a file larger than into is an error.
-func readRefFile(path string, into []byte) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if info.Size() > int64(len(into)) {
-		return 0, fmt.Errorf("%s: %d bytes, the buffer holds %d", path, info.Size(), len(into))
-	}
-	return io.ReadFull(f, into[:info.Size()])
-}
-
 var l3Table = table{
 	{"block", "(B)", "%d", 10}, {"blocks", "", "%d", 6},
-	{"ours-write", "(MB/s)", "%.0f", 10}, {"ref-write", "(MB/s)", "%.0f", 10}, {"ours/ref", "(write)", "%.3f", 8},
-	{"ours-read", "(MB/s)", "%.0f", 10}, {"ref-read", "(MB/s)", "%.0f", 10}, {"ours/ref", "(read)", "%.3f", 8},
+	{
+		"ours-write",
+		"(MB/s)",
+		"%.0f",
+		10,
+	}, {"ref-write", "(MB/s)", "%.0f", 10}, {"ours/ref", "(write)", "%.3f", 8},
+	{
+		"ours-read",
+		"(MB/s)",
+		"%.0f",
+		10,
+	}, {"ref-read", "(MB/s)", "%.0f", 10}, {"ours/ref", "(read)", "%.3f", 8},
 	{"#wrong", "", "%d", 6},
 }
 
-// WriteL3Table prints the rows and the lowest ratio of each direction, against PERFORMANCE.md's goal.
+// WriteL3Table prints the rows and the lowest ratio of each direction, against PERFORMANCE.md's
+// goal.
 func WriteL3Table(w io.Writer, rows []L3Row) {
 	l3Table.writeHeader(w)
 	lowWrite, lowRead := math.Inf(1), math.Inf(1)
 	for _, r := range rows {
-		l3Table.writeRow(w, r.BlockBytes, r.Blocks, r.OursWriteMBps, r.RefWriteMBps, r.WriteRatio, r.OursReadMBps, r.RefReadMBps, r.ReadRatio, r.Wrong)
+		l3Table.writeRow(
+			w,
+			r.BlockBytes,
+			r.Blocks,
+			r.OursWriteMBps,
+			r.RefWriteMBps,
+			r.WriteRatio,
+			r.OursReadMBps,
+			r.RefReadMBps,
+			r.ReadRatio,
+			r.Wrong,
+		)
 		lowWrite, lowRead = min(lowWrite, r.WriteRatio), min(lowRead, r.ReadRatio)
 	}
-	fmt.Fprintf(w, "# lowest ours/ref: write %.3f, read %.3f (goal: 0.8 or more, bench/PERFORMANCE.md)\n", lowWrite, lowRead)
+	fmt.Fprintf(
+		w,
+		"# lowest ours/ref: write %.3f, read %.3f (goal: 0.8 or more, bench/PERFORMANCE.md)\n",
+		lowWrite,
+		lowRead,
+	)
 }
 
 // L3Wrong sums the #wrong column.

@@ -16,8 +16,8 @@ import (
 // plotSize is the PNG's size: readable in a pull request or a terminal image viewer.
 const plotWidth, plotHeight = 8 * vg.Inch, 5 * vg.Inch
 
-// PlotCopy draws bandwidth against part size: one line per (layout, direction) of ours and the memcpy line
-// (the mean of the memcpy measurements taken beside them at that part size).
+// PlotCopy draws bandwidth against part size: one line per (layout, direction) of ours and the
+// memcpy line (the mean of the memcpy measurements taken beside them at that part size).
 func PlotCopy(rows []CopyRow, path, title string) error {
 	p := plot.New()
 	p.Title.Text = title
@@ -69,7 +69,9 @@ func PlotAllreduce(rows []AllreduceRow, path, title string) error {
 		floor = append(floor, plotter.XY{X: float64(r.Bytes), Y: r.FloorUs})
 		ref = append(ref, plotter.XY{X: float64(r.Bytes), Y: r.RefUs})
 	}
-	if err := addLines(p, []string{oursName, floorName}, map[string]plotter.XYs{oursName: ours, floorName: floor}); err != nil {
+	if err := addLines(
+		p, []string{oursName, floorName}, map[string]plotter.XYs{oursName: ours, floorName: floor},
+	); err != nil {
 		return err
 	}
 	if err := addReference(p, "C: MPI_Allreduce loop (same job)", ref); err != nil {
@@ -88,9 +90,9 @@ func addLines(p *plot.Plot, names []string, series map[string]plotter.XYs) error
 	return plotutil.AddLinePoints(p, args...)
 }
 
-// addReference draws a reference as a thick black dashed line, so it stands apart from the measured lines.
-// hicache/sweep draws its ideal rate in the same style with a copy of its own, since hicache/* may not import
-// bench (DESIGN.md, "Code map").
+// addReference draws a reference as a thick black dashed line, so it stands apart from the measured
+// lines. hicache/sweep draws its ideal rate in the same style with a copy of its own, since
+// hicache/* may not import bench (DESIGN.md, "Code map").
 func addReference(p *plot.Plot, name string, xys plotter.XYs) error {
 	line, err := plotter.NewLine(xys)
 	if err != nil {
@@ -117,8 +119,9 @@ func (powerOfTwoTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// oneTwoFiveTicks labels 1, 2 and 5 times the powers of ten in range, and the ends of the range when fewer than
-// two of those fall inside it (a narrow latency range would otherwise have no labels).
+// oneTwoFiveTicks labels 1, 2 and 5 times the powers of ten in range, and the ends of the range
+// when fewer than two of those fall inside it (a narrow latency range would otherwise have no
+// labels).
 type oneTwoFiveTicks struct{}
 
 func (oneTwoFiveTicks) Ticks(lo, hi float64) []plot.Tick {
@@ -126,7 +129,10 @@ func (oneTwoFiveTicks) Ticks(lo, hi float64) []plot.Tick {
 	for decade := math.Pow(10, math.Floor(math.Log10(lo))); decade <= hi; decade *= 10 {
 		for _, m := range []float64{1, 2, 5} {
 			if v := m * decade; v >= lo && v <= hi {
-				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 3, 64)})
+				ticks = append(
+					ticks,
+					plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 3, 64)},
+				)
 			}
 		}
 	}

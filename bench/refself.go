@@ -2,15 +2,18 @@
 
 package bench
 
-// The mpiself build (mpi/cgo_self.go: one process, no MPI library) has no C reference to compare with: its
-// loops call MPI directly. The benchmarks that need it say so; the GPU check's one-process binary, which is
-// this build, never runs them.
+// The mpiself build (mpi/cgo_self.go: one process, no MPI library) has no C reference to compare
+// with: its loops call MPI directly. The benchmarks that need it say so; the GPU check's
+// one-process binary, which is this build, never runs them.
 
 import "errors"
 
-var errNoMPIReference = errors.New("bench: the C MPI reference needs an MPI build, not the mpiself one")
+var errNoMPIReference = errors.New(
+	"bench: the C MPI reference needs an MPI build, not the mpiself one",
+)
 
-// stepCall is one all-reduce of a step: its words and whether it is a MAX (the MPI build's refstep.go).
+// stepCall is one all-reduce of a step: its words and whether it is a MAX (the MPI build's
+// refstep.go).
 type stepCall struct {
 	words int
 	max   bool

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +13,8 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
-// The four configurations of a replay, in the order each repeat runs them: L1 alone (an L2 of one slot), L2,
-// and L2 + L3 over a fresh directory, then over the directory the one before it filled.
+// The four configurations of a replay, in the order each repeat runs them: L1 alone (an L2 of one
+// slot), L2, and L2 + L3 over a fresh directory, then over the directory the one before it filled.
 const (
 	ReplayL1Only   = "L1-only"
 	ReplayL2Only   = "L2-only"
@@ -25,10 +24,11 @@ const (
 
 var replayConfigs = []string{ReplayL1Only, ReplayL2Only, ReplayL3Empty, ReplayL3Filled}
 
-// The targets on the serving clock (SERVING.md): a filled L3 brings the first token at most 0.6 times as late as
-// the L2 alone, writing an empty one slows serving by at most 5%, and the cache machinery hides under the modelled
-// compute (its cost on the modelled clock, TTFT p50 over the ideal's, at most 1.10 in every configuration).
-// Without the clock (--serving-args ""), the walls' targets: an L3 may cost half again the L2-only wall while it fills, nothing once filled, and a
+// The targets on the serving clock (SERVING.md): a filled L3 brings the first token at most 0.6
+// times as late as the L2 alone, writing an empty one slows serving by at most 5%, and the cache
+// machinery hides under the modelled compute (its cost on the modelled clock, TTFT p50 over the
+// ideal's, at most 1.10 in every configuration). Without the clock (--serving-args ""), the walls'
+// targets: an L3 may cost half again the L2-only wall while it fills, nothing once filled, and a
 // prefetch may wait twice a plain read of its bytes.
 const (
 	ReplayTargetTTFTFilled = 0.6
@@ -39,14 +39,15 @@ const (
 	ReplayTargetPrefetch   = 2.0
 )
 
-// DefaultReplayServingArgs are bench replay's serving clock: DeepSeek-V3 (an MLA model, the kind served with
-// context parallelism) on H200s, one per CP rank, its modelled time spent 50 times faster: the shared trace asks
-// one group of 8 for more prefill than it has (L1 alone computes 37 minutes of it), about 45 s of wall.
+// DefaultReplayServingArgs are bench replay's serving clock: DeepSeek-V3 (an MLA model, the kind
+// served with context parallelism) on H200s, one per CP rank, its modelled time spent 50 times
+// faster: the shared trace asks one group of 8 for more prefill than it has (L1 alone computes 37
+// minutes of it), about 45 s of wall.
 const DefaultReplayServingArgs = "--gpu h200 --prefill-model deepseek-v3 --time-scale 50"
 
 // ReplayConfig is bench replay: one trace and one set of run flags, launched Repeats times in each
-// configuration (L2 only; L2 + L3 over a fresh directory; L2 + L3 over the directory the run before filled),
-// each launch its own mpirun of NP ranks.
+// configuration (L2 only; L2 + L3 over a fresh directory; L2 + L3 over the directory the run before
+// filled), each launch its own mpirun of NP ranks.
 type ReplayConfig struct {
 	Trace    string
 	NP       int
@@ -54,25 +55,32 @@ type ReplayConfig struct {
 	Launcher []string // the mpirun command and its flags; "-np N" goes right after the command
 	Binary   string   // the cphicache binary to launch
 	RunArgs  []string // flags of `cphicache run` for every configuration
-	// ServingArgs are the serving clock's flags of `cphicache run` for every configuration (none: no clock).
+	// ServingArgs are the serving clock's flags of `cphicache run` for every configuration (none:
+	// no clock).
 	ServingArgs []string
-	L3RunArgs   []string // flags of `cphicache run` for the L3 configurations only (--l3-bytes, ...)
-	L3Parent    string   // each repeat's L3 directory is made here, fresh, and removed after its runs
-	OutDir      string   // each launch's report (JSON) and output (log) are kept here
-	TimeoutSec  float64  // per launch
-	// PlainRounds is how many times the plain read of one prefetch's bytes is timed (the median is reported).
+	// flags of `cphicache run` for the L3 configurations only (--l3-bytes, ...)
+	L3RunArgs []string
+	// each repeat's L3 directory is made here, fresh, and removed after its runs
+	L3Parent   string
+	OutDir     string  // each launch's report (JSON) and output (log) are kept here
+	TimeoutSec float64 // per launch
+	// PlainRounds is how many times the plain read of one prefetch's bytes is timed (the median is
+	// reported).
 	PlainRounds int
 }
 
 // replayOwnFlags are the run flags the benchmark sets itself, per launch.
 var replayOwnFlags = []string{"--trace", "--l3-dir", "--report", "--quiet"}
 
-// Validate returns a *errscope.ConfigError naming the first unusable field as its flag of `cphicache bench replay`, or,
-// for the binary, which no flag sets, a plain error.
+// Validate returns a *errscope.ConfigError naming the first unusable field as its flag of
+// `cphicache bench replay`, or, for the binary, which no flag sets, a plain error.
 func (c ReplayConfig) Validate() error {
 	switch {
 	case c.Trace == "":
-		return configErrorf("trace", "no trace given: give the JSON Lines trace every launch replays (e.g. hicache/workload/testdata/mooncake/synthetic_first200.jsonl, 200 requests of Mooncake's synthetic trace)")
+		return configErrorf(
+			"trace",
+			"no trace given: give the JSON Lines trace every launch replays (e.g. hicache/workload/testdata/mooncake/synthetic_first200.jsonl, 200 requests of Mooncake's synthetic trace)",
+		)
 	case c.NP < 1:
 		return configErrorf("np", "%d ranks", c.NP)
 	case c.Repeats < 1:
@@ -102,10 +110,18 @@ func (c ReplayConfig) Validate() error {
 				}
 			}
 			if flag == "run-args" && strings.HasPrefix(a, "--l3-") {
-				return configErrorf(flag, "%s: an L3 flag would be refused by the L2-only runs; give it in --l3-run-args", a)
+				return configErrorf(
+					flag,
+					"%s: an L3 flag would be refused by the L2-only runs; give it in --l3-run-args",
+					a,
+				)
 			}
 			if flag == "run-args" && (a == "--l2-bytes" || strings.HasPrefix(a, "--l2-bytes=")) {
-				return configErrorf(flag, "%s: give the L2's size in --l2-slots, which the L1-only runs set to one slot", a)
+				return configErrorf(
+					flag,
+					"%s: give the L2's size in --l2-slots, which the L1-only runs set to one slot",
+					a,
+				)
 			}
 		}
 	}
@@ -114,15 +130,17 @@ func (c ReplayConfig) Validate() error {
 
 // ReplayRun is one launch, as its report tells it.
 type ReplayRun struct {
-	Config      string           `json:"config"`
-	Repeat      int              `json:"repeat"`
-	ReportPath  string           `json:"report"`
-	L3Dir       string           `json:"l3_dir,omitempty"`
-	WallSeconds float64          `json:"wall_seconds"`
-	ComputedPct float64          `json:"computed_pct"` // prompt tokens computed (missed every tier) / prompt tokens
-	HitPct      float64          `json:"hit_pct"`      // L1 + L2 + L3 hits / prompt tokens
+	Config      string  `json:"config"`
+	Repeat      int     `json:"repeat"`
+	ReportPath  string  `json:"report"`
+	L3Dir       string  `json:"l3_dir,omitempty"`
+	WallSeconds float64 `json:"wall_seconds"`
+	// prompt tokens computed (missed every tier) / prompt tokens
+	ComputedPct float64          `json:"computed_pct"`
+	HitPct      float64          `json:"hit_pct"` // L1 + L2 + L3 hits / prompt tokens
 	L3          *report.L3Report `json:"l3,omitempty"`
-	Wrong       int64            `json:"wrong"` // placement divergences, load-back and audit mismatches, corrupt or refused L3 blocks
+	// placement divergences, load-back and audit mismatches, corrupt or refused L3 blocks
+	Wrong int64 `json:"wrong"`
 	// Serving is the run's serving clock (MODELLED), when it had one.
 	Serving *report.ServingReport `json:"serving,omitempty"`
 	report  *report.Report
@@ -158,9 +176,9 @@ type ReplayRow struct {
 	hasL3                 bool
 }
 
-// ReplayPrefetchRef is the plain read of one prefetch's bytes, measured in the same run: the mean blocks a
-// prefetch of the filled runs read, each a file of a block file's size, read one after the other (open, fstat,
-// read whole, close) from the page cache, as bench l3's reference reads.
+// ReplayPrefetchRef is the plain read of one prefetch's bytes, measured in the same run: the mean
+// blocks a prefetch of the filled runs read, each a file of a block file's size, read one after the
+// other (open, fstat, read whole, close) from the page cache, as bench l3's reference reads.
 type ReplayPrefetchRef struct {
 	Blocks         int     `json:"blocks"`
 	BlockFileBytes int64   `json:"block_file_bytes"`
@@ -168,8 +186,8 @@ type ReplayPrefetchRef struct {
 	PlainReadMs    float64 `json:"plain_read_ms"` // median round
 }
 
-// ReplayRatios are the issue's targets, as measured; 0 is a ratio that could not be measured (a run with no
-// L3 read, say).
+// ReplayRatios are the issue's targets, as measured; 0 is a ratio that could not be measured (a run
+// with no L3 read, say).
 type ReplayRatios struct {
 	TTFTEmptyOverL2Only    float64 `json:"ttft_l3_empty_over_l2_only"`
 	TTFTFilledOverL2Only   float64 `json:"ttft_l3_filled_over_l2_only"`
@@ -187,10 +205,11 @@ type ReplayResult struct {
 	Runs     []ReplayRun       `json:"runs"`
 }
 
-// RunReplay launches every configuration, repeat after repeat (so that a change of the machine's load hits
-// each alike), then times the plain read of one prefetch's bytes and derives the rows and ratios. Every L3
-// directory it makes is removed again, on errors too, and when ctx is cancelled (a signal): the launch in flight
-// is ended first, then its directory removed, and the error wraps context.Canceled.
+// RunReplay launches every configuration, repeat after repeat (so that a change of the machine's
+// load hits each alike), then times the plain read of one prefetch's bytes and derives the rows and
+// ratios. Every L3 directory it makes is removed again, on errors too, and when ctx is cancelled (a
+// signal): the launch in flight is ended first, then its directory removed, and the error wraps
+// context.Canceled.
 func RunReplay(ctx context.Context, cfg ReplayConfig, progress io.Writer) (*ReplayResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -212,7 +231,15 @@ func RunReplay(ctx context.Context, cfg ReplayConfig, progress io.Writer) (*Repl
 			if err != nil {
 				return nil, errors.Join(err, os.RemoveAll(dir))
 			}
-			fmt.Fprintf(progress, "# replay: %s, repeat %d: %.2f s, computed %.1f%% (%s)\n", config, repeat, run.WallSeconds, run.ComputedPct, run.ReportPath)
+			fmt.Fprintf(
+				progress,
+				"# replay: %s, repeat %d: %.2f s, computed %.1f%% (%s)\n",
+				config,
+				repeat,
+				run.WallSeconds,
+				run.ComputedPct,
+				run.ReportPath,
+			)
 			runs = append(runs, run)
 		}
 		if err := os.RemoveAll(dir); err != nil {
@@ -225,17 +252,42 @@ func RunReplay(ctx context.Context, cfg ReplayConfig, progress io.Writer) (*Repl
 		return nil, err
 	}
 	res.Prefetch = ref
-	res.Ratios.EmptyP99OverPlainRead = ratio(res.row(ReplayL3Empty).PrefetchWaitP99Ms, ref.PlainReadMs)
-	res.Ratios.FilledP99OverPlainRead = ratio(res.row(ReplayL3Filled).PrefetchWaitP99Ms, ref.PlainReadMs)
+	res.Ratios.EmptyP99OverPlainRead = ratio(
+		res.row(ReplayL3Empty).PrefetchWaitP99Ms,
+		ref.PlainReadMs,
+	)
+	res.Ratios.FilledP99OverPlainRead = ratio(
+		res.row(ReplayL3Filled).PrefetchWaitP99Ms,
+		ref.PlainReadMs,
+	)
 	return res, nil
 }
 
 // launchReplay runs one mpirun and reads its report.
-func launchReplay(ctx context.Context, cfg ReplayConfig, config string, repeat int, l3Dir string) (ReplayRun, error) {
+func launchReplay(
+	ctx context.Context,
+	cfg ReplayConfig,
+	config string,
+	repeat int,
+	l3Dir string,
+) (ReplayRun, error) {
 	name := fmt.Sprintf("replay-%s-r%d", strings.ToLower(config), repeat)
-	run := ReplayRun{Config: config, Repeat: repeat, ReportPath: filepath.Join(cfg.OutDir, name+".json")}
+	run := ReplayRun{
+		Config:     config,
+		Repeat:     repeat,
+		ReportPath: filepath.Join(cfg.OutDir, name+".json"),
+	}
 	args := append([]string{"-np", fmt.Sprint(cfg.NP)}, cfg.Launcher[1:]...)
-	args = append(args, cfg.Binary, "run", "--quiet", "--report", run.ReportPath, "--trace", cfg.Trace)
+	args = append(
+		args,
+		cfg.Binary,
+		"run",
+		"--quiet",
+		"--report",
+		run.ReportPath,
+		"--trace",
+		cfg.Trace,
+	)
 	args = append(append(args, cfg.RunArgs...), cfg.ServingArgs...)
 	if config == ReplayL1Only {
 		args = append(args, "--l2-slots", "1")
@@ -244,12 +296,23 @@ func launchReplay(ctx context.Context, cfg ReplayConfig, config string, repeat i
 		run.L3Dir = l3Dir
 		args = append(append(args, "--l3-dir", l3Dir), cfg.L3RunArgs...)
 	}
-	report, err := launchRun(ctx, "bench replay", cfg.Launcher, args, cfg.TimeoutSec, filepath.Join(cfg.OutDir, name+".log"), run.ReportPath)
+	report, err := launchRun(
+		ctx,
+		"bench replay",
+		cfg.Launcher,
+		args,
+		cfg.TimeoutSec,
+		filepath.Join(cfg.OutDir, name+".log"),
+		run.ReportPath,
+	)
 	if err != nil {
 		return run, err
 	}
 	if run.L3Dir != "" && report.L3 == nil {
-		return run, fmt.Errorf("bench replay: %s: a run with --l3-dir reported no L3", run.ReportPath)
+		return run, fmt.Errorf(
+			"bench replay: %s: a run with --l3-dir reported no L3",
+			run.ReportPath,
+		)
 	}
 	fillReplayRun(&run, report)
 	return run, nil
@@ -266,73 +329,4 @@ func fillReplayRun(run *ReplayRun, r *report.Report) {
 	if r.L3 != nil {
 		run.Wrong += r.L3.Corrupt + r.L3.WriteMismatches
 	}
-}
-
-// SummarizeReplay takes each configuration's medians and the wall ratios against L2 only (NaN without it).
-func SummarizeReplay(runs []ReplayRun) *ReplayResult {
-	res := &ReplayResult{Runs: runs}
-	for _, config := range replayConfigs {
-		row := ReplayRow{Config: config}
-		var wall, computed, hit, written, read, p50, p99 []float64
-		var ttft50, ttft99, tokens, overIdeal []float64
-		for _, r := range runs {
-			if r.Config != config {
-				continue
-			}
-			row.Runs++
-			row.Wrong += r.Wrong
-			wall, computed, hit = append(wall, r.WallSeconds), append(computed, r.ComputedPct), append(hit, r.HitPct)
-			if s := r.Serving; s != nil {
-				ttft50, ttft99 = append(ttft50, s.TTFT.P50), append(ttft99, s.TTFT.P99)
-				tokens, overIdeal = append(tokens, s.PromptTokensPerSecond), append(overIdeal, s.MeasuredOverIdealP50)
-			}
-			if r.L3 != nil {
-				row.hasL3 = true
-				written, read = append(written, float64(r.L3.WriteBytes)), append(read, float64(r.L3.ReadBytes))
-				p50, p99 = append(p50, r.L3.PrefetchWaitUs.P50/1e3), append(p99, r.L3.PrefetchWaitUs.P99/1e3)
-			}
-		}
-		if row.Runs == 0 {
-			continue
-		}
-		row.WallSeconds, row.ComputedPct, row.HitPct = median(wall), median(computed), median(hit)
-		if len(ttft50) > 0 {
-			row.TTFTP50Seconds, row.TTFTP99Seconds = median(ttft50), median(ttft99)
-			row.PromptTokensPerSecond, row.MeasuredOverIdeal = median(tokens), median(overIdeal)
-		}
-		if row.hasL3 {
-			row.L3WriteBytes, row.L3ReadBytes = median(written), median(read)
-			row.PrefetchWaitP50Ms, row.PrefetchWaitP99Ms = median(p50), median(p99)
-		}
-		res.Rows = append(res.Rows, row)
-	}
-	base, baseTTFT := res.row(ReplayL2Only).WallSeconds, res.row(ReplayL2Only).TTFTP50Seconds
-	for i := range res.Rows {
-		res.Rows[i].WallOverL2Only = ratio(res.Rows[i].WallSeconds, base)
-		res.Rows[i].TTFTOverL2Only = ratio(res.Rows[i].TTFTP50Seconds, baseTTFT)
-	}
-	res.Ratios.TTFTEmptyOverL2Only = ratio(res.row(ReplayL3Empty).TTFTP50Seconds, baseTTFT)
-	res.Ratios.TTFTFilledOverL2Only = ratio(res.row(ReplayL3Filled).TTFTP50Seconds, baseTTFT)
-	res.Ratios.EmptyOverL2Only = ratio(res.row(ReplayL3Empty).WallSeconds, base)
-	res.Ratios.FilledOverL2Only = ratio(res.row(ReplayL3Filled).WallSeconds, base)
-	return res
-}
-
-// row is the configuration's row; a zero row when it has none.
-func (r *ReplayResult) row(config string) ReplayRow {
-	for _, row := range r.Rows {
-		if row.Config == config {
-			return row
-		}
-	}
-	return ReplayRow{Config: config}
-}
-
-// ratio is a / b, or 0 (not measured: JSON has no NaN) when either is not a positive finite number.
-func ratio(a, b float64) float64 {
-	v := a / b
-	if !(a > 0) || !(b > 0) || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0
-	}
-	return v
 }

@@ -12,15 +12,19 @@ import (
 	"github.com/cphicache/cphicache/hicache/sizing"
 )
 
-// replayBlockHeaderBytes is a block file's header (hicache/l3's format): the plain files of the prefetch
-// reference are block files' size, header included.
+// replayBlockHeaderBytes is a block file's header (hicache/l3's format): the plain files of the
+// prefetch reference are block files' size, header included.
 const replayBlockHeaderBytes = 64
 
-// measurePrefetchPlainRead times the plain read of the bytes one prefetch of the filled runs read, on average:
-// their blocks read / prefetches agreed, rounded (at least 1), each a file of their mean block file size, in a
-// fresh directory under the L3's parent (the same filesystem), read whole one after the other from the page
-// cache. The median of cfg.PlainRounds rounds, after one untimed round. Zero when the filled runs read nothing.
-func measurePrefetchPlainRead(cfg ReplayConfig, runs []ReplayRun) (ref ReplayPrefetchRef, err error) {
+// measurePrefetchPlainRead times the plain read of the bytes one prefetch of the filled runs read,
+// on average: their blocks read / prefetches agreed, rounded (at least 1), each a file of their
+// mean block file size, in a fresh directory under the L3's parent (the same filesystem), read
+// whole one after the other from the page cache. The median of cfg.PlainRounds rounds, after one
+// untimed round. Zero when the filled runs read nothing.
+func measurePrefetchPlainRead(
+	cfg ReplayConfig,
+	runs []ReplayRun,
+) (ref ReplayPrefetchRef, err error) {
 	var reads, readBytes, prefetches int64
 	for _, r := range runs {
 		if r.Config == ReplayL3Filled && r.L3 != nil {
@@ -67,15 +71,25 @@ func measurePrefetchPlainRead(cfg ReplayConfig, runs []ReplayRun) (ref ReplayPre
 }
 
 var replayTable = table{
-	{"config", "", "%s", 10}, {"runs", "", "%d", 4}, {"ttft-p50", "(s)", "%s", 9}, {"/L2-only", "(x)", "%s", 8},
+	{
+		"config",
+		"",
+		"%s",
+		10,
+	}, {"runs", "", "%d", 4}, {"ttft-p50", "(s)", "%s", 9}, {"/L2-only", "(x)", "%s", 8},
 	{"ttft-p99", "(s)", "%s", 9}, {"tokens/s", "", "%s", 9}, {"machinery", "(x)", "%s", 9},
 	{"wall", "(s)", "%.2f", 8}, {"/L2-only", "(x)", "%s", 8},
-	{"computed", "(%)", "%.1f", 8}, {"hits", "(%)", "%.1f", 6}, {"l3-write", "(MB)", "%s", 9}, {"l3-read", "(MB)", "%s", 9},
+	{
+		"computed",
+		"(%)",
+		"%.1f",
+		8,
+	}, {"hits", "(%)", "%.1f", 6}, {"l3-write", "(MB)", "%s", 9}, {"l3-read", "(MB)", "%s", 9},
 	{"pf-p50", "(ms)", "%s", 8}, {"pf-p99", "(ms)", "%s", 8}, {"#wrong", "", "%d", 6},
 }
 
-// ratioText is a ratio to 3 significant digits: a filled L3's TTFT can be a few thousandths of the L2-only
-// one's, which two decimals printed as 0.00.
+// ratioText is a ratio to 3 significant digits: a filled L3's TTFT can be a few thousandths of the
+// L2-only one's, which two decimals printed as 0.00.
 func ratioText(v float64) string { return sizing.Significant(v, 3) }
 
 // servingCells are a row's serving clock columns, "-" without the clock.
@@ -83,22 +97,55 @@ func servingCells(r ReplayRow) []any {
 	if r.TTFTP50Seconds == 0 {
 		return []any{"-", "-", "-", "-", "-"}
 	}
-	return []any{fmt.Sprintf("%.3f", r.TTFTP50Seconds), ratioText(r.TTFTOverL2Only), fmt.Sprintf("%.3f", r.TTFTP99Seconds),
-		fmt.Sprintf("%.0f", r.PromptTokensPerSecond), ratioText(r.MeasuredOverIdeal)}
+	return []any{
+		fmt.Sprintf("%.3f", r.TTFTP50Seconds),
+		ratioText(r.TTFTOverL2Only),
+		fmt.Sprintf("%.3f", r.TTFTP99Seconds),
+		fmt.Sprintf("%.0f", r.PromptTokensPerSecond),
+		ratioText(r.MeasuredOverIdeal),
+	}
 }
 
 // WriteReplayTable prints the rows, then the ratios against their targets.
 func WriteReplayTable(w io.Writer, res *ReplayResult) {
-	fmt.Fprintln(w, "# medians over runs; ttft = time to first token, MODELLED on the serving clock (trace time), machinery = TTFT over the ideal's (the same hits with a machinery that costs nothing), both MODELLED: the cache machinery's cost on the modelled clock; computed = prompt tokens that missed every tier; hits = L1 + L2 + L3; pf = prefetch wait, issue to agreement (slowest rank)")
+	fmt.Fprintln(
+		w,
+		"# medians over runs; ttft = time to first token, MODELLED on the serving clock (trace time), machinery = TTFT over the ideal's (the same hits with a machinery that costs nothing), both MODELLED: the cache machinery's cost on the modelled clock; computed = prompt tokens that missed every tier; hits = L1 + L2 + L3; pf = prefetch wait, issue to agreement (slowest rank)",
+	)
 	replayTable.writeHeader(w)
 	for _, r := range res.Rows {
 		written, read, p50, p99 := "-", "-", "-", "-"
 		if r.hasL3 {
-			written, read = fmt.Sprintf("%.0f", r.L3WriteBytes/1e6), fmt.Sprintf("%.0f", r.L3ReadBytes/1e6)
-			p50, p99 = fmt.Sprintf("%.2f", r.PrefetchWaitP50Ms), fmt.Sprintf("%.2f", r.PrefetchWaitP99Ms)
+			written, read = fmt.Sprintf(
+				"%.0f",
+				r.L3WriteBytes/1e6,
+			), fmt.Sprintf(
+				"%.0f",
+				r.L3ReadBytes/1e6,
+			)
+			p50, p99 = fmt.Sprintf(
+				"%.2f",
+				r.PrefetchWaitP50Ms,
+			), fmt.Sprintf(
+				"%.2f",
+				r.PrefetchWaitP99Ms,
+			)
 		}
 		cells := append([]any{r.Config, r.Runs}, servingCells(r)...)
-		replayTable.writeRow(w, append(cells, r.WallSeconds, ratioText(r.WallOverL2Only), r.ComputedPct, r.HitPct, written, read, p50, p99, r.Wrong)...)
+		replayTable.writeRow(
+			w,
+			append(
+				cells,
+				r.WallSeconds,
+				ratioText(r.WallOverL2Only),
+				r.ComputedPct,
+				r.HitPct,
+				written,
+				read,
+				p50,
+				p99,
+				r.Wrong,
+			)...)
 	}
 	target := func(v, goal float64) string {
 		switch {
@@ -111,19 +158,57 @@ func WriteReplayTable(w io.Writer, res *ReplayResult) {
 	}
 	ra, ref := res.Ratios, res.Prefetch
 	if res.row(ReplayL2Only).TTFTP50Seconds > 0 {
-		// On the serving clock its targets replace the walls': a wall there is mostly the modelled time spent.
-		fmt.Fprintf(w, "# MODELLED TTFT p50, L3-filled / L2-only: %s (target <= %.2f: %s)\n", ratioText(ra.TTFTFilledOverL2Only), ReplayTargetTTFTFilled, target(ra.TTFTFilledOverL2Only, ReplayTargetTTFTFilled))
-		fmt.Fprintf(w, "# MODELLED TTFT p50, L3-empty / L2-only: %s (target <= %.2f: %s)\n", ratioText(ra.TTFTEmptyOverL2Only), ReplayTargetTTFTEmpty, target(ra.TTFTEmptyOverL2Only, ReplayTargetTTFTEmpty))
+		// On the serving clock its targets replace the walls': a wall there is mostly the modelled
+		// time spent.
+		fmt.Fprintf(
+			w,
+			"# MODELLED TTFT p50, L3-filled / L2-only: %s (target <= %.2f: %s)\n",
+			ratioText(ra.TTFTFilledOverL2Only),
+			ReplayTargetTTFTFilled,
+			target(ra.TTFTFilledOverL2Only, ReplayTargetTTFTFilled),
+		)
+		fmt.Fprintf(
+			w,
+			"# MODELLED TTFT p50, L3-empty / L2-only: %s (target <= %.2f: %s)\n",
+			ratioText(ra.TTFTEmptyOverL2Only),
+			ReplayTargetTTFTEmpty,
+			target(ra.TTFTEmptyOverL2Only, ReplayTargetTTFTEmpty),
+		)
 		for _, r := range res.Rows {
-			fmt.Fprintf(w, "# %s machinery cost on the modelled clock, TTFT p50 over ideal: %s (target <= %.2f: %s)\n", r.Config, ratioText(r.MeasuredOverIdeal), ReplayTargetOverIdeal, target(r.MeasuredOverIdeal, ReplayTargetOverIdeal))
+			fmt.Fprintf(
+				w,
+				"# %s machinery cost on the modelled clock, TTFT p50 over ideal: %s (target <= %.2f: %s)\n",
+				r.Config,
+				ratioText(r.MeasuredOverIdeal),
+				ReplayTargetOverIdeal,
+				target(r.MeasuredOverIdeal, ReplayTargetOverIdeal),
+			)
 		}
 		return
 	}
-	fmt.Fprintf(w, "# L3-empty / L2-only wall: %s (target <= %.1f: %s)\n", ratioText(ra.EmptyOverL2Only), ReplayTargetEmpty, target(ra.EmptyOverL2Only, ReplayTargetEmpty))
-	fmt.Fprintf(w, "# L3-filled / L2-only wall: %s (target <= %.1f: %s)\n", ratioText(ra.FilledOverL2Only), ReplayTargetFilled, target(ra.FilledOverL2Only, ReplayTargetFilled))
+	fmt.Fprintf(
+		w,
+		"# L3-empty / L2-only wall: %s (target <= %.1f: %s)\n",
+		ratioText(ra.EmptyOverL2Only),
+		ReplayTargetEmpty,
+		target(ra.EmptyOverL2Only, ReplayTargetEmpty),
+	)
+	fmt.Fprintf(
+		w,
+		"# L3-filled / L2-only wall: %s (target <= %.1f: %s)\n",
+		ratioText(ra.FilledOverL2Only),
+		ReplayTargetFilled,
+		target(ra.FilledOverL2Only, ReplayTargetFilled),
+	)
 	if ref.PlainReadMs > 0 {
-		fmt.Fprintf(w, "# one prefetch of the filled runs reads %d blocks of %d bytes (file): a plain read of them takes %.3f ms (median of %d, page cache)\n",
-			ref.Blocks, ref.BlockFileBytes, ref.PlainReadMs, ref.Rounds)
+		fmt.Fprintf(
+			w,
+			"# one prefetch of the filled runs reads %d blocks of %d bytes (file): a plain read of them takes %.3f ms (median of %d, page cache)\n",
+			ref.Blocks,
+			ref.BlockFileBytes,
+			ref.PlainReadMs,
+			ref.Rounds,
+		)
 	} else {
 		fmt.Fprintln(w, "# the filled runs read no L3 block: no prefetch to compare with a plain read")
 	}
@@ -131,7 +216,14 @@ func WriteReplayTable(w io.Writer, res *ReplayResult) {
 		config string
 		v      float64
 	}{{ReplayL3Empty, ra.EmptyP99OverPlainRead}, {ReplayL3Filled, ra.FilledP99OverPlainRead}} {
-		fmt.Fprintf(w, "# %s prefetch wait p99 / plain read: %s (target <= %.1f: %s)\n", p.config, ratioText(p.v), ReplayTargetPrefetch, target(p.v, ReplayTargetPrefetch))
+		fmt.Fprintf(
+			w,
+			"# %s prefetch wait p99 / plain read: %s (target <= %.1f: %s)\n",
+			p.config,
+			ratioText(p.v),
+			ReplayTargetPrefetch,
+			target(p.v, ReplayTargetPrefetch),
+		)
 	}
 }
 
@@ -142,4 +234,101 @@ func ReplayWrong(res *ReplayResult) int64 {
 		n += r.Wrong
 	}
 	return n
+}
+
+// SummarizeReplay takes each configuration's medians and the wall ratios against L2 only (NaN
+// without it).
+func SummarizeReplay(runs []ReplayRun) *ReplayResult {
+	res := &ReplayResult{Runs: runs}
+	for _, config := range replayConfigs {
+		row := ReplayRow{Config: config}
+		var wall, computed, hit, written, read, p50, p99 []float64
+		var ttft50, ttft99, tokens, overIdeal []float64
+		for _, r := range runs {
+			if r.Config != config {
+				continue
+			}
+			row.Runs++
+			row.Wrong += r.Wrong
+			wall, computed, hit = append(
+				wall,
+				r.WallSeconds,
+			), append(
+				computed,
+				r.ComputedPct,
+			), append(
+				hit,
+				r.HitPct,
+			)
+			if s := r.Serving; s != nil {
+				ttft50, ttft99 = append(ttft50, s.TTFT.P50), append(ttft99, s.TTFT.P99)
+				tokens, overIdeal = append(
+					tokens,
+					s.PromptTokensPerSecond,
+				), append(
+					overIdeal,
+					s.MeasuredOverIdealP50,
+				)
+			}
+			if r.L3 != nil {
+				row.hasL3 = true
+				written, read = append(
+					written,
+					float64(r.L3.WriteBytes),
+				), append(
+					read,
+					float64(r.L3.ReadBytes),
+				)
+				p50, p99 = append(
+					p50,
+					r.L3.PrefetchWaitUs.P50/1e3,
+				), append(
+					p99,
+					r.L3.PrefetchWaitUs.P99/1e3,
+				)
+			}
+		}
+		if row.Runs == 0 {
+			continue
+		}
+		row.WallSeconds, row.ComputedPct, row.HitPct = median(wall), median(computed), median(hit)
+		if len(ttft50) > 0 {
+			row.TTFTP50Seconds, row.TTFTP99Seconds = median(ttft50), median(ttft99)
+			row.PromptTokensPerSecond, row.MeasuredOverIdeal = median(tokens), median(overIdeal)
+		}
+		if row.hasL3 {
+			row.L3WriteBytes, row.L3ReadBytes = median(written), median(read)
+			row.PrefetchWaitP50Ms, row.PrefetchWaitP99Ms = median(p50), median(p99)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	base, baseTTFT := res.row(ReplayL2Only).WallSeconds, res.row(ReplayL2Only).TTFTP50Seconds
+	for i := range res.Rows {
+		res.Rows[i].WallOverL2Only = ratio(res.Rows[i].WallSeconds, base)
+		res.Rows[i].TTFTOverL2Only = ratio(res.Rows[i].TTFTP50Seconds, baseTTFT)
+	}
+	res.Ratios.TTFTEmptyOverL2Only = ratio(res.row(ReplayL3Empty).TTFTP50Seconds, baseTTFT)
+	res.Ratios.TTFTFilledOverL2Only = ratio(res.row(ReplayL3Filled).TTFTP50Seconds, baseTTFT)
+	res.Ratios.EmptyOverL2Only = ratio(res.row(ReplayL3Empty).WallSeconds, base)
+	res.Ratios.FilledOverL2Only = ratio(res.row(ReplayL3Filled).WallSeconds, base)
+	return res
+}
+
+// row is the configuration's row; a zero row when it has none.
+func (r *ReplayResult) row(config string) ReplayRow {
+	for _, row := range r.Rows {
+		if row.Config == config {
+			return row
+		}
+	}
+	return ReplayRow{Config: config}
+}
+
+// ratio is a / b, or 0 (not measured: JSON has no NaN) when either is not a positive finite number.
+func ratio(a, b float64) float64 {
+	v := a / b
+	if !(a > 0) || !(b > 0) || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0
+	}
+	return v
 }

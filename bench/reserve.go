@@ -9,16 +9,17 @@ import (
 
 // ReserveConfig sizes the allocator benchmark.
 type ReserveConfig struct {
-	SlotsLog2  []int   // pool sizes, as log2 of the slots
-	Pages      []int   // object sizes in pages
-	MinSeconds float64 // each cell runs batches of reserveBatch ops for about this long, in reserveRounds rounds
+	SlotsLog2 []int // pool sizes, as log2 of the slots
+	Pages     []int // object sizes in pages
+	// each cell runs batches of reserveBatch ops for about this long, in reserveRounds rounds
+	MinSeconds float64
 }
 
 // reserveBatch ops run between two looks at the clock, so that reading it costs nothing measurable.
 const reserveBatch = 1024
 
-// reserveFillPages is the object size that fills the lower half of the pool before a cell is timed, as
-// pool/bench_test.go does, so the search runs through summary levels and populated tables.
+// reserveFillPages is the object size that fills the lower half of the pool before a cell is timed,
+// as pool/bench_test.go does, so the search runs through summary levels and populated tables.
 const reserveFillPages = 64
 
 // Validate returns an error naming the first unusable field.
@@ -37,34 +38,50 @@ func (c ReserveConfig) Validate() error {
 		}
 		for _, p := range c.Pages {
 			if p < 1 || p > (1<<s)/2 {
-				return configErrorf("pages", "object of %d pages does not fit in the free half of a pool of 2^%d slots", p, s)
+				return configErrorf(
+					"pages",
+					"object of %d pages does not fit in the free half of a pool of 2^%d slots",
+					p,
+					s,
+				)
 			}
 		}
 	}
 	return nil
 }
 
-// ReserveRow is one (pool size, object size): allocator ops per second, one op being one object's life on the
-// hot path (Reserve, MarkObjectCommitted, Release).
+// ReserveRow is one (pool size, object size): allocator ops per second, one op being one object's
+// life on the hot path (Reserve, MarkObjectCommitted, Release).
 type ReserveRow struct {
 	SlotsLog2    int     `json:"slots_log2"`
 	Pages        int     `json:"pages"`
 	Ops          int64   `json:"ops"`
 	OpsPerSecond float64 `json:"ops_per_s"`
 	NsPerOp      float64 `json:"ns_per_op"`
-	VsSmallest   float64 `json:"vs_smallest_pool"` // ops/s over the smallest pool's ops/s at the same object size
-	Wrong        int64   `json:"wrong"`            // reservations that failed, and free slots not restored
+	// ops/s over the smallest pool's ops/s at the same object size
+	VsSmallest float64 `json:"vs_smallest_pool"`
+	// reservations that failed, and free slots not restored
+	Wrong int64 `json:"wrong"`
 }
 
-// reserveGeometry mirrors pool/bench_test.go: 8 CP ranks, slabs of 2^20 slots, so large pools have several.
+// reserveGeometry mirrors pool/bench_test.go: 8 CP ranks, slabs of 2^20 slots, so large pools have
+// several.
 func reserveGeometry(slots int) pool.Geometry {
-	return pool.Geometry{CPSize: 8, Layers: 1, PayloadsPerLayer: 2, PageTokens: 1, TokenBytes: 1, Slots: slots, SlabBytesMax: 16 << 20}
+	return pool.Geometry{
+		CPSize:           8,
+		Layers:           1,
+		PayloadsPerLayer: 2,
+		PageTokens:       1,
+		TokenBytes:       1,
+		Slots:            slots,
+		SlabBytesMax:     16 << 20,
+	}
 }
 
-// RunReserve measures every pool size and object size on one rank. All pools are built first and every round
-// visits every cell, the starting cell rotating from round to round, so that a change in the shared machine's
-// load during the run hits every pool size alike instead of whichever was being measured then: the
-// vs-smallest column compares cells measured side by side.
+// RunReserve measures every pool size and object size on one rank. All pools are built first and
+// every round visits every cell, the starting cell rotating from round to round, so that a change
+// in the shared machine's load during the run hits every pool size alike instead of whichever was
+// being measured then: the vs-smallest column compares cells measured side by side.
 func RunReserve(cfg ReserveConfig) ([]ReserveRow, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -114,13 +131,13 @@ func newHalfFullPool(slots int) (*pool.Allocator, error) {
 	return a, nil
 }
 
-// reserveRounds splits a cell's time into rounds; the median round's rate is reported, so that a round slowed by
-// another tenant of the shared machine does not move the number.
+// reserveRounds splits a cell's time into rounds; the median round's rate is reported, so that a
+// round slowed by another tenant of the shared machine does not move the number.
 const reserveRounds = 5
 
-// reserveCell is one (pool, object size) under measurement. Cells of one pool share its allocator; each op
-// gives back what it took, so they do not disturb each other. A failed op counts as wrong and is not retried:
-// with half the pool free every reservation must succeed without eviction.
+// reserveCell is one (pool, object size) under measurement. Cells of one pool share its allocator;
+// each op gives back what it took, so they do not disturb each other. A failed op counts as wrong
+// and is not retried: with half the pool free every reservation must succeed without eviction.
 type reserveCell struct {
 	a          *pool.Allocator
 	row        ReserveRow
@@ -129,9 +146,14 @@ type reserveCell struct {
 	rates      []float64
 }
 
-// newReserveCell runs one untimed batch, so that the first timed round does not pay for first touches.
+// newReserveCell runs one untimed batch, so that the first timed round does not pay for first
+// touches.
 func newReserveCell(a *pool.Allocator, slotsLog2, pages int) *reserveCell {
-	c := &reserveCell{a: a, row: ReserveRow{SlotsLog2: slotsLog2, Pages: pages}, freeBefore: a.FreeSlots()}
+	c := &reserveCell{
+		a:          a,
+		row:        ReserveRow{SlotsLog2: slotsLog2, Pages: pages},
+		freeBefore: a.FreeSlots(),
+	}
 	c.row.Wrong += reserveBatchOps(a, &c.nextID, pages)
 	return c
 }
@@ -163,7 +185,8 @@ func (c *reserveCell) finish() ReserveRow {
 func reserveBatchOps(a *pool.Allocator, id *pool.ObjectID, pages int) int64 {
 	var wrong int64
 	for range reserveBatch {
-		if outcome, err := a.Reserve(*id, pages, uint64(*id), uint64(*id)); err != nil || outcome != pool.Reserved {
+		if outcome, err := a.Reserve(*id, pages, uint64(*id), uint64(*id)); err != nil ||
+			outcome != pool.Reserved {
 			wrong++
 		} else if a.MarkObjectCommitted(*id) != nil || a.Release(*id) != nil {
 			wrong++
@@ -175,15 +198,30 @@ func reserveBatchOps(a *pool.Allocator, id *pool.ObjectID, pages int) int64 {
 
 var reserveTable = table{
 	{"slots", "(log2)", "%d", 6}, {"pages", "(/object)", "%d", 9}, {"ops", "", "%d", 10},
-	{"rate", "(ops/s)", "%.0f", 11}, {"time", "(ns/op)", "%.1f", 9}, {"vs-smallest", "(ratio)", "%.3f", 11},
+	{
+		"rate",
+		"(ops/s)",
+		"%.0f",
+		11,
+	}, {"time", "(ns/op)", "%.1f", 9}, {"vs-smallest", "(ratio)", "%.3f", 11},
 	{"#wrong", "", "%d", 6},
 }
 
-// WriteReserveTable prints the rows; one op = Reserve + MarkObjectCommitted + Release of one object.
+// WriteReserveTable prints the rows; one op = Reserve + MarkObjectCommitted + Release of one
+// object.
 func WriteReserveTable(w io.Writer, rows []ReserveRow) {
 	reserveTable.writeHeader(w)
 	for _, r := range rows {
-		reserveTable.writeRow(w, r.SlotsLog2, r.Pages, r.Ops, r.OpsPerSecond, r.NsPerOp, r.VsSmallest, r.Wrong)
+		reserveTable.writeRow(
+			w,
+			r.SlotsLog2,
+			r.Pages,
+			r.Ops,
+			r.OpsPerSecond,
+			r.NsPerOp,
+			r.VsSmallest,
+			r.Wrong,
+		)
 	}
 }
 

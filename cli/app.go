@@ -1,6 +1,7 @@
 package cli
 
-// The app: its commands, and the way a command ends (exit statuses, the one way a fatal error is printed).
+// The app: its commands, and the way a command ends (exit statuses, the one way a fatal error is
+// printed).
 
 import (
 	"errors"
@@ -15,11 +16,12 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// version is the build's: main.version, which the Makefile sets at link time (-X main.version=...) and Main
-// stores here before the app is built.
+// version is the build's: main.version, which the Makefile sets at link time (-X main.version=...)
+// and Main stores here before the app is built.
 var version = "dev"
 
-// usageError is a command line that does not parse. Every rank sees the same command line, so it is printed once.
+// usageError is a command line that does not parse. Every rank sees the same command line, so it is
+// printed once.
 type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() + " (see --help)" }
@@ -55,15 +57,21 @@ func newApp() *cli.App {
 	return app
 }
 
-// jobIDFlag is --job-id: a leak check on a node that other jobs share (a test suite's) must know which
-// segments in /dev/shm are its own, so it names the job itself.
+// jobIDFlag is --job-id: a leak check on a node that other jobs share (a test suite's) must know
+// which segments in /dev/shm are its own, so it names the job itself.
 func jobIDFlag(dest *string) cli.Flag {
-	return &cli.StringFlag{Name: "job-id", EnvVars: []string{"CPHICACHE_JOB_ID"}, Category: "output", Destination: dest,
+	return &cli.StringFlag{
+		Name:        "job-id",
+		EnvVars:     []string{"CPHICACHE_JOB_ID"},
+		Category:    "output",
+		Destination: dest,
 		DefaultText: "$SLURM_JOB_ID, else p and the process id",
-		Usage:       "the job's name in its shared-memory segments' names, /dev/shm/cphicache-<job-id>-g<CP group>-<random> (characters other than letters, digits, '.' and '_' become '_')"}
+		Usage:       "the job's name in its shared-memory segments' names, /dev/shm/cphicache-<job-id>-g<CP group>-<random> (characters other than letters, digits, '.' and '_' become '_')",
+	}
 }
 
-// jobID names the job in shared-memory segment names: --job-id, else Slurm's job id, else this process's id.
+// jobID names the job in shared-memory segment names: --job-id, else Slurm's job id, else this
+// process's id.
 func jobID(given string) string {
 	if given != "" {
 		return given
@@ -74,7 +82,8 @@ func jobID(given string) string {
 	return fmt.Sprintf("p%d", os.Getpid())
 }
 
-// withJob starts MPI and the topology, runs fn, and ends the process the way the job's error requires.
+// withJob starts MPI and the topology, runs fn, and ends the process the way the job's error
+// requires.
 func withJob(g globalOptions, fn func(*spmd.Job) error) error {
 	job, err := spmd.StartJob(g.cp, g.dp, g.logLevel, jobSettings())
 	if err != nil {
@@ -86,8 +95,8 @@ func withJob(g globalOptions, fn func(*spmd.Job) error) error {
 	return job.Close()
 }
 
-// Main runs the command line of the build whose version is given (main.version), and exits with the status
-// its error calls for (exitStatus); a job that fails ends the process itself (withJob).
+// Main runs the command line of the build whose version is given (main.version), and exits with the
+// status its error calls for (exitStatus); a job that fails ends the process itself (withJob).
 func Main(buildVersion string) {
 	version = buildVersion
 	if err := newApp().Run(os.Args); err != nil {
@@ -96,9 +105,9 @@ func Main(buildVersion string) {
 	}
 }
 
-// exitStatus is the exit status of an error that ended the command before or outside a job: ExitUsage for a
-// command line that does not parse or a flag at fault, 128 + N for a benchmark that signal N ended (once it
-// cleaned up), ExitFailure for anything else.
+// exitStatus is the exit status of an error that ended the command before or outside a job:
+// ExitUsage for a command line that does not parse or a flag at fault, 128 + N for a benchmark that
+// signal N ended (once it cleaned up), ExitFailure for anything else.
 func exitStatus(err error) int {
 	if errors.As(err, new(usageError)) {
 		return spmd.ExitUsage
@@ -109,7 +118,8 @@ func exitStatus(err error) int {
 	return spmd.ExitStatus(err)
 }
 
-// exitStatusHelp lists every exit status, for --help, the README and the man page (TestExitStatusesAreListed).
+// exitStatusHelp lists every exit status, for --help, the README and the man page
+// (TestExitStatusesAreListed).
 const exitStatusHelp = "EXIT STATUS:\n" +
 	"   0      success: every check passed (a result line \"OK, but ...\" says what was not covered)\n" +
 	"   1      a check failed (placement divergence, a wrong byte, a failed copy, a validate row) or a run-time error\n" +
@@ -119,9 +129,10 @@ const exitStatusHelp = "EXIT STATUS:\n" +
 	"   5      --strict: nothing failed, but not everything was checked (a result line \"OK, but ...\", a skipped validate check)\n" +
 	"   128+N  ended by signal N (130: SIGINT, Ctrl-C; 143: SIGTERM, scancel)\n"
 
-// reportError prints a fatal error that ended the command before or outside a job (a bad flag, a usage error)
-// the one way every error is printed (spmd.Report): once for an error every rank shares, with the rank
-// otherwise. A rank that stays silent waits, so that mpirun does not end the speaker before its message is out.
+// reportError prints a fatal error that ended the command before or outside a job (a bad flag, a
+// usage error) the one way every error is printed (spmd.Report): once for an error every rank
+// shares, with the rank otherwise. A rank that stays silent waits, so that mpirun does not end the
+// speaker before its message is out.
 func reportError(err error) {
 	if printError(os.Stderr, err) {
 		time.Sleep(spmd.SilentGrace())
@@ -131,9 +142,11 @@ func reportError(err error) {
 // printError prints err as reportError does and says whether this rank must wait before it exits.
 func printError(w io.Writer, err error) (wait bool) {
 	if errors.As(err, new(*spmd.ReportedError)) {
-		return false // every rank printed it and met the others after (ranks given different settings): exit now
+		// every rank printed it and met the others after (ranks given different settings): exit now
+		return false
 	}
-	// Ranks given different settings each print their own values: each waits too, or the first to exit has
-	// mpirun end the others before they print.
-	return !spmd.Report(w, err, spmd.Where{WorldRank: mpi.LauncherRank()}) || errors.As(err, new(*spmd.SettingsError))
+	// Ranks given different settings each print their own values: each waits too, or the first to
+	// exit has mpirun end the others before they print.
+	return !spmd.Report(w, err, spmd.Where{WorldRank: mpi.LauncherRank()}) ||
+		errors.As(err, new(*spmd.SettingsError))
 }

@@ -1,6 +1,7 @@
 package cli
 
-// `cphicache bench e2e`: the main job at several rank counts; it launches mpirun itself, so it runs without it.
+// `cphicache bench e2e`: the main job at several rank counts; it launches mpirun itself, so it runs
+// without it.
 
 import (
 	"context"
@@ -29,15 +30,54 @@ type e2eOptions struct {
 func (o *e2eOptions) flags() []cli.Flag {
 	env := func(name string) []string { return []string{"CPHICACHE_BENCH_E2E_" + name} }
 	return append([]cli.Flag{
-		&cli.IntSliceFlag{Name: "np-list", Value: cli.NewIntSlice(1, 2, 4, 8), EnvVars: env("NP_LIST"), Destination: &o.npList, Usage: "rank counts, comma separated; one mpirun per count"},
-		&cli.Int64SliceFlag{Name: "assert-every-list", Value: cli.NewInt64Slice(8, 0), EnvVars: env("ASSERT_EVERY_LIST"), Destination: &o.assertEveryList,
-			Usage: "steps between placement asserts, comma separated; 0 = one assert at the end (the baseline of the overhead column)"},
-		&cli.IntFlag{Name: "repeats", Value: 3, EnvVars: env("REPEATS"), Destination: &o.repeats, Usage: "launches per configuration, interleaved; rows are medians"},
-		&cli.StringFlag{Name: "mpirun", Value: "mpirun --oversubscribe --mca mpi_yield_when_idle 1", EnvVars: env("MPIRUN"), Destination: &o.mpirun,
-			Usage: "the launcher and its flags (split at spaces); -np N is inserted after the first word"},
-		&cli.StringFlag{Name: "run-args", EnvVars: env("RUN_ARGS"), Destination: &o.runArgs, Usage: "extra `FLAGS` of cphicache run (split at spaces)"},
-		&cli.StringFlag{Name: "out-dir", Value: "build/bench/e2e", EnvVars: env("OUT_DIR"), Destination: &o.outDir, Usage: "folder for each launch's report (JSON) and output (log)"},
-		&cli.DurationFlag{Name: "timeout", Value: 300 * time.Second, EnvVars: env("TIMEOUT"), Destination: &o.timeout, Usage: "end a launch that runs longer than this (e.g. 300s, 5m)"},
+		&cli.IntSliceFlag{
+			Name:        "np-list",
+			Value:       cli.NewIntSlice(1, 2, 4, 8),
+			EnvVars:     env("NP_LIST"),
+			Destination: &o.npList,
+			Usage:       "rank counts, comma separated; one mpirun per count",
+		},
+		&cli.Int64SliceFlag{
+			Name:        "assert-every-list",
+			Value:       cli.NewInt64Slice(8, 0),
+			EnvVars:     env("ASSERT_EVERY_LIST"),
+			Destination: &o.assertEveryList,
+			Usage:       "steps between placement asserts, comma separated; 0 = one assert at the end (the baseline of the overhead column)",
+		},
+		&cli.IntFlag{
+			Name:        "repeats",
+			Value:       3,
+			EnvVars:     env("REPEATS"),
+			Destination: &o.repeats,
+			Usage:       "launches per configuration, interleaved; rows are medians",
+		},
+		&cli.StringFlag{
+			Name:        "mpirun",
+			Value:       "mpirun --oversubscribe --mca mpi_yield_when_idle 1",
+			EnvVars:     env("MPIRUN"),
+			Destination: &o.mpirun,
+			Usage:       "the launcher and its flags (split at spaces); -np N is inserted after the first word",
+		},
+		&cli.StringFlag{
+			Name:        "run-args",
+			EnvVars:     env("RUN_ARGS"),
+			Destination: &o.runArgs,
+			Usage:       "extra `FLAGS` of cphicache run (split at spaces)",
+		},
+		&cli.StringFlag{
+			Name:        "out-dir",
+			Value:       "build/bench/e2e",
+			EnvVars:     env("OUT_DIR"),
+			Destination: &o.outDir,
+			Usage:       "folder for each launch's report (JSON) and output (log)",
+		},
+		&cli.DurationFlag{
+			Name:        "timeout",
+			Value:       300 * time.Second,
+			EnvVars:     env("TIMEOUT"),
+			Destination: &o.timeout,
+			Usage:       "end a launch that runs longer than this (e.g. 300s, 5m)",
+		},
 	}, benchOutputFlags("e2e", false, &o.out)...)
 }
 
@@ -47,9 +87,16 @@ func (o *e2eOptions) before(*cli.Context) error {
 	if err != nil {
 		return err
 	}
-	o.cfg = bench.E2EConfig{NPs: o.npList.Value(), AssertEvery: o.assertEveryList.Value(), Repeats: o.repeats,
-		Launcher: strings.Fields(o.mpirun), Binary: self, RunArgs: strings.Fields(o.runArgs),
-		OutDir: o.outDir, TimeoutSeconds: o.timeout.Seconds()}
+	o.cfg = bench.E2EConfig{
+		NPs:            o.npList.Value(),
+		AssertEvery:    o.assertEveryList.Value(),
+		Repeats:        o.repeats,
+		Launcher:       strings.Fields(o.mpirun),
+		Binary:         self,
+		RunArgs:        strings.Fields(o.runArgs),
+		OutDir:         o.outDir,
+		TimeoutSeconds: o.timeout.Seconds(),
+	}
 	return o.cfg.Validate()
 }
 
@@ -67,7 +114,17 @@ func benchE2ECommand() *cli.Command {
 
 func benchE2E(cfg bench.E2EConfig, out *benchOutput) error {
 	meta := bench.NewMeta("e2e", version)
-	meta.Set("launch", strings.TrimSpace(fmt.Sprintf("%s -np N ... %s run --quiet --report FILE --placement-assert-every A %s", cfg.Launcher[0], cfg.Binary, strings.Join(cfg.RunArgs, " "))))
+	meta.Set(
+		"launch",
+		strings.TrimSpace(
+			fmt.Sprintf(
+				"%s -np N ... %s run --quiet --report FILE --placement-assert-every A %s",
+				cfg.Launcher[0],
+				cfg.Binary,
+				strings.Join(cfg.RunArgs, " "),
+			),
+		),
+	)
 	meta.Set("launcher flags", strings.Join(cfg.Launcher[1:], " "))
 	meta.Set("rank counts", fmt.Sprint(cfg.NPs))
 	meta.Set("assert intervals", fmt.Sprint(cfg.AssertEvery))
@@ -83,5 +140,11 @@ func benchE2E(cfg bench.E2EConfig, out *benchOutput) error {
 		return err
 	}
 	meta.Ranks = bench.E2ERanks(runs)
-	return out.write(meta, map[string]any{"rows": rows, "runs": runs}, bench.E2EWrong(rows), func(w io.Writer) { bench.WriteE2ETable(w, rows) }, nil)
+	return out.write(
+		meta,
+		map[string]any{"rows": rows, "runs": runs},
+		bench.E2EWrong(rows),
+		func(w io.Writer) { bench.WriteE2ETable(w, rows) },
+		nil,
+	)
 }

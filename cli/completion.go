@@ -1,8 +1,8 @@
 package cli
 
-// `cphicache completion bash|zsh`: the completion scripts make install installs. The scripts ask the binary itself
-// for its words, so they cannot disagree with --help; the man page (man.go) is the other command make install
-// runs.
+// `cphicache completion bash|zsh`: the completion scripts make install installs. The scripts ask
+// the binary itself for its words, so they cannot disagree with --help; the man page (man.go) is
+// the other command make install runs.
 
 import (
 	"fmt"
@@ -15,12 +15,13 @@ import (
 	"github.com/cphicache/cphicache/hicache/sizing"
 )
 
-// The completion scripts ask the program itself for the words that may come next: urfave/cli answers
-// --generate-bash-completion (EnableBashCompletion) with the commands, or with the flags after a word that starts
-// with a dash, without running anything. They complete the GPU and MPICH builds' binaries too.
+// The completion scripts ask the program itself for the words that may come next: urfave/cli
+// answers --generate-bash-completion (EnableBashCompletion) with the commands, or with the flags
+// after a word that starts with a dash, without running anything. They complete the GPU and MPICH
+// builds' binaries too.
 //
-// After a flag that takes one of a fixed set of values (enumValues), they offer the values instead: the script
-// carries them in a case statement, generated from the same table the man page shows.
+// After a flag that takes one of a fixed set of values (enumValues), they offer the values instead:
+// the script carries them in a case statement, generated from the same table the man page shows.
 var bashCompletion = `# bash completion for cphicache (cphicache completion bash)
 _cphicache_complete() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts
@@ -67,8 +68,8 @@ else
 fi
 `
 
-// enumValues are the values of the flags that take one of a fixed set, for completion and the man page;
-// TestEnumValuesAreAccepted holds them to what the flags accept.
+// enumValues are the values of the flags that take one of a fixed set, for completion and the man
+// page; TestEnumValuesAreAccepted holds them to what the flags accept.
 var enumValues = map[string][]string{
 	"layout":             {"layer_first", "page_first"},
 	"write-policy":       {"write_through", "write_through_selective", "write_back"},
@@ -83,8 +84,8 @@ var enumValues = map[string][]string{
 	"l3-prefetch-policy": {"best_effort", "wait_complete", "timeout"},
 }
 
-// enumCases is the case arms of a completion script, one per enumerated flag, each setting the values with
-// assign (a format with one verb: the values, space-separated).
+// enumCases is the case arms of a completion script, one per enumerated flag, each setting the
+// values with assign (a format with one verb: the values, space-separated).
 func enumCases(assign string) string {
 	names := make([]string, 0, len(enumValues))
 	for name := range enumValues {
@@ -110,7 +111,12 @@ func completionCommand() *cli.Command {
 			scripts := map[string]string{"bash": bashCompletion, "zsh": zshCompletion}
 			script, ok := scripts[c.Args().First()]
 			if !ok || c.NArg() != 1 {
-				return usageError{fmt.Errorf("completion: give one shell, bash or zsh, not %q", strings.Join(c.Args().Slice(), " "))}
+				return usageError{
+					fmt.Errorf(
+						"completion: give one shell, bash or zsh, not %q",
+						strings.Join(c.Args().Slice(), " "),
+					),
+				}
 			}
 			fmt.Print(script)
 			return nil

@@ -14,8 +14,9 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// TestReadmeL3CommandsWorkOnAFreshMachine: --l3-dir must exist (a typo is refused, not created), so every
-// command of the README and of docs/ that names a literal --l3-dir makes it first, in the same block.
+// TestReadmeL3CommandsWorkOnAFreshMachine: --l3-dir must exist (a typo is refused, not created), so
+// every command of the README and of docs/ that names a literal --l3-dir makes it first, in the
+// same block.
 func TestReadmeL3CommandsWorkOnAFreshMachine(t *testing.T) {
 	docs, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
 	if err != nil || len(docs) < 8 {
@@ -48,9 +49,9 @@ func TestReadmeL3CommandsWorkOnAFreshMachine(t *testing.T) {
 	}
 }
 
-// TestManPageShowsValuesAndHasEnvironmentAndExitStatus: each flag shows the kind of value it takes (N, DURATION,
-// the allowed values), never urfave's --flag=""; every CPHICACHE_* variable of every flag is in ENVIRONMENT, and
-// every exit status in EXIT STATUS.
+// TestManPageShowsValuesAndHasEnvironmentAndExitStatus: each flag shows the kind of value it takes
+// (N, DURATION, the allowed values), never urfave's --flag=""; every CPHICACHE_* variable of every
+// flag is in ENVIRONMENT, and every exit status in EXIT STATUS.
 func TestManPageShowsValuesAndHasEnvironmentAndExitStatus(t *testing.T) {
 	app := newApp()
 	page := manPage(app)
@@ -71,7 +72,12 @@ func TestManPageShowsValuesAndHasEnvironmentAndExitStatus(t *testing.T) {
 				if doc, ok := f.(cli.DocGenerationFlag); ok {
 					for _, e := range doc.GetEnvVars() {
 						if !strings.Contains(env, `\fB`+strings.ReplaceAll(e, "-", `\-`)+`\fR`) {
-							t.Errorf("%s (--%s of %s) is not in ENVIRONMENT", e, f.Names()[0], cmd.Name)
+							t.Errorf(
+								"%s (--%s of %s) is not in ENVIRONMENT",
+								e,
+								f.Names()[0],
+								cmd.Name,
+							)
 						}
 					}
 				}
@@ -82,14 +88,17 @@ func TestManPageShowsValuesAndHasEnvironmentAndExitStatus(t *testing.T) {
 	walk(app.Commands)
 }
 
-// TestCompletionOffersEnumeratedValues: after a flag with a fixed set of values, bash completion offers them.
+// TestCompletionOffersEnumeratedValues: after a flag with a fixed set of values, bash completion
+// offers them.
 func TestCompletionOffersEnumeratedValues(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "cphicache.bash")
 	if err := os.WriteFile(script, []byte(bashCompletion), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("bash", "-c", `source "$1"; COMP_WORDS=(cphicache run --layout ""); COMP_CWORD=3; _cphicache_complete; printf "%s\n" "${COMPREPLY[@]}"`, "_", script).CombinedOutput()
-	if err != nil || strings.Fields(string(out))[0] != "layer_first" || !strings.Contains(string(out), "page_first") {
+	out, err := exec.Command("bash", "-c", `source "$1"; COMP_WORDS=(cphicache run --layout ""); COMP_CWORD=3; _cphicache_complete; printf "%s\n" "${COMPREPLY[@]}"`, "_", script).
+		CombinedOutput()
+	if err != nil || strings.Fields(string(out))[0] != "layer_first" ||
+		!strings.Contains(string(out), "page_first") {
 		t.Errorf("completing --layout: %v\n%s", err, out)
 	}
 }
@@ -97,32 +106,57 @@ func TestCompletionOffersEnumeratedValues(t *testing.T) {
 // TestEnumValuesAreAccepted: every value completion and the man page offer is one its flag accepts.
 func TestEnumValuesAreAccepted(t *testing.T) {
 	// A flag that does nothing alone is given what it needs (TestUnusedFlagsAreRefused).
-	needs := map[string][]string{"trace-format": {"--trace", "t.jsonl"}, "gpu": {"--model", "deepseek-v3", "--request-rate", "1"},
-		"prefill-model": {"--gpu", "h200", "--request-rate", "1"}}
+	needs := map[string][]string{
+		"trace-format":  {"--trace", "t.jsonl"},
+		"gpu":           {"--model", "deepseek-v3", "--request-rate", "1"},
+		"prefill-model": {"--gpu", "h200", "--request-rate", "1"},
+	}
 	for flag, values := range enumValues {
 		for _, v := range values {
-			args := append([]string{"cphicache", "run", "--" + flag, v, "--l3-dir", t.TempDir()}, needs[flag]...)
+			args := append(
+				[]string{"cphicache", "run", "--" + flag, v, "--l3-dir", t.TempDir()},
+				needs[flag]...)
 			if flag == "format" {
-				args = []string{"cphicache", "gen-trace", "--format", v, "--output", filepath.Join(t.TempDir(), "t")}
+				args = []string{
+					"cphicache",
+					"gen-trace",
+					"--format",
+					v,
+					"--output",
+					filepath.Join(t.TempDir(), "t"),
+				}
 			}
 			o := &runOptions{}
 			app := newApp()
 			if args[1] == "run" { // parse and check only: no job
-				flags := append(append(o.flags(), o.metricsFlags()...), servingFlags(&o.serving, false)...)
-				app = &cli.App{Commands: []*cli.Command{{Name: "run", Flags: flags, Before: o.before, Action: func(*cli.Context) error { return nil }}}}
+				flags := append(
+					append(o.flags(), o.metricsFlags()...),
+					servingFlags(&o.serving, false)...)
+				app = &cli.App{
+					Commands: []*cli.Command{
+						{
+							Name:   "run",
+							Flags:  flags,
+							Before: o.before,
+							Action: func(*cli.Context) error { return nil },
+						},
+					},
+				}
 			}
 			err := app.Run(args)
 			var ce *errscope.ConfigError
-			if errors.As(err, &ce) && ce.Flag == flag && !strings.Contains(err.Error(), "GPU build") {
+			if errors.As(err, &ce) && ce.Flag == flag &&
+				!strings.Contains(err.Error(), "GPU build") {
 				t.Errorf("--%s %s is offered but refused: %v", flag, v, err)
 			}
 		}
 	}
 }
 
-// TestEveryFlagHasAnEnvironmentVariableNamedForIt: every flag (as STYLE.md and the man page say) has a
-// CPHICACHE_ variable ending in the flag's name in capitals, without a word twice (CPHICACHE_BENCH_L3_L3_DIR), and
-// an output flag a command shares by name only (--json, --format) is prefixed with its command.
+// TestEveryFlagHasAnEnvironmentVariableNamedForIt: every flag (as STYLE.md and the man page say)
+// has a CPHICACHE_ variable ending in the flag's name in capitals, without a word twice
+// (CPHICACHE_BENCH_L3_L3_DIR), and an output flag a command shares by name only (--json, --format)
+// is prefixed with its command.
 func TestEveryFlagHasAnEnvironmentVariableNamedForIt(t *testing.T) {
 	var walk func(path string, cmds []*cli.Command)
 	walk = func(path string, cmds []*cli.Command) {
@@ -146,14 +180,21 @@ func TestEveryFlagHasAnEnvironmentVariableNamedForIt(t *testing.T) {
 						t.Errorf("%s --%s: %s repeats %s", name, flag, envs[0], words[i])
 					}
 				}
-				if !strings.HasPrefix(envs[0], "CPHICACHE_") || !strings.HasSuffix(envs[0], want) && !strings.HasSuffix(want, strings.TrimPrefix(envs[0], "CPHICACHE_BENCH_L3_")) {
+				if !strings.HasPrefix(envs[0], "CPHICACHE_") ||
+					!strings.HasSuffix(envs[0], want) &&
+						!strings.HasSuffix(
+							want,
+							strings.TrimPrefix(envs[0], "CPHICACHE_BENCH_L3_"),
+						) {
 					t.Errorf("%s --%s: %s is not CPHICACHE_..._%s", name, flag, envs[0], want)
 				}
-				// The Slurm scripts' settings are CPHICACHE_SBATCH_*: no flag may read one (slurm/cp8.sbatch).
+				// The Slurm scripts' settings are CPHICACHE_SBATCH_*: no flag may read one
+				// (slurm/cp8.sbatch).
 				if strings.HasPrefix(envs[0], "CPHICACHE_SBATCH_") {
 					t.Errorf("%s --%s: %s is the Slurm scripts' namespace", name, flag, envs[0])
 				}
-				if (flag == "json" || flag == "plot" || flag == "format" || flag == "output") && envs[0] == "CPHICACHE_"+want {
+				if (flag == "json" || flag == "plot" || flag == "format" || flag == "output") &&
+					envs[0] == "CPHICACHE_"+want {
 					t.Errorf("%s --%s: %s does not say which command's", name, flag, envs[0])
 				}
 			}

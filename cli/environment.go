@@ -1,8 +1,9 @@
 package cli
 
-// The CPHICACHE_* environment: a misspelled variable (CPHICACHE_L2_SLOT for CPHICACHE_L2_SLOTS) would be ignored
-// without a word while a misspelled flag is refused, so a command refuses, as a usage error, any CPHICACHE_*
-// variable that is neither a flag's nor one of the few settings read outside the flags (otherSettings).
+// The CPHICACHE_* environment: a misspelled variable (CPHICACHE_L2_SLOT for CPHICACHE_L2_SLOTS)
+// would be ignored without a word while a misspelled flag is refused, so a command refuses, as a
+// usage error, any CPHICACHE_* variable that is neither a flag's nor one of the few settings read
+// outside the flags (otherSettings).
 
 import (
 	"fmt"
@@ -18,19 +19,20 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// otherSettings are the CPHICACHE_* variables that are no flag's: the binary's own, read where they apply, and
-// those of the project's scripts and tests, which run the binary with them set.
+// otherSettings are the CPHICACHE_* variables that are no flag's: the binary's own, read where they
+// apply, and those of the project's scripts and tests, which run the binary with them set.
 var otherSettings = []string{
 	spmd.NodeNameEnv, mpi.YieldEnv, transport.NCCLLibEnv, transport.NCCLHostBuffersEnv, kernels.CUDALibEnv,
 	kernels.CUDAStagedEnv,
 	"CPHICACHE_BIN", // the CLI tests' binary (Makefile, cli/main_test.go)
 }
 
-// otherSettingPrefixes are families of script settings: the sbatch scripts' (CPHICACHE_SBATCH_*) and the local
-// Slurm cluster test's (CPHICACHE_SLURM_*).
+// otherSettingPrefixes are families of script settings: the sbatch scripts' (CPHICACHE_SBATCH_*)
+// and the local Slurm cluster test's (CPHICACHE_SLURM_*).
 var otherSettingPrefixes = []string{"CPHICACHE_SBATCH_", "CPHICACHE_SLURM_"}
 
-// knownVariables is every CPHICACHE_* name cphicache reads: each flag's over every command, and otherSettings.
+// knownVariables is every CPHICACHE_* name cphicache reads: each flag's over every command, and
+// otherSettings.
 func knownVariables(cmds []*cli.Command) map[string]bool {
 	known := map[string]bool{}
 	for _, name := range otherSettings {
@@ -53,13 +55,14 @@ func knownVariables(cmds []*cli.Command) map[string]bool {
 	return known
 }
 
-// unknownVariables refuses the first (by name) CPHICACHE_* variable of environ that cphicache does not read,
-// naming the closest one it does.
+// unknownVariables refuses the first (by name) CPHICACHE_* variable of environ that cphicache does
+// not read, naming the closest one it does.
 func unknownVariables(environ []string, known map[string]bool) error {
 	var unknown []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "CPHICACHE_") || known[name] || hasAnyPrefix(name, otherSettingPrefixes) {
+		if !strings.HasPrefix(name, "CPHICACHE_") || known[name] ||
+			hasAnyPrefix(name, otherSettingPrefixes) {
 			continue
 		}
 		unknown = append(unknown, name)
@@ -72,9 +75,15 @@ func unknownVariables(environ []string, known map[string]bool) error {
 	if near := closestName(unknown[0], known); near != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", near)
 	}
-	return usageError{fmt.Errorf("unknown environment variable %s%s: cphicache reads CPHICACHE_<FLAG> for each flag "+
-		"(--l2-slots is CPHICACHE_L2_SLOTS; bench's CPHICACHE_BENCH_<SUB>_<FLAG>) and %s; unset it or correct its name",
-		unknown[0], hint, strings.Join(otherSettings[:5], ", "))}
+	return usageError{
+		fmt.Errorf(
+			"unknown environment variable %s%s: cphicache reads CPHICACHE_<FLAG> for each flag "+
+				"(--l2-slots is CPHICACHE_L2_SLOTS; bench's CPHICACHE_BENCH_<SUB>_<FLAG>) and %s; unset it or correct its name",
+			unknown[0],
+			hint,
+			strings.Join(otherSettings[:5], ", "),
+		),
+	}
 }
 
 func hasAnyPrefix(name string, prefixes []string) bool {
@@ -86,8 +95,8 @@ func hasAnyPrefix(name string, prefixes []string) bool {
 	return false
 }
 
-// closestName is the known name nearest to name by edit distance, when it is near enough (a third of its
-// length) to be a slip of the keyboard.
+// closestName is the known name nearest to name by edit distance, when it is near enough (a third
+// of its length) to be a slip of the keyboard.
 func closestName(name string, known map[string]bool) string {
 	best, bestDistance := "", len(name)/3+1
 	for k := range known {

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,19 +14,30 @@ import (
 	"time"
 )
 
-// Fault tests: every injected fault, every bad input a new user would try, and a signal, each bounded in time,
-// each checked for a clear message, a non-zero exit and no shared memory left behind.
+// Fault tests: every injected fault, every bad input a new user would try, and a signal, each
+// bounded in time, each checked for a clear message, a non-zero exit and no shared memory left
+// behind.
 
-// faultWatchdogTimeout is the fault tests' --watchdog-timeout: short, so that a test waits little for it, yet past
-// what an honest wait takes on a node at load average 20-25 on two cores, where a 4-rank job's step broadcast
-// waited 4.7 s and a 3 s timeout ended the job before its injected fault (fresh-clone make test beside 8 busy
-// loops).
+// faultWatchdogTimeout is the fault tests' --watchdog-timeout: short, so that a test waits little
+// for it, yet past what an honest wait takes on a node at load average 20-25 on two cores, where a
+// 4-rank job's step broadcast waited 4.7 s and a 3 s timeout ended the job before its injected
+// fault (fresh-clone make test beside 8 busy loops).
 const faultWatchdogTimeout = 10 * time.Second
 
 func TestInjectedHangEndsWithinTheWatchdogTimeout(t *testing.T) {
 	besideOthers(t)
-	res, injectedAt := runMPIMarked(t, 4, 60*time.Second, "injected hang at step 5", "run", "--quiet",
-		"--watchdog-timeout", faultWatchdogTimeout.String(), "--inject-hang", "1@5")
+	res, injectedAt := runMPIMarked(
+		t,
+		4,
+		60*time.Second,
+		"injected hang at step 5",
+		"run",
+		"--quiet",
+		"--watchdog-timeout",
+		faultWatchdogTimeout.String(),
+		"--inject-hang",
+		"1@5",
+	)
 	elapsed := time.Since(injectedAt)
 	if res.exitCode == 0 {
 		t.Fatal("a hung rank did not end the job")
@@ -38,10 +47,14 @@ func TestInjectedHangEndsWithinTheWatchdogTimeout(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
 		}
 	}
-	// From the hang: the timeout, the poll interval and mpirun's tear-down, with room for a loaded machine; without
-	// the watchdog the job would wait for the test's bound, minutes.
+	// From the hang: the timeout, the poll interval and mpirun's tear-down, with room for a loaded
+	// machine; without the watchdog the job would wait for the test's bound, minutes.
 	if elapsed > faultWatchdogTimeout+30*time.Second {
-		t.Errorf("the job took %v to end after the hang, with a %v watchdog timeout", elapsed, faultWatchdogTimeout)
+		t.Errorf(
+			"the job took %v to end after the hang, with a %v watchdog timeout",
+			elapsed,
+			faultWatchdogTimeout,
+		)
 	}
 	checkNoSegments(t)
 }
@@ -49,7 +62,8 @@ func TestInjectedHangEndsWithinTheWatchdogTimeout(t *testing.T) {
 func TestInjectedExitEndsTheJob(t *testing.T) {
 	besideOthers(t)
 	res := runMPI(t, 4, 60*time.Second, "run", "--quiet", "--inject-exit", "3@5")
-	if res.exitCode == 0 || !strings.Contains(res.stderr, "rank 3: injected exit at step 5 (--inject-exit)") {
+	if res.exitCode == 0 ||
+		!strings.Contains(res.stderr, "rank 3: injected exit at step 5 (--inject-exit)") {
 		t.Fatalf("exit %d, stderr:\n%s", res.exitCode, res.stderr)
 	}
 	checkNoSegments(t)
@@ -66,10 +80,16 @@ func TestBadInputFailsWithOneClearLine(t *testing.T) {
 		return p
 	}
 	empty := write("empty.jsonl", "")
-	notJSON := write("bad.jsonl", `{"rid": "a", "input_ids": [1, 2], "output_len": 4}`+"\nthis is not json\n")
+	notJSON := write(
+		"bad.jsonl",
+		`{"rid": "a", "input_ids": [1, 2], "output_len": 4}`+"\nthis is not json\n",
+	)
 	negative := write("neg.jsonl", `{"rid": "a", "input_ids": [1, 2], "output_len": -3}`+"\n")
 	huge := write("huge.jsonl", `{"rid": "a", "input_ids": [1, 2], "output_len": 99999999999}`+"\n")
-	outOfRange := write("range.jsonl", `{"rid": "a", "input_ids": [1, 40000], "output_len": 4}`+"\n")
+	outOfRange := write(
+		"range.jsonl",
+		`{"rid": "a", "input_ids": [1, 40000], "output_len": 4}`+"\n",
+	)
 	for _, tc := range []struct {
 		np   int
 		args []string
@@ -90,21 +110,30 @@ func TestBadInputFailsWithOneClearLine(t *testing.T) {
 		{2, []string{"run", "--inject-hang", "x@y"}, "invalid --inject-hang"},
 		{2, []string{"run", "--watchdog-timeout", "soon"}, "watchdog-timeout"},
 	} {
-		// Side by side (make test runs four at a time): each case is mostly mpirun starting and ending two ranks
-		// and sleeping (parallel_test.go), and the cases share nothing.
+		// Side by side (make test runs four at a time): each case is mostly mpirun starting and
+		// ending two ranks and sleeping (parallel_test.go), and the cases share nothing.
 		t.Run("", func(t *testing.T) {
 			t.Parallel()
 			res := runMPI(t, tc.np, 60*time.Second, tc.args...)
 			lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
 			if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
-				t.Errorf("%v: exit %d, want non-zero and one line naming %q; got:\n%s", tc.args, res.exitCode, tc.want, res.stderr)
+				t.Errorf(
+					"%v: exit %d, want non-zero and one line naming %q; got:\n%s",
+					tc.args,
+					res.exitCode,
+					tc.want,
+					res.stderr,
+				)
 			}
 		})
 	}
-	t.Cleanup(func() { checkNoSegments(t) }) // after the parallel cases, which run once this function returns
+	t.Cleanup(
+		func() { checkNoSegments(t) },
+	) // after the parallel cases, which run once this function returns
 }
 
-// cphicacheLines keeps the lines cphicache printed, dropping mpirun's own banner about the failed job.
+// cphicacheLines keeps the lines cphicache printed, dropping mpirun's own banner about the failed
+// job.
 func cphicacheLines(stderr string) string {
 	var keep []string
 	for _, line := range strings.Split(stderr, "\n") {
@@ -115,11 +144,12 @@ func cphicacheLines(stderr string) string {
 	return strings.Join(keep, "\n")
 }
 
-// TestSIGTERMEndsTheRunCleanly signals the run once its provenance header is out, which it prints only after its
-// signal handling is in place (cli/run.go): a fixed sleep instead signalled a run that a loaded machine had not
-// brought that far, and the signal's default action killed it.
+// TestSIGTERMEndsTheRunCleanly signals the run once its provenance header is out, which it prints
+// only after its signal handling is in place (cli/run.go): a fixed sleep instead signalled a run
+// that a loaded machine had not brought that far, and the signal's default action killed it.
 func TestSIGTERMEndsTheRunCleanly(t *testing.T) {
-	// A singleton is the process that receives the signal directly, as each rank does under mpirun or srun.
+	// A singleton is the process that receives the signal directly, as each rank does under mpirun
+	// or srun.
 	cmd := exec.Command(binPath, "run", "--trace", writeLongTrace(t), "--quiet")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -141,7 +171,12 @@ func TestSIGTERMEndsTheRunCleanly(t *testing.T) {
 	case err := <-done:
 		ee, ok := err.(*exec.ExitError)
 		if !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) {
-			t.Errorf("exit %v, want status %d; stderr:\n%s", err, 128+int(syscall.SIGTERM), stderr.String())
+			t.Errorf(
+				"exit %v, want status %d; stderr:\n%s",
+				err,
+				128+int(syscall.SIGTERM),
+				stderr.String(),
+			)
 		}
 		if !strings.Contains(stderr.String(), "received SIGTERM; run abandoned") {
 			t.Errorf("no one-line reason on stderr:\n%s", stderr.String())
@@ -153,8 +188,8 @@ func TestSIGTERMEndsTheRunCleanly(t *testing.T) {
 	checkNoSegments(t)
 }
 
-// writeLongTrace writes a trace long enough that a singleton is still replaying it when the signal comes; the
-// tests that signal a run share one.
+// writeLongTrace writes a trace long enough that a singleton is still replaying it when the signal
+// comes; the tests that signal a run share one.
 func writeLongTrace(t *testing.T) string {
 	t.Helper()
 	longTraceOnce.Do(func() { longTracePath, longTraceErr = genLongTrace(t) })
@@ -170,10 +205,14 @@ var (
 	longTraceErr  error
 )
 
-// waitForHeader starts cmd and returns the first line of its standard output once it is there (a run's
-// provenance header: its signal handling is in place), failing the test after bound. rest, called after
-// cmd.Wait, returns the lines that came after it.
-func waitForHeader(t *testing.T, cmd *exec.Cmd, bound time.Duration) (header string, rest func() string) {
+// waitForHeader starts cmd and returns the first line of its standard output once it is there (a
+// run's provenance header: its signal handling is in place), failing the test after bound. rest,
+// called after cmd.Wait, returns the lines that came after it.
+func waitForHeader(
+	t *testing.T,
+	cmd *exec.Cmd,
+	bound time.Duration,
+) (header string, rest func() string) {
 	t.Helper()
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw // exec copies into it, and cmd.Wait waits for that copy
@@ -213,10 +252,11 @@ func genLongTrace(t *testing.T) (string, error) {
 	return path, nil
 }
 
-// TestOddConfigurationsFailNamingTheFlag: configurations that pass each flag's own check but not the job (a
-// pool whose allocator tables cannot fit in memory, a slot larger than a slab, a byte count that overflows, an
-// injection aimed at a rank the job does not have) and negative intervals fail with one line naming the right
-// flag, before any shared memory exists, instead of a runtime crash or a silent pass.
+// TestOddConfigurationsFailNamingTheFlag: configurations that pass each flag's own check but not
+// the job (a pool whose allocator tables cannot fit in memory, a slot larger than a slab, a byte
+// count that overflows, an injection aimed at a rank the job does not have) and negative intervals
+// fail with one line naming the right flag, before any shared memory exists, instead of a runtime
+// crash or a silent pass.
 func TestOddConfigurationsFailNamingTheFlag(t *testing.T) {
 	besideOthers(t)
 	for _, tc := range []struct {
@@ -239,7 +279,14 @@ func TestOddConfigurationsFailNamingTheFlag(t *testing.T) {
 			res := runMPI(t, 2, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
 			lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
 			if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
-				t.Errorf("%v: exit %d, want non-zero and one line saying %q; got:\n%s%s", tc.args, res.exitCode, tc.want, res.stdout, res.stderr)
+				t.Errorf(
+					"%v: exit %d, want non-zero and one line saying %q; got:\n%s%s",
+					tc.args,
+					res.exitCode,
+					tc.want,
+					res.stdout,
+					res.stderr,
+				)
 			}
 		})
 	}
@@ -249,147 +296,10 @@ func TestOddConfigurationsFailNamingTheFlag(t *testing.T) {
 func TestHelpSaysZeroWatchdogTimeoutIsOff(t *testing.T) {
 	out, err := exec.Command(binPath, "run", "--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "0 = off (no watchdog") {
-		t.Fatalf("cphicache run --help: %v; it must say that --watchdog-timeout 0 is off:\n%s", err, out)
+		t.Fatalf(
+			"cphicache run --help: %v; it must say that --watchdog-timeout 0 is off:\n%s",
+			err,
+			out,
+		)
 	}
-}
-
-// A copy that fails on one rank is agreed in its group's next consensus: the job ends at once, with that rank's
-// own message, printed once, and no watchdog wait.
-func TestInjectedCopyErrorEndsTheJobWithTheFailingRanksMessage(t *testing.T) {
-	start := time.Now()
-	reportPath := filepath.Join(t.TempDir(), "r.json")
-	res := runMPI(t, 8, 60*time.Second, "run", "--quiet", "--inject-copy-error", "3@5", "--report", reportPath)
-	elapsed := time.Since(start)
-	if f := readFailedReport(t, reportPath, res).Failure; f.Check != "page copy error" || f.WorldRank != 3 || !strings.Contains(f.Message, "injected copy error") {
-		t.Errorf("the report's failure is %+v, want rank 3's page copy error", f)
-	}
-	lines := strings.Split(strings.TrimSpace(cphicacheLines(res.stderr)), "\n")
-	if res.exitCode == 0 || len(lines) != 1 || !strings.Contains(lines[0], "rank 3 (CP group 0, CP rank 3)") ||
-		!strings.Contains(lines[0], "page copy failed") || !strings.Contains(lines[0], "injected copy error") {
-		t.Errorf("exit %d; want non-zero and one line from rank 3 naming the copy error:\n%s", res.exitCode, res.stderr)
-	}
-	// Half the default watchdog timeout (120 s): a job that waited for it could not end sooner, and a loaded
-	// machine (a job of 8 ranks took 13 s at load 20 on two cores) can.
-	if strings.Contains(res.stderr, "watchdog") || elapsed > 60*time.Second {
-		t.Errorf("the job took %v (the watchdog must not be what ends it):\n%s", elapsed, res.stderr)
-	}
-	checkNoSegments(t)
-}
-
-// A copy that never completes ends the job within the watchdog timeout plus 30 s of its injection (the tear-down
-// on a loaded machine; without the watchdog it would wait for the test's bound, minutes), named as the
-// drain of the rank that waited for it, mid-run and in the final drain after the last step.
-func TestInjectedStuckCopyEndsWithinTheWatchdogTimeout(t *testing.T) {
-	const timeout = faultWatchdogTimeout
-	t.Cleanup(func() { checkNoSegments(t) })    // after both cases: they run side by side, each mostly waiting
-	for _, step := range []string{"5", "199"} { // the default workload has 199 steps at any cp
-		t.Run("step"+step, func(t *testing.T) {
-			t.Parallel()
-			marker := "injected stuck copy at step " + step
-			res, injectedAt := runMPIMarked(t, 4, 60*time.Second, marker, "run", "--quiet", "--watchdog-timeout", timeout.String(), "--inject-stuck-copy", "2@"+step)
-			if res.exitCode == 0 || injectedAt.IsZero() {
-				t.Fatalf("exit %d, stderr:\n%s", res.exitCode, res.stderr)
-			}
-			named := strings.Contains(res.stderr, "rank 2: watchdog: write drain") || strings.Contains(res.stderr, "rank 2: watchdog: load wait") ||
-				strings.Contains(res.stderr, "rank 2: watchdog: copy queue")
-			if !named {
-				t.Errorf("the watchdog message does not name rank 2's drain:\n%s", res.stderr)
-			}
-			if took := time.Since(injectedAt); took > timeout+30*time.Second {
-				t.Errorf("the job ended %v after the injection, with a %v watchdog timeout", took, timeout)
-			}
-		})
-	}
-}
-
-// runMPIMarked is runMPI that also returns when marker first appeared on stderr (zero if never).
-func runMPIMarked(t *testing.T, np int, timeout time.Duration, marker string, args ...string) (mpirunResult, time.Time) {
-	t.Helper()
-	return runMPIOnMarker(t, np, timeout, marker, nil, args...)
-}
-
-// runMPIOnMarker is runMPIMarked that also calls onMarker (when not nil) with the running mpirun as soon as
-// marker first appears on stderr or stdout (a run's provenance header, "# cphicache ", says every rank's signal
-// handling is in place), for a test that acts on the job mid-run (a signal).
-func runMPIOnMarker(t *testing.T, np int, timeout time.Duration, marker string, onMarker func(*exec.Cmd), args ...string) (mpirunResult, time.Time) {
-	t.Helper()
-	timeout = loaded(timeout)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := mpirunCommand(ctx, t, np, args...)
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var markedAt time.Time
-	scan := func(r io.Reader, into *strings.Builder, done chan<- struct{}) {
-		scanner := bufio.NewScanner(r)
-		for scanner.Scan() {
-			mu.Lock()
-			if markedAt.IsZero() && strings.Contains(scanner.Text(), marker) {
-				markedAt = time.Now()
-				if onMarker != nil {
-					onMarker(cmd)
-				}
-			}
-			into.WriteString(scanner.Text() + "\n")
-			mu.Unlock()
-		}
-		close(done)
-	}
-	var stdout, stderr strings.Builder
-	outDone, errDone := make(chan struct{}), make(chan struct{})
-	go scan(outPipe, &stdout, outDone)
-	go scan(errPipe, &stderr, errDone)
-	<-outDone
-	<-errDone
-	err = cmd.Wait()
-	if ctx.Err() != nil {
-		t.Fatalf("mpirun -np %d %v did not finish within %v\nstderr:\n%s", np, args, timeout, stderr.String())
-	}
-	res := mpirunResult{stdout: stdout.String(), stderr: stderr.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		res.exitCode = ee.ExitCode()
-	} else if err != nil {
-		res.exitCode = -1
-	}
-	return res, markedAt
-}
-
-// A flush never forgives a divergence: the perturbation is caught before the reset, by the flush itself or by
-// the step consensus before it, whether flushes come from --flush-every or from the trace.
-func TestFlushDoesNotForgiveADivergence(t *testing.T) {
-	besideOthers(t)
-	trace := filepath.Join(t.TempDir(), "flushes.jsonl")
-	if out, err := exec.Command(binPath, "gen-trace", "--flush-every-requests", "40", "--output", trace).CombinedOutput(); err != nil {
-		t.Fatalf("gen-trace: %v\n%s", err, out)
-	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--inject-divergence", "1@5", "--flush-every", "10", "--placement-assert-every", "10"}, "at step 6 (event"},
-		{[]string{"--inject-divergence", "1@9", "--flush-every", "12"}, "at step 10 (event"},
-		{[]string{"--inject-divergence", "1@12", "--flush-every", "12"}, "caught by the flush consensus (before the flush's reset)"},
-		// 40 requests in steps of 4: the trace's first flush op is step 11.
-		{[]string{"--trace", trace, "--inject-divergence", "1@10", "--placement-assert-every", "100"}, "caught by the flush consensus (before the flush's reset)"},
-	} {
-		t.Run("divergence"+tc.args[slices.Index(tc.args, "--inject-divergence")+1], func(t *testing.T) {
-			t.Parallel() // side by side: each job ends within its first steps, so start-up is most of it
-			res := runMPI(t, 8, 60*time.Second, append([]string{"run", "--quiet"}, tc.args...)...)
-			if res.exitCode == 0 || !strings.Contains(res.stderr, "placement divergence in CP group 0") || !strings.Contains(res.stderr, tc.want) ||
-				!strings.Contains(res.stderr, "CP ranks [1]") {
-				t.Errorf("%v: exit %d, want the divergence of CP rank 1 named (%q):\n%s%s", tc.args, res.exitCode, tc.want, res.stdout, res.stderr)
-			}
-		})
-	}
-	t.Cleanup(func() { checkNoSegments(t) })
 }

@@ -12,8 +12,9 @@ import (
 // fileMapEntry is a line of the package doc's file map: "//   - a.go: ..." or "//   - a.go, b.go: ...".
 var fileMapEntry = regexp.MustCompile(`(?m)^//   - ((?:[a-z0-9_]+\.go(?:, )?)+):`)
 
-// TestFileMapNamesEveryFile: the file map in the package doc (doc.go) names every non-test Go file of cli/ and
-// no file that does not exist, as TestDesignReferencesExist holds DESIGN.md's citations to its headings.
+// TestFileMapNamesEveryFile: the file map in the package doc (doc.go) names every non-test Go file
+// of cli/ and no file that does not exist, as TestDesignReferencesExist holds DESIGN.md's citations
+// to its headings.
 func TestFileMapNamesEveryFile(t *testing.T) {
 	doc, err := os.ReadFile("doc.go")
 	if err != nil {
@@ -34,7 +35,11 @@ func TestFileMapNamesEveryFile(t *testing.T) {
 		}
 	}
 	if len(code) < 10 || len(mapped) < 10 {
-		t.Fatalf("%d files in cli/ and %d in doc.go's map: the test reads the folder or the map wrong", len(code), len(mapped))
+		t.Fatalf(
+			"%d files in cli/ and %d in doc.go's map: the test reads the folder or the map wrong",
+			len(code),
+			len(mapped),
+		)
 	}
 	for _, f := range code {
 		if !slices.Contains(mapped, f) {
@@ -43,7 +48,10 @@ func TestFileMapNamesEveryFile(t *testing.T) {
 	}
 	for _, f := range mapped {
 		if !slices.Contains(code, f) {
-			t.Errorf("doc.go's file map names %s, which is not a file of cli/ (renamed or removed?)", f)
+			t.Errorf(
+				"doc.go's file map names %s, which is not a file of cli/ (renamed or removed?)",
+				f,
+			)
 		}
 	}
 	for i, f := range mapped {

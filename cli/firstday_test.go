@@ -1,11 +1,10 @@
 package cli
 
-// What a new user met on a first day (issue 34): help that says what the product does and nothing of how it was
-// built, flags only where they do something, output that counts in English, and no path outside the repository.
+// What a new user met on a first day (issue 34): help that says what the product does and nothing
+// of how it was built, flags only where they do something, output that counts in English, and no
+// path outside the repository.
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -22,8 +21,8 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
-// helpTexts visits every text a command's --help shows: its usage and description, and each flag's usage and
-// category, with the command's path.
+// helpTexts visits every text a command's --help shows: its usage and description, and each flag's
+// usage and category, with the command's path.
 func helpTexts(visit func(path, text string, cmd *cli.Command)) {
 	var walk func(prefix string, cmds []*cli.Command)
 	walk = func(prefix string, cmds []*cli.Command) {
@@ -45,8 +44,9 @@ func helpTexts(visit func(path, text string, cmd *cli.Command)) {
 	walk("", newApp().Commands)
 }
 
-// TestHelpSaysNothingOfTheProjectsHistory: help is for users; an issue number or "the seed design" means nothing
-// to them, and the version's line says what the MPI library implements in plain words.
+// TestHelpSaysNothingOfTheProjectsHistory: help is for users; an issue number or "the seed design"
+// means nothing to them, and the version's line says what the MPI library implements in plain
+// words.
 func TestHelpSaysNothingOfTheProjectsHistory(t *testing.T) {
 	history := regexp.MustCompile(`(?i)\bissue \d+|seed design|standard that implements`)
 	helpTexts(func(path, text string, _ *cli.Command) {
@@ -56,7 +56,8 @@ func TestHelpSaysNothingOfTheProjectsHistory(t *testing.T) {
 	})
 }
 
-// TestTopoHelpAllowsGroupsOverNodes: a CP group may span nodes, so topo's help must not say it fails on one.
+// TestTopoHelpAllowsGroupsOverNodes: a CP group may span nodes, so topo's help must not say it
+// fails on one.
 func TestTopoHelpAllowsGroupsOverNodes(t *testing.T) {
 	helpTexts(func(path, text string, _ *cli.Command) {
 		if path == "topo" && strings.Contains(text, "span two nodes") {
@@ -65,8 +66,8 @@ func TestTopoHelpAllowsGroupsOverNodes(t *testing.T) {
 	})
 }
 
-// TestFlagCategoriesNameOnlyTheCommandsFlags: a group title that names a flag ("when no --trace") names one the
-// command has.
+// TestFlagCategoriesNameOnlyTheCommandsFlags: a group title that names a flag ("when no --trace")
+// names one the command has.
 func TestFlagCategoriesNameOnlyTheCommandsFlags(t *testing.T) {
 	flagName := regexp.MustCompile(`--([a-z0-9-]+)`)
 	helpTexts(func(path, text string, cmd *cli.Command) {
@@ -92,8 +93,8 @@ func hasFlag(cmd *cli.Command, name string) bool {
 	return false
 }
 
-// TestSweepOffersOnlyFlagsThatChangeIt: sweep runs in one process with every step's copies drained, so the step
-// consensus's transport, the watchdog and --sync-copies would do nothing there.
+// TestSweepOffersOnlyFlagsThatChangeIt: sweep runs in one process with every step's copies drained,
+// so the step consensus's transport, the watchdog and --sync-copies would do nothing there.
 func TestSweepOffersOnlyFlagsThatChangeIt(t *testing.T) {
 	for _, cmd := range newApp().Commands {
 		if cmd.Name != "sweep" {
@@ -109,8 +110,9 @@ func TestSweepOffersOnlyFlagsThatChangeIt(t *testing.T) {
 	t.Fatal("no sweep command")
 }
 
-// TestNothingPointsOutsideTheRepository: no file of the product (its Go sources but tests, its make files and
-// scripts) names a path of one machine; data a command needs by default lies in the repository.
+// TestNothingPointsOutsideTheRepository: no file of the product (its Go sources but tests, its make
+// files and scripts) names a path of one machine; data a command needs by default lies in the
+// repository.
 func TestNothingPointsOutsideTheRepository(t *testing.T) {
 	machinePath := regexp.MustCompile(`"/(work|home|data|scratch|mnt)/`)
 	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
@@ -122,7 +124,10 @@ func TestNothingPointsOutsideTheRepository(t *testing.T) {
 		}
 		name := d.Name()
 		product := (strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")) ||
-			strings.HasSuffix(name, ".mk") || name == "Makefile" || strings.HasSuffix(name, ".sbatch")
+			strings.HasSuffix(
+				name,
+				".mk",
+			) || name == "Makefile" || strings.HasSuffix(name, ".sbatch")
 		if d.IsDir() || !product {
 			return nil
 		}
@@ -140,26 +145,28 @@ func TestNothingPointsOutsideTheRepository(t *testing.T) {
 	}
 }
 
-// TestBenchReplayNeedsATrace: bench replay has no default trace outside the repository; without --trace it
-// says so as a usage error, naming the flag and the repository's excerpt.
+// TestBenchReplayNeedsATrace: bench replay has no default trace outside the repository; without
+// --trace it says so as a usage error, naming the flag and the repository's excerpt.
 func TestBenchReplayNeedsATrace(t *testing.T) {
 	out, err := exec.Command(binPath, "bench", "replay", "--np", "1").CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage || !strings.Contains(string(out), "invalid --trace: no trace given") ||
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage ||
+		!strings.Contains(string(out), "invalid --trace: no trace given") ||
 		!strings.Contains(string(out), "testdata/mooncake/synthetic_first200.jsonl") {
 		t.Errorf("bench replay without --trace: %v\n%s", err, out)
 	}
 }
 
-// TestRefusedSweepPrintsNoHeader: a sweep refused before its first point (an L1 shorter than the workload's
-// longest request) prints its error alone, not a header that reads as a start.
+// TestRefusedSweepPrintsNoHeader: a sweep refused before its first point (an L1 shorter than the
+// workload's longest request) prints its error alone, not a header that reads as a start.
 func TestRefusedSweepPrintsNoHeader(t *testing.T) {
 	cmd := exec.Command(binPath, "sweep", "--l2-slots", "64", "--device-pages", "16")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage || !strings.Contains(stderr.String(), "invalid --device-pages") {
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage ||
+		!strings.Contains(stderr.String(), "invalid --device-pages") {
 		t.Fatalf("exit %v, want %d and the flag named:\n%s", err, spmd.ExitUsage, stderr.String())
 	}
 	if stdout.Len() != 0 {
@@ -167,25 +174,34 @@ func TestRefusedSweepPrintsNoHeader(t *testing.T) {
 	}
 }
 
-// TestMissingTraceIsAUsageError: a --trace that is not there is a bad flag, as a missing --l3-dir is: exit 2 and
-// the flag named, alone and under mpirun (CP rank 0 reads the trace; its peers learn it failed).
+// TestMissingTraceIsAUsageError: a --trace that is not there is a bad flag, as a missing --l3-dir
+// is: exit 2 and the flag named, alone and under mpirun (CP rank 0 reads the trace; its peers learn
+// it failed).
 func TestMissingTraceIsAUsageError(t *testing.T) {
 	besideOthers(t)
 	missing := filepath.Join(t.TempDir(), "nonexist.jsonl")
 	out, err := exec.Command(binPath, "run", "--quiet", "--trace", missing).CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage || !strings.Contains(string(out), "invalid --trace: "+missing) {
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage ||
+		!strings.Contains(string(out), "invalid --trace: "+missing) {
 		t.Errorf("one process: %v, want exit %d naming --trace:\n%s", err, spmd.ExitUsage, out)
 	}
 	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--trace", missing)
-	if res.exitCode != spmd.ExitUsage || !strings.Contains(res.stderr, "invalid --trace: "+missing) {
-		t.Errorf("mpirun -np 2: exit %d, want %d naming --trace:\n%s", res.exitCode, spmd.ExitUsage, res.stderr)
+	if res.exitCode != spmd.ExitUsage ||
+		!strings.Contains(res.stderr, "invalid --trace: "+missing) {
+		t.Errorf(
+			"mpirun -np 2: exit %d, want %d naming --trace:\n%s",
+			res.exitCode,
+			spmd.ExitUsage,
+			res.stderr,
+		)
 	}
 	checkNoSegments(t)
 }
 
-// TestMisspelledEnvironmentVariableIsRefused: CPHICACHE_L2_SLOT=5 is refused as --l2-slot would be, with exit 2
-// and the name it was probably meant to be; the settings no flag reads, and the scripts' own, pass.
+// TestMisspelledEnvironmentVariableIsRefused: CPHICACHE_L2_SLOT=5 is refused as --l2-slot would be,
+// with exit 2 and the name it was probably meant to be; the settings no flag reads, and the
+// scripts' own, pass.
 func TestMisspelledEnvironmentVariableIsRefused(t *testing.T) {
 	known := knownVariables(newApp().Commands)
 	for _, name := range []string{"CPHICACHE_L2_SLOTS", "CPHICACHE_NODE_NAME", "CPHICACHE_MPI_YIELD", "CPHICACHE_SBATCH_ARGS", "CPHICACHE_BENCH_STEP_ITERS", "CPHICACHE_BIN"} {
@@ -194,32 +210,56 @@ func TestMisspelledEnvironmentVariableIsRefused(t *testing.T) {
 		}
 	}
 	err := unknownVariables([]string{"CPHICACHE_L2_SLOT=5"}, known)
-	if err == nil || !strings.Contains(err.Error(), "unknown environment variable CPHICACHE_L2_SLOT (did you mean CPHICACHE_L2_SLOTS?)") {
+	if err == nil ||
+		!strings.Contains(
+			err.Error(),
+			"unknown environment variable CPHICACHE_L2_SLOT (did you mean CPHICACHE_L2_SLOTS?)",
+		) {
 		t.Errorf("CPHICACHE_L2_SLOT: %v", err)
 	}
 	cmd := exec.Command(binPath, "run", "--quiet")
 	cmd.Env = append(os.Environ(), "CPHICACHE_L2_SLOT=5")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage || !strings.Contains(string(out), "did you mean CPHICACHE_L2_SLOTS?") {
-		t.Errorf("run with CPHICACHE_L2_SLOT=5: %v, want exit %d naming the variable:\n%s", err, spmd.ExitUsage, out)
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage ||
+		!strings.Contains(string(out), "did you mean CPHICACHE_L2_SLOTS?") {
+		t.Errorf(
+			"run with CPHICACHE_L2_SLOT=5: %v, want exit %d naming the variable:\n%s",
+			err,
+			spmd.ExitUsage,
+			out,
+		)
 	}
 }
 
-// TestSignalToOneRankIsNamedByThatRank: SIGINT to one rank that is not rank 0 (kill -INT of its pid) ends the
-// job, and that rank says it received it: the launcher ends the others with a SIGTERM that does not say why.
+// TestSignalToOneRankIsNamedByThatRank: SIGINT to one rank that is not rank 0 (kill -INT of its
+// pid) ends the job, and that rank says it received it: the launcher ends the others with a SIGTERM
+// that does not say why.
 func TestSignalToOneRankIsNamedByThatRank(t *testing.T) {
 	besideOthers(t)
 	trace := writeLongTrace(t)
 	var outputs []string
-	for range 3 { // mpirun, ending the job, now and then drops the ranks' last lines (TestSignalsUnderMpirun)
-		res, _ := runMPIOnMarker(t, 2, 60*time.Second, "# cphicache ", func(cmd *exec.Cmd) { // every rank handles signals
-			for _, pid := range childPids(t, cmd.Process.Pid) {
-				if env, _ := os.ReadFile(filepath.Join("/proc", fmt.Sprint(pid), "environ")); strings.Contains("\x00"+string(env), "\x00OMPI_COMM_WORLD_RANK=1\x00") {
-					syscall.Kill(pid, syscall.SIGINT)
+	// mpirun, ending the job, now and then drops the ranks' last lines (TestSignalsUnderMpirun)
+	for range 3 {
+		res, _ := runMPIOnMarker(
+			t,
+			2,
+			60*time.Second,
+			"# cphicache ",
+			func(cmd *exec.Cmd) { // every rank handles signals
+				for _, pid := range childPids(t, cmd.Process.Pid) {
+					if env, _ := os.ReadFile(filepath.Join("/proc", fmt.Sprint(pid), "environ")); strings.Contains(
+						"\x00"+string(env),
+						"\x00OMPI_COMM_WORLD_RANK=1\x00",
+					) {
+						syscall.Kill(pid, syscall.SIGINT)
+					}
 				}
-			}
-		}, "run", "--trace", trace)
+			},
+			"run",
+			"--trace",
+			trace,
+		)
 		if res.exitCode == 0 {
 			t.Fatalf("the job exited 0 after SIGINT to rank 1:\n%s", res.stderr)
 		}
@@ -229,14 +269,26 @@ func TestSignalToOneRankIsNamedByThatRank(t *testing.T) {
 		}
 		outputs = append(outputs, res.stderr)
 	}
-	t.Errorf("rank 1 did not say it received SIGINT in 3 tries:\n%s", strings.Join(outputs, "---\n"))
+	t.Errorf(
+		"rank 1 did not say it received SIGINT in 3 tries:\n%s",
+		strings.Join(outputs, "---\n"),
+	)
 }
 
-// TestStrictFailsWhatWasNotCovered: an "OK, but ..." exits 0, and with --strict (or CPHICACHE_STRICT) exit
-// status 5, naming what was not covered: a run that verified nothing, and validate with skipped checks.
+// TestStrictFailsWhatWasNotCovered: an "OK, but ..." exits 0, and with --strict (or
+// CPHICACHE_STRICT) exit status 5, naming what was not covered: a run that verified nothing, and
+// validate with skipped checks.
 func TestStrictFailsWhatWasNotCovered(t *testing.T) {
 	besideOthers(t)
-	small := []string{"--quiet", "--conversations", "4", "--turns-max", "2", "--device-pages", "4096"}
+	small := []string{
+		"--quiet",
+		"--conversations",
+		"4",
+		"--turns-max",
+		"2",
+		"--device-pages",
+		"4096",
+	}
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -248,20 +300,50 @@ func TestStrictFailsWhatWasNotCovered(t *testing.T) {
 		{"CPHICACHE_STRICT=true run", []string{"CPHICACHE_STRICT=true"}, append([]string{"run"}, small...), spmd.ExitNotCovered},
 	} {
 		res := runMPIEnv(t, 2, 60*time.Second, tc.env, tc.args...)
-		if res.exitCode != tc.want || !strings.Contains(res.stdout, "result: OK, but no data verified") {
-			t.Errorf("%s: exit %d, want %d:\n%s%s", tc.name, res.exitCode, tc.want, res.stdout, res.stderr)
+		if res.exitCode != tc.want ||
+			!strings.Contains(res.stdout, "result: OK, but no data verified") {
+			t.Errorf(
+				"%s: exit %d, want %d:\n%s%s",
+				tc.name,
+				res.exitCode,
+				tc.want,
+				res.stdout,
+				res.stderr,
+			)
 		}
-		if tc.want == spmd.ExitNotCovered && !strings.Contains(res.stderr, "OK, but no data verified (0 load-backs) (--strict") {
+		if tc.want == spmd.ExitNotCovered &&
+			!strings.Contains(res.stderr, "OK, but no data verified (0 load-backs) (--strict") {
 			t.Errorf("%s: the error does not say what was not covered:\n%s", tc.name, res.stderr)
 		}
 	}
-	// --sync-copies: which paths a small workload takes must not depend on the node's load (at load 20 the
-	// asynchronous copies of this one landed too late for any L2 miss or load-back).
-	cmd := exec.Command(binPath, "validate", "--strict", "--quiet", "--sync-copies", "--conversations", "8", "--turns-max", "3", "--device-pages", "64")
+	// --sync-copies: which paths a small workload takes must not depend on the node's load (at load
+	// 20 the asynchronous copies of this one landed too late for any L2 miss or load-back).
+	cmd := exec.Command(
+		binPath,
+		"validate",
+		"--strict",
+		"--quiet",
+		"--sync-copies",
+		"--conversations",
+		"8",
+		"--turns-max",
+		"3",
+		"--device-pages",
+		"64",
+	)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitNotCovered || !strings.Contains(string(out), "3 checks skipped (placement_identical, divergence_detected, l3_roundtrip)") {
-		t.Errorf("validate --strict at cp 1: %v, want exit %d naming the skipped checks:\n%s", err, spmd.ExitNotCovered, out)
+	if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitNotCovered ||
+		!strings.Contains(
+			string(out),
+			"3 checks skipped (placement_identical, divergence_detected, l3_roundtrip)",
+		) {
+		t.Errorf(
+			"validate --strict at cp 1: %v, want exit %d naming the skipped checks:\n%s",
+			err,
+			spmd.ExitNotCovered,
+			out,
+		)
 	}
 	checkNoSegments(t)
 }
@@ -269,120 +351,8 @@ func TestStrictFailsWhatWasNotCovered(t *testing.T) {
 // TestManPageListsEveryExitStatus: the man page's EXIT STATUS has --strict's 5 too.
 func TestManPageListsEveryExitStatus(t *testing.T) {
 	out, err := exec.Command(binPath, "man").Output()
-	if err != nil || !strings.Contains(string(out), "nothing failed, but not everything was checked") {
+	if err != nil ||
+		!strings.Contains(string(out), "nothing failed, but not everything was checked") {
 		t.Errorf("cphicache man: %v; no --strict exit status in:\n%.2000s", err, out)
 	}
-}
-
-// TestEveryResultSaysWhatProducedIt: run's output opens with '#' lines (the build and MPI library, the command
-// line, the start and hosts, the trace's checksum, every flag's effective value) and its JSON report holds the
-// same provenance; sweep, validate, topo and sim open with them too, and bench's header has the command line.
-func TestEveryResultSaysWhatProducedIt(t *testing.T) {
-	besideOthers(t)
-	dir := t.TempDir()
-	trace, report := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "r.json")
-	if out, err := exec.Command(binPath, "gen-trace", "--conversations", "6", "--turns-max", "3", "-o", trace).CombinedOutput(); err != nil ||
-		!strings.Contains(string(out), "# command line: "+binPath+" gen-trace") {
-		t.Fatalf("gen-trace -o: %v; no provenance on its standard output:\n%s", err, out)
-	}
-	b, err := os.ReadFile(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(b)
-	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--trace", trace, "--page-tokens", "32", "--report", report)
-	if res.exitCode != 0 {
-		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
-	}
-	for _, want := range []string{"# cphicache ", ", MPI library: ", "# command line: " + binPath + " run --quiet --trace " + trace,
-		"# started ", " (2 ranks)", "# trace " + trace + ", sha256 " + hex.EncodeToString(sum[:]), "# configuration: ", "--cp=2", "--page-tokens=32", "--seed=1", "--model=\"\""} {
-		if !strings.Contains(res.stdout, want) {
-			t.Errorf("run's output has no %q:\n%s", want, res.stdout)
-		}
-	}
-	if !strings.HasPrefix(res.stdout, "# cphicache ") {
-		t.Errorf("run's output does not open with its provenance:\n%s", res.stdout)
-	}
-	var r struct {
-		Provenance *struct {
-			Version     string            `json:"version"`
-			MPILibrary  string            `json:"mpi_library"`
-			CommandLine []string          `json:"command_line"`
-			Config      map[string]string `json:"config"`
-			Hosts       []string          `json:"hosts"`
-			StartTime   string            `json:"start_time"`
-			TraceSHA256 string            `json:"trace_sha256"`
-		} `json:"provenance"`
-	}
-	readJSON(t, report, &r)
-	if p := r.Provenance; p == nil || p.Version == "" || p.MPILibrary == "" || len(p.CommandLine) < 2 || p.Config["seed"] != "1" ||
-		p.Config["page-tokens"] != "32" || p.Config["trace"] != trace || p.Config["model"] != "" || len(p.Hosts) != 1 ||
-		p.StartTime == "" || p.TraceSHA256 != hex.EncodeToString(sum[:]) {
-		t.Errorf("the report's provenance: %+v", r.Provenance)
-	}
-	sweepJSON := filepath.Join(dir, "sweep.json")
-	for _, args := range [][]string{
-		{"sweep", "--l2-slots", "64,128", "--conversations", "4", "--turns-max", "2", "--json", sweepJSON},
-		{"validate", "--quiet", "--conversations", "8", "--turns-max", "3", "--device-pages", "64", "--sync-copies"}, // its rows then count what a loaded machine does not change
-		{"topo"},
-		{"sim", "--steps", "200"},
-	} {
-		out, err := exec.Command(binPath, args...).Output()
-		if err != nil || !strings.HasPrefix(string(out), "# cphicache ") || !strings.Contains(string(out), "# command line: "+binPath+" "+args[0]) {
-			t.Errorf("%v: %v; its output does not open with its provenance:\n%s", args, err, out)
-		}
-	}
-	var s struct {
-		Provenance *struct {
-			CommandLine []string          `json:"command_line"`
-			Config      map[string]string `json:"config"`
-		} `json:"provenance"`
-	}
-	if readJSON(t, sweepJSON, &s); s.Provenance == nil || s.Provenance.Config["l2-slots"] != "64,128" || len(s.Provenance.CommandLine) < 2 {
-		t.Errorf("sweep's JSON provenance: %+v", s.Provenance)
-	}
-	out, err := exec.Command(binPath, "bench", "reserve", "--min-seconds", "0.001", "--slots-log2", "10", "--pages", "1").Output()
-	if err != nil || !strings.Contains(string(out), "command line") {
-		t.Errorf("bench reserve: %v; no command line in its header:\n%s", err, out)
-	}
-	checkNoSegments(t)
-}
-
-// TestRealModelSaysWhatItWillCopy: a run of a real model at its real KV size says, before the replay, how many
-// bytes a rank may copy and how to copy less; the run is ended there by a signal.
-func TestRealModelSaysWhatItWillCopy(t *testing.T) {
-	besideOthers(t)
-	res, marked := runMPIOnMarker(t, 2, 60*time.Second, "this run copies up to", func(cmd *exec.Cmd) {
-		cmd.Process.Signal(syscall.SIGTERM)
-	}, "run", "--model", "llama-3.1-8b")
-	if marked.IsZero() || !strings.Contains(res.stderr, "GiB device-to-host per rank") || !strings.Contains(res.stderr, "--copy-token-bytes 8") {
-		t.Errorf("no word of the bytes to copy and of --copy-token-bytes:\n%s", res.stderr)
-	}
-	checkNoSegments(t)
-}
-
-// TestDefaultModelIsTheSameAtEveryCP: without --model or --token-bytes, a token's KV is 2 KiB over the CP group
-// at every CP size, so layouts compared with default flags compare one model; a --token-bytes given is per rank.
-func TestDefaultModelIsTheSameAtEveryCP(t *testing.T) {
-	besideOthers(t)
-	small := []string{"run", "--quiet", "--conversations", "4", "--turns-max", "2"}
-	for _, tc := range []struct {
-		np   int
-		args []string
-		want float64
-	}{
-		{2, nil, 2048},
-		{4, nil, 2048},
-		{2, []string{"--token-bytes", "32"}, 2 * 4 * 2 * 32},
-	} {
-		report := filepath.Join(t.TempDir(), "r.json")
-		res := runMPI(t, tc.np, 60*time.Second, append(append(small, tc.args...), "--report", report)...)
-		if res.exitCode != 0 {
-			t.Fatalf("np %d %v: exit %d\n%s%s", tc.np, tc.args, res.exitCode, res.stdout, res.stderr)
-		}
-		if got := reportNumber(t, readReport(t, report), "capacity.token_bytes"); got != tc.want {
-			t.Errorf("np %d %v: KV %v bytes a token over the CP group, want %v", tc.np, tc.args, got, tc.want)
-		}
-	}
-	checkNoSegments(t)
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// These tests need no mpirun: they look at the flag definitions, and run commands whose Before fails, so that
-// no Action (and no MPI) starts.
+// These tests need no mpirun: they look at the flag definitions, and run commands whose Before
+// fails, so that no Action (and no MPI) starts.
 
 // commandFlags lists every flag of every command, subcommands included, under the command's path.
 func commandFlags(prefix string, cmds []*cli.Command, visit func(path string, f cli.Flag)) {
@@ -34,8 +34,8 @@ func commandFlags(prefix string, cmds []*cli.Command, visit func(path string, f 
 	}
 }
 
-// definition is all a user sees of a flag: the help line (names, usage, default, environment variable) and its
-// category.
+// definition is all a user sees of a flag: the help line (names, usage, default, environment
+// variable) and its category.
 func definition(f cli.Flag) string {
 	category := ""
 	if cf, ok := f.(cli.CategorizableFlag); ok {
@@ -44,13 +44,14 @@ func definition(f cli.Flag) string {
 	return fmt.Sprintf("%s [category %q]", f, category)
 }
 
-// TestEveryFlagIsDefinedOnce: a flag is its environment variable. Two commands that take the same variable
-// must take it with one definition, which holds when both build the flag from one function (seedFlags,
-// syntheticFlags, globalFlags); outside bench, whose subcommands name theirs CPHICACHE_BENCH_<SUB>_<NAME>, and sim,
-// whose --seed and --cp mean something else than run's and are CPHICACHE_SIM_<NAME>, the variable is
-// CPHICACHE_<NAME>, so that a flag of the same name is the same flag everywhere, but for the output flags whose
-// names say nothing alone (commandScopedFlags): CPHICACHE_<COMMAND>_<NAME>, as bench's.
-// commandScopedFlags: CPHICACHE_JSON or CPHICACHE_FORMAT would not say whose.
+// TestEveryFlagIsDefinedOnce: a flag is its environment variable. Two commands that take the same
+// variable must take it with one definition, which holds when both build the flag from one function
+// (seedFlags, syntheticFlags, globalFlags); outside bench, whose subcommands name theirs
+// CPHICACHE_BENCH_<SUB>_<NAME>, and sim, whose --seed and --cp mean something else than run's and
+// are CPHICACHE_SIM_<NAME>, the variable is CPHICACHE_<NAME>, so that a flag of the same name is
+// the same flag everywhere, but for the output flags whose names say nothing alone
+// (commandScopedFlags): CPHICACHE_<COMMAND>_<NAME>, as bench's. commandScopedFlags: CPHICACHE_JSON
+// or CPHICACHE_FORMAT would not say whose.
 var commandScopedFlags = map[string]bool{"json": true, "plot": true, "format": true, "output": true}
 
 func TestEveryFlagIsDefinedOnce(t *testing.T) {
@@ -65,35 +66,52 @@ func TestEveryFlagIsDefinedOnce(t *testing.T) {
 		}
 		want := "CPHICACHE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 		if commandScopedFlags[name] || path == "sim" {
-			want = "CPHICACHE_" + strings.ToUpper(strings.ReplaceAll(strings.ReplaceAll(path, "-", "_"), " ", "_")) + want[len("CPHICACHE"):]
+			want = "CPHICACHE_" + strings.ToUpper(
+				strings.ReplaceAll(strings.ReplaceAll(path, "-", "_"), " ", "_"),
+			) + want[len("CPHICACHE"):]
 		}
 		if !strings.HasPrefix(path, "bench ") && (len(envs) != 1 || envs[0] != want) {
 			t.Errorf("%s --%s: environment variables %v, want [%s]", path, name, envs, want)
 		}
 		def, at := definition(f), path+" --"+name
 		if other, ok := defs[envs[0]]; ok && other != def {
-			t.Errorf("%s is defined twice:\n  %s: %s\n  %s: %s", envs[0], where[envs[0]], other, at, def)
+			t.Errorf(
+				"%s is defined twice:\n  %s: %s\n  %s: %s",
+				envs[0],
+				where[envs[0]],
+				other,
+				at,
+				def,
+			)
 		}
 		defs[envs[0]], where[envs[0]] = def, at
 	})
 }
 
-// TestEveryPlaceholderIsOneWord: urfave/cli shows the first `quoted` words of a flag's usage as its value's
-// placeholder (--run-args FLAGS); a quoted phrase (`cphicache run`) showed as "--run-args cphicache run", which
-// reads as two more arguments.
+// TestEveryPlaceholderIsOneWord: urfave/cli shows the first `quoted` words of a flag's usage as its
+// value's placeholder (--run-args FLAGS); a quoted phrase (`cphicache run`) showed as "--run-args
+// cphicache run", which reads as two more arguments.
 func TestEveryPlaceholderIsOneWord(t *testing.T) {
 	commandFlags("", newApp().Commands, func(path string, f cli.Flag) {
 		usage := f.(cli.DocGenerationFlag).GetUsage()
 		if _, quoted, ok := strings.Cut(usage, "`"); ok {
-			if placeholder, _, _ := strings.Cut(quoted, "`"); strings.ContainsAny(placeholder, " -") {
-				t.Errorf("%s --%s shows the placeholder %q: want one word (FLAGS)", path, f.Names()[0], placeholder)
+			if placeholder, _, _ := strings.Cut(quoted, "`"); strings.ContainsAny(
+				placeholder,
+				" -",
+			) {
+				t.Errorf(
+					"%s --%s shows the placeholder %q: want one word (FLAGS)",
+					path,
+					f.Names()[0],
+					placeholder,
+				)
 			}
 		}
 	})
 }
 
-// TestEveryFlagHasADestination: every value reaches its command through its options struct, never through a
-// lookup by name (c.Int("layers")), which a renamed flag would break silently.
+// TestEveryFlagHasADestination: every value reaches its command through its options struct, never
+// through a lookup by name (c.Int("layers")), which a renamed flag would break silently.
 func TestEveryFlagHasADestination(t *testing.T) {
 	commandFlags("", newApp().Commands, func(path string, f cli.Flag) {
 		dest := reflect.ValueOf(f).Elem().FieldByName("Destination")
@@ -103,8 +121,8 @@ func TestEveryFlagHasADestination(t *testing.T) {
 	})
 }
 
-// TestBeforeNamesTheFlag: a bad value fails in the command's Before with a *errscope.ConfigError naming the flag,
-// from the command line and from the environment alike.
+// TestBeforeNamesTheFlag: a bad value fails in the command's Before with a *errscope.ConfigError
+// naming the flag, from the command line and from the environment alike.
 func TestBeforeNamesTheFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -125,7 +143,8 @@ func TestBeforeNamesTheFlag(t *testing.T) {
 		{[]string{"run", "--timeline", "/no/such/dir/t.json"}, "", "timeline"},
 		{[]string{"run", "--timeline", "t.json", "--timeline-steps", "-1"}, "", "timeline-steps"},
 		{[]string{"run", "--timeline", "t.json"}, "CPHICACHE_TIMELINE_EVERY=0", "timeline-every"},
-		// Every output path is checked before the work (its directory exists and is writable), naming its flag.
+		// Every output path is checked before the work (its directory exists and is writable),
+		// naming its flag.
 		{[]string{"run", "--report", "/no/such/dir/r.json"}, "", "report"},
 		{[]string{"validate"}, "CPHICACHE_REPORT=/no/such/dir/v.json", "report"},
 		{[]string{"run", "--report", "."}, "", "report"}, // a directory
@@ -183,15 +202,24 @@ func captureRun(t *testing.T, args ...string) *config.Options {
 	t.Helper()
 	o := &runOptions{}
 	flags := append(append(o.flags(), o.metricsFlags()...), servingFlags(&o.serving, false)...)
-	app := &cli.App{Commands: []*cli.Command{{Name: "run", Flags: flags, Before: o.before, Action: func(*cli.Context) error { return nil }}}}
+	app := &cli.App{
+		Commands: []*cli.Command{
+			{
+				Name:   "run",
+				Flags:  flags,
+				Before: o.before,
+				Action: func(*cli.Context) error { return nil },
+			},
+		},
+	}
 	if err := app.Run(append([]string{"cphicache", "run"}, args...)); err != nil {
 		t.Fatalf("run %v: %v", args, err)
 	}
 	return o.opts
 }
 
-// TestRunOptionsReachTheirFields: each flag lands in its own field of config.Options, and the defaults are
-// the synthetic workload's and the documented ones.
+// TestRunOptionsReachTheirFields: each flag lands in its own field of config.Options, and the
+// defaults are the synthetic workload's and the documented ones.
 func TestRunOptionsReachTheirFields(t *testing.T) {
 	got := captureRun(t)
 	if got.Synthetic != workload.DefaultSyntheticConfig() || got.Seed != 1 || got.VocabSize != 32000 ||
@@ -199,34 +227,123 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 		got.DevicePages != 512 || got.L2Slots != 2048 || got.SlabBytesMax != 64<<20 || got.Layout != pool.LayerFirst ||
 		got.BatchRequests != 4 || got.PlacementAssertEvery != 8 || got.FlushEvery != 0 || got.Collective != "mpi" ||
 		got.WatchdogTimeout != 120*time.Second || got.Quiet || got.InjectHang.Set || got.JobID == "" ||
-		got.MetricsPath != "" || got.MetricsInterval != 0 || got.TimelinePath != "" || got.TimelineWindow != (timeline.Window{Steps: 200, Every: 1}) {
+		got.MetricsPath != "" ||
+		got.MetricsInterval != 0 ||
+		got.TimelinePath != "" ||
+		got.TimelineWindow != (timeline.Window{Steps: 200, Every: 1}) {
 		t.Errorf("defaults: %+v", got)
 	}
 	report, metrics := filepath.Join(t.TempDir(), "r.json"), filepath.Join(t.TempDir(), "m.prom")
-	got = captureRun(t, "--metrics-file", metrics, "--metrics-interval", "3s", "--timeline", report+".trace", "--timeline-steps", "7", "--timeline-every", "3", "--seed", "9", "--vocab-size", "1000", "--conversations", "3", "--turns-max", "2", "--system-prompts", "5",
-		"--system-prompt-tokens", "6", "--turn-tokens", "7", "--output-tokens", "8", "--flush-every-requests", "11",
-		"--layers", "3", "--payloads", "1", "--page-tokens", "8", "--token-bytes", "64", "--device-pages", "100", "--l2-slots", "300",
-		"--slab-bytes-max", "1MiB", "--layout", "page_first", "--write-policy", "write_back", "--batch-requests", "5",
-		"--placement-assert-every", "6", "--flush-every", "12", "--watchdog-timeout", "7s", "--report", report, "--quiet", "--job-id", "job7",
-		"--inject-divergence", "1@2", "--inject-hang", "1@3", "--inject-exit", "1@4",
-		"--inject-copy-error", "1@5", "--inject-stuck-copy", "1@6", "--inject-setup-error", "1")
-	wantSynthetic := workload.SyntheticConfig{Seed: 9, Conversations: 3, TurnsMax: 2, SystemPrompts: 5, SystemPromptTokens: 6,
-		TurnTokens: 7, OutputTokens: 8, VocabSize: 1000, FlushEvery: 11}
+	got = captureRun(
+		t,
+		"--metrics-file",
+		metrics,
+		"--metrics-interval",
+		"3s",
+		"--timeline",
+		report+".trace",
+		"--timeline-steps",
+		"7",
+		"--timeline-every",
+		"3",
+		"--seed",
+		"9",
+		"--vocab-size",
+		"1000",
+		"--conversations",
+		"3",
+		"--turns-max",
+		"2",
+		"--system-prompts",
+		"5",
+		"--system-prompt-tokens",
+		"6",
+		"--turn-tokens",
+		"7",
+		"--output-tokens",
+		"8",
+		"--flush-every-requests",
+		"11",
+		"--layers",
+		"3",
+		"--payloads",
+		"1",
+		"--page-tokens",
+		"8",
+		"--token-bytes",
+		"64",
+		"--device-pages",
+		"100",
+		"--l2-slots",
+		"300",
+		"--slab-bytes-max",
+		"1MiB",
+		"--layout",
+		"page_first",
+		"--write-policy",
+		"write_back",
+		"--batch-requests",
+		"5",
+		"--placement-assert-every",
+		"6",
+		"--flush-every",
+		"12",
+		"--watchdog-timeout",
+		"7s",
+		"--report",
+		report,
+		"--quiet",
+		"--job-id",
+		"job7",
+		"--inject-divergence",
+		"1@2",
+		"--inject-hang",
+		"1@3",
+		"--inject-exit",
+		"1@4",
+		"--inject-copy-error",
+		"1@5",
+		"--inject-stuck-copy",
+		"1@6",
+		"--inject-setup-error",
+		"1",
+	)
+	wantSynthetic := workload.SyntheticConfig{
+		Seed:               9,
+		Conversations:      3,
+		TurnsMax:           2,
+		SystemPrompts:      5,
+		SystemPromptTokens: 6,
+		TurnTokens:         7,
+		OutputTokens:       8,
+		VocabSize:          1000,
+		FlushEvery:         11,
+	}
 	policy, _ := cache.ParseWritePolicy("write_back")
 	in := func(step int64) config.Injection { return config.Injection{Rank: 1, Step: step, Set: true} }
-	if got.Synthetic != wantSynthetic || got.Seed != 9 || got.VocabSize != 1000 || got.Layers != 3 || got.PayloadsPerLayer != 1 ||
-		got.PageTokens != 8 || got.TokenBytes != 64 || got.DevicePages != 100 || got.L2Slots != 300 || got.SlabBytesMax != 1<<20 ||
-		got.Layout != pool.PageFirst || got.Policy != policy || got.BatchRequests != 5 || got.PlacementAssertEvery != 6 ||
-		got.FlushEvery != 12 || got.WatchdogTimeout != 7*time.Second || got.ReportPath != report || !got.Quiet || got.JobID != "job7" ||
+	if got.Synthetic != wantSynthetic || got.Seed != 9 || got.VocabSize != 1000 ||
+		got.Layers != 3 || got.PayloadsPerLayer != 1 ||
+		got.PageTokens != 8 || got.TokenBytes != 64 || got.DevicePages != 100 ||
+		got.L2Slots != 300 || got.SlabBytesMax != 1<<20 ||
+		got.Layout != pool.PageFirst || got.Policy != policy || got.BatchRequests != 5 ||
+		got.PlacementAssertEvery != 6 ||
+		got.FlushEvery != 12 || got.WatchdogTimeout != 7*time.Second || got.ReportPath != report ||
+		!got.Quiet || got.JobID != "job7" ||
 		got.MetricsPath != metrics || got.MetricsInterval != 3*time.Second ||
 		got.TimelinePath != report+".trace" || got.TimelineWindow != (timeline.Window{Steps: 7, Every: 3}) ||
-		got.InjectDivergence != in(2) || got.InjectHang != in(3) || got.InjectExit != in(4) ||
-		got.InjectCopyError != in(5) || got.InjectStuckCopy != in(6) || got.InjectSetupError != (config.Injection{Rank: 1, Set: true}) {
+		got.InjectDivergence != in(2) || got.InjectHang != in(3) ||
+		got.InjectExit != in(4) ||
+		got.InjectCopyError != in(5) ||
+		got.InjectStuckCopy != in(6) ||
+		got.InjectSetupError != (config.Injection{Rank: 1, Set: true}) {
 		t.Errorf("every flag set: %+v", got)
 	}
-	// The trace's flags, with a trace: the synthetic workload's are then refused (TestUnusedFlagsAreRefused).
+	// The trace's flags, with a trace: the synthetic workload's are then refused
+	// (TestUnusedFlagsAreRefused).
 	if got = captureRun(t, "--trace", "t.jsonl", "--trace-limit", "5", "--trace-format", "mooncake", "--trace-block-tokens", "64"); got.TracePath != "t.jsonl" ||
-		got.TraceLimit != 5 || got.TraceFormat != workload.TraceMooncake || got.TraceBlockTokens != 64 {
+		got.TraceLimit != 5 ||
+		got.TraceFormat != workload.TraceMooncake ||
+		got.TraceBlockTokens != 64 {
 		t.Errorf("the trace's flags: %+v", got)
 	}
 	// A test suite names its jobs in the environment, so that its leak checks know their segments.
@@ -237,8 +354,9 @@ func TestRunOptionsReachTheirFields(t *testing.T) {
 	}
 }
 
-// TestWatchdogHelpSaysItsGraceAndPoll: --watchdog-timeout's help gives the collective's grace and the poll's
-// interval, the watchdog's own, since both make a job end later than the timeout alone says.
+// TestWatchdogHelpSaysItsGraceAndPoll: --watchdog-timeout's help gives the collective's grace and
+// the poll's interval, the watchdog's own, since both make a job end later than the timeout alone
+// says.
 func TestWatchdogHelpSaysItsGraceAndPoll(t *testing.T) {
 	for _, f := range (&runOptions{}).checkFlags() {
 		if f.Names()[0] != "watchdog-timeout" {

@@ -1,6 +1,7 @@
 package cli
 
-// `cphicache gen-trace`: the synthetic workload written as a trace, in either format run's --trace reads.
+// `cphicache gen-trace`: the synthetic workload written as a trace, in either format run's --trace
+// reads.
 
 import (
 	"fmt"
@@ -14,7 +15,8 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// genTraceOptions: the synthetic workload's flags, the same definitions as run's, and where to write.
+// genTraceOptions: the synthetic workload's flags, the same definitions as run's, and where to
+// write.
 type genTraceOptions struct {
 	synthetic   syntheticOptions
 	output      string
@@ -30,15 +32,30 @@ func genTraceCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "gen-trace",
 		Usage: "write the synthetic workload as a JSON Lines trace (either format --trace replays); needs no mpirun",
-		Flags: append(append(syntheticFlags(&o.synthetic), seedFlags(&o.synthetic)...),
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "-", EnvVars: []string{"CPHICACHE_GEN_TRACE_OUTPUT"}, Destination: &o.output, Usage: "file to write; - = standard output"},
-			&cli.StringFlag{Name: "format", Value: "tokens", EnvVars: []string{"CPHICACHE_GEN_TRACE_FORMAT"}, Destination: &o.format,
-				Usage: "tokens (rid, input_ids, output_len) or mooncake (block ids: each block's tokens hashed with the previous block's id, numbered in order of first appearance)"},
-			traceBlockTokensFlag(&o.blockTokens)),
+		Flags: append(
+			append(syntheticFlags(&o.synthetic), seedFlags(&o.synthetic)...),
+			&cli.StringFlag{
+				Name:        "output",
+				Aliases:     []string{"o"},
+				Value:       "-",
+				EnvVars:     []string{"CPHICACHE_GEN_TRACE_OUTPUT"},
+				Destination: &o.output,
+				Usage:       "file to write; - = standard output",
+			},
+			&cli.StringFlag{
+				Name:        "format",
+				Value:       "tokens",
+				EnvVars:     []string{"CPHICACHE_GEN_TRACE_FORMAT"},
+				Destination: &o.format,
+				Usage:       "tokens (rid, input_ids, output_len) or mooncake (block ids: each block's tokens hashed with the previous block's id, numbered in order of first appearance)",
+			},
+			traceBlockTokensFlag(&o.blockTokens),
+		),
 		OnUsageError: onUsageError,
 		Before:       o.before,
 		Action: func(c *cli.Context) error {
-			if o.output != "-" { // standard output is free: say what produced the file (on it, the trace is the output)
+			// standard output is free: say what produced the file (on it, the trace is the output)
+			if o.output != "-" {
 				newProvenance(c).WriteHeader(os.Stdout)
 			}
 			return o.write()
@@ -68,8 +85,13 @@ func (o *genTraceOptions) write() error {
 	if o.output == "-" {
 		return o.writeEvents(os.Stdout, events)
 	}
-	// Whole or not at all (outfile): a full disk never leaves half a trace in place of the one before it.
-	return outfile.WriteFrom("output", o.output, func(w io.Writer) error { return o.writeEvents(w, events) })
+	// Whole or not at all (outfile): a full disk never leaves half a trace in place of the one
+	// before it.
+	return outfile.WriteFrom(
+		"output",
+		o.output,
+		func(w io.Writer) error { return o.writeEvents(w, events) },
+	)
 }
 
 // traceWriter is gen-trace's writer for --format.
@@ -79,11 +101,17 @@ func traceWriter(format string, blockTokens int) (func(io.Writer, []workload.Eve
 		return workload.WriteTrace, nil
 	case "mooncake":
 		if blockTokens < 1 || blockTokens > workload.BlockTokensMax {
-			return nil, &errscope.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", blockTokens, workload.BlockTokensMax)}
+			return nil, &errscope.ConfigError{
+				Flag:   "trace-block-tokens",
+				Reason: fmt.Sprintf("%d outside [1, %d]", blockTokens, workload.BlockTokensMax),
+			}
 		}
 		return func(w io.Writer, events []workload.Event) error {
 			return workload.WriteMooncakeTrace(w, events, blockTokens)
 		}, nil
 	}
-	return nil, &errscope.ConfigError{Flag: "format", Reason: fmt.Sprintf("%q is not one of tokens, mooncake", format)}
+	return nil, &errscope.ConfigError{
+		Flag:   "format",
+		Reason: fmt.Sprintf("%q is not one of tokens, mooncake", format),
+	}
 }

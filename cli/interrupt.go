@@ -11,11 +11,11 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
-// The benchmarks that run for minutes outside a job (bench l3, e2e, replay) own files and child processes: a
-// block directory of gigabytes, an mpirun with its ranks. Go's default for SIGTERM and SIGINT ends the process
-// at once, which left both behind; interruptible turns the signal into a cancelled context, so that the
-// benchmark ends its launch in flight (mpirun forwards SIGTERM to its ranks) and removes its files, and the
-// command then exits as a signal's end should, 128 + N.
+// The benchmarks that run for minutes outside a job (bench l3, e2e, replay) own files and child
+// processes: a block directory of gigabytes, an mpirun with its ranks. Go's default for SIGTERM and
+// SIGINT ends the process at once, which left both behind; interruptible turns the signal into a
+// cancelled context, so that the benchmark ends its launch in flight (mpirun forwards SIGTERM to
+// its ranks) and removes its files, and the command then exits as a signal's end should, 128 + N.
 
 // interruptedError is a command that a signal ended after it cleaned up.
 type interruptedError struct {
@@ -24,12 +24,16 @@ type interruptedError struct {
 	err  error  // what the cancelled work returned
 }
 
-// Error says what ended the command and what it cleaned up; or, when the cancelled work failed at something
-// besides its cancellation (a directory it could not remove, a launch that had failed), that failure: a
-// benchmark must not claim its files gone when they are not.
+// Error says what ended the command and what it cleaned up; or, when the cancelled work failed at
+// something besides its cancellation (a directory it could not remove, a launch that had failed),
+// that failure: a benchmark must not claim its files gone when they are not.
 func (e *interruptedError) Error() string {
 	if problems := besidesCancellation(e.err); len(problems) > 0 {
-		return fmt.Sprintf("received %s; the benchmark stopped, but: %v", spmd.SignalName(e.sig), errors.Join(problems...))
+		return fmt.Sprintf(
+			"received %s; the benchmark stopped, but: %v",
+			spmd.SignalName(e.sig),
+			errors.Join(problems...),
+		)
 	}
 	return fmt.Sprintf("received %s; %s", spmd.SignalName(e.sig), e.what)
 }
@@ -39,7 +43,8 @@ func (e *interruptedError) Unwrap() error { return e.err }
 // exitStatus of an interrupted command: 128 + the signal, as for a run (EXIT STATUS).
 func (e *interruptedError) exitStatus() int { return spmd.ExitSignalBase + int(e.sig) }
 
-// besidesCancellation lists the errors in err's tree (errors.Join's too) that are not the cancellation itself.
+// besidesCancellation lists the errors in err's tree (errors.Join's too) that are not the
+// cancellation itself.
 func besidesCancellation(err error) []error {
 	switch e := err.(type) {
 	case nil:
@@ -54,13 +59,15 @@ func besidesCancellation(err error) []error {
 	if !errors.Is(err, context.Canceled) {
 		return []error{err}
 	}
-	return besidesCancellation(errors.Unwrap(err)) // a wrapper of the cancellation, or of a join that holds it
+	return besidesCancellation(
+		errors.Unwrap(err),
+	) // a wrapper of the cancellation, or of a join that holds it
 }
 
-// interruptible runs fn with a context that SIGTERM or SIGINT cancels. If a signal came before fn returned, or
-// while it returned, the result is an *interruptedError whatever fn returned (cleaned says what fn's
-// cancellation path removes or ends). After the first signal the default action is back, so that a second
-// Ctrl-C ends a clean-up that hangs.
+// interruptible runs fn with a context that SIGTERM or SIGINT cancels. If a signal came before fn
+// returned, or while it returned, the result is an *interruptedError whatever fn returned (cleaned
+// says what fn's cancellation path removes or ends). After the first signal the default action is
+// back, so that a second Ctrl-C ends a clean-up that hangs.
 func interruptible(cleaned string, fn func(ctx context.Context) error) error {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)

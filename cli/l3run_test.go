@@ -14,13 +14,26 @@ import (
 	"github.com/cphicache/cphicache/hicache/l3"
 )
 
-// The L3 end to end: real jobs under mpirun over one --l3-dir, as a user runs them one after another.
+// The L3 end to end: real jobs under mpirun over one --l3-dir, as a user runs them one after
+// another.
 
-// l3RunArgs are a run's flags with an L3 in dir: 64-token blocks and a low threshold, so that the default
-// workload's prompts make blocks, and wait_complete, so that every agreed prefetch is used.
+// l3RunArgs are a run's flags with an L3 in dir: 64-token blocks and a low threshold, so that the
+// default workload's prompts make blocks, and wait_complete, so that every agreed prefetch is used.
 func l3RunArgs(dir string, more ...string) []string {
-	return append([]string{"run", "--quiet", "--l3-dir", dir, "--l3-block-tokens", "64", "--l3-prefetch-threshold", "64",
-		"--l3-prefetch-policy", "wait_complete"}, more...)
+	return append(
+		[]string{
+			"run",
+			"--quiet",
+			"--l3-dir",
+			dir,
+			"--l3-block-tokens",
+			"64",
+			"--l3-prefetch-threshold",
+			"64",
+			"--l3-prefetch-policy",
+			"wait_complete",
+		},
+		more...)
 }
 
 // runL3 runs np ranks with an L3 in dir and returns the report; the run must succeed.
@@ -48,9 +61,10 @@ func checkClean(t *testing.T, name string, m map[string]any) {
 	}
 }
 
-// TestL3WarmRestartAtEightRanks: a second job over the directory of a first gets L3 hits, verified byte for byte
-// like every load-back (0 mismatches), and its metrics file has the tier="l3" series the report has. A third of
-// the default workload's conversations (the whole workload runs at 8 ranks in TestRunDefaultWorkloadAtEveryScale).
+// TestL3WarmRestartAtEightRanks: a second job over the directory of a first gets L3 hits, verified
+// byte for byte like every load-back (0 mismatches), and its metrics file has the tier="l3" series
+// the report has. A third of the default workload's conversations (the whole workload runs at 8
+// ranks in TestRunDefaultWorkloadAtEveryScale).
 func TestL3WarmRestartAtEightRanks(t *testing.T) {
 	besideOthers(t)
 	dir := t.TempDir()
@@ -63,12 +77,21 @@ func TestL3WarmRestartAtEightRanks(t *testing.T) {
 	second := runL3(t, 8, dir, "--conversations", "60", "--metrics-file", metrics)
 	checkClean(t, "second run", second)
 	l3Hits := reportNumber(t, second, "hits.l3_tokens")
-	if l3Hits <= 0 || reportNumber(t, second, "l3.reads") <= 0 || reportNumber(t, second, "verify.pages_checked") <= 0 {
-		t.Fatalf("the second run: %v L3 hit tokens, %v blocks read, %v pages verified; want all above 0",
-			l3Hits, reportNumber(t, second, "l3.reads"), reportNumber(t, second, "verify.pages_checked"))
+	if l3Hits <= 0 || reportNumber(t, second, "l3.reads") <= 0 ||
+		reportNumber(t, second, "verify.pages_checked") <= 0 {
+		t.Fatalf(
+			"the second run: %v L3 hit tokens, %v blocks read, %v pages verified; want all above 0",
+			l3Hits,
+			reportNumber(t, second, "l3.reads"),
+			reportNumber(t, second, "verify.pages_checked"),
+		)
 	}
 	if cold, warm := reportNumber(t, first, "hits.miss_tokens"), reportNumber(t, second, "hits.miss_tokens"); warm >= cold {
-		t.Errorf("the warm run computed %v tokens, the cold one %v: the L3 saved nothing", warm, cold)
+		t.Errorf(
+			"the warm run computed %v tokens, the cold one %v: the L3 saved nothing",
+			warm,
+			cold,
+		)
 	}
 	checkL3Metrics(t, metrics, second)
 }
@@ -85,7 +108,8 @@ func checkL3Metrics(t *testing.T, path string, m map[string]any) {
 		{"cphicache_l3_corrupt_total", "", "l3.corrupt"},
 		{"cphicache_l3_prefetch_timeouts_total", "", "l3.prefetch_timeouts"},
 	} {
-		// The job's total is the sum of its groups' (or, for a rank's own counters, its ranks') series.
+		// The job's total is the sum of its groups' (or, for a rank's own counters, its ranks')
+		// series.
 		got, matched := sumSeries(families, c.name, c.labels)
 		if matched == 0 {
 			t.Errorf("%s{%s} is missing", c.name, c.labels)
@@ -107,10 +131,10 @@ func blockFiles(t *testing.T, dir string) []string {
 	return files
 }
 
-// TestL3CorruptBlocksAreCountedRemovedNeverServed: flipped and truncated bytes in block files between two jobs
-// are found by the reading job's checks (l3.corrupt), never reach a device page (0 mismatches), and are
-// removed, so that a third job does not find them again. A third of the default workload's conversations keeps
-// the three jobs short.
+// TestL3CorruptBlocksAreCountedRemovedNeverServed: flipped and truncated bytes in block files
+// between two jobs are found by the reading job's checks (l3.corrupt), never reach a device page (0
+// mismatches), and are removed, so that a third job does not find them again. A third of the
+// default workload's conversations keeps the three jobs short.
 func TestL3CorruptBlocksAreCountedRemovedNeverServed(t *testing.T) {
 	besideOthers(t)
 	dir := t.TempDir()
@@ -141,15 +165,25 @@ func TestL3CorruptBlocksAreCountedRemovedNeverServed(t *testing.T) {
 		}
 	}
 	corrupt := reportNumber(t, second, "l3.corrupt")
-	if corrupt <= 0 || reportNumber(t, second, "l3.read_failures") < corrupt || reportNumber(t, second, "l3.prefetch_misses") <= 0 {
-		t.Errorf("second run: %v corrupt blocks, %v failed reads, %v prefetches cut short; want corrupt blocks found, each a failed read",
-			corrupt, reportNumber(t, second, "l3.read_failures"), reportNumber(t, second, "l3.prefetch_misses"))
+	if corrupt <= 0 || reportNumber(t, second, "l3.read_failures") < corrupt ||
+		reportNumber(t, second, "l3.prefetch_misses") <= 0 {
+		t.Errorf(
+			"second run: %v corrupt blocks, %v failed reads, %v prefetches cut short; want corrupt blocks found, each a failed read",
+			corrupt,
+			reportNumber(t, second, "l3.read_failures"),
+			reportNumber(t, second, "l3.prefetch_misses"),
+		)
 	}
-	// A corrupt block is removed when it is found: the third job finds only blocks the second never read (a writer
-	// leaves a block file that is there alone, corrupt or not: reads check, writes do not).
+	// A corrupt block is removed when it is found: the third job finds only blocks the second never
+	// read (a writer leaves a block file that is there alone, corrupt or not: reads check, writes
+	// do not).
 	third := runL3(t, 2, dir, small...)
 	if found := corrupt + reportNumber(t, third, "l3.corrupt"); found > float64(len(files)) {
-		t.Errorf("%v corrupt blocks found in two runs, of %d corrupted: a corrupt block was found twice", found, len(files))
+		t.Errorf(
+			"%v corrupt blocks found in two runs, of %d corrupted: a corrupt block was found twice",
+			found,
+			len(files),
+		)
 	}
 	for _, key := range []string{"placement.divergences", "verify.mismatches", "verify.audit_mismatches"} {
 		if v := reportNumber(t, third, key); v != 0 {
@@ -158,13 +192,14 @@ func TestL3CorruptBlocksAreCountedRemovedNeverServed(t *testing.T) {
 	}
 }
 
-// TestL3SigkillMidWriteLeavesNoTornBlock: a job killed with SIGKILL while its ranks write blocks (fsync on, large
-// blocks, so that writes are in flight) leaves whole blocks or none: every block file it left verifies on its
-// own (l3.VerifyFile: header, length, checksum), and the next job over the directory reads no corrupt block and
-// verifies every page it loads. Both replay the default workload as a trace; the next job replays only its
-// first requests, whose blocks the killed one wrote first (the whole workload at 1024 bytes a token wrote 2.7 GB:
-// 12 s of the suite). It cannot reach every block the killed job left (a block after one that was still in
-// flight is not a prefix hit), hence the file-by-file check.
+// TestL3SigkillMidWriteLeavesNoTornBlock: a job killed with SIGKILL while its ranks write blocks
+// (fsync on, large blocks, so that writes are in flight) leaves whole blocks or none: every block
+// file it left verifies on its own (l3.VerifyFile: header, length, checksum), and the next job over
+// the directory reads no corrupt block and verifies every page it loads. Both replay the default
+// workload as a trace; the next job replays only its first requests, whose blocks the killed one
+// wrote first (the whole workload at 1024 bytes a token wrote 2.7 GB: 12 s of the suite). It cannot
+// reach every block the killed job left (a block after one that was still in flight is not a prefix
+// hit), hence the file-by-file check.
 func TestL3SigkillMidWriteLeavesNoTornBlock(t *testing.T) {
 	besideOthers(t)
 	dir := t.TempDir()
@@ -174,10 +209,28 @@ func TestL3SigkillMidWriteLeavesNoTornBlock(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), loaded(120*time.Second))
 	defer cancel()
-	cmd := mpirunCommand(ctx, t, 2, l3RunArgs(dir, "--trace", trace, "--l3-fsync", "--token-bytes", "1024", "--l3-block-tokens", "256")...)
-	// No shared-memory transport: a killed job cannot remove OpenMPI's segments, and the test leaves none behind.
-	cmd.Args = append(cmd.Args[:1], append([]string{"--mca", "btl", "self,tcp"}, cmd.Args[1:]...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the ranks too: a SIGKILL to mpirun alone would orphan them
+	cmd := mpirunCommand(
+		ctx,
+		t,
+		2,
+		l3RunArgs(
+			dir,
+			"--trace",
+			trace,
+			"--l3-fsync",
+			"--token-bytes",
+			"1024",
+			"--l3-block-tokens",
+			"256",
+		)...)
+	// No shared-memory transport: a killed job cannot remove OpenMPI's segments, and the test
+	// leaves none behind.
+	cmd.Args = append(
+		cmd.Args[:1],
+		append([]string{"--mca", "btl", "self,tcp"}, cmd.Args[1:]...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid: true,
+	} // the ranks too: a SIGKILL to mpirun alone would orphan them
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +251,19 @@ func TestL3SigkillMidWriteLeavesNoTornBlock(t *testing.T) {
 			t.Errorf("the killed job left a torn block: %v", err)
 		}
 	}
-	second := runL3(t, 2, dir, "--trace", trace, "--trace-limit", "40", "--token-bytes", "1024", "--l3-block-tokens", "256")
+	second := runL3(
+		t,
+		2,
+		dir,
+		"--trace",
+		trace,
+		"--trace-limit",
+		"40",
+		"--token-bytes",
+		"1024",
+		"--l3-block-tokens",
+		"256",
+	)
 	checkClean(t, "run after the kill", second)
 	if reportNumber(t, second, "l3.reads") <= 0 {
 		t.Errorf("the run after the kill read no block: the check proves nothing")
@@ -220,7 +285,8 @@ func removeSessionDir(t *testing.T, pid int) {
 	}
 }
 
-// waitForRanksToExit waits until no process of the killed job's group is left, so that none holds the slab.
+// waitForRanksToExit waits until no process of the killed job's group is left, so that none holds
+// the slab.
 func waitForRanksToExit(t *testing.T, pgid int) {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

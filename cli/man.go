@@ -1,10 +1,10 @@
 package cli
 
-// `cphicache man` (hidden; make install runs it): the man page, rendered from the command and flag definitions
-// (so it cannot disagree with --help), in the sections a man page reader expects: NAME, SYNOPSIS, DESCRIPTION,
-// COMMANDS (each flag with the kind of value it takes and its default), ENVIRONMENT (every CPHICACHE_* variable
-// and the flag it sets) and EXIT STATUS. urfave/cli's own ToMan shows every flag as --flag="" and has neither of
-// the last two sections.
+// `cphicache man` (hidden; make install runs it): the man page, rendered from the command and flag
+// definitions (so it cannot disagree with --help), in the sections a man page reader expects: NAME,
+// SYNOPSIS, DESCRIPTION, COMMANDS (each flag with the kind of value it takes and its default),
+// ENVIRONMENT (every CPHICACHE_* variable and the flag it sets) and EXIT STATUS. urfave/cli's own
+// ToMan shows every flag as --flag="" and has neither of the last two sections.
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// roffEscape makes text safe in a roff line: backslashes doubled, a leading dot or quote neutralised, and
-// hyphens kept as hyphens (so that flags can be searched and copied).
+// roffEscape makes text safe in a roff line: backslashes doubled, a leading dot or quote
+// neutralised, and hyphens kept as hyphens (so that flags can be searched and copied).
 func roffEscape(s string) string {
 	s = strings.ReplaceAll(s, `\`, `\e`)
 	s = strings.ReplaceAll(s, "-", `\-`)
@@ -69,7 +69,9 @@ func manPage(app *cli.App) string {
 		}
 	}
 	walk("", app.Commands)
-	b.WriteString(".SH ENVIRONMENT\nEvery variable sets the flag named beside it, for every command that has the flag; a flag given on the command line wins.\n")
+	b.WriteString(
+		".SH ENVIRONMENT\nEvery variable sets the flag named beside it, for every command that has the flag; a flag given on the command line wins.\n",
+	)
 	names := make([]string, 0, len(env))
 	for name := range env {
 		names = append(names, name)
@@ -81,7 +83,12 @@ func manPage(app *cli.App) string {
 	b.WriteString(".SH EXIT STATUS\n")
 	for _, line := range strings.Split(strings.TrimSpace(exitStatusHelp), "\n")[1:] {
 		status, meaning, _ := strings.Cut(strings.TrimSpace(line), " ")
-		fmt.Fprintf(&b, ".TP\n\\fB%s\\fR\n%s\n", roffEscape(status), roffEscape(strings.TrimSpace(meaning)))
+		fmt.Fprintf(
+			&b,
+			".TP\n\\fB%s\\fR\n%s\n",
+			roffEscape(status),
+			roffEscape(strings.TrimSpace(meaning)),
+		)
 	}
 	return b.String()
 }
@@ -92,8 +99,8 @@ func sortedFlags(flags []cli.Flag) []cli.Flag {
 	return sorted
 }
 
-// writeManFlag writes one flag as a tagged paragraph: its names and value, then its usage, default and
-// environment variable; it records the variable for ENVIRONMENT.
+// writeManFlag writes one flag as a tagged paragraph: its names and value, then its usage, default
+// and environment variable; it records the variable for ENVIRONMENT.
 func writeManFlag(b *strings.Builder, f cli.Flag, env map[string]string) {
 	doc, ok := f.(cli.DocGenerationFlag)
 	if !ok {
@@ -131,8 +138,8 @@ func roffParagraphs(s string) string {
 	return strings.Join(out, "\n.PP\n")
 }
 
-// manCommand prints the man page, section 1, rendered by urfave/cli from the same command and flag definitions
-// as --help. Hidden: make install runs it.
+// manCommand prints the man page, section 1, rendered by urfave/cli from the same command and flag
+// definitions as --help. Hidden: make install runs it.
 func manCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "man",

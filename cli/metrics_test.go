@@ -13,7 +13,8 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// series is one metric family's series by their labels, written as the text format writes them (sorted).
+// series is one metric family's series by their labels, written as the text format writes them
+// (sorted).
 func seriesByLabels(mf *dto.MetricFamily) map[string]*dto.Metric {
 	out := map[string]*dto.Metric{}
 	for _, m := range mf.GetMetric() {
@@ -28,26 +29,46 @@ func seriesByLabels(mf *dto.MetricFamily) map[string]*dto.Metric {
 	return out
 }
 
-// TestRunMetricsFileMatchesTheReport: the end-of-run metrics file, read with Prometheus's parser, holds the
-// JSON report's values as the sums of its series by CP group (and by rank, for a rank's own counters: every
-// rank's series there), and one latency histogram per CP group and consensus kind whose count is that group's
-// calls in the report. Two CP groups, with periodic writes the final one must replace.
+// TestRunMetricsFileMatchesTheReport: the end-of-run metrics file, read with Prometheus's parser,
+// holds the JSON report's values as the sums of its series by CP group (and by rank, for a rank's
+// own counters: every rank's series there), and one latency histogram per CP group and consensus
+// kind whose count is that group's calls in the report. Two CP groups, with periodic writes the
+// final one must replace.
 func TestRunMetricsFileMatchesTheReport(t *testing.T) {
 	dir := t.TempDir()
 	report, metrics := filepath.Join(dir, "report.json"), filepath.Join(dir, "cphicache.prom")
-	res := runMPI(t, 8, 180*time.Second, "run", "--quiet", "--cp", "4", "--dp", "2", "--report", report,
-		"--metrics-file", metrics, "--metrics-interval", "20ms")
+	res := runMPI(
+		t,
+		8,
+		180*time.Second,
+		"run",
+		"--quiet",
+		"--cp",
+		"4",
+		"--dp",
+		"2",
+		"--report",
+		report,
+		"--metrics-file",
+		metrics,
+		"--metrics-interval",
+		"20ms",
+	)
 	if res.exitCode != 0 {
 		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
 	}
 	m := readReport(t, report)
 	families := readMetrics(t, metrics)
-	// counter sums the series of name whose labels, but cp_group and world_rank, are labels; a per-rank counter
-	// must have a series for each of the 8 ranks, a group's for each of the 2 groups.
+	// counter sums the series of name whose labels, but cp_group and world_rank, are labels; a
+	// per-rank counter must have a series for each of the 8 ranks, a group's for each of the 2
+	// groups.
 	counter := func(name, labels string) float64 {
 		t.Helper()
 		sum, matched := sumSeries(families, name, labels)
-		if want := map[bool]string{true: "1", false: "2 (a group's) or 8 (a rank's)"}[name == "cphicache_metrics_final"]; !strings.Contains(want, strconv.Itoa(matched)) {
+		if want := map[bool]string{true: "1", false: "2 (a group's) or 8 (a rank's)"}[name == "cphicache_metrics_final"]; !strings.Contains(
+			want,
+			strconv.Itoa(matched),
+		) {
 			t.Errorf("%s{%s}: %d series, want %s", name, labels, matched, want)
 		}
 		return sum
@@ -81,22 +102,34 @@ func TestRunMetricsFileMatchesTheReport(t *testing.T) {
 		}
 	}
 	if final := counter("cphicache_metrics_final", ""); final != 1 {
-		t.Errorf("cphicache_metrics_final = %v: the end-of-run write did not replace the periodic one", final)
+		t.Errorf(
+			"cphicache_metrics_final = %v: the end-of-run write did not replace the periodic one",
+			final,
+		)
 	}
 	checkLatencyHistograms(t, families["cphicache_consensus_latency_seconds"], m)
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
-		t.Errorf("%d files in the metrics directory, want the report and the metrics file only: %v", len(entries), entries)
+		t.Errorf(
+			"%d files in the metrics directory, want the report and the metrics file only: %v",
+			len(entries),
+			entries,
+		)
 	}
 	checkNoSegments(t)
 }
 
-// sumSeries sums the series of name whose labels, but cp_group and world_rank, are labels (as the text format
-// writes them, sorted: "tier=l2"), and counts them: the job's total of a counter is its groups' or ranks' sum.
-func sumSeries(families map[string]*dto.MetricFamily, name, labels string) (sum float64, matched int) {
+// sumSeries sums the series of name whose labels, but cp_group and world_rank, are labels (as the
+// text format writes them, sorted: "tier=l2"), and counts them: the job's total of a counter is its
+// groups' or ranks' sum.
+func sumSeries(
+	families map[string]*dto.MetricFamily,
+	name, labels string,
+) (sum float64, matched int) {
 	for key, s := range seriesByLabels(families[name]) {
 		var rest []string
 		for _, kv := range strings.Split(key, ",") {
-			if !strings.HasPrefix(kv, "cp_group=") && !strings.HasPrefix(kv, "world_rank=") && kv != "" {
+			if !strings.HasPrefix(kv, "cp_group=") && !strings.HasPrefix(kv, "world_rank=") &&
+				kv != "" {
 				rest = append(rest, kv)
 			}
 		}
@@ -124,14 +157,20 @@ func readMetrics(t *testing.T, path string) map[string]*dto.MetricFamily {
 	return families
 }
 
-// checkLatencyHistograms: one histogram per CP group and kind, counting that group's calls of that kind.
+// checkLatencyHistograms: one histogram per CP group and kind, counting that group's calls of that
+// kind.
 func checkLatencyHistograms(t *testing.T, mf *dto.MetricFamily, m map[string]any) {
 	t.Helper()
 	series := seriesByLabels(mf)
 	groups := m["groups"].([]any)
 	kinds := len(groups[0].(map[string]any)["collectives"].(map[string]any))
 	if want := len(groups) * kinds; kinds < 5 || len(series) != want {
-		t.Errorf("%d latency histograms, want %d (%d kinds per CP group, 5 or more)", len(series), want, kinds)
+		t.Errorf(
+			"%d latency histograms, want %d (%d kinds per CP group, 5 or more)",
+			len(series),
+			want,
+			kinds,
+		)
 	}
 	for _, g := range groups {
 		group := g.(map[string]any)
@@ -147,14 +186,19 @@ func checkLatencyHistograms(t *testing.T, mf *dto.MetricFamily, m map[string]any
 				t.Errorf("group %s %s: histogram count %v, report %v calls", id, kind, got, calls)
 			}
 			if kind == "step" && (calls == 0 || h.GetHistogram().GetSampleSum() <= 0) {
-				t.Errorf("group %s: %v step calls, latency sum %v", id, calls, h.GetHistogram().GetSampleSum())
+				t.Errorf(
+					"group %s: %v step calls, latency sum %v",
+					id,
+					calls,
+					h.GetHistogram().GetSampleSum(),
+				)
 			}
 		}
 	}
 }
 
-// TestRunMetricsFileInAMissingDirectoryFailsAtStart: the flag is checked before MPI starts, so no rank makes a
-// slab, and the message names the flag.
+// TestRunMetricsFileInAMissingDirectoryFailsAtStart: the flag is checked before MPI starts, so no
+// rank makes a slab, and the message names the flag.
 func TestRunMetricsFileInAMissingDirectoryFailsAtStart(t *testing.T) {
 	besideOthers(t)
 	missing := filepath.Join(t.TempDir(), "no-such-dir", "cphicache.prom")
@@ -162,7 +206,8 @@ func TestRunMetricsFileInAMissingDirectoryFailsAtStart(t *testing.T) {
 	if res.exitCode == 0 {
 		t.Fatalf("the job exited 0 with --metrics-file in a missing directory")
 	}
-	if !strings.Contains(res.stderr, "--metrics-file") || !strings.Contains(res.stderr, "does not exist") {
+	if !strings.Contains(res.stderr, "--metrics-file") ||
+		!strings.Contains(res.stderr, "does not exist") {
 		t.Errorf("the message does not name the flag and the missing directory:\n%s", res.stderr)
 	}
 	if strings.Contains(res.stdout, "result:") {
@@ -171,9 +216,10 @@ func TestRunMetricsFileInAMissingDirectoryFailsAtStart(t *testing.T) {
 	checkNoSegments(t)
 }
 
-// TestTheMetricsFileHoldsTheJobsResult: the end-of-run file's cphicache_run_result is the status the job exits
-// with, labelled by its result line, for an alert to fire on (cphicache_run_result != 0): 0 and ok for a clean run,
-// 5 and ok_but for --strict at cp 1 (placement not compared), 1 and failed for a divergence.
+// TestTheMetricsFileHoldsTheJobsResult: the end-of-run file's cphicache_run_result is the status
+// the job exits with, labelled by its result line, for an alert to fire on (cphicache_run_result !=
+// 0): 0 and ok for a clean run, 5 and ok_but for --strict at cp 1 (placement not compared), 1 and
+// failed for a divergence.
 func TestTheMetricsFileHoldsTheJobsResult(t *testing.T) {
 	besideOthers(t)
 	for _, tc := range []struct {
@@ -187,14 +233,30 @@ func TestTheMetricsFileHoldsTheJobsResult(t *testing.T) {
 		{2, []string{"--inject-divergence", "1@3"}, "failed", 1},
 	} {
 		metrics := filepath.Join(t.TempDir(), "cphicache.prom")
-		args := append([]string{"run", "--quiet", "--conversations", "8", "--metrics-file", metrics}, tc.args...)
+		args := append(
+			[]string{"run", "--quiet", "--conversations", "8", "--metrics-file", metrics},
+			tc.args...)
 		res := runMPI(t, tc.np, 60*time.Second, args...)
 		if res.exitCode != tc.status {
-			t.Fatalf("%v: exit %d, want %d\n%s%s", args, res.exitCode, tc.status, res.stdout, res.stderr)
+			t.Fatalf(
+				"%v: exit %d, want %d\n%s%s",
+				args,
+				res.exitCode,
+				tc.status,
+				res.stdout,
+				res.stderr,
+			)
 		}
 		series := seriesByLabels(readMetrics(t, metrics)["cphicache_run_result"])
-		if len(series) != 1 || series["result="+tc.result] == nil || series["result="+tc.result].GetGauge().GetValue() != float64(tc.status) {
-			t.Errorf("%v: cphicache_run_result %v, want one series {result=%q} of value %d", args, series, tc.result, tc.status)
+		if len(series) != 1 || series["result="+tc.result] == nil ||
+			series["result="+tc.result].GetGauge().GetValue() != float64(tc.status) {
+			t.Errorf(
+				"%v: cphicache_run_result %v, want one series {result=%q} of value %d",
+				args,
+				series,
+				tc.result,
+				tc.status,
+			)
 		}
 	}
 }

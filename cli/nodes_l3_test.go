@@ -9,17 +9,36 @@ import (
 	"time"
 )
 
-// The L3 of a CP group over several nodes under the real mpirun: one part-file a node for each block.
+// The L3 of a CP group over several nodes under the real mpirun: one part-file a node for each
+// block.
 
-// nodesL3Args is nodesRunArgs with an L3 in dir whose prefetches are all used, and copies drained every step, so
-// that timing decides nothing the two layouts could differ on.
+// nodesL3Args is nodesRunArgs with an L3 in dir whose prefetches are all used, and copies drained
+// every step, so that timing decides nothing the two layouts could differ on.
 func nodesL3Args(report, dir string) []string {
-	return nodesRunArgs(report, "--cp", "8", "--sync-copies", "--l3-dir", dir, "--l3-block-tokens", "64",
-		"--l3-prefetch-threshold", "64", "--l3-prefetch-policy", "wait_complete")
+	return nodesRunArgs(
+		report,
+		"--cp",
+		"8",
+		"--sync-copies",
+		"--l3-dir",
+		dir,
+		"--l3-block-tokens",
+		"64",
+		"--l3-prefetch-threshold",
+		"64",
+		"--l3-prefetch-policy",
+		"wait_complete",
+	)
 }
 
 // runNodesL3 runs CP8 over parts with an L3 in dir; the run must be clean.
-func runNodesL3(t *testing.T, name string, parts []nodeLaunch, dir string, wantNodes []string) map[string]any {
+func runNodesL3(
+	t *testing.T,
+	name string,
+	parts []nodeLaunch,
+	dir string,
+	wantNodes []string,
+) map[string]any {
 	t.Helper()
 	report := filepath.Join(t.TempDir(), "r.json")
 	res := runOnNodes(t, 120*time.Second, parts, nodesL3Args(report, dir)...)
@@ -46,10 +65,11 @@ func withSuffix(paths []string, suffix string) []string {
 	return out
 }
 
-// TestL3OverTwoNodesOfFourServesAsOnOne runs CP8 with an L3 on one node and over two nodes of 4, each over a
-// fresh directory and then again over it: the group over two nodes writes two part-files a block, one a node,
-// and nothing else; its warm run serves exactly the one-node group's L3 hits (the same decisions, byte-checked
-// like every load-back); and once one node's part-files are gone, no block is prefetched until it is whole again.
+// TestL3OverTwoNodesOfFourServesAsOnOne runs CP8 with an L3 on one node and over two nodes of 4,
+// each over a fresh directory and then again over it: the group over two nodes writes two
+// part-files a block, one a node, and nothing else; its warm run serves exactly the one-node
+// group's L3 hits (the same decisions, byte-checked like every load-back); and once one node's
+// part-files are gone, no block is prefetched until it is whole again.
 func TestL3OverTwoNodesOfFourServesAsOnOne(t *testing.T) {
 	besideOthers(t)
 	oneDir, twoDir := t.TempDir(), t.TempDir()
@@ -62,10 +82,20 @@ func TestL3OverTwoNodesOfFourServesAsOnOne(t *testing.T) {
 	for _, suffix := range []string{".p0of2.blk", ".p1of2.blk"} {
 		byPart[suffix] = len(withSuffix(parts, suffix))
 	}
-	if len(whole) == 0 || byPart[".p0of2.blk"] != len(whole) || byPart[".p1of2.blk"] != len(whole) || len(parts) != 2*len(whole) {
-		t.Fatalf("one node wrote %d block files; two nodes %d files, %v by part: want one part-file a node for each block", len(whole), len(parts), byPart)
+	if len(whole) == 0 || byPart[".p0of2.blk"] != len(whole) ||
+		byPart[".p1of2.blk"] != len(whole) ||
+		len(parts) != 2*len(whole) {
+		t.Fatalf(
+			"one node wrote %d block files; two nodes %d files, %v by part: want one part-file a node for each block",
+			len(whole),
+			len(parts),
+			byPart,
+		)
 	}
-	if stat, want := singleton(t, "l3", "stat", "--l3-dir", twoDir), fmt.Sprintf(": %d blocks (in %d part-files, a part a node", len(whole), len(parts)); !strings.Contains(stat, want) {
+	if stat, want := singleton(t, "l3", "stat", "--l3-dir", twoDir), fmt.Sprintf(": %d blocks (in %d part-files, a part a node", len(whole), len(parts)); !strings.Contains(
+		stat,
+		want,
+	) {
 		t.Errorf("l3 stat over the two nodes' directory lacks %q:\n%s", want, stat)
 	}
 
@@ -88,16 +118,31 @@ func TestL3OverTwoNodesOfFourServesAsOnOne(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	half := runNodesL3(t, "nodeB's part-files removed", twoNodes, twoDir, []string{"nodeA", "nodeB"})
-	// The run writes nodeB's part-files again as it computes their blocks, and may serve those; a block whose part
-	// was missing when looked for is never prefetched: no reader fails to find its part.
-	if hits, warm, failed := reportNumber(t, half, "hits.l3_tokens"), reportNumber(t, two, "hits.l3_tokens"), reportNumber(t, half, "l3.read_failures"); hits >= warm || failed != 0 {
-		t.Errorf("with nodeB's part-files gone: %v L3 hit tokens (the warm run %v), %v failed reads; want fewer hits and no failed read", hits, warm, failed)
+	half := runNodesL3(
+		t,
+		"nodeB's part-files removed",
+		twoNodes,
+		twoDir,
+		[]string{"nodeA", "nodeB"},
+	)
+	// The run writes nodeB's part-files again as it computes their blocks, and may serve those; a
+	// block whose part was missing when looked for is never prefetched: no reader fails to find its
+	// part.
+	if hits, warm, failed := reportNumber(t, half, "hits.l3_tokens"),
+		reportNumber(t, two, "hits.l3_tokens"),
+		reportNumber(t, half, "l3.read_failures"); hits >= warm ||
+		failed != 0 {
+		t.Errorf(
+			"with nodeB's part-files gone: %v L3 hit tokens (the warm run %v), %v failed reads; want fewer hits and no failed read",
+			hits,
+			warm,
+			failed,
+		)
 	}
 }
 
-// TestL3BudgetOverTwoNodes: each node's keeper keeps its node's part-files within half of --l3-bytes, so the
-// group's blocks fit --l3-bytes, and evicts the rest.
+// TestL3BudgetOverTwoNodes: each node's keeper keeps its node's part-files within half of
+// --l3-bytes, so the group's blocks fit --l3-bytes, and evicts the rest.
 func TestL3BudgetOverTwoNodes(t *testing.T) {
 	dir := t.TempDir()
 	const budget = 1 << 20
@@ -120,7 +165,13 @@ func TestL3BudgetOverTwoNodes(t *testing.T) {
 			bytes += info.Size()
 		}
 		if len(files) == 0 || bytes > budget/2 {
-			t.Errorf("%d %s part-files of %d bytes in all, want some, within half of --l3-bytes %d", len(files), suffix, bytes, budget)
+			t.Errorf(
+				"%d %s part-files of %d bytes in all, want some, within half of --l3-bytes %d",
+				len(files),
+				suffix,
+				bytes,
+				budget,
+			)
 		}
 	}
 	if ev := reportNumber(t, m, "l3.evictions"); ev == 0 {

@@ -8,9 +8,9 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// startCPUProfile starts this rank's CPU profile into prefix.rank<worldRank>.pprof, a file per rank so that the
-// ranks of a node never write one file; the returned function stops it and closes the file. An empty prefix
-// profiles nothing.
+// startCPUProfile starts this rank's CPU profile into prefix.rank<worldRank>.pprof, a file per rank
+// so that the ranks of a node never write one file; the returned function stops it and closes the
+// file. An empty prefix profiles nothing.
 func startCPUProfile(prefix string, worldRank int) (stop func(), err error) {
 	if prefix == "" {
 		return func() {}, nil

@@ -1,8 +1,9 @@
 package cli
 
-// What produced a result (report.Provenance): the build, the MPI library, the command line and every flag's
-// effective value, taken as the command starts; the hosts and the trace's checksum once its job has started.
-// Each command prints it as the '#' lines that open its output, and writes it into its JSON and metrics.
+// What produced a result (report.Provenance): the build, the MPI library, the command line and
+// every flag's effective value, taken as the command starts; the hosts and the trace's checksum
+// once its job has started. Each command prints it as the '#' lines that open its output, and
+// writes it into its JSON and metrics.
 
 import (
 	"fmt"
@@ -19,12 +20,14 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// newProvenance is the command's provenance as it starts. MPI_Get_library_version and MPI_Get_version are
-// among the calls MPI allows before MPI_Init.
+// newProvenance is the command's provenance as it starts. MPI_Get_library_version and
+// MPI_Get_version are among the calls MPI allows before MPI_Init.
 func newProvenance(c *cli.Context) *report.Provenance {
 	library := "unknown"
 	if lib, err := mpi.LibraryVersion(); err == nil {
-		library = strings.TrimSpace(strings.SplitN(lib, ",", 2)[0]) // Open MPI's is a paragraph; its first clause names it
+		library = strings.TrimSpace(
+			strings.SplitN(lib, ",", 2)[0],
+		) // Open MPI's is a paragraph; its first clause names it
 		if major, minor, err := mpi.Version(); err == nil {
 			library += fmt.Sprintf(" (MPI %d.%d)", major, minor)
 		}
@@ -45,12 +48,21 @@ func newProvenance(c *cli.Context) *report.Provenance {
 		}
 	}
 	host, _ := os.Hostname()
-	return &report.Provenance{Command: commandPath(c), Version: version, GoVersion: runtime.Version(), MPILibrary: library,
-		CommandLine: os.Args, Config: config, Hosts: []string{host + " (1 rank)"}, StartTime: time.Now().UTC().Format(time.RFC3339)}
+	return &report.Provenance{
+		Command:     commandPath(c),
+		Version:     version,
+		GoVersion:   runtime.Version(),
+		MPILibrary:  library,
+		CommandLine: os.Args,
+		Config:      config,
+		Hosts:       []string{host + " (1 rank)"},
+		StartTime:   time.Now().UTC().Format(time.RFC3339),
+	}
 }
 
-// startProvenance completes p once the job has started: every rank's host (a World collective every rank
-// calls) and, on world rank 0, which writes the output, the SHA-256 of the trace at tracePath (none: "").
+// startProvenance completes p once the job has started: every rank's host (a World collective every
+// rank calls) and, on world rank 0, which writes the output, the SHA-256 of the trace at tracePath
+// (none: "").
 func startProvenance(job *spmd.Job, p *report.Provenance, tracePath string) error {
 	rows, err := job.Topo.Gather("")
 	if err != nil {
@@ -61,7 +73,8 @@ func startProvenance(job *spmd.Job, p *report.Provenance, tracePath string) erro
 		hosts[i] = row.Host
 	}
 	p.SetHosts(hosts)
-	// --cp and --dp left unset are derived from the launch: the configuration says what they became.
+	// --cp and --dp left unset are derived from the launch: the configuration says what they
+	// became.
 	for name, size := range map[string]int{"cp": job.Topo.CPSize, "dp": job.Topo.DPSize} {
 		if _, ok := p.Config[name]; ok {
 			p.Config[name] = fmt.Sprint(size)
@@ -75,10 +88,11 @@ func startProvenance(job *spmd.Job, p *report.Provenance, tracePath string) erro
 	return nil
 }
 
-// sizeProvenance sets, in p's configuration, the geometry flags' values that opts make on job's layout
-// (Options.SizedFlags), so that the configuration records the job that ran (the command line, not the whole
-// configuration, is what reruns it: a --model and the --layers it sets are exclusive). Options that cannot be
-// sized keep the flags as parsed; the run refuses them with their own error.
+// sizeProvenance sets, in p's configuration, the geometry flags' values that opts make on job's
+// layout (Options.SizedFlags), so that the configuration records the job that ran (the command
+// line, not the whole configuration, is what reruns it: a --model and the --layers it sets are
+// exclusive). Options that cannot be sized keep the flags as parsed; the run refuses them with
+// their own error.
 func sizeProvenance(job *spmd.Job, p *report.Provenance, opts *config.Options) {
 	sized, err := opts.SizedFlags(job.Topo.CPSize, job.Topo.NodeSize, job.Topo.GroupNodes)
 	if err != nil {

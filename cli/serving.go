@@ -1,8 +1,9 @@
 package cli
 
-// The serving clock's flags (SERVING.md), which run and sweep share: the modelled prefill (--gpu with --model's
-// roofline, or --prefill-profile), the link rates, the step budget, the arrivals and the clock's scale. Giving
-// --gpu or --prefill-profile turns the clock on; without either, run replays as fast as the machine allows.
+// The serving clock's flags (SERVING.md), which run and sweep share: the modelled prefill (--gpu
+// with --model's roofline, or --prefill-profile), the link rates, the step budget, the arrivals and
+// the clock's scale. Giving --gpu or --prefill-profile turns the clock on; without either, run
+// replays as fast as the machine allows.
 
 import (
 	"fmt"
@@ -34,45 +35,125 @@ type servingOptions struct {
 
 const servingCategory = "serving clock (MODELLED: turned on by --gpu or --prefill-profile)"
 
-// Defaults of the step's budget: SGLang's chunked prefill size on a large GPU, and a request cap that the step
-// broadcast carries in one or two messages.
+// Defaults of the step's budget: SGLang's chunked prefill size on a large GPU, and a request cap
+// that the step broadcast carries in one or two messages.
 const (
 	defaultStepTokens   = 8192
 	defaultStepRequests = 64
 )
 
-// servingFlags are run's; sweep, whose points replay on a virtual clock at the machine's pace, takes them but
-// --time-scale.
+// servingFlags are run's; sweep, whose points replay on a virtual clock at the machine's pace,
+// takes them but --time-scale.
 func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 	env := func(name string) []string { return []string{"CPHICACHE_" + name} }
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "gpu", EnvVars: env("GPU"), Category: servingCategory, Destination: &o.gpu, DefaultText: prefill.DefaultGPU + " when --prefill-profile is given; else the clock is off",
-			Usage: fmt.Sprintf("turn the serving clock on with a roofline prefill of --model on this GPU, one per CP rank (%s); with --prefill-profile it only sets the host link's rate", joinNames(prefill.GPUNames()))},
-		&cli.StringFlag{Name: "prefill-profile", EnvVars: env("PREFILL_PROFILE"), Category: servingCategory, Destination: &o.prefillProfile, TakesFile: true,
-			Usage: "turn the serving clock on with a prefill profile measured on your own engine: rows of new tokens, cached tokens and milliseconds for a whole CP group (docs/PREFILL.md), interpolated; replaces the roofline"},
-		&cli.StringFlag{Name: "prefill-model", EnvVars: env("PREFILL_MODEL"), Category: servingCategory, Destination: &o.prefillModel, DefaultText: "--model",
-			Usage: fmt.Sprintf("the model whose prefill and KV bytes the clock models (%s): give it to model a real model's serving over a scaled-down geometry (--layers, --token-bytes, --l2-slots) that this machine replays faster; the hit counts are then the geometry's", joinNames(sizing.ModelNames()))},
-		&cli.Float64Flag{Name: "prefill-efficiency", Value: prefill.DefaultEfficiency, EnvVars: env("PREFILL_EFFICIENCY"), Category: servingCategory, Destination: &o.efficiency,
-			Usage: "the roofline's share of the GPUs' dense bf16 peak that prefill reaches, in (0, 1] (docs/PREFILL.md says where the default comes from)"},
-		&cli.StringFlag{Name: "l3-read-rate", Value: "40GiB/s", EnvVars: env("L3_READ_RATE"), Category: servingCategory, Destination: &o.l3ReadRate,
-			Usage: "one node's read rate from the L3 (e.g. 40GiB/s, 7GB/s): an L3 read takes at least its bytes at it"},
-		&cli.IntFlag{Name: "step-tokens", Value: defaultStepTokens, EnvVars: env("STEP_TOKENS"), Category: servingCategory, Destination: &o.stepTokens,
-			Usage: "a step's budget of prompt tokens (chunked prefill's): CP rank 0 forms each step from the requests that have arrived, up to it; a longer request goes alone"},
-		&cli.IntFlag{Name: "step-requests", Value: defaultStepRequests, EnvVars: env("STEP_REQUESTS"), Category: servingCategory, Destination: &o.stepRequests,
-			Usage: "requests in a step at most"},
-		&cli.Float64Flag{Name: "request-rate", EnvVars: env("REQUEST_RATE"), Category: servingCategory, Destination: &o.requestRate, DefaultText: "a Mooncake trace's timestamps",
-			Usage: "Poisson arrivals at this many requests per second, seeded by --seed, instead of the trace's timestamps (the synthetic workload and token traces have none: give it)"},
-		&cli.IntFlag{Name: "clients", EnvVars: env("CLIENTS"), Category: servingCategory, Destination: &o.clients, DefaultText: "none: the arrivals of the trace or of --request-rate",
-			Usage: "closed-loop clients instead of arrival times: N clients, each sends its next request (in the workload's order) when its last one got its first token, so the load follows the service (docs/SERVING.md)"},
-		&cli.DurationFlag{Name: "think-time", EnvVars: env("THINK_TIME"), Category: servingCategory, Destination: &o.thinkTime,
-			Usage: "with --clients, how long a client waits after a first token before it sends its next request (trace time, e.g. 500ms)"},
-		&cli.Float64Flag{Name: "time-scale", Value: 1, EnvVars: env("TIME_SCALE"), Category: servingCategory, Destination: &o.timeScale,
-			Usage: "spend the modelled time at 1/N of its length on the wall (60: an hour of trace in about a minute, arrivals at the trace's load); a step lasts its modelled time or its real work's wall time, whichever is longer, so the cache's own time counts as itself and the figures are a replay's at the trace's pace (docs/SERVING.md); a replay of a trace lasts at least its last arrival / N, and a run warns at start-up when that is past its job's end ($SLURM_JOB_END_TIME)"},
+		&cli.StringFlag{
+			Name:        "gpu",
+			EnvVars:     env("GPU"),
+			Category:    servingCategory,
+			Destination: &o.gpu,
+			DefaultText: prefill.DefaultGPU + " when --prefill-profile is given; else the clock is off",
+			Usage: fmt.Sprintf(
+				"turn the serving clock on with a roofline prefill of --model on this GPU, one per CP rank (%s); with --prefill-profile it only sets the host link's rate",
+				joinNames(prefill.GPUNames()),
+			),
+		},
+		&cli.StringFlag{
+			Name:        "prefill-profile",
+			EnvVars:     env("PREFILL_PROFILE"),
+			Category:    servingCategory,
+			Destination: &o.prefillProfile,
+			TakesFile:   true,
+			Usage:       "turn the serving clock on with a prefill profile measured on your own engine: rows of new tokens, cached tokens and milliseconds for a whole CP group (docs/PREFILL.md), interpolated; replaces the roofline",
+		},
+		&cli.StringFlag{
+			Name:        "prefill-model",
+			EnvVars:     env("PREFILL_MODEL"),
+			Category:    servingCategory,
+			Destination: &o.prefillModel,
+			DefaultText: "--model",
+			Usage: fmt.Sprintf(
+				"the model whose prefill and KV bytes the clock models (%s): give it to model a real model's serving over a scaled-down geometry (--layers, --token-bytes, --l2-slots) that this machine replays faster; the hit counts are then the geometry's",
+				joinNames(sizing.ModelNames()),
+			),
+		},
+		&cli.Float64Flag{
+			Name:        "prefill-efficiency",
+			Value:       prefill.DefaultEfficiency,
+			EnvVars:     env("PREFILL_EFFICIENCY"),
+			Category:    servingCategory,
+			Destination: &o.efficiency,
+			Usage:       "the roofline's share of the GPUs' dense bf16 peak that prefill reaches, in (0, 1] (docs/PREFILL.md says where the default comes from)",
+		},
+		&cli.StringFlag{
+			Name:        "l3-read-rate",
+			Value:       "40GiB/s",
+			EnvVars:     env("L3_READ_RATE"),
+			Category:    servingCategory,
+			Destination: &o.l3ReadRate,
+			Usage:       "one node's read rate from the L3 (e.g. 40GiB/s, 7GB/s): an L3 read takes at least its bytes at it",
+		},
+		&cli.IntFlag{
+			Name:        "step-tokens",
+			Value:       defaultStepTokens,
+			EnvVars:     env("STEP_TOKENS"),
+			Category:    servingCategory,
+			Destination: &o.stepTokens,
+			Usage:       "a step's budget of prompt tokens (chunked prefill's): CP rank 0 forms each step from the requests that have arrived, up to it; a longer request goes alone",
+		},
+		&cli.IntFlag{
+			Name:        "step-requests",
+			Value:       defaultStepRequests,
+			EnvVars:     env("STEP_REQUESTS"),
+			Category:    servingCategory,
+			Destination: &o.stepRequests,
+			Usage:       "requests in a step at most",
+		},
+		&cli.Float64Flag{
+			Name:        "request-rate",
+			EnvVars:     env("REQUEST_RATE"),
+			Category:    servingCategory,
+			Destination: &o.requestRate,
+			DefaultText: "a Mooncake trace's timestamps",
+			Usage:       "Poisson arrivals at this many requests per second, seeded by --seed, instead of the trace's timestamps (the synthetic workload and token traces have none: give it)",
+		},
+		&cli.IntFlag{
+			Name:        "clients",
+			EnvVars:     env("CLIENTS"),
+			Category:    servingCategory,
+			Destination: &o.clients,
+			DefaultText: "none: the arrivals of the trace or of --request-rate",
+			Usage:       "closed-loop clients instead of arrival times: N clients, each sends its next request (in the workload's order) when its last one got its first token, so the load follows the service (docs/SERVING.md)",
+		},
+		&cli.DurationFlag{
+			Name:        "think-time",
+			EnvVars:     env("THINK_TIME"),
+			Category:    servingCategory,
+			Destination: &o.thinkTime,
+			Usage:       "with --clients, how long a client waits after a first token before it sends its next request (trace time, e.g. 500ms)",
+		},
+		&cli.Float64Flag{
+			Name:        "time-scale",
+			Value:       1,
+			EnvVars:     env("TIME_SCALE"),
+			Category:    servingCategory,
+			Destination: &o.timeScale,
+			Usage:       "spend the modelled time at 1/N of its length on the wall (60: an hour of trace in about a minute, arrivals at the trace's load); a step lasts its modelled time or its real work's wall time, whichever is longer, so the cache's own time counts as itself and the figures are a replay's at the trace's pace (docs/SERVING.md); a replay of a trace lasts at least its last arrival / N, and a run warns at start-up when that is past its job's end ($SLURM_JOB_END_TIME)",
+		},
 	}
 	if virtual {
 		o.timeScale = 1
-		return append(flags[:len(flags)-1], &cli.IntFlag{Name: "group-gpus", Value: 8, EnvVars: env("GROUP_GPUS"), Category: servingCategory, Destination: &o.groupGPUs,
-			Usage: "the GPUs of the CP group whose serving the points model (the sweep runs the cache at cp 1: its hits do not depend on the CP size, its TTFT does)"})
+		return append(
+			flags[:len(flags)-1],
+			&cli.IntFlag{
+				Name:        "group-gpus",
+				Value:       8,
+				EnvVars:     env("GROUP_GPUS"),
+				Category:    servingCategory,
+				Destination: &o.groupGPUs,
+				Usage:       "the GPUs of the CP group whose serving the points model (the sweep runs the cache at cp 1: its hits do not depend on the CP size, its TTFT does)",
+			},
+		)
 	}
 	return flags
 }
@@ -80,15 +161,27 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 // on says whether the serving clock is on: --gpu or --prefill-profile given.
 func (o *servingOptions) on() bool { return o.gpu != "" || o.prefillProfile != "" }
 
-// options are the runner's serving options for --model, checked before MPI starts; nil when the clock is off,
-// which refuses every other serving flag given, since it would do nothing. The synthetic workload has no
-// arrival times, so it needs --request-rate (a token trace's lack of them is found when it is read); that is
-// asked after the flags' own checks, so that a bad --gpu is named as itself.
-func (o *servingOptions) options(c *cli.Context, model string, synthetic bool) (*config.ServingOptions, error) {
+// options are the runner's serving options for --model, checked before MPI starts; nil when the
+// clock is off, which refuses every other serving flag given, since it would do nothing. The
+// synthetic workload has no arrival times, so it needs --request-rate (a token trace's lack of them
+// is found when it is read); that is asked after the flags' own checks, so that a bad --gpu is
+// named as itself.
+func (o *servingOptions) options(
+	c *cli.Context,
+	model string,
+	synthetic bool,
+) (*config.ServingOptions, error) {
 	if !o.on() {
-		// The first two of each list are --gpu and --prefill-profile; sweep's list adds --group-gpus.
-		names := append(flagNames(servingFlags(&servingOptions{}, false), 2), flagNames(servingFlags(&servingOptions{}, true), 2)...)
-		return nil, refuseGiven(c, names, "needs --gpu or --prefill-profile, which turn the serving clock on")
+		// The first two of each list are --gpu and --prefill-profile; sweep's list adds
+		// --group-gpus.
+		names := append(
+			flagNames(servingFlags(&servingOptions{}, false), 2),
+			flagNames(servingFlags(&servingOptions{}, true), 2)...)
+		return nil, refuseGiven(
+			c,
+			names,
+			"needs --gpu or --prefill-profile, which turn the serving clock on",
+		)
 	}
 	if o.clients == 0 {
 		if err := refuseGiven(c, []string{"think-time"}, "needs --clients"); err != nil {
@@ -97,7 +190,10 @@ func (o *servingOptions) options(c *cli.Context, model string, synthetic bool) (
 	}
 	if c.IsSet("group-gpus") && o.groupGPUs < 1 {
 		// 0 inside means the run's CP size, which is 1 in a sweep: given, it is a group of no GPUs.
-		return nil, &errscope.ConfigError{Flag: "group-gpus", Reason: fmt.Sprintf("%d must be 1 or more", o.groupGPUs)}
+		return nil, &errscope.ConfigError{
+			Flag:   "group-gpus",
+			Reason: fmt.Sprintf("%d must be 1 or more", o.groupGPUs),
+		}
 	}
 	gpu := o.gpu
 	if gpu == "" {
@@ -110,23 +206,38 @@ func (o *servingOptions) options(c *cli.Context, model string, synthetic bool) (
 		model = o.prefillModel
 	}
 	if o.prefillProfile == "" && model == "" {
-		return nil, &errscope.ConfigError{Flag: "gpu", Reason: "the roofline prefill needs a model: give --model or --prefill-model (" + joinNames(sizing.ModelNames()) + "), or --prefill-profile"}
+		return nil, &errscope.ConfigError{
+			Flag: "gpu",
+			Reason: "the roofline prefill needs a model: give --model or --prefill-model (" + joinNames(
+				sizing.ModelNames(),
+			) + "), or --prefill-profile",
+		}
 	}
 	l3Rate, err := prefill.ParseRate("l3-read-rate", o.l3ReadRate)
 	if err != nil {
 		return nil, err
 	}
 	s := &config.ServingOptions{
-		Prefill: prefill.Options{Model: model, GPU: gpu, Efficiency: o.efficiency, ProfilePath: o.prefillProfile,
-			Open: func(path string) (io.ReadCloser, error) { return os.Open(path) }},
-		L3ReadBytesPerSecond: l3Rate, Batching: serving.Batching{StepTokens: int64(o.stepTokens), MaxRequests: o.stepRequests},
-		TimeScale: o.timeScale, RequestRate: o.requestRate, GroupGPUs: o.groupGPUs, Clients: o.clients, ThinkSeconds: o.thinkTime.Seconds(),
+		Prefill: prefill.Options{
+			Model:       model,
+			GPU:         gpu,
+			Efficiency:  o.efficiency,
+			ProfilePath: o.prefillProfile,
+			Open:        func(path string) (io.ReadCloser, error) { return os.Open(path) },
+		},
+		L3ReadBytesPerSecond: l3Rate,
+		Batching:             serving.Batching{StepTokens: int64(o.stepTokens), MaxRequests: o.stepRequests},
+		TimeScale:            o.timeScale, RequestRate: o.requestRate, GroupGPUs: o.groupGPUs,
+		Clients: o.clients, ThinkSeconds: o.thinkTime.Seconds(),
 	}
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
 	if synthetic && o.requestRate == 0 && o.clients == 0 {
-		return nil, &errscope.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times, and the synthetic workload has none: give a rate (requests per second), closed-loop --clients, or a Mooncake --trace"}
+		return nil, &errscope.ConfigError{
+			Flag:   "request-rate",
+			Reason: "the serving clock needs arrival times, and the synthetic workload has none: give a rate (requests per second), closed-loop --clients, or a Mooncake --trace",
+		}
 	}
 	return s, nil
 }

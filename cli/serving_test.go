@@ -16,16 +16,36 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// TestServingFlagsReachTheirOptions: without --gpu or --prefill-profile the clock is off, as before; with them
-// each flag lands in config.ServingOptions.
+// TestServingFlagsReachTheirOptions: without --gpu or --prefill-profile the clock is off, as
+// before; with them each flag lands in config.ServingOptions.
 func TestServingFlagsReachTheirOptions(t *testing.T) {
 	if got := captureRun(t); got.Serving != nil {
 		t.Fatalf("the serving clock is on without --gpu or --prefill-profile: %+v", got.Serving)
 	}
-	got := captureRun(t, "--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "5", "--time-scale", "10",
-		"--step-tokens", "4096", "--step-requests", "9", "--l3-read-rate", "7GB/s", "--prefill-efficiency", "0.4").Serving
+	got := captureRun(
+		t,
+		"--gpu",
+		"h200",
+		"--model",
+		"deepseek-v3",
+		"--request-rate",
+		"5",
+		"--time-scale",
+		"10",
+		"--step-tokens",
+		"4096",
+		"--step-requests",
+		"9",
+		"--l3-read-rate",
+		"7GB/s",
+		"--prefill-efficiency",
+		"0.4",
+	).Serving
 	if got == nil || got.Prefill.GPU != "h200" || got.Prefill.Model != "deepseek-v3" || got.Prefill.Efficiency != 0.4 ||
-		got.RequestRate != 5 || got.TimeScale != 10 || got.Batching.StepTokens != 4096 || got.Batching.MaxRequests != 9 ||
+		got.RequestRate != 5 ||
+		got.TimeScale != 10 ||
+		got.Batching.StepTokens != 4096 ||
+		got.Batching.MaxRequests != 9 ||
 		got.L3ReadBytesPerSecond != 7e9 {
 		t.Fatalf("serving options %+v", got)
 	}
@@ -33,7 +53,9 @@ func TestServingFlagsReachTheirOptions(t *testing.T) {
 		t.Fatalf("--prefill-model: %+v", got)
 	}
 	// Closed-loop clients need no arrival times, the synthetic workload's absence of them included.
-	if got := captureRun(t, "--gpu", "h200", "--model", "deepseek-v3", "--clients", "6", "--think-time", "250ms").Serving; got == nil || got.Clients != 6 || got.ThinkSeconds != 0.25 {
+	if got := captureRun(t, "--gpu", "h200", "--model", "deepseek-v3", "--clients", "6", "--think-time", "250ms").Serving; got == nil ||
+		got.Clients != 6 ||
+		got.ThinkSeconds != 0.25 {
 		t.Fatalf("--clients, --think-time: %+v", got)
 	}
 }
@@ -50,7 +72,8 @@ func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
 	}{
 		{"gpu", []string{"--gpu", "h200", "--request-rate", "1"}}, // no model for the roofline
 		{"gpu", []string{"--gpu", "a100", "--model", "deepseek-v3", "--request-rate", "1"}},
-		{"request-rate", []string{"--gpu", "h200", "--model", "deepseek-v3"}}, // the synthetic workload has no arrivals
+		// the synthetic workload has no arrivals
+		{"request-rate", []string{"--gpu", "h200", "--model", "deepseek-v3"}},
 		{"request-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "-2"}},
 		{"time-scale", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--time-scale", "0"}},
 		{"step-tokens", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--step-tokens", "0"}},
@@ -65,7 +88,16 @@ func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
 	} {
 		o := &runOptions{}
 		flags := append(append(o.flags(), o.metricsFlags()...), servingFlags(&o.serving, false)...)
-		app := &cli.App{Commands: []*cli.Command{{Name: "run", Flags: flags, Before: o.before, Action: func(*cli.Context) error { return nil }}}}
+		app := &cli.App{
+			Commands: []*cli.Command{
+				{
+					Name:   "run",
+					Flags:  flags,
+					Before: o.before,
+					Action: func(*cli.Context) error { return nil },
+				},
+			},
+		}
 		err := app.Run(append([]string{"cphicache", "run"}, tc.args...))
 		var ce *errscope.ConfigError
 		if !errors.As(err, &ce) || ce.Flag != tc.flag {
@@ -74,13 +106,32 @@ func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
 	}
 }
 
-// TestRunWithTheServingClock: a real run under the clock gives every request a modelled TTFT, beside its ideal,
-// in the summary and the report, and says where each tier pays.
+// TestRunWithTheServingClock: a real run under the clock gives every request a modelled TTFT,
+// beside its ideal, in the summary and the report, and says where each tier pays.
 func TestRunWithTheServingClock(t *testing.T) {
 	besideOthers(t)
 	reportPath := filepath.Join(t.TempDir(), "r.json")
-	res := runMPI(t, 2, 120*time.Second, "run", "--quiet", "--conversations", "16", "--turns-max", "4", "--gpu", "h200",
-		"--prefill-model", "deepseek-v3", "--request-rate", "40", "--time-scale", "10", "--report", reportPath)
+	res := runMPI(
+		t,
+		2,
+		120*time.Second,
+		"run",
+		"--quiet",
+		"--conversations",
+		"16",
+		"--turns-max",
+		"4",
+		"--gpu",
+		"h200",
+		"--prefill-model",
+		"deepseek-v3",
+		"--request-rate",
+		"40",
+		"--time-scale",
+		"10",
+		"--report",
+		reportPath,
+	)
 	if res.exitCode != 0 {
 		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
 	}
@@ -91,28 +142,60 @@ func TestRunWithTheServingClock(t *testing.T) {
 	}
 	var r report.Report
 	readJSON(t, reportPath, &r)
-	if s := r.Serving; s == nil || s.Requests != r.Requests || s.TTFT.P50 <= 0 || s.IdealTTFT.P50 <= 0 || s.PromptTokensPerSecond <= 0 {
+	if s := r.Serving; s == nil || s.Requests != r.Requests || s.TTFT.P50 <= 0 ||
+		s.IdealTTFT.P50 <= 0 ||
+		s.PromptTokensPerSecond <= 0 {
 		t.Fatalf("the report's serving section: %+v (%d requests)", r.Serving, r.Requests)
 	}
 	// The ratio is written under its name and, for scripts that read it before, under its old key.
 	m := readReport(t, reportPath)
-	cost, old := reportNumber(t, m, "serving.machinery_cost_p50"), reportNumber(t, m, "serving.measured_over_ideal_p50")
+	cost, old := reportNumber(
+		t,
+		m,
+		"serving.machinery_cost_p50",
+	), reportNumber(
+		t,
+		m,
+		"serving.measured_over_ideal_p50",
+	)
 	if cost <= 0 || cost != old {
-		t.Errorf("serving.machinery_cost_p50 = %v, measured_over_ideal_p50 = %v: want the same ratio under both keys",
-			cost, old)
+		t.Errorf(
+			"serving.machinery_cost_p50 = %v, measured_over_ideal_p50 = %v: want the same ratio under both keys",
+			cost,
+			old,
+		)
 	}
 }
 
-// TestSweepGivesAModelledTTFTPerSize: with a prefill model every sweep point has a modelled TTFT, on a virtual
-// clock over its own hits: the same in two sweeps, and no worse where the L2 holds more.
+// TestSweepGivesAModelledTTFTPerSize: with a prefill model every sweep point has a modelled TTFT,
+// on a virtual clock over its own hits: the same in two sweeps, and no worse where the L2 holds
+// more.
 func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
 	dir := t.TempDir()
 	var results [2]sweep.Result
 	for i := range results {
 		path := filepath.Join(dir, "s"+string(rune('0'+i))+".json")
-		out := singleton(t, append([]string{"sweep", "--l2-slots", "16,1024", "--json", path, "--plot", path + ".png", "--gpu", "h100",
-			"--prefill-model", "llama-3.1-8b", "--request-rate", "20"}, append(sweepWorkload, sweepL1...)...)...)
-		if !strings.Contains(out, "MODELLED TTFT p50") || !strings.Contains(out, "with an unbounded L3 at 40 GiB/s: p50") {
+		out := singleton(
+			t,
+			append(
+				[]string{
+					"sweep",
+					"--l2-slots",
+					"16,1024",
+					"--json",
+					path,
+					"--plot",
+					path + ".png",
+					"--gpu",
+					"h100",
+					"--prefill-model",
+					"llama-3.1-8b",
+					"--request-rate",
+					"20",
+				},
+				append(sweepWorkload, sweepL1...)...)...)
+		if !strings.Contains(out, "MODELLED TTFT p50") ||
+			!strings.Contains(out, "with an unbounded L3 at 40 GiB/s: p50") {
 			t.Fatalf("the sweep's lines give no modelled TTFT, with and without an L3:\n%s", out)
 		}
 		readJSON(t, path, &results[i])
@@ -123,8 +206,14 @@ func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
 	}
 	for i := range a.Points {
 		p, q := a.Points[i].Serving, b.Points[i].Serving
-		if p == nil || q == nil || p.WithL3 == nil || q.WithL3 == nil || *p.WithL3 != *q.WithL3 || p.WithL3.TTFT.P50 <= 0 {
-			t.Fatalf("point %d: with an L3 %+v then %+v, want the same modelled TTFT in both sweeps", i, p, q)
+		if p == nil || q == nil || p.WithL3 == nil || q.WithL3 == nil || *p.WithL3 != *q.WithL3 ||
+			p.WithL3.TTFT.P50 <= 0 {
+			t.Fatalf(
+				"point %d: with an L3 %+v then %+v, want the same modelled TTFT in both sweeps",
+				i,
+				p,
+				q,
+			)
 		}
 		p.WithL3, q.WithL3 = nil, nil
 		if *p != *q || p.TTFTP50 <= 0 {
@@ -138,9 +227,17 @@ func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
 	}
 	defer f.Close()
 	if img, err := png.Decode(f); err != nil || img.Bounds().Dy() < img.Bounds().Dx() {
-		t.Errorf("the sweep's plot with a prefill model: %v, %v: want two panels, one over the other", err, img.Bounds())
+		t.Errorf(
+			"the sweep's plot with a prefill model: %v, %v: want two panels, one over the other",
+			err,
+			img.Bounds(),
+		)
 	}
 	if small, large := a.Points[0].Serving, a.Points[1].Serving; large.TTFTP50 > small.TTFTP50 {
-		t.Errorf("TTFT p50 %g s at 1024 slots, %g s at 16: a larger L2 made it worse", large.TTFTP50, small.TTFTP50)
+		t.Errorf(
+			"TTFT p50 %g s at 1024 slots, %g s at 16: a larger L2 made it worse",
+			large.TTFTP50,
+			small.TTFTP50,
+		)
 	}
 }

@@ -1,8 +1,9 @@
 package cli
 
-// The settings every rank of a job agrees on at start-up (spmd.AgreeOnSettings, in spmd.StartJob): the command,
-// the build, every flag's effective value, the environment values the job reads alike, and the identity of each
-// input file, so that ranks started with different flags stop with exit status 2 instead of hanging or running.
+// The settings every rank of a job agrees on at start-up (spmd.AgreeOnSettings, in spmd.StartJob):
+// the command, the build, every flag's effective value, the environment values the job reads alike,
+// and the identity of each input file, so that ranks started with different flags stop with exit
+// status 2 instead of hanging or running.
 
 import (
 	"fmt"
@@ -17,33 +18,45 @@ import (
 	"github.com/cphicache/cphicache/hicache/transport"
 )
 
-// jobSettings are the running command's settings (set by harden's Action, as annotateError is); withJob and topo
-// hand them to spmd.StartJob.
+// jobSettings are the running command's settings (set by harden's Action, as annotateError is);
+// withJob and topo hand them to spmd.StartJob.
 var jobSettings = func() []spmd.Setting { return nil }
 
 // rankOwnFlags change only what a rank prints, never what the job does: a rank may hold its own.
 var rankOwnFlags = []string{"log-level"}
 
-// inputFileFlags name files whose content is part of the job: their identity is compared, not only their names.
+// inputFileFlags name files whose content is part of the job: their identity is compared, not only
+// their names.
 var inputFileFlags = []string{"trace", "prefill-profile"}
 
 // jobEnvironment are the variables (other than the flags') that change what every rank does alike.
 var jobEnvironment = []string{transport.NCCLHostBuffersEnv}
 
-// commandSettings lists c's settings in the command's own order, which every rank running the same build and
-// command shares.
+// commandSettings lists c's settings in the command's own order, which every rank running the same
+// build and command shares.
 func commandSettings(c *cli.Context, commandLine []string) []spmd.Setting {
-	settings := []spmd.Setting{{Name: "the command", Value: commandPath(c)}, {Name: "the build", Value: version}}
+	settings := []spmd.Setting{
+		{Name: "the command", Value: commandPath(c)},
+		{Name: "the build", Value: version},
+	}
 	for _, f := range c.Command.Flags {
 		name := f.Names()[0]
 		if name == "help" || slices.Contains(rankOwnFlags, name) {
 			continue
 		}
-		s := spmd.Setting{Name: "--" + name, Value: fmt.Sprint(c.Value(name)), Source: flagSource(f, commandLine)}
+		s := spmd.Setting{
+			Name:   "--" + name,
+			Value:  fmt.Sprint(c.Value(name)),
+			Source: flagSource(f, commandLine),
+		}
 		settings = append(settings, s)
-		if slices.Contains(inputFileFlags, name) && s.Value != "" && s.Value != "-" { // "-": broadcast from rank 0
+		if slices.Contains(inputFileFlags, name) && s.Value != "" &&
+			s.Value != "-" { // "-": broadcast from rank 0
 			identity, err := fileIdentity(s.Value)
-			settings = append(settings, spmd.Setting{Name: s.Name + "'s content", Value: identity, Unknown: err != nil})
+			settings = append(
+				settings,
+				spmd.Setting{Name: s.Name + "'s content", Value: identity, Unknown: err != nil},
+			)
 		}
 	}
 	for _, env := range jobEnvironment {
@@ -67,12 +80,14 @@ func flagSource(f cli.Flag, commandLine []string) string {
 	return ""
 }
 
-// identityBytes is how much of each end of a file fileIdentity reads: a trace of many GiB costs two reads.
+// identityBytes is how much of each end of a file fileIdentity reads: a trace of many GiB costs two
+// reads.
 const identityBytes = 1 << 20
 
-// fileIdentity is a file's size and the CRC-32C of its first and last identityBytes (all of it when smaller).
-// A rank that cannot read the file (only the ranks that read the workload need it) does not know it, nor one
-// whose path is not a regular file (a pipe, <(zcat trace.gz), which reading here would empty).
+// fileIdentity is a file's size and the CRC-32C of its first and last identityBytes (all of it when
+// smaller). A rank that cannot read the file (only the ranks that read the workload need it) does
+// not know it, nor one whose path is not a regular file (a pipe, <(zcat trace.gz), which reading
+// here would empty).
 func fileIdentity(path string) (string, error) {
 	if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() {
 		return "", fmt.Errorf("%s: not a regular file", path)

@@ -13,8 +13,9 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
-// rankOneWrapper is a launcher script for mpirun: world rank 1 runs the binary with the environment in RANK1_ENV
-// and from the folder RANK1_DIR (when set), as a per-node environment under Slurm would start it.
+// rankOneWrapper is a launcher script for mpirun: world rank 1 runs the binary with the environment
+// in RANK1_ENV and from the folder RANK1_DIR (when set), as a per-node environment under Slurm
+// would start it.
 const rankOneWrapper = `#!/bin/sh
 rank=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}
 if [ "$rank" = 1 ]; then
@@ -24,17 +25,26 @@ fi
 exec "$@"
 `
 
-// runRankOneApart runs np 2 of the binary with args, rank 1 with env1 and in dir1 (when not ""), the others
-// from dir, and returns how it ended and how long it took.
-func runRankOneApart(t *testing.T, dir, dir1, env1 string, args ...string) (mpirunResult, time.Duration) {
+// runRankOneApart runs np 2 of the binary with args, rank 1 with env1 and in dir1 (when not ""),
+// the others from dir, and returns how it ended and how long it took.
+func runRankOneApart(
+	t *testing.T,
+	dir, dir1, env1 string,
+	args ...string,
+) (mpirunResult, time.Duration) {
 	t.Helper()
 	res, took, _ := runRanksOneApart(t, 2, dir, dir1, env1, args...)
 	return res, took
 }
 
-// runRanksOneApart is runRankOneApart at np ranks, and also returns when the job's stderr first said that the
-// ranks were not given the same job (took when it never did).
-func runRanksOneApart(t *testing.T, np int, dir, dir1, env1 string, args ...string) (mpirunResult, time.Duration, time.Duration) {
+// runRanksOneApart is runRankOneApart at np ranks, and also returns when the job's stderr first
+// said that the ranks were not given the same job (took when it never did).
+func runRanksOneApart(
+	t *testing.T,
+	np int,
+	dir, dir1, env1 string,
+	args ...string,
+) (mpirunResult, time.Duration, time.Duration) {
 	t.Helper()
 	wrapper := filepath.Join(t.TempDir(), "rank1.sh")
 	if err := os.WriteFile(wrapper, []byte(rankOneWrapper), 0o755); err != nil {
@@ -42,7 +52,22 @@ func runRanksOneApart(t *testing.T, np int, dir, dir1, env1 string, args ...stri
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), loaded(60*time.Second))
 	defer cancel()
-	full := append([]string{"-np", fmt.Sprint(np), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1", "-x", "RANK1_ENV", "-x", "RANK1_DIR", wrapper, binPath}, args...)
+	full := append(
+		[]string{
+			"-np",
+			fmt.Sprint(np),
+			"--oversubscribe",
+			"--mca",
+			"mpi_yield_when_idle",
+			"1",
+			"-x",
+			"RANK1_ENV",
+			"-x",
+			"RANK1_DIR",
+			wrapper,
+			binPath,
+		},
+		args...)
 	cmd := exec.CommandContext(ctx, "mpirun", full...)
 	cmd.Env = append(mpirunEnv(t), "RANK1_ENV="+env1, "RANK1_DIR="+dir1)
 	cmd.Dir = dir
@@ -53,7 +78,12 @@ func runRanksOneApart(t *testing.T, np int, dir, dir1, env1 string, args ...stri
 	err := cmd.Run()
 	res := mpirunResult{stdout: stdout.String(), stderr: stderr.String()}
 	if ctx.Err() != nil {
-		t.Fatalf("mpirun %v did not finish within five minutes:\n%s%s", args, res.stdout, res.stderr)
+		t.Fatalf(
+			"mpirun %v did not finish within five minutes:\n%s%s",
+			args,
+			res.stdout,
+			res.stderr,
+		)
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		res.exitCode = ee.ExitCode()
@@ -65,8 +95,8 @@ func runRanksOneApart(t *testing.T, np int, dir, dir1, env1 string, args ...stri
 	return res, took, stderr.at
 }
 
-// firstSaid is a command's output that notes when text first appeared in it, since start (exec.Cmd copies a
-// pipe into a Writer from one goroutine, so it needs no lock).
+// firstSaid is a command's output that notes when text first appeared in it, since start (exec.Cmd
+// copies a pipe into a Writer from one goroutine, so it needs no lock).
 type firstSaid struct {
 	strings.Builder
 	text  string
@@ -82,18 +112,32 @@ func (f *firstSaid) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// A refusal of ranks given different settings ends the job soon after the ranks say it (within 2 s on a quiet
-// node, bounded here for a loaded one), and every one of 8 ranks still says it. Each rank used to print after
-// MPI_Finalize and then wait out the silent grace (2 s times the load per CPU, up to 20 s) so that a faster
-// rank's exit could not cut its message off: 5 s after the refusal at a load of 2.4 per CPU, 11 to 21 s loaded.
+// A refusal of ranks given different settings ends the job soon after the ranks say it (within 2 s
+// on a quiet node, bounded here for a loaded one), and every one of 8 ranks still says it. Each
+// rank used to print after MPI_Finalize and then wait out the silent grace (2 s times the load per
+// CPU, up to 20 s) so that a faster rank's exit could not cut its message off: 5 s after the
+// refusal at a load of 2.4 per CPU, 11 to 21 s loaded.
 func TestRanksGivenDifferentSettingsEndSoonAfterTheRefusal(t *testing.T) {
 	besideOthers(t)
-	res, took, refused := runRanksOneApart(t, 8, t.TempDir(), "", "CPHICACHE_SEED=9", "run", "--conversations", "4")
+	res, took, refused := runRanksOneApart(
+		t,
+		8,
+		t.TempDir(),
+		"",
+		"CPHICACHE_SEED=9",
+		"run",
+		"--conversations",
+		"4",
+	)
 	if res.exitCode != 2 {
 		t.Fatalf("exit %d, want 2:\n%s", res.exitCode, res.stderr)
 	}
 	if n := strings.Count(res.stderr, "the ranks were not given the same job"); n != 8 {
-		t.Errorf("%d ranks said the ranks were not given the same job, want all 8:\n%s", n, res.stderr)
+		t.Errorf(
+			"%d ranks said the ranks were not given the same job, want all 8:\n%s",
+			n,
+			res.stderr,
+		)
 	}
 	if after := took - refused; after > loaded(2*time.Second) {
 		t.Errorf("the job ended %v after the refusal (%v after it started), want within %v:\n%s",
@@ -101,10 +145,11 @@ func TestRanksGivenDifferentSettingsEndSoonAfterTheRefusal(t *testing.T) {
 	}
 }
 
-// Every command that runs under mpirun (run, validate, topo, a bench under mpirun) refuses ranks that were not
-// given the same job before it builds anything (a --cp that differs, before the topology that would spin): every
-// rank names the setting with the value it holds and where it came from, and the job exits 2 within seconds.
-// A trace with the same path and another content on rank 1 is found by its content.
+// Every command that runs under mpirun (run, validate, topo, a bench under mpirun) refuses ranks
+// that were not given the same job before it builds anything (a --cp that differs, before the
+// topology that would spin): every rank names the setting with the value it holds and where it came
+// from, and the job exits 2 within seconds. A trace with the same path and another content on rank
+// 1 is found by its content.
 func TestRanksGivenDifferentSettingsStopNamingThem(t *testing.T) {
 	besideOthers(t)
 	traces, traces1 := t.TempDir(), t.TempDir()
@@ -116,7 +161,9 @@ func TestRanksGivenDifferentSettingsStopNamingThem(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(traces, "t.jsonl"), excerpt, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(traces1, "t.jsonl"), []byte(strings.Join(lines[:len(lines)/2], "")), 0o644); err != nil {
+	if err := os.WriteFile(
+		filepath.Join(traces1, "t.jsonl"), []byte(strings.Join(lines[:len(lines)/2], "")), 0o644,
+	); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -137,12 +184,19 @@ func TestRanksGivenDifferentSettingsStopNamingThem(t *testing.T) {
 				dir1 = traces1
 			}
 			res, took := runRankOneApart(t, traces, dir1, tc.env1, tc.args...)
-			if res.exitCode != 2 || took > spmd.SettingsTimeout { // the agreement's own watchdog would be later
-				t.Errorf("exit %d after %v, want 2 before the agreement's watchdog:\n%s", res.exitCode, took, res.stderr)
+			if res.exitCode != 2 ||
+				took > spmd.SettingsTimeout { // the agreement's own watchdog would be later
+				t.Errorf(
+					"exit %d after %v, want 2 before the agreement's watchdog:\n%s",
+					res.exitCode,
+					took,
+					res.stderr,
+				)
 			}
 			for rank, want := range []string{tc.want, tc.want1} {
 				line := lineWith(res.stderr, []string{"rank 0: ", "rank 1: "}[rank])
-				if !strings.Contains(line, want) || !strings.Contains(line, "Give every rank the same command line") {
+				if !strings.Contains(line, want) ||
+					!strings.Contains(line, "Give every rank the same command line") {
 					t.Errorf("rank %d said %q, want %q in it:\n%s", rank, line, want, res.stderr)
 				}
 			}
@@ -160,16 +214,23 @@ func lineWith(text, s string) string {
 	return ""
 }
 
-// A settings refusal that every rank printed and met the others after (spmd.ReportedError, from spmd.StartJob)
-// is neither printed again nor waited on: the wait is what held the job 11 to 21 s after the refusal. A bare
-// one still is (its ranks print after MPI, each its own values, and must not be cut off by the first to exit).
+// A settings refusal that every rank printed and met the others after (spmd.ReportedError, from
+// spmd.StartJob) is neither printed again nor waited on: the wait is what held the job 11 to 21 s
+// after the refusal. A bare one still is (its ranks print after MPI, each its own values, and must
+// not be cut off by the first to exit).
 func TestAReportedSettingsRefusalIsNotPrintedAgainNorWaitedOn(t *testing.T) {
-	refusal := &spmd.SettingsError{Differ: []spmd.Setting{{Name: "--seed", Value: "9"}}, SameList: true}
+	refusal := &spmd.SettingsError{
+		Differ:   []spmd.Setting{{Name: "--seed", Value: "9"}},
+		SameList: true,
+	}
 	var out strings.Builder
 	if printError(&out, &spmd.ReportedError{Err: refusal}) || out.Len() != 0 {
 		t.Errorf("a reported refusal: printed %q and waits, want neither", out.String())
 	}
 	if !printError(&out, refusal) || !strings.Contains(out.String(), `--seed is "9" here`) {
-		t.Errorf("a refusal not yet printed: printed %q, want it printed and waited on", out.String())
+		t.Errorf(
+			"a refusal not yet printed: printed %q, want it printed and waited on",
+			out.String(),
+		)
 	}
 }

@@ -13,11 +13,21 @@ import (
 	"time"
 )
 
-// TestSignalLeavesNoLiveMetricsFile: a periodic metrics file (cphicache_metrics_final 0) is removed when a
-// signal ends the run, so that a collector does not read a dead job as a live one.
+// TestSignalLeavesNoLiveMetricsFile: a periodic metrics file (cphicache_metrics_final 0) is removed
+// when a signal ends the run, so that a collector does not read a dead job as a live one.
 func TestSignalLeavesNoLiveMetricsFile(t *testing.T) {
 	metrics := filepath.Join(t.TempDir(), "cphicache.prom")
-	cmd := exec.Command(binPath, "run", "--trace", writeLongTrace(t), "--quiet", "--metrics-file", metrics, "--metrics-interval", "50ms")
+	cmd := exec.Command(
+		binPath,
+		"run",
+		"--trace",
+		writeLongTrace(t),
+		"--quiet",
+		"--metrics-file",
+		metrics,
+		"--metrics-interval",
+		"50ms",
+	)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -43,15 +53,25 @@ func TestSignalLeavesNoLiveMetricsFile(t *testing.T) {
 	checkNoSegments(t)
 }
 
-// TestSignalsUnderMpirun pins down what a signal does under Open MPI's mpirun, as docs/FAILURES.md says it: a signal
-// to the ranks (srun and scancel signal every task) ends the job with 128 + the signal, which mpirun passes on;
-// a signal to mpirun itself (Ctrl-C at a terminal) is forwarded to every rank as SIGTERM, each releases its
-// shared memory and rank 0 says why, but mpirun exits 1, its own status for a job it aborted.
+// TestSignalsUnderMpirun pins down what a signal does under Open MPI's mpirun, as docs/FAILURES.md
+// says it: a signal to the ranks (srun and scancel signal every task) ends the job with 128 + the
+// signal, which mpirun passes on; a signal to mpirun itself (Ctrl-C at a terminal) is forwarded to
+// every rank as SIGTERM, each releases its shared memory and rank 0 says why, but mpirun exits 1,
+// its own status for a job it aborted.
 func TestSignalsUnderMpirun(t *testing.T) {
-	// The SIGTERM to mpirun reaches the ranks only after mpirun's kill timeout (10 s here, below), so that job
-	// is a paced one, whose ranks sleep between the arrivals of the serving clock: a replay run flat out burned
-	// two cores for those 10 s of each of its tries (20 of the CLI package's 107 CPU-s here, quiet).
-	paced := []string{"run", "--gpu", "h100", "--prefill-model", "llama-3.1-8b", "--request-rate", "1"}
+	// The SIGTERM to mpirun reaches the ranks only after mpirun's kill timeout (10 s here, below),
+	// so that job is a paced one, whose ranks sleep between the arrivals of the serving clock: a
+	// replay run flat out burned two cores for those 10 s of each of its tries (20 of the CLI
+	// package's 107 CPU-s here, quiet).
+	paced := []string{
+		"run",
+		"--gpu",
+		"h100",
+		"--prefill-model",
+		"llama-3.1-8b",
+		"--request-rate",
+		"1",
+	}
 	for _, tc := range []struct {
 		name     string
 		toRanks  bool
@@ -64,16 +84,17 @@ func TestSignalsUnderMpirun(t *testing.T) {
 		{"SIGTERM to mpirun", false, syscall.SIGTERM, 1, "received SIGTERM; run abandoned", paced},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// Open MPI's mpirun, ending a job on its own SIGTERM, stops forwarding the ranks' output as it
-			// goes: rank 0's line reached mpirun's stderr in 5 of 6 tries here (rank 0 wrote it every time).
-			// So the exit status and the leak check hold on every try; the line must come through in one of 3.
+			// Open MPI's mpirun, ending a job on its own SIGTERM, stops forwarding the ranks'
+			// output as it goes: rank 0's line reached mpirun's stderr in 5 of 6 tries here (rank 0
+			// wrote it every time). So the exit status and the leak check hold on every try; the
+			// line must come through in one of 3.
 			tries := 1
 			if !tc.toRanks {
 				tries = 3
-				// mpirun kills the ranks 1 s after it forwards its SIGTERM: at a load average of 25 on two
-				// cores a rank still setting up did not release its segment in time. Users on a loaded node
-				// give it longer as docs/FAILURES.md says; so does this test (not parallel: Setenv may change the
-				// environment here).
+				// mpirun kills the ranks 1 s after it forwards its SIGTERM: at a load average of 25
+				// on two cores a rank still setting up did not release its segment in time. Users
+				// on a loaded node give it longer as docs/FAILURES.md says; so does this test (not
+				// parallel: Setenv may change the environment here).
 				t.Setenv("OMPI_MCA_odls_base_sigkill_timeout", "10")
 			}
 			var outputs []string
@@ -88,14 +109,20 @@ func TestSignalsUnderMpirun(t *testing.T) {
 				}
 				outputs = append(outputs, stderr)
 			}
-			t.Errorf("%q in none of %d tries:\n%s", tc.wantLine, tries, strings.Join(outputs, "---\n"))
+			t.Errorf(
+				"%q in none of %d tries:\n%s",
+				tc.wantLine,
+				tries,
+				strings.Join(outputs, "---\n"),
+			)
 		})
 	}
 }
 
-// signalJob starts a long 2-rank job of args, signals it (its ranks or mpirun) once its provenance header says
-// every rank handles signals, and returns mpirun's exit status and standard error. (It waited for the first
-// progress line before: 10% of a long replay, minutes at load 45, where the job then outran its bound.)
+// signalJob starts a long 2-rank job of args, signals it (its ranks or mpirun) once its provenance
+// header says every rank handles signals, and returns mpirun's exit status and standard error. (It
+// waited for the first progress line before: 10% of a long replay, minutes at load 45, where the
+// job then outran its bound.)
 func signalJob(t *testing.T, toRanks bool, sig syscall.Signal, args ...string) (int, string) {
 	t.Helper()
 	res, _ := runMPIOnMarker(t, 2, 60*time.Second, "# cphicache ", func(cmd *exec.Cmd) {
@@ -113,7 +140,9 @@ func signalJob(t *testing.T, toRanks bool, sig syscall.Signal, args ...string) (
 // childPids lists the processes whose parent is pid (mpirun's ranks), from /proc.
 func childPids(t *testing.T, pid int) []int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(pid), "children"))
+	b, err := os.ReadFile(
+		filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(pid), "children"),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,13 +159,22 @@ func childPids(t *testing.T, pid int) []int {
 	return pids
 }
 
-// TestSignalToBenchReplayEndsItsLaunchAndRemovesItsL3: a SIGTERM to bench replay (scancel, Ctrl-C) ends the
-// launch in flight and removes the repeat's L3 directory, which on a real trace holds gigabytes, before the
-// command exits 128 + 15. The launcher is a stand-in for mpirun that only waits, so the test controls when the
-// signal comes: while a launch is in flight.
+// TestSignalToBenchReplayEndsItsLaunchAndRemovesItsL3: a SIGTERM to bench replay (scancel, Ctrl-C)
+// ends the launch in flight and removes the repeat's L3 directory, which on a real trace holds
+// gigabytes, before the command exits 128 + 15. The launcher is a stand-in for mpirun that only
+// waits, so the test controls when the signal comes: while a launch is in flight.
 func TestSignalToBenchReplayEndsItsLaunchAndRemovesItsL3(t *testing.T) {
 	dir := t.TempDir()
-	l3Parent, pidFile, launcher := filepath.Join(dir, "l3"), filepath.Join(dir, "launcher.pid"), filepath.Join(dir, "mpirun")
+	l3Parent, pidFile, launcher := filepath.Join(
+		dir,
+		"l3",
+	), filepath.Join(
+		dir,
+		"launcher.pid",
+	), filepath.Join(
+		dir,
+		"mpirun",
+	)
 	trace := filepath.Join(dir, "trace.jsonl")
 	if err := os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 64, "output_length": 1, "hash_ids": [0]}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -148,8 +186,23 @@ func TestSignalToBenchReplayEndsItsLaunchAndRemovesItsL3(t *testing.T) {
 	if err := os.Mkdir(l3Parent, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binPath, "bench", "replay", "--np", "2", "--repeats", "1", "--mpirun", launcher, "--trace", trace,
-		"--l3-parent", l3Parent, "--out-dir", filepath.Join(dir, "out"))
+	cmd := exec.Command(
+		binPath,
+		"bench",
+		"replay",
+		"--np",
+		"2",
+		"--repeats",
+		"1",
+		"--mpirun",
+		launcher,
+		"--trace",
+		trace,
+		"--l3-parent",
+		l3Parent,
+		"--out-dir",
+		filepath.Join(dir, "out"),
+	)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -157,7 +210,9 @@ func TestSignalToBenchReplayEndsItsLaunchAndRemovesItsL3(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	pid := waitForPidFile(t, pidFile)
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) }) // when the test fails before its own check
+	t.Cleanup(
+		func() { syscall.Kill(pid, syscall.SIGKILL) },
+	) // when the test fails before its own check
 	if entries, _ := os.ReadDir(l3Parent); len(entries) != 1 {
 		t.Fatalf("the repeat's L3 directory is not there before the signal: %v", entries)
 	}
@@ -195,16 +250,18 @@ func waitForPidFile(t *testing.T, path string) int {
 	return 0
 }
 
-// TestFailedRunLeavesAStreamMetricsPath: a failed run removes its periodic metrics file, but a --metrics-file
-// that is not a regular file (/dev/null; a FIFO here) stays: removed as root, /dev/null was gone for every later
-// job on the node.
+// TestFailedRunLeavesAStreamMetricsPath: a failed run removes its periodic metrics file, but a
+// --metrics-file that is not a regular file (/dev/null; a FIFO here) stays: removed as root,
+// /dev/null was gone for every later job on the node.
 func TestFailedRunLeavesAStreamMetricsPath(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "m.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("no FIFO here: %v", err)
 	}
-	// An hour's interval: no periodic write opens the FIFO (which would wait for a reader) before the failure.
-	out, err := exec.Command(binPath, "run", "--quiet", "--metrics-file", fifo, "--metrics-interval", "1h", "--inject-setup-error", "0").CombinedOutput()
+	// An hour's interval: no periodic write opens the FIFO (which would wait for a reader) before
+	// the failure.
+	out, err := exec.Command(binPath, "run", "--quiet", "--metrics-file", fifo, "--metrics-interval", "1h", "--inject-setup-error", "0").
+		CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Fatalf("exit %v, want 1 (the injected set-up failure):\n%s", err, out)
 	}

@@ -1,7 +1,8 @@
 package cli
 
-// `cphicache sim`: the deterministic simulator of whole jobs over the IO-free core (hicache/sim). One process,
-// no mpirun; the same seed and flags replay the same jobs and end with the same state hash.
+// `cphicache sim`: the deterministic simulator of whole jobs over the IO-free core (hicache/sim).
+// One process, no mpirun; the same seed and flags replay the same jobs and end with the same state
+// hash.
 
 import (
 	"errors"
@@ -40,24 +41,59 @@ func simCommand() *cli.Command {
 			"non-regular reads, ENOSPC and EIO writes, ranks that see different files, another job evicting). A violation prints the job's " +
 			"seed and exits 1; `cphicache sim --job-seed S` replays that job alone, exactly.",
 		Flags: []cli.Flag{
-			&cli.Uint64Flag{Name: "seed", Value: 1, EnvVars: []string{"CPHICACHE_SIM_SEED"}, Destination: &o.seed,
-				Usage: "the simulation's seed: it decides every job, every completion's timing and every fault"},
-			&cli.Int64Flag{Name: "steps", Value: 40000, EnvVars: []string{"CPHICACHE_SIM_STEPS"}, Destination: &o.steps,
-				Usage: "stop once the jobs have made this many steps (each a step of one CP group); 0 = no step bound"},
-			&cli.IntFlag{Name: "jobs", EnvVars: []string{"CPHICACHE_SIM_JOBS"}, Destination: &o.jobs,
-				Usage: "stop after this many jobs; 0 = no job bound"},
-			&cli.Float64Flag{Name: "seconds", EnvVars: []string{"CPHICACHE_SIM_SECONDS"}, Destination: &o.seconds,
-				Usage: "stop after about this many seconds instead (a run so bounded depends on the machine's speed, so its hash does too)"},
-			&cli.Uint64Flag{Name: "job-seed", EnvVars: []string{"CPHICACHE_SIM_JOB_SEED"}, Destination: &o.jobSeed,
-				Usage: "run the one job of this seed (a violation's replay)"},
+			&cli.Uint64Flag{
+				Name:        "seed",
+				Value:       1,
+				EnvVars:     []string{"CPHICACHE_SIM_SEED"},
+				Destination: &o.seed,
+				Usage:       "the simulation's seed: it decides every job, every completion's timing and every fault",
+			},
+			&cli.Int64Flag{
+				Name:        "steps",
+				Value:       40000,
+				EnvVars:     []string{"CPHICACHE_SIM_STEPS"},
+				Destination: &o.steps,
+				Usage:       "stop once the jobs have made this many steps (each a step of one CP group); 0 = no step bound",
+			},
+			&cli.IntFlag{
+				Name:        "jobs",
+				EnvVars:     []string{"CPHICACHE_SIM_JOBS"},
+				Destination: &o.jobs,
+				Usage:       "stop after this many jobs; 0 = no job bound",
+			},
+			&cli.Float64Flag{
+				Name:        "seconds",
+				EnvVars:     []string{"CPHICACHE_SIM_SECONDS"},
+				Destination: &o.seconds,
+				Usage:       "stop after about this many seconds instead (a run so bounded depends on the machine's speed, so its hash does too)",
+			},
+			&cli.Uint64Flag{
+				Name:        "job-seed",
+				EnvVars:     []string{"CPHICACHE_SIM_JOB_SEED"},
+				Destination: &o.jobSeed,
+				Usage:       "run the one job of this seed (a violation's replay)",
+			},
 			&cli.IntFlag{Name: "cp", EnvVars: []string{"CPHICACHE_SIM_CP"}, Destination: &o.cp,
 				Usage: "every job's CP size (0 = drawn: 1 to 8)"},
-			&cli.StringFlag{Name: "mode", Value: "all", EnvVars: []string{"CPHICACHE_SIM_MODE"}, Destination: &o.mode,
-				Usage: "how jobs are drawn: plain (at most one core fault, the L3's faults together), swarm (each job a random subset of the features and fault kinds), liveness (each job one permanent fault: a rank that stops, an L3 that hangs; it must end by the watchdog within its bound), or all (each job's mode drawn from its seed)"},
-			&cli.StringFlag{Name: "bug", EnvVars: []string{"CPHICACHE_SIM_BUG"}, Destination: &o.bug,
-				Usage: "run with one of the core's deliberate bugs (a binary built with -tags simbugs): the simulator must catch it"},
-			&cli.BoolFlag{Name: "verbose", EnvVars: []string{"CPHICACHE_SIM_VERBOSE"}, Destination: &o.verbose,
-				Usage: "print every job's configuration and end"},
+			&cli.StringFlag{
+				Name:        "mode",
+				Value:       "all",
+				EnvVars:     []string{"CPHICACHE_SIM_MODE"},
+				Destination: &o.mode,
+				Usage:       "how jobs are drawn: plain (at most one core fault, the L3's faults together), swarm (each job a random subset of the features and fault kinds), liveness (each job one permanent fault: a rank that stops, an L3 that hangs; it must end by the watchdog within its bound), or all (each job's mode drawn from its seed)",
+			},
+			&cli.StringFlag{
+				Name:        "bug",
+				EnvVars:     []string{"CPHICACHE_SIM_BUG"},
+				Destination: &o.bug,
+				Usage:       "run with one of the core's deliberate bugs (a binary built with -tags simbugs): the simulator must catch it",
+			},
+			&cli.BoolFlag{
+				Name:        "verbose",
+				EnvVars:     []string{"CPHICACHE_SIM_VERBOSE"},
+				Destination: &o.verbose,
+				Usage:       "print every job's configuration and end",
+			},
 		},
 		OnUsageError: onUsageError,
 		Before:       o.check,
@@ -70,13 +106,22 @@ func simCommand() *cli.Command {
 
 func (o *simOptions) check(*cli.Context) error {
 	if o.cp < 0 || o.cp > 16 {
-		return &errscope.ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d: give 1 to 16 ranks, or 0 to draw each job's", o.cp)}
+		return &errscope.ConfigError{
+			Flag:   "cp",
+			Reason: fmt.Sprintf("%d: give 1 to 16 ranks, or 0 to draw each job's", o.cp),
+		}
 	}
 	if o.steps < 0 || o.jobs < 0 || o.seconds < 0 {
-		return &errscope.ConfigError{Flag: "steps", Reason: "--steps, --jobs and --seconds take 0 or more"}
+		return &errscope.ConfigError{
+			Flag:   "steps",
+			Reason: "--steps, --jobs and --seconds take 0 or more",
+		}
 	}
 	if o.bug != "" && !cache.BugsCompiled {
-		return &errscope.ConfigError{Flag: "bug", Reason: "this binary carries no deliberate bugs: build it with -tags simbugs (make sim-bugs)"}
+		return &errscope.ConfigError{
+			Flag:   "bug",
+			Reason: "this binary carries no deliberate bugs: build it with -tags simbugs (make sim-bugs)",
+		}
 	}
 	return nil
 }
@@ -116,40 +161,131 @@ func (o *simOptions) run(w io.Writer) error {
 	}
 	if o.verbose {
 		so.Report = func(j sim.JobResult) {
-			fmt.Fprintf(w, "  job %d: %d steps, %s (exit status %d): %s\n", j.Config.Seed, j.Steps, j.Outcome, j.Outcome.ExitStatus(), j.Config.String())
+			fmt.Fprintf(
+				w,
+				"  job %d: %d steps, %s (exit status %d): %s\n",
+				j.Config.Seed,
+				j.Steps,
+				j.Outcome,
+				j.Outcome.ExitStatus(),
+				j.Config.String(),
+			)
 			if j.Watchdog != "" {
 				fmt.Fprintf(w, "    the watchdog: %s\n", j.Watchdog)
 			}
 		}
 	}
-	fmt.Fprintf(w, "# cphicache sim: seed %d, steps %d, jobs %d, seconds %g, cp %d, mode %s, bug %q\n", o.seed, so.Steps, so.Jobs, o.seconds, o.cp, so.Mode, o.bug)
+	fmt.Fprintf(
+		w,
+		"# cphicache sim: seed %d, steps %d, jobs %d, seconds %g, cp %d, mode %s, bug %q\n",
+		o.seed,
+		so.Steps,
+		so.Jobs,
+		o.seconds,
+		o.cp,
+		so.Mode,
+		o.bug,
+	)
 	res := sim.Run(so)
 	elapsed := time.Since(start).Seconds()
-	fmt.Fprintf(w, "  %d jobs: %d clean, %d failed loudly on an injected fault, %d ended by the watchdog (an injected stuck copy, exit, stopped rank or hung L3); %d with an L3, %d with a fault\n",
-		res.Jobs, res.Outcomes[sim.Clean], res.Outcomes[sim.FailedLoud], res.Outcomes[sim.WatchdogEnd], res.L3Jobs, res.FaultJobs)
-	fmt.Fprintf(w, "  %d steps of CP groups (%d of CP groups of 8 ranks; %d of groups over 2 nodes, %d over 4), %d rank steps, in %.2f s: %.0f rank steps/s, %.0f CP8-equivalent steps/s\n",
-		res.Steps, res.CP8Steps, res.StepsOnNodes[2], res.StepsOnNodes[4], res.RankSteps, elapsed, float64(res.RankSteps)/elapsed, float64(res.RankSteps)/8/elapsed)
+	fmt.Fprintf(
+		w,
+		"  %d jobs: %d clean, %d failed loudly on an injected fault, %d ended by the watchdog (an injected stuck copy, exit, stopped rank or hung L3); %d with an L3, %d with a fault\n",
+		res.Jobs,
+		res.Outcomes[sim.Clean],
+		res.Outcomes[sim.FailedLoud],
+		res.Outcomes[sim.WatchdogEnd],
+		res.L3Jobs,
+		res.FaultJobs,
+	)
+	fmt.Fprintf(
+		w,
+		"  %d steps of CP groups (%d of CP groups of 8 ranks; %d of groups over 2 nodes, %d over 4), %d rank steps, in %.2f s: %.0f rank steps/s, %.0f CP8-equivalent steps/s\n",
+		res.Steps,
+		res.CP8Steps,
+		res.StepsOnNodes[2],
+		res.StepsOnNodes[4],
+		res.RankSteps,
+		elapsed,
+		float64(res.RankSteps)/elapsed,
+		float64(res.RankSteps)/8/elapsed,
+	)
 	c := res.Totals
-	fmt.Fprintf(w, "  prompt tokens: L1 hit %d, L2 hit %d, L3 hit %d, computed %d; %d L3 prefetches (%d cut short by a failed read, %d timed out, %d dropped by a flush); %s\n",
-		c.L1HitTokens, c.L2HitTokens, c.L3HitTokens, c.MissTokens, c.L3Prefetches, c.L3PrefetchMisses, c.L3PrefetchTimeouts, c.L3PrefetchFlushed, errscope.Count(c.Flushes, "flush", "flushes"))
-	fmt.Fprintf(w, "  coverage: %d L3 blocks read into the slab, %d checked there against their keys' content (a job whose counts differ fails)\n", res.BlocksRead, res.BlocksChecked)
-	fmt.Fprintf(w, "  existence votes: %d prefetches read what the model says (%d where the ranks' runs differed), %d check spans checked\n", res.Models.Prefetches, res.Models.Split, res.Models.Spans)
-	fmt.Fprintf(w, "  write_back: %d block writes of objects near eviction, %d blocks through such objects required written (spanning backups too)\n", res.Models.WriteBacks, res.Models.WriteBackBlocks)
-	fmt.Fprintf(w, "  prefetch decisions: %d requests' as the model says, %d waiting for a prefetch (%d reservations refused, each without room); served prefixes: %d pages, %d of them held (the floor)\n",
-		res.Models.Plans, res.Models.PlanWaits, res.Models.PlanMisses, res.Models.ServedPages, res.Models.ServedFloor)
+	fmt.Fprintf(
+		w,
+		"  prompt tokens: L1 hit %d, L2 hit %d, L3 hit %d, computed %d; %d L3 prefetches (%d cut short by a failed read, %d timed out, %d dropped by a flush); %s\n",
+		c.L1HitTokens,
+		c.L2HitTokens,
+		c.L3HitTokens,
+		c.MissTokens,
+		c.L3Prefetches,
+		c.L3PrefetchMisses,
+		c.L3PrefetchTimeouts,
+		c.L3PrefetchFlushed,
+		errscope.Count(c.Flushes, "flush", "flushes"),
+	)
+	fmt.Fprintf(
+		w,
+		"  coverage: %d L3 blocks read into the slab, %d checked there against their keys' content (a job whose counts differ fails)\n",
+		res.BlocksRead,
+		res.BlocksChecked,
+	)
+	fmt.Fprintf(
+		w,
+		"  existence votes: %d prefetches read what the model says (%d where the ranks' runs differed), %d check spans checked\n",
+		res.Models.Prefetches,
+		res.Models.Split,
+		res.Models.Spans,
+	)
+	fmt.Fprintf(
+		w,
+		"  write_back: %d block writes of objects near eviction, %d blocks through such objects required written (spanning backups too)\n",
+		res.Models.WriteBacks,
+		res.Models.WriteBackBlocks,
+	)
+	fmt.Fprintf(
+		w,
+		"  prefetch decisions: %d requests' as the model says, %d waiting for a prefetch (%d reservations refused, each without room); served prefixes: %d pages, %d of them held (the floor)\n",
+		res.Models.Plans,
+		res.Models.PlanWaits,
+		res.Models.PlanMisses,
+		res.Models.ServedPages,
+		res.Models.ServedFloor,
+	)
 	for _, line := range res.SometimesReport() {
 		fmt.Fprintln(w, line)
 	}
 	if v := res.Violation; v != nil {
-		fmt.Fprintf(w, "%s\n  replay: cphicache sim --job-seed %d --mode %s%s (this job alone), or the same flags again\n", v, v.JobSeed, res.LastJob.Mode, replayFlags(o))
-		fmt.Fprintf(w, "sim: FAILED at job seed %d, %.0f steps/s, state hash %016x\n", v.JobSeed, float64(res.Steps)/elapsed, res.Hash)
+		fmt.Fprintf(
+			w,
+			"%s\n  replay: cphicache sim --job-seed %d --mode %s%s (this job alone), or the same flags again\n",
+			v,
+			v.JobSeed,
+			res.LastJob.Mode,
+			replayFlags(o),
+		)
+		fmt.Fprintf(
+			w,
+			"sim: FAILED at job seed %d, %.0f steps/s, state hash %016x\n",
+			v.JobSeed,
+			float64(res.Steps)/elapsed,
+			res.Hash,
+		)
 		return errSimViolation
 	}
-	fmt.Fprintf(w, "sim: OK, %d steps in %d jobs, %.0f steps/s, state hash %016x\n", res.Steps, res.Jobs, float64(res.Steps)/elapsed, res.Hash)
+	fmt.Fprintf(
+		w,
+		"sim: OK, %d steps in %d jobs, %.0f steps/s, state hash %016x\n",
+		res.Steps,
+		res.Jobs,
+		float64(res.Steps)/elapsed,
+		res.Hash,
+	)
 	return nil
 }
 
-// replayFlags are the flags besides the job seed and its mode that a replay needs: the CP size and the bug.
+// replayFlags are the flags besides the job seed and its mode that a replay needs: the CP size and
+// the bug.
 func replayFlags(o *simOptions) string {
 	out := ""
 	if o.cp > 0 {

@@ -1,9 +1,9 @@
 package cli
 
-// `cphicache sweep`: the hit rate against the L2's capacity for one workload and model, one run per size in one
-// process, as JSON and a PNG. The flags are run's (the workload, the model, the cache), but for the CP layout:
-// the sweep runs the cache at cp 1, as an MPI singleton without mpirun (hicache/sweep says why that loses
-// nothing), and --l2-bytes or --l2-slots take a list.
+// `cphicache sweep`: the hit rate against the L2's capacity for one workload and model, one run per
+// size in one process, as JSON and a PNG. The flags are run's (the workload, the model, the cache),
+// but for the CP layout: the sweep runs the cache at cp 1, as an MPI singleton without mpirun
+// (hicache/sweep says why that loses nothing), and --l2-bytes or --l2-slots take a list.
 
 import (
 	"errors"
@@ -34,18 +34,34 @@ func (o *sweepOptions) flags() []cli.Flag {
 	r := &o.run
 	flags := append(syntheticFlags(&r.synthetic), r.traceFlags()...)
 	flags = append(flags, seedFlags(&r.synthetic)...)
-	flags = append(flags, batchRequestsFlag(&r.batchRequests), logLevelFlag(&r.global.logLevelName, "CPHICACHE_LOG_LEVEL"))
+	flags = append(
+		flags,
+		batchRequestsFlag(&r.batchRequests),
+		logLevelFlag(&r.global.logLevelName, "CPHICACHE_LOG_LEVEL"),
+	)
 	flags = append(flags, r.modelFlags()...)
 	flags = append(flags, r.cacheFlags()...)
-	// Of the checks, only --flush-every changes a sweep: at cp 1 in one process there is no collective to
-	// choose or to watch, and every step's copies are drained anyway.
+	// Of the checks, only --flush-every changes a sweep: at cp 1 in one process there is no
+	// collective to choose or to watch, and every step's copies are drained anyway.
 	flags = append(flags, r.flushEveryFlag())
 	flags = append(flags, servingFlags(&r.serving, true)...)
-	return append(flags,
-		&cli.StringFlag{Name: "json", EnvVars: []string{"CPHICACHE_SWEEP_JSON"}, Category: "output", Destination: &o.json,
-			Usage: "write the sweep (its configuration and one point per size: capacity in slots, tokens and bytes; hits; rates) as JSON to this file"},
-		&cli.StringFlag{Name: "plot", EnvVars: []string{"CPHICACHE_SWEEP_PLOT"}, Category: "output", Destination: &o.plot,
-			Usage: "draw the hit rate (L1 + L2) against the L2 capacity, with the ideal rate, into this PNG file"})
+	return append(
+		flags,
+		&cli.StringFlag{
+			Name:        "json",
+			EnvVars:     []string{"CPHICACHE_SWEEP_JSON"},
+			Category:    "output",
+			Destination: &o.json,
+			Usage:       "write the sweep (its configuration and one point per size: capacity in slots, tokens and bytes; hits; rates) as JSON to this file",
+		},
+		&cli.StringFlag{
+			Name:        "plot",
+			EnvVars:     []string{"CPHICACHE_SWEEP_PLOT"},
+			Category:    "output",
+			Destination: &o.plot,
+			Usage:       "draw the hit rate (L1 + L2) against the L2 capacity, with the ideal rate, into this PNG file",
+		},
+	)
 }
 
 // before checks every flag and reads the list of sizes, before MPI starts.
@@ -70,8 +86,16 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	if o.opts.Serving, err = o.run.serving.options(c, o.opts.Model, o.run.trace == ""); err != nil {
 		return err
 	}
-	distinct := outfile.CheckDistinct([]outfile.File{{Flag: "json", Path: o.json}, {Flag: "plot", Path: o.plot}}, o.opts.InputFiles())
-	if err := errors.Join(outfile.Check("json", o.json), outfile.Check("plot", o.plot), sweep.CheckPlotFormat(o.plot), distinct); err != nil {
+	distinct := outfile.CheckDistinct(
+		[]outfile.File{{Flag: "json", Path: o.json}, {Flag: "plot", Path: o.plot}},
+		o.opts.InputFiles(),
+	)
+	if err := errors.Join(
+		outfile.Check("json", o.json),
+		outfile.Check("plot", o.plot),
+		sweep.CheckPlotFormat(o.plot),
+		distinct,
+	); err != nil {
 		return err
 	}
 	return runner.CheckOptions(o.opts)
@@ -112,14 +136,20 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	}
 	header := func() {
 		o.opts.Provenance.WriteHeader(os.Stdout)
-		fmt.Printf("# cphicache sweep: %s, cp 1 (one process), every step's copies drained\n", errscope.Plural(len(o.sizes), "size"))
+		fmt.Printf(
+			"# cphicache sweep: %s, cp 1 (one process), every step's copies drained\n",
+			errscope.Plural(len(o.sizes), "size"),
+		)
 		if o.run.tokenBytesSet && o.opts.Model == "" {
-			// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds N times as many.
-			fmt.Println("# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes")
+			// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds
+			// N times as many.
+			fmt.Println(
+				"# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes",
+			)
 		}
 	}
-	// The header comes with the first point: a sweep refused before it runs (an L1 shorter than the longest
-	// request) prints only its error.
+	// The header comes with the first point: a sweep refused before it runs (an L1 shorter than the
+	// longest request) prints only its error.
 	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) {
 		if header != nil {
 			header()
@@ -149,16 +179,47 @@ func writeSweepPoint(w io.Writer, p sweep.Point) {
 		if p.UncachedOversizePages > 0 {
 			why = "a request needs more L1 than --device-pages gives"
 		}
-		uncached = fmt.Sprintf("; %d pages (%.1f%%) not cached: %s", p.UncachedPages, p.UncachedPct, why)
+		uncached = fmt.Sprintf(
+			"; %d pages (%.1f%%) not cached: %s",
+			p.UncachedPages,
+			p.UncachedPct,
+			why,
+		)
 	}
 	serving := ""
 	if s := p.Serving; s != nil {
-		serving = fmt.Sprintf("; MODELLED TTFT p50 %.3g s, p99 %.3g s, %.0f prompt tokens/s", s.TTFTP50, s.TTFTP99, s.PromptTokensPerSecond)
+		serving = fmt.Sprintf(
+			"; MODELLED TTFT p50 %.3g s, p99 %.3g s, %.0f prompt tokens/s",
+			s.TTFTP50,
+			s.TTFTP99,
+			s.PromptTokensPerSecond,
+		)
 		if l := s.WithL3; l != nil {
-			serving += fmt.Sprintf(" (with an unbounded L3 at %s/s: p50 %.3g s, p99 %.3g s, %.0f tokens/s)",
-				sizing.FormatBytes(int64(l.ReadBytesPerSecond)), l.TTFT.P50, l.TTFT.P99, l.PromptTokensPerSecond)
+			serving += fmt.Sprintf(
+				" (with an unbounded L3 at %s/s: p50 %.3g s, p99 %.3g s, %.0f tokens/s)",
+				sizing.FormatBytes(
+					int64(l.ReadBytesPerSecond),
+				),
+				l.TTFT.P50,
+				l.TTFT.P99,
+				l.PromptTokensPerSecond,
+			)
 		}
 	}
-	fmt.Fprintf(w, "  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s%s\n",
-		sizing.FormatBytes(p.L2Bytes), p.L2Tokens, p.L2Slots, 100*p.HitRate, p.L1Tokens, p.L2HitTokens, 100*p.IdealRate, p.WallSeconds, serving, uncached)
+	fmt.Fprintf(
+		w,
+		"  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s%s\n",
+		sizing.FormatBytes(
+			p.L2Bytes,
+		),
+		p.L2Tokens,
+		p.L2Slots,
+		100*p.HitRate,
+		p.L1Tokens,
+		p.L2HitTokens,
+		100*p.IdealRate,
+		p.WallSeconds,
+		serving,
+		uncached,
+	)
 }

@@ -17,7 +17,8 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// The sweep and model tests run the binary as an MPI singleton, without mpirun, as a user runs sweep.
+// The sweep and model tests run the binary as an MPI singleton, without mpirun, as a user runs
+// sweep.
 
 // singleton runs the binary without mpirun and fails the test on a non-zero exit.
 func singleton(t *testing.T, args ...string) string {
@@ -44,16 +45,25 @@ func readJSON(t *testing.T, path string, into any) {
 	}
 }
 
-// sweepWorkload is a small synthetic workload; sweepL1 an L1 small enough that the L2's size matters.
+// sweepWorkload is a small synthetic workload; sweepL1 an L1 small enough that the L2's size
+// matters.
 var sweepWorkload = []string{"--conversations", "24", "--turns-max", "5"}
 var sweepL1 = []string{"--device-pages", "128"}
 
-// TestSweepPointEqualsRun: a sweep point counts the same hits as `run --sync-copies` at that size, in slots and
-// in a model's bytes (the sizing path: --model, --l2-bytes, --device-bytes, --copy-token-bytes).
+// TestSweepPointEqualsRun: a sweep point counts the same hits as `run --sync-copies` at that size,
+// in slots and in a model's bytes (the sizing path: --model, --l2-bytes, --device-bytes,
+// --copy-token-bytes).
 func TestSweepPointEqualsRun(t *testing.T) {
 	dir := t.TempDir()
 	// 256 MiB of Llama-3.1-8B at 128 KiB per token is 2048 tokens, 128 pages: sweepL1's.
-	model := []string{"--model", "llama-3.1-8b", "--copy-token-bytes", "8", "--device-bytes", "256MiB"}
+	model := []string{
+		"--model",
+		"llama-3.1-8b",
+		"--copy-token-bytes",
+		"8",
+		"--device-bytes",
+		"256MiB",
+	}
 	for _, tc := range []struct {
 		name        string
 		sweep, runs []string
@@ -63,32 +73,58 @@ func TestSweepPointEqualsRun(t *testing.T) {
 		{"model bytes", append([]string{"--l2-bytes", "512MiB,2GiB"}, model...), append([]string{"--l2-bytes", "512MiB"}, model...), 0},
 	} {
 		sweepJSON, runJSON := filepath.Join(dir, "sweep.json"), filepath.Join(dir, "run.json")
-		singleton(t, append(append([]string{"sweep", "--json", sweepJSON}, sweepWorkload...), tc.sweep...)...)
-		singleton(t, append(append([]string{"run", "--quiet", "--sync-copies", "--report", runJSON}, sweepWorkload...), tc.runs...)...)
+		singleton(
+			t,
+			append(
+				append([]string{"sweep", "--json", sweepJSON}, sweepWorkload...),
+				tc.sweep...)...)
+		singleton(
+			t,
+			append(
+				append(
+					[]string{"run", "--quiet", "--sync-copies", "--report", runJSON},
+					sweepWorkload...),
+				tc.runs...)...)
 		var sweep sweep.Result
 		var run report.Report
 		readJSON(t, sweepJSON, &sweep)
 		readJSON(t, runJSON, &run)
 		p := sweep.Points[tc.point]
 		got := [5]int64{p.L1Tokens, p.L2HitTokens, p.MissTokens, p.IdealTokens, int64(p.L2Slots)}
-		want := [5]int64{run.Hits.L1Tokens, run.Hits.L2Tokens, run.Hits.MissTokens, run.Hits.IdealTokens, int64(run.Capacity.L2Slots)}
+		want := [5]int64{
+			run.Hits.L1Tokens,
+			run.Hits.L2Tokens,
+			run.Hits.MissTokens,
+			run.Hits.IdealTokens,
+			int64(run.Capacity.L2Slots),
+		}
 		if got != want || run.Hits.L2Tokens == 0 {
-			t.Errorf("%s: sweep point (L1, L2, miss, ideal, slots) %v, run %v (want equal, with L2 hits)", tc.name, got, want)
+			t.Errorf(
+				"%s: sweep point (L1, L2, miss, ideal, slots) %v, run %v (want equal, with L2 hits)",
+				tc.name,
+				got,
+				want,
+			)
 		}
 	}
 }
 
-// TestSweepWritesJSONAndPNG: one point per size, in order, with capacities in slots, tokens and bytes, rates
-// that grow with the size and stay under the ideal, and a PNG that decodes.
+// TestSweepWritesJSONAndPNG: one point per size, in order, with capacities in slots, tokens and
+// bytes, rates that grow with the size and stay under the ideal, and a PNG that decodes.
 func TestSweepWritesJSONAndPNG(t *testing.T) {
 	dir := t.TempDir()
 	sweepJSON, plot := filepath.Join(dir, "sweep.json"), filepath.Join(dir, "sweep.png")
-	out := singleton(t, append([]string{"sweep", "--l2-slots", "16,128,1024", "--json", sweepJSON, "--plot", plot}, append(sweepWorkload, sweepL1...)...)...)
+	out := singleton(
+		t,
+		append(
+			[]string{"sweep", "--l2-slots", "16,128,1024", "--json", sweepJSON, "--plot", plot},
+			append(sweepWorkload, sweepL1...)...)...)
 	if n := strings.Count(out, "  L2 "); n != 3 {
 		t.Errorf("%d point lines, want 3:\n%s", n, out)
 	}
-	// Without --model or --token-bytes the bytes are the default model's, 2 KiB a token at any CP size: nothing
-	// to say of cp 1 (a --token-bytes given is per rank, and the sweep then says its bytes are at cp 1).
+	// Without --model or --token-bytes the bytes are the default model's, 2 KiB a token at any CP
+	// size: nothing to say of cp 1 (a --token-bytes given is per rank, and the sweep then says its
+	// bytes are at cp 1).
 	if strings.Contains(out, "# bytes are at cp 1") {
 		t.Errorf("with the default model the sweep says its bytes are at cp 1:\n%s", out)
 	}
@@ -99,8 +135,11 @@ func TestSweepWritesJSONAndPNG(t *testing.T) {
 	}
 	for i, slots := range []int{16, 128, 1024} {
 		p := sweep.Points[i]
-		if p.L2Slots != slots || p.L2Tokens != int64(slots*16) || p.L2Bytes != p.L2Tokens*sweep.TokenBytes ||
-			p.HitRate <= 0 || p.HitRate > p.IdealRate || (i > 0 && p.HitRate <= sweep.Points[i-1].HitRate) {
+		if p.L2Slots != slots || p.L2Tokens != int64(slots*16) ||
+			p.L2Bytes != p.L2Tokens*sweep.TokenBytes ||
+			p.HitRate <= 0 ||
+			p.HitRate > p.IdealRate ||
+			(i > 0 && p.HitRate <= sweep.Points[i-1].HitRate) {
 			t.Errorf("point %d: %+v", i, p)
 		}
 	}
@@ -118,18 +157,39 @@ func TestSweepWritesJSONAndPNG(t *testing.T) {
 	for x := b.Max.X - 3; x < b.Max.X; x++ {
 		for y := b.Min.Y; y < b.Max.Y; y++ {
 			if r, g, bl, _ := img.At(x, y).RGBA(); r < 0xf000 || g < 0xf000 || bl < 0xf000 {
-				t.Fatalf("%s: pixel (%d, %d) at the right edge is drawn: the legend is clipped", plot, x, y)
+				t.Fatalf(
+					"%s: pixel (%d, %d) at the right edge is drawn: the legend is clipped",
+					plot,
+					x,
+					y,
+				)
 			}
 		}
 	}
 }
 
-// TestModelCapacityInSummary: run states each tier in tokens and bytes, and says plainly that copies are
-// scaled: 64 GiB of Llama-3.1-70B at 320 KiB per token is 13107 slots of 16 tokens.
+// TestModelCapacityInSummary: run states each tier in tokens and bytes, and says plainly that
+// copies are scaled: 64 GiB of Llama-3.1-70B at 320 KiB per token is 13107 slots of 16 tokens.
 func TestModelCapacityInSummary(t *testing.T) {
 	reportPath := filepath.Join(t.TempDir(), "r.json")
-	out := singleton(t, append([]string{"run", "--quiet", "--model", "llama-3.1-70b", "--l2-bytes", "64GiB", "--device-bytes", "1GiB",
-		"--copy-token-bytes", "8", "--report", reportPath}, sweepWorkload...)...)
+	out := singleton(
+		t,
+		append(
+			[]string{
+				"run",
+				"--quiet",
+				"--model",
+				"llama-3.1-70b",
+				"--l2-bytes",
+				"64GiB",
+				"--device-bytes",
+				"1GiB",
+				"--copy-token-bytes",
+				"8",
+				"--report",
+				reportPath,
+			},
+			sweepWorkload...)...)
 	for _, want := range []string{"L2 13107 slots = 209712 tokens = 64 GiB per CP group", "L1 204 pages = 3264 tokens = 1020 MiB per rank",
 		"KV 320 KiB per token of llama-3.1-70b", "copies SCALED DOWN: 1.25 KiB copied per token instead of 320 KiB"} {
 		if !strings.Contains(out, want) {
@@ -138,7 +198,8 @@ func TestModelCapacityInSummary(t *testing.T) {
 	}
 	var r report.Report
 	readJSON(t, reportPath, &r)
-	if c := r.Capacity; c.L2Tokens != 209712 || c.TokenBytes != 320<<10 || !c.Scaled || c.L2SlabBytes != 209712*1280 {
+	if c := r.Capacity; c.L2Tokens != 209712 || c.TokenBytes != 320<<10 || !c.Scaled ||
+		c.L2SlabBytes != 209712*1280 {
 		t.Errorf("report capacity %+v", c)
 	}
 }
@@ -169,23 +230,39 @@ func TestModelAndSizeFlagsNameTheFlag(t *testing.T) {
 	}
 }
 
-// TestModelSetsTheOptions: --model and the byte sizes reach config.Options as given; Size turns them into
-// the geometry once the CP size is known.
+// TestModelSetsTheOptions: --model and the byte sizes reach config.Options as given; Size turns
+// them into the geometry once the CP size is known.
 func TestModelSetsTheOptions(t *testing.T) {
-	got := captureRun(t, "--model", "deepseek-v3", "--l2-bytes", "512GiB", "--device-bytes", "40GiB", "--copy-token-bytes", "16", "--sync-copies")
-	if got.Model != "deepseek-v3" || got.L2Bytes != 512<<30 || got.DeviceBytes != 40<<30 || got.CopyTokenBytes != 16 || !got.SyncCopies {
+	got := captureRun(
+		t,
+		"--model",
+		"deepseek-v3",
+		"--l2-bytes",
+		"512GiB",
+		"--device-bytes",
+		"40GiB",
+		"--copy-token-bytes",
+		"16",
+		"--sync-copies",
+	)
+	if got.Model != "deepseek-v3" || got.L2Bytes != 512<<30 || got.DeviceBytes != 40<<30 ||
+		got.CopyTokenBytes != 16 ||
+		!got.SyncCopies {
 		t.Fatalf("%+v", got)
 	}
 	sized, err := got.Size(8, 8, 1)
-	if err != nil || sized.Layers != 61 || sized.PayloadsPerLayer != 1 || sized.TokenBytes != 16 || sized.L2Slots != int((512<<30)/(16*61*1152)) {
+	if err != nil || sized.Layers != 61 || sized.PayloadsPerLayer != 1 || sized.TokenBytes != 16 ||
+		sized.L2Slots != int((512<<30)/(16*61*1152)) {
 		t.Errorf("sized at cp 8: %+v %v", sized, err)
 	}
 }
 
-// TestSweepRefusesAnL1ShorterThanTheLongestRequest: a request's pages past L1 are never cached at any L2 size,
-// so the sweep refuses to start, naming the L1 given and the longest request, each in pages and tokens.
+// TestSweepRefusesAnL1ShorterThanTheLongestRequest: a request's pages past L1 are never cached at
+// any L2 size, so the sweep refuses to start, naming the L1 given and the longest request, each in
+// pages and tokens.
 func TestSweepRefusesAnL1ShorterThanTheLongestRequest(t *testing.T) {
-	out, err := exec.Command(binPath, "sweep", "--l2-slots", "64,128", "--device-pages", "100").CombinedOutput()
+	out, err := exec.Command(binPath, "sweep", "--l2-slots", "64,128", "--device-pages", "100").
+		CombinedOutput()
 	for _, want := range []string{"invalid --device-pages: 100 gives L1 100 pages = 1600 tokens per rank", "longest request has 3033 tokens = 189 pages of 16"} {
 		if err == nil || !strings.Contains(string(out), want) {
 			t.Errorf("exit %v; want the refusal to say %q:\n%s", err, want, out)
@@ -199,8 +276,19 @@ func TestSweepRefusesAnL1ShorterThanTheLongestRequest(t *testing.T) {
 // TestSweepLineSaysUncachedPages: a point with pages L1 could not hold says so on its line.
 func TestSweepLineSaysUncachedPages(t *testing.T) {
 	var b strings.Builder
-	writeSweepPoint(&b, sweep.Point{L2Slots: 64, UncachedPages: 49231, UncachedPct: 92.9, UncachedOversizePages: 49000})
-	if want := "49231 pages (92.9%) not cached: a request needs more L1 than --device-pages gives"; !strings.Contains(b.String(), want) {
+	writeSweepPoint(
+		&b,
+		sweep.Point{
+			L2Slots:               64,
+			UncachedPages:         49231,
+			UncachedPct:           92.9,
+			UncachedOversizePages: 49000,
+		},
+	)
+	if want := "49231 pages (92.9%) not cached: a request needs more L1 than --device-pages gives"; !strings.Contains(
+		b.String(),
+		want,
+	) {
 		t.Errorf("the sweep line does not say %q:\n%s", want, b.String())
 	}
 }

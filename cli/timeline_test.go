@@ -52,8 +52,9 @@ func readTimeline(t *testing.T, path string) timelineFile {
 	return f
 }
 
-// timelineRank is the world rank of a span's track: its tid less one (Perfetto keeps tid 0 for the kernel), or
-// for a lane of a rank's copies or L3 I/O (tids from 1,000,000 on) the thousands of the tid's remainder.
+// timelineRank is the world rank of a span's track: its tid less one (Perfetto keeps tid 0 for the
+// kernel), or for a lane of a rank's copies or L3 I/O (tids from 1,000,000 on) the thousands of the
+// tid's remainder.
 func timelineRank(tid int) int {
 	if tid < 1_000_000 {
 		return tid - 1
@@ -61,9 +62,10 @@ func timelineRank(tid int) int {
 	return tid % 1_000_000 / 1000
 }
 
-// checkTimeline: a track per rank, named, in its CP group's process; every span a complete event with ts, dur,
-// pid and tid; and only the window's steps (1, 1+every, ..., at most steps of them) before the workload's end.
-// It returns the span categories the file has, with the consensus kinds as "consensus <kind>".
+// checkTimeline: a track per rank, named, in its CP group's process; every span a complete event
+// with ts, dur, pid and tid; and only the window's steps (1, 1+every, ..., at most steps of them)
+// before the workload's end. It returns the span categories the file has, with the consensus kinds
+// as "consensus <kind>".
 func checkTimeline(t *testing.T, f timelineFile, np, cp int, steps, every int64) map[string]bool {
 	t.Helper()
 	if f.DisplayTimeUnit != "ms" {
@@ -99,7 +101,8 @@ func checkTimeline(t *testing.T, f timelineFile, np, cp int, steps, every int64)
 			}
 		}
 	}
-	if len(f.OtherData.Ranks) != np || f.OtherData.Window.Steps != steps || f.OtherData.Window.Every != every {
+	if len(f.OtherData.Ranks) != np || f.OtherData.Window.Steps != steps ||
+		f.OtherData.Window.Every != every {
 		t.Fatalf("otherData: %+v", f.OtherData)
 	}
 	for _, r := range f.OtherData.Ranks {
@@ -108,11 +111,16 @@ func checkTimeline(t *testing.T, f timelineFile, np, cp int, steps, every int64)
 	return cats
 }
 
-// checkWindow: before the workload's end, rank has exactly the steps of the window, and no span of another step.
+// checkWindow: before the workload's end, rank has exactly the steps of the window, and no span of
+// another step.
 func checkWindow(t *testing.T, f timelineFile, rank int, endStep, steps, every int64) {
 	t.Helper()
 	if endStep <= steps*every {
-		t.Fatalf("rank %d: the workload ended in step %d, inside the window: make it longer", rank, endStep)
+		t.Fatalf(
+			"rank %d: the workload ended in step %d, inside the window: make it longer",
+			rank,
+			endStep,
+		)
 	}
 	var kept int64
 	for _, e := range f.TraceEvents {
@@ -121,7 +129,14 @@ func checkWindow(t *testing.T, f timelineFile, rank int, endStep, steps, every i
 		}
 		s := e.Args.Step
 		if (s-1)%every != 0 || s > 1+(steps-1)*every {
-			t.Fatalf("rank %d: a span of step %d, outside the window (%d steps, every %d): %+v", rank, s, steps, every, e)
+			t.Fatalf(
+				"rank %d: a span of step %d, outside the window (%d steps, every %d): %+v",
+				rank,
+				s,
+				steps,
+				every,
+				e,
+			)
 		}
 		if e.Cat == "step" {
 			kept++
@@ -132,17 +147,22 @@ func checkWindow(t *testing.T, f timelineFile, rank int, endStep, steps, every i
 	}
 }
 
-// TestTimelineShowsEveryRanksSteps: two jobs over one L3 directory at 4 ranks in 2 CP groups (the first writes
-// blocks, the second reads them back), each with --timeline: every kind of span the issue names is in one file or
-// the other, on its rank's track, and only the window's steps before the workload's end.
+// TestTimelineShowsEveryRanksSteps: two jobs over one L3 directory at 4 ranks in 2 CP groups (the
+// first writes blocks, the second reads them back), each with --timeline: every kind of span the
+// issue names is in one file or the other, on its rank's track, and only the window's steps before
+// the workload's end.
 func TestTimelineShowsEveryRanksSteps(t *testing.T) {
 	dir := t.TempDir()
 	const np, cp, steps, every = 4, 2, 10, 3
 	cats := map[string]bool{}
 	for _, pass := range []string{"cold", "warm"} {
 		path := filepath.Join(t.TempDir(), pass+".json")
-		res := runMPI(t, np, 180*time.Second, l3RunArgs(dir, "--cp", fmt.Sprint(cp), "--timeline", path,
-			"--timeline-steps", fmt.Sprint(steps), "--timeline-every", fmt.Sprint(every))...)
+		res := runMPI(
+			t,
+			np,
+			180*time.Second,
+			l3RunArgs(dir, "--cp", fmt.Sprint(cp), "--timeline", path,
+				"--timeline-steps", fmt.Sprint(steps), "--timeline-every", fmt.Sprint(every))...)
 		if res.exitCode != 0 {
 			t.Fatalf("%s: exit %d\n%s%s", pass, res.exitCode, res.stdout, res.stderr)
 		}
@@ -159,11 +179,21 @@ func TestTimelineShowsEveryRanksSteps(t *testing.T) {
 	}
 }
 
-// TestFailedRunStillWritesItsTimeline: a run a copy error ends at step 5 still writes the file, every rank's steps
-// up to the failing one, so that the user sees where its last steps' time went.
+// TestFailedRunStillWritesItsTimeline: a run a copy error ends at step 5 still writes the file,
+// every rank's steps up to the failing one, so that the user sees where its last steps' time went.
 func TestFailedRunStillWritesItsTimeline(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "failed.json")
-	res := runMPI(t, 2, 60*time.Second, "run", "--quiet", "--inject-copy-error", "1@5", "--timeline", path)
+	res := runMPI(
+		t,
+		2,
+		60*time.Second,
+		"run",
+		"--quiet",
+		"--inject-copy-error",
+		"1@5",
+		"--timeline",
+		path,
+	)
 	if res.exitCode == 0 {
 		t.Fatalf("the job exited 0 despite a copy error:\n%s", res.stderr)
 	}
@@ -176,7 +206,11 @@ func TestFailedRunStillWritesItsTimeline(t *testing.T) {
 	}
 	for rank := range 2 {
 		if last[rank] < 4 {
-			t.Errorf("rank %d's last step in the file is %d, want 4 or later (the copy error ends step 5 or 6)", rank, last[rank])
+			t.Errorf(
+				"rank %d's last step in the file is %d, want 4 or later (the copy error ends step 5 or 6)",
+				rank,
+				last[rank],
+			)
 		}
 	}
 	checkNoSegments(t)

@@ -35,7 +35,10 @@ func topoCommand() *cli.Command {
 			if job.Topo.WorldRank == 0 {
 				provenance.WriteHeader(os.Stdout)
 			}
-			return errors.Join(job.PrintTopology(os.Stdout, transport.DescribeGPU(job.Topo)), job.Close())
+			return errors.Join(
+				job.PrintTopology(os.Stdout, transport.DescribeGPU(job.Topo)),
+				job.Close(),
+			)
 		},
 	}
 }

@@ -23,7 +23,16 @@ func beforeError(command string, args ...string) error {
 		o := &runOptions{}
 		flags, before = append(append(o.flags(), o.metricsFlags()...), servingFlags(&o.serving, false)...), o.before
 	}
-	app := &cli.App{Commands: []*cli.Command{{Name: command, Flags: flags, Before: before, Action: func(*cli.Context) error { return nil }}}}
+	app := &cli.App{
+		Commands: []*cli.Command{
+			{
+				Name:   command,
+				Flags:  flags,
+				Before: before,
+				Action: func(*cli.Context) error { return nil },
+			},
+		},
+	}
 	return app.Run(append([]string{"cphicache", command}, args...))
 }
 
@@ -36,10 +45,10 @@ func wantRefused(t *testing.T, args []string, err error, flag, want string) {
 	}
 }
 
-// TestUnusedFlagsAreRefused: a flag that would do nothing in this run, because the flag that uses it is missing
-// (or, for the synthetic workload's, because --trace replaces it), is refused before MPI starts, naming itself
-// and what it needs, even with a value that is wrong besides; so is a sweep's --group-gpus 0, which modelled a
-// group of one GPU.
+// TestUnusedFlagsAreRefused: a flag that would do nothing in this run, because the flag that uses
+// it is missing (or, for the synthetic workload's, because --trace replaces it), is refused before
+// MPI starts, naming itself and what it needs, even with a value that is wrong besides; so is a
+// sweep's --group-gpus 0, which modelled a group of one GPU.
 func TestUnusedFlagsAreRefused(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "t.jsonl")
 	if err := os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}`+"\n"), 0o644); err != nil {

@@ -13,8 +13,9 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// TestUsageErrorsExitTwo: an unknown command, an unknown flag, a value that does not parse and a stray argument
-// exit 2 (not 1, and not the watchdog's 3), with one message that names what is wrong with two dashes.
+// TestUsageErrorsExitTwo: an unknown command, an unknown flag, a value that does not parse and a
+// stray argument exit 2 (not 1, and not the watchdog's 3), with one message that names what is
+// wrong with two dashes.
 func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -31,17 +32,22 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		cmd := exec.Command(binPath, tc.args...)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage || !strings.Contains(string(out), tc.want) {
+		if !errors.As(err, &ee) || ee.ExitCode() != spmd.ExitUsage ||
+			!strings.Contains(string(out), tc.want) {
 			t.Errorf("%v: %v, want exit 2 and %q:\n%s", tc.args, err, tc.want, out)
 		}
-		if strings.Contains(string(out), " -"+strings.TrimPrefix(tc.args[len(tc.args)-1], "--")+":") {
+		if strings.Contains(
+			string(out),
+			" -"+strings.TrimPrefix(tc.args[len(tc.args)-1], "--")+":",
+		) {
 			t.Errorf("%v: a single-dash flag name in %s", tc.args, out)
 		}
 	}
 }
 
-// TestFlagValueErrorsSayWhatTheValueShouldBe: a duration without a unit says "missing unit" on the command line
-// as in the environment, and a value from the environment says which variable gave it; a size flag takes units.
+// TestFlagValueErrorsSayWhatTheValueShouldBe: a duration without a unit says "missing unit" on the
+// command line as in the environment, and a value from the environment says which variable gave it;
+// a size flag takes units.
 func TestFlagValueErrorsSayWhatTheValueShouldBe(t *testing.T) {
 	for _, tc := range []struct {
 		args      []string
@@ -73,7 +79,8 @@ func TestFlagValueErrorsSayWhatTheValueShouldBe(t *testing.T) {
 	}
 	// Given on the command line, the same value's error does not blame the environment.
 	t.Setenv("CPHICACHE_CP", "0")
-	if err := newApp().Run([]string{"cphicache", "run", "--cp=0"}); err == nil || strings.Contains(err.Error(), "CPHICACHE_CP") {
+	if err := newApp().Run([]string{"cphicache", "run", "--cp=0"}); err == nil ||
+		strings.Contains(err.Error(), "CPHICACHE_CP") {
 		t.Errorf("--cp=0 with CPHICACHE_CP=0 set: %v, want no mention of the environment", err)
 	}
 	os.Unsetenv("CPHICACHE_CP")
@@ -85,8 +92,8 @@ func TestFlagValueErrorsSayWhatTheValueShouldBe(t *testing.T) {
 	}
 }
 
-// TestExitStatusesAreListed: every exit status is in --help (the program's and a command's) and the README, in
-// the same words.
+// TestExitStatusesAreListed: every exit status is in --help (the program's and a command's) and the
+// README, in the same words.
 func TestExitStatusesAreListed(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
@@ -110,8 +117,9 @@ func TestExitStatusesAreListed(t *testing.T) {
 	}
 }
 
-// TestJobErrorsSayTheirValueCameFromTheEnvironment: errors found once the job runs, a --cp the launch cannot
-// hold and an L2 the node cannot, also name the CPHICACHE_ variable that gave the value.
+// TestJobErrorsSayTheirValueCameFromTheEnvironment: errors found once the job runs, a --cp the
+// launch cannot hold and an L2 the node cannot, also name the CPHICACHE_ variable that gave the
+// value.
 func TestJobErrorsSayTheirValueCameFromTheEnvironment(t *testing.T) {
 	besideOthers(t)
 	for _, tc := range []struct{ env, want string }{
@@ -126,8 +134,9 @@ func TestJobErrorsSayTheirValueCameFromTheEnvironment(t *testing.T) {
 	checkNoSegments(t)
 }
 
-// TestMisspelledFlagGetsTheNearestName: --l2-slot is refused with exit 2 and the flag it was probably meant to be,
-// as CPHICACHE_L2_SLOT is (TestMisspelledEnvironmentVariableIsRefused); a name near none gets no guess.
+// TestMisspelledFlagGetsTheNearestName: --l2-slot is refused with exit 2 and the flag it was
+// probably meant to be, as CPHICACHE_L2_SLOT is (TestMisspelledEnvironmentVariableIsRefused); a
+// name near none gets no guess.
 func TestMisspelledFlagGetsTheNearestName(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -138,8 +147,16 @@ func TestMisspelledFlagGetsTheNearestName(t *testing.T) {
 		{[]string{"run", "--zzzz"}, "unknown flag --zzzz"},
 	} {
 		err := newApp().Run(append([]string{"cphicache"}, tc.args...))
-		if err == nil || !strings.Contains(err.Error(), tc.want) || exitStatus(err) != spmd.ExitUsage {
-			t.Errorf("%v: %v (exit %d), want %q and exit %d", tc.args, err, exitStatus(err), tc.want, spmd.ExitUsage)
+		if err == nil || !strings.Contains(err.Error(), tc.want) ||
+			exitStatus(err) != spmd.ExitUsage {
+			t.Errorf(
+				"%v: %v (exit %d), want %q and exit %d",
+				tc.args,
+				err,
+				exitStatus(err),
+				tc.want,
+				spmd.ExitUsage,
+			)
 		}
 		if strings.HasSuffix(tc.want, "zzzz") && strings.Contains(err.Error(), "did you mean") {
 			t.Errorf("%v: %v, want no guess for a name near none", tc.args, err)

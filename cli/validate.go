@@ -1,7 +1,7 @@
 package cli
 
-// `cphicache validate`: the validation matrix in one job, as a table and a report. It takes run's flags
-// (runflags.go) but the metrics'.
+// `cphicache validate`: the validation matrix in one job, as a table and a report. It takes run's
+// flags (runflags.go) but the metrics'.
 
 import (
 	"fmt"
@@ -18,7 +18,8 @@ import (
 )
 
 func validateCommand() *cli.Command {
-	return replayCommand("validate",
+	return replayCommand(
+		"validate",
 		"run the validation matrix in one job and print a table (check, ranks, steps, result, #wrong); exit non-zero on any failure",
 		"Replays the workload in five passes and prints seven checks. The passes: as configured; with an L2 far smaller "+
 			"than the working set; with one perturbed rank per CP group; and two over an L3 of their own (under --l3-dir when "+
@@ -35,18 +36,29 @@ func validateCommand() *cli.Command {
 			"clean-up of a signal; one that a killed validate left (mpirun's SIGKILL can cut that clean-up short) is removed "+
 			"by the next validate over the same base on that node, once the process that made it is gone. A progress "+
 			"line per pass goes to stderr unless --quiet. Takes every flag of run but the metrics'.",
-		false, validateMain)
+		false,
+		validateMain,
+	)
 }
 
 func validateMain(job *spmd.Job, opts *config.Options) error {
 	if job.Topo.WorldRank == 0 && opts.ReportPath != "" {
-		outfile.Remove(opts.ReportPath) // the last job's: a validate that ends without its table writes none
+		outfile.Remove(
+			opts.ReportPath,
+		) // the last job's: a validate that ends without its table writes none
 	}
 	var progress validate.Progress
 	if !opts.Quiet && job.Topo.WorldRank == 0 {
 		start := time.Now()
 		progress = func(pass, passes int, what string) {
-			fmt.Fprintf(os.Stderr, "cphicache: validate pass %d of %d: %s (%.1f s)\n", pass, passes, what, time.Since(start).Seconds())
+			fmt.Fprintf(
+				os.Stderr,
+				"cphicache: validate pass %d of %d: %s (%.1f s)\n",
+				pass,
+				passes,
+				what,
+				time.Since(start).Seconds(),
+			)
 		}
 	}
 	opts.Quiet = true // the passes' own progress lines would repeat per pass

@@ -1,24 +1,28 @@
-// Package hicache is a folder, not a library: it holds no code, only this map of the packages below it, in the
-// order data flows through a job (cli -> config -> runner -> report, validate). docs/DESIGN.md holds the
-// invariants they keep.
+// Package hicache is a folder, not a library: it holds no code, only this map of the packages below
+// it, in the order data flows through a job (cli -> config -> runner -> report, validate).
+// docs/DESIGN.md holds the invariants they keep.
 //
 // The job around the cache:
-//   - config: a job's options, the fault injections, their parsing, sizing and every check that needs no MPI.
-//   - runner: one pass of a job on one rank: set-up, the step program's Env (the collectives on the CP group's
-//     communicator, the shared slab, the copy worker, the L3 I/O, the waits under the watchdog, the content of
-//     device memory, fault injection), the serving clock's runner half, and the tallies gathered for the report.
+//   - config: a job's options, the fault injections, their parsing, sizing and every check that
+//     needs no MPI.
+//   - runner: one pass of a job on one rank: set-up, the step program's Env (the collectives on the
+//     CP group's communicator, the shared slab, the copy worker, the L3 I/O, the waits under the
+//     watchdog, the content of device memory, fault injection), the serving clock's runner half,
+//     and the tallies gathered for the report.
 //   - validate: the validation matrix over the runner's passes (cphicache validate).
-//   - spmd: MPI's start-up, the rank layout (world, CP groups, DP replicas), failure agreement, the watchdog,
-//     signals and clean-up, whatever the cache does.
-//   - transport: how a rank reaches its devices: the consensus's MIN all-reduce (MPI or NCCL), the copy engine,
-//     the GPU layout.
+//   - spmd: MPI's start-up, the rank layout (world, CP groups, DP replicas), failure agreement, the
+//     watchdog, signals and clean-up, whatever the cache does.
+//   - transport: how a rank reaches its devices: the consensus's MIN all-reduce (MPI or NCCL), the
+//     copy engine, the GPU layout.
 //   - shm: the CP group's shared slab, one per node.
 //
 // The cache and what it decides, with no I/O:
-//   - cache: one rank's cache as a state machine (the radix tree, the L2 allocator's decisions, commit, eviction,
-//     flush, the placement assert and audit, the L3 tier's decisions) and the step program that drives it.
+//   - cache: one rank's cache as a state machine (the radix tree, the L2 allocator's decisions,
+//     commit, eviction, flush, the placement assert and audit, the L3 tier's decisions) and the
+//     step program that drives it.
 //   - sim: the deterministic simulator of whole jobs over cache.
-//   - workload: the event stream every rank of a CP group replays alike (the synthetic workload, traces).
+//   - workload: the event stream every rank of a CP group replays alike (the synthetic workload,
+//     traces).
 //   - l3block: an L3 block's key and page slots.
 //
 // The tiers and models around it:

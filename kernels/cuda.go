@@ -18,18 +18,20 @@ import (
 const CUDABuild = true
 
 const (
-	// cudaThreadsPerBlock matches __launch_bounds__(256) in pagecopy.cu: 8 warps, 8 items at a time per block.
+	// cudaThreadsPerBlock matches __launch_bounds__(256) in pagecopy.cu: 8 warps, 8 items at a time
+	// per block.
 	cudaThreadsPerBlock = 256
 	// cudaItemsMin is the item buffer's first capacity; it doubles when a call needs more.
 	cudaItemsMin = 4096
-	// cudaJITLogBytes is each of the two logs the driver fills when it loads the module (an error and an info
-	// log), so that a load that has to compile the PTX and fails says why.
+	// cudaJITLogBytes is each of the two logs the driver fills when it loads the module (an error
+	// and an info log), so that a load that has to compile the PTX and fails says why.
 	cudaJITLogBytes = 4096
 )
 
-// CUDAEngine is the cuda build's engine: the device KV buffer is cuMemAlloc memory (never managed memory), the
-// slabs are registered with the GPU and mapped, and the copy_items kernel of pagecopy.cu moves the bytes.
-// Calls are serialized; each runs on a locked OS thread with the engine's (primary) context current.
+// CUDAEngine is the cuda build's engine: the device KV buffer is cuMemAlloc memory (never managed
+// memory), the slabs are registered with the GPU and mapped, and the copy_items kernel of
+// pagecopy.cu moves the bytes. Calls are serialized; each runs on a locked OS thread with the
+// engine's (primary) context current.
 type CUDAEngine struct {
 	mu          sync.Mutex
 	device      cu.Device
@@ -42,16 +44,19 @@ type CUDAEngine struct {
 	module      cu.Module
 	copyFn      cu.Function
 	stream      cu.Stream
-	blocksMax   int // the grid's bound: SMs x the blocks of copy_items one SM holds at once (occupancy)
+	// the grid's bound: SMs x the blocks of copy_items one SM holds at once (occupancy)
+	blocksMax   int
 	blocksPerSM int
-	spans       []Span     // scratch: the caller's spans, coalesced
-	items       []cudaItem // scratch: the items of one call, staged in itemsHost and uploaded to itemsPtr
-	itemsHost   []cudaItem // pinned (cuMemAllocHost) staging of itemsCap items: C memory, not Go heap
-	itemsPtr    cu.DevicePtr
-	itemsCap    int
-	hasModule   bool
-	staged      bool // CUDAStagedEnv: the chunks are staging, not registrations of the slabs
-	closed      bool
+	spans       []Span // scratch: the caller's spans, coalesced
+	// scratch: the items of one call, staged in itemsHost and uploaded to itemsPtr
+	items []cudaItem
+	// pinned (cuMemAllocHost) staging of itemsCap items: C memory, not Go heap
+	itemsHost []cudaItem
+	itemsPtr  cu.DevicePtr
+	itemsCap  int
+	hasModule bool
+	staged    bool // CUDAStagedEnv: the chunks are staging, not registrations of the slabs
+	closed    bool
 }
 
 var _ Engine = (*CUDAEngine)(nil)
@@ -59,8 +64,8 @@ var _ Engine = (*CUDAEngine)(nil)
 // cudaEnginesMade counts the engines this process made (CUDAEnginesMade).
 var cudaEnginesMade atomic.Int64
 
-// CUDAEnginesMade is how many CUDA engines this process has made: the cuda build's hicache tests tell by it
-// which of them ran on the GPU, and kernels/gpu-check.sh counts only those.
+// CUDAEnginesMade is how many CUDA engines this process has made: the cuda build's hicache tests
+// tell by it which of them ran on the GPU, and kernels/gpu-check.sh counts only those.
 func CUDAEnginesMade() int64 { return cudaEnginesMade.Load() }
 
 // NewCUDAEngine uses GPU 0; see NewCUDAEngineOnDevice.
@@ -72,9 +77,9 @@ func newCUDAEngine(deviceBytes int64, slabs [][]byte) (Engine, error) {
 	return NewCUDAEngine(deviceBytes, slabs)
 }
 
-// NewCUDAEngineOnDevice allocates deviceBytes of device memory on GPU ordinal, registers the slabs (which must
-// stay mapped, and not be Go heap memory the engine could outlive, until Close), and loads the kernel. On error
-// everything already acquired is released.
+// NewCUDAEngineOnDevice allocates deviceBytes of device memory on GPU ordinal, registers the slabs
+// (which must stay mapped, and not be Go heap memory the engine could outlive, until Close), and
+// loads the kernel. On error everything already acquired is released.
 func NewCUDAEngineOnDevice(ordinal int, deviceBytes int64, slabs [][]byte) (*CUDAEngine, error) {
 	if deviceBytes < 0 {
 		return nil, fmt.Errorf("kernels: device buffer of %d bytes", deviceBytes)
@@ -90,7 +95,13 @@ func NewCUDAEngineOnDevice(ordinal int, deviceBytes int64, slabs [][]byte) (*CUD
 	if err != nil {
 		return nil, fmt.Errorf("kernels: primary context of GPU %d: %w", ordinal, err)
 	}
-	e := &CUDAEngine{device: dev, ctx: ctx, deviceBytes: deviceBytes, slabs: slabs, slabBytes: slabSizes(slabs)}
+	e := &CUDAEngine{
+		device:      dev,
+		ctx:         ctx,
+		deviceBytes: deviceBytes,
+		slabs:       slabs,
+		slabBytes:   slabSizes(slabs),
+	}
 	if err := e.withContext(e.start); err != nil {
 		e.withContext(e.release)
 		return nil, err
@@ -102,11 +113,15 @@ func NewCUDAEngineOnDevice(ordinal int, deviceBytes int64, slabs [][]byte) (*CUD
 // start acquires the device resources, in the order release frees them.
 func (e *CUDAEngine) start() error {
 	var err error
-	// cuMemAlloc refuses 0 bytes; an empty device buffer stays a null pointer, which validation never lets a
-	// copy touch.
+	// cuMemAlloc refuses 0 bytes; an empty device buffer stays a null pointer, which validation
+	// never lets a copy touch.
 	if e.deviceBytes > 0 {
 		if e.devicePtr, err = cu.MemAlloc(e.deviceBytes); err != nil {
-			return fmt.Errorf("kernels: cuMemAlloc(%d bytes) for the device KV buffer: %w", e.deviceBytes, err)
+			return fmt.Errorf(
+				"kernels: cuMemAlloc(%d bytes) for the device KV buffer: %w",
+				e.deviceBytes,
+				err,
+			)
 		}
 	}
 	if e.module, err = loadModule(pagecopyFatbin); err != nil {
@@ -128,14 +143,24 @@ func (e *CUDAEngine) start() error {
 	return e.registerSlabs()
 }
 
-// loadModule loads a fatbin (or PTX) image with cuModuleLoadDataEx and the driver's error and info logs: a
-// load that must compile PTX (a GPU the SASS is not for) and fails then says why, and which images it had.
+// loadModule loads a fatbin (or PTX) image with cuModuleLoadDataEx and the driver's error and info
+// logs: a load that must compile PTX (a GPU the SASS is not for) and fails then says why, and which
+// images it had.
 func loadModule(image string) (cu.Module, error) {
 	errorLog, infoLog := make([]byte, cudaJITLogBytes), make([]byte, cudaJITLogBytes)
-	m, err := cu.LoadDataEx(image, &cu.JITErrorLogBuffer{Buffer: errorLog}, &cu.JITInfoLogBuffer{Buffer: infoLog})
+	m, err := cu.LoadDataEx(
+		image,
+		&cu.JITErrorLogBuffer{Buffer: errorLog},
+		&cu.JITInfoLogBuffer{Buffer: infoLog},
+	)
 	if err != nil {
-		return m, fmt.Errorf("kernels: loading the pagecopy module (%s): %w; JIT error log: %q; info log: %q",
-			describeFatbin(image), err, cText(errorLog), cText(infoLog))
+		return m, fmt.Errorf(
+			"kernels: loading the pagecopy module (%s): %w; JIT error log: %q; info log: %q",
+			describeFatbin(image),
+			err,
+			cText(errorLog),
+			cText(infoLog),
+		)
 	}
 	return m, nil
 }
@@ -148,20 +173,29 @@ func cText(buf []byte) string {
 	return string(bytes.TrimSpace(buf))
 }
 
-// sizeGrid bounds the grid by what the GPU runs at once: SMs times the blocks of copy_items one SM holds
-// (cuOccupancyMaxActiveBlocksPerMultiprocessor, which knows the kernel's registers: ptxas gives it 40 and a
-// spill, so 6 blocks of 256 threads fit an sm_90 SM, not the 8 a fixed number assumed). More blocks would wait
-// for a free SM; fewer would leave warps idle that could keep bus transactions in flight.
+// sizeGrid bounds the grid by what the GPU runs at once: SMs times the blocks of copy_items one SM
+// holds (cuOccupancyMaxActiveBlocksPerMultiprocessor, which knows the kernel's registers: ptxas
+// gives it 40 and a spill, so 6 blocks of 256 threads fit an sm_90 SM, not the 8 a fixed number
+// assumed). More blocks would wait for a free SM; fewer would leave warps idle that could keep bus
+// transactions in flight.
 func (e *CUDAEngine) sizeGrid() error {
 	sms, err := e.device.Attribute(cu.MultiprocessorCount)
 	if err != nil {
 		return fmt.Errorf("kernels: SM count: %w", err)
 	}
 	if e.blocksPerSM, err = e.copyFn.MaxActiveBlocksPerMultiProcessor(cudaThreadsPerBlock, 0); err != nil {
-		return fmt.Errorf("kernels: cuOccupancyMaxActiveBlocksPerMultiprocessor(copy_items, %d threads): %w", cudaThreadsPerBlock, err)
+		return fmt.Errorf(
+			"kernels: cuOccupancyMaxActiveBlocksPerMultiprocessor(copy_items, %d threads): %w",
+			cudaThreadsPerBlock,
+			err,
+		)
 	}
 	if e.blocksPerSM < 1 {
-		return fmt.Errorf("kernels: copy_items with %d threads per block fits no SM (occupancy %d)", cudaThreadsPerBlock, e.blocksPerSM)
+		return fmt.Errorf(
+			"kernels: copy_items with %d threads per block fits no SM (occupancy %d)",
+			cudaThreadsPerBlock,
+			e.blocksPerSM,
+		)
 	}
 	e.blocksMax = sms * e.blocksPerSM
 	return nil
@@ -186,8 +220,8 @@ func (e *CUDAEngine) release() error {
 	if e.stream != (cu.Stream{}) {
 		errs = append(errs, e.stream.Destroy())
 	}
-	// The primary context outlives the engine (another engine, or NCCL, may hold it), so the module must be
-	// unloaded here or each engine would leak one.
+	// The primary context outlives the engine (another engine, or NCCL, may hold it), so the module
+	// must be unloaded here or each engine would leak one.
 	if e.hasModule {
 		errs = append(errs, e.module.Unload())
 		e.hasModule = false
@@ -196,8 +230,8 @@ func (e *CUDAEngine) release() error {
 	return errors.Join(errs...)
 }
 
-// withContext runs f on this goroutine's OS thread, locked, with the engine's context current: CUDA contexts
-// are per thread, and Go moves goroutines between threads.
+// withContext runs f on this goroutine's OS thread, locked, with the engine's context current: CUDA
+// contexts are per thread, and Go moves goroutines between threads.
 func (e *CUDAEngine) withContext(f func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -219,30 +253,43 @@ func (e *CUDAEngine) Gather(spans []Span) error { return e.run(spans, true) }
 // Scatter copies slab -> device for every span (H2D, the load-back direction).
 func (e *CUDAEngine) Scatter(spans []Span) error { return e.run(spans, false) }
 
-// WriteDevice copies src into the device buffer at offsetBytes and returns once the bytes are there.
+// WriteDevice copies src into the device buffer at offsetBytes and returns once the bytes are
+// there.
 //
-// The copy runs on the engine's stream and the stream is synchronised: a plain cuMemcpyHtoD from pageable
-// memory may return before its DMA lands, on the legacy default stream, which the engine's non-blocking stream
-// does not wait for, so a Gather right after it (hicache writes a page's content, then backs it up) could read
-// the old bytes.
+// The copy runs on the engine's stream and the stream is synchronised: a plain cuMemcpyHtoD from
+// pageable memory may return before its DMA lands, on the legacy default stream, which the engine's
+// non-blocking stream does not wait for, so a Gather right after it (hicache writes a page's
+// content, then backs it up) could read the old bytes.
 func (e *CUDAEngine) WriteDevice(offsetBytes int64, src []byte) error {
-	if err := checkStaging("WriteDevice", offsetBytes, len(src), e.deviceBytes); err != nil || len(src) == 0 {
+	if err := checkStaging("WriteDevice", offsetBytes, len(src), e.deviceBytes); err != nil ||
+		len(src) == 0 {
 		return err
 	}
 	return e.locked(func() error {
-		err := cu.MemcpyHtoDAsync(e.devicePtr+cu.DevicePtr(offsetBytes), unsafe.Pointer(&src[0]), int64(len(src)), e.stream)
+		err := cu.MemcpyHtoDAsync(
+			e.devicePtr+cu.DevicePtr(offsetBytes),
+			unsafe.Pointer(&src[0]),
+			int64(len(src)),
+			e.stream,
+		)
 		return e.syncStaging("WriteDevice", err)
 	})
 }
 
-// ReadDevice copies the device buffer at offsetBytes into dst, on the engine's stream (so after every copy
-// enqueued before it), and returns once dst holds the bytes.
+// ReadDevice copies the device buffer at offsetBytes into dst, on the engine's stream (so after
+// every copy enqueued before it), and returns once dst holds the bytes.
 func (e *CUDAEngine) ReadDevice(offsetBytes int64, dst []byte) error {
-	if err := checkStaging("ReadDevice", offsetBytes, len(dst), e.deviceBytes); err != nil || len(dst) == 0 {
+	if err := checkStaging("ReadDevice", offsetBytes, len(dst), e.deviceBytes); err != nil ||
+		len(dst) == 0 {
 		return err
 	}
 	return e.locked(func() error {
-		err := cu.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), e.devicePtr+cu.DevicePtr(offsetBytes), int64(len(dst)), e.stream)
+		err := cu.MemcpyDtoHAsync(
+			unsafe.Pointer(&dst[0]),
+			e.devicePtr+cu.DevicePtr(offsetBytes),
+			int64(len(dst)),
+			e.stream,
+		)
 		return e.syncStaging("ReadDevice", err)
 	})
 }
@@ -277,104 +324,4 @@ func (e *CUDAEngine) locked(f func() error) error {
 		return errors.New("kernels: engine is closed")
 	}
 	return e.withContext(f)
-}
-
-// run validates and coalesces the spans, builds the items, uploads them and runs the kernel to completion.
-func (e *CUDAEngine) run(spans []Span, gather bool) error {
-	return e.locked(func() error {
-		if _, err := validateSpans(spans, e.deviceBytes, e.slabBytes); err != nil {
-			return err
-		}
-		e.spans = Coalesce(append(e.spans[:0], spans...))
-		e.items = e.items[:0]
-		for _, s := range e.spans {
-			e.appendItems(s, gather)
-		}
-		if len(e.items) == 0 {
-			return nil
-		}
-		if e.staged && !gather {
-			e.stageSpans(true)
-		}
-		if err := e.launch(); err != nil {
-			return err
-		}
-		if e.staged && gather {
-			e.stageSpans(false)
-		}
-		return nil
-	})
-}
-
-// appendItems appends the items of one span (appendSpanItems).
-func (e *CUDAEngine) appendItems(s Span, gather bool) {
-	host := sliceAddr(e.slabs[s.Slab]) + uintptr(s.SlabOffsetBytes)
-	device := uintptr(e.devicePtr) + uintptr(s.DeviceOffsetBytes)
-	e.items = appendSpanItems(e.items, e.chunks, host, device, s.Bytes, gather)
-}
-
-// launch uploads the items and runs copy_items on the engine's stream until it completes.
-//
-// The upload is on the engine's stream, from pinned staging, so the kernel that follows it on that stream
-// reads this call's items: a plain cuMemcpyHtoD runs on the legacy default stream, which the engine's
-// non-blocking stream does not wait for, and from pageable memory it may return before its DMA lands. The
-// staging is rewritten only by the next call, after this one synchronised the stream.
-func (e *CUDAEngine) launch() error {
-	if len(e.items) > e.itemsCap {
-		if err := e.growItems(max(len(e.items), 2*e.itemsCap)); err != nil {
-			return err
-		}
-	}
-	copy(e.itemsHost, e.items)
-	itemBytes := int64(len(e.items)) * int64(unsafe.Sizeof(cudaItem{}))
-	if err := cu.MemcpyHtoDAsync(e.itemsPtr, unsafe.Pointer(&e.itemsHost[0]), itemBytes, e.stream); err != nil {
-		return fmt.Errorf("kernels: uploading %d copy items: %w", len(e.items), err)
-	}
-	warpsPerBlock := cudaThreadsPerBlock / 32
-	blocks := min((len(e.items)+warpsPerBlock-1)/warpsPerBlock, e.blocksMax)
-	itemsPtr, count := uint64(e.itemsPtr), uint64(len(e.items))
-	params := []unsafe.Pointer{unsafe.Pointer(&itemsPtr), unsafe.Pointer(&count)}
-	if err := e.copyFn.Launch(blocks, 1, 1, cudaThreadsPerBlock, 1, 1, 0, e.stream, params); err != nil {
-		return fmt.Errorf("kernels: launching copy_items (%d items, %d blocks): %w", len(e.items), blocks, err)
-	}
-	if err := e.stream.Synchronize(); err != nil {
-		return fmt.Errorf("kernels: copy_items (%d items): %w", len(e.items), err)
-	}
-	return nil
-}
-
-// growItems replaces the device item buffer and its pinned staging with ones of capacity items.
-func (e *CUDAEngine) growItems(capacity int) error {
-	if err := e.freeItems(); err != nil {
-		return err
-	}
-	itemBytes := capacity * int(unsafe.Sizeof(cudaItem{}))
-	host, err := allocPinnedBytes(itemBytes)
-	if err != nil {
-		return fmt.Errorf("kernels: staging for %d copy items: %w", capacity, err)
-	}
-	e.itemsHost = unsafe.Slice((*cudaItem)(unsafe.Pointer(&host[0])), capacity)
-	if e.itemsPtr, err = cu.MemAlloc(int64(itemBytes)); err != nil {
-		return fmt.Errorf("kernels: cuMemAlloc for %d copy items: %w", capacity, err)
-	}
-	e.itemsCap = capacity
-	return nil
-}
-
-// freeItems frees the item buffer and its staging, whichever exist.
-func (e *CUDAEngine) freeItems() error {
-	var errs []error
-	if e.itemsPtr != 0 {
-		errs = append(errs, cu.MemFree(e.itemsPtr))
-		e.itemsPtr = 0
-	}
-	if e.itemsHost != nil {
-		errs = append(errs, freePinnedBytes(unsafe.Slice((*byte)(unsafe.Pointer(&e.itemsHost[0])), len(e.itemsHost)*int(unsafe.Sizeof(cudaItem{})))))
-		e.itemsHost = nil
-	}
-	e.itemsCap = 0
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("kernels: freeing the item buffers: %w", err)
-	}
-	return nil
 }

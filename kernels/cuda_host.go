@@ -2,18 +2,18 @@
 
 package kernels
 
-// This file is the only one that calls the CUDA driver through cgo directly: gorgonia.org/cu v0.9.6 does not
-// wrap cuMemHostRegister / cuMemHostGetDevicePointer / cuMemHostUnregister, cuMemAllocHost or
-// cuDeviceGetPCIBusId. The calls use whatever context is
-// current on the calling OS thread, which CUDAEngine.withContext sets.
+// This file is the only one that calls the CUDA driver through cgo directly: gorgonia.org/cu v0.9.6
+// does not wrap cuMemHostRegister / cuMemHostGetDevicePointer / cuMemHostUnregister, cuMemAllocHost
+// or cuDeviceGetPCIBusId. The calls use whatever context is current on the calling OS thread, which
+// CUDAEngine.withContext sets.
 
 /*
 #cgo LDFLAGS: -lcuda
 #include <cuda.h>
 #include <stdint.h>
 
-// registerMapped page-locks [p, p+n) and maps it into the device's address space; on success *devicePtr is the
-// address kernels use for p.
+// registerMapped page-locks [p, p+n) and maps it into the device's address space; on success
+// *devicePtr is the address kernels use for p.
 static CUresult registerMapped(uintptr_t p, size_t n, CUdeviceptr* devicePtr) {
 	CUresult r = cuMemHostRegister((void*)p, n, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
 	if (r != CUDA_SUCCESS) return r;
@@ -24,8 +24,8 @@ static CUresult registerMapped(uintptr_t p, size_t n, CUdeviceptr* devicePtr) {
 
 static CUresult unregister(uintptr_t p) { return cuMemHostUnregister((void*)p); }
 
-// allocMapped allocates n bytes of pinned host memory mapped into the device's address space (the staged
-// path's buffer); on success *devicePtr is the address kernels use for *p.
+// allocMapped allocates n bytes of pinned host memory mapped into the device's address space (the
+// staged path's buffer); on success *devicePtr is the address kernels use for *p.
 static CUresult allocMapped(void** p, size_t n, CUdeviceptr* devicePtr) {
 	CUresult r = cuMemHostAlloc(p, n, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
 	if (r != CUDA_SUCCESS) return r;
@@ -59,13 +59,16 @@ import (
 	"unsafe"
 )
 
-// registerHostMapped registers [hostAddr, hostAddr+lengthBytes) with the GPU and returns its mapped device
-// address. The address is passed as an integer: the memory is the shared L2 mapping (mmap), not Go heap, and
-// stays registered after the call returns.
+// registerHostMapped registers [hostAddr, hostAddr+lengthBytes) with the GPU and returns its mapped
+// device address. The address is passed as an integer: the memory is the shared L2 mapping (mmap),
+// not Go heap, and stays registered after the call returns.
 func registerHostMapped(hostAddr uintptr, lengthBytes int64) (uintptr, error) {
 	var devicePtr C.CUdeviceptr
 	if r := C.registerMapped(C.uintptr_t(hostAddr), C.size_t(lengthBytes), &devicePtr); r != C.CUDA_SUCCESS {
-		return 0, cudaError(fmt.Sprintf("cuMemHostRegister(%#x, %d bytes)", hostAddr, lengthBytes), r)
+		return 0, cudaError(
+			fmt.Sprintf("cuMemHostRegister(%#x, %d bytes)", hostAddr, lengthBytes),
+			r,
+		)
 	}
 	return uintptr(devicePtr), nil
 }
@@ -78,8 +81,8 @@ func unregisterHost(hostAddr uintptr) error {
 	return nil
 }
 
-// allocMappedHost allocates lengthBytes of mapped pinned memory (cuMemHostAlloc) and returns it with its device
-// address. The slice is C memory, freed by freePinnedBytes, never by Go.
+// allocMappedHost allocates lengthBytes of mapped pinned memory (cuMemHostAlloc) and returns it
+// with its device address. The slice is C memory, freed by freePinnedBytes, never by Go.
 func allocMappedHost(lengthBytes int64) ([]byte, uintptr, error) {
 	var p unsafe.Pointer
 	var devicePtr C.CUdeviceptr
@@ -89,9 +92,9 @@ func allocMappedHost(lengthBytes int64) ([]byte, uintptr, error) {
 	return unsafe.Slice((*byte)(p), lengthBytes), uintptr(devicePtr), nil
 }
 
-// GPUBusID is the PCI bus id of GPU ordinal ("0000:1b:00.0"): the identity NCCL compares when it refuses two
-// ranks of a communicator on one GPU, and the same for every process that sees the GPU, whatever ordinal
-// CUDA_VISIBLE_DEVICES gives it there.
+// GPUBusID is the PCI bus id of GPU ordinal ("0000:1b:00.0"): the identity NCCL compares when it
+// refuses two ranks of a communicator on one GPU, and the same for every process that sees the GPU,
+// whatever ordinal CUDA_VISIBLE_DEVICES gives it there.
 func GPUBusID(ordinal int) (string, error) {
 	var buf [32]C.char
 	if r := C.busID(C.int(ordinal), &buf[0], C.int(len(buf))); r != C.CUDA_SUCCESS {
@@ -100,9 +103,9 @@ func GPUBusID(ordinal int) (string, error) {
 	return C.GoString(&buf[0]), nil
 }
 
-// allocPinnedBytes allocates page-locked host memory (cuMemAllocHost) in the current context: what an
-// asynchronous host-to-device copy must read from to be truly asynchronous and ordered on its stream. The
-// slice is C memory, freed by freePinnedBytes, never by Go.
+// allocPinnedBytes allocates page-locked host memory (cuMemAllocHost) in the current context: what
+// an asynchronous host-to-device copy must read from to be truly asynchronous and ordered on its
+// stream. The slice is C memory, freed by freePinnedBytes, never by Go.
 func allocPinnedBytes(n int) ([]byte, error) {
 	var p unsafe.Pointer
 	if r := C.allocPinned(&p, C.size_t(n)); r != C.CUDA_SUCCESS {

@@ -10,8 +10,10 @@ const CUDABuild = false
 // GPUMissing is nil in the CPU build, which never uses a GPU.
 func GPUMissing() error { return nil }
 
-// newCUDAEngine fails in the CPU build: gorgonia.org/cu cannot even be imported here, because its package init
-// exits the process on a machine without a GPU.
+// newCUDAEngine fails in the CPU build: gorgonia.org/cu cannot even be imported here, because its
+// package init exits the process on a machine without a GPU.
 func newCUDAEngine(deviceBytes int64, slabs [][]byte) (Engine, error) {
-	return nil, errors.New("kernels: the cuda engine needs a binary built with -tags cuda (make gpu)")
+	return nil, errors.New(
+		"kernels: the cuda engine needs a binary built with -tags cuda (make gpu)",
+	)
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/cphicache/cphicache/kernels/cudadriver"
 )
 
-// GPUMissing says why this process cannot use a GPU (no CUDA driver, or cuInit's error such as no device), or
-// nil: the cuda build starts without either (kernels/cudadriver), and a command that needs the GPU asks first.
+// GPUMissing says why this process cannot use a GPU (no CUDA driver, or cuInit's error such as no
+// device), or nil: the cuda build starts without either (kernels/cudadriver), and a command that
+// needs the GPU asks first.
 func GPUMissing() error { return cudadriver.Missing() }
 
 // DeviceCount is the number of GPUs this process can see (CUDA_VISIBLE_DEVICES applies).
@@ -29,9 +30,9 @@ func DeviceCount() (int, error) {
 	return n, nil
 }
 
-// DeviceWords is a small buffer of 64-bit words in one GPU's memory, with a stream of its own: what a reduction
-// that runs on the device (the step consensus over NCCL) needs. The CUDA calls live here, so that only package
-// kernels (and nccl, for NCCL) talks to the GPU.
+// DeviceWords is a small buffer of 64-bit words in one GPU's memory, with a stream of its own: what
+// a reduction that runs on the device (the step consensus over NCCL) needs. The CUDA calls live
+// here, so that only package kernels (and nccl, for NCCL) talks to the GPU.
 type DeviceWords struct {
 	device cu.Device
 	ctx    cu.CUContext
@@ -41,7 +42,8 @@ type DeviceWords struct {
 	words  int
 }
 
-// NewDeviceWords allocates words uint64 on GPU ordinal, in its primary context, and a non-blocking stream.
+// NewDeviceWords allocates words uint64 on GPU ordinal, in its primary context, and a non-blocking
+// stream.
 func NewDeviceWords(ordinal, words int) (*DeviceWords, error) {
 	d := &DeviceWords{words: words}
 	if err := GPUMissing(); err != nil {
@@ -70,8 +72,9 @@ func NewDeviceWords(ordinal, words int) (*DeviceWords, error) {
 	return d, nil
 }
 
-// WithContext runs fn on this goroutine's OS thread, locked, with the GPU's context current: CUDA contexts are
-// per thread, and Go moves goroutines between threads. NCCL learns its GPU the same way.
+// WithContext runs fn on this goroutine's OS thread, locked, with the GPU's context current: CUDA
+// contexts are per thread, and Go moves goroutines between threads. NCCL learns its GPU the same
+// way.
 func (d *DeviceWords) WithContext(fn func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -81,9 +84,9 @@ func (d *DeviceWords) WithContext(fn func() error) error {
 	return fn()
 }
 
-// RoundTrip copies values to the device buffer, runs op on it (its device address and the stream, as integers)
-// and copies the result back into values. Every step is on the one stream, so they are ordered, and the stream
-// is synchronised before values is read.
+// RoundTrip copies values to the device buffer, runs op on it (its device address and the stream,
+// as integers) and copies the result back into values. Every step is on the one stream, so they are
+// ordered, and the stream is synchronised before values is read.
 func (d *DeviceWords) RoundTrip(values []uint64, op func(ptr, stream uintptr) error) error {
 	n := len(values)
 	if n == 0 || n > d.words {

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestEmbeddedFatbinHoldsSM90SASSAndPTX: the module the CUDA engine loads has code an H100/H200 runs as it is
-// (sm_90 SASS, no JIT at load) and PTX for GPUs after it; make test-cuda-build checks it is what nvcc makes of
-// pagecopy.cu.
+// TestEmbeddedFatbinHoldsSM90SASSAndPTX: the module the CUDA engine loads has code an H100/H200
+// runs as it is (sm_90 SASS, no JIT at load) and PTX for GPUs after it; make test-cuda-build checks
+// it is what nvcc makes of pagecopy.cu.
 func TestEmbeddedFatbinHoldsSM90SASSAndPTX(t *testing.T) {
 	entries, err := fatbinEntries([]byte(pagecopyFatbin))
 	if err != nil {

@@ -9,22 +9,25 @@ import (
 )
 
 const (
-	// hostChunkMinBytes is the smallest piece of work handed to a worker: waking a goroutine costs a few
-	// microseconds, which is what a memmove of about 64 KiB costs, so smaller pieces would cost more than they
-	// gain. A call whose total is under two chunks runs on the calling goroutine alone.
+	// hostChunkMinBytes is the smallest piece of work handed to a worker: waking a goroutine costs
+	// a few microseconds, which is what a memmove of about 64 KiB costs, so smaller pieces would
+	// cost more than they gain. A call whose total is under two chunks runs on the calling
+	// goroutine alone.
 	hostChunkMinBytes = 64 << 10
-	// hostChunksPerWorker splits a call into about this many pieces per worker, so that a worker delayed by
-	// another process (the cores are shared) leaves its remaining pieces to the others.
+	// hostChunksPerWorker splits a call into about this many pieces per worker, so that a worker
+	// delayed by another process (the cores are shared) leaves its remaining pieces to the others.
 	hostChunksPerWorker = 4
 	// hostWorkersMax bounds the worker goroutines whatever the caller asks for.
 	hostWorkersMax = 256
 )
 
-// HostEngine is the CPU build's engine: the device KV buffer is a Go []byte that the engine allocates, and the
-// copies are copy() (memmove) calls on persistent worker goroutines. After warm-up a call allocates nothing:
-// the coalesced span list and its prefix sums live in buffers that only grow.
+// HostEngine is the CPU build's engine: the device KV buffer is a Go []byte that the engine
+// allocates, and the copies are copy() (memmove) calls on persistent worker goroutines. After
+// warm-up a call allocates nothing: the coalesced span list and its prefix sums live in buffers
+// that only grow.
 type HostEngine struct {
-	mu        sync.Mutex // serializes calls: the scratch buffers and the work state below are per call
+	// serializes calls: the scratch buffers and the work state below are per call
+	mu        sync.Mutex
 	device    []byte
 	slabs     [][]byte
 	slabBytes []int64
@@ -33,10 +36,11 @@ type HostEngine struct {
 	done      sync.WaitGroup
 	closed    bool
 
-	// Per-call work state, written before the helpers are woken (the channel send orders it) and read-only
-	// while they run.
-	spans      []Span  // the caller's spans, coalesced
-	prefix     []int64 // prefix[i] = bytes of spans[:i]; strictly increasing since zero-length spans are dropped
+	// Per-call work state, written before the helpers are woken (the channel send orders it) and
+	// read-only while they run.
+	spans []Span // the caller's spans, coalesced
+	// prefix[i] = bytes of spans[:i]; strictly increasing since zero-length spans are dropped
+	prefix     []int64
 	totalBytes int64
 	chunkBytes int64
 	gather     bool
@@ -45,8 +49,9 @@ type HostEngine struct {
 
 var _ Engine = (*HostEngine)(nil)
 
-// NewHostEngine allocates a device buffer of deviceBytes and starts the worker goroutines; workers <= 0 means
-// GOMAXPROCS. The slabs are used in place (they are the shared L2 mapping) and must outlive the engine.
+// NewHostEngine allocates a device buffer of deviceBytes and starts the worker goroutines; workers
+// <= 0 means GOMAXPROCS. The slabs are used in place (they are the shared L2 mapping) and must
+// outlive the engine.
 func NewHostEngine(deviceBytes int64, slabs [][]byte, workers int) (*HostEngine, error) {
 	if deviceBytes < 0 {
 		return nil, fmt.Errorf("kernels: device buffer of %d bytes", deviceBytes)
@@ -75,9 +80,10 @@ func (e *HostEngine) Name() string { return KindHost }
 // DeviceBytes returns the size of the device buffer.
 func (e *HostEngine) DeviceBytes() int64 { return int64(len(e.device)) }
 
-// Device is the device buffer itself, for a caller that fills and checks device content in place instead of
-// staging it through WriteDevice and ReadDevice (the CPU build's "GPU memory" is host memory). The caller must
-// not touch pages a copy in flight reads or writes; the cache's reference rule already holds it to that.
+// Device is the device buffer itself, for a caller that fills and checks device content in place
+// instead of staging it through WriteDevice and ReadDevice (the CPU build's "GPU memory" is host
+// memory). The caller must not touch pages a copy in flight reads or writes; the cache's reference
+// rule already holds it to that.
 func (e *HostEngine) Device() []byte { return e.device }
 
 // Workers returns the number of goroutines (the caller's included) a large call copies on.
@@ -147,8 +153,8 @@ func (e *HostEngine) run(spans []Span, gather bool) error {
 	return nil
 }
 
-// prepare copies the caller's spans into the scratch buffer (the caller's slice is left as it was), coalesces
-// them and builds the prefix sums that map a byte of the whole call to its span.
+// prepare copies the caller's spans into the scratch buffer (the caller's slice is left as it was),
+// coalesces them and builds the prefix sums that map a byte of the whole call to its span.
 func (e *HostEngine) prepare(spans []Span, gather bool) {
 	e.spans = Coalesce(append(e.spans[:0], spans...))
 	e.prefix = e.prefix[:0]
@@ -206,7 +212,8 @@ func (e *HostEngine) copyRange(lo, hi int64) {
 	}
 }
 
-// spanAt returns the index of the span holding byte pos of the call: the last i with prefix[i] <= pos.
+// spanAt returns the index of the span holding byte pos of the call: the last i with prefix[i] <=
+// pos.
 func (e *HostEngine) spanAt(pos int64) int {
 	lo, hi := 0, len(e.prefix) // invariant: prefix[lo] <= pos, and prefix[hi] > pos where hi < len
 	for hi-lo > 1 {

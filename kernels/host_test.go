@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// engineFactory builds the engine under test; the CPU tests use newTestHostEngine, the cuda tests reuse the
-// same checks with the CUDA engine.
+// engineFactory builds the engine under test; the CPU tests use newTestHostEngine, the cuda tests
+// reuse the same checks with the CUDA engine.
 type engineFactory func(t *testing.T, deviceBytes int64, slabs [][]byte) Engine
 
 func newTestHostEngine(t *testing.T, deviceBytes int64, slabs [][]byte) Engine {
@@ -23,23 +23,55 @@ func newTestHostEngine(t *testing.T, deviceBytes int64, slabs [][]byte) Engine {
 	return e
 }
 
-// roundTripGeometries are both layouts, several slabs, parts small (many spans) and large enough (a few MiB
-// per call) that a call is split between workers.
+// roundTripGeometries are both layouts, several slabs, parts small (many spans) and large enough (a
+// few MiB per call) that a call is split between workers.
 var roundTripGeometries = []testGeometry{
 	{ranks: 2, layers: 3, payloads: 2, devicePages: 64, slotsPerSlab: 40, slabs: 3, partBytes: 48},
-	{ranks: 2, layers: 3, payloads: 2, devicePages: 64, slotsPerSlab: 40, slabs: 3, partBytes: 48, pageFirst: true},
-	{ranks: 4, layers: 2, payloads: 1, devicePages: 96, slotsPerSlab: 64, slabs: 2, partBytes: 16 << 10},
-	{ranks: 4, layers: 2, payloads: 1, devicePages: 96, slotsPerSlab: 64, slabs: 2, partBytes: 16 << 10, pageFirst: true},
+	{
+		ranks:        2,
+		layers:       3,
+		payloads:     2,
+		devicePages:  64,
+		slotsPerSlab: 40,
+		slabs:        3,
+		partBytes:    48,
+		pageFirst:    true,
+	},
+	{
+		ranks:        4,
+		layers:       2,
+		payloads:     1,
+		devicePages:  96,
+		slotsPerSlab: 64,
+		slabs:        2,
+		partBytes:    16 << 10,
+	},
+	{
+		ranks:        4,
+		layers:       2,
+		payloads:     1,
+		devicePages:  96,
+		slotsPerSlab: 64,
+		slabs:        2,
+		partBytes:    16 << 10,
+		pageFirst:    true,
+	},
 }
 
 func TestHostGatherScatterRoundTrip(t *testing.T) {
 	checkGatherScatterRoundTrip(t, newTestHostEngine, roundTripGeometries, 12)
 }
 
-// checkGatherScatterRoundTrip gathers random device content into zeroed slabs, checks the slabs byte for byte
-// against the model, scatters it back into a zeroed device buffer and checks that too, for many span lists: runs
-// of consecutive pages (objects) and random placements, as rank 1 of the group.
-func checkGatherScatterRoundTrip(t *testing.T, newEngine engineFactory, geometries []testGeometry, lists int) {
+// checkGatherScatterRoundTrip gathers random device content into zeroed slabs, checks the slabs
+// byte for byte against the model, scatters it back into a zeroed device buffer and checks that
+// too, for many span lists: runs of consecutive pages (objects) and random placements, as rank 1 of
+// the group.
+func checkGatherScatterRoundTrip(
+	t *testing.T,
+	newEngine engineFactory,
+	geometries []testGeometry,
+	lists int,
+) {
 	for _, g := range geometries {
 		t.Run(g.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(g.partBytes), uint64(g.slabs)))
@@ -48,7 +80,12 @@ func checkGatherScatterRoundTrip(t *testing.T, newEngine engineFactory, geometri
 				if list%2 == 0 {
 					pages := 1 + rng.IntN(g.devicePages)
 					first := rng.IntN(g.devicePages - pages + 1)
-					places = g.objectPlacements(first, pages, rng.IntN(g.slabs), rng.IntN(g.slotsPerSlab))
+					places = g.objectPlacements(
+						first,
+						pages,
+						rng.IntN(g.slabs),
+						rng.IntN(g.slotsPerSlab),
+					)
 				} else {
 					places = g.randomPlacements(rng, 1+rng.IntN(g.devicePages))
 				}
@@ -58,7 +95,13 @@ func checkGatherScatterRoundTrip(t *testing.T, newEngine engineFactory, geometri
 	}
 }
 
-func checkRoundTrip(t *testing.T, newEngine engineFactory, g testGeometry, spans []Span, rng *rand.Rand) {
+func checkRoundTrip(
+	t *testing.T,
+	newEngine engineFactory,
+	g testGeometry,
+	spans []Span,
+	rng *rand.Rand,
+) {
 	t.Helper()
 	content := randomBytes(rng, g.deviceBytes())
 	slabs, wantSlabs := g.newSlabs(0), g.newSlabs(0)
@@ -70,7 +113,12 @@ func checkRoundTrip(t *testing.T, newEngine engineFactory, g testGeometry, spans
 	mustOK(t, e.Gather(spans))
 	for i := range slabs {
 		if j := firstDiff(slabs[i], wantSlabs[i]); j >= 0 {
-			t.Fatalf("%d spans: after Gather, slab %d differs from the model at byte %d", len(spans), i, j)
+			t.Fatalf(
+				"%d spans: after Gather, slab %d differs from the model at byte %d",
+				len(spans),
+				i,
+				j,
+			)
 		}
 	}
 	if j := firstSpanDiff(spans, callerSpans); j >= 0 {
@@ -84,7 +132,11 @@ func checkRoundTrip(t *testing.T, newEngine engineFactory, g testGeometry, spans
 	want := make([]byte, g.deviceBytes())
 	modelCopy(want, wantSlabs, spans, false)
 	if j := firstDiff(got, want); j >= 0 {
-		t.Fatalf("%d spans: after Scatter, the device buffer differs from the model at byte %d", len(spans), j)
+		t.Fatalf(
+			"%d spans: after Scatter, the device buffer differs from the model at byte %d",
+			len(spans),
+			j,
+		)
 	}
 }
 
@@ -120,8 +172,8 @@ func TestHostBoundsErrorCopiesNothing(t *testing.T) {
 	checkBoundsErrorCopiesNothing(t, newTestHostEngine)
 }
 
-// checkBoundsErrorCopiesNothing gives span lists whose last span is out of bounds, and checks the error names it
-// and that neither side was written.
+// checkBoundsErrorCopiesNothing gives span lists whose last span is out of bounds, and checks the
+// error names it and that neither side was written.
 func checkBoundsErrorCopiesNothing(t *testing.T, newEngine engineFactory) {
 	slabs := [][]byte{bytes.Repeat([]byte{7}, 4096), bytes.Repeat([]byte{7}, 1024)}
 	e := newEngine(t, 8192, slabs)
@@ -143,7 +195,8 @@ func checkBoundsErrorCopiesNothing(t *testing.T, newEngine engineFactory) {
 	}
 	device := make([]byte, 8192)
 	mustOK(t, e.ReadDevice(0, device))
-	if !bytes.Equal(device, bytes.Repeat([]byte{9}, 8192)) || !bytes.Equal(slabs[0], bytes.Repeat([]byte{7}, 4096)) {
+	if !bytes.Equal(device, bytes.Repeat([]byte{9}, 8192)) ||
+		!bytes.Equal(slabs[0], bytes.Repeat([]byte{7}, 4096)) {
 		t.Fatal("a rejected span list wrote bytes")
 	}
 	if err := e.WriteDevice(8000, make([]byte, 193)); err == nil {
@@ -189,10 +242,12 @@ func checkZeroLengthEdgeCases(t *testing.T, newEngine engineFactory) {
 	}
 }
 
-// TestHostConcurrentCallsAreSafe runs Gathers and Scatters on disjoint regions from several goroutines at once
-// (run under -race by make test-kernels-race); each goroutine checks its own bytes.
+// TestHostConcurrentCallsAreSafe runs Gathers and Scatters on disjoint regions from several
+// goroutines at once (run under -race by make test-kernels-race); each goroutine checks its own
+// bytes.
 func TestHostConcurrentCallsAreSafe(t *testing.T) {
-	const callers, partBytes, rounds = 4, 96 << 10, 5 // 96 KiB parts: each call is split between workers
+	// 96 KiB parts: each call is split between workers
+	const callers, partBytes, rounds = 4, 96 << 10, 5
 	slabs := [][]byte{make([]byte, callers*2*partBytes)}
 	e := newTestHostEngine(t, callers*2*partBytes, slabs)
 	var wg sync.WaitGroup
@@ -211,7 +266,8 @@ func TestHostConcurrentCallsAreSafe(t *testing.T) {
 	}
 }
 
-// concurrentCaller owns device and slab bytes [2c, 2c+2) parts, and round-trips them through the slab crossed.
+// concurrentCaller owns device and slab bytes [2c, 2c+2) parts, and round-trips them through the
+// slab crossed.
 func concurrentCaller(e Engine, c int, partBytes int64, rounds int) error {
 	base := int64(2*c) * partBytes
 	spans := []Span{

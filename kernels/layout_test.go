@@ -5,9 +5,10 @@ import (
 	"math/rand/v2"
 )
 
-// testGeometry models, in miniature, the layouts hicache builds span lists for: the device KV buffer is
-// [layer][payload][page] parts of partBytes, and the slabs are layer_first (per slab, a region per (rank, layer,
-// payload), slot-major) or page_first (per slot: rank x layer x payload parts).
+// testGeometry models, in miniature, the layouts hicache builds span lists for: the device KV
+// buffer is [layer][payload][page] parts of partBytes, and the slabs are layer_first (per slab, a
+// region per (rank, layer, payload), slot-major) or page_first (per slot: rank x layer x payload
+// parts).
 type testGeometry struct {
 	ranks, layers, payloads int
 	devicePages             int // pages per (layer, payload) on the device
@@ -22,7 +23,14 @@ func (g testGeometry) String() string {
 	if g.pageFirst {
 		layout = "page_first"
 	}
-	return fmt.Sprintf("%s/part=%dB/layers=%d/payloads=%d/slabs=%d", layout, g.partBytes, g.layers, g.payloads, g.slabs)
+	return fmt.Sprintf(
+		"%s/part=%dB/layers=%d/payloads=%d/slabs=%d",
+		layout,
+		g.partBytes,
+		g.layers,
+		g.payloads,
+		g.slabs,
+	)
 }
 
 func (g testGeometry) deviceBytes() int64 {
@@ -50,8 +58,8 @@ type placement struct {
 	page, slab, slot int
 }
 
-// spansFor builds the span list hicache would for one rank and a list of placements, in its order: layer,
-// payload, then placement.
+// spansFor builds the span list hicache would for one rank and a list of placements, in its order:
+// layer, payload, then placement.
 func (g testGeometry) spansFor(rank int, places []placement) []Span {
 	spans := make([]Span, 0, g.layers*g.payloads*len(places))
 	for layer := range g.layers {
@@ -69,8 +77,9 @@ func (g testGeometry) spansFor(rank int, places []placement) []Span {
 	return spans
 }
 
-// objectPlacements places pages consecutive device pages starting at firstPage onto consecutive slots, as the
-// allocator does for one object, moving to the next slab when one is full: runs of pages, with breaks.
+// objectPlacements places pages consecutive device pages starting at firstPage onto consecutive
+// slots, as the allocator does for one object, moving to the next slab when one is full: runs of
+// pages, with breaks.
 func (g testGeometry) objectPlacements(firstPage, pages, slab, slot int) []placement {
 	places := make([]placement, 0, pages)
 	for i := range pages {
@@ -83,13 +92,18 @@ func (g testGeometry) objectPlacements(firstPage, pages, slab, slot int) []place
 	return places
 }
 
-// randomPlacements places n distinct device pages on n distinct random slots: destinations never overlap.
+// randomPlacements places n distinct device pages on n distinct random slots: destinations never
+// overlap.
 func (g testGeometry) randomPlacements(rng *rand.Rand, n int) []placement {
 	pages := rng.Perm(g.devicePages)[:n]
 	slots := rng.Perm(g.slabs * g.slotsPerSlab)[:n]
 	places := make([]placement, n)
 	for i := range places {
-		places[i] = placement{page: pages[i], slab: slots[i] / g.slotsPerSlab, slot: slots[i] % g.slotsPerSlab}
+		places[i] = placement{
+			page: pages[i],
+			slab: slots[i] / g.slotsPerSlab,
+			slot: slots[i] % g.slotsPerSlab,
+		}
 	}
 	return places
 }

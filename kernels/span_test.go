@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// naiveCoalesce is the deliberately simple model: drop empty spans, then merge the first adjacent pair found
-// until none is left.
+// naiveCoalesce is the deliberately simple model: drop empty spans, then merge the first adjacent
+// pair found until none is left.
 func naiveCoalesce(in []Span) []Span {
 	var out []Span
 	for _, s := range in {
@@ -33,8 +33,8 @@ func naiveCoalesce(in []Span) []Span {
 	return out
 }
 
-// byteMap lists, for every byte the spans copy, its (device, slab, slab offset) in order: the meaning of a span
-// list, which coalescing must keep.
+// byteMap lists, for every byte the spans copy, its (device, slab, slab offset) in order: the
+// meaning of a span list, which coalescing must keep.
 func byteMap(spans []Span) [][3]int64 {
 	var m [][3]int64
 	for _, s := range spans {
@@ -77,7 +77,12 @@ func randomRunSpans(rng *rand.Rand, n int) []Span {
 		case 2:
 			slab = int32(rng.IntN(2))
 		}
-		s := Span{DeviceOffsetBytes: dev, Slab: slab, SlabOffsetBytes: slabOff, Bytes: int64(rng.IntN(4))}
+		s := Span{
+			DeviceOffsetBytes: dev,
+			Slab:              slab,
+			SlabOffsetBytes:   slabOff,
+			Bytes:             int64(rng.IntN(4)),
+		}
 		spans = append(spans, s)
 		dev, slabOff = s.deviceEnd(), s.slabEnd()
 	}
@@ -93,8 +98,16 @@ func TestCoalesceMatchesNaiveModelFixedSeed(t *testing.T) {
 
 func TestCoalesceMergesLayerFirstRunsButNotPageFirst(t *testing.T) {
 	for _, pageFirst := range []bool{false, true} {
-		g := testGeometry{ranks: 2, layers: 3, payloads: 2, devicePages: 16, slotsPerSlab: 8, slabs: 2,
-			partBytes: 64, pageFirst: pageFirst}
+		g := testGeometry{
+			ranks:        2,
+			layers:       3,
+			payloads:     2,
+			devicePages:  16,
+			slotsPerSlab: 8,
+			slabs:        2,
+			partBytes:    64,
+			pageFirst:    pageFirst,
+		}
 		// 10 pages from slot 3 of slab 0: slots 3..7 of slab 0, then 0..4 of slab 1.
 		spans := g.spansFor(1, g.objectPlacements(2, 10, 0, 3))
 		got := Coalesce(slices.Clone(spans))
@@ -131,8 +144,8 @@ func TestCoalesceEdgeCases(t *testing.T) {
 	}
 }
 
-// FuzzCoalesce decodes spans from the fuzz input (small fields, so that adjacency is common) and compares
-// Coalesce with the naive model.
+// FuzzCoalesce decodes spans from the fuzz input (small fields, so that adjacency is common) and
+// compares Coalesce with the naive model.
 func FuzzCoalesce(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 4, 4, 0, 4, 4})
 	f.Add([]byte{1, 2, 3, 4, 5, 1, 7, 0, 9, 9, 9, 9})
@@ -154,26 +167,43 @@ func TestValidateSpansNamesTheBadSpan(t *testing.T) {
 	const deviceBytes = 200
 	good := Span{DeviceOffsetBytes: 10, Slab: 1, SlabOffsetBytes: 10, Bytes: 10}
 	bad := map[string]Span{
-		"negative length":    {Bytes: -1},
-		"device buffer":      {DeviceOffsetBytes: 195, Bytes: 10},
-		"device buffer ":     {DeviceOffsetBytes: -1, Bytes: 1},
-		"no such slab":       {Slab: 2, Bytes: 1},
-		"no such slab ":      {Slab: -1, Bytes: 1},
-		"out of slab 1":      {Slab: 1, SlabOffsetBytes: 45, Bytes: 6},
-		"out of slab 0":      {SlabOffsetBytes: -4, Bytes: 1},
-		"out of the device":  {DeviceOffsetBytes: 1 << 62, Bytes: 1 << 62}, // the sum overflows int64
+		"negative length": {Bytes: -1},
+		"device buffer":   {DeviceOffsetBytes: 195, Bytes: 10},
+		"device buffer ":  {DeviceOffsetBytes: -1, Bytes: 1},
+		"no such slab":    {Slab: 2, Bytes: 1},
+		"no such slab ":   {Slab: -1, Bytes: 1},
+		"out of slab 1":   {Slab: 1, SlabOffsetBytes: 45, Bytes: 6},
+		"out of slab 0":   {SlabOffsetBytes: -4, Bytes: 1},
+		"out of the device": {
+			DeviceOffsetBytes: 1 << 62,
+			Bytes:             1 << 62,
+		}, // the sum overflows int64
 		"out of slab 0 [0, ": {SlabOffsetBytes: 1 << 62, Bytes: 1},
 		"device buffer [0, ": {DeviceOffsetBytes: 201}, // zero length, but past the end
 	}
 	for reason, s := range bad {
 		_, err := validateSpans([]Span{good, good, s}, deviceBytes, slabBytes)
 		var spanErr *SpanError
-		if !errors.As(err, &spanErr) || spanErr.Index != 2 || !strings.Contains(err.Error(), strings.TrimSpace(reason)) {
-			t.Errorf("span %+v: got error %v, want a SpanError for span 2 mentioning %q", s, err, reason)
+		if !errors.As(err, &spanErr) || spanErr.Index != 2 ||
+			!strings.Contains(err.Error(), strings.TrimSpace(reason)) {
+			t.Errorf(
+				"span %+v: got error %v, want a SpanError for span 2 mentioning %q",
+				s,
+				err,
+				reason,
+			)
 		}
 	}
-	total, err := validateSpans([]Span{good, {DeviceOffsetBytes: deviceBytes, SlabOffsetBytes: 50, Slab: 1}}, deviceBytes, slabBytes)
+	total, err := validateSpans(
+		[]Span{good, {DeviceOffsetBytes: deviceBytes, SlabOffsetBytes: 50, Slab: 1}},
+		deviceBytes,
+		slabBytes,
+	)
 	if err != nil || total != 10 {
-		t.Fatalf("valid spans (one empty at the very end): total %d, error %v; want 10, nil", total, err)
+		t.Fatalf(
+			"valid spans (one empty at the very end): total %d, error %v; want 10, nil",
+			total,
+			err,
+		)
 	}
 }

@@ -7,5 +7,6 @@ package mpi
 // #cgo pkg-config: ompi-c
 import "C"
 
-// OpenMPI yields the core while waiting when told to (--mca mpi_yield_when_idle 1), which the Makefile does.
+// OpenMPI yields the core while waiting when told to (--mca mpi_yield_when_idle 1), which the
+// Makefile does.
 const libraryYieldsWhenIdle = true

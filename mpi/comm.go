@@ -3,8 +3,8 @@ package mpi
 /*
 #include "cph_mpi.h"
 
-// The hot collectives neither keep the Go pointers they get nor call back into Go: telling cgo so spares each
-// call the escape of its buffers and the callback bookkeeping.
+// The hot collectives neither keep the Go pointers they get nor call back into Go: telling cgo so
+// spares each call the escape of its buffers and the callback bookkeeping.
 #cgo noescape cph_allreduce
 #cgo nocallback cph_allreduce
 #cgo noescape cph_allgather
@@ -22,8 +22,8 @@ import (
 	"unsafe"
 )
 
-// Comm is an MPI communicator. Its rank and size are read once, when it is made, because both are fixed for
-// the communicator's life and the hot paths ask for them often.
+// Comm is an MPI communicator. Its rank and size are read once, when it is made, because both are
+// fixed for the communicator's life and the hot paths ask for them often.
 type Comm struct {
 	handle C.MPI_Fint
 	rank   int
@@ -56,11 +56,12 @@ func (c *Comm) Rank() int { return c.rank }
 // Size is the number of ranks in the communicator.
 func (c *Comm) Size() int { return c.size }
 
-// Name is the label given when the communicator was made ("world", "cp", "node", ...), for messages.
+// Name is the label given when the communicator was made ("world", "cp", "node", ...), for
+// messages.
 func (c *Comm) Name() string { return c.name }
 
-// Split partitions the communicator: ranks passing the same color form one new communicator, ordered by key
-// (ties by rank in c). The name labels the new communicator in error messages.
+// Split partitions the communicator: ranks passing the same color form one new communicator,
+// ordered by key (ties by rank in c). The name labels the new communicator in error messages.
 func (c *Comm) Split(color, key int, name string) (*Comm, error) {
 	var out C.MPI_Fint
 	if err := check("MPI_Comm_split", C.cph_split(c.handle, C.int(color), C.int(key), &out)); err != nil {
@@ -105,8 +106,8 @@ func countOf(call string, n int) (C.int, error) {
 	return C.int(n), nil
 }
 
-// AllreduceInt64 reduces send element-wise over all ranks into recv. send and recv may be the same slice (the
-// reduction is then done in place); otherwise they must have equal lengths.
+// AllreduceInt64 reduces send element-wise over all ranks into recv. send and recv may be the same
+// slice (the reduction is then done in place); otherwise they must have equal lengths.
 func (c *Comm) AllreduceInt64(send, recv []int64, op Op) error {
 	if len(send) != len(recv) {
 		return fmt.Errorf("mpi: MPI_Allreduce: send has %d elements, recv %d", len(send), len(recv))
@@ -114,7 +115,13 @@ func (c *Comm) AllreduceInt64(send, recv []int64, op Op) error {
 	if len(send) == 0 {
 		return nil
 	}
-	return c.allreduce(uintptr(unsafe.Pointer(&send[0])), uintptr(unsafe.Pointer(&recv[0])), len(send), typeInt64, op)
+	return c.allreduce(
+		uintptr(unsafe.Pointer(&send[0])),
+		uintptr(unsafe.Pointer(&recv[0])),
+		len(send),
+		typeInt64,
+		op,
+	)
 }
 
 // AllreduceUint64 is AllreduceInt64 for unsigned values (digests, sequence numbers).
@@ -125,13 +132,19 @@ func (c *Comm) AllreduceUint64(send, recv []uint64, op Op) error {
 	if len(send) == 0 {
 		return nil
 	}
-	return c.allreduce(uintptr(unsafe.Pointer(&send[0])), uintptr(unsafe.Pointer(&recv[0])), len(send), typeUint64, op)
+	return c.allreduce(
+		uintptr(unsafe.Pointer(&send[0])),
+		uintptr(unsafe.Pointer(&recv[0])),
+		len(send),
+		typeUint64,
+		op,
+	)
 }
 
-// allreduce takes the buffers as addresses, so that cgo's run-time pointer check does not inspect them on every
-// call (about a fifth of a one-element all-reduce's cost from Go). go:uintptrescapes makes the compiler put the
-// objects whose addresses are converted in the call onto the heap, where nothing moves them (a stack copy would),
-// and keep them alive until the call returns.
+// allreduce takes the buffers as addresses, so that cgo's run-time pointer check does not inspect
+// them on every call (about a fifth of a one-element all-reduce's cost from Go). go:uintptrescapes
+// makes the compiler put the objects whose addresses are converted in the call onto the heap, where
+// nothing moves them (a stack copy would), and keep them alive until the call returns.
 //
 //go:uintptrescapes
 //go:noinline
@@ -143,7 +156,17 @@ func (c *Comm) allreduce(send, recv uintptr, n int, dataType int, op Op) error {
 	if op != Min && op != Max && op != Sum {
 		return fmt.Errorf("mpi: MPI_Allreduce: unsupported operator %v", op)
 	}
-	return collectiveDone("MPI_Allreduce", C.cph_allreduce(c.handle, C.uintptr_t(send), C.uintptr_t(recv), count, C.int(dataType), C.int(op)))
+	return collectiveDone(
+		"MPI_Allreduce",
+		C.cph_allreduce(
+			c.handle,
+			C.uintptr_t(send),
+			C.uintptr_t(recv),
+			count,
+			C.int(dataType),
+			C.int(op),
+		),
+	)
 }
 
 // AllgatherInt64 gathers len(send) values from every rank into recv, rank by rank; recv must hold
@@ -174,7 +197,12 @@ func (c *Comm) AllgatherBytes(send, recv []byte) error {
 
 func (c *Comm) gatherLengths(send, recv int) error {
 	if recv != send*c.size {
-		return fmt.Errorf("mpi: MPI_Allgather: recv holds %d elements, want %d x %d ranks", recv, send, c.size)
+		return fmt.Errorf(
+			"mpi: MPI_Allgather: recv holds %d elements, want %d x %d ranks",
+			recv,
+			send,
+			c.size,
+		)
 	}
 	return nil
 }
@@ -184,13 +212,21 @@ func (c *Comm) allgather(send, recv unsafe.Pointer, n int, dataType int) error {
 	if err != nil {
 		return err
 	}
-	return collectiveDone("MPI_Allgather", C.cph_allgather(c.handle, send, recv, count, C.int(dataType)))
+	return collectiveDone(
+		"MPI_Allgather",
+		C.cph_allgather(c.handle, send, recv, count, C.int(dataType)),
+	)
 }
 
-// BcastBytes broadcasts buf from root to every rank; every rank must pass a buffer of the same length.
+// BcastBytes broadcasts buf from root to every rank; every rank must pass a buffer of the same
+// length.
 func (c *Comm) BcastBytes(buf []byte, root int) error {
 	if root < 0 || root >= c.size {
-		return fmt.Errorf("mpi: MPI_Bcast: root %d outside a communicator of %d ranks", root, c.size)
+		return fmt.Errorf(
+			"mpi: MPI_Bcast: root %d outside a communicator of %d ranks",
+			root,
+			c.size,
+		)
 	}
 	if len(buf) == 0 {
 		return nil
@@ -199,15 +235,22 @@ func (c *Comm) BcastBytes(buf []byte, root int) error {
 	if err != nil {
 		return err
 	}
-	return collectiveDone("MPI_Bcast", C.cph_bcast(c.handle, unsafe.Pointer(&buf[0]), count, C.int(root)))
+	return collectiveDone(
+		"MPI_Bcast",
+		C.cph_bcast(c.handle, unsafe.Pointer(&buf[0]), count, C.int(root)),
+	)
 }
 
-// GathervBytes gathers every rank's send, whatever its length, to root, which gets them in rank order; the
-// other ranks get nil. The lengths travel first, in an all-gather, so that every rank sees the same total and a
-// total past MPI's int count fails alike on every rank.
+// GathervBytes gathers every rank's send, whatever its length, to root, which gets them in rank
+// order; the other ranks get nil. The lengths travel first, in an all-gather, so that every rank
+// sees the same total and a total past MPI's int count fails alike on every rank.
 func (c *Comm) GathervBytes(send []byte, root int) ([][]byte, error) {
 	if root < 0 || root >= c.size {
-		return nil, fmt.Errorf("mpi: MPI_Gatherv: root %d outside a communicator of %d ranks", root, c.size)
+		return nil, fmt.Errorf(
+			"mpi: MPI_Gatherv: root %d outside a communicator of %d ranks",
+			root,
+			c.size,
+		)
 	}
 	lengths := make([]int64, c.size)
 	if err := c.AllgatherInt64([]int64{int64(len(send))}, lengths); err != nil {
@@ -218,7 +261,10 @@ func (c *Comm) GathervBytes(send []byte, root int) ([][]byte, error) {
 		total += n
 	}
 	if total > math.MaxInt32 {
-		return nil, fmt.Errorf("mpi: MPI_Gatherv: %d bytes in all, more than MPI's int count", total)
+		return nil, fmt.Errorf(
+			"mpi: MPI_Gatherv: %d bytes in all, more than MPI's int count",
+			total,
+		)
 	}
 	var recv []byte
 	var counts, displs []C.int
@@ -231,8 +277,15 @@ func (c *Comm) GathervBytes(send []byte, root int) ([][]byte, error) {
 			at += n
 		}
 	}
-	rc := C.cph_gatherv(c.handle, unsafe.Pointer(unsafe.SliceData(send)), C.int(len(send)), unsafe.Pointer(unsafe.SliceData(recv)),
-		unsafe.SliceData(counts), unsafe.SliceData(displs), C.int(root))
+	rc := C.cph_gatherv(
+		c.handle,
+		unsafe.Pointer(unsafe.SliceData(send)),
+		C.int(len(send)),
+		unsafe.Pointer(unsafe.SliceData(recv)),
+		unsafe.SliceData(counts),
+		unsafe.SliceData(displs),
+		C.int(root),
+	)
 	if err := collectiveDone("MPI_Gatherv", rc); err != nil || c.rank != root {
 		return nil, err
 	}
@@ -243,8 +296,8 @@ func (c *Comm) GathervBytes(send []byte, root int) ([][]byte, error) {
 	return parts, nil
 }
 
-// Abort ends every process of the communicator's job with the given exit code. It returns only if MPI_Abort
-// itself fails.
+// Abort ends every process of the communicator's job with the given exit code. It returns only if
+// MPI_Abort itself fails.
 func (c *Comm) Abort(code int) error {
 	return check("MPI_Abort", C.cph_abort(c.handle, C.int(code)))
 }

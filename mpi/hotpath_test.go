@@ -7,13 +7,15 @@ import (
 	"time"
 )
 
-// TestFreedCommunicatorsDoNotHauntTheirSuccessors frees communicators and makes new ones of other shapes, so
-// that MPI hands the freed integer handles out again; each new communicator must act as itself (its size, its
-// members' sum), never as the freed one a stale entry of the C side's handle cache would name. Two are freed in
-// creation order before the next is made: the next then gets the first one's integer but, from malloc, the
-// second one's memory, so a stale entry points at the wrong (or a dead) communicator.
+// TestFreedCommunicatorsDoNotHauntTheirSuccessors frees communicators and makes new ones of other
+// shapes, so that MPI hands the freed integer handles out again; each new communicator must act as
+// itself (its size, its members' sum), never as the freed one a stale entry of the C side's handle
+// cache would name. Two are freed in creation order before the next is made: the next then gets the
+// first one's integer but, from malloc, the second one's memory, so a stale entry points at the
+// wrong (or a dead) communicator.
 func TestFreedCommunicatorsDoNotHauntTheirSuccessors(t *testing.T) {
-	for round := range 22 { // 66 communicators: more than the cache has entries (64). Each split of 8 ranks on
+	// 66 communicators: more than the cache has entries (64). Each split of 8 ranks on
+	for round := range 22 {
 		// 2 cores costs MPICH about 100 ms (mpi.mk), so no more than that
 		var comms [3]*Comm
 		for i := range comms {
@@ -32,8 +34,8 @@ func TestFreedCommunicatorsDoNotHauntTheirSuccessors(t *testing.T) {
 	}
 }
 
-// splitAndCheck splits the world into groups of width consecutive ranks and checks that the new communicator
-// has its group's size and reduces over its group only.
+// splitAndCheck splits the world into groups of width consecutive ranks and checks that the new
+// communicator has its group's size and reduces over its group only.
 func splitAndCheck(t *testing.T, width int) *Comm {
 	t.Helper()
 	n, r := world.Size(), world.Rank()
@@ -52,10 +54,10 @@ func splitAndCheck(t *testing.T, width int) *Comm {
 	return c
 }
 
-// TestSchedulerPassKeepsTheThread runs barriers back to back for several pass intervals: the goroutine must have
-// passed through the scheduler (see schedpass.go) and still be on its thread, as MPI_THREAD_FUNNELED requires
-// of the goroutine that called Init. (go test runs each test on a goroutine of its own, so this one locks itself
-// the way Init locks the main goroutine.)
+// TestSchedulerPassKeepsTheThread runs barriers back to back for several pass intervals: the
+// goroutine must have passed through the scheduler (see schedpass.go) and still be on its thread,
+// as MPI_THREAD_FUNNELED requires of the goroutine that called Init. (go test runs each test on a
+// goroutine of its own, so this one locks itself the way Init locks the main goroutine.)
 func TestSchedulerPassKeepsTheThread(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -68,11 +70,13 @@ func TestSchedulerPassKeepsTheThread(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// Every rank stops on the same agreed round, so all enter the same number of barriers: once it has passed
-		// and run several intervals, or after a bound a loaded node cannot reach (a rank descheduled for 20 ms
-		// mid-round once ended the loop after a single round, before any look at the clock could pass).
+		// Every rank stops on the same agreed round, so all enter the same number of barriers: once
+		// it has passed and run several intervals, or after a bound a loaded node cannot reach (a
+		// rank descheduled for 20 ms mid-round once ended the loop after a single round, before any
+		// look at the clock could pass).
 		done := []int64{0}
-		if took := time.Since(start); took > 5*schedulerPassInterval && pass.passes != before || took > 10*time.Second {
+		if took := time.Since(start); took > 5*schedulerPassInterval && pass.passes != before ||
+			took > 10*time.Second {
 			done[0] = 1
 		}
 		if err := world.AllreduceInt64(done, done, Min); err != nil {
@@ -90,8 +94,9 @@ func TestSchedulerPassKeepsTheThread(t *testing.T) {
 	}
 }
 
-// TestHotCollectivesDoNotAllocate pins that writing_check's all-reduce and the barrier allocate nothing per
-// call: the binding's cost per call is meant to be one cgo crossing, and garbage would add collections.
+// TestHotCollectivesDoNotAllocate pins that writing_check's all-reduce and the barrier allocate
+// nothing per call: the binding's cost per call is meant to be one cgo crossing, and garbage would
+// add collections.
 func TestHotCollectivesDoNotAllocate(t *testing.T) {
 	buf := make([]uint64, 1)
 	var err error
@@ -112,8 +117,8 @@ func TestHotCollectivesDoNotAllocate(t *testing.T) {
 }
 
 // BenchmarkAllreduceUint64One is writing_check's call, one element in place. Run as a singleton
-// (`go test -run XXX -bench . ./mpi/`) it is the binding's own cost; `cphicache bench allreduce` measures it
-// under mpirun beside a C loop.
+// (`go test -run XXX -bench . ./mpi/`) it is the binding's own cost; `cphicache bench allreduce`
+// measures it under mpirun beside a C loop.
 func BenchmarkAllreduceUint64One(b *testing.B) {
 	buf := make([]uint64, 1)
 	b.ReportAllocs()

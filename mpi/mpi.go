@@ -16,8 +16,8 @@ import (
 // Op is a reduction operator.
 type Op int
 
-// The reductions cphicache uses. MIN is the consensus operator: a frontier is complete on the group only when
-// the slowest rank has reached it.
+// The reductions cphicache uses. MIN is the consensus operator: a frontier is complete on the group
+// only when the slowest rank has reached it.
 const (
 	Min Op = C.CPH_MIN
 	Max Op = C.CPH_MAX
@@ -61,16 +61,17 @@ func check(call string, rc C.int) error {
 	return &Error{Call: call, Code: int(rc), Message: msg}
 }
 
-// collectiveDone is check for the blocking collectives: it also counts the call for the scheduler pass
-// (schedpass.go).
+// collectiveDone is check for the blocking collectives: it also counts the call for the scheduler
+// pass (schedpass.go).
 func collectiveDone(call string, rc C.int) error {
 	pass.afterCall()
 	return check(call, rc)
 }
 
-// Init initialises MPI with MPI_THREAD_FUNNELED and locks the calling goroutine to its OS thread; every later
-// MPI call must come from that goroutine. It then chooses how collectives wait (YieldEnv); every rank must call
-// it, as MPI_Init. Calling Init when MPI is already initialised is harmless.
+// Init initialises MPI with MPI_THREAD_FUNNELED and locks the calling goroutine to its OS thread;
+// every later MPI call must come from that goroutine. It then chooses how collectives wait
+// (YieldEnv); every rank must call it, as MPI_Init. Calling Init when MPI is already initialised is
+// harmless.
 func Init() error {
 	// A bad setting fails before MPI starts, as a bad flag does.
 	if _, err := decideYield(os.Getenv(YieldEnv), false, 0, 0); err != nil {
@@ -82,7 +83,10 @@ func Init() error {
 		return err
 	}
 	if provided < C.cph_thread_funneled() {
-		return fmt.Errorf("mpi: the MPI library provides thread level %d, below MPI_THREAD_FUNNELED", int(provided))
+		return fmt.Errorf(
+			"mpi: the MPI library provides thread level %d, below MPI_THREAD_FUNNELED",
+			int(provided),
+		)
 	}
 	return chooseYield()
 }
@@ -127,8 +131,8 @@ func Version() (major, minor int, err error) {
 	return int(ma), int(mi), err
 }
 
-// LibraryVersion names the MPI library and its version, from the first line of MPI_Get_library_version
-// (libraryName says how).
+// LibraryVersion names the MPI library and its version, from the first line of
+// MPI_Get_library_version (libraryName says how).
 func LibraryVersion() (string, error) {
 	buf := make([]byte, int(C.cph_max_library_version())+1)
 	var n C.int
@@ -138,10 +142,10 @@ func LibraryVersion() (string, error) {
 	return libraryName(string(buf[:int(n)])), nil
 }
 
-// libraryName shortens a library version string to its first line, with MPICH's "MPICH Version:\t4.0.2" form
-// (MVAPICH's too) read as "MPICH 4.0.2". OpenMPI's "Open MPI v4.1.4, package: ..." and Intel MPI's "Intel(R) MPI
-// Library 2021.9 for Linux* OS" already say both, and Cray MPICH's "MPI VERSION : CRAY MPICH version 8.1.26 ..."
-// says them after the colon.
+// libraryName shortens a library version string to its first line, with MPICH's "MPICH
+// Version:\t4.0.2" form (MVAPICH's too) read as "MPICH 4.0.2". OpenMPI's "Open MPI v4.1.4, package:
+// ..." and Intel MPI's "Intel(R) MPI Library 2021.9 for Linux* OS" already say both, and Cray
+// MPICH's "MPI VERSION : CRAY MPICH version 8.1.26 ..." says them after the colon.
 func libraryName(s string) string {
 	s = strings.TrimLeft(s, "\x00 \t\n")
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

@@ -9,9 +9,9 @@ import (
 	"testing"
 )
 
-// These tests are SPMD: the Makefile runs this test binary under mpirun at several rank counts, and plain
-// `go test` runs it as a singleton (one rank). Every rank runs every test, so each test enters the same
-// collectives in the same order on every rank.
+// These tests are SPMD: the Makefile runs this test binary under mpirun at several rank counts, and
+// plain `go test` runs it as a singleton (one rank). Every rank runs every test, so each test
+// enters the same collectives in the same order on every rank.
 
 var world *Comm
 
@@ -59,7 +59,14 @@ func TestAllreduceInt64GivesMinMaxSum(t *testing.T) {
 		}
 		for i := range recv {
 			if recv[i] != tc.want[i] {
-				t.Errorf("%v on %d ranks: element %d = %d, want %d", tc.op, n, i, recv[i], tc.want[i])
+				t.Errorf(
+					"%v on %d ranks: element %d = %d, want %d",
+					tc.op,
+					n,
+					i,
+					recv[i],
+					tc.want[i],
+				)
 			}
 		}
 	}
@@ -158,8 +165,9 @@ func TestBcastBytesFromLastRank(t *testing.T) {
 	}
 }
 
-// TestGathervBytesGivesRootEachRanksBytes: rank r sends r+1 bytes of value r (rank 1 sends none, so that an empty
-// part is covered at 2 ranks and up); root, the last rank, gets each in rank order, the others nothing.
+// TestGathervBytesGivesRootEachRanksBytes: rank r sends r+1 bytes of value r (rank 1 sends none, so
+// that an empty part is covered at 2 ranks and up); root, the last rank, gets each in rank order,
+// the others nothing.
 func TestGathervBytesGivesRootEachRanksBytes(t *testing.T) {
 	root := world.Size() - 1
 	send := bytes.Repeat([]byte{byte(world.Rank())}, world.Rank()+1)
@@ -206,7 +214,14 @@ func TestSplitGroupsConsecutiveRanks(t *testing.T) {
 		wantSize = 1
 	}
 	if c.Size() != wantSize || c.Rank() != world.Rank()%2 {
-		t.Fatalf("rank %d: pair communicator rank %d of %d, want %d of %d", world.Rank(), c.Rank(), c.Size(), world.Rank()%2, wantSize)
+		t.Fatalf(
+			"rank %d: pair communicator rank %d of %d, want %d of %d",
+			world.Rank(),
+			c.Rank(),
+			c.Size(),
+			world.Rank()%2,
+			wantSize,
+		)
 	}
 	members := make([]int64, c.Size())
 	if err := c.AllgatherInt64([]int64{int64(world.Rank())}, members); err != nil {
@@ -234,7 +249,12 @@ func TestSplitSharedHoldsThisNode(t *testing.T) {
 	}
 	defer node.Free()
 	if node.Size() < 1 || node.Size() > world.Size() || node.Rank() >= node.Size() {
-		t.Fatalf("node communicator rank %d of %d in a world of %d", node.Rank(), node.Size(), world.Size())
+		t.Fatalf(
+			"node communicator rank %d of %d in a world of %d",
+			node.Rank(),
+			node.Size(),
+			world.Size(),
+		)
 	}
 	host, err := ProcessorName()
 	if err != nil || host == "" {
@@ -243,9 +263,9 @@ func TestSplitSharedHoldsThisNode(t *testing.T) {
 }
 
 func TestMPIErrorCarriesLibraryMessage(t *testing.T) {
-	// Freeing a communicator twice is an error that both OpenMPI and MPICH detect and return (MPICH does not
-	// check a negative split color, which this test used before), because every communicator is set to
-	// MPI_ERRORS_RETURN.
+	// Freeing a communicator twice is an error that both OpenMPI and MPICH detect and return (MPICH
+	// does not check a negative split color, which this test used before), because every
+	// communicator is set to MPI_ERRORS_RETURN.
 	c, err := world.Split(0, world.Rank(), "twice")
 	if err != nil {
 		t.Fatal(err)
@@ -276,11 +296,12 @@ func TestVersionAndWtime(t *testing.T) {
 	}
 }
 
-// TestAllreduceOfStackBuffersAcrossStackGrowth calls the all-reduce with a fresh local buffer at many stack
-// depths, so that at some depth the call itself grows (and copies) the goroutine's stack. The binding passes
-// addresses to C; a buffer left on the stack would then be read and written at its old, stale address. It bites
-// from 2 ranks on (at one rank an in-place all-reduce touches nothing): it failed at depth 16 of 400 at np 2
-// before the binding routed the addresses through a go:uintptrescapes function.
+// TestAllreduceOfStackBuffersAcrossStackGrowth calls the all-reduce with a fresh local buffer at
+// many stack depths, so that at some depth the call itself grows (and copies) the goroutine's
+// stack. The binding passes addresses to C; a buffer left on the stack would then be read and
+// written at its old, stale address. It bites from 2 ranks on (at one rank an in-place all-reduce
+// touches nothing): it failed at depth 16 of 400 at np 2 before the binding routed the addresses
+// through a go:uintptrescapes function.
 func TestAllreduceOfStackBuffersAcrossStackGrowth(t *testing.T) {
 	n := int64(world.Size())
 	for depth := 0; depth < 400; depth++ {
@@ -306,61 +327,6 @@ func allreduceAtDepth(depth int, v int64) (int64, error) {
 	return buf[0], err
 }
 
-func TestDecideYield(t *testing.T) {
-	for _, tc := range []struct {
-		setting        string
-		libraryYields  bool
-		ranks, cpus    int
-		want, wantFail bool
-	}{
-		{"", false, 8, 2, true, false},      // MPICH oversubscribed: yield
-		{"auto", false, 2, 2, false, false}, // a core per rank: poll
-		{"", true, 8, 2, true, false},       // OpenMPI's mpi_yield_when_idle burns the core it yields: ours too
-		{"", true, 2, 2, false, false},      // OpenMPI, a core per rank: poll
-		{"1", true, 1, 64, true, false},
-		{"0", false, 16, 2, false, false},
-		{"yes", false, 8, 2, false, true},
-	} {
-		got, err := decideYield(tc.setting, tc.libraryYields, tc.ranks, tc.cpus)
-		if (err != nil) != tc.wantFail || got != tc.want {
-			t.Errorf("decideYield(%q, library yields %v, %d ranks, %d CPUs) = %v, %v; want %v, failure %v",
-				tc.setting, tc.libraryYields, tc.ranks, tc.cpus, got, err, tc.want, tc.wantFail)
-		}
-	}
-}
-
-// TestYieldingCollectivesGiveTheSameResults runs every collective once waiting the library's way and once by
-// yielding (cph_wait), whatever Init chose, and checks that the yielding ones took that path.
-func TestYieldingCollectivesGiveTheSameResults(t *testing.T) {
-	defer setYieldWhenIdle(YieldWhenIdle())
-	n, r := world.Size(), world.Rank()
-	for _, yield := range []bool{false, true} {
-		setYieldWhenIdle(yield)
-		before := yieldingWaits()
-		if err := world.Barrier(); err != nil {
-			t.Fatal(err)
-		}
-		sum := []int64{int64(r)}
-		if err := world.AllreduceInt64(sum, sum, Sum); err != nil {
-			t.Fatal(err)
-		}
-		gathered := make([]int64, n)
-		if err := world.AllgatherInt64([]int64{int64(r)}, gathered); err != nil {
-			t.Fatal(err)
-		}
-		buf := []byte{byte(r)}
-		if err := world.BcastBytes(buf, n-1); err != nil {
-			t.Fatal(err)
-		}
-		if sum[0] != int64(n*(n-1)/2) || gathered[n-1] != int64(n-1) || buf[0] != byte(n-1) {
-			t.Errorf("yield %v: SUM %d, allgather %v, bcast %d; want %d, [0..%d], %d", yield, sum[0], gathered, buf[0], n*(n-1)/2, n-1, n-1)
-		}
-		if waits, want := yieldingWaits()-before, map[bool]uint64{false: 0, true: 4}[yield]; waits != want {
-			t.Errorf("yield %v: %d collectives waited by yielding, want %d", yield, waits, want)
-		}
-	}
-}
-
 func TestLibraryNameSaysWhichAndWhatVersion(t *testing.T) {
 	for in, want := range map[string]string{
 		"MPICH Version:\t4.0.2\nMPICH Release date:\tThu Apr  7 12:34:45 CDT 2022\nMPICH Device:\tch4:ucx\n": "MPICH 4.0.2",
@@ -376,6 +342,10 @@ func TestLibraryNameSaysWhichAndWhatVersion(t *testing.T) {
 	// The library this test runs on: a name, then a version with a digit in it, on one line.
 	lib, err := LibraryVersion()
 	if err != nil || strings.ContainsAny(lib, "\n\t") || !strings.ContainsAny(lib, "0123456789") {
-		t.Errorf("LibraryVersion = %q, %v: want one line naming the library and its version", lib, err)
+		t.Errorf(
+			"LibraryVersion = %q, %v: want one line naming the library and its version",
+			lib,
+			err,
+		)
 	}
 }

@@ -13,7 +13,13 @@ import (
 func TestNewCommOverMPIUsesTheMPIRanks(t *testing.T) {
 	comm := worldComm(t)
 	if comm.Rank() != world.Rank() || comm.Size() != world.Size() {
-		t.Errorf("NCCL rank %d of %d, MPI rank %d of %d", comm.Rank(), comm.Size(), world.Rank(), world.Size())
+		t.Errorf(
+			"NCCL rank %d of %d, MPI rank %d of %d",
+			comm.Rank(),
+			comm.Size(),
+			world.Rank(),
+			world.Size(),
+		)
 	}
 }
 
@@ -36,7 +42,14 @@ func TestAllreduceInt64GivesMinMaxSum(t *testing.T) {
 		}
 		for i := range recv {
 			if recv[i] != tc.want[i] {
-				t.Errorf("%v on %d ranks: element %d = %d, want %d", tc.op, n, i, recv[i], tc.want[i])
+				t.Errorf(
+					"%v on %d ranks: element %d = %d, want %d",
+					tc.op,
+					n,
+					i,
+					recv[i],
+					tc.want[i],
+				)
 			}
 		}
 	}
@@ -83,8 +96,8 @@ func TestAllreduceInPlaceWhenSendIsRecv(t *testing.T) {
 	}
 }
 
-// TestTwoGroupsStayIndependent splits the world in two halves, as CP groups are, each with its own unique id:
-// every reduction must stay inside its group.
+// TestTwoGroupsStayIndependent splits the world in two halves, as CP groups are, each with its own
+// unique id: every reduction must stay inside its group.
 func TestTwoGroupsStayIndependent(t *testing.T) {
 	groupSize := world.Size()
 	if world.Size()%2 == 0 {
@@ -118,7 +131,14 @@ func TestTwoGroupsStayIndependent(t *testing.T) {
 	}
 	first, last := int64(group*groupSize), int64((group+1)*groupSize-1)
 	if minRecv[0] != first || maxRecv[0] != last {
-		t.Errorf("group %d of world ranks [%d, %d]: MIN %d MAX %d", group, first, last, minRecv[0], maxRecv[0])
+		t.Errorf(
+			"group %d of world ranks [%d, %d]: MIN %d MAX %d",
+			group,
+			first,
+			last,
+			minRecv[0],
+			maxRecv[0],
+		)
 	}
 }
 
@@ -128,7 +148,8 @@ func TestAllreduceNullBufferReturnsNCCLError(t *testing.T) {
 	// The library refuses a NULL buffer locally, so no rank waits for the others.
 	err := comm.AllreduceInt64(0, hostPtr(t, recv), 1, Min, 0)
 	e := asError(t, err)
-	if e.Call != "ncclAllReduce" || e.Code != InvalidArgument || e.Detail != "ncclAllReduce: send buffer is NULL" {
+	if e.Call != "ncclAllReduce" || e.Code != InvalidArgument ||
+		e.Detail != "ncclAllReduce: send buffer is NULL" {
 		t.Errorf("error %+v", e)
 	}
 }
@@ -209,10 +230,10 @@ func TestLegacyLibraryReducesToo(t *testing.T) {
 	}
 }
 
-// TestInitRankWithinIsNonBlockingAndWaited: with a library that has ncclCommInitRankConfig, the communicator is
-// non-blocking and ready when NewCommOverMPI returns (the shim refuses an all-reduce on one still in progress,
-// and answers each all-reduce with ncclInProgress, which the binding must wait out); the legacy one falls back
-// to the blocking init.
+// TestInitRankWithinIsNonBlockingAndWaited: with a library that has ncclCommInitRankConfig, the
+// communicator is non-blocking and ready when NewCommOverMPI returns (the shim refuses an
+// all-reduce on one still in progress, and answers each all-reduce with ncclInProgress, which the
+// binding must wait out); the legacy one falls back to the blocking init.
 func TestInitRankWithinIsNonBlockingAndWaited(t *testing.T) {
 	t.Setenv("NCCLSHIM_INIT_POLLS", "20")
 	if !shim.HasNonBlockingInit() {
@@ -226,7 +247,12 @@ func TestInitRankWithinIsNonBlockingAndWaited(t *testing.T) {
 		v := []uint64{uint64(world.Rank()) + 5}
 		p := hostPtr(t, v)
 		if err := comm.AllreduceUint64(p, p, 1, Min, 0); err != nil || v[0] != 5 {
-			t.Fatalf("round %d: MIN on a non-blocking communicator = %d, %v; want 5", round, v[0], err)
+			t.Fatalf(
+				"round %d: MIN on a non-blocking communicator = %d, %v; want 5",
+				round,
+				v[0],
+				err,
+			)
 		}
 	}
 	legacy, err := Load(legacyPath)
@@ -239,8 +265,9 @@ func TestInitRankWithinIsNonBlockingAndWaited(t *testing.T) {
 	}
 }
 
-// TestInitRankWithinAbortsOnTimeout: an init that never completes (a peer that never arrives) ends after the
-// bound with a Timeout error on every rank, its communicator aborted, instead of waiting for good.
+// TestInitRankWithinAbortsOnTimeout: an init that never completes (a peer that never arrives) ends
+// after the bound with a Timeout error on every rank, its communicator aborted, instead of waiting
+// for good.
 func TestInitRankWithinAbortsOnTimeout(t *testing.T) {
 	t.Setenv("NCCLSHIM_INIT_HANG", "1")
 	const bound = 300 * time.Millisecond
@@ -259,9 +286,9 @@ func TestInitRankWithinAbortsOnTimeout(t *testing.T) {
 	}
 }
 
-// BenchmarkAllreduceMinOneValue measures one writing_check-sized MIN through the binding (cgo, a function
-// pointer, the shim's MPI_Allreduce) beside the mpi package's own call. At one rank only: b.N differs from
-// rank to rank, which would leave collectives unmatched.
+// BenchmarkAllreduceMinOneValue measures one writing_check-sized MIN through the binding (cgo, a
+// function pointer, the shim's MPI_Allreduce) beside the mpi package's own call. At one rank only:
+// b.N differs from rank to rank, which would leave collectives unmatched.
 func BenchmarkAllreduceMinOneValue(b *testing.B) {
 	if world.Size() != 1 {
 		b.Skip("benchmarks run at one rank")
@@ -289,9 +316,9 @@ func BenchmarkAllreduceMinOneValue(b *testing.B) {
 	})
 }
 
-// TestAllreducePreMulSumMultipliesThenSums: every rank's values times the scalar, summed, wrapping modulo 2^64,
-// with distinct send and receive buffers (the send buffer left as it was); the legacy library (2.7.8) has no
-// such operator and says so, naming the library.
+// TestAllreducePreMulSumMultipliesThenSums: every rank's values times the scalar, summed, wrapping
+// modulo 2^64, with distinct send and receive buffers (the send buffer left as it was); the legacy
+// library (2.7.8) has no such operator and says so, naming the library.
 func TestAllreducePreMulSumMultipliesThenSums(t *testing.T) {
 	comm := worldComm(t)
 	if !shim.HasPreMulSum() {
@@ -306,7 +333,14 @@ func TestAllreducePreMulSumMultipliesThenSums(t *testing.T) {
 		}
 		want := []uint64{3 * n * (n + 1) / 2, 3 * n << 62}
 		if recv[0] != want[0] || recv[1] != want[1] || send[0] != r+1 {
-			t.Errorf("round %d: PreMulSum x3 on %d ranks = %v (send now %v), want %v", round, n, recv, send, want)
+			t.Errorf(
+				"round %d: PreMulSum x3 on %d ranks = %v (send now %v), want %v",
+				round,
+				n,
+				recv,
+				send,
+				want,
+			)
 		}
 	}
 	legacy, err := Load(legacyPath)

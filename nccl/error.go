@@ -48,9 +48,9 @@ func (r Result) String() string {
 func (r Result) Error() string { return "nccl: " + r.String() }
 
 // Error is a failed NCCL call: the entry point, NCCL's result code, NCCL's own string for that code
-// (ncclGetErrorString) and, when the library has ncclGetLastError, its description of the last failure. NCCL
-// keeps that description per process, not per call, so Detail is a hint: with several communicators failing at
-// once it may describe another one's failure.
+// (ncclGetErrorString) and, when the library has ncclGetLastError, its description of the last
+// failure. NCCL keeps that description per process, not per call, so Detail is a hint: with several
+// communicators failing at once it may describe another one's failure.
 type Error struct {
 	Call    string
 	Code    Result
@@ -59,7 +59,13 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	msg := fmt.Sprintf("nccl: %s failed: %s (%s = %d)", e.Call, e.Message, e.Code.String(), int(e.Code))
+	msg := fmt.Sprintf(
+		"nccl: %s failed: %s (%s = %d)",
+		e.Call,
+		e.Message,
+		e.Code.String(),
+		int(e.Code),
+	)
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}
@@ -72,8 +78,8 @@ func (e *Error) Is(target error) bool {
 	return ok && code == e.Code
 }
 
-// check turns a result code into nil or an *Error with the library's strings. comm may be nil (calls made
-// before a communicator exists); NCCL then reports the last error of the process.
+// check turns a result code into nil or an *Error with the library's strings. comm may be nil
+// (calls made before a communicator exists); NCCL then reports the last error of the process.
 func (l *Library) check(call string, rc C.ncclResult_t, comm C.ncclComm_t) error {
 	if rc == 0 {
 		return nil

@@ -14,47 +14,54 @@ import (
 	"unsafe"
 )
 
-// DefaultPath is the library Load opens when given no path: the soname NCCL 2 installs, found through the
-// dynamic loader's usual search (LD_LIBRARY_PATH, ld.so.cache).
+// DefaultPath is the library Load opens when given no path: the soname NCCL 2 installs, found
+// through the dynamic loader's usual search (LD_LIBRARY_PATH, ld.so.cache).
 const DefaultPath = "libnccl.so.2"
 
-// MinVersion is the oldest NCCL Load accepts, as an NCCL version code (2.7.0): 2.7 is the first release with
-// all-reduce of int64/uint64 MIN and MAX on every transport cphicache meets, and ncclCommAbort, which we require,
-// is older still.
+// MinVersion is the oldest NCCL Load accepts, as an NCCL version code (2.7.0): 2.7 is the first
+// release with all-reduce of int64/uint64 MIN and MAX on every transport cphicache meets, and
+// ncclCommAbort, which we require, is older still.
 const MinVersion = 2700
 
-// NonBlockingVersion is the first NCCL with ncclCommInitRankConfig and non-blocking communicators (2.14.0).
+// NonBlockingVersion is the first NCCL with ncclCommInitRankConfig and non-blocking communicators
+// (2.14.0).
 const NonBlockingVersion = 21400
 
 // A non-blocking call's state is polled after asyncPollFirstPause, then at pauses doubling up to
-// asyncPollInterval: NCCL's init takes from tens of milliseconds to seconds, and a poll costs one function call.
+// asyncPollInterval: NCCL's init takes from tens of milliseconds to seconds, and a poll costs one
+// function call.
 const (
 	asyncPollFirstPause = 5 * time.Microsecond
 	asyncPollInterval   = 2 * time.Millisecond
 )
 
-// MultiRankGPUVersion is the first NCCL that puts several ranks of one communicator on one GPU, when the process
-// sets NCCL_MULTI_RANK_GPU_ENABLE=1 (2.30.0; before it, NCCL's init refuses with "Duplicate GPU detected").
+// MultiRankGPUVersion is the first NCCL that puts several ranks of one communicator on one GPU,
+// when the process sets NCCL_MULTI_RANK_GPU_ENABLE=1 (2.30.0; before it, NCCL's init refuses with
+// "Duplicate GPU detected").
 const MultiRankGPUVersion = 23000
 
-// MultiRankGPUEnv is NCCL's own switch for several ranks of a communicator on one GPU (MultiRankGPUVersion).
+// MultiRankGPUEnv is NCCL's own switch for several ranks of a communicator on one GPU
+// (MultiRankGPUVersion).
 const MultiRankGPUEnv = "NCCL_MULTI_RANK_GPU_ENABLE"
 
 // UniqueIDBytes is the size of an NCCL unique id (NCCL_UNIQUE_ID_BYTES).
 const UniqueIDBytes = 128
 
-// UniqueID names one NCCL communicator clique: one rank makes it, every member passes the same one to InitRank.
+// UniqueID names one NCCL communicator clique: one rank makes it, every member passes the same one
+// to InitRank.
 type UniqueID [UniqueIDBytes]byte
 
-// Library is one loaded NCCL library. It is safe to share between goroutines; it stays loaded until Close.
+// Library is one loaded NCCL library. It is safe to share between goroutines; it stays loaded until
+// Close.
 type Library struct {
 	path    string
 	c       *C.cph_nccl // in C memory: C keeps the function pointers and the dlopen handle
 	version int
 }
 
-// Load opens an NCCL library (path "" means DefaultPath), looks up the entry points this package calls and
-// checks that its version is at least MinVersion. The error names the library and carries dlerror()'s text.
+// Load opens an NCCL library (path "" means DefaultPath), looks up the entry points this package
+// calls and checks that its version is at least MinVersion. The error names the library and carries
+// dlerror()'s text.
 func Load(path string) (*Library, error) {
 	if path == "" {
 		path = DefaultPath
@@ -84,15 +91,20 @@ func (l *Library) readVersion() error {
 	}
 	l.version = int(v)
 	if l.version < MinVersion {
-		return fmt.Errorf("nccl: %s is NCCL %s (version code %d), too old: cphicache needs NCCL %s or later",
-			l.path, VersionString(l.version), l.version, VersionString(MinVersion))
+		return fmt.Errorf(
+			"nccl: %s is NCCL %s (version code %d), too old: cphicache needs NCCL %s or later",
+			l.path,
+			VersionString(l.version),
+			l.version,
+			VersionString(MinVersion),
+		)
 	}
 	return nil
 }
 
-// Close releases the library. Every Comm made from it must have been destroyed first. The library itself stays
-// mapped until the process exits (cph_nccl_open says why), so a later Load of it is cheap and finds NCCL's
-// one-time set-up done.
+// Close releases the library. Every Comm made from it must have been destroyed first. The library
+// itself stays mapped until the process exits (cph_nccl_open says why), so a later Load of it is
+// cheap and finds NCCL's one-time set-up done.
 func (l *Library) Close() {
 	if l == nil || l.c == nil {
 		return
@@ -102,7 +114,8 @@ func (l *Library) Close() {
 	l.c = nil
 }
 
-// isMapped reports whether the library at path is loaded in this process (dlopen with RTLD_NOLOAD), for tests.
+// isMapped reports whether the library at path is loaded in this process (dlopen with RTLD_NOLOAD),
+// for tests.
 func isMapped(path string) bool {
 	cPath := C.CString(path)
 	defer C.free(unsafe.Pointer(cPath))
@@ -115,12 +128,14 @@ func (l *Library) Path() string { return l.path }
 // Version is the library's NCCL version code (ncclGetVersion), e.g. 22105 for 2.21.5.
 func (l *Library) Version() int { return l.version }
 
-// HasLastError reports whether the library has ncclGetLastError (NCCL 2.13 and later), which fills Error.Detail.
+// HasLastError reports whether the library has ncclGetLastError (NCCL 2.13 and later), which fills
+// Error.Detail.
 func (l *Library) HasLastError() bool { return l.c != nil && l.c.get_last_error != nil }
 
-// VersionString spells an NCCL version code as major.minor.patch. NCCL changed the encoding after 2.8:
-// up to 2.8 the code is X*1000+Y*100+Z, from 2.9 on X*10000+Y*100+Z (NCCL_VERSION in nccl.h). The old codes are
-// all below 10000, so the two ranges do not overlap and codes still compare in release order.
+// VersionString spells an NCCL version code as major.minor.patch. NCCL changed the encoding after
+// 2.8: up to 2.8 the code is X*1000+Y*100+Z, from 2.9 on X*10000+Y*100+Z (NCCL_VERSION in nccl.h).
+// The old codes are all below 10000, so the two ranges do not overlap and codes still compare in
+// release order.
 func VersionString(code int) string {
 	if code >= 10000 {
 		return fmt.Sprintf("%d.%d.%d", code/10000, code%10000/100, code%100)
@@ -139,9 +154,10 @@ func (l *Library) UniqueID() (UniqueID, error) {
 	return id, nil
 }
 
-// InitRank joins the communicator named by id as rank of nranks (ncclCommInitRank). It blocks until all nranks
-// members have joined, so every member must call it at about the same time. On a GPU the CUDA device must be
-// chosen (cudaSetDevice) before the call. NCCL itself checks rank against nranks.
+// InitRank joins the communicator named by id as rank of nranks (ncclCommInitRank). It blocks until
+// all nranks members have joined, so every member must call it at about the same time. On a GPU the
+// CUDA device must be chosen (cudaSetDevice) before the call. NCCL itself checks rank against
+// nranks.
 func (l *Library) InitRank(id UniqueID, nranks, rank int) (*Comm, error) {
 	var cID C.ncclUniqueId
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(&cID)), UniqueIDBytes), id[:])
@@ -153,25 +169,30 @@ func (l *Library) InitRank(id UniqueID, nranks, rank int) (*Comm, error) {
 	return &Comm{lib: l, handle: handle, nranks: nranks, rank: rank}, nil
 }
 
-// HasPreMulSum reports whether the library has ncclRedOpCreatePreMulSum and ncclRedOpDestroy (NCCL 2.11 and
-// later), which Comm.AllreducePreMulSumUint64 needs.
+// HasPreMulSum reports whether the library has ncclRedOpCreatePreMulSum and ncclRedOpDestroy (NCCL
+// 2.11 and later), which Comm.AllreducePreMulSumUint64 needs.
 func (l *Library) HasPreMulSum() bool {
 	return l.c != nil && l.c.redop_create_premulsum != nil && l.c.redop_destroy != nil
 }
 
-// HasNonBlockingInit reports whether InitRankWithin can bound NCCL's init (NCCL 2.14 and later); with an older
-// library it falls back to the blocking ncclCommInitRank.
+// HasNonBlockingInit reports whether InitRankWithin can bound NCCL's init (NCCL 2.14 and later);
+// with an older library it falls back to the blocking ncclCommInitRank.
 func (l *Library) HasNonBlockingInit() bool {
 	return l.c != nil && l.c.comm_init_rank_config != nil && l.version >= NonBlockingVersion
 }
 
-// InitRankWithin joins like InitRank, but without blocking where the library allows (HasNonBlockingInit): the
-// communicator is made non-blocking (ncclCommInitRankConfig with blocking = 0) and its state polled
-// (ncclCommGetAsyncError) until the init succeeds, fails, or timeout passes; then the half-made communicator is
-// aborted (ncclCommAbort) and the error wraps Timeout. A peer that never arrives thus costs a bounded wait and
-// an error, not a thread stuck in NCCL. timeout <= 0 waits as long as the init takes. The returned Comm is
-// non-blocking: its calls wait for NCCL themselves.
-func (l *Library) InitRankWithin(id UniqueID, nranks, rank int, timeout time.Duration) (*Comm, error) {
+// InitRankWithin joins like InitRank, but without blocking where the library allows
+// (HasNonBlockingInit): the communicator is made non-blocking (ncclCommInitRankConfig with blocking
+// = 0) and its state polled (ncclCommGetAsyncError) until the init succeeds, fails, or timeout
+// passes; then the half-made communicator is aborted (ncclCommAbort) and the error wraps Timeout. A
+// peer that never arrives thus costs a bounded wait and an error, not a thread stuck in NCCL.
+// timeout <= 0 waits as long as the init takes. The returned Comm is non-blocking: its calls wait
+// for NCCL themselves.
+func (l *Library) InitRankWithin(
+	id UniqueID,
+	nranks, rank int,
+	timeout time.Duration,
+) (*Comm, error) {
 	if !l.HasNonBlockingInit() {
 		return l.InitRank(id, nranks, rank)
 	}

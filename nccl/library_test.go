@@ -50,7 +50,11 @@ func TestLoadLibraryWithoutNCCLNamesTheMissingEntryPoint(t *testing.T) {
 
 func TestLoadReadsTheShimVersion(t *testing.T) {
 	if shim.Version() != 22105 || VersionString(shim.Version()) != "2.21.5" {
-		t.Errorf("shim version %d (%s), want 22105 (2.21.5)", shim.Version(), VersionString(shim.Version()))
+		t.Errorf(
+			"shim version %d (%s), want 22105 (2.21.5)",
+			shim.Version(),
+			VersionString(shim.Version()),
+		)
 	}
 	if !shim.HasLastError() {
 		t.Error("the current shim has ncclGetLastError but HasLastError is false")
@@ -79,7 +83,11 @@ func TestLoadAcceptsLegacyLibraryWithoutGetLastError(t *testing.T) {
 	}
 	defer lib.Close()
 	if lib.Version() != 2708 || VersionString(lib.Version()) != "2.7.8" {
-		t.Errorf("legacy version %d (%s), want 2708 (2.7.8)", lib.Version(), VersionString(lib.Version()))
+		t.Errorf(
+			"legacy version %d (%s), want 2708 (2.7.8)",
+			lib.Version(),
+			VersionString(lib.Version()),
+		)
 	}
 	if lib.HasLastError() {
 		t.Error("the legacy shim has no ncclGetLastError but HasLastError is true")
@@ -125,7 +133,8 @@ func TestInitRankErrorCarriesNCCLCodeAndStrings(t *testing.T) {
 	if e.Call != "ncclCommInitRank" || e.Code != InvalidArgument {
 		t.Errorf("error call %q code %v, want ncclCommInitRank ncclInvalidArgument", e.Call, e.Code)
 	}
-	// The message is the library's (ncclshim's strings start with "ncclshim: "), the detail its last error.
+	// The message is the library's (ncclshim's strings start with "ncclshim: "), the detail its
+	// last error.
 	if e.Message != "ncclshim: invalid argument" || e.Message != shim.ErrorString(InvalidArgument) {
 		t.Errorf("message %q, want ncclshim's string for ncclInvalidArgument", e.Message)
 	}
@@ -156,9 +165,9 @@ func TestErrorStringIsTheLibrarys(t *testing.T) {
 	}
 }
 
-// TestCloseKeepsTheLibraryMapped: a closed library stays loaded (RTLD_NODELETE), because NVIDIA's NCCL leaves
-// threads running after its last communicator, whose code an unmap would pull from under them; loading it
-// again works.
+// TestCloseKeepsTheLibraryMapped: a closed library stays loaded (RTLD_NODELETE), because NVIDIA's
+// NCCL leaves threads running after its last communicator, whose code an unmap would pull from
+// under them; loading it again works.
 func TestCloseKeepsTheLibraryMapped(t *testing.T) {
 	lib, err := Load(legacyPath)
 	if err != nil {

@@ -15,18 +15,19 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// These tests are SPMD, like the mpi package's: the Makefile runs this test binary under mpirun at several rank
-// counts, and plain `go test` runs it as one rank. Every rank runs every test, so each test enters the same
-// collectives in the same order on every rank.
+// These tests are SPMD, like the mpi package's: the Makefile runs this test binary under mpirun at
+// several rank counts, and plain `go test` runs it as one rank. Every rank runs every test, so each
+// test enters the same collectives in the same order on every rank.
 //
-// They load ncclshim (testdata/ncclshim.c), a libnccl.so.2 stand-in that does NCCL's work with MPI on host
-// memory: real dlopen, real symbol look-ups, real argument passing, no GPU. CPHICACHE_NCCL_LIB names the shim
-// (nccl.mk builds it and sets it), with its legacy build at legacy/libnccl.so.2 beside it; without it, rank 0
-// builds both with mpicc into a temporary folder.
+// They load ncclshim (testdata/ncclshim.c), a libnccl.so.2 stand-in that does NCCL's work with MPI
+// on host memory: real dlopen, real symbol look-ups, real argument passing, no GPU.
+// CPHICACHE_NCCL_LIB names the shim (nccl.mk builds it and sets it), with its legacy build at
+// legacy/libnccl.so.2 beside it; without it, rank 0 builds both with mpicc into a temporary folder.
 
 const shimEnv = "CPHICACHE_NCCL_LIB"
 
-// testInitTimeout bounds each communicator's init in these tests: generous for 16 oversubscribed ranks.
+// testInitTimeout bounds each communicator's init in these tests: generous for 16 oversubscribed
+// ranks.
 const testInitTimeout = 60 * time.Second
 
 var (
@@ -65,7 +66,8 @@ func runTests(m *testing.M) int {
 	return finish(code, cleanup)
 }
 
-// finish makes every rank exit with the same code, removes a shim this run built, and finalises MPI.
+// finish makes every rank exit with the same code, removes a shim this run built, and finalises
+// MPI.
 func finish(code int, cleanup func()) int {
 	failed := []int64{int64(code)}
 	if err := world.AllreduceInt64(failed, failed, mpi.Max); err != nil {
@@ -82,8 +84,9 @@ func finish(code int, cleanup func()) int {
 	return code
 }
 
-// findShim sets shimPath and legacyPath, from CPHICACHE_NCCL_LIB or by building the shim on rank 0 and
-// broadcasting its folder. The returned cleanup removes what was built; it runs after the last collective.
+// findShim sets shimPath and legacyPath, from CPHICACHE_NCCL_LIB or by building the shim on rank 0
+// and broadcasting its folder. The returned cleanup removes what was built; it runs after the last
+// collective.
 func findShim() (cleanup func(), err error) {
 	cleanup = func() {}
 	if p := os.Getenv(shimEnv); p != "" {
@@ -110,7 +113,14 @@ func findShim() (cleanup func(), err error) {
 	if buf[0] != 1 {
 		return cleanup, fmt.Errorf("building the shim on rank 0: %s", text)
 	}
-	shimPath, legacyPath = filepath.Join(text, "libnccl.so.2"), filepath.Join(text, "legacy", "libnccl.so.2")
+	shimPath, legacyPath = filepath.Join(
+		text,
+		"libnccl.so.2",
+	), filepath.Join(
+		text,
+		"legacy",
+		"libnccl.so.2",
+	)
 	return cleanup, nil
 }
 
@@ -123,8 +133,16 @@ func buildShim() (string, error) {
 	if err := os.Mkdir(filepath.Join(dir, "legacy"), 0o755); err != nil {
 		return "", err
 	}
-	flags := []string{"-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden",
-		"-Wl,-soname,libnccl.so.2"}
+	flags := []string{
+		"-shared",
+		"-fPIC",
+		"-O2",
+		"-Wall",
+		"-Wextra",
+		"-Werror",
+		"-fvisibility=hidden",
+		"-Wl,-soname,libnccl.so.2",
+	}
 	for _, build := range []struct {
 		out   string
 		extra []string
@@ -132,7 +150,12 @@ func buildShim() (string, error) {
 		{filepath.Join(dir, "libnccl.so.2"), nil},
 		{filepath.Join(dir, "legacy", "libnccl.so.2"), []string{"-DNCCLSHIM_LEGACY"}},
 	} {
-		args := append(append(append([]string{}, build.extra...), flags...), "-o", build.out, "testdata/ncclshim.c")
+		args := append(
+			append(append([]string{}, build.extra...), flags...),
+			"-o",
+			build.out,
+			"testdata/ncclshim.c",
+		)
 		if out, err := exec.Command("mpicc", args...).CombinedOutput(); err != nil {
 			os.RemoveAll(dir)
 			return "", fmt.Errorf("mpicc %v: %v\n%s", args, err, out)
@@ -141,8 +164,9 @@ func buildShim() (string, error) {
 	return dir, nil
 }
 
-// hostPtr gives the address of s[0] for the shim, which takes host memory where NCCL takes device memory. The
-// slice is pinned until the test ends so that the address stays valid while C reads and writes through it.
+// hostPtr gives the address of s[0] for the shim, which takes host memory where NCCL takes device
+// memory. The slice is pinned until the test ends so that the address stays valid while C reads and
+// writes through it.
 func hostPtr[T any](t testing.TB, s []T) uintptr {
 	var pinner runtime.Pinner
 	pinner.Pin(&s[0])

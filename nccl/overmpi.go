@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// Bootstrap is what NewCommOverMPI needs of an MPI communicator; *mpi.Comm has it. An interface rather than the
-// mpi package, so that this package links no MPI: the one-rank device check (nccl/devicecheck) then runs on a
-// GPU machine that has no MPI library at all.
+// Bootstrap is what NewCommOverMPI needs of an MPI communicator; *mpi.Comm has it. An interface
+// rather than the mpi package, so that this package links no MPI: the one-rank device check
+// (nccl/devicecheck) then runs on a GPU machine that has no MPI library at all.
 type Bootstrap interface {
 	Rank() int
 	Size() int
@@ -15,11 +15,11 @@ type Bootstrap interface {
 	BcastBytes(buf []byte, root int) error
 }
 
-// NewCommOverMPI makes the NCCL communicator of an MPI communicator's ranks (in cphicache, one CP group): rank 0
-// makes the unique id and broadcasts it over mpiComm, and every rank joins with its MPI rank as its NCCL rank.
-// Every rank of mpiComm must call it, from the MPI goroutine. If rank 0 cannot make an id, every rank returns
-// an error (none is left waiting in ncclCommInitRank). initTimeout bounds NCCL's init where the library allows
-// (InitRankWithin); 0 means no bound.
+// NewCommOverMPI makes the NCCL communicator of an MPI communicator's ranks (in cphicache, one CP
+// group): rank 0 makes the unique id and broadcasts it over mpiComm, and every rank joins with its
+// MPI rank as its NCCL rank. Every rank of mpiComm must call it, from the MPI goroutine. If rank 0
+// cannot make an id, every rank returns an error (none is left waiting in ncclCommInitRank).
+// initTimeout bounds NCCL's init where the library allows (InitRankWithin); 0 means no bound.
 func NewCommOverMPI(lib *Library, mpiComm Bootstrap, initTimeout time.Duration) (*Comm, error) {
 	// Byte 0 says whether rank 0 made an id; the id follows.
 	buf := make([]byte, 1+UniqueIDBytes)

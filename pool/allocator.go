@@ -8,7 +8,8 @@ import (
 // ObjectID names a cached object (the run of pages of one radix-tree node); chosen by the caller.
 type ObjectID uint64
 
-// Extent is a run of consecutive slots of one slab: the half-open range [FirstSlot, FirstSlot+Slots).
+// Extent is a run of consecutive slots of one slab: the half-open range [FirstSlot,
+// FirstSlot+Slots).
 type Extent struct {
 	Slab      uint32
 	FirstSlot uint32 // slot index inside the slab
@@ -56,7 +57,8 @@ var (
 	ErrNotProtected    = errors.New("pool: object is not protected")
 )
 
-// noSlot ends an extent chain in Allocator.extentNext, which stores the next extent's first slot + 1.
+// noSlot ends an extent chain in Allocator.extentNext, which stores the next extent's first slot +
+// 1.
 const noSlot = 0
 
 // Allocator is the deterministic slot allocator of one CP group's shared L2. See doc.go.
@@ -70,8 +72,8 @@ type Allocator struct {
 	table           objectTable
 	lru             lruHeap
 	lruPages        int // sum of pages of the objects in lru
-	// For an extent starting at global slot s: extentSlots[s] is its length and extentNext[s] is the
-	// next extent's first global slot + 1, or noSlot. Entries are zero everywhere else.
+	// For an extent starting at global slot s: extentSlots[s] is its length and extentNext[s] is
+	// the next extent's first global slot + 1, or noSlot. Entries are zero everywhere else.
 	extentSlots []uint32
 	extentNext  []uint32
 	extentBuf   []Extent
@@ -80,8 +82,8 @@ type Allocator struct {
 	freshDigest uint64
 }
 
-// New builds an allocator with every slot free. All tables are sized here from the geometry; large ones
-// are fresh zero memory, so building one for 2^24 slots does not touch them.
+// New builds an allocator with every slot free. All tables are sized here from the geometry; large
+// ones are fresh zero memory, so building one for 2^24 slots does not touch them.
 func New(g Geometry) (*Allocator, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
@@ -106,7 +108,8 @@ func New(g Geometry) (*Allocator, error) {
 	return a, nil
 }
 
-// adviseHugePages asks for huge pages under the tables that grow with the pool (hugepages_linux.go).
+// adviseHugePages asks for huge pages under the tables that grow with the pool
+// (hugepages_linux.go).
 func (a *Allocator) adviseHugePages() {
 	adviseHugePages(a.table.buckets)
 	adviseHugePages(a.table.records)
@@ -135,15 +138,21 @@ func (a *Allocator) resetCounters() {
 // Geometry returns the geometry the allocator was built with.
 func (a *Allocator) Geometry() Geometry { return a.geometry }
 
-// Reserve places object id on `pages` slots, all or nothing. If the free slots or the object table do
-// not suffice it evicts committed, unreferenced objects in LRU order ((clock, id) ascending) until the
-// request fits and places it (ReservedAfterEviction); Evicted lists them. When even evicting every
-// evictable object could not make room it evicts nothing and returns Miss: a hopeless request must not
-// empty the cache (and empties Evicted, chaining the miss into the digest). The error is only for misuse and
-// then nothing changes, Evicted included.
+// Reserve places object id on `pages` slots, all or nothing. If the free slots or the object table
+// do not suffice it evicts committed, unreferenced objects in LRU order ((clock, id) ascending)
+// until the request fits and places it (ReservedAfterEviction); Evicted lists them. When even
+// evicting every evictable object could not make room it evicts nothing and returns Miss: a
+// hopeless request must not empty the cache (and empties Evicted, chaining the miss into the
+// digest). The error is only for misuse and then nothing changes, Evicted included.
 func (a *Allocator) Reserve(id ObjectID, pages int, seq uint64, clock uint64) (Outcome, error) {
 	if pages <= 0 || pages > a.geometry.Slots {
-		return Miss, fmt.Errorf("%w: object %d asks for %d pages, pool has %d slots", ErrInvalidPages, id, pages, a.geometry.Slots)
+		return Miss, fmt.Errorf(
+			"%w: object %d asks for %d pages, pool has %d slots",
+			ErrInvalidPages,
+			id,
+			pages,
+			a.geometry.Slots,
+		)
 	}
 	if _, ok := a.table.find(id); ok {
 		return Miss, fmt.Errorf("%w: object %d", ErrDuplicateObject, id)
@@ -152,8 +161,9 @@ func (a *Allocator) Reserve(id ObjectID, pages int, seq uint64, clock uint64) (O
 	outcome := Reserved
 	if !a.fits(pages) {
 		if a.freeSlots+a.lruPages < pages || (a.table.full() && len(a.lru.items) == 0) {
-			// A miss places nothing, but it empties the eviction list (state StateHash reads): it chains, so that
-			// the digest still covers the whole state (TestEqualDigestsMeanEqualStates).
+			// A miss places nothing, but it empties the eviction list (state StateHash reads): it
+			// chains, so that the digest still covers the whole state
+			// (TestEqualDigestsMeanEqualStates).
 			a.digest = digestAdd(a.digest, tagMiss, uint64(id), uint64(pages), seq, clock)
 			return Miss, nil
 		}
@@ -171,9 +181,9 @@ func (a *Allocator) Reserve(id ObjectID, pages int, seq uint64, clock uint64) (O
 
 func (a *Allocator) fits(pages int) bool { return a.freeSlots >= pages && !a.table.full() }
 
-// place takes the `pages` lowest free slots for a new record: lowest address first, slab 0 first, so the
-// placement is a pure function of the free set. Runs are cut at slab ends because an extent lies in one
-// slab. The caller has checked that the slots and a record are there.
+// place takes the `pages` lowest free slots for a new record: lowest address first, slab 0 first,
+// so the placement is a pure function of the free set. Runs are cut at slab ends because an extent
+// lies in one slab. The caller has checked that the slots and a record are there.
 func (a *Allocator) place(id ObjectID, pages int, seq, clock uint64) {
 	index := a.table.insert(id)
 	r := &a.table.records[index]
@@ -182,7 +192,13 @@ func (a *Allocator) place(id ObjectID, pages int, seq, clock uint64) {
 	remainingPages, previous, pos := pages, -1, 0
 	for remainingPages > 0 {
 		if pos = a.bitmap.nextFree(pos); pos < 0 {
-			panic(a.broken("place: free count says %d more free slots for object %d, bitmap has none", remainingPages, id))
+			panic(
+				a.broken(
+					"place: free count says %d more free slots for object %d, bitmap has none",
+					remainingPages,
+					id,
+				),
+			)
 		}
 		slab := pos / a.slotsPerSlab
 		run := a.bitmap.freeRun(pos, min(remainingPages, (slab+1)*a.slotsPerSlab-pos))
@@ -195,7 +211,13 @@ func (a *Allocator) place(id ObjectID, pages int, seq, clock uint64) {
 			a.extentNext[previous] = uint32(pos) + 1
 		}
 		r.extentCount++
-		a.digest = digestAdd(a.digest, tagExtent, uint64(slab), uint64(pos-slab*a.slotsPerSlab), uint64(run))
+		a.digest = digestAdd(
+			a.digest,
+			tagExtent,
+			uint64(slab),
+			uint64(pos-slab*a.slotsPerSlab),
+			uint64(run),
+		)
 		previous, remainingPages, pos = pos, remainingPages-run, pos+run
 	}
 	a.freeSlots -= pages
@@ -220,12 +242,21 @@ func (a *Allocator) freeSlotsOf(index uint32) {
 		pos = int(next) - 1
 	}
 	if freedSlots != int(r.pages) || pos != -1 {
-		panic(a.broken("free: object %d has %d pages, its extents hold %d (chain end %d)", r.id, r.pages, freedSlots, pos))
+		panic(
+			a.broken(
+				"free: object %d has %d pages, its extents hold %d (chain end %d)",
+				r.id,
+				r.pages,
+				freedSlots,
+				pos,
+			),
+		)
 	}
 	a.freeSlots += freedSlots
 }
 
-// drop frees record `index`, which must not be protected, and removes it from the LRU and the table.
+// drop frees record `index`, which must not be protected, and removes it from the LRU and the
+// table.
 func (a *Allocator) drop(index uint32) {
 	r := &a.table.records[index]
 	if r.lruIndex != 0 {

@@ -7,12 +7,20 @@ import (
 
 // benchGeometry has slabs of 2^20 slots, so the larger pools have several slabs.
 func benchGeometry(slots int) Geometry {
-	return Geometry{CPSize: 8, Layers: 1, PayloadsPerLayer: 2, PageTokens: 1, TokenBytes: 1, Slots: slots, SlabBytesMax: 16 << 20}
+	return Geometry{
+		CPSize:           8,
+		Layers:           1,
+		PayloadsPerLayer: 2,
+		PageTokens:       1,
+		TokenBytes:       1,
+		Slots:            slots,
+		SlabBytesMax:     16 << 20,
+	}
 }
 
-// newHalfFullAllocator fills the lower half of the pool with committed 64-page objects, so that each
-// benchmark reservation has to find the free half through the summary levels and the object table and
-// LRU are populated.
+// newHalfFullAllocator fills the lower half of the pool with committed 64-page objects, so that
+// each benchmark reservation has to find the free half through the summary levels and the object
+// table and LRU are populated.
 func newHalfFullAllocator(b *testing.B, slots int) *Allocator {
 	a, err := New(benchGeometry(slots))
 	if err != nil {
@@ -30,8 +38,8 @@ func newHalfFullAllocator(b *testing.B, slots int) *Allocator {
 	return a
 }
 
-// BenchmarkReserveCommitRelease measures one object's life on the hot path; the cost must not grow with
-// the pool (compare 2^24 with 2^14) and must not allocate.
+// BenchmarkReserveCommitRelease measures one object's life on the hot path; the cost must not grow
+// with the pool (compare 2^24 with 2^14) and must not allocate.
 func BenchmarkReserveCommitRelease(b *testing.B) {
 	for _, slotsLog2 := range []int{14, 20, 24} {
 		a := newHalfFullAllocator(b, 1<<slotsLog2)
@@ -40,7 +48,8 @@ func BenchmarkReserveCommitRelease(b *testing.B) {
 				b.ReportAllocs()
 				for i := 0; b.Loop(); i++ {
 					id := ObjectID(i)
-					if outcome, err := a.Reserve(id, pages, uint64(i), uint64(i)); err != nil || outcome != Reserved {
+					if outcome, err := a.Reserve(id, pages, uint64(i), uint64(i)); err != nil ||
+						outcome != Reserved {
 						b.Fatalf("reserve: %v %v", outcome, err)
 					}
 					if err := a.MarkObjectCommitted(id); err != nil {
@@ -71,8 +80,8 @@ func BenchmarkNew(b *testing.B) {
 	}
 }
 
-// BenchmarkReserveWithEviction keeps the pool full of committed 16-page objects, so every reservation
-// evicts the least recently used one: eviction must cost O(log objects), not O(pool).
+// BenchmarkReserveWithEviction keeps the pool full of committed 16-page objects, so every
+// reservation evicts the least recently used one: eviction must cost O(log objects), not O(pool).
 func BenchmarkReserveWithEviction(b *testing.B) {
 	const pages = 16
 	for _, slotsLog2 := range []int{14, 20, 24} {
@@ -88,7 +97,8 @@ func BenchmarkReserveWithEviction(b *testing.B) {
 		b.Run(fmt.Sprintf("slots=2^%d/pages=%d", slotsLog2, pages), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if outcome, err := a.Reserve(id, pages, uint64(id), uint64(id)); err != nil || outcome != ReservedAfterEviction {
+				if outcome, err := a.Reserve(id, pages, uint64(id), uint64(id)); err != nil ||
+					outcome != ReservedAfterEviction {
 					b.Fatalf("reserve: %v %v", outcome, err)
 				}
 				a.MarkObjectCommitted(id)

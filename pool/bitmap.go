@@ -2,20 +2,20 @@ package pool
 
 import "math/bits"
 
-// freeBitmap records which slots are free, with a summary tree so that finding the lowest free slot at
-// or after a position costs O(levels) and not O(slots), as in the Go runtime's page allocator.
+// freeBitmap records which slots are free, with a summary tree so that finding the lowest free slot
+// at or after a position costs O(levels) and not O(slots), as in the Go runtime's page allocator.
 //
-// levels[0] bit s is set <=> global slot s is free, for s in [0, slots); bits at and above slots are 0.
-// levels[k+1] bit j is set <=> levels[k][j] != 0, so a set bit always leads down to a free slot.
-// Each level has ceil(len(levels[k])/64) words; the top level is a single word. With 64 bits per word,
-// 2^24 slots need four levels (2^18, 2^12, 2^6 and 1 words) and 2^14 slots need three.
+// levels[0] bit s is set <=> global slot s is free, for s in [0, slots); bits at and above slots
+// are 0. levels[k+1] bit j is set <=> levels[k][j] != 0, so a set bit always leads down to a free
+// slot. Each level has ceil(len(levels[k])/64) words; the top level is a single word. With 64 bits
+// per word, 2^24 slots need four levels (2^18, 2^12, 2^6 and 1 words) and 2^14 slots need three.
 type freeBitmap struct {
 	levels [][]uint64
 	slots  int
-	// lowFreeSlot is a lower bound of the lowest free slot: no slot below it is free. Placement asks for the
-	// lowest free slot on every reservation, and in a pool filled from the bottom the search from 0 would
-	// climb every summary level and come back down (7 dependent reads at 2^24 slots); from lowFreeSlot it
-	// usually ends in the first word it reads.
+	// lowFreeSlot is a lower bound of the lowest free slot: no slot below it is free. Placement
+	// asks for the lowest free slot on every reservation, and in a pool filled from the bottom the
+	// search from 0 would climb every summary level and come back down (7 dependent reads at 2^24
+	// slots); from lowFreeSlot it usually ends in the first word it reads.
 	lowFreeSlot int
 }
 
@@ -50,8 +50,8 @@ func (b *freeBitmap) fill() {
 	}
 }
 
-// nextFree returns the lowest free slot >= pos, or -1 if there is none. A search that starts at or below
-// lowFreeSlot starts at lowFreeSlot and moves it up to what it found.
+// nextFree returns the lowest free slot >= pos, or -1 if there is none. A search that starts at or
+// below lowFreeSlot starts at lowFreeSlot and moves it up to what it found.
 func (b *freeBitmap) nextFree(pos int) int {
 	if pos > b.lowFreeSlot {
 		return b.search(pos)
@@ -65,8 +65,8 @@ func (b *freeBitmap) nextFree(pos int) int {
 	return found
 }
 
-// search returns the lowest free slot >= pos, or -1. It climbs while the rest of the current word is empty
-// and then descends along lowest set bits: at most 2*len(levels) word reads.
+// search returns the lowest free slot >= pos, or -1. It climbs while the rest of the current word
+// is empty and then descends along lowest set bits: at most 2*len(levels) word reads.
 func (b *freeBitmap) search(pos int) int {
 	if pos >= b.slots {
 		return -1
@@ -108,10 +108,10 @@ func (b *freeBitmap) freeRun(pos, maxSlots int) int {
 	return min(run, maxSlots)
 }
 
-// take marks the slots [base, limit) used. It asserts, on the words it writes anyway, that every slot of
-// the range was free before and that level 1 agrees with each written word after: a slot taken twice
-// would hand one page to two objects. The loop counts in uint, which the range check makes safe and which
-// turns the divisions into shifts: that pays for the asserts.
+// take marks the slots [base, limit) used. It asserts, on the words it writes anyway, that every
+// slot of the range was free before and that level 1 agrees with each written word after: a slot
+// taken twice would hand one page to two objects. The loop counts in uint, which the range check
+// makes safe and which turns the divisions into shifts: that pays for the asserts.
 func (b *freeBitmap) take(base, limit int) {
 	b.assertRange("take", base, limit)
 	level0 := b.levels[0]
@@ -135,9 +135,9 @@ func (b *freeBitmap) take(base, limit int) {
 	}
 }
 
-// give marks the slots [base, limit) free. It asserts, on the words it writes anyway, that every slot of
-// the range was used before and that level 1 agrees with each written word after: a slot given twice
-// means two objects held it.
+// give marks the slots [base, limit) free. It asserts, on the words it writes anyway, that every
+// slot of the range was used before and that level 1 agrees with each written word after: a slot
+// given twice means two objects held it.
 func (b *freeBitmap) give(base, limit int) {
 	b.assertRange("give", base, limit)
 	b.lowFreeSlot = min(b.lowFreeSlot, base)
@@ -161,12 +161,21 @@ func (b *freeBitmap) give(base, limit int) {
 	}
 }
 
-// slotBroken describes the failure of take's or give's precondition: the lowest bit of wrong, in word w,
-// is a slot of [base, limit) in the wrong state. Out of line, to keep the loops of take and give short.
+// slotBroken describes the failure of take's or give's precondition: the lowest bit of wrong, in
+// word w, is a slot of [base, limit) in the wrong state. Out of line, to keep the loops of take and
+// give short.
 //
 //go:noinline
 func (b *freeBitmap) slotBroken(op string, base, limit, w int, wrong uint64, state string) string {
-	return b.broken(w, "%s [%d, %d): slot %d %s", op, base, limit, w*wordBits+bits.TrailingZeros64(wrong), state)
+	return b.broken(
+		w,
+		"%s [%d, %d): slot %d %s",
+		op,
+		base,
+		limit,
+		w*wordBits+bits.TrailingZeros64(wrong),
+		state,
+	)
 }
 
 // assertRange checks that [base, limit) is a non-empty range of slots: callers never take or give
@@ -181,12 +190,19 @@ func (b *freeBitmap) assertRange(op string, base, limit int) {
 //
 //go:noinline
 func (b *freeBitmap) rangeBroken(op string, base, limit int) string {
-	return b.broken(0, "%s [%d, %d): not a non-empty range of the %d slots", op, base, limit, b.slots)
+	return b.broken(
+		0,
+		"%s [%d, %d): not a non-empty range of the %d slots",
+		op,
+		base,
+		limit,
+		b.slots,
+	)
 }
 
-// summaryAgrees reports whether level 1 says whether word w of level 0, now `word`, has a free slot: one
-// bit, read after the write that should have set or cleared it. The levels above are checked by
-// checkSummaries.
+// summaryAgrees reports whether level 1 says whether word w of level 0, now `word`, has a free
+// slot: one bit, read after the write that should have set or cleared it. The levels above are
+// checked by checkSummaries.
 func (b *freeBitmap) summaryAgrees(w uint, word uint64) bool {
 	if len(b.levels) == 1 {
 		return true
@@ -194,11 +210,17 @@ func (b *freeBitmap) summaryAgrees(w uint, word uint64) bool {
 	return (b.levels[1][w/wordBits]&(1<<(w%wordBits)) != 0) == (word != 0)
 }
 
-// summaryBroken describes the failure of summaryAgrees after op, out of line to keep take and give short.
+// summaryBroken describes the failure of summaryAgrees after op, out of line to keep take and give
+// short.
 //
 //go:noinline
 func (b *freeBitmap) summaryBroken(op string, w int) string {
-	return b.broken(w, "%s: the level 1 summary bit of free bitmap word %d disagrees with the word", op, w)
+	return b.broken(
+		w,
+		"%s: the level 1 summary bit of free bitmap word %d disagrees with the word",
+		op,
+		w,
+	)
 }
 
 // runMask has runSlots set bits starting at bit offset; runSlots in [1, 64-offset].
@@ -209,8 +231,8 @@ func runMask(offset, runSlots int) uint64 {
 	return (1<<runSlots - 1) << offset
 }
 
-// summaryClear clears bit `bit` of level `level` because the word below became empty, and climbs while
-// words keep becoming empty.
+// summaryClear clears bit `bit` of level `level` because the word below became empty, and climbs
+// while words keep becoming empty.
 func (b *freeBitmap) summaryClear(level, bit int) {
 	for ; level < len(b.levels); level++ {
 		w := bit / wordBits
@@ -222,8 +244,8 @@ func (b *freeBitmap) summaryClear(level, bit int) {
 	}
 }
 
-// summarySet sets bit `bit` of level `level` because the word below became non-empty, and climbs while
-// words were empty before.
+// summarySet sets bit `bit` of level `level` because the word below became non-empty, and climbs
+// while words were empty before.
 func (b *freeBitmap) summarySet(level, bit int) {
 	for ; level < len(b.levels); level++ {
 		w := bit / wordBits
@@ -236,7 +258,8 @@ func (b *freeBitmap) summarySet(level, bit int) {
 	}
 }
 
-// freeSlotsIn counts the free slots in [base, limit) from level 0; for invariant checks, O(limit-base).
+// freeSlotsIn counts the free slots in [base, limit) from level 0; for invariant checks,
+// O(limit-base).
 func (b *freeBitmap) freeSlotsIn(base, limit int) int {
 	count := 0
 	for s := base; s < limit; {

@@ -2,9 +2,9 @@ package pool
 
 import "testing"
 
-// TestFreeBitmapAgainstBools drives bitmaps of three and four summary levels (the model comparison uses
-// small pools with fewer) with random takes and gives of runs, and checks nextFree, freeRun, freeSlotsIn
-// and the summaries against a slice of bools.
+// TestFreeBitmapAgainstBools drives bitmaps of three and four summary levels (the model comparison
+// uses small pools with fewer) with random takes and gives of runs, and checks nextFree, freeRun,
+// freeSlotsIn and the summaries against a slice of bools.
 func TestFreeBitmapAgainstBools(t *testing.T) {
 	for _, c := range []struct {
 		slots     int
@@ -43,7 +43,13 @@ func TestFreeBitmapAgainstBools(t *testing.T) {
 				}
 			}
 			if level, word := b.checkSummaries(); level >= 0 {
-				t.Fatalf("slots %d step %d: summary level %d word %d wrong", slots, step, level, word)
+				t.Fatalf(
+					"slots %d step %d: summary level %d word %d wrong",
+					slots,
+					step,
+					level,
+					word,
+				)
 			}
 			pos := src.next(slots + 2)
 			if step%3 == 0 {
@@ -57,7 +63,14 @@ func TestFreeBitmapAgainstBools(t *testing.T) {
 				}
 			}
 			if got := b.nextFree(pos); got != want {
-				t.Fatalf("slots %d step %d: nextFree(%d) = %d, want %d", slots, step, pos, got, want)
+				t.Fatalf(
+					"slots %d step %d: nextFree(%d) = %d, want %d",
+					slots,
+					step,
+					pos,
+					got,
+					want,
+				)
 			}
 			if want >= 0 {
 				run := 0
@@ -65,7 +78,14 @@ func TestFreeBitmapAgainstBools(t *testing.T) {
 					run++
 				}
 				if got := b.freeRun(want, 200); got != run {
-					t.Fatalf("slots %d step %d: freeRun(%d) = %d, want %d", slots, step, want, got, run)
+					t.Fatalf(
+						"slots %d step %d: freeRun(%d) = %d, want %d",
+						slots,
+						step,
+						want,
+						got,
+						run,
+					)
 				}
 			}
 		}
@@ -79,7 +99,11 @@ func TestFreeBitmapAgainstBools(t *testing.T) {
 			t.Fatalf("slots %d: freeSlotsIn %d, want %d", slots, got, count)
 		}
 		if len(b.levels) < 3 {
-			t.Fatalf("slots %d has only %d levels: the test misses the deep paths", slots, len(b.levels))
+			t.Fatalf(
+				"slots %d has only %d levels: the test misses the deep paths",
+				slots,
+				len(b.levels),
+			)
 		}
 	}
 }

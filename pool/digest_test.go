@@ -5,19 +5,30 @@ import (
 	"testing"
 )
 
-// The digest is the only thing the ranks compare at every step (DESIGN.md, "Invariants"), so it must summarise the
-// whole state: a mutation that changed the state without moving the digest, or two different states behind one
-// digest, is a divergence no consensus can see.
+// The digest is the only thing the ranks compare at every step (DESIGN.md, "Invariants"), so it
+// must summarise the whole state: a mutation that changed the state without moving the digest, or
+// two different states behind one digest, is a divergence no consensus can see.
 
-// opPerturb is the fault injection's leak of one free slot, a mutation too (the ranks' digests must part).
+// opPerturb is the fault injection's leak of one free slot, a mutation too (the ranks' digests must
+// part).
 const opPerturb = opKinds
 
 // opNames names the operations of these tests, Perturb included.
-var opNames = [...]string{opReserve: "reserve", opCommit: "commit", opRelease: "release", opAbort: "abort", opEvict: "evict",
-	opTouch: "touch", opProtect: "protect", opUnprotect: "unprotect", opReset: "reset", opPerturb: "perturb"}
+var opNames = [...]string{
+	opReserve:   "reserve",
+	opCommit:    "commit",
+	opRelease:   "release",
+	opAbort:     "abort",
+	opEvict:     "evict",
+	opTouch:     "touch",
+	opProtect:   "protect",
+	opUnprotect: "unprotect",
+	opReset:     "reset",
+	opPerturb:   "perturb",
+}
 
-// digestOperation is a random operation of the model's mix, now and then a Perturb or a Reset (the mix has
-// few of those).
+// digestOperation is a random operation of the model's mix, now and then a Perturb or a Reset (the
+// mix has few of those).
 func digestOperation(src opSource, g Geometry, event uint64, ids int) operation {
 	switch src.next(200) {
 	case 0, 1:
@@ -36,9 +47,9 @@ func applyDigestOperation(a *Allocator, op operation) {
 	applyReal(a, op)
 }
 
-// TestEveryMutationMovesTheDigest: over random operations on every model geometry, an operation that changes
-// the allocator's state (its StateHash, which walks every table) changes its digest, whatever its kind; and every
-// kind is seen changing the state, so the test covers them all.
+// TestEveryMutationMovesTheDigest: over random operations on every model geometry, an operation
+// that changes the allocator's state (its StateHash, which walks every table) changes its digest,
+// whatever its kind; and every kind is seen changing the state, so the test covers them all.
 func TestEveryMutationMovesTheDigest(t *testing.T) {
 	var changed [opKinds + 1]int
 	for i, g := range modelGeometries {
@@ -53,8 +64,16 @@ func TestEveryMutationMovesTheDigest(t *testing.T) {
 			}
 			changed[op.kind]++
 			if a.Digest() == digest {
-				t.Fatalf("geometry %d event %d: %s %+v changed the state (hash %016x -> %016x) but not the digest %016x",
-					i, event, opNames[op.kind], op, state, a.StateHash(), digest)
+				t.Fatalf(
+					"geometry %d event %d: %s %+v changed the state (hash %016x -> %016x) but not the digest %016x",
+					i,
+					event,
+					opNames[op.kind],
+					op,
+					state,
+					a.StateHash(),
+					digest,
+				)
 			}
 		}
 	}
@@ -65,13 +84,14 @@ func TestEveryMutationMovesTheDigest(t *testing.T) {
 	}
 }
 
-// TestEqualDigestsMeanEqualStates: over many random sequences from a fresh allocator (short ones, from few ids,
-// so that histories meet), every time two allocators show the same digest their states hash alike. A difference
-// is state that no mutation chains into the digest.
+// TestEqualDigestsMeanEqualStates: over many random sequences from a fresh allocator (short ones,
+// from few ids, so that histories meet), every time two allocators show the same digest their
+// states hash alike. A difference is state that no mutation chains into the digest.
 func TestEqualDigestsMeanEqualStates(t *testing.T) {
 	for i, g := range modelGeometries {
-		stateOf := map[uint64]uint64{}   // digest -> the state hash first seen with it
-		history := map[uint64][]string{} // digest -> the operations that reached it first, for the message
+		stateOf := map[uint64]uint64{} // digest -> the state hash first seen with it
+		// digest -> the operations that reached it first, for the message
+		history := map[uint64][]string{}
 		meetings := 0
 		for sequence := range 3000 {
 			a := mustNew(t, g)
@@ -80,7 +100,10 @@ func TestEqualDigestsMeanEqualStates(t *testing.T) {
 			for event := range uint64(12) {
 				op := digestOperation(src, g, event, 4)
 				applyDigestOperation(a, op)
-				ops = append(ops, fmt.Sprintf("%s(%d, %d pages)", opNames[op.kind], op.id, op.pages))
+				ops = append(
+					ops,
+					fmt.Sprintf("%s(%d, %d pages)", opNames[op.kind], op.id, op.pages),
+				)
 				d, s := a.Digest(), a.StateHash()
 				first, seen := stateOf[d]
 				if !seen {
@@ -89,12 +112,24 @@ func TestEqualDigestsMeanEqualStates(t *testing.T) {
 				}
 				meetings++
 				if first != s {
-					t.Fatalf("geometry %d: digest %016x with two states (hash %016x after %v, %016x after %v)", i, d, first, history[d], s, ops)
+					t.Fatalf(
+						"geometry %d: digest %016x with two states (hash %016x after %v, %016x after %v)",
+						i,
+						d,
+						first,
+						history[d],
+						s,
+						ops,
+					)
 				}
 			}
 		}
 		if meetings < 1000 {
-			t.Errorf("geometry %d: histories met only %d times: the test proves little", i, meetings)
+			t.Errorf(
+				"geometry %d: histories met only %d times: the test proves little",
+				i,
+				meetings,
+			)
 		}
 	}
 }

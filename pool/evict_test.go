@@ -9,7 +9,17 @@ import (
 
 func newTestAllocator(t *testing.T, slots int) *Allocator {
 	t.Helper()
-	a, err := New(Geometry{CPSize: 2, Layers: 1, PayloadsPerLayer: 2, PageTokens: 1, TokenBytes: 1, Slots: slots, SlabBytesMax: 4 * 4})
+	a, err := New(
+		Geometry{
+			CPSize:           2,
+			Layers:           1,
+			PayloadsPerLayer: 2,
+			PageTokens:       1,
+			TokenBytes:       1,
+			Slots:            slots,
+			SlabBytesMax:     4 * 4,
+		},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,13 +51,15 @@ func TestEvictionFollowsClockThenIDAndSparesUncommittedAndProtected(t *testing.T
 		t.Fatal(err)
 	}
 	// 14 is uncommitted and 13 protected: the order skips them.
-	if got := mustReserve(t, a, 20, 4, 50); got != ReservedAfterEviction || !slices.Equal(a.Evicted(), []ObjectID{11, 12, 10, 15}) {
+	if got := mustReserve(t, a, 20, 4, 50); got != ReservedAfterEviction ||
+		!slices.Equal(a.Evicted(), []ObjectID{11, 12, 10, 15}) {
 		t.Fatalf("outcome %v evicted %v, want [11 12 10 15]", got, a.Evicted())
 	}
-	// Only 13 and 14 are left besides 20, neither evictable: a further request misses and evicts nothing. It
-	// empties the eviction list, which chains the miss into the digest.
+	// Only 13 and 14 are left besides 20, neither evictable: a further request misses and evicts
+	// nothing. It empties the eviction list, which chains the miss into the digest.
 	digest := a.Digest()
-	if got := mustReserve(t, a, 21, 1, 51); got != Miss || len(a.Evicted()) != 0 || a.Digest() == digest {
+	if got := mustReserve(t, a, 21, 1, 51); got != Miss || len(a.Evicted()) != 0 ||
+		a.Digest() == digest {
 		t.Fatalf("outcome %v evicted %v digest changed %v", got, a.Evicted(), a.Digest() != digest)
 	}
 	for _, id := range []ObjectID{13, 14, 20} {
@@ -121,7 +133,8 @@ func TestBrokenInvariantPanicsWithDump(t *testing.T) {
 	}
 	defer func() {
 		message, _ := recover().(string)
-		if !strings.Contains(message, "broken invariant") || !strings.Contains(message, "free bitmap word 0") {
+		if !strings.Contains(message, "broken invariant") ||
+			!strings.Contains(message, "free bitmap word 0") {
 			t.Fatalf("panic %q lacks the invariant or the state dump", message)
 		}
 	}()

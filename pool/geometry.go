@@ -11,8 +11,9 @@ import (
 type Layout uint8
 
 const (
-	// LayerFirst gives every (rank, layer, payload) one region per slab, slot-major inside it, so the
-	// consecutive slots of one object's extent are one contiguous byte range per part (copies coalesce).
+	// LayerFirst gives every (rank, layer, payload) one region per slab, slot-major inside it, so
+	// the consecutive slots of one object's extent are one contiguous byte range per part (copies
+	// coalesce).
 	LayerFirst Layout = iota
 	// PageFirst keeps one slot's parts together: per slot, rank x layer x payload parts.
 	PageFirst
@@ -35,21 +36,27 @@ func ParseLayout(s string) (Layout, error) {
 			return Layout(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown layout %q: allowed values are %q and %q", s, layoutNames[LayerFirst], layoutNames[PageFirst])
+	return 0, fmt.Errorf(
+		"unknown layout %q: allowed values are %q and %q",
+		s,
+		layoutNames[LayerFirst],
+		layoutNames[PageFirst],
+	)
 }
 
-// slotsMax bounds Slots so that every slot index, and every index+1 used as a "none is 0" link, fits in
-// a uint32 of the replicated tables.
+// slotsMax bounds Slots so that every slot index, and every index+1 used as a "none is 0" link,
+// fits in a uint32 of the replicated tables.
 const slotsMax = 1<<31 - 1
 
-// Geometry of one CP group's shared L2. A slot holds one page for every (rank, layer, payload); a part is
-// one (slot, rank, layer, payload) and holds PageTokens*TokenBytes bytes. A group over Nodes nodes keeps one slab
-// set per node, holding the parts of that node's NodeParts ranks only: the slots, their numbers and every
-// decision are the group's, the bytes each node's. The byte functions below (SlotBytes, SlabBytes, TotalBytes,
-// PartOffset) are one node's.
+// Geometry of one CP group's shared L2. A slot holds one page for every (rank, layer, payload); a
+// part is one (slot, rank, layer, payload) and holds PageTokens*TokenBytes bytes. A group over
+// Nodes nodes keeps one slab set per node, holding the parts of that node's NodeParts ranks only:
+// the slots, their numbers and every decision are the group's, the bytes each node's. The byte
+// functions below (SlotBytes, SlabBytes, TotalBytes, PartOffset) are one node's.
 type Geometry struct {
-	CPSize           int   // ranks in the CP group
-	Nodes            int   // nodes the group spans, each holding CPSize/Nodes of its ranks; 0 means 1
+	CPSize int // ranks in the CP group
+	// nodes the group spans, each holding CPSize/Nodes of its ranks; 0 means 1
+	Nodes            int
 	Layers           int   // model layers
 	PayloadsPerLayer int   // 2 = K and V, 1 = MLA latent
 	PageTokens       int   // tokens per page
@@ -57,14 +64,15 @@ type Geometry struct {
 	Slots            int   // total slots (pages) in the pool
 	SlabBytesMax     int64 // bound on one slab's size; slabs hold whole slots
 	Layout           Layout
-	// MaxObjects bounds the live objects and so the size of the object tables; 0 means Slots, the worst
-	// case of one page per object. When the table is full Reserve treats it as a capacity miss.
+	// MaxObjects bounds the live objects and so the size of the object tables; 0 means Slots, the
+	// worst case of one page per object. When the table is full Reserve treats it as a capacity
+	// miss.
 	MaxObjects int
 }
 
-// Validate returns a *errscope.ConfigError naming the command-line flag of the first field that makes the
-// geometry unusable, including sizes whose byte counts overflow int64 (the largest factor of a product that
-// overflows); its reason starts with the value.
+// Validate returns a *errscope.ConfigError naming the command-line flag of the first field that
+// makes the geometry unusable, including sizes whose byte counts overflow int64 (the largest factor
+// of a product that overflows); its reason starts with the value.
 func (g Geometry) Validate() error {
 	fields := []struct {
 		name  string
@@ -73,22 +81,47 @@ func (g Geometry) Validate() error {
 		{"page-tokens", g.PageTokens}, {"token-bytes", g.TokenBytes}, {"l2-slots", g.Slots}}
 	for _, field := range fields {
 		if field.value <= 0 {
-			return &errscope.ConfigError{Flag: field.name, Reason: fmt.Sprintf("%d: must be positive", field.value)}
+			return &errscope.ConfigError{
+				Flag:   field.name,
+				Reason: fmt.Sprintf("%d: must be positive", field.value),
+			}
 		}
 	}
 	if g.Slots > slotsMax {
-		return &errscope.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d: at most %d", g.Slots, slotsMax)}
+		return &errscope.ConfigError{
+			Flag:   "l2-slots",
+			Reason: fmt.Sprintf("%d: at most %d", g.Slots, slotsMax),
+		}
 	}
 	if g.Layout > PageFirst {
-		return &errscope.ConfigError{Flag: "layout", Reason: fmt.Sprintf("%d: allowed values are %s and %s", g.Layout, LayerFirst, PageFirst)}
+		return &errscope.ConfigError{
+			Flag: "layout",
+			Reason: fmt.Sprintf(
+				"%d: allowed values are %s and %s",
+				g.Layout,
+				LayerFirst,
+				PageFirst,
+			),
+		}
 	}
 	if g.Nodes < 0 || g.Nodes > 0 && g.CPSize%g.Nodes != 0 {
-		return &errscope.ConfigError{Flag: "cp", Reason: fmt.Sprintf("%d: must divide CPSize=%d (every node holds as many of the group's ranks)", g.Nodes, g.CPSize)}
+		return &errscope.ConfigError{
+			Flag: "cp",
+			Reason: fmt.Sprintf(
+				"%d: must divide CPSize=%d (every node holds as many of the group's ranks)",
+				g.Nodes,
+				g.CPSize,
+			),
+		}
 	}
 	if g.MaxObjects < 0 || g.MaxObjects > g.Slots {
-		return &errscope.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d: must be in [0, Slots=%d]", g.MaxObjects, g.Slots)}
+		return &errscope.ConfigError{
+			Flag:   "l2-slots",
+			Reason: fmt.Sprintf("%d: must be in [0, Slots=%d]", g.MaxObjects, g.Slots),
+		}
 	}
-	// The slot's size is the product of every field but Slots: on overflow, blame the largest factor.
+	// The slot's size is the product of every field but Slots: on overflow, blame the largest
+	// factor.
 	slotBytes, largest := int64(1), fields[0]
 	for _, field := range fields[:5] {
 		var ok bool
@@ -98,21 +131,45 @@ func (g Geometry) Validate() error {
 					largest = f
 				}
 			}
-			return &errscope.ConfigError{Flag: largest.name, Reason: fmt.Sprintf("%d: slot bytes (PageTokens*TokenBytes*CPSize*Layers*PayloadsPerLayer) overflow int64", largest.value)}
+			return &errscope.ConfigError{
+				Flag: largest.name,
+				Reason: fmt.Sprintf(
+					"%d: slot bytes (PageTokens*TokenBytes*CPSize*Layers*PayloadsPerLayer) overflow int64",
+					largest.value,
+				),
+			}
 		}
 	}
 	if _, ok := mulInt64(slotBytes, int64(g.Slots)); !ok {
-		// A factor of the slot that overflows with Slots by itself is the absurd one (a --layers of 10^16, whose
-		// tokens a derived --token-bytes made small enough for one slot to fit); else Slots is.
+		// A factor of the slot that overflows with Slots by itself is the absurd one (a --layers of
+		// 10^16, whose tokens a derived --token-bytes made small enough for one slot to fit); else
+		// Slots is.
 		for _, f := range fields[:5] {
 			if _, ok := mulInt64(int64(f.value), int64(g.Slots)); !ok {
-				return &errscope.ConfigError{Flag: f.name, Reason: fmt.Sprintf("%d: total bytes (a slot's, times Slots=%d) overflow int64", f.value, g.Slots)}
+				return &errscope.ConfigError{
+					Flag: f.name,
+					Reason: fmt.Sprintf(
+						"%d: total bytes (a slot's, times Slots=%d) overflow int64",
+						f.value,
+						g.Slots,
+					),
+				}
 			}
 		}
-		return &errscope.ConfigError{Flag: "l2-slots", Reason: fmt.Sprintf("%d: total bytes overflow int64", g.Slots)}
+		return &errscope.ConfigError{
+			Flag:   "l2-slots",
+			Reason: fmt.Sprintf("%d: total bytes overflow int64", g.Slots),
+		}
 	}
 	if g.SlabBytesMax < g.SlotBytes() {
-		return &errscope.ConfigError{Flag: "slab-bytes-max", Reason: fmt.Sprintf("%d: smaller than one slot (%d bytes)", g.SlabBytesMax, g.SlotBytes())}
+		return &errscope.ConfigError{
+			Flag: "slab-bytes-max",
+			Reason: fmt.Sprintf(
+				"%d: smaller than one slot (%d bytes)",
+				g.SlabBytesMax,
+				g.SlotBytes(),
+			),
+		}
 	}
 	return nil
 }
@@ -131,11 +188,12 @@ func (g Geometry) PartBytes() int64 { return int64(g.PageTokens) * int64(g.Token
 // nodes resolves the Nodes default.
 func (g Geometry) nodes() int { return max(1, g.Nodes) }
 
-// NodeParts is the number of the group's ranks on each of its nodes: the ranks whose parts one node's slab holds.
+// NodeParts is the number of the group's ranks on each of its nodes: the ranks whose parts one
+// node's slab holds.
 func (g Geometry) NodeParts() int { return g.CPSize / g.nodes() }
 
-// SlotBytes is the size of one slot on one node: every part of one page that the node's ranks hold (every
-// rank's on a group of one node).
+// SlotBytes is the size of one slot on one node: every part of one page that the node's ranks hold
+// (every rank's on a group of one node).
 func (g Geometry) SlotBytes() int64 {
 	return g.PartBytes() * int64(g.NodeParts()) * int64(g.Layers) * int64(g.PayloadsPerLayer)
 }
@@ -167,17 +225,26 @@ func (g Geometry) SlabBytes(slab int) int64 { return int64(g.SlabSlots(slab)) * 
 // TotalBytes is the size of all slabs of one node together.
 func (g Geometry) TotalBytes() int64 { return int64(g.Slots) * g.SlotBytes() }
 
-// PartOffset is the byte offset inside slab `slab` of a node of the part (slotInSlab, nodePart, layer,
-// payload), where nodePart is the rank's index among the group's ranks on its node, in [0, NodeParts) (its CP
-// rank on a group of one node). It does not check its arguments, because copy loops call it per part; the
-// layout tests pin that every byte of every slab belongs to exactly one part.
+// PartOffset is the byte offset inside slab `slab` of a node of the part (slotInSlab, nodePart,
+// layer, payload), where nodePart is the rank's index among the group's ranks on its node, in [0,
+// NodeParts) (its CP rank on a group of one node). It does not check its arguments, because copy
+// loops call it per part; the layout tests pin that every byte of every slab belongs to exactly one
+// part.
 func (g Geometry) PartOffset(slab, slotInSlab, nodePart, layer, payload int) int64 {
 	partBytes := g.PartBytes()
 	if g.Layout == LayerFirst {
-		region := (int64(nodePart)*int64(g.Layers)+int64(layer))*int64(g.PayloadsPerLayer) + int64(payload)
+		region := (int64(nodePart)*int64(g.Layers)+int64(layer))*int64(
+			g.PayloadsPerLayer,
+		) + int64(
+			payload,
+		)
 		return (region*int64(g.SlabSlots(slab)) + int64(slotInSlab)) * partBytes
 	}
-	part := ((int64(slotInSlab)*int64(g.NodeParts())+int64(nodePart))*int64(g.Layers)+int64(layer))*int64(g.PayloadsPerLayer) + int64(payload)
+	part := ((int64(slotInSlab)*int64(g.NodeParts())+int64(nodePart))*int64(g.Layers)+int64(layer))*int64(
+		g.PayloadsPerLayer,
+	) + int64(
+		payload,
+	)
 	return part * partBytes
 }
 

@@ -13,14 +13,72 @@ import (
 func layoutGeometries() []Geometry {
 	var out []Geometry
 	for _, layout := range []Layout{LayerFirst, PageFirst} {
-		out = append(out,
-			Geometry{CPSize: 2, Layers: 3, PayloadsPerLayer: 2, PageTokens: 2, TokenBytes: 3, Slots: 5, SlabBytesMax: 1 << 20, Layout: layout},
-			Geometry{CPSize: 3, Layers: 2, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 4, Slots: 11, SlabBytesMax: 24*4 + 5, Layout: layout},
-			Geometry{CPSize: 8, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 2, Slots: 7, SlabBytesMax: 256 * 3, Layout: layout},
-			Geometry{CPSize: 1, Layers: 1, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 1, Slots: 3, SlabBytesMax: 1, Layout: layout},
+		out = append(
+			out,
+			Geometry{
+				CPSize:           2,
+				Layers:           3,
+				PayloadsPerLayer: 2,
+				PageTokens:       2,
+				TokenBytes:       3,
+				Slots:            5,
+				SlabBytesMax:     1 << 20,
+				Layout:           layout,
+			},
+			Geometry{
+				CPSize:           3,
+				Layers:           2,
+				PayloadsPerLayer: 1,
+				PageTokens:       1,
+				TokenBytes:       4,
+				Slots:            11,
+				SlabBytesMax:     24*4 + 5,
+				Layout:           layout,
+			},
+			Geometry{
+				CPSize:           8,
+				Layers:           2,
+				PayloadsPerLayer: 2,
+				PageTokens:       4,
+				TokenBytes:       2,
+				Slots:            7,
+				SlabBytesMax:     256 * 3,
+				Layout:           layout,
+			},
+			Geometry{
+				CPSize:           1,
+				Layers:           1,
+				PayloadsPerLayer: 1,
+				PageTokens:       1,
+				TokenBytes:       1,
+				Slots:            3,
+				SlabBytesMax:     1,
+				Layout:           layout,
+			},
 			// Groups over 2 and 4 nodes: each node's slabs hold its 4 or 2 ranks' parts.
-			Geometry{CPSize: 8, Nodes: 2, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 2, Slots: 7, SlabBytesMax: 128 * 3, Layout: layout},
-			Geometry{CPSize: 8, Nodes: 4, Layers: 1, PayloadsPerLayer: 2, PageTokens: 1, TokenBytes: 3, Slots: 9, SlabBytesMax: 12 * 4, Layout: layout})
+			Geometry{
+				CPSize:           8,
+				Nodes:            2,
+				Layers:           2,
+				PayloadsPerLayer: 2,
+				PageTokens:       4,
+				TokenBytes:       2,
+				Slots:            7,
+				SlabBytesMax:     128 * 3,
+				Layout:           layout,
+			},
+			Geometry{
+				CPSize:           8,
+				Nodes:            4,
+				Layers:           1,
+				PayloadsPerLayer: 2,
+				PageTokens:       1,
+				TokenBytes:       3,
+				Slots:            9,
+				SlabBytesMax:     12 * 4,
+				Layout:           layout,
+			},
+		)
 	}
 	return out
 }
@@ -37,7 +95,13 @@ func TestLayoutEveryByteBelongsToExactlyOnePart(t *testing.T) {
 				t.Fatalf("%+v: slab %d of %d is short", g, slab, g.SlabCount())
 			}
 			if g.SlabBytes(slab) > g.SlabBytesMax {
-				t.Fatalf("%+v: slab %d has %d bytes, bound %d", g, slab, g.SlabBytes(slab), g.SlabBytesMax)
+				t.Fatalf(
+					"%+v: slab %d has %d bytes, bound %d",
+					g,
+					slab,
+					g.SlabBytes(slab),
+					g.SlabBytesMax,
+				)
 			}
 			checkSlabCoverage(t, g, slab)
 		}
@@ -47,7 +111,8 @@ func TestLayoutEveryByteBelongsToExactlyOnePart(t *testing.T) {
 	}
 }
 
-// checkSlabCoverage marks the bytes of every part of one slab and checks that each byte is marked once.
+// checkSlabCoverage marks the bytes of every part of one slab and checks that each byte is marked
+// once.
 func checkSlabCoverage(t *testing.T, g Geometry, slab int) {
 	t.Helper()
 	owners := make([]int, g.SlabBytes(slab))
@@ -59,15 +124,42 @@ func checkSlabCoverage(t *testing.T, g Geometry, slab int) {
 					part++
 					base := g.PartOffset(slab, slot, rank, layer, payload)
 					if got := g.PartMap().Offset(slab, slot, rank, layer, payload); got != base {
-						t.Fatalf("%+v slab %d: part (%d,%d,%d,%d): PartMap says %d, PartOffset %d", g, slab, slot, rank, layer, payload, got, base)
+						t.Fatalf(
+							"%+v slab %d: part (%d,%d,%d,%d): PartMap says %d, PartOffset %d",
+							g,
+							slab,
+							slot,
+							rank,
+							layer,
+							payload,
+							got,
+							base,
+						)
 					}
 					if base < 0 || base+g.PartBytes() > int64(len(owners)) {
-						t.Fatalf("%+v slab %d: part (%d,%d,%d,%d) at [%d, %d) outside the slab of %d bytes",
-							g, slab, slot, rank, layer, payload, base, base+g.PartBytes(), len(owners))
+						t.Fatalf(
+							"%+v slab %d: part (%d,%d,%d,%d) at [%d, %d) outside the slab of %d bytes",
+							g,
+							slab,
+							slot,
+							rank,
+							layer,
+							payload,
+							base,
+							base+g.PartBytes(),
+							len(owners),
+						)
 					}
 					for b := base; b < base+g.PartBytes(); b++ {
 						if owners[b] != 0 {
-							t.Fatalf("%+v slab %d: byte %d belongs to parts %d and %d", g, slab, b, owners[b], part)
+							t.Fatalf(
+								"%+v slab %d: byte %d belongs to parts %d and %d",
+								g,
+								slab,
+								b,
+								owners[b],
+								part,
+							)
 						}
 						owners[b] = part
 					}
@@ -83,10 +175,24 @@ func checkSlabCoverage(t *testing.T, g Geometry, slab int) {
 }
 
 func TestLayerFirstKeepsConsecutiveSlotsContiguous(t *testing.T) {
-	g := Geometry{CPSize: 2, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 2, Slots: 10, SlabBytesMax: 1 << 20}
+	g := Geometry{
+		CPSize:           2,
+		Layers:           2,
+		PayloadsPerLayer: 2,
+		PageTokens:       4,
+		TokenBytes:       2,
+		Slots:            10,
+		SlabBytesMax:     1 << 20,
+	}
 	for slot := 1; slot < g.Slots; slot++ {
 		if got := g.PartOffset(0, slot, 1, 1, 1) - g.PartOffset(0, slot-1, 1, 1, 1); got != g.PartBytes() {
-			t.Fatalf("slot %d starts %d bytes after slot %d, want %d", slot, got, slot-1, g.PartBytes())
+			t.Fatalf(
+				"slot %d starts %d bytes after slot %d, want %d",
+				slot,
+				got,
+				slot-1,
+				g.PartBytes(),
+			)
 		}
 	}
 	g.Layout = PageFirst
@@ -95,11 +201,20 @@ func TestLayerFirstKeepsConsecutiveSlotsContiguous(t *testing.T) {
 	}
 }
 
-// TestNodeSlabIsOneKthOfTheGroupsSlab: a group over k nodes keeps the slot numbers and slab division of the
-// group, while each node's slabs are 1/k of a one-node group's bytes for the same slots; the allocators of
-// different node counts never share a digest, and a group of one node keeps the digest it always had.
+// TestNodeSlabIsOneKthOfTheGroupsSlab: a group over k nodes keeps the slot numbers and slab
+// division of the group, while each node's slabs are 1/k of a one-node group's bytes for the same
+// slots; the allocators of different node counts never share a digest, and a group of one node
+// keeps the digest it always had.
 func TestNodeSlabIsOneKthOfTheGroupsSlab(t *testing.T) {
-	one := Geometry{CPSize: 8, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 2, Slots: 10, SlabBytesMax: 1 << 20}
+	one := Geometry{
+		CPSize:           8,
+		Layers:           2,
+		PayloadsPerLayer: 2,
+		PageTokens:       4,
+		TokenBytes:       2,
+		Slots:            10,
+		SlabBytesMax:     1 << 20,
+	}
 	for _, k := range []int{2, 4, 8} {
 		g := one
 		g.Nodes = k
@@ -107,10 +222,21 @@ func TestNodeSlabIsOneKthOfTheGroupsSlab(t *testing.T) {
 		if err := g.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if g.NodeParts() != 8/k || g.TotalBytes()*int64(k) != one.TotalBytes() || g.GroupSlotBytes() != one.SlotBytes() ||
-			g.SlabCount() != one.SlabCount() || g.SlotsPerSlab() != one.SlotsPerSlab() {
-			t.Errorf("k %d: %d parts, %d bytes a node (one node: %d), %d slabs of %d slots (one node: %d of %d)",
-				k, g.NodeParts(), g.TotalBytes(), one.TotalBytes(), g.SlabCount(), g.SlotsPerSlab(), one.SlabCount(), one.SlotsPerSlab())
+		if g.NodeParts() != 8/k || g.TotalBytes()*int64(k) != one.TotalBytes() ||
+			g.GroupSlotBytes() != one.SlotBytes() ||
+			g.SlabCount() != one.SlabCount() ||
+			g.SlotsPerSlab() != one.SlotsPerSlab() {
+			t.Errorf(
+				"k %d: %d parts, %d bytes a node (one node: %d), %d slabs of %d slots (one node: %d of %d)",
+				k,
+				g.NodeParts(),
+				g.TotalBytes(),
+				one.TotalBytes(),
+				g.SlabCount(),
+				g.SlotsPerSlab(),
+				one.SlabCount(),
+				one.SlotsPerSlab(),
+			)
 		}
 		if geometrySeed(g) == geometrySeed(one) {
 			t.Errorf("k %d: same digest seed as one node", k)
@@ -136,13 +262,22 @@ func TestParseLayout(t *testing.T) {
 		}
 	}
 	_, err := ParseLayout("slot_first")
-	if err == nil || !strings.Contains(err.Error(), "layer_first") || !strings.Contains(err.Error(), "page_first") {
+	if err == nil || !strings.Contains(err.Error(), "layer_first") ||
+		!strings.Contains(err.Error(), "page_first") {
 		t.Fatalf("ParseLayout(bad) error %v must list the allowed values", err)
 	}
 }
 
 func TestValidateNamesTheFlag(t *testing.T) {
-	good := Geometry{CPSize: 8, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 256, Slots: 100, SlabBytesMax: 1 << 30}
+	good := Geometry{
+		CPSize:           8,
+		Layers:           4,
+		PayloadsPerLayer: 2,
+		PageTokens:       16,
+		TokenBytes:       256,
+		Slots:            100,
+		SlabBytesMax:     1 << 30,
+	}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -170,8 +305,14 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		c.mutate(&g)
 		err := g.Validate()
 		var ce *errscope.ConfigError
-		if !errors.As(err, &ce) || ce.Flag != c.flag || !strings.HasPrefix(err.Error(), "invalid --"+c.flag+": ") {
-			t.Errorf("--%s: Validate() = %v, want a *errscope.ConfigError naming --%s", c.flag, err, c.flag)
+		if !errors.As(err, &ce) || ce.Flag != c.flag ||
+			!strings.HasPrefix(err.Error(), "invalid --"+c.flag+": ") {
+			t.Errorf(
+				"--%s: Validate() = %v, want a *errscope.ConfigError naming --%s",
+				c.flag,
+				err,
+				c.flag,
+			)
 		}
 		if _, err := New(g); err == nil {
 			t.Errorf("--%s: New accepted an invalid geometry", c.flag)

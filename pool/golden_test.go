@@ -9,11 +9,12 @@ import (
 	"github.com/cockroachdb/datadriven"
 )
 
-// TestGoldenScenarios runs the command files in testdata on cockroachdb/datadriven, as etcd raft's interaction
-// tests do: each block is a command line (`reserve id=1 pages=3 clock=1`), a "----" line and the expected output,
-// blocks separated by blank lines; lines starting with # are comments. Each file starts from no allocator; `new`
-// builds one. Every file in testdata is a subtest named without its .txt (-run Golden/evict); a file stops at its
-// first wrong output, as what follows it runs on a state the file no longer describes. `go test ./pool -run Golden
+// TestGoldenScenarios runs the command files in testdata on cockroachdb/datadriven, as etcd raft's
+// interaction tests do: each block is a command line (`reserve id=1 pages=3 clock=1`), a "----"
+// line and the expected output, blocks separated by blank lines; lines starting with # are
+// comments. Each file starts from no allocator; `new` builds one. Every file in testdata is a
+// subtest named without its .txt (-run Golden/evict); a file stops at its first wrong output, as
+// what follows it runs on a state the file no longer describes. `go test ./pool -run Golden
 // -rewrite` rewrites the expected outputs.
 func TestGoldenScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -24,8 +25,8 @@ func TestGoldenScenarios(t *testing.T) {
 	})
 }
 
-// scenarioArgs reads every key=value argument as a number; a missing one reads as 0, as a zero Geometry field
-// does, so that a file names only what it sets.
+// scenarioArgs reads every key=value argument as a number; a missing one reads as 0, as a zero
+// Geometry field does, so that a file names only what it sets.
 func scenarioArgs(t *testing.T, d *datadriven.TestData) map[string]uint64 {
 	args := map[string]uint64{}
 	for _, arg := range d.CmdArgs {
@@ -40,7 +41,8 @@ func runScenarioCommand(t *testing.T, a **Allocator, d *datadriven.TestData) str
 	args := scenarioArgs(t, d)
 	id := ObjectID(args["id"])
 	if d.Cmd == "new" {
-		// Slots of 4 bytes (2 ranks x 1 layer x K,V x 1 byte), so slab_slots sets SlabBytesMax directly.
+		// Slots of 4 bytes (2 ranks x 1 layer x K,V x 1 byte), so slab_slots sets SlabBytesMax
+		// directly.
 		g := Geometry{CPSize: 2, Layers: 1, PayloadsPerLayer: 2, PageTokens: 1, TokenBytes: 1,
 			Slots: int(args["slots"]), SlabBytesMax: 4 * int64(args["slab_slots"]),
 			MaxObjects: int(args["max_objects"])}
@@ -113,7 +115,8 @@ func formatExtents(extents []Extent) string {
 	return strings.Join(parts, " ")
 }
 
-// scenarioState prints the free slots per slab, every object in id order and whether the digest is fresh.
+// scenarioState prints the free slots per slab, every object in id order and whether the digest is
+// fresh.
 func scenarioState(a *Allocator) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "slots=%d free=%d slabs:", a.geometry.Slots, a.FreeSlots())

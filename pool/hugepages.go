@@ -1,5 +1,5 @@
 package pool
 
-// hugePageMinBytes is the size from which a table is worth huge pages (adviseHugePages, Linux only): below it
-// the TLB covers it anyway.
+// hugePageMinBytes is the size from which a table is worth huge pages (adviseHugePages, Linux
+// only): below it the TLB covers it anyway.
 const hugePageMinBytes = 8 << 20

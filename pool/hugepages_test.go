@@ -2,8 +2,9 @@ package pool
 
 import "testing"
 
-// TestAdviseHugePagesKeepsContents: the hint covers only the page-aligned inside of a table of any size and
-// never changes what the table holds (tables are advised once, fresh, but the call must be harmless anyway).
+// TestAdviseHugePagesKeepsContents: the hint covers only the page-aligned inside of a table of any
+// size and never changes what the table holds (tables are advised once, fresh, but the call must be
+// harmless anyway).
 func TestAdviseHugePagesKeepsContents(t *testing.T) {
 	for _, n := range []int{0, 1, hugePageMinBytes/4 - 1, hugePageMinBytes/4 + 1023} {
 		s := make([]uint32, n)

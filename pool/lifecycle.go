@@ -2,11 +2,12 @@ package pool
 
 import "fmt"
 
-// An object's life after Reserve: abort, commit, release, evict, touch, protect. Each is all or nothing on a
-// valid id, chains into the digest, and changes nothing on misuse (an error naming the object).
+// An object's life after Reserve: abort, commit, release, evict, touch, protect. Each is all or
+// nothing on a valid id, chains into the digest, and changes nothing on misuse (an error naming the
+// object).
 
-// Abort rolls back an uncommitted reservation. Aborting an absent id is a no-op, so a rollback can be
-// repeated; aborting a committed or protected object is misuse.
+// Abort rolls back an uncommitted reservation. Aborting an absent id is a no-op, so a rollback can
+// be repeated; aborting a committed or protected object is misuse.
 func (a *Allocator) Abort(id ObjectID) error {
 	index, ok := a.table.find(id)
 	if !ok {
@@ -25,7 +26,8 @@ func (a *Allocator) Abort(id ObjectID) error {
 }
 
 // MarkObjectCommitted marks the object's backup complete on every rank; it becomes evictable once
-// unreferenced. Committing a committed object is a no-op: writing_check may report an old seq again.
+// unreferenced. Committing a committed object is a no-op: writing_check may report an old seq
+// again.
 func (a *Allocator) MarkObjectCommitted(id ObjectID) error {
 	index, err := a.lookup(id)
 	if err != nil {
@@ -41,7 +43,8 @@ func (a *Allocator) MarkObjectCommitted(id ObjectID) error {
 	return nil
 }
 
-// updateEvictable puts record `index` into the LRU or takes it out, to match committed && refs == 0.
+// updateEvictable puts record `index` into the LRU or takes it out, to match committed && refs ==
+// 0.
 func (a *Allocator) updateEvictable(index uint32) {
 	r := &a.table.records[index]
 	want := r.committed && r.refs == 0
@@ -56,8 +59,8 @@ func (a *Allocator) updateEvictable(index uint32) {
 	a.checkExpensive("commit, protect or unprotect")
 }
 
-// Release drops an object, committed or not, and frees its slots. A protected object is being loaded
-// from its slots, so releasing it is misuse.
+// Release drops an object, committed or not, and frees its slots. A protected object is being
+// loaded from its slots, so releasing it is misuse.
 func (a *Allocator) Release(id ObjectID) error {
 	index, err := a.lookup(id)
 	if err != nil {

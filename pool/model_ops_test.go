@@ -38,7 +38,8 @@ func applyReal(a *Allocator, op operation) opResult {
 	switch op.kind {
 	case opReserve:
 		outcome, err := a.Reserve(op.id, op.pages, op.seq, op.clock)
-		if err != nil { // misuse changes nothing: Evicted still lists the last successful call's evictions
+		// misuse changes nothing: Evicted still lists the last successful call's evictions
+		if err != nil {
 			return opResult{outcome: outcome, err: err}
 		}
 		return opResult{outcome: outcome, evicted: slices.Clone(a.Evicted()), err: err}
@@ -91,7 +92,8 @@ func (s *bytesSource) next(n int) int {
 func (s *bytesSource) done() bool { return len(s.data) == 0 }
 
 // randomOperation draws an operation that mostly makes sense (ids from a small set, so duplicates,
-// unknown ids and repeated commits happen), with resets rare so that states grow full and fragmented.
+// unknown ids and repeated commits happen), with resets rare so that states grow full and
+// fragmented.
 func randomOperation(src opSource, g Geometry, event uint64, ids int) operation {
 	// Several events share a clock value, so LRU ties (broken by id) are common.
 	op := operation{id: ObjectID(src.next(ids)), seq: event, clock: event / 8}

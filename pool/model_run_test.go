@@ -10,7 +10,13 @@ import (
 // compareWithModel checks every observable of the real allocator against the model.
 func compareWithModel(a *Allocator, m *modelAllocator, ids int) error {
 	if a.Objects() != len(m.objects) || a.FreeSlots() != m.freeSlots() {
-		return fmt.Errorf("objects %d free %d, model objects %d free %d", a.Objects(), a.FreeSlots(), len(m.objects), m.freeSlots())
+		return fmt.Errorf(
+			"objects %d free %d, model objects %d free %d",
+			a.Objects(),
+			a.FreeSlots(),
+			len(m.objects),
+			m.freeSlots(),
+		)
 	}
 	for slab := range a.geometry.SlabCount() {
 		modelFree := 0
@@ -33,7 +39,13 @@ func compareWithModel(a *Allocator, m *modelAllocator, ids int) error {
 			continue
 		}
 		o := m.objects[i]
-		want := ObjectInfo{Pages: len(o.slots), Seq: o.seq, Clock: o.clock, Committed: o.committed, Refs: o.refs}
+		want := ObjectInfo{
+			Pages:     len(o.slots),
+			Seq:       o.seq,
+			Clock:     o.clock,
+			Committed: o.committed,
+			Refs:      o.refs,
+		}
 		if info != want {
 			return fmt.Errorf("object %d info %+v, model %+v", id, info, want)
 		}
@@ -44,8 +56,8 @@ func compareWithModel(a *Allocator, m *modelAllocator, ids int) error {
 	return a.CheckInvariants()
 }
 
-// runAgainstModel applies operations to both allocators and compares after each; it returns the number
-// of operations run and how often each Reserve outcome happened.
+// runAgainstModel applies operations to both allocators and compares after each; it returns the
+// number of operations run and how often each Reserve outcome happened.
 func runAgainstModel(t testing.TB, g Geometry, src opSource, operations int) (int, [Miss + 1]int) {
 	var outcomes [Miss + 1]int
 	a, err := New(g)
@@ -60,7 +72,9 @@ func runAgainstModel(t testing.TB, g Geometry, src opSource, operations int) (in
 		}
 		op := randomOperation(src, g, uint64(event), ids)
 		got, want := applyReal(a, op), m.apply(op)
-		if got.outcome != want.outcome || !slices.Equal(got.evicted, want.evicted) || !errors.Is(got.err, want.err) || (got.err == nil) != (want.err == nil) {
+		if got.outcome != want.outcome || !slices.Equal(got.evicted, want.evicted) ||
+			!errors.Is(got.err, want.err) ||
+			(got.err == nil) != (want.err == nil) {
 			t.Fatalf("event %d %+v: got %v evicted %v err %v; model %v evicted %v err %v",
 				event, op, got.outcome, got.evicted, got.err, want.outcome, want.evicted, want.err)
 		}
@@ -77,10 +91,44 @@ func runAgainstModel(t testing.TB, g Geometry, src opSource, operations int) (in
 // modelGeometries cover one slab, several slabs with a smaller last one, slabs of one slot, and an
 // object table smaller than the slot count.
 var modelGeometries = []Geometry{
-	{CPSize: 2, Layers: 2, PayloadsPerLayer: 2, PageTokens: 4, TokenBytes: 2, Slots: 64, SlabBytesMax: 1 << 20},
-	{CPSize: 8, Layers: 1, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 1, Slots: 200, SlabBytesMax: 8 * 70},
-	{CPSize: 1, Layers: 1, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 1, Slots: 9, SlabBytesMax: 1},
-	{CPSize: 4, Layers: 3, PayloadsPerLayer: 1, PageTokens: 2, TokenBytes: 1, Slots: 130, SlabBytesMax: 24 * 64, MaxObjects: 12, Layout: PageFirst},
+	{
+		CPSize:           2,
+		Layers:           2,
+		PayloadsPerLayer: 2,
+		PageTokens:       4,
+		TokenBytes:       2,
+		Slots:            64,
+		SlabBytesMax:     1 << 20,
+	},
+	{
+		CPSize:           8,
+		Layers:           1,
+		PayloadsPerLayer: 1,
+		PageTokens:       1,
+		TokenBytes:       1,
+		Slots:            200,
+		SlabBytesMax:     8 * 70,
+	},
+	{
+		CPSize:           1,
+		Layers:           1,
+		PayloadsPerLayer: 1,
+		PageTokens:       1,
+		TokenBytes:       1,
+		Slots:            9,
+		SlabBytesMax:     1,
+	},
+	{
+		CPSize:           4,
+		Layers:           3,
+		PayloadsPerLayer: 1,
+		PageTokens:       2,
+		TokenBytes:       1,
+		Slots:            130,
+		SlabBytesMax:     24 * 64,
+		MaxObjects:       12,
+		Layout:           PageFirst,
+	},
 }
 
 func TestAllocatorAgainstModelMillionOperations(t *testing.T) {
@@ -104,9 +152,9 @@ func TestAllocatorAgainstModelMillionOperations(t *testing.T) {
 	}
 }
 
-// TestAllocatorAgainstModelWithExpensiveChecks runs a shorter stream with every mutation checking the
-// whole state, so that a break is caught inside the mutation (and between the evictions of one Reserve)
-// rather than at the next comparison.
+// TestAllocatorAgainstModelWithExpensiveChecks runs a shorter stream with every mutation checking
+// the whole state, so that a break is caught inside the mutation (and between the evictions of one
+// Reserve) rather than at the next comparison.
 func TestAllocatorAgainstModelWithExpensiveChecks(t *testing.T) {
 	withExpensiveChecks(t)
 	perGeometry := 50_000
@@ -121,10 +169,13 @@ func TestAllocatorAgainstModelWithExpensiveChecks(t *testing.T) {
 	}
 }
 
-// FuzzAllocatorAgainstModel runs with expensive checks on, so each input is cut to fewer operations.
+// FuzzAllocatorAgainstModel runs with expensive checks on, so each input is cut to fewer
+// operations.
 func FuzzAllocatorAgainstModel(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
-	f.Add([]byte("reserve commit release touch evict protect unprotect abort reset reserve reserve"))
+	f.Add(
+		[]byte("reserve commit release touch evict protect unprotect abort reset reserve reserve"),
+	)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		withExpensiveChecks(t)
 		src := &bytesSource{data: data}

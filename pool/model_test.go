@@ -2,8 +2,8 @@ package pool
 
 import "slices"
 
-// modelAllocator is a deliberately naive allocator with the same contract: a bool per slot, a slice of
-// objects, linear scans and a sort for the LRU order. It is slow and obviously right; the real
+// modelAllocator is a deliberately naive allocator with the same contract: a bool per slot, a slice
+// of objects, linear scans and a sort for the LRU order. It is slow and obviously right; the real
 // allocator must agree with it after every operation.
 type modelAllocator struct {
 	g          Geometry
@@ -22,7 +22,12 @@ type modelObject struct {
 }
 
 func newModel(g Geometry) *modelAllocator {
-	return &modelAllocator{g: g, perSlab: g.SlotsPerSlab(), maxObjects: g.maxObjects(), used: make([]bool, g.Slots)}
+	return &modelAllocator{
+		g:          g,
+		perSlab:    g.SlotsPerSlab(),
+		maxObjects: g.maxObjects(),
+		used:       make([]bool, g.Slots),
+	}
 }
 
 func (m *modelAllocator) find(id ObjectID) int {
@@ -39,7 +44,11 @@ func (m *modelAllocator) freeSlots() int {
 	return n
 }
 
-func (m *modelAllocator) reserve(id ObjectID, pages int, seq, clock uint64) (Outcome, []ObjectID, error) {
+func (m *modelAllocator) reserve(
+	id ObjectID,
+	pages int,
+	seq, clock uint64,
+) (Outcome, []ObjectID, error) {
 	if pages <= 0 || pages > m.g.Slots {
 		return Miss, nil, ErrInvalidPages
 	}
@@ -55,7 +64,8 @@ func (m *modelAllocator) reserve(id ObjectID, pages int, seq, clock uint64) (Out
 		for _, o := range candidates {
 			candidatePages += len(o.slots)
 		}
-		if m.freeSlots()+candidatePages < pages || (len(m.objects) >= m.maxObjects && len(candidates) == 0) {
+		if m.freeSlots()+candidatePages < pages ||
+			(len(m.objects) >= m.maxObjects && len(candidates) == 0) {
 			return Miss, nil, nil
 		}
 		for _, victim := range candidates {
@@ -78,8 +88,8 @@ func (m *modelAllocator) reserve(id ObjectID, pages int, seq, clock uint64) (Out
 	return outcome, evicted, nil
 }
 
-// evictionOrder lists the evictable objects (committed, unreferenced), sorted by clock and then id: the order
-// in which reserve evicts them.
+// evictionOrder lists the evictable objects (committed, unreferenced), sorted by clock and then id:
+// the order in which reserve evicts them.
 func (m *modelAllocator) evictionOrder() []modelObject {
 	var candidates []modelObject
 	for _, o := range m.objects {
@@ -96,8 +106,8 @@ func (m *modelAllocator) evictionOrder() []modelObject {
 	return candidates
 }
 
-// oldestEvictable is the model of Allocator.OldestEvictable: the shortest prefix of evictionOrder whose pages
-// reach maxPages, or all of it.
+// oldestEvictable is the model of Allocator.OldestEvictable: the shortest prefix of evictionOrder
+// whose pages reach maxPages, or all of it.
 func (m *modelAllocator) oldestEvictable(maxPages int) []ObjectID {
 	var out []ObjectID
 	for pages, candidates := 0, m.evictionOrder(); pages < maxPages && len(out) < len(candidates); {

@@ -8,18 +8,32 @@ import (
 	"testing"
 )
 
-// checkOldestEvictable compares OldestEvictable with the model for several page budgets (none, negative, one,
-// one drawn from src, exactly the evictable pages, more than all), checks that it changes neither Digest nor
-// StateHash, and that a walk of the LRU heap visits every evictable record in the model's order with a
-// frontier of at most visits+1 positions (the O(k log k) bound).
-func checkOldestEvictable(a *Allocator, m *modelAllocator, src opSource, buf []ObjectID) ([]ObjectID, error) {
+// checkOldestEvictable compares OldestEvictable with the model for several page budgets (none,
+// negative, one, one drawn from src, exactly the evictable pages, more than all), checks that it
+// changes neither Digest nor StateHash, and that a walk of the LRU heap visits every evictable
+// record in the model's order with a frontier of at most visits+1 positions (the O(k log k) bound).
+func checkOldestEvictable(
+	a *Allocator,
+	m *modelAllocator,
+	src opSource,
+	buf []ObjectID,
+) ([]ObjectID, error) {
 	digest, state := a.Digest(), a.StateHash()
 	order := m.evictionOrder()
-	for _, maxPages := range []int{math.MinInt, -1, 0, 1, 1 + src.next(a.lruPages+2), a.lruPages, a.lruPages + 1, math.MaxInt} {
+	for _, maxPages := range []int{
+		math.MinInt, -1, 0, 1, 1 + src.next(a.lruPages+2), a.lruPages, a.lruPages + 1, math.MaxInt,
+	} {
 		buf = append(buf[:0], 1<<40, 1<<41) // contents OldestEvictable must overwrite
 		got, want := a.OldestEvictable(maxPages, buf), m.oldestEvictable(maxPages)
 		if !slices.Equal(got, want) {
-			return buf, fmt.Errorf("OldestEvictable(%d) = %v, model %v (evictable %d objects, %d pages)", maxPages, got, want, len(order), a.lruPages)
+			return buf, fmt.Errorf(
+				"OldestEvictable(%d) = %v, model %v (evictable %d objects, %d pages)",
+				maxPages,
+				got,
+				want,
+				len(order),
+				a.lruPages,
+			)
 		}
 		if maxPages <= 0 && len(got) != 0 {
 			return buf, fmt.Errorf("OldestEvictable(%d) = %v, want empty", maxPages, got)
@@ -34,27 +48,46 @@ func checkOldestEvictable(a *Allocator, m *modelAllocator, src opSource, buf []O
 	walk := newLRUWalk(&a.lru, nil)
 	for visits := 0; ; visits++ {
 		if len(walk) > visits+1 {
-			return buf, fmt.Errorf("after %d visits the walk's frontier holds %d positions", visits, len(walk))
+			return buf, fmt.Errorf(
+				"after %d visits the walk's frontier holds %d positions",
+				visits,
+				len(walk),
+			)
 		}
 		var index uint32
 		var ok bool
 		if walk, index, ok = walk.next(&a.lru, a.table.records); !ok {
 			if visits != len(order) {
-				return buf, fmt.Errorf("walk visited %d records, model has %d evictable", visits, len(order))
+				return buf, fmt.Errorf(
+					"walk visited %d records, model has %d evictable",
+					visits,
+					len(order),
+				)
 			}
 			break
 		}
 		if visits >= len(order) || a.table.records[index].id != order[visits].id {
-			return buf, fmt.Errorf("walk visit %d is object %d, model order %v", visits, a.table.records[index].id, order)
+			return buf, fmt.Errorf(
+				"walk visit %d is object %d, model order %v",
+				visits,
+				a.table.records[index].id,
+				order,
+			)
 		}
 	}
 	return buf, nil
 }
 
-// runOldestEvictableAgainstModel is runAgainstModel with OldestEvictable checked after every operation, and
-// every Reserve that evicts checked to evict exactly what OldestEvictable listed just before it: the pages it
-// lacked, or at least one object when only the full object table forced the eviction.
-func runOldestEvictableAgainstModel(t testing.TB, g Geometry, src opSource, operations int) (ran, evictingReserves int) {
+// runOldestEvictableAgainstModel is runAgainstModel with OldestEvictable checked after every
+// operation, and every Reserve that evicts checked to evict exactly what OldestEvictable listed
+// just before it: the pages it lacked, or at least one object when only the full object table
+// forced the eviction.
+func runOldestEvictableAgainstModel(
+	t testing.TB,
+	g Geometry,
+	src opSource,
+	operations int,
+) (ran, evictingReserves int) {
 	a, err := New(g)
 	if err != nil {
 		t.Fatal(err)
@@ -75,14 +108,22 @@ func runOldestEvictableAgainstModel(t testing.TB, g Geometry, src opSource, oper
 			predicted = a.OldestEvictable(lacking, predicted)
 		}
 		got, want := applyReal(a, op), m.apply(op)
-		if got.outcome != want.outcome || !slices.Equal(got.evicted, want.evicted) || !errors.Is(got.err, want.err) || (got.err == nil) != (want.err == nil) {
+		if got.outcome != want.outcome || !slices.Equal(got.evicted, want.evicted) ||
+			!errors.Is(got.err, want.err) ||
+			(got.err == nil) != (want.err == nil) {
 			t.Fatalf("event %d %+v: got %v evicted %v err %v; model %v evicted %v err %v",
 				event, op, got.outcome, got.evicted, got.err, want.outcome, want.evicted, want.err)
 		}
 		if op.kind == opReserve && got.err == nil && got.outcome == ReservedAfterEviction {
 			evictingReserves++
 			if !slices.Equal(got.evicted, predicted) {
-				t.Fatalf("event %d %+v: evicted %v, OldestEvictable before it listed %v", event, op, got.evicted, predicted)
+				t.Fatalf(
+					"event %d %+v: evicted %v, OldestEvictable before it listed %v",
+					event,
+					op,
+					got.evicted,
+					predicted,
+				)
 			}
 		}
 		if err := compareWithModel(a, m, ids); err != nil {
@@ -104,15 +145,21 @@ func TestOldestEvictableAgainstModel(t *testing.T) {
 		src := &splitmixSource{state: uint64(i) + 7000}
 		n, evicting := runOldestEvictableAgainstModel(t, g, src, perGeometry)
 		if n != perGeometry || evicting == 0 {
-			t.Fatalf("geometry %d ran %d operations (want %d), %d reserves evicted", i, n, perGeometry, evicting)
+			t.Fatalf(
+				"geometry %d ran %d operations (want %d), %d reserves evicted",
+				i,
+				n,
+				perGeometry,
+				evicting,
+			)
 		}
 		t.Logf("geometry %d: %d operations, %d evicting reserves", i, n, evicting)
 	}
 }
 
-// TestOldestEvictableIsTheEvictionOrder takes random states, lists every evictable object, then reserves
-// fresh uncommitted objects (of one to three pages, one when a larger one misses) until a Reserve misses: the
-// objects evicted on the way, in order, must be exactly the list.
+// TestOldestEvictableIsTheEvictionOrder takes random states, lists every evictable object, then
+// reserves fresh uncommitted objects (of one to three pages, one when a larger one misses) until a
+// Reserve misses: the objects evicted on the way, in order, must be exactly the list.
 func TestOldestEvictableIsTheEvictionOrder(t *testing.T) {
 	for i, g := range modelGeometries {
 		src := &splitmixSource{state: uint64(i) + 9000}
@@ -143,11 +190,23 @@ func TestOldestEvictableIsTheEvictionOrder(t *testing.T) {
 				}
 				evicted = append(evicted, a.Evicted()...)
 				if !slices.Equal(evicted, list[:min(len(evicted), len(list))]) {
-					t.Fatalf("geometry %d trial %d: evicted %v, OldestEvictable listed %v", i, trial, evicted, list)
+					t.Fatalf(
+						"geometry %d trial %d: evicted %v, OldestEvictable listed %v",
+						i,
+						trial,
+						evicted,
+						list,
+					)
 				}
 			}
 			if !slices.Equal(evicted, list) {
-				t.Fatalf("geometry %d trial %d: evicted %v before missing, OldestEvictable listed %v", i, trial, evicted, list)
+				t.Fatalf(
+					"geometry %d trial %d: evicted %v before missing, OldestEvictable listed %v",
+					i,
+					trial,
+					evicted,
+					list,
+				)
 			}
 		}
 	}
@@ -155,7 +214,8 @@ func TestOldestEvictableIsTheEvictionOrder(t *testing.T) {
 
 func TestOldestEvictableByHand(t *testing.T) {
 	a := newTestAllocator(t, 16)
-	// (id, pages, clock): (clock, id) order is 12, 11, 14, 10, 15; 13 is protected and 16 uncommitted.
+	// (id, pages, clock): (clock, id) order is 12, 11, 14, 10, 15; 13 is protected and 16
+	// uncommitted.
 	for _, o := range []struct {
 		id    ObjectID
 		pages int
@@ -178,7 +238,10 @@ func TestOldestEvictableByHand(t *testing.T) {
 		{math.MinInt, nil}, {-3, nil}, {0, nil},
 		{1, []ObjectID{12}}, {3, []ObjectID{12}}, {4, []ObjectID{12, 11}},
 		{5, []ObjectID{12, 11, 14}}, {6, []ObjectID{12, 11, 14}}, {7, []ObjectID{12, 11, 14, 10}},
-		{8, []ObjectID{12, 11, 14, 10}}, {9, []ObjectID{12, 11, 14, 10, 15}}, {100, []ObjectID{12, 11, 14, 10, 15}},
+		{
+			8,
+			[]ObjectID{12, 11, 14, 10},
+		}, {9, []ObjectID{12, 11, 14, 10, 15}}, {100, []ObjectID{12, 11, 14, 10, 15}},
 	}
 	digest, state := a.Digest(), a.StateHash()
 	for _, c := range cases {
@@ -204,7 +267,8 @@ func TestOldestEvictableByHand(t *testing.T) {
 	if free := a.FreeSlots(); free != 5 {
 		t.Fatalf("free %d, want 5", free)
 	}
-	if got := mustReserve(t, a, 30, 8, 21); got != ReservedAfterEviction || !slices.Equal(a.Evicted(), []ObjectID{11, 14}) {
+	if got := mustReserve(t, a, 30, 8, 21); got != ReservedAfterEviction ||
+		!slices.Equal(a.Evicted(), []ObjectID{11, 14}) {
 		t.Fatalf("outcome %v evicted %v, want [11 14]", got, a.Evicted())
 	}
 }
@@ -218,7 +282,8 @@ func TestOldestEvictableDoesNotAllocate(t *testing.T) {
 		}
 	}
 	into := make([]ObjectID, 0, 64)
-	if allocs := testing.AllocsPerRun(100, func() { into = a.OldestEvictable(math.MaxInt, into) }); allocs != 0 || len(into) != 40 {
+	if allocs := testing.AllocsPerRun(100, func() { into = a.OldestEvictable(math.MaxInt, into) }); allocs != 0 ||
+		len(into) != 40 {
 		t.Fatalf("%v allocations per call listing %d objects, want 0 and 40", allocs, len(into))
 	}
 }
@@ -226,7 +291,9 @@ func TestOldestEvictableDoesNotAllocate(t *testing.T) {
 // FuzzOldestEvictableAgainstModel runs with expensive checks on, as FuzzAllocatorAgainstModel does.
 func FuzzOldestEvictableAgainstModel(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
-	f.Add([]byte("reserve commit release touch evict protect unprotect abort reset reserve reserve"))
+	f.Add(
+		[]byte("reserve commit release touch evict protect unprotect abort reset reserve reserve"),
+	)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		withExpensiveChecks(t)
 		src := &bytesSource{data: data}

@@ -1,9 +1,9 @@
 package pool
 
-// PartMap is Geometry.PartOffset with the geometry's divisions done once: the copy, audit and L3 loops ask
-// for a part's offset once per part, and PartOffset's slots-per-slab division was 3% of a replay's CPU. Make it
-// with Geometry.PartMap; it answers what PartOffset answers for every part (the layout tests hold the two
-// together), and like PartOffset it does not check its arguments.
+// PartMap is Geometry.PartOffset with the geometry's divisions done once: the copy, audit and L3
+// loops ask for a part's offset once per part, and PartOffset's slots-per-slab division was 3% of a
+// replay's CPU. Make it with Geometry.PartMap; it answers what PartOffset answers for every part
+// (the layout tests hold the two together), and like PartOffset it does not check its arguments.
 type PartMap struct {
 	layout       Layout
 	partBytes    int64
@@ -34,6 +34,8 @@ func (m PartMap) Offset(slab, slotInSlab, nodePart, layer, payload int) int64 {
 		region := (int64(nodePart)*m.layers+int64(layer))*m.payloads + int64(payload)
 		return (region*slabSlots + int64(slotInSlab)) * m.partBytes
 	}
-	part := ((int64(slotInSlab)*m.nodeParts+int64(nodePart))*m.layers+int64(layer))*m.payloads + int64(payload)
+	part := ((int64(slotInSlab)*m.nodeParts+int64(nodePart))*m.layers+int64(layer))*m.payloads + int64(
+		payload,
+	)
 	return part * m.partBytes
 }

@@ -2,8 +2,9 @@ package pool
 
 // What the allocator reports without changing anything: placements, lookups, digests, counts.
 
-// Extents returns the object's extents in page order. The slice is an internal buffer, valid until the
-// next call or mutation; it only grows (allocates) for an object with more extents than ever before.
+// Extents returns the object's extents in page order. The slice is an internal buffer, valid until
+// the next call or mutation; it only grows (allocates) for an object with more extents than ever
+// before.
 func (a *Allocator) Extents(id ObjectID) ([]Extent, bool) {
 	index, ok := a.table.find(id)
 	if !ok {
@@ -13,7 +14,14 @@ func (a *Allocator) Extents(id ObjectID) ([]Extent, bool) {
 	a.extentBuf = a.extentBuf[:0]
 	for pos, n := int(r.firstSlot), r.extentCount; n > 0; n-- {
 		slab := pos / a.slotsPerSlab
-		a.extentBuf = append(a.extentBuf, Extent{Slab: uint32(slab), FirstSlot: uint32(pos - slab*a.slotsPerSlab), Slots: a.extentSlots[pos]})
+		a.extentBuf = append(
+			a.extentBuf,
+			Extent{
+				Slab:      uint32(slab),
+				FirstSlot: uint32(pos - slab*a.slotsPerSlab),
+				Slots:     a.extentSlots[pos],
+			},
+		)
 		pos = int(a.extentNext[pos]) - 1
 	}
 	return a.extentBuf, true
@@ -26,19 +34,27 @@ func (a *Allocator) Lookup(id ObjectID) (ObjectInfo, bool) {
 		return ObjectInfo{}, false
 	}
 	r := &a.table.records[index]
-	return ObjectInfo{Pages: int(r.pages), Seq: r.seq, Clock: r.clock, Committed: r.committed, Refs: int(r.refs)}, true
+	return ObjectInfo{
+		Pages:     int(r.pages),
+		Seq:       r.seq,
+		Clock:     r.clock,
+		Committed: r.committed,
+		Refs:      int(r.refs),
+	}, true
 }
 
-// OldestEvictable lists committed, unreferenced objects in eviction order (the order Reserve would evict them:
-// LRU by (clock, id) ascending, see lruLess in lru.go) until their pages sum to at least maxPages or none are
-// left: the shortest prefix of that order holding maxPages pages, or all of it. So a Reserve of p pages on a
-// pool with f free slots that has to evict evicts exactly OldestEvictable(p-f) (or the first one, when only
-// the full object table forced it), unless it misses. maxPages <= 0 lists nothing.
+// OldestEvictable lists committed, unreferenced objects in eviction order (the order Reserve would
+// evict them: LRU by (clock, id) ascending, see lruLess in lru.go) until their pages sum to at
+// least maxPages or none are left: the shortest prefix of that order holding maxPages pages, or all
+// of it. So a Reserve of p pages on a pool with f free slots that has to evict evicts exactly
+// OldestEvictable(p-f) (or the first one, when only the full object table forced it), unless it
+// misses. maxPages <= 0 lists nothing.
 //
-// The ids are appended to into[:0], whose contents are overwritten. It changes nothing (no table, no digest,
-// no StateHash, no buffer of the allocator's), so it may run alongside other queries. It walks the LRU heap
-// best first (lruWalk) and costs O(k log k) for the k objects listed, whatever the number of evictable
-// objects; it allocates only when into is too short, or beyond 64 objects, for its scratch.
+// The ids are appended to into[:0], whose contents are overwritten. It changes nothing (no table,
+// no digest, no StateHash, no buffer of the allocator's), so it may run alongside other queries. It
+// walks the LRU heap best first (lruWalk) and costs O(k log k) for the k objects listed, whatever
+// the number of evictable objects; it allocates only when into is too short, or beyond 64 objects,
+// for its scratch.
 func (a *Allocator) OldestEvictable(maxPages int, into []ObjectID) []ObjectID {
 	into = into[:0]
 	if maxPages <= 0 {
@@ -65,8 +81,8 @@ func (a *Allocator) Digest() uint64 { return a.digest }
 // FreshDigest is the digest of New and of Reset: a function of the geometry only.
 func (a *Allocator) FreshDigest() uint64 { return a.freshDigest }
 
-// PlacementHash hashes the object's id and extents, for comparing one placement across ranks; 0 if the
-// object is absent.
+// PlacementHash hashes the object's id and extents, for comparing one placement across ranks; 0 if
+// the object is absent.
 func (a *Allocator) PlacementHash(id ObjectID) uint64 {
 	extents, ok := a.Extents(id)
 	if !ok {
@@ -88,10 +104,10 @@ func (a *Allocator) FreeSlotsInSlab(slab int) int { return int(a.slabFreeSlots[s
 // Objects is the number of live objects.
 func (a *Allocator) Objects() int { return a.table.liveObjects }
 
-// Perturb is FOR FAULT INJECTION ONLY: it makes this allocator diverge as a broken rank would, so that
-// tests and the `validate` command can show that the placement assert catches divergence. It leaks the
-// lowest free slot (later placements shift, so the divergence shows in placements too) and chains a tag
-// into the digest. CheckInvariants accounts for leaked slots; Reset forgets them.
+// Perturb is FOR FAULT INJECTION ONLY: it makes this allocator diverge as a broken rank would, so
+// that tests and the `validate` command can show that the placement assert catches divergence. It
+// leaks the lowest free slot (later placements shift, so the divergence shows in placements too)
+// and chains a tag into the digest. CheckInvariants accounts for leaked slots; Reset forgets them.
 func (a *Allocator) Perturb() {
 	a.digest = digestAdd(a.digest, tagPerturb)
 	pos := a.bitmap.nextFree(0)
@@ -106,8 +122,9 @@ func (a *Allocator) Perturb() {
 	a.checkExpensive("perturb")
 }
 
-// TableBytes is what New(g) allocates for its tables (Allocator.TableBytes), computed without allocating, so that
-// a caller can refuse a pool whose tables cannot fit in memory before trying. g must be valid.
+// TableBytes is what New(g) allocates for its tables (Allocator.TableBytes), computed without
+// allocating, so that a caller can refuse a pool whose tables cannot fit in memory before trying. g
+// must be valid.
 func (g Geometry) TableBytes() int64 {
 	maxObjects, slabs := int64(g.maxObjects()), int64(g.SlabCount())
 	var bitmapWords int64
@@ -118,11 +135,13 @@ func (g Geometry) TableBytes() int64 {
 		}
 	}
 	return 2*slabs*4 + bitmapWords*8 + (2*int64(g.Slots)+maxObjects)*4 + maxObjects*objectBytes +
-		int64(bucketsFor(int(maxObjects)))*8 + min(int64(g.Slots), 1024)*extentBytes + min(maxObjects, 1024)*8
+		int64(
+			bucketsFor(int(maxObjects)),
+		)*8 + min(int64(g.Slots), 1024)*extentBytes + min(maxObjects, 1024)*8
 }
 
-// TableBytes is the size of every table New allocated: address space, of which the OS backs only the
-// pages the allocator has touched. It is about 8.1 bytes per slot plus 68 bytes per MaxObjects.
+// TableBytes is the size of every table New allocated: address space, of which the OS backs only
+// the pages the allocator has touched. It is about 8.1 bytes per slot plus 68 bytes per MaxObjects.
 func (a *Allocator) TableBytes() int64 {
 	total := int64(len(a.slabFreeSlots)+len(a.slabLeakedSlots)) * 4
 	for _, level := range a.bitmap.levels {

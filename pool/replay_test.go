@@ -6,7 +6,15 @@ import (
 	"testing"
 )
 
-var replayGeometry = Geometry{CPSize: 8, Layers: 2, PayloadsPerLayer: 2, PageTokens: 1, TokenBytes: 1, Slots: 300, SlabBytesMax: 32 * 70}
+var replayGeometry = Geometry{
+	CPSize:           8,
+	Layers:           2,
+	PayloadsPerLayer: 2,
+	PageTokens:       1,
+	TokenBytes:       1,
+	Slots:            300,
+	SlabBytesMax:     32 * 70,
+}
 
 // placements lists every live object's placement hash, by id, for cross-allocator comparison.
 func placements(a *Allocator, ids int) []uint64 {
@@ -17,10 +25,16 @@ func placements(a *Allocator, ids int) []uint64 {
 	return out
 }
 
-// replay feeds the same operation stream to every allocator. When perturb >= 0 the last allocator sees
-// the first touch of a live object at or after event `perturb` altered, and the stream has no resets,
-// because a reset restores the fresh digest and so, by design, forgets any earlier divergence.
-func replay(allocators []*Allocator, operations int, perturb int, alter func(*Allocator, operation)) {
+// replay feeds the same operation stream to every allocator. When perturb >= 0 the last allocator
+// sees the first touch of a live object at or after event `perturb` altered, and the stream has no
+// resets, because a reset restores the fresh digest and so, by design, forgets any earlier
+// divergence.
+func replay(
+	allocators []*Allocator,
+	operations int,
+	perturb int,
+	alter func(*Allocator, operation),
+) {
 	src := &splitmixSource{state: 42}
 	for event := range operations {
 		op := randomOperation(src, replayGeometry, uint64(event), 64)
@@ -28,7 +42,8 @@ func replay(allocators []*Allocator, operations int, perturb int, alter func(*Al
 			op.kind = opTouch
 		}
 		last, receivers := allocators[len(allocators)-1], allocators
-		if _, live := last.Lookup(op.id); perturb >= 0 && event >= perturb && op.kind == opTouch && live {
+		if _, live := last.Lookup(op.id); perturb >= 0 && event >= perturb && op.kind == opTouch &&
+			live {
 			alter(last, op)
 			receivers, perturb = allocators[:len(allocators)-1], -2 // this event only
 		}
@@ -54,8 +69,14 @@ func TestReplayEightRanksAgree(t *testing.T) {
 	ranks := newAllocators(t, 8)
 	replay(ranks, 200_000, -1, nil)
 	for i, a := range ranks {
-		if a.Digest() != ranks[0].Digest() || !slices.Equal(placements(a, 64), placements(ranks[0], 64)) {
-			t.Fatalf("rank %d digest %#x, rank 0 %#x (or placements differ)", i, a.Digest(), ranks[0].Digest())
+		if a.Digest() != ranks[0].Digest() ||
+			!slices.Equal(placements(a, 64), placements(ranks[0], 64)) {
+			t.Fatalf(
+				"rank %d digest %#x, rank 0 %#x (or placements differ)",
+				i,
+				a.Digest(),
+				ranks[0].Digest(),
+			)
 		}
 	}
 	if ranks[0].Digest() == ranks[0].FreshDigest() || ranks[0].Objects() == 0 {
@@ -124,14 +145,16 @@ func TestResetAfterMillionOperationsIsIndistinguishableFromNew(t *testing.T) {
 	for event := range 50_000 {
 		op := randomOperation(src, replayGeometry, uint64(event), 64)
 		got, want := applyReal(used, op), applyReal(fresh, op)
-		if got.outcome != want.outcome || !slices.Equal(got.evicted, want.evicted) || fmt.Sprint(got.err) != fmt.Sprint(want.err) {
+		if got.outcome != want.outcome || !slices.Equal(got.evicted, want.evicted) ||
+			fmt.Sprint(got.err) != fmt.Sprint(want.err) {
 			t.Fatalf("event %d after reset: %+v, new: %+v", event, got, want)
 		}
 		if used.Digest() != fresh.Digest() || used.FreeSlots() != fresh.FreeSlots() {
 			t.Fatalf("event %d after reset: digest/free differ", event)
 		}
 	}
-	if !slices.Equal(placements(used, 64), placements(fresh, 64)) || !slices.Equal(used.bitmap.levels[0], fresh.bitmap.levels[0]) {
+	if !slices.Equal(placements(used, 64), placements(fresh, 64)) ||
+		!slices.Equal(used.bitmap.levels[0], fresh.bitmap.levels[0]) {
 		t.Fatalf("placements or free bitmap differ between reset and new")
 	}
 }

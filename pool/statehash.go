@@ -16,22 +16,29 @@ const (
 	stateTagCounters
 )
 
-// StateHash hashes the allocator's whole state, for checking that a flush really made it fresh: every word of
-// every free-bitmap level and its lowest-free bound, the per-slab free and leaked counts, every object record
-// (id, seq, clock, pages, extent chain head, extent count, LRU back link, refs, committed and live flags, and the
-// free-list links of free records), every bucket of the id table, the LRU heap in array order, the extent links,
-// the last eviction list, the digest and every counter that a later call reads.
+// StateHash hashes the allocator's whole state, for checking that a flush really made it fresh:
+// every word of every free-bitmap level and its lowest-free bound, the per-slab free and leaked
+// counts, every object record (id, seq, clock, pages, extent chain head, extent count, LRU back
+// link, refs, committed and live flags, and the free-list links of free records), every bucket of
+// the id table, the LRU heap in array order, the extent links, the last eviction list, the digest
+// and every counter that a later call reads.
 //
-// It walks the tables themselves rather than trusting the counters that Reset assigns (free slots, live
-// objects, high water), so a Reset that forgets to refill the bitmap or to clear a table gives a hash unlike
-// New's. The hash is a function of the calls since New or Reset, exactly like the state: two allocators with
-// the same geometry and the same calls hash alike on every rank, and StateHash after Reset equals StateHash
-// after New (FreshStateHash). It does not chain into the digest and changes nothing.
+// It walks the tables themselves rather than trusting the counters that Reset assigns (free slots,
+// live objects, high water), so a Reset that forgets to refill the bitmap or to clear a table gives
+// a hash unlike New's. The hash is a function of the calls since New or Reset, exactly like the
+// state: two allocators with the same geometry and the same calls hash alike on every rank, and
+// StateHash after Reset equals StateHash after New (FreshStateHash). It does not chain into the
+// digest and changes nothing.
 //
-// Cost: one pass over the tables, O(Slots + MaxObjects) word reads with only non-zero words mixed (2^20 slots
-// take a few milliseconds); meant for flush, not for every step.
+// Cost: one pass over the tables, O(Slots + MaxObjects) word reads with only non-zero words mixed
+// (2^20 slots take a few milliseconds); meant for flush, not for every step.
 func (a *Allocator) StateHash() uint64 {
-	h := digestAdd(geometrySeed(a.geometry), stateTagGeometry, uint64(a.slotsPerSlab), a.freshDigest)
+	h := digestAdd(
+		geometrySeed(a.geometry),
+		stateTagGeometry,
+		uint64(a.slotsPerSlab),
+		a.freshDigest,
+	)
 	for k, level := range a.bitmap.levels {
 		h = hashWords(h, stateTagBitmapLevel+uint64(k)<<32, level)
 	}
@@ -45,12 +52,22 @@ func (a *Allocator) StateHash() uint64 {
 	h = hashWords(h, stateTagExtentNext, a.extentNext)
 	h = hashWords(h, stateTagEvicted, a.evicted)
 	t := &a.table
-	return digestAdd(h, stateTagCounters, uint64(t.shift), uint64(t.freeHead), uint64(t.highWater), uint64(t.liveObjects),
-		uint64(a.freeSlots), uint64(a.lruPages), a.digest)
+	return digestAdd(
+		h,
+		stateTagCounters,
+		uint64(t.shift),
+		uint64(t.freeHead),
+		uint64(t.highWater),
+		uint64(t.liveObjects),
+		uint64(a.freeSlots),
+		uint64(a.lruPages),
+		a.digest,
+	)
 }
 
-// hashRecords mixes every non-zero record of the object table, at its index; all-zero records (never used, or
-// cleared by Reset) mix nothing, so the pass costs little more than reading the table.
+// hashRecords mixes every non-zero record of the object table, at its index; all-zero records
+// (never used, or cleared by Reset) mix nothing, so the pass costs little more than reading the
+// table.
 func (a *Allocator) hashRecords(h uint64) uint64 {
 	h = digestAdd(h, stateTagRecords, uint64(len(a.table.records)))
 	for index := range a.table.records {
@@ -65,15 +82,23 @@ func (a *Allocator) hashRecords(h uint64) uint64 {
 		if r.live {
 			flags |= 2
 		}
-		h = digestAdd(h, uint64(index), uint64(r.id), r.seq, r.clock, uint64(r.pages)<<32|uint64(r.firstSlot),
-			uint64(r.extentCount)<<32|uint64(r.lruIndex), uint64(r.refs)<<32|flags)
+		h = digestAdd(
+			h,
+			uint64(index),
+			uint64(r.id),
+			r.seq,
+			r.clock,
+			uint64(r.pages)<<32|uint64(r.firstSlot),
+			uint64(r.extentCount)<<32|uint64(r.lruIndex),
+			uint64(r.refs)<<32|flags,
+		)
 	}
 	return h
 }
 
-// hashWords mixes the length of words and each non-zero word with its index: equal slices hash alike, and a slice
-// that differs in any word (or in length) hashes differently. Zero words mix nothing, which keeps mostly empty
-// tables cheap.
+// hashWords mixes the length of words and each non-zero word with its index: equal slices hash
+// alike, and a slice that differs in any word (or in length) hashes differently. Zero words mix
+// nothing, which keeps mostly empty tables cheap.
 func hashWords[W uint32 | uint64 | ObjectID](h, tag uint64, words []W) uint64 {
 	h = Mix64(Mix64(h^tag) ^ uint64(len(words)))
 	for i, w := range words {
@@ -84,9 +109,9 @@ func hashWords[W uint32 | uint64 | ObjectID](h, tag uint64, words []W) uint64 {
 	return h
 }
 
-// FreshStateHash is StateHash of a fresh allocator of geometry g: what a flush must leave behind. It builds one
-// (New's tables are fresh zero memory, so this costs address space, not resident memory). A caller that already
-// holds an allocator can equally take its StateHash right after New.
+// FreshStateHash is StateHash of a fresh allocator of geometry g: what a flush must leave behind.
+// It builds one (New's tables are fresh zero memory, so this costs address space, not resident
+// memory). A caller that already holds an allocator can equally take its StateHash right after New.
 func FreshStateHash(g Geometry) (uint64, error) {
 	a, err := New(g)
 	if err != nil {
@@ -98,15 +123,17 @@ func FreshStateHash(g Geometry) (uint64, error) {
 // resetSkipsBitmapFill is the fault that BreakResetForTest installs.
 var resetSkipsBitmapFill atomic.Bool
 
-// BreakResetForTest is FOR TESTS ONLY: until the returned restore function is called, Reset in this process
-// forgets to refill the free bitmap (the slots of the objects it drops stay used) while still resetting every
-// counter and the digest, the bug that a flush check comparing only the digest and the free count cannot see.
-// Tests of the flush check (here and in hicache) install it to show that StateHash catches it:
+// BreakResetForTest is FOR TESTS ONLY: until the returned restore function is called, Reset in this
+// process forgets to refill the free bitmap (the slots of the objects it drops stay used) while
+// still resetting every counter and the digest, the bug that a flush check comparing only the
+// digest and the free count cannot see. Tests of the flush check (here and in hicache) install it
+// to show that StateHash catches it:
 //
 //	restore := pool.BreakResetForTest()
 //	defer restore()
 //
-// It affects every allocator of the process, so a test using it must not run in parallel with others.
+// It affects every allocator of the process, so a test using it must not run in parallel with
+// others.
 func BreakResetForTest() (restore func()) {
 	resetSkipsBitmapFill.Store(true)
 	return func() { resetSkipsBitmapFill.Store(false) }

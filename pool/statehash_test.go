@@ -2,9 +2,10 @@ package pool
 
 import "testing"
 
-// TestStateHashResetEqualsFresh drives each model geometry with the model's random operations and, every few
-// hundred operations, checks that two allocators fed the same calls hash alike and that a busy allocator does
-// not hash like a fresh one; every third round Reset must bring it back to exactly the fresh hash.
+// TestStateHashResetEqualsFresh drives each model geometry with the model's random operations and,
+// every few hundred operations, checks that two allocators fed the same calls hash alike and that a
+// busy allocator does not hash like a fresh one; every third round Reset must bring it back to
+// exactly the fresh hash.
 func TestStateHashResetEqualsFresh(t *testing.T) {
 	for i, g := range modelGeometries {
 		fresh, err := FreshStateHash(g)
@@ -23,10 +24,21 @@ func TestStateHashResetEqualsFresh(t *testing.T) {
 				applyReal(b, op)
 			}
 			if a.StateHash() != b.StateHash() {
-				t.Fatalf("geometry %d round %d: equal histories hash %016x and %016x", i, round, a.StateHash(), b.StateHash())
+				t.Fatalf(
+					"geometry %d round %d: equal histories hash %016x and %016x",
+					i,
+					round,
+					a.StateHash(),
+					b.StateHash(),
+				)
 			}
 			if a.Objects() > 0 && a.StateHash() == fresh {
-				t.Fatalf("geometry %d round %d: %d live objects but the fresh hash", i, round, a.Objects())
+				t.Fatalf(
+					"geometry %d round %d: %d live objects but the fresh hash",
+					i,
+					round,
+					a.Objects(),
+				)
 			}
 			if round%3 != 2 { // between resets states grow full and fragmented
 				continue
@@ -34,7 +46,13 @@ func TestStateHashResetEqualsFresh(t *testing.T) {
 			a.Reset()
 			b.Reset()
 			if got := a.StateHash(); got != fresh {
-				t.Fatalf("geometry %d round %d: Reset hashes %016x, fresh %016x", i, round, got, fresh)
+				t.Fatalf(
+					"geometry %d round %d: Reset hashes %016x, fresh %016x",
+					i,
+					round,
+					got,
+					fresh,
+				)
 			}
 		}
 	}
@@ -49,8 +67,9 @@ func mustNew(t testing.TB, g Geometry) *Allocator {
 	return a
 }
 
-// busyAllocator builds an allocator with every kind of state: committed, protected and uncommitted objects, an
-// LRU heap of several, freed records on the free list, an eviction list, several extents per object.
+// busyAllocator builds an allocator with every kind of state: committed, protected and uncommitted
+// objects, an LRU heap of several, freed records on the free list, an eviction list, several
+// extents per object.
 func busyAllocator(t *testing.T) *Allocator {
 	g := modelGeometries[1] // 200 slots in slabs of 70: three slabs, two bitmap levels
 	a := mustNew(t, g)
@@ -77,8 +96,14 @@ func busyAllocator(t *testing.T) *Allocator {
 	for _, id := range []ObjectID{100, 8, 10} {
 		must(a.MarkObjectCommitted(id))
 	}
-	if len(a.lru.items) < 2 || a.table.freeHead == 0 || int(a.table.highWater) == len(a.table.records) {
-		t.Fatalf("busy allocator lacks state: lru %d, free head %d, high water %d", len(a.lru.items), a.table.freeHead, a.table.highWater)
+	if len(a.lru.items) < 2 || a.table.freeHead == 0 ||
+		int(a.table.highWater) == len(a.table.records) {
+		t.Fatalf(
+			"busy allocator lacks state: lru %d, free head %d, high water %d",
+			len(a.lru.items),
+			a.table.freeHead,
+			a.table.highWater,
+		)
 	}
 	if err := a.CheckInvariants(); err != nil {
 		t.Fatal(err)
@@ -86,8 +111,8 @@ func busyAllocator(t *testing.T) *Allocator {
 	return a
 }
 
-// TestStateHashSeesEveryPart changes one part of the state at a time, behind the allocator's back (as a buggy
-// Reset or a stray write would), and requires the hash to change.
+// TestStateHashSeesEveryPart changes one part of the state at a time, behind the allocator's back
+// (as a buggy Reset or a stray write would), and requires the hash to change.
 func TestStateHashSeesEveryPart(t *testing.T) {
 	liveRecord := func(a *Allocator) *object {
 		index, _ := a.table.find(10)
@@ -137,8 +162,9 @@ func TestStateHashSeesEveryPart(t *testing.T) {
 	}
 }
 
-// TestStateHashCatchesResetThatKeepsSlots installs BreakResetForTest: the digest and the free count then look
-// fresh after Reset, which is all the old flush check compared, and only the state hash tells.
+// TestStateHashCatchesResetThatKeepsSlots installs BreakResetForTest: the digest and the free count
+// then look fresh after Reset, which is all the old flush check compared, and only the state hash
+// tells.
 func TestStateHashCatchesResetThatKeepsSlots(t *testing.T) {
 	g := modelGeometries[1]
 	fresh, err := FreshStateHash(g)
@@ -150,8 +176,14 @@ func TestStateHashCatchesResetThatKeepsSlots(t *testing.T) {
 	a.Reset()
 	restore()
 	if a.Digest() != a.FreshDigest() || a.FreeSlots() != g.Slots || a.Objects() != 0 {
-		t.Fatalf("the broken Reset should look fresh to the old check: digest %016x (fresh %016x), %d of %d free, %d objects",
-			a.Digest(), a.FreshDigest(), a.FreeSlots(), g.Slots, a.Objects())
+		t.Fatalf(
+			"the broken Reset should look fresh to the old check: digest %016x (fresh %016x), %d of %d free, %d objects",
+			a.Digest(),
+			a.FreshDigest(),
+			a.FreeSlots(),
+			g.Slots,
+			a.Objects(),
+		)
 	}
 	if a.StateHash() == fresh {
 		t.Fatal("a Reset that kept the slots used hashes like a fresh allocator")
@@ -162,10 +194,18 @@ func TestStateHashCatchesResetThatKeepsSlots(t *testing.T) {
 	}
 }
 
-// BenchmarkStateHash times the flush check at 2^20 slots, with MaxObjects at its default (one page per
-// object, the largest tables) and the pool half full of 16-page objects.
+// BenchmarkStateHash times the flush check at 2^20 slots, with MaxObjects at its default (one page
+// per object, the largest tables) and the pool half full of 16-page objects.
 func BenchmarkStateHash(b *testing.B) {
-	g := Geometry{CPSize: 8, Layers: 1, PayloadsPerLayer: 1, PageTokens: 1, TokenBytes: 1, Slots: 1 << 20, SlabBytesMax: 1 << 30}
+	g := Geometry{
+		CPSize:           8,
+		Layers:           1,
+		PayloadsPerLayer: 1,
+		PageTokens:       1,
+		TokenBytes:       1,
+		Slots:            1 << 20,
+		SlabBytesMax:     1 << 30,
+	}
 	a := mustNew(b, g)
 	for id := range ObjectID(g.Slots / 32) {
 		if _, err := a.Reserve(id, 16, uint64(id), uint64(id)); err != nil {
@@ -178,8 +218,8 @@ func BenchmarkStateHash(b *testing.B) {
 	}
 }
 
-// TestMix64IsSplitmix64 pins Mix64 to the published splitmix64 sequence from seed 0: the digest, the state
-// hash and hicache's pinned synthetic workload all depend on its exact output.
+// TestMix64IsSplitmix64 pins Mix64 to the published splitmix64 sequence from seed 0: the digest,
+// the state hash and hicache's pinned synthetic workload all depend on its exact output.
 func TestMix64IsSplitmix64(t *testing.T) {
 	want := []uint64{0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f}
 	var state uint64

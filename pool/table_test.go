@@ -7,13 +7,18 @@ import (
 
 func TestRecordSizesMatchTableBytes(t *testing.T) {
 	if unsafe.Sizeof(object{}) != objectBytes || unsafe.Sizeof(Extent{}) != extentBytes {
-		t.Fatalf("object is %d bytes, Extent %d: update objectBytes and extentBytes", unsafe.Sizeof(object{}), unsafe.Sizeof(Extent{}))
+		t.Fatalf(
+			"object is %d bytes, Extent %d: update objectBytes and extentBytes",
+			unsafe.Sizeof(object{}),
+			unsafe.Sizeof(Extent{}),
+		)
 	}
 }
 
-// TestObjectTableAgainstMap inserts and removes ids with adversarial patterns (consecutive runs, strides
-// of powers of two, huge values) in a small table so that clusters wrap around its end, and checks every
-// lookup against a map and that emptying the table leaves every bucket zero, as New made it.
+// TestObjectTableAgainstMap inserts and removes ids with adversarial patterns (consecutive runs,
+// strides of powers of two, huge values) in a small table so that clusters wrap around its end, and
+// checks every lookup against a map and that emptying the table leaves every bucket zero, as New
+// made it.
 func TestObjectTableAgainstMap(t *testing.T) {
 	const maxObjects = 40
 	table := newObjectTable(maxObjects)
@@ -30,7 +35,15 @@ func TestObjectTableAgainstMap(t *testing.T) {
 		index, found := table.find(id)
 		want, ok := live[id]
 		if found != ok || (ok && index != want) {
-			t.Fatalf("step %d: find(%d) = %d, %v; map says %d, %v", step, id, index, found, want, ok)
+			t.Fatalf(
+				"step %d: find(%d) = %d, %v; map says %d, %v",
+				step,
+				id,
+				index,
+				found,
+				want,
+				ok,
+			)
 		}
 		switch {
 		case ok && src.next(2) == 0:
@@ -54,9 +67,28 @@ func TestObjectTableAgainstMap(t *testing.T) {
 // TestGeometryTableBytesMatchesNew pins the estimate made before allocating to what New allocates.
 func TestGeometryTableBytesMatchesNew(t *testing.T) {
 	geometries := append(layoutGeometries(), modelGeometries...)
-	geometries = append(geometries,
-		Geometry{CPSize: 8, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 32, Slots: 1<<20 + 3, SlabBytesMax: 64 << 20},
-		Geometry{CPSize: 8, Layers: 4, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 32, Slots: 1 << 16, SlabBytesMax: 1 << 20, MaxObjects: 1000})
+	geometries = append(
+		geometries,
+		Geometry{
+			CPSize:           8,
+			Layers:           4,
+			PayloadsPerLayer: 2,
+			PageTokens:       16,
+			TokenBytes:       32,
+			Slots:            1<<20 + 3,
+			SlabBytesMax:     64 << 20,
+		},
+		Geometry{
+			CPSize:           8,
+			Layers:           4,
+			PayloadsPerLayer: 2,
+			PageTokens:       16,
+			TokenBytes:       32,
+			Slots:            1 << 16,
+			SlabBytesMax:     1 << 20,
+			MaxObjects:       1000,
+		},
+	)
 	for _, g := range geometries {
 		a, err := New(g)
 		if err != nil {

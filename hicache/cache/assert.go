@@ -9,21 +9,23 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// The placement assert (DESIGN.md, "Invariants" 6) and the commit audit ("Verification"). The digest rides in every consensus;
-// what is here is what happens when it differs, the slower object-by-object comparison, and the audit of each
-// committed object's bytes.
+// The placement assert (DESIGN.md, "Invariants" 6) and the commit audit ("Verification"). The
+// digest rides in every consensus; what is here is what happens when it differs, the slower
+// object-by-object comparison, and the audit of each committed object's bytes.
 
-// DivergenceError is a failed placement assert: the ranks of a CP group hold different allocator digests, or
-// place some objects differently.
+// DivergenceError is a failed placement assert: the ranks of a CP group hold different allocator
+// digests, or place some objects differently.
 type DivergenceError struct {
-	Step         int64
-	Event        uint64 // requests replayed by the group when the assert ran: the event index of the design
+	Step int64
+	// requests replayed by the group when the assert ran: the event index of the design
+	Event        uint64
 	Group        int
 	Where        string   // the consensus that caught it
 	Digests      []uint64 // by CP rank; nil when the digests agreed and objects differed
 	ObjectsWrong int64    // objects placed differently (object comparison only)
-	// OutOfStep is set when the diverged ranks had already entered different calls (which the consensus paired):
-	// the group cannot recover from that in place, so validate does not record it but fails.
+	// OutOfStep is set when the diverged ranks had already entered different calls (which the
+	// consensus paired): the group cannot recover from that in place, so validate does not record
+	// it but fails.
 	OutOfStep *OutOfStepError
 }
 
@@ -31,9 +33,19 @@ type DivergenceError struct {
 func (e *DivergenceError) Scope() errscope.Scope { return errscope.GroupScope }
 
 func (e *DivergenceError) Error() string {
-	head := fmt.Sprintf("placement divergence in CP group %d at step %d (event %d), caught by the %s", e.Group, e.Step, e.Event, e.Where)
+	head := fmt.Sprintf(
+		"placement divergence in CP group %d at step %d (event %d), caught by the %s",
+		e.Group,
+		e.Step,
+		e.Event,
+		e.Where,
+	)
 	if e.Digests == nil {
-		return fmt.Sprintf("%s: %d objects placed differently across the group", head, e.ObjectsWrong)
+		return fmt.Sprintf(
+			"%s: %d objects placed differently across the group",
+			head,
+			e.ObjectsWrong,
+		)
 	}
 	byDigest := map[uint64][]int{}
 	var order []uint64
@@ -50,8 +62,8 @@ func (e *DivergenceError) Error() string {
 	return fmt.Sprintf("%s: %s", head, strings.Join(parts, "; "))
 }
 
-// divergence builds the error of a consensus whose digests differed, with every rank's digest. Every rank of the
-// group calls it after the same agreement, so the gather matches.
+// divergence builds the error of a consensus whose digests differed, with every rank's digest.
+// Every rank of the group calls it after the same agreement, so the gather matches.
 func (c *Core) divergence(kind ConsensusKind, digest uint64) error {
 	c.counters.Divergences++
 	all, err := c.gatherDigests(digest)
@@ -62,26 +74,43 @@ func (c *Core) divergence(kind ConsensusKind, digest uint64) error {
 	if kind == FlushConsensus {
 		where += " (before the flush's reset)"
 	}
-	return &DivergenceError{Step: c.step, Event: c.clock, Group: c.cfg.Group, Where: where, Digests: all}
+	return &DivergenceError{
+		Step:    c.step,
+		Event:   c.clock,
+		Group:   c.cfg.Group,
+		Where:   where,
+		Digests: all,
+	}
 }
 
-// divergenceOutOfStep builds the error of a consensus call that paired different calls of the ranks (their tags
-// differ) whose digests differ too: the divergence made them decide differently which call to enter. Every rank
-// names the calls from the agreed tags, so the message is the same on each whichever call it entered.
+// divergenceOutOfStep builds the error of a consensus call that paired different calls of the ranks
+// (their tags differ) whose digests differ too: the divergence made them decide differently which
+// call to enter. Every rank names the calls from the agreed tags, so the message is the same on
+// each whichever call it entered.
 func (c *Core) divergenceOutOfStep(outOfStep *OutOfStepError, digest uint64) error {
 	c.counters.Divergences++
 	all, err := c.gatherDigests(digest)
 	if err != nil {
 		return err
 	}
-	where := fmt.Sprintf("consensus that paired the %s with the %s (the diverged ranks entered different calls)",
-		describeTag(outOfStep.MinTag), describeTag(outOfStep.MaxTag))
-	return &DivergenceError{Step: outOfStep.Step, Event: c.clock, Group: c.cfg.Group, Where: where, Digests: all, OutOfStep: outOfStep}
+	where := fmt.Sprintf(
+		"consensus that paired the %s with the %s (the diverged ranks entered different calls)",
+		describeTag(outOfStep.MinTag),
+		describeTag(outOfStep.MaxTag),
+	)
+	return &DivergenceError{
+		Step:      outOfStep.Step,
+		Event:     c.clock,
+		Group:     c.cfg.Group,
+		Where:     where,
+		Digests:   all,
+		OutOfStep: outOfStep,
+	}
 }
 
-// comparePlacements compares every live object's placement across the CP group, not only the digest: MIN and
-// MAX of each object's placement hash, in object-id order. Objects placed differently are a divergence, or in
-// validate (record) only counted.
+// comparePlacements compares every live object's placement across the CP group, not only the
+// digest: MIN and MAX of each object's placement hash, in object-id order. Objects placed
+// differently are a divergence, or in validate (record) only counted.
 func (c *Core) comparePlacements(record bool) error {
 	if c.cfg.Testing.Bugs.has(BugAssertOff) {
 		return nil
@@ -116,14 +145,21 @@ func (c *Core) comparePlacements(record bool) error {
 		return nil
 	}
 	c.counters.Divergences++
-	return &DivergenceError{Step: c.step, Event: c.clock, Group: c.cfg.Group, Where: "object-by-object comparison", ObjectsWrong: wrong}
+	return &DivergenceError{
+		Step:         c.step,
+		Event:        c.clock,
+		Group:        c.cfg.Group,
+		Where:        "object-by-object comparison",
+		ObjectsWrong: wrong,
+	}
 }
 
-// audit checks a freshly committed object's bytes in the shared slab against the content function: on each
-// node of the group, the one rank whose node-local part its sequence number names checks every part of that
-// node's slab (on a group of one node, every CP rank's parts, by the rank seq mod cp). A rank's load-back
-// verification sees only its own parts; the audit is what catches a commit that came before another rank's copy
-// finished. Its verdict is counted on the auditing rank, and the group's report sums it.
+// audit checks a freshly committed object's bytes in the shared slab against the content function:
+// on each node of the group, the one rank whose node-local part its sequence number names checks
+// every part of that node's slab (on a group of one node, every CP rank's parts, by the rank seq
+// mod cp). A rank's load-back verification sees only its own parts; the audit is what catches a
+// commit that came before another rank's copy finished. Its verdict is counted on the auditing
+// rank, and the group's report sums it.
 func (c *Core) audit(op *copyOp) {
 	g := c.geometry()
 	parts := g.NodeParts()
@@ -131,7 +167,8 @@ func (c *Core) audit(op *copyOp) {
 		return
 	}
 	if c.cfg.Testing.Bugs.has(BugAuditOneNode) && c.cfg.GroupNode != 0 {
-		return // the bug: only the group's first node audits, so a late copy on another node goes unseen
+		// the bug: only the group's first node audits, so a late copy on another node goes unseen
+		return
 	}
 	slots, err := c.slotsOf(op.obj, 0, len(op.devicePages))
 	if err != nil {
@@ -141,16 +178,26 @@ func (c *Core) audit(op *copyOp) {
 	if c.cfg.Testing.Bugs.has(BugAuditSkipsRank) {
 		parts--
 	}
-	ok := c.env.Audit(&Audit{Seq: op.seq, Object: uint64(op.obj), Slots: slots, Tokens: op.tokens, StartPos: op.startPos, Parts: parts})
+	ok := c.env.Audit(
+		&Audit{
+			Seq:      op.seq,
+			Object:   uint64(op.obj),
+			Slots:    slots,
+			Tokens:   op.tokens,
+			StartPos: op.startPos,
+			Parts:    parts,
+		},
+	)
 	c.counters.AuditObjects++
 	if !ok {
 		c.counters.AuditMismatches++
 	}
 }
 
-// holdForAudit protects a freshly committed object until the group's next consensus, on every rank alike. The
-// auditing ranks read every rank's parts; without the hold a faster rank could evict the object in its next step
-// and start writing a new backup into the same slots while the auditor still reads them.
+// holdForAudit protects a freshly committed object until the group's next consensus, on every rank
+// alike. The auditing ranks read every rank's parts; without the hold a faster rank could evict the
+// object in its next step and start writing a new backup into the same slots while the auditor
+// still reads them.
 func (c *Core) holdForAudit(op *copyOp) {
 	if c.cfg.Testing.Bugs.has(BugNoAuditHold) {
 		return
@@ -162,7 +209,8 @@ func (c *Core) holdForAudit(op *copyOp) {
 	c.auditHeld = append(c.auditHeld, op.obj)
 }
 
-// releaseAudited drops the holds of the last consensus's commits: by this consensus the auditor has finished.
+// releaseAudited drops the holds of the last consensus's commits: by this consensus the auditor has
+// finished.
 func (c *Core) releaseAudited() {
 	for _, obj := range c.auditHeld {
 		if err := c.alloc.Unprotect(obj); err != nil {
@@ -172,8 +220,9 @@ func (c *Core) releaseAudited() {
 	c.auditHeld = c.auditHeld[:0]
 }
 
-// checkStepInvariants verifies, between steps, that no node is still locked, that exactly the pages of copies
-// in flight are pinned, and that every device page is either free or owned by exactly one node.
+// checkStepInvariants verifies, between steps, that no node is still locked, that exactly the pages
+// of copies in flight are pinned, and that every device page is either free or owned by exactly one
+// node.
 func (c *Core) checkStepInvariants() error {
 	owners := make([]int, c.dev.capacity())
 	var err error
@@ -204,19 +253,29 @@ func (c *Core) checkStepInvariants() error {
 	}
 	for p := range owners {
 		if owners[p] != 1 {
-			return fmt.Errorf("device page %d has %d owners (nodes and the free list)", p, owners[p])
+			return fmt.Errorf(
+				"device page %d has %d owners (nodes and the free list)",
+				p,
+				owners[p],
+			)
 		}
 		if pins[p] != c.dev.pins[p] {
-			return fmt.Errorf("device page %d has %d pins, but %d copies in flight use it", p, c.dev.pins[p], pins[p])
+			return fmt.Errorf(
+				"device page %d has %d pins, but %d copies in flight use it",
+				p,
+				c.dev.pins[p],
+				pins[p],
+			)
 		}
 	}
 	return nil
 }
 
-// broken is what the core panics with on a broken invariant of this rank's own state (DESIGN.md, "Asserts"): the
-// invariant, named by the message, and a dump of the state it checked, as pool's brokenInvariant: a rank whose
-// tree, device pages or copy queues are wrong must stop, never place, copy or serve on. Each check panics itself,
-// panic(c.broken(...)), so that the hot path keeps no value alive for it.
+// broken is what the core panics with on a broken invariant of this rank's own state (DESIGN.md,
+// "Asserts"): the invariant, named by the message, and a dump of the state it checked, as pool's
+// brokenInvariant: a rank whose tree, device pages or copy queues are wrong must stop, never place,
+// copy or serve on. Each check panics itself, panic(c.broken(...)), so that the hot path keeps no
+// value alive for it.
 func (c *Core) broken(format string, args ...any) string {
 	return "cache: broken invariant: " + fmt.Sprintf(format, args...) + "\n" + c.dump()
 }
@@ -226,22 +285,52 @@ func (c *Core) dump() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CP group %d rank %d: step %d, clock %d, consensus calls %d, next seq %d\n",
 		c.cfg.Group, c.cfg.CPRank, c.step, c.clock, c.calls, c.nextSeq)
-	fmt.Fprintf(&b, "tree: %d nodes, %d locked this step; device: %d of %d pages free; copies in flight: %d\n",
-		c.tree.nodes, len(c.work.locked), c.dev.available(), c.dev.capacity(), len(c.inFlight))
+	fmt.Fprintf(
+		&b,
+		"tree: %d nodes, %d locked this step; device: %d of %d pages free; copies in flight: %d\n",
+		c.tree.nodes,
+		len(c.work.locked),
+		c.dev.available(),
+		c.dev.capacity(),
+		len(c.inFlight),
+	)
 	for _, q := range []*opQueue{&c.writes, &c.loads} {
 		b.WriteString(q.dump())
 	}
-	fmt.Fprintf(&b, "L2: %d of %d slots free, %d objects, %d in the tree, %d held for audit, digest %#016x\n",
-		c.alloc.FreeSlots(), c.geometry().Slots, c.alloc.Objects(), len(c.objectNodes), len(c.auditHeld), c.alloc.Digest())
+	fmt.Fprintf(
+		&b,
+		"L2: %d of %d slots free, %d objects, %d in the tree, %d held for audit, digest %#016x\n",
+		c.alloc.FreeSlots(),
+		c.geometry().Slots,
+		c.alloc.Objects(),
+		len(c.objectNodes),
+		len(c.auditHeld),
+		c.alloc.Digest(),
+	)
 	if c.l3 != nil {
-		fmt.Fprintf(&b, "L3: last write %d, last read %d, %d reads in flight, %d writes scheduled\n",
-			c.l3.lastSeq.write, c.l3.lastSeq.read, len(c.l3.reads), len(c.l3.writes))
+		fmt.Fprintf(
+			&b,
+			"L3: last write %d, last read %d, %d reads in flight, %d writes scheduled\n",
+			c.l3.lastSeq.write,
+			c.l3.lastSeq.read,
+			len(c.l3.reads),
+			len(c.l3.writes),
+		)
 	}
 	return b.String()
 }
 
 // describe names a node and what it holds, for a dump.
 func (n *treeNode) describe() string {
-	return fmt.Sprintf("node %d (tokens [%d, %d), %d device pages, L2 object %d+%d, %d locks, last access %d)",
-		n.id, n.startPos, n.startPos+len(n.tokens), len(n.devicePages), n.l2, n.l2Offset, n.lockRefs, n.lastAccess)
+	return fmt.Sprintf(
+		"node %d (tokens [%d, %d), %d device pages, L2 object %d+%d, %d locks, last access %d)",
+		n.id,
+		n.startPos,
+		n.startPos+len(n.tokens),
+		len(n.devicePages),
+		n.l2,
+		n.l2Offset,
+		n.lockRefs,
+		n.lastAccess,
+	)
 }

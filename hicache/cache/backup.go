@@ -6,15 +6,22 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// backup reserves an L2 object for the node and starts copying this rank's parts of it, layer by layer. A
-// capacity miss evicts or skips inside the allocator, identically on every rank, with no communication.
+// backup reserves an L2 object for the node and starts copying this rank's parts of it, layer by
+// layer. A capacity miss evicts or skips inside the allocator, identically on every rank, with no
+// communication.
 func (c *Core) backup(n *treeNode) *copyOp {
 	pages := n.pages(c.geometry().PageTokens)
 	if n.l2 != 0 || len(n.devicePages) != pages || pages == 0 {
-		panic(c.broken("backup of %s: only a node whole in L1 and not in the L2 is backed up", n.describe()))
+		panic(
+			c.broken(
+				"backup of %s: only a node whole in L1 and not in the L2 is backed up",
+				n.describe(),
+			),
+		)
 	}
 	if pages > c.geometry().Slots {
-		// An object larger than the whole L2 can never fit: a miss, decided the same way on every rank.
+		// An object larger than the whole L2 can never fit: a miss, decided the same way on every
+		// rank.
 		c.counters.ReserveMisses++
 		return nil
 	}
@@ -36,7 +43,15 @@ func (c *Core) backup(n *treeNode) *copyOp {
 	}
 	n.l2, n.l2Offset = obj, 0
 	c.objectNodes[obj] = []*treeNode{n}
-	op := &copyOp{seq: seq, obj: obj, node: n, tokens: n.tokens, startPos: n.startPos, devicePages: slices.Clone(n.devicePages), slots: slots}
+	op := &copyOp{
+		seq:         seq,
+		obj:         obj,
+		node:        n,
+		tokens:      n.tokens,
+		startPos:    n.startPos,
+		devicePages: slices.Clone(n.devicePages),
+		slots:       slots,
+	}
 	if len(slots) != pages {
 		panic(c.broken("backup of %s: %d slots for %d pages", n.describe(), len(slots), pages))
 	}
@@ -48,14 +63,15 @@ func (c *Core) backup(n *treeNode) *copyOp {
 	return op
 }
 
-// noteSplit keeps the controller's indexes right when the tree splits a node: the head inherits the tail's
-// locks, so it is recorded among the step's locked nodes as often, and released with them; and a head that
-// points into L2 is indexed under its object.
+// noteSplit keeps the controller's indexes right when the tree splits a node: the head inherits the
+// tail's locks, so it is recorded among the step's locked nodes as often, and released with them;
+// and a head that points into L2 is indexed under its object.
 //
-// The eviction queue needs nothing here. The head is on the path of the request that split it, so it is locked
-// and queued when the step unlocks it. The tail keeps its key, locks, children and pin state (a copy pins all of
-// a node's pages). When a copy of the node before the split ends, only the tail is told (commit), but the head
-// still has the tail on the device below it, so it becomes a candidate only when the tail leaves (childLeftL1).
+// The eviction queue needs nothing here. The head is on the path of the request that split it, so
+// it is locked and queued when the step unlocks it. The tail keeps its key, locks, children and pin
+// state (a copy pins all of a node's pages). When a copy of the node before the split ends, only
+// the tail is told (commit), but the head still has the tail on the device below it, so it becomes
+// a candidate only when the tail leaves (childLeftL1).
 func (c *Core) noteSplit(head, tail *treeNode) {
 	for i := 0; i < tail.lockRefs; i++ {
 		c.work.locked = append(c.work.locked, head)

@@ -5,46 +5,77 @@ import (
 	"strings"
 )
 
-// Deliberate bugs: each one is a mistake this cache could plausibly make, kept so that the simulator can show it
-// catches them (hicache/sim's TestEveryDeliberateBugIsCaught). They exist only in a build with the simbugs tag:
-// without it, Bugs.has is a constant false (bugs_off.go) and the compiler drops every branch that tests one.
+// Deliberate bugs: each one is a mistake this cache could plausibly make, kept so that the
+// simulator can show it catches them (hicache/sim's TestEveryDeliberateBugIsCaught). They exist
+// only in a build with the simbugs tag: without it, Bugs.has is a constant false (bugs_off.go) and
+// the compiler drops every branch that tests one.
 type Bugs uint32
 
 // Bug is one deliberate bug.
 type Bug uint32
 
 const (
-	BugCommitOnLocalFrontier     Bug = 1 << iota // commit on this rank's write frontier, not the group's MIN
-	BugFlushWaitsOnlyOnWriter                    // a flush waits for its block writes on the writer rank only (the flush race)
-	BugUnprotectBeforeStored                     // unprotect a block's L2 objects before the storage frontier passes its write
-	BugAttachFailedPrefetch                      // use every prefetched block even when the group agreed a read failed
-	BugResetKeepsFreeBitmap                      // the allocator's reset leaves the free bitmap as it was
-	BugTieBreakOnRank                            // CP rank 1 breaks L1 eviction ties by the higher node id
-	BugAuditSkipsRank                            // the commit audit skips the last CP rank's parts
-	BugNoAuditHold                               // a committed object is not held until the next consensus for its audit
-	BugLocalPrefetchCount                        // prefetch this rank's own count of L3 blocks, not the group's MIN
-	BugNoLoadProtect                             // a load-back does not protect its L2 object from eviction
-	BugNoWriteBackProtect                        // write_back's near-eviction block writes do not protect their objects
-	BugResetKeepsDevicePages                     // a flush's reset leaves the device pages taken
-	BugAssertOff                                 // the placement assert is off (digest and objects): to show what the audit catches alone
-	BugAuditOneNode                              // on a group over several nodes, only its first node audits committed objects
-	BugL3ReadOneNode                             // on a group over several nodes, only its first node reads an L3 prefetch's part-files
-	BugSkipLoadVerify                            // a load-back now and then is released without its byte-for-byte check
-	BugExistenceVoteMax                          // the group agrees the MAX of the ranks' L3 existence counts, not the MIN
-	BugL3WriteTwice                              // the L3 write policy schedules a block again while its write is in flight
-	BugL3HitCountedTwice                         // a prefetched node's later load-backs (from the L2) are counted L3 hits too
-	BugPrefetchOneShort                          // a prefetch of more than one block reads one fewer than every reader found
-	BugL3HitCountedAsL2                          // a prefetched node's first load-back (the L3's bytes) is counted an L2 hit
-	BugCheckSpanShort                            // an existence check of more than one block stops one short of its prompt's end or the cap
-	BugWriteBackAtCommit                         // write_back also writes a committed object's blocks at once, as write_through does
-	BugWriteBackOldestOnly                       // write_back's near-eviction pass writes only the oldest object's blocks, not all up to the watermark
-	BugPrefetchThresholdOffByOne                 // a request with exactly --l3-prefetch-threshold tokens not cached prefetches nothing
-	BugPrefetchAllOrNothing                      // a prefetch the backlog's room would cut short is not started at all
-	BugServedPrefixPageLong                      // the prefetch decision counts one page past the tree's usable KV as served
-	BugPrefetchReserveNoEvict                    // a prefetch reservation that would have to evict is refused as a miss
-	BugServedPrefixHollow                        // the tree's served prefix runs on through hollow nodes (KV in neither L1 nor L2)
-	BugServedPrefixPageShort                     // the prefetch decision counts the tree's last usable page as not served
-	BugWriteBackOneObject                        // write_back's pass writes no block that spans two L2 objects
+	// commit on this rank's write frontier, not the group's MIN
+	BugCommitOnLocalFrontier Bug = 1 << iota
+	// a flush waits for its block writes on the writer rank only (the flush race)
+	BugFlushWaitsOnlyOnWriter
+	// unprotect a block's L2 objects before the storage frontier passes its write
+	BugUnprotectBeforeStored
+	// use every prefetched block even when the group agreed a read failed
+	BugAttachFailedPrefetch
+	// the allocator's reset leaves the free bitmap as it was
+	BugResetKeepsFreeBitmap
+	// CP rank 1 breaks L1 eviction ties by the higher node id
+	BugTieBreakOnRank
+	BugAuditSkipsRank // the commit audit skips the last CP rank's parts
+	// a committed object is not held until the next consensus for its audit
+	BugNoAuditHold
+	// prefetch this rank's own count of L3 blocks, not the group's MIN
+	BugLocalPrefetchCount
+	// a load-back does not protect its L2 object from eviction
+	BugNoLoadProtect
+	// write_back's near-eviction block writes do not protect their objects
+	BugNoWriteBackProtect
+	BugResetKeepsDevicePages // a flush's reset leaves the device pages taken
+	// the placement assert is off (digest and objects): to show what the audit catches alone
+	BugAssertOff
+	// on a group over several nodes, only its first node audits committed objects
+	BugAuditOneNode
+	// on a group over several nodes, only its first node reads an L3 prefetch's part-files
+	BugL3ReadOneNode
+	// a load-back now and then is released without its byte-for-byte check
+	BugSkipLoadVerify
+	// the group agrees the MAX of the ranks' L3 existence counts, not the MIN
+	BugExistenceVoteMax
+	// the L3 write policy schedules a block again while its write is in flight
+	BugL3WriteTwice
+	// a prefetched node's later load-backs (from the L2) are counted L3 hits too
+	BugL3HitCountedTwice
+	// a prefetch of more than one block reads one fewer than every reader found
+	BugPrefetchOneShort
+	// a prefetched node's first load-back (the L3's bytes) is counted an L2 hit
+	BugL3HitCountedAsL2
+	// an existence check of more than one block stops one short of its prompt's end or the cap
+	BugCheckSpanShort
+	// write_back also writes a committed object's blocks at once, as write_through does
+	BugWriteBackAtCommit
+	// write_back's near-eviction pass writes only the oldest object's blocks, not all up to the
+	// watermark
+	BugWriteBackOldestOnly
+	// a request with exactly --l3-prefetch-threshold tokens not cached prefetches nothing
+	BugPrefetchThresholdOffByOne
+	// a prefetch the backlog's room would cut short is not started at all
+	BugPrefetchAllOrNothing
+	// the prefetch decision counts one page past the tree's usable KV as served
+	BugServedPrefixPageLong
+	// a prefetch reservation that would have to evict is refused as a miss
+	BugPrefetchReserveNoEvict
+	// the tree's served prefix runs on through hollow nodes (KV in neither L1 nor L2)
+	BugServedPrefixHollow
+	// the prefetch decision counts the tree's last usable page as not served
+	BugServedPrefixPageShort
+	// write_back's pass writes no block that spans two L2 objects
+	BugWriteBackOneObject
 	bugEnd
 )
 

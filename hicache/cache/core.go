@@ -29,10 +29,17 @@ func ParseWritePolicy(s string) (WritePolicy, error) {
 			return WritePolicy(i), nil
 		}
 	}
-	return 0, &errscope.ConfigError{Flag: "write-policy", Reason: fmt.Sprintf("%q is not one of write_through, write_through_selective, write_back", s)}
+	return 0, &errscope.ConfigError{
+		Flag: "write-policy",
+		Reason: fmt.Sprintf(
+			"%q is not one of write_through, write_through_selective, write_back",
+			s,
+		),
+	}
 }
 
-// Config is one rank's cache and the run it takes part in: everything Run decides from, besides the events.
+// Config is one rank's cache and the run it takes part in: everything Run decides from, besides the
+// events.
 type Config struct {
 	Geometry    pool.Geometry // the CP group's shared L2
 	DevicePages int           // this rank's L1 capacity in pages
@@ -40,19 +47,25 @@ type Config struct {
 	Seed        uint64 // of the KV content
 	CPRank      int
 	Group       int // the CP group, for messages
-	// With Geometry.Nodes > 1 (a group over several nodes): this rank's node among the group's, and its part
-	// index in that node's slab (NodePlacement). Ignored on one node, where the part is the CP rank.
+	// With Geometry.Nodes > 1 (a group over several nodes): this rank's node among the group's, and
+	// its part index in that node's slab (NodePlacement). Ignored on one node, where the part is
+	// the CP rank.
 	GroupNode, NodePart int
 
 	L3 L3Config // off unless L3.Enabled
 
-	SyncCopies           bool  // every step's consensus drains the backups (sweep, --sync-copies)
-	FlushEvery           int64 // steps between flushes; 0 = only the workload's
-	PlacementAssertEvery int64 // steps between object-by-object comparisons; 0 = at flushes and the end
-	PerturbAtStep        int64 // --inject-divergence on this rank: perturb the allocator after this step's consensus; 0 = never
+	SyncCopies bool  // every step's consensus drains the backups (sweep, --sync-copies)
+	FlushEvery int64 // steps between flushes; 0 = only the workload's
+	// steps between object-by-object comparisons; 0 = at flushes and the end
+	PlacementAssertEvery int64
+	// --inject-divergence on this rank: perturb the allocator after this step's consensus; 0 =
+	// never
+	PerturbAtStep int64
 
-	RecordDivergence bool // validate: record a divergence and start the group again from a fresh state
-	RecordFlushWrong bool // validate: a flush that leaves the cache unlike a fresh one is counted, not fatal
+	// validate: record a divergence and start the group again from a fresh state
+	RecordDivergence bool
+	// validate: a flush that leaves the cache unlike a fresh one is counted, not fatal
+	RecordFlushWrong bool
 	FlushAtEnd       bool // validate: flush once at the end when the workload had no flush
 
 	Testing Testing // what the tests and the simulator attach (testing.go); a run leaves it zero
@@ -61,26 +74,28 @@ type Config struct {
 // Outcome is what one request's serve decided, in tokens.
 type Outcome struct{ L1Hit, L2Hit, L3Hit, Computed int64 }
 
-// Served is one request of a step as its serve left it: replicated, the same on every rank of the group.
+// Served is one request of a step as its serve left it: replicated, the same on every rank of the
+// group.
 type Served struct {
 	Request *workload.Request
 	Outcome
 }
 
-// ServedStep is a step whose requests have been served (their load-backs started, their KV computed), told to
-// the Env before the step's consensus: a serving clock spends the step's modelled compute now, beside the copies.
-// LoadsDone says whether this rank's load-backs have all finished: the modelled prefill needs them first.
+// ServedStep is a step whose requests have been served (their load-backs started, their KV
+// computed), told to the Env before the step's consensus: a serving clock spends the step's
+// modelled compute now, beside the copies. LoadsDone says whether this rank's load-backs have all
+// finished: the modelled prefill needs them first.
 type ServedStep struct {
 	Step      int64
 	Requests  []Served
 	LoadsDone func() bool
 }
 
-// Core is one rank's cache: the radix tree over its device pages, the shared L2 allocator, the copies and L3
-// I/O in flight, and the step program that drives them (Run). Every decision it makes is a pure function of the
-// event stream and of agreed values; what differs between ranks (when work finishes) reaches it only through
-// Complete, and is reconciled by the step consensus. It owns no goroutine, clock, file, communicator or logger:
-// all of that is its Env's.
+// Core is one rank's cache: the radix tree over its device pages, the shared L2 allocator, the
+// copies and L3 I/O in flight, and the step program that drives them (Run). Every decision it makes
+// is a pure function of the event stream and of agreed values; what differs between ranks (when
+// work finishes) reaches it only through Complete, and is reconciled by the step consensus. It owns
+// no goroutine, clock, file, communicator or logger: all of that is its Env's.
 type Core struct {
 	cfg     Config
 	env     Env
@@ -97,20 +112,26 @@ type Core struct {
 	calls   uint64 // consensus calls entered on this CP communicator: the counter of the tag
 
 	objectNodes map[pool.ObjectID][]*treeNode // nodes that point into each L2 object (lookup only)
-	inFlight    map[uint64]*copyOp            // copies started and not yet complete, by seq (lookup only)
-	work        stepWork                      // what the current step's requests hold
-	counters    Counters
-	failure     error           // this rank's failure, for the group's next consensus (Fail)
-	auditHeld   []pool.ObjectID // committed at the last consensus, protected until this one (holdForAudit)
-	drainNext   bool            // the backups left after a step pin over half of L1: the next consensus drains them
-	oversize    bool            // the request being served has more whole pages than L1 holds
-	deferred    []deferredRequest
-	next        []workload.Event // the next step's events (Run reads the stream a step ahead); nil after the last
-	served      []Served         // this step's requests as served, for ServedStep
+	// copies started and not yet complete, by seq (lookup only)
+	inFlight map[uint64]*copyOp
+	work     stepWork // what the current step's requests hold
+	counters Counters
+	failure  error // this rank's failure, for the group's next consensus (Fail)
+	// committed at the last consensus, protected until this one (holdForAudit)
+	auditHeld []pool.ObjectID
+	// the backups left after a step pin over half of L1: the next consensus drains them
+	drainNext bool
+	oversize  bool // the request being served has more whole pages than L1 holds
+	deferred  []deferredRequest
+	// the next step's events (Run reads the stream a step ahead); nil after the last
+	next   []workload.Event
+	served []Served // this step's requests as served, for ServedStep
 
-	evictionModel  func(c *Core) evictionCheck // Testing.CheckEvictions: the model every L1 eviction is compared with
-	freshStateHash uint64                      // the allocator's state hash when it was built: what every flush must restore
-	vector         []uint64                    // the consensus vector, StepVectorWords long
+	// Testing.CheckEvictions: the model every L1 eviction is compared with
+	evictionModel func(c *Core) evictionCheck
+	// the allocator's state hash when it was built: what every flush must restore
+	freshStateHash uint64
+	vector         []uint64 // the consensus vector, StepVectorWords long
 }
 
 // New builds a rank's cache for cfg; env is the world around it.
@@ -123,7 +144,8 @@ func New(cfg Config, env Env) (*Core, error) {
 		return nil, err
 	}
 	c := &Core{
-		cfg: cfg, env: env, alloc: alloc, tree: newRadixTree(cfg.Geometry.PageTokens), dev: newDevicePool(cfg.DevicePages),
+		cfg: cfg, env: env, alloc: alloc, tree: newRadixTree(cfg.Geometry.PageTokens),
+		dev:         newDevicePool(cfg.DevicePages),
 		objectNodes: map[pool.ObjectID][]*treeNode{}, inFlight: map[uint64]*copyOp{}, freshStateHash: alloc.StateHash(),
 		writes: opQueue{name: "backup"}, loads: opQueue{name: "load-back"},
 	}
@@ -150,7 +172,8 @@ func (c *Core) Counters() Counters { return c.counters }
 // Step is the step in progress (or the last one).
 func (c *Core) Step() int64 { return c.step }
 
-// Fail records a failure of this rank's surroundings (a metrics write, say) for the group's next consensus.
+// Fail records a failure of this rank's surroundings (a metrics write, say) for the group's next
+// consensus.
 func (c *Core) Fail(code FailureCode, err error) { c.fail(code, err) }
 
 // DeviceBytes is the size of a rank's device KV buffer for a geometry and L1 size.
@@ -167,9 +190,13 @@ func (c *Core) slotsOf(obj pool.ObjectID, first, count int) ([]SlabSlot, error) 
 	return slots, err
 }
 
-// eachPageSlot visits pages [first, first+count) of an L2 object in page order: visit gets the index from first,
-// and the slab and slot in it. Fewer pages than that in the object is an error.
-func (c *Core) eachPageSlot(obj pool.ObjectID, first, count int, visit func(i, slab, slot int)) error {
+// eachPageSlot visits pages [first, first+count) of an L2 object in page order: visit gets the
+// index from first, and the slab and slot in it. Fewer pages than that in the object is an error.
+func (c *Core) eachPageSlot(
+	obj pool.ObjectID,
+	first, count int,
+	visit func(i, slab, slot int),
+) error {
 	extents, ok := c.alloc.Extents(obj)
 	if !ok {
 		return fmt.Errorf("L2 object %d has no placement", obj)
@@ -184,7 +211,13 @@ func (c *Core) eachPageSlot(obj pool.ObjectID, first, count int, visit func(i, s
 		}
 	}
 	if page < first+count {
-		return fmt.Errorf("L2 object %d has %d pages, not pages %d..%d", obj, page, first, first+count-1)
+		return fmt.Errorf(
+			"L2 object %d has %d pages, not pages %d..%d",
+			obj,
+			page,
+			first,
+			first+count-1,
+		)
 	}
 	return nil
 }
@@ -192,14 +225,29 @@ func (c *Core) eachPageSlot(obj pool.ObjectID, first, count int, visit func(i, s
 // startCopy hands a copy to the Env and keeps it in flight until its completion comes back.
 func (c *Core) startCopy(op *copyOp, gather bool) {
 	if c.inFlight[op.seq] != nil || len(op.devicePages) != len(op.slots) {
-		panic(c.broken("copy %d started twice, or of %d device pages into %d slots", op.seq, len(op.devicePages), len(op.slots)))
+		panic(
+			c.broken(
+				"copy %d started twice, or of %d device pages into %d slots",
+				op.seq,
+				len(op.devicePages),
+				len(op.slots),
+			),
+		)
 	}
 	c.inFlight[op.seq] = op
-	c.env.Start(&Copy{Seq: op.seq, Gather: gather, Object: uint64(op.obj), DevicePages: op.devicePages, Slots: op.slots})
+	c.env.Start(
+		&Copy{
+			Seq:         op.seq,
+			Gather:      gather,
+			Object:      uint64(op.obj),
+			DevicePages: op.devicePages,
+			Slots:       op.slots,
+		},
+	)
 }
 
-// Complete is told that a piece of work finished. It only records the fact: what follows from it is decided at
-// the next consensus, from what every rank brings.
+// Complete is told that a piece of work finished. It only records the fact: what follows from it is
+// decided at the next consensus, from what every rank brings.
 func (c *Core) Complete(x Completion) {
 	switch x.Kind {
 	case CopyDone:
@@ -225,6 +273,6 @@ func (c *Core) Complete(x Completion) {
 // errCopy wraps a failed page copy; the run ends on it.
 var errCopy = errors.New("page copy failed")
 
-// ErrBlockMismatch is a BlockWrite's error when the gathered parts were not the block's content: the block was
-// not published, and the run fails as on an audit mismatch.
+// ErrBlockMismatch is a BlockWrite's error when the gathered parts were not the block's content:
+// the block was not published, and the run fails as on an audit mismatch.
 var ErrBlockMismatch = errors.New("the L2 parts of an L3 block were not its content: not published")

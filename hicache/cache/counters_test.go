@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestEveryCounterIsAggregated: every field of Counters is an int64 with an agg tag the report knows, so that a
-// counter added without saying how it sums over the job fails here instead of vanishing from the report.
+// TestEveryCounterIsAggregated: every field of Counters is an int64 with an agg tag the report
+// knows, so that a counter added without saying how it sums over the job fails here instead of
+// vanishing from the report.
 func TestEveryCounterIsAggregated(t *testing.T) {
 	typ := reflect.TypeOf(Counters{})
 	known := map[string]bool{"group": true, "rank": true, "first": true}
@@ -18,7 +19,12 @@ func TestEveryCounterIsAggregated(t *testing.T) {
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		if f.Type.Kind() != reflect.Int64 || !known[f.Tag.Get("agg")] {
-			t.Errorf("Counters.%s (%s, agg %q): every counter is an int64 tagged agg:\"group\", \"rank\" or \"first\"", f.Name, f.Type, f.Tag.Get("agg"))
+			t.Errorf(
+				"Counters.%s (%s, agg %q): every counter is an int64 tagged agg:\"group\", \"rank\" or \"first\"",
+				f.Name,
+				f.Type,
+				f.Tag.Get("agg"),
+			)
 		}
 	}
 	if total != typ.NumField() {

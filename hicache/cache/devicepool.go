@@ -5,8 +5,9 @@ import (
 	"slices"
 )
 
-// devicePool hands out this rank's device KV pages (L1). Every rank of a CP group makes the same calls, so the
-// pages' indexes agree too, although nothing depends on that: the device buffer is private to each rank.
+// devicePool hands out this rank's device KV pages (L1). Every rank of a CP group makes the same
+// calls, so the pages' indexes agree too, although nothing depends on that: the device buffer is
+// private to each rank.
 //
 // A page is pinned while a copy reads or writes it; a pinned page's node cannot be evicted from L1.
 type devicePool struct {
@@ -31,10 +32,11 @@ func (d *devicePool) reset() {
 func (d *devicePool) capacity() int  { return len(d.pins) }
 func (d *devicePool) available() int { return len(d.free) }
 
-// take pops n pages, or returns nil when fewer are free. It hands them out in ascending order: a node's pages
-// are given back in its order, and popped one by one they came back descending, so that after the first
-// evictions no node had two consecutive device pages in a row, and every fill, copy and load-back check
-// handled its parts one by one, each a cache miss (an L2-only replay at 8 ranks: 27% of its wall time).
+// take pops n pages, or returns nil when fewer are free. It hands them out in ascending order: a
+// node's pages are given back in its order, and popped one by one they came back descending, so
+// that after the first evictions no node had two consecutive device pages in a row, and every fill,
+// copy and load-back check handled its parts one by one, each a cache miss (an L2-only replay at 8
+// ranks: 27% of its wall time).
 func (d *devicePool) take(n int) []int32 {
 	if n > len(d.free) {
 		return nil
@@ -51,7 +53,8 @@ func (d *devicePool) take(n int) []int32 {
 	return out
 }
 
-// give returns pages to the pool; they must be unpinned, and the pool never holds more than its capacity.
+// give returns pages to the pool; they must be unpinned, and the pool never holds more than its
+// capacity.
 func (d *devicePool) give(pages []int32) {
 	for _, p := range pages {
 		if d.pins[p] != 0 {
@@ -60,7 +63,15 @@ func (d *devicePool) give(pages []int32) {
 		d.free = append(d.free, p)
 	}
 	if len(d.free) > len(d.pins) {
-		panic(d.broken(pages[0], "%d pages free of %d after giving back %v: a page given back twice", len(d.free), len(d.pins), pages))
+		panic(
+			d.broken(
+				pages[0],
+				"%d pages free of %d after giving back %v: a page given back twice",
+				len(d.free),
+				len(d.pins),
+				pages,
+			),
+		)
 	}
 }
 
@@ -103,9 +114,17 @@ func (d *devicePool) anyPinned(pages []int32) bool {
 	return false
 }
 
-// broken is a broken invariant of the pool, with a dump around page p: the counts, p's pins, the free stack's top.
+// broken is a broken invariant of the pool, with a dump around page p: the counts, p's pins, the
+// free stack's top.
 func (d *devicePool) broken(p int32, format string, args ...any) string {
 	top := d.free[max(len(d.free)-8, 0):]
 	return fmt.Sprintf("cache: broken invariant: "+format, args...) +
-		fmt.Sprintf("\ndevice pool: %d of %d pages free, page %d has %d pins, free stack top %v\n", len(d.free), len(d.pins), p, d.pins[p], top)
+		fmt.Sprintf(
+			"\ndevice pool: %d of %d pages free, page %d has %d pins, free stack top %v\n",
+			len(d.free),
+			len(d.pins),
+			p,
+			d.pins[p],
+			top,
+		)
 }

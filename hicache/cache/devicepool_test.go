@@ -6,12 +6,13 @@ import (
 	"testing"
 )
 
-// TestTakeHandsOutTheStacksPagesInAscendingOrder holds take to a plain last-in-first-out stack of free pages
-// (pushed in the order give gets them), over random takes and gives: it pops the stack's top n pages, as it
-// did, and hands them out in ascending order, so that pages freed together come back as runs of consecutive
-// pages, which the copies, fills and load-back checks then handle as one block each. (Popped one by one they
-// came back descending, and no run formed after the first evictions.) Which pages a node gets is each rank's
-// own affair (the device buffer is private); how many is what the decisions count, and that is unchanged.
+// TestTakeHandsOutTheStacksPagesInAscendingOrder holds take to a plain last-in-first-out stack of
+// free pages (pushed in the order give gets them), over random takes and gives: it pops the stack's
+// top n pages, as it did, and hands them out in ascending order, so that pages freed together come
+// back as runs of consecutive pages, which the copies, fills and load-back checks then handle as
+// one block each. (Popped one by one they came back descending, and no run formed after the first
+// evictions.) Which pages a node gets is each rank's own affair (the device buffer is private); how
+// many is what the decisions count, and that is unchanged.
 func TestTakeHandsOutTheStacksPagesInAscendingOrder(t *testing.T) {
 	const pages = 64
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -41,7 +42,14 @@ func TestTakeHandsOutTheStacksPagesInAscendingOrder(t *testing.T) {
 		model = model[:len(model)-n]
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
-			t.Fatalf("step %d: take(%d) = %v, want the stack's top %d pages in ascending order %v", step, n, got, n, want)
+			t.Fatalf(
+				"step %d: take(%d) = %v, want the stack's top %d pages in ascending order %v",
+				step,
+				n,
+				got,
+				n,
+				want,
+			)
 		}
 		held = append(held, got)
 	}
@@ -50,11 +58,13 @@ func TestTakeHandsOutTheStacksPagesInAscendingOrder(t *testing.T) {
 	}
 }
 
-// TestFreedRunsComeBackWhole: a node's pages given back together are taken again as the same consecutive run.
+// TestFreedRunsComeBackWhole: a node's pages given back together are taken again as the same
+// consecutive run.
 func TestFreedRunsComeBackWhole(t *testing.T) {
 	d := newDevicePool(16)
 	first, second := d.take(5), d.take(5)
-	if !slices.Equal(first, []int32{0, 1, 2, 3, 4}) || !slices.Equal(second, []int32{5, 6, 7, 8, 9}) {
+	if !slices.Equal(first, []int32{0, 1, 2, 3, 4}) ||
+		!slices.Equal(second, []int32{5, 6, 7, 8, 9}) {
 		t.Fatalf("after a reset: %v then %v, want 0..4 then 5..9", first, second)
 	}
 	d.give(first)

@@ -1,9 +1,11 @@
 package cache
 
-// Eviction from L1 (device pages) and what follows an eviction from L2. Every choice is a pure function of the
-// replicated state (LRU by logical clock, ties by node id), so every rank of a group evicts the same nodes.
+// Eviction from L1 (device pages) and what follows an eviction from L2. Every choice is a pure
+// function of the replicated state (LRU by logical clock, ties by node id), so every rank of a
+// group evicts the same nodes.
 
-// dropEvicted forgets the L2 objects the allocator just evicted; nodes left with no KV anywhere are pruned.
+// dropEvicted forgets the L2 objects the allocator just evicted; nodes left with no KV anywhere are
+// pruned.
 func (c *Core) dropEvicted() {
 	for _, obj := range c.alloc.Evicted() {
 		c.counters.L2Evictions++
@@ -18,7 +20,8 @@ func (c *Core) dropEvicted() {
 	}
 }
 
-// pruneHollow removes a node that holds no KV and has no children, then its parents while the same holds.
+// pruneHollow removes a node that holds no KV and has no children, then its parents while the same
+// holds.
 func (c *Core) pruneHollow(n *treeNode) {
 	for n != c.tree.root && n.l2 == 0 && !n.inL1() && len(n.children) == 0 && n.lockRefs == 0 {
 		parent := n.parent
@@ -27,9 +30,10 @@ func (c *Core) pruneHollow(n *treeNode) {
 	}
 }
 
-// takeDevicePages returns n device pages, evicting from L1 if needed, or nil when that is impossible. Under
-// write_back some evicted nodes leave L1 only when their backup commits: their pages count as on their way
-// out, so that no more nodes are evicted than the request needs, but the request goes uncached this time.
+// takeDevicePages returns n device pages, evicting from L1 if needed, or nil when that is
+// impossible. Under write_back some evicted nodes leave L1 only when their backup commits: their
+// pages count as on their way out, so that no more nodes are evicted than the request needs, but
+// the request goes uncached this time.
 func (c *Core) takeDevicePages(n int) []int32 {
 	if n > c.dev.capacity() {
 		return nil
@@ -44,16 +48,24 @@ func (c *Core) takeDevicePages(n int) []int32 {
 	}
 	pages := c.dev.take(n) // nil only when pages on their way out made up the count
 	if (pages == nil && leaving == 0) || (pages != nil && len(pages) != n) {
-		panic(c.broken("%d device pages taken of %d asked, with %d free and %d leaving", len(pages), n, c.dev.available(), leaving))
+		panic(
+			c.broken(
+				"%d device pages taken of %d asked, with %d free and %d leaving",
+				len(pages),
+				n,
+				c.dev.available(),
+				leaving,
+			),
+		)
 	}
 	return pages
 }
 
-// evictL1 frees device pages from the least recently used evictable nodes (ties by node id), popped from the
-// eviction queue, until needPages are freed or on their way out (backedUp: write_back nodes that leave L1 when
-// their backup commits). Only the nodes evictable when it begins are candidates (the queue holds back the
-// parents it makes evictable), the order a walk and sort of the tree would give; the tests compare every
-// eviction with that walk (Testing.CheckEvictions).
+// evictL1 frees device pages from the least recently used evictable nodes (ties by node id), popped
+// from the eviction queue, until needPages are freed or on their way out (backedUp: write_back
+// nodes that leave L1 when their backup commits). Only the nodes evictable when it begins are
+// candidates (the queue holds back the parents it makes evictable), the order a walk and sort of
+// the tree would give; the tests compare every eviction with that walk (Testing.CheckEvictions).
 func (c *Core) evictL1(needPages int) (freed, backedUp int) {
 	var check evictionCheck
 	var chosen []*treeNode
@@ -88,8 +100,8 @@ func (c *Core) evictL1(needPages int) (freed, backedUp int) {
 	return freed, backedUp
 }
 
-// evictableFromL1: on the device, unused this step, no copy touching it, and no child on the device (a prefix
-// leaves L1 after its extensions).
+// evictableFromL1: on the device, unused this step, no copy touching it, and no child on the device
+// (a prefix leaves L1 after its extensions).
 func (c *Core) evictableFromL1(n *treeNode) bool {
 	if !n.inL1() || n.lockRefs > 0 || c.dev.anyPinned(n.devicePages) {
 		return false
@@ -102,11 +114,17 @@ func (c *Core) evictableFromL1(n *treeNode) bool {
 	return true
 }
 
-// evictNode drops a node's device pages. A node backed up in L2 stays as an L2-only node; one that is not is
-// deleted, except under write_back, where it is backed up first and leaves L1 when the backup commits.
+// evictNode drops a node's device pages. A node backed up in L2 stays as an L2-only node; one that
+// is not is deleted, except under write_back, where it is backed up first and leaves L1 when the
+// backup commits.
 func (c *Core) evictNode(n *treeNode) bool {
 	if !n.inL1() || n.lockRefs != 0 || n == c.tree.root {
-		panic(c.broken("L1 eviction of %s: only an unlocked node on the device leaves it", n.describe()))
+		panic(
+			c.broken(
+				"L1 eviction of %s: only an unlocked node on the device leaves it",
+				n.describe(),
+			),
+		)
 	}
 	if n.l2 == 0 && c.cfg.Policy == WriteBack {
 		if op := c.backup(n); op != nil {

@@ -2,30 +2,34 @@ package cache
 
 import "fmt"
 
-// evictQueue is a min-heap of L1 eviction candidates in the order of `older` (lastAccess, then node id), so that
-// an eviction pops its victims in O(log n) instead of walking and sorting the whole tree. The order is
-// replicated state: every rank pops the same nodes, because pushes and pops follow the event stream.
+// evictQueue is a min-heap of L1 eviction candidates in the order of `older` (lastAccess, then node
+// id), so that an eviction pops its victims in O(log n) instead of walking and sorting the whole
+// tree. The order is replicated state: every rank pops the same nodes, because pushes and pops
+// follow the event stream.
 //
-// It is lazy: an entry is never updated or removed in place, so no missed update can corrupt the heap.
-// Invariant (checked between steps in the tests, checkEvictQueue): every node that is evictableFromL1 is queued
-// under its current key. The controller pushes a node at every change that can make it evictable: the step
-// unlocks it (endStep; a hit changes the key only of a locked node), a copy unpins it (commit, releaseLoads), its
-// child leaves the device (evictNode), it is a new leaf (computeRest); splits need nothing (noteSplit). Entries
-// that went stale (the node was evicted, pruned, locked, pinned, got a child on the device, or was touched again)
-// stay until popped, where they are checked and dropped or re-keyed: a stale entry costs one pop, never a wrong
-// choice.
+// It is lazy: an entry is never updated or removed in place, so no missed update can corrupt the
+// heap. Invariant (checked between steps in the tests, checkEvictQueue): every node that is
+// evictableFromL1 is queued under its current key. The controller pushes a node at every change
+// that can make it evictable: the step unlocks it (endStep; a hit changes the key only of a locked
+// node), a copy unpins it (commit, releaseLoads), its child leaves the device (evictNode), it is a
+// new leaf (computeRest); splits need nothing (noteSplit). Entries that went stale (the node was
+// evicted, pruned, locked, pinned, got a child on the device, or was touched again) stay until
+// popped, where they are checked and dropped or re-keyed: a stale entry costs one pop, never a
+// wrong choice.
 type evictQueue struct {
 	tree    *radixTree // its node count bounds the heap (compact)
 	entries []evictEntry
 
-	// An eviction in progress chooses among the nodes evictable when it began, as a walk-and-sort snapshot would:
-	// a parent whose last child on the device it evicted is held back until the eviction ends (hold).
+	// An eviction in progress chooses among the nodes evictable when it began, as a walk-and-sort
+	// snapshot would: a parent whose last child on the device it evicted is held back until the
+	// eviction ends (hold).
 	evicting bool
 	held     []*treeNode
 
 	tieHigh bool // BugTieBreakOnRank on this rank: ties go to the higher node id
 
-	// The last node the eviction in progress chose: each choice comes after it in the queue's order.
+	// The last node the eviction in progress chose: each choice comes after it in the queue's
+	// order.
 	lastChosen evictEntry
 }
 
@@ -46,7 +50,8 @@ func (q *evictQueue) reset() {
 	q.entries, q.held, q.evicting = nil, nil, false
 }
 
-// push queues n under its current key, unless it is off the device (never a candidate) or already queued so.
+// push queues n under its current key, unless it is off the device (never a candidate) or already
+// queued so.
 func (q *evictQueue) push(n *treeNode) {
 	if !n.inL1() || (n.queued && n.queuedAccess == n.lastAccess) {
 		return
@@ -54,15 +59,16 @@ func (q *evictQueue) push(n *treeNode) {
 	n.queued, n.queuedAccess = true, n.lastAccess
 	q.entries = append(q.entries, evictEntry{lastAccess: n.lastAccess, id: n.id, node: n})
 	q.up(len(q.entries) - 1)
-	// Stale entries would otherwise pile up without bound: keep at most about two per node of the tree.
+	// Stale entries would otherwise pile up without bound: keep at most about two per node of the
+	// tree.
 	if len(q.entries) > 2*q.tree.nodes+compactSlackEntries {
 		q.compact()
 	}
 }
 
-// popOldest returns the oldest queued node that is evictable now, or nil. Entries it passes over are stale
-// (dropped: a node that becomes evictable again is pushed again) or carry an outdated key (queued again under
-// the current one, which is later, since the clock only grows).
+// popOldest returns the oldest queued node that is evictable now, or nil. Entries it passes over
+// are stale (dropped: a node that becomes evictable again is pushed again) or carry an outdated key
+// (queued again under the current one, which is later, since the clock only grows).
 func (q *evictQueue) popOldest(evictable func(*treeNode) bool) *treeNode {
 	for len(q.entries) > 0 {
 		e := q.popMin()
@@ -79,8 +85,16 @@ func (q *evictQueue) popOldest(evictable func(*treeNode) bool) *treeNode {
 			continue
 		}
 		if q.lastChosen.node != nil && q.lessEntry(&e, &q.lastChosen) {
-			panic(q.broken(e, "L1 eviction chose node %d (last access %d) after node %d (last access %d): out of the queue's order",
-				e.id, e.lastAccess, q.lastChosen.id, q.lastChosen.lastAccess))
+			panic(
+				q.broken(
+					e,
+					"L1 eviction chose node %d (last access %d) after node %d (last access %d): out of the queue's order",
+					e.id,
+					e.lastAccess,
+					q.lastChosen.id,
+					q.lastChosen.lastAccess,
+				),
+			)
 		}
 		if q.evicting {
 			q.lastChosen = e
@@ -103,8 +117,9 @@ func (q *evictQueue) endEviction() {
 	q.held = q.held[:0]
 }
 
-// childLeftL1 is told that a child of parent left the device, which may make parent evictable. During an eviction
-// parent was not a candidate when it began (it had that child on the device), so it waits for the next one.
+// childLeftL1 is told that a child of parent left the device, which may make parent evictable.
+// During an eviction parent was not a candidate when it began (it had that child on the device), so
+// it waits for the next one.
 func (q *evictQueue) childLeftL1(parent *treeNode) {
 	if parent == q.tree.root {
 		return
@@ -119,7 +134,8 @@ func (q *evictQueue) childLeftL1(parent *treeNode) {
 	}
 }
 
-// compact drops superseded entries and those of nodes off the device, re-keys the rest, and rebuilds the heap.
+// compact drops superseded entries and those of nodes off the device, re-keys the rest, and
+// rebuilds the heap.
 func (q *evictQueue) compact() {
 	kept := q.entries[:0]
 	for _, e := range q.entries {
@@ -193,12 +209,17 @@ func (q *evictQueue) popMin() evictEntry {
 	return e
 }
 
-// checkEvictQueue verifies the queue's invariant: every evictable node is queued under its current key.
+// checkEvictQueue verifies the queue's invariant: every evictable node is queued under its current
+// key.
 func (c *Core) checkEvictQueue() error {
 	var err error
 	c.tree.forEach(func(n *treeNode) {
 		if err == nil && c.evictableFromL1(n) && !(n.queued && n.queuedAccess == n.lastAccess) {
-			err = fmt.Errorf("node %d is evictable from L1 but not in the eviction queue under its key (last access %d)", n.id, n.lastAccess)
+			err = fmt.Errorf(
+				"node %d is evictable from L1 but not in the eviction queue under its key (last access %d)",
+				n.id,
+				n.lastAccess,
+			)
 		}
 	})
 	return err
@@ -208,5 +229,15 @@ func (c *Core) checkEvictQueue() error {
 func (q *evictQueue) broken(e evictEntry, format string, args ...any) string {
 	return fmt.Sprintf("cache: broken invariant: "+format, args...) + fmt.Sprintf(
 		"\neviction queue: %d entries for %d nodes, evicting %v, %d held back, tie-break high %v; entry %d (last access %d) of %s\n",
-		len(q.entries), q.tree.nodes, q.evicting, len(q.held), q.tieHigh, e.id, e.lastAccess, e.node.describe())
+		len(
+			q.entries,
+		),
+		q.tree.nodes,
+		q.evicting,
+		len(q.held),
+		q.tieHigh,
+		e.id,
+		e.lastAccess,
+		e.node.describe(),
+	)
 }

@@ -8,17 +8,20 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// Writing blocks to the L3. A block is the tokens [k*B, (k+1)*B) of a path from the root; it may lie in several
-// tree nodes and so in several L2 objects. It is written once all of them are committed (the write_through
-// policy looks when an object commits, write_back when the L2 is about to evict one), by the rank k mod cp, which
-// reads every rank's parts from the shared slab; on a group over several nodes, by the rank of each node whose
-// node-local part is k mod the node's parts, which writes its node's part-file from its node's slab. Its L2 objects stay protected until the group agrees the write
-// is done (the storage frontier), so no slot is reused under the writer.
+// Writing blocks to the L3. A block is the tokens [k*B, (k+1)*B) of a path from the root; it may
+// lie in several tree nodes and so in several L2 objects. It is written once all of them are
+// committed (the write_through policy looks when an object commits, write_back when the L2 is about
+// to evict one), by the rank k mod cp, which reads every rank's parts from the shared slab; on a
+// group over several nodes, by the rank of each node whose node-local part is k mod the node's
+// parts, which writes its node's part-file from its node's slab. Its L2 objects stay protected
+// until the group agrees the write is done (the storage frontier), so no slot is reused under the
+// writer.
 
-// l3Committed is the write_through policy's hook: a backup just committed, so blocks through its nodes may now
-// be whole in L2.
+// l3Committed is the write_through policy's hook: a backup just committed, so blocks through its
+// nodes may now be whole in L2.
 func (c *Core) l3Committed(obj pool.ObjectID) {
-	if c.l3 == nil || (c.l3.cfg.WritePolicy != L3WriteThrough && !c.cfg.Testing.Bugs.has(BugWriteBackAtCommit)) {
+	if c.l3 == nil ||
+		(c.l3.cfg.WritePolicy != L3WriteThrough && !c.cfg.Testing.Bugs.has(BugWriteBackAtCommit)) {
 		return
 	}
 	for _, n := range c.objectNodes[obj] {
@@ -26,10 +29,10 @@ func (c *Core) l3Committed(obj pool.ObjectID) {
 	}
 }
 
-// l3WriteBackNearEviction is the write_back policy's: when the L2's free slots fall below an eighth of it, the
-// committed objects the next reservations would evict first (as many pages as that eighth) get their blocks
-// written, once each. Writing at the eviction itself is not possible: Reserve gives the slots to the new object
-// at once, and its copies would race the writer.
+// l3WriteBackNearEviction is the write_back policy's: when the L2's free slots fall below an eighth
+// of it, the committed objects the next reservations would evict first (as many pages as that
+// eighth) get their blocks written, once each. Writing at the eviction itself is not possible:
+// Reserve gives the slots to the new object at once, and its copies would race the writer.
 func (c *Core) l3WriteBackNearEviction() {
 	t := c.l3
 	if t == nil || t.cfg.WritePolicy != L3WriteBack {
@@ -49,17 +52,20 @@ func (c *Core) l3WriteBackNearEviction() {
 			c.scheduleBlocksThrough(n)
 		}
 		if c.cfg.Testing.Bugs.has(BugWriteBackOldestOnly) {
-			break // the bug: only the oldest object's blocks, though the next reservations evict the others too
+			// the bug: only the oldest object's blocks, though the next reservations evict the
+			// others too
+			break
 		}
 	}
 }
 
-// scheduleBlocksThrough schedules every block that overlaps node n and is whole in committed L2: those that end
-// in n, and those that continue into its descendants.
+// scheduleBlocksThrough schedules every block that overlaps node n and is whole in committed L2:
+// those that end in n, and those that continue into its descendants.
 func (c *Core) scheduleBlocksThrough(n *treeNode) {
 	B := c.l3.blockTokens()
 	start, end := n.startPos, n.startPos+len(n.tokens)
-	var keys []uint64 // the path's chain keys up to n's last whole block: one pass for every block ending in n
+	// the path's chain keys up to n's last whole block: one pass for every block ending in n
+	var keys []uint64
 	keyIn := func(blockEnd int) func() uint64 {
 		return func() uint64 {
 			if keys == nil {
@@ -81,7 +87,11 @@ func (c *Core) scheduleBlocksThrough(n *treeNode) {
 func (c *Core) scheduleBlocksBelow(n *treeNode, blockEnd int) {
 	for _, child := range n.children {
 		if child.startPos+len(child.tokens) >= blockEnd {
-			c.scheduleBlock(child, blockEnd, func() uint64 { keys := c.pathKeys(child, blockEnd); return keys[len(keys)-1] })
+			c.scheduleBlock(
+				child,
+				blockEnd,
+				func() uint64 { keys := c.pathKeys(child, blockEnd); return keys[len(keys)-1] },
+			)
 		} else {
 			c.scheduleBlocksBelow(child, blockEnd)
 		}
@@ -94,9 +104,10 @@ type blockSegment struct {
 	firstPage, pages int
 }
 
-// scheduleBlock schedules the block that ends at blockEnd inside node m, when every page of it is in committed
-// L2. The group does not remember what it stored: a block may have been evicted (by this group's budget or
-// another job's) or found corrupt since, so its writer looks at the directory instead (write).
+// scheduleBlock schedules the block that ends at blockEnd inside node m, when every page of it is
+// in committed L2. The group does not remember what it stored: a block may have been evicted (by
+// this group's budget or another job's) or found corrupt since, so its writer looks at the
+// directory instead (write).
 func (c *Core) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 	t := c.l3
 	segs, ok := c.blockSegments(m, blockEnd)
@@ -105,7 +116,9 @@ func (c *Core) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 	}
 	key := keyOf() // only for a block that can be written: the key hashes the whole path before it
 	if t.writing(key) && !c.cfg.Testing.Bugs.has(BugL3WriteTwice) {
-		return // already on its way: a block over several tree nodes or L2 objects is reached from each of them
+		// already on its way: a block over several tree nodes or L2 objects is reached from each of
+		// them
+		return
 	}
 	var pages []SlabSlot
 	var objs []pool.ObjectID
@@ -121,8 +134,11 @@ func (c *Core) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 			objs = append(objs, s.obj)
 		}
 	}
-	if len(objs) > 1 && t.cfg.WritePolicy == L3WriteBack && c.cfg.Testing.Bugs.has(BugWriteBackOneObject) {
-		return // the bug: write_back's pass writes only the blocks whole in one object, as if each object stood alone
+	if len(objs) > 1 && t.cfg.WritePolicy == L3WriteBack &&
+		c.cfg.Testing.Bugs.has(BugWriteBackOneObject) {
+		// the bug: write_back's pass writes only the blocks whole in one object, as if each object
+		// stood alone
+		return
 	}
 	if !(c.cfg.Testing.Bugs.has(BugNoWriteBackProtect) && t.cfg.WritePolicy == L3WriteBack) {
 		for _, obj := range objs {
@@ -138,14 +154,23 @@ func (c *Core) scheduleBlock(m *treeNode, blockEnd int, keyOf func() uint64) {
 	t.writes = append(t.writes, w)
 	B := t.blockTokens()
 	if t.ownsBlock(blockEnd/B - 1) {
-		c.env.Start(&BlockWrite{Seq: w.seq, Key: key, Pages: pages, Tokens: c.pathTokens(m, blockEnd-B, blockEnd), StartPos: blockEnd - B})
+		c.env.Start(
+			&BlockWrite{
+				Seq:      w.seq,
+				Key:      key,
+				Pages:    pages,
+				Tokens:   c.pathTokens(m, blockEnd-B, blockEnd),
+				StartPos: blockEnd - B,
+			},
+		)
 	} else {
 		w.done = true // not this rank's block
 	}
 }
 
-// writing says whether a write of the block key is scheduled and not yet retired (replicated: every rank holds
-// every write). Scheduling it again would write the same file twice at once, for nothing.
+// writing says whether a write of the block key is scheduled and not yet retired (replicated: every
+// rank holds every write). Scheduling it again would write the same file twice at once, for
+// nothing.
 func (t *l3Tier) writing(key uint64) bool {
 	for _, w := range t.writes {
 		if w.key == key {
@@ -155,8 +180,8 @@ func (t *l3Tier) writing(key uint64) bool {
 	return false
 }
 
-// blockSegments finds the L2 pages of the block ending at blockEnd in node m, walking up to its start; ok is
-// false when a node on the way has no committed L2 object.
+// blockSegments finds the L2 pages of the block ending at blockEnd in node m, walking up to its
+// start; ok is false when a node on the way has no committed L2 object.
 func (c *Core) blockSegments(m *treeNode, blockEnd int) (segs []blockSegment, ok bool) {
 	p := c.geometry().PageTokens
 	blockStart := blockEnd - c.l3.blockTokens()
@@ -166,14 +191,21 @@ func (c *Core) blockSegments(m *treeNode, blockEnd int) (segs []blockSegment, ok
 			return nil, false
 		}
 		lo := max(x.startPos, blockStart)
-		segs = append(segs, blockSegment{obj: x.l2, firstPage: x.l2Offset + (lo-x.startPos)/p, pages: (pos - lo) / p})
+		segs = append(
+			segs,
+			blockSegment{
+				obj:       x.l2,
+				firstPage: x.l2Offset + (lo-x.startPos)/p,
+				pages:     (pos - lo) / p,
+			},
+		)
 		pos = lo
 	}
 	return segs, true
 }
 
-// pathKeys are the chain keys of every block of the path through node m up to end (a block boundary inside or
-// at the end of m): each over every token of the path before it.
+// pathKeys are the chain keys of every block of the path through node m up to end (a block boundary
+// inside or at the end of m): each over every token of the path before it.
 func (c *Core) pathKeys(m *treeNode, end int) []uint64 {
 	tokens := make([]int32, end)
 	for x := m; x != c.tree.root; x = x.parent {

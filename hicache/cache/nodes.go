@@ -2,17 +2,19 @@ package cache
 
 import "fmt"
 
-// NodePlacement says where a CP group's ranks are when the group spans several nodes (DESIGN.md, "The shared
-// slab"): by CP rank, the index of its node among the group's nodes, and its part index in that node's slab
-// (its rank among the group's ranks on the node, in CP-rank order). The runner learns it from the topology;
-// the simulator draws it. The core itself needs only its own rank's entry (Config.GroupNode, Config.NodePart).
+// NodePlacement says where a CP group's ranks are when the group spans several nodes (DESIGN.md,
+// "The shared slab"): by CP rank, the index of its node among the group's nodes, and its part index
+// in that node's slab (its rank among the group's ranks on the node, in CP-rank order). The runner
+// learns it from the topology; the simulator draws it. The core itself needs only its own rank's
+// entry (Config.GroupNode, Config.NodePart).
 type NodePlacement struct {
 	Node []int // by CP rank
 	Part []int // by CP rank
 }
 
-// PlaceOnNodes spreads cp ranks over nodes nodes of equal share: in blocks (ranks [0, cp/nodes) on node 0, as
-// mpirun places "-np 8 ... : -np 8 ...") or round robin (rank r on node r mod nodes, as --map-by node does).
+// PlaceOnNodes spreads cp ranks over nodes nodes of equal share: in blocks (ranks [0, cp/nodes) on
+// node 0, as mpirun places "-np 8 ... : -np 8 ...") or round robin (rank r on node r mod nodes, as
+// --map-by node does).
 func PlaceOnNodes(cp, nodes int, roundRobin bool) NodePlacement {
 	nodes = max(1, nodes)
 	p := NodePlacement{Node: make([]int, cp), Part: make([]int, cp)}
@@ -54,15 +56,23 @@ func slicesMax(s []int) int {
 	return m
 }
 
-// checkNodes verifies the core's own place against its geometry: a part inside its node's share, a node inside
-// the group. On one node the part is the CP rank, whatever the configuration says.
+// checkNodes verifies the core's own place against its geometry: a part inside its node's share, a
+// node inside the group. On one node the part is the CP rank, whatever the configuration says.
 func (cfg *Config) checkNodes() error {
 	g := cfg.Geometry
 	if g.Nodes <= 1 {
 		return nil
 	}
-	if cfg.NodePart < 0 || cfg.NodePart >= g.NodeParts() || cfg.GroupNode < 0 || cfg.GroupNode >= g.Nodes {
-		return fmt.Errorf("CP rank %d: node-local part %d of %d, node %d of %d: outside the group's layout", cfg.CPRank, cfg.NodePart, g.NodeParts(), cfg.GroupNode, g.Nodes)
+	if cfg.NodePart < 0 || cfg.NodePart >= g.NodeParts() || cfg.GroupNode < 0 ||
+		cfg.GroupNode >= g.Nodes {
+		return fmt.Errorf(
+			"CP rank %d: node-local part %d of %d, node %d of %d: outside the group's layout",
+			cfg.CPRank,
+			cfg.NodePart,
+			g.NodeParts(),
+			cfg.GroupNode,
+			g.Nodes,
+		)
 	}
 	return nil
 }

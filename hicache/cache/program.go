@@ -7,19 +7,20 @@ import (
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
-// The step program: what one rank does for the whole event stream, in the order every rank of its group does
-// it. Nothing below returns early on local state before a collective, and a rank's own failure waits for the
-// next consensus, where the whole group learns it. Each blocking point (the events, a local wait, a collective)
-// is a call to the Env.
+// The step program: what one rank does for the whole event stream, in the order every rank of its
+// group does it. Nothing below returns early on local state before a collective, and a rank's own
+// failure waits for the next consensus, where the whole group learns it. Each blocking point (the
+// events, a local wait, a collective) is a call to the Env.
 
-// Run replays the event stream to its end: every step, the last drain and assert. It returns the error that
-// ended the group's run, the same on every rank of the group (or this rank's own, which its peers learn as a
-// *PeerFailure in the same consensus).
+// Run replays the event stream to its end: every step, the last drain and assert. It returns the
+// error that ended the group's run, the same on every rank of the group (or this rank's own, which
+// its peers learn as a *PeerFailure in the same consensus).
 func (c *Core) Run() error {
 	batch, err := c.env.NextStep(1)
 	for err == nil && batch != nil {
-		// The stream is read a step ahead, so that the next step's L3 existence checks run while this one is
-		// served (l3exists.go). Every rank reads it at the same point of its program, as every collective.
+		// The stream is read a step ahead, so that the next step's L3 existence checks run while
+		// this one is served (l3exists.go). Every rank reads it at the same point of its program,
+		// as every collective.
 		var next []workload.Event
 		if next, err = c.env.NextStep(c.step + 2); err != nil {
 			return err
@@ -35,7 +36,8 @@ func (c *Core) Run() error {
 	if err != nil {
 		return err
 	}
-	// Requests still waiting for a prefetch get steps of their own (every rank knows: the list is replicated).
+	// Requests still waiting for a prefetch get steps of their own (every rank knows: the list is
+	// replicated).
 	for len(c.deferred) > 0 {
 		if err := c.runStep(nil); err != nil {
 			return err
@@ -44,9 +46,10 @@ func (c *Core) Run() error {
 	return c.finish()
 }
 
-// finish ends the replay: every backup issued is committed, the last consensus compares the final digests (and
-// carries any failure still waiting), the L3 I/O is settled, and the objects are compared one by one. Validate
-// first flushes once when the workload had none, so that its flush row has a flush to check.
+// finish ends the replay: every backup issued is committed, the last consensus compares the final
+// digests (and carries any failure still waiting), the L3 I/O is settled, and the objects are
+// compared one by one. Validate first flushes once when the workload had none, so that its flush
+// row has a flush to check.
 func (c *Core) finish() error {
 	if c.cfg.FlushAtEnd && c.counters.Flushes == 0 {
 		if err := c.recordOr(c.flush(c.cfg.RecordDivergence)); err != nil {
@@ -63,8 +66,8 @@ func (c *Core) finish() error {
 	return c.recordOr(c.comparePlacements(c.cfg.RecordDivergence))
 }
 
-// runStep is one step: the requests the last step kept waiting for their prefetch, then this step's requests or
-// its flush, the step consensus, and what the configuration hangs on the step's end.
+// runStep is one step: the requests the last step kept waiting for their prefetch, then this step's
+// requests or its flush, the step consensus, and what the configuration hangs on the step's end.
 func (c *Core) runStep(batch []workload.Event) error {
 	c.step++
 	c.env.BeginStep(c.step)
@@ -106,9 +109,9 @@ func (c *Core) runStep(batch []workload.Event) error {
 	return nil
 }
 
-// serveBatch runs a step's requests. With an L3 it first agrees the step's prefetches (a collective every rank
-// enters, whatever its state), and the requests that wait for one are served in the next step. A rank that fails
-// stops serving and takes its failure to the step's consensus.
+// serveBatch runs a step's requests. With an L3 it first agrees the step's prefetches (a collective
+// every rank enters, whatever its state), and the requests that wait for one are served in the next
+// step. A rank that fails stops serving and takes its failure to the step's consensus.
 func (c *Core) serveBatch(batch []workload.Event) error {
 	var waiting map[*workload.Request]bool // nil without an L3: no allocation on the step's path
 	if c.l3 != nil && len(batch) > 0 {
@@ -136,8 +139,8 @@ func (c *Core) serveBatch(batch []workload.Event) error {
 	return nil
 }
 
-// serveDeferred serves the requests the last step kept waiting for their prefetch, each after its prefetched
-// blocks joined the tree.
+// serveDeferred serves the requests the last step kept waiting for their prefetch, each after its
+// prefetched blocks joined the tree.
 func (c *Core) serveDeferred() {
 	deferred := c.deferred
 	c.deferred = nil
@@ -152,8 +155,9 @@ func (c *Core) serveDeferred() {
 	}
 }
 
-// recordOr returns err, except a divergence in validate, which it records before the group recovers (not one that
-// put the ranks out of step: they are at different points of their programs, so no recovery can meet).
+// recordOr returns err, except a divergence in validate, which it records before the group recovers
+// (not one that put the ranks out of step: they are at different points of their programs, so no
+// recovery can meet).
 func (c *Core) recordOr(err error) error {
 	var div *DivergenceError
 	if !errors.As(err, &div) || !c.cfg.RecordDivergence || div.OutOfStep != nil {

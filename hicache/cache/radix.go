@@ -8,10 +8,11 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// The radix cache maps token prefixes, at page granularity, to where their KV lives: device pages (L1) and an
-// object in the shared L2 pool. Every rank of a CP group holds an identical tree, because every decision is a
-// pure function of the event stream: children are kept in insertion order, candidates are chosen by logical
-// clock with node id as the tie-break, and nothing iterates a map.
+// The radix cache maps token prefixes, at page granularity, to where their KV lives: device pages
+// (L1) and an object in the shared L2 pool. Every rank of a CP group holds an identical tree,
+// because every decision is a pure function of the event stream: children are kept in insertion
+// order, candidates are chosen by logical clock with node id as the tie-break, and nothing iterates
+// a map.
 
 // treeNode is one edge of the radix tree: a run of whole pages.
 type treeNode struct {
@@ -24,16 +25,19 @@ type treeNode struct {
 
 	devicePages []int32 // L1 pages in page order; nil when not in L1
 
-	l2       pool.ObjectID // 0 when the node has no L2 copy (or one being written)
-	l2Offset int           // the node's first page within the L2 object (nodes split after backup share it)
-	fromL3   bool          // its L2 object was prefetched from the L3 and it has not been hit since: an L3 hit
+	l2 pool.ObjectID // 0 when the node has no L2 copy (or one being written)
+	// the node's first page within the L2 object (nodes split after backup share it)
+	l2Offset int
+	// its L2 object was prefetched from the L3 and it has not been hit since: an L3 hit
+	fromL3 bool
 
 	lastAccess uint64 // logical clock of the last hit
 	hits       int    // for write_through_selective
 	lockRefs   int    // requests of the current step using this node: not evictable
 
-	// The eviction queue's bookkeeping (evictqueue.go): queued says the queue holds an entry for this node under
-	// (queuedAccess, id), its latest; held keeps it out of the L1 eviction in progress.
+	// The eviction queue's bookkeeping (evictqueue.go): queued says the queue holds an entry for
+	// this node under (queuedAccess, id), its latest; held keeps it out of the L1 eviction in
+	// progress.
 	queued       bool
 	queuedAccess uint64
 	held         bool
@@ -66,9 +70,16 @@ func (t *radixTree) reset() {
 }
 
 func (t *radixTree) newNode(parent *treeNode, tokens []int32, startPos int) *treeNode {
-	if len(tokens) == 0 || len(tokens)%t.pageTokens != 0 || startPos != parent.startPos+len(parent.tokens) {
-		panic(fmt.Sprintf("cache: broken invariant: a new node of %d tokens at position %d under %s: whole pages, right after its parent\n",
-			len(tokens), startPos, parent.describe()))
+	if len(tokens) == 0 || len(tokens)%t.pageTokens != 0 ||
+		startPos != parent.startPos+len(parent.tokens) {
+		panic(
+			fmt.Sprintf(
+				"cache: broken invariant: a new node of %d tokens at position %d under %s: whole pages, right after its parent\n",
+				len(tokens),
+				startPos,
+				parent.describe(),
+			),
+		)
 	}
 	n := &treeNode{id: t.nextID, parent: parent, tokens: tokens, startPos: startPos}
 	t.nextID++
@@ -77,20 +88,23 @@ func (t *radixTree) newNode(parent *treeNode, tokens []int32, startPos int) *tre
 	return n
 }
 
-// samePage reports whether two pages (or any two runs of tokens of one length) hold the same tokens. It compares
-// their bytes with bytes.Equal, which the runtime does many bytes at a time: the tree's walks compare every
-// matched token of every request's prefix, and a loop of int32 comparisons was 4% of a replay's CPU.
+// samePage reports whether two pages (or any two runs of tokens of one length) hold the same
+// tokens. It compares their bytes with bytes.Equal, which the runtime does many bytes at a time:
+// the tree's walks compare every matched token of every request's prefix, and a loop of int32
+// comparisons was 4% of a replay's CPU.
 func samePage(a, b []int32) bool {
 	return len(a) == len(b) && bytes.Equal(tokenBytes(a), tokenBytes(b))
 }
 
-// tokenBytes is the memory of tokens, read as bytes (for comparisons only: their order is the machine's).
+// tokenBytes is the memory of tokens, read as bytes (for comparisons only: their order is the
+// machine's).
 func tokenBytes(tokens []int32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(tokens))), 4*len(tokens))
 }
 
-// matchedAfterFirstPage is how many tokens of node, from its first page (which childFor matched) on, whole pages
-// of tokens match: the whole run at once when it matches, as a long shared prefix does, else page by page.
+// matchedAfterFirstPage is how many tokens of node, from its first page (which childFor matched)
+// on, whole pages of tokens match: the whole run at once when it matches, as a long shared prefix
+// does, else page by page.
 func matchedAfterFirstPage(node, tokens []int32, pageTokens int) int {
 	n := min(len(node), len(tokens)) / pageTokens * pageTokens
 	if n <= pageTokens || samePage(node[pageTokens:n], tokens[pageTokens:n]) {
@@ -114,8 +128,9 @@ func (t *radixTree) childFor(n *treeNode, page []int32) *treeNode {
 	return nil
 }
 
-// walk follows tokens (whole pages) down the tree as far as they match, splitting the last node at the page
-// where they diverge, and returns the nodes of the matched path, each lying wholly inside tokens.
+// walk follows tokens (whole pages) down the tree as far as they match, splitting the last node at
+// the page where they diverge, and returns the nodes of the matched path, each lying wholly inside
+// tokens.
 func (t *radixTree) walk(tokens []int32, path []*treeNode) []*treeNode {
 	p := t.pageTokens
 	cur, pos := t.root, 0
@@ -134,11 +149,18 @@ func (t *radixTree) walk(tokens []int32, path []*treeNode) []*treeNode {
 	return path
 }
 
-// split cuts n after its first `at` tokens. A new node takes the first part and becomes n's parent, so n keeps
-// its identity (and its id) for the suffix; both halves keep pointing into the same L2 object.
+// split cuts n after its first `at` tokens. A new node takes the first part and becomes n's parent,
+// so n keeps its identity (and its id) for the suffix; both halves keep pointing into the same L2
+// object.
 func (t *radixTree) split(n *treeNode, at int) *treeNode {
 	if at <= 0 || at >= len(n.tokens) || at%t.pageTokens != 0 || n == t.root {
-		panic(fmt.Sprintf("cache: broken invariant: a split after %d tokens of %s: only inside a node, at a page boundary\n", at, n.describe()))
+		panic(
+			fmt.Sprintf(
+				"cache: broken invariant: a split after %d tokens of %s: only inside a node, at a page boundary\n",
+				at,
+				n.describe(),
+			),
+		)
 	}
 	pagesAt := at / t.pageTokens
 	head := &treeNode{
@@ -172,7 +194,13 @@ func (t *radixTree) split(n *treeNode, at int) *treeNode {
 // remove deletes a childless node from its parent.
 func (t *radixTree) remove(n *treeNode) {
 	if len(n.children) != 0 || n == t.root {
-		panic(fmt.Sprintf("cache: broken invariant: removing %s, which has %d children or is the root\n", n.describe(), len(n.children)))
+		panic(
+			fmt.Sprintf(
+				"cache: broken invariant: removing %s, which has %d children or is the root\n",
+				n.describe(),
+				len(n.children),
+			),
+		)
 	}
 	kids := n.parent.children
 	for i, c := range kids {

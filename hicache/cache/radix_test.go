@@ -35,10 +35,15 @@ func TestWalkSplitsAtTheDivergingPage(t *testing.T) {
 
 	path := tree.walk(seq(p, 1, 2, 9), nil)
 	if len(path) != 1 || len(path[0].tokens) != 2*p {
-		t.Fatalf("walk matched %d nodes, first of %d tokens; want one node of the 2 shared pages", len(path), len(path[0].tokens))
+		t.Fatalf(
+			"walk matched %d nodes, first of %d tokens; want one node of the 2 shared pages",
+			len(path),
+			len(path[0].tokens),
+		)
 	}
 	head := path[0]
-	if head.parent != tree.root || len(head.children) != 1 || head.children[0] != a || a.parent != head {
+	if head.parent != tree.root || len(head.children) != 1 || head.children[0] != a ||
+		a.parent != head {
 		t.Fatal("split did not put the head between the root and the original node")
 	}
 	if got := head.devicePages; len(got) != 2 || got[0] != 10 || got[1] != 11 {
@@ -48,7 +53,13 @@ func TestWalkSplitsAtTheDivergingPage(t *testing.T) {
 		t.Errorf("tail device pages %v, want [12 13]", got)
 	}
 	if head.l2 != 7 || head.l2Offset != 0 || a.l2 != 7 || a.l2Offset != 2 {
-		t.Errorf("L2 offsets head %d@%d tail %d@%d, want 7@0 and 7@2", head.l2, head.l2Offset, a.l2, a.l2Offset)
+		t.Errorf(
+			"L2 offsets head %d@%d tail %d@%d, want 7@0 and 7@2",
+			head.l2,
+			head.l2Offset,
+			a.l2,
+			a.l2Offset,
+		)
 	}
 	if a.startPos != 2*p || head.startPos != 0 || splits != 1 {
 		t.Errorf("start positions head %d tail %d, splits %d", head.startPos, a.startPos, splits)
@@ -141,28 +152,48 @@ func TestContentDependsOnEveryCoordinate(t *testing.T) {
 	if PartMatches(base, toks, 33, tokenBytes, ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1}) {
 		t.Error("content does not change with the position")
 	}
-	if !PartMatches(base, toks, 32, tokenBytes, ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1}) {
+	if !PartMatches(
+		base,
+		toks,
+		32,
+		tokenBytes,
+		ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1},
+	) {
 		t.Error("content is not reproducible")
 	}
 	// The check compares as it goes: a flip of any single byte, in any word, must be seen.
 	for i := range base {
 		base[i] ^= 0x10
-		if PartMatches(base, toks, 32, tokenBytes, ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1}) {
+		if PartMatches(
+			base,
+			toks,
+			32,
+			tokenBytes,
+			ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1},
+		) {
 			t.Errorf("a flipped byte %d went unseen", i)
 		}
 		base[i] ^= 0x10
 	}
-	if PartMatches(base[:len(base)-8], toks, 32, tokenBytes, ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1}) {
+	if PartMatches(
+		base[:len(base)-8],
+		toks,
+		32,
+		tokenBytes,
+		ContentKey{Seed: 1, Rank: 2, Layer: 3, Payload: 1},
+	) {
 		t.Error("a short part matched")
 	}
 }
 
-// TestMatchedAfterFirstPageIsThePageByPageWalk holds the walks' match of a node to the page-by-page loop it
-// replaced, over nodes and requests of random lengths that differ at a random token, or nowhere.
+// TestMatchedAfterFirstPageIsThePageByPageWalk holds the walks' match of a node to the page-by-page
+// loop it replaced, over nodes and requests of random lengths that differ at a random token, or
+// nowhere.
 func TestMatchedAfterFirstPageIsThePageByPageWalk(t *testing.T) {
 	naive := func(node, tokens []int32, p int) int {
 		matched := p
-		for matched < len(node) && matched+p <= len(tokens) && slices.Equal(node[matched:matched+p], tokens[matched:matched+p]) {
+		for matched < len(node) && matched+p <= len(tokens) &&
+			slices.Equal(node[matched:matched+p], tokens[matched:matched+p]) {
 			matched += p
 		}
 		return matched

@@ -14,11 +14,11 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// TestScenarios runs the command files in testdata through a one-rank core (soloEnv) on cockroachdb/datadriven, as
-// etcd raft's interaction tests and pool's TestGoldenScenarios do: each block is a command line, a "----" line and
-// the expected output, blocks separated by blank lines; lines starting with # are comments. A request is written as
-// letters, one a page (page "a" is tokens 1 1, "b" 2 2, ...), so that "abc" and "abd" share the prefix "ab".
-// Commands:
+// TestScenarios runs the command files in testdata through a one-rank core (soloEnv) on
+// cockroachdb/datadriven, as etcd raft's interaction tests and pool's TestGoldenScenarios do: each
+// block is a command line, a "----" line and the expected output, blocks separated by blank lines;
+// lines starting with # are comments. A request is written as letters, one a page (page "a" is
+// tokens 1 1, "b" 2 2, ...), so that "abc" and "abd" share the prefix "ab". Commands:
 //
 //	new device-pages=N slots=N [policy=write_through|write_through_selective|write_back] [hold]
 //	step REQUEST...   one step of the step program: the requests, the step consensus, what it committed
@@ -32,7 +32,11 @@ import (
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		s := &scenario{t: t}
-		datadriven.RunTest(t, path, func(_ *testing.T, d *datadriven.TestData) string { return s.run(d) })
+		datadriven.RunTest(
+			t,
+			path,
+			func(_ *testing.T, d *datadriven.TestData) string { return s.run(d) },
+		)
 	})
 }
 
@@ -62,7 +66,12 @@ func (s *scenario) run(d *datadriven.TestData) string {
 			if len(arg.Vals) > 0 {
 				d.Fatalf(s.t, "request %s: a request is letters, not key=value", arg)
 			}
-			batch = append(batch, workload.Event{Request: workload.Request{InputIDs: scenarioTokens(s.t, d, arg.Key)}})
+			batch = append(
+				batch,
+				workload.Event{
+					Request: workload.Request{InputIDs: scenarioTokens(s.t, d, arg.Key)},
+				},
+			)
 		}
 		s.step(batch, &out)
 	case "complete":
@@ -76,7 +85,12 @@ func (s *scenario) run(d *datadriven.TestData) string {
 	case "state":
 		s.state(&out)
 	case "digest":
-		fmt.Fprintf(&out, "digest %#016x fresh %v\n", s.c.alloc.Digest(), s.c.alloc.StateHash() == s.c.freshStateHash)
+		fmt.Fprintf(
+			&out,
+			"digest %#016x fresh %v\n",
+			s.c.alloc.Digest(),
+			s.c.alloc.StateHash() == s.c.freshStateHash,
+		)
 	default:
 		d.Fatalf(s.t, "unknown command %q", d.Cmd)
 	}
@@ -99,8 +113,16 @@ func (s *scenario) build(d *datadriven.TestData, out *strings.Builder) {
 	d.ScanArgs(s.t, "slots", &slots)
 	d.ScanArgs(s.t, "device-pages", &devicePages)
 	hold := d.HasArg("hold")
-	g := pool.Geometry{CPSize: 1, Layers: 1, PayloadsPerLayer: 1, PageTokens: scenarioPageTokens, TokenBytes: 8,
-		Slots: slots, SlabBytesMax: 1 << 20, Layout: pool.LayerFirst}
+	g := pool.Geometry{
+		CPSize:           1,
+		Layers:           1,
+		PayloadsPerLayer: 1,
+		PageTokens:       scenarioPageTokens,
+		TokenBytes:       8,
+		Slots:            slots,
+		SlabBytesMax:     1 << 20,
+		Layout:           pool.LayerFirst,
+	}
 	cfg := Config{Geometry: g, DevicePages: devicePages, Policy: policy, Seed: 3,
 		Testing: Testing{CheckInvariants: true, CheckEvictions: true}}
 	s.c, s.env = newSoloEnv(s.t, cfg)
@@ -109,7 +131,8 @@ func (s *scenario) build(d *datadriven.TestData, out *strings.Builder) {
 		cfg.DevicePages, g.Slots, g.PageTokens, policy, hold)
 }
 
-// step runs one step of the program and prints each request's outcome and what else the step changed.
+// step runs one step of the program and prints each request's outcome and what else the step
+// changed.
 func (s *scenario) step(batch []workload.Event, out *strings.Builder) {
 	before := s.c.counters
 	var outcomes []Outcome
@@ -158,7 +181,8 @@ func (s *scenario) evict(pages int, out *strings.Builder) {
 	}
 }
 
-// state prints the tree in walk order (a node by its path, its L1 pages, its L2 object) and the rest.
+// state prints the tree in walk order (a node by its path, its L1 pages, its L2 object) and the
+// rest.
 func (s *scenario) state(out *strings.Builder) {
 	s.c.tree.forEach(func(n *treeNode) {
 		fmt.Fprintf(out, "%s: L1 %v L2 %d+%d last access %d\n",
@@ -173,14 +197,33 @@ func (s *scenario) state(out *strings.Builder) {
 		inFlight = append(inFlight, seq)
 	}
 	slices.Sort(inFlight)
-	fmt.Fprintf(out, "device: %d of %d pages free; L2: %d of %d slots free; copies in flight %v, held %v\n",
-		s.c.dev.available(), s.c.dev.capacity(), s.c.alloc.FreeSlots(), s.c.geometry().Slots, inFlight, held)
+	fmt.Fprintf(
+		out,
+		"device: %d of %d pages free; L2: %d of %d slots free; copies in flight %v, held %v\n",
+		s.c.dev.available(),
+		s.c.dev.capacity(),
+		s.c.alloc.FreeSlots(),
+		s.c.geometry().Slots,
+		inFlight,
+		held,
+	)
 }
 
-// counterDelta names the counters a step changed, but those every step changes or each request's line gives.
+// counterDelta names the counters a step changed, but those every step changes or each request's
+// line gives.
 func counterDelta(before, after Counters) string {
-	skip := []string{"Requests", "L1HitTokens", "L2HitTokens", "MissTokens", "IdealHitTokens", "ConsensusCalls",
-		"ConsensusStepCalls", "ConsensusSkipped", "BytesD2H", "BytesH2D"}
+	skip := []string{
+		"Requests",
+		"L1HitTokens",
+		"L2HitTokens",
+		"MissTokens",
+		"IdealHitTokens",
+		"ConsensusCalls",
+		"ConsensusStepCalls",
+		"ConsensusSkipped",
+		"BytesD2H",
+		"BytesH2D",
+	}
 	var parts []string
 	b, a := reflect.ValueOf(before), reflect.ValueOf(after)
 	for i := range a.NumField() {
@@ -195,7 +238,8 @@ func counterDelta(before, after Counters) string {
 func snakeCase(name string) string {
 	var b strings.Builder
 	for i, r := range name {
-		if unicode.IsUpper(r) && i > 0 && (unicode.IsLower(rune(name[i-1])) || unicode.IsDigit(rune(name[i-1]))) {
+		if unicode.IsUpper(r) && i > 0 &&
+			(unicode.IsLower(rune(name[i-1])) || unicode.IsDigit(rune(name[i-1]))) {
 			b.WriteByte('_')
 		}
 		b.WriteRune(unicode.ToLower(r))

@@ -8,21 +8,23 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// soloEnv is a one-rank CP group for driving a Core step by step in a test (the simulator's memory of real bytes
-// is the simulator's, hicache/sim): collectives return the rank's own words, there is no L3, and memory is a model
-// of what each device page and L2 slot holds, one identity a page (its tokens and position), which copies move
-// and the content checks compare: a load-back or an audit of the wrong page shows as a mismatch. Copies are done
-// at once and complete at the next Poll or Wait; with holdBackups a backup's completion waits for release (or for
-// a Wait, during which every copy finishes), so that a scenario chooses when the write frontier moves.
+// soloEnv is a one-rank CP group for driving a Core step by step in a test (the simulator's memory
+// of real bytes is the simulator's, hicache/sim): collectives return the rank's own words, there is
+// no L3, and memory is a model of what each device page and L2 slot holds, one identity a page (its
+// tokens and position), which copies move and the content checks compare: a load-back or an audit
+// of the wrong page shows as a mismatch. Copies are done at once and complete at the next Poll or
+// Wait; with holdBackups a backup's completion waits for release (or for a Wait, during which every
+// copy finishes), so that a scenario chooses when the write frontier moves.
 type soloEnv struct {
 	core        *Core
 	pageTokens  int
 	device      map[int32]uint64    // device page -> the identity of the KV it holds
 	slab        map[SlabSlot]uint64 // L2 slot -> the identity of the KV it holds
 	holdBackups bool
-	held        []Completion // backups finished in memory whose completion the scenario has not released
-	pending     []Completion
-	steps       [][]workload.Event
+	// backups finished in memory whose completion the scenario has not released
+	held    []Completion
+	pending []Completion
+	steps   [][]workload.Event
 }
 
 // pageIdentity names the KV of one page: its tokens at its position.
@@ -65,7 +67,8 @@ func (e *soloEnv) Start(w Work) {
 	e.pending = append(e.pending, done)
 }
 
-// release completes the held backup seq (all of them for seq 0); false when none is held under that number.
+// release completes the held backup seq (all of them for seq 0); false when none is held under that
+// number.
 func (e *soloEnv) release(seq uint64) bool {
 	kept := e.held[:0]
 	found := false
@@ -80,8 +83,8 @@ func (e *soloEnv) release(seq uint64) bool {
 	return found
 }
 
-// Wait delivers what has finished and, when that is not enough, lets every copy finish (the held ones too: a real
-// wait lasts until they do).
+// Wait delivers what has finished and, when that is not enough, lets every copy finish (the held
+// ones too: a real wait lasts until they do).
 func (e *soloEnv) Wait(_ WaitReason, done func() bool) error {
 	if e.Poll(); done() {
 		return nil
@@ -142,7 +145,11 @@ func newSolo(t testing.TB, cfg Config) *Core {
 
 func newSoloEnv(t testing.TB, cfg Config) (*Core, *soloEnv) {
 	t.Helper()
-	env := &soloEnv{pageTokens: cfg.Geometry.PageTokens, device: map[int32]uint64{}, slab: map[SlabSlot]uint64{}}
+	env := &soloEnv{
+		pageTokens: cfg.Geometry.PageTokens,
+		device:     map[int32]uint64{},
+		slab:       map[SlabSlot]uint64{},
+	}
 	c, err := New(cfg, env)
 	if err != nil {
 		t.Fatal(err)

@@ -11,39 +11,54 @@ import (
 
 // L3Options are the run's --l3-* flags. The tier is off when Dir is empty.
 type L3Options struct {
-	Dir               string
-	Bytes             int64  // the byte budget of this job's blocks in the namespace
-	Namespace         string // free-form: model, weights version, dtype
-	BlockTokens       int    // tokens per block, a multiple of the page size
-	WritePolicy       cache.L3WritePolicy
-	Fsync             bool
-	PrefetchPolicy    cache.PrefetchPolicy
-	PrefetchThreshold int // a request prefetches only when at least this many of its tokens are not cached
+	Dir            string
+	Bytes          int64  // the byte budget of this job's blocks in the namespace
+	Namespace      string // free-form: model, weights version, dtype
+	BlockTokens    int    // tokens per block, a multiple of the page size
+	WritePolicy    cache.L3WritePolicy
+	Fsync          bool
+	PrefetchPolicy cache.PrefetchPolicy
+	// a request prefetches only when at least this many of its tokens are not cached
+	PrefetchThreshold int
 }
 
 // Enabled says whether the run has an L3.
 func (o *L3Options) Enabled() bool { return o.Dir != "" }
 
-// Validate checks the L3 flags that need no MPI, the directory included: a missing or unwritable --l3-dir fails
-// here, before any shared memory exists.
+// Validate checks the L3 flags that need no MPI, the directory included: a missing or unwritable
+// --l3-dir fails here, before any shared memory exists.
 func (o *L3Options) Validate(pageTokens int) error {
 	if !o.Enabled() {
 		return nil
 	}
-	// The block size and the threshold are the core's to check (it refuses them too); the budget and the
-	// directory are the options'.
-	if err := (&cache.L3Config{BlockTokens: o.BlockTokens, PrefetchThreshold: o.PrefetchThreshold, BatchRequests: 1}).Validate(pageTokens); err != nil {
+	// The block size and the threshold are the core's to check (it refuses them too); the budget
+	// and the directory are the options'.
+	if err := (&cache.L3Config{
+		BlockTokens: o.BlockTokens, PrefetchThreshold: o.PrefetchThreshold, BatchRequests: 1,
+	}).Validate(pageTokens); err != nil {
 		return err
 	}
 	if o.Bytes < 1 {
-		return &errscope.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d: the L3 needs a budget of 1 byte or more", o.Bytes)}
+		return &errscope.ConfigError{
+			Flag:   "l3-bytes",
+			Reason: fmt.Sprintf("%d: the L3 needs a budget of 1 byte or more", o.Bytes),
+		}
 	}
 	return l3.CheckDir(o.Dir) // a read-only one is served read-only (l3.Store.ReadOnly)
 }
 
-// BlockNamespace is everything that changes a block's bytes in this run: the L2's geometry (bytes per token as
-// copied), the content seed and --l3-namespace.
+// BlockNamespace is everything that changes a block's bytes in this run: the L2's geometry (bytes
+// per token as copied), the content seed and --l3-namespace.
 func (o *L3Options) BlockNamespace(g pool.Geometry, seed uint64) l3.Namespace {
-	return l3.Namespace{Layers: g.Layers, Payloads: g.PayloadsPerLayer, PageTokens: g.PageTokens, TokenBytes: g.TokenBytes,
-		CPSize: g.CPSize, Nodes: g.Nodes, ContentSeed: seed, Content: cache.ContentVersion, Name: o.Namespace}
+	return l3.Namespace{
+		Layers:      g.Layers,
+		Payloads:    g.PayloadsPerLayer,
+		PageTokens:  g.PageTokens,
+		TokenBytes:  g.TokenBytes,
+		CPSize:      g.CPSize,
+		Nodes:       g.Nodes,
+		ContentSeed: seed,
+		Content:     cache.ContentVersion,
+		Name:        o.Namespace,
+	}
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// DefaultGroupTokenBytes is the default model's KV bytes a token over a CP group: 2 KiB, --token-bytes 32 at cp 8
-// with 4 layers of K and V, as it was per rank before the default followed the CP size.
+// DefaultGroupTokenBytes is the default model's KV bytes a token over a CP group: 2 KiB,
+// --token-bytes 32 at cp 8 with 4 layers of K and V, as it was per rank before the default followed
+// the CP size.
 const DefaultGroupTokenBytes = 2048
 
 // Options is everything `cphicache run` takes.
@@ -31,55 +32,71 @@ type Options struct {
 	FlushEvery                                       int64
 	Seed                                             uint64
 	TracePath                                        string
-	TraceFormat                                      workload.TraceFormat // --trace-format: auto detects it
-	TraceBlockTokens                                 int                  // tokens per Mooncake block (checked with a trace)
-	TraceLimit                                       int                  // replay the trace's first N requests; 0 = all
-	VocabSize                                        int
-	Synthetic                                        workload.SyntheticConfig
-	ReportPath                                       string
-	MetricsPath                                      string // --metrics-file: Prometheus text format, world rank 0 writes it
-	TimelinePath                                     string // --timeline: the Chrome trace of every rank's steps, world rank 0 writes it
-	TimelineWindow                                   timeline.Window
-	MetricsInterval                                  time.Duration // between periodic metrics writes; 0 = only at the end
-	Collective                                       string
-	WatchdogTimeout                                  time.Duration
-	InjectDivergence                                 Injection
-	InjectHang                                       Injection
-	InjectExit                                       Injection
-	InjectCopyError                                  Injection
-	InjectStuckCopy                                  Injection
-	InjectSetupError                                 Injection // a world rank whose copy-engine set-up fails
-	JobID                                            string
-	Quiet                                            bool
-	Strict                                           bool               // --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
-	Provenance                                       *report.Provenance // what the command and its flags were, for the header, report and metrics
+	// --trace-format: auto detects it
+	TraceFormat workload.TraceFormat
+	// tokens per Mooncake block (checked with a trace)
+	TraceBlockTokens int
+	// replay the trace's first N requests; 0 = all
+	TraceLimit int
+	VocabSize  int
+	Synthetic  workload.SyntheticConfig
+	ReportPath string
+	// --metrics-file: Prometheus text format, world rank 0 writes it
+	MetricsPath string
+	// --timeline: the Chrome trace of every rank's steps, world rank 0 writes it
+	TimelinePath   string
+	TimelineWindow timeline.Window
+	// between periodic metrics writes; 0 = only at the end
+	MetricsInterval  time.Duration
+	Collective       string
+	WatchdogTimeout  time.Duration
+	InjectDivergence Injection
+	InjectHang       Injection
+	InjectExit       Injection
+	InjectCopyError  Injection
+	InjectStuckCopy  Injection
+	// a world rank whose copy-engine set-up fails
+	InjectSetupError Injection
+	JobID            string
+	Quiet            bool
+	// --strict: an "OK, but ..." ends the command with spmd.ExitNotCovered
+	Strict bool
+	// what the command and its flags were, for the header, report and metrics
+	Provenance *report.Provenance
 
-	// Sizing (size.go, and the model table in hicache/sizing), turned into the fields above by Size once the CP size is known.
-	Model          string // --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'
-	CopyTokenBytes int    // bytes actually copied per token per rank per layer per payload; 0 = TokenBytes
-	// GroupTokenBytes, without a --model or a --token-bytes given: the KV bytes of a token over the whole CP group
-	// (its ranks, layers and payloads), which Size divides among them into TokenBytes, so that the default model
-	// is the same at every CP size (DefaultGroupTokenBytes); 0 = TokenBytes as given.
+	// Sizing (size.go, and the model table in hicache/sizing), turned into the fields above by Size
+	// once the CP size is known.
+	// --model: Layers, PayloadsPerLayer and TokenBytes from the table; empty = the flags'
+	Model string
+	// bytes actually copied per token per rank per layer per payload; 0 = TokenBytes
+	CopyTokenBytes int
+	// GroupTokenBytes, without a --model or a --token-bytes given: the KV bytes of a token over the
+	// whole CP group (its ranks, layers and payloads), which Size divides among them into
+	// TokenBytes, so that the default model is the same at every CP size (DefaultGroupTokenBytes);
+	// 0 = TokenBytes as given.
 	GroupTokenBytes int
 	L2Bytes         int64 // per node, instead of L2Slots; 0 = L2Slots
 	DeviceBytes     int64 // per rank, instead of DevicePages; 0 = DevicePages
-	// SyncCopies drains every step: each step commits everything it backed up, so hit counts no longer depend
-	// on how fast the copy worker ran, and two runs of one configuration count the same (sweep uses it).
+	// SyncCopies drains every step: each step commits everything it backed up, so hit counts no
+	// longer depend on how fast the copy worker ran, and two runs of one configuration count the
+	// same (sweep uses it).
 	SyncCopies bool
 	// L3 is the persistent tier under the L2 (--l3-*); off without a directory.
 	L3 L3Options
-	// Serving turns the serving clock on (arrivals, a modelled prefill, time to first token); nil: off.
+	// Serving turns the serving clock on (arrivals, a modelled prefill, time to first token); nil:
+	// off.
 	Serving *ServingOptions
 
-	// Set by Size, for the runner: AccountTokenBytes is the real TokenBytes that capacities count when
-	// CopyTokenBytes copies fewer (0 before Size: TokenBytes), and GroupNodes the nodes each CP group spans, each
-	// node's slab holding its share of the group's parts (0 before Size: one).
+	// Set by Size, for the runner: AccountTokenBytes is the real TokenBytes that capacities count
+	// when CopyTokenBytes copies fewer (0 before Size: TokenBytes), and GroupNodes the nodes each
+	// CP group spans, each node's slab holding its share of the group's parts (0 before Size: one).
 	AccountTokenBytes int
 	GroupNodes        int
 }
 
-// StepRequestsMax is the most requests a step holds: --batch-requests, or the serving clock's --step-requests
-// when it forms the steps. The L3's prefetch counts take one word of the step's vector each.
+// StepRequestsMax is the most requests a step holds: --batch-requests, or the serving clock's
+// --step-requests when it forms the steps. The L3's prefetch counts take one word of the step's
+// vector each.
 func (o *Options) StepRequestsMax() int {
 	if o.Serving != nil && !o.Serving.Virtual {
 		return o.Serving.Batching.MaxRequests
@@ -87,11 +104,11 @@ func (o *Options) StepRequestsMax() int {
 	return o.BatchRequests
 }
 
-// Validate checks the options that need no MPI, so that bad input fails before any shared state exists.
-// writesOutputs says this process is world rank 0, the one that writes the job's files (known from the
-// launcher's environment before MPI starts), so that only it checks their directories: the other ranks' nodes
-// need not have them (a node-local /tmp). The build's own check of --collective comes after these (the runner's
-// CheckOptions).
+// Validate checks the options that need no MPI, so that bad input fails before any shared state
+// exists. writesOutputs says this process is world rank 0, the one that writes the job's files
+// (known from the launcher's environment before MPI starts), so that only it checks their
+// directories: the other ranks' nodes need not have them (a node-local /tmp). The build's own check
+// of --collective comes after these (the runner's CheckOptions).
 func (o *Options) Validate(writesOutputs bool) error {
 	positive := []struct {
 		flag  string
@@ -103,32 +120,66 @@ func (o *Options) Validate(writesOutputs bool) error {
 	}
 	for _, p := range positive {
 		if p.value < 1 {
-			return &errscope.ConfigError{Flag: p.flag, Reason: fmt.Sprintf("%d must be 1 or more", p.value)}
+			return &errscope.ConfigError{
+				Flag:   p.flag,
+				Reason: fmt.Sprintf("%d must be 1 or more", p.value),
+			}
 		}
 	}
 	if o.PayloadsPerLayer > 2 {
-		return &errscope.ConfigError{Flag: "payloads", Reason: fmt.Sprintf("%d: use 2 for K and V, or 1 for an MLA latent", o.PayloadsPerLayer)}
+		return &errscope.ConfigError{
+			Flag: "payloads",
+			Reason: fmt.Sprintf(
+				"%d: use 2 for K and V, or 1 for an MLA latent",
+				o.PayloadsPerLayer,
+			),
+		}
 	}
-	if o.TracePath != "" && (o.TraceBlockTokens < 1 || o.TraceBlockTokens > workload.BlockTokensMax) {
-		return &errscope.ConfigError{Flag: "trace-block-tokens", Reason: fmt.Sprintf("%d outside [1, %d]", o.TraceBlockTokens, workload.BlockTokensMax)}
+	if o.TracePath != "" &&
+		(o.TraceBlockTokens < 1 || o.TraceBlockTokens > workload.BlockTokensMax) {
+		return &errscope.ConfigError{
+			Flag:   "trace-block-tokens",
+			Reason: fmt.Sprintf("%d outside [1, %d]", o.TraceBlockTokens, workload.BlockTokensMax),
+		}
 	}
 	if o.TraceLimit < 0 {
-		return &errscope.ConfigError{Flag: "trace-limit", Reason: fmt.Sprintf("%d: give 0 (every request) or more requests", o.TraceLimit)}
+		return &errscope.ConfigError{
+			Flag:   "trace-limit",
+			Reason: fmt.Sprintf("%d: give 0 (every request) or more requests", o.TraceLimit),
+		}
 	}
 	if o.TokenBytes%8 != 0 {
-		return &errscope.ConfigError{Flag: "token-bytes", Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes)}
+		return &errscope.ConfigError{
+			Flag:   "token-bytes",
+			Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes),
+		}
 	}
 	if err := o.validateSizing(); err != nil {
 		return err
 	}
 	if o.PlacementAssertEvery < 0 {
-		return &errscope.ConfigError{Flag: "placement-assert-every", Reason: fmt.Sprintf("%d: give 0 (only at the end) or more steps", o.PlacementAssertEvery)}
+		return &errscope.ConfigError{
+			Flag: "placement-assert-every",
+			Reason: fmt.Sprintf(
+				"%d: give 0 (only at the end) or more steps",
+				o.PlacementAssertEvery,
+			),
+		}
 	}
 	if o.FlushEvery < 0 {
-		return &errscope.ConfigError{Flag: "flush-every", Reason: fmt.Sprintf("%d: give 0 (off) or more steps", o.FlushEvery)}
+		return &errscope.ConfigError{
+			Flag:   "flush-every",
+			Reason: fmt.Sprintf("%d: give 0 (off) or more steps", o.FlushEvery),
+		}
 	}
 	if o.WatchdogTimeout < 0 {
-		return &errscope.ConfigError{Flag: "watchdog-timeout", Reason: fmt.Sprintf("%v is negative: give a duration such as 120s, or 0 for no watchdog", o.WatchdogTimeout)}
+		return &errscope.ConfigError{
+			Flag: "watchdog-timeout",
+			Reason: fmt.Sprintf(
+				"%v is negative: give a duration such as 120s, or 0 for no watchdog",
+				o.WatchdogTimeout,
+			),
+		}
 	}
 	if err := o.L3.Validate(o.PageTokens); err != nil {
 		return err
@@ -139,24 +190,32 @@ func (o *Options) Validate(writesOutputs bool) error {
 	if err := o.checkTimeline(writesOutputs); err != nil {
 		return err
 	}
-	// World rank 0 alone writes the report, so its node's directory is the one that must be there; the others'
-	// need not be (a node-local /tmp).
+	// World rank 0 alone writes the report, so its node's directory is the one that must be there;
+	// the others' need not be (a node-local /tmp).
 	if writesOutputs {
 		if err := outfile.Check("report", o.ReportPath); err != nil {
 			return err
 		}
-		outputs := []outfile.File{{Flag: "report", Path: o.ReportPath}, {Flag: "metrics-file", Path: o.MetricsPath}, {Flag: "timeline", Path: o.TimelinePath}}
+		outputs := []outfile.File{
+			{Flag: "report", Path: o.ReportPath},
+			{Flag: "metrics-file", Path: o.MetricsPath},
+			{Flag: "timeline", Path: o.TimelinePath},
+		}
 		if err := outfile.CheckDistinct(outputs, o.InputFiles()); err != nil {
 			return err
 		}
 	}
 	if o.Collective != "mpi" && o.Collective != "nccl" {
-		return &errscope.ConfigError{Flag: "collective", Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective)}
+		return &errscope.ConfigError{
+			Flag:   "collective",
+			Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective),
+		}
 	}
 	return nil
 }
 
-// InputFiles are the files a run or a sweep reads, which no output may name (outfile.CheckDistinct).
+// InputFiles are the files a run or a sweep reads, which no output may name
+// (outfile.CheckDistinct).
 func (o *Options) InputFiles() []outfile.File {
 	in := []outfile.File{{Flag: "trace", Path: o.TracePath}}
 	if o.Serving != nil {
@@ -167,7 +226,13 @@ func (o *Options) InputFiles() []outfile.File {
 
 func (o *Options) checkMetrics() error {
 	if o.MetricsInterval < 0 {
-		return &errscope.ConfigError{Flag: "metrics-interval", Reason: fmt.Sprintf("%v is negative: give a duration such as 30s, or 0 for only at the end", o.MetricsInterval)}
+		return &errscope.ConfigError{
+			Flag: "metrics-interval",
+			Reason: fmt.Sprintf(
+				"%v is negative: give a duration such as 30s, or 0 for only at the end",
+				o.MetricsInterval,
+			),
+		}
 	}
 	if o.MetricsInterval > 0 && o.MetricsPath == "" {
 		return &errscope.ConfigError{Flag: "metrics-interval", Reason: "needs --metrics-file"}
@@ -181,10 +246,20 @@ func (o *Options) checkTimeline(writesOutputs bool) error {
 		return nil
 	}
 	if o.TimelineWindow.Steps < 0 {
-		return &errscope.ConfigError{Flag: "timeline-steps", Reason: fmt.Sprintf("%d is negative: give a number of steps, or 0 for every step (up to the cap of %d spans a rank)", o.TimelineWindow.Steps, timeline.MaxSpansPerRank)}
+		return &errscope.ConfigError{
+			Flag: "timeline-steps",
+			Reason: fmt.Sprintf(
+				"%d is negative: give a number of steps, or 0 for every step (up to the cap of %d spans a rank)",
+				o.TimelineWindow.Steps,
+				timeline.MaxSpansPerRank,
+			),
+		}
 	}
 	if o.TimelineWindow.Every < 1 {
-		return &errscope.ConfigError{Flag: "timeline-every", Reason: fmt.Sprintf("%d: give 1 (every step) or more", o.TimelineWindow.Every)}
+		return &errscope.ConfigError{
+			Flag:   "timeline-every",
+			Reason: fmt.Sprintf("%d: give 1 (every step) or more", o.TimelineWindow.Every),
+		}
 	}
 	if writesOutputs {
 		return outfile.Check("timeline", o.TimelinePath)
@@ -200,14 +275,26 @@ func (o *Options) validateSizing() error {
 		}
 	}
 	if o.CopyTokenBytes < 0 || o.CopyTokenBytes%8 != 0 {
-		return &errscope.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d must be 0 (copy the real size) or a positive multiple of 8", o.CopyTokenBytes)}
+		return &errscope.ConfigError{
+			Flag: "copy-token-bytes",
+			Reason: fmt.Sprintf(
+				"%d must be 0 (copy the real size) or a positive multiple of 8",
+				o.CopyTokenBytes,
+			),
+		}
 	}
 	for _, size := range []struct {
 		flag  string
 		bytes int64
 	}{{"l2-bytes", o.L2Bytes}, {"device-bytes", o.DeviceBytes}} {
 		if size.bytes < 0 {
-			return &errscope.ConfigError{Flag: size.flag, Reason: fmt.Sprintf("%d: give a positive size, or 0 for the size in pages", size.bytes)}
+			return &errscope.ConfigError{
+				Flag: size.flag,
+				Reason: fmt.Sprintf(
+					"%d: give a positive size, or 0 for the size in pages",
+					size.bytes,
+				),
+			}
 		}
 	}
 	return nil

@@ -11,35 +11,39 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// ServingOptions turn the serving clock on; nil in Options replays as fast as the machine allows, as before.
+// ServingOptions turn the serving clock on; nil in Options replays as fast as the machine allows,
+// as before.
 type ServingOptions struct {
-	// Prefill chooses the modelled prefill (the roofline of --prefill-model, else --model, on --gpu, or
-	// --prefill-profile); Size builds it for the CP size, whose GPUs share each step. Prefill.GPU also gives the
-	// host link's rate, and Prefill.Model the KV bytes a token loads.
+	// Prefill chooses the modelled prefill (the roofline of --prefill-model, else --model, on
+	// --gpu, or --prefill-profile); Size builds it for the CP size, whose GPUs share each step.
+	// Prefill.GPU also gives the host link's rate, and Prefill.Model the KV bytes a token loads.
 	Prefill prefill.Options
 	// L3ReadBytesPerSecond is one node's L3 read rate (--l3-read-rate).
 	L3ReadBytesPerSecond float64
 	Batching             serving.Batching
-	// TimeScale is the trace seconds that pass in one wall second: 60 replays an hour of trace in a minute, its
-	// arrivals and its modelled compute alike. The figures are reported in trace time.
+	// TimeScale is the trace seconds that pass in one wall second: 60 replays an hour of trace in a
+	// minute, its arrivals and its modelled compute alike. The figures are reported in trace time.
 	TimeScale float64
-	// RequestRate, when above 0, replaces the workload's arrival times with Poisson arrivals at this many
-	// requests per trace second, seeded by --seed (the synthetic workload and token traces have none).
+	// RequestRate, when above 0, replaces the workload's arrival times with Poisson arrivals at
+	// this many requests per trace second, seeded by --seed (the synthetic workload and token
+	// traces have none).
 	RequestRate float64
-	// Clients, when above 0, are closed-loop clients instead of arrival times (--clients): each sends its next
-	// request when its last got its first token and ThinkSeconds (--think-time) have passed (serving.Clients).
+	// Clients, when above 0, are closed-loop clients instead of arrival times (--clients): each
+	// sends its next request when its last got its first token and ThinkSeconds (--think-time) have
+	// passed (serving.Clients).
 	Clients      int
 	ThinkSeconds float64
-	// GroupGPUs, when above 0, is the modelled CP group's GPUs instead of the run's CP size: sweep runs the cache
-	// at cp 1 and models the group the user sizes for (--group-gpus).
+	// GroupGPUs, when above 0, is the modelled CP group's GPUs instead of the run's CP size: sweep
+	// runs the cache at cp 1 and models the group the user sizes for (--group-gpus).
 	GroupGPUs int
-	// Virtual keeps the replay's own pace and steps (--batch-requests, as fast as the machine allows) and only
-	// records each request's hits, for a virtual replay at the end: the sweep's modelled TTFT, the same from run
-	// to run when the hits are (--sync-copies). Its report has the ideal and no measured figures.
+	// Virtual keeps the replay's own pace and steps (--batch-requests, as fast as the machine
+	// allows) and only records each request's hits, for a virtual replay at the end: the sweep's
+	// modelled TTFT, the same from run to run when the hits are (--sync-copies). Its report has the
+	// ideal and no measured figures.
 	Virtual bool
 
-	// Built by Size for the CP size: the model (nil when the options name none: a caller that brings its own
-	// step costs), what it is, and the links' rates and bytes.
+	// Built by Size for the CP size: the model (nil when the options name none: a caller that
+	// brings its own step costs), what it is, and the links' rates and bytes.
 	PrefillModel prefill.Model
 	ModelName    string
 	Links        serving.Links
@@ -61,27 +65,55 @@ func (o *ServingOptions) Check() error {
 	}
 	switch {
 	case !(o.TimeScale > 0) || math.IsInf(o.TimeScale, 0):
-		return &errscope.ConfigError{Flag: "time-scale", Reason: fmt.Sprintf("%v is not a positive factor", o.TimeScale)}
+		return &errscope.ConfigError{
+			Flag:   "time-scale",
+			Reason: fmt.Sprintf("%v is not a positive factor", o.TimeScale),
+		}
 	case o.RequestRate < 0 || math.IsInf(o.RequestRate, 0) || math.IsNaN(o.RequestRate):
-		return &errscope.ConfigError{Flag: "request-rate", Reason: fmt.Sprintf("%v requests/s: give a rate above 0, or 0 for the trace's timestamps", o.RequestRate)}
+		return &errscope.ConfigError{
+			Flag: "request-rate",
+			Reason: fmt.Sprintf(
+				"%v requests/s: give a rate above 0, or 0 for the trace's timestamps",
+				o.RequestRate,
+			),
+		}
 	case o.Batching.StepTokens < 1:
-		return &errscope.ConfigError{Flag: "step-tokens", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.StepTokens)}
+		return &errscope.ConfigError{
+			Flag:   "step-tokens",
+			Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.StepTokens),
+		}
 	case o.Clients < 0:
-		return &errscope.ConfigError{Flag: "clients", Reason: fmt.Sprintf("%d must be 0 (arrival times) or more", o.Clients)}
+		return &errscope.ConfigError{
+			Flag:   "clients",
+			Reason: fmt.Sprintf("%d must be 0 (arrival times) or more", o.Clients),
+		}
 	case o.Clients > 0 && o.RequestRate > 0:
-		return &errscope.ConfigError{Flag: "clients", Reason: "closed-loop clients send their own requests: give --clients or --request-rate, not both"}
+		return &errscope.ConfigError{
+			Flag:   "clients",
+			Reason: "closed-loop clients send their own requests: give --clients or --request-rate, not both",
+		}
 	case o.ThinkSeconds < 0 || math.IsInf(o.ThinkSeconds, 0) || math.IsNaN(o.ThinkSeconds):
-		return &errscope.ConfigError{Flag: "think-time", Reason: fmt.Sprintf("%v s is not a time of 0 or more", o.ThinkSeconds)}
+		return &errscope.ConfigError{
+			Flag:   "think-time",
+			Reason: fmt.Sprintf("%v s is not a time of 0 or more", o.ThinkSeconds),
+		}
 	case o.GroupGPUs < 0:
-		return &errscope.ConfigError{Flag: "group-gpus", Reason: fmt.Sprintf("%d must be 1 or more", o.GroupGPUs)}
+		return &errscope.ConfigError{
+			Flag:   "group-gpus",
+			Reason: fmt.Sprintf("%d must be 1 or more", o.GroupGPUs),
+		}
 	case o.Batching.MaxRequests < 1:
-		return &errscope.ConfigError{Flag: "step-requests", Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.MaxRequests)}
+		return &errscope.ConfigError{
+			Flag:   "step-requests",
+			Reason: fmt.Sprintf("%d must be 1 or more", o.Batching.MaxRequests),
+		}
 	}
 	return nil
 }
 
-// CheckArrivals refuses, on CP rank 0, a workload the serving clock cannot time: one with no arrival times (a
-// token trace, the synthetic workload) and no --request-rate. A Mooncake trace's requests carry theirs.
+// CheckArrivals refuses, on CP rank 0, a workload the serving clock cannot time: one with no
+// arrival times (a token trace, the synthetic workload) and no --request-rate. A Mooncake trace's
+// requests carry theirs.
 func (o *ServingOptions) CheckArrivals(events []workload.Event) error {
 	if o == nil || o.RequestRate > 0 || o.Clients > 0 {
 		return nil
@@ -91,7 +123,10 @@ func (o *ServingOptions) CheckArrivals(events []workload.Event) error {
 			return nil
 		}
 	}
-	return &errscope.ConfigError{Flag: "request-rate", Reason: "the serving clock needs arrival times and this workload has none (only a Mooncake trace's requests carry them): give a rate in requests per second"}
+	return &errscope.ConfigError{
+		Flag:   "request-rate",
+		Reason: "the serving clock needs arrival times and this workload has none (only a Mooncake trace's requests carry them): give a rate in requests per second",
+	}
 }
 
 // ClosedLoop is the closed-loop clients, none (N 0) without --clients.
@@ -99,12 +134,13 @@ func (o *ServingOptions) ClosedLoop() serving.Clients {
 	return serving.Clients{N: o.Clients, ThinkNs: serving.Nanoseconds(o.ThinkSeconds)}
 }
 
-// sized builds the options for a CP group of cp ranks over the nodes of s: the prefill model over its GPUs, the
-// links' rates, and the KV bytes a token moves, the model's whole (every layer, payload and rank), not what
-// scaled-down copies copy.
+// sized builds the options for a CP group of cp ranks over the nodes of s: the prefill model over
+// its GPUs, the links' rates, and the KV bytes a token moves, the model's whole (every layer,
+// payload and rank), not what scaled-down copies copy.
 func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 	sized := *o
-	// The KV of a token is the geometry's every rank's share (or the model's), whatever group is modelled.
+	// The KV of a token is the geometry's every rank's share (or the model's), whatever group is
+	// modelled.
 	kv := int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.AccountTokenBytes)
 	if o.GroupGPUs > 0 {
 		cp = o.GroupGPUs
@@ -114,8 +150,9 @@ func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A command's options always name a model or a profile (Check refuses them otherwise); without either the
-	// caller brings its own step costs (a test's), and the runner refuses to start without them.
+	// A command's options always name a model or a profile (Check refuses them otherwise); without
+	// either the caller brings its own step costs (a test's), and the runner refuses to start
+	// without them.
 	if o.Prefill.Model != "" || o.Prefill.ProfilePath != "" {
 		if sized.PrefillModel, err = prefill.New(sized.Prefill); err != nil {
 			return nil, err
@@ -125,18 +162,30 @@ func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 	if m, err := sizing.LookupModel(o.Prefill.Model); err == nil {
 		kv = m.TokenBytes()
 	}
-	sized.Links = serving.Links{HostBytesPerSecond: gpu.H2DBytesPerSecond, L3BytesPerSecond: o.L3ReadBytesPerSecond,
-		KVBytesPerToken: kv, GPUs: cp, Nodes: s.GroupNodes}
+	sized.Links = serving.Links{
+		HostBytesPerSecond: gpu.H2DBytesPerSecond,
+		L3BytesPerSecond:   o.L3ReadBytesPerSecond,
+		KVBytesPerToken:    kv,
+		GPUs:               cp,
+		Nodes:              s.GroupNodes,
+	}
 	return &sized, nil
 }
 
-// BreakEven is the summary's lines on where each tier pays (prefill.SummaryLines), for prefixes of a few
-// lengths; none without a model.
+// BreakEven is the summary's lines on where each tier pays (prefill.SummaryLines), for prefixes of
+// a few lengths; none without a model.
 func (o *ServingOptions) BreakEven() []string {
 	if o.PrefillModel == nil {
 		return nil
 	}
 	l := o.Links
-	return prefill.SummaryLines(o.PrefillModel, l.KVBytesPerToken, []int64{4096, 32768},
-		prefill.TierRates{L2HostBytesPerSecond: l.HostBytesPerSecond * float64(l.GPUs), L3ReadBytesPerSecond: l.L3BytesPerSecond * float64(l.Nodes)})
+	return prefill.SummaryLines(
+		o.PrefillModel,
+		l.KVBytesPerToken,
+		[]int64{4096, 32768},
+		prefill.TierRates{
+			L2HostBytesPerSecond: l.HostBytesPerSecond * float64(l.GPUs),
+			L3ReadBytesPerSecond: l.L3BytesPerSecond * float64(l.Nodes),
+		},
+	)
 }

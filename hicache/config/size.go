@@ -10,16 +10,18 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// Capacities in bytes (--l2-bytes per node, --device-bytes per rank) and a model's size (--model) become the
-// geometry flags' values here, once the CP size and the ranks per node are known (Options.Size). Bytes are
-// counted at the model's real bytes per token even when the copies are scaled down (--copy-token-bytes): the
-// capacity in tokens, and so every hit count, is the real model's, while the slab holds fewer bytes.
+// Capacities in bytes (--l2-bytes per node, --device-bytes per rank) and a model's size (--model)
+// become the geometry flags' values here, once the CP size and the ranks per node are known
+// (Options.Size). Bytes are counted at the model's real bytes per token even when the copies are
+// scaled down (--copy-token-bytes): the capacity in tokens, and so every hit count, is the real
+// model's, while the slab holds fewer bytes.
 
-// Size returns the options with the model and the byte capacities turned into the geometry for a CP group of
-// cp ranks over nodes nodes of ranksPerNode ranks; the options themselves are not changed. --l2-bytes is per
-// node: a node gives it to the CP groups' parts it holds, each node's slot holding its cp/nodes ranks' parts, so
-// a group over k nodes gets k times the slots of the same --l2-bytes on one node. Every rank computes the same,
-// so an error is the same on every rank (it names its flag).
+// Size returns the options with the model and the byte capacities turned into the geometry for a CP
+// group of cp ranks over nodes nodes of ranksPerNode ranks; the options themselves are not changed.
+// --l2-bytes is per node: a node gives it to the CP groups' parts it holds, each node's slot
+// holding its cp/nodes ranks' parts, so a group over k nodes gets k times the slots of the same
+// --l2-bytes on one node. Every rank computes the same, so an error is the same on every rank (it
+// names its flag).
 func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 	s := *o
 	s.GroupNodes = max(1, nodes)
@@ -43,43 +45,84 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 	}
 	if o.CopyTokenBytes > 0 {
 		if o.CopyTokenBytes > s.AccountTokenBytes {
-			return nil, &errscope.ConfigError{Flag: "copy-token-bytes", Reason: fmt.Sprintf("%d is more than the %d bytes per token per rank per layer per payload it stands in for: it can only copy fewer", o.CopyTokenBytes, s.AccountTokenBytes)}
+			return nil, &errscope.ConfigError{
+				Flag: "copy-token-bytes",
+				Reason: fmt.Sprintf(
+					"%d is more than the %d bytes per token per rank per layer per payload it stands in for: it can only copy fewer",
+					o.CopyTokenBytes,
+					s.AccountTokenBytes,
+				),
+			}
 		}
 		s.TokenBytes = o.CopyTokenBytes
 	}
-	rankPageBytes := int64(s.PageTokens) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.AccountTokenBytes)
+	rankPageBytes := int64(
+		s.PageTokens,
+	) * int64(
+		s.Layers,
+	) * int64(
+		s.PayloadsPerLayer,
+	) * int64(
+		s.AccountTokenBytes,
+	)
 	if o.L2Bytes > 0 {
 		groups := int64(max(1, ranksPerNode/nodeParts))
 		slotBytes := rankPageBytes * int64(nodeParts)
 		slots := o.L2Bytes / groups / slotBytes
 		if slots < 1 || slots > math.MaxInt32 {
-			return nil, &errscope.ConfigError{Flag: "l2-bytes", Reason: fmt.Sprintf("%d bytes per node, %d bytes for each of its %d CP group(s), make %d slots of %d bytes (a page of %d tokens); give 1 to %d slots", o.L2Bytes, o.L2Bytes/groups, groups, slots, slotBytes, s.PageTokens, math.MaxInt32)}
+			return nil, &errscope.ConfigError{
+				Flag: "l2-bytes",
+				Reason: fmt.Sprintf(
+					"%d bytes per node, %d bytes for each of its %d CP group(s), make %d slots of %d bytes (a page of %d tokens); give 1 to %d slots",
+					o.L2Bytes,
+					o.L2Bytes/groups,
+					groups,
+					slots,
+					slotBytes,
+					s.PageTokens,
+					math.MaxInt32,
+				),
+			}
 		}
 		s.L2Slots = int(slots)
 	}
 	if o.DeviceBytes > 0 {
 		pages := o.DeviceBytes / rankPageBytes
 		if pages < 1 || pages > math.MaxInt32 {
-			return nil, &errscope.ConfigError{Flag: "device-bytes", Reason: fmt.Sprintf("%d bytes per rank make %d device pages of %d bytes (a rank's part of a page of %d tokens)", o.DeviceBytes, pages, rankPageBytes, s.PageTokens)}
+			return nil, &errscope.ConfigError{
+				Flag: "device-bytes",
+				Reason: fmt.Sprintf(
+					"%d bytes per rank make %d device pages of %d bytes (a rank's part of a page of %d tokens)",
+					o.DeviceBytes,
+					pages,
+					rankPageBytes,
+					s.PageTokens,
+				),
+			}
 		}
 		s.DevicePages = int(pages)
 	}
 	return &s, nil
 }
 
-// SizedFlags are the geometry flags' values the job runs with, for a CP group of cp ranks over nodes nodes of
-// ranksPerNode ranks (Size): the model's --layers and --payloads, the per-rank --token-bytes a token accounts for
-// (before any --copy-token-bytes; derived from the default model's bytes a token when not given), and the
-// --l2-slots and --device-pages that --l2-bytes and --device-bytes make. A provenance that printed those flags as
-// parsed would print their defaults: a record of another job than the one that ran.
+// SizedFlags are the geometry flags' values the job runs with, for a CP group of cp ranks over
+// nodes nodes of ranksPerNode ranks (Size): the model's --layers and --payloads, the per-rank
+// --token-bytes a token accounts for (before any --copy-token-bytes; derived from the default
+// model's bytes a token when not given), and the --l2-slots and --device-pages that --l2-bytes and
+// --device-bytes make. A provenance that printed those flags as parsed would print their defaults:
+// a record of another job than the one that ran.
 func (o *Options) SizedFlags(cp, ranksPerNode, nodes int) (map[string]string, error) {
 	s, err := o.Size(cp, ranksPerNode, nodes)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{"layers": strconv.Itoa(s.Layers), "payloads": strconv.Itoa(s.PayloadsPerLayer),
-		"token-bytes": strconv.Itoa(s.AccountTokenBytes), "l2-slots": strconv.Itoa(s.L2Slots),
-		"device-pages": strconv.Itoa(s.DevicePages)}, nil
+	return map[string]string{
+		"layers":       strconv.Itoa(s.Layers),
+		"payloads":     strconv.Itoa(s.PayloadsPerLayer),
+		"token-bytes":  strconv.Itoa(s.AccountTokenBytes),
+		"l2-slots":     strconv.Itoa(s.L2Slots),
+		"device-pages": strconv.Itoa(s.DevicePages),
+	}, nil
 }
 
 // Capacity states the sized options' tiers (after Size) for a CP group of cp ranks.
@@ -89,11 +132,21 @@ func (o *Options) Capacity(cp int) report.Capacity {
 		account = o.TokenBytes
 	}
 	perToken := int64(o.Layers) * int64(o.PayloadsPerLayer)
-	c := report.Capacity{Model: o.Model, TokenBytes: perToken * int64(cp) * int64(account), CopiedTokenBytes: perToken * int64(cp) * int64(o.TokenBytes),
-		Scaled: account != o.TokenBytes, L2Slots: o.L2Slots, DevicePages: o.DevicePages}
+	c := report.Capacity{
+		Model:            o.Model,
+		TokenBytes:       perToken * int64(cp) * int64(account),
+		CopiedTokenBytes: perToken * int64(cp) * int64(o.TokenBytes),
+		Scaled:           account != o.TokenBytes,
+		L2Slots:          o.L2Slots,
+		DevicePages:      o.DevicePages,
+	}
 	c.L2Tokens = int64(o.L2Slots) * int64(o.PageTokens)
 	c.L2Bytes, c.L2SlabBytes = c.L2Tokens*c.TokenBytes, c.L2Tokens*c.CopiedTokenBytes
 	c.DeviceTokens = int64(o.DevicePages) * int64(o.PageTokens)
-	c.DeviceBytes, c.DeviceBufBytes = c.DeviceTokens*c.TokenBytes/int64(cp), c.DeviceTokens*c.CopiedTokenBytes/int64(cp)
+	c.DeviceBytes, c.DeviceBufBytes = c.DeviceTokens*c.TokenBytes/int64(
+		cp,
+	), c.DeviceTokens*c.CopiedTokenBytes/int64(
+		cp,
+	)
 	return c
 }

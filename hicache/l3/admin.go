@@ -15,17 +15,20 @@ import (
 
 // NamespaceUsage is one namespace directory's contents, for `cphicache l3 stat`.
 type NamespaceUsage struct {
-	Fingerprint    uint64
-	Description    string // the namespace's printable form, or "" when its file is missing
-	Blocks         int    // blocks, each whole or split in part-files (a CP group over nodes: one part a node)
-	PartFiles      int    // the part-files among the block files; 0 when every block is whole
-	Incomplete     int    // split blocks with a part-file missing: no node's reader finds the block
+	Fingerprint uint64
+	Description string // the namespace's printable form, or "" when its file is missing
+	// blocks, each whole or split in part-files (a CP group over nodes: one part a node)
+	Blocks         int
+	PartFiles      int // the part-files among the block files; 0 when every block is whole
+	Incomplete     int // split blocks with a part-file missing: no node's reader finds the block
 	Bytes          int64
 	Oldest, Newest time.Time // the blocks' last use (mtime); zero without blocks
-	TemporaryFiles int       // writes in flight, or a dead writer's left-overs that the next Open removes
+	// writes in flight, or a dead writer's left-overs that the next Open removes
+	TemporaryFiles int
 }
 
-// Usage lists every namespace under an L3 directory, by fingerprint. It opens no Store and changes nothing.
+// Usage lists every namespace under an L3 directory, by fingerprint. It opens no Store and changes
+// nothing.
 func Usage(dir string) ([]NamespaceUsage, error) {
 	if err := CheckDir(dir); err != nil {
 		return nil, err
@@ -63,8 +66,9 @@ func Usage(dir string) ([]NamespaceUsage, error) {
 	return out, nil
 }
 
-// countBlocks counts a namespace's block files as blocks: a whole block is one file, a split one k part-files
-// (".p<i>of<k>"), of which some may be missing (a node that never wrote its part, or evicted it).
+// countBlocks counts a namespace's block files as blocks: a whole block is one file, a split one k
+// part-files (".p<i>of<k>"), of which some may be missing (a node that never wrote its part, or
+// evicted it).
 func countBlocks(files []fileInfo) (blocks, partFiles, incomplete int) {
 	parts := map[uint64]int{}  // part-files found, by the key of a split block
 	wanted := map[uint64]int{} // k, by the key of a split block
@@ -88,12 +92,13 @@ func countBlocks(files []fileInfo) (blocks, partFiles, incomplete int) {
 	return blocks, partFiles, incomplete
 }
 
-// Clear removes one namespace's directory (fingerprint non-nil) or every namespace's, and returns the
-// fingerprints it removed. Only directories named as a fingerprint are touched: whatever else lives in the
-// directory is not the L3's. A job running beside it keeps writing blocks: each namespace's directory is first
-// renamed aside (a writer then recreates its own, and its writes in flight in the old one fail and are dropped),
-// so that the removal does not race the writes; it is tried again, up to clearTries times, and a namespace that
-// still resists does not stop the others: the error names each namespace left.
+// Clear removes one namespace's directory (fingerprint non-nil) or every namespace's, and returns
+// the fingerprints it removed. Only directories named as a fingerprint are touched: whatever else
+// lives in the directory is not the L3's. A job running beside it keeps writing blocks: each
+// namespace's directory is first renamed aside (a writer then recreates its own, and its writes in
+// flight in the old one fail and are dropped), so that the removal does not race the writes; it is
+// tried again, up to clearTries times, and a namespace that still resists does not stop the others:
+// the error names each namespace left.
 func Clear(dir string, fingerprint *uint64) ([]uint64, error) {
 	if err := CheckDir(dir); err != nil {
 		return nil, err
@@ -104,7 +109,8 @@ func Clear(dir string, fingerprint *uint64) ([]uint64, error) {
 	}
 	var removed []uint64
 	var left []error
-	if fingerprint == nil { // what an earlier clear left aside (it ended, or a namespace resisted it)
+	// what an earlier clear left aside (it ended, or a namespace resisted it)
+	if fingerprint == nil {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), clearingPrefix) && e.IsDir() {
@@ -125,8 +131,9 @@ func Clear(dir string, fingerprint *uint64) ([]uint64, error) {
 	return removed, errors.Join(left...)
 }
 
-// clearTries bounds Clear's attempts at one namespace, clearRetryPause (growing by itself each time) apart:
-// about half a second in all, against a job that writes a block every few milliseconds.
+// clearTries bounds Clear's attempts at one namespace, clearRetryPause (growing by itself each
+// time) apart: about half a second in all, against a job that writes a block every few
+// milliseconds.
 const (
 	clearTries      = 10
 	clearRetryPause = 10 * time.Millisecond
@@ -140,7 +147,10 @@ var removeAll = os.RemoveAll
 
 func removeNamespace(dir, name string) (err error) {
 	path := filepath.Join(dir, name)
-	aside := filepath.Join(dir, fmt.Sprintf("%s%s-%d", clearingPrefix, name, os.Getpid())) // not a namespace's name
+	aside := filepath.Join(
+		dir,
+		fmt.Sprintf("%s%s-%d", clearingPrefix, name, os.Getpid()),
+	) // not a namespace's name
 	if os.Rename(path, aside) == nil {
 		path = aside
 	}
@@ -149,11 +159,18 @@ func removeNamespace(dir, name string) (err error) {
 			return nil
 		}
 		if errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) {
-			return fmt.Errorf("%w (the directory is read-only, or not this user's to write: no retry would remove it)", err)
+			return fmt.Errorf(
+				"%w (the directory is read-only, or not this user's to write: no retry would remove it)",
+				err,
+			)
 		}
 		time.Sleep(time.Duration(try+1) * clearRetryPause)
 	}
-	return fmt.Errorf("%d tries, the last: %w (a job running beside writes into it: run clear again once it ends)", clearTries, err)
+	return fmt.Errorf(
+		"%d tries, the last: %w (a job running beside writes into it: run clear again once it ends)",
+		clearTries,
+		err,
+	)
 }
 
 // namespaceDirs lists the fingerprints that have a directory under dir, in order.
@@ -164,7 +181,8 @@ func namespaceDirs(dir string) ([]uint64, error) {
 	}
 	var fps []uint64
 	for _, e := range entries {
-		if fp, err := strconv.ParseUint(e.Name(), 16, 64); e.IsDir() && len(e.Name()) == 16 && err == nil {
+		if fp, err := strconv.ParseUint(e.Name(), 16, 64); e.IsDir() && len(e.Name()) == 16 &&
+			err == nil {
 			fps = append(fps, fp)
 		}
 	}

@@ -10,13 +10,20 @@ import (
 )
 
 // benchNS is `cphicache run`'s default geometry, as bench l3 uses: one page is 4 KiB of payload.
-var benchNS = Namespace{Layers: 4, Payloads: 2, PageTokens: 16, TokenBytes: 32, CPSize: 1, Name: "l3 go benchmark"}
+var benchNS = Namespace{
+	Layers:     4,
+	Payloads:   2,
+	PageTokens: 16,
+	TokenBytes: 32,
+	CPSize:     1,
+	Name:       "l3 go benchmark",
+}
 
 // benchBlockBytes are the block sizes of bench l3's goal, 32 KiB to 16 MiB.
 var benchBlockBytes = []int{32 << 10, 256 << 10, 1 << 20, 16 << 20}
 
-// benchStore opens an unbounded store in a fresh directory and, with written, stores block 7 of size bytes of
-// zeros; it returns the store and the block's token count.
+// benchStore opens an unbounded store in a fresh directory and, with written, stores block 7 of
+// size bytes of zeros; it returns the store and the block's token count.
 func benchStore(b testing.TB, size int, written bool) (*Store, int) {
 	b.Helper()
 	s, err := Open(b.TempDir(), benchNS, Unbounded)
@@ -32,8 +39,8 @@ func benchStore(b testing.TB, size int, written bool) (*Store, int) {
 	return s, tokens
 }
 
-// BenchmarkRead is Store.Read of one block over and over, from the page cache: the per-block cost of a verified
-// read (go test -bench Read -cpuprofile shows where it goes).
+// BenchmarkRead is Store.Read of one block over and over, from the page cache: the per-block cost
+// of a verified read (go test -bench Read -cpuprofile shows where it goes).
 func BenchmarkRead(b *testing.B) {
 	for _, size := range benchBlockBytes {
 		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
@@ -49,7 +56,8 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
-// BenchmarkWrite is Store.Write of new blocks, each a new file (every 64 writes, the files are removed, untimed).
+// BenchmarkWrite is Store.Write of new blocks, each a new file (every 64 writes, the files are
+// removed, untimed).
 func BenchmarkWrite(b *testing.B) {
 	for _, size := range benchBlockBytes {
 		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
@@ -74,9 +82,10 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
-// BenchmarkReadVsPlain alternates Store.Read of a block with a plain read of the same file (open, fstat, read
-// whole, close), and reports each one's fastest time and their ratio: on a shared machine the fastest of many
-// alternations is the least disturbed, where a mean is mostly the neighbours'.
+// BenchmarkReadVsPlain alternates Store.Read of a block with a plain read of the same file (open,
+// fstat, read whole, close), and reports each one's fastest time and their ratio: on a shared
+// machine the fastest of many alternations is the least disturbed, where a mean is mostly the
+// neighbours'.
 func BenchmarkReadVsPlain(b *testing.B) {
 	for _, size := range benchBlockBytes {
 		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {

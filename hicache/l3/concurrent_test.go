@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// TestReadersNeverSeeATornBlock: readers racing writers that rewrite one block see a whole version (every byte
-// the same version's) or a miss, never a partial or corrupt file. A writer that wrote in place would fail this.
+// TestReadersNeverSeeATornBlock: readers racing writers that rewrite one block see a whole version
+// (every byte the same version's) or a miss, never a partial or corrupt file. A writer that wrote
+// in place would fail this.
 func TestReadersNeverSeeATornBlock(t *testing.T) {
 	s := openStore(t, t.TempDir(), testNS, 1<<30, nil)
 	const tokens = 64 * pageTokens // 4 KiB of payload: large enough to tear
@@ -20,7 +21,12 @@ func TestReadersNeverSeeATornBlock(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
-				if err := s.Write(77, tokens, bytes.Repeat([]byte{byte(w*100 + i%100)}, int(testNS.PayloadBytes(tokens))), false); err != nil {
+				if err := s.Write(
+					77,
+					tokens,
+					bytes.Repeat([]byte{byte(w*100 + i%100)}, int(testNS.PayloadBytes(tokens))),
+					false,
+				); err != nil {
 					errs <- err
 					return
 				}
@@ -54,8 +60,9 @@ func TestReadersNeverSeeATornBlock(t *testing.T) {
 	}
 }
 
-// TestTwoJobsOnOneDirectory: two Stores on one directory (two jobs) see each other's blocks; a block one
-// evicts is the other's miss, never a failure; a block one uses is not the other's to evict as least recent.
+// TestTwoJobsOnOneDirectory: two Stores on one directory (two jobs) see each other's blocks; a
+// block one evicts is the other's miss, never a failure; a block one uses is not the other's to
+// evict as least recent.
 func TestTwoJobsOnOneDirectory(t *testing.T) {
 	dir, clock := t.TempDir(), fakeClock()
 	a := openStore(t, dir, testNS, 3*blockFileBytes, clock)
@@ -75,16 +82,23 @@ func TestTwoJobsOnOneDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWrite(t, a, 5)
-	if got, want := present(a, 1, 2, 3, 4, 5), []uint64{2, 4, 5}; fmt.Sprint(got) != fmt.Sprint(want) {
+	if got, want := present(a, 1, 2, 3, 4, 5), []uint64{2, 4, 5}; fmt.Sprint(
+		got,
+	) != fmt.Sprint(
+		want,
+	) {
 		t.Errorf("after a's next write: %v, want %v (3, not 2, the least recently used)", got, want)
 	}
 }
 
-// TestTwoJobsHammerOneDirectory: two small-budget Stores write, read and evict the same keys at once. Every
-// read is the key's bytes or a miss, and every block left verifies.
+// TestTwoJobsHammerOneDirectory: two small-budget Stores write, read and evict the same keys at
+// once. Every read is the key's bytes or a miss, and every block left verifies.
 func TestTwoJobsHammerOneDirectory(t *testing.T) {
 	dir := t.TempDir()
-	stores := []*Store{openStore(t, dir, testNS, 8*blockFileBytes, nil), openStore(t, dir, testNS, 8*blockFileBytes, nil)}
+	stores := []*Store{
+		openStore(t, dir, testNS, 8*blockFileBytes, nil),
+		openStore(t, dir, testNS, 8*blockFileBytes, nil),
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for j, s := range stores {
@@ -101,7 +115,8 @@ func TestTwoJobsHammerOneDirectory(t *testing.T) {
 					}
 					continue
 				}
-				if _, err := s.Read(key, buf); err != nil && !errors.As(err, new(*MissError)) || err == nil && !bytes.Equal(buf, content(key, 0, pageTokens)) {
+				if _, err := s.Read(key, buf); err != nil && !errors.As(err, new(*MissError)) ||
+					err == nil && !bytes.Equal(buf, content(key, 0, pageTokens)) {
 					errs <- fmt.Errorf("job %d read %d: %v", j, key, err)
 					return
 				}

@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// faultyFile is a temporary file on a filesystem that fills up after roomBytes, or whose fsync fails.
+// faultyFile is a temporary file on a filesystem that fills up after roomBytes, or whose fsync
+// fails.
 type faultyFile struct {
 	*os.File
 	roomBytes int
@@ -32,8 +33,9 @@ func (f *faultyFile) Sync() error {
 	return f.File.Sync()
 }
 
-// TestFailedWriteLeavesNothing: a full filesystem (in the header or in the payload) or a failing fsync is a
-// *WriteError that names its cause, and leaves neither a temporary file nor a block; the store goes on.
+// TestFailedWriteLeavesNothing: a full filesystem (in the header or in the payload) or a failing
+// fsync is a *WriteError that names its cause, and leaves neither a temporary file nor a block; the
+// store goes on.
 func TestFailedWriteLeavesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -53,7 +55,11 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 			if !errors.As(err, &we) || !errors.Is(err, tc.cause) {
 				t.Fatalf("Write: %v, want a WriteError caused by %v", err, tc.cause)
 			}
-			if tmp, blk := filesUnder(t, s.dir, ".tmp"), filesUnder(t, s.dir, ".blk"); len(tmp)+len(blk) != 0 {
+			if tmp, blk := filesUnder(t, s.dir, ".tmp"), filesUnder(t, s.dir, ".blk"); len(
+				tmp,
+			)+len(
+				blk,
+			) != 0 {
 				t.Errorf("left behind: %v %v", tmp, blk)
 			}
 			if s.Exists(8) || s.UsedBytes() != 0 {
@@ -65,13 +71,18 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 	}
 }
 
-// TestKilledWriterPublishesNothing: a writer killed before its rename leaves a temporary file holding part of
-// a block. Nobody reads it as the block: not Read, not Exists, not Usage, not the next Open, which removes it
-// once stale.
+// TestKilledWriterPublishesNothing: a writer killed before its rename leaves a temporary file
+// holding part of a block. Nobody reads it as the block: not Read, not Exists, not Usage, not the
+// next Open, which removes it once stale.
 func TestKilledWriterPublishesNothing(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, testNS, 1<<20, nil)
-	h := header{fingerprint: s.fingerprint, key: 6, tokenCount: pageTokens, payloadBytes: uint64(testNS.PayloadBytes(pageTokens))}
+	h := header{
+		fingerprint:  s.fingerprint,
+		key:          6,
+		tokenCount:   pageTokens,
+		payloadBytes: uint64(testNS.PayloadBytes(pageTokens)),
+	}
 	path := s.blockPath(6)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -83,7 +94,8 @@ func TestKilledWriterPublishesNothing(t *testing.T) {
 	if _, err := s.Read(6, make([]byte, 1<<10)); !errors.As(err, new(*MissError)) || s.Exists(6) {
 		t.Errorf("Read of a block whose writer died: %v, want a miss", err)
 	}
-	if u, err := Usage(dir); err != nil || len(u) != 1 || u[0].Blocks != 0 || u[0].TemporaryFiles != 1 {
+	if u, err := Usage(dir); err != nil || len(u) != 1 || u[0].Blocks != 0 ||
+		u[0].TemporaryFiles != 1 {
 		t.Errorf("Usage: %+v, %v; want no block and one temporary file", u, err)
 	}
 	old := s.now().Add(-2 * staleTempAge)

@@ -16,10 +16,18 @@ func TestHeaderRoundTrip(t *testing.T) {
 	}
 }
 
-// FuzzParseHeader: the parser never panics on any bytes, and what it accepts is exactly what encode writes,
-// so no two byte strings parse to the same header.
+// FuzzParseHeader: the parser never panics on any bytes, and what it accepts is exactly what encode
+// writes, so no two byte strings parse to the same header.
 func FuzzParseHeader(f *testing.F) {
-	f.Add(header{fingerprint: testNS.Fingerprint(), key: 9, tokenCount: 4, payloadBytes: 256, payloadSum: 1}.encode())
+	f.Add(
+		header{
+			fingerprint:  testNS.Fingerprint(),
+			key:          9,
+			tokenCount:   4,
+			payloadBytes: 256,
+			payloadSum:   1,
+		}.encode(),
+	)
 	f.Add([]byte(magic))
 	f.Add(make([]byte, headerBytes))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -34,17 +42,33 @@ func FuzzParseHeader(f *testing.F) {
 	})
 }
 
-// TestChunkedPayloadSumEqualsWhole: a verified read hashes the payload piece by piece as it arrives; the sum must
-// be the writer's, computed over the whole payload, at every size around the piece and read boundaries.
+// TestChunkedPayloadSumEqualsWhole: a verified read hashes the payload piece by piece as it
+// arrives; the sum must be the writer's, computed over the whole payload, at every size around the
+// piece and read boundaries.
 func TestChunkedPayloadSumEqualsWhole(t *testing.T) {
-	for _, size := range []int{1, 63, sumChunkBytes - 1, sumChunkBytes, sumChunkBytes + 1, readChunkBytes + 17, 3*readChunkBytes - 8} {
+	for _, size := range []int{
+		1,
+		63,
+		sumChunkBytes - 1,
+		sumChunkBytes,
+		sumChunkBytes + 1,
+		readChunkBytes + 17,
+		3*readChunkBytes - 8,
+	} {
 		payload := make([]byte, size)
 		for i := range payload {
 			payload[i] = byte(i*7 + i>>9)
 		}
 		sum, n, err := readSummed(bytes.NewReader(payload), make([]byte, size), 0)
 		if err != nil || n != size || sum != payloadSum(payload) {
-			t.Errorf("%d bytes: sum %016x, n %d, err %v; whole %016x", size, sum, n, err, payloadSum(payload))
+			t.Errorf(
+				"%d bytes: sum %016x, n %d, err %v; whole %016x",
+				size,
+				sum,
+				n,
+				err,
+				payloadSum(payload),
+			)
 		}
 		payload[size/2] ^= 1
 		if payloadSum(payload) == sum {
@@ -53,8 +77,9 @@ func TestChunkedPayloadSumEqualsWhole(t *testing.T) {
 	}
 }
 
-// TestVerifyFileRefusesEveryTornBlock: VerifyFile passes a block Write published and refuses it cut short at any
-// point, with a byte of its payload or of its header changed, and a file that is not there.
+// TestVerifyFileRefusesEveryTornBlock: VerifyFile passes a block Write published and refuses it cut
+// short at any point, with a byte of its payload or of its header changed, and a file that is not
+// there.
 func TestVerifyFileRefusesEveryTornBlock(t *testing.T) {
 	s, tokens := benchStore(t, 3*sumChunkBytes/2, false)
 	payload := make([]byte, 3*sumChunkBytes/2)
@@ -72,7 +97,11 @@ func TestVerifyFileRefusesEveryTornBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := map[string][]byte{"empty": {}, "header only": whole[:headerBytes], "one byte short": whole[:len(whole)-1]}
+	bad := map[string][]byte{
+		"empty":          {},
+		"header only":    whole[:headerBytes],
+		"one byte short": whole[:len(whole)-1],
+	}
 	for _, at := range []int{20, headerBytes, headerBytes + sumChunkBytes + 5, len(whole) - 1} {
 		b := bytes.Clone(whole)
 		b[at] ^= 1

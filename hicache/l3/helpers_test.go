@@ -11,14 +11,23 @@ import (
 )
 
 // testNS is a small geometry: 4 tokens a page, 64 bytes a token over every rank, layer and payload.
-var testNS = Namespace{Layers: 2, Payloads: 2, PageTokens: 4, TokenBytes: 8, CPSize: 2, ContentSeed: 1, Name: "test-model bf16"}
+var testNS = Namespace{
+	Layers:      2,
+	Payloads:    2,
+	PageTokens:  4,
+	TokenBytes:  8,
+	CPSize:      2,
+	ContentSeed: 1,
+	Name:        "test-model bf16",
+}
 
 const pageTokens = 4
 
 // blockFileBytes is one page's block file.
 var blockFileBytes = headerBytes + testNS.PayloadBytes(pageTokens)
 
-// content is a block's payload, a function of its key and a version, so a reader can tell whose bytes it got.
+// content is a block's payload, a function of its key and a version, so a reader can tell whose
+// bytes it got.
 func content(key uint64, version byte, tokens int) []byte {
 	b := make([]byte, testNS.PayloadBytes(tokens))
 	for i := range b {
@@ -27,15 +36,21 @@ func content(key uint64, version byte, tokens int) []byte {
 	return b
 }
 
-// fakeClock advances a second at every call, so that every use has its own time on any filesystem. Stores
-// that share one see one order.
+// fakeClock advances a second at every call, so that every use has its own time on any filesystem.
+// Stores that share one see one order.
 func fakeClock() func() time.Time {
 	var n atomic.Int64
 	start := time.Now().Add(-time.Hour).Truncate(time.Second)
 	return func() time.Time { return start.Add(time.Duration(n.Add(1)) * time.Second) }
 }
 
-func openStore(t *testing.T, dir string, ns Namespace, capacityBytes int64, clock func() time.Time) *Store {
+func openStore(
+	t *testing.T,
+	dir string,
+	ns Namespace,
+	capacityBytes int64,
+	clock func() time.Time,
+) *Store {
 	t.Helper()
 	s, err := Open(dir, ns, capacityBytes)
 	if err != nil {

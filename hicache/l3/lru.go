@@ -7,21 +7,23 @@ import (
 	"time"
 )
 
-// lruIndex orders one namespace's blocks by last use and sums their file sizes. It is this process's view:
-// another job sharing the directory may have used, written or removed a block since, which evictOverBudget checks
-// against the file before it removes anything.
+// lruIndex orders one namespace's blocks by last use and sums their file sizes. It is this
+// process's view: another job sharing the directory may have used, written or removed a block
+// since, which evictOverBudget checks against the file before it removes anything.
 //
-// It is a heap on (lastUse, rank), the least recently used at its root, so that every operation is O(log n):
-// a directory holds tens of thousands of blocks, and a rank places each block another rank wrote (Adopt, Exists)
-// by its file's mtime. (A list walked from its oldest end to find that place made a warm 40,000-block replay
-// spend three quarters of its CPU there.) rank breaks ties of equal times the way a list would: a use goes in
-// front of every block (rank counts up), a placed block behind every block of the same time (rank counts down).
+// It is a heap on (lastUse, rank), the least recently used at its root, so that every operation is
+// O(log n): a directory holds tens of thousands of blocks, and a rank places each block another
+// rank wrote (Adopt, Exists) by its file's mtime. (A list walked from its oldest end to find that
+// place made a warm 40,000-block replay spend three quarters of its CPU there.) rank breaks ties of
+// equal times the way a list would: a use goes in front of every block (rank counts up), a placed
+// block behind every block of the same time (rank counts down).
 type lruIndex struct {
 	entries    lruHeap
 	byKey      map[uint64]*lruEntry
 	totalBytes int64
 
-	newest          time.Time // the latest use recorded, so that a use is never older than any block
+	// the latest use recorded, so that a use is never older than any block
+	newest          time.Time
 	frontRank, back int64
 }
 
@@ -35,8 +37,8 @@ type lruEntry struct {
 
 func newLRU() *lruIndex { return &lruIndex{byKey: map[uint64]*lruEntry{}} }
 
-// use records a use at t, the latest time this process has seen: the block becomes the most recent, even if a
-// placed block's mtime (another node's clock) is later than t.
+// use records a use at t, the latest time this process has seen: the block becomes the most recent,
+// even if a placed block's mtime (another node's clock) is later than t.
 func (l *lruIndex) use(key uint64, fileBytes int64, t time.Time) {
 	if t.Before(l.newest) {
 		t = l.newest
@@ -46,8 +48,8 @@ func (l *lruIndex) use(key uint64, fileBytes int64, t time.Time) {
 	l.insert(&lruEntry{key: key, fileBytes: fileBytes, lastUse: t, rank: l.frontRank})
 }
 
-// place records a use at t, which may be older than others' (a file's mtime): the block goes where t puts it,
-// behind every block used at t or later, so that equal times keep their earlier order.
+// place records a use at t, which may be older than others' (a file's mtime): the block goes where
+// t puts it, behind every block used at t or later, so that equal times keep their earlier order.
 func (l *lruIndex) place(key uint64, fileBytes int64, t time.Time) {
 	if t.After(l.newest) {
 		l.newest = t
@@ -83,12 +85,18 @@ func (l *lruIndex) remove(key uint64) {
 	}
 }
 
-// broken is a broken invariant of the index (its bytes are the blocks' sum, every entry at its heap index), with
-// a dump of its counts and the entry of key.
+// broken is a broken invariant of the index (its bytes are the blocks' sum, every entry at its heap
+// index), with a dump of its counts and the entry of key.
 func (l *lruIndex) broken(key uint64, format string, args ...any) string {
 	e := l.byKey[key]
 	return "l3: broken invariant: " + fmt.Sprintf(format, args...) + fmt.Sprintf(
-		"\nLRU: %d entries in the heap, %d by key, %d bytes; entry of %016x: %+v\n", len(l.entries), len(l.byKey), l.totalBytes, key, e)
+		"\nLRU: %d entries in the heap, %d by key, %d bytes; entry of %016x: %+v\n",
+		len(l.entries),
+		len(l.byKey),
+		l.totalBytes,
+		key,
+		e,
+	)
 }
 
 // oldest is the least recently used block, or nil.

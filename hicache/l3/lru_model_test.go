@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// listLRU is the naive model of lruIndex: a list, most recent at the front, a placed block found its place by
-// walking from the oldest end (the index's own implementation until the walk proved quadratic).
+// listLRU is the naive model of lruIndex: a list, most recent at the front, a placed block found
+// its place by walking from the oldest end (the index's own implementation until the walk proved
+// quadratic).
 type listLRU struct {
 	order *list.List // of *lruEntry
 	byKey map[uint64]*list.Element
@@ -51,9 +52,9 @@ func (l *listLRU) keys() []uint64 {
 	return out
 }
 
-// TestLRUIndexMatchesTheListModel drives the heap and the list with the same uses (at this process's clock,
-// which never goes back), placements at any mtime, and removals, and compares their whole order, their oldest
-// and their bytes after every operation.
+// TestLRUIndexMatchesTheListModel drives the heap and the list with the same uses (at this
+// process's clock, which never goes back), placements at any mtime, and removals, and compares
+// their whole order, their oldest and their bytes after every operation.
 func TestLRUIndexMatchesTheListModel(t *testing.T) {
 	for seed := uint64(1); seed <= 200; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -72,17 +73,35 @@ func TestLRUIndexMatchesTheListModel(t *testing.T) {
 				got.place(key, size, at)
 				want.place(key, size, at)
 				if at.After(base.Add(time.Duration(now) * time.Second)) {
-					now = int(at.Sub(base) / time.Second) // a later mtime is the newest use from now on
+					now = int(
+						at.Sub(base) / time.Second,
+					) // a later mtime is the newest use from now on
 				}
 			default:
 				got.remove(key)
 				want.remove(key)
 			}
-			if g, w := got.keys(), want.keys(); !slices.Equal(g, w) || got.totalBytes != want.bytes {
-				t.Fatalf("seed %d op %d: order %v (%d bytes), the model's %v (%d bytes)", seed, op, g, got.totalBytes, w, want.bytes)
+			if g, w := got.keys(), want.keys(); !slices.Equal(g, w) ||
+				got.totalBytes != want.bytes {
+				t.Fatalf(
+					"seed %d op %d: order %v (%d bytes), the model's %v (%d bytes)",
+					seed,
+					op,
+					g,
+					got.totalBytes,
+					w,
+					want.bytes,
+				)
 			}
-			if o := got.oldest(); (o == nil) != (want.order.Len() == 0) || (o != nil && o.key != want.keys()[0]) {
-				t.Fatalf("seed %d op %d: oldest %+v, the model's order %v", seed, op, o, want.keys())
+			if o := got.oldest(); (o == nil) != (want.order.Len() == 0) ||
+				(o != nil && o.key != want.keys()[0]) {
+				t.Fatalf(
+					"seed %d op %d: oldest %+v, the model's order %v",
+					seed,
+					op,
+					o,
+					want.keys(),
+				)
 			}
 		}
 	}

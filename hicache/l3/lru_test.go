@@ -18,8 +18,8 @@ func present(s *Store, keys ...uint64) []uint64 {
 	return out
 }
 
-// TestEvictionByLastUse: over the budget, the least recently used block goes, and a hit counts as a use, on
-// disk (the mtime) as in the order.
+// TestEvictionByLastUse: over the budget, the least recently used block goes, and a hit counts as a
+// use, on disk (the mtime) as in the order.
 func TestEvictionByLastUse(t *testing.T) {
 	clock := fakeClock()
 	s := openStore(t, t.TempDir(), testNS, 3*blockFileBytes, clock)
@@ -55,8 +55,9 @@ func mtime(t *testing.T, s *Store, key uint64) time.Time {
 	return info.ModTime()
 }
 
-// TestOpenContinuesTheLastOrder: a new Store (the next job) orders the blocks by their mtimes, so its first
-// eviction takes the block the last job used least recently; a smaller budget evicts at Open.
+// TestOpenContinuesTheLastOrder: a new Store (the next job) orders the blocks by their mtimes, so
+// its first eviction takes the block the last job used least recently; a smaller budget evicts at
+// Open.
 func TestOpenContinuesTheLastOrder(t *testing.T) {
 	dir, clock := t.TempDir(), fakeClock()
 	first := openStore(t, dir, testNS, 10*blockFileBytes, clock)
@@ -73,17 +74,24 @@ func TestOpenContinuesTheLastOrder(t *testing.T) {
 		t.Fatalf("seeded order %v, want %v (least recently used first)", got, want)
 	}
 	mustWrite(t, second, 50)
-	if got, want := present(second, 10, 20, 30, 40, 50), []uint64{10, 30, 40, 50}; !reflect.DeepEqual(got, want) {
+	if got, want := present(second, 10, 20, 30, 40, 50), []uint64{10, 30, 40, 50}; !reflect.DeepEqual(
+		got,
+		want,
+	) {
 		t.Errorf("after the next job's first write: %v, want %v", got, want)
 	}
 	third := openStore(t, dir, testNS, 2*blockFileBytes, clock)
-	if got, want := present(third, 10, 30, 40, 50), []uint64{30, 50}; !reflect.DeepEqual(got, want) {
+	if got, want := present(third, 10, 30, 40, 50), []uint64{30, 50}; !reflect.DeepEqual(
+		got,
+		want,
+	) {
 		t.Errorf("Open with a budget of 2 blocks kept %v, want %v", got, want)
 	}
 }
 
-// TestOpenRemovesStaleTemporaryFiles: a writer that died before its rename leaves a temporary file; Open
-// removes it once it is older than staleTempAge, and leaves a fresh one (a write in flight in another job).
+// TestOpenRemovesStaleTemporaryFiles: a writer that died before its rename leaves a temporary file;
+// Open removes it once it is older than staleTempAge, and leaves a fresh one (a write in flight in
+// another job).
 func TestOpenRemovesStaleTemporaryFiles(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, testNS, 1<<20, nil)

@@ -10,24 +10,25 @@ import (
 	"time"
 )
 
-// MemFS is a filesystem in memory, for the simulator and the tests: files and directories by path, each file
-// with its bytes, mode and modification time, and a hook that may fail any operation (Inject). It is not safe
-// for concurrent use: the simulator runs in one thread of control. Files are replaced whole (a rename), as the
-// Store's writes do, so a reader never sees a torn file; faults corrupt a file on purpose (Corrupt, Truncate,
-// MakeNonRegular).
+// MemFS is a filesystem in memory, for the simulator and the tests: files and directories by path,
+// each file with its bytes, mode and modification time, and a hook that may fail any operation
+// (Inject). It is not safe for concurrent use: the simulator runs in one thread of control. Files
+// are replaced whole (a rename), as the Store's writes do, so a reader never sees a torn file;
+// faults corrupt a file on purpose (Corrupt, Truncate, MakeNonRegular).
 type MemFS struct {
 	nodes  map[string]*memNode
 	nextID uint64
 	clock  time.Time // each mutation's modification time: a logical clock, one nanosecond a change
-	// Inject, when set, is asked before every operation (its name, and the path) and fails it with what it
-	// returns.
+	// Inject, when set, is asked before every operation (its name, and the path) and fails it with
+	// what it returns.
 	Inject func(op, path string) error
 }
 
 type memNode struct {
-	id    uint64
-	dir   bool
-	mode  fs.FileMode // type bits of a non-regular file (fs.ModeNamedPipe, say); 0 for a regular file
+	id  uint64
+	dir bool
+	// type bits of a non-regular file (fs.ModeNamedPipe, say); 0 for a regular file
+	mode  fs.FileMode
 	data  []byte
 	mtime time.Time
 }
@@ -225,7 +226,8 @@ func (m *MemFS) children(p string) []string {
 	prefix := strings.TrimSuffix(p, "/") + "/"
 	var out []string
 	for q := range m.nodes {
-		if rest, ok := strings.CutPrefix(q, prefix); ok && rest != "" && !strings.Contains(rest, "/") {
+		if rest, ok := strings.CutPrefix(q, prefix); ok && rest != "" &&
+			!strings.Contains(rest, "/") {
 			out = append(out, rest)
 		}
 	}
@@ -251,7 +253,8 @@ func (m *MemFS) ReadDir(p string) ([]fs.DirEntry, error) {
 func (m *MemFS) SyncDir(p string) error         { return m.inject("fsync", clean(p)) }
 func (m *MemFS) SameFile(a, b fs.FileInfo) bool { return a.Sys() != nil && a.Sys() == b.Sys() }
 
-// Corrupt flips a byte of the file at p, past its header when it is long enough; false when there is none.
+// Corrupt flips a byte of the file at p, past its header when it is long enough; false when there
+// is none.
 func (m *MemFS) Corrupt(p string) bool {
 	n := m.nodes[clean(p)]
 	if n == nil || n.dir || len(n.data) == 0 {

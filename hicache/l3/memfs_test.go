@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// The Store on MemFS, the filesystem the simulator runs it on: the same guarantees as on a disk, and each of
-// MemFS's faults meets the check that exists for it.
+// The Store on MemFS, the filesystem the simulator runs it on: the same guarantees as on a disk,
+// and each of MemFS's faults meets the check that exists for it.
 func TestStoreOnMemFSKeepsItsGuarantees(t *testing.T) {
 	m := NewMemFS()
 	if err := m.MkdirAll("/l3", 0o755); err != nil {
@@ -47,7 +47,11 @@ func TestStoreOnMemFSKeepsItsGuarantees(t *testing.T) {
 		return nil
 	}
 	if _, err := s.ReadBlock(1, 2, &buf); !errors.Is(err, eio) || !s.Exists(1) {
-		t.Errorf("a read that fails with EIO: %v; the block must stay (exists %v)", err, s.Exists(1))
+		t.Errorf(
+			"a read that fails with EIO: %v; the block must stay (exists %v)",
+			err,
+			s.Exists(1),
+		)
 	}
 	m.Inject = func(op, _ string) error {
 		if op == "write" {
@@ -56,8 +60,14 @@ func TestStoreOnMemFSKeepsItsGuarantees(t *testing.T) {
 		return nil
 	}
 	var we *WriteError
-	if err := s.Write(9, 8, payload, false); !errors.As(err, &we) || s.Exists(9) || len(m.Files("/l3")) != 2 {
-		t.Errorf("a write on a full filesystem: %v, exists %v, files %v: want a WriteError and no file left", err, s.Exists(9), m.Files("/l3"))
+	if err := s.Write(9, 8, payload, false); !errors.As(err, &we) || s.Exists(9) ||
+		len(m.Files("/l3")) != 2 {
+		t.Errorf(
+			"a write on a full filesystem: %v, exists %v, files %v: want a WriteError and no file left",
+			err,
+			s.Exists(9),
+			m.Files("/l3"),
+		)
 	}
 	if c := s.Counters(); c.Corrupt != 3 || c.Writes != 4 {
 		t.Errorf("counters %+v: want 3 corrupt, 4 writes", c)

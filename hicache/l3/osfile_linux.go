@@ -14,20 +14,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// On Linux the block files are raw descriptors, not *os.File: a regular file is never pollable, yet os.Open
-// offers each one to Go's poller (an epoll_ctl that fails), and the O_NONBLOCK open then cost two fcntls: three
-// of the ten system calls a 32 KiB verified read made (Go CPU profile of BenchmarkRead: system calls 72% of it).
-// The descriptor also lets a read take the header and a small payload in one readv, a write put the
-// header and a small payload in one pwritev, and both set the modification time through the descriptor
-// (futimens, about 2 us here) rather than by path (utimensat, about 4 us). osfile_other.go keeps *os.File
-// elsewhere.
+// On Linux the block files are raw descriptors, not *os.File: a regular file is never pollable, yet
+// os.Open offers each one to Go's poller (an epoll_ctl that fails), and the O_NONBLOCK open then
+// cost two fcntls: three of the ten system calls a 32 KiB verified read made (Go CPU profile of
+// BenchmarkRead: system calls 72% of it). The descriptor also lets a read take the header and a
+// small payload in one readv, a write put the header and a small payload in one pwritev, and both
+// set the modification time through the descriptor (futimens, about 2 us here) rather than by path
+// (utimensat, about 4 us). osfile_other.go keeps *os.File elsewhere.
 
 // osFile is a block file open on a raw descriptor.
 type osFile struct {
 	fd   int
 	path string
-	// nonblock is set while the descriptor still has the O_NONBLOCK that openRegular opened it with. Linux
-	// ignores it on regular files, so it is cleared only if a read answers EAGAIN (a filesystem that honours it).
+	// nonblock is set while the descriptor still has the O_NONBLOCK that openRegular opened it
+	// with. Linux ignores it on regular files, so it is cleared only if a read answers EAGAIN (a
+	// filesystem that honours it).
 	nonblock bool
 }
 
@@ -104,19 +105,27 @@ func (f *osFile) pwritev(bufs [][]byte, offset int64) error {
 	return nil
 }
 
-// touch is futimens(2): utimensat on the descriptor with a NULL path, which x/sys/unix does not offer (its
-// Futimes goes through /proc/self/fd, a path again).
+// touch is futimens(2): utimensat on the descriptor with a NULL path, which x/sys/unix does not
+// offer (its Futimes goes through /proc/self/fd, a path again).
 func (f *osFile) touch(t time.Time) error {
 	ts := [2]unix.Timespec{unix.NsecToTimespec(t.UnixNano()), unix.NsecToTimespec(t.UnixNano())}
-	_, _, errno := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(f.fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	_, _, errno := unix.Syscall6(
+		unix.SYS_UTIMENSAT,
+		uintptr(f.fd),
+		0,
+		uintptr(unsafe.Pointer(&ts[0])),
+		0,
+		0,
+		0,
+	)
 	if errno != 0 {
 		return wrapErr("futimens", f.path, errno)
 	}
 	return nil
 }
 
-// Stat is fstat(2), as an fs.FileInfo whose Sys is a *syscall.Stat_t, as os.Stat's is (OSFS.SameFile compares
-// the two).
+// Stat is fstat(2), as an fs.FileInfo whose Sys is a *syscall.Stat_t, as os.Stat's is
+// (OSFS.SameFile compares the two).
 func (f *osFile) Stat() (fs.FileInfo, error) {
 	info := &statInfo{name: filepath.Base(f.path)}
 	if err := syscall.Fstat(f.fd, &info.st); err != nil {
@@ -162,8 +171,8 @@ func (i *statInfo) Mode() fs.FileMode {
 	return m
 }
 
-// createTemp is os.CreateTemp (a new file, mode 0600, named by pattern with its last "*" replaced by a random
-// number, O_EXCL so that two writers never share one) on a raw descriptor.
+// createTemp is os.CreateTemp (a new file, mode 0600, named by pattern with its last "*" replaced
+// by a random number, O_EXCL so that two writers never share one) on a raw descriptor.
 func createTemp(dir, pattern string) (TempFile, error) {
 	prefix, suffix := pattern, ""
 	for i := len(pattern) - 1; i >= 0; i-- {
@@ -174,7 +183,11 @@ func createTemp(dir, pattern string) (TempFile, error) {
 	}
 	for try := 0; ; try++ {
 		path := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10)+suffix)
-		fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+		fd, err := syscall.Open(
+			path,
+			syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC,
+			0o600,
+		)
 		if err == syscall.EEXIST && try < 10000 {
 			continue
 		}
@@ -185,7 +198,8 @@ func createTemp(dir, pattern string) (TempFile, error) {
 	}
 }
 
-// sameFile is os.SameFile for any two infos whose Sys is a *syscall.Stat_t (os.Stat's, and statInfo's).
+// sameFile is os.SameFile for any two infos whose Sys is a *syscall.Stat_t (os.Stat's, and
+// statInfo's).
 func sameFile(a, b fs.FileInfo) bool {
 	if a == nil || b == nil {
 		return false
@@ -198,11 +212,12 @@ func sameFile(a, b fs.FileInfo) bool {
 	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
-// openRegular opens path for reading if it is a regular file (or a symbolic link to one), without blocking on
-// whatever else it may be (regular.go says why). The error is fs.ErrNotExist's when there is nothing at path, a
-// *notRegularError when there is something else (a socket cannot be opened at all, ENXIO: a stat says what it
-// is), or the open's. The file is an osFile, still O_NONBLOCK: Linux ignores the flag on a regular file, and a
-// filesystem that honoured it would answer a read with EAGAIN, which the osFile meets by clearing the flag.
+// openRegular opens path for reading if it is a regular file (or a symbolic link to one), without
+// blocking on whatever else it may be (regular.go says why). The error is fs.ErrNotExist's when
+// there is nothing at path, a *notRegularError when there is something else (a socket cannot be
+// opened at all, ENXIO: a stat says what it is), or the open's. The file is an osFile, still
+// O_NONBLOCK: Linux ignores the flag on a regular file, and a filesystem that honoured it would
+// answer a read with EAGAIN, which the osFile meets by clearing the flag.
 func openRegular(path string) (ReadFile, fs.FileInfo, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	for err == syscall.EINTR {

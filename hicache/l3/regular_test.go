@@ -11,12 +11,13 @@ import (
 	"time"
 )
 
-// notRegularTimeout bounds each call that must not block: a FIFO's open without the fix never returns, and the
-// test must fail rather than hang.
+// notRegularTimeout bounds each call that must not block: a FIFO's open without the fix never
+// returns, and the test must fail rather than hang.
 const notRegularTimeout = 10 * time.Second
 
-// withTimeout runs f on a goroutine and fails the test if it has not returned in notRegularTimeout. A FIFO that
-// f is stuck opening is then opened for writing, which lets f's open return, so no goroutine is left behind.
+// withTimeout runs f on a goroutine and fails the test if it has not returned in notRegularTimeout.
+// A FIFO that f is stuck opening is then opened for writing, which lets f's open return, so no
+// goroutine is left behind.
 func withTimeout(t *testing.T, what, fifo string, f func()) {
 	t.Helper()
 	done := make(chan struct{})
@@ -44,8 +45,9 @@ func mkfifo(t *testing.T, path string) {
 	}
 }
 
-// mksocket binds a Unix socket at path (removing what is there) and leaves the socket file when it closes. It
-// binds in a short directory and renames the file into place: a socket's path is limited to 107 bytes.
+// mksocket binds a Unix socket at path (removing what is there) and leaves the socket file when it
+// closes. It binds in a short directory and renames the file into place: a socket's path is limited
+// to 107 bytes.
 func mksocket(t *testing.T, path string) {
 	t.Helper()
 	short, err := os.MkdirTemp("", "l3s")
@@ -65,9 +67,10 @@ func mksocket(t *testing.T, path string) {
 	}
 }
 
-// TestNotRegularBlockIsCorrupt: a block path that is a FIFO, a directory, a socket, or a symbolic link to a
-// FIFO is not present to Exists, and Read returns at once with a *CorruptError naming what it is, counts it
-// as corrupt and removes it (the link, not what it points to); a block written there afterwards is a hit.
+// TestNotRegularBlockIsCorrupt: a block path that is a FIFO, a directory, a socket, or a symbolic
+// link to a FIFO is not present to Exists, and Read returns at once with a *CorruptError naming
+// what it is, counts it as corrupt and removes it (the link, not what it points to); a block
+// written there afterwards is a hit.
 func TestNotRegularBlockIsCorrupt(t *testing.T) {
 	for _, tc := range []struct {
 		name, kind string
@@ -98,9 +101,15 @@ func TestNotRegularBlockIsCorrupt(t *testing.T) {
 				t.Errorf("Exists: true for %s", tc.name)
 			}
 			var err error
-			withTimeout(t, "Read", path, func() { _, err = s.Read(8, make([]byte, testNS.PayloadBytes(pageTokens))) })
+			withTimeout(
+				t,
+				"Read",
+				path,
+				func() { _, err = s.Read(8, make([]byte, testNS.PayloadBytes(pageTokens))) },
+			)
 			var corrupt *CorruptError
-			if !errors.As(err, &corrupt) || !strings.Contains(err.Error(), tc.kind) || !strings.Contains(err.Error(), path) {
+			if !errors.As(err, &corrupt) || !strings.Contains(err.Error(), tc.kind) ||
+				!strings.Contains(err.Error(), path) {
 				t.Fatalf("Read: %v, want a CorruptError naming %s and %s", err, path, tc.kind)
 			}
 			if c := s.Counters(); c.Corrupt != 1 || c.Hits != 0 {
@@ -122,8 +131,9 @@ func TestNotRegularBlockIsCorrupt(t *testing.T) {
 	}
 }
 
-// TestNotRegularCorruptReplacedMeanwhile: a non-regular block that a writer replaces between Read's open and its
-// removal is the writer's whole block, and stays (removeCorrupt's rule, for the new kind of corrupt block).
+// TestNotRegularCorruptReplacedMeanwhile: a non-regular block that a writer replaces between Read's
+// open and its removal is the writer's whole block, and stays (removeCorrupt's rule, for the new
+// kind of corrupt block).
 func TestNotRegularCorruptReplacedMeanwhile(t *testing.T) {
 	s := openStore(t, t.TempDir(), testNS, 1<<20, nil)
 	path := s.blockPath(8)
@@ -143,9 +153,9 @@ func TestNotRegularCorruptReplacedMeanwhile(t *testing.T) {
 	}
 }
 
-// TestNotRegularFilesDoNotBlockOpenOrStat: a FIFO in place of namespace.txt or of a block does not block Open
-// (which rewrites namespace.txt, and scans the blocks for the LRU) nor Usage (`cphicache l3 stat`), which count
-// only regular block files.
+// TestNotRegularFilesDoNotBlockOpenOrStat: a FIFO in place of namespace.txt or of a block does not
+// block Open (which rewrites namespace.txt, and scans the blocks for the LRU) nor Usage (`cphicache
+// l3 stat`), which count only regular block files.
 func TestNotRegularFilesDoNotBlockOpenOrStat(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, testNS, 1<<20, nil)
@@ -170,6 +180,10 @@ func TestNotRegularFilesDoNotBlockOpenOrStat(t *testing.T) {
 	var err error
 	withTimeout(t, "Usage", nsFile, func() { usage, err = Usage(dir) })
 	if err != nil || len(usage) != 1 || usage[0].Blocks != 1 || usage[0].Description != "" {
-		t.Errorf("Usage: %+v, %v; want one namespace of one block, without a description", usage, err)
+		t.Errorf(
+			"Usage: %+v, %v; want one namespace of one block, without a description",
+			usage,
+			err,
+		)
 	}
 }

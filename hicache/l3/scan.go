@@ -11,18 +11,19 @@ import (
 	"time"
 )
 
-// namespaceFile holds a namespace's printable form beside its blocks, for `cphicache l3 stat`; a line of about a
-// hundred bytes, so a larger one is not ours.
+// namespaceFile holds a namespace's printable form beside its blocks, for `cphicache l3 stat`; a
+// line of about a hundred bytes, so a larger one is not ours.
 const namespaceFile, namespaceFileMaxBytes = "namespace.txt", 64 << 10
 
-// writeNamespaceFile creates the namespace's directory and (re)writes its description, atomically. It is also
-// Open's proof that the directory is writable.
+// writeNamespaceFile creates the namespace's directory and (re)writes its description, atomically.
+// It is also Open's proof that the directory is writable.
 func (s *Store) writeNamespaceFile() error {
 	if err := s.fs.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
 	path := filepath.Join(s.dir, namespaceFile)
-	if b, err := readSmallRegular(s.fs, path, namespaceFileMaxBytes); err == nil && string(b) == s.ns.String()+"\n" {
+	if b, err := readSmallRegular(s.fs, path, namespaceFileMaxBytes); err == nil &&
+		string(b) == s.ns.String()+"\n" {
 		return nil
 	}
 	err := s.publish(path, func(f TempFile) error {
@@ -45,8 +46,8 @@ type fileInfo struct {
 	modTime time.Time
 }
 
-// scanNamespace lists a namespace directory's blocks and temporary files. A file removed while the scan runs
-// (another job's eviction or rename) is skipped.
+// scanNamespace lists a namespace directory's blocks and temporary files. A file removed while the
+// scan runs (another job's eviction or rename) is skipped.
 func scanNamespace(fsys FS, dir string) (blocks, temps []fileInfo, err error) {
 	fans, err := fsys.ReadDir(dir)
 	if err != nil {
@@ -65,7 +66,11 @@ func scanNamespace(fsys FS, dir string) (blocks, temps []fileInfo, err error) {
 			if err != nil || !info.Mode().IsRegular() {
 				continue
 			}
-			fi := fileInfo{path: filepath.Join(dir, fan.Name(), e.Name()), bytes: info.Size(), modTime: info.ModTime()}
+			fi := fileInfo{
+				path:    filepath.Join(dir, fan.Name(), e.Name()),
+				bytes:   info.Size(),
+				modTime: info.ModTime(),
+			}
 			if name := e.Name(); isTemp(name) {
 				temps = append(temps, fi)
 			} else if key, part, ok := parseBlockName(name); ok {
@@ -77,9 +82,14 @@ func scanNamespace(fsys FS, dir string) (blocks, temps []fileInfo, err error) {
 	return blocks, temps, nil
 }
 
-func isTemp(name string) bool { return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") }
+func isTemp(
+	name string,
+) bool {
+	return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp")
+}
 
-// parseBlockName reads <key hex>.blk, or a part-file's <key hex>.p<i>of<k>.blk (part is then ".p<i>of<k>").
+// parseBlockName reads <key hex>.blk, or a part-file's <key hex>.p<i>of<k>.blk (part is then
+// ".p<i>of<k>").
 func parseBlockName(name string) (key uint64, part string, ok bool) {
 	stem, ok := strings.CutSuffix(name, ".blk")
 	if !ok || len(stem) < 16 {
@@ -102,8 +112,8 @@ func isPartSuffix(s string) bool {
 	return s == fmt.Sprintf(".p%dof%d", i, k)
 }
 
-// seed removes stale temporary files (a writer that died before its rename) and orders the blocks by mtime,
-// ties by key, so that this job's LRU continues the last one's.
+// seed removes stale temporary files (a writer that died before its rename) and orders the blocks
+// by mtime, ties by key, so that this job's LRU continues the last one's.
 func (s *Store) seed() error {
 	blocks, temps, err := scanNamespace(s.fs, s.dir)
 	if err != nil {

@@ -9,17 +9,34 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// TestSlabIOMatchesThePartByPartModel: GatherFromSlab and ScatterIntoSlab (which copy a run of consecutive slots
-// at a time) move every part where a copy part by part would, for both layouts, slots in runs and scattered,
-// over two slabs; on a group over one node (every rank's parts) and on one node of a group over two (the node's).
+// TestSlabIOMatchesThePartByPartModel: GatherFromSlab and ScatterIntoSlab (which copy a run of
+// consecutive slots at a time) move every part where a copy part by part would, for both layouts,
+// slots in runs and scattered, over two slabs; on a group over one node (every rank's parts) and on
+// one node of a group over two (the node's).
 func TestSlabIOMatchesThePartByPartModel(t *testing.T) {
 	for i, layout := range []pool.Layout{pool.LayerFirst, pool.PageFirst, pool.LayerFirst, pool.PageFirst} {
-		g := pool.Geometry{CPSize: 3, Layers: 2, PayloadsPerLayer: 2, PageTokens: 2, TokenBytes: 8, Slots: 24, Layout: layout}
+		g := pool.Geometry{
+			CPSize:           3,
+			Layers:           2,
+			PayloadsPerLayer: 2,
+			PageTokens:       2,
+			TokenBytes:       8,
+			Slots:            24,
+			Layout:           layout,
+		}
 		if i >= 2 {
 			g.CPSize, g.Nodes = 4, 2
 		}
 		g.SlabBytesMax = int64(g.Slots/2) * g.SlotBytes()
-		ns := Namespace{Layers: g.Layers, Payloads: g.PayloadsPerLayer, PageTokens: g.PageTokens, TokenBytes: g.TokenBytes, CPSize: g.CPSize, Nodes: g.Nodes, Name: "t"}
+		ns := Namespace{
+			Layers:     g.Layers,
+			Payloads:   g.PayloadsPerLayer,
+			PageTokens: g.PageTokens,
+			TokenBytes: g.TokenBytes,
+			CPSize:     g.CPSize,
+			Nodes:      g.Nodes,
+			Name:       "t",
+		}
 		s := &Store{ns: ns}
 		rng := rand.New(rand.NewPCG(uint64(i), 1))
 		for trial := range 50 {
@@ -33,7 +50,13 @@ func TestSlabIOMatchesThePartByPartModel(t *testing.T) {
 			sl := Slabs{Geometry: g, Mem: mem}
 			var pages []l3block.PageSlot
 			for slot := rng.IntN(4); slot < g.Slots && len(pages) < 9; slot += 1 + rng.IntN(2)*rng.IntN(3) {
-				pages = append(pages, l3block.PageSlot{Slab: int32(slot / g.SlotsPerSlab()), Slot: int32(slot % g.SlotsPerSlab())})
+				pages = append(
+					pages,
+					l3block.PageSlot{
+						Slab: int32(slot / g.SlotsPerSlab()),
+						Slot: int32(slot % g.SlotsPerSlab()),
+					},
+				)
 			}
 			want := make([]byte, ns.PayloadBytes(len(pages)*g.PageTokens))
 			pb := g.PartBytes()
@@ -51,7 +74,13 @@ func TestSlabIOMatchesThePartByPartModel(t *testing.T) {
 			var buf []byte
 			got, err := s.GatherFromSlab(pages, sl, &buf)
 			if err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("%v trial %d: gather of %v differs from part by part (%v)", layout, trial, pages, err)
+				t.Fatalf(
+					"%v trial %d: gather of %v differs from part by part (%v)",
+					layout,
+					trial,
+					pages,
+					err,
+				)
 			}
 			for i := range mem {
 				clear(mem[i])

@@ -3,7 +3,6 @@ package l3
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -15,13 +14,15 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// Store is one namespace's blocks under an L3 directory. Its methods are safe for concurrent use, and several
-// Stores (in this process or in other jobs) may share a directory: a file is only ever published whole (by
-// rename) and removed whole, so each sees blocks appear and disappear, never change.
+// Store is one namespace's blocks under an L3 directory. Its methods are safe for concurrent use,
+// and several Stores (in this process or in other jobs) may share a directory: a file is only ever
+// published whole (by rename) and removed whole, so each sees blocks appear and disappear, never
+// change.
 type Store struct {
-	root, dir     string // the --l3-dir, and this namespace's directory under it
-	ns            Namespace
-	node          int    // the group's node whose part-files this Store reads and writes (0 on one node)
+	root, dir string // the --l3-dir, and this namespace's directory under it
+	ns        Namespace
+	// the group's node whose part-files this Store reads and writes (0 on one node)
+	node          int
 	partSuffix    string // ".p<node>of<nodes>" before ".blk" on a group over several nodes, else ""
 	readOnly      bool   // the directory refused writes at Open (openForWrites)
 	fingerprint   uint64
@@ -32,7 +33,8 @@ type Store struct {
 	counters Counters
 
 	fs FS // the filesystem the blocks are on
-	// Seams for the tests: the clock, and how a temporary file is created (to make a full filesystem).
+	// Seams for the tests: the clock, and how a temporary file is created (to make a full
+	// filesystem).
 	now        func() time.Time
 	createTemp func(dir, pattern string) (TempFile, error)
 }
@@ -42,18 +44,18 @@ type Counters struct {
 	Hits, Misses, Corrupt, Writes, Evictions, StaleTempsRemoved int64
 }
 
-// staleTempAge is how old a temporary file must be before Open removes it as a dead writer's. A live write
-// takes milliseconds; ten minutes leaves room for a slow shared filesystem.
+// staleTempAge is how old a temporary file must be before Open removes it as a dead writer's. A
+// live write takes milliseconds; ten minutes leaves room for a slow shared filesystem.
 const staleTempAge = 10 * time.Minute
 
-// Unbounded is the capacity of a Store that never evicts: it reads, writes and checks blocks for a job whose
-// budget another Store keeps, so Open skips the scan that seeds the LRU order (and the stale-file cleanup, the
-// keeper's too), the cost of a start-up that grows with the directory.
+// Unbounded is the capacity of a Store that never evicts: it reads, writes and checks blocks for a
+// job whose budget another Store keeps, so Open skips the scan that seeds the LRU order (and the
+// stale-file cleanup, the keeper's too), the cost of a start-up that grows with the directory.
 const Unbounded = int64(math.MaxInt64)
 
-// Open opens (creating if needed) ns's directory under dir, removes stale temporary files, and seeds the LRU
-// order from the blocks' modification times; blocks beyond capacityBytes are evicted, oldest first. A Store of
-// Unbounded capacity does none of the three.
+// Open opens (creating if needed) ns's directory under dir, removes stale temporary files, and
+// seeds the LRU order from the blocks' modification times; blocks beyond capacityBytes are evicted,
+// oldest first. A Store of Unbounded capacity does none of the three.
 func Open(dir string, ns Namespace, capacityBytes int64) (*Store, error) {
 	return OpenFS(OSFS{}, dir, ns, capacityBytes)
 }
@@ -63,9 +65,10 @@ func OpenFS(fsys FS, dir string, ns Namespace, capacityBytes int64) (*Store, err
 	return OpenPart(fsys, dir, ns, 0, capacityBytes)
 }
 
-// OpenPart is OpenFS for the ranks of the group's node node (its index among the group's nodes, in [0,
-// ns.Nodes)): a block of a group over several nodes is one part-file a node (NODES.md, "The L3"), and this
-// Store reads, writes, finds, budgets and evicts its node's only. The namespace directory is the group's.
+// OpenPart is OpenFS for the ranks of the group's node node (its index among the group's nodes, in
+// [0, ns.Nodes)): a block of a group over several nodes is one part-file a node (NODES.md, "The
+// L3"), and this Store reads, writes, finds, budgets and evicts its node's only. The namespace
+// directory is the group's.
 func OpenPart(fsys FS, dir string, ns Namespace, node int, capacityBytes int64) (*Store, error) {
 	if err := ns.Validate(); err != nil {
 		return nil, err
@@ -74,14 +77,27 @@ func OpenPart(fsys FS, dir string, ns Namespace, node int, capacityBytes int64) 
 		return nil, fmt.Errorf("l3: node %d of a group over %d nodes", node, ns.nodes())
 	}
 	if capacityBytes < 1 {
-		return nil, &errscope.ConfigError{Flag: "l3-bytes", Reason: fmt.Sprintf("%d bytes: the L3 needs a budget of 1 byte or more", capacityBytes)}
+		return nil, &errscope.ConfigError{
+			Flag:   "l3-bytes",
+			Reason: fmt.Sprintf("%d bytes: the L3 needs a budget of 1 byte or more", capacityBytes),
+		}
 	}
 	if err := checkDir(fsys, dir); err != nil {
 		return nil, err
 	}
 	fp := ns.Fingerprint()
-	s := &Store{root: dir, dir: filepath.Join(dir, fmt.Sprintf("%016x", fp)), ns: ns, node: node, fingerprint: fp,
-		capacityBytes: capacityBytes, lru: newLRU(), fs: fsys, now: time.Now, createTemp: fsys.CreateTemp}
+	s := &Store{
+		root:          dir,
+		dir:           filepath.Join(dir, fmt.Sprintf("%016x", fp)),
+		ns:            ns,
+		node:          node,
+		fingerprint:   fp,
+		capacityBytes: capacityBytes,
+		lru:           newLRU(),
+		fs:            fsys,
+		now:           time.Now,
+		createTemp:    fsys.CreateTemp,
+	}
 	if ns.nodes() > 1 {
 		s.partSuffix = fmt.Sprintf(".p%dof%d", node, ns.nodes())
 	}
@@ -89,7 +105,10 @@ func OpenPart(fsys FS, dir string, ns Namespace, node int, capacityBytes int64) 
 		s.now = c.Now // a simulated filesystem keeps its own clock: a replay's mtimes are the same
 	}
 	if err := s.openForWrites(); err != nil {
-		return nil, &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not writable: %v", dir, err)}
+		return nil, &errscope.ConfigError{
+			Flag:   "l3-dir",
+			Reason: fmt.Sprintf("%s is not writable: %v", dir, err),
+		}
 	}
 	if capacityBytes == Unbounded || s.readOnly {
 		return s, nil
@@ -103,10 +122,11 @@ func OpenPart(fsys FS, dir string, ns Namespace, node int, capacityBytes int64) 
 	return s, nil
 }
 
-// openForWrites writes the namespace's description and proves that a block can be created beside it. A directory
-// that refuses both as read-only (a read-only mount: a pre-warmed cache shared by many jobs; or no permission)
-// opens the Store read-only: its blocks are served, nothing is written, removed or evicted (ReadOnly), and the
-// Store never scans it, as one of Unbounded capacity does not.
+// openForWrites writes the namespace's description and proves that a block can be created beside
+// it. A directory that refuses both as read-only (a read-only mount: a pre-warmed cache shared by
+// many jobs; or no permission) opens the Store read-only: its blocks are served, nothing is
+// written, removed or evicted (ReadOnly), and the Store never scans it, as one of Unbounded
+// capacity does not.
 func (s *Store) openForWrites() error {
 	err := s.writeNamespaceFile()
 	if err == nil {
@@ -122,15 +142,15 @@ func (s *Store) openForWrites() error {
 	return err
 }
 
-// ReadOnly says whether the Store's directory refused writes when it was opened: Write then skips every block
-// (ErrReadOnly).
+// ReadOnly says whether the Store's directory refused writes when it was opened: Write then skips
+// every block (ErrReadOnly).
 func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // ErrReadOnly is Write's answer on a read-only Store: the block is skipped, not failed.
 var ErrReadOnly = errors.New("l3: the directory is read-only: block not written")
 
-// CheckDir refuses an L3 directory that is not there: creating it would hide a mistyped path or an unmounted
-// filesystem, and the blocks would silently go to the wrong disk.
+// CheckDir refuses an L3 directory that is not there: creating it would hide a mistyped path or an
+// unmounted filesystem, and the blocks would silently go to the wrong disk.
 func CheckDir(dir string) error { return checkDir(OSFS{}, dir) }
 
 func checkDir(fsys FS, dir string) error {
@@ -142,13 +162,17 @@ func checkDir(fsys FS, dir string) error {
 		return &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s: %v", dir, err)}
 	}
 	if !info.IsDir() {
-		return &errscope.ConfigError{Flag: "l3-dir", Reason: fmt.Sprintf("%s is not a directory", dir)}
+		return &errscope.ConfigError{
+			Flag:   "l3-dir",
+			Reason: fmt.Sprintf("%s is not a directory", dir),
+		}
 	}
 	return nil
 }
 
-// Adopt records a block that another rank of this job wrote, as its file now shows it, so that this Store's
-// budget counts it; blocks beyond the budget are then evicted. A block that is not there is forgotten.
+// Adopt records a block that another rank of this job wrote, as its file now shows it, so that this
+// Store's budget counts it; blocks beyond the budget are then evicted. A block that is not there is
+// forgotten.
 func (s *Store) Adopt(key uint64) {
 	info, err := s.fs.Stat(s.blockPath(key))
 	s.mu.Lock()
@@ -173,17 +197,18 @@ func (s *Store) Counters() Counters {
 	return s.counters
 }
 
-// UsedBytes is the size of the blocks this Store knows of (its own writes and hits, and what Open found).
+// UsedBytes is the size of the blocks this Store knows of (its own writes and hits, and what Open
+// found).
 func (s *Store) UsedBytes() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lru.totalBytes
 }
 
-// blockPath is DIR/<fingerprint>/<key hex[0:2]>/<key hex>.blk: 256 fan-out directories keep any one directory
-// small enough for a shared filesystem's lookups. A part-file of a group over k nodes is <key hex>.p<i>of<k>.blk.
-// It is built by hand, in one allocation: fmt and filepath.Join cost a 32 KiB read from the page cache 7% of
-// its time here.
+// blockPath is DIR/<fingerprint>/<key hex[0:2]>/<key hex>.blk: 256 fan-out directories keep any one
+// directory small enough for a shared filesystem's lookups. A part-file of a group over k nodes is
+// <key hex>.p<i>of<k>.blk. It is built by hand, in one allocation: fmt and filepath.Join cost a 32
+// KiB read from the page cache 7% of its time here.
 func (s *Store) blockPath(key uint64) string {
 	const digits = "0123456789abcdef"
 	var name [16]byte
@@ -200,15 +225,16 @@ func (s *Store) blockPath(key uint64) string {
 	return b.String()
 }
 
-// Exists says whether key's block is there now, as a regular file (anything else is a corrupt block that Read
-// refuses: counting it would agree a prefetch that fails); the prefetch counts with it. A block another job
-// wrote joins this Store's LRU view. A true answer promises nothing: the block may be evicted before Read,
-// which then misses.
+// Exists says whether key's block is there now, as a regular file (anything else is a corrupt block
+// that Read refuses: counting it would agree a prefetch that fails); the prefetch counts with it. A
+// block another job wrote joins this Store's LRU view. A true answer promises nothing: the block
+// may be evicted before Read, which then misses.
 func (s *Store) Exists(key uint64) bool {
 	info, err := s.fs.Stat(s.blockPath(key))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil || !info.Mode().IsRegular() { // a FIFO, a directory, a socket, a device: Read calls it corrupt
+	if err != nil ||
+		!info.Mode().IsRegular() { // a FIFO, a directory, a socket, a device: Read calls it corrupt
 		s.lru.remove(key)
 		return false
 	}
@@ -218,11 +244,12 @@ func (s *Store) Exists(key uint64) bool {
 	return true
 }
 
-// Read loads key's payload into into (which must hold it) and returns its token count. An absent block is a
-// *MissError; a bad one a *CorruptError, after Read has removed it; any other error (EIO, a buffer too small)
-// is a failure of this reader, and the file stays. A hit refreshes the block: its mtime, and its LRU place.
-// A path that is not a regular file (a FIFO, a directory, a socket, a device, or a symbolic link to one) is a
-// corrupt block, found without blocking and never read: a FIFO's reader would wait for a writer forever.
+// Read loads key's payload into into (which must hold it) and returns its token count. An absent
+// block is a *MissError; a bad one a *CorruptError, after Read has removed it; any other error
+// (EIO, a buffer too small) is a failure of this reader, and the file stays. A hit refreshes the
+// block: its mtime, and its LRU place. A path that is not a regular file (a FIFO, a directory, a
+// socket, a device, or a symbolic link to one) is a corrupt block, found without blocking and never
+// read: a FIFO's reader would wait for a writer forever.
 func (s *Store) Read(key uint64, into []byte) (tokenCount int, err error) {
 	path := s.blockPath(key)
 	f, opened, err := s.fs.OpenRegular(path)
@@ -249,128 +276,34 @@ func (s *Store) Read(key uint64, into []byte) (tokenCount int, err error) {
 		return 0, err
 	}
 	if h.key != key || int64(h.payloadBytes) != s.ns.PayloadBytes(int(h.tokenCount)) {
-		panic(brokenBlock(h, s.ns, "a verified read of block %016x returned another block's header", key))
+		panic(
+			brokenBlock(
+				h,
+				s.ns,
+				"a verified read of block %016x returned another block's header",
+				key,
+			),
+		)
 	}
 	s.refresh(key, path, f, headerBytes+int64(h.payloadBytes))
 	return int(h.tokenCount), nil
 }
 
-// oneReadPayloadBytes is the largest payload read with its header in one system call. A larger block's header
-// is read alone first, then its payload a chunk at a time: on a file not in the page cache, that small first
-// read led the kernel's readahead to read the rest 1.5 to 3 times faster than a first read of the header and a
-// 1 MiB chunk (bench l3 --cold, 256 KiB to 16 MiB, this VM's disk), and the extra call costs a block from the
-// page cache about 1 us. 128 KiB is Linux's default readahead window: a block within it is read whole anyway.
+// oneReadPayloadBytes is the largest payload read with its header in one system call. A larger
+// block's header is read alone first, then its payload a chunk at a time: on a file not in the page
+// cache, that small first read led the kernel's readahead to read the rest 1.5 to 3 times faster
+// than a first read of the header and a 1 MiB chunk (bench l3 --cold, 256 KiB to 16 MiB, this VM's
+// disk), and the extra call costs a block from the page cache about 1 us. 128 KiB is Linux's
+// default readahead window: a block within it is read whole anyway.
 const oneReadPayloadBytes = 128 << 10
 
-// readVerified reads and checks the header, the file's length (fileBytes, its size when opened) against it, the
-// payload into into, and the checksum. A block of up to oneReadPayloadBytes comes in one read system call with
-// its header when the file offers it (an osFile), as a plain read of the file does.
-func (s *Store) readVerified(f ReadFile, fileBytes int64, path string, key uint64, into []byte) (header, error) {
-	corrupt := func(reason string) (header, error) {
-		return header{}, &CorruptError{Path: path, Key: key, Reason: reason}
-	}
-	if fileBytes < headerBytes {
-		return corrupt(fmt.Sprintf("short header: %d of %d bytes", fileBytes, headerBytes))
-	}
-	buf := make([]byte, headerBytes)
-	first := into[:0]
-	if fileBytes-headerBytes <= oneReadPayloadBytes {
-		first = into[:min(int64(len(into)), fileBytes-headerBytes)]
-	}
-	n, err := readFull(f, buf, first)
-	if n < headerBytes+len(first) && (err == io.EOF || err == io.ErrUnexpectedEOF) {
-		if n < headerBytes {
-			return corrupt(fmt.Sprintf("short header: %d of %d bytes", n, headerBytes))
-		}
-		return corrupt(fmt.Sprintf("short file: %d of the %d bytes it had when opened", n, fileBytes))
-	}
-	if err != nil {
-		return header{}, err
-	}
-	h, reason := parseHeader(buf)
-	if reason == "" {
-		reason = checkHeader(h, s.ns, s.fingerprint, key)
-	}
-	if reason != "" {
-		return corrupt(reason)
-	}
-	if uint64(len(into)) < h.payloadBytes {
-		return header{}, fmt.Errorf("l3: read %016x: buffer of %d bytes, the block has %d", key, len(into), h.payloadBytes)
-	}
-	if want := headerBytes + int64(h.payloadBytes); fileBytes != want {
-		return corrupt(fmt.Sprintf("file of %d bytes, want %d (the header and a payload of %d)", fileBytes, want, h.payloadBytes))
-	}
-	sum, n, err := readSummed(f, into[:h.payloadBytes], len(first))
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return corrupt(fmt.Sprintf("short payload: %d of %d bytes", n, h.payloadBytes))
-	}
-	if err != nil {
-		return header{}, err
-	}
-	if sum != h.payloadSum {
-		return corrupt("payload checksum mismatch")
-	}
-	return h, nil
-}
-
-// readFull fills head, then payload, from f: with one readv when f offers it (and more only if that one comes
-// back short), else as io.ReadFull of each. n counts the bytes of both.
-func readFull(f ReadFile, head, payload []byte) (n int, err error) {
-	v, ok := f.(vectorReader)
-	if !ok {
-		n, err = io.ReadFull(f, head)
-		if err != nil {
-			return n, err
-		}
-		got, err := io.ReadFull(f, payload)
-		return n + got, err
-	}
-	bufs := [][]byte{head, payload}
-	for want := len(head) + len(payload); n < want; {
-		got, err := v.readv(bufs)
-		if err != nil {
-			return n, err
-		}
-		if got == 0 {
-			return n, io.ErrUnexpectedEOF
-		}
-		n += got
-		for len(bufs) > 0 && got >= len(bufs[0]) {
-			got -= len(bufs[0])
-			bufs = bufs[1:]
-		}
-		if len(bufs) > 0 {
-			bufs[0] = bufs[0][got:]
-		}
-	}
-	return n, nil
-}
-
-// readChunkBytes is what one read system call asks for: sixteen checksum pieces (4 MiB), hashed as soon as the
-// chunk is in. Measured with bench l3 (page-cache reads, this 2-CPU AMD EPYC VM, alternating binaries): at 4 and
-// 16 MiB blocks, ours/plain read 0.53-0.66 with 1 MiB chunks, 0.42-0.47 with 256 KiB, 0.67-0.80 with 4 MiB and
-// 0.68-0.80 with one read of the whole payload: a chunk this size is still in the last-level cache when hashed,
-// and fewer, larger copies from the page cache go faster than many small ones.
+// readChunkBytes is what one read system call asks for: sixteen checksum pieces (4 MiB), hashed as
+// soon as the chunk is in. Measured with bench l3 (page-cache reads, this 2-CPU AMD EPYC VM,
+// alternating binaries): at 4 and 16 MiB blocks, ours/plain read 0.53-0.66 with 1 MiB chunks,
+// 0.42-0.47 with 256 KiB, 0.67-0.80 with 4 MiB and 0.68-0.80 with one read of the whole payload: a
+// chunk this size is still in the last-level cache when hashed, and fewer, larger copies from the
+// page cache go faster than many small ones.
 const readChunkBytes = 16 * sumChunkBytes
-
-// readSummed fills payload from f, after its first have bytes (already read: none, or all of it), and returns payloadSum of it, hashing each read chunk's pieces as soon as the chunk is in, while it is
-// still in the CPU's cache; n is the bytes of payload filled. (Hashing on a second goroutine, one chunk behind,
-// was no faster here: the other core's cache does not hold the chunk, and both passes then compete for memory
-// bandwidth.)
-func readSummed(f io.Reader, payload []byte, have int) (sum uint64, n int, err error) {
-	var sums chunkSums
-	sums.add(payload[:have])
-	for n = have; n < len(payload); {
-		chunk := payload[n:min(n+readChunkBytes, len(payload))]
-		got, err := io.ReadFull(f, chunk)
-		if err != nil {
-			return 0, n + got, err
-		}
-		sums.add(chunk)
-		n += got
-	}
-	return sums.sum(), n, nil
-}
 
 // BlockPath is where key's block lives (for messages).
 func (s *Store) BlockPath(key uint64) string { return s.blockPath(key) }

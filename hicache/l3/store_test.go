@@ -15,7 +15,10 @@ import (
 func TestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, testNS, 1<<20, nil)
-	key := l3block.ChainKey(l3block.ChainKey(0, []int32{1, 2, 3, 4}), []int32{5, 6, 7, 8, 9, 10, 11, 12})
+	key := l3block.ChainKey(
+		l3block.ChainKey(0, []int32{1, 2, 3, 4}),
+		[]int32{5, 6, 7, 8, 9, 10, 11, 12},
+	)
 	want := content(key, 7, 2*pageTokens)
 	if err := s.Write(key, 2*pageTokens, want, true); err != nil {
 		t.Fatal(err)
@@ -26,7 +29,12 @@ func TestRoundTrip(t *testing.T) {
 	got := make([]byte, len(want)+10)
 	tokens, err := s.Read(key, got)
 	if err != nil || tokens != 2*pageTokens || !bytes.Equal(got[:len(want)], want) {
-		t.Fatalf("Read: %d tokens, %v; bytes equal %v", tokens, err, bytes.Equal(got[:len(want)], want))
+		t.Fatalf(
+			"Read: %d tokens, %v; bytes equal %v",
+			tokens,
+			err,
+			bytes.Equal(got[:len(want)], want),
+		)
 	}
 	name := filepath.Join(dir, hex16(testNS.Fingerprint()), hex16(key)[:2], hex16(key)+".blk")
 	if info, err := os.Stat(name); err != nil || info.Size() != headerBytes+int64(len(want)) {
@@ -53,8 +61,8 @@ func TestWriteRefusesPartialPages(t *testing.T) {
 	}
 }
 
-// TestEveryFlippedByteIsCorrupt: every byte of the file, header and payload, changed alone, is found; the file
-// is removed and counted; the next read is a miss.
+// TestEveryFlippedByteIsCorrupt: every byte of the file, header and payload, changed alone, is
+// found; the file is removed and counted; the next read is a miss.
 func TestEveryFlippedByteIsCorrupt(t *testing.T) {
 	s := openStore(t, t.TempDir(), testNS, 1<<20, nil)
 	buf := make([]byte, testNS.PayloadBytes(pageTokens))
@@ -89,7 +97,9 @@ func TestEveryFlippedByteIsCorrupt(t *testing.T) {
 func TestTruncatedOrLongBlockIsCorrupt(t *testing.T) {
 	s := openStore(t, t.TempDir(), testNS, 1<<20, nil)
 	buf := make([]byte, testNS.PayloadBytes(pageTokens))
-	for _, size := range []int64{0, 1, headerBytes - 1, headerBytes, headerBytes + 1, blockFileBytes - 1, blockFileBytes + 1} {
+	for _, size := range []int64{
+		0, 1, headerBytes - 1, headerBytes, headerBytes + 1, blockFileBytes - 1, blockFileBytes + 1,
+	} {
 		mustWrite(t, s, 9)
 		if err := os.Truncate(s.blockPath(9), size); err != nil {
 			t.Fatal(err)
@@ -122,15 +132,18 @@ func TestAbsentBlockIsAMiss(t *testing.T) {
 	}
 }
 
-// TestNamespacesNeverShareBlocks: each field of the namespace, changed alone, changes the fingerprint, and a
-// store of that namespace sees none of the other's blocks, even a block file copied under its own path.
+// TestNamespacesNeverShareBlocks: each field of the namespace, changed alone, changes the
+// fingerprint, and a store of that namespace sees none of the other's blocks, even a block file
+// copied under its own path.
 func TestNamespacesNeverShareBlocks(t *testing.T) {
 	dir := t.TempDir()
 	a := openStore(t, dir, testNS, 1<<20, nil)
 	mustWrite(t, a, 3)
 	variants := []func(*Namespace){
-		func(n *Namespace) { n.Layers++ }, func(n *Namespace) { n.Payloads++ }, func(n *Namespace) { n.PageTokens *= 2 },
-		func(n *Namespace) { n.TokenBytes += 8 }, func(n *Namespace) { n.CPSize++ }, func(n *Namespace) { n.ContentSeed++ },
+		func(n *Namespace) { n.Layers++ }, func(n *Namespace) { n.Payloads++ },
+		func(n *Namespace) { n.PageTokens *= 2 },
+		func(n *Namespace) { n.TokenBytes += 8 }, func(n *Namespace) { n.CPSize++ },
+		func(n *Namespace) { n.ContentSeed++ },
 		func(n *Namespace) { n.Content++ }, func(n *Namespace) { n.Name += "x" },
 	}
 	seen := map[uint64]bool{testNS.Fingerprint(): true}
@@ -160,8 +173,8 @@ func TestNamespacesNeverShareBlocks(t *testing.T) {
 	}
 }
 
-// TestFingerprintIsStable: the fingerprint is part of every path and header, so a change to its encoding must
-// be deliberate (bump fingerprintVersion and this value).
+// TestFingerprintIsStable: the fingerprint is part of every path and header, so a change to its
+// encoding must be deliberate (bump fingerprintVersion and this value).
 func TestFingerprintIsStable(t *testing.T) {
 	if got, want := testNS.Fingerprint(), uint64(fingerprintGolden); got != want {
 		t.Errorf("fingerprint %016x, want %016x", got, want)
@@ -187,10 +200,10 @@ func TestOpenNamesTheFlag(t *testing.T) {
 	}
 }
 
-// TestReadOnlyDirectoryServesItsBlocks: a directory that refuses writes (a read-only mount holding a pre-warmed
-// cache; ReadOnlyFS stands for it, since root writes anywhere) opens read-only, whether or not its namespace is
-// there yet: its blocks are read, a write is skipped (ErrReadOnly), and a corrupt block, which cannot be removed,
-// is still refused.
+// TestReadOnlyDirectoryServesItsBlocks: a directory that refuses writes (a read-only mount holding
+// a pre-warmed cache; ReadOnlyFS stands for it, since root writes anywhere) opens read-only,
+// whether or not its namespace is there yet: its blocks are read, a write is skipped (ErrReadOnly),
+// and a corrupt block, which cannot be removed, is still refused.
 func TestReadOnlyDirectoryServesItsBlocks(t *testing.T) {
 	dir := t.TempDir()
 	warm := openStore(t, dir, testNS, 1<<20, nil)
@@ -215,9 +228,17 @@ func TestReadOnlyDirectoryServesItsBlocks(t *testing.T) {
 	for _, ns := range []Namespace{testNS, other} {
 		s, err := OpenPart(ReadOnlyFS{OSFS{}}, dir, ns, 0, 1<<20)
 		if err != nil || !s.ReadOnly() {
-			t.Fatalf("%s: read-only %v, %v: want it opened read-only", ns, s != nil && s.ReadOnly(), err)
+			t.Fatalf(
+				"%s: read-only %v, %v: want it opened read-only",
+				ns,
+				s != nil && s.ReadOnly(),
+				err,
+			)
 		}
-		if err := s.Write(3, pageTokens, content(3, 7, pageTokens), false); !errors.Is(err, ErrReadOnly) {
+		if err := s.Write(3, pageTokens, content(3, 7, pageTokens), false); !errors.Is(
+			err,
+			ErrReadOnly,
+		) {
 			t.Errorf("%s: write: %v, want ErrReadOnly", ns, err)
 		}
 		if ns != testNS {
@@ -234,8 +255,9 @@ func TestReadOnlyDirectoryServesItsBlocks(t *testing.T) {
 	}
 }
 
-// TestUnboundedStoreSkipsTheScan: a Store that never evicts (a job's non-keeper ranks) does not scan the
-// directory at start, yet reads every block; a bounded one seeds its LRU from the same blocks.
+// TestUnboundedStoreSkipsTheScan: a Store that never evicts (a job's non-keeper ranks) does not
+// scan the directory at start, yet reads every block; a bounded one seeds its LRU from the same
+// blocks.
 func TestUnboundedStoreSkipsTheScan(t *testing.T) {
 	dir := t.TempDir()
 	w := openStore(t, dir, testNS, 1<<20, nil)
@@ -257,8 +279,8 @@ func TestUnboundedStoreSkipsTheScan(t *testing.T) {
 	}
 }
 
-// TestBlockPathLayout: the path built by hand is DIR/<fingerprint>/<key hex[0:2]>/<key hex>.blk, the layout
-// DESIGN.md documents and other jobs' stores read.
+// TestBlockPathLayout: the path built by hand is DIR/<fingerprint>/<key hex[0:2]>/<key hex>.blk,
+// the layout DESIGN.md documents and other jobs' stores read.
 func TestBlockPathLayout(t *testing.T) {
 	s := openStore(t, t.TempDir(), testNS, 1<<20, nil)
 	for _, key := range []uint64{0, 1, 0xab, 0x0123456789abcdef, ^uint64(0)} {

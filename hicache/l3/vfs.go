@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// FS is the filesystem a Store keeps its blocks on: the operating system's (OSFS), or one that a test or the
-// simulator wraps to fail, delay or corrupt chosen operations (MemFS), as pebble's vfs and errorfs do. Paths are
-// the operating system's; every method behaves as its os counterpart, but OpenRegular, which opens only a
-// regular file and never blocks on anything else.
+// FS is the filesystem a Store keeps its blocks on: the operating system's (OSFS), or one that a
+// test or the simulator wraps to fail, delay or corrupt chosen operations (MemFS), as pebble's vfs
+// and errorfs do. Paths are the operating system's; every method behaves as its os counterpart, but
+// OpenRegular, which opens only a regular file and never blocks on anything else.
 type FS interface {
 	Stat(path string) (fs.FileInfo, error)
 	OpenRegular(path string) (ReadFile, fs.FileInfo, error)
@@ -44,12 +44,34 @@ type TempFile interface {
 // OSFS is the operating system's filesystem.
 type OSFS struct{}
 
-func (OSFS) Stat(path string) (fs.FileInfo, error)                  { return os.Stat(path) }
-func (OSFS) CreateTemp(dir, pattern string) (TempFile, error)       { return createTemp(dir, pattern) }
-func (OSFS) Rename(oldPath, newPath string) error                   { return os.Rename(oldPath, newPath) }
-func (OSFS) Chtimes(path string, atime, mtime time.Time) error      { return os.Chtimes(path, atime, mtime) }
-func (OSFS) Remove(path string) error                               { return os.Remove(path) }
-func (OSFS) MkdirAll(path string, perm fs.FileMode) error           { return os.MkdirAll(path, perm) }
+func (OSFS) Stat(path string) (fs.FileInfo, error) { return os.Stat(path) }
+
+func (OSFS) CreateTemp(
+	dir, pattern string,
+) (TempFile, error) {
+	return createTemp(dir, pattern)
+}
+
+func (OSFS) Rename(
+	oldPath, newPath string,
+) error {
+	return os.Rename(oldPath, newPath)
+}
+
+func (OSFS) Chtimes(
+	path string,
+	atime, mtime time.Time,
+) error {
+	return os.Chtimes(path, atime, mtime)
+}
+func (OSFS) Remove(path string) error { return os.Remove(path) }
+
+func (OSFS) MkdirAll(
+	path string,
+	perm fs.FileMode,
+) error {
+	return os.MkdirAll(path, perm)
+}
 func (OSFS) ReadDir(path string) ([]fs.DirEntry, error)             { return os.ReadDir(path) }
 func (OSFS) SameFile(a, b fs.FileInfo) bool                         { return sameFile(a, b) }
 func (OSFS) OpenRegular(path string) (ReadFile, fs.FileInfo, error) { return openRegular(path) }
@@ -63,12 +85,15 @@ func (OSFS) SyncDir(dir string) error {
 	return errors.Join(d.Sync(), d.Close())
 }
 
-// vectorReader and vectorWriter are what a block file offers beyond ReadFile and TempFile when it is the
-// operating system's (osFile); the Store's fast paths ask for them. Their methods are unexported, so that a
-// wrapper of *os.File (a test's faulty file) never offers them by accident and keeps its faults on the path.
+// vectorReader and vectorWriter are what a block file offers beyond ReadFile and TempFile when it
+// is the operating system's (osFile); the Store's fast paths ask for them. Their methods are
+// unexported, so that a wrapper of *os.File (a test's faulty file) never offers them by accident
+// and keeps its faults on the path.
 type vectorReader interface {
-	readv(bufs [][]byte) (int, error) // reads into bufs in order, as one read system call does: maybe short
-	touch(t time.Time) error          // sets the open file's modification and access times
+	readv(
+		bufs [][]byte,
+	) (int, error) // reads into bufs in order, as one read system call does: maybe short
+	touch(t time.Time) error // sets the open file's modification and access times
 }
 
 type vectorWriter interface {
@@ -76,8 +101,9 @@ type vectorWriter interface {
 	touch(t time.Time) error
 }
 
-// ReadOnlyFS is fsys with every change refused as a read-only mount refuses it (EROFS), reads passed through: a
-// test's stand-in for a read-only mount, which root (the tests' user) cannot otherwise make of a directory.
+// ReadOnlyFS is fsys with every change refused as a read-only mount refuses it (EROFS), reads
+// passed through: a test's stand-in for a read-only mount, which root (the tests' user) cannot
+// otherwise make of a directory.
 type ReadOnlyFS struct{ FS }
 
 func (ReadOnlyFS) CreateTemp(dir, _ string) (TempFile, error) { return nil, readOnly("open", dir) }
@@ -91,4 +117,8 @@ func (r ReadOnlyFS) MkdirAll(path string, _ fs.FileMode) error {
 	return readOnly("mkdir", path)
 }
 
-func readOnly(op, path string) error { return &fs.PathError{Op: op, Path: path, Err: syscall.EROFS} }
+func readOnly(
+	op, path string,
+) error {
+	return &fs.PathError{Op: op, Path: path, Err: syscall.EROFS}
+}

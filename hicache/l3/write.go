@@ -8,25 +8,49 @@ import (
 	"time"
 )
 
-// Write stores key's block of tokenCount tokens (whole pages) and payload (every rank's, layer's and payload's
-// part, in PartOffset's order). It writes a temporary file with a unique name beside the block, fsyncs it and
-// the directory when fsync is set, and renames it into place, so a reader sees the whole block or none. A
-// failure is a *WriteError and leaves no temporary file. Blocks beyond the budget are then evicted, oldest first.
-// A read-only Store (ReadOnly) writes nothing: ErrReadOnly.
+// Write stores key's block of tokenCount tokens (whole pages) and payload (every rank's, layer's
+// and payload's part, in PartOffset's order). It writes a temporary file with a unique name beside
+// the block, fsyncs it and the directory when fsync is set, and renames it into place, so a reader
+// sees the whole block or none. A failure is a *WriteError and leaves no temporary file. Blocks
+// beyond the budget are then evicted, oldest first. A read-only Store (ReadOnly) writes nothing:
+// ErrReadOnly.
 func (s *Store) Write(key uint64, tokenCount int, payload []byte, fsync bool) error {
 	if tokenCount < 1 || tokenCount%s.ns.PageTokens != 0 {
-		return fmt.Errorf("l3: write %016x: %d tokens is not whole pages of %d", key, tokenCount, s.ns.PageTokens)
+		return fmt.Errorf(
+			"l3: write %016x: %d tokens is not whole pages of %d",
+			key,
+			tokenCount,
+			s.ns.PageTokens,
+		)
 	}
 	if want := s.ns.PayloadBytes(tokenCount); int64(len(payload)) != want {
-		return fmt.Errorf("l3: write %016x: payload of %d bytes, want %d for %d tokens", key, len(payload), want, tokenCount)
+		return fmt.Errorf(
+			"l3: write %016x: payload of %d bytes, want %d for %d tokens",
+			key,
+			len(payload),
+			want,
+			tokenCount,
+		)
 	}
 	if s.readOnly {
 		return ErrReadOnly
 	}
 	path := s.blockPath(key)
-	h := header{fingerprint: s.fingerprint, key: key, tokenCount: uint64(tokenCount), payloadBytes: uint64(len(payload))}
+	h := header{
+		fingerprint:  s.fingerprint,
+		key:          key,
+		tokenCount:   uint64(tokenCount),
+		payloadBytes: uint64(len(payload)),
+	}
 	if reason := checkHeader(h, s.ns, s.fingerprint, key); reason != "" {
-		panic(brokenBlock(h, s.ns, "a block this store writes would not pass its own read: %s", reason))
+		panic(
+			brokenBlock(
+				h,
+				s.ns,
+				"a block this store writes would not pass its own read: %s",
+				reason,
+			),
+		)
 	}
 	now := s.now()
 	if err := s.publish(path, func(f TempFile) error { return writeBlock(f, h, payload) }, fsync, now); err != nil {
@@ -43,24 +67,26 @@ func (s *Store) Write(key uint64, tokenCount int, payload []byte, fsync bool) er
 	return nil
 }
 
-// publish writes a file (fill writes its bytes) to a temporary file in path's directory and renames it to path. Its mtime is set to now before the rename, so the LRU time this process
-// records is the one the file shows other jobs: through the descriptor, before the close, when the file offers
+// publish writes a file (fill writes its bytes) to a temporary file in path's directory and renames
+// it to path. Its mtime is set to now before the rename, so the LRU time this process records is
+// the one the file shows other jobs: through the descriptor, before the close, when the file offers
 // it (an osFile), else by path after the close.
 func (s *Store) publish(path string, fill func(TempFile) error, fsync bool, now time.Time) error {
 	dir := filepath.Dir(path)
 	pattern := "." + filepath.Base(path) + ".*.tmp"
 	f, err := s.createTemp(dir, pattern)
 	if errors.Is(err, fs.ErrNotExist) {
-		// The first write into a fan-out directory makes it (and the namespace's, after an `l3 clear`). Looking
-		// for it before every write cost a path walk each (one stat, about 2 us on ext4 here) for a directory that
-		// is nearly always there.
+		// The first write into a fan-out directory makes it (and the namespace's, after an `l3
+		// clear`). Looking for it before every write cost a path walk each (one stat, about 2 us on
+		// ext4 here) for a directory that is nearly always there.
 		_, statErr := s.fs.Stat(s.dir)
 		if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 			return &WriteError{Path: path, Op: "mkdir", Err: err}
 		}
 		if errors.Is(statErr, fs.ErrNotExist) && dir != s.dir {
-			// An `l3 clear` took the namespace's directory with its namespace.txt: write it again, so that `l3
-			// stat` names the blocks this job goes on writing. Best effort: a block is no less whole without it.
+			// An `l3 clear` took the namespace's directory with its namespace.txt: write it again,
+			// so that `l3 stat` names the blocks this job goes on writing. Best effort: a block is
+			// no less whole without it.
 			s.writeNamespaceFile()
 		}
 		f, err = s.createTemp(dir, pattern)
@@ -106,19 +132,21 @@ func (s *Store) publish(path string, fill func(TempFile) error, fsync bool, now 
 		}
 	}
 	if fsync {
-		if err := s.fs.SyncDir(dir); err != nil { // the block is published, but a crash could still lose the rename
+		// the block is published, but a crash could still lose the rename
+		if err := s.fs.SyncDir(dir); err != nil {
 			return &WriteError{Path: path, Op: "fsync directory", Err: err}
 		}
 	}
 	return nil
 }
 
-// writeBlock writes a block file: h, with the payload's sum filled in, then payload. To a file that offers
-// pwritev (an osFile), it takes as few system calls as the size allows, each byte of the payload hashed while it
-// is in the CPU's cache: a payload of one read chunk or less is hashed, then written with its
-// header in one pwritev; a larger one is written a chunk at a time after the header's place, each chunk hashed
-// just before its write (which then copies it from the cache), and the header last, at offset 0, once the sum
-// is known. Before the last write the file has a hole where the header goes; it is not published until renamed.
+// writeBlock writes a block file: h, with the payload's sum filled in, then payload. To a file that
+// offers pwritev (an osFile), it takes as few system calls as the size allows, each byte of the
+// payload hashed while it is in the CPU's cache: a payload of one read chunk or less is hashed,
+// then written with its header in one pwritev; a larger one is written a chunk at a time after the
+// header's place, each chunk hashed just before its write (which then copies it from the cache),
+// and the header last, at offset 0, once the sum is known. Before the last write the file has a
+// hole where the header goes; it is not published until renamed.
 func writeBlock(f TempFile, h header, payload []byte) error {
 	v, ok := f.(vectorWriter)
 	if !ok {
@@ -152,12 +180,13 @@ func (s *Store) miss(key uint64) {
 	s.lru.remove(key)
 }
 
-// refresh marks a hit: the file's mtime (what the next job's Open and other jobs' evictions read) and the LRU.
-// The open file f is touched through its descriptor when it offers that (an osFile: futimens, about half the
-// cost of a touch by path here), else by path. A block evicted by another job since it was read needs no
-// refresh: by path, the touch finds nothing and the block is forgotten; by descriptor, it touches the removed
-// file, and the block is forgotten when an eviction or Exists next looks at its path. A refresh the filesystem
-// refuses (a read-only mount) leaves the order to this process alone: the hit was still a hit.
+// refresh marks a hit: the file's mtime (what the next job's Open and other jobs' evictions read)
+// and the LRU. The open file f is touched through its descriptor when it offers that (an osFile:
+// futimens, about half the cost of a touch by path here), else by path. A block evicted by another
+// job since it was read needs no refresh: by path, the touch finds nothing and the block is
+// forgotten; by descriptor, it touches the removed file, and the block is forgotten when an
+// eviction or Exists next looks at its path. A refresh the filesystem refuses (a read-only mount)
+// leaves the order to this process alone: the hit was still a hit.
 func (s *Store) refresh(key uint64, path string, f ReadFile, fileBytes int64) {
 	now := s.now()
 	var err error
@@ -176,8 +205,8 @@ func (s *Store) refresh(key uint64, path string, f ReadFile, fileBytes int64) {
 	s.lru.use(key, fileBytes, now)
 }
 
-// removeCorrupt removes a corrupt block, unless another writer has replaced the file since it was opened (opened
-// is what it was then): that one is a new, whole block.
+// removeCorrupt removes a corrupt block, unless another writer has replaced the file since it was
+// opened (opened is what it was then): that one is a new, whole block.
 func (s *Store) removeCorrupt(opened fs.FileInfo, path string, key uint64) {
 	now, errNow := s.fs.Stat(path)
 	if errNow == nil && s.fs.SameFile(opened, now) && !s.readOnly {
@@ -189,9 +218,10 @@ func (s *Store) removeCorrupt(opened fs.FileInfo, path string, key uint64) {
 	s.lru.remove(key)
 }
 
-// evictOverBudget removes least recently used blocks until the known bytes fit the budget. The LRU is this
-// process's view, so each candidate's file is looked at first: one another job removed is only forgotten, one
-// another job used since (a newer mtime) moves to its place. Called with s.mu held.
+// evictOverBudget removes least recently used blocks until the known bytes fit the budget. The LRU
+// is this process's view, so each candidate's file is looked at first: one another job removed is
+// only forgotten, one another job used since (a newer mtime) moves to its place. Called with s.mu
+// held.
 func (s *Store) evictOverBudget() {
 	if s.readOnly {
 		return // nothing can be removed; the budget is the directory's writers'
@@ -214,8 +244,8 @@ func (s *Store) evictOverBudget() {
 	}
 }
 
-// FailWritesForTest makes every later Write fail at its first step with err, as a full filesystem would, for the
-// tests of the callers' error paths. Call it before the Store is shared.
+// FailWritesForTest makes every later Write fail at its first step with err, as a full filesystem
+// would, for the tests of the callers' error paths. Call it before the Store is shared.
 func (s *Store) FailWritesForTest(err error) {
 	s.createTemp = func(string, string) (TempFile, error) { return nil, err }
 }

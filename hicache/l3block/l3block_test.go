@@ -6,21 +6,23 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// TestChainKeyIsAPrefixHash: a key depends on the block's tokens and every earlier block's, so equal keys
-// name equal prefixes.
+// TestChainKeyIsAPrefixHash: a key depends on the block's tokens and every earlier block's, so
+// equal keys name equal prefixes.
 func TestChainKeyIsAPrefixHash(t *testing.T) {
 	first := ChainKey(0, []int32{1, 2, 3, 4})
 	if ChainKey(first, []int32{5, 6}) == ChainKey(ChainKey(0, []int32{1, 2, 3, 9}), []int32{5, 6}) {
 		t.Error("a second block's key does not depend on the first block's tokens")
 	}
-	if ChainKey(0, []int32{1, 2}) == ChainKey(0, []int32{2, 1}) || ChainKey(0, []int32{1}) == ChainKey(1, []int32{1}) {
+	if ChainKey(0, []int32{1, 2}) == ChainKey(0, []int32{2, 1}) ||
+		ChainKey(0, []int32{1}) == ChainKey(1, []int32{1}) {
 		t.Error("order or chaining ignored")
 	}
 }
 
-// TestChainKeyIsTheHashOfItsBytes holds the in-place hash to the byte string it stands for (prevKey, then every
-// token, little-endian) at every length up to a few blocks and for negative tokens, and pins two keys: a key
-// names a block's file, so a change of the function would orphan every L3 directory.
+// TestChainKeyIsTheHashOfItsBytes holds the in-place hash to the byte string it stands for
+// (prevKey, then every token, little-endian) at every length up to a few blocks and for negative
+// tokens, and pins two keys: a key names a block's file, so a change of the function would orphan
+// every L3 directory.
 func TestChainKeyIsTheHashOfItsBytes(t *testing.T) {
 	tokens := make([]int32, 1100)
 	for i := range tokens {
@@ -36,13 +38,18 @@ func TestChainKeyIsTheHashOfItsBytes(t *testing.T) {
 	for i := range block {
 		block[i] = int32(i*7919 - 100000)
 	}
-	if got, got2 := ChainKey(0, []int32{1, 2, 3, 4}), ChainKey(0x0123456789abcdef, block); got != 0x8752c74bc787fd40 || got2 != 0xf516d38f1af85617 {
-		t.Fatalf("keys %#x and %#x, want the pinned 0x8752c74bc787fd40 and 0xf516d38f1af85617", got, got2)
+	if got, got2 := ChainKey(0, []int32{1, 2, 3, 4}), ChainKey(0x0123456789abcdef, block); got != 0x8752c74bc787fd40 ||
+		got2 != 0xf516d38f1af85617 {
+		t.Fatalf(
+			"keys %#x and %#x, want the pinned 0x8752c74bc787fd40 and 0xf516d38f1af85617",
+			got,
+			got2,
+		)
 	}
 }
 
-// BenchmarkChainKey is one 512-token block's key, as the core computes it for every block of a prompt it
-// looks up or writes.
+// BenchmarkChainKey is one 512-token block's key, as the core computes it for every block of a
+// prompt it looks up or writes.
 func BenchmarkChainKey(b *testing.B) {
 	block := make([]int32, 512)
 	b.SetBytes(int64(4 * len(block)))

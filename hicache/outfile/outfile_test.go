@@ -13,8 +13,9 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// TestCheckNamesTheFlagAndTheMissingDirectory: a path in a directory that does not exist, or a directory itself,
-// fails with the flag the user gave, before any work; a new file in an existing directory passes.
+// TestCheckNamesTheFlagAndTheMissingDirectory: a path in a directory that does not exist, or a
+// directory itself, fails with the flag the user gave, before any work; a new file in an existing
+// directory passes.
 func TestCheckNamesTheFlagAndTheMissingDirectory(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ path, want string }{
@@ -24,7 +25,12 @@ func TestCheckNamesTheFlagAndTheMissingDirectory(t *testing.T) {
 		err := Check("report", tc.path)
 		var ce *errscope.ConfigError
 		if !errors.As(err, &ce) || ce.Flag != "report" || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Check(report, %s) = %v, want an invalid --report that says %q", tc.path, err, tc.want)
+			t.Errorf(
+				"Check(report, %s) = %v, want an invalid --report that says %q",
+				tc.path,
+				err,
+				tc.want,
+			)
 		}
 	}
 	if err := Check("report", filepath.Join(dir, "r.json")); err != nil {
@@ -32,8 +38,8 @@ func TestCheckNamesTheFlagAndTheMissingDirectory(t *testing.T) {
 	}
 }
 
-// TestFailedWriteKeepsThePreviousFile: a write that fails half-way (a full disk) leaves the previous file whole
-// and no temporary file behind, and says which flag's file it was.
+// TestFailedWriteKeepsThePreviousFile: a write that fails half-way (a full disk) leaves the
+// previous file whole and no temporary file behind, and says which flag's file it was.
 func TestFailedWriteKeepsThePreviousFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.json")
 	if err := Write("report", path, []byte("previous\n")); err != nil {
@@ -58,9 +64,9 @@ func TestFailedWriteKeepsThePreviousFile(t *testing.T) {
 	}
 }
 
-// TestAStreamIsWrittenInPlace: a path that is not a regular file (a FIFO here; /dev/null, /dev/stdout) is
-// written through itself and stays what it was: renamed over, /dev/null became a regular file (as root), which
-// every later writer to /dev/null then filled.
+// TestAStreamIsWrittenInPlace: a path that is not a regular file (a FIFO here; /dev/null,
+// /dev/stdout) is written through itself and stays what it was: renamed over, /dev/null became a
+// regular file (as root), which every later writer to /dev/null then filled.
 func TestAStreamIsWrittenInPlace(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "out.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -78,15 +84,21 @@ func TestAStreamIsWrittenInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
-		t.Fatalf("%s is no longer a FIFO: %v %v", fifo, fi.Mode(), err) // and the reader waits for a writer for good
+		t.Fatalf(
+			"%s is no longer a FIFO: %v %v",
+			fifo,
+			fi.Mode(),
+			err,
+		) // and the reader waits for a writer for good
 	}
 	if s := <-got; s != "whole\n" {
 		t.Errorf("the reader got %q", s)
 	}
 }
 
-// TestRemoveLeavesAStream: a job's clean-up removes its regular file, but never a path that is not one: a
-// periodic --metrics-file /dev/null removed at a signal would take /dev/null from every later job (as root).
+// TestRemoveLeavesAStream: a job's clean-up removes its regular file, but never a path that is not
+// one: a periodic --metrics-file /dev/null removed at a signal would take /dev/null from every
+// later job (as root).
 func TestRemoveLeavesAStream(t *testing.T) {
 	dir := t.TempDir()
 	file, fifo := filepath.Join(dir, "m.prom"), filepath.Join(dir, "m.fifo")
@@ -109,11 +121,11 @@ func TestRemoveLeavesAStream(t *testing.T) {
 	}
 }
 
-// TestALinkIsWrittenThroughAndKept: a path that is a symbolic link (a `latest.json` a user keeps pointed at this
-// run's file) is written at the file it names, whole as ever, and stays a link: renamed over, the link became a
-// copy and the file it named kept the previous result. A link to a file not yet made makes that file; a link
-// into a missing directory is refused at the start like any missing directory; Remove removes the file named
-// and leaves the user's link.
+// TestALinkIsWrittenThroughAndKept: a path that is a symbolic link (a `latest.json` a user keeps
+// pointed at this run's file) is written at the file it names, whole as ever, and stays a link:
+// renamed over, the link became a copy and the file it named kept the previous result. A link to a
+// file not yet made makes that file; a link into a missing directory is refused at the start like
+// any missing directory; Remove removes the file named and leaves the user's link.
 func TestALinkIsWrittenThroughAndKept(t *testing.T) {
 	dir := t.TempDir()
 	results := filepath.Join(dir, "results")
@@ -124,13 +136,26 @@ func TestALinkIsWrittenThroughAndKept(t *testing.T) {
 	if err := os.WriteFile(target, []byte("previous\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	latest, next, bad := filepath.Join(dir, "latest.json"), filepath.Join(dir, "next.json"), filepath.Join(dir, "bad.json")
+	latest, next, bad := filepath.Join(
+		dir,
+		"latest.json",
+	), filepath.Join(
+		dir,
+		"next.json",
+	), filepath.Join(
+		dir,
+		"bad.json",
+	)
 	for link, to := range map[string]string{latest: "results/run.json", next: "results/run2.json", bad: "typo/run.json"} {
 		if err := os.Symlink(to, link); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := Check("report", bad); err == nil || !strings.Contains(err.Error(), bad+" (a link to "+filepath.Join(dir, "typo", "run.json")+"): the directory") {
+	if err := Check("report", bad); err == nil ||
+		!strings.Contains(
+			err.Error(),
+			bad+" (a link to "+filepath.Join(dir, "typo", "run.json")+"): the directory",
+		) {
 		t.Errorf("Check of a link into a missing directory: %v, want a refusal", err)
 	}
 	for path, file := range map[string]string{latest: target, next: filepath.Join(results, "run2.json")} {
@@ -161,9 +186,9 @@ func TestALinkIsWrittenThroughAndKept(t *testing.T) {
 	}
 }
 
-// TestAnOutputMustNotBeAnotherFile: an output naming the input (by the same path, another spelling of it, a link
-// or a hard link) or another output is refused naming the output's flag; two outputs to /dev/null, an input
-// given as "-" and different files pass.
+// TestAnOutputMustNotBeAnotherFile: an output naming the input (by the same path, another spelling
+// of it, a link or a hard link) or another output is refused naming the output's flag; two outputs
+// to /dev/null, an input given as "-" and different files pass.
 func TestAnOutputMustNotBeAnotherFile(t *testing.T) {
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "t.jsonl")
@@ -181,12 +206,20 @@ func TestAnOutputMustNotBeAnotherFile(t *testing.T) {
 	for _, out := range []string{trace, filepath.Join(dir, ".", "t.jsonl"), link, hard} {
 		var ce *errscope.ConfigError
 		err := CheckDistinct([]File{{"report", out}}, in)
-		if !errors.As(err, &ce) || ce.Flag != "report" || !strings.Contains(err.Error(), "the same file as --trace "+trace+": writing it would destroy that input") {
+		if !errors.As(err, &ce) || ce.Flag != "report" ||
+			!strings.Contains(
+				err.Error(),
+				"the same file as --trace "+trace+": writing it would destroy that input",
+			) {
 			t.Errorf("--report %s over --trace %s: %v, want --report refused", out, trace, err)
 		}
 	}
 	r := filepath.Join(dir, "r.json")
-	if err := CheckDistinct([]File{{"report", r}, {"metrics-file", r}}, nil); err == nil || !strings.Contains(err.Error(), "--metrics-file: "+r+" is the same file as --report "+r+": each would replace") {
+	if err := CheckDistinct([]File{{"report", r}, {"metrics-file", r}}, nil); err == nil ||
+		!strings.Contains(
+			err.Error(),
+			"--metrics-file: "+r+" is the same file as --report "+r+": each would replace",
+		) {
 		t.Errorf("two outputs to one file: %v, want the second refused", err)
 	}
 	if err := CheckDistinct([]File{{"report", "/dev/null"}, {"metrics-file", "/dev/null"}, {"timeline", r}, {"cpu", ""}}, []File{{"trace", "-"}, {"l3", ""}}); err != nil {
@@ -195,8 +228,9 @@ func TestAnOutputMustNotBeAnotherFile(t *testing.T) {
 }
 
 // TestADescriptorPathIsWrittenThroughAndKept: /dev/stdout of a shell's `>> out.log` is a link to
-// /proc/self/fd/1, which names out.log itself: such a path is appended to through itself and never removed or
-// renamed over. Followed to out.log, the run's clean-up removed the user's log and the write made a new file.
+// /proc/self/fd/1, which names out.log itself: such a path is appended to through itself and never
+// removed or renamed over. Followed to out.log, the run's clean-up removed the user's log and the
+// write made a new file.
 func TestADescriptorPathIsWrittenThroughAndKept(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "out.log")
@@ -230,9 +264,9 @@ func TestADescriptorPathIsWrittenThroughAndKept(t *testing.T) {
 	}
 }
 
-// TestARelativeLinkIsReadAsTheKernelReadsIt: a relative link in a linked directory names a file against the
-// directory's real path ("../shared/x" from results -> data/run42 is data/shared/x), not against the path as
-// written (a textual ".." named work/shared/x, which Remove then deleted).
+// TestARelativeLinkIsReadAsTheKernelReadsIt: a relative link in a linked directory names a file
+// against the directory's real path ("../shared/x" from results -> data/run42 is data/shared/x),
+// not against the path as written (a textual ".." named work/shared/x, which Remove then deleted).
 func TestARelativeLinkIsReadAsTheKernelReadsIt(t *testing.T) {
 	root := t.TempDir()
 	for _, d := range []string{"data/run42", "data/shared", "work/shared"} {
@@ -240,7 +274,13 @@ func TestARelativeLinkIsReadAsTheKernelReadsIt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	real, decoy := filepath.Join(root, "data/shared/latest.json"), filepath.Join(root, "work/shared/latest.json")
+	real, decoy := filepath.Join(
+		root,
+		"data/shared/latest.json",
+	), filepath.Join(
+		root,
+		"work/shared/latest.json",
+	)
 	for _, p := range []string{real, decoy} {
 		if err := os.WriteFile(p, []byte("old\n"), 0o644); err != nil {
 			t.Fatal(err)

@@ -36,8 +36,8 @@ func TestProfileIsExactAtItsRows(t *testing.T) {
 	}
 }
 
-// TestProfileInterpolatesAndExtrapolates: linear in new tokens within a cached-token group, linear across
-// groups, extended linearly beyond the table, never below zero.
+// TestProfileInterpolatesAndExtrapolates: linear in new tokens within a cached-token group, linear
+// across groups, extended linearly beyond the table, never below zero.
 func TestProfileInterpolatesAndExtrapolates(t *testing.T) {
 	p := parseTestProfile(t, testProfile)
 	for _, tc := range []struct {
@@ -64,7 +64,8 @@ func TestProfileInterpolatesAndExtrapolates(t *testing.T) {
 	}
 }
 
-// TestProfileOfOneRowOrOneGroup: one row scales with new tokens; one cached-token group ignores cached tokens.
+// TestProfileOfOneRowOrOneGroup: one row scales with new tokens; one cached-token group ignores
+// cached tokens.
 func TestProfileOfOneRowOrOneGroup(t *testing.T) {
 	one := parseTestProfile(t, "1000 0 20\n")
 	if got := one.Seconds(3000, 500); math.Abs(got-0.06) > 1e-15 {
@@ -76,19 +77,24 @@ func TestProfileOfOneRowOrOneGroup(t *testing.T) {
 	}
 }
 
-// TestProfileBatchIsTheProfileOfItsTotals: a batch costs the profile of its summed new and cached tokens.
+// TestProfileBatchIsTheProfileOfItsTotals: a batch costs the profile of its summed new and cached
+// tokens.
 func TestProfileBatchIsTheProfileOfItsTotals(t *testing.T) {
 	p := parseTestProfile(t, testProfile)
 	batch := []Request{{1024, 1024}, {1536, 1024}, {0, 99999}}
 	if got, want := p.BatchSeconds(batch), p.Seconds(2560, 2048); got != want {
 		t.Errorf("batch %v s, the profile of its totals %v", got, want)
 	}
-	if !strings.Contains(p.Describe(), "prof.txt, 4 rows, new tokens 1024 to 4096, cached tokens 0 to 4096") {
+	if !strings.Contains(
+		p.Describe(),
+		"prof.txt, 4 rows, new tokens 1024 to 4096, cached tokens 0 to 4096",
+	) {
 		t.Errorf("describe: %s", p.Describe())
 	}
 }
 
-// TestProfileErrorsNameFileAndLine: each malformed line is an invalid --prefill-profile naming file:line.
+// TestProfileErrorsNameFileAndLine: each malformed line is an invalid --prefill-profile naming
+// file:line.
 func TestProfileErrorsNameFileAndLine(t *testing.T) {
 	for text, want := range map[string]string{
 		"# header\n1024 0\n":       "prof.txt:2: 2 fields",
@@ -111,9 +117,10 @@ func TestProfileErrorsNameFileAndLine(t *testing.T) {
 	}
 }
 
-// TestProfileThatFallsAsTokensGrowIsRefused: a row faster than one with fewer new tokens at its cached count, or
-// with fewer cached tokens at its new count, is refused, naming both lines; extended, such a table reaches a free
-// prefill (an infinite break-even rate). Equal times are a flat profile, kept.
+// TestProfileThatFallsAsTokensGrowIsRefused: a row faster than one with fewer new tokens at its
+// cached count, or with fewer cached tokens at its new count, is refused, naming both lines;
+// extended, such a table reaches a free prefill (an infinite break-even rate). Equal times are a
+// flat profile, kept.
 func TestProfileThatFallsAsTokensGrowIsRefused(t *testing.T) {
 	for text, want := range map[string]string{
 		"1024 0 50\n2048 0 1\n":                "prof.txt:2: 1 ms at 2048 new tokens, less than line 1's 50 ms at 1024",
@@ -125,8 +132,12 @@ func TestProfileThatFallsAsTokensGrowIsRefused(t *testing.T) {
 			t.Errorf("%q: %v, want an invalid --prefill-profile with %q", text, err, want)
 		}
 	}
-	// A fall inside the table (noise near the latency floor) is interpolated, not extended: it is kept.
-	noisy := parseTestProfile(t, "512 0 10.2\n1024 0 10.1\n2048 0 20\n512 512 10.3\n1024 512 10.2\n2048 512 21\n512 4096 11\n1024 4096 12\n2048 4096 22\n")
+	// A fall inside the table (noise near the latency floor) is interpolated, not extended: it is
+	// kept.
+	noisy := parseTestProfile(
+		t,
+		"512 0 10.2\n1024 0 10.1\n2048 0 20\n512 512 10.3\n1024 512 10.2\n2048 512 21\n512 4096 11\n1024 4096 12\n2048 4096 22\n",
+	)
 	if s := noisy.RecomputeSeconds(1024); s <= 0 {
 		t.Errorf("a profile with noise inside it: %v s at 1024 tokens", s)
 	}
@@ -136,8 +147,8 @@ func TestProfileThatFallsAsTokensGrowIsRefused(t *testing.T) {
 	}
 }
 
-// TestNewChoosesTheProfileOverTheRoofline: a profile path gives the profile (opened through Open); a missing
-// file names the flag; no path gives the roofline.
+// TestNewChoosesTheProfileOverTheRoofline: a profile path gives the profile (opened through Open);
+// a missing file names the flag; no path gives the roofline.
 func TestNewChoosesTheProfileOverTheRoofline(t *testing.T) {
 	open := func(path string) (io.ReadCloser, error) {
 		if path != "prof.txt" {
@@ -145,16 +156,25 @@ func TestNewChoosesTheProfileOverTheRoofline(t *testing.T) {
 		}
 		return io.NopCloser(strings.NewReader(testProfile)), nil
 	}
-	opts := Options{Model: "llama-3.1-70b", GPU: "h100", GroupGPUs: 8, Efficiency: DefaultEfficiency, ProfilePath: "prof.txt", Open: open}
+	opts := Options{
+		Model:       "llama-3.1-70b",
+		GPU:         "h100",
+		GroupGPUs:   8,
+		Efficiency:  DefaultEfficiency,
+		ProfilePath: "prof.txt",
+		Open:        open,
+	}
 	if m, err := New(opts); err != nil || !strings.HasPrefix(m.Describe(), "profile: prof.txt") {
 		t.Errorf("with a profile: %v %v", m, err)
 	}
 	opts.ProfilePath = "missing.txt"
-	if m, err := New(opts); !isFlagError(err, "prefill-profile") || m != nil || !strings.Contains(err.Error(), "missing.txt") {
+	if m, err := New(opts); !isFlagError(err, "prefill-profile") || m != nil ||
+		!strings.Contains(err.Error(), "missing.txt") {
 		t.Errorf("a missing profile: %v %v", m, err)
 	}
 	opts.ProfilePath = ""
-	if m, err := New(opts); err != nil || !strings.HasPrefix(m.Describe(), "roofline: llama-3.1-70b on 8 x h100") {
+	if m, err := New(opts); err != nil ||
+		!strings.HasPrefix(m.Describe(), "roofline: llama-3.1-70b on 8 x h100") {
 		t.Errorf("without a profile: %v %v", m, err)
 	}
 	opts.GPU = "v100"
@@ -163,8 +183,9 @@ func TestNewChoosesTheProfileOverTheRoofline(t *testing.T) {
 	}
 }
 
-// FuzzParseProfile: any text either fails as an invalid --prefill-profile or gives a profile whose every answer
-// is a finite time >= 0 (no panic, no NaN from a zero-width segment: duplicate rows are refused).
+// FuzzParseProfile: any text either fails as an invalid --prefill-profile or gives a profile whose
+// every answer is a finite time >= 0 (no panic, no NaN from a zero-width segment: duplicate rows
+// are refused).
 func FuzzParseProfile(f *testing.F) {
 	f.Add(testProfile, int64(3000), int64(100))
 	f.Add("1 0 1\n2 0 1\n1 1 1\n", int64(1), int64(5))

@@ -23,16 +23,19 @@ func roofline(t *testing.T, model, gpu string, groupGPUs int) *Roofline {
 	return r
 }
 
-// TestLookupGPU: the table's parts by name, any case, with their dense (not sparse) bf16 rates; an unknown name
-// is an invalid --gpu listing the choices.
+// TestLookupGPU: the table's parts by name, any case, with their dense (not sparse) bf16 rates; an
+// unknown name is an invalid --gpu listing the choices.
 func TestLookupGPU(t *testing.T) {
 	for name, flops := range map[string]float64{"h100": 989.5e12, "H200": 989.5e12, "b200": 2.25e15, "h800": 989.5e12} {
 		g, err := LookupGPU(name)
-		if err != nil || g.DenseBF16FLOPsPerSecond != flops || g.HBMBytesPerSecond < 3e12 || g.H2DBytesPerSecond != 64e9 || g.Source == "" {
+		if err != nil || g.DenseBF16FLOPsPerSecond != flops || g.HBMBytesPerSecond < 3e12 ||
+			g.H2DBytesPerSecond != 64e9 ||
+			g.Source == "" {
 			t.Errorf("%s: %+v %v", name, g, err)
 		}
 	}
-	if _, err := LookupGPU("a100"); !isFlagError(err, "gpu") || !strings.Contains(err.Error(), "h100, h800, h200, b200") {
+	if _, err := LookupGPU("a100"); !isFlagError(err, "gpu") ||
+		!strings.Contains(err.Error(), "h100, h800, h200, b200") {
 		t.Errorf("an unknown GPU: %v, want an invalid --gpu naming the table", err)
 	}
 	if _, err := LookupGPU(DefaultGPU); err != nil {
@@ -52,7 +55,10 @@ func TestNewRooflineNamesTheFlag(t *testing.T) {
 		{"llama-3.1-8b", "h100", 8, 0, "prefill-efficiency"}, {"llama-3.1-8b", "h100", 8, 1.01, "prefill-efficiency"},
 		{"llama-3.1-8b", "h100", 8, math.NaN(), "prefill-efficiency"}, {"llama-3.1-8b", "h100", 0, 0.5, "cp"},
 	} {
-		if _, err := NewRoofline(tc.model, tc.gpu, tc.gpus, tc.efficiency); !isFlagError(err, tc.flag) {
+		if _, err := NewRoofline(tc.model, tc.gpu, tc.gpus, tc.efficiency); !isFlagError(
+			err,
+			tc.flag,
+		) {
 			t.Errorf("%+v: %v, want an invalid --%s", tc, err, tc.flag)
 		}
 	}
@@ -61,17 +67,19 @@ func TestNewRooflineNamesTheFlag(t *testing.T) {
 	}
 }
 
-// TestFLOPsByHand: Llama-3.1-8B, 1,000 new tokens after 3,000 cached. Linear: 2 x (8,030,261,248 parameters -
-// 2 x 128,256 x 4,096 of embedding and head) x 1,000 + the head once (2 x 525,336,576) = 13,960,226,865,152.
-// Attention: 3,000 x 1,000 + 1,000 x 1,001 / 2 = 3,500,500 pairs a layer, 4 x 32 heads x 128 = 16,384 FLOPs a
-// pair, 32 layers: 1,835,270,144,000.
+// TestFLOPsByHand: Llama-3.1-8B, 1,000 new tokens after 3,000 cached. Linear: 2 x (8,030,261,248
+// parameters - 2 x 128,256 x 4,096 of embedding and head) x 1,000 + the head once (2 x 525,336,576)
+// = 13,960,226,865,152. Attention: 3,000 x 1,000 + 1,000 x 1,001 / 2 = 3,500,500 pairs a layer, 4 x
+// 32 heads x 128 = 16,384 FLOPs a pair, 32 layers: 1,835,270,144,000.
 func TestFLOPsByHand(t *testing.T) {
 	r := roofline(t, "llama-3.1-8b", "h100", 1)
 	linear, attention := LinearFLOPs(r.Model, 1000), AttentionFLOPs(r.Model, 3000, 1000)
 	if linear != 13_960_226_865_152 || attention != 1_835_270_144_000 {
 		t.Errorf("linear %.0f, attention %.0f", linear, attention)
 	}
-	if got := r.FLOPs([]Request{{NewTokens: 1000, CachedTokens: 3000}, {NewTokens: 0, CachedTokens: 5000}}); got != linear+attention {
+	if got := r.FLOPs([]Request{
+		{NewTokens: 1000, CachedTokens: 3000}, {NewTokens: 0, CachedTokens: 5000},
+	}); got != linear+attention {
 		t.Errorf("a batch with an idle request: %.0f FLOPs, want %.0f", got, linear+attention)
 	}
 	want := (linear + attention) / (989.5e12 * DefaultEfficiency)
@@ -80,9 +88,9 @@ func TestFLOPsByHand(t *testing.T) {
 	}
 }
 
-// TestMLAFLOPsByHand: DeepSeek-V3's pair costs 2 x 128 heads x (128 + 64 + 128) = 81,920 FLOPs and each cached
-// token's latent expansion 2 x 512 x 128 x (128 + 128) = 33,554,432 a layer; one new token after 10 cached:
-// 61 x (11 x 81,920 + 10 x 33,554,432).
+// TestMLAFLOPsByHand: DeepSeek-V3's pair costs 2 x 128 heads x (128 + 64 + 128) = 81,920 FLOPs and
+// each cached token's latent expansion 2 x 512 x 128 x (128 + 128) = 33,554,432 a layer; one new
+// token after 10 cached: 61 x (11 x 81,920 + 10 x 33,554,432).
 func TestMLAFLOPsByHand(t *testing.T) {
 	m := roofline(t, "deepseek-v3", "h800", 8).Model
 	if PairFLOPs(m) != 81_920 || CachedExpandFLOPs(m) != 33_554_432 {
@@ -97,8 +105,8 @@ func TestMLAFLOPsByHand(t *testing.T) {
 	}
 }
 
-// TestRooflineGrowsWithNewAndCachedTokens: more new tokens or a longer cached prefix never takes less time, for
-// every model, and a longer prefix costs strictly more compute.
+// TestRooflineGrowsWithNewAndCachedTokens: more new tokens or a longer cached prefix never takes
+// less time, for every model, and a longer prefix costs strictly more compute.
 func TestRooflineGrowsWithNewAndCachedTokens(t *testing.T) {
 	for _, name := range []string{"llama-3.1-8b", "llama-3.1-70b", "qwen2.5-72b", "deepseek-v3"} {
 		r := roofline(t, name, "h200", 8)
@@ -107,7 +115,16 @@ func TestRooflineGrowsWithNewAndCachedTokens(t *testing.T) {
 			for _, c := range []int64{0, 1, 512, 8192, 131072} {
 				s, compute := r.BatchSeconds([]Request{{n, c}}), r.ComputeSeconds([]Request{{n, c}})
 				if s < prev || compute <= prevCompute || r.BatchSeconds([]Request{{n + 1, c}}) < s {
-					t.Errorf("%s new %d cached %d: %v s (compute %v) after %v (%v)", name, n, c, s, compute, prev, prevCompute)
+					t.Errorf(
+						"%s new %d cached %d: %v s (compute %v) after %v (%v)",
+						name,
+						n,
+						c,
+						s,
+						compute,
+						prev,
+						prevCompute,
+					)
 				}
 				prev, prevCompute = s, compute
 			}
@@ -118,11 +135,21 @@ func TestRooflineGrowsWithNewAndCachedTokens(t *testing.T) {
 	}
 }
 
-// TestRooflineDividesOverTheGroup: CP's GPUs divide both the FLOPs and the bytes, so a group of 8 takes an
-// eighth of one GPU's time, compute- or memory-bound.
+// TestRooflineDividesOverTheGroup: CP's GPUs divide both the FLOPs and the bytes, so a group of 8
+// takes an eighth of one GPU's time, compute- or memory-bound.
 func TestRooflineDividesOverTheGroup(t *testing.T) {
 	for _, batch := range [][]Request{{{1, 0}}, {{8192, 4096}, {512, 0}}} {
-		one, eight := roofline(t, "llama-3.1-70b", "h100", 1), roofline(t, "llama-3.1-70b", "h100", 8)
+		one, eight := roofline(
+			t,
+			"llama-3.1-70b",
+			"h100",
+			1,
+		), roofline(
+			t,
+			"llama-3.1-70b",
+			"h100",
+			8,
+		)
 		a, b := one.BatchSeconds(batch), eight.BatchSeconds(batch)
 		if math.Abs(a/8-b) > 1e-12*a {
 			t.Errorf("%v: %v s on one GPU, %v on eight", batch, a, b)
@@ -130,21 +157,32 @@ func TestRooflineDividesOverTheGroup(t *testing.T) {
 	}
 }
 
-// TestRooflineBoundByMemoryThenCompute: one token is a memory-bound step (the weights' read: 141 GB at
-// 3.35 TB/s, 42 ms for Llama-3.1-70B on one H100); 8,192 tokens are compute-bound.
+// TestRooflineBoundByMemoryThenCompute: one token is a memory-bound step (the weights' read: 141 GB
+// at 3.35 TB/s, 42 ms for Llama-3.1-70B on one H100); 8,192 tokens are compute-bound.
 func TestRooflineBoundByMemoryThenCompute(t *testing.T) {
 	r := roofline(t, "llama-3.1-70b", "h100", 1)
 	small, large := []Request{{1, 0}}, []Request{{8192, 0}}
 	if s := r.BatchSeconds(small); s != r.MemorySeconds(small) || s < 0.040 || s > 0.044 {
-		t.Errorf("one token: %v s, memory %v, compute %v", s, r.MemorySeconds(small), r.ComputeSeconds(small))
+		t.Errorf(
+			"one token: %v s, memory %v, compute %v",
+			s,
+			r.MemorySeconds(small),
+			r.ComputeSeconds(small),
+		)
 	}
 	if s := r.BatchSeconds(large); s != r.ComputeSeconds(large) || s <= r.MemorySeconds(large) {
-		t.Errorf("8192 tokens: %v s, memory %v, compute %v", s, r.MemorySeconds(large), r.ComputeSeconds(large))
+		t.Errorf(
+			"8192 tokens: %v s, memory %v, compute %v",
+			s,
+			r.MemorySeconds(large),
+			r.ComputeSeconds(large),
+		)
 	}
 }
 
-// FuzzRooflineAgainstPerTokenSum: the roofline's closed forms equal a deliberately simple count, token by token
-// and key by key, for any request (the etcd quick-test model: an optimized function against a naive one).
+// FuzzRooflineAgainstPerTokenSum: the roofline's closed forms equal a deliberately simple count,
+// token by token and key by key, for any request (the etcd quick-test model: an optimized function
+// against a naive one).
 func FuzzRooflineAgainstPerTokenSum(f *testing.F) {
 	for _, seed := range [][3]int64{{1, 0, 0}, {7, 3, 1}, {300, 1000, 2}, {1, 4095, 3}, {64, 64, 1}} {
 		f.Add(seed[0], seed[1], seed[2])
@@ -156,17 +194,30 @@ func FuzzRooflineAgainstPerTokenSum(f *testing.F) {
 		m := r.Model
 		var naive float64
 		for i := int64(0); i < newTokens; i++ {
-			naive += 2 * (float64(m.ActiveParams) - 2*float64(m.VocabSize)*float64(m.HiddenSize)) // the token's linear layers
-			keys := cachedTokens + i + 1                                                          // itself and everything before it
+			// the token's linear layers
+			naive += 2 * (float64(m.ActiveParams) - 2*float64(m.VocabSize)*float64(m.HiddenSize))
+			// itself and everything before it
+			keys := cachedTokens + i + 1
 			for l := 0; l < m.Layers; l++ {
 				naive += float64(keys) * PairFLOPs(m)
 			}
 		}
-		naive += 2 * float64(m.VocabSize) * float64(m.HiddenSize) // the output head, on the last token
+		naive += 2 * float64(
+			m.VocabSize,
+		) * float64(
+			m.HiddenSize,
+		) // the output head, on the last token
 		naive += float64(m.Layers) * float64(cachedTokens) * CachedExpandFLOPs(m)
 		got := r.FLOPs([]Request{{newTokens, cachedTokens}})
 		if math.Abs(got-naive) > 1e-9*naive {
-			t.Errorf("%s new %d cached %d: %v FLOPs, the per-token sum %v", m.Name, newTokens, cachedTokens, got, naive)
+			t.Errorf(
+				"%s new %d cached %d: %v FLOPs, the per-token sum %v",
+				m.Name,
+				newTokens,
+				cachedTokens,
+				got,
+				naive,
+			)
 		}
 	})
 }

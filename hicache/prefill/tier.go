@@ -9,14 +9,16 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// DefaultL3ReadBytesPerSecond is --l3-read-rate's default, one node's read rate from its L3: 40 GiB/s, the peak
-// KV cache read rate DeepSeek's 3FS reports for its clients, each behind one 400 Gbps NIC (3FS README,
-// "KVCache"; 400 Gbps carries 46.6 GiB/s, so 40 GiB/s is a node's). A local array of six to eight PCIe Gen4
-// NVMe drives (about 7 GB/s each sequentially) reads about as fast; one drive, a sixth of it.
+// DefaultL3ReadBytesPerSecond is --l3-read-rate's default, one node's read rate from its L3: 40
+// GiB/s, the peak KV cache read rate DeepSeek's 3FS reports for its clients, each behind one 400
+// Gbps NIC (3FS README, "KVCache"; 400 Gbps carries 46.6 GiB/s, so 40 GiB/s is a node's). A local
+// array of six to eight PCIe Gen4 NVMe drives (about 7 GB/s each sequentially) reads about as fast;
+// one drive, a sixth of it.
 const DefaultL3ReadBytesPerSecond = 40 << 30
 
-// LoadSeconds is the time to move bytes at bytesPerSecond: a load-back from the L2 at the host link's rate, or
-// an L3 read at the L3's. It is the floor of the real copy (no latency, no contention).
+// LoadSeconds is the time to move bytes at bytesPerSecond: a load-back from the L2 at the host
+// link's rate, or an L3 read at the L3's. It is the floor of the real copy (no latency, no
+// contention).
 func LoadSeconds(bytes int64, bytesPerSecond float64) float64 {
 	if bytes <= 0 {
 		return 0
@@ -24,18 +26,19 @@ func LoadSeconds(bytes int64, bytesPerSecond float64) float64 {
 	return float64(bytes) / bytesPerSecond
 }
 
-// HostLinkBytesPerSecond is the group's host-to-device rate: each GPU loads its own part of the KV over its own
-// PCIe link, so the group's rate is groupGPUs links'.
+// HostLinkBytesPerSecond is the group's host-to-device rate: each GPU loads its own part of the KV
+// over its own PCIe link, so the group's rate is groupGPUs links'.
 func HostLinkBytesPerSecond(g GPU, groupGPUs int) float64 {
 	return float64(groupGPUs) * g.H2DBytesPerSecond
 }
 
-// BreakEvenBytesPerSecond is the rate at which loading a prefix's KV takes as long as recomputing it: the
-// model's KV bytes per token over its modelled prefill seconds per token, for a prefix of prefixTokens
-// prefilled from nothing (Model.RecomputeSeconds). A tier that delivers KV faster than this beats recomputing;
-// slower, and recomputing is faster. The longer the prefix, the lower the rate (attention grows quadratically
-// while the KV grows linearly). A dense GQA model's KV is larger per FLOP than an MLA model's, so it needs a
-// faster tier. Infinite for an empty prefix: nothing to recompute, so no tier is fast enough to matter.
+// BreakEvenBytesPerSecond is the rate at which loading a prefix's KV takes as long as recomputing
+// it: the model's KV bytes per token over its modelled prefill seconds per token, for a prefix of
+// prefixTokens prefilled from nothing (Model.RecomputeSeconds). A tier that delivers KV faster than
+// this beats recomputing; slower, and recomputing is faster. The longer the prefix, the lower the
+// rate (attention grows quadratically while the KV grows linearly). A dense GQA model's KV is
+// larger per FLOP than an MLA model's, so it needs a faster tier. Infinite for an empty prefix:
+// nothing to recompute, so no tier is fast enough to matter.
 func BreakEvenBytesPerSecond(m Model, kvTokenBytes, prefixTokens int64) float64 {
 	s := m.RecomputeSeconds(prefixTokens)
 	if prefixTokens <= 0 || s <= 0 {
@@ -44,8 +47,8 @@ func BreakEvenBytesPerSecond(m Model, kvTokenBytes, prefixTokens int64) float64 
 	return float64(kvTokenBytes) * float64(prefixTokens) / s
 }
 
-// ParseRate reads a rate flag in bytes per second: a byte size with an optional "/s" ("40GiB/s", "25GB/s",
-// "1e9"); the error names the flag.
+// ParseRate reads a rate flag in bytes per second: a byte size with an optional "/s" ("40GiB/s",
+// "25GB/s", "1e9"); the error names the flag.
 func ParseRate(flag, s string) (float64, error) {
 	bytes, err := sizing.ParseByteSize(flag, strings.TrimSuffix(strings.TrimSpace(s), "/s"))
 	if err != nil {
@@ -57,24 +60,33 @@ func ParseRate(flag, s string) (float64, error) {
 // CheckL3ReadRate refuses an --l3-read-rate that is not a positive number of bytes per second.
 func CheckL3ReadRate(bytesPerSecond float64) error {
 	if !(bytesPerSecond > 0) || math.IsInf(bytesPerSecond, 0) {
-		return &errscope.ConfigError{Flag: "l3-read-rate", Reason: fmt.Sprintf("%v bytes/s is not a positive rate", bytesPerSecond)}
+		return &errscope.ConfigError{
+			Flag:   "l3-read-rate",
+			Reason: fmt.Sprintf("%v bytes/s is not a positive rate", bytesPerSecond),
+		}
 	}
 	return nil
 }
 
-// TierRates are the rates the summary sets beside the break-even rate, in bytes per second: the group's L2
-// host link (HostLinkBytesPerSecond) and the L3's read rate (a node's, --l3-read-rate); 0 leaves a tier out.
+// TierRates are the rates the summary sets beside the break-even rate, in bytes per second: the
+// group's L2 host link (HostLinkBytesPerSecond) and the L3's read rate (a node's, --l3-read-rate);
+// 0 leaves a tier out.
 type TierRates struct{ L2HostBytesPerSecond, L3ReadBytesPerSecond float64 }
 
-// SummaryLines gives the summary's lines: the model, then for each prefix length the break-even rate beside each
-// tier's, with whether the tier pays. Every number is labelled modelled.
+// SummaryLines gives the summary's lines: the model, then for each prefix length the break-even
+// rate beside each tier's, with whether the tier pays. Every number is labelled modelled.
 func SummaryLines(m Model, kvTokenBytes int64, prefixTokens []int64, rates TierRates) []string {
 	lines := []string{"modelled prefill: " + m.Describe()}
 	for _, p := range prefixTokens {
 		s := m.RecomputeSeconds(p)
 		breakEven := BreakEvenBytesPerSecond(m, kvTokenBytes, p)
-		line := fmt.Sprintf("modelled break-even KV rate, %d-token prefix: %s (KV %s a token, recomputed at %.0f tokens/s)",
-			p, formatRate(breakEven), formatBytes(float64(kvTokenBytes)), float64(p)/s)
+		line := fmt.Sprintf(
+			"modelled break-even KV rate, %d-token prefix: %s (KV %s a token, recomputed at %.0f tokens/s)",
+			p,
+			formatRate(breakEven),
+			formatBytes(float64(kvTokenBytes)),
+			float64(p)/s,
+		)
 		line += tierVerdict("L2 host link", rates.L2HostBytesPerSecond, breakEven)
 		line += tierVerdict("L3 read", rates.L3ReadBytesPerSecond, breakEven)
 		lines = append(lines, line)
@@ -82,7 +94,8 @@ func SummaryLines(m Model, kvTokenBytes int64, prefixTokens []int64, rates TierR
 	return lines
 }
 
-// tierVerdict is ", NAME R (x times: pays)" or "(...: slower than recomputing)"; "" for a rate of 0.
+// tierVerdict is ", NAME R (x times: pays)" or "(...: slower than recomputing)"; "" for a rate of
+// 0.
 func tierVerdict(name string, rate, breakEven float64) string {
 	if rate <= 0 {
 		return ""
@@ -96,5 +109,6 @@ func tierVerdict(name string, rate, breakEven float64) string {
 
 func formatRate(bytesPerSecond float64) string { return formatBytes(bytesPerSecond) + "/s" }
 
-// formatBytes prints bytes in binary units, as the rest of the summary does (sizing.FormatByteAmount).
+// formatBytes prints bytes in binary units, as the rest of the summary does
+// (sizing.FormatByteAmount).
 func formatBytes(b float64) string { return sizing.FormatByteAmount(b, 3) }

@@ -6,18 +6,35 @@ import (
 	"testing"
 )
 
-// TestBreakEvenDenseGQANeedsAFasterTier: on the same GPUs, Llama-3.1-70B (320 KiB of KV a token for about 140
-// GFLOPs) needs a faster tier than DeepSeek-V3 (68.6 KiB for about 74 GFLOPs plus MLA's wider attention), by
-// more than twice at every prefix length; and for both the rate falls as the prefix grows (attention grows with
-// the prefix, the KV does not).
+// TestBreakEvenDenseGQANeedsAFasterTier: on the same GPUs, Llama-3.1-70B (320 KiB of KV a token for
+// about 140 GFLOPs) needs a faster tier than DeepSeek-V3 (68.6 KiB for about 74 GFLOPs plus MLA's
+// wider attention), by more than twice at every prefix length; and for both the rate falls as the
+// prefix grows (attention grows with the prefix, the KV does not).
 func TestBreakEvenDenseGQANeedsAFasterTier(t *testing.T) {
-	llama, deepseek := roofline(t, "llama-3.1-70b", "h100", 8), roofline(t, "deepseek-v3", "h100", 8)
+	llama, deepseek := roofline(
+		t,
+		"llama-3.1-70b",
+		"h100",
+		8,
+	), roofline(
+		t,
+		"deepseek-v3",
+		"h100",
+		8,
+	)
 	prevLlama, prevDeepseek := math.Inf(1), math.Inf(1)
 	for _, p := range []int64{256, 1024, 4096, 32768, 131072} {
 		l := BreakEvenBytesPerSecond(llama, llama.Model.TokenBytes(), p)
 		d := BreakEvenBytesPerSecond(deepseek, deepseek.Model.TokenBytes(), p)
 		if l < 2*d || l >= prevLlama || d >= prevDeepseek {
-			t.Errorf("prefix %d: llama-3.1-70b %.3g B/s (before %.3g), deepseek-v3 %.3g (before %.3g)", p, l, prevLlama, d, prevDeepseek)
+			t.Errorf(
+				"prefix %d: llama-3.1-70b %.3g B/s (before %.3g), deepseek-v3 %.3g (before %.3g)",
+				p,
+				l,
+				prevLlama,
+				d,
+				prevDeepseek,
+			)
 		}
 		prevLlama, prevDeepseek = l, d
 	}
@@ -26,12 +43,15 @@ func TestBreakEvenDenseGQANeedsAFasterTier(t *testing.T) {
 	}
 }
 
-// TestBreakEvenIsKVOverRecompute: loading the prefix at the break-even rate takes exactly its recompute time.
+// TestBreakEvenIsKVOverRecompute: loading the prefix at the break-even rate takes exactly its
+// recompute time.
 func TestBreakEvenIsKVOverRecompute(t *testing.T) {
 	r := roofline(t, "llama-3.1-8b", "b200", 2)
 	kv, p := r.Model.TokenBytes(), int64(8192)
 	rate := BreakEvenBytesPerSecond(r, kv, p)
-	if load, recompute := LoadSeconds(kv*p, rate), r.RecomputeSeconds(p); math.Abs(load-recompute) > 1e-12*recompute {
+	if load, recompute := LoadSeconds(kv*p, rate), r.RecomputeSeconds(p); math.Abs(
+		load-recompute,
+	) > 1e-12*recompute {
 		t.Errorf("load at the break-even rate %v s, recompute %v s", load, recompute)
 	}
 	if LoadSeconds(0, 1) != 0 || LoadSeconds(1<<30, 1<<30) != 1 {
@@ -42,7 +62,8 @@ func TestBreakEvenIsKVOverRecompute(t *testing.T) {
 	}
 }
 
-// TestRatesNameTheirFlag: rates parse in byte units with an optional "/s"; a bad or non-positive one names its flag.
+// TestRatesNameTheirFlag: rates parse in byte units with an optional "/s"; a bad or non-positive
+// one names its flag.
 func TestRatesNameTheirFlag(t *testing.T) {
 	for in, want := range map[string]float64{"40GiB/s": 40 << 30, "25GB/s": 25e9, " 1e9 ": 1e9, "512MiB": 512 << 20} {
 		if got, err := ParseRate("l3-read-rate", in); err != nil || got != want {
@@ -64,11 +85,19 @@ func TestRatesNameTheirFlag(t *testing.T) {
 	}
 }
 
-// TestSummaryLinesSayModelledAndWhetherATierPays: every line is labelled modelled; a tier faster than the
-// break-even rate pays, a slower one is said to be slower than recomputing.
+// TestSummaryLinesSayModelledAndWhetherATierPays: every line is labelled modelled; a tier faster
+// than the break-even rate pays, a slower one is said to be slower than recomputing.
 func TestSummaryLinesSayModelledAndWhetherATierPays(t *testing.T) {
 	r := roofline(t, "llama-3.1-70b", "h100", 8)
-	lines := SummaryLines(r, r.Model.TokenBytes(), []int64{4096}, TierRates{L2HostBytesPerSecond: HostLinkBytesPerSecond(r.GPU, 8), L3ReadBytesPerSecond: 1e9})
+	lines := SummaryLines(
+		r,
+		r.Model.TokenBytes(),
+		[]int64{4096},
+		TierRates{
+			L2HostBytesPerSecond: HostLinkBytesPerSecond(r.GPU, 8),
+			L3ReadBytesPerSecond: 1e9,
+		},
+	)
 	if len(lines) != 2 {
 		t.Fatalf("%q", lines)
 	}
@@ -78,25 +107,40 @@ func TestSummaryLinesSayModelledAndWhetherATierPays(t *testing.T) {
 		}
 	}
 	if !strings.Contains(lines[1], "4096-token prefix") || !strings.Contains(lines[1], "L2 host link 477 GiB/s") ||
-		!strings.Contains(lines[1], ": pays)") || !strings.Contains(lines[1], "L3 read 954 MiB/s") || !strings.Contains(lines[1], "slower than recomputing") {
+		!strings.Contains(lines[1], ": pays)") ||
+		!strings.Contains(lines[1], "L3 read 954 MiB/s") ||
+		!strings.Contains(lines[1], "slower than recomputing") {
 		t.Errorf("%s", lines[1])
 	}
 	t.Logf("%s", strings.Join(lines, "\n"))
 }
 
-// TestBreakEvenTable prints PREFILL.md's table of break-even rates ("Where a tier pays") and holds its claims:
-// on 8 H100s every model's break-even rate is far below the group's host links and a dense GQA model's is over
-// twice DeepSeek-V3's.
+// TestBreakEvenTable prints PREFILL.md's table of break-even rates ("Where a tier pays") and holds
+// its claims: on 8 H100s every model's break-even rate is far below the group's host links and a
+// dense GQA model's is over twice DeepSeek-V3's.
 func TestBreakEvenTable(t *testing.T) {
 	for _, name := range []string{"llama-3.1-8b", "llama-3.1-70b", "qwen2.5-72b", "deepseek-v3"} {
 		r := roofline(t, name, "h100", 8)
 		link := HostLinkBytesPerSecond(r.GPU, 8)
 		for _, p := range []int64{4096, 32768} {
 			rate := BreakEvenBytesPerSecond(r, r.Model.TokenBytes(), p)
-			t.Logf("%-14s prefix %6d: recompute %7.0f tokens/s, break-even %6.2f GB/s (host links %.0f GB/s, L3 %.1f GB/s)",
-				name, p, float64(p)/r.RecomputeSeconds(p), rate/1e9, link/1e9, DefaultL3ReadBytesPerSecond/1e9)
+			t.Logf(
+				"%-14s prefix %6d: recompute %7.0f tokens/s, break-even %6.2f GB/s (host links %.0f GB/s, L3 %.1f GB/s)",
+				name,
+				p,
+				float64(p)/r.RecomputeSeconds(p),
+				rate/1e9,
+				link/1e9,
+				DefaultL3ReadBytesPerSecond/1e9,
+			)
 			if rate > link/10 {
-				t.Errorf("%s at %d: break-even %.3g B/s is not far below the host links' %.3g", name, p, rate, link)
+				t.Errorf(
+					"%s at %d: break-even %.3g B/s is not far below the host links' %.3g",
+					name,
+					p,
+					rate,
+					link,
+				)
 			}
 		}
 	}

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// TestEverySeriesIsInMETRICSmd: every series the metrics file can hold (a run with an L3 and the serving clock)
-// is named in METRICS.md, the page a Prometheus user reads to write a rule; cphicache_l3_writes_skipped_total
-// was not.
+// TestEverySeriesIsInMETRICSmd: every series the metrics file can hold (a run with an L3 and the
+// serving clock) is named in METRICS.md, the page a Prometheus user reads to write a rule;
+// cphicache_l3_writes_skipped_total was not.
 func TestEverySeriesIsInMETRICSmd(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "METRICS.md"))
 	if err != nil {
@@ -20,8 +20,15 @@ func TestEverySeriesIsInMETRICSmd(t *testing.T) {
 	r := &Report{Ranks: 2, CP: 2, DP: 1, L3: &L3Report{}, Serving: &ServingReport{}}
 	path := filepath.Join(t.TempDir(), "m.prom")
 	status := 0
-	m := &Metrics{Job: "j", Final: true, Report: r, Groups: []CounterView{{0, 0, r}}, Ranks: []CounterView{{0, 0, r}}, Written: time.Now(),
-		ExitStatus: &status}
+	m := &Metrics{
+		Job:        "j",
+		Final:      true,
+		Report:     r,
+		Groups:     []CounterView{{0, 0, r}},
+		Ranks:      []CounterView{{0, 0, r}},
+		Written:    time.Now(),
+		ExitStatus: &status,
+	}
 	if err := m.Write(path); err != nil {
 		t.Fatal(err)
 	}

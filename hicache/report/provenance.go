@@ -10,22 +10,25 @@ import (
 	"strings"
 )
 
-// Provenance is what produced a result, so that a result can be filed and reproduced from itself (nccl-tests and
-// OSU print as much): the build, the MPI library, the command line, every flag's effective value (given, from a
-// CPHICACHE_* variable, or the default), the hosts, the start and the trace's checksum. The command fills it
-// as the job starts, before the work (the runner's Options.Provenance), and never changes it after, so that
-// cphicache_run_info is one series for the whole job; world rank 0 prints it as the '#' header, writes it into
-// the JSON report and as cphicache_run_info's labels.
+// Provenance is what produced a result, so that a result can be filed and reproduced from itself
+// (nccl-tests and OSU print as much): the build, the MPI library, the command line, every flag's
+// effective value (given, from a CPHICACHE_* variable, or the default), the hosts, the start and
+// the trace's checksum. The command fills it as the job starts, before the work (the runner's
+// Options.Provenance), and never changes it after, so that cphicache_run_info is one series for the
+// whole job; world rank 0 prints it as the '#' header, writes it into the JSON report and as
+// cphicache_run_info's labels.
 type Provenance struct {
-	Command     string            `json:"command"` // the subcommand: run, validate, sweep, ...
-	Version     string            `json:"version"`
-	GoVersion   string            `json:"go_version"`
-	MPILibrary  string            `json:"mpi_library"`
-	CommandLine []string          `json:"command_line"` // os.Args
-	Config      map[string]string `json:"config"`       // every flag of the command by name, as it took effect
-	Hosts       []string          `json:"hosts"`        // "host (N ranks)", in world rank order of their first rank
-	StartTime   string            `json:"start_time"`   // RFC 3339, UTC
-	TraceSHA256 string            `json:"trace_sha256,omitempty"`
+	Command     string   `json:"command"` // the subcommand: run, validate, sweep, ...
+	Version     string   `json:"version"`
+	GoVersion   string   `json:"go_version"`
+	MPILibrary  string   `json:"mpi_library"`
+	CommandLine []string `json:"command_line"` // os.Args
+	// every flag of the command by name, as it took effect
+	Config map[string]string `json:"config"`
+	// "host (N ranks)", in world rank order of their first rank
+	Hosts       []string `json:"hosts"`
+	StartTime   string   `json:"start_time"` // RFC 3339, UTC
+	TraceSHA256 string   `json:"trace_sha256,omitempty"`
 }
 
 // configLineBytes is where the header wraps the configuration: a terminal's width, a little less.
@@ -77,9 +80,28 @@ func (p *Provenance) configPairs() []string {
 
 // infoLabels are cphicache_run_info's label names and values.
 func (p *Provenance) infoLabels() (names, values []string) {
-	return []string{"command", "version", "go_version", "mpi_library", "command_line", "hosts", "start_time", "trace_sha256", "configuration"},
-		[]string{p.Command, p.Version, p.GoVersion, p.MPILibrary, strings.Join(p.CommandLine, " "), strings.Join(p.Hosts, ", "),
-			p.StartTime, p.TraceSHA256, strings.Join(p.configPairs(), " ")}
+	return []string{
+			"command",
+			"version",
+			"go_version",
+			"mpi_library",
+			"command_line",
+			"hosts",
+			"start_time",
+			"trace_sha256",
+			"configuration",
+		},
+		[]string{
+			p.Command,
+			p.Version,
+			p.GoVersion,
+			p.MPILibrary,
+			strings.Join(p.CommandLine, " "),
+			strings.Join(p.Hosts, ", "),
+			p.StartTime,
+			p.TraceSHA256,
+			strings.Join(p.configPairs(), " "),
+		}
 }
 
 // SetHosts names each host once, with its ranks, in world rank order of its first rank.
@@ -105,7 +127,8 @@ func (p *Provenance) SetHosts(hostOfRank []string) {
 	}
 }
 
-// SetTraceChecksum records the SHA-256 of the trace at path (a run's --trace, or the file --trace - was kept in).
+// SetTraceChecksum records the SHA-256 of the trace at path (a run's --trace, or the file --trace -
+// was kept in).
 func (p *Provenance) SetTraceChecksum(path string) error {
 	if p == nil || path == "" {
 		return nil

@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/cphicache/cphicache/hicache/outfile"
-	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
@@ -17,7 +15,8 @@ type LatencyUs struct {
 	P99 float64 `json:"p99"`
 }
 
-// Report is the run's result aggregated over every rank; world rank 0 prints it and writes it as JSON.
+// Report is the run's result aggregated over every rank; world rank 0 prints it and writes it as
+// JSON.
 type Report struct {
 	Ranks     int    `json:"ranks"`
 	CP        int    `json:"cp"`
@@ -30,32 +29,38 @@ type Report struct {
 	// Capacity is each tier's size in tokens and bytes (per CP group for L2, per rank for L1).
 	Capacity  Capacity `json:"capacity"`
 	Placement struct {
-		Checks      int64 `json:"checks"`
-		Skipped     int64 `json:"skipped"` // asserts not run: a CP group of one rank has nothing to compare
+		Checks int64 `json:"checks"`
+		// asserts not run: a CP group of one rank has nothing to compare
+		Skipped     int64 `json:"skipped"`
 		Divergences int64 `json:"divergences"`
 	} `json:"placement"`
 	Verify struct {
-		PagesChecked    int64 `json:"pages_checked"`
-		Mismatches      int64 `json:"mismatches"`
-		AuditObjects    int64 `json:"audit_objects"`    // committed objects checked whole, every rank's parts: once a node of its group
+		PagesChecked int64 `json:"pages_checked"`
+		Mismatches   int64 `json:"mismatches"`
+		// committed objects checked whole, every rank's parts: once a node of its group
+		AuditObjects    int64 `json:"audit_objects"`
 		AuditMismatches int64 `json:"audit_mismatches"` // of those, objects with a wrong byte
 		CopyErrors      int64 `json:"copy_errors"`
 	} `json:"verify"`
-	// Consensus counts the step consensus, the one all-reduce of a fixed vector that carries everything a CP group
-	// agrees on (commit, load-backs, digest, errors), over every group.
+	// Consensus counts the step consensus, the one all-reduce of a fixed vector that carries
+	// everything a CP group agrees on (commit, load-backs, digest, errors), over every group.
 	Consensus struct {
-		Calls        int64   `json:"calls"`          // step, flush and final calls
-		CallsPerStep float64 `json:"calls_per_step"` // calls inside the steps (step and flush) per step: 1 without flushes
-		Skipped      int64   `json:"skipped"`        // calls skipped because a CP group has one rank
+		Calls int64 `json:"calls"` // step, flush and final calls
+		// calls inside the steps (step and flush) per step: 1 without flushes
+		CallsPerStep float64 `json:"calls_per_step"`
+		// calls skipped because a CP group has one rank
+		Skipped int64 `json:"skipped"`
 	} `json:"consensus"`
 	Hits struct {
-		L1Tokens   int64 `json:"l1_tokens"`
-		L2Tokens   int64 `json:"l2_tokens"`
-		L3Tokens   int64 `json:"l3_tokens"` // L2 hits on blocks prefetched from the L3 for the request (not in l2_tokens)
+		L1Tokens int64 `json:"l1_tokens"`
+		L2Tokens int64 `json:"l2_tokens"`
+		// L2 hits on blocks prefetched from the L3 for the request (not in l2_tokens)
+		L3Tokens   int64 `json:"l3_tokens"`
 		MissTokens int64 `json:"miss_tokens"`
-		// IdealTokens: an unbounded cache's hits over the same events (whole pages of a prefix an earlier request
-		// of the replica began with since the last flush): the bound L1 + L2 hits approach as the cache grows. An L3
-		// outlives flushes and jobs, so with one L1 + L2 + L3 hits can exceed it.
+		// IdealTokens: an unbounded cache's hits over the same events (whole pages of a prefix an
+		// earlier request of the replica began with since the last flush): the bound L1 + L2 hits
+		// approach as the cache grows. An L3 outlives flushes and jobs, so with one L1 + L2 + L3
+		// hits can exceed it.
 		IdealTokens int64 `json:"ideal_tokens"`
 	} `json:"hits"`
 	Backup struct {
@@ -63,13 +68,15 @@ type Report struct {
 		Committed     int64 `json:"committed"`
 		ReserveMisses int64 `json:"reserve_misses"`
 		L2Evictions   int64 `json:"l2_evictions"`
-		Throttles     int64 `json:"throttles"` // steps that first drained backups pinning over half of L1
+		// steps that first drained backups pinning over half of L1
+		Throttles int64 `json:"throttles"`
 	} `json:"backup"`
 	L1 struct {
 		Evictions     int64 `json:"evictions"`
 		LoadBacks     int64 `json:"load_backs"`
 		UncachedPages int64 `json:"uncached_pages"`
-		// UncachedOversizePages: of those, the pages of requests longer than L1, which could never be cached whole.
+		// UncachedOversizePages: of those, the pages of requests longer than L1, which could never
+		// be cached whole.
 		UncachedOversizePages int64 `json:"uncached_oversize_pages"`
 	} `json:"l1"`
 	Bytes struct {
@@ -78,47 +85,54 @@ type Report struct {
 	} `json:"bytes"`
 	Flushes     int64   `json:"flushes"`
 	WallSeconds float64 `json:"wall_seconds"`
-	// WritingCheckUs is the latency of the step consensus, which carries writing_check (and everything else agreed
-	// in a step).
+	// WritingCheckUs is the latency of the step consensus, which carries writing_check (and
+	// everything else agreed in a step).
 	WritingCheckUs LatencyUs `json:"writing_check_us"`
-	// PlacementAssertUs is the time the slowest rank spent in object-by-object placement comparisons (the digest
-	// rides in every consensus at no extra call): an upper bound of what the comparisons cost the run (it includes
-	// waiting for skewed ranks, which the next collective would absorb anyway).
+	// PlacementAssertUs is the time the slowest rank spent in object-by-object placement
+	// comparisons (the digest rides in every consensus at no extra call): an upper bound of what
+	// the comparisons cost the run (it includes waiting for skewed ranks, which the next collective
+	// would absorb anyway).
 	PlacementAssertUs struct {
 		Total    float64 `json:"total"`
 		SharePct float64 `json:"share_pct"` // of wall_seconds
 	} `json:"placement_assert_us"`
 	// L3 is the storage tier's, when the run had one (--l3-dir).
 	L3 *L3Report `json:"l3,omitempty"`
-	// Serving is the serving clock's, when the run had one: time to first token, all of it modelled.
+	// Serving is the serving clock's, when the run had one: time to first token, all of it
+	// modelled.
 	Serving *ServingReport `json:"serving,omitempty"`
 	// Trace is the trace's own order (trace.go), when the run replayed a trace.
 	Trace  *TraceReport  `json:"trace,omitempty"`
 	Groups []GroupReport `json:"groups"`
-	// Result is the summary's last line: OK, OK but what was not covered, or FAILED (set by WriteJSON).
+	// Result is the summary's last line: OK, OK but what was not covered, or FAILED (set by
+	// WriteJSON).
 	Result string `json:"result"`
-	// Failure is what ended a run that failed part-way (the runner's runfailure.go); nil when the replay ran to its end.
-	Failure    *FailureReport `json:"failure,omitempty"`
-	Provenance *Provenance    `json:"provenance,omitempty"` // what produced the report (provenance.go)
-	// GroupViews and RankViews are the end-of-run metrics file's counters by CP group and by rank, as the runner
-	// gathered them (empty without --metrics-file).
+	// Failure is what ended a run that failed part-way (the runner's runfailure.go); nil when the
+	// replay ran to its end.
+	Failure *FailureReport `json:"failure,omitempty"`
+	// what produced the report (provenance.go)
+	Provenance *Provenance `json:"provenance,omitempty"`
+	// GroupViews and RankViews are the end-of-run metrics file's counters by CP group and by rank,
+	// as the runner gathered them (empty without --metrics-file).
 	GroupViews, RankViews []CounterView `json:"-"`
 }
 
-// GroupReport is one CP group: its members' hosts, the nodes it spans with each node's slab, and the collectives
-// it ran, with their communicator sizes.
+// GroupReport is one CP group: its members' hosts, the nodes it spans with each node's slab, and
+// the collectives it ran, with their communicator sizes.
 type GroupReport struct {
 	Group int      `json:"group"`
 	Size  int      `json:"size"`
 	Hosts []string `json:"hosts"`
-	// Nodes are the nodes the group spans, in the order of their lowest CP rank; each holds one slab with the
-	// parts of its share of the group's ranks, SlabBytesPerNode bytes (1/len(Nodes) of a one-node group's).
+	// Nodes are the nodes the group spans, in the order of their lowest CP rank; each holds one
+	// slab with the parts of its share of the group's ranks, SlabBytesPerNode bytes (1/len(Nodes)
+	// of a one-node group's).
 	Nodes            []string                   `json:"nodes"`
 	SlabBytesPerNode int64                      `json:"slab_bytes_per_node"`
 	Collectives      map[string]CollectiveStats `json:"collectives"`
-	L3HitTokens      int64                      `json:"l3_hit_tokens"` // this replica's prompt tokens served from L3 blocks
-	// Latency: CP rank 0's consensus latencies by kind, in the runner's order of kinds, the metrics file's
-	// histograms.
+	// this replica's prompt tokens served from L3 blocks
+	L3HitTokens int64 `json:"l3_hit_tokens"`
+	// Latency: CP rank 0's consensus latencies by kind, in the runner's order of kinds, the metrics
+	// file's histograms.
 	Latency []KindLatency `json:"-"`
 }
 
@@ -128,8 +142,9 @@ type KindLatency struct {
 	Hist LatencyHist
 }
 
-// CollectiveStats counts one kind of consensus call and the sizes of the communicators it ran on, so that a run can
-// prove the scoping rule: every consensus collective ran on a communicator of exactly cp ranks.
+// CollectiveStats counts one kind of consensus call and the sizes of the communicators it ran on,
+// so that a run can prove the scoping rule: every consensus collective ran on a communicator of
+// exactly cp ranks.
 type CollectiveStats struct {
 	Count       int64 // calls entered
 	Skipped     int64 // skipped because the CP group has a single rank
@@ -141,23 +156,26 @@ type CollectiveStats struct {
 // Capacity is each tier's size in tokens and bytes, as the report states it.
 type Capacity struct {
 	Model string `json:"model,omitempty"`
-	// TokenBytes: the KV bytes of one token in the CP group (every rank, layer and payload), by which the bytes
-	// below are counted; CopiedTokenBytes: what the run copies per token (less when the copies are scaled).
+	// TokenBytes: the KV bytes of one token in the CP group (every rank, layer and payload), by
+	// which the bytes below are counted; CopiedTokenBytes: what the run copies per token (less when
+	// the copies are scaled).
 	TokenBytes       int64 `json:"token_bytes"`
 	CopiedTokenBytes int64 `json:"copied_token_bytes"`
 	Scaled           bool  `json:"copies_scaled"`
 	L2Slots          int   `json:"l2_slots"`
-	L2Tokens         int64 `json:"l2_tokens"`        // per CP group
-	L2Bytes          int64 `json:"l2_bytes"`         // per CP group, at TokenBytes
-	L2SlabBytes      int64 `json:"l2_slab_bytes"`    // per CP group, the shared memory actually mapped
-	DevicePages      int   `json:"device_pages"`     // per rank
-	DeviceTokens     int64 `json:"device_tokens"`    // per rank: the tokens whose part it holds
-	DeviceBytes      int64 `json:"device_bytes"`     // per rank, at TokenBytes
-	DeviceBufBytes   int64 `json:"device_buf_bytes"` // per rank, the buffer actually allocated
+	L2Tokens         int64 `json:"l2_tokens"` // per CP group
+	L2Bytes          int64 `json:"l2_bytes"`  // per CP group, at TokenBytes
+	// per CP group, the shared memory actually mapped
+	L2SlabBytes    int64 `json:"l2_slab_bytes"`
+	DevicePages    int   `json:"device_pages"`     // per rank
+	DeviceTokens   int64 `json:"device_tokens"`    // per rank: the tokens whose part it holds
+	DeviceBytes    int64 `json:"device_bytes"`     // per rank, at TokenBytes
+	DeviceBufBytes int64 `json:"device_buf_bytes"` // per rank, the buffer actually allocated
 }
 
-// FailureReport is what ended a failed run: the check that failed, the step, the rank that reported it (the
-// lowest rank whose failure was its own) and that rank's message, which names the other ranks involved.
+// FailureReport is what ended a failed run: the check that failed, the step, the rank that reported
+// it (the lowest rank whose failure was its own) and that rank's message, which names the other
+// ranks involved.
 type FailureReport struct {
 	Check     string `json:"check"`
 	Step      int64  `json:"step"`
@@ -169,22 +187,33 @@ type FailureReport struct {
 
 // MarshalJSON names CollectiveStats' fields in the report's style.
 func (s CollectiveStats) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]any{"count": s.Count, "skipped": s.Skipped, "comm_size": s.CommSizeMax, "comm_size_min": s.CommSizeMin})
+	return json.Marshal(
+		map[string]any{
+			"count":         s.Count,
+			"skipped":       s.Skipped,
+			"comm_size":     s.CommSizeMax,
+			"comm_size_min": s.CommSizeMin,
+		},
+	)
 }
 
-// Fill sets the report's counts from c, counters summed as the report covers them (a job, a CP group or a rank).
+// Fill sets the report's counts from c, counters summed as the report covers them (a job, a CP
+// group or a rank).
 func (r *Report) Fill(c *Tallies) {
 	r.Placement.Checks, r.Placement.Divergences = c.PlacementChecks, c.Divergences
-	if r.CP == 1 { // the consensus skips every collective of a one-rank group: no assert compared anything
+	// the consensus skips every collective of a one-rank group: no assert compared anything
+	if r.CP == 1 {
 		r.Placement.Checks, r.Placement.Skipped = 0, c.ConsensusSkipped
 	}
 	r.Verify.PagesChecked, r.Verify.Mismatches = c.PagesChecked, c.Mismatches
 	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = c.L1HitTokens, c.L2HitTokens, c.MissTokens
 	r.Hits.IdealTokens = c.IdealHitTokens
 	r.Hits.L3Tokens = c.L3HitTokens
-	r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions = c.BackupReserved, c.BackupCommitted, c.ReserveMisses, c.L2Evictions
+	r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses,
+		r.Backup.L2Evictions = c.BackupReserved, c.BackupCommitted, c.ReserveMisses, c.L2Evictions
 	r.Backup.Throttles = c.WriteThrottles
-	r.L1.Evictions, r.L1.LoadBacks, r.L1.UncachedPages, r.L1.UncachedOversizePages = c.L1Evictions, c.LoadBacks, c.Uncached, c.UncachedOversize
+	r.L1.Evictions, r.L1.LoadBacks, r.L1.UncachedPages, r.L1.UncachedOversizePages = c.L1Evictions,
+		c.LoadBacks, c.Uncached, c.UncachedOversize
 	r.Bytes.D2H, r.Bytes.H2D = c.BytesD2H, c.BytesH2D
 	r.Flushes = c.Flushes
 	r.Verify.AuditObjects, r.Verify.AuditMismatches, r.Verify.CopyErrors = c.AuditObjects, c.AuditMismatches, c.CopyErrs
@@ -213,7 +242,16 @@ func (r *Report) WriteSummary(w io.Writer) {
 		return 100 * float64(part) / float64(whole)
 	}
 	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens + r.Hits.MissTokens
-	fmt.Fprintf(w, "# cphicache run: %s, cp %d, dp %d, layout %s, %s, step consensus over %s\n", errscope.Plural(r.Ranks, "rank"), r.CP, r.DP, r.Layout, r.Policy, r.Transport)
+	fmt.Fprintf(
+		w,
+		"# cphicache run: %s, cp %d, dp %d, layout %s, %s, step consensus over %s\n",
+		errscope.Plural(r.Ranks, "rank"),
+		r.CP,
+		r.DP,
+		r.Layout,
+		r.Policy,
+		r.Transport,
+	)
 	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
 	r.Trace.writeSummary(w, r.Serving != nil)
 	r.writeCapacity(w)
@@ -222,35 +260,81 @@ func (r *Report) WriteSummary(w io.Writer) {
 	if r.L3 != nil {
 		l3Hits = fmt.Sprintf(", L3 hit %d (%.1f%%)", r.Hits.L3Tokens, pct(r.Hits.L3Tokens, tokens))
 	}
-	// The ideal counts an unbounded cache over this job's events since each flush; an L3 outlives flushes and
-	// jobs, so with one the hits can exceed it, and the summary names it for what it is.
+	// The ideal counts an unbounded cache over this job's events since each flush; an L3 outlives
+	// flushes and jobs, so with one the hits can exceed it, and the summary names it for what it
+	// is.
 	ideal := "ideal hit %d (%.1f%%, an unbounded cache)"
 	if r.L3 != nil {
 		ideal = "in-job ideal %d (%.1f%%, an unbounded L1 + L2 since the last flush; the L3 can exceed it)"
 	}
-	fmt.Fprintf(w, "  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%)%s, computed %d (%.1f%%); "+ideal+"\n",
-		r.Hits.L1Tokens, pct(r.Hits.L1Tokens, tokens), r.Hits.L2Tokens, pct(r.Hits.L2Tokens, tokens), l3Hits, r.Hits.MissTokens, pct(r.Hits.MissTokens, tokens),
-		r.Hits.IdealTokens, pct(r.Hits.IdealTokens, tokens))
+	fmt.Fprintf(
+		w,
+		"  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%)%s, computed %d (%.1f%%); "+ideal+"\n",
+		r.Hits.L1Tokens,
+		pct(r.Hits.L1Tokens, tokens),
+		r.Hits.L2Tokens,
+		pct(r.Hits.L2Tokens, tokens),
+		l3Hits,
+		r.Hits.MissTokens,
+		pct(r.Hits.MissTokens, tokens),
+		r.Hits.IdealTokens,
+		pct(r.Hits.IdealTokens, tokens),
+	)
 	uncached := ""
 	if text := r.uncachedText(); text != "" {
 		uncached = "; " + text + " (" + r.uncachedWhy() + ")"
 	}
-	fmt.Fprintf(w, "  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs%s\n",
-		r.Backup.Reserved, r.Backup.Committed, r.Backup.ReserveMisses, r.Backup.L2Evictions, r.Backup.Throttles, r.L1.Evictions, r.L1.LoadBacks, uncached)
+	fmt.Fprintf(
+		w,
+		"  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs%s\n",
+		r.Backup.Reserved,
+		r.Backup.Committed,
+		r.Backup.ReserveMisses,
+		r.Backup.L2Evictions,
+		r.Backup.Throttles,
+		r.L1.Evictions,
+		r.L1.LoadBacks,
+		uncached,
+	)
 	r.L3.writeSummary(w)
 	r.Serving.writeSummary(w)
-	fmt.Fprintf(w, "  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %s\n", float64(r.Bytes.D2H)/(1<<20), float64(r.Bytes.H2D)/(1<<20), errscope.Count(r.Flushes, "flush", "flushes"))
-	placement := fmt.Sprintf("%s, object comparisons %.2f%% of the wall time (slowest rank), %s",
-		errscope.Count(r.Placement.Checks, "digest check", "digest checks"), r.PlacementAssertUs.SharePct, errscope.Count(r.Placement.Divergences, "divergence", "divergences"))
+	fmt.Fprintf(
+		w,
+		"  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %s\n",
+		float64(r.Bytes.D2H)/(1<<20),
+		float64(r.Bytes.H2D)/(1<<20),
+		errscope.Count(r.Flushes, "flush", "flushes"),
+	)
+	placement := fmt.Sprintf(
+		"%s, object comparisons %.2f%% of the wall time (slowest rank), %s",
+		errscope.Count(
+			r.Placement.Checks,
+			"digest check",
+			"digest checks",
+		),
+		r.PlacementAssertUs.SharePct,
+		errscope.Count(r.Placement.Divergences, "divergence", "divergences"),
+	)
 	if r.CP == 1 {
-		placement = fmt.Sprintf("assert skipped (cp 1: no other rank to compare with), %d consensus calls skipped", r.Placement.Skipped)
+		placement = fmt.Sprintf(
+			"assert skipped (cp 1: no other rank to compare with), %d consensus calls skipped",
+			r.Placement.Skipped,
+		)
 	}
-	verify := fmt.Sprintf("%s checked, %s", errscope.Count(r.Verify.PagesChecked, "load-back page", "load-back pages"), errscope.Count(r.Verify.Mismatches, "mismatch", "mismatches"))
+	verify := fmt.Sprintf(
+		"%s checked, %s",
+		errscope.Count(r.Verify.PagesChecked, "load-back page", "load-back pages"),
+		errscope.Count(r.Verify.Mismatches, "mismatch", "mismatches"),
+	)
 	if r.Verify.PagesChecked == 0 {
 		verify = "NOTHING VERIFIED: no page was loaded back from L2"
 	}
 	if r.Consensus.Calls == 0 { // cp 1: every call skipped, so no latency was measured
-		fmt.Fprintf(w, "  step consensus: none (%s skipped: a CP group of one rank has no collective to run)\n", errscope.Count(r.Consensus.Skipped, "call", "calls"))
+		fmt.Fprintf(
+			w,
+			"  step consensus: none (%s skipped: a CP group of one rank has no collective to run)\n",
+			errscope.Count(r.Consensus.Skipped, "call", "calls"),
+		)
 	} else {
 		fmt.Fprintf(w, "  step consensus: %d calls, %.2f per step; latency p50 %.1f us, p99 %.1f us (slowest rank)\n",
 			r.Consensus.Calls, r.Consensus.CallsPerStep, r.WritingCheckUs.P50, r.WritingCheckUs.P99)
@@ -260,50 +344,28 @@ func (r *Report) WriteSummary(w io.Writer) {
 	if r.spansNodes() {
 		audit = "audits of committed objects, one on each node of their group (its ranks' parts)"
 	}
-	fmt.Fprintf(w, "  verify: %s; audit: %d %s, %d wrong\n", verify, r.Verify.AuditObjects, audit, r.Verify.AuditMismatches)
+	fmt.Fprintf(
+		w,
+		"  verify: %s; audit: %d %s, %d wrong\n",
+		verify,
+		r.Verify.AuditObjects,
+		audit,
+		r.Verify.AuditMismatches,
+	)
 	result := r.Verdict()
 	switch f := r.Failure; {
 	case f != nil && f.Step >= 0:
-		result += fmt.Sprintf(": %s at step %d, reported by world rank %d (CP group %d, CP rank %d): %s", f.Check, f.Step, f.WorldRank, f.CPGroup, f.CPRank, f.Message)
+		result += fmt.Sprintf(
+			": %s at step %d, reported by world rank %d (CP group %d, CP rank %d): %s",
+			f.Check,
+			f.Step,
+			f.WorldRank,
+			f.CPGroup,
+			f.CPRank,
+			f.Message,
+		)
 	case f != nil:
 		result += fmt.Sprintf(": %s; %s", f.Check, f.Message)
 	}
 	fmt.Fprintf(w, "  result: %s\n", result)
-}
-
-// writeCapacity states each tier in tokens and bytes, and says plainly when the copies are scaled down.
-func (r *Report) writeCapacity(w io.Writer) {
-	c := r.Capacity
-	model := "per token"
-	if c.Model != "" {
-		model = "per token of " + c.Model
-	}
-	fmt.Fprintf(w, "  capacity: L2 %s = %s = %s per CP group; L1 %s = %s = %s per rank; KV %s %s\n",
-		errscope.Count(c.L2Slots, "slot", "slots"), errscope.Count(c.L2Tokens, "token", "tokens"), sizing.FormatBytes(c.L2Bytes), errscope.Count(c.DevicePages, "page", "pages"), errscope.Count(c.DeviceTokens, "token", "tokens"), sizing.FormatBytes(c.DeviceBytes), sizing.FormatBytes(c.TokenBytes), model)
-	if c.Scaled {
-		fmt.Fprintf(w, "  copies SCALED DOWN: %s copied per token instead of %s; tokens and hit counts are the real sizes', bytes copied and the slab (%s) are not\n",
-			sizing.FormatBytes(c.CopiedTokenBytes), sizing.FormatBytes(c.TokenBytes), sizing.FormatBytes(c.L2SlabBytes))
-	}
-}
-
-// writeNodes says, for CP groups over several nodes, the nodes each spans and each node's slab. A run whose
-// groups each sit on one node says nothing more, as before groups could span nodes.
-func (r *Report) writeNodes(w io.Writer) {
-	for _, g := range r.Groups {
-		if len(g.Nodes) <= 1 {
-			continue
-		}
-		fmt.Fprintf(w, "  nodes: CP group %d spans %d nodes (%s), a slab of %s on each with its %d ranks' parts\n",
-			g.Group, len(g.Nodes), strings.Join(g.Nodes, ", "), sizing.FormatBytes(g.SlabBytesPerNode), g.Size/len(g.Nodes))
-	}
-}
-
-// spansNodes says whether some CP group spans several nodes.
-func (r *Report) spansNodes() bool {
-	for _, g := range r.Groups {
-		if len(g.Nodes) > 1 {
-			return true
-		}
-	}
-	return false
 }

@@ -24,44 +24,51 @@ func PercentilesOf(q *MsQuantiles) Percentiles {
 	return Percentiles{P50: q.Seconds(0.50), P90: q.Seconds(0.90), P99: q.Seconds(0.99)}
 }
 
-// ServingReport is the serving clock's result over every CP group, in trace time. Every figure in it is
-// MODELLED: the prefill, the load-backs and the L3 reads cost what the model and the link rates say; what the
-// cache machinery added beyond them was measured on this machine, in its real time (SERVING.md).
+// ServingReport is the serving clock's result over every CP group, in trace time. Every figure in
+// it is MODELLED: the prefill, the load-backs and the L3 reads cost what the model and the link
+// rates say; what the cache machinery added beyond them was measured on this machine, in its real
+// time (SERVING.md).
 type ServingReport struct {
 	Model     string  `json:"model"` // the prefill model and the rates, as the summary names them
 	TimeScale float64 `json:"time_scale"`
-	// BreakEven says, for a few prefix lengths, the KV rate a tier must deliver to beat recomputing, beside the
-	// L2's host link and the L3's read rate (modelled).
+	// BreakEven says, for a few prefix lengths, the KV rate a tier must deliver to beat
+	// recomputing, beside the L2's host link and the L3's read rate (modelled).
 	BreakEven []string `json:"break_even,omitempty"`
-	// Virtual: the replay kept its own pace and only the ideal was replayed (sweep): no measured figures.
+	// Virtual: the replay kept its own pace and only the ideal was replayed (sweep): no measured
+	// figures.
 	Virtual  bool  `json:"virtual,omitempty"`
 	Requests int64 `json:"requests"`
-	// TTFT is each request's time to first token: from its arrival to the end of the step that computed it.
+	// TTFT is each request's time to first token: from its arrival to the end of the step that
+	// computed it.
 	TTFT Percentiles `json:"ttft_s"`
-	// IdealTTFT is the same requests' on a virtual clock with the same hits and a machinery that costs nothing.
+	// IdealTTFT is the same requests' on a virtual clock with the same hits and a machinery that
+	// costs nothing.
 	IdealTTFT Percentiles `json:"ideal_ttft_s"`
-	// MeasuredOverIdealP50 is TTFT p50 over IdealTTFT p50: both are modelled, so it is the cache machinery's cost
-	// on the modelled clock, as the summary names it. The report writes it as machinery_cost_p50 and, for the
-	// scripts that read it before it was named so, as measured_over_ideal_p50 too (MarshalJSON).
+	// MeasuredOverIdealP50 is TTFT p50 over IdealTTFT p50: both are modelled, so it is the cache
+	// machinery's cost on the modelled clock, as the summary names it. The report writes it as
+	// machinery_cost_p50 and, for the scripts that read it before it was named so, as
+	// measured_over_ideal_p50 too (MarshalJSON).
 	MeasuredOverIdealP50 float64 `json:"measured_over_ideal_p50"`
-	// The parts of a TTFT: the queue until its step began, the step it waited for its L3 prefetch, the wait for
-	// its loads before the compute, and the compute to the step's end (the modelled prefill and the step's
-	// consensus after it).
+	// The parts of a TTFT: the queue until its step began, the step it waited for its L3 prefetch,
+	// the wait for its loads before the compute, and the compute to the step's end (the modelled
+	// prefill and the step's consensus after it).
 	QueueWait    Percentiles `json:"queue_wait_s"`
 	PrefetchWait Percentiles `json:"prefetch_wait_s"`
 	LoadWait     Percentiles `json:"load_wait_s"`
 	Compute      Percentiles `json:"compute_s"`
-	// Prompt tokens per second: each group's prompt tokens over the span from its first arrival to its last first
-	// token, summed over the groups.
+	// Prompt tokens per second: each group's prompt tokens over the span from its first arrival to
+	// its last first token, summed over the groups.
 	PromptTokensPerSecond      float64 `json:"prompt_tokens_per_s"`
 	IdealPromptTokensPerSecond float64 `json:"ideal_prompt_tokens_per_s"`
-	// ModelledL3 is a virtual replay's (sweep's) figures again with an unbounded L3 under the L2 (the runner's
-	// servingl3.go).
+	// ModelledL3 is a virtual replay's (sweep's) figures again with an unbounded L3 under the L2
+	// (the runner's servingl3.go).
 	ModelledL3 *ModelledL3Serving `json:"modelled_l3,omitempty"`
-	// MachinerySharePct is the share of the steps' time that the cache machinery added beyond the modelled time.
+	// MachinerySharePct is the share of the steps' time that the cache machinery added beyond the
+	// modelled time.
 	MachinerySharePct float64 `json:"machinery_share_pct"`
 
-	// TTFTHist and IdealHist are TTFT's and IdealTTFT's distributions job-wide, for the metrics file's histograms.
+	// TTFTHist and IdealHist are TTFT's and IdealTTFT's distributions job-wide, for the metrics
+	// file's histograms.
 	TTFTHist, IdealHist MsQuantiles `json:"-"`
 }
 
@@ -71,31 +78,71 @@ func (s *ServingReport) writeSummary(w io.Writer) {
 		return
 	}
 	if s.Virtual {
-		fmt.Fprintf(w, "  serving, MODELLED on a virtual clock (%s): %d requests, TTFT p50 %s, p90 %s, p99 %s, %.0f prompt tokens/s\n",
-			s.Model, s.Requests, seconds(s.IdealTTFT.P50), seconds(s.IdealTTFT.P90), seconds(s.IdealTTFT.P99), s.IdealPromptTokensPerSecond)
+		fmt.Fprintf(
+			w,
+			"  serving, MODELLED on a virtual clock (%s): %d requests, TTFT p50 %s, p90 %s, p99 %s, %.0f prompt tokens/s\n",
+			s.Model,
+			s.Requests,
+			seconds(s.IdealTTFT.P50),
+			seconds(s.IdealTTFT.P90),
+			seconds(s.IdealTTFT.P99),
+			s.IdealPromptTokensPerSecond,
+		)
 		if l := s.ModelledL3; l != nil {
-			fmt.Fprintf(w, "    with an unbounded L3 read at %s/s (MODELLED, %d tokens from it): TTFT p50 %s, p99 %s, %.0f prompt tokens/s\n",
-				sizing.FormatBytes(int64(l.ReadBytesPerSecond)), l.L3Tokens, seconds(l.TTFT.P50), seconds(l.TTFT.P99), l.PromptTokensPerSecond)
+			fmt.Fprintf(
+				w,
+				"    with an unbounded L3 read at %s/s (MODELLED, %d tokens from it): TTFT p50 %s, p99 %s, %.0f prompt tokens/s\n",
+				sizing.FormatBytes(
+					int64(l.ReadBytesPerSecond),
+				),
+				l.L3Tokens,
+				seconds(l.TTFT.P50),
+				seconds(l.TTFT.P99),
+				l.PromptTokensPerSecond,
+			)
 		}
 		return
 	}
 	ms := func(p Percentiles) string {
 		return fmt.Sprintf("p50 %s, p90 %s, p99 %s", seconds(p.P50), seconds(p.P90), seconds(p.P99))
 	}
-	fmt.Fprintf(w, "  serving clock, MODELLED (%s; trace time, modelled time spent %gx faster): %d requests, %.0f prompt tokens/s (ideal %.0f)\n",
-		s.Model, s.TimeScale, s.Requests, s.PromptTokensPerSecond, s.IdealPromptTokensPerSecond)
-	fmt.Fprintf(w, "    TTFT %s; ideal (the same hits, a machinery that costs nothing) %s; the machinery's cost on the modelled clock (TTFT over ideal) p50 %.2fx\n",
-		ms(s.TTFT), ms(s.IdealTTFT), s.MeasuredOverIdealP50)
+	fmt.Fprintf(
+		w,
+		"  serving clock, MODELLED (%s; trace time, modelled time spent %gx faster): %d requests, %.0f prompt tokens/s (ideal %.0f)\n",
+		s.Model,
+		s.TimeScale,
+		s.Requests,
+		s.PromptTokensPerSecond,
+		s.IdealPromptTokensPerSecond,
+	)
+	fmt.Fprintf(
+		w,
+		"    TTFT %s; ideal (the same hits, a machinery that costs nothing) %s; the machinery's cost on the modelled clock (TTFT over ideal) p50 %.2fx\n",
+		ms(s.TTFT),
+		ms(s.IdealTTFT),
+		s.MeasuredOverIdealP50,
+	)
 	for _, line := range s.BreakEven {
 		fmt.Fprintf(w, "    %s\n", line)
 	}
-	fmt.Fprintf(w, "    p50 of a TTFT's parts: queue %s, L3 prefetch wait %s, load wait %s, compute %s; the cache machinery added %.1f%% of the steps' time beyond the model\n",
-		seconds(s.QueueWait.P50), seconds(s.PrefetchWait.P50), seconds(s.LoadWait.P50), seconds(s.Compute.P50), s.MachinerySharePct)
+	fmt.Fprintf(
+		w,
+		"    p50 of a TTFT's parts: queue %s, L3 prefetch wait %s, load wait %s, compute %s; the cache machinery added %.1f%% of the steps' time beyond the model\n",
+		seconds(
+			s.QueueWait.P50,
+		),
+		seconds(s.PrefetchWait.P50),
+		seconds(s.LoadWait.P50),
+		seconds(s.Compute.P50),
+		s.MachinerySharePct,
+	)
 }
 
-// MarshalJSON writes the report with MeasuredOverIdealP50 under its name, machinery_cost_p50, beside its old key.
+// MarshalJSON writes the report with MeasuredOverIdealP50 under its name, machinery_cost_p50,
+// beside its old key.
 func (s ServingReport) MarshalJSON() ([]byte, error) {
-	type fields ServingReport // the same fields without this method, which json.Marshal would call again
+	// the same fields without this method, which json.Marshal would call again
+	type fields ServingReport
 	return json.Marshal(struct {
 		fields
 		MachineryCostP50 float64 `json:"machinery_cost_p50"`
@@ -116,12 +163,18 @@ func seconds(s float64) string {
 	}
 }
 
-// ttftBoundsSeconds are the metrics file's TTFT histogram bounds: 10 ms to about 3 minutes, by factors of 2.
+// ttftBoundsSeconds are the metrics file's TTFT histogram bounds: 10 ms to about 3 minutes, by
+// factors of 2.
 var ttftBoundsSeconds = prometheus.ExponentialBuckets(0.01, 2, 15)
 
-// constHistogram is m as a Prometheus histogram over bounds: each of m's buckets (2% wide) counts under the
-// first bound at or above its upper edge, so a count may sit one bound high by at most 2% of its time.
-func (m *MsQuantiles) constHistogram(desc *prometheus.Desc, bounds []float64, labels ...string) prometheus.Metric {
+// constHistogram is m as a Prometheus histogram over bounds: each of m's buckets (2% wide) counts
+// under the first bound at or above its upper edge, so a count may sit one bound high by at most 2%
+// of its time.
+func (m *MsQuantiles) constHistogram(
+	desc *prometheus.Desc,
+	bounds []float64,
+	labels ...string,
+) prometheus.Metric {
 	perBound := make([]uint64, len(bounds)+1)
 	perBound[0] = uint64(m.zeros)
 	for i, n := range m.q.counts {
@@ -134,14 +187,20 @@ func (m *MsQuantiles) constHistogram(desc *prometheus.Desc, bounds []float64, la
 		cumulative += perBound[i]
 		buckets[bound] = cumulative
 	}
-	return prometheus.MustNewConstHistogram(desc, cumulative+perBound[len(bounds)], float64(m.sumNs)/1e9, buckets, labels...)
+	return prometheus.MustNewConstHistogram(
+		desc,
+		cumulative+perBound[len(bounds)],
+		float64(m.sumNs)/1e9,
+		buckets,
+		labels...)
 }
 
 // ModelledL3Serving is a virtual replay's figures with the modelled L3 under its L2 (MODELLED).
 type ModelledL3Serving struct {
-	ReadBytesPerSecond    float64     `json:"read_bytes_per_s"` // one node's
-	BlockTokens           int64       `json:"block_tokens"`
-	L3Tokens              int64       `json:"l3_tokens"` // prompt tokens the L3 supplied, of those computed without it
+	ReadBytesPerSecond float64 `json:"read_bytes_per_s"` // one node's
+	BlockTokens        int64   `json:"block_tokens"`
+	// prompt tokens the L3 supplied, of those computed without it
+	L3Tokens              int64       `json:"l3_tokens"`
 	TTFT                  Percentiles `json:"ttft_s"`
 	PromptTokensPerSecond float64     `json:"prompt_tokens_per_s"`
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// Validate's table, from the checks the runner's passes made (hicache/validate): the rows, the verdict, the
-// table an operator reads and the JSON report.
+// Validate's table, from the checks the runner's passes made (hicache/validate): the rows, the
+// verdict, the table an operator reads and the JSON report.
 
 // Check is one row of the validation table.
 type Check struct {
@@ -22,8 +22,8 @@ type Check struct {
 	Result string `json:"result"` // pass, fail, or skip (Skipped says why)
 	Wrong  int64  `json:"wrong"`
 	Detail string `json:"detail"`
-	// Skipped, for a skipped check, is SkipSingleRank (nothing to compare in a one-rank CP group) or
-	// SkipNotExercised (nothing wrong, but the workload never took the path the check watches).
+	// Skipped, for a skipped check, is SkipSingleRank (nothing to compare in a one-rank CP group)
+	// or SkipNotExercised (nothing wrong, but the workload never took the path the check watches).
 	Skipped string `json:"skipped,omitempty"`
 }
 
@@ -36,7 +36,10 @@ const (
 // skipReasons is what the table's closing line says of each kind of skip.
 var skipReasons = []struct{ kind, text string }{
 	{SkipSingleRank, "not applicable to single-rank CP groups: run with cp 2 or more"},
-	{SkipNotExercised, "not exercised by this workload: a larger one, or --sync-copies on a busy node, exercises them"},
+	{
+		SkipNotExercised,
+		"not exercised by this workload: a larger one, or --sync-copies on a busy node, exercises them",
+	},
 }
 
 // ValidationReport is what `cphicache validate` prints and writes.
@@ -46,10 +49,11 @@ type ValidationReport struct {
 	DP     int           `json:"dp"`
 	Checks []Check       `json:"checks"`
 	Groups []GroupReport `json:"groups"`
-	// Result is the job's verdict, in run's words (set by WriteJSON): OK, "OK, but N checks skipped (...)" or
-	// FAILED, so that a script reads one field of either report.
+	// Result is the job's verdict, in run's words (set by WriteJSON): OK, "OK, but N checks skipped
+	// (...)" or FAILED, so that a script reads one field of either report.
 	Result string `json:"result"`
-	// Provenance is what produced the table (the command sets it): the build, the command line, every flag.
+	// Provenance is what produced the table (the command sets it): the build, the command line,
+	// every flag.
 	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
@@ -57,7 +61,10 @@ type ValidationReport struct {
 type ValidationFailed struct{ Failed int }
 
 func (e *ValidationFailed) Error() string {
-	return fmt.Sprintf("validation failed: %s failed (see the table)", errscope.Count(e.Failed, "check", "checks"))
+	return fmt.Sprintf(
+		"validation failed: %s failed (see the table)",
+		errscope.Count(e.Failed, "check", "checks"),
+	)
 }
 
 // Scope: the table is aggregated over the whole job, so every rank fails alike.
@@ -74,8 +81,8 @@ func (v *ValidationReport) Failed() int {
 	return n
 }
 
-// NotCovered is nil when every check ran, and a *errscope.NotCoveredError naming the skipped ones otherwise
-// (--strict).
+// NotCovered is nil when every check ran, and a *errscope.NotCoveredError naming the skipped ones
+// otherwise (--strict).
 func (v *ValidationReport) NotCovered() error {
 	var skipped []string
 	for _, c := range v.Checks {
@@ -86,10 +93,20 @@ func (v *ValidationReport) NotCovered() error {
 	if len(skipped) == 0 {
 		return nil
 	}
-	return &errscope.NotCoveredError{What: errscope.Count(len(skipped), "check", "checks") + " skipped (" + strings.Join(skipped, ", ") + ")"}
+	return &errscope.NotCoveredError{
+		What: errscope.Count(
+			len(skipped),
+			"check",
+			"checks",
+		) + " skipped (" + strings.Join(
+			skipped,
+			", ",
+		) + ")",
+	}
 }
 
-// Verdict is the report's result: FAILED when a check failed, "OK, but ..." naming the skipped checks, else OK.
+// Verdict is the report's result: FAILED when a check failed, "OK, but ..." naming the skipped
+// checks, else OK.
 func (v *ValidationReport) Verdict() string {
 	if v.Failed() > 0 {
 		return "FAILED"
@@ -101,12 +118,37 @@ func (v *ValidationReport) Verdict() string {
 	return "OK"
 }
 
-// WriteTable prints the validation matrix like nccl-tests: a '#' header, fixed-width rows, a closing count.
+// WriteTable prints the validation matrix like nccl-tests: a '#' header, fixed-width rows, a
+// closing count.
 func (v *ValidationReport) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "# cphicache validate: %s, cp %d, dp %d\n", errscope.Plural(v.Ranks, "rank"), v.CP, v.DP)
-	fmt.Fprintf(w, "# %-22s %6s %8s %7s %7s  %s\n", "check", "ranks", "steps", "result", "#wrong", "detail")
+	fmt.Fprintf(
+		w,
+		"# cphicache validate: %s, cp %d, dp %d\n",
+		errscope.Plural(v.Ranks, "rank"),
+		v.CP,
+		v.DP,
+	)
+	fmt.Fprintf(
+		w,
+		"# %-22s %6s %8s %7s %7s  %s\n",
+		"check",
+		"ranks",
+		"steps",
+		"result",
+		"#wrong",
+		"detail",
+	)
 	for _, c := range v.Checks {
-		fmt.Fprintf(w, "  %-22s %6d %8d %7s %7d  %s\n", c.Name, c.Ranks, c.Steps, c.Result, c.Wrong, c.Detail)
+		fmt.Fprintf(
+			w,
+			"  %-22s %6d %8d %7s %7d  %s\n",
+			c.Name,
+			c.Ranks,
+			c.Steps,
+			c.Result,
+			c.Wrong,
+			c.Detail,
+		)
 	}
 	passed, skipped := 0, map[string]int{}
 	for _, c := range v.Checks {
@@ -123,7 +165,14 @@ func (v *ValidationReport) WriteTable(w io.Writer) {
 			skipText += fmt.Sprintf(", %d skipped (%s)", n, r.text)
 		}
 	}
-	fmt.Fprintf(w, "# %d checks: %d passed%s, %d failed\n", len(v.Checks), passed, skipText, v.Failed())
+	fmt.Fprintf(
+		w,
+		"# %d checks: %d passed%s, %d failed\n",
+		len(v.Checks),
+		passed,
+		skipText,
+		v.Failed(),
+	)
 }
 
 // WriteJSON writes the validation report to path (--report), whole or not at all.

@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// TestValidationJSONHasAResult: validate's JSON report carries a top-level result, as run's does, so that a script
-// reads one field of either: FAILED when a check failed, "OK, but ..." naming the skipped ones, else OK.
+// TestValidationJSONHasAResult: validate's JSON report carries a top-level result, as run's does,
+// so that a script reads one field of either: FAILED when a check failed, "OK, but ..." naming the
+// skipped ones, else OK.
 func TestValidationJSONHasAResult(t *testing.T) {
 	for _, tc := range []struct {
 		results []string
@@ -33,8 +34,16 @@ func TestValidationJSONHasAResult(t *testing.T) {
 		var got struct {
 			Result *string `json:"result"`
 		}
-		if err := json.Unmarshal(b, &got); err != nil || got.Result == nil || *got.Result != tc.want {
-			t.Errorf("checks %v: result %v (%v), want %q:\n%s", tc.results, got.Result, err, tc.want, b)
+		if err := json.Unmarshal(b, &got); err != nil || got.Result == nil ||
+			*got.Result != tc.want {
+			t.Errorf(
+				"checks %v: result %v (%v), want %q:\n%s",
+				tc.results,
+				got.Result,
+				err,
+				tc.want,
+				b,
+			)
 		}
 	}
 }

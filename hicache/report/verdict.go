@@ -8,12 +8,13 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// The run's verdict: FAILED on anything wrong, else OK, with "but ..." for what the run did not cover (a check
-// that could not run) or what went wrong without changing any data (pages L1 could not hold, L3 trouble), so
-// that a plain OK means the whole configuration was exercised as given.
+// The run's verdict: FAILED on anything wrong, else OK, with "but ..." for what the run did not
+// cover (a check that could not run) or what went wrong without changing any data (pages L1 could
+// not hold, L3 trouble), so that a plain OK means the whole configuration was exercised as given.
 
-// Verdict is the summary's last word: FAILED on anything wrong (Failed), and an OK that says what it does not
-// cover when a check could not run, and what went wrong without changing data (caveats).
+// Verdict is the summary's last word: FAILED on anything wrong (Failed), and an OK that says what
+// it does not cover when a check could not run, and what went wrong without changing data
+// (caveats).
 func (r *Report) Verdict() string {
 	if r.Failed() {
 		return "FAILED"
@@ -35,8 +36,8 @@ func (r *Report) Verdict() string {
 	return "OK, but " + said
 }
 
-// NotCovered is nil for a plain OK or a failure (which RunFailure returns), and a *errscope.NotCoveredError naming
-// what the run did not cover for an "OK, but ..." (--strict).
+// NotCovered is nil for a plain OK or a failure (which RunFailure returns), and a
+// *errscope.NotCoveredError naming what the run did not cover for an "OK, but ..." (--strict).
 func (r *Report) NotCovered() error {
 	if v := r.Verdict(); strings.HasPrefix(v, "OK, but ") {
 		return &errscope.NotCoveredError{What: strings.TrimPrefix(v, "OK, but ")}
@@ -44,22 +45,47 @@ func (r *Report) NotCovered() error {
 	return nil
 }
 
-// caveats are what went wrong without changing any data: prompt pages L1 could not hold (a request longer than
-// L1 is computed but not cached), and L3 blocks that failed to write or did not fit its budget at all.
+// caveats are what went wrong without changing any data: prompt pages L1 could not hold (a request
+// longer than L1 is computed but not cached), and L3 blocks that failed to write or did not fit its
+// budget at all.
 func (r *Report) caveats() []string {
 	var said []string
 	if n := r.L1.UncachedOversizePages; n > 0 {
-		said = append(said, fmt.Sprintf("%d pages (%.1f%%) not cached: a request needs more L1 than --device-pages gives", n, r.pagePct(n)))
+		said = append(
+			said,
+			fmt.Sprintf(
+				"%d pages (%.1f%%) not cached: a request needs more L1 than --device-pages gives",
+				n,
+				r.pagePct(n),
+			),
+		)
 	}
 	if l3 := r.L3; l3 != nil {
 		if l3.WriteErrors > 0 {
-			said = append(said, fmt.Sprintf("%d L3 block writes failed (the blocks were dropped; see the first error logged)", l3.WriteErrors))
+			said = append(
+				said,
+				fmt.Sprintf(
+					"%d L3 block writes failed (the blocks were dropped; see the first error logged)",
+					l3.WriteErrors,
+				),
+			)
 		}
 		if blockBytes := int64(l3.BlockTokens) * r.Capacity.CopiedTokenBytes; l3.Bytes < blockBytes {
-			said = append(said, fmt.Sprintf("--l3-bytes %d is smaller than one block (%s): every block written was evicted (%d)", l3.Bytes, sizing.FormatBytes(blockBytes), l3.Evictions))
+			said = append(
+				said,
+				fmt.Sprintf(
+					"--l3-bytes %d is smaller than one block (%s): every block written was evicted (%d)",
+					l3.Bytes,
+					sizing.FormatBytes(blockBytes),
+					l3.Evictions,
+				),
+			)
 		}
 		if l3.Corrupt > 0 {
-			said = append(said, fmt.Sprintf("%d corrupt L3 blocks found (removed, never served)", l3.Corrupt))
+			said = append(
+				said,
+				fmt.Sprintf("%d corrupt L3 blocks found (removed, never served)", l3.Corrupt),
+			)
 		}
 	}
 	return said
@@ -74,8 +100,8 @@ func (r *Report) uncachedText() string {
 	return fmt.Sprintf("%d pages (%.1f%%) not cached", n, pct)
 }
 
-// Uncached is the prompt pages computed but not cached, because L1 could not hold them beside the rest of
-// their request, and their percentage of every prompt page.
+// Uncached is the prompt pages computed but not cached, because L1 could not hold them beside the
+// rest of their request, and their percentage of every prompt page.
 func (r *Report) Uncached() (pages int64, pct float64) {
 	return r.L1.UncachedPages, r.pagePct(r.L1.UncachedPages)
 }
@@ -91,9 +117,9 @@ func (r *Report) pagePct(pages int64) float64 {
 	return 0
 }
 
-// uncachedWhy says why pages went uncached: requests longer than L1 (a configuration that caches them never),
-// or an L1 whose pages were all in use by the step or pinned by copies when a request needed them (a capacity
-// effect, like an L2 miss: not a caveat of the result).
+// uncachedWhy says why pages went uncached: requests longer than L1 (a configuration that caches
+// them never), or an L1 whose pages were all in use by the step or pinned by copies when a request
+// needed them (a capacity effect, like an L2 miss: not a caveat of the result).
 func (r *Report) uncachedWhy() string {
 	if n := r.L1.UncachedOversizePages; n > 0 {
 		return fmt.Sprintf("%d of them of requests longer than L1", n)
@@ -101,18 +127,24 @@ func (r *Report) uncachedWhy() string {
 	return "L1 had no page to spare: its pages were in use or being copied"
 }
 
-// RunFailed ends a run whose report counts anything wrong (Failed). The report is aggregated over every rank, so
-// every rank returns the same one and it is printed once.
+// RunFailed ends a run whose report counts anything wrong (Failed). The report is aggregated over
+// every rank, so every rank returns the same one and it is printed once.
 type RunFailed struct{ Divergences, Mismatches, AuditMismatches, CopyErrors, L3BlockMismatches int64 }
 
 func (e *RunFailed) Error() string {
-	return fmt.Sprintf("run failed: %d placement divergences, %d load-back mismatches, %d audited objects wrong, %d copy errors, %d L3 blocks refused with wrong bytes",
-		e.Divergences, e.Mismatches, e.AuditMismatches, e.CopyErrors, e.L3BlockMismatches)
+	return fmt.Sprintf(
+		"run failed: %d placement divergences, %d load-back mismatches, %d audited objects wrong, %d copy errors, %d L3 blocks refused with wrong bytes",
+		e.Divergences,
+		e.Mismatches,
+		e.AuditMismatches,
+		e.CopyErrors,
+		e.L3BlockMismatches,
+	)
 }
 
-// FailOutput records that an output of the run could not be written (a full disk under --timeline, --report or
-// --metrics-file): the job exits non-zero, so the report and the summary written after it must not say OK. A run
-// that failed already keeps its own failure, which is the one to tell.
+// FailOutput records that an output of the run could not be written (a full disk under --timeline,
+// --report or --metrics-file): the job exits non-zero, so the report and the summary written after
+// it must not say OK. A run that failed already keeps its own failure, which is the one to tell.
 func (r *Report) FailOutput(err error) {
 	if r.Failure == nil {
 		r.Failure = &FailureReport{Check: "output", Step: -1, WorldRank: 0, Message: err.Error()}
@@ -124,8 +156,12 @@ func (r *Report) RunFailure() error {
 	if !r.Failed() {
 		return nil
 	}
-	f := &RunFailed{Divergences: r.Placement.Divergences, Mismatches: r.Verify.Mismatches, AuditMismatches: r.Verify.AuditMismatches,
-		CopyErrors: r.Verify.CopyErrors}
+	f := &RunFailed{
+		Divergences:     r.Placement.Divergences,
+		Mismatches:      r.Verify.Mismatches,
+		AuditMismatches: r.Verify.AuditMismatches,
+		CopyErrors:      r.Verify.CopyErrors,
+	}
 	if r.L3 != nil {
 		f.L3BlockMismatches = r.L3.WriteMismatches
 	}
@@ -135,9 +171,11 @@ func (r *Report) RunFailure() error {
 // Scope: the report is aggregated over the whole job, so every rank fails alike.
 func (e *RunFailed) Scope() errscope.Scope { return errscope.JobScope }
 
-// Failed reports whether the run saw anything wrong: a divergence, a wrong byte in a load-back or an audit, or a
-// copy that failed.
+// Failed reports whether the run saw anything wrong: a divergence, a wrong byte in a load-back or
+// an audit, or a copy that failed.
 func (r *Report) Failed() bool {
-	return r.Failure != nil || r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.AuditMismatches != 0 || r.Verify.CopyErrors != 0 ||
+	return r.Failure != nil || r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 ||
+		r.Verify.AuditMismatches != 0 ||
+		r.Verify.CopyErrors != 0 ||
 		(r.L3 != nil && r.L3.WriteMismatches != 0)
 }

@@ -10,16 +10,17 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// The runner's side of the step consensus: the core (package cache) builds every vector and reads every agreed
-// one; here each collective is carried over the CP group's communicator, under the watchdog, and counted.
+// The runner's side of the step consensus: the core (package cache) builds every vector and reads
+// every agreed one; here each collective is carried over the CP group's communicator, under the
+// watchdog, and counted.
 
-// consensusKinds are the kinds the report and the metrics count: the digest gather after a divergence is not one
-// (it ends the run).
+// consensusKinds are the kinds the report and the metrics count: the digest gather after a
+// divergence is not one (it ends the run).
 const consensusKinds = cache.DigestGather
 
-// groupComm is what the consensus needs of the CP group's communicator: its size and this rank's place in it,
-// MIN all-reduces (the vector when no other transport is given, and the object hashes) and the digest gather.
-// *mpi.Comm has it.
+// groupComm is what the consensus needs of the CP group's communicator: its size and this rank's
+// place in it, MIN all-reduces (the vector when no other transport is given, and the object hashes)
+// and the digest gather. *mpi.Comm has it.
 type groupComm interface {
 	Size() int
 	Rank() int
@@ -35,32 +36,40 @@ func (m commMinAllReducer) AllreduceMinUint64(v []uint64) error {
 	return m.comm.AllreduceUint64(v, v, mpi.Min)
 }
 
-// consensus carries every consensus collective of one CP group. It holds only the CP communicator: there is no
-// way to reach the world communicator from here, which is how the scoping rule is kept by construction.
+// consensus carries every consensus collective of one CP group. It holds only the CP communicator:
+// there is no way to reach the world communicator from here, which is how the scoping rule is kept
+// by construction.
 type consensus struct {
 	cp        groupComm
 	group     int
 	transport transport.MinAllReducer
-	// oneRankTransport (tests only, Testing.ProveReducer) sends the transport's calls through it on a
-	// one-rank group too, which skips them otherwise; they are still booked as skipped.
+	// oneRankTransport (tests only, Testing.ProveReducer) sends the transport's calls through it on
+	// a one-rank group too, which skips them otherwise; they are still booked as skipped.
 	oneRankTransport bool
 	watchdog         *spmd.Watchdog
 	stats            [consensusKinds]report.CollectiveStats
-	enteredAt        time.Time                          // when the call in progress was entered
-	stepUs           report.Quantiles                   // latency of the step consensus, for the report's p50 and p99
-	latency          [consensusKinds]report.LatencyHist // every call's latency by kind, for the metrics
+	enteredAt        time.Time // when the call in progress was entered
+	// latency of the step consensus, for the report's p50 and p99
+	stepUs report.Quantiles
+	// every call's latency by kind, for the metrics
+	latency [consensusKinds]report.LatencyHist
 }
 
-func newConsensus(cp groupComm, group int, transport transport.MinAllReducer, watchdog *spmd.Watchdog) *consensus {
+func newConsensus(
+	cp groupComm,
+	group int,
+	transport transport.MinAllReducer,
+	watchdog *spmd.Watchdog,
+) *consensus {
 	if transport == nil {
 		transport = commMinAllReducer{cp}
 	}
 	return &consensus{cp: cp, group: group, transport: transport, watchdog: watchdog}
 }
 
-// enter books one call of kind k and returns false when the group has one rank and the call is skipped (a size-1
-// all-reduce would silently do nothing, so it is counted as skipped rather than as run). A second reduction of
-// the same call (part 1) is timed with it, not counted again.
+// enter books one call of kind k and returns false when the group has one rank and the call is
+// skipped (a size-1 all-reduce would silently do nothing, so it is counted as skipped rather than
+// as run). A second reduction of the same call (part 1) is timed with it, not counted again.
 func (c *consensus) enter(k cache.ConsensusKind, part int, step int64) (ran bool) {
 	size := c.cp.Size()
 	counted := k < consensusKinds && part == 0
@@ -83,8 +92,9 @@ func (c *consensus) enter(k cache.ConsensusKind, part int, step int64) (ran bool
 	return true
 }
 
-// leave disarms the watchdog and books the time spent in the call of kind k: a call's first reduction is one
-// observation of its histogram, a second one (part 1) adds its time to that call's.
+// leave disarms the watchdog and books the time spent in the call of kind k: a call's first
+// reduction is one observation of its histogram, a second one (part 1) adds its time to that
+// call's.
 func (c *consensus) leave(k cache.ConsensusKind, part int) {
 	c.watchdog.Disarm()
 	if k >= consensusKinds {
@@ -102,8 +112,8 @@ func (c *consensus) leave(k cache.ConsensusKind, part int) {
 	}
 }
 
-// collective carries one of the core's collectives: the step, flush and final vectors over the transport (NCCL
-// in the GPU build), the rest over MPI on the CP communicator.
+// collective carries one of the core's collectives: the step, flush and final vectors over the
+// transport (NCCL in the GPU build), the rest over MPI on the CP communicator.
 func (c *consensus) collective(x *cache.Collective) error {
 	if !c.enter(x.Kind, x.Part, x.Step) {
 		if c.oneRankTransport && x.Transport {
@@ -124,7 +134,8 @@ func (c *consensus) collective(x *cache.Collective) error {
 	return err // the core's message names the call, the group and the step
 }
 
-// minVector all-reduces MIN element-wise in place over the CP group, outside the step (validate's tallies).
+// minVector all-reduces MIN element-wise in place over the CP group, outside the step (validate's
+// tallies).
 func (c *consensus) minVector(values []uint64) error {
 	if c.cp.Size() == 1 {
 		return nil

@@ -28,13 +28,19 @@ func TestStepProbeAgreesAndCountsItsCalls(t *testing.T) {
 	}
 }
 
-// A transport that returned one rank's own vector must be caught: the probe's check compares every word it
-// agrees on with what the votes imply.
+// A transport that returned one rank's own vector must be caught: the probe's check compares every
+// word it agrees on with what the votes imply.
 func TestStepProbeCatchesAWrongAgreement(t *testing.T) {
 	p := NewStepProbe(testWorld, 0)
 	defer p.Close()
 	const f = 77
-	good := cache.ProbeAgreement{WriteFrontier: f, LoadFrontier: f, LoadDone: true, DigestMin: probeDigest(f), DigestMax: probeDigest(f)}
+	good := cache.ProbeAgreement{
+		WriteFrontier: f,
+		LoadFrontier:  f,
+		LoadDone:      true,
+		DigestMin:     probeDigest(f),
+		DigestMax:     probeDigest(f),
+	}
 	if err := p.check(f, good); err != nil {
 		t.Fatalf("the right agreement: %v", err)
 	}
@@ -52,10 +58,18 @@ func TestStepProbeCatchesAWrongAgreement(t *testing.T) {
 			t.Errorf("%s wrong: got %v", name, err)
 		}
 	}
-	// Rank 0's own vote is what a transport that skipped the others would leave on rank 0: at more than one
-	// rank its idle word (and on the last rank its load frontier) differs from the agreement.
+	// Rank 0's own vote is what a transport that skipped the others would leave on rank 0: at more
+	// than one rank its idle word (and on the last rank its load frontier) differs from the
+	// agreement.
 	v := p.vote(f)
-	own := cache.ProbeAgreement{WriteFrontier: v.WriteFrontier, WriteIdle: v.WriteIdle, LoadFrontier: v.LoadFrontier, LoadDone: v.LoadDone, DigestMin: v.Digest, DigestMax: v.Digest}
+	own := cache.ProbeAgreement{
+		WriteFrontier: v.WriteFrontier,
+		WriteIdle:     v.WriteIdle,
+		LoadFrontier:  v.LoadFrontier,
+		LoadDone:      v.LoadDone,
+		DigestMin:     v.Digest,
+		DigestMax:     v.Digest,
+	}
 	if err := p.check(f, own); (err == nil) != (testWorld.Size() == 1) {
 		t.Errorf("this rank's own vote as the agreement at %d ranks: %v", testWorld.Size(), err)
 	}

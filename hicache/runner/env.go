@@ -13,19 +13,20 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// The runner as the core's Env (cache.Env): every method of the interface is here, in the interface's groups,
-// so that a reader sets them beside the simulated Env of the runner's harness (envsim_test.go) and the
-// simulator's (hicache/sim): the step broadcast, the collectives, the copy worker and the L3 goroutines, the local
-// waits under the watchdog, the serving clock's steps, and the content operations on this rank's device memory
-// and the shared slab. Everything here runs on the step goroutine but the workers' I/O; what the methods lean on
-// is in the files of its subject (delivery.go, devicecontent.go, copyworker.go, l3io.go, servingstep.go).
+// The runner as the core's Env (cache.Env): every method of the interface is here, in the
+// interface's groups, so that a reader sets them beside the simulated Env of the runner's harness
+// (envsim_test.go) and the simulator's (hicache/sim): the step broadcast, the collectives, the copy
+// worker and the L3 goroutines, the local waits under the watchdog, the serving clock's steps, and
+// the content operations on this rank's device memory and the shared slab. Everything here runs on
+// the step goroutine but the workers' I/O; what the methods lean on is in the files of its subject
+// (delivery.go, devicecontent.go, copyworker.go, l3io.go, servingstep.go).
 
-// drainPollInterval is how long a rank waits between two looks at its own work while it drains it: long enough
-// to let the workers run on an oversubscribed node, short next to a page copy.
+// drainPollInterval is how long a rank waits between two looks at its own work while it drains it:
+// long enough to let the workers run on an oversubscribed node, short next to a page copy.
 const drainPollInterval = 50 * time.Microsecond
 
-// env is the core's Env: the runner itself, or with --timeline the runner with its calls on the step goroutine
-// timed (timedEnv), so that without it they cost nothing at all.
+// env is the core's Env: the runner itself, or with --timeline the runner with its calls on the
+// step goroutine timed (timedEnv), so that without it they cost nothing at all.
 func (rs *runState) env() cache.Env {
 	if rs.opts.TimelinePath == "" {
 		return rs
@@ -33,29 +34,30 @@ func (rs *runState) env() cache.Env {
 	return timedEnv{rs}
 }
 
-// NextStep is the replicated event stream: CP rank 0 sends each step's events to its group. The core reads it
-// one step ahead (cache.Core.Run), so step's events are asked for as step-1 begins: the copy faults of step-1
-// are armed now, before any of its copies.
+// NextStep is the replicated event stream: CP rank 0 sends each step's events to its group. The
+// core reads it one step ahead (cache.Core.Run), so step's events are asked for as step-1 begins:
+// the copy faults of step-1 are armed now, before any of its copies.
 func (rs *runState) NextStep(step int64) ([]workload.Event, error) {
 	rs.injectCopyFaults(step - 1)
 	return rs.nextStep(step)
 }
 
-// Collective carries one of the core's collectives; a rank told to hang or exit at a step does so just before
-// that step's consensus.
+// Collective carries one of the core's collectives; a rank told to hang or exit at a step does so
+// just before that step's consensus.
 func (rs *runState) Collective(c *cache.Collective) error {
 	rs.paceConsensus(c)
 	if c.Kind == cache.StepConsensus {
 		rs.injectHangOrExit(c.Step)
 		// The core perturbs the placement after this consensus (cache.Config.PerturbAtStep).
-		rs.divergenceDue = rs.divergenceDue || rs.opts.InjectDivergence.Hits(rs.job.Topo.WorldRank, c.Step)
+		rs.divergenceDue = rs.divergenceDue ||
+			rs.opts.InjectDivergence.Hits(rs.job.Topo.WorldRank, c.Step)
 	}
 	return rs.cons.collective(c)
 }
 
-// Start begins a copy (on the copy worker), or an L3 block write or read (on the tier's goroutines). A full queue
-// blocks the step under the watchdog's drain slot: a worker stuck in a copy or a filesystem must not hold it
-// forever.
+// Start begins a copy (on the copy worker), or an L3 block write or read (on the tier's
+// goroutines). A full queue blocks the step under the watchdog's drain slot: a worker stuck in a
+// copy or a filesystem must not hold it forever.
 func (rs *runState) Start(w cache.Work) {
 	if _, isCopy := w.(*cache.Copy); !isCopy && rs.l3 == nil {
 		panic(rs.broken("L3 work %T without an L3", w))
@@ -79,8 +81,9 @@ func (rs *runState) Start(w cache.Work) {
 		}
 	case *cache.BlockWrite:
 		t := rs.l3
+		bytes := int64(len(w.Pages)) * rs.pageBytesAllRanks()
 		rs.enqueue("L3 write queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
-			return offer(t.writeJobs, rs.timedJob(timeline.KindL3Write, int64(len(w.Pages))*rs.pageBytesAllRanks(), func() {
+			return offer(t.writeJobs, rs.timedJob(timeline.KindL3Write, bytes, func() {
 				buf := t.buffer()
 				defer t.release(buf)
 				t.done.post(t.write(w, buf))
@@ -89,25 +92,33 @@ func (rs *runState) Start(w cache.Work) {
 	case *cache.ExistenceCheck:
 		t := rs.l3
 		rs.enqueue("L3 read queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
-			return offer(t.readJobs, rs.timedJob(timeline.KindExists, int64(len(w.Keys)), func() { t.done.post(t.check(w)) }))
+			return offer(
+				t.readJobs,
+				rs.timedJob(timeline.KindExists, int64(len(w.Keys)), func() { t.done.post(t.check(w)) }),
+			)
 		})
 	case *cache.BlockRead:
 		t := rs.l3
 		now := time.Now()
-		p := &pendingRead{read: w, issued: now, deadline: readDeadline(rs.opts.L3.PrefetchPolicy, w.Tokens, rs.opts.WatchdogTimeout, now)}
+		p := &pendingRead{
+			read:     w,
+			issued:   now,
+			deadline: readDeadline(rs.opts.L3.PrefetchPolicy, w.Tokens, rs.opts.WatchdogTimeout, now),
+		}
 		if rs.testBugs.has(bugNoReadDeadline) {
 			p.deadline = time.Time{} // the deliberate bug: no read is ever given up
 		}
 		t.reads[readKey{w.Prefetch, w.Block}] = p
 		rs.enqueue("L3 read queue", "this rank's L3 I/O stopped (a hung filesystem?)", func() bool {
-			return offer(t.readJobs, rs.timedJob(timeline.KindL3Read, int64(len(w.Pages))*rs.pageBytesAllRanks(), func() { t.done.post(t.read(p)) }))
+			bytes := int64(len(w.Pages)) * rs.pageBytesAllRanks()
+			return offer(t.readJobs, rs.timedJob(timeline.KindL3Read, bytes, func() { t.done.post(t.read(p)) }))
 		})
 	}
 }
 
-// Wait polls until done: it waits on this rank's own work (copies, L3 I/O), bounded by the drain slot armed under
-// the wait's name, so that work that never completes ends the job with that name, however many quick polls the
-// wait is made of (waits.go).
+// Wait polls until done: it waits on this rank's own work (copies, L3 I/O), bounded by the drain
+// slot armed under the wait's name, so that work that never completes ends the job with that name,
+// however many quick polls the wait is made of (waits.go).
 func (rs *runState) Wait(r cache.WaitReason, done func() bool) error {
 	rs.deliver(false)
 	if done() || rs.waitUnbounded(r, done) {
@@ -117,9 +128,9 @@ func (rs *runState) Wait(r cache.WaitReason, done func() bool) error {
 	return nil
 }
 
-// Poll hands the core what has finished. The copy worker's goroutine can sit queued behind this one, which is
-// locked to its OS thread for MPI; yielding once a step lets it run, as a GPU's copy engine would during the
-// forward pass.
+// Poll hands the core what has finished. The copy worker's goroutine can sit queued behind this
+// one, which is locked to its OS thread for MPI; yielding once a step lets it run, as a GPU's copy
+// engine would during the forward pass.
 func (rs *runState) Poll() {
 	runtime.Gosched()
 	rs.deliver(false)
@@ -149,11 +160,12 @@ func (rs *runState) Prefetch(seq uint64, resolved bool) {
 // Adopt lets the keeper's store count a block another rank of the group wrote.
 func (rs *runState) Adopt(key uint64) { rs.l3.store.Adopt(key) }
 
-// Audit checks a committed object in this node's slab, the node-local parts it names, against the content
-// function of the CP rank whose part each is. It reads the slab in its own order, so that the CPU streams it: in
-// a layer_first slab an object's consecutive slots hold one part's pages side by side, so part by part, page by
-// page within (page by page there, every page's parts were a cache and TLB miss each); in a page_first slab a
-// slot holds its parts side by side, so page by page.
+// Audit checks a committed object in this node's slab, the node-local parts it names, against the
+// content function of the CP rank whose part each is. It reads the slab in its own order, so that
+// the CPU streams it: in a layer_first slab an object's consecutive slots hold one part's pages
+// side by side, so part by part, page by page within (page by page there, every page's parts were a
+// cache and TLB miss each); in a page_first slab a slot holds its parts side by side, so page by
+// page.
 func (rs *runState) Audit(a *cache.Audit) bool {
 	g := rs.geometry
 	ok := true
@@ -161,7 +173,13 @@ func (rs *runState) Audit(a *cache.Audit) bool {
 		s := a.Slots[page]
 		off := rs.parts.Offset(int(s.Slab), int(s.Slot), part, layer, payload)
 		toks := a.Tokens[page*g.PageTokens : (page+1)*g.PageTokens]
-		if !cache.PartMatches(rs.slab.Slabs[s.Slab][off:off+rs.partBytes], toks, a.StartPos+page*g.PageTokens, g.TokenBytes, rs.contentKey(rank, layer, payload)) {
+		if !cache.PartMatches(
+			rs.slab.Slabs[s.Slab][off:off+rs.partBytes],
+			toks,
+			a.StartPos+page*g.PageTokens,
+			g.TokenBytes,
+			rs.contentKey(rank, layer, payload),
+		) {
 			ok = false
 		}
 	}
@@ -191,9 +209,10 @@ func (rs *runState) Audit(a *cache.Audit) bool {
 
 func isMismatch(err error) bool { return errors.Is(err, cache.ErrBlockMismatch) }
 
-// BeginStep waits until the step may begin (an idle group waits for its next arrival), delivering completions
-// meanwhile, and takes the step's start. A group that still holds requests deferred for their L3 prefetch does
-// not wait: it serves them at once (serving.StepPlan's first pass), and the step's own requests when they arrive.
+// BeginStep waits until the step may begin (an idle group waits for its next arrival), delivering
+// completions meanwhile, and takes the step's start. A group that still holds requests deferred for
+// their L3 prefetch does not wait: it serves them at once (serving.StepPlan's first pass), and the
+// step's own requests when they arrive.
 func (rs *runState) BeginStep(step int64) {
 	c := rs.clock
 	if c == nil {
@@ -205,38 +224,51 @@ func (rs *runState) BeginStep(step int64) {
 		delete(c.startNs, step)
 		return
 	}
-	// A busy group's step begins where the last one ended, as every rank saw that end right after the step's
-	// consensus: the read-ahead broadcast and existence checks since are this step's work, and its deadlines are
-	// the same on every rank up to the scheduler's skew (a rank's own later start would make its peers wait).
+	// A busy group's step begins where the last one ended, as every rank saw that end right after
+	// the step's consensus: the read-ahead broadcast and existence checks since are this step's
+	// work, and its deadlines are the same on every rank up to the scheduler's skew (a rank's own
+	// later start would make its peers wait).
 	c.stepStart, c.batchStart = c.lastEnd, c.lastEnd
 	if startNs, ok := c.startNs[step]; ok {
 		delete(c.startNs, step)
 		c.batchStart = max(startNs, c.lastEnd)
 		if startNs > c.lastEnd && !c.holdsDeferred(step) {
-			rs.paceUntil(c.wallStart.Add(c.scaled(startNs-c.lastEnd)), "serving clock: idle until the step's first arrival")
+			rs.paceUntil(
+				c.wallStart.Add(c.scaled(startNs-c.lastEnd)),
+				"serving clock: idle until the step's first arrival",
+			)
 			c.stepStart, c.wallStart, c.lateNs = startNs, time.Now(), 0
 		}
 	}
 	c.computeEnd, c.idleNs = c.stepStart, 0 // until Served prices the step
 }
 
-// Served spends the step's modelled time (serving.PlanStep), in a GPU's order: the L3 reads its requests still
-// wait for and their load-backs, each at least its modelled time and at least until this rank's real copies
-// finished; then the prefill, at its modelled time, while the real copies and L3 I/O go on beside it. The
-// prefill's end is waited for just before the step's consensus (paceConsensus): the rank's own checks and local
-// waits before it (the load-backs' verification, a throttled drain) run under the modelled compute, as they
-// would beside a GPU.
+// Served spends the step's modelled time (serving.PlanStep), in a GPU's order: the L3 reads its
+// requests still wait for and their load-backs, each at least its modelled time and at least until
+// this rank's real copies finished; then the prefill, at its modelled time, while the real copies
+// and L3 I/O go on beside it. The prefill's end is waited for just before the step's consensus
+// (paceConsensus): the rank's own checks and local waits before it (the load-backs' verification, a
+// throttled drain) run under the modelled compute, as they would beside a GPU.
 func (rs *runState) Served(s *cache.ServedStep) {
 	c := rs.clock
 	if c == nil {
 		return
 	}
 	hits := make([]serving.Hit, len(s.Requests))
-	in := serving.StepInput{FreeNs: c.stepStart, BatchStartNs: c.batchStart, DeferredSinceNs: c.batchStart}
+	in := serving.StepInput{
+		FreeNs:          c.stepStart,
+		BatchStartNs:    c.batchStart,
+		DeferredSinceNs: c.batchStart,
+	}
 	deferred := make([]bool, len(s.Requests))
 	for i, r := range s.Requests {
 		o := r.Outcome
-		hits[i] = serving.Hit{PromptTokens: o.L1Hit + o.L2Hit + o.L3Hit + o.Computed, L1: o.L1Hit, L2: o.L2Hit, L3: o.L3Hit}
+		hits[i] = serving.Hit{
+			PromptTokens: o.L1Hit + o.L2Hit + o.L3Hit + o.Computed,
+			L1:           o.L1Hit,
+			L2:           o.L2Hit,
+			L3:           o.L3Hit,
+		}
 		if rc := c.pending[r.Request]; rc != nil && rc.step < s.Step {
 			deferred[i] = true
 			in.Deferred = append(in.Deferred, hits[i])
@@ -251,10 +283,14 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	}
 	plan := serving.PlanStep(c.prefill, c.opts.Links, in)
 	first := plan.PassOf(true) // the step's first pass
-	// The prefill starts once the modelled loads are over and this rank's real load-backs too. The serve's own
-	// work (its fills stand for the GPU computing KV) overlaps the prefill, as on a GPU, not the loads.
+	// The prefill starts once the modelled loads are over and this rank's real load-backs too. The
+	// serve's own work (its fills stand for the GPU computing KV) overlaps the prefill, as on a
+	// GPU, not the loads.
 	if !s.LoadsDone() {
-		c.lateNs += rs.paceUntil(c.wallStart.Add(c.scaled(first.ComputeStartNs-c.stepStart)), "serving clock: modelled L3 reads and load-backs")
+		c.lateNs += rs.paceUntil(
+			c.wallStart.Add(c.scaled(first.ComputeStartNs-c.stepStart)),
+			"serving clock: modelled L3 reads and load-backs",
+		)
 		if err := rs.Wait(waitServingLoads, s.LoadsDone); err != nil {
 			rs.core.Fail(cache.FailureDevice, err)
 		}
@@ -264,7 +300,8 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	c.computeEnd, c.idleNs = plan.EndNs(), plan.IdleNs()
 	c.paceConsensusAt = c.wallStart.Add(c.scaled(c.computeEnd - c.stepStart))
 	for _, rc := range c.thisStep {
-		rc.firstStartNs = plan.Batch.StartNs // the step's own requests, those it defers too, began with its pass
+		// the step's own requests, those it defers too, began with its pass
+		rc.firstStartNs = plan.Batch.StartNs
 	}
 	for i, rc := range clocks {
 		if rc != nil {
@@ -275,28 +312,40 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	}
 }
 
-// Fill writes a node's KV, as the model would have computed it, into its device pages: per layer and payload,
-// each run of consecutive device pages is computed in place in the CPU build's device buffer, or into a staging
-// buffer written in one call (a part is often a few hundred bytes, and a GPU's copy per part would cost more
-// than the part).
+// Fill writes a node's KV, as the model would have computed it, into its device pages: per layer
+// and payload, each run of consecutive device pages is computed in place in the CPU build's device
+// buffer, or into a staging buffer written in one call (a part is often a few hundred bytes, and a
+// GPU's copy per part would cost more than the part).
 func (rs *runState) Fill(f *cache.Fill) error {
 	g := rs.geometry
 	for r := range rs.deviceRunsOf(f.DevicePages) {
 		for i := r.from; i < r.to; i++ {
-			cache.FillPart(r.part(i, rs.partBytes), f.Tokens[i*g.PageTokens:(i+1)*g.PageTokens], f.StartPos+i*g.PageTokens, g.TokenBytes, r.key)
+			cache.FillPart(
+				r.part(i, rs.partBytes),
+				f.Tokens[i*g.PageTokens:(i+1)*g.PageTokens],
+				f.StartPos+i*g.PageTokens,
+				g.TokenBytes,
+				r.key,
+			)
 		}
 		if rs.hostDevice != nil {
 			continue
 		}
 		if err := rs.faults.WriteDevice(r.offset, r.buf); err != nil {
-			return fmt.Errorf("write KV of pages %d..%d: %w", f.DevicePages[r.from], f.DevicePages[r.to-1], err)
+			return fmt.Errorf(
+				"write KV of pages %d..%d: %w",
+				f.DevicePages[r.from],
+				f.DevicePages[r.to-1],
+				err,
+			)
 		}
 	}
 	return nil
 }
 
-// VerifyLoad checks every part of a finished load-back against the content function, in place in the CPU
-// build's device buffer, or reading each run of consecutive device pages of a layer and payload back in one call.
+// VerifyLoad checks every part of a finished load-back against the content function, in place in
+// the CPU build's device buffer, or reading each run of consecutive device pages of a layer and
+// payload back in one call.
 func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err error) {
 	g := rs.geometry
 	bad := make([]bool, len(v.DevicePages))
@@ -307,7 +356,13 @@ func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err 
 			}
 		}
 		for i := r.from; i < r.to; i++ {
-			if !cache.PartMatches(r.part(i, rs.partBytes), v.Tokens[i*g.PageTokens:(i+1)*g.PageTokens], v.StartPos+i*g.PageTokens, g.TokenBytes, r.key) {
+			if !cache.PartMatches(
+				r.part(i, rs.partBytes),
+				v.Tokens[i*g.PageTokens:(i+1)*g.PageTokens],
+				v.StartPos+i*g.PageTokens,
+				g.TokenBytes,
+				r.key,
+			) {
 				bad[i] = true
 			}
 		}

@@ -12,16 +12,17 @@ import (
 	"github.com/cphicache/cphicache/hicache/config"
 )
 
-// envBugBound is the bound of a job in the deliberate-bug test, on its simulated clock: long past the watchdog's
-// (envHangTimeout plus its collective grace), short enough that the one-rank job the bug hangs polls for it only
-// 80,000 times (drainPollInterval).
+// envBugBound is the bound of a job in the deliberate-bug test, on its simulated clock: long past
+// the watchdog's (envHangTimeout plus its collective grace), short enough that the one-rank job the
+// bug hangs polls for it only 80,000 times (drainPollInterval).
 const envBugBound = 4 * time.Second
 
-// TestRunnerHarnessCatchesAnUnboundedLoadWait: with the deliberate bug bugUnboundedLoadWait (the runner's load
-// wait polls with no watchdog around it, as a mutation of Wait once did), a load-back copy that never completes
-// must fail the runner-under-simulation's checks by their bound, not hang the test: at CP 1 nothing else waits,
-// so only the harness's bound ends the job; at CP 2 or more a peer's watchdog ends it, naming its collective
-// instead of the wait that hung. The same jobs without the bug pass, so the check is the bug's and not noise.
+// TestRunnerHarnessCatchesAnUnboundedLoadWait: with the deliberate bug bugUnboundedLoadWait (the
+// runner's load wait polls with no watchdog around it, as a mutation of Wait once did), a load-back
+// copy that never completes must fail the runner-under-simulation's checks by their bound, not hang
+// the test: at CP 1 nothing else waits, so only the harness's bound ends the job; at CP 2 or more a
+// peer's watchdog ends it, naming its collective instead of the wait that hung. The same jobs
+// without the bug pass, so the check is the bug's and not noise.
 func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
 	skipUnderMPIRun(t)
 	caught := map[bool]bool{} // by whether the job's group has one rank
@@ -33,25 +34,41 @@ func TestRunnerHarnessCatchesAnUnboundedLoadWait(t *testing.T) {
 		}
 		j.fault, j.faultAt, j.opts.InjectCopyError = envFaultStuckLoad, 1, config.Injection{}
 		j.opts.WatchdogTimeout = envHangTimeout
-		buggy, ok := runWithBug(t, j, bugUnboundedLoadWait, "unbounded_load_wait", func(clean envSimResult) bool {
-			return clean.faultFired
-		})
+		buggy, ok := runWithBug(
+			t,
+			j,
+			bugUnboundedLoadWait,
+			"unbounded_load_wait",
+			func(clean envSimResult) bool {
+				return clean.faultFired
+			},
+		)
 		if !ok {
 			continue // no load-back on that rank in one of the runs: the wait under test never ran
 		}
-		t.Logf("cp %d: caught at %v of simulated time (%.2f s wall): %s", j.cp, buggy.simulated, buggy.wall.Seconds(), buggy.violations[0])
+		t.Logf(
+			"cp %d: caught at %v of simulated time (%.2f s wall): %s",
+			j.cp,
+			buggy.simulated,
+			buggy.wall.Seconds(),
+			buggy.violations[0],
+		)
 		caught[oneRank] = true
 	}
 	if !caught[true] || !caught[false] {
-		t.Fatalf("no job of seeds 1 to 399 hung a load-back at CP 1 and at CP 2 or more (caught: %v)", caught)
+		t.Fatalf(
+			"no job of seeds 1 to 399 hung a load-back at CP 1 and at CP 2 or more (caught: %v)",
+			caught,
+		)
 	}
 }
 
-// TestRunnerHarnessCatchesAMissingReadDeadline: with the deliberate bug bugNoReadDeadline (no L3 read is given
-// up at a deadline, as a mutation of readDeadline once did), a read that hangs under the timeout or best_effort
-// policy holds the wait that drains it (the step's prefetch wait, or a flush's or the end's L3 drain) until a
-// watchdog ends the job, which the checks refuse: under those policies no watchdog may fire. The same jobs
-// without the bug give the read up at its deadline and pass.
+// TestRunnerHarnessCatchesAMissingReadDeadline: with the deliberate bug bugNoReadDeadline (no L3
+// read is given up at a deadline, as a mutation of readDeadline once did), a read that hangs under
+// the timeout or best_effort policy holds the wait that drains it (the step's prefetch wait, or a
+// flush's or the end's L3 drain) until a watchdog ends the job, which the checks refuse: under
+// those policies no watchdog may fire. The same jobs without the bug give the read up at its
+// deadline and pass.
 func TestRunnerHarnessCatchesAMissingReadDeadline(t *testing.T) {
 	skipUnderMPIRun(t)
 	caught := map[cache.PrefetchPolicy]bool{}
@@ -62,17 +79,33 @@ func TestRunnerHarnessCatchesAMissingReadDeadline(t *testing.T) {
 		if j.fault != envFaultHungRead || !slices.Contains(policies, policy) || caught[policy] {
 			continue
 		}
-		buggy, ok := runWithBug(t, j, bugNoReadDeadline, "no_read_deadline", func(clean envSimResult) bool {
-			return clean.faultFired && clean.readsGivenUp > 0
-		})
+		buggy, ok := runWithBug(
+			t,
+			j,
+			bugNoReadDeadline,
+			"no_read_deadline",
+			func(clean envSimResult) bool {
+				return clean.faultFired && clean.readsGivenUp > 0
+			},
+		)
 		if !ok {
 			continue // no read hung (in either run), or none was left for a wait to give up
 		}
-		t.Logf("%v: caught at %v of simulated time (%.2f s wall): %s", policy, buggy.simulated, buggy.wall.Seconds(), buggy.violations[0])
+		t.Logf(
+			"%v: caught at %v of simulated time (%.2f s wall): %s",
+			policy,
+			buggy.simulated,
+			buggy.wall.Seconds(),
+			buggy.violations[0],
+		)
 		caught[policy] = true
 	}
 	if len(caught) < len(policies) {
-		t.Fatalf("no job of seeds 1 to 399 gave a hung read up at its deadline under each of %v (caught: %v)", policies, caught)
+		t.Fatalf(
+			"no job of seeds 1 to 399 gave a hung read up at its deadline under each of %v (caught: %v)",
+			policies,
+			caught,
+		)
 	}
 }
 
@@ -82,12 +115,19 @@ type buggyRun struct {
 	wall time.Duration
 }
 
-// runWithBug runs j without and then with bug (named name), on the simulated clock. ok is false when the pair is
-// no evidence either way: the clean run is not one the bug can show in (shows), or the buggy run's fault did not
-// fire. Between two moves of the clock goroutine order is the scheduler's, so the copies of the buggy run can
-// race the fault away (seed 54 in CI; 2 runs in 40 here). The test fails when the clean run fails a check
-// (requireClean) or the buggy run whose fault fired fails none.
-func runWithBug(t *testing.T, j *envSimJob, bug runnerBug, name string, shows func(clean envSimResult) bool) (buggyRun, bool) {
+// runWithBug runs j without and then with bug (named name), on the simulated clock. ok is false
+// when the pair is no evidence either way: the clean run is not one the bug can show in (shows), or
+// the buggy run's fault did not fire. Between two moves of the clock goroutine order is the
+// scheduler's, so the copies of the buggy run can race the fault away (seed 54 in CI; 2 runs in 40
+// here). The test fails when the clean run fails a check (requireClean) or the buggy run whose
+// fault fired fails none.
+func runWithBug(
+	t *testing.T,
+	j *envSimJob,
+	bug runnerBug,
+	name string,
+	shows func(clean envSimResult) bool,
+) (buggyRun, bool) {
 	t.Helper()
 	clean := runEnvSimBubble(t, j, envBugBound)
 	if !shows(clean) {
@@ -107,14 +147,19 @@ func runWithBug(t *testing.T, j *envSimJob, bug runnerBug, name string, shows fu
 	return buggy, true
 }
 
-// requireClean fails the test when the job without the bug failed a check: a job is only the bug's evidence when
-// it passes without it. On the simulated clock no bound or watchdog of the job depends on the machine's load, so
-// a clean job that fails is a failure of the runner or of its harness, not noise (until the clock was simulated,
-// a loaded node missed a real-clock bound now and then, and the next seed was tried instead).
+// requireClean fails the test when the job without the bug failed a check: a job is only the bug's
+// evidence when it passes without it. On the simulated clock no bound or watchdog of the job
+// depends on the machine's load, so a clean job that fails is a failure of the runner or of its
+// harness, not noise (until the clock was simulated, a loaded node missed a real-clock bound now
+// and then, and the next seed was tried instead).
 func requireClean(t *testing.T, j *envSimJob, clean envSimResult) {
 	t.Helper()
 	if len(clean.violations) > 0 {
-		t.Fatalf("%v without the bug:\n  %s\n  replay: go test -tags simbugs ./hicache/runner -run '^%s$' (it draws seeds 1, 2, ... in order)",
-			j, strings.Join(clean.violations, "\n  "), t.Name())
+		t.Fatalf(
+			"%v without the bug:\n  %s\n  replay: go test -tags simbugs ./hicache/runner -run '^%s$' (it draws seeds 1, 2, ... in order)",
+			j,
+			strings.Join(clean.violations, "\n  "),
+			t.Name(),
+		)
 	}
 }

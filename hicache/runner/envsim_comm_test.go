@@ -11,12 +11,14 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// The simulated MPI of the runner's Env under simulation (envsim_test.go): one CP group's communicator in one
-// process, its ranks goroutines. Each collective is a rendezvous of every rank of the group, as MPI's are; a
-// seeded delay before each entry varies the order the ranks arrive in. Ending the job (as mpirun ends every
-// rank once one exits) makes every collective in flight, and every later one, return errJobEnded.
+// The simulated MPI of the runner's Env under simulation (envsim_test.go): one CP group's
+// communicator in one process, its ranks goroutines. Each collective is a rendezvous of every rank
+// of the group, as MPI's are; a seeded delay before each entry varies the order the ranks arrive
+// in. Ending the job (as mpirun ends every rank once one exits) makes every collective in flight,
+// and every later one, return errJobEnded.
 
-// errJobEnded is what a collective returns once the simulated job has ended (a watchdog fired, or its bound).
+// errJobEnded is what a collective returns once the simulated job has ended (a watchdog fired, or
+// its bound).
 var errJobEnded = errors.New("the simulated job ended (as mpirun ends every rank when one exits)")
 
 // simGroup is the rendezvous of one CP group's ranks.
@@ -30,12 +32,13 @@ type simGroup struct {
 
 // simRound is one collective call of the group: what each rank brought, and whether every rank has.
 type simRound struct {
-	op       string
-	words    [][]uint64
-	bytes    [][]byte
-	arrived  int
-	done     bool
-	unpaired string // a rank that entered another collective (a divergence the core must have caught first)
+	op      string
+	words   [][]uint64
+	bytes   [][]byte
+	arrived int
+	done    bool
+	// a rank that entered another collective (a divergence the core must have caught first)
+	unpaired string
 }
 
 func newSimGroup(size int) *simGroup {
@@ -52,7 +55,8 @@ func (g *simGroup) end() {
 	g.cond.Broadcast()
 }
 
-// meet enters rank's collective op with its words and bytes, and returns the round once every rank has.
+// meet enters rank's collective op with its words and bytes, and returns the round once every rank
+// has.
 func (g *simGroup) meet(rank int, op string, words []uint64, bytes []byte) (*simRound, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -84,8 +88,8 @@ func (g *simGroup) meet(rank int, op string, words []uint64, bytes []byte) (*sim
 	return r, nil
 }
 
-// simComm is one rank's view of its group: what the runner's consensus (groupComm) and step broadcast
-// (stepBroadcaster) need of *mpi.Comm.
+// simComm is one rank's view of its group: what the runner's consensus (groupComm) and step
+// broadcast (stepBroadcaster) need of *mpi.Comm.
 type simComm struct {
 	g    *simGroup
 	rank int
@@ -95,10 +99,11 @@ type simComm struct {
 func (c *simComm) Size() int { return c.g.size }
 func (c *simComm) Rank() int { return c.rank }
 
-// jitter delays a rank before a collective now and then, so that the ranks arrive in seeded, varied orders. The
-// sleep is on the job's simulated clock (envsim_bubble_test.go): it ends only once every other goroutine of the
-// job has blocked, so a rank that sleeps arrives after those that do not, whatever the machine's load; a yield
-// only lets the scheduler choose. Neither spins: the clock moves past a sleep, and a yield never blocks.
+// jitter delays a rank before a collective now and then, so that the ranks arrive in seeded, varied
+// orders. The sleep is on the job's simulated clock (envsim_bubble_test.go): it ends only once
+// every other goroutine of the job has blocked, so a rank that sleeps arrives after those that do
+// not, whatever the machine's load; a yield only lets the scheduler choose. Neither spins: the
+// clock moves past a sleep, and a yield never blocks.
 func (c *simComm) jitter() {
 	switch c.rng.IntN(8) {
 	case 0:
@@ -110,7 +115,12 @@ func (c *simComm) jitter() {
 
 func (c *simComm) AllreduceUint64(send, recv []uint64, op mpi.Op) error {
 	if op != mpi.Min || len(send) != len(recv) {
-		return fmt.Errorf("simulated MPI: only an in-place-sized MIN all-reduce is carried (op %v, %d and %d words)", op, len(send), len(recv))
+		return fmt.Errorf(
+			"simulated MPI: only an in-place-sized MIN all-reduce is carried (op %v, %d and %d words)",
+			op,
+			len(send),
+			len(recv),
+		)
 	}
 	c.jitter()
 	r, err := c.g.meet(c.rank, fmt.Sprintf("MIN all-reduce of %d words", len(send)), send, nil)
@@ -141,11 +151,17 @@ func (c *simComm) AllgatherUint64(send, recv []uint64) error {
 	return nil
 }
 
-// BcastBytes is a rendezvous too: the root waits for its group, where MPI's eager broadcast may let it run ahead
-// (the simulator in hicache/sim models that; here the runner's own waits are what is under test).
+// BcastBytes is a rendezvous too: the root waits for its group, where MPI's eager broadcast may let
+// it run ahead (the simulator in hicache/sim models that; here the runner's own waits are what is
+// under test).
 func (c *simComm) BcastBytes(buf []byte, root int) error {
 	c.jitter()
-	r, err := c.g.meet(c.rank, fmt.Sprintf("broadcast of %d bytes from %d", len(buf), root), nil, buf)
+	r, err := c.g.meet(
+		c.rank,
+		fmt.Sprintf("broadcast of %d bytes from %d", len(buf), root),
+		nil,
+		buf,
+	)
 	if err != nil {
 		return err
 	}

@@ -13,42 +13,73 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// The runner's Env under simulation as a test: seeded jobs (envsim_test.go), each checked at its end; a
-// violation names its job seed and the command that runs it again. `make sim-runner` runs it longer.
+// The runner's Env under simulation as a test: seeded jobs (envsim_test.go), each checked at its
+// end; a violation names its job seed and the command that runs it again. `make sim-runner` runs it
+// longer.
 
 var (
-	envSimSeed    = flag.Uint64("envsim.seed", 20261202, "the runner-under-simulation run's seed: it draws the job seeds")
-	envSimJobs    = flag.Int("envsim.jobs", 40, "how many jobs the runner-under-simulation test runs (see -envsim.seconds)")
-	envSimSeconds = flag.Float64("envsim.seconds", 0, "run jobs for this long instead of -envsim.jobs")
-	envSimJobSeed = flag.Uint64("envsim.job-seed", 0, "run only this job (a seed a violation named)")
+	envSimSeed = flag.Uint64(
+		"envsim.seed",
+		20261202,
+		"the runner-under-simulation run's seed: it draws the job seeds",
+	)
+	envSimJobs = flag.Int(
+		"envsim.jobs",
+		40,
+		"how many jobs the runner-under-simulation test runs (see -envsim.seconds)",
+	)
+	envSimSeconds = flag.Float64(
+		"envsim.seconds",
+		0,
+		"run jobs for this long instead of -envsim.jobs",
+	)
+	envSimJobSeed = flag.Uint64(
+		"envsim.job-seed",
+		0,
+		"run only this job (a seed a violation named)",
+	)
 )
 
-// TestRunnerEnvUnderSimulation runs seeded jobs of the real runner's Env (its waits under its watchdog, its copy
-// worker, its L3 goroutines and store, its audit) over a simulated MPI and filesystem, with one fault each, and
-// fails on any job whose end-of-job checks do not hold. It also fails when the jobs never reached what they
-// exist to exercise (a hang the watchdog ended, a copy error, load-backs, audits, L3 reads and writes), so a
-// change that stops them reaching it shows.
+// TestRunnerEnvUnderSimulation runs seeded jobs of the real runner's Env (its waits under its
+// watchdog, its copy worker, its L3 goroutines and store, its audit) over a simulated MPI and
+// filesystem, with one fault each, and fails on any job whose end-of-job checks do not hold. It
+// also fails when the jobs never reached what they exist to exercise (a hang the watchdog ended, a
+// copy error, load-backs, audits, L3 reads and writes), so a change that stops them reaching it
+// shows.
 func TestRunnerEnvUnderSimulation(t *testing.T) {
 	skipUnderMPIRun(t)
 	seeds := envSimJobSeeds()
 	var tally envSimTally
 	start := time.Now()
 	for i := 0; ; i++ {
-		if *envSimSeconds > 0 && time.Since(start).Seconds() >= *envSimSeconds || *envSimSeconds <= 0 && i >= len(seeds) {
+		if *envSimSeconds > 0 && time.Since(start).Seconds() >= *envSimSeconds ||
+			*envSimSeconds <= 0 && i >= len(seeds) {
 			break
 		}
 		j := drawEnvSimJob(seeds[i%len(seeds)])
 		if *envSimSeconds > 0 && i >= len(seeds) {
-			j = drawEnvSimJob(rand.Uint64()) // past the seeded list: fresh seeds, each named on a violation
+			j = drawEnvSimJob(
+				rand.Uint64(),
+			) // past the seeded list: fresh seeds, each named on a violation
 		}
 		res := runEnvSimBubble(t, j, envSimBound)
 		tally.add(j, res)
 		if len(res.violations) > 0 {
-			t.Errorf("%v:\n  %s\n  replay: go test ./hicache/runner -run '^TestRunnerEnvUnderSimulation$' -envsim.job-seed %d",
-				j, strings.Join(res.violations, "\n  "), j.seed)
+			t.Errorf(
+				"%v:\n  %s\n  replay: go test ./hicache/runner -run '^TestRunnerEnvUnderSimulation$' -envsim.job-seed %d",
+				j,
+				strings.Join(res.violations, "\n  "),
+				j.seed,
+			)
 		}
 	}
-	t.Logf("%d jobs in %.1f s (%.3f s of their simulated clocks): %s", tally.jobs, time.Since(start).Seconds(), tally.simulated.Seconds(), tally)
+	t.Logf(
+		"%d jobs in %.1f s (%.3f s of their simulated clocks): %s",
+		tally.jobs,
+		time.Since(start).Seconds(),
+		tally.simulated.Seconds(),
+		tally,
+	)
 	if *envSimJobSeed == 0 && !t.Failed() {
 		if missed := tally.missed(); missed != "" {
 			t.Errorf("the jobs never reached: %s (the run proves less than it says)", missed)
@@ -56,9 +87,10 @@ func TestRunnerEnvUnderSimulation(t *testing.T) {
 	}
 }
 
-// skipUnderMPIRun skips a test of the runner under simulation in a launch by mpirun: the harness is a whole
-// job in one process, which the plain `go test` launch runs (make test-unit, make sim-bugs); make test-mpi's
-// launches of the SPMD binary, one rank or many, would only run it again.
+// skipUnderMPIRun skips a test of the runner under simulation in a launch by mpirun: the harness is
+// a whole job in one process, which the plain `go test` launch runs (make test-unit, make
+// sim-bugs); make test-mpi's launches of the SPMD binary, one rank or many, would only run it
+// again.
 func skipUnderMPIRun(t *testing.T) {
 	for _, name := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"} {
 		if _, ok := os.LookupEnv(name); ok || testWorld.Size() > 1 {
@@ -67,8 +99,8 @@ func skipUnderMPIRun(t *testing.T) {
 	}
 }
 
-// envSimJobSeeds are the job seeds of a run: the one -envsim.job-seed names, or -envsim.jobs drawn from
-// -envsim.seed.
+// envSimJobSeeds are the job seeds of a run: the one -envsim.job-seed names, or -envsim.jobs drawn
+// from -envsim.seed.
 func envSimJobSeeds() []uint64 {
 	if *envSimJobSeed != 0 {
 		return []uint64{*envSimJobSeed}
@@ -85,9 +117,12 @@ func envSimJobSeeds() []uint64 {
 type envSimTally struct {
 	jobs, hangsEnded, copyErrors, l3Faults, failed int
 	loadBacks, audits, reads, wrote, readsGivenUp  int64
-	named                                          map[string]int // the waits the watchdogs named, by name
-	simulated                                      time.Duration  // the jobs' simulated clocks, added up
-	hangEndedMin, hangEndedMax                     time.Duration  // how long after they began the hangs were ended
+	// the waits the watchdogs named, by name
+	named map[string]int
+	// the jobs' simulated clocks, added up
+	simulated time.Duration
+	// how long after they began the hangs were ended
+	hangEndedMin, hangEndedMax time.Duration
 }
 
 func (t *envSimTally) add(j *envSimJob, r envSimResult) {
@@ -110,7 +145,8 @@ func (t *envSimTally) add(j *envSimJob, r envSimResult) {
 	if r.faultFired && j.fault == envFaultL3Errors {
 		t.l3Faults++
 	}
-	t.loadBacks, t.audits, t.reads, t.wrote = t.loadBacks+r.loadBacks, t.audits+r.audits, t.reads+r.reads, t.wrote+r.wrote
+	t.loadBacks, t.audits, t.reads, t.wrote = t.loadBacks+r.loadBacks, t.audits+r.audits,
+		t.reads+r.reads, t.wrote+r.wrote
 	t.readsGivenUp += r.readsGivenUp
 	t.simulated += r.simulated
 	if r.hangEndedAfter > 0 {
@@ -120,17 +156,41 @@ func (t *envSimTally) add(j *envSimJob, r envSimResult) {
 }
 
 func (t envSimTally) String() string {
-	hangs := errscope.Count(t.hangsEnded, "hang ended by its watchdog", "hangs ended by their watchdogs")
+	hangs := errscope.Count(
+		t.hangsEnded,
+		"hang ended by its watchdog",
+		"hangs ended by their watchdogs",
+	)
 	if t.hangEndedMax > 0 {
-		hangs += fmt.Sprintf(" (%v to %v after they began, on the jobs' clocks)", t.hangEndedMin.Round(time.Millisecond), t.hangEndedMax.Round(time.Millisecond))
+		hangs += fmt.Sprintf(
+			" (%v to %v after they began, on the jobs' clocks)",
+			t.hangEndedMin.Round(time.Millisecond),
+			t.hangEndedMax.Round(time.Millisecond),
+		)
 	}
 	return strings.Join([]string{
 		hangs,
-		errscope.Count(t.copyErrors, "copy error", "copy errors"), errscope.Count(t.l3Faults, "job with L3 faults", "jobs with L3 faults"),
-		errscope.Count(t.loadBacks, "page loaded back and verified", "pages loaded back and verified"),
-		errscope.Count(t.audits, "object audited", "objects audited"), errscope.Count(t.reads, "L3 block read", "L3 block reads"),
+		errscope.Count(
+			t.copyErrors,
+			"copy error",
+			"copy errors",
+		), errscope.Count(t.l3Faults, "job with L3 faults", "jobs with L3 faults"),
+		errscope.Count(
+			t.loadBacks,
+			"page loaded back and verified",
+			"pages loaded back and verified",
+		),
+		errscope.Count(
+			t.audits,
+			"object audited",
+			"objects audited",
+		), errscope.Count(t.reads, "L3 block read", "L3 block reads"),
 		errscope.Count(t.wrote, "L3 block written", "L3 blocks written"),
-		errscope.Count(t.readsGivenUp, "L3 read given up at its deadline", "L3 reads given up at their deadlines"),
+		errscope.Count(
+			t.readsGivenUp,
+			"L3 read given up at its deadline",
+			"L3 reads given up at their deadlines",
+		),
 		errscope.Count(t.failed, "job failed its checks", "jobs failed their checks"),
 	}, ", ") + "; the watchdogs named: " + fmt.Sprint(t.named)
 }

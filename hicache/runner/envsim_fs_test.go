@@ -11,12 +11,13 @@ import (
 	"github.com/cphicache/cphicache/hicache/l3"
 )
 
-// The simulated filesystem of the runner's Env under simulation (envsim_test.go): one l3.MemFS shared by every
-// rank of the job (the directory its groups share), behind one lock, since the runner's L3 goroutines use it at
-// once and MemFS is for one thread of control. Each rank sees it through a view of its own (rankFS), so that a
-// fault is known by the rank that met it. Its faults, drawn from the job's seed: a block file's open that hangs
-// until the job ends (a hung filesystem), opens that fail (EIO), writes that fail (ENOSPC), and blocks that are
-// corrupted as they are published (a byte flipped past the header: the read's checksum must refuse them).
+// The simulated filesystem of the runner's Env under simulation (envsim_test.go): one l3.MemFS
+// shared by every rank of the job (the directory its groups share), behind one lock, since the
+// runner's L3 goroutines use it at once and MemFS is for one thread of control. Each rank sees it
+// through a view of its own (rankFS), so that a fault is known by the rank that met it. Its faults,
+// drawn from the job's seed: a block file's open that hangs until the job ends (a hung filesystem),
+// opens that fail (EIO), writes that fail (ENOSPC), and blocks that are corrupted as they are
+// published (a byte flipped past the header: the read's checksum must refuse them).
 type simFS struct {
 	mu  sync.Mutex
 	mem *l3.MemFS
@@ -24,7 +25,8 @@ type simFS struct {
 
 	failOpenPer, failWritePer, corruptPer int // 1 in N of each fails (0: never)
 
-	hangOpen    int       // the hangOpen-th block open of the job, by whichever rank (a reader), hangs (0: none)
+	// the hangOpen-th block open of the job, by whichever rank (a reader), hangs (0: none)
+	hangOpen    int
 	opens       int       // block opens so far
 	hungAt      time.Time // when the hang began; zero while none has
 	hungRank    int       // the world rank whose open hangs
@@ -33,7 +35,11 @@ type simFS struct {
 }
 
 func newSimFS(seed uint64) *simFS {
-	f := &simFS{mem: l3.NewMemFS(), rng: rand.New(rand.NewPCG(seed, 0x5f5)), release: make(chan struct{})}
+	f := &simFS{
+		mem:     l3.NewMemFS(),
+		rng:     rand.New(rand.NewPCG(seed, 0x5f5)),
+		release: make(chan struct{}),
+	}
 	f.mem.Inject = f.inject
 	return f
 }
@@ -108,11 +114,13 @@ func (r rankFS) CreateTemp(dir, pattern string) (l3.TempFile, error) {
 	return lockedTemp{TempFile: t, fs: r}, nil
 }
 
-// Rename publishes a block, and now and then corrupts it at once, under the same lock: no reader sees it whole.
+// Rename publishes a block, and now and then corrupts it at once, under the same lock: no reader
+// sees it whole.
 func (r rankFS) Rename(oldPath, newPath string) error {
 	defer r.lock()()
 	err := r.f.mem.Rename(oldPath, newPath)
-	if err == nil && r.f.corruptPer > 0 && !strings.HasSuffix(newPath, "/") && r.f.rng.IntN(r.f.corruptPer) == 0 {
+	if err == nil && r.f.corruptPer > 0 && !strings.HasSuffix(newPath, "/") &&
+		r.f.rng.IntN(r.f.corruptPer) == 0 {
 		r.f.mem.Corrupt(newPath)
 	}
 	return err

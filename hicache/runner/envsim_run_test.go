@@ -14,10 +14,11 @@ import (
 
 // Running one simulated job of the runner's Env (envsim_test.go) and its end-of-job checks.
 
-// envSimBound is how long a simulated job may take in all, on its simulated clock (envsim_bubble_test.go). Its
-// replay takes a few milliseconds of it (the jitter's sleeps, the polls while every goroutine waits), and a hang
-// ends within the watchdog's timeout (envHangTimeout) plus the collective grace; a job still running at its
-// bound has a wait that nothing bounds, and fails as such instead of hanging the test.
+// envSimBound is how long a simulated job may take in all, on its simulated clock
+// (envsim_bubble_test.go). Its replay takes a few milliseconds of it (the jitter's sleeps, the
+// polls while every goroutine waits), and a hang ends within the watchdog's timeout
+// (envHangTimeout) plus the collective grace; a job still running at its bound has a wait that
+// nothing bounds, and fails as such instead of hanging the test.
 const envSimBound = 10 * time.Second
 
 // envSim is one simulated job in progress.
@@ -48,24 +49,31 @@ type envSimResult struct {
 	faultFired, endedByWatchdog     bool
 	loadBacks, audits, reads, wrote int64
 	readsGivenUp                    int64
-	watchdogNamed                   string        // the wait the first watchdog that fired named ("" when none fired)
-	simulated                       time.Duration // how long the job (with its warming run) took on its simulated clock
-	hangEndedAfter                  time.Duration // how long after a hang began its watchdog ended it (0: none did)
+	// the wait the first watchdog that fired named ("" when none fired)
+	watchdogNamed string
+	// how long the job (with its warming run) took on its simulated clock
+	simulated time.Duration
+	// how long after a hang began its watchdog ended it (0: none did)
+	hangEndedAfter time.Duration
 }
 
-// watchdogFor is a rank's watchdog: the runner's own, whose exit records its message and ends the job.
+// watchdogFor is a rank's watchdog: the runner's own, whose exit records its message and ends the
+// job.
 func (e *envSim) watchdogFor(world int) *spmd.Watchdog {
 	var out bytes.Buffer // written by the watchdog's goroutine only, just before it calls exit
 	return spmd.NewWatchdogTo(e.job.opts.WatchdogTimeout, world, &out, func(int) {
 		e.mu.Lock()
-		e.fires = append(e.fires, envFire{rank: world, message: strings.TrimSpace(out.String()), at: time.Now()})
+		e.fires = append(
+			e.fires,
+			envFire{rank: world, message: strings.TrimSpace(out.String()), at: time.Now()},
+		)
 		e.mu.Unlock()
 		e.end()
 	})
 }
 
-// end ends the job as mpirun does once a rank exits: every collective returns errJobEnded, and what hung (a
-// copy, a file) returns, as the processes' ends would end them.
+// end ends the job as mpirun does once a rank exits: every collective returns errJobEnded, and what
+// hung (a copy, a file) returns, as the processes' ends would end them.
 func (e *envSim) end() {
 	e.endOnce.Do(func() {
 		e.mu.Lock()
@@ -87,7 +95,10 @@ func (e *envSim) build() error {
 	}
 	g := j.opts.Geometry(j.cp)
 	for group := range j.dp {
-		slabsByNode := make([][][]byte, max(1, g.Nodes)) // each node of the group maps a slab of its own
+		slabsByNode := make(
+			[][][]byte,
+			max(1, g.Nodes),
+		) // each node of the group maps a slab of its own
 		for node := range slabsByNode {
 			slabsByNode[node] = make([][]byte, g.SlabCount())
 			for s := range slabsByNode[node] {
@@ -107,13 +118,14 @@ func (e *envSim) build() error {
 			e.mu.Unlock()
 		}
 	}
-	// The filesystem's faults begin once every store is open: a start-up that cannot write its directory is
-	// refused before any shared state (l3.OpenPart), which the SPMD tests cover.
+	// The filesystem's faults begin once every store is open: a start-up that cannot write its
+	// directory is refused before any shared state (l3.OpenPart), which the SPMD tests cover.
 	e.fs.mu.Lock()
 	defer e.fs.mu.Unlock()
 	e.fs.opens, e.fs.hangOpen, e.fs.failOpenPer, e.fs.failWritePer, e.fs.corruptPer = 0, 0, 0, 0, 0
-	// A warm job's first run ended by releasing every hang: this run's must hang again until it ends (without
-	// this, a warm job's hung open failed at once, and no read of a warm job ever hung).
+	// A warm job's first run ended by releasing every hang: this run's must hang again until it
+	// ends (without this, a warm job's hung open failed at once, and no read of a warm job ever
+	// hung).
 	e.fs.release, e.fs.releaseOnce = make(chan struct{}), sync.Once{}
 	switch j.fault {
 	case envFaultHungRead:
@@ -124,8 +136,9 @@ func (e *envSim) build() error {
 	return nil
 }
 
-// runEnvSim runs one job to its end, or to its bound, and checks it, in the caller's bubble (runEnvSimBubble); a warm job first runs without its fault
-// over the same filesystem, and that run is checked too.
+// runEnvSim runs one job to its end, or to its bound, and checks it, in the caller's bubble
+// (runEnvSimBubble); a warm job first runs without its fault over the same filesystem, and that run
+// is checked too.
 func runEnvSim(j *envSimJob, bound time.Duration) envSimResult {
 	fs := newSimFS(j.seed)
 	if j.warm {
@@ -164,8 +177,8 @@ func runEnvSimOn(j *envSimJob, bound time.Duration, fs *simFS) envSimResult {
 	}()
 	var res envSimResult
 	if !e.await(finished, &res) {
-		// Its ranks still hold their runStates, which tearDown would race with: they are left as they are, and
-		// the bubble's end reports them (runEnvSimBubble).
+		// Its ranks still hold their runStates, which tearDown would race with: they are left as
+		// they are, and the bubble's end reports them (runEnvSimBubble).
 		e.ranks = nil
 		return res
 	}
@@ -175,8 +188,8 @@ func runEnvSimOn(j *envSimJob, bound time.Duration, fs *simFS) envSimResult {
 	return res
 }
 
-// await waits for the job's ranks to end, or for its bound (simulated time), then ends the job and waits as long
-// again; false when its ranks did not end even then.
+// await waits for the job's ranks to end, or for its bound (simulated time), then ends the job and
+// waits as long again; false when its ranks did not end even then.
 func (e *envSim) await(finished <-chan struct{}, res *envSimResult) bool {
 	select {
 	case <-finished:
@@ -186,7 +199,14 @@ func (e *envSim) await(finished <-chan struct{}, res *envSimResult) bool {
 	e.mu.Lock()
 	fired := len(e.fires)
 	e.mu.Unlock()
-	res.violations = append(res.violations, fmt.Sprintf("the job did not end within its bound of %v (%d watchdogs fired): a wait nothing bounds", e.bound, fired))
+	res.violations = append(
+		res.violations,
+		fmt.Sprintf(
+			"the job did not end within its bound of %v (%d watchdogs fired): a wait nothing bounds",
+			e.bound,
+			fired,
+		),
+	)
 	e.end()
 	select {
 	case <-finished:
@@ -197,7 +217,8 @@ func (e *envSim) await(finished <-chan struct{}, res *envSimResult) bool {
 	}
 }
 
-// runEnvRank is a rank's replay; a panic in it is the rank's failure, with its stack, not the test's end.
+// runEnvRank is a rank's replay; a panic in it is the rank's failure, with its stack, not the
+// test's end.
 func runEnvRank(rs *runState) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -207,7 +228,8 @@ func runEnvRank(rs *runState) (err error) {
 	return rs.core.Run()
 }
 
-// tearDown ends each rank's workers as the runner's own tearDown does; the slab is the harness's memory.
+// tearDown ends each rank's workers as the runner's own tearDown does; the slab is the harness's
+// memory.
 func (e *envSim) tearDown() {
 	for _, r := range e.ranks {
 		r.rs.slab = nil

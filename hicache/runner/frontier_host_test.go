@@ -15,11 +15,12 @@ import (
 // reducerBuffer is where the NCCL reducer of this build reduces, for the tests' log lines.
 const reducerBuffer = "pinned host memory, ncclshim"
 
-// noteDeviceRuns marks a test that ran on the GPU (frontier_cuda_test.go); the CPU build has no GPU.
+// noteDeviceRuns marks a test that ran on the GPU (frontier_cuda_test.go); the CPU build has no
+// GPU.
 func noteDeviceRuns(*testing.T) {}
 
-// ncclForTest needs the ncclshim that make (nccl/nccl.mk) builds and names in CPHICACHE_NCCL_LIB, and turns on
-// the CPU build's host-buffer test switch for the test.
+// ncclForTest needs the ncclshim that make (nccl/nccl.mk) builds and names in CPHICACHE_NCCL_LIB,
+// and turns on the CPU build's host-buffer test switch for the test.
 func ncclForTest(t *testing.T) {
 	t.Helper()
 	if os.Getenv(transport.NCCLLibEnv) == "" {
@@ -28,8 +29,9 @@ func ncclForTest(t *testing.T) {
 	t.Setenv(transport.NCCLHostBuffersEnv, "1")
 }
 
-// TestRunOverNCCLShimCommitsOnCPCommunicators drives writing_check through the NCCL binding (dlopen'ed
-// ncclshim, a communicator per CP group made over the CP communicator, in-place MIN) for a whole run.
+// TestRunOverNCCLShimCommitsOnCPCommunicators drives writing_check through the NCCL binding
+// (dlopen'ed ncclshim, a communicator per CP group made over the CP communicator, in-place MIN) for
+// a whole run.
 func TestRunOverNCCLShimCommitsOnCPCommunicators(t *testing.T) {
 	ncclForTest(t)
 	r, err := runTesting(testJob(t), ncclRunOptions(t), checked())
@@ -40,10 +42,19 @@ func TestRunOverNCCLShimCommitsOnCPCommunicators(t *testing.T) {
 		t.Errorf("the report's collective is %q, want nccl", r.Transport)
 	}
 	if r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 || r.Verify.PagesChecked == 0 {
-		t.Errorf("%d divergences, %d mismatches of %d pages checked", r.Placement.Divergences, r.Verify.Mismatches, r.Verify.PagesChecked)
+		t.Errorf(
+			"%d divergences, %d mismatches of %d pages checked",
+			r.Placement.Divergences,
+			r.Verify.Mismatches,
+			r.Verify.PagesChecked,
+		)
 	}
 	if r.Backup.Reserved == 0 || r.Backup.Committed != r.Backup.Reserved {
-		t.Errorf("%d backups reserved, %d committed: writing_check over NCCL did not commit them all", r.Backup.Reserved, r.Backup.Committed)
+		t.Errorf(
+			"%d backups reserved, %d committed: writing_check over NCCL did not commit them all",
+			r.Backup.Reserved,
+			r.Backup.Committed,
+		)
 	}
 	checkReportScoping(t, r)
 	checkNoLeakedSegments(t)
@@ -54,7 +65,8 @@ func TestCPUBuildRefusesNCCLWithoutTheTestSwitch(t *testing.T) {
 	opts := smallOptions()
 	opts.Collective = "nccl"
 	var ce *errscope.ConfigError
-	if err := CheckOptions(opts); !errors.As(err, &ce) || ce.Flag != "collective" || !strings.Contains(ce.Reason, "GPU build") {
+	if err := CheckOptions(opts); !errors.As(err, &ce) || ce.Flag != "collective" ||
+		!strings.Contains(ce.Reason, "GPU build") {
 		t.Errorf("Validate: %v, want an invalid --collective error that names the GPU build", err)
 	}
 }

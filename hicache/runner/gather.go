@@ -11,13 +11,15 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// The runner's half of the report: it gathers this rank's tallies (the core's counters, its own, the consensus
-// statistics and latencies, the L3 store's, the serving clock's) over the World and hands them to package report
-// (hicache/report), which states them: the summary, the JSON report, the metrics file. report, gatherGroups,
-// gatherCounterViews and servingReport are World collectives; counters and l3Config read this rank alone.
+// The runner's half of the report: it gathers this rank's tallies (the core's counters, its own,
+// the consensus statistics and latencies, the L3 store's, the serving clock's) over the World and
+// hands them to package report (hicache/report), which states them: the summary, the JSON report,
+// the metrics file. report, gatherGroups, gatherCounterViews and servingReport are World
+// collectives; counters and l3Config read this rank alone.
 
-// counters are this rank's tallies for the report: the core's, the runner's own (its L3 I/O), the store's and the
-// consensus statistics (report.Tallies, which holds every field of the core's counters by name).
+// counters are this rank's tallies for the report: the core's, the runner's own (its L3 I/O), the
+// store's and the consensus statistics (report.Tallies, which holds every field of the core's
+// counters by name).
 func (rs *runState) counters() report.Tallies {
 	c := talliesOf(rs.core.Counters())
 	mine := rs.io
@@ -35,8 +37,8 @@ func (rs *runState) counters() report.Tallies {
 	return c
 }
 
-// report aggregates over World (a collective every rank calls): the replicated counters over CP rank 0 of each
-// group, the per-rank ones over every rank, by their agg tags.
+// report aggregates over World (a collective every rank calls): the replicated counters over CP
+// rank 0 of each group, the per-rank ones over every rank, by their agg tags.
 func (rs *runState) report() (*report.Report, error) {
 	t := rs.job.Topo
 	c := rs.counters()
@@ -66,10 +68,19 @@ func (rs *runState) report() (*report.Report, error) {
 	steps = sums[len(sums)-1]
 	wall := time.Since(rs.start)
 	assertSeconds := rs.cons.stats[cache.ObjectCompare].Seconds
-	timing := []int64{wall.Microseconds(), int64(1e3 * rs.cons.stepUs.QuantileUs(0.50)), int64(1e3 * rs.cons.stepUs.QuantileUs(0.99)),
-		int64(assertSeconds * 1e6), int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9)),
-		int64(1e3 * rs.prefetchWait.QuantileUs(0.50)), int64(1e3 * rs.prefetchWait.QuantileUs(0.99)),
-		int64(1e3 * rs.readLatency.QuantileUs(0.50)), int64(1e3 * rs.readLatency.QuantileUs(0.99))}
+	timing := []int64{
+		wall.Microseconds(),
+		int64(1e3 * rs.cons.stepUs.QuantileUs(0.50)),
+		int64(1e3 * rs.cons.stepUs.QuantileUs(0.99)),
+		int64(assertSeconds * 1e6),
+		int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9)),
+		int64(
+			1e3 * rs.prefetchWait.QuantileUs(0.50),
+		),
+		int64(1e3 * rs.prefetchWait.QuantileUs(0.99)),
+		int64(1e3 * rs.readLatency.QuantileUs(0.50)),
+		int64(1e3 * rs.readLatency.QuantileUs(0.99)),
+	}
 	if err := t.World.AllreduceInt64(timing, timing, mpi.Max); err != nil {
 		return nil, err
 	}
@@ -77,16 +88,33 @@ func (rs *runState) report() (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &report.Report{Ranks: t.World.Size(), CP: t.CPSize, DP: t.DPSize, Steps: steps, Requests: c.Requests,
-		Layout: rs.opts.Layout.String(), Policy: rs.opts.Policy.String(), Transport: rs.cons.transport.Name(), Groups: groups}
+	r := &report.Report{
+		Ranks:     t.World.Size(),
+		CP:        t.CPSize,
+		DP:        t.DPSize,
+		Steps:     steps,
+		Requests:  c.Requests,
+		Layout:    rs.opts.Layout.String(),
+		Policy:    rs.opts.Policy.String(),
+		Transport: rs.cons.transport.Name(),
+		Groups:    groups,
+	}
 	r.Fill(&c)
 	r.Capacity = rs.opts.Capacity(t.CPSize)
 	r.WallSeconds = float64(timing[0]) / 1e6
 	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = float64(timing[1])/1e3, float64(timing[2])/1e3
-	r.PlacementAssertUs.Total, r.PlacementAssertUs.SharePct = float64(timing[3]), float64(timing[4])/1e4
+	r.PlacementAssertUs.Total, r.PlacementAssertUs.SharePct = float64(
+		timing[3],
+	), float64(
+		timing[4],
+	)/1e4
 	if rs.l3 != nil {
 		r.L3 = report.NewL3(rs.l3Config(), &c)
-		r.L3.PrefetchWaitUs.P50, r.L3.PrefetchWaitUs.P99 = float64(timing[5])/1e3, float64(timing[6])/1e3
+		r.L3.PrefetchWaitUs.P50, r.L3.PrefetchWaitUs.P99 = float64(
+			timing[5],
+		)/1e3, float64(
+			timing[6],
+		)/1e3
 		r.L3.ReadUs.P50, r.L3.ReadUs.P99 = float64(timing[7])/1e3, float64(timing[8])/1e3
 	}
 	if rs.clock != nil {
@@ -104,7 +132,8 @@ func (rs *runState) report() (*report.Report, error) {
 func consensusTallies(c *report.Tallies, stats *[consensusKinds]report.CollectiveStats) {
 	c.ConsensusStepCalls = stats[cache.StepConsensus].Count + stats[cache.FlushConsensus].Count
 	c.ConsensusCalls = c.ConsensusStepCalls + stats[cache.FinalConsensus].Count
-	c.ConsensusSkipped = stats[cache.StepConsensus].Skipped + stats[cache.FlushConsensus].Skipped + stats[cache.FinalConsensus].Skipped
+	c.ConsensusSkipped = stats[cache.StepConsensus].Skipped + stats[cache.FlushConsensus].Skipped +
+		stats[cache.FinalConsensus].Skipped
 	c.L3PrefetchCalls = stats[cache.PrefetchCount].Count
 }
 
@@ -115,7 +144,8 @@ func (rs *runState) gatherGroups() ([]report.GroupReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Per kind: the stats, then the latency histogram, so that the metrics' histograms cost no collective of their own.
+	// Per kind: the stats, then the latency histogram, so that the metrics' histograms cost no
+	// collective of their own.
 	const perKind = 4 + report.LatencyHistWords
 	mine := make([]int64, 0, perKind*int(consensusKinds))
 	for k, s := range rs.cons.stats {
@@ -129,10 +159,16 @@ func (rs *runState) gatherGroups() ([]report.GroupReport, error) {
 	}
 	groups := make([]report.GroupReport, t.DPSize)
 	for g := range groups {
-		// Every group has the geometry of this one: the same nodes a group and parts a node (the topology
-		// refuses groups whose nodes hold different shares), so each node's slab is this rank's.
-		groups[g] = report.GroupReport{Group: g, Size: t.CPSize, Collectives: map[string]report.CollectiveStats{},
-			Nodes: make([]string, 0, t.GroupNodes), SlabBytesPerNode: rs.geometry.TotalBytes()}
+		// Every group has the geometry of this one: the same nodes a group and parts a node (the
+		// topology refuses groups whose nodes hold different shares), so each node's slab is this
+		// rank's.
+		groups[g] = report.GroupReport{
+			Group:            g,
+			Size:             t.CPSize,
+			Collectives:      map[string]report.CollectiveStats{},
+			Nodes:            make([]string, 0, t.GroupNodes),
+			SlabBytesPerNode: rs.geometry.TotalBytes(),
+		}
 	}
 	for r, row := range rows {
 		gr := &groups[row.CPGroup]
@@ -145,8 +181,16 @@ func (rs *runState) gatherGroups() ([]report.GroupReport, error) {
 		}
 		for k := cache.ConsensusKind(0); k < consensusKinds; k++ {
 			v := all[r*len(mine)+perKind*int(k):]
-			gr.Collectives[k.String()] = report.CollectiveStats{Count: v[0], Skipped: v[1], CommSizeMin: int(v[2]), CommSizeMax: int(v[3])}
-			gr.Latency = append(gr.Latency, report.KindLatency{Kind: k.String(), Hist: report.LatencyFromWords(v[4:perKind])})
+			gr.Collectives[k.String()] = report.CollectiveStats{
+				Count:       v[0],
+				Skipped:     v[1],
+				CommSizeMin: int(v[2]),
+				CommSizeMax: int(v[3]),
+			}
+			gr.Latency = append(
+				gr.Latency,
+				report.KindLatency{Kind: k.String(), Hist: report.LatencyFromWords(v[4:perKind])},
+			)
 		}
 		gr.L3HitTokens = all[(r+1)*len(mine)-1]
 	}
@@ -156,13 +200,21 @@ func (rs *runState) gatherGroups() ([]report.GroupReport, error) {
 // l3Config describes the run's L3 tier for the report's L3 section (report.NewL3 adds the counts).
 func (rs *runState) l3Config() report.L3Report {
 	o, ns := rs.opts.L3, rs.l3.store.Namespace()
-	return report.L3Report{Dir: o.Dir, Namespace: fmt.Sprintf("%016x", ns.Fingerprint()), FilesPerBlock: max(1, ns.Nodes),
-		WritePolicy: o.WritePolicy.String(), PrefetchPolicy: o.PrefetchPolicy.String(), BlockTokens: o.BlockTokens, Bytes: o.Bytes}
+	return report.L3Report{
+		Dir:            o.Dir,
+		Namespace:      fmt.Sprintf("%016x", ns.Fingerprint()),
+		FilesPerBlock:  max(1, ns.Nodes),
+		WritePolicy:    o.WritePolicy.String(),
+		PrefetchPolicy: o.PrefetchPolicy.String(),
+		BlockTokens:    o.BlockTokens,
+		Bytes:          o.Bytes,
+	}
 }
 
-// gatherCounterViews gathers, over World (a collective every rank calls), each CP group's replicated counters
-// (from its CP rank 0) and each rank's own, for the end-of-run metrics file's series by group and rank; and
-// gives the report the run's provenance. Without --metrics-file only the latter.
+// gatherCounterViews gathers, over World (a collective every rank calls), each CP group's
+// replicated counters (from its CP rank 0) and each rank's own, for the end-of-run metrics file's
+// series by group and rank; and gives the report the run's provenance. Without --metrics-file only
+// the latter.
 func (rs *runState) gatherCounterViews(r *report.Report) error {
 	r.Provenance = rs.opts.Provenance
 	if rs.opts.MetricsPath == "" {
@@ -195,7 +247,10 @@ func (rs *runState) gatherCounterViews(r *report.Report) error {
 		if rs.l3 != nil {
 			rankReport.L3 = report.NewL3(rs.l3Config(), &rc)
 		}
-		r.RankViews = append(r.RankViews, report.CounterView{CPGroup: cpGroup, WorldRank: worldRank, Report: rankReport})
+		r.RankViews = append(
+			r.RankViews,
+			report.CounterView{CPGroup: cpGroup, WorldRank: worldRank, Report: rankReport},
+		)
 		if worldRank%t.CPSize != 0 {
 			continue
 		}
@@ -204,12 +259,16 @@ func (rs *runState) gatherCounterViews(r *report.Report) error {
 		if rs.l3 != nil {
 			groupReport.L3 = report.NewL3(rs.l3Config(), &gc)
 		}
-		r.GroupViews = append(r.GroupViews, report.CounterView{CPGroup: cpGroup, WorldRank: worldRank, Report: groupReport})
+		r.GroupViews = append(
+			r.GroupViews,
+			report.CounterView{CPGroup: cpGroup, WorldRank: worldRank, Report: groupReport},
+		)
 	}
 	return nil
 }
 
-// servingReport adds the groups' serving tallies over World (a collective every rank calls, with the clock on).
+// servingReport adds the groups' serving tallies over World (a collective every rank calls, with
+// the clock on).
 func (rs *runState) servingReport() (*report.ServingReport, error) {
 	c := rs.clock
 	t := &c.t
@@ -219,7 +278,8 @@ func (rs *runState) servingReport() (*report.ServingReport, error) {
 	for _, h := range hists {
 		words = append(words, h.Words()...)
 	}
-	var sums [5]int64 // requests, tokens/s and ideal tokens/s (x1000), the steps' measured and modelled ns
+	// requests, tokens/s and ideal tokens/s (x1000), the steps' measured and modelled ns
+	var sums [5]int64
 	if c.root {
 		sums[0] = t.ideal.Count()
 		sums[1] = int64(1e3 * perSecond(t.promptTokens, t.lastEndNs-t.firstArrivalNs))
@@ -235,10 +295,27 @@ func (rs *runState) servingReport() (*report.ServingReport, error) {
 	}
 	copy(sums[:], words[len(hists)*perHist:])
 	o := c.opts
-	r := &report.ServingReport{Model: o.ModelName, BreakEven: o.BreakEven(), TimeScale: o.TimeScale, Virtual: o.Virtual, Requests: sums[0],
-		TTFT: report.PercentilesOf(&t.ttft), IdealTTFT: report.PercentilesOf(&t.ideal), QueueWait: report.PercentilesOf(&t.queue),
-		PrefetchWait: report.PercentilesOf(&t.prefetch), LoadWait: report.PercentilesOf(&t.load), Compute: report.PercentilesOf(&t.prefill),
-		PromptTokensPerSecond: float64(sums[1]) / 1e3, IdealPromptTokensPerSecond: float64(sums[2]) / 1e3}
+	r := &report.ServingReport{
+		Model:     o.ModelName,
+		BreakEven: o.BreakEven(),
+		TimeScale: o.TimeScale,
+		Virtual:   o.Virtual,
+		Requests:  sums[0],
+		TTFT: report.PercentilesOf(
+			&t.ttft,
+		),
+		IdealTTFT: report.PercentilesOf(&t.ideal),
+		QueueWait: report.PercentilesOf(&t.queue),
+		PrefetchWait: report.PercentilesOf(
+			&t.prefetch,
+		),
+		LoadWait: report.PercentilesOf(&t.load),
+		Compute:  report.PercentilesOf(&t.prefill),
+		PromptTokensPerSecond: float64(
+			sums[1],
+		) / 1e3,
+		IdealPromptTokensPerSecond: float64(sums[2]) / 1e3,
+	}
 	r.TTFTHist, r.IdealHist, r.ModelledL3 = t.ttft, t.ideal, c.withL3
 	if r.IdealTTFT.P50 > 0 {
 		r.MeasuredOverIdealP50 = r.TTFT.P50 / r.IdealTTFT.P50
@@ -256,8 +333,9 @@ func perSecond(tokens, spanNs int64) float64 {
 	return float64(tokens) / (float64(spanNs) / 1e9)
 }
 
-// talliesOf is the core's counters as the report's tallies, field by field by name: report.Tallies holds every
-// field of cache.Counters (TestTalliesHoldEveryCounter), and a field it lacked would panic here at the first run.
+// talliesOf is the core's counters as the report's tallies, field by field by name: report.Tallies
+// holds every field of cache.Counters (TestTalliesHoldEveryCounter), and a field it lacked would
+// panic here at the first run.
 func talliesOf(c cache.Counters) report.Tallies {
 	var t report.Tallies
 	src, dst := reflect.ValueOf(c), reflect.ValueOf(&t).Elem()

@@ -8,12 +8,13 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// A fault injected for validation must end the run: a run that asked for one and ended well either never
-// reached it (a step past the workload's end, a copy fault armed after the rank's last copy) or reached it and no
-// check caught it. Either way the detector was not shown to work, and a plain OK would say it was.
+// A fault injected for validation must end the run: a run that asked for one and ended well either
+// never reached it (a step past the workload's end, a copy fault armed after the rank's last copy)
+// or reached it and no check caught it. Either way the detector was not shown to work, and a plain
+// OK would say it was.
 
-// injectionMiss is how an injected fault of this rank failed to end the run, in the order of its badness (the
-// job's is the MAX over its ranks).
+// injectionMiss is how an injected fault of this rank failed to end the run, in the order of its
+// badness (the job's is the MAX over its ranks).
 const (
 	injectionFired       int64 = iota // or not this rank's, or not asked for
 	injectionNotReached               // the run ended before the fault's step
@@ -21,7 +22,8 @@ const (
 	injectionUncaught                 // the placement was perturbed and no check caught it
 )
 
-// injectionMisses are this rank's misses, one per config.Options.InjectionFlags entry, after a replay that ended well.
+// injectionMisses are this rank's misses, one per config.Options.InjectionFlags entry, after a
+// replay that ended well.
 func (rs *runState) injectionMisses() []int64 {
 	misses := make([]int64, 0, 5)
 	for _, f := range rs.opts.InjectionFlags() {
@@ -50,9 +52,9 @@ func (rs *runState) injectionMisses() []int64 {
 	return misses
 }
 
-// checkInjectionsFired, after a replay that ended well on every rank, fails the run (every rank alike) with the
-// report's failure set when an injected fault did not end it. A World collective, but only when a fault was
-// asked for, which every rank knows alike.
+// checkInjectionsFired, after a replay that ended well on every rank, fails the run (every rank
+// alike) with the report's failure set when an injected fault did not end it. A World collective,
+// but only when a fault was asked for, which every rank knows alike.
 func (rs *runState) checkInjectionsFired(r *report.Report) error {
 	flags := rs.opts.InjectionFlags()
 	asked := false
@@ -74,11 +76,26 @@ func (rs *runState) checkInjectionsFired(r *report.Report) error {
 		var msg string
 		switch misses[i] {
 		case injectionNotReached:
-			msg = fmt.Sprintf("%s never fired: world rank %d's replay ended before step %d, so nothing was tested", given, f.Injection.Rank, f.Injection.Step)
+			msg = fmt.Sprintf(
+				"%s never fired: world rank %d's replay ended before step %d, so nothing was tested",
+				given,
+				f.Injection.Rank,
+				f.Injection.Step,
+			)
 		case injectionNothingToDo:
-			msg = fmt.Sprintf("%s never fired: world rank %d made no copy from step %d to the end of its replay, so nothing was tested", given, f.Injection.Rank, f.Injection.Step)
+			msg = fmt.Sprintf(
+				"%s never fired: world rank %d made no copy from step %d to the end of its replay, so nothing was tested",
+				given,
+				f.Injection.Rank,
+				f.Injection.Step,
+			)
 		default:
-			msg = fmt.Sprintf("%s perturbed world rank %d's placement at step %d and no check caught it", given, f.Injection.Rank, f.Injection.Step)
+			msg = fmt.Sprintf(
+				"%s perturbed world rank %d's placement at step %d and no check caught it",
+				given,
+				f.Injection.Rank,
+				f.Injection.Step,
+			)
 		}
 		r.Failure = &report.FailureReport{Check: "injection", Step: -1, WorldRank: -1, Message: msg}
 		return &InjectionMissed{Message: msg}
@@ -86,8 +103,8 @@ func (rs *runState) checkInjectionsFired(r *report.Report) error {
 	return nil
 }
 
-// InjectionMissed ends a run whose injected fault did not end it (checkInjectionsFired). Every rank holds the
-// same aggregated verdict.
+// InjectionMissed ends a run whose injected fault did not end it (checkInjectionsFired). Every rank
+// holds the same aggregated verdict.
 type InjectionMissed struct{ Message string }
 
 func (e *InjectionMissed) Error() string         { return "run failed: " + e.Message }

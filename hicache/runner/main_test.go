@@ -8,8 +8,9 @@ import (
 	"github.com/cphicache/cphicache/mpi/mpitest"
 )
 
-// The hicache tests are SPMD: the Makefile runs this binary under mpirun at 1, 2, 8 and 16 ranks, and plain
-// `go test` runs it as one rank. Every test must enter the same collectives in the same order on every rank.
+// The hicache tests are SPMD: the Makefile runs this binary under mpirun at 1, 2, 8 and 16 ranks,
+// and plain `go test` runs it as one rank. Every test must enter the same collectives in the same
+// order on every rank.
 
 var testWorld *mpi.Comm
 

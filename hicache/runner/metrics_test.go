@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,8 +37,14 @@ func parseMetrics(t *testing.T, path string) map[string]*dto.MetricFamily {
 	return families
 }
 
-// metricValue is the value of the one series of name whose labels include want; it fails unless exactly one does.
-func metricValue(t *testing.T, families map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+// metricValue is the value of the one series of name whose labels include want; it fails unless
+// exactly one does.
+func metricValue(
+	t *testing.T,
+	families map[string]*dto.MetricFamily,
+	name string,
+	want map[string]string,
+) float64 {
 	t.Helper()
 	var found []*dto.Metric
 	for _, m := range families[name].GetMetric() {
@@ -77,7 +82,8 @@ func TestMetricsTickerIsDueOncePerInterval(t *testing.T) {
 	if want := []int{10, 20, 30, 40}; !slices.Equal(due, want) {
 		t.Errorf("due at seconds %v, want %v", due, want)
 	}
-	// A step longer than several intervals gives one write, and the next comes an interval after it.
+	// A step longer than several intervals gives one write, and the next comes an interval after
+	// it.
 	clock = clock.Add(time.Minute)
 	if !m.due() || m.due() {
 		t.Error("after a long step: want one write, then none until the next interval")
@@ -98,14 +104,23 @@ func sampleView() *report.Metrics {
 	g := report.GroupReport{Latency: kindLatencies(&hists)}
 	r.Groups = []report.GroupReport{g}
 	own := []report.CounterView{{Report: r}}
-	return &report.Metrics{Job: "j", Final: true, Report: r, Groups: own, Ranks: own, Written: time.Unix(1700000000, 0)}
+	return &report.Metrics{
+		Job:     "j",
+		Final:   true,
+		Report:  r,
+		Groups:  own,
+		Ranks:   own,
+		Written: time.Unix(1700000000, 0),
+	}
 }
 
-// TestMetricsFileIsAlwaysWhole: a reader racing the writer always parses a whole file, the old one or the new.
+// TestMetricsFileIsAlwaysWhole: a reader racing the writer always parses a whole file, the old one
+// or the new.
 func TestMetricsFileIsAlwaysWhole(t *testing.T) {
 	if testWorld.Rank() != 0 {
-		// A file test with no collective (world rank 0 writes the metrics file of a run): 200 whole-file
-		// replacements on each of 16 ranks took 4 to 6 s of make test-mpi's np 16 pass and proved nothing more.
+		// A file test with no collective (world rank 0 writes the metrics file of a run): 200
+		// whole-file replacements on each of 16 ranks took 4 to 6 s of make test-mpi's np 16 pass
+		// and proved nothing more.
 		t.Skip("one rank checks the file; the others would only repeat it")
 	}
 	path := filepath.Join(t.TempDir(), "m.prom")
@@ -127,7 +142,12 @@ func TestMetricsFileIsAlwaysWhole(t *testing.T) {
 	}()
 	for i := 0; i < 200; i++ {
 		if got := len(parseMetrics(t, path)); got != want {
-			t.Fatalf("read %d: %d metric families, want %d: a reader saw a partial file", i, got, want)
+			t.Fatalf(
+				"read %d: %d metric families, want %d: a reader saw a partial file",
+				i,
+				got,
+				want,
+			)
 		}
 	}
 	wg.Wait()
@@ -140,9 +160,10 @@ func TestMetricsFileIsAlwaysWhole(t *testing.T) {
 	}
 }
 
-// TestMetricsFileThatIsAStreamIsWrittenInPlace: --metrics-file /dev/null (a FIFO here) is written through the
-// path and stays what it was; client_golang's WriteToTextfile renamed its temporary file over it, which as root
-// replaced /dev/null with a regular file for every later job on the node.
+// TestMetricsFileThatIsAStreamIsWrittenInPlace: --metrics-file /dev/null (a FIFO here) is written
+// through the path and stays what it was; client_golang's WriteToTextfile renamed its temporary
+// file over it, which as root replaced /dev/null with a regular file for every later job on the
+// node.
 func TestMetricsFileThatIsAStreamIsWrittenInPlace(t *testing.T) {
 	if testWorld.Rank() != 0 {
 		t.Skip("a file test with no collective: one rank checks it")
@@ -167,8 +188,8 @@ func TestMetricsFileThatIsAStreamIsWrittenInPlace(t *testing.T) {
 	}
 }
 
-// TestMetricsWriteErrorLeavesNoTempFile: a write that cannot replace its path (here a directory) fails, naming
-// the flag, and leaves nothing behind.
+// TestMetricsWriteErrorLeavesNoTempFile: a write that cannot replace its path (here a directory)
+// fails, naming the flag, and leaves nothing behind.
 func TestMetricsWriteErrorLeavesNoTempFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.prom")
@@ -181,7 +202,11 @@ func TestMetricsWriteErrorLeavesNoTempFile(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
-		t.Errorf("the directory holds %d entries after a failed write, want only the one it had: %v", len(entries), entries)
+		t.Errorf(
+			"the directory holds %d entries after a failed write, want only the one it had: %v",
+			len(entries),
+			entries,
+		)
 	}
 }
 
@@ -202,14 +227,21 @@ func TestMetricsOptionsAreCheckedAtStart(t *testing.T) {
 		opts.MetricsPath, opts.MetricsInterval = tc.path, tc.interval
 		err := CheckOptions(opts)
 		var ce *errscope.ConfigError
-		if tc.flag == "" && err != nil || tc.flag != "" && (!errors.As(err, &ce) || ce.Flag != tc.flag) {
-			t.Errorf("%q every %v: %v, want an error naming --%s", tc.path, tc.interval, err, tc.flag)
+		if tc.flag == "" && err != nil ||
+			tc.flag != "" && (!errors.As(err, &ce) || ce.Flag != tc.flag) {
+			t.Errorf(
+				"%q every %v: %v, want an error naming --%s",
+				tc.path,
+				tc.interval,
+				err,
+				tc.flag,
+			)
 		}
 	}
 }
 
-// TestPeriodicMetricsHoldRankZerosGroup: with an interval shorter than any step, world rank 0 writes after every
-// step; the last periodic file is its group's view after the last step.
+// TestPeriodicMetricsHoldRankZerosGroup: with an interval shorter than any step, world rank 0
+// writes after every step; the last periodic file is its group's view after the last step.
 func TestPeriodicMetricsHoldRankZerosGroup(t *testing.T) {
 	opts := smallOptions()
 	opts.MetricsPath, opts.MetricsInterval = filepath.Join(t.TempDir(), "m.prom"), time.Nanosecond
@@ -225,8 +257,11 @@ func TestPeriodicMetricsHoldRankZerosGroup(t *testing.T) {
 	if final := metricValue(t, f, "cphicache_metrics_final", nil); final != 0 {
 		t.Errorf("cphicache_metrics_final %v in a periodic file", final)
 	}
-	stepCalls := r.Groups[0].Collectives["step"].Count // CP rank 0 of group 0 (world rank 0): one per step, 0 at cp 1
-	if got := metricValue(t, f, "cphicache_consensus_latency_seconds", map[string]string{"cp_group": "0", "kind": "step"}); got != float64(stepCalls) {
+	// CP rank 0 of group 0 (world rank 0): one per step, 0 at cp 1
+	stepCalls := r.Groups[0].Collectives["step"].Count
+	if got := metricValue(t, f, "cphicache_consensus_latency_seconds", map[string]string{"cp_group": "0", "kind": "step"}); got != float64(
+		stepCalls,
+	) {
 		t.Errorf("step latency count %v, want %d", got, stepCalls)
 	}
 	if _, dp := testLayout(); dp == 1 { // the report is group 0's alone
@@ -234,18 +269,21 @@ func TestPeriodicMetricsHoldRankZerosGroup(t *testing.T) {
 			t.Errorf("steps_total %v, want %d", got, r.Steps)
 		}
 		for tier, want := range map[string]int64{"l1": r.Hits.L1Tokens, "l2": r.Hits.L2Tokens, "computed": r.Hits.MissTokens} {
-			if got := metricValue(t, f, "cphicache_prompt_tokens_total", map[string]string{"cp_group": "0", "tier": tier}); got != float64(want) {
+			if got := metricValue(t, f, "cphicache_prompt_tokens_total", map[string]string{"cp_group": "0", "tier": tier}); got != float64(
+				want,
+			) {
 				t.Errorf("prompt tokens %s: %v, want %d", tier, got, want)
 			}
 		}
 	}
 }
 
-// TestFailedPeriodicMetricsWriteEndsTheGroup: world rank 0's failed write travels in the next consensus, so
-// every rank ends with an error instead of waiting for rank 0 in a collective.
+// TestFailedPeriodicMetricsWriteEndsTheGroup: world rank 0's failed write travels in the next
+// consensus, so every rank ends with an error instead of waiting for rank 0 in a collective.
 func TestFailedPeriodicMetricsWriteEndsTheGroup(t *testing.T) {
 	opts := smallOptions()
-	opts.MetricsPath, opts.MetricsInterval = t.TempDir(), time.Nanosecond // a directory: the rename fails
+	// a directory: the rename fails
+	opts.MetricsPath, opts.MetricsInterval = t.TempDir(), time.Nanosecond
 	_, err := runTesting(testJob(t), opts, checked())
 	if err == nil {
 		t.Fatal("the run succeeded although world rank 0 could not write its metrics")
@@ -256,14 +294,19 @@ func TestFailedPeriodicMetricsWriteEndsTheGroup(t *testing.T) {
 	checkNoLeakedSegments(t)
 }
 
-// TestMetricSeriesKeepTheirLabels: every series of a periodic file is in the final file with the same labels,
-// so that a counter stays one series for the whole job; no label is one Prometheus gives the scrape target (job,
-// instance) or reserves (__*); every file says when it was written and carries the run's provenance as
-// cphicache_run_info's labels.
+// TestMetricSeriesKeepTheirLabels: every series of a periodic file is in the final file with the
+// same labels, so that a counter stays one series for the whole job; no label is one Prometheus
+// gives the scrape target (job, instance) or reserves (__*); every file says when it was written
+// and carries the run's provenance as cphicache_run_info's labels.
 func TestMetricSeriesKeepTheirLabels(t *testing.T) {
 	opts := smallOptions()
 	opts.MetricsPath, opts.MetricsInterval = filepath.Join(t.TempDir(), "m.prom"), time.Nanosecond
-	opts.Provenance = &report.Provenance{Command: "run", Version: "test", CommandLine: []string{"cphicache", "run"}, Config: map[string]string{"seed": "7"}}
+	opts.Provenance = &report.Provenance{
+		Command:     "run",
+		Version:     "test",
+		CommandLine: []string{"cphicache", "run"},
+		Config:      map[string]string{"seed": "7"},
+	}
 	r, err := runTesting(testJob(t), opts, checked())
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +322,8 @@ func TestMetricSeriesKeepTheirLabels(t *testing.T) {
 	final := parseMetrics(t, finalPath)
 	finalSeries := seriesKeys(t, final)
 	for key := range seriesKeys(t, periodic) {
-		if !finalSeries[key] && !strings.HasPrefix(key, "cphicache_metrics_written_timestamp_seconds") {
+		if !finalSeries[key] &&
+			!strings.HasPrefix(key, "cphicache_metrics_written_timestamp_seconds") {
 			t.Errorf("%s is in the periodic file, not in the final one", key)
 		}
 	}
@@ -306,11 +350,18 @@ func TestMetricSeriesKeepTheirLabels(t *testing.T) {
 		}
 	}
 	if l2 != float64(r.Hits.L2Tokens) || d2h != float64(r.Bytes.D2H) || d2h == 0 {
-		t.Errorf("sums: l2 tokens %v (report %d), d2h bytes %v (report %d)", l2, r.Hits.L2Tokens, d2h, r.Bytes.D2H)
+		t.Errorf(
+			"sums: l2 tokens %v (report %d), d2h bytes %v (report %d)",
+			l2,
+			r.Hits.L2Tokens,
+			d2h,
+			r.Bytes.D2H,
+		)
 	}
 }
 
-// seriesKeys names every series as name{label="value",...}, and fails on a label Prometheus reserves.
+// seriesKeys names every series as name{label="value",...}, and fails on a label Prometheus
+// reserves.
 func seriesKeys(t *testing.T, families map[string]*dto.MetricFamily) map[string]bool {
 	t.Helper()
 	keys := map[string]bool{}
@@ -327,22 +378,4 @@ func seriesKeys(t *testing.T, families map[string]*dto.MetricFamily) map[string]
 		}
 	}
 	return keys
-}
-
-// TestTalliesHoldEveryCounter: the report's tallies hold every counter of the core by its name, type and agg tag,
-// so that talliesOf carries each one and the report sums it as the core tags it.
-func TestTalliesHoldEveryCounter(t *testing.T) {
-	core, tallies := reflect.TypeOf(cache.Counters{}), reflect.TypeOf(report.Tallies{})
-	for i := range core.NumField() {
-		f := core.Field(i)
-		g, ok := tallies.FieldByName(f.Name)
-		if !ok || g.Type != f.Type || g.Tag.Get("agg") != f.Tag.Get("agg") {
-			t.Errorf("cache.Counters.%s (%s, agg %q) has no twin in report.Tallies (found %v: %v)",
-				f.Name, f.Type, f.Tag.Get("agg"), ok, g.Tag)
-		}
-	}
-	c := cache.Counters{Requests: 3, L3WriteMismatches: 2, ObjectsWrong: 1}
-	if got := talliesOf(c); got.Requests != 3 || got.L3WriteMismatches != 2 || got.ObjectsWrong != 1 {
-		t.Errorf("talliesOf(%+v) = %+v", c, got)
-	}
 }

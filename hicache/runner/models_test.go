@@ -10,9 +10,9 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// TestModelTableFigures: the published figures. Llama-3.1-70B in bf16 is 80 layers x K and V x 8 KV heads x
-// head_dim 128 x 2 B = 320 KiB per token, so 1 TiB of host memory holds about 3.3M tokens; DeepSeek-V3's MLA
-// latent is 61 layers x (512 + 64) x 2 B.
+// TestModelTableFigures: the published figures. Llama-3.1-70B in bf16 is 80 layers x K and V x 8 KV
+// heads x head_dim 128 x 2 B = 320 KiB per token, so 1 TiB of host memory holds about 3.3M tokens;
+// DeepSeek-V3's MLA latent is 61 layers x (512 + 64) x 2 B.
 func TestModelTableFigures(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -22,45 +22,73 @@ func TestModelTableFigures(t *testing.T) {
 	} {
 		m, err := sizing.LookupModel(tc.name)
 		if err != nil || m.TokenBytes() != tc.tokenBytes {
-			t.Errorf("%s: %d bytes per token (%v), want %d", tc.name, m.TokenBytes(), err, tc.tokenBytes)
+			t.Errorf(
+				"%s: %d bytes per token (%v), want %d",
+				tc.name,
+				m.TokenBytes(),
+				err,
+				tc.tokenBytes,
+			)
 		}
 	}
-	opts := &config.Options{Model: "Llama-3.1-70B", PageTokens: 16, L2Bytes: 1 << 40, DevicePages: 1}
+	opts := &config.Options{
+		Model:       "Llama-3.1-70B",
+		PageTokens:  16,
+		L2Bytes:     1 << 40,
+		DevicePages: 1,
+	}
 	for _, cp := range []int{1, 8} {
 		sized, err := opts.Size(cp, 8, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// One CP group per node of 8 ranks at cp 8; 8 groups of one rank at cp 1, each with an eighth of the node.
+		// One CP group per node of 8 ranks at cp 8; 8 groups of one rank at cp 1, each with an
+		// eighth of the node.
 		c := sized.Capacity(cp)
 		perNode := c.L2Tokens * int64(8/cp)
-		if perNode < 3_300_000 || perNode > 3_360_000 || c.TokenBytes != 320<<10 || c.L2Bytes > (1<<40)/int64(8/cp) {
-			t.Errorf("cp %d: 1 TiB per node holds %d tokens of %d bytes (%d bytes per group), want about 3.3M of 320 KiB", cp, perNode, c.TokenBytes, c.L2Bytes)
+		if perNode < 3_300_000 || perNode > 3_360_000 || c.TokenBytes != 320<<10 ||
+			c.L2Bytes > (1<<40)/int64(8/cp) {
+			t.Errorf(
+				"cp %d: 1 TiB per node holds %d tokens of %d bytes (%d bytes per group), want about 3.3M of 320 KiB",
+				cp,
+				perNode,
+				c.TokenBytes,
+				c.L2Bytes,
+			)
 		}
 	}
 }
 
-// TestModelRankTokenBytes: a rank's part of a token is the model's per-layer-payload bytes divided by cp and
-// rounded up to 8, so the group's slot is a page of the model's tokens whatever the CP size.
+// TestModelRankTokenBytes: a rank's part of a token is the model's per-layer-payload bytes divided
+// by cp and rounded up to 8, so the group's slot is a page of the model's tokens whatever the CP
+// size.
 func TestModelRankTokenBytes(t *testing.T) {
 	llama, _ := sizing.LookupModel("llama-3.1-70b")
 	deepseek, _ := sizing.LookupModel("deepseek-v3")
 	for _, tc := range []struct {
 		m        sizing.Model
 		cp, want int
-	}{{llama, 1, 2048}, {llama, 8, 256}, {llama, 16, 128}, {deepseek, 1, 1152}, {deepseek, 8, 144}, {deepseek, 5, 232}} {
+	}{{llama, 1, 2048}, {llama, 8, 256}, {llama, 16, 128}, {deepseek, 1, 1152}, {deepseek, 8, 144},
+		{deepseek, 5, 232}} {
 		if got := tc.m.RankTokenBytes(tc.cp); got != tc.want {
 			t.Errorf("%s at cp %d: %d bytes, want %d", tc.m.Name, tc.cp, got, tc.want)
 		}
 	}
-	if _, err := sizing.LookupModel("gpt-5"); err == nil || !strings.Contains(err.Error(), "llama-3.1-70b") {
+	if _, err := sizing.LookupModel("gpt-5"); err == nil ||
+		!strings.Contains(err.Error(), "llama-3.1-70b") {
 		t.Errorf("an unknown model: %v, want an error listing the table", err)
 	}
 }
 
-// TestScaledCopiesKeepTheCapacityInTokens: --copy-token-bytes changes the bytes copied, never the slots.
+// TestScaledCopiesKeepTheCapacityInTokens: --copy-token-bytes changes the bytes copied, never the
+// slots.
 func TestScaledCopiesKeepTheCapacityInTokens(t *testing.T) {
-	full := &config.Options{Model: "llama-3.1-70b", PageTokens: 16, L2Bytes: 64 << 30, DeviceBytes: 1 << 30}
+	full := &config.Options{
+		Model:       "llama-3.1-70b",
+		PageTokens:  16,
+		L2Bytes:     64 << 30,
+		DeviceBytes: 1 << 30,
+	}
 	scaled := *full
 	scaled.CopyTokenBytes = 8
 	a, errA := full.Size(8, 8, 1)
@@ -69,8 +97,11 @@ func TestScaledCopiesKeepTheCapacityInTokens(t *testing.T) {
 		t.Fatal(errA, errB)
 	}
 	ca, cb := a.Capacity(8), b.Capacity(8)
-	if ca.L2Slots != cb.L2Slots || ca.DevicePages != cb.DevicePages || ca.L2Bytes != cb.L2Bytes || ca.Scaled || !cb.Scaled ||
-		b.TokenBytes != 8 || cb.L2SlabBytes*32 != ca.L2SlabBytes {
+	if ca.L2Slots != cb.L2Slots || ca.DevicePages != cb.DevicePages || ca.L2Bytes != cb.L2Bytes ||
+		ca.Scaled ||
+		!cb.Scaled ||
+		b.TokenBytes != 8 ||
+		cb.L2SlabBytes*32 != ca.L2SlabBytes {
 		t.Errorf("real %+v\nscaled %+v", ca, cb)
 	}
 	scaled.CopyTokenBytes = 512 // more than a rank's 256 bytes at cp 8
@@ -95,7 +126,9 @@ func TestParseByteSizeNamesTheFlag(t *testing.T) {
 			t.Errorf("%q: %v, want an invalid --device-bytes", in, err)
 		}
 	}
-	if sizes, err := sizing.ParseByteSizes("l2-bytes", "64GiB,128GiB"); err != nil || len(sizes) != 2 || sizes[1] != 128<<30 {
+	if sizes, err := sizing.ParseByteSizes("l2-bytes", "64GiB,128GiB"); err != nil ||
+		len(sizes) != 2 ||
+		sizes[1] != 128<<30 {
 		t.Errorf("a list: %v %v", sizes, err)
 	}
 	if _, err := sizing.ParseByteSizes("l2-bytes", "64GiB,,128GiB"); !isFlagError(err, "l2-bytes") {
@@ -108,10 +141,19 @@ func isFlagError(err error, flag string) bool {
 	return errors.As(err, &ce) && ce.Flag == flag
 }
 
-// TestL2BytesArePerNodeForAGroupOverNodes: --l2-bytes is each node's, so a CP16 group over two nodes of 8 has
-// twice the slots of the same bytes on one node, its geometry says so, and each node's slab is the bytes given.
+// TestL2BytesArePerNodeForAGroupOverNodes: --l2-bytes is each node's, so a CP16 group over two
+// nodes of 8 has twice the slots of the same bytes on one node, its geometry says so, and each
+// node's slab is the bytes given.
 func TestL2BytesArePerNodeForAGroupOverNodes(t *testing.T) {
-	opts := &config.Options{Layers: 2, PayloadsPerLayer: 2, PageTokens: 16, TokenBytes: 64, L2Bytes: 64 << 20, DevicePages: 1, SlabBytesMax: 1 << 30}
+	opts := &config.Options{
+		Layers:           2,
+		PayloadsPerLayer: 2,
+		PageTokens:       16,
+		TokenBytes:       64,
+		L2Bytes:          64 << 20,
+		DevicePages:      1,
+		SlabBytesMax:     1 << 30,
+	}
 	one, err := opts.Size(16, 16, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -121,8 +163,17 @@ func TestL2BytesArePerNodeForAGroupOverNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	g1, g2 := one.Geometry(16), two.Geometry(16)
-	if two.L2Slots != 2*one.L2Slots || g1.Nodes != 0 || g2.Nodes != 2 || g2.TotalBytes() != opts.L2Bytes || g1.TotalBytes() != opts.L2Bytes {
-		t.Errorf("64 MiB a node: %d slots on one node (%d bytes, nodes %d), %d over two (%d bytes a node, nodes %d); want twice the slots and 64 MiB a node",
-			one.L2Slots, g1.TotalBytes(), g1.Nodes, two.L2Slots, g2.TotalBytes(), g2.Nodes)
+	if two.L2Slots != 2*one.L2Slots || g1.Nodes != 0 || g2.Nodes != 2 ||
+		g2.TotalBytes() != opts.L2Bytes ||
+		g1.TotalBytes() != opts.L2Bytes {
+		t.Errorf(
+			"64 MiB a node: %d slots on one node (%d bytes, nodes %d), %d over two (%d bytes a node, nodes %d); want twice the slots and 64 MiB a node",
+			one.L2Slots,
+			g1.TotalBytes(),
+			g1.Nodes,
+			two.L2Slots,
+			g2.TotalBytes(),
+			g2.Nodes,
+		)
 	}
 }

@@ -2,9 +2,6 @@ package runner
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -15,13 +12,12 @@ import (
 	"github.com/cphicache/cphicache/hicache/timeline"
 	"github.com/cphicache/cphicache/hicache/transport"
 	"github.com/cphicache/cphicache/hicache/workload"
-	"github.com/cphicache/cphicache/internal/errscope"
 	"github.com/cphicache/cphicache/kernels"
 	"github.com/cphicache/cphicache/pool"
 )
 
-// runState is one rank's run: the core (package cache) and everything around it, which it reaches as its Env
-// (env.go): MPI, the shared slab, the copy worker, the L3 I/O, the watchdog.
+// runState is one rank's run: the core (package cache) and everything around it, which it reaches
+// as its Env (env.go): MPI, the shared slab, the copy worker, the L3 I/O, the watchdog.
 type runState struct {
 	job      *spmd.Job
 	opts     *config.Options
@@ -34,14 +30,16 @@ type runState struct {
 	cons     *consensus
 	core     *cache.Core
 	faults   *faultyEngine // the engine as the runner sees it, with --inject-*-copy
-	// divergenceDue: this rank's --inject-divergence step reached its consensus, after which the core perturbs.
+	// divergenceDue: this rank's --inject-divergence step reached its consensus, after which the
+	// core perturbs.
 	divergenceDue bool
 	start         time.Time
-	// idealHit: the replica's ideal hits after each request, computed by CP rank 0 beside the replay (the other
-	// ranks would wait for it at the start: 0.6 s of the shared trace); nil on the other ranks.
+	// idealHit: the replica's ideal hits after each request, computed by CP rank 0 beside the
+	// replay (the other ranks would wait for it at the start: 0.6 s of the shared trace); nil on
+	// the other ranks.
 	idealHit chan []int64
-	// idealEvents and idealConfig: CP rank 0's workload and ideal, counted after the replay by the steps the
-	// serving clock formed, when --flush-every counts them; nil otherwise.
+	// idealEvents and idealConfig: CP rank 0's workload and ideal, counted after the replay by the
+	// steps the serving clock formed, when --flush-every counts them; nil otherwise.
 	idealEvents []workload.Event
 	idealConfig workload.IdealConfig
 	stepBuf     [stepInlineBytes]byte // the step broadcast's buffer
@@ -57,28 +55,32 @@ type runState struct {
 	doneBuf    []doneWork
 	partBytes  int64
 	partBuf    []byte // parts' content, for filling and verifying (staging)
-	hostDevice []byte // the CPU build's device buffer, filled and checked in place; nil: staged (the GPU build)
+	// the CPU build's device buffer, filled and checked in place; nil: staged (the GPU build)
+	hostDevice []byte
 
-	io            report.Tallies       // the runner's own tallies (its L3 I/O), summed with the core's in the report
+	// the runner's own tallies (its L3 I/O), summed with the core's in the report
+	io            report.Tallies
 	prefetchStart map[uint64]time.Time // L3 prefetches started and not yet agreed done
 	prefetchWait  report.Quantiles     // start to agreement of each prefetch
 	readLatency   report.Quantiles     // issue to landing of each L3 block read that landed
 
 	waiting string // the local wait in progress (waits.go), "" when none
 
-	// testStepComm carries the step broadcast instead of the CP communicator (the Env under simulation,
-	// envsim_test.go); nil in a run.
+	// testStepComm carries the step broadcast instead of the CP communicator (the Env under
+	// simulation, envsim_test.go); nil in a run.
 	testStepComm stepBroadcaster
-	testBugs     runnerBugs // the runner's deliberate bugs (runbugs.go): a simbugs build under the harness only
+	// the runner's deliberate bugs (runbugs.go): a simbugs build under the harness only
+	testBugs runnerBugs
 
 	tl          *timeline.Recorder // --timeline's; nil without it
 	tlNames     timelineNames
 	timelineErr error // world rank 0's failure to write --timeline's file
 }
 
-// Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event stream step by
-// step, and report. Every rank calls it; world rank 0 prints. A replay that failed, agreed by every rank, still
-// returns its report, with the failure in it (runfailure.go), beside the error.
+// Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event
+// stream step by step, and report. Every rank calls it; world rank 0 prints. A replay that failed,
+// agreed by every rank, still returns its report, with the failure in it (runfailure.go), beside
+// the error.
 func Run(job *spmd.Job, options *config.Options) (*report.Report, error) {
 	return runTesting(job, options, nil)
 }
@@ -106,13 +108,21 @@ func runTesting(job *spmd.Job, options *config.Options, t *Testing) (*report.Rep
 	return r, err
 }
 
-// runPass replays one workload end to end and leaves its counters and collective statistics in the returned
-// state, whose shared slab is already released. A failed replay returns that state too, beside the agreed error.
+// runPass replays one workload end to end and leaves its counters and collective statistics in the
+// returned state, whose shared slab is already released. A failed replay returns that state too,
+// beside the agreed error.
 func runPass(job *spmd.Job, opts *config.Options, pass Pass, t *Testing) (*runState, error) {
 	if t == nil {
 		t = &Testing{}
 	}
-	rs := &runState{job: job, opts: opts, pass: pass, testing: t, start: time.Now(), prefetchStart: map[uint64]time.Time{}}
+	rs := &runState{
+		job:           job,
+		opts:          opts,
+		pass:          pass,
+		testing:       t,
+		start:         time.Now(),
+		prefetchStart: map[uint64]time.Time{},
+	}
 	events, err := rs.loadWorkload()
 	if err != nil {
 		return nil, err
@@ -141,8 +151,9 @@ func runPass(job *spmd.Job, opts *config.Options, pass Pass, t *Testing) (*runSt
 	if job.Topo.WorldRank == 0 && !opts.Quiet {
 		sayCopyBytes(events, opts, job.Topo.CPSize)
 	}
-	// Every rank meets here before the World collectives of the report, so that a CP group that failed (a
-	// divergence ends the whole group at the same step) does not leave the other groups waiting in them.
+	// Every rank meets here before the World collectives of the report, so that a CP group that
+	// failed (a divergence ends the whole group at the same step) does not leave the other groups
+	// waiting in them.
 	if err := rs.startTimeline(); err != nil {
 		return rs, err
 	}
@@ -174,90 +185,14 @@ func runPass(job *spmd.Job, opts *config.Options, pass Pass, t *Testing) (*runSt
 	return rs, agreed
 }
 
-// idealOfServed is the ideal hits of the first served requests: all of them after a whole replay, those the
-// replay reached after a failure part-way, so that the ideal's share of the prompt tokens counted is at most 100%.
+// idealOfServed is the ideal hits of the first served requests: all of them after a whole replay,
+// those the replay reached after a failure part-way, so that the ideal's share of the prompt tokens
+// counted is at most 100%.
 func idealOfServed(byRequest []int64, served int64) int64 {
 	if served <= 0 || len(byRequest) == 0 {
 		return 0
 	}
 	return byRequest[min(served, int64(len(byRequest)))-1]
-}
-
-// loadWorkload has CP-rank 0 of each group read (or generate) its replica's share; the others get events by
-// broadcast during the replay. A bad trace fails on every rank, before anything is created.
-func (rs *runState) loadWorkload() ([]workload.Event, error) {
-	t := rs.job.Topo
-	var events []workload.Event
-	var loadErr error
-	if t.CPRank == 0 {
-		events, loadErr = rs.readWorkload()
-		if loadErr == nil {
-			events = workload.ShardForReplica(events, t.DPSize, t.CPGroup)
-			cfg := workload.IdealConfig{PageTokens: rs.opts.PageTokens, VocabSize: rs.opts.VocabSize,
-				BatchRequests: rs.opts.BatchRequests, FlushEverySteps: rs.opts.FlushEvery}
-			rs.idealHit = make(chan []int64, 1)
-			if s := rs.opts.Serving; s != nil && !s.Virtual && cfg.FlushEverySteps > 0 {
-				// --flush-every counts the serving clock's steps, which it forms as the replay goes: the ideal
-				// waits for them (idealByClockSteps).
-				rs.idealEvents, rs.idealConfig = events, cfg
-			} else {
-				go func(events []workload.Event) { rs.idealHit <- workload.IdealHitsByRequest(events, cfg) }(events) // reads events only
-			}
-		}
-	}
-	err := wrapWorkload(loadErr)
-	if err == nil && t.CPRank == 0 {
-		err = rs.opts.Serving.CheckArrivals(events)
-	}
-	if err := spmd.AgreeOnFailure(t.World, err); err != nil {
-		return nil, err
-	}
-	return events, nil
-}
-
-// readWorkload reads the trace, or generates the synthetic workload. A Mooncake trace's requests stay compact
-// (block ids) here and in the step broadcast; nextStep expands them on every rank.
-func (rs *runState) readWorkload() ([]workload.Event, error) { return readWorkload(rs.opts) }
-
-// readWorkload reads o's trace or generates its synthetic workload. A trace that cannot be opened (missing,
-// unreadable) is a bad --trace, said as a usage error naming the flag, as a missing --l3-dir is.
-func readWorkload(o *config.Options) ([]workload.Event, error) {
-	if o.TracePath == "" {
-		return workload.GenerateSynthetic(o.Synthetic)
-	}
-	events, err := readTraceFileAs(o.TracePath, workload.TraceOptions{Format: o.TraceFormat, VocabSize: o.VocabSize,
-		BlockTokens: o.TraceBlockTokens, LimitRequests: o.TraceLimit})
-	var open *fs.PathError
-	if errors.As(err, &open) && open.Op == "open" && open.Path == o.TracePath {
-		return nil, &errscope.ConfigError{Flag: "trace", Reason: fmt.Sprintf("%s: %v", o.TracePath, open.Err)}
-	}
-	return events, err
-}
-
-// readTraceFileAs reads the trace at path (workload, which the IO-free core imports, opens no file).
-func readTraceFileAs(path string, o workload.TraceOptions) ([]workload.Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err // *os.PathError names the path
-	}
-	defer f.Close()
-	return workload.ReadTraceAs(f, path, o)
-}
-
-// WorkloadError is a bad workload (trace file); every reading rank finds the same one.
-type WorkloadError struct{ Err error }
-
-func (e *WorkloadError) Error() string { return e.Err.Error() }
-func (e *WorkloadError) Unwrap() error { return e.Err }
-
-// Scope: every rank that reads the workload finds the same error, and every rank learns it.
-func (e *WorkloadError) Scope() spmd.Scope { return spmd.JobScope }
-
-func wrapWorkload(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &WorkloadError{err}
 }
 
 func (rs *runState) setUp() error {
@@ -271,32 +206,55 @@ func (rs *runState) setUp() error {
 		return err
 	}
 	rs.done = newCompletions()
-	// The L3 store opens before the slab exists: a directory that cannot hold it fails with nothing to clean up.
+	// The L3 store opens before the slab exists: a directory that cannot hold it fails with nothing
+	// to clean up.
 	if rs.opts.L3.Enabled() {
 		var err error
-		rs.l3, err = newL3IO(rs.opts.L3, rs.l3Faults(), g, rs.opts.Seed, l3Place{node: t.GroupNode, part: t.NodePart, partRanks: t.NodePartRanks}, rs.job.Log, rs.done)
+		rs.l3, err = newL3IO(
+			rs.opts.L3,
+			rs.l3Faults(),
+			g,
+			rs.opts.Seed,
+			l3Place{node: t.GroupNode, part: t.NodePart, partRanks: t.NodePartRanks},
+			rs.job.Log,
+			rs.done,
+		)
 		if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 			return err
 		}
 	}
-	// A group that cannot make its slab (a full /dev/shm) fails alike on its ranks; the World agrees on it so
-	// that the other groups do not start a replay that would wait for the failed one at the end. Each node of
-	// the group makes its own slab, holding its ranks' parts: its lowest rank of the group creates it and sends
-	// the name to the group's ranks on the node (CPNode, the whole group on one node).
-	slab, err := shm.OpenSharedSlab(t.CPNode, g, shm.Segment{JobID: rs.opts.JobID, Group: t.CPGroup, Reserve: rs.testing.ReserveShm}, rs.job.Cleanup)
+	// A group that cannot make its slab (a full /dev/shm) fails alike on its ranks; the World
+	// agrees on it so that the other groups do not start a replay that would wait for the failed
+	// one at the end. Each node of the group makes its own slab, holding its ranks' parts: its
+	// lowest rank of the group creates it and sends the name to the group's ranks on the node
+	// (CPNode, the whole group on one node).
+	slab, err := shm.OpenSharedSlab(
+		t.CPNode,
+		g,
+		shm.Segment{JobID: rs.opts.JobID, Group: t.CPGroup, Reserve: rs.testing.ReserveShm},
+		rs.job.Cleanup,
+	)
 	rs.slab = slab
 	if err := spmd.AgreeOnFailure(t.World, err); err != nil {
 		return err
 	}
-	// A rank the watchdog ends leaves nothing behind: the segment is unlinked by now (or, on CP-rank 0 before
-	// every rank mapped it, unlinked by the cleanup) and the exit releases the mapping. It guards the device
-	// set-up too (transport/start.go).
+	// A rank the watchdog ends leaves nothing behind: the segment is unlinked by now (or, on
+	// CP-rank 0 before every rank mapped it, unlinked by the cleanup) and the exit releases the
+	// mapping. It guards the device set-up too (transport/start.go).
 	watchdog := rs.job.NewWatchdog(rs.opts.WatchdogTimeout)
 	cfg := coreConfig(rs.opts, rs.pass, rs.testing, g, t.CPRank, t.CPGroup, t.WorldRank)
 	cfg.GroupNode, cfg.NodePart = t.GroupNode, t.NodePart
-	eng, frontier, err := transport.Start(t, transport.Config{Collective: rs.opts.Collective, Words: cache.StepVectorWords(cfg.L3),
-		DeviceBytes: cache.DeviceBytes(g, rs.opts.DevicePages), Slabs: slab.Slabs, WatchdogTimeout: rs.opts.WatchdogTimeout,
-		FailSetup: rs.opts.InjectSetupError.Set && rs.opts.InjectSetupError.Rank == t.WorldRank}, watchdog)
+	eng, frontier, err := transport.Start(
+		t,
+		transport.Config{Collective: rs.opts.Collective, Words: cache.StepVectorWords(cfg.L3),
+			DeviceBytes: cache.DeviceBytes(
+				g,
+				rs.opts.DevicePages,
+			), Slabs: slab.Slabs, WatchdogTimeout: rs.opts.WatchdogTimeout,
+			FailSetup: rs.opts.InjectSetupError.Set &&
+				rs.opts.InjectSetupError.Rank == t.WorldRank},
+		watchdog,
+	)
 	if err != nil {
 		watchdog.Stop()
 		return err
@@ -332,18 +290,28 @@ func (rs *runState) setUp() error {
 }
 
 func (rs *runState) tearDown() {
-	if rs.tasks != nil { // the copy worker runs the copies queued, so that none touches the slab after it is unmapped
+	// the copy worker runs the copies queued, so that none touches the slab after it is unmapped
+	if rs.tasks != nil {
 		close(rs.tasks)
-		rs.endWait("copies at the end", "the copy worker of this rank stopped", func() { <-rs.workerDone })
+		rs.endWait(
+			"copies at the end",
+			"the copy worker of this rank stopped",
+			func() { <-rs.workerDone },
+		)
 	}
 	if rs.l3 != nil { // its writes read the slab: they end before the slab is unmapped
-		rs.endWait("L3 writes at the end", "this rank's L3 I/O stopped (a hung filesystem?)", rs.l3.close)
+		rs.endWait(
+			"L3 writes at the end",
+			"this rank's L3 I/O stopped (a hung filesystem?)",
+			rs.l3.close,
+		)
 	}
 	if rs.cons != nil {
 		rs.cons.watchdog.Stop()
 		transport.Close(rs.cons.transport)
 	}
-	// The engine goes before the slab: the GPU build unregisters the slab's pages from the GPU before unmapping.
+	// The engine goes before the slab: the GPU build unregisters the slab's pages from the GPU
+	// before unmapping.
 	if rs.eng != nil {
 		rs.eng.Close()
 	}

@@ -29,7 +29,8 @@ func smallOptions() *config.Options {
 	return runnertest.SmallOptions(dp)
 }
 
-// checked is every test's levers on its runs: the core's step invariants and its eviction model checked.
+// checked is every test's levers on its runs: the core's step invariants and its eviction model
+// checked.
 func checked() *Testing { return &Testing{Core: runnertest.CheckedCore} }
 
 func checkNoLeakedSegments(t *testing.T) {
@@ -42,10 +43,12 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 		for _, policy := range []cache.WritePolicy{cache.WriteThrough, cache.WriteThroughSelective, cache.WriteBack} {
 			opts := smallOptions()
 			opts.Layout, opts.Policy = layout, policy
-			opts.SyncCopies = true // commits at every step: every path is taken, however loaded the machine
+			// commits at every step: every path is taken, however loaded the machine
+			opts.SyncCopies = true
 			if policy == cache.WriteBack {
-				// write_back backs up only what L1 evicts, and evicts only what a request needs: smaller L1 and L2,
-				// so that L2 still fills and evicts at every layout, CP8DP2 included.
+				// write_back backs up only what L1 evicts, and evicts only what a request needs:
+				// smaller L1 and L2, so that L2 still fills and evicts at every layout, CP8DP2
+				// included.
 				opts.DevicePages, opts.L2Slots = 128, 128
 			}
 			r, err := runTesting(testJob(t), opts, checked())
@@ -54,16 +57,36 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 			}
 			name := layout.String() + "/" + policy.String()
 			if r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 {
-				t.Errorf("%s: %d divergences, %d mismatches", name, r.Placement.Divergences, r.Verify.Mismatches)
+				t.Errorf(
+					"%s: %d divergences, %d mismatches",
+					name,
+					r.Placement.Divergences,
+					r.Verify.Mismatches,
+				)
 			}
-			// write_through_selective backs up only nodes hit twice: too little to fill L2 in this small workload.
+			// write_through_selective backs up only nodes hit twice: too little to fill L2 in this
+			// small workload.
 			fillsL2 := policy != cache.WriteThroughSelective
-			if r.Hits.L2Tokens == 0 || (fillsL2 && r.Backup.L2Evictions == 0) || r.Flushes == 0 || r.L1.Evictions == 0 || r.Verify.PagesChecked == 0 {
-				t.Errorf("%s: a path was not exercised: L2 hits %d, L2 evictions %d, flushes %d, L1 evictions %d, pages checked %d",
-					name, r.Hits.L2Tokens, r.Backup.L2Evictions, r.Flushes, r.L1.Evictions, r.Verify.PagesChecked)
+			if r.Hits.L2Tokens == 0 || (fillsL2 && r.Backup.L2Evictions == 0) || r.Flushes == 0 ||
+				r.L1.Evictions == 0 ||
+				r.Verify.PagesChecked == 0 {
+				t.Errorf(
+					"%s: a path was not exercised: L2 hits %d, L2 evictions %d, flushes %d, L1 evictions %d, pages checked %d",
+					name,
+					r.Hits.L2Tokens,
+					r.Backup.L2Evictions,
+					r.Flushes,
+					r.L1.Evictions,
+					r.Verify.PagesChecked,
+				)
 			}
 			if r.Backup.Committed != r.Backup.Reserved {
-				t.Errorf("%s: %d backups reserved but %d committed after the final drain", name, r.Backup.Reserved, r.Backup.Committed)
+				t.Errorf(
+					"%s: %d backups reserved but %d committed after the final drain",
+					name,
+					r.Backup.Reserved,
+					r.Backup.Committed,
+				)
 			}
 			checkReportScoping(t, r)
 		}
@@ -71,8 +94,8 @@ func TestRunIsCleanAndExercisesEveryPath(t *testing.T) {
 	checkNoLeakedSegments(t)
 }
 
-// checkReportScoping pins the scoping rule: every consensus collective ran on a communicator of exactly cp ranks, and
-// none ran on a single-rank group.
+// checkReportScoping pins the scoping rule: every consensus collective ran on a communicator of
+// exactly cp ranks, and none ran on a single-rank group.
 func checkReportScoping(t *testing.T, r *report.Report) {
 	t.Helper()
 	if len(r.Groups) != r.DP {
@@ -89,7 +112,14 @@ func checkReportScoping(t *testing.T, r *report.Report) {
 			case r.CP > 1 && (kind == "step" || kind == "final") && s.Count == 0:
 				t.Errorf("group %d: %s never ran", g.Group, kind)
 			case r.CP > 1 && s.Count > 0 && (s.CommSizeMin != r.CP || s.CommSizeMax != r.CP):
-				t.Errorf("group %d: %s ran on communicators of %d..%d ranks, want %d", g.Group, kind, s.CommSizeMin, s.CommSizeMax, r.CP)
+				t.Errorf(
+					"group %d: %s ran on communicators of %d..%d ranks, want %d",
+					g.Group,
+					kind,
+					s.CommSizeMin,
+					s.CommSizeMax,
+					r.CP,
+				)
 			}
 		}
 	}
@@ -102,15 +132,23 @@ func TestInjectedDivergenceIsCaughtAtTheNextAssert(t *testing.T) {
 	}
 	opts := smallOptions()
 	opts.PlacementAssertEvery = 2
-	opts.InjectDivergence = config.Injection{Rank: cp - 1, Step: 3, Set: true} // the last rank of group 0
+	opts.InjectDivergence = config.Injection{
+		Rank: cp - 1,
+		Step: 3,
+		Set:  true,
+	} // the last rank of group 0
 	_, err := runTesting(testJob(t), opts, checked())
 	var div *cache.DivergenceError
 	if testWorld.Rank() < cp {
 		if !errors.As(err, &div) {
 			t.Fatalf("rank %d: run returned %v, want a placement divergence", testWorld.Rank(), err)
 		}
-		if div.Step != 4 || div.Group != 0 || len(div.Digests) != cp || div.Digests[cp-1] == div.Digests[0] {
-			t.Errorf("divergence report %+v: want step 4, group 0, the last rank's digest different", div)
+		if div.Step != 4 || div.Group != 0 || len(div.Digests) != cp ||
+			div.Digests[cp-1] == div.Digests[0] {
+			t.Errorf(
+				"divergence report %+v: want step 4, group 0, the last rank's digest different",
+				div,
+			)
 		}
 	} else if !errors.As(err, new(spmd.PeerFailedError)) {
 		t.Errorf("rank %d of an unperturbed group: %v, want the peer-failure error", testWorld.Rank(), err)
@@ -118,9 +156,10 @@ func TestInjectedDivergenceIsCaughtAtTheNextAssert(t *testing.T) {
 	checkNoLeakedSegments(t)
 }
 
-// TestStagedDeviceContentDecidesAlike: the GPU build fills and checks device content through a staging buffer,
-// the CPU build in place; with copies drained every step both make every decision alike and check as many
-// pages, and a wrong byte in the staged path is still found (the device pages hold what the fill wrote).
+// TestStagedDeviceContentDecidesAlike: the GPU build fills and checks device content through a
+// staging buffer, the CPU build in place; with copies drained every step both make every decision
+// alike and check as many pages, and a wrong byte in the staged path is still found (the device
+// pages hold what the fill wrote).
 func TestStagedDeviceContentDecidesAlike(t *testing.T) {
 	var reports [2]*report.Report
 	for i, staged := range []bool{false, true} {
@@ -135,8 +174,15 @@ func TestStagedDeviceContentDecidesAlike(t *testing.T) {
 		reports[i] = r
 	}
 	a, b := reports[0], reports[1]
-	if a.Hits != b.Hits || a.Verify != b.Verify || a.Verify.PagesChecked == 0 || a.Verify.Mismatches != 0 {
-		t.Errorf("in place: hits %+v, verify %+v; staged: hits %+v, verify %+v", a.Hits, a.Verify, b.Hits, b.Verify)
+	if a.Hits != b.Hits || a.Verify != b.Verify || a.Verify.PagesChecked == 0 ||
+		a.Verify.Mismatches != 0 {
+		t.Errorf(
+			"in place: hits %+v, verify %+v; staged: hits %+v, verify %+v",
+			a.Hits,
+			a.Verify,
+			b.Hits,
+			b.Verify,
+		)
 	}
 	checkNoLeakedSegments(t)
 }

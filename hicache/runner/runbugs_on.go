@@ -9,8 +9,8 @@ const runnerBugsCompiled = true
 
 func (b runnerBugs) has(bug runnerBug) bool { return b&runnerBugs(bug) != 0 }
 
-// waitUnbounded is the deliberate bug bugUnboundedLoadWait: it waits for a load wait with no watchdog around it,
-// and says it did; false for every other wait, and when the bug is off.
+// waitUnbounded is the deliberate bug bugUnboundedLoadWait: it waits for a load wait with no
+// watchdog around it, and says it did; false for every other wait, and when the bug is off.
 func (rs *runState) waitUnbounded(r cache.WaitReason, done func() bool) bool {
 	if !rs.testBugs.has(bugUnboundedLoadWait) || r.Name != loadWaitName {
 		return false

@@ -15,14 +15,15 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// A run that fails part-way (a placement divergence, a wrong byte, a failed copy) still has every rank alive
-// and agreed on the failure (spmd.AgreeOnFailure), so the World can aggregate the counters as after a run that
-// ended well. The report then says what ended the run, as the rank that reports the failure knows it, so that a
-// user or a script reads `placement.divergences` and `result: FAILED` in the report rather than in a log.
+// A run that fails part-way (a placement divergence, a wrong byte, a failed copy) still has every
+// rank alive and agreed on the failure (spmd.AgreeOnFailure), so the World can aggregate the
+// counters as after a run that ended well. The report then says what ended the run, as the rank
+// that reports the failure knows it, so that a user or a script reads `placement.divergences` and
+// `result: FAILED` in the report rather than in a log.
 
-// finalReport is the report after runPass, which returned replayErr: the aggregated report, with the failure
-// in it when the replay failed (agreed: a *spmd.SharedError on every rank) or counted wrong results; a World
-// collective. Another error (the World itself failing) returns no report.
+// finalReport is the report after runPass, which returned replayErr: the aggregated report, with
+// the failure in it when the replay failed (agreed: a *spmd.SharedError on every rank) or counted
+// wrong results; a World collective. Another error (the World itself failing) returns no report.
 func (rs *runState) finalReport(replayErr error) (*report.Report, error) {
 	var shared *spmd.SharedError
 	if replayErr != nil && !errors.As(replayErr, &shared) {
@@ -47,8 +48,8 @@ func (rs *runState) finalReport(replayErr error) (*report.Report, error) {
 // failureReportBytesMax bounds the broadcast description; a longer message is cut to fit.
 const failureReportBytesMax = 4096
 
-// describeFailure is a World collective after an agreed failure: the speaking rank describes its failure and
-// broadcasts the description, so that world rank 0 can put it in the report.
+// describeFailure is a World collective after an agreed failure: the speaking rank describes its
+// failure and broadcasts the description, so that world rank 0 can put it in the report.
 func (rs *runState) describeFailure(shared *spmd.SharedError) (*report.FailureReport, error) {
 	t := rs.job.Topo
 	speaker := []int64{math.MaxInt64}
@@ -58,8 +59,14 @@ func (rs *runState) describeFailure(shared *spmd.SharedError) (*report.FailureRe
 	if err := t.World.AllreduceInt64(speaker, speaker, mpi.Min); err != nil {
 		return nil, err
 	}
-	if speaker[0] == math.MaxInt64 { // AgreeOnFailure names one speaker; without one there is nothing to say
-		return &report.FailureReport{Check: "error", Step: rs.stepsDone(), WorldRank: -1, Message: shared.Error()}, nil
+	// AgreeOnFailure names one speaker; without one there is nothing to say
+	if speaker[0] == math.MaxInt64 {
+		return &report.FailureReport{
+			Check:     "error",
+			Step:      rs.stepsDone(),
+			WorldRank: -1,
+			Message:   shared.Error(),
+		}, nil
 	}
 	var buf []byte
 	if shared.Speaker {
@@ -80,7 +87,14 @@ func (rs *runState) describeFailure(shared *spmd.SharedError) (*report.FailureRe
 // failureOf describes err, this rank's own failure, as the report shows it.
 func (rs *runState) failureOf(err error) *report.FailureReport {
 	t := rs.job.Topo
-	f := &report.FailureReport{Check: "error", Step: rs.stepsDone(), WorldRank: t.WorldRank, CPGroup: t.CPGroup, CPRank: t.CPRank, Message: err.Error()}
+	f := &report.FailureReport{
+		Check:     "error",
+		Step:      rs.stepsDone(),
+		WorldRank: t.WorldRank,
+		CPGroup:   t.CPGroup,
+		CPRank:    t.CPRank,
+		Message:   err.Error(),
+	}
 	var div *cache.DivergenceError
 	var peer *cache.PeerFailure
 	var local *cache.LocalFailure
@@ -95,7 +109,8 @@ func (rs *runState) failureOf(err error) *report.FailureReport {
 	return f
 }
 
-// encodeFailure is f as a fixed-size broadcast buffer: JSON, cut to fit, zero-padded (JSON has no zero byte).
+// encodeFailure is f as a fixed-size broadcast buffer: JSON, cut to fit, zero-padded (JSON has no
+// zero byte).
 func encodeFailure(f *report.FailureReport) []byte {
 	buf := make([]byte, failureReportBytesMax)
 	for {
@@ -108,9 +123,10 @@ func encodeFailure(f *report.FailureReport) []byte {
 	}
 }
 
-// describeCounted is a World collective after a replay that ran to its end with wrong results counted (a
-// load-back or an audit with a wrong byte, a copy that failed, a divergence recorded): it names the checks and
-// the world ranks that counted them, for the report. Counts are kept per rank without their step, so Step is -1.
+// describeCounted is a World collective after a replay that ran to its end with wrong results
+// counted (a load-back or an audit with a wrong byte, a copy that failed, a divergence recorded):
+// it names the checks and the world ranks that counted them, for the report. Counts are kept per
+// rank without their step, so Step is -1.
 func (rs *runState) describeCounted(r *report.Report) (*report.FailureReport, error) {
 	t := rs.job.Topo
 	c := rs.counters()
@@ -139,9 +155,15 @@ func (rs *runState) describeCounted(r *report.Report) (*report.FailureReport, er
 			ranks = append(ranks, these...)
 		}
 	}
-	f := &report.FailureReport{Check: strings.Join(checks, ", "), Step: -1, WorldRank: -1, CPGroup: -1, CPRank: -1,
+	f := &report.FailureReport{
+		Check:     strings.Join(checks, ", "),
+		Step:      -1,
+		WorldRank: -1,
+		CPGroup:   -1,
+		CPRank:    -1,
 		Message: (&report.RunFailed{Divergences: r.Placement.Divergences, Mismatches: r.Verify.Mismatches,
-			AuditMismatches: r.Verify.AuditMismatches, CopyErrors: r.Verify.CopyErrors}).Error()}
+			AuditMismatches: r.Verify.AuditMismatches, CopyErrors: r.Verify.CopyErrors}).Error(),
+	}
 	if len(ranks) > 0 {
 		f.WorldRank = slices.Min(ranks)
 	}

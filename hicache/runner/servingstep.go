@@ -7,12 +7,13 @@ import (
 	"github.com/cphicache/cphicache/hicache/serving"
 )
 
-// One step on the serving clock: BeginStep, Served, paceConsensus, stepEnded, in the order the core calls them.
-// The step's modelled time is serving.PlanStep's, the same function the ideal's virtual clock prices its steps
-// with, so the two differ only by what the real machinery adds.
+// One step on the serving clock: BeginStep, Served, paceConsensus, stepEnded, in the order the core
+// calls them. The step's modelled time is serving.PlanStep's, the same function the ideal's virtual
+// clock prices its steps with, so the two differ only by what the real machinery adds.
 
-// holdsDeferred says whether requests formed before step wait to be served: the core serves the requests it
-// deferred for their prefetch at the start of the next step. Every rank knows (the deferral is replicated).
+// holdsDeferred says whether requests formed before step wait to be served: the core serves the
+// requests it deferred for their prefetch at the start of the next step. Every rank knows (the
+// deferral is replicated).
 func (c *servingClock) holdsDeferred(step int64) bool {
 	for _, rc := range c.pending {
 		if rc.step < step {
@@ -22,17 +23,19 @@ func (c *servingClock) holdsDeferred(step int64) bool {
 	return false
 }
 
-// paceConsensus waits, before the step's consensus, until the modelled prefill of the step ends (scaled).
+// paceConsensus waits, before the step's consensus, until the modelled prefill of the step ends
+// (scaled).
 func (rs *runState) paceConsensus(c *cache.Collective) {
-	if clock := rs.clock; clock != nil && c.Kind == cache.StepConsensus && !clock.paceConsensusAt.IsZero() {
+	if clock := rs.clock; clock != nil && c.Kind == cache.StepConsensus &&
+		!clock.paceConsensusAt.IsZero() {
 		clock.lateNs += rs.paceUntil(clock.paceConsensusAt, "serving clock: modelled prefill")
 		clock.paceConsensusAt = time.Time{}
 	}
 }
 
-// record keeps, on CP rank 0, what each served request's cache supplied and whether it waited a step for its
-// prefetch, and returns their clocks by the step's requests (nil on the other ranks); every rank forgets them as
-// pending.
+// record keeps, on CP rank 0, what each served request's cache supplied and whether it waited a
+// step for its prefetch, and returns their clocks by the step's requests (nil on the other ranks);
+// every rank forgets them as pending.
 func (c *servingClock) record(s *cache.ServedStep, hits []serving.Hit) []*requestClock {
 	out := make([]*requestClock, len(s.Requests))
 	for i, r := range s.Requests {
@@ -49,9 +52,10 @@ func (c *servingClock) record(s *cache.ServedStep, hits []serving.Hit) []*reques
 	return out
 }
 
-// stepEndNs is the end of a step that began at startNs, on the trace's clock: its modelled time, or the wall time
-// its real work took (wallNs since its start, less lateNs that its paced waits woke late: the node's scheduler,
-// not the work) when that was longer; and by how much the real work overran the model.
+// stepEndNs is the end of a step that began at startNs, on the trace's clock: its modelled time, or
+// the wall time its real work took (wallNs since its start, less lateNs that its paced waits woke
+// late: the node's scheduler, not the work) when that was longer; and by how much the real work
+// overran the model.
 func stepEndNs(startNs, modelledNs, wallNs, lateNs int64) (endNs, overrunNs int64) {
 	realNs := max(0, wallNs-lateNs)
 	endNs = startNs + max(modelledNs, realNs)
@@ -63,13 +67,19 @@ func (c *servingClock) stepEnded() {
 	if c.opts.Virtual {
 		return
 	}
-	// The step lasted its modelled time, or the wall time its real work took when that was longer: the time it
-	// would have lasted at the trace's own pace, whatever --time-scale spent of the modelled part. What the real
-	// work overran the model by delays every first token of the step.
+	// The step lasted its modelled time, or the wall time its real work took when that was longer:
+	// the time it would have lasted at the trace's own pace, whatever --time-scale spent of the
+	// modelled part. What the real work overran the model by delays every first token of the step.
 	modelled := max(0, c.computeEnd-c.stepStart)
-	end, overrun := stepEndNs(c.stepStart, modelled, time.Since(c.wallStart).Nanoseconds(), c.lateNs)
+	end, overrun := stepEndNs(
+		c.stepStart,
+		modelled,
+		time.Since(c.wallStart).Nanoseconds(),
+		c.lateNs,
+	)
 	c.wallStart, c.lastEnd, c.lateNs = time.Now(), end, 0
-	// The wait between a step's two passes is idle time, not step time: the machinery's share leaves it out.
+	// The wait between a step's two passes is idle time, not step time: the machinery's share
+	// leaves it out.
 	c.stepsNs += end - c.stepStart - c.idleNs
 	c.modelledNs += modelled - c.idleNs
 	var ends []int64
@@ -78,7 +88,8 @@ func (c *servingClock) stepEnded() {
 		ends = append(ends, rc.computeEndNs+overrun)
 	}
 	c.inStep = c.inStep[:0]
-	if c.loop != nil { // the clients learn their first tokens: CP rank 0 forms the step after next with them
+	// the clients learn their first tokens: CP rank 0 forms the step after next with them
+	if c.loop != nil {
 		c.loop.FirstTokens(ends)
 	}
 }

@@ -5,8 +5,9 @@ import (
 	"github.com/cphicache/cphicache/hicache/serving"
 )
 
-// servingTallies are CP rank 0's distributions of its requests' times, in trace time, and the sums the report
-// needs; the report adds them over the groups (every histogram is mergeable by its counts).
+// servingTallies are CP rank 0's distributions of its requests' times, in trace time, and the sums
+// the report needs; the report adds them over the groups (every histogram is mergeable by its
+// counts).
 type servingTallies struct {
 	ttft, queue, prefetch, load, prefill, ideal report.MsQuantiles
 	promptTokens                                int64
@@ -15,9 +16,10 @@ type servingTallies struct {
 	idealPromptTokens, idealFirstNs, idealEndNs int64
 }
 
-// observe times one request whose first token came at endNs. Its parts add up to its TTFT: the queue until its
-// step began, the L3 prefetch it was deferred for, the load wait before the compute, and the compute to the step's
-// end (the modelled prefill, then what the step's consensus and its checks added).
+// observe times one request whose first token came at endNs. Its parts add up to its TTFT: the
+// queue until its step began, the L3 prefetch it was deferred for, the load wait before the
+// compute, and the compute to the step's end (the modelled prefill, then what the step's consensus
+// and its checks added).
 func (t *servingTallies) observe(rc *requestClock, endNs int64) {
 	if t.promptTokens == 0 {
 		t.firstArrivalNs = rc.arrivalNs
@@ -31,18 +33,32 @@ func (t *servingTallies) observe(rc *requestClock, endNs int64) {
 	t.prefill.ObserveNs(endNs - rc.computeStartNs)
 }
 
-// replayIdeal replays the requests this rank timed on a virtual clock with a cache machinery that costs
-// nothing: the same arrivals, the same hits, the same step rule and model, each request deferred for its L3
-// prefetch as the run deferred it (serving.PlanStep). Requests never served (a failed run)
-// are left out.
+// replayIdeal replays the requests this rank timed on a virtual clock with a cache machinery that
+// costs nothing: the same arrivals, the same hits, the same step rule and model, each request
+// deferred for its L3 prefetch as the run deferred it (serving.PlanStep). Requests never served (a
+// failed run) are left out.
 func (c *servingClock) replayIdeal() {
 	records := make([]serving.Record, 0, len(c.order))
 	for _, rc := range c.order {
 		if rc.served || rc.flush {
-			records = append(records, serving.Record{ArrivalNs: rc.arrivalNs, Hit: rc.hit, Flush: rc.flush, Deferred: rc.deferred})
+			records = append(
+				records,
+				serving.Record{
+					ArrivalNs: rc.arrivalNs,
+					Hit:       rc.hit,
+					Flush:     rc.flush,
+					Deferred:  rc.deferred,
+				},
+			)
 		}
 	}
-	r := serving.VirtualReplay(records, c.opts.Batching, c.prefill, c.opts.Links, c.opts.ClosedLoop())
+	r := serving.VirtualReplay(
+		records,
+		c.opts.Batching,
+		c.prefill,
+		c.opts.Links,
+		c.opts.ClosedLoop(),
+	)
 	for i, tm := range r.Requests {
 		if records[i].Flush {
 			continue
@@ -52,6 +68,12 @@ func (c *servingClock) replayIdeal() {
 		}
 		c.t.ideal.ObserveNs(tm.TTFTNs())
 		c.t.idealPromptTokens += records[i].Hit.PromptTokens
-		c.t.idealFirstNs, c.t.idealEndNs = min(c.t.idealFirstNs, tm.ArrivalNs), max(c.t.idealEndNs, tm.EndNs)
+		c.t.idealFirstNs, c.t.idealEndNs = min(
+			c.t.idealFirstNs,
+			tm.ArrivalNs,
+		), max(
+			c.t.idealEndNs,
+			tm.EndNs,
+		)
 	}
 }

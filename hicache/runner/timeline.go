@@ -11,10 +11,10 @@ import (
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
-// run --timeline on one rank: the recorder (package timeline) started on the job's common origin; the Env the
-// core is given with it (timedEnv), which times the step goroutine's calls; the hooks of the asynchronous work
-// (each one nil check when --timeline is off); and the gather of every rank's record to world rank 0, which
-// writes the file.
+// run --timeline on one rank: the recorder (package timeline) started on the job's common origin;
+// the Env the core is given with it (timedEnv), which times the step goroutine's calls; the hooks
+// of the asynchronous work (each one nil check when --timeline is off); and the gather of every
+// rank's record to world rank 0, which writes the file.
 
 // timelineClock says, in the file, how the ranks' times were put on one origin.
 const timelineClock = "each rank's monotonic clock, zero at the instant it left a barrier of the world communicator " +
@@ -27,8 +27,8 @@ type timelineNames struct {
 	backup, loadBack uint16
 }
 
-// startTimeline starts this rank's recorder when --timeline is given. Every rank has the same options, so every
-// rank or none enters the barrier.
+// startTimeline starts this rank's recorder when --timeline is given. Every rank has the same
+// options, so every rank or none enters the barrier.
 func (rs *runState) startTimeline() error {
 	if rs.opts.TimelinePath == "" {
 		return nil
@@ -44,16 +44,16 @@ func (rs *runState) startTimeline() error {
 	return nil
 }
 
-// timedEnv is the runner as the core's Env with every call that waits or works on the step goroutine recorded
-// as a span of its step track (the recorder exists once the replay starts; until then the calls go through).
-// Start is the runner's own: its L3 jobs and copies time themselves (timedJob, timeCopy), as does a wait for a
-// full queue (enqueue).
+// timedEnv is the runner as the core's Env with every call that waits or works on the step
+// goroutine recorded as a span of its step track (the recorder exists once the replay starts; until
+// then the calls go through). Start is the runner's own: its L3 jobs and copies time themselves
+// (timedJob, timeCopy), as does a wait for a full queue (enqueue).
 type timedEnv struct{ *runState }
 
 var _ cache.Env = timedEnv{}
 
-// NextStep records its wait for the broadcast, and tells the recorder step's events (the core asks for them a
-// step ahead), or the end of the stream, after which it records every step.
+// NextStep records its wait for the broadcast, and tells the recorder step's events (the core asks
+// for them a step ahead), or the end of the stream, after which it records every step.
 func (e timedEnv) NextStep(step int64) ([]workload.Event, error) {
 	tl := e.tl
 	if tl == nil {
@@ -123,9 +123,9 @@ func (e timedEnv) Audit(a *cache.Audit) bool {
 	return e.runState.Audit(a)
 }
 
-// timedJob wraps an L3 I/O job started now (count: its bytes, or an existence check's keys): when the step is
-// recorded, the job, on its goroutine, records its span from now to its end, and its run. Off, it is the job
-// itself.
+// timedJob wraps an L3 I/O job started now (count: its bytes, or an existence check's keys): when
+// the step is recorded, the job, on its goroutine, records its span from now to its end, and its
+// run. Off, it is the job itself.
 func (rs *runState) timedJob(k timeline.Kind, count int64, job func()) func() {
 	if !rs.tl.On() {
 		return job
@@ -147,7 +147,8 @@ func (rs *runState) pageBytesAllRanks() int64 {
 	return rs.partBytes * int64(g.Layers*g.PayloadsPerLayer*g.CPSize)
 }
 
-// copyTiming is a copy's span on its way through the copy worker; nil when the copy is not recorded.
+// copyTiming is a copy's span on its way through the copy worker; nil when the copy is not
+// recorded.
 type copyTiming struct {
 	tl   *timeline.Recorder
 	span timeline.Span
@@ -161,8 +162,11 @@ func (rs *runState) timeCopy(w *cache.Copy) *copyTiming {
 	if w.Gather {
 		name = rs.tlNames.backup
 	}
-	return &copyTiming{tl: rs.tl, span: timeline.Span{Kind: timeline.KindCopy, Name: name, Step: rs.tl.Step(),
-		StartNs: rs.tl.Now(), Count: int64(len(w.DevicePages))}}
+	return &copyTiming{
+		tl: rs.tl,
+		span: timeline.Span{Kind: timeline.KindCopy, Name: name, Step: rs.tl.Step(),
+			StartNs: rs.tl.Now(), Count: int64(len(w.DevicePages))},
+	}
 }
 
 // began is told, on the copy worker, that the copy's first layer begins.
@@ -182,9 +186,9 @@ func (c *copyTiming) done() {
 	c.tl.AddFromWorker(c.span)
 }
 
-// writeTimeline, after the replay (whatever its outcome, which every rank has agreed), gathers every rank's
-// record to world rank 0, which writes the file. A record is at most timeline.MaxSpansPerRank spans of 51 bytes,
-// so world rank 0 receives at most about 2.5 MB a rank.
+// writeTimeline, after the replay (whatever its outcome, which every rank has agreed), gathers
+// every rank's record to world rank 0, which writes the file. A record is at most
+// timeline.MaxSpansPerRank spans of 51 bytes, so world rank 0 receives at most about 2.5 MB a rank.
 func (rs *runState) writeTimeline() error {
 	if rs.tl == nil {
 		return nil

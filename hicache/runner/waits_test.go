@@ -7,10 +7,14 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
-// TestALocalWaitInsideAnotherIsABrokenInvariant: the drain slot times one local wait at a time, so a wait begun
-// inside another panics, naming both and dumping the runner's state, before it touches the watchdog.
+// TestALocalWaitInsideAnotherIsABrokenInvariant: the drain slot times one local wait at a time, so
+// a wait begun inside another panics, naming both and dumping the runner's state, before it touches
+// the watchdog.
 func TestALocalWaitInsideAnotherIsABrokenInvariant(t *testing.T) {
-	rs := &runState{job: &spmd.Job{Topo: &spmd.Topology{WorldRank: 3, CPGroup: 1, CPRank: 1}}, waiting: "load-backs"}
+	rs := &runState{
+		job:     &spmd.Job{Topo: &spmd.Topology{WorldRank: 3, CPGroup: 1, CPRank: 1}},
+		waiting: "load-backs",
+	}
 	var msg string
 	func() {
 		defer func() { msg, _ = recover().(string) }()

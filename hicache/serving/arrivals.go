@@ -2,8 +2,9 @@ package serving
 
 import "math"
 
-// PoissonArrivalsNs is n arrival times of a Poisson process at ratePerSecond, in nanoseconds from 0, a pure
-// function of the seed: exponential gaps from a splitmix64 stream, the first arrival at 0.
+// PoissonArrivalsNs is n arrival times of a Poisson process at ratePerSecond, in nanoseconds from
+// 0, a pure function of the seed: exponential gaps from a splitmix64 stream, the first arrival at
+// 0.
 func PoissonArrivalsNs(n int, ratePerSecond float64, seed uint64) []int64 {
 	out := make([]int64, n)
 	state := seed

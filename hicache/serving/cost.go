@@ -1,26 +1,28 @@
 package serving
 
-// Tokens is one request's prompt as a step serves it: the tokens the model computes and the tokens its cache
-// supplied (from L1, loaded back from L2, or read from the L3 and loaded back).
+// Tokens is one request's prompt as a step serves it: the tokens the model computes and the tokens
+// its cache supplied (from L1, loaded back from L2, or read from the L3 and loaded back).
 type Tokens struct {
 	New, Cached int64
 }
 
-// Prefill is a prefill cost model: the seconds the CP group's GPUs take to prefill one step's batch (a roofline of
-// the model on the GPU, or the user's measured profile).
+// Prefill is a prefill cost model: the seconds the CP group's GPUs take to prefill one step's batch
+// (a roofline of the model on the GPU, or the user's measured profile).
 type Prefill interface {
 	BatchSeconds(batch []Tokens) float64
 }
 
-// Links are the rates a step's loads move at, in bytes per second, and the bytes they move: what the model's KV
-// costs, not what a run with scaled-down copies copies.
+// Links are the rates a step's loads move at, in bytes per second, and the bytes they move: what
+// the model's KV costs, not what a run with scaled-down copies copies.
 type Links struct {
-	// HostBytesPerSecond is one GPU's host link, host to device: each GPU of the group loads its ranks' share of a
-	// load-back over its own link, all at once.
+	// HostBytesPerSecond is one GPU's host link, host to device: each GPU of the group loads its
+	// ranks' share of a load-back over its own link, all at once.
 	HostBytesPerSecond float64
-	// L3BytesPerSecond is one node's L3 read rate: a group over k nodes reads 1/k of each block on each.
+	// L3BytesPerSecond is one node's L3 read rate: a group over k nodes reads 1/k of each block on
+	// each.
 	L3BytesPerSecond float64
-	// KVBytesPerToken is the model's KV of one token, every layer and payload, every CP rank's share.
+	// KVBytesPerToken is the model's KV of one token, every layer and payload, every CP rank's
+	// share.
 	KVBytesPerToken int64
 	GPUs            int // the CP group's GPUs (its ranks)
 	Nodes           int // the nodes the CP group spans
@@ -31,15 +33,28 @@ func (l Links) LoadSeconds(tokens int64) float64 {
 	if tokens <= 0 || l.HostBytesPerSecond <= 0 {
 		return 0
 	}
-	return float64(tokens) * float64(l.KVBytesPerToken) / float64(max(l.GPUs, 1)) / l.HostBytesPerSecond
+	return float64(
+		tokens,
+	) * float64(
+		l.KVBytesPerToken,
+	) / float64(
+		max(l.GPUs, 1),
+	) / l.HostBytesPerSecond
 }
 
-// L3ReadSeconds is the modelled time to read tokens' KV from the L3 into host memory (before it is loaded).
+// L3ReadSeconds is the modelled time to read tokens' KV from the L3 into host memory (before it is
+// loaded).
 func (l Links) L3ReadSeconds(tokens int64) float64 {
 	if tokens <= 0 || l.L3BytesPerSecond <= 0 {
 		return 0
 	}
-	return float64(tokens) * float64(l.KVBytesPerToken) / float64(max(l.Nodes, 1)) / l.L3BytesPerSecond
+	return float64(
+		tokens,
+	) * float64(
+		l.KVBytesPerToken,
+	) / float64(
+		max(l.Nodes, 1),
+	) / l.L3BytesPerSecond
 }
 
 // Hit is what a request's cache supplied, by tier, in tokens; the rest of its prompt is computed.
@@ -53,8 +68,8 @@ func (h Hit) Tokens() Tokens {
 	return Tokens{New: h.PromptTokens - cached, Cached: cached}
 }
 
-// StepCost is a step's modelled time, in the order a GPU pays it: the L3 reads its requests still wait for, the
-// load-backs from host memory, then the prefill, which needs them all.
+// StepCost is a step's modelled time, in the order a GPU pays it: the L3 reads its requests still
+// wait for, the load-backs from host memory, then the prefill, which needs them all.
 type StepCost struct {
 	L3ReadSeconds, LoadSeconds, PrefillSeconds float64
 }
@@ -62,8 +77,8 @@ type StepCost struct {
 // Seconds is the whole step.
 func (s StepCost) Seconds() float64 { return s.L3ReadSeconds + s.LoadSeconds + s.PrefillSeconds }
 
-// Cost prices a step's requests. L3 hits are read from the L3 and then loaded back like L2 hits; L1 hits cost
-// nothing to move.
+// Cost prices a step's requests. L3 hits are read from the L3 and then loaded back like L2 hits; L1
+// hits cost nothing to move.
 func Cost(p Prefill, l Links, hits []Hit) StepCost {
 	var loaded, read int64
 	batch := make([]Tokens, 0, len(hits))
@@ -72,5 +87,9 @@ func Cost(p Prefill, l Links, hits []Hit) StepCost {
 		read += h.L3
 		batch = append(batch, h.Tokens())
 	}
-	return StepCost{L3ReadSeconds: l.L3ReadSeconds(read), LoadSeconds: l.LoadSeconds(loaded), PrefillSeconds: p.BatchSeconds(batch)}
+	return StepCost{
+		L3ReadSeconds:  l.L3ReadSeconds(read),
+		LoadSeconds:    l.LoadSeconds(loaded),
+		PrefillSeconds: p.BatchSeconds(batch),
+	}
 }

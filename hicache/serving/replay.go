@@ -5,9 +5,9 @@ import (
 	"slices"
 )
 
-// Record is one event of a replica's replay as the virtual clock replays it: a request's arrival and what its
-// cache supplied, or a flush. Deferred: the request waited a step for its L3 prefetch (PlanStep), as the run
-// served it.
+// Record is one event of a replica's replay as the virtual clock replays it: a request's arrival
+// and what its cache supplied, or a flush. Deferred: the request waited a step for its L3 prefetch
+// (PlanStep), as the run served it.
 type Record struct {
 	ArrivalNs int64
 	Hit       Hit
@@ -15,9 +15,10 @@ type Record struct {
 	Deferred  bool
 }
 
-// Timing is one request's way to its first token, in trace time: it arrived, waited in the queue until its step
-// began (FirstStartNs), for its prefetch if deferred until the pass that served it began (StartNs), for its loads
-// (L3 reads, load-backs) and then for the prefill, whose end is its first token.
+// Timing is one request's way to its first token, in trace time: it arrived, waited in the queue
+// until its step began (FirstStartNs), for its prefetch if deferred until the pass that served it
+// began (StartNs), for its loads (L3 reads, load-backs) and then for the prefill, whose end is its
+// first token.
 type Timing struct {
 	ArrivalNs, FirstStartNs, StartNs, ComputeStartNs, EndNs int64
 }
@@ -25,23 +26,26 @@ type Timing struct {
 // TTFTNs is the request's time to first token.
 func (t Timing) TTFTNs() int64 { return t.EndNs - t.ArrivalNs }
 
-// Replay is a virtual replay's outcome: every request's timing, in the order of the records, and its steps.
+// Replay is a virtual replay's outcome: every request's timing, in the order of the records, and
+// its steps.
 type Replay struct {
 	Requests []Timing
 	Steps    int
 }
 
-// FormNextAtStart is the rule both clocks form steps by: the batch of step k+1 is formed as step k begins, from
-// the requests queued by then, while step k's compute runs (as SGLang's overlap scheduler prepares the next batch
-// during the forward pass), and step k+1 begins when step k ends, or at its first request's arrival if later. The
-// runner forms it so because its core reads the event stream one step ahead (for the L3's existence checks).
-// With closed-loop clients a step may find nothing sent yet (every client waits for a first token of the step
-// that runs): it is an empty step, which serves the requests deferred to it, if any.
+// FormNextAtStart is the rule both clocks form steps by: the batch of step k+1 is formed as step k
+// begins, from the requests queued by then, while step k's compute runs (as SGLang's overlap
+// scheduler prepares the next batch during the forward pass), and step k+1 begins when step k ends,
+// or at its first request's arrival if later. The runner forms it so because its core reads the
+// event stream one step ahead (for the L3's existence checks). With closed-loop clients a step may
+// find nothing sent yet (every client waits for a first token of the step that runs): it is an
+// empty step, which serves the requests deferred to it, if any.
 //
-// VirtualReplay replays records on a clock whose cache machinery costs nothing: each step takes exactly its
-// modelled time (PlanStep), a deferred request served in the step after its own. The records arrive at their
-// ArrivalNs, or, with clients (Clients.N above 0), as the clients send them on this clock. Over a run's own hit
-// record it is that run's ideal; over a sweep's, its modelled TTFT.
+// VirtualReplay replays records on a clock whose cache machinery costs nothing: each step takes
+// exactly its modelled time (PlanStep), a deferred request served in the step after its own. The
+// records arrive at their ArrivalNs, or, with clients (Clients.N above 0), as the clients send them
+// on this clock. Over a run's own hit record it is that run's ideal; over a sweep's, its modelled
+// TTFT.
 func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Clients) Replay {
 	a := newVirtualArrivals(records, clients)
 	out := Replay{Requests: make([]Timing, len(records))}
@@ -49,7 +53,8 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Cli
 	var deferred []int        // the records the last step kept waiting for their prefetch
 	var firstTokens [][]int64 // by step, the first tokens the clients do not know of yet
 	for i := 0; i < len(records) || len(deferred) > 0; {
-		// Step k+1 is formed as step k begins: it knows the first tokens of the steps before step k.
+		// Step k+1 is formed as step k begins: it knows the first tokens of the steps before step
+		// k.
 		for ; len(firstTokens) > 1; firstTokens = firstTokens[1:] {
 			a.firstTokens(firstTokens[0])
 		}
@@ -88,8 +93,8 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Cli
 		}
 		firstTokens = append(firstTokens, ends)
 		deferred, deferredSince = waiting, plan.Batch.StartNs
-		// The next step is formed as this one's own requests may begin: the run's CP rank 0 forms it before this
-		// step runs, so it cannot know when a pass of deferred requests ends.
+		// The next step is formed as this one's own requests may begin: the run's CP rank 0 forms
+		// it before this step runs, so it cannot know when a pass of deferred requests ends.
 		formNs, freeNs = max(freeNs, batchStart), plan.EndNs()
 		out.Steps++
 		i += n
@@ -97,8 +102,8 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Cli
 	return out
 }
 
-// virtualArrivals are the records' arrivals as the virtual clock learns them: all at once, or as the clients
-// send them.
+// virtualArrivals are the records' arrivals as the virtual clock learns them: all at once, or as
+// the clients send them.
 type virtualArrivals struct {
 	queue []Queued // the records sent so far (all without clients), in order
 	loop  *ClosedLoop
@@ -109,7 +114,10 @@ func newVirtualArrivals(records []Record, clients Clients) *virtualArrivals {
 	a := &virtualArrivals{hits: records}
 	if clients.N <= 0 {
 		for _, r := range records {
-			a.queue = append(a.queue, Queued{ArrivalNs: r.ArrivalNs, PromptTokens: r.Hit.PromptTokens, Flush: r.Flush})
+			a.queue = append(
+				a.queue,
+				Queued{ArrivalNs: r.ArrivalNs, PromptTokens: r.Hit.PromptTokens, Flush: r.Flush},
+			)
 		}
 		return a
 	}
@@ -132,23 +140,39 @@ func (a *virtualArrivals) firstTokens(endsNs []int64) {
 	a.loop.FirstTokens(endsNs)
 	for j := len(a.queue); j < a.loop.Sent(); j++ {
 		r := a.hits[j]
-		a.queue = append(a.queue, Queued{ArrivalNs: a.loop.ArrivalNs(j), PromptTokens: r.Hit.PromptTokens, Flush: r.Flush})
+		a.queue = append(
+			a.queue,
+			Queued{
+				ArrivalNs:    a.loop.ArrivalNs(j),
+				PromptTokens: r.Hit.PromptTokens,
+				Flush:        r.Flush,
+			},
+		)
 	}
 }
 
-// timing is a request's way through the pass that served it, its step having first begun at firstStartNs.
+// timing is a request's way through the pass that served it, its step having first begun at
+// firstStartNs.
 func timing(arrivalNs, firstStartNs int64, p Pass) Timing {
-	return Timing{ArrivalNs: arrivalNs, FirstStartNs: firstStartNs, StartNs: p.StartNs, ComputeStartNs: p.ComputeStartNs, EndNs: p.EndNs}
+	return Timing{
+		ArrivalNs:      arrivalNs,
+		FirstStartNs:   firstStartNs,
+		StartNs:        p.StartNs,
+		ComputeStartNs: p.ComputeStartNs,
+		EndNs:          p.EndNs,
+	}
 }
 
-// Nanoseconds converts modelled seconds to nanoseconds of trace time, rounded up: a cost is never free.
+// Nanoseconds converts modelled seconds to nanoseconds of trace time, rounded up: a cost is never
+// free.
 func Nanoseconds(seconds float64) int64 { return int64(math.Ceil(seconds * 1e9)) }
 
 // Summary is a replay's serving figures over its requests (flushes left out).
 type Summary struct {
 	Requests                  int
 	TTFTP50, TTFTP90, TTFTP99 float64 // seconds
-	PromptTokensPerSecond     float64 // prompt tokens over the span from the first arrival to the last first token
+	// prompt tokens over the span from the first arrival to the last first token
+	PromptTokensPerSecond float64
 }
 
 // Summarize reads a replay's figures. records and timings go together.
@@ -169,7 +193,16 @@ func Summarize(records []Record, timings []Timing) Summary {
 		return s
 	}
 	slices.Sort(ttft)
-	s.TTFTP50, s.TTFTP90, s.TTFTP99 = quantileSeconds(ttft, 0.50), quantileSeconds(ttft, 0.90), quantileSeconds(ttft, 0.99)
+	s.TTFTP50, s.TTFTP90, s.TTFTP99 = quantileSeconds(
+		ttft,
+		0.50,
+	), quantileSeconds(
+		ttft,
+		0.90,
+	), quantileSeconds(
+		ttft,
+		0.99,
+	)
 	if span := last - first; span > 0 {
 		s.PromptTokensPerSecond = float64(prompt) / (float64(span) / 1e9)
 	}

@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// perToken is a prefill model that charges a fixed time per computed token and per cached token attended to.
+// perToken is a prefill model that charges a fixed time per computed token and per cached token
+// attended to.
 type perToken struct{ newSeconds, cachedSeconds float64 }
 
 func (m perToken) BatchSeconds(batch []Tokens) float64 {
@@ -20,7 +21,12 @@ const ms = int64(1e6)
 
 func TestTakeFormsAStepFromWhatHasArrivedUpToTheBudget(t *testing.T) {
 	b := Batching{StepTokens: 100, MaxRequests: 3}
-	queue := []Queued{{ArrivalNs: 0, PromptTokens: 40}, {ArrivalNs: 1 * ms, PromptTokens: 40}, {ArrivalNs: 2 * ms, PromptTokens: 40}, {ArrivalNs: 9 * ms, PromptTokens: 1}}
+	queue := []Queued{
+		{ArrivalNs: 0, PromptTokens: 40},
+		{ArrivalNs: 1 * ms, PromptTokens: 40},
+		{ArrivalNs: 2 * ms, PromptTokens: 40},
+		{ArrivalNs: 9 * ms, PromptTokens: 1},
+	}
 	for _, tc := range []struct {
 		name      string
 		queue     []Queued
@@ -47,15 +53,24 @@ func TestTakeFormsAStepFromWhatHasArrivedUpToTheBudget(t *testing.T) {
 }
 
 func TestCostChargesLoadsBeforeThePrefillAndL3HitsTwice(t *testing.T) {
-	l := Links{HostBytesPerSecond: 1000, L3BytesPerSecond: 500, KVBytesPerToken: 100, GPUs: 2, Nodes: 1}
+	l := Links{
+		HostBytesPerSecond: 1000,
+		L3BytesPerSecond:   500,
+		KVBytesPerToken:    100,
+		GPUs:               2,
+		Nodes:              1,
+	}
 	m := perToken{newSeconds: 0.01, cachedSeconds: 0.001}
 	got := Cost(m, l, []Hit{{PromptTokens: 100, L1: 10, L2: 20, L3: 30}})
 	want := StepCost{
-		L3ReadSeconds:  30 * 100 / 500.0,             // the L3's tokens over one node's read rate
-		LoadSeconds:    (20 + 30) * 100 / 2 / 1000.0, // L2 and L3 hits, each GPU its half over its own link
-		PrefillSeconds: 40*0.01 + (10+20+30)*0.001,   // the computed tokens, and the cached ones attended to
+		L3ReadSeconds: 30 * 100 / 500.0, // the L3's tokens over one node's read rate
+		// L2 and L3 hits, each GPU its half over its own link
+		LoadSeconds: (20 + 30) * 100 / 2 / 1000.0,
+		// the computed tokens, and the cached ones attended to
+		PrefillSeconds: 40*0.01 + (10+20+30)*0.001,
 	}
-	if math.Abs(got.L3ReadSeconds-want.L3ReadSeconds) > 1e-12 || math.Abs(got.LoadSeconds-want.LoadSeconds) > 1e-12 ||
+	if math.Abs(got.L3ReadSeconds-want.L3ReadSeconds) > 1e-12 ||
+		math.Abs(got.LoadSeconds-want.LoadSeconds) > 1e-12 ||
 		math.Abs(got.PrefillSeconds-want.PrefillSeconds) > 1e-12 {
 		t.Fatalf("Cost = %+v, want %+v", got, want)
 	}
@@ -68,10 +83,19 @@ func TestVirtualReplayQueuesBehindTheStepThatRuns(t *testing.T) {
 	m := perToken{newSeconds: 1e-3} // 1 ms a computed token
 	b := Batching{StepTokens: 10, MaxRequests: 8}
 	records := []Record{
-		{ArrivalNs: 0, Hit: Hit{PromptTokens: 10}},               // step 1: [0, 10 ms)
-		{ArrivalNs: 0, Hit: Hit{PromptTokens: 10}},               // step 2, formed at 0: [10, 20 ms)
-		{ArrivalNs: 15 * ms, Hit: Hit{PromptTokens: 10}},         // formed at 10 ms, not yet arrived: starts at 20 ms
-		{ArrivalNs: 100 * ms, Hit: Hit{PromptTokens: 10}},        // an idle group: starts at its arrival
+		{ArrivalNs: 0, Hit: Hit{PromptTokens: 10}}, // step 1: [0, 10 ms)
+		{
+			ArrivalNs: 0,
+			Hit:       Hit{PromptTokens: 10},
+		}, // step 2, formed at 0: [10, 20 ms)
+		{
+			ArrivalNs: 15 * ms,
+			Hit:       Hit{PromptTokens: 10},
+		}, // formed at 10 ms, not yet arrived: starts at 20 ms
+		{
+			ArrivalNs: 100 * ms,
+			Hit:       Hit{PromptTokens: 10},
+		}, // an idle group: starts at its arrival
 		{ArrivalNs: 100 * ms, Flush: true},                       // a flush costs no modelled time
 		{ArrivalNs: 100 * ms, Hit: Hit{PromptTokens: 10, L1: 8}}, // 2 tokens computed
 	}
@@ -94,11 +118,18 @@ func TestVirtualReplayQueuesBehindTheStepThatRuns(t *testing.T) {
 	}
 }
 
-// A cache that supplies more of every prompt never makes a request's first token later on the virtual clock,
-// whatever the arrivals: the prefill model and the links charge a cached token less than a computed one.
+// A cache that supplies more of every prompt never makes a request's first token later on the
+// virtual clock, whatever the arrivals: the prefill model and the links charge a cached token less
+// than a computed one.
 func TestMoreHitsNeverLateOnTheVirtualClock(t *testing.T) {
 	m := perToken{newSeconds: 1e-4, cachedSeconds: 1e-6}
-	l := Links{HostBytesPerSecond: 1e9, L3BytesPerSecond: 1e8, KVBytesPerToken: 1000, GPUs: 8, Nodes: 1}
+	l := Links{
+		HostBytesPerSecond: 1e9,
+		L3BytesPerSecond:   1e8,
+		KVBytesPerToken:    1000,
+		GPUs:               8,
+		Nodes:              1,
+	}
 	b := Batching{StepTokens: 4096, MaxRequests: 16}
 	state := uint64(7)
 	next := func(n int64) int64 {
@@ -118,7 +149,13 @@ func TestMoreHitsNeverLateOnTheVirtualClock(t *testing.T) {
 		c, w := VirtualReplay(cold, b, m, l, Clients{}), VirtualReplay(warm, b, m, l, Clients{})
 		for i := range cold {
 			if w.Requests[i].EndNs > c.Requests[i].EndNs {
-				t.Fatalf("trial %d: request %d's first token at %d ns with hits, %d without", trial, i, w.Requests[i].EndNs, c.Requests[i].EndNs)
+				t.Fatalf(
+					"trial %d: request %d's first token at %d ns with hits, %d without",
+					trial,
+					i,
+					w.Requests[i].EndNs,
+					c.Requests[i].EndNs,
+				)
 			}
 		}
 	}
@@ -142,12 +179,18 @@ func TestPoissonArrivalsHaveTheirRateAndReplay(t *testing.T) {
 }
 
 // deferralLinks read an L3 hit of 96 tokens in 4 ms and load it back in 1 ms.
-var deferralLinks = Links{L3BytesPerSecond: 24e6, HostBytesPerSecond: 96e6, KVBytesPerToken: 1000, GPUs: 1, Nodes: 1}
+var deferralLinks = Links{
+	L3BytesPerSecond:   24e6,
+	HostBytesPerSecond: 96e6,
+	KVBytesPerToken:    1000,
+	GPUs:               1,
+	Nodes:              1,
+}
 
-// TestDeferredRequestIsServedTheStepAfterItsOwn: a request whose prefix is in the L3 waits for its step's
-// consensus to agree its prefetch, so it is served in the next step, as the core serves it: its read overlaps its
-// own step's compute of the others, and only what is left of it delays its pass. The ideal keeps that rule, so
-// that measured over ideal counts the machinery alone.
+// TestDeferredRequestIsServedTheStepAfterItsOwn: a request whose prefix is in the L3 waits for its
+// step's consensus to agree its prefetch, so it is served in the next step, as the core serves it:
+// its read overlaps its own step's compute of the others, and only what is left of it delays its
+// pass. The ideal keeps that rule, so that measured over ideal counts the machinery alone.
 func TestDeferredRequestIsServedTheStepAfterItsOwn(t *testing.T) {
 	m := perToken{newSeconds: 1e-3}
 	b := Batching{StepTokens: 1000, MaxRequests: 8}
@@ -157,50 +200,73 @@ func TestDeferredRequestIsServedTheStepAfterItsOwn(t *testing.T) {
 		records []Record
 		ttft    []int64
 	}{
-		// Step 1 computes the other request (10 ms) while the L3 read (4 ms) runs; step 2 loads (1 ms) and
-		// computes (4 ms) the deferred one. Served in its own step both would end at 4 + 1 + 14 ms.
+		// Step 1 computes the other request (10 ms) while the L3 read (4 ms) runs; step 2 loads (1
+		// ms) and computes (4 ms) the deferred one. Served in its own step both would end at 4 + 1
+		// + 14 ms.
 		{"its read under the step before", []Record{lone, {ArrivalNs: 0, Hit: Hit{PromptTokens: 10}}}, []int64{15 * ms, 10 * ms}},
 		// Nothing else to compute: the read, the load, the compute, in a step of their own.
 		{"alone", []Record{lone}, []int64{9 * ms}},
 		// The next request arrives a second later: the deferred one does not wait for it.
 		{"not held for the next arrival", []Record{lone, {ArrivalNs: 1000 * ms, Hit: Hit{PromptTokens: 10}}}, []int64{9 * ms, 10 * ms}},
-		// The next request has arrived when the group is free (10 ms): one pass serves both (load 1, 14 computed).
-		{"joined by the next step's own", []Record{lone, {ArrivalNs: 0, Hit: Hit{PromptTokens: 10}}, {ArrivalNs: 1 * ms, Hit: Hit{PromptTokens: 10}}},
+		// The next request has arrived when the group is free (10 ms): one pass serves both (load
+		// 1, 14 computed).
+		{"joined by the next step's own", []Record{
+			lone,
+			{ArrivalNs: 0, Hit: Hit{PromptTokens: 10}},
+			{ArrivalNs: 1 * ms, Hit: Hit{PromptTokens: 10}},
+		},
 			[]int64{25 * ms, 10 * ms, 24 * ms}},
-		// It arrives while the deferred pass runs: it waits for that pass (9 ms), then computes (10 ms).
+		// It arrives while the deferred pass runs: it waits for that pass (9 ms), then computes (10
+		// ms).
 		{"the next arrival waits for the deferred pass", []Record{lone, {ArrivalNs: 1 * ms, Hit: Hit{PromptTokens: 10}}}, []int64{9 * ms, 18 * ms}},
 	} {
 		r := VirtualReplay(tc.records, b, m, deferralLinks, Clients{})
 		for i, want := range tc.ttft {
 			if got := r.Requests[i].TTFTNs(); got != want {
-				t.Errorf("%s: request %d's TTFT %.3f ms, want %.3f ms", tc.name, i, float64(got)/1e6, float64(want)/1e6)
+				t.Errorf(
+					"%s: request %d's TTFT %.3f ms, want %.3f ms",
+					tc.name,
+					i,
+					float64(got)/1e6,
+					float64(want)/1e6,
+				)
 			}
 		}
 	}
 }
 
-// TestPlanStepPricesEachPassInAGPUsOrder: a step with deferred requests and its own arriving later has two
-// passes, the deferred one's at once, counting its read from when it began; the step's own waits for its arrival
-// and for the deferred pass; a real load-back that finished late delays the compute.
+// TestPlanStepPricesEachPassInAGPUsOrder: a step with deferred requests and its own arriving later
+// has two passes, the deferred one's at once, counting its read from when it began; the step's own
+// waits for its arrival and for the deferred pass; a real load-back that finished late delays the
+// compute.
 func TestPlanStepPricesEachPassInAGPUsOrder(t *testing.T) {
 	m := perToken{newSeconds: 1e-3}
 	in := StepInput{FreeNs: 2 * ms, BatchStartNs: 5 * ms, DeferredSinceNs: 0,
 		Deferred: []Hit{{PromptTokens: 100, L3: 96}}, Batch: []Hit{{PromptTokens: 3}}}
 	p := PlanStep(m, deferralLinks, in)
-	want := StepPlan{Deferred: Pass{StartNs: 2 * ms, ComputeStartNs: 5 * ms, EndNs: 9 * ms}, Batch: Pass{StartNs: 9 * ms, ComputeStartNs: 9 * ms, EndNs: 12 * ms}, TwoPasses: true}
+	want := StepPlan{
+		Deferred:  Pass{StartNs: 2 * ms, ComputeStartNs: 5 * ms, EndNs: 9 * ms},
+		Batch:     Pass{StartNs: 9 * ms, ComputeStartNs: 9 * ms, EndNs: 12 * ms},
+		TwoPasses: true,
+	}
 	if p != want || p.IdleNs() != 0 || p.EndNs() != 12*ms {
 		t.Fatalf("PlanStep = %+v, want %+v", p, want)
 	}
-	in.BatchStartNs, in.LoadsReadyNs = 2*ms, 7*ms // the step's own had arrived; a load-back ended at 7 ms
+	// the step's own had arrived; a load-back ended at 7 ms
+	in.BatchStartNs, in.LoadsReadyNs = 2*ms, 7*ms
 	p = PlanStep(m, deferralLinks, in)
-	want = StepPlan{Deferred: Pass{StartNs: 2 * ms, ComputeStartNs: 2 * ms, EndNs: 2 * ms}, Batch: Pass{StartNs: 2 * ms, ComputeStartNs: 7 * ms, EndNs: 14 * ms}}
+	want = StepPlan{
+		Deferred: Pass{StartNs: 2 * ms, ComputeStartNs: 2 * ms, EndNs: 2 * ms},
+		Batch:    Pass{StartNs: 2 * ms, ComputeStartNs: 7 * ms, EndNs: 14 * ms},
+	}
 	if p != want {
 		t.Fatalf("PlanStep = %+v, want %+v", p, want)
 	}
 }
 
-// TestClosedLoopSendsWhenAFirstTokenComes: N clients send the first N requests at 0, and each next one when a
-// first token frees a client, ThinkNs later, the earliest first token first; a flush holds no client.
+// TestClosedLoopSendsWhenAFirstTokenComes: N clients send the first N requests at 0, and each next
+// one when a first token frees a client, ThinkNs later, the earliest first token first; a flush
+// holds no client.
 func TestClosedLoopSendsWhenAFirstTokenComes(t *testing.T) {
 	flush := []bool{false, false, true, false, false, false}
 	l := NewClosedLoop(Clients{N: 2, ThinkNs: 5 * ms}, flush)
@@ -221,35 +287,50 @@ func TestClosedLoopSendsWhenAFirstTokenComes(t *testing.T) {
 	}
 }
 
-// TestVirtualReplayWithAClient: one client, no think time, 10 ms a request. A step is formed as the one before it
-// begins, so a first token reaches the client in time for the step after next: between two requests the group
-// runs an empty step, which on the virtual clock costs nothing. Each request arrives at the last one's first
-// token and waits for nothing.
+// TestVirtualReplayWithAClient: one client, no think time, 10 ms a request. A step is formed as the
+// one before it begins, so a first token reaches the client in time for the step after next:
+// between two requests the group runs an empty step, which on the virtual clock costs nothing. Each
+// request arrives at the last one's first token and waits for nothing.
 func TestVirtualReplayWithAClient(t *testing.T) {
 	m := perToken{newSeconds: 1e-3}
 	b := Batching{StepTokens: 100, MaxRequests: 8}
-	records := []Record{{Hit: Hit{PromptTokens: 10}}, {ArrivalNs: 999 * ms, Hit: Hit{PromptTokens: 10}}, {Hit: Hit{PromptTokens: 10}}}
+	records := []Record{
+		{Hit: Hit{PromptTokens: 10}},
+		{ArrivalNs: 999 * ms, Hit: Hit{PromptTokens: 10}},
+		{Hit: Hit{PromptTokens: 10}},
+	}
 	r := VirtualReplay(records, b, m, Links{}, Clients{N: 1})
 	for i, tm := range r.Requests {
 		if tm.ArrivalNs != int64(i)*10*ms || tm.TTFTNs() != 10*ms {
-			t.Errorf("request %d arrived at %d ns with a TTFT of %d ns, want %d ns and 10 ms", i, tm.ArrivalNs, tm.TTFTNs(), int64(i)*10*ms)
+			t.Errorf(
+				"request %d arrived at %d ns with a TTFT of %d ns, want %d ns and 10 ms",
+				i,
+				tm.ArrivalNs,
+				tm.TTFTNs(),
+				int64(i)*10*ms,
+			)
 		}
 	}
 	if r.Steps != 5 {
 		t.Errorf("%d steps, want 5 (3 requests, an empty step between each two)", r.Steps)
 	}
-	// Two clients keep the group busy: the second request is formed with the first, and they share its step.
+	// Two clients keep the group busy: the second request is formed with the first, and they share
+	// its step.
 	r = VirtualReplay(records, b, m, Links{}, Clients{N: 2, ThinkNs: 1 * ms})
 	if got := r.Requests[1].TTFTNs(); got != 20*ms {
 		t.Errorf("the second of two clients' first requests: TTFT %d ns, want 20 ms", got)
 	}
 	if got := r.Requests[2].ArrivalNs; got != 21*ms {
-		t.Errorf("the third request arrived at %d ns, want 21 ms (the first token at 20 ms, 1 ms of thought)", got)
+		t.Errorf(
+			"the third request arrived at %d ns, want 21 ms (the first token at 20 ms, 1 ms of thought)",
+			got,
+		)
 	}
 }
 
-// TestFasterL3NeverLateOnTheVirtualClock: the same hits, deferred alike, read from a faster L3 never make a
-// request's first token later, whatever the arrivals (the sweep's modelled L3 at two read rates).
+// TestFasterL3NeverLateOnTheVirtualClock: the same hits, deferred alike, read from a faster L3
+// never make a request's first token later, whatever the arrivals (the sweep's modelled L3 at two
+// read rates).
 func TestFasterL3NeverLateOnTheVirtualClock(t *testing.T) {
 	m := perToken{newSeconds: 1e-4, cachedSeconds: 1e-6}
 	b := Batching{StepTokens: 4096, MaxRequests: 16}
@@ -265,15 +346,42 @@ func TestFasterL3NeverLateOnTheVirtualClock(t *testing.T) {
 			at += next(20) * ms
 			prompt := 1 + next(6000)
 			l3 := next(prompt)
-			records = append(records, Record{ArrivalNs: at, Hit: Hit{PromptTokens: prompt, L3: l3}, Deferred: l3 > 0})
+			records = append(
+				records,
+				Record{ArrivalNs: at, Hit: Hit{PromptTokens: prompt, L3: l3}, Deferred: l3 > 0},
+			)
 		}
-		slowLinks := Links{HostBytesPerSecond: 1e9, L3BytesPerSecond: 1e7, KVBytesPerToken: 1000, GPUs: 8, Nodes: 1}
+		slowLinks := Links{
+			HostBytesPerSecond: 1e9,
+			L3BytesPerSecond:   1e7,
+			KVBytesPerToken:    1000,
+			GPUs:               8,
+			Nodes:              1,
+		}
 		fastLinks := slowLinks
 		fastLinks.L3BytesPerSecond = 1e9
-		slow, fast := VirtualReplay(records, b, m, slowLinks, Clients{}), VirtualReplay(records, b, m, fastLinks, Clients{})
+		slow, fast := VirtualReplay(
+			records,
+			b,
+			m,
+			slowLinks,
+			Clients{},
+		), VirtualReplay(
+			records,
+			b,
+			m,
+			fastLinks,
+			Clients{},
+		)
 		for i := range records {
 			if fast.Requests[i].EndNs > slow.Requests[i].EndNs {
-				t.Fatalf("trial %d: request %d's first token at %d ns from the fast L3, %d from the slow", trial, i, fast.Requests[i].EndNs, slow.Requests[i].EndNs)
+				t.Fatalf(
+					"trial %d: request %d's first token at %d ns from the fast L3, %d from the slow",
+					trial,
+					i,
+					fast.Requests[i].EndNs,
+					slow.Requests[i].EndNs,
+				)
 			}
 		}
 	}

@@ -11,16 +11,21 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 )
 
-// TestFallocateReservesAndRefusesWhatShmLacks runs the real reservation on a scratch file in /dev/shm (named
-// outside the cphicache- prefix, so that no leak check mistakes it for a segment): a small one must be backed
-// by memory at once, and one larger than /dev/shm must fail with ENOSPC, not succeed sparsely. Larger than the
-// whole of /dev/shm, not only its free space: tmpfs refuses that before it allocates a page, where a request
-// between the two fills the free space first (on this machine 22 GB of its 23 GB of memory for 19 s, beside the
-// rest of the suite, whose segments came and went meanwhile: once it even succeeded).
+// TestFallocateReservesAndRefusesWhatShmLacks runs the real reservation on a scratch file in
+// /dev/shm (named outside the cphicache- prefix, so that no leak check mistakes it for a segment):
+// a small one must be backed by memory at once, and one larger than /dev/shm must fail with ENOSPC,
+// not succeed sparsely. Larger than the whole of /dev/shm, not only its free space: tmpfs refuses
+// that before it allocates a page, where a request between the two fills the free space first (on
+// this machine 22 GB of its 23 GB of memory for 19 s, beside the rest of the suite, whose segments
+// came and went meanwhile: once it even succeeded).
 func TestFallocateReservesAndRefusesWhatShmLacks(t *testing.T) {
 	free, err := FreeBytes()
 	if err != nil || free <= 0 {
-		t.Skipf("/dev/shm reports no size limit (%d bytes free, %v): tmpfs would try to back any size", free, err)
+		t.Skipf(
+			"/dev/shm reports no size limit (%d bytes free, %v): tmpfs would try to back any size",
+			free,
+			err,
+		)
 	}
 	f, err := os.CreateTemp(Dir, "cphitest-reserve-*")
 	if err != nil {
@@ -36,7 +41,12 @@ func TestFallocateReservesAndRefusesWhatShmLacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st.Size != small || st.Blocks*512 < small {
-		t.Fatalf("after reserving %d bytes: size %d, %d bytes allocated", small, st.Size, st.Blocks*512)
+		t.Fatalf(
+			"after reserving %d bytes: size %d, %d bytes allocated",
+			small,
+			st.Size,
+			st.Blocks*512,
+		)
 	}
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(Dir, &fs); err != nil {
@@ -48,9 +58,10 @@ func TestFallocateReservesAndRefusesWhatShmLacks(t *testing.T) {
 	}
 }
 
-// TestJobSegmentsListsOnlyThatJobs plants segment names of two jobs whose ids share a prefix, and a name that
-// only starts like a segment: each job's listing must hold its own name and nothing else, so that a leak check
-// on a node shared with other cphicache jobs does not fail on their live segments.
+// TestJobSegmentsListsOnlyThatJobs plants segment names of two jobs whose ids share a prefix, and a
+// name that only starts like a segment: each job's listing must hold its own name and nothing else,
+// so that a leak check on a node shared with other cphicache jobs does not fail on their live
+// segments.
 func TestJobSegmentsListsOnlyThatJobs(t *testing.T) {
 	mine, other := fmt.Sprintf("shmtest%d", os.Getpid()), fmt.Sprintf("shmtest%d-2", os.Getpid())
 	names := map[string]string{
@@ -73,16 +84,20 @@ func TestJobSegmentsListsOnlyThatJobs(t *testing.T) {
 	}
 }
 
-// TestASignalWhileTheSegmentIsMadeRemovesIt: the clean-up that the signal handler and the watchdog run before
-// they end the process must remove a segment still being made: here it runs in the middle of the reservation,
-// as a SIGTERM then does, and the segment must be gone; after the clean-up, no segment is made at all; after a
-// whole creation, forget leaves it to the caller.
+// TestASignalWhileTheSegmentIsMadeRemovesIt: the clean-up that the signal handler and the watchdog
+// run before they end the process must remove a segment still being made: here it runs in the
+// middle of the reservation, as a SIGTERM then does, and the segment must be gone; after the
+// clean-up, no segment is made at all; after a whole creation, forget leaves it to the caller.
 func TestASignalWhileTheSegmentIsMadeRemovesIt(t *testing.T) {
 	var cleanup spmd.Cleanup
-	seg := Segment{JobID: fmt.Sprintf("shmtest%d", os.Getpid()), Reserve: func(f *os.File, bytes int64) error {
-		cleanup.Run() // what handleSignals does before os.Exit, arriving while the segment is reserved
-		return Fallocate(f, bytes)
-	}}
+	seg := Segment{
+		JobID: fmt.Sprintf("shmtest%d", os.Getpid()),
+		Reserve: func(f *os.File, bytes int64) error {
+			// what handleSignals does before os.Exit, arriving while the segment is reserved
+			cleanup.Run()
+			return Fallocate(f, bytes)
+		},
+	}
 	name, forget, err := createSegment(seg, 1<<20, &cleanup)
 	if err != nil {
 		t.Fatal(err)
@@ -93,8 +108,12 @@ func TestASignalWhileTheSegmentIsMadeRemovesIt(t *testing.T) {
 		t.Fatalf("the clean-up run during the reservation left %s behind (stat: %v)", path, err)
 	}
 	forget()
-	// After the clean-up (the signal came just before the segment), the process is ending: nothing is made.
-	if name, _, err := createSegment(Segment{JobID: seg.JobID}, 1<<20, &cleanup); !errors.Is(err, spmd.ErrEnding) {
+	// After the clean-up (the signal came just before the segment), the process is ending: nothing
+	// is made.
+	if name, _, err := createSegment(Segment{JobID: seg.JobID}, 1<<20, &cleanup); !errors.Is(
+		err,
+		spmd.ErrEnding,
+	) {
 		if name != "" {
 			os.Remove(filepath.Join(Dir, name))
 		}

@@ -12,21 +12,41 @@ import (
 // bugBudget is how long the simulator may take to catch one deliberate bug (the issue's bound).
 const bugBudget = 60 * time.Second
 
-// TestEveryDeliberateBugIsCaught runs the simulator with each deliberate bug of the core (a simbugs build) from
-// seed 1 until it reports a violation, and fails for any bug it does not catch within bugBudget. Run it with
-// `make sim-bugs`; it logs each bug's time and jobs to catch.
+// TestEveryDeliberateBugIsCaught runs the simulator with each deliberate bug of the core (a simbugs
+// build) from seed 1 until it reports a violation, and fails for any bug it does not catch within
+// bugBudget. Run it with `make sim-bugs`; it logs each bug's time and jobs to catch.
 func TestEveryDeliberateBugIsCaught(t *testing.T) {
 	for _, bug := range cache.AllBugs() {
 		if bug == cache.BugAssertOff {
-			continue // not a bug alone: it only turns a check off (the audit test pairs it with another)
+			// not a bug alone: it only turns a check off (the audit test pairs it with another)
+			continue
 		}
 		t.Run(bug.String(), func(t *testing.T) {
 			start := time.Now()
-			res := Run(Options{Seed: 1, Bugs: cache.Bugs(0).With(bug), Stop: func() bool { return time.Since(start) > bugBudget }})
+			res := Run(
+				Options{
+					Seed: 1,
+					Bugs: cache.Bugs(0).With(bug),
+					Stop: func() bool { return time.Since(start) > bugBudget },
+				},
+			)
 			if res.Violation == nil {
-				t.Fatalf("%s: not caught in %v (%d jobs, %d steps)", bug, time.Since(start).Round(time.Millisecond), res.Jobs, res.Steps)
+				t.Fatalf(
+					"%s: not caught in %v (%d jobs, %d steps)",
+					bug,
+					time.Since(start).Round(time.Millisecond),
+					res.Jobs,
+					res.Steps,
+				)
 			}
-			t.Logf("%s: caught in %v after %d jobs (%d steps): %s", bug, time.Since(start).Round(time.Millisecond), res.Jobs, res.Steps, res.Violation.What)
+			t.Logf(
+				"%s: caught in %v after %d jobs (%d steps): %s",
+				bug,
+				time.Since(start).Round(time.Millisecond),
+				res.Jobs,
+				res.Steps,
+				res.Violation.What,
+			)
 		})
 	}
 }

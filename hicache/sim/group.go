@@ -9,8 +9,8 @@ import (
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
-// group is one CP group of the job: its ranks, its shared memory, its share of the events, and what the
-// scheduler keeps for its collectives and its checks.
+// group is one CP group of the job: its ranks, its shared memory, its share of the events, and what
+// the scheduler keeps for its collectives and its checks.
 type group struct {
 	j        *job
 	index    int
@@ -23,30 +23,37 @@ type group struct {
 	arrived  []*rank
 	hashes   map[int64][]uint64
 	refs     map[partKey][]*pending
-	audited  map[uint64][]int // by backup seq, the nodes whose auditor checked it in the step in progress
-	// prefetches, by prefetch seq (replicated): the blocks its readers read, and whether any read failed (blocks.go)
+	// by backup seq, the nodes whose auditor checked it in the step in progress
+	audited map[uint64][]int
+	// prefetches, by prefetch seq (replicated): the blocks its readers read, and whether any read
+	// failed (blocks.go)
 	prefetches map[uint64]*prefetchRecord
-	prefetched map[partKey]uint64 // slot parts a prefetch read filled, by its seq, not yet loaded back (provenance.go)
-	mustWrite  map[uint64][2]int  // write_through: blocks whole in a committed backup, by blockID, their tokens' span
-	wrote      map[uint64]bool    // blocks a writer of the group started writing, by blockID
-	// write_back (writeback.go): what each audited L2 object holds, by object id (never reused), and the backups
-	// a near-eviction pass found about to go (CP rank 0's)
+	// slot parts a prefetch read filled, by its seq, not yet loaded back (provenance.go)
+	prefetched map[partKey]uint64
+	// write_through: blocks whole in a committed backup, by blockID, their tokens' span
+	mustWrite map[uint64][2]int
+	wrote     map[uint64]bool // blocks a writer of the group started writing, by blockID
+	// write_back (writeback.go): what each audited L2 object holds, by object id (never reused),
+	// and the backups a near-eviction pass found about to go (CP rank 0's)
 	auditedObjects map[uint64]auditedObject
 	passed         map[uint64]bool
-	// the existence-vote model (votes.go): checks by seq, prefetches by seq, those not yet resolved (CP rank 0's view)
+	// the existence-vote model (votes.go): checks by seq, prefetches by seq, those not yet resolved
+	// (CP rank 0's view)
 	votes      map[uint64]*checkVote
 	started    map[uint64]*prefetchStart
 	unresolved []uint64
-	// the prefetch-decision model (plan.go): the back-off from agreed outcomes, and each prefetch's blocks
+	// the prefetch-decision model (plan.go): the back-off from agreed outcomes, and each prefetch's
+	// blocks
 	backOff    backOffModel
 	planBlocks map[uint64]int
-	// the served-prefix model (served.go), and the step's prefetch reservations with the L2's room (plan.go)
+	// the served-prefix model (served.go), and the step's prefetch reservations with the L2's room
+	// (plan.go)
 	held         heldModel
 	reservations []reservation
 }
 
-// partsOf lists the parts of slots that an operation touches: rank's own, or (rank -1) every rank's on node,
-// the parts an L3 block file of that node holds.
+// partsOf lists the parts of slots that an operation touches: rank's own, or (rank -1) every rank's
+// on node, the parts an L3 block file of that node holds.
 func (g *group) partsOf(slots []cache.SlabSlot, rank, node int) []partKey {
 	var out []partKey
 	onNode := g.j.placement.Node
@@ -60,14 +67,27 @@ func (g *group) partsOf(slots []cache.SlabSlot, rank, node int) []partKey {
 	return out
 }
 
-// reference applies the reference rule to work about to start, then records its parts: no part may be written
-// while another operation references it, nor referenced while another writes it, whichever rank does either.
+// reference applies the reference rule to work about to start, then records its parts: no part may
+// be written while another operation references it, nor referenced while another writes it,
+// whichever rank does either.
 func (g *group) reference(p *pending) {
 	for _, k := range p.parts {
 		for _, q := range g.refs[k] {
 			if p.writes || q.writes {
-				g.j.violate(p.rank, fmt.Sprintf("slot %d of slab %d (CP rank %d's part) is reused under a live reference: %s on CP rank %d started while %s on CP rank %d still %s it",
-					k.slot, k.slab, k.rank, describe(p.work), p.rank.cp, describe(q.work), q.rank.cp, map[bool]string{true: "writes", false: "reads"}[q.writes]))
+				g.j.violate(
+					p.rank,
+					fmt.Sprintf(
+						"slot %d of slab %d (CP rank %d's part) is reused under a live reference: %s on CP rank %d started while %s on CP rank %d still %s it",
+						k.slot,
+						k.slab,
+						k.rank,
+						describe(p.work),
+						p.rank.cp,
+						describe(q.work),
+						q.rank.cp,
+						map[bool]string{true: "writes", false: "reads"}[q.writes],
+					),
+				)
 				return
 			}
 		}
@@ -104,10 +124,11 @@ func describe(w cache.Work) string {
 	return "work"
 }
 
-// arrive enters r into the group's collective; the last rank in reduces and releases them all. Collectives that
-// cannot pair (another operation, length or transport: an MPI all-reduce never meets an NCCL one) are a
-// violation even after an injected divergence: whatever a diverged rank decides, the calls it can enter must
-// pair, so that the next consensus names the divergence instead of a hang that the watchdog would name.
+// arrive enters r into the group's collective; the last rank in reduces and releases them all.
+// Collectives that cannot pair (another operation, length or transport: an MPI all-reduce never
+// meets an NCCL one) are a violation even after an injected divergence: whatever a diverged rank
+// decides, the calls it can enter must pair, so that the next consensus names the divergence
+// instead of a hang that the watchdog would name.
 func (g *group) arrive(r *rank) {
 	g.arrived = append(g.arrived, r)
 	if len(g.arrived) < len(g.ranks) {
@@ -117,8 +138,20 @@ func (g *group) arrive(r *rank) {
 	for _, x := range g.arrived[1:] {
 		c := x.coll
 		if c.Op != first.Op || len(c.Words) != len(first.Words) || c.Transport != first.Transport {
-			g.j.violateEvenDiverged(x, fmt.Sprintf("collectives that cannot pair: CP rank %d entered %s (%d words, %s), CP rank %d %s (%d words, %s)",
-				g.arrived[0].cp, first.Kind, len(first.Words), transportName(first.Transport), x.cp, c.Kind, len(c.Words), transportName(c.Transport)))
+			g.j.violateEvenDiverged(
+				x,
+				fmt.Sprintf(
+					"collectives that cannot pair: CP rank %d entered %s (%d words, %s), CP rank %d %s (%d words, %s)",
+					g.arrived[0].cp,
+					first.Kind,
+					len(first.Words),
+					transportName(first.Transport),
+					x.cp,
+					c.Kind,
+					len(c.Words),
+					transportName(c.Transport),
+				),
+			)
 			return
 		}
 	}
@@ -141,7 +174,8 @@ func (g *group) arrive(r *rank) {
 	g.arrived = g.arrived[:0]
 }
 
-// reportHash collects each rank's state hash at the end of a step and compares them once every rank has one.
+// reportHash collects each rank's state hash at the end of a step and compares them once every rank
+// has one.
 func (g *group) reportHash(r *rank, step int64, h uint64) {
 	hs := g.hashes[step]
 	if hs == nil {
@@ -156,21 +190,31 @@ func (g *group) reportHash(r *rank, step int64, h uint64) {
 	g.checkAudits(r, step)
 	for i := 2; i < len(hs); i += 2 {
 		if hs[i] != hs[0] {
-			g.j.violate(r, fmt.Sprintf("the ranks' states differ at the end of step %d: CP rank %d's hash %016x, CP rank %d's %016x",
-				step, hs[1], hs[0], hs[i+1], hs[i]))
+			g.j.violate(
+				r,
+				fmt.Sprintf(
+					"the ranks' states differ at the end of step %d: CP rank %d's hash %016x, CP rank %d's %016x",
+					step,
+					hs[1],
+					hs[0],
+					hs[i+1],
+					hs[i],
+				),
+			)
 			return
 		}
 	}
 }
 
-// slabs is the group's shared L2 as the rank's L3 block I/O sees it: its node's slabs, holding its node's parts.
+// slabs is the group's shared L2 as the rank's L3 block I/O sees it: its node's slabs, holding its
+// node's parts.
 func (r *rank) slabs() l3.Slabs {
 	return l3.Slabs{Geometry: r.g.j.cfg.Geometry, Mem: r.g.mem.NodeSlabs[r.node]}
 }
 
-// checkAudits runs once every rank ended step: every object committed in it was audited on every node of the
-// group, once (the consensus that commits it is the same on every rank, and each node's auditor checks it
-// there). An object audited on some nodes only left the others' parts unchecked.
+// checkAudits runs once every rank ended step: every object committed in it was audited on every
+// node of the group, once (the consensus that commits it is the same on every rank, and each node's
+// auditor checks it there). An object audited on some nodes only left the others' parts unchecked.
 func (g *group) checkAudits(r *rank, step int64) {
 	nodes := max(1, g.j.cfg.Geometry.Nodes)
 	seqs := make([]uint64, 0, len(g.audited))
@@ -185,7 +229,16 @@ func (g *group) checkAudits(r *rank, step int64) {
 			want[i] = i
 		}
 		if !slices.Equal(got, want) {
-			g.j.violate(r, fmt.Sprintf("backup %d was committed in step %d and audited on nodes %v of the group's %d: every node's auditor must check its parts", seq, step, got, nodes))
+			g.j.violate(
+				r,
+				fmt.Sprintf(
+					"backup %d was committed in step %d and audited on nodes %v of the group's %d: every node's auditor must check its parts",
+					seq,
+					step,
+					got,
+					nodes,
+				),
+			)
 			break
 		}
 	}

@@ -13,23 +13,27 @@ import (
 
 // job is one simulated job: its CP groups, the directory they share, and the scheduler's clock.
 type job struct {
-	cfg          JobConfig
-	placement    cache.NodePlacement // where each group's ranks are over its nodes (cfg.placement, drawn once)
-	r            *rng                // scheduling and timing
-	l3           *simL3              // nil without an L3
-	groups       []*group
-	now          uint64 // scheduler ticks
-	violation    *Violation
-	stuck        string // how the job ended when nothing could move (the watchdog's view), "" when it ran to its end
+	cfg JobConfig
+	// where each group's ranks are over its nodes (cfg.placement, drawn once)
+	placement cache.NodePlacement
+	r         *rng   // scheduling and timing
+	l3        *simL3 // nil without an L3
+	groups    []*group
+	now       uint64 // scheduler ticks
+	violation *Violation
+	// how the job ended when nothing could move (the watchdog's view), "" when it ran to its end
+	stuck        string
 	readsGivenUp int64  // L3 reads the scheduler ended at their deadline
 	firedAt      uint64 // the tick the injected fault took effect, 0 before (liveness.go)
 	endAt        uint64 // the tick the watchdog ended the job, 0 when it did not
-	stalled      bool   // a permanent fault took hold that only the watchdog can end: a rank stopped, an L3 write hung
-	blocks       blockBook
-	models       ModelTally // what the decision models checked (votes.go, writeback.go)
+	// a permanent fault took hold that only the watchdog can end: a rank stopped, an L3 write hung
+	stalled bool
+	blocks  blockBook
+	models  ModelTally // what the decision models checked (votes.go, writeback.go)
 
-	modelChecked  bool                  // the end was compared with the sequential model
-	tamperOutcome func([]cache.Outcome) // tests: change what the core served before the model compares it
+	modelChecked bool // the end was compared with the sequential model
+	// tests: change what the core served before the model compares it
+	tamperOutcome func([]cache.Outcome)
 }
 
 // Violation is a broken invariant: what the simulator exists to find.
@@ -42,7 +46,15 @@ type Violation struct {
 }
 
 func (v *Violation) Error() string {
-	return fmt.Sprintf("VIOLATION in job seed %d, CP group %d, CP rank %d, step %d: %s\n  job: %s", v.JobSeed, v.Group, v.Rank, v.Step, v.What, v.Config)
+	return fmt.Sprintf(
+		"VIOLATION in job seed %d, CP group %d, CP rank %d, step %d: %s\n  job: %s",
+		v.JobSeed,
+		v.Group,
+		v.Rank,
+		v.Step,
+		v.What,
+		v.Config,
+	)
 }
 
 // pending is one piece of work a rank started and the scheduler has not completed.
@@ -51,11 +63,12 @@ type pending struct {
 	rank     *rank
 	readyAt  uint64
 	deadline uint64 // a read given up at it; 0 none
-	writes   bool   // it writes its parts of the slab (a backup, a prefetch read); else it reads them
-	parts    []partKey
-	fail     bool // an injected copy error
-	stuck    bool // an injected stuck copy: never completes
-	hung     bool // a read that never returns by itself
+	// it writes its parts of the slab (a backup, a prefetch read); else it reads them
+	writes bool
+	parts  []partKey
+	fail   bool // an injected copy error
+	stuck  bool // an injected stuck copy: never completes
+	hung   bool // a read that never returns by itself
 }
 
 // partKey is one rank's part of one slot of the shared slab.
@@ -83,15 +96,18 @@ func (j *job) violateEvenDiverged(r *rank, what string) {
 	j.violation = v
 }
 
-// diverged says whether g's injected divergence has happened: from then on its ranks place objects differently
-// until the next consensus catches it, and what follows from that (slots reused under another rank's work, wrong
-// bytes) is the divergence's, which the end of the job checks was caught.
+// diverged says whether g's injected divergence has happened: from then on its ranks place objects
+// differently until the next consensus catches it, and what follows from that (slots reused under
+// another rank's work, wrong bytes) is the divergence's, which the end of the job checks was
+// caught.
 func (j *job) diverged(g *group) bool {
 	c := &j.cfg
-	return c.Fault == FaultDivergence && g.index == 0 && g.ranks[c.FaultRank].core.Step() >= c.FaultStep
+	return c.Fault == FaultDivergence && g.index == 0 &&
+		g.ranks[c.FaultRank].core.Step() >= c.FaultStep
 }
 
-// delay is how many ticks a piece of work takes: mostly a few, sometimes much longer than the others'.
+// delay is how many ticks a piece of work takes: mostly a few, sometimes much longer than the
+// others'.
 func (j *job) delay() uint64 {
 	if j.r.chance(50) {
 		return uint64(1 + j.r.intn(j.cfg.LateTicks))
@@ -106,8 +122,15 @@ func newJob(cfg JobConfig) (*job, error) {
 		j.l3 = newSimL3(newRNG(cfg.Seed^0x6673), cfg.L3Faults, &j.cfg)
 	}
 	for gi := range cfg.DP {
-		g := &group{j: j, index: gi, mem: NewMemoryOnNodes(cfg.Geometry, j.placement, cfg.DevicePages, cfg.Seed|1),
-			sent: map[int64][]workload.Event{}, hashes: map[int64][]uint64{}, refs: map[partKey][]*pending{}, audited: map[uint64][]int{}}
+		g := &group{
+			j:       j,
+			index:   gi,
+			mem:     NewMemoryOnNodes(cfg.Geometry, j.placement, cfg.DevicePages, cfg.Seed|1),
+			sent:    map[int64][]workload.Event{},
+			hashes:  map[int64][]uint64{},
+			refs:    map[partKey][]*pending{},
+			audited: map[uint64][]int{},
+		}
 		g.events = makeWorkload(newRNG(cfg.Seed^uint64(gi+1)*0x9e37), &j.cfg)
 		arrive(g.events, &j.cfg, gi)
 		g.all = g.events
@@ -115,7 +138,13 @@ func newJob(cfg JobConfig) (*job, error) {
 			j.blocks.learn(g.all, &j.cfg)
 		}
 		for cp := range cfg.CP {
-			r := &rank{g: g, cp: cp, node: j.placement.Node[cp], foundKeys: map[uint64]bool{}, evictingSlots: map[cache.SlabSlot]bool{}}
+			r := &rank{
+				g:             g,
+				cp:            cp,
+				node:          j.placement.Node[cp],
+				foundKeys:     map[uint64]bool{},
+				evictingSlots: map[cache.SlabSlot]bool{},
+			}
 			if j.l3 != nil {
 				r.store = j.l3.store(cp, r.node)
 			}
@@ -166,7 +195,14 @@ func (j *job) run() {
 		j.now++
 		if j.now > bound {
 			j.noteStuck(all)
-			j.violateEvenDiverged(nil, fmt.Sprintf("the job did not end within %d ticks, and no wait outlived the watchdog: a rank runs without end (%s)", bound, j.stuck))
+			j.violateEvenDiverged(
+				nil,
+				fmt.Sprintf(
+					"the job did not end within %d ticks, and no wait outlived the watchdog: a rank runs without end (%s)",
+					bound,
+					j.stuck,
+				),
+			)
 			return
 		}
 		if j.watchdog(all) {
@@ -179,8 +215,9 @@ func (j *job) run() {
 	}
 }
 
-// move does one thing: resumes a runnable rank or completes a piece of due work, chosen at random; when neither
-// is possible now, it moves the clock to the next due work. It reports false when nothing can ever move.
+// move does one thing: resumes a runnable rank or completes a piece of due work, chosen at random;
+// when neither is possible now, it moves the clock to the next due work. It reports false when
+// nothing can ever move.
 func (j *job) move(all []*rank) bool {
 	var runnable []*rank
 	var due []*pending
@@ -216,7 +253,8 @@ func (j *job) move(all []*rank) bool {
 	return false
 }
 
-// dueAt is when the work completes: its ready time, or a hung read's deadline; ok is false when it never does.
+// dueAt is when the work completes: its ready time, or a hung read's deadline; ok is false when it
+// never does.
 func (p *pending) dueAt() (uint64, bool) {
 	switch {
 	case p.stuck:
@@ -248,13 +286,20 @@ func (j *job) resume(r *rank) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.panicked, r.state = p, stFinished
-			j.violate(r, fmt.Sprintf("the rank's step program panicked (the core, or the simulator's Env under it): %v", p))
+			j.violate(
+				r,
+				fmt.Sprintf(
+					"the rank's step program panicked (the core, or the simulator's Env under it): %v",
+					p,
+				),
+			)
 		}
 	}()
 	r.next()
 }
 
-// complete carries out a piece of work's effect on memory and the directory, and queues its completion.
+// complete carries out a piece of work's effect on memory and the directory, and queues its
+// completion.
 func (j *job) complete(p *pending) {
 	r := p.rank
 	for kind, q := range r.queues {
@@ -288,49 +333,6 @@ func (j *job) complete(p *pending) {
 		r.checkAnswered(w, x.Found)
 	}
 	r.completed = append(r.completed, x)
-}
-
-// writeBlock is a writer rank's block write: check every rank's parts against the block's content (the real
-// writer checks its node's, which it gathers), gather its node's parts, and publish its node's file.
-func (j *job) writeBlock(r *rank, w *cache.BlockWrite) error {
-	j.blocks.written(j, r, w)
-	if r.store.Exists(w.Key) {
-		return nil
-	}
-	if !r.g.mem.SlotsMatch(w.Pages, w.Tokens, w.StartPos) {
-		j.violate(r, fmt.Sprintf("L3 block write %d (key %016x, tokens %d..%d) gathered bytes that are not its content from the shared slab",
-			w.Seq, w.Key, w.StartPos, w.StartPos+len(w.Tokens)-1))
-		return cache.ErrBlockMismatch
-	}
-	// The real block I/O on the slab (l3.GatherFromSlab, ScatterIntoSlab), whose runs of slots the check above
-	// and every later load-back verify.
-	payload, err := r.store.GatherFromSlab(w.Pages, r.slabs(), &r.writeBuf)
-	if err != nil {
-		return err
-	}
-	if err := r.store.Write(w.Key, len(w.Tokens), payload, false); err != nil {
-		return err
-	}
-	j.l3.published(r.store, w.Key, j.cfg.CP)
-	return nil
-}
-
-// readBlock is a reader rank's block read: past its deadline a failed read, else the directory's answer,
-// scattered into the slab when it is a whole block.
-func (j *job) readBlock(r *rank, w *cache.BlockRead, p *pending) error {
-	if p.hung || (p.deadline > 0 && p.deadline <= j.now && p.readyAt > j.now) {
-		j.readsGivenUp++
-		return errors.New("the L3 read did not finish by its deadline (sim)")
-	}
-	data, err := r.store.ReadBlock(w.Key, len(w.Pages), &r.readBuf)
-	if err != nil {
-		return err
-	}
-	if err := r.store.ScatterIntoSlab(data, w.Pages, r.slabs()); err != nil {
-		return err
-	}
-	j.blocks.readInto(j, r, w)
-	return nil
 }
 
 // hash folds the job's end into one word: every rank's state and counters.

@@ -8,12 +8,13 @@ import (
 	"github.com/cphicache/cphicache/hicache/l3"
 )
 
-// The L3 directory of a simulated job, shared by its CP groups: the real L3 store (hicache/l3) on every rank,
-// over one filesystem in memory (l3.MemFS), with the faults a real directory has. Reads fail (EIO), writes fail
-// (ENOSPC, EIO), a published block file is corrupted, cut short or replaced by a FIFO, a rank's view lags behind
-// the others' (it does not see a block that is there), and another job sharing the directory evicts blocks or
-// clears the namespace. The store's checks (the header, the checksum, regular files only) meet each of them as
-// they would on a disk; the core meets what the store reports.
+// The L3 directory of a simulated job, shared by its CP groups: the real L3 store (hicache/l3) on
+// every rank, over one filesystem in memory (l3.MemFS), with the faults a real directory has. Reads
+// fail (EIO), writes fail (ENOSPC, EIO), a published block file is corrupted, cut short or replaced
+// by a FIFO, a rank's view lags behind the others' (it does not see a block that is there), and
+// another job sharing the directory evicts blocks or clears the namespace. The store's checks (the
+// header, the checksum, regular files only) meet each of them as they would on a disk; the core
+// meets what the store reports.
 type simL3 struct {
 	r      *rng
 	f      L3Faults
@@ -33,8 +34,17 @@ var (
 func newSimL3(r *rng, f L3Faults, cfg *JobConfig) *simL3 {
 	s := &simL3{r: r, f: f, mem: l3.NewMemFS(), hidden: map[string]int{}}
 	g := cfg.Geometry
-	s.ns = l3.Namespace{Layers: g.Layers, Payloads: g.PayloadsPerLayer, PageTokens: g.PageTokens, TokenBytes: g.TokenBytes,
-		CPSize: g.CPSize, Nodes: g.Nodes, ContentSeed: cfg.Seed | 1, Content: cache.ContentVersion, Name: "sim"}
+	s.ns = l3.Namespace{
+		Layers:      g.Layers,
+		Payloads:    g.PayloadsPerLayer,
+		PageTokens:  g.PageTokens,
+		TokenBytes:  g.TokenBytes,
+		CPSize:      g.CPSize,
+		Nodes:       g.Nodes,
+		ContentSeed: cfg.Seed | 1,
+		Content:     cache.ContentVersion,
+		Name:        "sim",
+	}
 	if err := s.mem.MkdirAll(l3Dir, 0o755); err != nil {
 		panic(err)
 	}
@@ -59,18 +69,25 @@ func (s *simL3) inject(op, _ string) error {
 	return nil
 }
 
-// store opens rank cpRank's store of its node's block files: the real one, on its view of the directory (one
-// directory all nodes share). Only the real runner's keepers keep a budget; here none does (another job's
-// evictions stand in for it), so every store is unbounded.
+// store opens rank cpRank's store of its node's block files: the real one, on its view of the
+// directory (one directory all nodes share). Only the real runner's keepers keep a budget; here
+// none does (another job's evictions stand in for it), so every store is unbounded.
 func (s *simL3) store(cpRank, node int) *l3.Store {
-	st, err := l3.OpenPart(rankView{MemFS: s.mem, s: s, rank: cpRank}, l3Dir, s.ns, node, l3.Unbounded)
+	st, err := l3.OpenPart(
+		rankView{MemFS: s.mem, s: s, rank: cpRank},
+		l3Dir,
+		s.ns,
+		node,
+		l3.Unbounded,
+	)
 	if err != nil {
 		panic("sim: open the simulated L3: " + err.Error())
 	}
 	return st
 }
 
-// published is told of a block file just written: it may go wrong on its disk, or be missed by a rank's view.
+// published is told of a block file just written: it may go wrong on its disk, or be missed by a
+// rank's view.
 func (s *simL3) published(st *l3.Store, key uint64, cpSize int) {
 	p := st.BlockPath(key)
 	switch {
@@ -86,7 +103,8 @@ func (s *simL3) published(st *l3.Store, key uint64, cpSize int) {
 	}
 }
 
-// otherJob is another job sharing the directory, once a step: it may evict a block, or clear the namespace.
+// otherJob is another job sharing the directory, once a step: it may evict a block, or clear the
+// namespace.
 func (s *simL3) otherJob() {
 	if !s.r.chance(s.f.OtherJobPerMille) {
 		return
@@ -110,8 +128,8 @@ func (s *simL3) otherJob() {
 	s.mem.Remove(blocks[s.r.intn(len(blocks))])
 }
 
-// rankView is one rank's view of the directory: the shared filesystem, less the blocks its view lags behind on.
-// The other operations (and the logical clock) are the filesystem's own.
+// rankView is one rank's view of the directory: the shared filesystem, less the blocks its view
+// lags behind on. The other operations (and the logical clock) are the filesystem's own.
 type rankView struct {
 	*l3.MemFS
 	s    *simL3

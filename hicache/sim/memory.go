@@ -5,25 +5,37 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// Memory is a CP group's memory in ordinary Go slices, the simulator's (test support, kept out of the core and
-// the runner): each node's shared slab and each rank's device KV buffer, with the copies and the content checks
-// an Env does on real memory (the real runner's go through kernels and the mapped slab instead). Every byte is
-// the content function's, so a load-back, an audit or an L3 block made of the wrong bytes shows as it would in a
-// run. It does no I/O.
+// Memory is a CP group's memory in ordinary Go slices, the simulator's (test support, kept out of
+// the core and the runner): each node's shared slab and each rank's device KV buffer, with the
+// copies and the content checks an Env does on real memory (the real runner's go through kernels
+// and the mapped slab instead). Every byte is the content function's, so a load-back, an audit or
+// an L3 block made of the wrong bytes shows as it would in a run. It does no I/O.
 type Memory struct {
 	g           pool.Geometry
 	devicePages int
 	nodes       cache.NodePlacement
-	NodeSlabs   [][][]byte // by the group's node, then slab: each node's slabs hold its ranks' parts only
-	Devices     [][]byte   // by CP rank
-	seed        uint64
-	part        []byte // scratch: one part's content
+	// by the group's node, then slab: each node's slabs hold its ranks' parts only
+	NodeSlabs [][][]byte
+	Devices   [][]byte // by CP rank
+	seed      uint64
+	part      []byte // scratch: one part's content
 }
 
-// NewMemoryOnNodes allocates a group's memory for g with its ranks placed on nodes as p says: one set of slabs
-// per node, and every CP rank's device buffer of devicePages pages.
-func NewMemoryOnNodes(g pool.Geometry, p cache.NodePlacement, devicePages int, seed uint64) *Memory {
-	m := &Memory{g: g, devicePages: devicePages, nodes: p, seed: seed, part: make([]byte, g.PartBytes())}
+// NewMemoryOnNodes allocates a group's memory for g with its ranks placed on nodes as p says: one
+// set of slabs per node, and every CP rank's device buffer of devicePages pages.
+func NewMemoryOnNodes(
+	g pool.Geometry,
+	p cache.NodePlacement,
+	devicePages int,
+	seed uint64,
+) *Memory {
+	m := &Memory{
+		g:           g,
+		devicePages: devicePages,
+		nodes:       p,
+		seed:        seed,
+		part:        make([]byte, g.PartBytes()),
+	}
 	for range p.Nodes() {
 		var slabs [][]byte
 		for i := range g.SlabCount() {
@@ -43,7 +55,8 @@ func (m *Memory) partOf(rank int) ([][]byte, int) {
 }
 
 func (m *Memory) deviceOffset(page int32, layer, payload int) int64 {
-	return ((int64(layer)*int64(m.g.PayloadsPerLayer)+int64(payload))*int64(m.devicePages) + int64(page)) * m.g.PartBytes()
+	part := (int64(layer)*int64(m.g.PayloadsPerLayer)+int64(payload))*int64(m.devicePages) + int64(page)
+	return part * m.g.PartBytes()
 }
 
 func (m *Memory) key(rank, layer, payload int) cache.ContentKey {
@@ -51,7 +64,12 @@ func (m *Memory) key(rank, layer, payload int) cache.ContentKey {
 }
 
 // eachPart visits every (page, layer, payload) part of rank: its device bytes and its slab bytes.
-func (m *Memory) eachPart(rank int, pages []int32, slots []cache.SlabSlot, visit func(device, slab []byte)) {
+func (m *Memory) eachPart(
+	rank int,
+	pages []int32,
+	slots []cache.SlabSlot,
+	visit func(device, slab []byte),
+) {
 	pb := m.g.PartBytes()
 	slabs, part := m.partOf(rank)
 	for i, page := range pages {
@@ -84,7 +102,13 @@ func (m *Memory) Fill(rank int, f *cache.Fill) {
 		for layer := range m.g.Layers {
 			for payload := range m.g.PayloadsPerLayer {
 				d := m.deviceOffset(page, layer, payload)
-				cache.FillPart(m.Devices[rank][d:d+m.g.PartBytes()], f.Tokens[i*pt:(i+1)*pt], f.StartPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload))
+				cache.FillPart(
+					m.Devices[rank][d:d+m.g.PartBytes()],
+					f.Tokens[i*pt:(i+1)*pt],
+					f.StartPos+i*pt,
+					m.g.TokenBytes,
+					m.key(rank, layer, payload),
+				)
 			}
 		}
 	}
@@ -98,7 +122,13 @@ func (m *Memory) Verify(rank int, v *cache.Verify) (checked, mismatches int64) {
 		for layer := range m.g.Layers {
 			for payload := range m.g.PayloadsPerLayer {
 				d := m.deviceOffset(page, layer, payload)
-				if !cache.PartMatches(m.Devices[rank][d:d+m.g.PartBytes()], v.Tokens[i*pt:(i+1)*pt], v.StartPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload)) {
+				if !cache.PartMatches(
+					m.Devices[rank][d:d+m.g.PartBytes()],
+					v.Tokens[i*pt:(i+1)*pt],
+					v.StartPos+i*pt,
+					m.g.TokenBytes,
+					m.key(rank, layer, payload),
+				) {
 					bad = true
 				}
 			}
@@ -121,8 +151,14 @@ func (m *Memory) SlotsMatch(slots []cache.SlabSlot, tokens []int32, startPos int
 	return true
 }
 
-// NodeSlotsMatch checks the node-local parts [0, parts) of slots in node's slabs, as that node's auditor does.
-func (m *Memory) NodeSlotsMatch(node int, slots []cache.SlabSlot, tokens []int32, startPos, parts int) bool {
+// NodeSlotsMatch checks the node-local parts [0, parts) of slots in node's slabs, as that node's
+// auditor does.
+func (m *Memory) NodeSlotsMatch(
+	node int,
+	slots []cache.SlabSlot,
+	tokens []int32,
+	startPos, parts int,
+) bool {
 	pt, pb := m.g.PageTokens, m.g.PartBytes()
 	ranks := m.nodes.RanksOn(node)
 	for i, s := range slots {
@@ -130,7 +166,13 @@ func (m *Memory) NodeSlotsMatch(node int, slots []cache.SlabSlot, tokens []int32
 			for layer := range m.g.Layers {
 				for payload := range m.g.PayloadsPerLayer {
 					o := m.g.PartOffset(int(s.Slab), int(s.Slot), part, layer, payload)
-					if !cache.PartMatches(m.NodeSlabs[node][s.Slab][o:o+pb], tokens[i*pt:(i+1)*pt], startPos+i*pt, m.g.TokenBytes, m.key(rank, layer, payload)) {
+					if !cache.PartMatches(
+						m.NodeSlabs[node][s.Slab][o:o+pb],
+						tokens[i*pt:(i+1)*pt],
+						startPos+i*pt,
+						m.g.TokenBytes,
+						m.key(rank, layer, payload),
+					) {
 						return false
 					}
 				}

@@ -7,20 +7,22 @@ import (
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
-// cacheModel is a deliberately plain, sequential statement of the cache's policies, to check the controller's
-// decisions against: no allocator, no device pool, no copies, no consensus. Every step is drained (as
-// runRank drains), so a backup is committed at the end of the step that issued it.
+// cacheModel is a deliberately plain, sequential statement of the cache's policies, to check the
+// controller's decisions against: no allocator, no device pool, no copies, no consensus. Every step
+// is drained (as runRank drains), so a backup is committed at the end of the step that issued it.
 //
-// What it models: the prefix match at page granularity with node splits; L1 hits, L2 load-backs, the
-// recompute of the rest; L1 eviction (least recently used, ties by node id, leaves first, nothing locked by
-// the step or pinned by a copy); the write policies, write_back's backup-on-evict; L2 as a capacity in slots
-// with LRU eviction (logical clock, ties by object id) of committed, unprotected objects, all or nothing; the
-// protection of load-backs until the consensus and the audit hold until the next one; flush.
+// What it models: the prefix match at page granularity with node splits; L1 hits, L2 load-backs,
+// the recompute of the rest; L1 eviction (least recently used, ties by node id, leaves first,
+// nothing locked by the step or pinned by a copy); the write policies, write_back's
+// backup-on-evict; L2 as a capacity in slots with LRU eviction (logical clock, ties by object id)
+// of committed, unprotected objects, all or nothing; the protection of load-backs until the
+// consensus and the audit hold until the next one; flush.
 //
-// What it leaves out: where objects are placed in L2. The allocator takes the lowest free slots across
-// extents and slabs, so a reservation never fails for fragmentation, only for capacity (checked in pool's own
-// model test); the object table is never the limit here because geometry's MaxObjects defaults to Slots and
-// every object holds at least one slot. Content and verification are left to the controller's own checks.
+// What it leaves out: where objects are placed in L2. The allocator takes the lowest free slots
+// across extents and slabs, so a reservation never fails for fragmentation, only for capacity
+// (checked in pool's own model test); the object table is never the limit here because geometry's
+// MaxObjects defaults to Slots and every object holds at least one slot. Content and verification
+// are left to the controller's own checks.
 type cacheModel struct {
 	cfg      cache.Config
 	root     *mNode
@@ -80,8 +82,8 @@ func (m *cacheModel) reset() {
 	m.writes, m.loads, m.held = nil, nil, nil
 }
 
-// run replays events in the steps the real run takes (JobConfig.takeStep), flushing after every FlushEvery-th
-// step as well.
+// run replays events in the steps the real run takes (JobConfig.takeStep), flushing after every
+// FlushEvery-th step as well.
 func (m *cacheModel) run(events []workload.Event, j *JobConfig) {
 	flushEvery := j.FlushEvery
 	step := int64(0)
@@ -159,7 +161,8 @@ func (m *cacheModel) walk(tokens []int32) []*mNode {
 			break
 		}
 		matched := p
-		for matched < len(child.tokens) && pos+matched+p <= len(tokens) && slices.Equal(child.tokens[matched:matched+p], tokens[pos+matched:pos+matched+p]) {
+		for matched < len(child.tokens) && pos+matched+p <= len(tokens) &&
+			slices.Equal(child.tokens[matched:matched+p], tokens[pos+matched:pos+matched+p]) {
 			matched += p
 		}
 		if matched < len(child.tokens) {
@@ -176,8 +179,16 @@ func (m *cacheModel) walk(tokens []int32) []*mNode {
 // split puts a new node for the first at tokens above n; n keeps its id for the rest.
 func (m *cacheModel) split(n *mNode, at int) *mNode {
 	k := at / m.pt()
-	head := &mNode{id: m.nextID, parent: n.parent, children: []*mNode{n}, tokens: n.tokens[:at], obj: n.obj,
-		lastAccess: n.lastAccess, hits: n.hits, locked: n.locked}
+	head := &mNode{
+		id:         m.nextID,
+		parent:     n.parent,
+		children:   []*mNode{n},
+		tokens:     n.tokens[:at],
+		obj:        n.obj,
+		lastAccess: n.lastAccess,
+		hits:       n.hits,
+		locked:     n.locked,
+	}
 	m.nextID++
 	if n.pages != nil {
 		head.pages, n.pages = n.pages[:k], n.pages[k:]
@@ -196,7 +207,8 @@ func (m *cacheModel) hit(n *mNode) int {
 	n.hits++
 	if n.pages != nil {
 		m.touch(n)
-		if m.cfg.Policy == cache.WriteThroughSelective && n.hits >= 2 && n.obj == 0 && !m.pinned(n.pages) {
+		if m.cfg.Policy == cache.WriteThroughSelective && n.hits >= 2 && n.obj == 0 &&
+			!m.pinned(n.pages) {
 			m.backup(n)
 		}
 		return 1
@@ -246,7 +258,14 @@ func (m *cacheModel) computeRest(tokens []int32, path []*mNode, usable int) {
 		m.tally.Uncached += int64((len(tokens) - pos) / m.pt())
 		return
 	}
-	leaf := &mNode{id: m.nextID, parent: parent, tokens: tokens[pos:], pages: pages, lastAccess: m.clock, hits: 1}
+	leaf := &mNode{
+		id:         m.nextID,
+		parent:     parent,
+		tokens:     tokens[pos:],
+		pages:      pages,
+		lastAccess: m.clock,
+		hits:       1,
+	}
 	m.nextID++
 	parent.children = append(parent.children, leaf)
 	if m.cfg.Policy == cache.WriteThrough {
@@ -254,5 +273,5 @@ func (m *cacheModel) computeRest(tokens []int32, path []*mNode, usable int) {
 	}
 }
 
-// take hands out n device pages, evicting from L1 until they fit, or nil. Pages of nodes write_back is
-// backing up leave at the commit: they count toward the room made, but are not there yet.
+// take hands out n device pages, evicting from L1 until they fit, or nil. Pages of nodes write_back
+// is backing up leave at the commit: they count toward the room made, but are not there yet.

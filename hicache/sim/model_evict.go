@@ -101,8 +101,8 @@ func (m *cacheModel) prune(n *mNode) {
 	}
 }
 
-// backup reserves L2 for a node: evicting committed, unprotected objects oldest first if that makes room,
-// and nothing at all if it cannot.
+// backup reserves L2 for a node: evicting committed, unprotected objects oldest first if that makes
+// room, and nothing at all if it cannot.
 func (m *cacheModel) backup(n *mNode) *mWrite {
 	need := len(n.tokens) / m.pt()
 	if need > m.cfg.Geometry.Slots {
@@ -160,8 +160,8 @@ func (m *cacheModel) dropObject(id uint64) {
 	}
 }
 
-// consensus ends a step: the last step's audit holds go, this step's backups commit (each held until the
-// next consensus; write_back's evict once committed) and its load-backs are released.
+// consensus ends a step: the last step's audit holds go, this step's backups commit (each held
+// until the next consensus; write_back's evict once committed) and its load-backs are released.
 func (m *cacheModel) consensus() {
 	for _, id := range m.held {
 		m.objs[id].refs--

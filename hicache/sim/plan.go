@@ -8,31 +8,34 @@ import (
 	"github.com/cphicache/cphicache/hicache/l3block"
 )
 
-// The prefetch-decision model: at each serving step, which requests must start a prefetch and which must not
-// (the existence-vote model, votes.go, checks only those that started). From the core's rule (DESIGN.md, "The L3
-// tier"): a request is a candidate when at least the threshold's tokens of its prompt's whole pages are not
-// served by the tree and a whole block is left; its count is the MIN of its check's runs (the simulator's own
-// answers) shifted to its first block, at most its prompt's blocks and the cap; a count of 0 starts nothing; a
-// request whose first block's key an earlier one of the step started shares that prefetch; else one starts with
-// as many blocks as the room allows (none while backed off after an agreed failure, or while one is unresolved
-// before the L3 is proven or after a failure; else an eighth of the L2 less the unresolved blocks). A request
-// prefetching nothing where the rule says one must start (a threshold compare off by one, a back-off too long),
-// or one starting where it must not, is a decision every rank agrees and no byte contradicts. A reservation the
-// L2 refused (a miss) must be one it had no room for: before each prefetch reservation the core shows the L2
-// (cache.L2View), and its free slots and the pages of every object it could evict must fall short of the
-// reservation (a refusal of one that would have had to evict, prefetch_reserve_no_evict, leaves the L3's hits
-// unread). What it cannot see: the tree, so the prefix the tree served (PrefetchPlan.Usable) is the core's,
-// bounded on both sides by the served-prefix model (served.go).
+// The prefetch-decision model: at each serving step, which requests must start a prefetch and which
+// must not (the existence-vote model, votes.go, checks only those that started). From the core's
+// rule (DESIGN.md, "The L3 tier"): a request is a candidate when at least the threshold's tokens of
+// its prompt's whole pages are not served by the tree and a whole block is left; its count is the
+// MIN of its check's runs (the simulator's own answers) shifted to its first block, at most its
+// prompt's blocks and the cap; a count of 0 starts nothing; a request whose first block's key an
+// earlier one of the step started shares that prefetch; else one starts with as many blocks as the
+// room allows (none while backed off after an agreed failure, or while one is unresolved before the
+// L3 is proven or after a failure; else an eighth of the L2 less the unresolved blocks). A request
+// prefetching nothing where the rule says one must start (a threshold compare off by one, a
+// back-off too long), or one starting where it must not, is a decision every rank agrees and no
+// byte contradicts. A reservation the L2 refused (a miss) must be one it had no room for: before
+// each prefetch reservation the core shows the L2 (cache.L2View), and its free slots and the pages
+// of every object it could evict must fall short of the reservation (a refusal of one that would
+// have had to evict, prefetch_reserve_no_evict, leaves the L3's hits unread). What it cannot see:
+// the tree, so the prefix the tree served (PrefetchPlan.Usable) is the core's, bounded on both
+// sides by the served-prefix model (served.go).
 
-// backOffModel is the prefetch back-off from the agreed outcomes (CP rank 0's notices): consecutive failed
-// prefetches, the step before which none starts, and whether one has been read whole.
+// backOffModel is the prefetch back-off from the agreed outcomes (CP rank 0's notices): consecutive
+// failed prefetches, the step before which none starts, and whether one has been read whole.
 type backOffModel struct {
 	failStreak int
 	resumeStep int64
 	proven     bool
 }
 
-// resolved notes prefetch seq's agreed outcome at step: a failed read backs off 2, 4, ... steps, at most 64.
+// resolved notes prefetch seq's agreed outcome at step: a failed read backs off 2, 4, ... steps, at
+// most 64.
 func (b *backOffModel) resolved(failed bool, step int64) {
 	if !failed {
 		b.failStreak, b.proven = 0, true
@@ -56,14 +59,14 @@ func (g *group) room(step int64, held []uint64) int {
 	return max(0, room)
 }
 
-// reservation is one prefetch reservation of a step, as the L2 stood before it: its pages, and the free slots
-// and pages of evictable objects it had.
+// reservation is one prefetch reservation of a step, as the L2 stood before it: its pages, and the
+// free slots and pages of evictable objects it had.
 type reservation struct{ pages, room int }
 
-// reserving notes, on CP rank 0, the L2's room for a prefetch reservation of pages pages: the free slots, and
-// the pages of the evictable objects the allocator would evict first (all of them, if they do not make room). The
-// allocator refuses exactly when these fall short: its object table, of one entry a slot, is full only when no
-// slot is free.
+// reserving notes, on CP rank 0, the L2's room for a prefetch reservation of pages pages: the free
+// slots, and the pages of the evictable objects the allocator would evict first (all of them, if
+// they do not make room). The allocator refuses exactly when these fall short: its object table, of
+// one entry a slot, is full only when no slot is free.
 func (r *rank) reserving(pages int, v cache.L2View) {
 	room := v.FreeSlots()
 	for _, obj := range v.OldestEvictable(pages - room) {
@@ -79,7 +82,10 @@ func (r *rank) planned(step int64, plans []cache.PrefetchPlan) {
 		return
 	}
 	held := slices.DeleteFunc(slices.Clone(g.unresolved), func(s uint64) bool {
-		return slices.ContainsFunc(plans, func(p cache.PrefetchPlan) bool { return p.Prefetch == s })
+		return slices.ContainsFunc(
+			plans,
+			func(p cache.PrefetchPlan) bool { return p.Prefetch == s },
+		)
 	})
 	if g.planBlocks == nil {
 		g.planBlocks = map[uint64]int{}
@@ -101,21 +107,45 @@ func (r *rank) planned(step int64, plans []cache.PrefetchPlan) {
 }
 
 // checkPlan checks one request's decision against the model.
-func (g *group) checkPlan(r *rank, step int64, p *cache.PrefetchPlan, held []uint64, startedBy map[uint64]uint64) bool {
+func (g *group) checkPlan(
+	r *rank,
+	step int64,
+	p *cache.PrefetchPlan,
+	held []uint64,
+	startedBy map[uint64]uint64,
+) bool {
 	cfg := &g.j.cfg
 	B, pt := cfg.L3.BlockTokens, cfg.Geometry.PageTokens
 	ids := p.Request.InputIDs[:len(p.Request.InputIDs)/pt*pt]
 	candidate := len(ids)-p.Usable >= cfg.L3.PrefetchThreshold && p.Usable/B < len(ids)/B
 	if candidate != (p.Check != 0) {
-		g.j.violate(r, fmt.Sprintf("L3 prefetch decision: a request with %d of its %d tokens served by the tree (threshold %d, %d-token blocks) is a candidate: the model says %v, the core %v",
-			p.Usable, len(ids), cfg.L3.PrefetchThreshold, B, candidate, p.Check != 0))
+		g.j.violate(
+			r,
+			fmt.Sprintf(
+				"L3 prefetch decision: a request with %d of its %d tokens served by the tree (threshold %d, %d-token blocks) is a candidate: the model says %v, the core %v",
+				p.Usable,
+				len(ids),
+				cfg.L3.PrefetchThreshold,
+				B,
+				candidate,
+				p.Check != 0,
+			),
+		)
 		return false
 	}
 	want := 0
 	if candidate {
 		if want = g.plannedCount(p, len(ids)/B); want < 0 {
-			g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: a request from token %d counts check %d, which not every rank answered over a span from block %d or earlier",
-				step, p.Usable, p.Check, p.Usable/B))
+			g.j.violate(
+				r,
+				fmt.Sprintf(
+					"L3 prefetch decision at step %d: a request from token %d counts check %d, which not every rank answered over a span from block %d or earlier",
+					step,
+					p.Usable,
+					p.Check,
+					p.Usable/B,
+				),
+			)
 			return false
 		}
 	}
@@ -135,7 +165,9 @@ func (g *group) checkPlan(r *rank, step int64, p *cache.PrefetchPlan, held []uin
 			heldThen = s.heldBy
 		}
 		want = min(want, g.room(step, heldThen))
-		if want > 0 && (p.Missed || p.Prefetch != 0) { // else no reservation was due: the comparison below names it
+		if want > 0 &&
+			// else no reservation was due: the comparison below names it
+			(p.Missed || p.Prefetch != 0) {
 			if !g.reserved(r, step, p, want) {
 				return false
 			}
@@ -145,9 +177,24 @@ func (g *group) checkPlan(r *rank, step int64, p *cache.PrefetchPlan, held []uin
 			return true
 		}
 	}
-	if p.Missed || (want == 0) != (p.Prefetch == 0) || want > 0 && p.Blocks != want || isShared && p.Prefetch != shared {
-		g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: a request from token %d of %d (check %d) waits for prefetch %d of %d blocks (a reservation missed: %v); the model says %d blocks (shared with prefetch %d: %v), from its check's runs, the cap and the room",
-			step, p.Usable, len(ids), p.Check, p.Prefetch, p.Blocks, p.Missed, want, shared, isShared))
+	if p.Missed || (want == 0) != (p.Prefetch == 0) || want > 0 && p.Blocks != want ||
+		isShared && p.Prefetch != shared {
+		g.j.violate(
+			r,
+			fmt.Sprintf(
+				"L3 prefetch decision at step %d: a request from token %d of %d (check %d) waits for prefetch %d of %d blocks (a reservation missed: %v); the model says %d blocks (shared with prefetch %d: %v), from its check's runs, the cap and the room",
+				step,
+				p.Usable,
+				len(ids),
+				p.Check,
+				p.Prefetch,
+				p.Blocks,
+				p.Missed,
+				want,
+				shared,
+				isShared,
+			),
+		)
 		return false
 	}
 	if want > 0 && !isShared {
@@ -160,8 +207,8 @@ func (g *group) checkPlan(r *rank, step int64, p *cache.PrefetchPlan, held []uin
 	return true
 }
 
-// plannedCount is a candidate's count before the room: the MIN of its check's runs shifted to its first block, at
-// most its prompt's blocks from there and the prefetch cap.
+// plannedCount is a candidate's count before the room: the MIN of its check's runs shifted to its
+// first block, at most its prompt's blocks from there and the prefetch cap.
 func (g *group) plannedCount(p *cache.PrefetchPlan, blocks int) int {
 	geo := g.j.cfg.Geometry
 	B := g.j.cfg.L3.BlockTokens
@@ -177,20 +224,39 @@ func (g *group) plannedCount(p *cache.PrefetchPlan, blocks int) int {
 	return max(0, min(agreed-(first-v.firstBlock), blocks-first, limit))
 }
 
-// reserved takes the reservation a request's new prefetch made, or the L2 refused: a refusal must leave the L2
-// short of room for the model's blocks (a started prefetch's blocks are the comparison's in checkPlan).
+// reserved takes the reservation a request's new prefetch made, or the L2 refused: a refusal must
+// leave the L2 short of room for the model's blocks (a started prefetch's blocks are the
+// comparison's in checkPlan).
 func (g *group) reserved(r *rank, step int64, p *cache.PrefetchPlan, want int) bool {
 	blockPages := g.j.cfg.L3.BlockTokens / g.j.cfg.Geometry.PageTokens
 	if len(g.reservations) == 0 {
-		g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: a request from token %d waits for prefetch %d (a reservation missed: %v), and no reservation was made for it",
-			step, p.Usable, p.Prefetch, p.Missed))
+		g.j.violate(
+			r,
+			fmt.Sprintf(
+				"L3 prefetch decision at step %d: a request from token %d waits for prefetch %d (a reservation missed: %v), and no reservation was made for it",
+				step,
+				p.Usable,
+				p.Prefetch,
+				p.Missed,
+			),
+		)
 		return false
 	}
 	res := g.reservations[0]
 	g.reservations = g.reservations[1:]
 	if p.Missed && res.room >= want*blockPages {
-		g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: a request from token %d had its reservation of %d L2 pages refused with %d free or evictable: room for the model's %d blocks of %d pages",
-			step, p.Usable, res.pages, res.room, want, blockPages))
+		g.j.violate(
+			r,
+			fmt.Sprintf(
+				"L3 prefetch decision at step %d: a request from token %d had its reservation of %d L2 pages refused with %d free or evictable: room for the model's %d blocks of %d pages",
+				step,
+				p.Usable,
+				res.pages,
+				res.room,
+				want,
+				blockPages,
+			),
+		)
 		return false
 	}
 	return true

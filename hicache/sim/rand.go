@@ -2,7 +2,8 @@ package sim
 
 import "github.com/cphicache/cphicache/pool"
 
-// rng is the simulator's only source of randomness: splitmix64 from one seed, so that a seed replays exactly.
+// rng is the simulator's only source of randomness: splitmix64 from one seed, so that a seed
+// replays exactly.
 type rng struct{ s uint64 }
 
 func newRNG(seed uint64) *rng { return &rng{s: seed} }

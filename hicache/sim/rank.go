@@ -9,9 +9,10 @@ import (
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
-// rank is one simulated rank: its core, and the core's Env over the group's simulated memory, the job's
-// simulated directory and the scheduler. Its step program runs as a coroutine: every Env call that would block
-// on a real rank (the step broadcast, a collective, a local wait) yields to the scheduler instead.
+// rank is one simulated rank: its core, and the core's Env over the group's simulated memory, the
+// job's simulated directory and the scheduler. Its step program runs as a coroutine: every Env call
+// that would block on a real rank (the step broadcast, a collective, a local wait) yields to the
+// scheduler instead.
 type rank struct {
 	g     *group
 	cp    int
@@ -26,25 +27,29 @@ type rank struct {
 	collDone   bool
 	bcastStep  int64
 	waitReason cache.WaitReason
-	queues     [queueKinds][]*pending // copies, block writes, block reads, existence checks (queueWidth says how many run at once)
-	completed  []cache.Completion
-	steps      int64
-	since      uint64 // the tick it began its present wait (the watchdog's)
-	stoppedAt  int64  // the step it stopped at (FaultStop)
-	err        error
-	panicked   any
+	// copies, block writes, block reads, existence checks (queueWidth says how many run at once)
+	queues    [queueKinds][]*pending
+	completed []cache.Completion
+	steps     int64
+	since     uint64 // the tick it began its present wait (the watchdog's)
+	stoppedAt int64  // the step it stopped at (FaultStop)
+	err       error
+	panicked  any
 
-	store    *l3.Store // this rank's L3 store, on its view of the job's directory; nil without an L3
+	// this rank's L3 store, on its view of the job's directory; nil without an L3
+	store    *l3.Store
 	readBuf  []byte
 	writeBuf []byte
 
-	foundKeys map[uint64]bool // the L3 keys this rank's existence checks ever found: the only blocks it may be agreed to read
+	// the L3 keys this rank's existence checks ever found: the only blocks it may be agreed to read
+	foundKeys map[uint64]bool
 
 	failNext, stickNext bool // armed faults: this rank's next copy fails, or never completes
 	outcomes            []cache.Outcome
 	stepLoads           pageTally // this step's load-back pages, by where their bytes came from
 	lastPrefetch        uint64    // the last L3 prefetch this rank started (provenance.go)
-	// write_back (writeback.go): the slots of the objects about to be evicted at this rank's last consensus
+	// write_back (writeback.go): the slots of the objects about to be evicted at this rank's last
+	// consensus
 	evictingSlots map[cache.SlabSlot]bool
 }
 
@@ -60,7 +65,15 @@ const (
 	stFinished           // Run returned
 )
 
-var stateNames = [...]string{"new", "running", "in the step broadcast", "in a collective", "in a local wait", "stopped", "finished"}
+var stateNames = [...]string{
+	"new",
+	"running",
+	"in the step broadcast",
+	"in a collective",
+	"in a local wait",
+	"stopped",
+	"finished",
+}
 
 const (
 	queueCopies = iota
@@ -70,9 +83,9 @@ const (
 	queueKinds
 )
 
-// queueWidth is how many of a queue's first entries may complete, in any order, as the runner's workers do:
-// one copy worker (copies complete in order), and a few L3 writers and readers (hicache/runner/l3io.go's l3Writers
-// and l3Readers; existence checks run on the readers).
+// queueWidth is how many of a queue's first entries may complete, in any order, as the runner's
+// workers do: one copy worker (copies complete in order), and a few L3 writers and readers
+// (hicache/runner/l3io.go's l3Writers and l3Readers; existence checks run on the readers).
 var queueWidth = [queueKinds]int{queueCopies: 1, queueWrites: 2, queueReads: 4, queueChecks: 4}
 
 // errAborted ends a rank's program when the scheduler stops the job.
@@ -113,7 +126,9 @@ func (r *rank) NextStep(step int64) ([]workload.Event, error) {
 	if batch == nil {
 		return nil, nil
 	}
-	return append([]workload.Event(nil), batch...), nil // each rank's own slice: the core keys requests by address
+	return append(
+		[]workload.Event(nil),
+		batch...), nil // each rank's own slice: the core keys requests by address
 }
 
 func (r *rank) armFaults(step int64) {
@@ -132,7 +147,9 @@ func (r *rank) armFaults(step int64) {
 // Collective arrives at the group's collective and waits until every rank has.
 func (r *rank) Collective(c *cache.Collective) error {
 	j := &r.g.j.cfg
-	if j.Fault == FaultExit && r.g.index == 0 && r.cp == j.FaultRank && c.Kind == cache.StepConsensus && c.Step == j.FaultStep {
+	if j.Fault == FaultExit && r.g.index == 0 && r.cp == j.FaultRank &&
+		c.Kind == cache.StepConsensus &&
+		c.Step == j.FaultStep {
 		r.fired()
 		return errExited
 	}
@@ -146,8 +163,8 @@ func (r *rank) Collective(c *cache.Collective) error {
 	return nil
 }
 
-// Start hands work to the scheduler, which completes it later, in order per queue; it first checks the reference
-// rule against every rank's work in flight.
+// Start hands work to the scheduler, which completes it later, in order per queue; it first checks
+// the reference rule against every rank's work in flight.
 func (r *rank) Start(w cache.Work) {
 	j := r.g.j
 	p := &pending{work: w, rank: r, readyAt: j.now + j.delay()}
@@ -189,9 +206,11 @@ func (r *rank) Start(w cache.Work) {
 		r.g.checkStarted(w)
 	}
 	if q != queueCopies && r.hangs() {
-		p.hung, p.stuck = true, p.deadline == 0 // a read with a deadline is given up at it; the rest hang forever
+		// a read with a deadline is given up at it; the rest hang forever
+		p.hung, p.stuck = true, p.deadline == 0
 		r.fired()
-		r.g.j.stalled = r.g.j.stalled || q == queueWrites // every write is waited for before the job ends
+		r.g.j.stalled = r.g.j.stalled ||
+			q == queueWrites // every write is waited for before the job ends
 	}
 	r.g.reference(p)
 	r.queues[q] = append(r.queues[q], p)
@@ -220,7 +239,8 @@ func (r *rank) Poll() {
 	}
 }
 
-// StepDone records the rank's state hash for the group's check, and lets another job touch the directory.
+// StepDone records the rank's state hash for the group's check, and lets another job touch the
+// directory.
 func (r *rank) StepDone(step int64) {
 	r.steps = step
 	r.g.reportHash(r, step, r.core.StateHash())
@@ -229,8 +249,9 @@ func (r *rank) StepDone(step int64) {
 	}
 }
 
-// BeginStep and Served pace a serving clock's steps in a real run; the simulator's time is its scheduler's, and
-// Served checks the step's hits by tier against the pages it loaded back (provenance.go).
+// BeginStep and Served pace a serving clock's steps in a real run; the simulator's time is its
+// scheduler's, and Served checks the step's hits by tier against the pages it loaded back
+// (provenance.go).
 func (r *rank) BeginStep(int64)            {}
 func (r *rank) Served(s *cache.ServedStep) { r.servedFrom(s) }
 
@@ -246,24 +267,43 @@ func (r *rank) Fill(f *cache.Fill) error {
 func (r *rank) VerifyLoad(v *cache.Verify) (int64, int64, error) {
 	checked, bad := r.g.mem.Verify(r.cp, v)
 	if bad > 0 {
-		r.g.j.violate(r, fmt.Sprintf("load-back %d: %d of %d pages had a wrong byte", v.Seq, bad, checked))
+		r.g.j.violate(
+			r,
+			fmt.Sprintf("load-back %d: %d of %d pages had a wrong byte", v.Seq, bad, checked),
+		)
 	}
 	return checked, bad, nil
 }
 
-// Audit checks the parts the core asked for in this rank's node's slab; asking for fewer than every part the
-// node holds is itself a violation, and so is a committed object that some node of the group never audits
-// (group.checkAudits).
+// Audit checks the parts the core asked for in this rank's node's slab; asking for fewer than every
+// part the node holds is itself a violation, and so is a committed object that some node of the
+// group never audits (group.checkAudits).
 func (r *rank) Audit(a *cache.Audit) bool {
 	if parts := r.g.j.cfg.Geometry.NodeParts(); a.Parts != parts {
-		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d checks %d of the %d parts on node %d", a.Object, a.Parts, parts, r.node))
+		r.g.j.violate(
+			r,
+			fmt.Sprintf(
+				"the audit of L2 object %d checks %d of the %d parts on node %d",
+				a.Object,
+				a.Parts,
+				parts,
+				r.node,
+			),
+		)
 	}
 	r.g.audited[a.Seq] = append(r.g.audited[a.Seq], r.node)
 	r.g.committedWhole(a)
 	r.g.auditedWriteBack(a)
 	ok := r.g.mem.NodeSlotsMatch(r.node, a.Slots, a.Tokens, a.StartPos, a.Parts)
 	if !ok {
-		r.g.j.violate(r, fmt.Sprintf("the audit of L2 object %d (backup %d) found a wrong byte in the shared slab", a.Object, a.Seq))
+		r.g.j.violate(
+			r,
+			fmt.Sprintf(
+				"the audit of L2 object %d (backup %d) found a wrong byte in the shared slab",
+				a.Object,
+				a.Seq,
+			),
+		)
 	}
 	return ok
 }

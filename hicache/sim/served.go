@@ -9,22 +9,25 @@ import (
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
-// The served-prefix model: bounds on the prefix the core's tree serves each request (cache.PrefetchPlan.Usable,
-// which the prefetch decision counts from), from what the simulator saw written where, not from the tree. A page
-// is named by its path: its prompt's tokens up to its end (pathIDs), as the tree's one node for it is. CP rank
-// 0's Env sees every write of its device pages (a Fill, within the serve of a request the core names: the
-// computed KV of that request's path; a load-back: what its backup's slots held) and of its backups' slots (what
-// their device pages held); when a step's decision begins the core shows it the device pages taken and which
-// backups are live and committed (cache.L2View). What it names is exact or unnamed: a load-back from an object
-// that is no backup (a prefetch's, whose object and slots no Env call names) leaves its device pages unnamed.
+// The served-prefix model: bounds on the prefix the core's tree serves each request
+// (cache.PrefetchPlan.Usable, which the prefetch decision counts from), from what the simulator saw
+// written where, not from the tree. A page is named by its path: its prompt's tokens up to its end
+// (pathIDs), as the tree's one node for it is. CP rank 0's Env sees every write of its device pages
+// (a Fill, within the serve of a request the core names: the computed KV of that request's path; a
+// load-back: what its backup's slots held) and of its backups' slots (what their device pages
+// held); when a step's decision begins the core shows it the device pages taken and which backups
+// are live and committed (cache.L2View). What it names is exact or unnamed: a load-back from an
+// object that is no backup (a prefetch's, whose object and slots no Env call names) leaves its
+// device pages unnamed.
 //
-// Above: the tree serves a node only from device pages it holds or from its committed L2 object, so every page
-// of a served prefix must be held now, or have been read by an L3 prefetch (every block any reader started).
-// Below: a page held is its node's (one node a path; a device page taken was written, by rank 0, by whoever took
-// it; a live backup's node points into it until it goes), so the tree serves at least up to the first page not
-// held. A decision counting a page past the tree's usable KV (served_prefix_page_long), a tree whose served prefix
-// runs on through nodes whose KV was evicted from L1 and L2 (served_prefix_hollow), and one that stops a page
-// short of it (served_prefix_page_short) are each a wrong value every rank agrees and no byte contradicts.
+// Above: the tree serves a node only from device pages it holds or from its committed L2 object, so
+// every page of a served prefix must be held now, or have been read by an L3 prefetch (every block
+// any reader started). Below: a page held is its node's (one node a path; a device page taken was
+// written, by rank 0, by whoever took it; a live backup's node points into it until it goes), so
+// the tree serves at least up to the first page not held. A decision counting a page past the
+// tree's usable KV (served_prefix_page_long), a tree whose served prefix runs on through nodes
+// whose KV was evicted from L1 and L2 (served_prefix_hollow), and one that stops a page short of it
+// (served_prefix_page_short) are each a wrong value every rank agrees and no byte contradicts.
 
 // heldModel is CP rank 0's account of what each device page and backup slot holds, by page path.
 type heldModel struct {
@@ -38,8 +41,8 @@ type heldModel struct {
 	info       map[uint64]pageInfo
 }
 
-// pageInfo is what a named page is (writeback.go walks the pages of blocks with it): the page before it on its
-// path (0 for the first), its index on the path, and its tokens.
+// pageInfo is what a named page is (writeback.go walks the pages of blocks with it): the page
+// before it on its path (0 for the first), its index on the path, and its tokens.
 type pageInfo struct {
 	parent uint64
 	index  int
@@ -75,7 +78,10 @@ func parentID(path []uint64, k int) uint64 {
 // serving notes, on CP rank 0, the request whose serve writes the next Fills.
 func (r *rank) serving(req *workload.Request) {
 	if r.g.j.cfg.L3.Enabled {
-		r.g.held.servingIDs, r.g.held.serving = req.InputIDs, pathIDs(req.InputIDs, r.g.j.cfg.Geometry.PageTokens)
+		r.g.held.servingIDs, r.g.held.serving = req.InputIDs, pathIDs(
+			req.InputIDs,
+			r.g.j.cfg.Geometry.PageTokens,
+		)
 	}
 }
 
@@ -88,11 +94,16 @@ func (r *rank) filled(f *cache.Fill) {
 	h.init()
 	for i, page := range f.DevicePages {
 		at := f.StartPos + i*pt
-		if at+pt <= len(h.servingIDs) && slices.Equal(f.Tokens[i*pt:(i+1)*pt], h.servingIDs[at:at+pt]) {
+		if at+pt <= len(h.servingIDs) &&
+			slices.Equal(f.Tokens[i*pt:(i+1)*pt], h.servingIDs[at:at+pt]) {
 			k := at / pt
 			h.device[page] = h.serving[k]
 			if _, ok := h.info[h.serving[k]]; !ok && r.g.j.cfg.L3.WritePolicy == cache.L3WriteBack {
-				h.info[h.serving[k]] = pageInfo{parent: parentID(h.serving, k), index: k, tokens: h.servingIDs[at : at+pt]}
+				h.info[h.serving[k]] = pageInfo{
+					parent: parentID(h.serving, k),
+					index:  k,
+					tokens: h.servingIDs[at : at+pt],
+				}
 			}
 		} else {
 			delete(h.device, page) // not the served request's path: unnamed
@@ -100,8 +111,9 @@ func (r *rank) filled(f *cache.Fill) {
 	}
 }
 
-// copied notes a copy started on CP rank 0: a backup's slots hold what its device pages held, a load-back's
-// device pages what its backup's slots held (nothing named from an object that is no backup: a prefetch's).
+// copied notes a copy started on CP rank 0: a backup's slots hold what its device pages held, a
+// load-back's device pages what its backup's slots held (nothing named from an object that is no
+// backup: a prefetch's).
 func (r *rank) copied(c *cache.Copy) {
 	if r.cp != 0 || !r.g.j.cfg.L3.Enabled {
 		return
@@ -142,8 +154,9 @@ func (g *group) readPages(w *cache.BlockRead) {
 	}
 }
 
-// planning takes, on CP rank 0, the pages held as the step's decision begins: those of its taken device pages,
-// and of the slots of its live committed backups (those gone are forgotten: object ids are never reused).
+// planning takes, on CP rank 0, the pages held as the step's decision begins: those of its taken
+// device pages, and of the slots of its live committed backups (those gone are forgotten: object
+// ids are never reused).
 func (r *rank) planning(v cache.L2View) {
 	h := &r.g.held
 	h.init()
@@ -168,16 +181,23 @@ func (r *rank) planning(v cache.L2View) {
 	}
 }
 
-// checkServed checks each request's served prefix against the pages held when the decision began: no page
-// beyond them, unless a prefetch read it, and none short of the first page not held.
+// checkServed checks each request's served prefix against the pages held when the decision began:
+// no page beyond them, unless a prefetch read it, and none short of the first page not held.
 func (g *group) checkServed(r *rank, step int64, plans []cache.PrefetchPlan) bool {
 	pt := g.j.cfg.Geometry.PageTokens
 	h := &g.held
 	for _, p := range plans {
 		ids := p.Request.InputIDs
 		if p.Usable < 0 || p.Usable%pt != 0 || p.Usable > len(ids)/pt*pt {
-			g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: a request of %d tokens served %d by the tree: not whole pages of its prompt",
-				step, len(ids), p.Usable))
+			g.j.violate(
+				r,
+				fmt.Sprintf(
+					"L3 prefetch decision at step %d: a request of %d tokens served %d by the tree: not whole pages of its prompt",
+					step,
+					len(ids),
+					p.Usable,
+				),
+			)
 			return false
 		}
 		path, held := pathIDs(ids, pt), 0
@@ -186,14 +206,31 @@ func (g *group) checkServed(r *rank, step int64, plans []cache.PrefetchPlan) boo
 		}
 		for k := held; k < p.Usable/pt; k++ {
 			if !h.now[path[k]] && !h.prefetched[path[k]] {
-				g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: the tree served the first %d tokens of a request of %d, but tokens %d..%d are held on no device page taken, in no committed backup and were read by no prefetch",
-					step, p.Usable, len(ids), k*pt, k*pt+pt-1))
+				g.j.violate(
+					r,
+					fmt.Sprintf(
+						"L3 prefetch decision at step %d: the tree served the first %d tokens of a request of %d, but tokens %d..%d are held on no device page taken, in no committed backup and were read by no prefetch",
+						step,
+						p.Usable,
+						len(ids),
+						k*pt,
+						k*pt+pt-1,
+					),
+				)
 				return false
 			}
 		}
 		if p.Usable < held*pt {
-			g.j.violate(r, fmt.Sprintf("L3 prefetch decision at step %d: the tree served the first %d tokens of a request of %d, but it holds its first %d on device pages taken or in committed backups",
-				step, p.Usable, len(ids), held*pt))
+			g.j.violate(
+				r,
+				fmt.Sprintf(
+					"L3 prefetch decision at step %d: the tree served the first %d tokens of a request of %d, but it holds its first %d on device pages taken or in committed backups",
+					step,
+					p.Usable,
+					len(ids),
+					held*pt,
+				),
+			)
 			return false
 		}
 		g.j.models.ServedPages += int64(p.Usable / pt)

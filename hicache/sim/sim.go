@@ -30,30 +30,41 @@ type Options struct {
 
 // Result is what a simulation did.
 type Result struct {
-	Jobs               int
-	Steps, RankSteps   int64    // group steps, and rank steps (a group step of cp ranks is cp of them)
-	CP8Steps           int64    // group steps of CP groups of 8 ranks
-	StepsOnNodes       [5]int64 // group steps of CP groups over 1, 2 and 4 nodes, by node count
-	Outcomes           [outcomeKinds]int
-	Hash               uint64 // of every job's final state: the same for the same options
-	Violation          *Violation
-	LastJob            JobConfig
-	L3Jobs, FaultJobs  int
-	ModelChecked       int                 // jobs whose hits were compared with the sequential model
-	Reached            [sometimesKinds]int // by interesting branch (sometimes.go), the jobs that took it
-	Modes              [modeKinds]int      // jobs by the mode they were drawn in
-	Swarm              swarmCoverage       // what the swarm jobs enabled
-	Permanent, Stalled int                 // liveness jobs whose permanent fault fired, and of them those it stalled (each ended by the watchdog)
-	BlocksRead         int64               // L3 blocks read into the slab
-	BlocksChecked      int64               // of them, checked there by the simulator
-	Models             ModelTally          // what the decision models checked (votes.go, writeback.go)
-	// What the jobs' groups did, summed (replicated counters, from each group's CP rank 0): proof that the
-	// paths the checks watch were taken.
+	Jobs int
+	// group steps, and rank steps (a group step of cp ranks is cp of them)
+	Steps, RankSteps  int64
+	CP8Steps          int64    // group steps of CP groups of 8 ranks
+	StepsOnNodes      [5]int64 // group steps of CP groups over 1, 2 and 4 nodes, by node count
+	Outcomes          [outcomeKinds]int
+	Hash              uint64 // of every job's final state: the same for the same options
+	Violation         *Violation
+	LastJob           JobConfig
+	L3Jobs, FaultJobs int
+	// jobs whose hits were compared with the sequential model
+	ModelChecked int
+	// by interesting branch (sometimes.go), the jobs that took it
+	Reached [sometimesKinds]int
+	Modes   [modeKinds]int // jobs by the mode they were drawn in
+	Swarm   swarmCoverage  // what the swarm jobs enabled
+	// liveness jobs whose permanent fault fired, and of them those it stalled (each ended by the
+	// watchdog)
+	Permanent, Stalled int
+	BlocksRead         int64 // L3 blocks read into the slab
+	BlocksChecked      int64 // of them, checked there by the simulator
+	// what the decision models checked (votes.go, writeback.go)
+	Models ModelTally
+	// What the jobs' groups did, summed (replicated counters, from each group's CP rank 0): proof
+	// that the paths the checks watch were taken.
 	Totals cache.Counters
 }
 
 // JobSeed is the seed of the i-th job of a simulation of seed.
-func JobSeed(seed uint64, i int) uint64 { return pool.Mix64(seed*0x2545f4914f6cdd1d + uint64(i) + 1) }
+func JobSeed(
+	seed uint64,
+	i int,
+) uint64 {
+	return pool.Mix64(seed*0x2545f4914f6cdd1d + uint64(i) + 1)
+}
 
 // Run runs jobs until a violation, the step or job budget, or Stop.
 func Run(o Options) Result {
@@ -80,7 +91,9 @@ func Run(o Options) Result {
 		if o.Report != nil {
 			o.Report(jr)
 		}
-		if res.Violation != nil || o.JobSeed != 0 || (o.Jobs > 0 && res.Jobs >= o.Jobs) || (o.Steps > 0 && res.Steps >= o.Steps) || (o.Stop != nil && o.Stop()) {
+		if res.Violation != nil || o.JobSeed != 0 || (o.Jobs > 0 && res.Jobs >= o.Jobs) ||
+			(o.Steps > 0 && res.Steps >= o.Steps) ||
+			(o.Stop != nil && o.Stop()) {
 			return res
 		}
 	}
@@ -95,11 +108,14 @@ type JobResult struct {
 	Hash         uint64
 	Violation    *Violation
 	ModelChecked bool
-	ReadsGivenUp int64  // L3 reads given up at their deadline
-	Fired        bool   // the injected fault took effect
-	Stalled      bool   // a permanent fault took hold that only the watchdog can end (a rank stopped, an L3 write hung)
-	Watchdog     string // the watchdog's line when it ended the job: what every rank still running waited on
-	// L3 blocks read into the slab, and checked there against their content by the simulator (blocks.go).
+	ReadsGivenUp int64 // L3 reads given up at their deadline
+	Fired        bool  // the injected fault took effect
+	// a permanent fault took hold that only the watchdog can end (a rank stopped, an L3 write hung)
+	Stalled bool
+	// the watchdog's line when it ended the job: what every rank still running waited on
+	Watchdog string
+	// L3 blocks read into the slab, and checked there against their content by the simulator
+	// (blocks.go).
 	BlocksRead, BlocksChecked int64
 	Models                    ModelTally
 }
@@ -107,22 +123,45 @@ type JobResult struct {
 // RunJob simulates one job.
 func RunJob(cfg JobConfig) JobResult { return runJob(cfg, nil) }
 
-// runJob simulates one job. A panic anywhere in it (the core's step program, the simulator's Env, scheduler or
-// checks) is the job's violation, with its seed, not the end of the process: the run reports it as any other.
+// runJob simulates one job. A panic anywhere in it (the core's step program, the simulator's Env,
+// scheduler or checks) is the job's violation, with its seed, not the end of the process: the run
+// reports it as any other.
 func runJob(cfg JobConfig, tamper func([]cache.Outcome)) (out JobResult) {
 	defer func() {
 		if p := recover(); p != nil {
-			out = JobResult{Config: cfg, Violation: &Violation{JobSeed: cfg.Seed, Group: -1, Rank: -1, Config: cfg.String(),
-				What: fmt.Sprintf("the simulator panicked (outside any rank's step program): %v", p)}}
+			out = JobResult{
+				Config: cfg,
+				Violation: &Violation{JobSeed: cfg.Seed, Group: -1, Rank: -1, Config: cfg.String(),
+					What: fmt.Sprintf(
+						"the simulator panicked (outside any rank's step program): %v",
+						p,
+					)},
+			}
 		}
 	}()
 	j, err := newJob(cfg)
 	if err != nil {
-		return JobResult{Config: cfg, Violation: &Violation{JobSeed: cfg.Seed, Group: -1, Rank: -1, What: "the core refused the configuration: " + err.Error(), Config: cfg.String()}}
+		return JobResult{
+			Config: cfg,
+			Violation: &Violation{
+				JobSeed: cfg.Seed,
+				Group:   -1,
+				Rank:    -1,
+				What:    "the core refused the configuration: " + err.Error(),
+				Config:  cfg.String(),
+			},
+		}
 	}
 	j.tamperOutcome = tamper
 	j.run()
-	out = JobResult{Config: cfg, Fired: j.firedAt != 0, Stalled: j.stalled, Watchdog: j.stuck, BlocksRead: j.blocks.read, BlocksChecked: j.blocks.checked}
+	out = JobResult{
+		Config:        cfg,
+		Fired:         j.firedAt != 0,
+		Stalled:       j.stalled,
+		Watchdog:      j.stuck,
+		BlocksRead:    j.blocks.read,
+		BlocksChecked: j.blocks.checked,
+	}
 	if j.violation == nil {
 		out.Outcome = j.finalChecks()
 	}

@@ -7,44 +7,93 @@ import (
 	"github.com/cphicache/cphicache/hicache/cache"
 )
 
-// TestBoundedSimulationFindsNothing runs a fixed number of jobs from a fixed seed: the cache as it is must break
-// no invariant in any of them, and the jobs must cover what the simulator is for.
+// TestBoundedSimulationFindsNothing runs a fixed number of jobs from a fixed seed: the cache as it
+// is must break no invariant in any of them, and the jobs must cover what the simulator is for.
 func TestBoundedSimulationFindsNothing(t *testing.T) {
 	res := Run(Options{Seed: 1, Jobs: 300})
 	if res.Violation != nil {
 		t.Fatal(res.Violation)
 	}
-	if res.L3Jobs == 0 || res.FaultJobs == 0 || res.Outcomes[FailedLoud] == 0 || res.Outcomes[WatchdogEnd] == 0 || res.CP8Steps == 0 ||
-		res.StepsOnNodes[2] == 0 || res.StepsOnNodes[4] == 0 {
-		t.Errorf("the jobs miss a part of the space: %d with an L3, %d with a fault, outcomes %v, %d CP8 steps, steps over 2 and 4 nodes %d and %d", res.L3Jobs, res.FaultJobs, res.Outcomes, res.CP8Steps, res.StepsOnNodes[2], res.StepsOnNodes[4])
+	if res.L3Jobs == 0 || res.FaultJobs == 0 || res.Outcomes[FailedLoud] == 0 ||
+		res.Outcomes[WatchdogEnd] == 0 ||
+		res.CP8Steps == 0 ||
+		res.StepsOnNodes[2] == 0 ||
+		res.StepsOnNodes[4] == 0 {
+		t.Errorf(
+			"the jobs miss a part of the space: %d with an L3, %d with a fault, outcomes %v, %d CP8 steps, steps over 2 and 4 nodes %d and %d",
+			res.L3Jobs,
+			res.FaultJobs,
+			res.Outcomes,
+			res.CP8Steps,
+			res.StepsOnNodes[2],
+			res.StepsOnNodes[4],
+		)
 	}
 	c := res.Totals
-	if c.L1HitTokens == 0 || c.L2HitTokens == 0 || c.L3HitTokens == 0 || c.L3PrefetchMisses == 0 || c.L3PrefetchTimeouts == 0 ||
-		c.L2Evictions == 0 || c.Flushes == 0 || c.L3PrefetchFlushed == 0 || c.L3ChecksAhead == 0 || c.L3ChecksInStep == 0 ||
+	if c.L1HitTokens == 0 || c.L2HitTokens == 0 || c.L3HitTokens == 0 || c.L3PrefetchMisses == 0 ||
+		c.L3PrefetchTimeouts == 0 ||
+		c.L2Evictions == 0 || c.Flushes == 0 ||
+		c.L3PrefetchFlushed == 0 ||
+		c.L3ChecksAhead == 0 ||
+		c.L3ChecksInStep == 0 ||
 		c.L3CountsAhead == 0 {
-		t.Errorf("a path is never taken: hits L1 %d L2 %d L3 %d, %d prefetches cut short, %d timed out, %d dropped by a flush, %d L2 evictions, %d flushes, existence checks %d ahead and %d in their step, %d steps' counts agreed ahead",
-			c.L1HitTokens, c.L2HitTokens, c.L3HitTokens, c.L3PrefetchMisses, c.L3PrefetchTimeouts, c.L3PrefetchFlushed, c.L2Evictions, c.Flushes, c.L3ChecksAhead, c.L3ChecksInStep, c.L3CountsAhead)
+		t.Errorf(
+			"a path is never taken: hits L1 %d L2 %d L3 %d, %d prefetches cut short, %d timed out, %d dropped by a flush, %d L2 evictions, %d flushes, existence checks %d ahead and %d in their step, %d steps' counts agreed ahead",
+			c.L1HitTokens,
+			c.L2HitTokens,
+			c.L3HitTokens,
+			c.L3PrefetchMisses,
+			c.L3PrefetchTimeouts,
+			c.L3PrefetchFlushed,
+			c.L2Evictions,
+			c.Flushes,
+			c.L3ChecksAhead,
+			c.L3ChecksInStep,
+			c.L3CountsAhead,
+		)
 	}
-	t.Logf("%d jobs, %d steps, outcomes %v, %d with an L3, %d with a fault, %d checked against the model", res.Jobs, res.Steps, res.Outcomes, res.L3Jobs, res.FaultJobs, res.ModelChecked)
+	t.Logf(
+		"%d jobs, %d steps, outcomes %v, %d with an L3, %d with a fault, %d checked against the model",
+		res.Jobs,
+		res.Steps,
+		res.Outcomes,
+		res.L3Jobs,
+		res.FaultJobs,
+		res.ModelChecked,
+	)
 }
 
-// TestTheSameSeedReplaysExactly: a seed is a replay, to the state hash; another seed is another run.
+// TestTheSameSeedReplaysExactly: a seed is a replay, to the state hash; another seed is another
+// run.
 func TestTheSameSeedReplaysExactly(t *testing.T) {
-	a, b, c := Run(Options{Seed: 9, Jobs: 40}), Run(Options{Seed: 9, Jobs: 40}), Run(Options{Seed: 10, Jobs: 40})
+	a, b, c := Run(
+		Options{Seed: 9, Jobs: 40},
+	), Run(
+		Options{Seed: 9, Jobs: 40},
+	), Run(
+		Options{Seed: 10, Jobs: 40},
+	)
 	if a.Hash != b.Hash || a.Steps != b.Steps {
-		t.Errorf("seed 9 twice: hash %016x and %016x, steps %d and %d", a.Hash, b.Hash, a.Steps, b.Steps)
+		t.Errorf(
+			"seed 9 twice: hash %016x and %016x, steps %d and %d",
+			a.Hash,
+			b.Hash,
+			a.Steps,
+			b.Steps,
+		)
 	}
 	if a.Hash == c.Hash {
 		t.Errorf("seeds 9 and 10 end with the same hash %016x", a.Hash)
 	}
 	one := RunJob(Draw(JobSeed(9, 3), 0, 0))
-	if again := RunJob(Draw(JobSeed(9, 3), 0, 0)); one.Hash != again.Hash || one.Steps != again.Steps {
+	if again := RunJob(Draw(JobSeed(9, 3), 0, 0)); one.Hash != again.Hash ||
+		one.Steps != again.Steps {
 		t.Errorf("one job twice: hash %016x and %016x", one.Hash, again.Hash)
 	}
 }
 
-// TestSynchronousJobsMatchTheSequentialModel: with every step drained, no L3 and no fault, the hits by tier of
-// every request are the sequential model's; the comparison ran, and it can fail.
+// TestSynchronousJobsMatchTheSequentialModel: with every step drained, no L3 and no fault, the hits
+// by tier of every request are the sequential model's; the comparison ran, and it can fail.
 func TestSynchronousJobsMatchTheSequentialModel(t *testing.T) {
 	sync := func(j *JobConfig) { j.SyncCopies, j.L3, j.Fault = true, cache.L3Config{}, FaultNone }
 	res := Run(Options{Seed: 3, Jobs: 150, Configure: sync})
@@ -62,19 +111,43 @@ func TestSynchronousJobsMatchTheSequentialModel(t *testing.T) {
 	}
 }
 
-// seedsThatFoundBugs are jobs that once broke an invariant: each must now run clean. Add every seed the
-// simulator fails on here, with what it found, once it is fixed.
+// seedsThatFoundBugs are jobs that once broke an invariant: each must now run clean. Add every seed
+// the simulator fails on here, with what it found, once it is fixed.
 var seedsThatFoundBugs = []struct {
 	jobSeed uint64
 	found   string
 	mode    Mode // how the job was drawn (plain when not said)
 }{
-	{3547614547094447529, "a flush event in a step that first served prefetch-deferred requests left their nodes locked; unlocking them after the reset queued dead nodes still holding device pages, and an L1 eviction freed those pages a second time", ModePlain},
-	{2980954609015642673, "a divergence injected after step 8 (cp 3, an L3 with wait_complete) changed the diverged rank's tree, so at step 9 it alone entered the l3_prefetch call (MPI, 5 words) while its peers entered the step consensus: nothing paired, and a real job hung until the watchdog; the call is now a consensus over the step's vector and transport, and the digests in it name the divergence", ModePlain},
-	{2845627613827472915, "a block of an L3 written twice at once (cp 2 dp 2 over 2 nodes, write_back): the write policy reached a block over two tree nodes or L2 objects from each and scheduled it twice, so its writer wrote the same file twice for nothing, about one block write in a hundred; no byte went wrong, and nothing saw it until the simulator's write model (blocks.go, writesOnce); the core now schedules a block only once while its write is in flight", ModePlain},
-	{4084919422953816095, "the simulator's own provenance check (provenance.go) at first held every load-back of a prefetch's bytes to be an L3 hit; a prefetched node recomputed before its first hit (L1 could not take an earlier node's load-back) is the L2's when next loaded back, as the core counts it, so the check allowed that way (until issue 37: a Fill now names its node's L2 slots, and the check is exact)", ModeSwarm},
-	{17362763060051833868, "the provenance check made exact (a Fill names its node's L2 slots, and a recomputed prefetched node's next load-back is the L2's) at first cleared the L3 marks of every slot a Fill named; a slower rank recomputed a node of an object whose slots a faster rank had already reserved for a prefetch and read into (its own replica evicted the object only at its own prefetch), so a Fill now clears only marks of prefetches its rank has started", ModeSwarm},
-	{5247186328947336961, "the liveness rule at first required every job whose L3 hung to end by the watchdog; an L3 read that hangs under the timeout policy is given up at its deadline, and a hung existence check may be one nobody waits for, so the job ends by itself; only a stopped rank or a hung write (every write is waited for before the end) must stall it", ModeLiveness},
+	{
+		3547614547094447529,
+		"a flush event in a step that first served prefetch-deferred requests left their nodes locked; unlocking them after the reset queued dead nodes still holding device pages, and an L1 eviction freed those pages a second time",
+		ModePlain,
+	},
+	{
+		2980954609015642673,
+		"a divergence injected after step 8 (cp 3, an L3 with wait_complete) changed the diverged rank's tree, so at step 9 it alone entered the l3_prefetch call (MPI, 5 words) while its peers entered the step consensus: nothing paired, and a real job hung until the watchdog; the call is now a consensus over the step's vector and transport, and the digests in it name the divergence",
+		ModePlain,
+	},
+	{
+		2845627613827472915,
+		"a block of an L3 written twice at once (cp 2 dp 2 over 2 nodes, write_back): the write policy reached a block over two tree nodes or L2 objects from each and scheduled it twice, so its writer wrote the same file twice for nothing, about one block write in a hundred; no byte went wrong, and nothing saw it until the simulator's write model (blocks.go, writesOnce); the core now schedules a block only once while its write is in flight",
+		ModePlain,
+	},
+	{
+		4084919422953816095,
+		"the simulator's own provenance check (provenance.go) at first held every load-back of a prefetch's bytes to be an L3 hit; a prefetched node recomputed before its first hit (L1 could not take an earlier node's load-back) is the L2's when next loaded back, as the core counts it, so the check allowed that way (until issue 37: a Fill now names its node's L2 slots, and the check is exact)",
+		ModeSwarm,
+	},
+	{
+		17362763060051833868,
+		"the provenance check made exact (a Fill names its node's L2 slots, and a recomputed prefetched node's next load-back is the L2's) at first cleared the L3 marks of every slot a Fill named; a slower rank recomputed a node of an object whose slots a faster rank had already reserved for a prefetch and read into (its own replica evicted the object only at its own prefetch), so a Fill now clears only marks of prefetches its rank has started",
+		ModeSwarm,
+	},
+	{
+		5247186328947336961,
+		"the liveness rule at first required every job whose L3 hung to end by the watchdog; an L3 read that hangs under the timeout policy is given up at its deadline, and a hung existence check may be one nobody waits for, so the job ends by itself; only a stopped rank or a hung write (every write is waited for before the end) must stall it",
+		ModeLiveness,
+	},
 }
 
 func TestSeedsThatFoundBugsRunClean(t *testing.T) {
@@ -85,7 +158,8 @@ func TestSeedsThatFoundBugsRunClean(t *testing.T) {
 	}
 }
 
-// FuzzSimulatedJob draws a job from the fuzzer's seed: every one must break no invariant (make fuzz).
+// FuzzSimulatedJob draws a job from the fuzzer's seed: every one must break no invariant (make
+// fuzz).
 func FuzzSimulatedJob(f *testing.F) {
 	for _, s := range seedsThatFoundBugs {
 		f.Add(s.jobSeed)
@@ -98,9 +172,10 @@ func FuzzSimulatedJob(f *testing.F) {
 	})
 }
 
-// TestServingStepsAreSimulated: jobs whose steps the serving clock forms (by arrival and a token budget, CP rank
-// 0's decision) run clean, match the sequential model when synchronous, and make steps of every shape: several
-// requests, one request, and steps formed before their first request arrived.
+// TestServingStepsAreSimulated: jobs whose steps the serving clock forms (by arrival and a token
+// budget, CP rank 0's decision) run clean, match the sequential model when synchronous, and make
+// steps of every shape: several requests, one request, and steps formed before their first request
+// arrived.
 func TestServingStepsAreSimulated(t *testing.T) {
 	serve := func(j *JobConfig) {
 		pt := int64(j.Geometry.PageTokens)
@@ -140,8 +215,8 @@ func TestServingStepsAreSimulated(t *testing.T) {
 	}
 }
 
-// TestSometimesEveryBranchIsReached: the bounded run takes every interesting branch (sometimes.go), and the
-// report names them, with NEVER for a branch a run did not take.
+// TestSometimesEveryBranchIsReached: the bounded run takes every interesting branch (sometimes.go),
+// and the report names them, with NEVER for a branch a run did not take.
 func TestSometimesEveryBranchIsReached(t *testing.T) {
 	res := Run(Options{Seed: 1, Jobs: 300})
 	if res.Violation != nil {
@@ -151,10 +226,13 @@ func TestSometimesEveryBranchIsReached(t *testing.T) {
 		t.Errorf("300 jobs from seed 1 never took %v; reached %v", never, res.Reached)
 	}
 	report := strings.Join(res.SometimesReport(), "\n")
-	if !strings.Contains(report, "a capacity miss in the L2") || strings.Contains(report, "NEVER") != (len(res.Unreached()) > 0) {
+	if !strings.Contains(report, "a capacity miss in the L2") ||
+		strings.Contains(report, "NEVER") != (len(res.Unreached()) > 0) {
 		t.Errorf("report:\n%s", report)
 	}
-	none := Run(Options{Seed: 1, Jobs: 3, Configure: func(j *JobConfig) { j.L3 = cache.L3Config{} }})
+	none := Run(
+		Options{Seed: 1, Jobs: 3, Configure: func(j *JobConfig) { j.L3 = cache.L3Config{} }},
+	)
 	if r := strings.Join(none.SometimesReport(), "\n"); !strings.Contains(r, "NEVER") {
 		t.Errorf("jobs without an L3 reached every L3 branch:\n%s", r)
 	}

@@ -2,19 +2,22 @@ package sim
 
 import "fmt"
 
-// "Sometimes" assertions, in the manner of Antithesis's: branches that the checks exist for and that a run of
-// the simulator must reach now and then, or it proves nothing about them. Each job says which it reached; the
-// run counts the jobs, and SometimesReport names the branches a seed range never reached.
+// "Sometimes" assertions, in the manner of Antithesis's: branches that the checks exist for and
+// that a run of the simulator must reach now and then, or it proves nothing about them. Each job
+// says which it reached; the run counts the jobs, and SometimesReport names the branches a seed
+// range never reached.
 
 // Branch is one interesting branch of the cache.
 type Branch int
 
 const (
-	PrefetchCutShort  Branch = iota // a prefetch cut short by a failed read
-	ReadGivenUp                     // an L3 read given up at its deadline
-	FlushWithL3Writes               // a flush that found L3 block writes in flight and met again until they settled
-	WriteBackEviction               // a write_back block write of an object near eviction
-	CapacityMiss                    // a reservation that missed: the L2 had no room even after eviction
+	PrefetchCutShort Branch = iota // a prefetch cut short by a failed read
+	ReadGivenUp                    // an L3 read given up at its deadline
+	// a flush that found L3 block writes in flight and met again until they settled
+	FlushWithL3Writes
+	WriteBackEviction // a write_back block write of an object near eviction
+	// a reservation that missed: the L2 had no room even after eviction
+	CapacityMiss
 	sometimesKinds
 )
 
@@ -28,7 +31,8 @@ var branchNames = [sometimesKinds]string{
 
 func (b Branch) String() string { return branchNames[b] }
 
-// sometimes says which interesting branches the job took, from its groups' counters and the scheduler's.
+// sometimes says which interesting branches the job took, from its groups' counters and the
+// scheduler's.
 func (j JobResult) sometimes() [sometimesKinds]bool {
 	c := &j.Totals
 	return [sometimesKinds]bool{
@@ -51,8 +55,8 @@ func (res *Result) Unreached() []Branch {
 	return never
 }
 
-// SometimesReport is the run's "sometimes" lines, for the command to print at its end: each interesting branch
-// with the jobs that took it, NEVER for one that none did.
+// SometimesReport is the run's "sometimes" lines, for the command to print at its end: each
+// interesting branch with the jobs that took it, NEVER for one that none did.
 func (res *Result) SometimesReport() []string {
 	lines := []string{fmt.Sprintf("  sometimes (jobs of %d that took each branch):", res.Jobs)}
 	for b, n := range res.Reached {
@@ -63,7 +67,15 @@ func (res *Result) SometimesReport() []string {
 		lines = append(lines, fmt.Sprintf("    %-48s %s", Branch(b).String()+":", reached))
 	}
 	if n := res.Modes[ModeLiveness]; n > 0 {
-		lines = append(lines, fmt.Sprintf("  liveness: %d jobs, %d whose permanent fault fired, %d it stalled (a rank stopped, an L3 write hung), each ended by the watchdog within its bound", n, res.Permanent, res.Stalled))
+		lines = append(
+			lines,
+			fmt.Sprintf(
+				"  liveness: %d jobs, %d whose permanent fault fired, %d it stalled (a rank stopped, an L3 write hung), each ended by the watchdog within its bound",
+				n,
+				res.Permanent,
+				res.Stalled,
+			),
+		)
 	}
 	return append(lines, res.Swarm.report()...)
 }

@@ -7,22 +7,24 @@ import (
 	"github.com/cphicache/cphicache/hicache/cache"
 )
 
-// Modes of drawing jobs. Swarm testing (Groce et al., "Swarm Testing", ISSTA 2012; FoundationDB's and
-// TigerBeetle's simulators do the same): a job that may suffer every fault at once rarely goes deep into any one
-// of them, since one fault ends it or masks another, so each swarm job enables a random subset of the fault kinds
-// and of the features, some jobs with no fault at all, some with exactly one kind. The liveness mode gives each
-// job one permanent fault (liveness.go) and checks that it ends, within the watchdog's bound, as the watchdog ends
-// a real job. Each mode's choices come from streams of their own, so a job seed's plain configuration is what it
-// was before the modes existed, and a job seed with its mode replays exactly.
+// Modes of drawing jobs. Swarm testing (Groce et al., "Swarm Testing", ISSTA 2012; FoundationDB's
+// and TigerBeetle's simulators do the same): a job that may suffer every fault at once rarely goes
+// deep into any one of them, since one fault ends it or masks another, so each swarm job enables a
+// random subset of the fault kinds and of the features, some jobs with no fault at all, some with
+// exactly one kind. The liveness mode gives each job one permanent fault (liveness.go) and checks
+// that it ends, within the watchdog's bound, as the watchdog ends a real job. Each mode's choices
+// come from streams of their own, so a job seed's plain configuration is what it was before the
+// modes existed, and a job seed with its mode replays exactly.
 
 // Mode says how jobs are drawn.
 type Mode int
 
 const (
-	ModePlain    Mode = iota // Draw alone: at most one core fault, the L3's faults all drawn together
-	ModeSwarm                // a random subset of the features and fault kinds on each job
-	ModeLiveness             // one permanent fault each: a rank that stops, a filesystem that hangs
-	ModeAll                  // each job's mode drawn from its seed: plain, swarm or liveness
+	// Draw alone: at most one core fault, the L3's faults all drawn together
+	ModePlain    Mode = iota
+	ModeSwarm         // a random subset of the features and fault kinds on each job
+	ModeLiveness      // one permanent fault each: a rank that stops, a filesystem that hangs
+	ModeAll           // each job's mode drawn from its seed: plain, swarm or liveness
 	modeKinds
 )
 
@@ -40,11 +42,18 @@ func ParseMode(s string) (Mode, error) {
 	return 0, fmt.Errorf("%q is not one of %s", s, strings.Join(modeNames[:], ", "))
 }
 
-// DrawMode draws a job in a mode. ModeAll draws the job's own mode first, from its seed: plain and swarm two
-// fifths of the jobs each, liveness a fifth.
+// DrawMode draws a job in a mode. ModeAll draws the job's own mode first, from its seed: plain and
+// swarm two fifths of the jobs each, liveness a fifth.
 func DrawMode(seed uint64, bugs cache.Bugs, cp int, mode Mode) JobConfig {
 	if mode == ModeAll {
-		mode = pick(newRNG(seed^0x6d6f6465), ModePlain, ModePlain, ModeSwarm, ModeSwarm, ModeLiveness)
+		mode = pick(
+			newRNG(seed^0x6d6f6465),
+			ModePlain,
+			ModePlain,
+			ModeSwarm,
+			ModeSwarm,
+			ModeLiveness,
+		)
 	}
 	var j JobConfig
 	switch mode {
@@ -76,11 +85,21 @@ const (
 	featureKinds
 )
 
-var featureNames = [featureKinds]string{"L3", "async copies", "serving steps", "flush events", "flush every", "object compare", "over nodes", "DP 2"}
+var featureNames = [featureKinds]string{
+	"L3",
+	"async copies",
+	"serving steps",
+	"flush events",
+	"flush every",
+	"object compare",
+	"over nodes",
+	"DP 2",
+}
 
 func (f Feature) String() string { return featureNames[f] }
 
-// SwarmFault is one fault kind a swarm job may enable: the core's (one fires per job) and the L3 directory's.
+// SwarmFault is one fault kind a swarm job may enable: the core's (one fires per job) and the L3
+// directory's.
 type SwarmFault int
 
 const (
@@ -99,13 +118,25 @@ const (
 	swarmFaultKinds
 )
 
-var swarmFaultNames = [swarmFaultKinds]string{"copy error", "stuck copy", "divergence", "exit", "failed read", "corrupt block",
-	"short block", "non-regular block", "hung read", "write error", "lagging view", "another job"}
+var swarmFaultNames = [swarmFaultKinds]string{
+	"copy error",
+	"stuck copy",
+	"divergence",
+	"exit",
+	"failed read",
+	"corrupt block",
+	"short block",
+	"non-regular block",
+	"hung read",
+	"write error",
+	"lagging view",
+	"another job",
+}
 
 func (f SwarmFault) String() string { return swarmFaultNames[f] }
 
-// Swarm is what a swarm job enabled (after what its configuration allows: no L3 fault without an L3, no
-// divergence in a group of one rank, no hung read under wait_complete).
+// Swarm is what a swarm job enabled (after what its configuration allows: no L3 fault without an
+// L3, no divergence in a group of one rank, no hung read under wait_complete).
 type Swarm struct {
 	Features [featureKinds]bool
 	Faults   [swarmFaultKinds]bool
@@ -122,15 +153,15 @@ func (s *Swarm) Count() int {
 	return n
 }
 
-// drawSwarm turns each feature on or off by a coin, then enables no fault kind (a quarter of the jobs), exactly
-// one (a quarter) or each with a chance of a third.
+// drawSwarm turns each feature on or off by a coin, then enables no fault kind (a quarter of the
+// jobs), exactly one (a quarter) or each with a chance of a third.
 func drawSwarm(r *rng, j *JobConfig) {
 	s := &Swarm{}
 	for f := range s.Features {
 		s.Features[f] = r.chance(500)
 	}
-	// Each choice below draws its value whether or not its feature is on (map[bool]: the value, or zero), so that
-	// the stream's later draws do not depend on the coins.
+	// Each choice below draws its value whether or not its feature is on (map[bool]: the value, or
+	// zero), so that the stream's later draws do not depend on the coins.
 	j.SyncCopies = !s.Features[FeatAsyncCopies]
 	j.NoFlushEvents = !s.Features[FeatFlushEvents]
 	j.FlushEvery = map[bool]int64{true: int64(r.between(2, 12))}[s.Features[FeatFlushEvery]]
@@ -182,13 +213,29 @@ func drawSwarm(r *rng, j *JobConfig) {
 	}
 	rate := func(f SwarmFault) int { return map[bool]int{true: pick(r, 20, 50, 100)}[s.Faults[f]] }
 	l := &j.L3Faults
-	l.FailReadPerMille, l.CorruptPerMille, l.TruncatedPerMille, l.NonRegularPerMille = rate(SwFailRead), rate(SwCorrupt), rate(SwTruncated), rate(SwNonRegular)
-	l.HungReadPerMille, l.WriteErrorPerMille, l.HideFromRankPerMill, l.OtherJobPerMille = rate(SwHungRead), rate(SwWriteError), rate(SwLaggingView), rate(SwOtherJob)
+	l.FailReadPerMille, l.CorruptPerMille, l.TruncatedPerMille, l.NonRegularPerMille = rate(
+		SwFailRead,
+	), rate(
+		SwCorrupt,
+	), rate(
+		SwTruncated,
+	), rate(
+		SwNonRegular,
+	)
+	l.HungReadPerMille, l.WriteErrorPerMille, l.HideFromRankPerMill, l.OtherJobPerMille = rate(
+		SwHungRead,
+	), rate(
+		SwWriteError,
+	), rate(
+		SwLaggingView,
+	), rate(
+		SwOtherJob,
+	)
 	j.Swarm = s
 }
 
-// swarmCoverage counts, over a run's swarm jobs, how many had each feature and each fault kind on, and how many
-// had no fault or exactly one kind.
+// swarmCoverage counts, over a run's swarm jobs, how many had each feature and each fault kind on,
+// and how many had no fault or exactly one kind.
 type swarmCoverage struct {
 	Jobs, NoFault, OneFault int
 	Features                [featureKinds]int
@@ -218,8 +265,8 @@ func (c *swarmCoverage) add(s *Swarm) {
 	}
 }
 
-// report is the swarm lines of the sometimes report: each feature and fault kind with the jobs that had it on,
-// NEVER for one no swarm job had.
+// report is the swarm lines of the sometimes report: each feature and fault kind with the jobs that
+// had it on, NEVER for one no swarm job had.
 func (c *swarmCoverage) report() []string {
 	if c.Jobs == 0 {
 		return nil
@@ -238,7 +285,12 @@ func (c *swarmCoverage) report() []string {
 		faults = append(faults, row(SwarmFault(f).String(), n))
 	}
 	return []string{
-		fmt.Sprintf("  swarm (%d jobs: %d with no fault, %d with exactly one fault kind), jobs with each on:", c.Jobs, c.NoFault, c.OneFault),
+		fmt.Sprintf(
+			"  swarm (%d jobs: %d with no fault, %d with exactly one fault kind), jobs with each on:",
+			c.Jobs,
+			c.NoFault,
+			c.OneFault,
+		),
 		"    features: " + strings.Join(feats, ", "),
 		"    faults: " + strings.Join(faults, ", "),
 	}

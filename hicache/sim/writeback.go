@@ -6,23 +6,25 @@ import (
 	"github.com/cphicache/cphicache/hicache/cache"
 )
 
-// The write_back model: a block goes to the L3 when the L2 is about to evict an object holding it, never before
-// (DESIGN.md, "The L3 tier"). At every consensus the core shows the simulator its L2 (cache.L2View: the
-// allocator's free slots and eviction order, which no Env call shows); when the free slots are below the
-// watermark (an eighth of the L2, at least a block), the shortest prefix of the eviction order holding that many
-// pages is about to go. Both directions are checked: a write_back block write may start only right after such a
-// pass, and must touch a slot of one of those objects (a write at commit, as write_through does, or of an object
-// not about to go, is early: the L3's I/O spent on KV the L2 still serves); and every block whole inside an
-// audited object of such a prefix must be written by the end of its group's run (a pass that forgot some objects
-// loses their blocks when the L2 evicts them: no byte goes wrong, so nothing else sees it). And at the first pass
-// that finds a backup about to go, every block through its pages whose every page is in a committed backup must
-// be written too, over any objects (mustWriteThrough: the served-prefix model, served.go, names each backup's
-// pages by path, and a live backup's tree node points into it, so the tree's path through such a block is in
-// committed L2, which is what the pass writes; write_back_one_object, a pass that skips blocks spanning two
-// objects, is caught so). It trusts the allocator's order (the pool's own tests hold that). What it does not
-// require: blocks with a page in a prefetched object, never audited and unnamed (no Env call names a prefetch's
-// object), whose blocks the pass writes only over the nodes its attach pointed at it (from the prefix the tree
-// served then to the first node already holding KV: the tree's).
+// The write_back model: a block goes to the L3 when the L2 is about to evict an object holding it,
+// never before (DESIGN.md, "The L3 tier"). At every consensus the core shows the simulator its L2
+// (cache.L2View: the allocator's free slots and eviction order, which no Env call shows); when the
+// free slots are below the watermark (an eighth of the L2, at least a block), the shortest prefix
+// of the eviction order holding that many pages is about to go. Both directions are checked: a
+// write_back block write may start only right after such a pass, and must touch a slot of one of
+// those objects (a write at commit, as write_through does, or of an object not about to go, is
+// early: the L3's I/O spent on KV the L2 still serves); and every block whole inside an audited
+// object of such a prefix must be written by the end of its group's run (a pass that forgot some
+// objects loses their blocks when the L2 evicts them: no byte goes wrong, so nothing else sees it).
+// And at the first pass that finds a backup about to go, every block through its pages whose every
+// page is in a committed backup must be written too, over any objects (mustWriteThrough: the
+// served-prefix model, served.go, names each backup's pages by path, and a live backup's tree node
+// points into it, so the tree's path through such a block is in committed L2, which is what the
+// pass writes; write_back_one_object, a pass that skips blocks spanning two objects, is caught so).
+// It trusts the allocator's order (the pool's own tests hold that). What it does not require:
+// blocks with a page in a prefetched object, never audited and unnamed (no Env call names a
+// prefetch's object), whose blocks the pass writes only over the nodes its attach pointed at it
+// (from the prefix the tree served then to the first node already holding KV: the tree's).
 
 // auditedObject is what a committed backup's audit says its L2 object holds.
 type auditedObject struct {
@@ -30,8 +32,8 @@ type auditedObject struct {
 	tokens   []int32
 }
 
-// nearEviction is the core's view of the L2 at a consensus on rank r: the slots r may write back until its next
-// consensus, and the blocks that must be written by the end.
+// nearEviction is the core's view of the L2 at a consensus on rank r: the slots r may write back
+// until its next consensus, and the blocks that must be written by the end.
 func (r *rank) nearEviction(v cache.L2View) {
 	cfg := &r.g.j.cfg
 	if !cfg.L3.Enabled || cfg.L3.WritePolicy != cache.L3WriteBack {
@@ -43,7 +45,8 @@ func (r *rank) nearEviction(v cache.L2View) {
 	if v.FreeSlots() >= watermark {
 		return
 	}
-	var inL2 *committedPages // CP rank 0's, built at the first object the pass sees for the first time
+	// CP rank 0's, built at the first object the pass sees for the first time
+	var inL2 *committedPages
 	for _, obj := range v.OldestEvictable(watermark) {
 		for _, s := range v.Slots(obj) {
 			r.evictingSlots[s] = true
@@ -53,15 +56,17 @@ func (r *rank) nearEviction(v cache.L2View) {
 		}
 		if r.cp == 0 && !r.g.passed[obj] {
 			if inL2 == nil {
-				inL2 = r.g.committedPages(func(obj uint64) bool { _, committed := v.Object(obj); return committed })
+				inL2 = r.g.committedPages(
+					func(obj uint64) bool { _, committed := v.Object(obj); return committed },
+				)
 			}
 			r.g.mustWriteThrough(obj, inL2)
 		}
 	}
 }
 
-// committedPages are the named pages of the live committed backups (served.go), and each one's next pages on
-// their paths among them.
+// committedPages are the named pages of the live committed backups (served.go), and each one's next
+// pages on their paths among them.
 type committedPages struct {
 	in       map[uint64]bool
 	children map[uint64][]uint64
@@ -84,10 +89,11 @@ func (g *group) committedPages(committed func(obj uint64) bool) *committedPages 
 	return c
 }
 
-// mustWriteThrough notes, at the first pass that finds backup obj about to go, every block through its pages whose
-// every page is in a committed backup (whole in committed L2, over any objects: the pass writes it) as one its
-// group must write. A page of a live backup is its tree node's, which points into that backup (served.go), so
-// the tree's path through the block is in committed L2 exactly where these pages are.
+// mustWriteThrough notes, at the first pass that finds backup obj about to go, every block through
+// its pages whose every page is in a committed backup (whole in committed L2, over any objects: the
+// pass writes it) as one its group must write. A page of a live backup is its tree node's, which
+// points into that backup (served.go), so the tree's path through the block is in committed L2
+// exactly where these pages are.
 func (g *group) mustWriteThrough(obj uint64, inL2 *committedPages) {
 	if g.passed == nil {
 		g.passed = map[uint64]bool{}
@@ -101,7 +107,9 @@ func (g *group) mustWriteThrough(obj uint64, inL2 *committedPages) {
 			continue
 		}
 		first := h.info[id].index / blockPages * blockPages
-		up := []uint64{id} // the block's pages from its first to this one, if all are in committed backups
+		up := []uint64{
+			id,
+		} // the block's pages from its first to this one, if all are in committed backups
 		for x := id; h.info[x].index > first && up != nil; {
 			if x = h.info[x].parent; inL2.in[x] {
 				up = append([]uint64{x}, up...)
@@ -115,8 +123,8 @@ func (g *group) mustWriteThrough(obj uint64, inL2 *committedPages) {
 	}
 }
 
-// mustWriteBelow notes the blocks that continue path (pages in committed backups) to page index end over any of
-// their next pages in committed backups.
+// mustWriteBelow notes the blocks that continue path (pages in committed backups) to page index end
+// over any of their next pages in committed backups.
 func (g *group) mustWriteBelow(path []uint64, end int, inL2 *committedPages) {
 	h := &g.held
 	last := path[len(path)-1]
@@ -137,7 +145,8 @@ func (g *group) mustWriteBelow(path []uint64, end int, inL2 *committedPages) {
 	}
 }
 
-// writesBack checks a write_back block write against the last pass: one of its pages is in an object about to go.
+// writesBack checks a write_back block write against the last pass: one of its pages is in an
+// object about to go.
 func (r *rank) writesBack(w *cache.BlockWrite) {
 	if !r.g.j.cfg.L3.Enabled || r.g.j.cfg.L3.WritePolicy != cache.L3WriteBack {
 		return
@@ -148,8 +157,16 @@ func (r *rank) writesBack(w *cache.BlockWrite) {
 			return
 		}
 	}
-	r.g.j.violate(r, fmt.Sprintf("write_back: block write %d (tokens %d..%d) started while none of its L2 objects is about to be evicted (%d slots near eviction at the last consensus)",
-		w.Seq, w.StartPos, w.StartPos+len(w.Tokens)-1, len(r.evictingSlots)))
+	r.g.j.violate(
+		r,
+		fmt.Sprintf(
+			"write_back: block write %d (tokens %d..%d) started while none of its L2 objects is about to be evicted (%d slots near eviction at the last consensus)",
+			w.Seq,
+			w.StartPos,
+			w.StartPos+len(w.Tokens)-1,
+			len(r.evictingSlots),
+		),
+	)
 }
 
 // auditedWriteBack notes what a committed object holds, for a later near-eviction pass.

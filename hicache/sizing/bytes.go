@@ -10,7 +10,8 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// byteUnits are the suffixes a size takes: binary (KiB) and decimal (KB, kB) multiples, and plain bytes.
+// byteUnits are the suffixes a size takes: binary (KiB) and decimal (KB, kB) multiples, and plain
+// bytes.
 var byteUnits = []struct {
 	suffix string
 	bytes  float64
@@ -22,8 +23,9 @@ var byteUnits = []struct {
 // sizeExample is what a size looks like, for every message that refuses one.
 const sizeExample = "e.g. 512GiB, 1.5TiB, 64GB, 4096 (B, KiB, MiB, GiB, TiB, PiB, or KB to PB in powers of 1000)"
 
-// ParseByteSize reads a size such as 512GiB, 1.5TiB, 64GB or 4096 (bytes); the error names flag. A number too
-// large for 64 bits of bytes (8 EiB) is refused as too large, not as something that is not a size.
+// ParseByteSize reads a size such as 512GiB, 1.5TiB, 64GB or 4096 (bytes); the error names flag. A
+// number too large for 64 bits of bytes (8 EiB) is refused as too large, not as something that is
+// not a size.
 func ParseByteSize(flag, s string) (int64, error) {
 	text := strings.TrimSpace(s)
 	unit := 1.0
@@ -36,10 +38,25 @@ func ParseByteSize(flag, s string) (int64, error) {
 	v, err := strconv.ParseFloat(text, 64)
 	bytes := v * unit
 	if (err == nil || errors.Is(err, strconv.ErrRange)) && bytes >= math.MaxInt64 {
-		return 0, &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is too large: it overflows a 64-bit count of bytes (at most 8 EiB, %d bytes); %s", s, int64(math.MaxInt64), sizeExample)}
+		return 0, &errscope.ConfigError{
+			Flag: flag,
+			Reason: fmt.Sprintf(
+				"%q is too large: it overflows a 64-bit count of bytes (at most 8 EiB, %d bytes); %s",
+				s,
+				int64(math.MaxInt64),
+				sizeExample,
+			),
+		}
 	}
 	if err != nil || math.IsNaN(bytes) || bytes < 1 {
-		return 0, &errscope.ConfigError{Flag: flag, Reason: fmt.Sprintf("%q is not a size: give a positive number of bytes with a unit, %s", s, sizeExample)}
+		return 0, &errscope.ConfigError{
+			Flag: flag,
+			Reason: fmt.Sprintf(
+				"%q is not a size: give a positive number of bytes with a unit, %s",
+				s,
+				sizeExample,
+			),
+		}
 	}
 	return int64(bytes), nil
 }
@@ -57,16 +74,17 @@ func ParseByteSizes(flag, s string) ([]int64, error) {
 	return sizes, nil
 }
 
-// FormatBytes writes a byte count in the largest binary unit that keeps it at 1 or more, to 4 significant
-// digits (1.5 TiB, 320 KiB).
+// FormatBytes writes a byte count in the largest binary unit that keeps it at 1 or more, to 4
+// significant digits (1.5 TiB, 320 KiB).
 func FormatBytes(bytes int64) string { return FormatByteAmount(float64(bytes), 4) }
 
 // binaryUnits are the units FormatByteAmount writes, each 1024 times the one before.
 var binaryUnits = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 
-// FormatByteAmount writes bytes (a size or a rate's bytes) to digits significant digits in the largest binary
-// unit whose value, as written, is at least 1: the unit is chosen after rounding, so that a size just under
-// 1 TiB (a slot count's round-down of --l2-bytes 1TiB) reads "1 TiB" and never "1024 GiB" beside "2 TiB".
+// FormatByteAmount writes bytes (a size or a rate's bytes) to digits significant digits in the
+// largest binary unit whose value, as written, is at least 1: the unit is chosen after rounding, so
+// that a size just under 1 TiB (a slot count's round-down of --l2-bytes 1TiB) reads "1 TiB" and
+// never "1024 GiB" beside "2 TiB".
 func FormatByteAmount(bytes float64, digits int) string {
 	i := 0
 	for i < len(binaryUnits)-1 && math.Abs(bytes) >= 1024 {
@@ -83,8 +101,9 @@ func FormatByteAmount(bytes float64, digits int) string {
 	return text + " " + binaryUnits[i]
 }
 
-// Significant writes v to digits significant digits in plain decimals, trailing zeros dropped: 0.003, 1.5,
-// 1024, 21000; never an exponent (%g writes 1000 to 3 digits as 1e+03) and never a small value as 0.00.
+// Significant writes v to digits significant digits in plain decimals, trailing zeros dropped:
+// 0.003, 1.5, 1024, 21000; never an exponent (%g writes 1000 to 3 digits as 1e+03) and never a
+// small value as 0.00.
 func Significant(v float64, digits int) string {
 	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return strconv.FormatFloat(v, 'f', 0, 64)
@@ -92,7 +111,8 @@ func Significant(v float64, digits int) string {
 	magnitude := int(math.Floor(math.Log10(math.Abs(v))))
 	rounded, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'e', digits-1, 64), 64)
 	decimals := max(0, digits-1-magnitude)
-	if r := int(math.Floor(math.Log10(math.Abs(rounded)))); r > magnitude { // 9.996 to 3 digits is 10.0
+	// 9.996 to 3 digits is 10.0
+	if r := int(math.Floor(math.Log10(math.Abs(rounded)))); r > magnitude {
 		decimals = max(0, digits-1-r)
 	}
 	text := strconv.FormatFloat(rounded, 'f', decimals, 64)

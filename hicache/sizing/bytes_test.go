@@ -8,9 +8,9 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// A size is printed in one scale: the largest binary unit whose value, as printed, is at least 1. A size just
-// under a unit (a slot count's round-down of --l2-bytes 1TiB) reads as that unit, never "1024 GiB" beside a
-// "2 TiB"; PiB is a unit like the others.
+// A size is printed in one scale: the largest binary unit whose value, as printed, is at least 1. A
+// size just under a unit (a slot count's round-down of --l2-bytes 1TiB) reads as that unit, never
+// "1024 GiB" beside a "2 TiB"; PiB is a unit like the others.
 func TestFormatBytesUsesTheLargestUnitWhoseValueIsAtLeastOne(t *testing.T) {
 	for _, tc := range []struct {
 		bytes int64
@@ -29,7 +29,8 @@ func TestFormatBytesUsesTheLargestUnitWhoseValueIsAtLeastOne(t *testing.T) {
 		digits int
 		want   string
 	}{{1023.96 * (1 << 30), 4, "1 TiB"}, {1023.96 * (1 << 30), 3, "1020 GiB"}, {1000 << 10, 3, "1000 KiB"}} {
-		if got := FormatByteAmount(tc.bytes, tc.digits); got != tc.want { // never 1024 GiB, nor 1e+03 KiB
+		// never 1024 GiB, nor 1e+03 KiB
+		if got := FormatByteAmount(tc.bytes, tc.digits); got != tc.want {
 			t.Errorf("FormatByteAmount(%g, %d) = %q, want %q", tc.bytes, tc.digits, got, tc.want)
 		}
 	}
@@ -61,8 +62,13 @@ func TestParseByteSizeSaysASizeOverflowsAndTakesPiB(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.As(err, &config) || config.Flag != "l2-bytes" || !strings.Contains(err.Error(), "too large: it overflows") {
-			t.Errorf("ParseByteSize(%q) = %v, want a --l2-bytes error that says it overflows", text, err)
+		if !errors.As(err, &config) || config.Flag != "l2-bytes" ||
+			!strings.Contains(err.Error(), "too large: it overflows") {
+			t.Errorf(
+				"ParseByteSize(%q) = %v, want a --l2-bytes error that says it overflows",
+				text,
+				err,
+			)
 		}
 	}
 	for text, want := range map[string]int64{"1PiB": 1 << 50, "0.5PiB": 1 << 49, "2PB": 2e15, "64GiB": 64 << 30} {

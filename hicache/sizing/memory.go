@@ -16,7 +16,8 @@ type NodeMemory struct {
 	CgroupLimited  bool // Cgroup holds the tightest limit above the process
 }
 
-// ReadNodeMemory reads this node's: MemAvailable, the free bytes of /dev/shm (shmFree), the cgroup's limit.
+// ReadNodeMemory reads this node's: MemAvailable, the free bytes of /dev/shm (shmFree), the
+// cgroup's limit.
 func ReadNodeMemory(shmFree func() (int64, error)) NodeMemory {
 	m := NodeMemory{AvailableBytes: -1, ShmFreeBytes: -1}
 	if free, err := MemAvailableBytes(); err == nil {
@@ -39,7 +40,11 @@ func MemAvailableBytes() (int64, error) {
 	scanner := bufio.NewScanner(f)
 	for scanner.Scan() {
 		if value, ok := strings.CutPrefix(scanner.Text(), "MemAvailable:"); ok {
-			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+			kib, err := strconv.ParseInt(
+				strings.TrimSuffix(strings.TrimSpace(value), " kB"),
+				10,
+				64,
+			)
 			return kib << 10, err
 		}
 	}

@@ -10,55 +10,63 @@ import (
 
 // Real models' KV geometry (--model), in bf16 (2 bytes per element).
 //
-// How a model maps to the geometry flags. The program's geometry gives every rank of a CP group a part of every
-// page: a slot holds one page of --page-tokens tokens for every (rank, layer, payload), and --token-bytes is the
-// bytes of one token in one rank's part of one layer and payload. In a CP group a sequence's tokens are split
-// over the ranks (each rank holds the KV of its chunk, all heads, all layers), so over a page's worth of tokens
-// each rank holds 1/cp of the page's KV. The program models that split as a page whose every token is shared by
-// the cp ranks: a rank's part of a token is the model's per-layer-per-payload bytes divided by cp, rounded up to
+// How a model maps to the geometry flags. The program's geometry gives every rank of a CP group a
+// part of every page: a slot holds one page of --page-tokens tokens for every (rank, layer,
+// payload), and --token-bytes is the bytes of one token in one rank's part of one layer and
+// payload. In a CP group a sequence's tokens are split over the ranks (each rank holds the KV of
+// its chunk, all heads, all layers), so over a page's worth of tokens each rank holds 1/cp of the
+// page's KV. The program models that split as a page whose every token is shared by the cp ranks: a
+// rank's part of a token is the model's per-layer-per-payload bytes divided by cp, rounded up to
 // the 8-byte multiple the copy kernels need. So
 //
 //	--layers      = the model's layers
 //	--payloads    = 2 (K and V) for a GQA model, 1 (the latent) for an MLA model
 //	--token-bytes = ceil8(LayerTokenBytes / cp)
 //
-// and one slot holds cp x token-bytes x layers x payloads x page-tokens bytes, which is page-tokens x the model's
-// KV bytes per token when cp divides LayerTokenBytes / 8: the L2's capacity in tokens, and so its hit rate, does
-// not depend on the CP size, as in a real CP group whose host cache holds each token's KV once. Dividing by cp
-// (rather than giving each rank a whole token) is what keeps a byte budget from counting each token cp times.
+// and one slot holds cp x token-bytes x layers x payloads x page-tokens bytes, which is page-tokens
+// x the model's KV bytes per token when cp divides LayerTokenBytes / 8: the L2's capacity in
+// tokens, and so its hit rate, does not depend on the CP size, as in a real CP group whose host
+// cache holds each token's KV once. Dividing by cp (rather than giving each rank a whole token) is
+// what keeps a byte budget from counting each token cp times.
 type Model struct {
 	Name     string
 	Layers   int
 	Payloads int // 2 = K and V, 1 = an MLA latent
-	// LayerTokenBytes: one token's KV in one layer and payload, whole (every CP rank's share together):
-	// kv_heads x head_dim x 2 bytes for a GQA model, the latent's dimensions x 2 bytes for MLA.
+	// LayerTokenBytes: one token's KV in one layer and payload, whole (every CP rank's share
+	// together): kv_heads x head_dim x 2 bytes for a GQA model, the latent's dimensions x 2 bytes
+	// for MLA.
 	LayerTokenBytes int
 	Shape           string // where LayerTokenBytes comes from, for --help and the summary
 
-	// What the prefill roofline (hicache/prefill) counts, from the same config.json (and the model card for the
-	// parameter counts). Params is every weight, which a step reads from HBM; ActiveParams the weights one
-	// token's forward pass multiplies (Params for a dense model; the shared and the routed experts it is sent to
-	// for an MoE one). The embedding table and the output head are each VocabSize x HiddenSize: none of these
-	// models ties them.
+	// What the prefill roofline (hicache/prefill) counts, from the same config.json (and the model
+	// card for the parameter counts). Params is every weight, which a step reads from HBM;
+	// ActiveParams the weights one token's forward pass multiplies (Params for a dense model; the
+	// shared and the routed experts it is sent to for an MoE one). The embedding table and the
+	// output head are each VocabSize x HiddenSize: none of these models ties them.
 	Params, ActiveParams int64
 	HiddenSize           int // hidden_size
 	VocabSize            int // vocab_size
-	Intermediate         int // intermediate_size of a dense MLP (0 for an MoE model: its parameters are counted whole)
-	Heads                int // num_attention_heads: the query heads
-	Attention            Attention
-	// GQA: KVHeads (num_key_value_heads) share each key and value head of HeadDim among Heads / KVHeads queries.
+	// intermediate_size of a dense MLP (0 for an MoE model: its parameters are counted whole)
+	Intermediate int
+	Heads        int // num_attention_heads: the query heads
+	Attention    Attention
+	// GQA: KVHeads (num_key_value_heads) share each key and value head of HeadDim among Heads /
+	// KVHeads queries.
 	KVHeads, HeadDim int
-	// MLA: each head's query and key are QKNopeHeadDim + QKRopeHeadDim wide and its value VHeadDim; the cache
-	// holds a KVLoraRank latent (and the rope key) that kv_b_proj expands into every head's key and value.
+	// MLA: each head's query and key are QKNopeHeadDim + QKRopeHeadDim wide and its value VHeadDim;
+	// the cache holds a KVLoraRank latent (and the rope key) that kv_b_proj expands into every
+	// head's key and value.
 	MLA MLADims
 }
 
-// Attention is a model's attention kind: it decides what the KV cache holds and what attention costs.
+// Attention is a model's attention kind: it decides what the KV cache holds and what attention
+// costs.
 type Attention int
 
 const (
 	GQA Attention = iota + 1 // grouped-query attention: K and V of KVHeads heads cached per layer
-	MLA                      // multi-head latent attention (DeepSeek-V2/V3): one compressed latent cached per layer
+	// multi-head latent attention (DeepSeek-V2/V3): one compressed latent cached per layer
+	MLA
 )
 
 func (a Attention) String() string {
@@ -77,33 +85,93 @@ type MLADims struct{ QKNopeHeadDim, QKRopeHeadDim, VHeadDim, KVLoraRank int }
 // bf16Bytes is the size of one KV element: the models below serve their KV cache in bf16.
 const bf16Bytes = 2
 
-// models is the table --model reads, from each model's config.json (num_hidden_layers, num_key_value_heads,
-// head_dim or hidden_size / num_attention_heads; DeepSeek-V3's kv_lora_rank 512 + qk_rope_head_dim 64).
+// models is the table --model reads, from each model's config.json (num_hidden_layers,
+// num_key_value_heads, head_dim or hidden_size / num_attention_heads; DeepSeek-V3's kv_lora_rank
+// 512 + qk_rope_head_dim 64).
 //
-// The architecture's fields, each from config.json on Hugging Face (meta-llama/Llama-3.1-8B and -70B,
-// Qwen/Qwen2.5-72B, deepseek-ai/DeepSeek-V3; tie_word_embeddings false in all four). Parameter counts: the dense
-// models' are their safetensors' totals, which TestModelParamsFromConfig recomputes from the fields below within
-// 0.1%; DeepSeek-V3's 671B total and 37B activated a token are its technical report's (arXiv 2412.19437, section
-// 1; the 14B of its multi-token-prediction module, which serving skips, are not counted).
+// The architecture's fields, each from config.json on Hugging Face (meta-llama/Llama-3.1-8B and
+// -70B, Qwen/Qwen2.5-72B, deepseek-ai/DeepSeek-V3; tie_word_embeddings false in all four).
+// Parameter counts: the dense models' are their safetensors' totals, which
+// TestModelParamsFromConfig recomputes from the fields below within 0.1%; DeepSeek-V3's 671B total
+// and 37B activated a token are its technical report's (arXiv 2412.19437, section 1; the 14B of its
+// multi-token-prediction module, which serving skips, are not counted).
 var models = []Model{
-	{Name: "llama-3.1-8b", Layers: 32, Payloads: 2, LayerTokenBytes: 8 * 128 * bf16Bytes, Shape: "8 KV heads x head_dim 128",
-		// hidden_size 4096, intermediate_size 14336, num_attention_heads 32, num_key_value_heads 8, head_dim 128, vocab_size 128256
-		Params: 8_030_261_248, ActiveParams: 8_030_261_248, HiddenSize: 4096, VocabSize: 128256, Intermediate: 14336,
-		Heads: 32, Attention: GQA, KVHeads: 8, HeadDim: 128},
-	{Name: "llama-3.1-70b", Layers: 80, Payloads: 2, LayerTokenBytes: 8 * 128 * bf16Bytes, Shape: "8 KV heads x head_dim 128",
-		// hidden_size 8192, intermediate_size 28672, num_attention_heads 64, num_key_value_heads 8, head_dim 128, vocab_size 128256
-		Params: 70_553_706_496, ActiveParams: 70_553_706_496, HiddenSize: 8192, VocabSize: 128256, Intermediate: 28672,
-		Heads: 64, Attention: GQA, KVHeads: 8, HeadDim: 128},
-	{Name: "qwen2.5-72b", Layers: 80, Payloads: 2, LayerTokenBytes: 8 * 128 * bf16Bytes, Shape: "8 KV heads x head_dim 128",
-		// hidden_size 8192, intermediate_size 29568, num_attention_heads 64, num_key_value_heads 8, (head_dim 8192/64 = 128),
-		// vocab_size 152064; its q, k and v projections carry biases
-		Params: 72_706_203_648, ActiveParams: 72_706_203_648, HiddenSize: 8192, VocabSize: 152064, Intermediate: 29568,
-		Heads: 64, Attention: GQA, KVHeads: 8, HeadDim: 128},
-	{Name: "deepseek-v3", Layers: 61, Payloads: 1, LayerTokenBytes: (512 + 64) * bf16Bytes, Shape: "MLA latent 512 + rope 64",
-		// hidden_size 7168, num_attention_heads 128, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128,
-		// kv_lora_rank 512, vocab_size 129280; 3 dense layers then 58 MoE layers of 256 routed experts, 8 routed + 1 shared a token
-		Params: 671_000_000_000, ActiveParams: 37_000_000_000, HiddenSize: 7168, VocabSize: 129280,
-		Heads: 128, Attention: MLA, MLA: MLADims{QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128, KVLoraRank: 512}},
+	{
+		Name:            "llama-3.1-8b",
+		Layers:          32,
+		Payloads:        2,
+		LayerTokenBytes: 8 * 128 * bf16Bytes,
+		Shape:           "8 KV heads x head_dim 128",
+		// hidden_size 4096, intermediate_size 14336, num_attention_heads 32, num_key_value_heads 8,
+		// head_dim 128, vocab_size 128256
+		Params:       8_030_261_248,
+		ActiveParams: 8_030_261_248,
+		HiddenSize:   4096,
+		VocabSize:    128256,
+		Intermediate: 14336,
+		Heads:        32,
+		Attention:    GQA,
+		KVHeads:      8,
+		HeadDim:      128,
+	},
+	{
+		Name:            "llama-3.1-70b",
+		Layers:          80,
+		Payloads:        2,
+		LayerTokenBytes: 8 * 128 * bf16Bytes,
+		Shape:           "8 KV heads x head_dim 128",
+		// hidden_size 8192, intermediate_size 28672, num_attention_heads 64, num_key_value_heads 8,
+		// head_dim 128, vocab_size 128256
+		Params:       70_553_706_496,
+		ActiveParams: 70_553_706_496,
+		HiddenSize:   8192,
+		VocabSize:    128256,
+		Intermediate: 28672,
+		Heads:        64,
+		Attention:    GQA,
+		KVHeads:      8,
+		HeadDim:      128,
+	},
+	{
+		Name:            "qwen2.5-72b",
+		Layers:          80,
+		Payloads:        2,
+		LayerTokenBytes: 8 * 128 * bf16Bytes,
+		Shape:           "8 KV heads x head_dim 128",
+		// hidden_size 8192, intermediate_size 29568, num_attention_heads 64, num_key_value_heads 8,
+		// (head_dim 8192/64 = 128), vocab_size 152064; its q, k and v projections carry biases
+		Params:       72_706_203_648,
+		ActiveParams: 72_706_203_648,
+		HiddenSize:   8192,
+		VocabSize:    152064,
+		Intermediate: 29568,
+		Heads:        64,
+		Attention:    GQA,
+		KVHeads:      8,
+		HeadDim:      128,
+	},
+	{
+		Name:            "deepseek-v3",
+		Layers:          61,
+		Payloads:        1,
+		LayerTokenBytes: (512 + 64) * bf16Bytes,
+		Shape:           "MLA latent 512 + rope 64",
+		// hidden_size 7168, num_attention_heads 128, qk_nope_head_dim 128, qk_rope_head_dim 64,
+		// v_head_dim 128, kv_lora_rank 512, vocab_size 129280; 3 dense layers then 58 MoE layers of
+		// 256 routed experts, 8 routed + 1 shared a token
+		Params:       671_000_000_000,
+		ActiveParams: 37_000_000_000,
+		HiddenSize:   7168,
+		VocabSize:    129280,
+		Heads:        128,
+		Attention:    MLA,
+		MLA: MLADims{
+			QKNopeHeadDim: 128,
+			QKRopeHeadDim: 64,
+			VHeadDim:      128,
+			KVLoraRank:    512,
+		},
+	},
 }
 
 // ModelNames lists the table's names, for --help.
@@ -119,7 +187,10 @@ func ModelNames() []string {
 func LookupModel(name string) (Model, error) {
 	i := slices.IndexFunc(models, func(m Model) bool { return strings.EqualFold(m.Name, name) })
 	if i < 0 {
-		return Model{}, &errscope.ConfigError{Flag: "model", Reason: fmt.Sprintf("%q is not one of %s", name, strings.Join(ModelNames(), ", "))}
+		return Model{}, &errscope.ConfigError{
+			Flag:   "model",
+			Reason: fmt.Sprintf("%q is not one of %s", name, strings.Join(ModelNames(), ", ")),
+		}
 	}
 	return models[i], nil
 }
@@ -129,8 +200,8 @@ func (m Model) TokenBytes() int64 {
 	return int64(m.Layers) * int64(m.Payloads) * int64(m.LayerTokenBytes)
 }
 
-// RankTokenBytes is --token-bytes for this model in a CP group of cp ranks: a rank's share of one token's KV in
-// one layer and payload, rounded up to a multiple of 8 (see Model).
+// RankTokenBytes is --token-bytes for this model in a CP group of cp ranks: a rank's share of one
+// token's KV in one layer and payload, rounded up to a multiple of 8 (see Model).
 func (m Model) RankTokenBytes(cp int) int {
 	share := (m.LayerTokenBytes + cp - 1) / cp
 	return (share + 7) / 8 * 8

@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// TestCleanupAfterRunLeavesNothing: once Run has begun the process is ending, so an action added after it runs
-// at once and Create makes nothing; a Run that begins while Create makes its thing waits for it and undoes it.
-// (A signal's Run just before a segment was made, or between its making and the Add of its removal, left the
-// segment behind.)
+// TestCleanupAfterRunLeavesNothing: once Run has begun the process is ending, so an action added
+// after it runs at once and Create makes nothing; a Run that begins while Create makes its thing
+// waits for it and undoes it. (A signal's Run just before a segment was made, or between its making
+// and the Add of its removal, left the segment behind.)
 func TestCleanupAfterRunLeavesNothing(t *testing.T) {
 	var c Cleanup
 	c.Run()
@@ -19,7 +19,11 @@ func TestCleanupAfterRunLeavesNothing(t *testing.T) {
 		t.Error("an action added after Run did not run at once")
 	}
 	created := false
-	if _, err := c.Create(func() (func(), error) { created = true; return func() {}, nil }); !errors.Is(err, ErrEnding) || created {
+	if _, err := c.Create(func() (func(), error) { created = true; return func() {}, nil }); !errors.Is(
+		err,
+		ErrEnding,
+	) ||
+		created {
 		t.Errorf("Create after Run: %v, made it: %v; want ErrEnding and nothing made", err, created)
 	}
 
@@ -54,8 +58,8 @@ func TestCleanupAfterRunLeavesNothing(t *testing.T) {
 	remove() // harmless after Run
 }
 
-// TestASecondRunWaitsForTheFirst: a signal while the watchdog's clean-up runs must not end the process with the
-// clean-up half done: its Run returns only once the first has.
+// TestASecondRunWaitsForTheFirst: a signal while the watchdog's clean-up runs must not end the
+// process with the clean-up half done: its Run returns only once the first has.
 func TestASecondRunWaitsForTheFirst(t *testing.T) {
 	var c Cleanup
 	inAction, release, secondDone := make(chan struct{}), make(chan struct{}), make(chan struct{})

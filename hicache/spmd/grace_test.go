@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// TestSilentGraceStretchesWithTheLoad: a silent rank waits SilentRankGrace on a node with cores to spare, longer
-// in proportion to the run queue per CPU on a loaded one (where a 2 s wait once ended the job before the
-// speaker's message was out), and never past silentGraceMax.
+// TestSilentGraceStretchesWithTheLoad: a silent rank waits SilentRankGrace on a node with cores to
+// spare, longer in proportion to the run queue per CPU on a loaded one (where a 2 s wait once ended
+// the job before the speaker's message was out), and never past silentGraceMax.
 func TestSilentGraceStretchesWithTheLoad(t *testing.T) {
 	for _, tc := range []struct {
 		loadPerCPU float64

@@ -10,36 +10,40 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// Every rank proves that it runs the same job (README.md's failure behaviour): ranks given different flags (a
-// per-node environment under Slurm makes it easy) must never run, hang or report. Before any shared state
-// (the topology included: ranks with different --cp values split the world differently and wait forever), the
-// ranks compare their settings over the world communicator and stop with a usage error, naming the settings.
+// Every rank proves that it runs the same job (README.md's failure behaviour): ranks given
+// different flags (a per-node environment under Slurm makes it easy) must never run, hang or
+// report. Before any shared state (the topology included: ranks with different --cp values split
+// the world differently and wait forever), the ranks compare their settings over the world
+// communicator and stop with a usage error, naming the settings.
 
-// Setting is one value of a command's effective configuration: a flag's (from the command line, the environment
-// or its default), the command's name, the build, a file's identity.
+// Setting is one value of a command's effective configuration: a flag's (from the command line, the
+// environment or its default), the command's name, the build, a file's identity.
 type Setting struct {
-	Name   string // as the message names it: "--seed", "the command", "--trace's content"
-	Value  string // compared, as text
-	Source string // where the value came from ("CPHICACHE_SEED"), for the message only: not compared
-	// Unknown marks a value this rank cannot tell (a trace it cannot open, which only the ranks that read the
-	// workload need): it takes no part, and the ranks that know it compare theirs.
+	Name  string // as the message names it: "--seed", "the command", "--trace's content"
+	Value string // compared, as text
+	// where the value came from ("CPHICACHE_SEED"), for the message only: not compared
+	Source string
+	// Unknown marks a value this rank cannot tell (a trace it cannot open, which only the ranks
+	// that read the workload need): it takes no part, and the ranks that know it compare theirs.
 	Unknown bool
 }
 
-// SettingsTimeout bounds the start-up agreement: every rank enters it right after MPI_Init, which returns on
-// every rank together, so only a rank that runs something else (another program, a debugger's stop) can be
-// missing; the watchdog ends the job then instead of waiting for it.
+// SettingsTimeout bounds the start-up agreement: every rank enters it right after MPI_Init, which
+// returns on every rank together, so only a rank that runs something else (another program, a
+// debugger's stop) can be missing; the watchdog ends the job then instead of waiting for it.
 const SettingsTimeout = 60 * time.Second
 
-// notKnown is a setting's hash on a rank that does not know it, in both halves of the MIN all-reduce: it never
-// wins. A known setting's hash has its top bit clear (settingHash), so it is never notKnown, nor its complement.
+// notKnown is a setting's hash on a rank that does not know it, in both halves of the MIN
+// all-reduce: it never wins. A known setting's hash has its top bit clear (settingHash), so it is
+// never notKnown, nor its complement.
 const notKnown = math.MaxUint64
 
-// AgreeOnSettings compares settings across world (a World collective, two all-reduces of a few words each), and
-// returns a *SettingsError on every rank when any setting differs. The first all-reduce compares the list of
-// names (the command and its flags: the same on ranks that run the same build and command) and finds the
-// shortest list; the second compares each setting of that common prefix, MIN and MAX of its hash in one MIN
-// all-reduce over the hashes and their complements.
+// AgreeOnSettings compares settings across world (a World collective, two all-reduces of a few
+// words each), and returns a *SettingsError on every rank when any setting differs. The first
+// all-reduce compares the list of names (the command and its flags: the same on ranks that run the
+// same build and command) and finds the shortest list; the second compares each setting of that
+// common prefix, MIN and MAX of its hash in one MIN all-reduce over the hashes and their
+// complements.
 func AgreeOnSettings(world *mpi.Comm, settings []Setting) error {
 	names := fnv.New64a()
 	for _, s := range settings {
@@ -86,7 +90,8 @@ func settingHash(s Setting) uint64 {
 	return h.Sum64() >> 1
 }
 
-// SettingsError is ranks that were not given the same job: the settings that differ, with this rank's values.
+// SettingsError is ranks that were not given the same job: the settings that differ, with this
+// rank's values.
 type SettingsError struct {
 	Differ   []Setting // in the command's order; empty when only the lists differ
 	SameList bool      // every rank has the same list of settings (the same build and command)

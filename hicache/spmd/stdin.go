@@ -1,11 +1,12 @@
 package spmd
 
-// --trace -: a trace on standard input, as gen-trace writes one to standard output by default. mpirun forwards
-// standard input to world rank 0 only, while the workload is read by CP rank 0 of every group (and validate
-// reads it once per pass), so world rank 0 reads it whole and broadcasts it, and each reading rank keeps it in a
-// private temporary file that the trace reader then reads as any --trace. A FIFO on world rank 0's node can be
-// read once too, by world rank 0 alone, so it travels the same way. The broadcast
-// is the job's, not a command's: no command runs a collective itself.
+// --trace -: a trace on standard input, as gen-trace writes one to standard output by default.
+// mpirun forwards standard input to world rank 0 only, while the workload is read by CP rank 0 of
+// every group (and validate reads it once per pass), so world rank 0 reads it whole and broadcasts
+// it, and each reading rank keeps it in a private temporary file that the trace reader then reads
+// as any --trace. A FIFO on world rank 0's node can be read once too, by world rank 0 alone, so it
+// travels the same way. The broadcast is the job's, not a command's: no command runs a collective
+// itself.
 
 import (
 	"encoding/binary"
@@ -22,12 +23,16 @@ const stdinChunkBytes = 64 << 20
 // stdinReadFailed in the length header says world rank 0 could not read standard input.
 const stdinReadFailed = math.MaxUint64
 
-// TraceFromStream is a --trace that can be read only once, named name ("-" for standard input): world rank 0
-// reads stream whole and broadcasts it to every rank, and CP rank 0 of every group (the ranks that read the
-// workload) keeps it in a private temporary file, whose path it returns; the other ranks return "". A World
-// collective. remove deletes the file (and is never nil); a signal's clean-up deletes it too. A stream that
-// cannot be read or is empty fails every rank alike.
-func (j *Job) TraceFromStream(stream io.Reader, name string) (path string, remove func(), err error) {
+// TraceFromStream is a --trace that can be read only once, named name ("-" for standard input):
+// world rank 0 reads stream whole and broadcasts it to every rank, and CP rank 0 of every group
+// (the ranks that read the workload) keeps it in a private temporary file, whose path it returns;
+// the other ranks return "". A World collective. remove deletes the file (and is never nil); a
+// signal's clean-up deletes it too. A stream that cannot be read or is empty fails every rank
+// alike.
+func (j *Job) TraceFromStream(
+	stream io.Reader,
+	name string,
+) (path string, remove func(), err error) {
 	remove = func() {}
 	t := j.Topo
 	var data []byte
@@ -49,10 +54,18 @@ func (j *Job) TraceFromStream(stream io.Reader, name string) (path string, remov
 		if readErr == nil {
 			readErr = errors.New("world rank 0 could not read it")
 		}
-		return "", remove, &JobWide{Err: fmt.Errorf("--trace %s: reading %s: %w", name, streamWhat(name), readErr)}
+		return "", remove, &JobWide{
+			Err: fmt.Errorf("--trace %s: reading %s: %w", name, streamWhat(name), readErr),
+		}
 	}
 	if length == 0 {
-		return "", remove, &JobWide{Err: fmt.Errorf("--trace %s: %s is empty (pipe a trace in, e.g. cphicache gen-trace | mpirun ... cphicache run --trace -)", name, streamWhat(name))}
+		return "", remove, &JobWide{
+			Err: fmt.Errorf(
+				"--trace %s: %s is empty (pipe a trace in, e.g. cphicache gen-trace | mpirun ... cphicache run --trace -)",
+				name,
+				streamWhat(name),
+			),
+		}
 	}
 	if t.WorldRank != 0 {
 		data = make([]byte, length)
@@ -86,9 +99,10 @@ func streamWhat(name string) string {
 	return name
 }
 
-// keepTrace writes data to a private temporary file and returns its path and the function that drops its
-// removal from cleanup. The file is made and its removal registered as one step (Cleanup.Create), so that a
-// signal while it is written, or just before it is made, leaves no file behind.
+// keepTrace writes data to a private temporary file and returns its path and the function that
+// drops its removal from cleanup. The file is made and its removal registered as one step
+// (Cleanup.Create), so that a signal while it is written, or just before it is made, leaves no file
+// behind.
 func keepTrace(data []byte, cleanup *Cleanup) (path string, forget func(), err error) {
 	var f *os.File
 	forget, err = cleanup.Create(func() (func(), error) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// stdinNotForwarded is the standard input of a rank other than world rank 0: mpirun forwards none there, so
-// reading it is a bug.
+// stdinNotForwarded is the standard input of a rank other than world rank 0: mpirun forwards none
+// there, so reading it is a bug.
 type stdinNotForwarded struct{ t *testing.T }
 
 func (r stdinNotForwarded) Read([]byte) (int, error) {
@@ -17,9 +17,9 @@ func (r stdinNotForwarded) Read([]byte) (int, error) {
 	return 0, io.EOF
 }
 
-// TestTraceFromStdinReachesEveryReadingRank: world rank 0's standard input, and only it, is read; it arrives
-// whole in a private file on CP rank 0 of every group (the other ranks get no path), remove deletes the file,
-// and an empty standard input fails every rank alike.
+// TestTraceFromStdinReachesEveryReadingRank: world rank 0's standard input, and only it, is read;
+// it arrives whole in a private file on CP rank 0 of every group (the other ranks get no path),
+// remove deletes the file, and an empty standard input fails every rank alike.
 func TestTraceFromStdinReachesEveryReadingRank(t *testing.T) {
 	topo, err := NewTopology(testWorld, 0, 0)
 	if err != nil {
@@ -39,11 +39,23 @@ func TestTraceFromStdinReachesEveryReadingRank(t *testing.T) {
 		t.Fatalf("rank %d: %v", topo.WorldRank, err)
 	}
 	if topo.CPRank != 0 && path != "" {
-		t.Errorf("rank %d (CP rank %d) kept the trace in %s; only CP rank 0 reads the workload", topo.WorldRank, topo.CPRank, path)
+		t.Errorf(
+			"rank %d (CP rank %d) kept the trace in %s; only CP rank 0 reads the workload",
+			topo.WorldRank,
+			topo.CPRank,
+			path,
+		)
 	}
 	if topo.CPRank == 0 {
 		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
-			t.Errorf("rank %d: %s holds %d bytes (%v), want the %d of standard input", topo.WorldRank, path, len(got), err, len(want))
+			t.Errorf(
+				"rank %d: %s holds %d bytes (%v), want the %d of standard input",
+				topo.WorldRank,
+				path,
+				len(got),
+				err,
+				len(want),
+			)
 		}
 	}
 	remove()
@@ -55,6 +67,10 @@ func TestTraceFromStdinReachesEveryReadingRank(t *testing.T) {
 	remove()
 	var jobWide *JobWide
 	if !errors.As(err, &jobWide) {
-		t.Errorf("rank %d: an empty standard input gave %v, want one job-wide error on every rank", topo.WorldRank, err)
+		t.Errorf(
+			"rank %d: an empty standard input gave %v, want one job-wide error on every rank",
+			topo.WorldRank,
+			err,
+		)
 	}
 }

@@ -31,16 +31,39 @@ func TestResolveGroupsDefaultsAndErrors(t *testing.T) {
 		var ce *errscope.ConfigError
 		switch {
 		case tc.wantFlag != "" && (!errors.As(err, &ce) || ce.Flag != tc.wantFlag):
-			t.Errorf("world %d cp %d dp %d: err %v, want an error naming --%s", tc.world, tc.cp, tc.dp, err, tc.wantFlag)
+			t.Errorf(
+				"world %d cp %d dp %d: err %v, want an error naming --%s",
+				tc.world,
+				tc.cp,
+				tc.dp,
+				err,
+				tc.wantFlag,
+			)
 		case tc.wantFlag != "" && !strings.Contains(err.Error(), "--"+tc.wantFlag):
 			t.Errorf("message %q does not name --%s", err, tc.wantFlag)
 		case tc.wantFlag == "" && (err != nil || cp != tc.wantCP || dp != tc.wantDP):
-			t.Errorf("world %d cp %d dp %d: got cp %d dp %d err %v, want cp %d dp %d", tc.world, tc.cp, tc.dp, cp, dp, err, tc.wantCP, tc.wantDP)
+			t.Errorf(
+				"world %d cp %d dp %d: got cp %d dp %d err %v, want cp %d dp %d",
+				tc.world,
+				tc.cp,
+				tc.dp,
+				cp,
+				dp,
+				err,
+				tc.wantCP,
+				tc.wantDP,
+			)
 		}
 	}
-	// --dp alone that does not divide the job: the message is about the dp given, and no cp the user never gave.
+	// --dp alone that does not divide the job: the message is about the dp given, and no cp the
+	// user never gave.
 	_, _, err := resolveGroups(8, 8, true, 0, 3)
-	if err == nil || !strings.Contains(err.Error(), "invalid --dp: 3 replicas do not divide the job's 8 ranks") || strings.Contains(err.Error(), "cp") ||
+	if err == nil ||
+		!strings.Contains(
+			err.Error(),
+			"invalid --dp: 3 replicas do not divide the job's 8 ranks",
+		) ||
+		strings.Contains(err.Error(), "cp") ||
 		!strings.Contains(err.Error(), "(1, 2, 4, 8)") {
 		t.Errorf("--dp 3 on 8 ranks: %v", err)
 	}
@@ -49,9 +72,9 @@ func TestResolveGroupsDefaultsAndErrors(t *testing.T) {
 	}
 }
 
-// TestTopologyGroupsAreConsecutiveAndScoped builds the topology for every CP size that divides the launch and
-// checks that each CP communicator holds exactly its consecutive ranks: a collective on it sees cp ranks, never
-// the world and never another group.
+// TestTopologyGroupsAreConsecutiveAndScoped builds the topology for every CP size that divides the
+// launch and checks that each CP communicator holds exactly its consecutive ranks: a collective on
+// it sees cp ranks, never the world and never another group.
 func TestTopologyGroupsAreConsecutiveAndScoped(t *testing.T) {
 	n := testWorld.Size()
 	for cp := 1; cp <= n; cp++ {
@@ -71,10 +94,23 @@ func checkTopology(t *testing.T, topo *Topology, cp, dp int) {
 	t.Helper()
 	rank := testWorld.Rank()
 	if topo.CPSize != cp || topo.DPSize != dp || topo.CP.Size() != cp {
-		t.Fatalf("cp %d: topology says cp %d dp %d, communicator size %d", cp, topo.CPSize, topo.DPSize, topo.CP.Size())
+		t.Fatalf(
+			"cp %d: topology says cp %d dp %d, communicator size %d",
+			cp,
+			topo.CPSize,
+			topo.DPSize,
+			topo.CP.Size(),
+		)
 	}
 	if topo.CPGroup != rank/cp || topo.CPRank != rank%cp {
-		t.Errorf("rank %d: group %d cp-rank %d, want %d and %d", rank, topo.CPGroup, topo.CPRank, rank/cp, rank%cp)
+		t.Errorf(
+			"rank %d: group %d cp-rank %d, want %d and %d",
+			rank,
+			topo.CPGroup,
+			topo.CPRank,
+			rank/cp,
+			rank%cp,
+		)
 	}
 	members := make([]int64, cp)
 	if err := topo.CP.AllgatherInt64([]int64{int64(rank)}, members); err != nil {
@@ -114,12 +150,24 @@ func TestTopologyGatherMapsEveryRank(t *testing.T) {
 	}
 	host, _ := mpi.ProcessorName()
 	if len(rows) != testWorld.Size() || rows[testWorld.Rank()].Host != host {
-		t.Fatalf("rank %d: %d rows, own host %q, want %d rows and %q", testWorld.Rank(), len(rows), rows[testWorld.Rank()].Host, testWorld.Size(), host)
+		t.Fatalf(
+			"rank %d: %d rows, own host %q, want %d rows and %q",
+			testWorld.Rank(),
+			len(rows),
+			rows[testWorld.Rank()].Host,
+			testWorld.Size(),
+			host,
+		)
 	}
 	var b strings.Builder
 	WriteTable(&b, rows, topo.CPSize, topo.DPSize)
 	if lines := strings.Count(b.String(), "\n"); lines != len(rows)+2 {
-		t.Errorf("table has %d lines, want a 2-line header and %d rows:\n%s", lines, len(rows), b.String())
+		t.Errorf(
+			"table has %d lines, want a 2-line header and %d rows:\n%s",
+			lines,
+			len(rows),
+			b.String(),
+		)
 	}
 }
 

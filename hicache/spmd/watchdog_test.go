@@ -10,7 +10,13 @@ import (
 func testWatchdog(timeout time.Duration) (*Watchdog, *strings.Builder, chan int) {
 	var out strings.Builder
 	exited := make(chan int, 1)
-	w := &Watchdog{timeout: timeout, worldRank: 3, out: &out, exit: func(code int) { exited <- code }, stop: make(chan struct{})}
+	w := &Watchdog{
+		timeout:   timeout,
+		worldRank: 3,
+		out:       &out,
+		exit:      func(code int) { exited <- code },
+		stop:      make(chan struct{}),
+	}
 	go w.poll()
 	return w, &out, exited
 }
@@ -33,18 +39,29 @@ func TestWatchdogNamesTheStartUpPhase(t *testing.T) {
 	w.Arm("start-up: NCCL communicator init", 1, 8, 0)
 	code := waitFired(t, exited)
 	want := "rank 3: watchdog: start-up: NCCL communicator init on CP group 1 (8 ranks) waited"
-	if code != ExitWatchdog || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "at step") {
-		t.Errorf("exit %d, message %q: want %d and %q without a step", code, out.String(), ExitWatchdog, want)
+	if code != ExitWatchdog || !strings.Contains(out.String(), want) ||
+		strings.Contains(out.String(), "at step") {
+		t.Errorf(
+			"exit %d, message %q: want %d and %q without a step",
+			code,
+			out.String(),
+			ExitWatchdog,
+			want,
+		)
 	}
-	// A timeout under a second is said as given, not rounded to "0 s", with the grace a collective adds to it
-	// (waited 1.1 s beside "0.05 s" alone read as a watchdog that ignored its timeout).
-	if limit := "longer than --watchdog-timeout 0.05 s and a collective's " + CollectiveGrace.String() + " grace;"; !strings.Contains(out.String(), limit) {
+	// A timeout under a second is said as given, not rounded to "0 s", with the grace a collective
+	// adds to it (waited 1.1 s beside "0.05 s" alone read as a watchdog that ignored its timeout).
+	if limit := "longer than --watchdog-timeout 0.05 s and a collective's " + CollectiveGrace.String() + " grace;"; !strings.Contains(
+		out.String(),
+		limit,
+	) {
 		t.Errorf("message %q: want %q", out.String(), limit)
 	}
 }
 
-// A drain is bounded as a whole, however many quick collectives run inside it, and it is named with its hint;
-// a collective waiting as long fires later (CollectiveGrace), so the drain's rank is the one that speaks.
+// A drain is bounded as a whole, however many quick collectives run inside it, and it is named with
+// its hint; a collective waiting as long fires later (CollectiveGrace), so the drain's rank is the
+// one that speaks.
 func TestWatchdogBoundsAWholeDrainAndNamesIt(t *testing.T) {
 	w, out, exited := testWatchdog(300 * time.Millisecond)
 	defer w.Stop()
@@ -83,8 +100,9 @@ func TestCleanupRunsWhatIsLeftOnce(t *testing.T) {
 	}
 }
 
-// Doing names the waits of a second or more, the drain and the collective inside it, with how long; a quick one
-// is not named, nor a returned one. It is what a rank says when the launcher ends it after a peer's watchdog.
+// Doing names the waits of a second or more, the drain and the collective inside it, with how long;
+// a quick one is not named, nor a returned one. It is what a rank says when the launcher ends it
+// after a peer's watchdog.
 func TestWatchdogSaysWhatTheRankIsWaitingIn(t *testing.T) {
 	w, _, _ := testWatchdog(time.Minute)
 	defer w.Stop()
@@ -110,13 +128,18 @@ func TestWatchdogSaysWhatTheRankIsWaitingIn(t *testing.T) {
 	}
 }
 
-// A wait noticed far past its limit (the process was not run: an overloaded machine) says so, and by how much:
-// a peer starved alike may be as late, which is no hang of its own.
+// A wait noticed far past its limit (the process was not run: an overloaded machine) says so, and
+// by how much: a peer starved alike may be as late, which is no hang of its own.
 func TestWatchdogSaysWhenItsOwnCheckRanLate(t *testing.T) {
 	w, out, exited := testWatchdog(time.Minute)
 	defer w.Stop()
-	w.fire(&watchdogSite{name: "object_compare consensus", commSize: 2, step: 40}, 23200*time.Millisecond, 11*time.Second)
-	if code := waitFired(t, exited); code != ExitWatchdog || !strings.Contains(out.String(), "waited 23.2 s") ||
+	w.fire(
+		&watchdogSite{name: "object_compare consensus", commSize: 2, step: 40},
+		23200*time.Millisecond,
+		11*time.Second,
+	)
+	if code := waitFired(t, exited); code != ExitWatchdog ||
+		!strings.Contains(out.String(), "waited 23.2 s") ||
 		!strings.Contains(out.String(), "this check itself ran 12.2 s late") {
 		t.Errorf("exit %d, message %q", code, out.String())
 	}

@@ -19,15 +19,16 @@ import (
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
-// The sweep's PNG, drawn as bench/plot.go draws the benchmarks: ours as lines with points, the reference (here
-// the ideal hit rate of an unbounded cache) as a thick black dashed line. The code map forbids hicache/* to
-// import bench, so the reference's style is drawn here with gonum directly (addReference), the same as bench's.
+// The sweep's PNG, drawn as bench/plot.go draws the benchmarks: ours as lines with points, the
+// reference (here the ideal hit rate of an unbounded cache) as a thick black dashed line. The code
+// map forbids hicache/* to import bench, so the reference's style is drawn here with gonum directly
+// (addReference), the same as bench's.
 
 const sweepPlotWidth, sweepPlotHeight = 8 * vg.Inch, 5 * vg.Inch
 
-// WritePlot draws the token hit rate (L1 + L2) against the L2's capacity, one point per run, with the ideal rate
-// as a horizontal line. The x axis is logarithmic (sweeps double the size) and each point is labelled with its
-// bytes and its tokens.
+// WritePlot draws the token hit rate (L1 + L2) against the L2's capacity, one point per run, with
+// the ideal rate as a horizontal line. The x axis is logarithmic (sweeps double the size) and each
+// point is labelled with its bytes and its tokens.
 func (s *Result) WritePlot(path string) error {
 	if len(s.Points) == 0 {
 		return fmt.Errorf("sweep plot %s: no points", path)
@@ -54,9 +55,11 @@ func (s *Result) WritePlot(path string) error {
 		return err
 	}
 	p.Legend.Top, p.Legend.Left = false, false
-	// The legend's line samples are drawn right of its text: moved in by their width, they stay in the image.
+	// The legend's line samples are drawn right of its text: moved in by their width, they stay in
+	// the image.
 	p.Legend.XOffs = -p.Legend.ThumbnailWidth - vg.Points(8)
-	// The image goes through outfile, whole or not at all, in the format its extension names (as plot.Save).
+	// The image goes through outfile, whole or not at all, in the format its extension names (as
+	// plot.Save).
 	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
 	image, err := s.render(p, format)
 	if err != nil {
@@ -68,8 +71,8 @@ func (s *Result) WritePlot(path string) error {
 	})
 }
 
-// render draws the hit rate's plot, and below it, when the points have modelled serving figures, their TTFT
-// against the same sizes, in one image.
+// render draws the hit rate's plot, and below it, when the points have modelled serving figures,
+// their TTFT against the same sizes, in one image.
 func (s *Result) render(hits *plot.Plot, format string) (io.WriterTo, error) {
 	if s.Points[0].Serving == nil {
 		return hits.WriterTo(sweepPlotWidth, sweepPlotHeight, format)
@@ -82,7 +85,11 @@ func (s *Result) render(hits *plot.Plot, format string) (io.WriterTo, error) {
 	if err != nil {
 		return nil, err
 	}
-	tiles := plot.Align([][]*plot.Plot{{hits}, {ttft}}, draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(12)}, draw.New(canvas))
+	tiles := plot.Align(
+		[][]*plot.Plot{{hits}, {ttft}},
+		draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(12)},
+		draw.New(canvas),
+	)
 	hits.Draw(tiles[0][0])
 	ttft.Draw(tiles[1][0])
 	return canvas, nil
@@ -110,7 +117,13 @@ func (s *Result) ttftPlot() (*plot.Plot, error) {
 	lines := []any{"TTFT p50", p50, "TTFT p99", p99}
 	if len(l3p50) == len(p50) {
 		rate := sizing.FormatBytes(int64(s.Points[0].Serving.WithL3.ReadBytesPerSecond))
-		lines = append(lines, "p50, with an L3 at "+rate+"/s", l3p50, "p99, with an L3 at "+rate+"/s", l3p99)
+		lines = append(
+			lines,
+			"p50, with an L3 at "+rate+"/s",
+			l3p50,
+			"p99, with an L3 at "+rate+"/s",
+			l3p99,
+		)
 	}
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return nil, err
@@ -123,13 +136,25 @@ func (s *Result) ttftPlot() (*plot.Plot, error) {
 // plotFormats are the image formats gonum/plot writes, by file extension.
 var plotFormats = []string{"eps", "jpg", "jpeg", "pdf", "png", "svg", "tex", "tif", "tiff"}
 
-// CheckPlotFormat fails, before the sweep runs, on a --plot whose extension names no format WritePlot can write.
+// CheckPlotFormat fails, before the sweep runs, on a --plot whose extension names no format
+// WritePlot can write.
 func CheckPlotFormat(path string) error {
 	if path == "" {
 		return nil
 	}
-	if format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), ".")); !slices.Contains(plotFormats, format) {
-		return &errscope.ConfigError{Flag: "plot", Reason: fmt.Sprintf("%s: the extension %q names no image format; use one of .%s", path, format, strings.Join(plotFormats, ", ."))}
+	if format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), ".")); !slices.Contains(
+		plotFormats,
+		format,
+	) {
+		return &errscope.ConfigError{
+			Flag: "plot",
+			Reason: fmt.Sprintf(
+				"%s: the extension %q names no image format; use one of .%s",
+				path,
+				format,
+				strings.Join(plotFormats, ", ."),
+			),
+		}
 	}
 	return nil
 }
@@ -143,11 +168,17 @@ func (s *Result) title() string {
 	if s.Model != "" {
 		model = s.Model
 	}
-	return fmt.Sprintf("cphicache sweep: hit rate vs L2 capacity\n%s, %s, %s, L1 %d tokens per rank", model, workload, s.WritePolicy, s.DeviceTokens)
+	return fmt.Sprintf(
+		"cphicache sweep: hit rate vs L2 capacity\n%s, %s, %s, L1 %d tokens per rank",
+		model,
+		workload,
+		s.WritePolicy,
+		s.DeviceTokens,
+	)
 }
 
-// addIdeal draws the ideal rate across the swept range. It is the same at every point (the same events), so the
-// first point's stands for all.
+// addIdeal draws the ideal rate across the swept range. It is the same at every point (the same
+// events), so the first point's stands for all.
 func (s *Result) addIdeal(p *plot.Plot, hits plotter.XYs) error {
 	lo, hi := hits[0].X, hits[0].X
 	for _, h := range hits {
@@ -157,11 +188,15 @@ func (s *Result) addIdeal(p *plot.Plot, hits plotter.XYs) error {
 		lo, hi = lo/2, hi*2
 	}
 	ideal := 100 * s.Points[0].IdealRate
-	return addReference(p, fmt.Sprintf("ideal: an unbounded cache (%.1f%%)", ideal), plotter.XYs{{X: lo, Y: ideal}, {X: hi, Y: ideal}})
+	return addReference(
+		p,
+		fmt.Sprintf("ideal: an unbounded cache (%.1f%%)", ideal),
+		plotter.XYs{{X: lo, Y: ideal}, {X: hi, Y: ideal}},
+	)
 }
 
-// addReference draws a reference as a thick black dashed line, so it stands apart from the measured line; it is
-// bench's style for its references (bench/plot.go), which this package may not import.
+// addReference draws a reference as a thick black dashed line, so it stands apart from the measured
+// line; it is bench's style for its references (bench/plot.go), which this package may not import.
 func addReference(p *plot.Plot, name string, xys plotter.XYs) error {
 	line, err := plotter.NewLine(xys)
 	if err != nil {
@@ -182,7 +217,17 @@ func (t sweepTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ticks []plot.Tick
 	for _, pt := range t {
 		if x := float64(max(1, pt.L2Bytes)); x >= lo && x <= hi {
-			ticks = append(ticks, plot.Tick{Value: x, Label: sizing.FormatBytes(pt.L2Bytes) + "\n" + formatTokens(pt.L2Tokens) + " tok"})
+			ticks = append(
+				ticks,
+				plot.Tick{
+					Value: x,
+					Label: sizing.FormatBytes(
+						pt.L2Bytes,
+					) + "\n" + formatTokens(
+						pt.L2Tokens,
+					) + " tok",
+				},
+			)
 		}
 	}
 	return ticks

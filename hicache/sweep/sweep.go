@@ -1,10 +1,13 @@
-// Package sweep is `cphicache sweep`: the hit rate against the L2's capacity, one run of the same workload per size, in one
-// process. Placement does not depend on the CP size (every rank of a group takes the same decisions, and a
-// model's slot is a page of its tokens whatever cp is: hicache/sizing/models.go), so the sweep runs the cache at cp 1, as an MPI
-// singleton. Every point drains its copies every step (SyncCopies): a backup commits in the step that made it,
-// so a point's hit counts are a function of the configuration, equal to `run --sync-copies` at that size.
+// Package sweep is `cphicache sweep`: the hit rate against the L2's capacity, one run of the same
+// workload per size, in one process. Placement does not depend on the CP size (every rank of a
+// group takes the same decisions, and a model's slot is a page of its tokens whatever cp is:
+// hicache/sizing/models.go), so the sweep runs the cache at cp 1, as an MPI singleton. Every point
+// drains its copies every step (SyncCopies): a backup commits in the step that made it, so a
+// point's hit counts are a function of the configuration, equal to `run --sync-copies` at that
+// size.
 //
-// It drives the cache through hicache's exported API only (Run, Options, Report); hicache must not import it.
+// It drives the cache through hicache's exported API only (Run, Options, Report); hicache must not
+// import it.
 package sweep
 
 import (
@@ -40,14 +43,16 @@ type Point struct {
 	Committed   int64   `json:"backups_committed"`
 	L2Evictions int64   `json:"l2_evictions"`
 	WallSeconds float64 `json:"wall_seconds"`
-	// UncachedPages: prompt pages computed but not cached, L1 being too small for their request; UncachedPct of
-	// every prompt page. A point with many has a hit rate that L2 cannot raise.
+	// UncachedPages: prompt pages computed but not cached, L1 being too small for their request;
+	// UncachedPct of every prompt page. A point with many has a hit rate that L2 cannot raise.
 	UncachedPages int64 `json:"uncached_pages"`
-	// UncachedOversizePages: of those, the pages of requests longer than L1 (a sweep refuses such an L1).
+	// UncachedOversizePages: of those, the pages of requests longer than L1 (a sweep refuses such
+	// an L1).
 	UncachedOversizePages int64   `json:"uncached_oversize_pages"`
 	UncachedPct           float64 `json:"uncached_pct"`
-	// Serving is the point's time to first token and prompt tokens/s, MODELLED on a virtual clock over the
-	// point's own hits (with --gpu or --prefill-profile): the sizing answer in TTFT, not only in hit rate.
+	// Serving is the point's time to first token and prompt tokens/s, MODELLED on a virtual clock
+	// over the point's own hits (with --gpu or --prefill-profile): the sizing answer in TTFT, not
+	// only in hit rate.
 	Serving *ServingPoint `json:"serving,omitempty"`
 }
 
@@ -57,27 +62,34 @@ type ServingPoint struct {
 	TTFTP90               float64 `json:"ttft_p90_s"`
 	TTFTP99               float64 `json:"ttft_p99_s"`
 	PromptTokensPerSecond float64 `json:"prompt_tokens_per_s"`
-	// WithL3 is the same with an unbounded L3 under the L2, read at --l3-read-rate (MODELLED, SERVING.md).
+	// WithL3 is the same with an unbounded L3 under the L2, read at --l3-read-rate (MODELLED,
+	// SERVING.md).
 	WithL3 *report.ModelledL3Serving `json:"with_l3,omitempty"`
 }
 
-// Result is the sweep's JSON: the configuration every point shares, and the points in the order given.
+// Result is the sweep's JSON: the configuration every point shares, and the points in the order
+// given.
 type Result struct {
-	// Provenance is what produced the sweep (the command sets it): the build, the command line, every flag.
-	Provenance       *report.Provenance `json:"provenance,omitempty"`
-	Model            string             `json:"model,omitempty"`
-	Prefill          string             `json:"prefill,omitempty"` // the prefill model the points' serving figures are modelled by
-	Trace            string             `json:"trace,omitempty"`   // empty: the synthetic workload
-	WritePolicy      string             `json:"write_policy"`
-	PageTokens       int                `json:"page_tokens"`
-	TokenBytes       int64              `json:"token_bytes"`        // KV bytes per token, which the byte sizes count
-	CopiedTokenBytes int64              `json:"copied_token_bytes"` // what the runs copied per token
-	DevicePages      int                `json:"device_pages"`
-	DeviceTokens     int64              `json:"device_tokens"`
-	Points           []Point            `json:"points"`
+	// Provenance is what produced the sweep (the command sets it): the build, the command line,
+	// every flag.
+	Provenance *report.Provenance `json:"provenance,omitempty"`
+	Model      string             `json:"model,omitempty"`
+	// the prefill model the points' serving figures are modelled by
+	Prefill     string `json:"prefill,omitempty"`
+	Trace       string `json:"trace,omitempty"` // empty: the synthetic workload
+	WritePolicy string `json:"write_policy"`
+	PageTokens  int    `json:"page_tokens"`
+	// KV bytes per token, which the byte sizes count
+	TokenBytes int64 `json:"token_bytes"`
+	// what the runs copied per token
+	CopiedTokenBytes int64   `json:"copied_token_bytes"`
+	DevicePages      int     `json:"device_pages"`
+	DeviceTokens     int64   `json:"device_tokens"`
+	Points           []Point `json:"points"`
 }
 
-// Sweep runs the workload once per size on a one-rank job, calling done after each point (progress).
+// Sweep runs the workload once per size on a one-rank job, calling done after each point
+// (progress).
 func Run(job *spmd.Job, options *config.Options, sizes []Size, done func(Point)) (*Result, error) {
 	if err := CheckJob(job); err != nil {
 		return nil, err
@@ -85,7 +97,12 @@ func Run(job *spmd.Job, options *config.Options, sizes []Size, done func(Point))
 	if err := runner.CheckL1HoldsLongestRequest(options); err != nil {
 		return nil, err
 	}
-	res := &Result{Model: options.Model, Trace: options.TracePath, WritePolicy: options.Policy.String(), PageTokens: options.PageTokens}
+	res := &Result{
+		Model:       options.Model,
+		Trace:       options.TracePath,
+		WritePolicy: options.Policy.String(),
+		PageTokens:  options.PageTokens,
+	}
 	for _, size := range sizes {
 		opts := *options
 		opts.SyncCopies, opts.Quiet = true, true
@@ -100,11 +117,16 @@ func Run(job *spmd.Job, options *config.Options, sizes []Size, done func(Point))
 			return nil, err
 		}
 		if r.Failed() {
-			return nil, &report.RunFailed{Divergences: r.Placement.Divergences, Mismatches: r.Verify.Mismatches,
-				AuditMismatches: r.Verify.AuditMismatches, CopyErrors: r.Verify.CopyErrors}
+			return nil, &report.RunFailed{
+				Divergences:     r.Placement.Divergences,
+				Mismatches:      r.Verify.Mismatches,
+				AuditMismatches: r.Verify.AuditMismatches,
+				CopyErrors:      r.Verify.CopyErrors,
+			}
 		}
 		c := r.Capacity
-		res.TokenBytes, res.CopiedTokenBytes, res.DevicePages, res.DeviceTokens = c.TokenBytes, c.CopiedTokenBytes, c.DevicePages, c.DeviceTokens
+		res.TokenBytes, res.CopiedTokenBytes, res.DevicePages, res.DeviceTokens = c.TokenBytes,
+			c.CopiedTokenBytes, c.DevicePages, c.DeviceTokens
 		if r.Serving != nil {
 			res.Prefill = r.Serving.Model
 		}
@@ -120,7 +142,12 @@ func Run(job *spmd.Job, options *config.Options, sizes []Size, done func(Point))
 // CheckJob refuses a job of more than one rank: the sweep is one process (an MPI singleton).
 func CheckJob(job *spmd.Job) error {
 	if n := job.Topo.World.Size(); n != 1 {
-		return &spmd.JobWide{Err: fmt.Errorf("sweep runs as one process, the cache at cp 1 (placement does not depend on the CP size): start it without mpirun, not as %d ranks", n)}
+		return &spmd.JobWide{
+			Err: fmt.Errorf(
+				"sweep runs as one process, the cache at cp 1 (placement does not depend on the CP size): start it without mpirun, not as %d ranks",
+				n,
+			),
+		}
 	}
 	return nil
 }
@@ -131,14 +158,21 @@ func sweepPoint(r *report.Report) Point {
 	uncached, uncachedPct := r.Uncached()
 	var serving *ServingPoint
 	if s := r.Serving; s != nil {
-		serving = &ServingPoint{TTFTP50: s.IdealTTFT.P50, TTFTP90: s.IdealTTFT.P90, TTFTP99: s.IdealTTFT.P99, PromptTokensPerSecond: s.IdealPromptTokensPerSecond,
-			WithL3: s.ModelledL3}
+		serving = &ServingPoint{
+			TTFTP50:               s.IdealTTFT.P50,
+			TTFTP90:               s.IdealTTFT.P90,
+			TTFTP99:               s.IdealTTFT.P99,
+			PromptTokensPerSecond: s.IdealPromptTokensPerSecond,
+			WithL3:                s.ModelledL3,
+		}
 	}
 	return Point{Serving: serving,
 		UncachedPages: uncached, UncachedPct: uncachedPct, UncachedOversizePages: r.L1.UncachedOversizePages,
 		L2Slots: c.L2Slots, L2Tokens: c.L2Tokens, L2Bytes: c.L2Bytes, L2GiB: float64(c.L2Bytes) / (1 << 30),
 		L1Tokens: h.L1Tokens, L2HitTokens: h.L2Tokens, MissTokens: h.MissTokens, IdealTokens: h.IdealTokens,
-		HitRate: float64(h.L1Tokens+h.L2Tokens) / tokens, IdealRate: float64(h.IdealTokens) / tokens,
+		HitRate: float64(
+			h.L1Tokens+h.L2Tokens,
+		) / tokens, IdealRate: float64(h.IdealTokens) / tokens,
 		Committed: r.Backup.Committed, L2Evictions: r.Backup.L2Evictions, WallSeconds: r.WallSeconds,
 	}
 }

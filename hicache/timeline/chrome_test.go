@@ -29,8 +29,8 @@ type chromeEvent struct {
 	Args json.RawMessage `json:"args"`
 }
 
-// twoRanks is a CP group of two ranks: a few steps each, with copies that overlap (queued behind each other)
-// and an L3 read.
+// twoRanks is a CP group of two ranks: a few steps each, with copies that overlap (queued behind
+// each other) and an L3 read.
 func twoRanks(t *testing.T) []RankRecord {
 	t.Helper()
 	var ranks []RankRecord
@@ -39,10 +39,42 @@ func twoRanks(t *testing.T) []RankRecord {
 		runSteps(r, 3)
 		backup := r.Name("backup")
 		for i := range int64(3) { // three copies started together, run one after another
-			r.Add(Span{Kind: KindCopy, Name: backup, Step: 2, StartNs: 1000, DurNs: 1000 * (i + 1), RunStartNs: 1000 * (i + 1), RunDurNs: 1000, Count: 4})
+			r.Add(
+				Span{
+					Kind:       KindCopy,
+					Name:       backup,
+					Step:       2,
+					StartNs:    1000,
+					DurNs:      1000 * (i + 1),
+					RunStartNs: 1000 * (i + 1),
+					RunDurNs:   1000,
+					Count:      4,
+				},
+			)
 		}
-		r.Add(Span{Kind: KindCopy, Name: backup, Step: 3, StartNs: 5000, DurNs: 500, RunStartNs: 5100, RunDurNs: 400, Count: 1})
-		r.Add(Span{Kind: KindL3Read, Step: 3, StartNs: 2000, DurNs: 3000, RunStartNs: 2500, RunDurNs: 1000, Count: 65536})
+		r.Add(
+			Span{
+				Kind:       KindCopy,
+				Name:       backup,
+				Step:       3,
+				StartNs:    5000,
+				DurNs:      500,
+				RunStartNs: 5100,
+				RunDurNs:   400,
+				Count:      1,
+			},
+		)
+		r.Add(
+			Span{
+				Kind:       KindL3Read,
+				Step:       3,
+				StartNs:    2000,
+				DurNs:      3000,
+				RunStartNs: 2500,
+				RunDurNs:   1000,
+				Count:      65536,
+			},
+		)
 		ranks = append(ranks, r.Record(rank, 0, rank))
 	}
 	return ranks
@@ -61,8 +93,8 @@ func writeAndParse(t *testing.T, ranks []RankRecord) chromeFile {
 	return f
 }
 
-// TestChromeFileShape: the JSON Object Format, every span a complete event with ts, dur, pid and tid, each CP
-// group a named process and each rank a named thread, tid its world rank.
+// TestChromeFileShape: the JSON Object Format, every span a complete event with ts, dur, pid and
+// tid, each CP group a named process and each rank a named thread, tid its world rank.
 func TestChromeFileShape(t *testing.T) {
 	f := writeAndParse(t, twoRanks(t))
 	if f.DisplayTimeUnit != "ms" {
@@ -88,7 +120,8 @@ func TestChromeFileShape(t *testing.T) {
 			t.Errorf("an event of phase %q", e.Ph)
 		}
 	}
-	// The ids are one above the group and rank: Perfetto takes pid 0 and tid 0 for the kernel's idle task.
+	// The ids are one above the group and rank: Perfetto takes pid 0 and tid 0 for the kernel's
+	// idle task.
 	for _, want := range []string{"process_name 1 1 CP group 0", "thread_name 1 1 rank 0 (cp rank 0)", "thread_name 1 2 rank 1 (cp rank 1)"} {
 		if !names[want] {
 			t.Errorf("no metadata %q in %v", want, names)
@@ -99,7 +132,9 @@ func TestChromeFileShape(t *testing.T) {
 		t.Errorf("%d spans, want %d", spans, 2*(6+2*5))
 	}
 	if len(f.OtherData.Ranks) != 2 || f.OtherData.Ranks[1].WorldRank != 1 || f.OtherData.Ranks[0].SpansKept != 11 ||
-		f.OtherData.Clock != "test" || f.OtherData.Window.Steps != 10 || f.OtherData.Note == "" {
+		f.OtherData.Clock != "test" ||
+		f.OtherData.Window.Steps != 10 ||
+		f.OtherData.Note == "" {
 		t.Errorf("otherData: %+v", f.OtherData)
 	}
 	if got := f.OtherData.Ranks[0].TotalMs["copy/backup"]; math.Abs(got-0.0065) > 1e-12 {
@@ -107,17 +142,20 @@ func TestChromeFileShape(t *testing.T) {
 	}
 }
 
-// nsUs is a nanosecond in microseconds: the file's resolution, and the tolerance of sums of its times.
+// nsUs is a nanosecond in microseconds: the file's resolution, and the tolerance of sums of its
+// times.
 const nsUs = 0.001
 
-// TestLastIntoStepConsensusNamesTheRankTheGroupWaitedFor: per step, the rank of a group that entered the step
-// consensus last is counted; a group of one rank waits for nobody.
+// TestLastIntoStepConsensusNamesTheRankTheGroupWaitedFor: per step, the rank of a group that
+// entered the step consensus last is counted; a group of one rank waits for nobody.
 func TestLastIntoStepConsensusNamesTheRankTheGroupWaitedFor(t *testing.T) {
 	record := func(rank, group int, startsNs ...int64) RankRecord {
 		r := NewRecorder(time.Now(), Window{Every: 1}, 0)
 		step := r.Name("step")
 		for i, start := range startsNs {
-			r.Add(Span{Kind: KindConsensus, Name: step, Step: int64(i + 1), StartNs: start, DurNs: 1})
+			r.Add(
+				Span{Kind: KindConsensus, Name: step, Step: int64(i + 1), StartNs: start, DurNs: 1},
+			)
 		}
 		return r.Record(rank, group, rank)
 	}
@@ -128,8 +166,9 @@ func TestLastIntoStepConsensusNamesTheRankTheGroupWaitedFor(t *testing.T) {
 	}
 }
 
-// TestEveryTrackNests: on every thread, complete events nest or follow each other, as a viewer requires; the
-// overlapping copies went to lanes of their own (three at once: three lanes), and the later copy reuses the first.
+// TestEveryTrackNests: on every thread, complete events nest or follow each other, as a viewer
+// requires; the overlapping copies went to lanes of their own (three at once: three lanes), and the
+// later copy reuses the first.
 func TestEveryTrackNests(t *testing.T) {
 	f := writeAndParse(t, twoRanks(t))
 	byTid := map[int][]chromeEvent{}
@@ -161,7 +200,14 @@ func TestEveryTrackNests(t *testing.T) {
 			}
 			end := *e.Ts + *e.Dur
 			if len(open) > 0 && end > open[len(open)-1]+nsUs {
-				t.Errorf("tid %d: %q [%v, %v] overlaps its enclosing event's end %v", tid, e.Name, *e.Ts, end, open[len(open)-1])
+				t.Errorf(
+					"tid %d: %q [%v, %v] overlaps its enclosing event's end %v",
+					tid,
+					e.Name,
+					*e.Ts,
+					end,
+					open[len(open)-1],
+				)
 			}
 			open = append(open, end)
 		}
@@ -173,7 +219,8 @@ func TestEveryTrackNests(t *testing.T) {
 	}
 }
 
-// TestAssignLanesUsesTheFewestLanes: spans that follow each other share a lane; overlapping ones do not.
+// TestAssignLanesUsesTheFewestLanes: spans that follow each other share a lane; overlapping ones do
+// not.
 func TestAssignLanesUsesTheFewestLanes(t *testing.T) {
 	spans := []Span{
 		{Kind: KindL3Write, StartNs: 0, DurNs: 10},
@@ -191,8 +238,8 @@ func TestAssignLanesUsesTheFewestLanes(t *testing.T) {
 	}
 }
 
-// BenchmarkWriteChrome: world rank 0's write of a job's timeline, 8 ranks of 25,000 spans (a 200-step window of
-// the shared trace's warm L3 replay), a fifth of them asynchronous.
+// BenchmarkWriteChrome: world rank 0's write of a job's timeline, 8 ranks of 25,000 spans (a
+// 200-step window of the shared trace's warm L3 replay), a fifth of them asynchronous.
 func BenchmarkWriteChrome(b *testing.B) {
 	ranks := make([]RankRecord, 8)
 	for rank := range ranks {
@@ -203,7 +250,17 @@ func BenchmarkWriteChrome(b *testing.B) {
 			if i%5 == 0 {
 				k = KindL3Read
 			}
-			r.Add(Span{Kind: k, Name: name, Step: i / 125, StartNs: i * 1000, DurNs: 3000, RunStartNs: i*1000 + 500, RunDurNs: 100})
+			r.Add(
+				Span{
+					Kind:       k,
+					Name:       name,
+					Step:       i / 125,
+					StartNs:    i * 1000,
+					DurNs:      3000,
+					RunStartNs: i*1000 + 500,
+					RunDurNs:   100,
+				},
+			)
 		}
 		ranks[rank] = r.Record(rank, 0, rank)
 	}

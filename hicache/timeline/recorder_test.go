@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// runSteps drives a recorder as the runner does: the first step's events, then in every step the next step's
-// events (the core reads the stream a step ahead), a consensus span when the step is on, and its end.
+// runSteps drives a recorder as the runner does: the first step's events, then in every step the
+// next step's events (the core reads the stream a step ahead), a consensus span when the step is
+// on, and its end.
 func runSteps(r *Recorder, steps int64) {
 	name := r.Name("step")
 	r.StepEvents(1, 1, false)
@@ -33,8 +34,9 @@ func stepsOf(spans []Span, k Kind) []int64 {
 	return steps
 }
 
-// TestWindowKeepsEveryKthStepUpToItsBound: steps 1, 3, 5 of ten with every 2 and at most 3, their spans and no
-// other step's; after the workload's last step every step is kept again, and the finish.
+// TestWindowKeepsEveryKthStepUpToItsBound: steps 1, 3, 5 of ten with every 2 and at most 3, their
+// spans and no other step's; after the workload's last step every step is kept again, and the
+// finish.
 func TestWindowKeepsEveryKthStepUpToItsBound(t *testing.T) {
 	r := NewRecorder(time.Now(), Window{Steps: 3, Every: 2}, 0)
 	runSteps(r, 9)
@@ -44,8 +46,8 @@ func TestWindowKeepsEveryKthStepUpToItsBound(t *testing.T) {
 	if got := stepsOf(r.spans, KindConsensus); !slices.Equal(got, []int64{1, 3, 5}) {
 		t.Errorf("consensus spans of steps %v, want [1 3 5]", got)
 	}
-	// Step 10 was the workload's last: the stream had nothing for step 11, which serves the requests still
-	// waiting for a prefetch.
+	// Step 10 was the workload's last: the stream had nothing for step 11, which serves the
+	// requests still waiting for a prefetch.
 	r.StreamEnded(11)
 	if r.On() {
 		t.Fatal("step 10, outside the window, is recorded once the stream has ended")
@@ -62,7 +64,13 @@ func TestWindowKeepsEveryKthStepUpToItsBound(t *testing.T) {
 	r.Finish()
 	rec := r.Record(3, 1, 0)
 	if rec.StepsKept != 4 || rec.FirstStep != 1 || rec.LastStep != 11 || rec.StreamEndStep != 11 {
-		t.Errorf("kept %d steps, %d to %d, the workload ended in step %d; want 4, 1 to 11, 11", rec.StepsKept, rec.FirstStep, rec.LastStep, rec.StreamEndStep)
+		t.Errorf(
+			"kept %d steps, %d to %d, the workload ended in step %d; want 4, 1 to 11, 11",
+			rec.StepsKept,
+			rec.FirstStep,
+			rec.LastStep,
+			rec.StreamEndStep,
+		)
 	}
 	if got := stepsOf(r.spans, KindFinish); !slices.Equal(got, []int64{12}) {
 		t.Errorf("finish spans %v, want one, at step 12", got)
@@ -84,7 +92,12 @@ func TestCapDropsAndCounts(t *testing.T) {
 	runSteps(r, 10) // 20 spans
 	rec := r.Record(0, 0, 0)
 	if len(rec.Spans) != 7 || rec.Dropped != 13 || rec.SpanCap != 7 {
-		t.Errorf("kept %d, dropped %d, cap %d; want 7, 13, 7", len(rec.Spans), rec.Dropped, rec.SpanCap)
+		t.Errorf(
+			"kept %d, dropped %d, cap %d; want 7, 13, 7",
+			len(rec.Spans),
+			rec.Dropped,
+			rec.SpanCap,
+		)
 	}
 }
 
@@ -113,11 +126,22 @@ func TestNilRecorderIsOff(t *testing.T) {
 	}
 }
 
-// TestEncodeDecodeRoundTrip: a record comes back whole from its bytes, and a cut or damaged one is refused.
+// TestEncodeDecodeRoundTrip: a record comes back whole from its bytes, and a cut or damaged one is
+// refused.
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	r := NewRecorder(time.Now(), Window{Steps: 9, Every: 1}, 0)
 	runSteps(r, 4)
-	r.Add(Span{Kind: KindL3Read, Step: 2, StartNs: 10, DurNs: 90, RunStartNs: 30, RunDurNs: 40, Count: 32768})
+	r.Add(
+		Span{
+			Kind:       KindL3Read,
+			Step:       2,
+			StartNs:    10,
+			DurNs:      90,
+			RunStartNs: 30,
+			RunDurNs:   40,
+			Count:      32768,
+		},
+	)
 	r.StreamEnded(5)
 	r.StepDone(5)
 	want := r.Record(5, 2, 1)
@@ -142,8 +166,9 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	}
 }
 
-// TestWorkersSpansArriveAtTheStepEnd: spans the workers add from their goroutines (under -race: without a data
-// race) are in the buffer after the step goroutine's next step end, under the cap like the others.
+// TestWorkersSpansArriveAtTheStepEnd: spans the workers add from their goroutines (under -race:
+// without a data race) are in the buffer after the step goroutine's next step end, under the cap
+// like the others.
 func TestWorkersSpansArriveAtTheStepEnd(t *testing.T) {
 	r := NewRecorder(time.Now(), Window{Every: 1}, 5)
 	var done sync.WaitGroup
@@ -152,7 +177,15 @@ func TestWorkersSpansArriveAtTheStepEnd(t *testing.T) {
 		go func() {
 			defer done.Done()
 			start := r.Now()
-			r.AddFromWorker(Span{Kind: KindCopy, Step: 1, StartNs: start, DurNs: r.Now() - start, Count: int64(i)})
+			r.AddFromWorker(
+				Span{
+					Kind:    KindCopy,
+					Step:    1,
+					StartNs: start,
+					DurNs:   r.Now() - start,
+					Count:   int64(i),
+				},
+			)
 		}()
 	}
 	done.Wait()
@@ -162,6 +195,10 @@ func TestWorkersSpansArriveAtTheStepEnd(t *testing.T) {
 	r.StepDone(1)
 	rec := r.Record(0, 0, 0)
 	if got := len(stepsOf(rec.Spans, KindCopy)); got != 5 || rec.Dropped != 4 {
-		t.Errorf("%d copies kept, %d spans dropped; want 5 and 4 (8 copies and a step over a cap of 5)", got, rec.Dropped)
+		t.Errorf(
+			"%d copies kept, %d spans dropped; want 5 and 4 (8 copies and a step over a cap of 5)",
+			got,
+			rec.Dropped,
+		)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// The matrix's rows but the L3's (l3.go): each reads the passes' results and agrees on them over the World, so
-// that every rank holds the same row.
+// The matrix's rows but the L3's (l3.go): each reads the passes' results and agrees on them over
+// the World, so that every rank holds the same row.
 
 func verdict(c report.Check, ok bool) report.Check {
 	c.Result = "pass"
@@ -19,10 +19,11 @@ func verdict(c report.Check, ok bool) report.Check {
 	return c
 }
 
-// coveredVerdict is verdict for a check that watches a path the workload may never take (a miss, a load-back,
-// an L3 hit): nothing wrong on a path never taken is a skip that says so, not a pass and not a failure. Which
-// paths a run takes depends on when its asynchronous copies land, so a small workload on a busy node can miss
-// one that it takes on a quiet node (--strict makes the skip fail).
+// coveredVerdict is verdict for a check that watches a path the workload may never take (a miss, a
+// load-back, an L3 hit): nothing wrong on a path never taken is a skip that says so, not a pass and
+// not a failure. Which paths a run takes depends on when its asynchronous copies land, so a small
+// workload on a busy node can miss one that it takes on a quiet node (--strict makes the skip
+// fail).
 func coveredVerdict(c report.Check, ok, exercised bool) report.Check {
 	if ok && !exercised {
 		c.Result, c.Skipped, c.Detail = "skip", report.SkipNotExercised, "not exercised: "+c.Detail
@@ -37,31 +38,49 @@ func singleRankSkip(c report.Check, detail string) report.Check {
 	return c
 }
 
-// checkPlacement: every object placed identically on every CP rank (per-object hashes, not only digests).
+// checkPlacement: every object placed identically on every CP rank (per-object hashes, not only
+// digests).
 func (rs *pass) checkPlacement() (report.Check, error) {
 	c := (&rs.Counters)
-	v, err := rs.sumOverGroups([]int64{c.ObjectsCompared, c.ObjectsWrong, c.Divergences, c.PlacementChecks, rs.Steps}, nil)
+	v, err := rs.sumOverGroups(
+		[]int64{c.ObjectsCompared, c.ObjectsWrong, c.Divergences, c.PlacementChecks, rs.Steps},
+		nil,
+	)
 	if err != nil {
 		return report.Check{}, err
 	}
-	check := report.Check{Name: "placement_identical", Ranks: rs.job.Topo.World.Size(), Steps: v[4], Wrong: v[1] + v[2],
-		Detail: fmt.Sprintf("%d digest asserts, %d object placements compared", v[3], v[0])}
+	check := report.Check{
+		Name:   "placement_identical",
+		Ranks:  rs.job.Topo.World.Size(),
+		Steps:  v[4],
+		Wrong:  v[1] + v[2],
+		Detail: fmt.Sprintf("%d digest asserts, %d object placements compared", v[3], v[0]),
+	}
 	if rs.job.Topo.CPSize == 1 {
 		return singleRankSkip(check, "single-rank CP groups: nothing to compare"), nil
 	}
 	return verdict(check, check.Wrong == 0 && v[0] > 0 && v[3] > 0), nil
 }
 
-// checkDivergenceDetected: the injected perturbation is caught at the first assert after it, and the group then
-// carries on from a fresh state with no further divergence. A group whose workload ends before the perturbation's
-// step was never perturbed: it must see no divergence, and when no group was perturbed the row is a skip that
-// says why (a fault never injected is neither caught nor missed).
+// checkDivergenceDetected: the injected perturbation is caught at the first assert after it, and
+// the group then carries on from a fresh state with no further divergence. A group whose workload
+// ends before the perturbation's step was never perturbed: it must see no divergence, and when no
+// group was perturbed the row is a skip that says why (a fault never injected is neither caught nor
+// missed).
 func (rs *pass) checkDivergenceDetected() (report.Check, error) {
 	c := (&rs.Counters)
 	steps := rs.Steps
-	injected, wrong := divergenceOutcome(steps, c.DivergenceFirstStep, c.Divergences, rs.opts.FlushEvery)
-	endsAtInjection := int64(0) // caught by the final consensus, where a longer workload's next step catches it
-	if steps == divergenceInjectStep && divergenceWantStep(rs.opts.FlushEvery, steps+1) != divergenceInjectStep {
+	injected, wrong := divergenceOutcome(
+		steps,
+		c.DivergenceFirstStep,
+		c.Divergences,
+		rs.opts.FlushEvery,
+	)
+	endsAtInjection := int64(
+		0,
+	) // caught by the final consensus, where a longer workload's next step catches it
+	if steps == divergenceInjectStep &&
+		divergenceWantStep(rs.opts.FlushEvery, steps+1) != divergenceInjectStep {
 		endsAtInjection = 1
 	}
 	v, err := rs.sumOverGroups([]int64{injected, wrong, c.Divergences, steps, endsAtInjection}, nil)
@@ -71,18 +90,45 @@ func (rs *pass) checkDivergenceDetected() (report.Check, error) {
 	injectedGroups, detections, groups := v[0], v[2], int64(rs.job.Topo.DPSize)
 	want := fmt.Sprintf("step %d", divergenceWantStep(rs.opts.FlushEvery, divergenceInjectStep+1))
 	if v[4] > 0 {
-		// A workload that ends at the perturbation's step has only its final consensus left to catch it.
-		want += fmt.Sprintf(" (the final consensus at step %d where the workload ends there)", divergenceInjectStep)
+		// A workload that ends at the perturbation's step has only its final consensus left to
+		// catch it.
+		want += fmt.Sprintf(
+			" (the final consensus at step %d where the workload ends there)",
+			divergenceInjectStep,
+		)
 	}
-	check := report.Check{Name: "divergence_detected", Ranks: rs.job.Topo.World.Size(), Steps: v[3], Wrong: v[1],
-		Detail: fmt.Sprintf("perturbed after step %d's consensus, want caught at %s; %s in %s", divergenceInjectStep, want,
-			errscope.Count(detections, "detection", "detections"), errscope.Count(groups, "group", "groups"))}
+	check := report.Check{
+		Name:  "divergence_detected",
+		Ranks: rs.job.Topo.World.Size(),
+		Steps: v[3],
+		Wrong: v[1],
+		Detail: fmt.Sprintf(
+			"perturbed after step %d's consensus, want caught at %s; %s in %s",
+			divergenceInjectStep,
+			want,
+			errscope.Count(
+				detections,
+				"detection",
+				"detections",
+			),
+			errscope.Count(groups, "group", "groups"),
+		),
+	}
 	switch {
 	case injectedGroups == 0:
-		check.Detail = fmt.Sprintf("never perturbed: the workload ended before step %d, whose consensus the perturbation follows; %s in %s",
-			divergenceInjectStep, errscope.Count(detections, "detection", "detections"), errscope.Count(groups, "group", "groups"))
+		check.Detail = fmt.Sprintf(
+			"never perturbed: the workload ended before step %d, whose consensus the perturbation follows; %s in %s",
+			divergenceInjectStep,
+			errscope.Count(detections, "detection", "detections"),
+			errscope.Count(groups, "group", "groups"),
+		)
 	case injectedGroups < groups:
-		check.Detail += fmt.Sprintf("; %d of %d never perturbed (workload ended before step %d)", groups-injectedGroups, groups, divergenceInjectStep)
+		check.Detail += fmt.Sprintf(
+			"; %d of %d never perturbed (workload ended before step %d)",
+			groups-injectedGroups,
+			groups,
+			divergenceInjectStep,
+		)
 	}
 	if rs.job.Topo.CPSize == 1 {
 		return singleRankSkip(check, "single-rank CP groups cannot diverge"), nil
@@ -90,9 +136,9 @@ func (rs *pass) checkDivergenceDetected() (report.Check, error) {
 	return coveredVerdict(check, check.Wrong == 0, injectedGroups > 0), nil
 }
 
-// divergenceOutcome is one CP group's divergence pass: injected is 1 when its workload reached the perturbation's
-// step, and wrong counts its detections that break the rule (the first one late or missing, any after it, any
-// at all when it was never perturbed).
+// divergenceOutcome is one CP group's divergence pass: injected is 1 when its workload reached the
+// perturbation's step, and wrong counts its detections that break the rule (the first one late or
+// missing, any after it, any at all when it was never perturbed).
 func divergenceOutcome(steps, firstStep, detections, flushEvery int64) (injected, wrong int64) {
 	if steps < divergenceInjectStep {
 		return 0, detections
@@ -104,9 +150,10 @@ func divergenceOutcome(steps, firstStep, detections, flushEvery int64) (injected
 	return 1, wrong
 }
 
-// divergenceWantStep is the step whose consensus must catch the divergence pass's perturbation in a workload of
-// steps steps: the flush that follows at the same step when --flush-every falls on it, the final consensus
-// (still at that step) when the workload ends there, else the next step's consensus.
+// divergenceWantStep is the step whose consensus must catch the divergence pass's perturbation in a
+// workload of steps steps: the flush that follows at the same step when --flush-every falls on it,
+// the final consensus (still at that step) when the workload ends there, else the next step's
+// consensus.
 func divergenceWantStep(flushEvery, steps int64) int64 {
 	if (flushEvery > 0 && divergenceInjectStep%flushEvery == 0) || steps == divergenceInjectStep {
 		return divergenceInjectStep
@@ -114,9 +161,9 @@ func divergenceWantStep(flushEvery, steps int64) int64 {
 	return divergenceInjectStep + 1
 }
 
-// checkFlushReset: every flush of every pass left the cache equal to a fresh one: the allocator's state hash
-// (every table walked) against a fresh allocator's, the tree and the device pool empty. The main pass flushes at
-// least once, so the row always has a flush to check.
+// checkFlushReset: every flush of every pass left the cache equal to a fresh one: the allocator's
+// state hash (every table walked) against a fresh allocator's, the tree and the device pool empty.
+// The main pass flushes at least once, so the row always has a flush to check.
 func checkFlushReset(passes ...*pass) (report.Check, error) {
 	var flushes, wrong int64
 	for _, rs := range passes {
@@ -130,13 +177,21 @@ func checkFlushReset(passes ...*pass) (report.Check, error) {
 	if err != nil {
 		return report.Check{}, err
 	}
-	check := report.Check{Name: "flush_reset", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: wrong,
-		Detail: fmt.Sprintf("%s compared with a fresh cache (allocator state hash, tree, device pages)", errscope.Count(flushes, "rank-flush", "rank-flushes"))}
+	check := report.Check{
+		Name:  "flush_reset",
+		Ranks: passes[0].job.Topo.World.Size(),
+		Steps: steps,
+		Wrong: wrong,
+		Detail: fmt.Sprintf(
+			"%s compared with a fresh cache (allocator state hash, tree, device pages)",
+			errscope.Count(flushes, "rank-flush", "rank-flushes"),
+		),
+	}
 	return verdict(check, wrong == 0 && flushes > 0), nil
 }
 
-// checkScoping: every consensus collective of every pass ran on a communicator of exactly cp ranks, and none
-// ran on a single-rank group. Counted per kind of collective.
+// checkScoping: every consensus collective of every pass ran on a communicator of exactly cp ranks,
+// and none ran on a single-rank group. Counted per kind of collective.
 func checkScoping(passes ...*pass) (report.Check, error) {
 	cp := passes[0].job.Topo.CPSize
 	var wrong, ran int64
@@ -156,8 +211,17 @@ func checkScoping(passes ...*pass) (report.Check, error) {
 	if err != nil {
 		return report.Check{}, err
 	}
-	check := report.Check{Name: "cp_scoping", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: v[0],
-		Detail: fmt.Sprintf("%d consensus collectives, each on a communicator of %d ranks", v[1], cp)}
+	check := report.Check{
+		Name:  "cp_scoping",
+		Ranks: passes[0].job.Topo.World.Size(),
+		Steps: steps,
+		Wrong: v[0],
+		Detail: fmt.Sprintf(
+			"%d consensus collectives, each on a communicator of %d ranks",
+			v[1],
+			cp,
+		),
+	}
 	if cp == 1 {
 		check.Detail = "single-rank CP groups: every consensus collective was skipped, none ran on a size-1 group"
 		return verdict(check, v[0] == 0 && v[1] == 0), nil
@@ -165,8 +229,8 @@ func checkScoping(passes ...*pass) (report.Check, error) {
 	return verdict(check, v[0] == 0 && v[1] > 0), nil
 }
 
-// checkCapacity: with an L2 far smaller than the working set, the miss path (evict, or skip the backup) took
-// the same decisions on every rank of each CP group.
+// checkCapacity: with an L2 far smaller than the working set, the miss path (evict, or skip the
+// backup) took the same decisions on every rank of each CP group.
 func (rs *pass) checkCapacity() (report.Check, error) {
 	c := (&rs.Counters)
 	local := []uint64{uint64(c.ReserveMisses), uint64(c.L2Evictions), uint64(c.BackupReserved)}
@@ -189,8 +253,18 @@ func (rs *pass) checkCapacity() (report.Check, error) {
 	if err != nil {
 		return report.Check{}, err
 	}
-	check := report.Check{Name: "capacity_miss_uniform", Ranks: rs.job.Topo.World.Size(), Steps: v[3], Wrong: v[0],
-		Detail: fmt.Sprintf("L2 of %d slots: %d backups skipped, %d L2 evictions", rs.opts.L2Slots, v[1], v[2])}
+	check := report.Check{
+		Name:  "capacity_miss_uniform",
+		Ranks: rs.job.Topo.World.Size(),
+		Steps: v[3],
+		Wrong: v[0],
+		Detail: fmt.Sprintf(
+			"L2 of %d slots: %d backups skipped, %d L2 evictions",
+			rs.opts.L2Slots,
+			v[1],
+			v[2],
+		),
+	}
 	return coveredVerdict(check, v[0] == 0, v[1]+v[2] > 0), nil
 }
 
@@ -198,13 +272,21 @@ func (rs *pass) checkCapacity() (report.Check, error) {
 func checkData(passes ...*pass) (report.Check, error) {
 	var checked, mismatches, steps int64
 	for _, rs := range passes {
-		v, err := rs.sumOverGroups([]int64{rs.Steps}, []int64{(&rs.Counters).PagesChecked, (&rs.Counters).Mismatches})
+		v, err := rs.sumOverGroups(
+			[]int64{rs.Steps},
+			[]int64{(&rs.Counters).PagesChecked, (&rs.Counters).Mismatches},
+		)
 		if err != nil {
 			return report.Check{}, err
 		}
 		steps, checked, mismatches = steps+v[0], checked+v[1], mismatches+v[2]
 	}
-	check := report.Check{Name: "data_integrity", Ranks: passes[0].job.Topo.World.Size(), Steps: steps, Wrong: mismatches,
-		Detail: fmt.Sprintf("%d load-back pages verified byte for byte", checked)}
+	check := report.Check{
+		Name:   "data_integrity",
+		Ranks:  passes[0].job.Topo.World.Size(),
+		Steps:  steps,
+		Wrong:  mismatches,
+		Detail: fmt.Sprintf("%d load-back pages verified byte for byte", checked),
+	}
 	return coveredVerdict(check, mismatches == 0, checked > 0), nil
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/cphicache/cphicache/mpi/mpitest"
 )
 
-// The validate tests are SPMD, as the runner's: the Makefile runs this binary under mpirun at 1, 2, 8 and 16
-// ranks, and plain `go test` runs it as one rank. Every test must enter the same collectives in the same order on
-// every rank. Their fixtures are runnertest's.
+// The validate tests are SPMD, as the runner's: the Makefile runs this binary under mpirun at 1, 2,
+// 8 and 16 ranks, and plain `go test` runs it as one rank. Every test must enter the same
+// collectives in the same order on every rank. Their fixtures are runnertest's.
 
 var testWorld *mpi.Comm
 
@@ -32,7 +32,8 @@ func smallOptions() *config.Options {
 	return runnertest.SmallOptions(dp)
 }
 
-// checked is every test's levers on its passes: the core's step invariants and its eviction model checked.
+// checked is every test's levers on its passes: the core's step invariants and its eviction model
+// checked.
 func checked() *runner.Testing { return &runner.Testing{Core: runnertest.CheckedCore} }
 
 func checkNoLeakedSegments(t *testing.T) {
@@ -46,6 +47,10 @@ func sharedTempDir(t *testing.T) string {
 }
 
 // validateTesting is a validate with no progress told, and a test's levers.
-func validateTesting(job *spmd.Job, opts *config.Options, tst *runner.Testing) (*report.ValidationReport, error) {
+func validateTesting(
+	job *spmd.Job,
+	opts *config.Options,
+	tst *runner.Testing,
+) (*report.ValidationReport, error) {
 	return runTesting(job, opts, nil, tst)
 }

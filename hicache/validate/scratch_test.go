@@ -10,10 +10,10 @@ import (
 	"testing"
 )
 
-// TestSweepRemovesOnlyProvablyStaleScratchDirs: the sweep at validate's start removes a scratch directory whose
-// every owner is a process of this boot and PID namespace that has ended, and leaves every other one: a running
-// owner, a dead and a running one, another boot's, no owner file, an owner file it cannot read, a directory of
-// another name, and a link to a stale directory.
+// TestSweepRemovesOnlyProvablyStaleScratchDirs: the sweep at validate's start removes a scratch
+// directory whose every owner is a process of this boot and PID namespace that has ended, and
+// leaves every other one: a running owner, a dead and a running one, another boot's, no owner file,
+// an owner file it cannot read, a directory of another name, and a link to a stale directory.
 func TestSweepRemovesOnlyProvablyStaleScratchDirs(t *testing.T) {
 	if testWorld.Rank() != 0 {
 		return // a test of one process's directories
@@ -26,7 +26,12 @@ func TestSweepRemovesOnlyProvablyStaleScratchDirs(t *testing.T) {
 	if err := ended.Run(); err != nil {
 		t.Fatal(err)
 	}
-	dead := processID{Boot: me.Boot, PIDNamespace: me.PIDNamespace, PID: ended.Process.Pid, Start: "1"}
+	dead := processID{
+		Boot:         me.Boot,
+		PIDNamespace: me.PIDNamespace,
+		PID:          ended.Process.Pid,
+		Start:        "1",
+	}
 	otherBoot := dead
 	otherBoot.Boot = "another-boot"
 	base := t.TempDir()
@@ -36,7 +41,9 @@ func TestSweepRemovesOnlyProvablyStaleScratchDirs(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, o := range owners {
-			if err := os.WriteFile(filepath.Join(dir, validateOwnerPrefix+string(rune('0'+i))), []byte(o), 0o644); err != nil {
+			if err := os.WriteFile(
+				filepath.Join(dir, validateOwnerPrefix+string(rune('0'+i))), []byte(o), 0o644,
+			); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -63,10 +70,18 @@ func TestSweepRemovesOnlyProvablyStaleScratchDirs(t *testing.T) {
 	}
 	for _, dir := range kept {
 		if _, err := os.Lstat(dir); err != nil {
-			t.Errorf("%s was not provably stale, but the sweep removed it: %v", filepath.Base(dir), err)
+			t.Errorf(
+				"%s was not provably stale, but the sweep removed it: %v",
+				filepath.Base(dir),
+				err,
+			)
 		}
 	}
 	if entries, _ := os.ReadDir(base); len(entries) != len(kept) {
-		t.Errorf("%d entries left, want %d (the swept directory renamed, not removed?)", len(entries), len(kept))
+		t.Errorf(
+			"%d entries left, want %d (the swept directory renamed, not removed?)",
+			len(entries),
+			len(kept),
+		)
 	}
 }

@@ -10,18 +10,22 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// Validation runs the workload five times in one job and turns what it sees into checks an operator can read
-// before trusting a cache design: the main pass (placement, flush, scoping, data), a pass with a tiny L2
-// (capacity misses), a pass with a perturbed rank in every CP group (divergence detection), and two passes over
-// an L3 of their own (l3.go).
+// Validation runs the workload five times in one job and turns what it sees into checks an operator
+// can read before trusting a cache design: the main pass (placement, flush, scoping, data), a pass
+// with a tiny L2 (capacity misses), a pass with a perturbed rank in every CP group (divergence
+// detection), and two passes over an L3 of their own (l3.go).
 
-// divergenceInjectStep places the injected perturbation of the divergence pass: the digest rides in every
-// consensus, so it must be caught by the very next one (see divergenceWantStep).
+// divergenceInjectStep places the injected perturbation of the divergence pass: the digest rides in
+// every consensus, so it must be caught by the very next one (see divergenceWantStep).
 const divergenceInjectStep = 5
 
-// Run runs the validation matrix on every rank; world rank 0 gets the report. progress, when not nil, is told as
-// each pass starts (the caller prints it on one rank).
-func Run(job *spmd.Job, options *config.Options, progress Progress) (*report.ValidationReport, error) {
+// Run runs the validation matrix on every rank; world rank 0 gets the report. progress, when not
+// nil, is told as each pass starts (the caller prints it on one rank).
+func Run(
+	job *spmd.Job,
+	options *config.Options,
+	progress Progress,
+) (*report.ValidationReport, error) {
 	return runTesting(job, options, progress, nil)
 }
 
@@ -46,9 +50,9 @@ func runTesting(job *spmd.Job, options *config.Options, progress Progress,
 	if err != nil {
 		return nil, err
 	}
-	// The L3 passes' directory is made first, so that a --l3-dir it cannot be made in fails the job at once, not
-	// after three passes (which would have used that L3 meanwhile). A pass that fails leaves its removal to the
-	// failing exit's clean-up.
+	// The L3 passes' directory is made first, so that a --l3-dir it cannot be made in fails the job
+	// at once, not after three passes (which would have used that L3 meanwhile). A pass that fails
+	// leaves its removal to the failing exit's clean-up.
 	l3Dir, forgetL3Dir, err := validationL3Dir(job, sized.L3.Dir)
 	if err != nil {
 		return nil, err
@@ -60,7 +64,14 @@ func runTesting(job *spmd.Job, options *config.Options, progress Progress,
 	plain := *sized
 	// The L3 row's own passes take the L3.
 	plain.L3 = config.L3Options{Dir: sized.L3.Dir, Namespace: sized.L3.Namespace}
-	m.l3Fill, m.l3Read, err = l3Passes(job, &plain, runner.Pass{RecordFlushWrong: true}, tst, l3Dir, say)
+	m.l3Fill, m.l3Read, err = l3Passes(
+		job,
+		&plain,
+		runner.Pass{RecordFlushWrong: true},
+		tst,
+		l3Dir,
+		say,
+	)
 	removeValidationL3Dir(job, l3Dir, forgetL3Dir)
 	if err != nil {
 		return nil, err
@@ -68,8 +79,8 @@ func runTesting(job *spmd.Job, options *config.Options, progress Progress,
 	return m.report(job)
 }
 
-// runPasses runs the passes over the L2 alone: as configured, with a tiny L2, and with a perturbed rank. Every
-// pass counts its flushes for the flush_reset row, and goes on past a wrong one.
+// runPasses runs the passes over the L2 alone: as configured, with a tiny L2, and with a perturbed
+// rank. Every pass counts its flushes for the flush_reset row, and goes on past a wrong one.
 func runPasses(job *spmd.Job, opts *config.Options, tst *runner.Testing,
 	say func(pass int, what string)) (m *matrix, err error) {
 	t, m := job.Topo, &matrix{}
@@ -89,8 +100,11 @@ func runPasses(job *spmd.Job, opts *config.Options, tst *runner.Testing,
 	divergence, perturbed := *opts, mode
 	perturbed.RecordDivergence = true
 	// The last CP rank of every group perturbs its allocator.
-	divergence.InjectDivergence = config.Injection{Rank: t.CPGroup*t.CPSize + t.CPSize - 1, Step: divergenceInjectStep,
-		Set: t.CPSize > 1}
+	divergence.InjectDivergence = config.Injection{
+		Rank: t.CPGroup*t.CPSize + t.CPSize - 1,
+		Step: divergenceInjectStep,
+		Set:  t.CPSize > 1,
+	}
 	say(3, "one perturbed rank per CP group")
 	if m.divergence, err = runPass(job, &divergence, perturbed, tst); err != nil {
 		return nil, err
@@ -136,7 +150,12 @@ type pass struct {
 }
 
 // runPass runs one pass of the matrix.
-func runPass(job *spmd.Job, opts *config.Options, mode runner.Pass, tst *runner.Testing) (*pass, error) {
+func runPass(
+	job *spmd.Job,
+	opts *config.Options,
+	mode runner.Pass,
+	tst *runner.Testing,
+) (*pass, error) {
 	r, err := runner.RunPass(job, opts, mode, tst)
 	if err != nil {
 		return nil, err
@@ -144,8 +163,8 @@ func runPass(job *spmd.Job, opts *config.Options, mode runner.Pass, tst *runner.
 	return &pass{job: job, opts: opts, PassResult: r}, nil
 }
 
-// sumOverGroups adds a group-uniform value over the CP groups (CP-rank 0 of each contributes) and a per-rank
-// value over every rank, in one World all-reduce.
+// sumOverGroups adds a group-uniform value over the CP groups (CP-rank 0 of each contributes) and a
+// per-rank value over every rank, in one World all-reduce.
 func (rs *pass) sumOverGroups(groupValues, rankValues []int64) ([]int64, error) {
 	all := make([]int64, 0, len(groupValues)+len(rankValues))
 	for _, v := range groupValues {

@@ -10,15 +10,17 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// A Mooncake trace (FAST'25) gives a prompt as a chain of block ids instead of tokens. cphicache gives block h
-// tokens that are a pure function of h, so requests whose id chains agree share exactly that many blocks of
-// prompt, as the trace means, and every rank expands a request to the same tokens without a token file.
+// A Mooncake trace (FAST'25) gives a prompt as a chain of block ids instead of tokens. cphicache
+// gives block h tokens that are a pure function of h, so requests whose id chains agree share
+// exactly that many blocks of prompt, as the trace means, and every rank expands a request to the
+// same tokens without a token file.
 
 // Bounds of a compact prompt. They bound what one line or one broadcast can make a rank allocate.
 const (
 	// 2^24 tokens (64 MiB of int32 ids) is above any context window: larger is a broken line.
 	traceInputTokensMax = 1 << 24
-	// Mooncake's blocks are 512 tokens; 2^20 leaves room for any block size while keeping products in int64.
+	// Mooncake's blocks are 512 tokens; 2^20 leaves room for any block size while keeping products
+	// in int64.
 	BlockTokensMax = 1 << 20
 	// Ids stay within int64, so any JSON reader (and any language's) holds them exactly.
 	hashIDMax = math.MaxInt64
@@ -26,8 +28,8 @@ const (
 	DefaultBlockTokens = 512
 )
 
-// BlockPrompt is a prompt given as a chain of block ids: every block holds BlockTokens tokens but the last,
-// which holds InputTokens - BlockTokens*(len(HashIDs)-1), the first tokens of its block.
+// BlockPrompt is a prompt given as a chain of block ids: every block holds BlockTokens tokens but
+// the last, which holds InputTokens - BlockTokens*(len(HashIDs)-1), the first tokens of its block.
 type BlockPrompt struct {
 	HashIDs     []uint64
 	InputTokens int32
@@ -37,7 +39,8 @@ type BlockPrompt struct {
 // Compact reports whether the prompt is given by block ids.
 func (b *BlockPrompt) Compact() bool { return len(b.HashIDs) > 0 }
 
-// check holds a compact prompt to the trace format's rules; the trace reader and the event decoder both use it.
+// check holds a compact prompt to the trace format's rules; the trace reader and the event decoder
+// both use it.
 func (b *BlockPrompt) check() error {
 	if b.BlockTokens < 1 || b.BlockTokens > BlockTokensMax {
 		return fmt.Errorf("block tokens %d outside [1, %d]", b.BlockTokens, BlockTokensMax)
@@ -47,8 +50,13 @@ func (b *BlockPrompt) check() error {
 	}
 	want := (int64(b.InputTokens) + int64(b.BlockTokens) - 1) / int64(b.BlockTokens)
 	if int64(len(b.HashIDs)) != want {
-		return fmt.Errorf("hash_ids holds %d ids, want ceil(input_length %d / block tokens %d) = %d",
-			len(b.HashIDs), b.InputTokens, b.BlockTokens, want)
+		return fmt.Errorf(
+			"hash_ids holds %d ids, want ceil(input_length %d / block tokens %d) = %d",
+			len(b.HashIDs),
+			b.InputTokens,
+			b.BlockTokens,
+			want,
+		)
 	}
 	for i, id := range b.HashIDs {
 		if id > hashIDMax {
@@ -58,12 +66,14 @@ func (b *BlockPrompt) check() error {
 	return nil
 }
 
-// blockSeed fixes block contents: block h holds the same tokens in every run and on every rank, whatever --seed
-// (which seeds the synthetic workload and the KV content), so one trace always means one token stream.
+// blockSeed fixes block contents: block h holds the same tokens in every run and on every rank,
+// whatever --seed (which seeds the synthetic workload and the KV content), so one trace always
+// means one token stream.
 const blockSeed = 0x6d6f6f6e63616b65 // "mooncake"
 
 // AppendTokens appends the prompt's tokens, each in [0, vocabSize): block h's tokens are the stream
-// streamKey(blockSeed, streamBlock, h), so equal ids give equal tokens and the last block a prefix of its block.
+// streamKey(blockSeed, streamBlock, h), so equal ids give equal tokens and the last block a prefix
+// of its block.
 func (b *BlockPrompt) AppendTokens(dst []int32, vocabSize int) []int32 {
 	last := len(b.HashIDs) - 1
 	for i, id := range b.HashIDs {
@@ -77,7 +87,8 @@ func (b *BlockPrompt) AppendTokens(dst []int32, vocabSize int) []int32 {
 	return dst
 }
 
-// ExpandEvents gives every compact request its tokens (after DecodeEvents, on every rank of a CP group).
+// ExpandEvents gives every compact request its tokens (after DecodeEvents, on every rank of a CP
+// group).
 func ExpandEvents(events []Event, vocabSize int) {
 	for i := range events {
 		r := &events[i].Request
@@ -87,15 +98,20 @@ func ExpandEvents(events []Event, vocabSize int) {
 	}
 }
 
-// WriteMooncakeTrace writes events as a Mooncake trace of blockTokens-token blocks: a block's id is its token
-// content hashed together with the previous block's id, renumbered 0, 1, 2... in order of first appearance
-// (as the FAST'25 release remaps its hashes), so equal prefixes give equal ids. A last block shorter than
-// blockTokens hashes its own tokens only, so it gets an id of its own, as in Mooncake. A flush is written as
-// {"op": "flush"}; the timestamp is the request's index (the synthetic workload has no clock). A request that is
-// compact already keeps its ids if its block size is blockTokens.
+// WriteMooncakeTrace writes events as a Mooncake trace of blockTokens-token blocks: a block's id is
+// its token content hashed together with the previous block's id, renumbered 0, 1, 2... in order of
+// first appearance (as the FAST'25 release remaps its hashes), so equal prefixes give equal ids. A
+// last block shorter than blockTokens hashes its own tokens only, so it gets an id of its own, as
+// in Mooncake. A flush is written as {"op": "flush"}; the timestamp is the request's index (the
+// synthetic workload has no clock). A request that is compact already keeps its ids if its block
+// size is blockTokens.
 func WriteMooncakeTrace(w io.Writer, events []Event, blockTokens int) error {
 	if blockTokens < 1 || blockTokens > BlockTokensMax {
-		return fmt.Errorf("mooncake trace: block tokens %d outside [1, %d]", blockTokens, BlockTokensMax)
+		return fmt.Errorf(
+			"mooncake trace: block tokens %d outside [1, %d]",
+			blockTokens,
+			BlockTokensMax,
+		)
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	ids := blockNumbering{byChain: map[uint64]uint64{}}
@@ -120,7 +136,12 @@ func WriteMooncakeTrace(w io.Writer, events []Event, blockTokens int) error {
 	return bw.Flush()
 }
 
-func appendMooncakeLine(line []byte, timestamp, inputTokens int, outputLen int32, ids []uint64) []byte {
+func appendMooncakeLine(
+	line []byte,
+	timestamp, inputTokens int,
+	outputLen int32,
+	ids []uint64,
+) []byte {
 	line = append(line, `{"timestamp":`...)
 	line = strconv.AppendInt(line, int64(timestamp), 10)
 	line = append(line, `,"input_length":`...)
@@ -140,8 +161,9 @@ func appendMooncakeLine(line []byte, timestamp, inputTokens int, outputLen int32
 // blockNumbering gives chained block hashes dense ids in order of first appearance.
 type blockNumbering struct{ byChain map[uint64]uint64 }
 
-// chain returns the ids of tokens' blocks: each block's hash covers its tokens, its length and the previous
-// block's id (64-bit hashes: a collision, about n^2/2^65 for n blocks, would merge two blocks).
+// chain returns the ids of tokens' blocks: each block's hash covers its tokens, its length and the
+// previous block's id (64-bit hashes: a collision, about n^2/2^65 for n blocks, would merge two
+// blocks).
 func (n *blockNumbering) chain(tokens []int32, blockTokens int) []uint64 {
 	ids := make([]uint64, 0, (len(tokens)+blockTokens-1)/blockTokens)
 	prev := uint64(math.MaxUint64) // no block before the first

@@ -7,17 +7,19 @@ import (
 	"hash/crc32"
 )
 
-// Request is one inference request: its prompt tokens and how many tokens it will generate. A request of a
-// Mooncake trace arrives compact (Blocks set, InputIDs nil): it travels so in the step broadcast, and every rank
-// expands it after decoding (ExpandEvents), so its tokens never exist as a whole trace.
+// Request is one inference request: its prompt tokens and how many tokens it will generate. A
+// request of a Mooncake trace arrives compact (Blocks set, InputIDs nil): it travels so in the step
+// broadcast, and every rank expands it after decoding (ExpandEvents), so its tokens never exist as
+// a whole trace.
 type Request struct {
 	RID       string
 	InputIDs  []int32
 	OutputLen int32
 	Blocks    BlockPrompt // the compact form; zero for a request given by its tokens
-	// ArrivalNs is when the request arrives, in nanoseconds of the workload's own clock (a Mooncake trace's
-	// timestamp, or a --request-rate's arrivals): the serving clock's input on CP rank 0, which forms the steps.
-	// It does not travel in the step broadcast: no other rank decides anything from it.
+	// ArrivalNs is when the request arrives, in nanoseconds of the workload's own clock (a Mooncake
+	// trace's timestamp, or a --request-rate's arrivals): the serving clock's input on CP rank 0,
+	// which forms the steps. It does not travel in the step broadcast: no other rank decides
+	// anything from it.
 	ArrivalNs int64
 }
 
@@ -35,7 +37,8 @@ type Event struct {
 	Request Request // zero when Flush is set
 }
 
-// TakeBatch pops the next step's events: a flush alone, or up to max requests stopping before a flush.
+// TakeBatch pops the next step's events: a flush alone, or up to max requests stopping before a
+// flush.
 func TakeBatch(events *[]Event, max int) []Event {
 	ev := *events
 	if len(ev) == 0 {
@@ -61,8 +64,8 @@ func TakeBatch(events *[]Event, max int) []Event {
 //	       2 = compact request | len(rid) | rid bytes | uint32(output_len) | input_tokens | block_tokens |
 //	           len(hash_ids) | id per id (64 bits)
 //
-// The checksum makes a corrupt or mismatched buffer an error rather than a silently different event stream,
-// which would break the ranks' replicated determinism.
+// The checksum makes a corrupt or mismatched buffer an error rather than a silently different event
+// stream, which would break the ranks' replicated determinism.
 const (
 	eventsMagic       = "HCE1"
 	eventKindRequest  = 0
@@ -88,8 +91,8 @@ func EncodeEvents(events []Event) []byte {
 	return binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
 }
 
-// appendRequest encodes a request in its compact form when it has one: its tokens, if already expanded, are
-// recomputed from it on every rank.
+// appendRequest encodes a request in its compact form when it has one: its tokens, if already
+// expanded, are recomputed from it on every rank.
 func appendRequest(buf []byte, r *Request) []byte {
 	kind := byte(eventKindRequest)
 	if r.Blocks.Compact() {
@@ -116,11 +119,18 @@ func appendRequest(buf []byte, r *Request) []byte {
 	return buf
 }
 
-// encodedSizeEstimate assumes 3-byte token ids (vocabularies up to 2^21): one allocation in the common case.
+// encodedSizeEstimate assumes 3-byte token ids (vocabularies up to 2^21): one allocation in the
+// common case.
 func encodedSizeEstimate(events []Event) int {
 	size := len(eventsMagic) + binary.MaxVarintLen64 + eventsTrailerSize
 	for _, e := range events {
-		size += 1 + 5*binary.MaxVarintLen32 + len(e.Request.RID) + 3*len(e.Request.InputIDs) + 4*len(e.Request.Blocks.HashIDs)
+		size += 1 + 5*binary.MaxVarintLen32 + len(
+			e.Request.RID,
+		) + 3*len(
+			e.Request.InputIDs,
+		) + 4*len(
+			e.Request.Blocks.HashIDs,
+		)
 	}
 	return size
 }
@@ -128,19 +138,30 @@ func encodedSizeEstimate(events []Event) int {
 // errEventsCorrupt is wrapped by every DecodeEvents error.
 var errEventsCorrupt = errors.New("corrupt event buffer")
 
-// DecodeEvents is the inverse of EncodeEvents. A truncated or corrupt buffer is an error; counts are checked
-// against the bytes left before anything is allocated, so no input makes it allocate more than len(buf) words.
+// DecodeEvents is the inverse of EncodeEvents. A truncated or corrupt buffer is an error; counts
+// are checked against the bytes left before anything is allocated, so no input makes it allocate
+// more than len(buf) words.
 func DecodeEvents(buf []byte) ([]Event, error) {
 	minSize := len(eventsMagic) + 1 + eventsTrailerSize
 	if len(buf) < minSize {
-		return nil, fmt.Errorf("%w: %d bytes, want at least %d", errEventsCorrupt, len(buf), minSize)
+		return nil, fmt.Errorf(
+			"%w: %d bytes, want at least %d",
+			errEventsCorrupt,
+			len(buf),
+			minSize,
+		)
 	}
 	body, trailer := buf[:len(buf)-eventsTrailerSize], buf[len(buf)-eventsTrailerSize:]
 	if want, got := binary.LittleEndian.Uint32(trailer), crc32.Checksum(body, castagnoli); want != got {
 		return nil, fmt.Errorf("%w: checksum %08x, want %08x", errEventsCorrupt, got, want)
 	}
 	if string(body[:len(eventsMagic)]) != eventsMagic {
-		return nil, fmt.Errorf("%w: magic %q, want %q", errEventsCorrupt, body[:len(eventsMagic)], eventsMagic)
+		return nil, fmt.Errorf(
+			"%w: magic %q, want %q",
+			errEventsCorrupt,
+			body[:len(eventsMagic)],
+			eventsMagic,
+		)
 	}
 	d := eventDecoder{buf: body[len(eventsMagic):]}
 	count := d.count("event count", 1)
@@ -157,7 +178,8 @@ func DecodeEvents(buf []byte) ([]Event, error) {
 	return events, nil
 }
 
-// eventDecoder reads the event encoding; after the first error every read returns zero and err keeps it.
+// eventDecoder reads the event encoding; after the first error every read returns zero and err
+// keeps it.
 type eventDecoder struct {
 	buf []byte
 	err error
@@ -182,7 +204,8 @@ func (d *eventDecoder) uvarint(what string) uint64 {
 	return v
 }
 
-// count reads a length whose items each take at least itemBytesMin bytes, and rejects one the buffer cannot hold.
+// count reads a length whose items each take at least itemBytesMin bytes, and rejects one the
+// buffer cannot hold.
 func (d *eventDecoder) count(what string, itemBytesMin uint64) uint64 {
 	n := d.uvarint(what)
 	if d.err == nil && n > uint64(len(d.buf))/itemBytesMin {
@@ -245,8 +268,8 @@ func (d *eventDecoder) request() Request {
 	return r
 }
 
-// compactRequest reads a kind-2 request and checks its block chain as the trace reader does (BlockPrompt.check),
-// so no buffer can make a rank expand a prompt the reader would have refused.
+// compactRequest reads a kind-2 request and checks its block chain as the trace reader does
+// (BlockPrompt.check), so no buffer can make a rank expand a prompt the reader would have refused.
 func (d *eventDecoder) compactRequest() Request {
 	var r Request
 	d.ridAndOutputLen(&r)

@@ -9,13 +9,21 @@ import (
 	"testing"
 )
 
-// The events' broadcast form: it round-trips, and every truncation, bit flip or bad structure is refused.
+// The events' broadcast form: it round-trips, and every truncation, bit flip or bad structure is
+// refused.
 
-// Edge values: empty rid, no tokens, negative int32s (not from a trace, but the encoding must not care).
+// Edge values: empty rid, no tokens, negative int32s (not from a trace, but the encoding must not
+// care).
 var encodingEdgeEvents = []Event{
 	{Flush: true},
 	{Request: Request{RID: "", InputIDs: nil, OutputLen: 0}},
-	{Request: Request{RID: "c1.t0", InputIDs: []int32{0, 1, 127, 128, 1<<31 - 1, -1, -1 << 31}, OutputLen: -5}},
+	{
+		Request: Request{
+			RID:       "c1.t0",
+			InputIDs:  []int32{0, 1, 127, 128, 1<<31 - 1, -1, -1 << 31},
+			OutputLen: -5,
+		},
+	},
 	{Flush: true},
 	{Request: Request{RID: "ü\x00.x", InputIDs: []int32{3}, OutputLen: 1<<31 - 1}},
 }

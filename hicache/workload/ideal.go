@@ -2,23 +2,25 @@ package workload
 
 import "github.com/cphicache/cphicache/pool"
 
-// IdealConfig is how a replay cuts and flushes a replica's events, so the ideal count resets where the cache does.
+// IdealConfig is how a replay cuts and flushes a replica's events, so the ideal count resets where
+// the cache does.
 type IdealConfig struct {
 	PageTokens      int   // the cache keeps whole pages only
 	VocabSize       int   // to expand compact requests
 	BatchRequests   int   // requests per step (TakeBatch)
 	FlushEverySteps int64 // the replay's own flush after every N steps (--flush-every); 0 = none
-	// StepEvents, when not nil, are the events of each step as the replay cut them (a serving clock forms its
-	// steps from arrivals and a token budget, not BatchRequests at a time; a step may hold none); past its end,
-	// BatchRequests again.
+	// StepEvents, when not nil, are the events of each step as the replay cut them (a serving clock
+	// forms its steps from arrivals and a token budget, not BatchRequests at a time; a step may
+	// hold none); past its end, BatchRequests again.
 	StepEvents []int
 }
 
-// IdealHitTokens is the prompt tokens an unbounded cache would serve from cache over a replica's events: for each
-// request, the longest prefix of its whole pages (PageTokens each, as the cache counts: a page is shared when it
-// and every page before it are equal) that any earlier request since the last flush also began with, summed.
-// Flushes are the events' own and the replay's every FlushEverySteps steps, counted as the replay counts steps.
-// No capacity, eviction or write policy limits it, so a replay's L1 + L2 hit tokens never exceed it.
+// IdealHitTokens is the prompt tokens an unbounded cache would serve from cache over a replica's
+// events: for each request, the longest prefix of its whole pages (PageTokens each, as the cache
+// counts: a page is shared when it and every page before it are equal) that any earlier request
+// since the last flush also began with, summed. Flushes are the events' own and the replay's every
+// FlushEverySteps steps, counted as the replay counts steps. No capacity, eviction or write policy
+// limits it, so a replay's L1 + L2 hit tokens never exceed it.
 func IdealHitTokens(events []Event, cfg IdealConfig) int64 {
 	byRequest := IdealHitsByRequest(events, cfg)
 	if len(byRequest) == 0 {
@@ -27,9 +29,9 @@ func IdealHitTokens(events []Event, cfg IdealConfig) int64 {
 	return byRequest[len(byRequest)-1]
 }
 
-// IdealHitsByRequest is IdealHitTokens after each request, in the events' order: element i counts requests 0..i.
-// A replay that ended part-way (a failure) compares its hits with the ideal of the requests it served, not of the
-// whole workload, whose prompt tokens it never saw.
+// IdealHitsByRequest is IdealHitTokens after each request, in the events' order: element i counts
+// requests 0..i. A replay that ended part-way (a failure) compares its hits with the ideal of the
+// requests it served, not of the whole workload, whose prompt tokens it never saw.
 func IdealHitsByRequest(events []Event, cfg IdealConfig) []int64 {
 	seen := map[uint64]struct{}{} // hashes of every whole-page prefix seen since the last flush
 	var hits int64
@@ -65,9 +67,10 @@ func IdealHitsByRequest(events []Event, cfg IdealConfig) []int64 {
 	}
 }
 
-// idealHit counts tokens' whole pages whose prefix is in seen, then adds all of its page prefixes. A prefix is a
-// 64-bit hash chained over every token before it, so after the first page not seen no later one is (but for a
-// collision, about n^2/2^65 over n prefixes, which could only add a page to the count).
+// idealHit counts tokens' whole pages whose prefix is in seen, then adds all of its page prefixes.
+// A prefix is a 64-bit hash chained over every token before it, so after the first page not seen no
+// later one is (but for a collision, about n^2/2^65 over n prefixes, which could only add a page to
+// the count).
 func idealHit(seen map[uint64]struct{}, tokens []int32, pageTokens int) int64 {
 	var hit int64
 	h := uint64(0x9e3779b97f4a7c15)
@@ -84,9 +87,9 @@ func idealHit(seen map[uint64]struct{}, tokens []int32, pageTokens int) int64 {
 	return hit
 }
 
-// SeenPrefixTokens is, for each request in the events' order, the longest prefix of its whole pages (PageTokens
-// each) that any earlier request began with, flushes or not: what an unbounded store that outlives flushes (a
-// modelled L3 holding every block written before) could supply to it.
+// SeenPrefixTokens is, for each request in the events' order, the longest prefix of its whole pages
+// (PageTokens each) that any earlier request began with, flushes or not: what an unbounded store
+// that outlives flushes (a modelled L3 holding every block written before) could supply to it.
 func SeenPrefixTokens(events []Event, cfg IdealConfig) []int64 {
 	seen := map[uint64]struct{}{}
 	var out []int64

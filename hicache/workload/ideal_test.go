@@ -22,15 +22,20 @@ func TestIdealHitTokensByHand(t *testing.T) {
 	if got := IdealHitTokens(events, cfg); got != 4+2+2+6 {
 		t.Fatalf("ideal hit tokens %d, want 14", got)
 	}
-	// --flush-every 1 with one request a step: no request follows another without a flush between them.
+	// --flush-every 1 with one request a step: no request follows another without a flush between
+	// them.
 	cfg.BatchRequests, cfg.FlushEverySteps = 1, 1
 	if got := IdealHitTokens(events, cfg); got != 0 {
 		t.Fatalf("with a flush every step: %d, want 0", got)
 	}
-	// A serving clock's steps: the first two requests, then the next three, then one a step (past StepEvents,
-	// BatchRequests again). --flush-every 1 leaves only the hits within a step: the second's 4, the fourth's 2.
-	// What an unbounded store that outlives flushes could supply: the flush forgets nothing.
-	if got, want := SeenPrefixTokens(events, cfg), []int64{0, 4, 2, 2, 0, 4, 6}; !slices.Equal(got, want) {
+	// A serving clock's steps: the first two requests, then the next three, then one a step (past
+	// StepEvents, BatchRequests again). --flush-every 1 leaves only the hits within a step: the
+	// second's 4, the fourth's 2. What an unbounded store that outlives flushes could supply: the
+	// flush forgets nothing.
+	if got, want := SeenPrefixTokens(events, cfg), []int64{0, 4, 2, 2, 0, 4, 6}; !slices.Equal(
+		got,
+		want,
+	) {
 		t.Fatalf("seen prefixes %v, want %v", got, want)
 	}
 	cfg.StepEvents = []int{2, 3}
@@ -39,7 +44,8 @@ func TestIdealHitTokensByHand(t *testing.T) {
 	}
 }
 
-// bruteForceIdeal compares every request with every earlier one of the same flush epoch, token by token.
+// bruteForceIdeal compares every request with every earlier one of the same flush epoch, token by
+// token.
 func bruteForceIdeal(events []Event, cfg IdealConfig) int64 {
 	var epoch [][]int32 // prompts since the last flush
 	var hits int64
@@ -79,7 +85,11 @@ func TestIdealHitTokensMatchesABruteForceCount(t *testing.T) {
 	if err := WriteMooncakeTrace(&trace, synthetic, 16); err != nil {
 		t.Fatal(err)
 	}
-	compact, err := ReadTraceAs(&trace, "gen.jsonl", TraceOptions{VocabSize: cfg.VocabSize, BlockTokens: 16})
+	compact, err := ReadTraceAs(
+		&trace,
+		"gen.jsonl",
+		TraceOptions{VocabSize: cfg.VocabSize, BlockTokens: 16},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,19 +101,31 @@ func TestIdealHitTokensMatchesABruteForceCount(t *testing.T) {
 		} {
 			got, want := IdealHitTokens(events, ic), bruteForceIdeal(events, ic)
 			if got != want || want == 0 {
-				t.Errorf("%s %+v: ideal %d, brute force %d (want equal and > 0)", name, ic, got, want)
+				t.Errorf(
+					"%s %+v: ideal %d, brute force %d (want equal and > 0)",
+					name,
+					ic,
+					got,
+					want,
+				)
 			}
 		}
 	}
 }
 
-// TestIdealHitsByRequestIsTheIdealOfEachPrefix: element k-1 is the ideal of the workload cut after its k-th
-// request, so that a replay that ended part-way is held to the ideal of what it served (issue 34's 788.7%).
+// TestIdealHitsByRequestIsTheIdealOfEachPrefix: element k-1 is the ideal of the workload cut after
+// its k-th request, so that a replay that ended part-way is held to the ideal of what it served
+// (issue 34's 788.7%).
 func TestIdealHitsByRequestIsTheIdealOfEachPrefix(t *testing.T) {
 	cfg := smallSyntheticConfig()
 	cfg.FlushEvery = 40
 	events := mustGenerate(t, cfg)
-	ic := IdealConfig{PageTokens: 16, VocabSize: cfg.VocabSize, BatchRequests: 3, FlushEverySteps: 5}
+	ic := IdealConfig{
+		PageTokens:      16,
+		VocabSize:       cfg.VocabSize,
+		BatchRequests:   3,
+		FlushEverySteps: 5,
+	}
 	byRequest := IdealHitsByRequest(events, ic)
 	requests := 0
 	for i, e := range events {
@@ -118,7 +140,14 @@ func TestIdealHitsByRequestIsTheIdealOfEachPrefix(t *testing.T) {
 			t.Fatalf("after %d requests: %d, the ideal of the cut workload %d", requests, got, want)
 		}
 	}
-	if requests != len(byRequest) || byRequest[len(byRequest)-1] != IdealHitTokens(events, ic) || byRequest[len(byRequest)-1] == 0 {
-		t.Fatalf("%d requests, %d cumulative counts, last %d, whole ideal %d", requests, len(byRequest), byRequest[len(byRequest)-1], IdealHitTokens(events, ic))
+	if requests != len(byRequest) || byRequest[len(byRequest)-1] != IdealHitTokens(events, ic) ||
+		byRequest[len(byRequest)-1] == 0 {
+		t.Fatalf(
+			"%d requests, %d cumulative counts, last %d, whole ideal %d",
+			requests,
+			len(byRequest),
+			byRequest[len(byRequest)-1],
+			IdealHitTokens(events, ic),
+		)
 	}
 }

@@ -6,10 +6,11 @@ import (
 	"fmt"
 )
 
-// A small scanner over one JSON object of a trace line: fields are found without decoding the whole line, so
-// a line of millions of token ids costs one pass and no per-token allocation.
+// A small scanner over one JSON object of a trace line: fields are found without decoding the whole
+// line, so a line of millions of token ids costs one pass and no per-token allocation.
 
-// jsonScan walks one JSON object; every loop advances pos, so a scan is linear in the line and never recurses.
+// jsonScan walks one JSON object; every loop advances pos, so a scan is linear in the line and
+// never recurses.
 type jsonScan struct {
 	text []byte
 	pos  int
@@ -29,7 +30,8 @@ func (s *jsonScan) skipSpace() {
 	}
 }
 
-// jsonSpaces is JSON's whitespace, for bytes.Trim; bytes.TrimSpace would also trim what JSON rejects.
+// jsonSpaces is JSON's whitespace, for bytes.Trim; bytes.TrimSpace would also trim what JSON
+// rejects.
 const jsonSpaces = " \t\n\r"
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -63,8 +65,9 @@ func (s *jsonScan) key() (string, error) {
 	return key, nil
 }
 
-// value returns the raw text of the next value: a string, a bracketed array or object (brackets inside its
-// strings do not count), or a literal up to the next delimiter. It finds extents; it does not validate.
+// value returns the raw text of the next value: a string, a bracketed array or object (brackets
+// inside its strings do not count), or a literal up to the next delimiter. It finds extents; it
+// does not validate.
 func (s *jsonScan) value() ([]byte, error) {
 	s.skipSpace()
 	start := s.pos
@@ -90,7 +93,8 @@ func (s *jsonScan) value() ([]byte, error) {
 
 func isJSONDelimiter(c byte) bool { return c == ',' || c == '}' || c == ']' || isJSONSpace(c) }
 
-// skipBrackets moves past the bracketed value that starts at pos; false when the line ends inside it.
+// skipBrackets moves past the bracketed value that starts at pos; false when the line ends inside
+// it.
 func (s *jsonScan) skipBrackets() bool {
 	depth := 0
 	for s.pos < len(s.text) {

@@ -17,16 +17,18 @@ const MooncakeFormatHelp = "A Mooncake trace (FAST'25 release) is JSON Lines, on
 	"input_length - block*(n-1) tokens. {\"op\": \"flush\"} lines flush the cache. A request's rid is its line number, " +
 	"so DP replicas share a Mooncake trace request by request (the rule below), not by conversation."
 
-// timestampMsMax bounds a Mooncake timestamp so that its nanoseconds fit an int64 (2^43 ms is about 278 years).
+// timestampMsMax bounds a Mooncake timestamp so that its nanoseconds fit an int64 (2^43 ms is about
+// 278 years).
 const timestampMsMax = 1 << 43
 
 // TraceFormat is a trace's line format.
 type TraceFormat int
 
 const (
-	TraceAuto     TraceFormat = iota // decided by the first request line (detectTraceFormat)
-	TraceTokens                      // {"rid", "input_ids", "output_len"} (TraceFormatHelp)
-	TraceMooncake                    // {"timestamp", "input_length", "output_length", "hash_ids"} (MooncakeFormatHelp)
+	TraceAuto   TraceFormat = iota // decided by the first request line (detectTraceFormat)
+	TraceTokens                    // {"rid", "input_ids", "output_len"} (TraceFormatHelp)
+	// {"timestamp", "input_length", "output_length", "hash_ids"} (MooncakeFormatHelp)
+	TraceMooncake
 )
 
 var traceFormatNames = []string{TraceAuto: "auto", TraceTokens: "tokens", TraceMooncake: "mooncake"}
@@ -56,7 +58,12 @@ func (o *TraceOptions) check(name string) error {
 		return fmt.Errorf("trace %s: vocab size %d, want 1..%d", name, o.VocabSize, vocabSizeMax)
 	}
 	if o.Format != TraceTokens && (o.BlockTokens < 1 || o.BlockTokens > BlockTokensMax) {
-		return fmt.Errorf("trace %s: block tokens %d, want 1..%d", name, o.BlockTokens, BlockTokensMax)
+		return fmt.Errorf(
+			"trace %s: block tokens %d, want 1..%d",
+			name,
+			o.BlockTokens,
+			BlockTokensMax,
+		)
 	}
 	if o.LimitRequests < 0 {
 		return fmt.Errorf("trace %s: request limit %d is negative", name, o.LimitRequests)
@@ -71,9 +78,9 @@ func (o *TraceOptions) parseLine(text []byte, line int) (Event, error) {
 	return parseTraceLine(text, o.VocabSize)
 }
 
-// detectTraceFormat decides a trace's format from one line: Mooncake when it names a Mooncake field, tokens when
-// it names a token-format field, undecided (TraceAuto) otherwise (a flush, or a line too broken to tell, which
-// the token parser then reports).
+// detectTraceFormat decides a trace's format from one line: Mooncake when it names a Mooncake
+// field, tokens when it names a token-format field, undecided (TraceAuto) otherwise (a flush, or a
+// line too broken to tell, which the token parser then reports).
 func detectTraceFormat(text []byte) TraceFormat {
 	var keys keyCollector
 	_ = splitFields(text, &keys) // a broken line is reported by the parser it goes to
@@ -136,7 +143,10 @@ func parseMooncakeLine(text []byte, line, blockTokens int) (Event, error) {
 		return Event{}, err
 	}
 	if f.op != nil {
-		return parseFlush(f.op, f.timestamp != nil || f.inputLength != nil || f.outputLength != nil || f.hashIDs != nil)
+		return parseFlush(
+			f.op,
+			f.timestamp != nil || f.inputLength != nil || f.outputLength != nil || f.hashIDs != nil,
+		)
 	}
 	timestampMs, err := parseBoundedInt("timestamp", f.timestamp, 0, timestampMsMax)
 	if err != nil {
@@ -158,7 +168,14 @@ func parseMooncakeLine(text []byte, line, blockTokens int) (Event, error) {
 	if err := b.check(); err != nil {
 		return Event{}, fmt.Errorf("%v (--trace-block-tokens %d)", err, blockTokens)
 	}
-	return Event{Request: Request{RID: strconv.Itoa(line), OutputLen: int32(outputLen), Blocks: b, ArrivalNs: timestampMs * 1e6}}, nil
+	return Event{
+		Request: Request{
+			RID:       strconv.Itoa(line),
+			OutputLen: int32(outputLen),
+			Blocks:    b,
+			ArrivalNs: timestampMs * 1e6,
+		},
+	}, nil
 }
 
 // parseBoundedInt reads a required JSON integer field in [lo, hi].
@@ -196,14 +213,22 @@ func parseHashIDs(raw []byte) ([]uint64, error) {
 		s.pos += len(element)
 		id, err := strconv.ParseUint(string(element), 10, 63)
 		if err != nil || !isJSONInteger(element) {
-			return nil, fmt.Errorf("hash_ids[%d]: %s is not an id (an integer in [0, 2^63))", len(ids), excerptOr(element, "nothing"))
+			return nil, fmt.Errorf(
+				"hash_ids[%d]: %s is not an id (an integer in [0, 2^63))",
+				len(ids),
+				excerptOr(element, "nothing"),
+			)
 		}
 		ids = append(ids, id)
 		if s.skipSpace(); s.pos == len(body) {
 			return ids, nil
 		}
 		if body[s.pos] != ',' {
-			return nil, fmt.Errorf("hash_ids[%d]: want ',' before %s", len(ids), excerpt(s.element(s.pos)))
+			return nil, fmt.Errorf(
+				"hash_ids[%d]: want ',' before %s",
+				len(ids),
+				excerpt(s.element(s.pos)),
+			)
 		}
 		s.pos++
 	}

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,7 +15,13 @@ func mooncakeOptions(format TraceFormat) TraceOptions {
 }
 
 func compactRequest(rid string, inputTokens, outputLen int32, ids ...uint64) Event {
-	return Event{Request: Request{RID: rid, OutputLen: outputLen, Blocks: BlockPrompt{HashIDs: ids, InputTokens: inputTokens, BlockTokens: 4}}}
+	return Event{
+		Request: Request{
+			RID:       rid,
+			OutputLen: outputLen,
+			Blocks:    BlockPrompt{HashIDs: ids, InputTokens: inputTokens, BlockTokens: 4},
+		},
+	}
 }
 
 func TestReadMooncakeTraceValid(t *testing.T) {
@@ -71,8 +76,10 @@ func TestReadMooncakeTraceErrorsNameTheLine(t *testing.T) {
 		trace := good + "\n" + tc.line + "\n" + good
 		_, err := ReadTraceAs(strings.NewReader(trace), "mc.jsonl", mooncakeOptions(TraceMooncake))
 		var traceErr *TraceError
-		if !errors.As(err, &traceErr) || traceErr.Line != 3 || !strings.HasPrefix(err.Error(), "mc.jsonl:3: ") ||
-			!strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+		if !errors.As(err, &traceErr) || traceErr.Line != 3 ||
+			!strings.HasPrefix(err.Error(), "mc.jsonl:3: ") ||
+			!strings.Contains(err.Error(), tc.want) ||
+			strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error %v, want one line mc.jsonl:3: ...%s...", tc.name, err, tc.want)
 		}
 	}
@@ -118,7 +125,12 @@ func TestTraceLimitReadsTheFirstNRequestsOnly(t *testing.T) {
 	var tokens, mooncake strings.Builder
 	for i := range 5 {
 		fmt.Fprintf(&tokens, `{"rid": "r%d", "input_ids": [%d]}`+"\n", i, i)
-		fmt.Fprintf(&mooncake, `{"timestamp": %d, "input_length": 3, "output_length": 1, "hash_ids": [%d]}`+"\n", i, i)
+		fmt.Fprintf(
+			&mooncake,
+			`{"timestamp": %d, "input_length": 3, "output_length": 1, "hash_ids": [%d]}`+"\n",
+			i,
+			i,
+		)
 		if i == 1 {
 			tokens.WriteString(`{"op": "flush"}` + "\n")
 			mooncake.WriteString(`{"op": "flush"}` + "\n")
@@ -143,9 +155,20 @@ func TestTraceLimitReadsTheFirstNRequestsOnly(t *testing.T) {
 }
 
 // compactEdgeEvents mix both request kinds with the largest values the decoder accepts.
-var compactEdgeEvents = append(slices.Clone(encodingEdgeEvents),
+var compactEdgeEvents = append(
+	slices.Clone(encodingEdgeEvents),
 	compactRequest("1", 9, 0, 0, 1, 2),
-	Event{Request: Request{RID: "", OutputLen: -1, Blocks: BlockPrompt{HashIDs: []uint64{1<<63 - 1}, InputTokens: 1, BlockTokens: BlockTokensMax}}},
+	Event{
+		Request: Request{
+			RID:       "",
+			OutputLen: -1,
+			Blocks: BlockPrompt{
+				HashIDs:     []uint64{1<<63 - 1},
+				InputTokens: 1,
+				BlockTokens: BlockTokensMax,
+			},
+		},
+	},
 	Event{Flush: true},
 	compactRequest("3993", 4, 3, 5),
 )
@@ -206,13 +229,18 @@ func TestExpandIsAPureFunctionOfTheIDs(t *testing.T) {
 	if len(ta) != 10 || !slices.Equal(ta, expand(same, vocab)) {
 		t.Fatalf("same ids: %v and %v", ta, expand(same, vocab))
 	}
-	// The last block holds 10 - 4*2 = 2 tokens: the first two of block 5, as a longer chain holds them.
+	// The last block holds 10 - 4*2 = 2 tokens: the first two of block 5, as a longer chain holds
+	// them.
 	if tl := expand(longer, vocab); !slices.Equal(ta, tl[:10]) {
 		t.Fatalf("a chain's prefix differs from the longer chain's: %v vs %v", ta, tl)
 	}
 	to := expand(other, vocab)
 	if !slices.Equal(ta[:4], to[:4]) || slices.Equal(ta[4:8], to[4:8]) {
-		t.Fatalf("ids 3,8 vs 3,9: %v vs %v, want the first block equal and the second different", ta, to)
+		t.Fatalf(
+			"ids 3,8 vs 3,9: %v vs %v, want the first block equal and the second different",
+			ta,
+			to,
+		)
 	}
 	for _, tok := range expand(longer, vocab) {
 		if tok < 0 || tok >= vocab {
@@ -226,8 +254,9 @@ func TestExpandIsAPureFunctionOfTheIDs(t *testing.T) {
 	}
 }
 
-// WriteMooncakeTrace turns the synthetic workload into block ids: two requests get equal leading ids exactly as
-// far as their token blocks agree (each block whole, or both the same short last block).
+// WriteMooncakeTrace turns the synthetic workload into block ids: two requests get equal leading
+// ids exactly as far as their token blocks agree (each block whole, or both the same short last
+// block).
 func TestWriteMooncakeTraceIDsFollowEqualPrefixes(t *testing.T) {
 	cfg := smallSyntheticConfig()
 	cfg.FlushEvery = 50
@@ -236,7 +265,11 @@ func TestWriteMooncakeTraceIDsFollowEqualPrefixes(t *testing.T) {
 	if err := WriteMooncakeTrace(&trace, events, 16); err != nil {
 		t.Fatal(err)
 	}
-	read, err := ReadTraceAs(&trace, "gen.jsonl", TraceOptions{VocabSize: cfg.VocabSize, BlockTokens: 16})
+	read, err := ReadTraceAs(
+		&trace,
+		"gen.jsonl",
+		TraceOptions{VocabSize: cfg.VocabSize, BlockTokens: 16},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,20 +278,27 @@ func TestWriteMooncakeTraceIDsFollowEqualPrefixes(t *testing.T) {
 	}
 	reqs, got := requestsOf(events), requestsOf(read)
 	for i := range reqs {
-		if got[i].Blocks.InputTokens != int32(len(reqs[i].InputIDs)) || got[i].OutputLen != reqs[i].OutputLen {
+		if got[i].Blocks.InputTokens != int32(len(reqs[i].InputIDs)) ||
+			got[i].OutputLen != reqs[i].OutputLen {
 			t.Fatalf("request %d: %+v, from %d tokens", i, got[i], len(reqs[i].InputIDs))
 		}
 		for j := range i {
 			want := sharedBlocks(reqs[i].InputIDs, reqs[j].InputIDs, 16)
 			if n := commonPrefix(got[i].Blocks.HashIDs, got[j].Blocks.HashIDs); n != want {
-				t.Fatalf("requests %d and %d: %d leading ids equal, %d blocks of tokens", j, i, n, want)
+				t.Fatalf(
+					"requests %d and %d: %d leading ids equal, %d blocks of tokens",
+					j,
+					i,
+					n,
+					want,
+				)
 			}
 		}
 	}
 }
 
-// sharedBlocks counts the leading blocks of a and b that are equal, a block being equal when both have it whole
-// and equal, or both end with it and it is equal.
+// sharedBlocks counts the leading blocks of a and b that are equal, a block being equal when both
+// have it whole and equal, or both end with it and it is equal.
 func sharedBlocks(a, b []int32, block int) int {
 	n := 0
 	for start := 0; start < len(a) && start < len(b); start += block {
@@ -279,75 +319,31 @@ func commonPrefix[T comparable](a, b []T) int {
 	return n
 }
 
-// FuzzReadMooncakeTrace: no input makes the Mooncake reader panic or print a multi-line error; what it accepts
-// is JSON that encoding/json reads to the same numbers, and survives the broadcast encoding and expansion.
-// Run it with `go test ./hicache/workload -run '^$' -fuzz FuzzReadMooncakeTrace -fuzztime 30s`.
-func FuzzReadMooncakeTrace(f *testing.F) {
-	f.Add([]byte(`{"timestamp": 0, "input_length": 9, "output_length": 6, "hash_ids": [0, 1, 2]}` + "\n" + `{"op":"flush"}`))
-	f.Add([]byte(`{"hash_ids":[7],"timestamp":1,"output_length":0,"input_length":4}` + "\r\n"))
-	f.Add([]byte(`{"timestamp": 0, "input_length": 5, "output_length": 6, "hash_ids": [0, -1]}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		events, err := ReadTraceAs(bytes.NewReader(data), "fuzz.jsonl", mooncakeOptions(TraceMooncake))
-		if err != nil {
-			if strings.Contains(err.Error(), "\n") {
-				t.Fatalf("error spans lines: %q", err)
-			}
-			return
-		}
-		checkMooncakeAgainstEncodingJSON(t, data, events)
-		decoded, err := DecodeEvents(EncodeEvents(events))
-		if err != nil || !eventsEqual(decoded, events) {
-			t.Fatalf("EncodeEvents -> DecodeEvents: %v", err)
-		}
-		ExpandEvents(decoded, 7)
-		for _, e := range decoded {
-			if !e.Flush && len(e.Request.InputIDs) != int(e.Request.Blocks.InputTokens) {
-				t.Fatalf("expanded %d tokens, input_length %d", len(e.Request.InputIDs), e.Request.Blocks.InputTokens)
-			}
-		}
-	})
-}
-
-func checkMooncakeAgainstEncodingJSON(t *testing.T, data []byte, events []Event) {
-	t.Helper()
-	i := 0
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		if line = bytes.Trim(line, " \t\r"); len(line) == 0 {
-			continue
-		}
-		var oracle struct {
-			Op           *string
-			InputLength  int64    `json:"input_length"`
-			OutputLength int64    `json:"output_length"`
-			HashIDs      []uint64 `json:"hash_ids"`
-		}
-		if err := json.Unmarshal(line, &oracle); err != nil {
-			t.Fatalf("accepted line %q that encoding/json rejects: %v", line, err)
-		}
-		e := events[i]
-		i++
-		if e.Flush != (oracle.Op != nil) {
-			t.Fatalf("line %q: event %+v", line, e)
-		}
-		b := e.Request.Blocks
-		if !e.Flush && (int64(b.InputTokens) != oracle.InputLength || int64(e.Request.OutputLen) != oracle.OutputLength ||
-			!slices.Equal(b.HashIDs, oracle.HashIDs)) {
-			t.Fatalf("line %q: event %+v, encoding/json reads %+v", line, e.Request, oracle)
-		}
-	}
-	if i != len(events) {
-		t.Fatalf("%d events from %d non-blank lines", len(events), i)
-	}
-}
-
-// TestScanTimestampOrderCountsLinesThatGoBack: a line earlier than the latest before it counts (not only one
-// earlier than its neighbour), with the first such line's number; flushes, blank lines and the token format
-// count for nothing, and the request limit stops the scan as it stops a replay's read.
+// TestScanTimestampOrderCountsLinesThatGoBack: a line earlier than the latest before it counts (not
+// only one earlier than its neighbour), with the first such line's number; flushes, blank lines and
+// the token format count for nothing, and the request limit stops the scan as it stops a replay's
+// read.
 func TestScanTimestampOrderCountsLinesThatGoBack(t *testing.T) {
 	line := func(ms int) string {
-		return fmt.Sprintf(`{"timestamp": %d, "input_length": 10, "output_length": 1, "hash_ids": [1]}`, ms)
+		return fmt.Sprintf(
+			`{"timestamp": %d, "input_length": 10, "output_length": 1, "hash_ids": [1]}`,
+			ms,
+		)
 	}
-	trace := strings.Join([]string{line(0), line(500), "", line(100), `{"op": "flush"}`, line(400), line(900), line(900), line(800)}, "\n")
+	trace := strings.Join(
+		[]string{
+			line(0),
+			line(500),
+			"",
+			line(100),
+			`{"op": "flush"}`,
+			line(400),
+			line(900),
+			line(900),
+			line(800),
+		},
+		"\n",
+	)
 	for _, tc := range []struct {
 		limit int
 		want  TimestampOrder
@@ -362,7 +358,8 @@ func TestScanTimestampOrderCountsLinesThatGoBack(t *testing.T) {
 		}
 	}
 	tokens := `{"rid": "a", "input_ids": [1, 2], "output_len": 1}` + "\n" + `{"rid": "b", "input_ids": [1], "output_len": 1}`
-	if got, err := ScanTimestampOrder(strings.NewReader(tokens), 0); err != nil || got != (TimestampOrder{LatestMs: -1}) {
+	if got, err := ScanTimestampOrder(strings.NewReader(tokens), 0); err != nil ||
+		got != (TimestampOrder{LatestMs: -1}) {
 		t.Errorf("a token trace: %+v, %v; want none", got, err)
 	}
 }

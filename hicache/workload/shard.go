@@ -13,7 +13,8 @@ const ShardRuleHelp = "Each DP replica (CP group) serves the requests whose rid 
 	"A Mooncake trace has no conversations: a request's rid is its line number, so its requests spread over the " +
 	"replicas one by one, and a prefix two replicas both use is cached by each. Flush events go to every replica."
 
-// ReplicaForRID returns the DP replica, in [0, dp), that serves rid; see ShardRuleHelp. dp must be positive.
+// ReplicaForRID returns the DP replica, in [0, dp), that serves rid; see ShardRuleHelp. dp must be
+// positive.
 func ReplicaForRID(rid string, dp int) int {
 	if dp <= 0 {
 		panic(fmt.Sprintf("ReplicaForRID: dp = %d, want > 0", dp))
@@ -27,8 +28,9 @@ func ReplicaForRID(rid string, dp int) int {
 	return int(h.Sum64() % uint64(dp))
 }
 
-// ShardForReplica returns, in order, the events replica (of dp) replays: its requests (ReplicaForRID) and every
-// flush. It panics unless 0 <= replica < dp: the topology has checked both long before.
+// ShardForReplica returns, in order, the events replica (of dp) replays: its requests
+// (ReplicaForRID) and every flush. It panics unless 0 <= replica < dp: the topology has checked
+// both long before.
 func ShardForReplica(events []Event, dp, replica int) []Event {
 	if replica < 0 || replica >= dp {
 		panic(fmt.Sprintf("ShardForReplica: replica %d outside [0, %d)", replica, dp))

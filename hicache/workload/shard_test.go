@@ -27,13 +27,24 @@ func TestShardForReplicaKeepsConversationsTogetherAndCoversEveryRequestOnce(t *t
 				servedBy[r.RID] = replica
 				conv, _ := parseRIDForTest(t, r.RID)
 				if other, ok := conversationOn[conv]; ok && other != replica {
-					t.Fatalf("dp %d: conversation %d split over replicas %d and %d", dp, conv, other, replica)
+					t.Fatalf(
+						"dp %d: conversation %d split over replicas %d and %d",
+						dp,
+						conv,
+						other,
+						replica,
+					)
 				}
 				conversationOn[conv] = replica
 			}
 		}
 		if len(servedBy) != len(requestsOf(events)) {
-			t.Fatalf("dp %d: %d requests served, want %d", dp, len(servedBy), len(requestsOf(events)))
+			t.Fatalf(
+				"dp %d: %d requests served, want %d",
+				dp,
+				len(servedBy),
+				len(requestsOf(events)),
+			)
 		}
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"testing"
 )
 
-// These tests are pure functions of their inputs: every rank of an SPMD run computes the same thing.
+// These tests are pure functions of their inputs: every rank of an SPMD run computes the same
+// thing.
 
 // smallSyntheticConfig is a workload small enough to check exhaustively in every test.
 func smallSyntheticConfig() SyntheticConfig {
@@ -37,7 +38,8 @@ func eventsEqual(a, b []Event) bool {
 		bx, by := x.Request.Blocks, y.Request.Blocks
 		return x.Flush == y.Flush && x.Request.RID == y.Request.RID && x.Request.OutputLen == y.Request.OutputLen &&
 			slices.Equal(x.Request.InputIDs, y.Request.InputIDs) && slices.Equal(bx.HashIDs, by.HashIDs) &&
-			bx.InputTokens == by.InputTokens && bx.BlockTokens == by.BlockTokens
+			bx.InputTokens == by.InputTokens &&
+			bx.BlockTokens == by.BlockTokens
 	})
 }
 
@@ -64,7 +66,8 @@ func requestsOf(events []Event) []Request {
 // parseRIDForTest splits "c<conv>.t<turn>".
 func parseRIDForTest(t *testing.T, rid string) (conv, turn int) {
 	t.Helper()
-	if _, err := fmt.Sscanf(rid, "c%d.t%d", &conv, &turn); err != nil || rid != fmt.Sprintf("c%d.t%d", conv, turn) {
+	if _, err := fmt.Sscanf(rid, "c%d.t%d", &conv, &turn); err != nil ||
+		rid != fmt.Sprintf("c%d.t%d", conv, turn) {
 		t.Fatalf("rid %q is not c<conv>.t<turn>", rid)
 	}
 	return conv, turn
@@ -82,10 +85,12 @@ func TestGenerateSyntheticSameSeedGivesIdenticalEvents(t *testing.T) {
 	}
 }
 
-// The default workload is pinned by a digest of its broadcast form: it must be the same on every machine and Go
-// version (integer arithmetic, own PRNG). If you change the generator on purpose, update the digest.
+// The default workload is pinned by a digest of its broadcast form: it must be the same on every
+// machine and Go version (integer arithmetic, own PRNG). If you change the generator on purpose,
+// update the digest.
 func TestDefaultSyntheticWorkloadIsPinned(t *testing.T) {
-	const wantDigest = 0xbcf5696d0dccb7b2 // token ids by multiply-shift since 2026-12 (was 0x9a058379e59f8dad by modulo)
+	// token ids by multiply-shift since 2026-12 (was 0x9a058379e59f8dad by modulo)
+	const wantDigest = 0xbcf5696d0dccb7b2
 	h := fnv.New64a()
 	h.Write(EncodeEvents(mustGenerate(t, DefaultSyntheticConfig())))
 	if got := h.Sum64(); got != wantDigest {
@@ -93,8 +98,8 @@ func TestDefaultSyntheticWorkloadIsPinned(t *testing.T) {
 	}
 }
 
-// The default must stay within what one CP group of 8 oversubscribed ranks replays quickly, and must flush
-// mid-run (the sizing comments on the default constants).
+// The default must stay within what one CP group of 8 oversubscribed ranks replays quickly, and
+// must flush mid-run (the sizing comments on the default constants).
 func TestDefaultSyntheticWorkloadSize(t *testing.T) {
 	events := mustGenerate(t, DefaultSyntheticConfig())
 	requests, longestPrompt := 0, 0
@@ -136,11 +141,18 @@ func TestGenerateSyntheticTurnsExtendThePreviousTurnAndReply(t *testing.T) {
 				t.Fatalf("%s does not start with %s's prompt", r.RID, prev.RID)
 			}
 			if userTokens < cfg.TurnTokens/2 || userTokens > segmentTokensMax(cfg.TurnTokens) {
-				t.Fatalf("%s adds %d user tokens after %s's reply, want %d..%d", r.RID, userTokens, prev.RID,
-					cfg.TurnTokens/2, segmentTokensMax(cfg.TurnTokens))
+				t.Fatalf(
+					"%s adds %d user tokens after %s's reply, want %d..%d",
+					r.RID,
+					userTokens,
+					prev.RID,
+					cfg.TurnTokens/2,
+					segmentTokensMax(cfg.TurnTokens),
+				)
 			}
 		}
-		if r.OutputLen < int32(cfg.OutputTokens/2) || r.OutputLen > int32(segmentTokensMax(cfg.OutputTokens)) {
+		if r.OutputLen < int32(cfg.OutputTokens/2) ||
+			r.OutputLen > int32(segmentTokensMax(cfg.OutputTokens)) {
 			t.Fatalf("%s output_len %d, want %d..%d", r.RID, r.OutputLen, cfg.OutputTokens/2,
 				segmentTokensMax(cfg.OutputTokens))
 		}
@@ -148,8 +160,8 @@ func TestGenerateSyntheticTurnsExtendThePreviousTurnAndReply(t *testing.T) {
 	}
 }
 
-// The reply a turn's successor holds is a pure function of (seed, conversation, turn): a different schedule
-// (another FlushEvery) must not change it.
+// The reply a turn's successor holds is a pure function of (seed, conversation, turn): a different
+// schedule (another FlushEvery) must not change it.
 func TestGenerateSyntheticRepliesDependOnlyOnConversationAndTurn(t *testing.T) {
 	cfg := smallSyntheticConfig()
 	plain := requestsOf(mustGenerate(t, cfg))
@@ -180,7 +192,11 @@ func TestGenerateSyntheticInterleavesConversations(t *testing.T) {
 	}
 	// Back-to-back conversations would switch 39 times; a shuffle switches on nearly every request.
 	if switches < len(requests)/2 {
-		t.Fatalf("%d conversation switches in %d requests: not interleaved", switches, len(requests))
+		t.Fatalf(
+			"%d conversation switches in %d requests: not interleaved",
+			switches,
+			len(requests),
+		)
 	}
 }
 
@@ -203,7 +219,10 @@ func TestGenerateSyntheticSystemPromptPopularityIsSkewed(t *testing.T) {
 	}
 	// Zipf over 8 prompts gives the first 37% of conversations and the last 5%.
 	if counts[0] < cfg.Conversations/4 || counts[0] < 3*counts[len(counts)-1] {
-		t.Fatalf("conversations per system prompt %v: want the first prompt far more popular", counts)
+		t.Fatalf(
+			"conversations per system prompt %v: want the first prompt far more popular",
+			counts,
+		)
 	}
 }
 
@@ -239,7 +258,12 @@ func TestGenerateSyntheticFlushesEveryNRequests(t *testing.T) {
 	// A flush after the last request would flush nothing that is ever read again: there is none.
 	cfg.FlushEvery = requests
 	if events := mustGenerate(t, cfg); len(events) != requests {
-		t.Fatalf("flush-every %d: %d events for %d requests, want no flush", requests, len(events), requests)
+		t.Fatalf(
+			"flush-every %d: %d events for %d requests, want no flush",
+			requests,
+			len(events),
+			requests,
+		)
 	}
 }
 
@@ -259,7 +283,8 @@ func TestSyntheticConfigValidateNamesTheField(t *testing.T) {
 	} {
 		cfg := DefaultSyntheticConfig()
 		tc.edit(&cfg)
-		if _, err := GenerateSynthetic(cfg); err == nil || !strings.Contains(err.Error(), tc.field) {
+		if _, err := GenerateSynthetic(cfg); err == nil ||
+			!strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: error %v, want one naming %q", tc.field, err, tc.field)
 		}
 	}
@@ -271,9 +296,9 @@ func BenchmarkGenerateSyntheticDefault(b *testing.B) {
 	}
 }
 
-// TestAppendTokensIsTheStreamsNextDraws holds the four-at-a-time appendTokens to the one-draw loop it replaces,
-// for every remainder, after a prefix the slice already holds, and checks that the stream goes on from the same
-// state.
+// TestAppendTokensIsTheStreamsNextDraws holds the four-at-a-time appendTokens to the one-draw loop
+// it replaces, for every remainder, after a prefix the slice already holds, and checks that the
+// stream goes on from the same state.
 func TestAppendTokensIsTheStreamsNextDraws(t *testing.T) {
 	for n := range 11 {
 		for _, vocab := range []int{1, 7, 32000, 1 << 31} {
@@ -288,13 +313,18 @@ func TestAppendTokensIsTheStreamsNextDraws(t *testing.T) {
 				t.Fatalf("n %d vocab %d: got %v, want %v", n, vocab, got, want)
 			}
 			if fast.next() != slow.next() {
-				t.Fatalf("n %d vocab %d: the stream does not go on from where the draws left it", n, vocab)
+				t.Fatalf(
+					"n %d vocab %d: the stream does not go on from where the draws left it",
+					n,
+					vocab,
+				)
 			}
 		}
 	}
 }
 
-// BenchmarkAppendTokens draws one 512-token Mooncake block, as ExpandEvents does for every block of a trace.
+// BenchmarkAppendTokens draws one 512-token Mooncake block, as ExpandEvents does for every block of
+// a trace.
 func BenchmarkAppendTokens(b *testing.B) {
 	buf := make([]int32, 0, 512)
 	rng := newSplitMix(1)

@@ -17,13 +17,15 @@ const TraceFormatHelp = "A trace is JSON Lines, one event a line: " +
 	"is an integer in [0, 1048576] (0 when absent). Blank lines are skipped; a line may hold up to 64 MiB; any " +
 	"other field is an error, and an error names the file and line (trace.jsonl:17: ...)."
 
-// Bounds of a trace line. They make ReadTrace's memory proportional to its input, whatever the input.
+// Bounds of a trace line. They make ReadTrace's memory proportional to its input, whatever the
+// input.
 const (
 	// A line of 64 MiB holds some 10 million token ids: far longer than any context window.
 	traceLineBytesMax = 64 << 20
 	// 2^20 generated tokens is above any model's generation limit; larger is surely a mistake.
 	traceOutputLenMax = 1 << 20
-	// An error message quotes at most this much of a bad value, so one message stays one readable line.
+	// An error message quotes at most this much of a bad value, so one message stays one readable
+	// line.
 	traceQuoteBytesMax = 40
 )
 
@@ -36,10 +38,16 @@ type TraceError struct {
 
 func (e *TraceError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
 
-// ReadTrace parses a JSON Lines trace of the token format (TraceFormatHelp) named name in errors. Token ids must
-// lie in [0, vocabSize). A trace without requests is an error: a replay of it would test nothing.
+// ReadTrace parses a JSON Lines trace of the token format (TraceFormatHelp) named name in errors.
+// Token ids must lie in [0, vocabSize). A trace without requests is an error: a replay of it would
+// test nothing.
 func ReadTrace(r io.Reader, name string, vocabSize int) ([]Event, error) {
-	return readTrace(r, name, TraceOptions{Format: TraceTokens, VocabSize: vocabSize}, traceLineBytesMax)
+	return readTrace(
+		r,
+		name,
+		TraceOptions{Format: TraceTokens, VocabSize: vocabSize},
+		traceLineBytesMax,
+	)
 }
 
 // ReadTraceAs parses a trace of either format (TraceOptions).
@@ -47,7 +55,8 @@ func ReadTraceAs(r io.Reader, name string, o TraceOptions) ([]Event, error) {
 	return readTrace(r, name, o, traceLineBytesMax)
 }
 
-// readTrace is ReadTraceAs with the line bound as a parameter, so a test can reach it without 64 MiB lines.
+// readTrace is ReadTraceAs with the line bound as a parameter, so a test can reach it without 64
+// MiB lines.
 func readTrace(r io.Reader, name string, o TraceOptions, lineBytesMax int) ([]Event, error) {
 	if err := o.check(name); err != nil {
 		return nil, err
@@ -63,7 +72,9 @@ func readTrace(r io.Reader, name string, o TraceOptions, lineBytesMax int) ([]Ev
 			continue
 		}
 		if o.Format == TraceAuto {
-			o.Format = detectTraceFormat(text) // stays TraceAuto on a flush line, which both formats read alike
+			o.Format = detectTraceFormat(
+				text,
+			) // stays TraceAuto on a flush line, which both formats read alike
 		}
 		e, err := o.parseLine(text, line)
 		if err != nil {
@@ -75,7 +86,11 @@ func readTrace(r io.Reader, name string, o TraceOptions, lineBytesMax int) ([]Ev
 		events = append(events, e)
 	}
 	if err := scanner.Err(); errors.Is(err, bufio.ErrTooLong) {
-		return nil, &TraceError{File: name, Line: line + 1, Reason: fmt.Sprintf("line longer than %d bytes", lineBytesMax)}
+		return nil, &TraceError{
+			File:   name,
+			Line:   line + 1,
+			Reason: fmt.Sprintf("line longer than %d bytes", lineBytesMax),
+		}
 	} else if err != nil {
 		return nil, &TraceError{File: name, Line: line + 1, Reason: "read: " + err.Error()}
 	}
@@ -85,8 +100,8 @@ func readTrace(r io.Reader, name string, o TraceOptions, lineBytesMax int) ([]Ev
 	return events, nil
 }
 
-// traceLine holds a line's fields as raw JSON text (sub-slices of the line), each checked and converted once
-// every field is read.
+// traceLine holds a line's fields as raw JSON text (sub-slices of the line), each checked and
+// converted once every field is read.
 type traceLine struct {
 	op, rid, inputIDs, outputLen []byte
 }
@@ -103,18 +118,20 @@ func parseTraceLine(text []byte, vocabSize int) (Event, error) {
 	return parseTraceRequest(fields, vocabSize)
 }
 
-// splitTraceFields splits a line's JSON object into its fields' raw values. It scans the object itself rather
-// than use encoding/json, for three reasons: encoding/json matches field names case-insensitively and lets a
-// duplicate key win silently, where a mistyped or repeated field must be an error; it scans a value twice; and
-// a trace holds millions of token ids. The scan only finds where each value ends: the field parsers then accept
-// only a JSON string, a JSON integer or an array of JSON integers, so whatever is accepted is valid JSON
-// (FuzzReadTrace checks this against encoding/json).
+// splitTraceFields splits a line's JSON object into its fields' raw values. It scans the object
+// itself rather than use encoding/json, for three reasons: encoding/json matches field names
+// case-insensitively and lets a duplicate key win silently, where a mistyped or repeated field must
+// be an error; it scans a value twice; and a trace holds millions of token ids. The scan only finds
+// where each value ends: the field parsers then accept only a JSON string, a JSON integer or an
+// array of JSON integers, so whatever is accepted is valid JSON (FuzzReadTrace checks this against
+// encoding/json).
 func splitTraceFields(text []byte) (traceLine, error) {
 	var fields traceLine
 	return fields, splitFields(text, &fields)
 }
 
-// lineFields is a line format's fields: slot is where a field's raw value goes, nil for an unknown field.
+// lineFields is a line format's fields: slot is where a field's raw value goes, nil for an unknown
+// field.
 type lineFields interface {
 	slot(key string) *[]byte
 	names() string // the fields, for the unknown-field message
@@ -168,7 +185,10 @@ func (l *traceLine) slot(key string) *[]byte {
 }
 
 func parseTraceOp(fields traceLine) (Event, error) {
-	return parseFlush(fields.op, fields.rid != nil || fields.inputIDs != nil || fields.outputLen != nil)
+	return parseFlush(
+		fields.op,
+		fields.rid != nil || fields.inputIDs != nil || fields.outputLen != nil,
+	)
 }
 
 // parseFlush reads an op line of either format: {"op": "flush"} and nothing else.
@@ -199,7 +219,8 @@ func parseTraceRequest(fields traceLine, vocabSize int) (Event, error) {
 	return Event{Request: Request{RID: rid, InputIDs: inputIDs, OutputLen: outputLen}}, nil
 }
 
-// parseRID accepts a non-empty string or an integer, which it keeps as written ("rid": 17 is rid "17").
+// parseRID accepts a non-empty string or an integer, which it keeps as written ("rid": 17 is rid
+// "17").
 func parseRID(raw []byte) (string, error) {
 	if raw == nil {
 		return "", errors.New("missing rid")
@@ -248,8 +269,9 @@ func isJSONInteger(raw []byte) bool {
 	return true
 }
 
-// parseInputIDs parses a JSON array of token ids in one pass over its bytes. Every element must be an integer,
-// so the first ']' after an element is the array's end, and the brackets jsonScan.value found are the array's own.
+// parseInputIDs parses a JSON array of token ids in one pass over its bytes. Every element must be
+// an integer, so the first ']' after an element is the array's end, and the brackets jsonScan.value
+// found are the array's own.
 func parseInputIDs(raw []byte, vocabSize int) ([]int32, error) {
 	if raw == nil {
 		return nil, errors.New("missing input_ids")
@@ -273,7 +295,11 @@ func parseInputIDs(raw []byte, vocabSize int) ([]int32, error) {
 			return ids, nil
 		}
 		if body[s.pos] != ',' {
-			return nil, fmt.Errorf("input_ids[%d]: want ',' before %s", len(ids), excerpt(s.element(s.pos)))
+			return nil, fmt.Errorf(
+				"input_ids[%d]: want ',' before %s",
+				len(ids),
+				excerpt(s.element(s.pos)),
+			)
 		}
 		s.pos++
 	}
@@ -295,7 +321,8 @@ func (s *jsonScan) tokenID(vocabSize int) (int32, error) {
 	}
 	digits := s.text[digitsStart:s.pos]
 	endsHere := s.pos == len(s.text) || isJSONDelimiter(s.text[s.pos])
-	if endsHere && len(digits) > 0 && (len(digits) == 1 || digits[0] != '0') && !negative && id < int64(vocabSize) {
+	if endsHere && len(digits) > 0 && (len(digits) == 1 || digits[0] != '0') && !negative &&
+		id < int64(vocabSize) {
 		return int32(id), nil // the common case, decided without finding the element's extent
 	}
 	element := s.element(start)
@@ -310,7 +337,8 @@ func (s *jsonScan) tokenID(vocabSize int) (int32, error) {
 	return 0, fmt.Errorf("token id %s outside [0, %d)", excerpt(element), vocabSize)
 }
 
-// element returns the text from start to the next ',', ']' or whitespace: an array element, for messages.
+// element returns the text from start to the next ',', ']' or whitespace: an array element, for
+// messages.
 func (s *jsonScan) element(start int) []byte {
 	end := start
 	for end < len(s.text) && !isJSONDelimiter(s.text[end]) {
@@ -327,7 +355,8 @@ func quoteTrimmed(s string) string {
 	return strconv.Quote(s[:traceQuoteBytesMax]) + "..."
 }
 
-// excerpt returns raw JSON text cut to traceQuoteBytesMax bytes: it is quoted already where it is a string.
+// excerpt returns raw JSON text cut to traceQuoteBytesMax bytes: it is quoted already where it is a
+// string.
 func excerpt(raw []byte) string {
 	if len(raw) <= traceQuoteBytesMax {
 		return string(raw)

@@ -14,7 +14,11 @@ import (
 	"testing"
 )
 
-var updateTraceGolden = flag.Bool("update-trace-golden", false, "rewrite hicache/testdata/trace/broken/*.err")
+var updateTraceGolden = flag.Bool(
+	"update-trace-golden",
+	false,
+	"rewrite hicache/testdata/trace/broken/*.err",
+)
 
 // testVocabSize is the vocabulary of the trace fixtures (Llama 2's).
 const testVocabSize = 32000
@@ -23,7 +27,10 @@ func TestWriteTraceReadTraceRoundTrip(t *testing.T) {
 	cfg := smallSyntheticConfig()
 	cfg.FlushEvery = 13
 	events := mustGenerate(t, cfg)
-	events = append(events, Event{Request: Request{RID: "quote\" back\\slash <tag> é", InputIDs: []int32{0}}})
+	events = append(
+		events,
+		Event{Request: Request{RID: "quote\" back\\slash <tag> é", InputIDs: []int32{0}}},
+	)
 	var trace bytes.Buffer
 	if err := WriteTrace(&trace, events); err != nil {
 		t.Fatal(err)
@@ -37,10 +44,13 @@ func TestWriteTraceReadTraceRoundTrip(t *testing.T) {
 	}
 }
 
-// valid_small.jsonl holds a blank line, a numeric rid, an absent output_len, fields out of order, surrounding
-// spaces and a CRLF line end.
+// valid_small.jsonl holds a blank line, a numeric rid, an absent output_len, fields out of order,
+// surrounding spaces and a CRLF line end.
 func TestReadTraceFileValidSmall(t *testing.T) {
-	got, err := readTraceFile(filepath.Join("testdata", "trace", "valid_small.jsonl"), testVocabSize)
+	got, err := readTraceFile(
+		filepath.Join("testdata", "trace", "valid_small.jsonl"),
+		testVocabSize,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +68,9 @@ func TestReadTraceFileValidSmall(t *testing.T) {
 	}
 }
 
-// Each broken fixture's error is pinned, word for word, in the .err file beside it: these are the messages users
-// read. Rewrite them with `go test ./hicache/workload -run TestReadTraceFileBrokenGolden -update-trace-golden`.
+// Each broken fixture's error is pinned, word for word, in the .err file beside it: these are the
+// messages users read. Rewrite them with `go test ./hicache/workload -run
+// TestReadTraceFileBrokenGolden -update-trace-golden`.
 func TestReadTraceFileBrokenGolden(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("testdata", "trace", "broken", "*.jsonl"))
 	if err != nil || len(paths) < 5 {
@@ -147,7 +158,8 @@ func TestReadTraceErrorsNameTheLine(t *testing.T) {
 			t.Errorf("%s: error %v, want a TraceError for trace.jsonl:3", tc.name, err)
 			continue
 		}
-		if msg := err.Error(); !strings.HasPrefix(msg, "trace.jsonl:3: ") || !strings.Contains(msg, tc.want) ||
+		if msg := err.Error(); !strings.HasPrefix(msg, "trace.jsonl:3: ") ||
+			!strings.Contains(msg, tc.want) ||
 			strings.Contains(msg, "\n") {
 			t.Errorf("%s: error %q, want one line trace.jsonl:3: ...%s...", tc.name, msg, tc.want)
 		}
@@ -166,12 +178,20 @@ func TestReadTraceRejectsALineOverTheBound(t *testing.T) {
 	const lineBytesMax = 1024
 	long := `{"rid": "a", "input_ids": [` + strings.Repeat("1,", lineBytesMax) + `1]}`
 	trace := `{"rid": "a", "input_ids": [1]}` + "\n" + long + "\n"
-	_, err := readTrace(strings.NewReader(trace), "big.jsonl", TraceOptions{Format: TraceTokens, VocabSize: testVocabSize}, lineBytesMax)
+	_, err := readTrace(
+		strings.NewReader(trace),
+		"big.jsonl",
+		TraceOptions{Format: TraceTokens, VocabSize: testVocabSize},
+		lineBytesMax,
+	)
 	if err == nil || !strings.HasPrefix(err.Error(), "big.jsonl:2: line longer than 1024 bytes") {
 		t.Fatalf("error %v, want big.jsonl:2: line longer than 1024 bytes", err)
 	}
 	if traceLineBytesMax != 64<<20 {
-		t.Fatalf("ReadTrace bounds lines at %d bytes, TraceFormatHelp and the report say 64 MiB", traceLineBytesMax)
+		t.Fatalf(
+			"ReadTrace bounds lines at %d bytes, TraceFormatHelp and the report say 64 MiB",
+			traceLineBytesMax,
+		)
 	}
 }
 
@@ -212,8 +232,9 @@ func TestReadTraceReportsReadErrors(t *testing.T) {
 	}
 }
 
-// FuzzReadTrace: no input makes ReadTrace panic, and whatever it accepts survives WriteTrace and the broadcast
-// encoding unchanged. Run it with `go test ./hicache/workload -run '^$' -fuzz FuzzReadTrace -fuzztime 30s`.
+// FuzzReadTrace: no input makes ReadTrace panic, and whatever it accepts survives WriteTrace and
+// the broadcast encoding unchanged. Run it with `go test ./hicache/workload -run '^$' -fuzz
+// FuzzReadTrace -fuzztime 30s`.
 func FuzzReadTrace(f *testing.F) {
 	for _, pattern := range []string{"*.jsonl", "broken/*.jsonl"} {
 		paths, _ := filepath.Glob(filepath.Join("testdata", "trace", pattern))
@@ -252,8 +273,8 @@ func FuzzReadTrace(f *testing.F) {
 	})
 }
 
-// checkAgainstEncodingJSON is the fuzz oracle: ReadTrace scans lines itself, so every line it accepts must be
-// valid JSON and decode, with encoding/json, to the event it returned.
+// checkAgainstEncodingJSON is the fuzz oracle: ReadTrace scans lines itself, so every line it
+// accepts must be valid JSON and decode, with encoding/json, to the event it returned.
 func checkAgainstEncodingJSON(t *testing.T, data []byte, events []Event) {
 	t.Helper()
 	var lines [][]byte
@@ -292,7 +313,8 @@ func checkAgainstEncodingJSON(t *testing.T, data []byte, events []Event) {
 		for j, id := range r.InputIDs {
 			ids[j] = int64(id)
 		}
-		if rid != r.RID || !slices.Equal(ids, oracle.InputIDs) || int64(r.OutputLen) != oracle.OutputLen {
+		if rid != r.RID || !slices.Equal(ids, oracle.InputIDs) ||
+			int64(r.OutputLen) != oracle.OutputLen {
 			t.Fatalf("line %q: event %+v, encoding/json reads %+v", line, r, oracle)
 		}
 	}
@@ -311,8 +333,8 @@ func BenchmarkReadTraceDefault(b *testing.B) {
 	}
 }
 
-// readTraceFile reads the trace at path as the runner reads a --trace (hicache's readTraceFileAs): the package
-// opens no file itself.
+// readTraceFile reads the trace at path as the runner reads a --trace (hicache's readTraceFileAs):
+// the package opens no file itself.
 func readTraceFile(path string, vocabSize int) ([]Event, error) {
 	f, err := os.Open(path)
 	if err != nil {

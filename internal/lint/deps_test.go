@@ -11,26 +11,30 @@ import (
 	"testing"
 )
 
-// A deep row of the code map (importRule.deep) holds its packages to its rule over every package they depend
-// on, not only over their own imports: a core that imports no clock but a package that does still reaches the
-// clock. The walk goes through every package of this module and every third-party one that the row's packages
-// reach (`go list -deps`) and checks each one's imports against the row; it does not go into the standard
-// library, whose own packages import what they need (fmt imports os, and strings imports sync through reflect's
-// caches) without giving the core a file, a clock or a lock of its own.
+// A deep row of the code map (importRule.deep) holds its packages to its rule over every package
+// they depend on, not only over their own imports: a core that imports no clock but a package that
+// does still reaches the clock. The walk goes through every package of this module and every
+// third-party one that the row's packages reach (`go list -deps`) and checks each one's imports
+// against the row; it does not go into the standard library, whose own packages import what they
+// need (fmt imports os, and strings imports sync through reflect's caches) without giving the core
+// a file, a clock or a lock of its own.
 
-// depsBeingCut are dependencies that break a deep row and that a change still has to cut: the test tolerates
-// them, and fails once one is gone so that the list only shrinks. Each is "importer imports imported" as a
-// failure prints it, with the row's packages before a colon.
+// depsBeingCut are dependencies that break a deep row and that a change still has to cut: the test
+// tolerates them, and fails once one is gone so that the list only shrinks. Each is "importer
+// imports imported" as a failure prints it, with the row's packages before a colon.
 var depsBeingCut = []string{
-	// pool asks for huge pages for its tables (madvise, hugepages_linux.go): a hint, never a result.
+	// pool asks for huge pages for its tables (madvise, hugepages_linux.go): a hint, never a
+	// result.
 	"hicache/cache: pool imports syscall",
-	// pool's BreakResetForTest's switch is an atomic.Bool, as the runner's ranks read it from their goroutines.
+	// pool's BreakResetForTest's switch is an atomic.Bool, as the runner's ranks read it from their
+	// goroutines.
 	"hicache/cache: pool imports sync/atomic",
 	"hicache/sim: pool imports sync/atomic",
 }
 
-// TestDeepRowsOverEveryDependency: no package that a deep row's packages depend on, in the default build and in
-// the cuda and mpich builds, imports what the row forbids, but for depsBeingCut; a failure names the chain.
+// TestDeepRowsOverEveryDependency: no package that a deep row's packages depend on, in the default
+// build and in the cuda and mpich builds, imports what the row forbids, but for depsBeingCut; a
+// failure names the chain.
 func TestDeepRowsOverEveryDependency(t *testing.T) {
 	module, _ := listModule(t)
 	deps := listDeps(t, module)
@@ -45,7 +49,16 @@ func TestDeepRowsOverEveryDependency(t *testing.T) {
 			}
 			for _, chain := range r.brokenChains(module, root, deps) {
 				importer, imported := chain[len(chain)-2], chain[len(chain)-1]
-				key := strings.TrimSuffix(r.pkgs, "/...") + ": " + showImport(module, importer) + " imports " + showImport(module, imported)
+				key := strings.TrimSuffix(
+					r.pkgs,
+					"/...",
+				) + ": " + showImport(
+					module,
+					importer,
+				) + " imports " + showImport(
+					module,
+					imported,
+				)
 				seen[key] = true
 				if slices.Contains(depsBeingCut, key) {
 					continue
@@ -54,8 +67,17 @@ func TestDeepRowsOverEveryDependency(t *testing.T) {
 				for i, p := range chain {
 					names[i] = showImport(module, p)
 				}
-				t.Errorf("%s depends on %s through %s (forbidden as %s): the code map says %q",
-					showImport(module, root), names[len(names)-1], strings.Join(names, " -> "), r.breaks(module, imported), r.rule)
+				t.Errorf(
+					"%s depends on %s through %s (forbidden as %s): the code map says %q",
+					showImport(
+						module,
+						root,
+					),
+					names[len(names)-1],
+					strings.Join(names, " -> "),
+					r.breaks(module, imported),
+					r.rule,
+				)
 			}
 		}
 	}
@@ -66,10 +88,10 @@ func TestDeepRowsOverEveryDependency(t *testing.T) {
 	}
 }
 
-// brokenChains walks from root, breadth first, through every package of this module and every third-party one
-// it depends on, but not into the standard library nor into the row's through packages, and returns, for each
-// import that breaks r found on the way (below root itself, whose own imports TestCodeMapImports checks), the
-// shortest chain of imports from root to it.
+// brokenChains walks from root, breadth first, through every package of this module and every
+// third-party one it depends on, but not into the standard library nor into the row's through
+// packages, and returns, for each import that breaks r found on the way (below root itself, whose
+// own imports TestCodeMapImports checks), the shortest chain of imports from root to it.
 func (r importRule) brokenChains(module, root string, deps map[string]goPackage) [][]string {
 	from := map[string]string{root: ""}
 	queue := []string{root}
@@ -87,7 +109,8 @@ func (r importRule) brokenChains(module, root string, deps map[string]goPackage)
 				continue
 			}
 			rel, inModule := relPath(module, imp)
-			if _, ok := from[imp]; ok || deps[imp].standard || inModule && slices.Contains(r.through, rel) {
+			if _, ok := from[imp]; ok || deps[imp].standard ||
+				inModule && slices.Contains(r.through, rel) {
 				continue
 			}
 			from[imp] = pkg
@@ -97,14 +120,16 @@ func (r importRule) brokenChains(module, root string, deps map[string]goPackage)
 	return chains
 }
 
-// goPackage is what the walk needs of a package: its imports and whether it is the standard library's.
+// goPackage is what the walk needs of a package: its imports and whether it is the standard
+// library's.
 type goPackage struct {
 	imports  []string
 	standard bool
 }
 
-// listDeps runs `go list -deps` over every deep row's packages, in the default build and with the cuda and
-// mpich tags, and returns every package they depend on (import path to its imports, the builds' union).
+// listDeps runs `go list -deps` over every deep row's packages, in the default build and with the
+// cuda and mpich tags, and returns every package they depend on (import path to its imports, the
+// builds' union).
 func listDeps(t *testing.T, module string) map[string]goPackage {
 	t.Helper()
 	var patterns []string
@@ -115,7 +140,9 @@ func listDeps(t *testing.T, module string) map[string]goPackage {
 	}
 	deps := map[string]goPackage{}
 	for _, tags := range []string{"", "cuda,mpich"} {
-		args := append([]string{"list", "-e", "-deps", "-tags", tags, "-json=ImportPath,Imports,Standard"}, patterns...)
+		args := append(
+			[]string{"list", "-e", "-deps", "-tags", tags, "-json=ImportPath,Imports,Standard"},
+			patterns...)
 		cmd := exec.Command("go", args...)
 		cmd.Dir = moduleRoot(t)
 		var stderr bytes.Buffer
@@ -147,7 +174,10 @@ func listDeps(t *testing.T, module string) map[string]goPackage {
 		}
 	}
 	if _, ok := deps[modPath(module, "pool")]; !ok {
-		t.Fatalf("go list -deps %s found no pool: it lists the dependencies wrong", strings.Join(patterns, " "))
+		t.Fatalf(
+			"go list -deps %s found no pool: it lists the dependencies wrong",
+			strings.Join(patterns, " "),
+		)
 	}
 	return deps
 }

@@ -12,10 +12,11 @@ import (
 	"unicode"
 )
 
-// The documents are a small library (README.md, docs/, and the folders' own pages): a reader walks it by its
-// links, so every link must lead somewhere. TestDocLinksResolve holds each relative link of every tracked
-// Markdown file to a file that exists and each #anchor to a heading of that file, as GitHub makes anchors;
-// and a document named in prose by its bare name ("SERVING.md says") is a link, not a name to search for.
+// The documents are a small library (README.md, docs/, and the folders' own pages): a reader walks
+// it by its links, so every link must lead somewhere. TestDocLinksResolve holds each relative link
+// of every tracked Markdown file to a file that exists and each #anchor to a heading of that file,
+// as GitHub makes anchors; and a document named in prose by its bare name ("SERVING.md says") is a
+// link, not a name to search for.
 
 var (
 	// mdLink is an inline link or image, [text](target), its text possibly over several lines.
@@ -28,10 +29,11 @@ var (
 	mdDocName = regexp.MustCompile(`[A-Za-z0-9_./-]*\b([A-Za-z0-9_-]+\.md)\b`)
 )
 
-// TestDocLinksResolve: every relative link in a tracked Markdown file names a file of the repository that
-// exists, every #anchor a heading of the file it points into (GitHub's anchors: lowercase, spaces to '-',
-// punctuation other than '-' and '_' removed, a repeated heading's anchor suffixed -1, -2, ...), no link leaves
-// the repository, and a document of the repository named in prose is named by a link.
+// TestDocLinksResolve: every relative link in a tracked Markdown file names a file of the
+// repository that exists, every #anchor a heading of the file it points into (GitHub's anchors:
+// lowercase, spaces to '-', punctuation other than '-' and '_' removed, a repeated heading's anchor
+// suffixed -1, -2, ...), no link leaves the repository, and a document of the repository named in
+// prose is named by a link.
 func TestDocLinksResolve(t *testing.T) {
 	root := moduleRoot(t)
 	docs := trackedMarkdown(t, root)
@@ -40,7 +42,11 @@ func TestDocLinksResolve(t *testing.T) {
 		names[filepath.Base(rel)] = true
 	}
 	if !names["README.md"] || !names["DESIGN.md"] || len(docs) < 10 {
-		t.Fatalf("found %d Markdown files (%v): the test lists the repository wrong", len(docs), docs)
+		t.Fatalf(
+			"found %d Markdown files (%v): the test lists the repository wrong",
+			len(docs),
+			docs,
+		)
 	}
 	anchors := map[string]map[string]bool{}
 	anchorsOf := func(rel string) map[string]bool {
@@ -67,7 +73,8 @@ func TestDocLinksResolve(t *testing.T) {
 				bad = append(bad, sprintLine(line, text[m[0]:m[1]], why))
 			}
 		}
-		// What is left once the links are blanked out is prose: a document's name in it is a link not made.
+		// What is left once the links are blanked out is prose: a document's name in it is a link
+		// not made.
 		bare := mdLink.ReplaceAllStringFunc(text, func(s string) string {
 			n := strings.Count(s, "\n")
 			return strings.Repeat(" ", len(s)-n) + strings.Repeat("\n", n)
@@ -75,7 +82,10 @@ func TestDocLinksResolve(t *testing.T) {
 		for _, m := range mdDocName.FindAllStringSubmatchIndex(bare, -1) {
 			if name := bare[m[2]:m[3]]; names[name] {
 				line := 1 + strings.Count(bare[:m[0]], "\n")
-				bad = append(bad, sprintLine(line, bare[m[0]:m[1]], "a document named in prose: make it a link"))
+				bad = append(
+					bad,
+					sprintLine(line, bare[m[0]:m[1]], "a document named in prose: make it a link"),
+				)
 			}
 		}
 		if len(bad) > 0 {
@@ -118,9 +128,9 @@ func checkLink(root, rel, target string, anchorsOf func(string) map[string]bool)
 	return ""
 }
 
-// proseOf is a Markdown text with its code blocks (fenced, or indented four spaces after a blank line) blanked
-// out, line for line: a link there is not one, and a name there is a command's. Code spans stay: a document
-// named in one is still named in prose.
+// proseOf is a Markdown text with its code blocks (fenced, or indented four spaces after a blank
+// line) blanked out, line for line: a link there is not one, and a name there is a command's. Code
+// spans stay: a document named in one is still named in prose.
 func proseOf(text string) string {
 	lines := strings.Split(text, "\n")
 	fenced, indented := false, false
@@ -142,7 +152,8 @@ func proseOf(text string) string {
 	return strings.Join(lines, "\n")
 }
 
-// inList says whether line i, indented, continues a list item above it (a paragraph of the item, not code).
+// inList says whether line i, indented, continues a list item above it (a paragraph of the item,
+// not code).
 func inList(lines []string, i int) bool {
 	item := regexp.MustCompile(`^\s*(?:[-*+]|\d+\.)\s`)
 	for j := i - 1; j >= 0; j-- {
@@ -176,8 +187,8 @@ func headingAnchors(prose string) map[string]bool {
 	return out
 }
 
-// githubAnchor is GitHub's anchor for a heading: lowercased, every character but letters, digits, spaces, '-'
-// and '_' removed, and each space a '-'.
+// githubAnchor is GitHub's anchor for a heading: lowercased, every character but letters, digits,
+// spaces, '-' and '_' removed, and each space a '-'.
 func githubAnchor(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(heading) {
@@ -191,11 +202,20 @@ func githubAnchor(heading string) string {
 	return b.String()
 }
 
-// trackedMarkdown lists git's Markdown files under root, tracked or new but not ignored, less test data and
-// shared/ (or, without git, the Markdown files repoTextFiles finds).
+// trackedMarkdown lists git's Markdown files under root, tracked or new but not ignored, less test
+// data and shared/ (or, without git, the Markdown files repoTextFiles finds).
 func trackedMarkdown(t *testing.T, root string) []string {
 	t.Helper()
-	cmd := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.md")
+	cmd := exec.Command(
+		"git",
+		"ls-files",
+		"-z",
+		"--cached",
+		"--others",
+		"--exclude-standard",
+		"--",
+		"*.md",
+	)
 	cmd.Dir = root
 	out, err := cmd.Output()
 	var docs []string

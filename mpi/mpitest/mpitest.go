@@ -1,5 +1,6 @@
-// Package mpitest runs a package's tests as an SPMD program: the Makefile launches the test binary under mpirun
-// at several rank counts, and plain `go test` runs it as one rank. It is for _test.go files only.
+// Package mpitest runs a package's tests as an SPMD program: the Makefile launches the test binary
+// under mpirun at several rank counts, and plain `go test` runs it as one rank. It is for _test.go
+// files only.
 package mpitest
 
 import (
@@ -10,9 +11,9 @@ import (
 	"github.com/cphicache/cphicache/mpi"
 )
 
-// Main initialises MPI, gives the tests the world communicator through world, runs them, and exits with a code
-// every rank agrees on (a test that failed on one rank fails the binary on all), after finalising MPI. Call it
-// from TestMain.
+// Main initialises MPI, gives the tests the world communicator through world, runs them, and exits
+// with a code every rank agrees on (a test that failed on one rank fails the binary on all), after
+// finalising MPI. Call it from TestMain.
 func Main(m *testing.M, world **mpi.Comm) {
 	if err := mpi.Init(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

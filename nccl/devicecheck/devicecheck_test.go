@@ -17,11 +17,13 @@ import (
 	"github.com/cphicache/cphicache/nccl"
 )
 
-// initTimeout bounds the one-rank communicator's init, well inside gpu-check.sh's bound on the step.
+// initTimeout bounds the one-rank communicator's init, well inside gpu-check.sh's bound on the
+// step.
 const initTimeout = 15 * time.Second
 
-// ncclLib is NVIDIA's NCCL, loaded once for the whole binary (TestMain): each load and unload would start and
-// stop NCCL's own threads (its RAS thread among them) again, which a process does once in cphicache.
+// ncclLib is NVIDIA's NCCL, loaded once for the whole binary (TestMain): each load and unload would
+// start and stop NCCL's own threads (its RAS thread among them) again, which a process does once in
+// cphicache.
 var ncclLib *nccl.Library
 
 func TestMain(m *testing.M) {
@@ -32,26 +34,36 @@ func TestMain(m *testing.M) {
 	}
 	ncclLib = lib
 	if strings.HasPrefix(lib.ErrorString(nccl.Success), "ncclshim: ") {
-		fmt.Fprintf(os.Stderr, "%s is ncclshim, which reduces host memory: this check needs NVIDIA's NCCL\n", lib.Path())
+		fmt.Fprintf(
+			os.Stderr,
+			"%s is ncclshim, which reduces host memory: this check needs NVIDIA's NCCL\n",
+			lib.Path(),
+		)
 		os.Exit(2)
 	}
-	fmt.Printf("NCCL %s from %s (non-blocking init: %v, PreMulSum: %v)\n", nccl.VersionString(lib.Version()), lib.Path(), lib.HasNonBlockingInit(), lib.HasPreMulSum())
+	fmt.Printf(
+		"NCCL %s from %s (non-blocking init: %v, PreMulSum: %v)\n",
+		nccl.VersionString(lib.Version()),
+		lib.Path(),
+		lib.HasNonBlockingInit(),
+		lib.HasPreMulSum(),
+	)
 	code := m.Run()
 	lib.Close()
 	os.Exit(code)
 }
 
-// gpu is one rank's NCCL set-up on GPU 0, as the GPU build of hicache makes it: the primary context current on a
-// locked thread, a one-rank communicator, a non-blocking stream.
+// gpu is one rank's NCCL set-up on GPU 0, as the GPU build of hicache makes it: the primary context
+// current on a locked thread, a one-rank communicator, a non-blocking stream.
 type gpu struct {
 	device cu.Device
 	comm   *nccl.Comm
 	stream cu.Stream
 }
 
-// setUp makes the communicator over the library TestMain loaded (gpu-check.sh finds NVIDIA's and names it in
-// CPHICACHE_NCCL_LIB). The calling goroutine's thread stays locked until the test ends: CUDA contexts are per
-// thread.
+// setUp makes the communicator over the library TestMain loaded (gpu-check.sh finds NVIDIA's and
+// names it in CPHICACHE_NCCL_LIB). The calling goroutine's thread stays locked until the test ends:
+// CUDA contexts are per thread.
 func setUp(t testing.TB) *gpu {
 	t.Helper()
 	lib := ncclLib
@@ -92,9 +104,9 @@ func setUp(t testing.TB) *gpu {
 
 func (g *gpu) streamHandle() uintptr { return uintptr(unsafe.Pointer(g.stream.C())) }
 
-// deviceValues allocates device memory holding values. The upload is on the test's stream, so the collectives
-// enqueued there after it see the values: a cuMemcpyHtoD would run on the legacy default stream, which a
-// non-blocking stream does not wait for.
+// deviceValues allocates device memory holding values. The upload is on the test's stream, so the
+// collectives enqueued there after it see the values: a cuMemcpyHtoD would run on the legacy
+// default stream, which a non-blocking stream does not wait for.
 func (g *gpu) deviceValues(t testing.TB, values []uint64) cu.DevicePtr {
 	t.Helper()
 	p, err := cu.MemAlloc(int64(len(values)) * 8)
@@ -111,7 +123,8 @@ func (g *gpu) deviceValues(t testing.TB, values []uint64) cu.DevicePtr {
 	return p
 }
 
-// read copies n values back from the device on the stream, after everything enqueued there, and waits for them.
+// read copies n values back from the device on the stream, after everything enqueued there, and
+// waits for them.
 func (g *gpu) read(t testing.TB, p cu.DevicePtr, n int) []uint64 {
 	t.Helper()
 	out := make([]uint64, n)
@@ -124,32 +137,43 @@ func (g *gpu) read(t testing.TB, p cu.DevicePtr, n int) []uint64 {
 	return out
 }
 
-// TestOneRankAllReduceWritesTheReceiveBuffer: on one rank MIN is the identity, so the check that NCCL moved
-// the bytes on the GPU is that a poisoned receive buffer ends up holding the send buffer, unsigned values past
-// int64 included (TestOneRankPreMulSumComputesOnTheDevice checks that it computes).
+// TestOneRankAllReduceWritesTheReceiveBuffer: on one rank MIN is the identity, so the check that
+// NCCL moved the bytes on the GPU is that a poisoned receive buffer ends up holding the send
+// buffer, unsigned values past int64 included (TestOneRankPreMulSumComputesOnTheDevice checks that
+// it computes).
 func TestOneRankAllReduceWritesTheReceiveBuffer(t *testing.T) {
 	g := setUp(t)
 	send := []uint64{7, 1 << 63, math.MaxUint64}
 	poison := []uint64{0xdeadbeef, 0xdeadbeef, 0xdeadbeef}
 	sendPtr, recvPtr := g.deviceValues(t, send), g.deviceValues(t, poison)
 	for _, op := range []nccl.Op{nccl.Min, nccl.Max} {
-		if err := g.comm.AllreduceUint64(uintptr(sendPtr), uintptr(recvPtr), len(send), op, g.streamHandle()); err != nil {
+		if err := g.comm.AllreduceUint64(
+			uintptr(sendPtr), uintptr(recvPtr), len(send), op, g.streamHandle(),
+		); err != nil {
 			t.Fatal(err)
 		}
-		if got := g.read(t, recvPtr, len(send)); got[0] != send[0] || got[1] != send[1] || got[2] != send[2] {
+		if got := g.read(t, recvPtr, len(send)); got[0] != send[0] || got[1] != send[1] ||
+			got[2] != send[2] {
 			t.Errorf("%v on one rank: %v, want %v", op, got, send)
 		}
 	}
-	t.Log("proves: a one-rank communicator made (non-blocking init polled); MIN and MAX wrote the send buffer into a separate, poisoned receive buffer on the stream")
+	t.Log(
+		"proves: a one-rank communicator made (non-blocking init polled); MIN and MAX wrote the send buffer into a separate, poisoned receive buffer on the stream",
+	)
 }
 
-// TestOneRankPreMulSumComputesOnTheDevice: NCCL's pre-multiplied sum (x3) from a send buffer into a separate
-// receive buffer, checked against the products computed here: on one rank no copy and no no-op gives them, so
-// NCCL's reduction kernel ran on the GPU. The send buffer must be left as it was.
+// TestOneRankPreMulSumComputesOnTheDevice: NCCL's pre-multiplied sum (x3) from a send buffer into a
+// separate receive buffer, checked against the products computed here: on one rank no copy and no
+// no-op gives them, so NCCL's reduction kernel ran on the GPU. The send buffer must be left as it
+// was.
 func TestOneRankPreMulSumComputesOnTheDevice(t *testing.T) {
 	g := setUp(t)
 	if !ncclLib.HasPreMulSum() {
-		t.Fatalf("%s (NCCL %s) has no ncclRedOpCreatePreMulSum (NCCL 2.11+)", ncclLib.Path(), nccl.VersionString(ncclLib.Version()))
+		t.Fatalf(
+			"%s (NCCL %s) has no ncclRedOpCreatePreMulSum (NCCL 2.11+)",
+			ncclLib.Path(),
+			nccl.VersionString(ncclLib.Version()),
+		)
 	}
 	send := []uint64{1, 7, 1 << 62, math.MaxUint64, 0x0123456789abcdef}
 	want := make([]uint64, len(send))
@@ -157,20 +181,31 @@ func TestOneRankPreMulSumComputesOnTheDevice(t *testing.T) {
 		want[i] = 3 * v // wrapping, as NCCL's integer arithmetic does
 	}
 	sendPtr, recvPtr := g.deviceValues(t, send), g.deviceValues(t, make([]uint64, len(send)))
-	if err := g.comm.AllreducePreMulSumUint64(uintptr(sendPtr), uintptr(recvPtr), len(send), 3, g.streamHandle()); err != nil {
+	if err := g.comm.AllreducePreMulSumUint64(
+		uintptr(sendPtr), uintptr(recvPtr), len(send), 3, g.streamHandle(),
+	); err != nil {
 		t.Fatal(err)
 	}
 	got, kept := g.read(t, recvPtr, len(send)), g.read(t, sendPtr, len(send))
 	for i := range want {
 		if got[i] != want[i] || kept[i] != send[i] {
-			t.Fatalf("PreMulSum x3: element %d = %#x (send now %#x), want %#x (send %#x)", i, got[i], kept[i], want[i], send[i])
+			t.Fatalf(
+				"PreMulSum x3: element %d = %#x (send now %#x), want %#x (send %#x)",
+				i,
+				got[i],
+				kept[i],
+				want[i],
+				send[i],
+			)
 		}
 	}
-	t.Log("proves: NCCL's reduction kernel computed on the GPU: x3 of 5 uint64 (wrapping) into a separate buffer, checked against host arithmetic")
+	t.Log(
+		"proves: NCCL's reduction kernel computed on the GPU: x3 of 5 uint64 (wrapping) into a separate buffer, checked against host arithmetic",
+	)
 }
 
-// TestWritingCheckRoundTripInPlace is hicache's writing_check of the GPU build, on one rank: copy the frontier
-// in on the stream, all-reduce MIN in place, copy back, synchronise.
+// TestWritingCheckRoundTripInPlace is hicache's writing_check of the GPU build, on one rank: copy
+// the frontier in on the stream, all-reduce MIN in place, copy back, synchronise.
 func TestWritingCheckRoundTripInPlace(t *testing.T) {
 	g := setUp(t)
 	p := g.deviceValues(t, []uint64{0})
@@ -181,7 +216,9 @@ func TestWritingCheckRoundTripInPlace(t *testing.T) {
 	if frontier[0] != 12345 {
 		t.Errorf("in-place MIN on one rank = %d, want 12345", frontier[0])
 	}
-	t.Log("proves: writing_check's stream order (upload, in-place MIN, download, sync) runs; on one rank MIN changes nothing, so not that it reduces")
+	t.Log(
+		"proves: writing_check's stream order (upload, in-place MIN, download, sync) runs; on one rank MIN changes nothing, so not that it reduces",
+	)
 }
 
 func writingCheck(g *gpu, p cu.DevicePtr, frontier []uint64) error {
@@ -198,8 +235,8 @@ func writingCheck(g *gpu, p cu.DevicePtr, frontier []uint64) error {
 	return g.stream.Synchronize()
 }
 
-// BenchmarkWritingCheckRoundTrip measures one GPU-build writing_check on one rank (no network): the floor under
-// the writing_check_us the report gives on a node.
+// BenchmarkWritingCheckRoundTrip measures one GPU-build writing_check on one rank (no network): the
+// floor under the writing_check_us the report gives on a node.
 func BenchmarkWritingCheckRoundTrip(b *testing.B) {
 	g := setUp(b)
 	p := g.deviceValues(b, []uint64{0})

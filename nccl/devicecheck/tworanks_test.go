@@ -16,15 +16,19 @@ import (
 	"github.com/cphicache/cphicache/nccl"
 )
 
-// TestTwoRanksOnOneGPUReduceAcrossRanks: with NCCL 2.30 or later and NCCL_MULTI_RANK_GPU_ENABLE=1 (gpu-check.sh's
-// nccl-2rank step sets it), two ranks of one communicator share GPU 0, one goroutine each on a locked thread with
-// the primary context current, as two processes would. Their values differ, so the in-place MIN and the x3
-// pre-multiplied sum give results that neither rank holds alone: the multi-rank reduction that a one-rank
-// communicator skips, on the device.
+// TestTwoRanksOnOneGPUReduceAcrossRanks: with NCCL 2.30 or later and NCCL_MULTI_RANK_GPU_ENABLE=1
+// (gpu-check.sh's nccl-2rank step sets it), two ranks of one communicator share GPU 0, one
+// goroutine each on a locked thread with the primary context current, as two processes would. Their
+// values differ, so the in-place MIN and the x3 pre-multiplied sum give results that neither rank
+// holds alone: the multi-rank reduction that a one-rank communicator skips, on the device.
 func TestTwoRanksOnOneGPUReduceAcrossRanks(t *testing.T) {
 	if os.Getenv(nccl.MultiRankGPUEnv) != "1" || ncclLib.Version() < nccl.MultiRankGPUVersion {
-		t.Skipf("needs %s=1 and NCCL 2.30+ (here %q, NCCL %s): gpu-check.sh's nccl-2rank step",
-			nccl.MultiRankGPUEnv, os.Getenv(nccl.MultiRankGPUEnv), nccl.VersionString(ncclLib.Version()))
+		t.Skipf(
+			"needs %s=1 and NCCL 2.30+ (here %q, NCCL %s): gpu-check.sh's nccl-2rank step",
+			nccl.MultiRankGPUEnv,
+			os.Getenv(nccl.MultiRankGPUEnv),
+			nccl.VersionString(ncclLib.Version()),
+		)
 	}
 	id, err := ncclLib.UniqueID()
 	if err != nil {
@@ -62,9 +66,9 @@ func TestTwoRanksOnOneGPUReduceAcrossRanks(t *testing.T) {
 		nccl.VersionString(ncclLib.Version()), nccl.MultiRankGPUEnv, len(inputs[0]))
 }
 
-// reduceAsRank is one rank: GPU 0's primary context on this goroutine's locked thread, its own stream and
-// buffers, the communicator joined as rank of 2 (it waits for the other rank), MIN in place, then the x3 sum into
-// a second buffer.
+// reduceAsRank is one rank: GPU 0's primary context on this goroutine's locked thread, its own
+// stream and buffers, the communicator joined as rank of 2 (it waits for the other rank), MIN in
+// place, then the x3 sum into a second buffer.
 func reduceAsRank(id nccl.UniqueID, rank int, values []uint64) (mins, sums []uint64, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -104,10 +108,21 @@ func reduceAsRank(id nccl.UniqueID, rank int, values []uint64) (mins, sums []uin
 		func() error { return cu.MemcpyDtoHAsync(unsafe.Pointer(&mins[0]), buf, bytes, stream) },
 		func() error { return cu.MemcpyHtoDAsync(buf, unsafe.Pointer(&values[0]), bytes, stream) },
 		func() error {
-			return comm.AllreducePreMulSumUint64(uintptr(buf), uintptr(buf)+uintptr(bytes), len(values), 3, s)
+			return comm.AllreducePreMulSumUint64(
+				uintptr(buf),
+				uintptr(buf)+uintptr(bytes),
+				len(values),
+				3,
+				s,
+			)
 		},
 		func() error {
-			return cu.MemcpyDtoHAsync(unsafe.Pointer(&sums[0]), buf+cu.DevicePtr(bytes), bytes, stream)
+			return cu.MemcpyDtoHAsync(
+				unsafe.Pointer(&sums[0]),
+				buf+cu.DevicePtr(bytes),
+				bytes,
+				stream,
+			)
 		},
 		stream.Synchronize,
 	}

@@ -1,7 +1,8 @@
-// Package runnertest holds the fixtures of the SPMD tests that the runner's and validate's tests share: the CP
-// layout each launch size runs, a job over it, a workload small enough for 16 ranks on 2 cores, a directory every
-// rank of the job shares, and the check that no shared memory is left. It is for _test.go files only: nothing
-// else imports it, and it imports no runner (the runner's own tests import it).
+// Package runnertest holds the fixtures of the SPMD tests that the runner's and validate's tests
+// share: the CP layout each launch size runs, a job over it, a workload small enough for 16 ranks
+// on 2 cores, a directory every rank of the job shares, and the check that no shared memory is
+// left. It is for _test.go files only: nothing else imports it, and it imports no runner (the
+// runner's own tests import it).
 package runnertest
 
 import (
@@ -21,9 +22,10 @@ import (
 	"github.com/cphicache/cphicache/pool"
 )
 
-// JobID names the segments a test binary creates: CPHICACHE_JOB_ID where the Makefile gives each mpirun its own,
-// else the process's id. The leak checks look only at this job's segments, so that other cphicache jobs on the
-// same machine (another engineer's suite) neither fail them nor hide behind them.
+// JobID names the segments a test binary creates: CPHICACHE_JOB_ID where the Makefile gives each
+// mpirun its own, else the process's id. The leak checks look only at this job's segments, so that
+// other cphicache jobs on the same machine (another engineer's suite) neither fail them nor hide
+// behind them.
 var JobID = func() string {
 	if id := os.Getenv("CPHICACHE_JOB_ID"); id != "" {
 		return id
@@ -31,8 +33,8 @@ var JobID = func() string {
 	return fmt.Sprintf("test_p%d", os.Getpid())
 }()
 
-// Layout is the CP layout the SPMD tests use at each launch size: one CP group of all ranks, except at 16 ranks,
-// where it is the CP8DP2 layout users validate before production.
+// Layout is the CP layout the SPMD tests use at each launch size: one CP group of all ranks, except
+// at 16 ranks, where it is the CP8DP2 layout users validate before production.
 func Layout(world *mpi.Comm) (cp, dp int) {
 	if n := world.Size(); n == 16 {
 		return 8, 2
@@ -52,11 +54,12 @@ func Job(t *testing.T, world *mpi.Comm) *spmd.Job {
 	return &spmd.Job{Topo: topo, Log: slog.Default(), Cleanup: &spmd.Cleanup{}}
 }
 
-// SmallOptions is a workload small enough for 16 ranks on 2 cores, for dp replicas, with caches small enough
-// that L1 evictions, load-backs, L2 evictions and a flush all happen.
+// SmallOptions is a workload small enough for 16 ranks on 2 cores, for dp replicas, with caches
+// small enough that L1 evictions, load-backs, L2 evictions and a flush all happen.
 func SmallOptions(dp int) *config.Options {
 	syn := workload.DefaultSyntheticConfig()
-	// Each DP replica serves its own share of the conversations: scale them so that every replica is as busy.
+	// Each DP replica serves its own share of the conversations: scale them so that every replica
+	// is as busy.
 	syn.Conversations, syn.TurnsMax, syn.SystemPrompts = 24*dp, 6, 3
 	syn.SystemPromptTokens, syn.TurnTokens, syn.OutputTokens = 128, 48, 32
 	syn.FlushEvery = 50 * dp
@@ -68,7 +71,8 @@ func SmallOptions(dp int) *config.Options {
 	}
 }
 
-// CheckedCore is the core's checks every test's run makes: its step invariants and its eviction model.
+// CheckedCore is the core's checks every test's run makes: its step invariants and its eviction
+// model.
 var CheckedCore = cache.Testing{CheckInvariants: true, CheckEvictions: true}
 
 // CheckNoLeakedSegments fails the test when this job's shared-memory segments are left.
@@ -79,8 +83,8 @@ func CheckNoLeakedSegments(t *testing.T) {
 	}
 }
 
-// SharedTempDir is a directory every rank of the job uses: world rank 0 makes it and sends its name; it is
-// removed after every rank is done with it.
+// SharedTempDir is a directory every rank of the job uses: world rank 0 makes it and sends its
+// name; it is removed after every rank is done with it.
 func SharedTempDir(t *testing.T, world *mpi.Comm) string {
 	t.Helper()
 	name := make([]byte, 256)
