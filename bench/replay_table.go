@@ -106,7 +106,8 @@ func servingCells(r ReplayRow) []any {
 	}
 }
 
-// WriteReplayTable prints the rows, then the ratios against their targets.
+// WriteReplayTable prints the rows, then the ratios against their targets: the modelled TTFT's on
+// the serving clock, otherwise the walls' and the prefetch waits' against a plain read.
 func WriteReplayTable(w io.Writer, res *ReplayResult) {
 	fmt.Fprintln(
 		w,
@@ -114,92 +115,107 @@ func WriteReplayTable(w io.Writer, res *ReplayResult) {
 	)
 	replayTable.writeHeader(w)
 	for _, r := range res.Rows {
-		written, read, p50, p99 := "-", "-", "-", "-"
-		if r.hasL3 {
-			written, read = fmt.Sprintf(
-				"%.0f",
-				r.L3WriteBytes/1e6,
-			), fmt.Sprintf(
-				"%.0f",
-				r.L3ReadBytes/1e6,
-			)
-			p50, p99 = fmt.Sprintf(
-				"%.2f",
-				r.PrefetchWaitP50Ms,
-			), fmt.Sprintf(
-				"%.2f",
-				r.PrefetchWaitP99Ms,
-			)
-		}
-		cells := append([]any{r.Config, r.Runs}, servingCells(r)...)
-		replayTable.writeRow(
-			w,
-			append(
-				cells,
-				r.WallSeconds,
-				ratioText(r.WallOverL2Only),
-				r.ComputedPct,
-				r.HitPct,
-				written,
-				read,
-				p50,
-				p99,
-				r.Wrong,
-			)...)
+		replayTable.writeRow(w, replayRowCells(r)...)
 	}
-	target := func(v, goal float64) string {
-		switch {
-		case v <= 0:
-			return "not measured"
-		case v <= goal:
-			return "met"
-		}
-		return "not met"
-	}
-	ra, ref := res.Ratios, res.Prefetch
 	if res.row(ReplayL2Only).TTFTP50Seconds > 0 {
 		// On the serving clock its targets replace the walls': a wall there is mostly the modelled
 		// time spent.
-		fmt.Fprintf(
-			w,
-			"# MODELLED TTFT p50, L3-filled / L2-only: %s (target <= %.2f: %s)\n",
-			ratioText(ra.TTFTFilledOverL2Only),
-			ReplayTargetTTFTFilled,
-			target(ra.TTFTFilledOverL2Only, ReplayTargetTTFTFilled),
-		)
-		fmt.Fprintf(
-			w,
-			"# MODELLED TTFT p50, L3-empty / L2-only: %s (target <= %.2f: %s)\n",
-			ratioText(ra.TTFTEmptyOverL2Only),
-			ReplayTargetTTFTEmpty,
-			target(ra.TTFTEmptyOverL2Only, ReplayTargetTTFTEmpty),
-		)
-		for _, r := range res.Rows {
-			fmt.Fprintf(
-				w,
-				"# %s machinery cost on the modelled clock, TTFT p50 over ideal: %s (target <= %.2f: %s)\n",
-				r.Config,
-				ratioText(r.MeasuredOverIdeal),
-				ReplayTargetOverIdeal,
-				target(r.MeasuredOverIdeal, ReplayTargetOverIdeal),
-			)
-		}
+		writeModelledTargets(w, res)
 		return
 	}
+	writeWallTargets(w, res.Ratios)
+	writePrefetchTargets(w, res.Ratios, res.Prefetch)
+}
+
+// replayRowCells are one row's cells in replayTable's order: its configuration and runs, the
+// serving clock's columns, the wall and its ratio, the computed and hit shares, the L3 columns
+// and the #wrong count.
+func replayRowCells(r ReplayRow) []any {
+	cells := append([]any{r.Config, r.Runs}, servingCells(r)...)
+	cells = append(cells, r.WallSeconds, ratioText(r.WallOverL2Only), r.ComputedPct, r.HitPct)
+	cells = append(cells, l3Cells(r)...)
+	return append(cells, r.Wrong)
+}
+
+// l3Cells are a row's L3 columns, the MB written and read and the prefetch wait's p50 and p99 in
+// ms, "-" for a configuration without an L3, which has none of them to show.
+func l3Cells(r ReplayRow) []any {
+	if !r.hasL3 {
+		return []any{"-", "-", "-", "-"}
+	}
+	return []any{
+		fmt.Sprintf("%.0f", r.L3WriteBytes/1e6),
+		fmt.Sprintf("%.0f", r.L3ReadBytes/1e6),
+		fmt.Sprintf("%.2f", r.PrefetchWaitP50Ms),
+		fmt.Sprintf("%.2f", r.PrefetchWaitP99Ms),
+	}
+}
+
+// targetText says whether the ratio v met its goal (at most goal); a ratio of 0 or less is one
+// that could not be measured, and says so rather than passing.
+func targetText(v, goal float64) string {
+	switch {
+	case v <= 0:
+		return "not measured"
+	case v <= goal:
+		return "met"
+	}
+	return "not met"
+}
+
+// writeModelledTargets prints the serving clock's targets: the L3 runs' modelled TTFT p50 over the
+// L2-only one's, and each configuration's TTFT over its ideal's, the machinery's modelled cost.
+func writeModelledTargets(w io.Writer, res *ReplayResult) {
+	ra := res.Ratios
+	fmt.Fprintf(
+		w,
+		"# MODELLED TTFT p50, L3-filled / L2-only: %s (target <= %.2f: %s)\n",
+		ratioText(ra.TTFTFilledOverL2Only),
+		ReplayTargetTTFTFilled,
+		targetText(ra.TTFTFilledOverL2Only, ReplayTargetTTFTFilled),
+	)
+	fmt.Fprintf(
+		w,
+		"# MODELLED TTFT p50, L3-empty / L2-only: %s (target <= %.2f: %s)\n",
+		ratioText(ra.TTFTEmptyOverL2Only),
+		ReplayTargetTTFTEmpty,
+		targetText(ra.TTFTEmptyOverL2Only, ReplayTargetTTFTEmpty),
+	)
+	for _, r := range res.Rows {
+		fmt.Fprintf(
+			w,
+			"# %s machinery cost on the modelled clock, TTFT p50 over ideal: %s (target <= %.2f: %s)\n",
+			r.Config,
+			ratioText(r.MeasuredOverIdeal),
+			ReplayTargetOverIdeal,
+			targetText(r.MeasuredOverIdeal, ReplayTargetOverIdeal),
+		)
+	}
+}
+
+// writeWallTargets prints the L3 runs' walls over the L2-only run's against their targets, the
+// targets of a run without the serving clock.
+func writeWallTargets(w io.Writer, ra ReplayRatios) {
 	fmt.Fprintf(
 		w,
 		"# L3-empty / L2-only wall: %s (target <= %.1f: %s)\n",
 		ratioText(ra.EmptyOverL2Only),
 		ReplayTargetEmpty,
-		target(ra.EmptyOverL2Only, ReplayTargetEmpty),
+		targetText(ra.EmptyOverL2Only, ReplayTargetEmpty),
 	)
 	fmt.Fprintf(
 		w,
 		"# L3-filled / L2-only wall: %s (target <= %.1f: %s)\n",
 		ratioText(ra.FilledOverL2Only),
 		ReplayTargetFilled,
-		target(ra.FilledOverL2Only, ReplayTargetFilled),
+		targetText(ra.FilledOverL2Only, ReplayTargetFilled),
 	)
+}
+
+// writePrefetchTargets prints the plain read of one prefetch's bytes (ref), or that the filled runs
+// read none, then each L3 configuration's prefetch wait p99 over it against its target: what the
+// prefetch costs beyond reading the same bytes.
+func writePrefetchTargets(w io.Writer, ra ReplayRatios, ref ReplayPrefetchRef) {
 	if ref.PlainReadMs > 0 {
 		fmt.Fprintf(
 			w,
@@ -222,7 +238,7 @@ func WriteReplayTable(w io.Writer, res *ReplayResult) {
 			p.config,
 			ratioText(p.v),
 			ReplayTargetPrefetch,
-			target(p.v, ReplayTargetPrefetch),
+			targetText(p.v, ReplayTargetPrefetch),
 		)
 	}
 }
@@ -241,67 +257,73 @@ func ReplayWrong(res *ReplayResult) int64 {
 func SummarizeReplay(runs []ReplayRun) *ReplayResult {
 	res := &ReplayResult{Runs: runs}
 	for _, config := range replayConfigs {
-		row := ReplayRow{Config: config}
-		var wall, computed, hit, written, read, p50, p99 []float64
-		var ttft50, ttft99, tokens, overIdeal []float64
-		for _, r := range runs {
-			if r.Config != config {
-				continue
-			}
-			row.Runs++
-			row.Wrong += r.Wrong
-			wall, computed, hit = append(
-				wall,
-				r.WallSeconds,
-			), append(
-				computed,
-				r.ComputedPct,
-			), append(
-				hit,
-				r.HitPct,
-			)
-			if s := r.Serving; s != nil {
-				ttft50, ttft99 = append(ttft50, s.TTFT.P50), append(ttft99, s.TTFT.P99)
-				tokens, overIdeal = append(
-					tokens,
-					s.PromptTokensPerSecond,
-				), append(
-					overIdeal,
-					s.MeasuredOverIdealP50,
-				)
-			}
-			if r.L3 != nil {
-				row.hasL3 = true
-				written, read = append(
-					written,
-					float64(r.L3.WriteBytes),
-				), append(
-					read,
-					float64(r.L3.ReadBytes),
-				)
-				p50, p99 = append(
-					p50,
-					r.L3.PrefetchWaitUs.P50/1e3,
-				), append(
-					p99,
-					r.L3.PrefetchWaitUs.P99/1e3,
-				)
-			}
+		if row := summarizeReplayConfig(runs, config); row.Runs > 0 {
+			res.Rows = append(res.Rows, row)
 		}
-		if row.Runs == 0 {
+	}
+	setL2OnlyRatios(res)
+	return res
+}
+
+// replaySamples are one configuration's figures, run by run, whose medians make its row: the
+// serving clock's and the L3's only from the runs that had them.
+type replaySamples struct {
+	wall, computed, hit, written, read, p50, p99 []float64
+	ttft50, ttft99, tokens, overIdeal            []float64
+}
+
+// add takes run r's figures, its serving clock's when it had one and its L3's when it had one.
+func (s *replaySamples) add(r ReplayRun) {
+	s.wall = append(s.wall, r.WallSeconds)
+	s.computed = append(s.computed, r.ComputedPct)
+	s.hit = append(s.hit, r.HitPct)
+	if sv := r.Serving; sv != nil {
+		s.ttft50, s.ttft99 = append(s.ttft50, sv.TTFT.P50), append(s.ttft99, sv.TTFT.P99)
+		s.tokens = append(s.tokens, sv.PromptTokensPerSecond)
+		s.overIdeal = append(s.overIdeal, sv.MeasuredOverIdealP50)
+	}
+	if r.L3 != nil {
+		s.written = append(s.written, float64(r.L3.WriteBytes))
+		s.read = append(s.read, float64(r.L3.ReadBytes))
+		s.p50 = append(s.p50, r.L3.PrefetchWaitUs.P50/1e3)
+		s.p99 = append(s.p99, r.L3.PrefetchWaitUs.P99/1e3)
+	}
+}
+
+// summarizeReplayConfig is config's row: its runs and #wrong summed, its figures' medians; a row
+// of no runs (and no medians, which an empty sample has none of) when none of runs is config's.
+func summarizeReplayConfig(runs []ReplayRun, config string) ReplayRow {
+	row := ReplayRow{Config: config}
+	var s replaySamples
+	for _, r := range runs {
+		if r.Config != config {
 			continue
 		}
-		row.WallSeconds, row.ComputedPct, row.HitPct = median(wall), median(computed), median(hit)
-		if len(ttft50) > 0 {
-			row.TTFTP50Seconds, row.TTFTP99Seconds = median(ttft50), median(ttft99)
-			row.PromptTokensPerSecond, row.MeasuredOverIdeal = median(tokens), median(overIdeal)
+		row.Runs++
+		row.Wrong += r.Wrong
+		if r.L3 != nil {
+			row.hasL3 = true
 		}
-		if row.hasL3 {
-			row.L3WriteBytes, row.L3ReadBytes = median(written), median(read)
-			row.PrefetchWaitP50Ms, row.PrefetchWaitP99Ms = median(p50), median(p99)
-		}
-		res.Rows = append(res.Rows, row)
+		s.add(r)
 	}
+	if row.Runs == 0 {
+		return row
+	}
+	row.WallSeconds, row.ComputedPct, row.HitPct = median(s.wall), median(s.computed), median(s.hit)
+	if len(s.ttft50) > 0 {
+		row.TTFTP50Seconds, row.TTFTP99Seconds = median(s.ttft50), median(s.ttft99)
+		row.PromptTokensPerSecond, row.MeasuredOverIdeal = median(s.tokens), median(s.overIdeal)
+	}
+	if row.hasL3 {
+		row.L3WriteBytes, row.L3ReadBytes = median(s.written), median(s.read)
+		row.PrefetchWaitP50Ms, row.PrefetchWaitP99Ms = median(s.p50), median(s.p99)
+	}
+	return row
+}
+
+// setL2OnlyRatios sets each row's wall and TTFT p50 over the L2-only row's, and the L3 rows' as
+// the result's ratios: 0 (not measured) for any without an L2-only row to divide by.
+func setL2OnlyRatios(res *ReplayResult) {
 	base, baseTTFT := res.row(ReplayL2Only).WallSeconds, res.row(ReplayL2Only).TTFTP50Seconds
 	for i := range res.Rows {
 		res.Rows[i].WallOverL2Only = ratio(res.Rows[i].WallSeconds, base)
@@ -311,7 +333,6 @@ func SummarizeReplay(runs []ReplayRun) *ReplayResult {
 	res.Ratios.TTFTFilledOverL2Only = ratio(res.row(ReplayL3Filled).TTFTP50Seconds, baseTTFT)
 	res.Ratios.EmptyOverL2Only = ratio(res.row(ReplayL3Empty).WallSeconds, base)
 	res.Ratios.FilledOverL2Only = ratio(res.row(ReplayL3Filled).WallSeconds, base)
-	return res
 }
 
 // row is the configuration's row; a zero row when it has none.

@@ -69,182 +69,64 @@ type CounterView struct {
 	Report             *Report
 }
 
-// counterSample is one counter series: a name, its help, at most one label of its own, and whether
-// the counter is a rank's own (agg:"rank" in Tallies) rather than its group's.
-type counterSample struct {
-	name, help, label, value string
-	count                    int64
-	perRank                  bool
-}
-
-func counterSamples(r *Report) []counterSample {
-	const tiers = "prompt tokens by the tier that served them: l1 (device hit), l2 (shared-slab hit), l3 (prefetched from storage, with --l3-dir), computed (miss)"
-	const bytes = "bytes copied between device and the shared slab: d2h (backups), h2d (load-backs)"
-	samples := []counterSample{
-		{"prompt_tokens_total", tiers, "tier", "l1", r.Hits.L1Tokens, false},
-		{"prompt_tokens_total", tiers, "tier", "l2", r.Hits.L2Tokens, false},
-		{"prompt_tokens_total", tiers, "tier", "computed", r.Hits.MissTokens, false},
-		{
-			"backups_reserved_total",
-			"L2 backups whose slots were reserved",
-			"",
-			"",
-			r.Backup.Reserved,
-			false,
-		},
-		{
-			"backups_committed_total",
-			"L2 backups committed (every CP rank finished its parts)",
-			"",
-			"",
-			r.Backup.Committed,
-			false,
-		},
-		{
-			"backup_reserve_misses_total",
-			"L2 backups skipped on a full pool",
-			"",
-			"",
-			r.Backup.ReserveMisses,
-			false,
-		},
-		{"l1_evictions_total", "device (L1) node evictions", "", "", r.L1.Evictions, false},
-		{
-			"l2_evictions_total",
-			"shared-slab (L2) object evictions",
-			"",
-			"",
-			r.Backup.L2Evictions,
-			false,
-		},
-		{"load_backs_total", "nodes loaded back from L2 into L1", "", "", r.L1.LoadBacks, false},
-		{"copy_bytes_total", bytes, "direction", "d2h", r.Bytes.D2H, true},
-		{"copy_bytes_total", bytes, "direction", "h2d", r.Bytes.H2D, true},
-		{
-			"placement_divergences_total",
-			"placement divergences caught by the assert",
-			"",
-			"",
-			r.Placement.Divergences,
-			false,
-		},
-		{
-			"load_back_mismatches_total",
-			"load-back pages with a wrong byte",
-			"",
-			"",
-			r.Verify.Mismatches,
-			true,
-		},
-		{
-			"audit_mismatches_total",
-			"audited committed objects with a wrong byte",
-			"",
-			"",
-			r.Verify.AuditMismatches,
-			true,
-		},
-		{"copy_errors_total", "page copies that failed", "", "", r.Verify.CopyErrors, true},
-		{"steps_total", "steps replayed", "", "", r.Steps, false},
-	}
-	if l3 := r.L3; l3 != nil {
-		const io = "L3 block files by direction: write (published), read (read and verified into the L2)"
-		const ioBytes = "payload bytes of those block files by direction"
-		samples = append(samples, []counterSample{
-			{"prompt_tokens_total", tiers, "tier", "l3", r.Hits.L3Tokens, false},
-			{"l3_blocks_total", io, "direction", "write", l3.Writes, true},
-			{"l3_blocks_total", io, "direction", "read", l3.Reads, true},
-			{"l3_bytes_total", ioBytes, "direction", "write", l3.WriteBytes, true},
-			{"l3_bytes_total", ioBytes, "direction", "read", l3.ReadBytes, true},
-			{
-				"l3_write_errors_total",
-				"L3 blocks dropped on a failed write (ENOSPC, EIO)",
-				"",
-				"",
-				l3.WriteErrors,
-				true,
-			},
-			{
-				"l3_writes_skipped_total",
-				"L3 blocks not written: the directory is read-only",
-				"",
-				"",
-				l3.WritesSkipped,
-				true,
-			},
-			{
-				"l3_read_failures_total",
-				"L3 reads that failed and were served as misses",
-				"",
-				"",
-				l3.ReadFailures,
-				true,
-			},
-			{
-				"l3_corrupt_total",
-				"L3 block files that failed their checks (removed, never served)",
-				"",
-				"",
-				l3.Corrupt,
-				true,
-			},
-			{
-				"l3_evictions_total",
-				"L3 block files removed to keep --l3-bytes",
-				"",
-				"",
-				l3.Evictions,
-				true,
-			},
-			{
-				"l3_prefetch_timeouts_total",
-				"L3 prefetches not agreed done when their request was served",
-				"",
-				"",
-				l3.PrefetchTimeouts,
-				false,
-			},
-		}...)
-	}
-	return samples
-}
-
 // Describe sends nothing: the view is an unchecked collector, whose series the registry still
 // checks as it gathers.
 func (v *Metrics) Describe(chan<- *prometheus.Desc) {}
 
+// Collect sends the file's series, in the file's order: the counters by CP group, then by rank,
+// the consensus latencies, the serving clock's TTFT (the end-of-run file's), and the gauges that
+// say what the file is: final or periodic, when written, the run's result and what produced it.
 func (v *Metrics) Collect(ch chan<- prometheus.Metric) {
-	base := []string{"job_id", "cp_group"}
-	collect := func(views []CounterView, perRank bool) {
-		for _, cv := range views {
-			for _, s := range counterSamples(cv.Report) {
-				if s.perRank != perRank {
-					continue
-				}
-				labels, values := base, []string{v.Job, strconv.Itoa(cv.CPGroup)}
-				if perRank {
-					labels, values = append(
-						labels,
-						"world_rank",
-					), append(
-						values,
-						strconv.Itoa(cv.WorldRank),
-					)
-				}
-				if s.label != "" {
-					labels, values = append(labels, s.label), append(values, s.value)
-				}
-				desc := prometheus.NewDesc("cphicache_"+s.name, s.help, labels, nil)
-				ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(s.count), values...)
+	v.collectCounters(ch, v.Groups, false)
+	v.collectCounters(ch, v.Ranks, true)
+	v.collectConsensusLatencies(ch)
+	if s := v.Report.Serving; s != nil && v.Final && !s.Virtual {
+		v.collectTTFT(ch, s)
+	}
+	v.collectFileGauges(ch)
+	if v.Final && v.ExitStatus != nil {
+		v.collectRunResult(ch)
+	}
+	if p := v.Report.Provenance; p != nil {
+		v.collectRunInfo(ch, p)
+	}
+}
+
+// cpGroupLabels are the labels every series by CP group starts with, a fresh slice each call, so
+// that a series' own labels appended to it never share an array with another's.
+func cpGroupLabels() []string { return []string{"job_id", "cp_group"} }
+
+// collectCounters sends the counter series of views that are a rank's own (perRank) or a group's
+// (not perRank): a group's labelled cp_group, a rank's cp_group and world_rank, so that each view
+// keeps one series of each counter for the life of the job.
+func (v *Metrics) collectCounters(ch chan<- prometheus.Metric, views []CounterView, perRank bool) {
+	base := cpGroupLabels()
+	for _, cv := range views {
+		for _, s := range counterSamples(cv.Report) {
+			if s.perRank != perRank {
+				continue
 			}
+			labels, values := base, []string{v.Job, strconv.Itoa(cv.CPGroup)}
+			if perRank {
+				labels = append(labels, "world_rank")
+				values = append(values, strconv.Itoa(cv.WorldRank))
+			}
+			if s.label != "" {
+				labels, values = append(labels, s.label), append(values, s.value)
+			}
+			desc := prometheus.NewDesc("cphicache_"+s.name, s.help, labels, nil)
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(s.count), values...)
 		}
 	}
-	collect(v.Groups, false)
-	collect(v.Ranks, true)
+}
+
+// collectConsensusLatencies sends each listed CP group's consensus latency histograms, one series
+// a group and kind, as the group's CP rank 0 timed them (Report.Groups).
+func (v *Metrics) collectConsensusLatencies(ch chan<- prometheus.Metric) {
 	latency := prometheus.NewDesc(
 		"cphicache_consensus_latency_seconds",
 		"time in each consensus call by kind, waiting for the slowest rank included, as CP rank 0 of the group timed it",
-		append(base, "kind"),
+		append(cpGroupLabels(), "kind"),
 		nil,
 	)
 	for _, g := range v.Report.Groups {
@@ -252,24 +134,33 @@ func (v *Metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- l.Hist.constHistogram(latency, v.Job, strconv.Itoa(g.Group), l.Kind)
 		}
 	}
-	if s := v.Report.Serving; s != nil && v.Final && !s.Virtual {
-		const modelled = " (MODELLED: the serving clock's prefill and link rates, in the trace's time; see the report's serving.model)"
-		job := []string{"job_id"} // every request of the job: the end-of-run file's alone
-		ttft := prometheus.NewDesc(
-			"cphicache_ttft_seconds",
-			"time to first token of every request"+modelled,
-			job,
-			nil,
-		)
-		ideal := prometheus.NewDesc(
-			"cphicache_ideal_ttft_seconds",
-			"the same requests' time to first token with the same hits and a cache machinery that costs nothing"+modelled,
-			job,
-			nil,
-		)
-		ch <- s.TTFTHist.constHistogram(ttft, ttftBoundsSeconds, v.Job)
-		ch <- s.IdealHist.constHistogram(ideal, ttftBoundsSeconds, v.Job)
-	}
+}
+
+// collectTTFT sends the serving clock's time to first token of every request of the job and its
+// ideal's, both modelled and labelled by the job alone: the end-of-run file of a clock that is not
+// virtual is the only one that has them.
+func (v *Metrics) collectTTFT(ch chan<- prometheus.Metric, s *ServingReport) {
+	const modelled = " (MODELLED: the serving clock's prefill and link rates, in the trace's time; see the report's serving.model)"
+	job := []string{"job_id"} // every request of the job: the end-of-run file's alone
+	ttft := prometheus.NewDesc(
+		"cphicache_ttft_seconds",
+		"time to first token of every request"+modelled,
+		job,
+		nil,
+	)
+	ideal := prometheus.NewDesc(
+		"cphicache_ideal_ttft_seconds",
+		"the same requests' time to first token with the same hits and a cache machinery that costs nothing"+modelled,
+		job,
+		nil,
+	)
+	ch <- s.TTFTHist.constHistogram(ttft, ttftBoundsSeconds, v.Job)
+	ch <- s.IdealHist.constHistogram(ideal, ttftBoundsSeconds, v.Job)
+}
+
+// collectFileGauges sends the gauges every file has: whether it is the end-of-run file and when it
+// was written, in Unix seconds, so that a rule can tell a finished job's file and age it out.
+func (v *Metrics) collectFileGauges(ch chan<- prometheus.Metric) {
 	final := prometheus.NewDesc(
 		"cphicache_metrics_final",
 		"1 in the end-of-run file (every CP group's and rank's counters); 0 in a periodic one (world rank 0's group and its own)",
@@ -284,31 +175,37 @@ func (v *Metrics) Collect(ch chan<- prometheus.Metric) {
 		nil,
 	)
 	ch <- prometheus.MustNewConstMetric(written, prometheus.GaugeValue, float64(v.Written.UnixNano())/1e9, v.Job)
-	if v.Final && v.ExitStatus != nil {
-		result := prometheus.NewDesc(
-			"cphicache_run_result",
-			"the exit status the job ends with (0 OK; 1 a check failed; 5 --strict and not everything checked), labelled by the result line: ok, ok_but (OK, but ...) or failed; the end-of-run file's alone",
-			[]string{"job_id", "result"},
-			nil,
-		)
-		ch <- prometheus.MustNewConstMetric(
-			result,
-			prometheus.GaugeValue,
-			float64(*v.ExitStatus),
-			v.Job,
-			resultLabel(v.Report.Verdict()),
-		)
-	}
-	if p := v.Report.Provenance; p != nil {
-		names, values := p.infoLabels()
-		info := prometheus.NewDesc(
-			"cphicache_run_info",
-			"1; its labels say what produced these numbers (the report's provenance)",
-			append([]string{"job_id"}, names...),
-			nil,
-		)
-		ch <- prometheus.MustNewConstMetric(info, prometheus.GaugeValue, 1, append([]string{v.Job}, values...)...)
-	}
+}
+
+// collectRunResult sends the exit status the job ends with, labelled by its result line, for an
+// alert to match: the end-of-run file's alone, since only it knows the status (v.ExitStatus).
+func (v *Metrics) collectRunResult(ch chan<- prometheus.Metric) {
+	result := prometheus.NewDesc(
+		"cphicache_run_result",
+		"the exit status the job ends with (0 OK; 1 a check failed; 5 --strict and not everything checked), labelled by the result line: ok, ok_but (OK, but ...) or failed; the end-of-run file's alone",
+		[]string{"job_id", "result"},
+		nil,
+	)
+	ch <- prometheus.MustNewConstMetric(
+		result,
+		prometheus.GaugeValue,
+		float64(*v.ExitStatus),
+		v.Job,
+		resultLabel(v.Report.Verdict()),
+	)
+}
+
+// collectRunInfo sends cphicache_run_info, value 1, whose labels are p's, so that the numbers can
+// be traced to what produced them.
+func (v *Metrics) collectRunInfo(ch chan<- prometheus.Metric, p *Provenance) {
+	names, values := p.infoLabels()
+	info := prometheus.NewDesc(
+		"cphicache_run_info",
+		"1; its labels say what produced these numbers (the report's provenance)",
+		append([]string{"job_id"}, names...),
+		nil,
+	)
+	ch <- prometheus.MustNewConstMetric(info, prometheus.GaugeValue, 1, append([]string{v.Job}, values...)...)
 }
 
 // resultLabel is a verdict as a label value an alert can match: ok, ok_but or failed.

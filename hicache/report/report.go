@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/cphicache/cphicache/hicache/outfile"
-	"github.com/cphicache/cphicache/internal/errscope"
 )
 
 // LatencyUs is a latency's median and 99th percentile, in microseconds.
@@ -233,139 +232,20 @@ func (r *Report) WriteJSON(path string) error {
 	return outfile.Write("report", path, append(b, '\n'))
 }
 
-// WriteSummary prints the human summary a new user reads first.
+// WriteSummary prints the human summary a new user reads first: the run, then what the cache did
+// (summary.go has a helper a line), then what the run checked, then its result.
 func (r *Report) WriteSummary(w io.Writer) {
-	pct := func(part, whole int64) float64 {
-		if whole == 0 {
-			return 0
-		}
-		return 100 * float64(part) / float64(whole)
-	}
-	tokens := r.Hits.L1Tokens + r.Hits.L2Tokens + r.Hits.L3Tokens + r.Hits.MissTokens
-	fmt.Fprintf(
-		w,
-		"# cphicache run: %s, cp %d, dp %d, layout %s, %s, step consensus over %s\n",
-		errscope.Plural(r.Ranks, "rank"),
-		r.CP,
-		r.DP,
-		r.Layout,
-		r.Policy,
-		r.Transport,
-	)
-	fmt.Fprintf(w, "  requests %d in %d steps, %.2f s wall\n", r.Requests, r.Steps, r.WallSeconds)
+	r.writeRunLine(w)
 	r.Trace.writeSummary(w, r.Serving != nil)
 	r.writeCapacity(w)
 	r.writeNodes(w)
-	l3Hits := ""
-	if r.L3 != nil {
-		l3Hits = fmt.Sprintf(", L3 hit %d (%.1f%%)", r.Hits.L3Tokens, pct(r.Hits.L3Tokens, tokens))
-	}
-	// The ideal counts an unbounded cache over this job's events since each flush; an L3 outlives
-	// flushes and jobs, so with one the hits can exceed it, and the summary names it for what it
-	// is.
-	ideal := "ideal hit %d (%.1f%%, an unbounded cache)"
-	if r.L3 != nil {
-		ideal = "in-job ideal %d (%.1f%%, an unbounded L1 + L2 since the last flush; the L3 can exceed it)"
-	}
-	fmt.Fprintf(
-		w,
-		"  prompt tokens: L1 hit %d (%.1f%%), L2 hit %d (%.1f%%)%s, computed %d (%.1f%%); "+ideal+"\n",
-		r.Hits.L1Tokens,
-		pct(r.Hits.L1Tokens, tokens),
-		r.Hits.L2Tokens,
-		pct(r.Hits.L2Tokens, tokens),
-		l3Hits,
-		r.Hits.MissTokens,
-		pct(r.Hits.MissTokens, tokens),
-		r.Hits.IdealTokens,
-		pct(r.Hits.IdealTokens, tokens),
-	)
-	uncached := ""
-	if text := r.uncachedText(); text != "" {
-		uncached = "; " + text + " (" + r.uncachedWhy() + ")"
-	}
-	fmt.Fprintf(
-		w,
-		"  L2 backups: %d reserved, %d committed, %d skipped on a full pool, %d L2 evictions, %d steps throttled; %d L1 evictions, %d load-backs%s\n",
-		r.Backup.Reserved,
-		r.Backup.Committed,
-		r.Backup.ReserveMisses,
-		r.Backup.L2Evictions,
-		r.Backup.Throttles,
-		r.L1.Evictions,
-		r.L1.LoadBacks,
-		uncached,
-	)
+	r.writePromptTokens(w)
+	r.writeBackups(w)
 	r.L3.writeSummary(w)
 	r.Serving.writeSummary(w)
-	fmt.Fprintf(
-		w,
-		"  copies: %.1f MiB device-to-host, %.1f MiB host-to-device; %s\n",
-		float64(r.Bytes.D2H)/(1<<20),
-		float64(r.Bytes.H2D)/(1<<20),
-		errscope.Count(r.Flushes, "flush", "flushes"),
-	)
-	placement := fmt.Sprintf(
-		"%s, object comparisons %.2f%% of the wall time (slowest rank), %s",
-		errscope.Count(
-			r.Placement.Checks,
-			"digest check",
-			"digest checks",
-		),
-		r.PlacementAssertUs.SharePct,
-		errscope.Count(r.Placement.Divergences, "divergence", "divergences"),
-	)
-	if r.CP == 1 {
-		placement = fmt.Sprintf(
-			"assert skipped (cp 1: no other rank to compare with), %d consensus calls skipped",
-			r.Placement.Skipped,
-		)
-	}
-	verify := fmt.Sprintf(
-		"%s checked, %s",
-		errscope.Count(r.Verify.PagesChecked, "load-back page", "load-back pages"),
-		errscope.Count(r.Verify.Mismatches, "mismatch", "mismatches"),
-	)
-	if r.Verify.PagesChecked == 0 {
-		verify = "NOTHING VERIFIED: no page was loaded back from L2"
-	}
-	if r.Consensus.Calls == 0 { // cp 1: every call skipped, so no latency was measured
-		fmt.Fprintf(
-			w,
-			"  step consensus: none (%s skipped: a CP group of one rank has no collective to run)\n",
-			errscope.Count(r.Consensus.Skipped, "call", "calls"),
-		)
-	} else {
-		fmt.Fprintf(w, "  step consensus: %d calls, %.2f per step; latency p50 %.1f us, p99 %.1f us (slowest rank)\n",
-			r.Consensus.Calls, r.Consensus.CallsPerStep, r.WritingCheckUs.P50, r.WritingCheckUs.P99)
-	}
-	fmt.Fprintf(w, "  placement: %s\n", placement)
-	audit := "committed objects checked whole (every rank's parts)"
-	if r.spansNodes() {
-		audit = "audits of committed objects, one on each node of their group (its ranks' parts)"
-	}
-	fmt.Fprintf(
-		w,
-		"  verify: %s; audit: %d %s, %d wrong\n",
-		verify,
-		r.Verify.AuditObjects,
-		audit,
-		r.Verify.AuditMismatches,
-	)
-	result := r.Verdict()
-	switch f := r.Failure; {
-	case f != nil && f.Step >= 0:
-		result += fmt.Sprintf(
-			": %s at step %d, reported by world rank %d (CP group %d, CP rank %d): %s",
-			f.Check,
-			f.Step,
-			f.WorldRank,
-			f.CPGroup,
-			f.CPRank,
-			f.Message,
-		)
-	case f != nil:
-		result += fmt.Sprintf(": %s; %s", f.Check, f.Message)
-	}
-	fmt.Fprintf(w, "  result: %s\n", result)
+	r.writeCopies(w)
+	r.writeConsensus(w)
+	fmt.Fprintf(w, "  placement: %s\n", r.placementText())
+	r.writeVerify(w)
+	fmt.Fprintf(w, "  result: %s\n", r.resultText())
 }

@@ -42,46 +42,12 @@ func (rs *runState) counters() report.Tallies {
 func (rs *runState) report() (*report.Report, error) {
 	t := rs.job.Topo
 	c := rs.counters()
-	group, rank := c.Fields("group"), c.Fields("rank")
-	sums := make([]int64, 0, len(group)+len(rank)+1)
-	for _, p := range group {
-		v := *p
-		if t.CPRank != 0 {
-			v = 0
-		}
-		sums = append(sums, v)
-	}
-	for _, p := range rank {
-		sums = append(sums, *p)
-	}
-	steps := rs.core.Step()
-	if t.CPRank != 0 {
-		steps = 0
-	}
-	sums = append(sums, steps)
-	if err := t.World.AllreduceInt64(sums, sums, mpi.Sum); err != nil {
+	steps, err := rs.sumTallies(&c)
+	if err != nil {
 		return nil, err
 	}
-	for i, p := range append(group, rank...) {
-		*p = sums[i]
-	}
-	steps = sums[len(sums)-1]
-	wall := time.Since(rs.start)
-	assertSeconds := rs.cons.stats[cache.ObjectCompare].Seconds
-	timing := []int64{
-		wall.Microseconds(),
-		int64(1e3 * rs.cons.stepUs.QuantileUs(0.50)),
-		int64(1e3 * rs.cons.stepUs.QuantileUs(0.99)),
-		int64(assertSeconds * 1e6),
-		int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9)),
-		int64(
-			1e3 * rs.prefetchWait.QuantileUs(0.50),
-		),
-		int64(1e3 * rs.prefetchWait.QuantileUs(0.99)),
-		int64(1e3 * rs.readLatency.QuantileUs(0.50)),
-		int64(1e3 * rs.readLatency.QuantileUs(0.99)),
-	}
-	if err := t.World.AllreduceInt64(timing, timing, mpi.Max); err != nil {
+	timing, err := rs.slowestTimings()
+	if err != nil {
 		return nil, err
 	}
 	groups, err := rs.gatherGroups()
@@ -101,21 +67,10 @@ func (rs *runState) report() (*report.Report, error) {
 	}
 	r.Fill(&c)
 	r.Capacity = rs.opts.Capacity(t.CPSize)
-	r.WallSeconds = float64(timing[0]) / 1e6
-	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = float64(timing[1])/1e3, float64(timing[2])/1e3
-	r.PlacementAssertUs.Total, r.PlacementAssertUs.SharePct = float64(
-		timing[3],
-	), float64(
-		timing[4],
-	)/1e4
+	setTimings(r, timing)
 	if rs.l3 != nil {
 		r.L3 = report.NewL3(rs.l3Config(), &c)
-		r.L3.PrefetchWaitUs.P50, r.L3.PrefetchWaitUs.P99 = float64(
-			timing[5],
-		)/1e3, float64(
-			timing[6],
-		)/1e3
-		r.L3.ReadUs.P50, r.L3.ReadUs.P99 = float64(timing[7])/1e3, float64(timing[8])/1e3
+		setL3Timings(r.L3, timing)
 	}
 	if rs.clock != nil {
 		if r.Serving, err = rs.servingReport(); err != nil {
@@ -126,6 +81,79 @@ func (rs *runState) report() (*report.Report, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// sumTallies sums c over World in place (a collective every rank calls), each group's replicated
+// counters from its CP rank 0 alone and every rank's own counters, so that a group's are counted
+// once; it returns the steps, summed over the CP ranks 0 the same way, in one all-reduce with
+// them.
+func (rs *runState) sumTallies(c *report.Tallies) (steps int64, err error) {
+	t := rs.job.Topo
+	group, rank := c.Fields("group"), c.Fields("rank")
+	sums := make([]int64, 0, len(group)+len(rank)+1)
+	for _, p := range group {
+		v := *p
+		if t.CPRank != 0 {
+			v = 0
+		}
+		sums = append(sums, v)
+	}
+	for _, p := range rank {
+		sums = append(sums, *p)
+	}
+	steps = rs.core.Step()
+	if t.CPRank != 0 {
+		steps = 0
+	}
+	sums = append(sums, steps)
+	if err := t.World.AllreduceInt64(sums, sums, mpi.Sum); err != nil {
+		return 0, err
+	}
+	for i, p := range append(group, rank...) {
+		*p = sums[i]
+	}
+	return sums[len(sums)-1], nil
+}
+
+// slowestTimings are this run's timings, the slowest rank's of each (a max over World, a
+// collective every rank calls), as integers the all-reduce carries: [0] the wall in us, [1] and
+// [2] the step consensus's p50 and p99 in ns, [3] the placement comparisons' us, [4] their share
+// of the wall in millionths, [5] and [6] the prefetch wait's p50 and p99 in ns, [7] and [8] the L3
+// block reads' p50 and p99 in ns.
+func (rs *runState) slowestTimings() ([]int64, error) {
+	wall := time.Since(rs.start)
+	assertSeconds := rs.cons.stats[cache.ObjectCompare].Seconds
+	timing := []int64{
+		wall.Microseconds(),
+		int64(1e3 * rs.cons.stepUs.QuantileUs(0.50)),
+		int64(1e3 * rs.cons.stepUs.QuantileUs(0.99)),
+		int64(assertSeconds * 1e6),
+		int64(1e6 * assertSeconds / max(wall.Seconds(), 1e-9)),
+		int64(1e3 * rs.prefetchWait.QuantileUs(0.50)),
+		int64(1e3 * rs.prefetchWait.QuantileUs(0.99)),
+		int64(1e3 * rs.readLatency.QuantileUs(0.50)),
+		int64(1e3 * rs.readLatency.QuantileUs(0.99)),
+	}
+	if err := rs.job.Topo.World.AllreduceInt64(timing, timing, mpi.Max); err != nil {
+		return nil, err
+	}
+	return timing, nil
+}
+
+// setTimings sets r's wall seconds, step consensus latency in us and placement comparisons' us
+// and share of the wall in percent from timing (slowestTimings' slots 0 to 4).
+func setTimings(r *report.Report, timing []int64) {
+	r.WallSeconds = float64(timing[0]) / 1e6
+	r.WritingCheckUs.P50, r.WritingCheckUs.P99 = float64(timing[1])/1e3, float64(timing[2])/1e3
+	r.PlacementAssertUs.Total = float64(timing[3])
+	r.PlacementAssertUs.SharePct = float64(timing[4]) / 1e4
+}
+
+// setL3Timings sets l3's prefetch wait and block read latencies in us from timing (slowestTimings'
+// slots 5 to 8).
+func setL3Timings(l3 *report.L3Report, timing []int64) {
+	l3.PrefetchWaitUs.P50, l3.PrefetchWaitUs.P99 = float64(timing[5])/1e3, float64(timing[6])/1e3
+	l3.ReadUs.P50, l3.ReadUs.P99 = float64(timing[7])/1e3, float64(timing[8])/1e3
 }
 
 // consensusTallies copies the consensus statistics into the counters the report sums.
