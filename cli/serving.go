@@ -43,13 +43,29 @@ const (
 )
 
 // servingFlags are run's; sweep, whose points replay on a virtual clock at the machine's pace,
-// takes them but --time-scale.
+// takes them but --time-scale, and --group-gpus in its place.
 func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
-	env := func(name string) []string { return []string{"CPHICACHE_" + name} }
-	flags := []cli.Flag{
+	flags := append(servingPrefillFlags(o), servingBudgetFlags(o)...)
+	flags = append(flags, servingArrivalFlags(o)...)
+	if virtual {
+		o.timeScale = 1
+		return append(flags, groupGPUsFlag(o))
+	}
+	return append(flags, timeScaleFlag(o))
+}
+
+// servingEnv is the environment variable of a serving flag: every one is CPHICACHE_ and its name,
+// as a job script's environment sets it.
+func servingEnv(name string) []string { return []string{"CPHICACHE_" + name} }
+
+// servingPrefillFlags are the flags that choose the modelled prefill (a roofline of a model on a
+// GPU, or a measured profile); --gpu and --prefill-profile come first, since they turn the clock
+// on, and options, which refuses the other serving flags while it is off, skips a list's first two.
+func servingPrefillFlags(o *servingOptions) []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{
 			Name:        "gpu",
-			EnvVars:     env("GPU"),
+			EnvVars:     servingEnv("GPU"),
 			Category:    servingCategory,
 			Destination: &o.gpu,
 			DefaultText: prefill.DefaultGPU + " when --prefill-profile is given; else the clock is off",
@@ -60,7 +76,7 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 		},
 		&cli.StringFlag{
 			Name:        "prefill-profile",
-			EnvVars:     env("PREFILL_PROFILE"),
+			EnvVars:     servingEnv("PREFILL_PROFILE"),
 			Category:    servingCategory,
 			Destination: &o.prefillProfile,
 			TakesFile:   true,
@@ -68,7 +84,7 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 		},
 		&cli.StringFlag{
 			Name:        "prefill-model",
-			EnvVars:     env("PREFILL_MODEL"),
+			EnvVars:     servingEnv("PREFILL_MODEL"),
 			Category:    servingCategory,
 			Destination: &o.prefillModel,
 			DefaultText: "--model",
@@ -80,15 +96,23 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 		&cli.Float64Flag{
 			Name:        "prefill-efficiency",
 			Value:       prefill.DefaultEfficiency,
-			EnvVars:     env("PREFILL_EFFICIENCY"),
+			EnvVars:     servingEnv("PREFILL_EFFICIENCY"),
 			Category:    servingCategory,
 			Destination: &o.efficiency,
 			Usage:       "the roofline's share of the GPUs' dense bf16 peak that prefill reaches, in (0, 1] (docs/PREFILL.md says where the default comes from)",
 		},
+	}
+}
+
+// servingBudgetFlags are the flags of the modelled hardware's rates and of a step's budget (the
+// L3's read rate in bytes per second, a step's prompt tokens and requests), which bound how long a
+// step's reads and prefill take and what it holds.
+func servingBudgetFlags(o *servingOptions) []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{
 			Name:        "l3-read-rate",
 			Value:       "40GiB/s",
-			EnvVars:     env("L3_READ_RATE"),
+			EnvVars:     servingEnv("L3_READ_RATE"),
 			Category:    servingCategory,
 			Destination: &o.l3ReadRate,
 			Usage:       "one node's read rate from the L3 (e.g. 40GiB/s, 7GB/s): an L3 read takes at least its bytes at it",
@@ -96,7 +120,7 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 		&cli.IntFlag{
 			Name:        "step-tokens",
 			Value:       defaultStepTokens,
-			EnvVars:     env("STEP_TOKENS"),
+			EnvVars:     servingEnv("STEP_TOKENS"),
 			Category:    servingCategory,
 			Destination: &o.stepTokens,
 			Usage:       "a step's budget of prompt tokens (chunked prefill's): CP rank 0 forms each step from the requests that have arrived, up to it; a longer request goes alone",
@@ -104,14 +128,22 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 		&cli.IntFlag{
 			Name:        "step-requests",
 			Value:       defaultStepRequests,
-			EnvVars:     env("STEP_REQUESTS"),
+			EnvVars:     servingEnv("STEP_REQUESTS"),
 			Category:    servingCategory,
 			Destination: &o.stepRequests,
 			Usage:       "requests in a step at most",
 		},
+	}
+}
+
+// servingArrivalFlags are the flags of when requests arrive: open-loop Poisson arrivals at a rate
+// in requests per second, or closed-loop clients with their think time, instead of the trace's
+// timestamps.
+func servingArrivalFlags(o *servingOptions) []cli.Flag {
+	return []cli.Flag{
 		&cli.Float64Flag{
 			Name:        "request-rate",
-			EnvVars:     env("REQUEST_RATE"),
+			EnvVars:     servingEnv("REQUEST_RATE"),
 			Category:    servingCategory,
 			Destination: &o.requestRate,
 			DefaultText: "a Mooncake trace's timestamps",
@@ -119,7 +151,7 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 		},
 		&cli.IntFlag{
 			Name:        "clients",
-			EnvVars:     env("CLIENTS"),
+			EnvVars:     servingEnv("CLIENTS"),
 			Category:    servingCategory,
 			Destination: &o.clients,
 			DefaultText: "none: the arrivals of the trace or of --request-rate",
@@ -127,35 +159,38 @@ func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 		},
 		&cli.DurationFlag{
 			Name:        "think-time",
-			EnvVars:     env("THINK_TIME"),
+			EnvVars:     servingEnv("THINK_TIME"),
 			Category:    servingCategory,
 			Destination: &o.thinkTime,
 			Usage:       "with --clients, how long a client waits after a first token before it sends its next request (trace time, e.g. 500ms)",
 		},
-		&cli.Float64Flag{
-			Name:        "time-scale",
-			Value:       1,
-			EnvVars:     env("TIME_SCALE"),
-			Category:    servingCategory,
-			Destination: &o.timeScale,
-			Usage:       "spend the modelled time at 1/N of its length on the wall (60: an hour of trace in about a minute, arrivals at the trace's load); a step lasts its modelled time or its real work's wall time, whichever is longer, so the cache's own time counts as itself and the figures are a replay's at the trace's pace (docs/SERVING.md); a replay of a trace lasts at least its last arrival / N, and a run warns at start-up when that is past its job's end ($SLURM_JOB_END_TIME)",
-		},
 	}
-	if virtual {
-		o.timeScale = 1
-		return append(
-			flags[:len(flags)-1],
-			&cli.IntFlag{
-				Name:        "group-gpus",
-				Value:       8,
-				EnvVars:     env("GROUP_GPUS"),
-				Category:    servingCategory,
-				Destination: &o.groupGPUs,
-				Usage:       "the GPUs of the CP group whose serving the points model (the sweep runs the cache at cp 1: its hits do not depend on the CP size, its TTFT does)",
-			},
-		)
+}
+
+// timeScaleFlag is run's --time-scale, the last of its serving flags: how much faster than the
+// modelled time the wall clock runs. Sweep has none, since its points run on a virtual clock.
+func timeScaleFlag(o *servingOptions) cli.Flag {
+	return &cli.Float64Flag{
+		Name:        "time-scale",
+		Value:       1,
+		EnvVars:     servingEnv("TIME_SCALE"),
+		Category:    servingCategory,
+		Destination: &o.timeScale,
+		Usage:       "spend the modelled time at 1/N of its length on the wall (60: an hour of trace in about a minute, arrivals at the trace's load); a step lasts its modelled time or its real work's wall time, whichever is longer, so the cache's own time counts as itself and the figures are a replay's at the trace's pace (docs/SERVING.md); a replay of a trace lasts at least its last arrival / N, and a run warns at start-up when that is past its job's end ($SLURM_JOB_END_TIME)",
 	}
-	return flags
+}
+
+// groupGPUsFlag is sweep's --group-gpus, in the place of run's --time-scale: the modelled CP
+// group's GPUs, since the sweep itself runs the cache at cp 1.
+func groupGPUsFlag(o *servingOptions) cli.Flag {
+	return &cli.IntFlag{
+		Name:        "group-gpus",
+		Value:       8,
+		EnvVars:     servingEnv("GROUP_GPUS"),
+		Category:    servingCategory,
+		Destination: &o.groupGPUs,
+		Usage:       "the GPUs of the CP group whose serving the points model (the sweep runs the cache at cp 1: its hits do not depend on the CP size, its TTFT does)",
+	}
 }
 
 // on says whether the serving clock is on: --gpu or --prefill-profile given.
@@ -172,16 +207,7 @@ func (o *servingOptions) options(
 	synthetic bool,
 ) (*config.ServingOptions, error) {
 	if !o.on() {
-		// The first two of each list are --gpu and --prefill-profile; sweep's list adds
-		// --group-gpus.
-		names := append(
-			flagNames(servingFlags(&servingOptions{}, false), 2),
-			flagNames(servingFlags(&servingOptions{}, true), 2)...)
-		return nil, refuseGiven(
-			c,
-			names,
-			"needs --gpu or --prefill-profile, which turn the serving clock on",
-		)
+		return nil, refuseServingFlagsWithoutClock(c)
 	}
 	if o.clients == 0 {
 		if err := refuseGiven(c, []string{"think-time"}, "needs --clients"); err != nil {
@@ -195,41 +221,15 @@ func (o *servingOptions) options(
 			Reason: fmt.Sprintf("%d must be 1 or more", o.groupGPUs),
 		}
 	}
-	gpu := o.gpu
-	if gpu == "" {
-		gpu = prefill.DefaultGPU
-	}
-	if _, err := prefill.LookupGPU(gpu); err != nil {
+	gpu, model, err := o.prefillGPUAndModel(model)
+	if err != nil {
 		return nil, err
-	}
-	if o.prefillModel != "" {
-		model = o.prefillModel
-	}
-	if o.prefillProfile == "" && model == "" {
-		return nil, &errscope.ConfigError{
-			Flag: "gpu",
-			Reason: "the roofline prefill needs a model: give --model or --prefill-model (" + joinNames(
-				sizing.ModelNames(),
-			) + "), or --prefill-profile",
-		}
 	}
 	l3Rate, err := prefill.ParseRate("l3-read-rate", o.l3ReadRate)
 	if err != nil {
 		return nil, err
 	}
-	s := &config.ServingOptions{
-		Prefill: prefill.Options{
-			Model:       model,
-			GPU:         gpu,
-			Efficiency:  o.efficiency,
-			ProfilePath: o.prefillProfile,
-			Open:        func(path string) (io.ReadCloser, error) { return os.Open(path) },
-		},
-		L3ReadBytesPerSecond: l3Rate,
-		Batching:             serving.Batching{StepTokens: int64(o.stepTokens), MaxRequests: o.stepRequests},
-		TimeScale:            o.timeScale, RequestRate: o.requestRate, GroupGPUs: o.groupGPUs,
-		Clients: o.clients, ThinkSeconds: o.thinkTime.Seconds(),
-	}
+	s := o.servingConfig(gpu, model, l3Rate)
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
@@ -240,6 +240,74 @@ func (o *servingOptions) options(
 		}
 	}
 	return s, nil
+}
+
+// refuseServingFlagsWithoutClock refuses every serving flag given while the clock is off (neither
+// --gpu nor --prefill-profile), since without the clock it would do nothing; nil when none is.
+func refuseServingFlagsWithoutClock(c *cli.Context) error {
+	// The first two of each list are --gpu and --prefill-profile; sweep's list adds
+	// --group-gpus.
+	names := append(
+		flagNames(servingFlags(&servingOptions{}, false), 2),
+		flagNames(servingFlags(&servingOptions{}, true), 2)...)
+	return refuseGiven(
+		c,
+		names,
+		"needs --gpu or --prefill-profile, which turn the serving clock on",
+	)
+}
+
+// prefillGPUAndModel are the GPU and the model the prefill is modelled with: --gpu or its default,
+// checked by name, and --prefill-model or else the run's model. The roofline needs a model; a
+// profile (--prefill-profile) does not, since it measured one.
+func (o *servingOptions) prefillGPUAndModel(model string) (gpu, prefillModel string, err error) {
+	gpu = o.gpu
+	if gpu == "" {
+		gpu = prefill.DefaultGPU
+	}
+	if _, err := prefill.LookupGPU(gpu); err != nil {
+		return "", "", err
+	}
+	if o.prefillModel != "" {
+		model = o.prefillModel
+	}
+	if o.prefillProfile == "" && model == "" {
+		return "", "", &errscope.ConfigError{
+			Flag: "gpu",
+			Reason: "the roofline prefill needs a model: give --model or --prefill-model (" + joinNames(
+				sizing.ModelNames(),
+			) + "), or --prefill-profile",
+		}
+	}
+	return gpu, model, nil
+}
+
+// servingConfig gathers the flags into the runner's serving options, for the prefill of model on
+// gpu and an L3 read rate of l3BytesPerSecond a node. It checks nothing: options runs their Check
+// after the flags' own checks, keeping the order in which a user meets the errors.
+func (o *servingOptions) servingConfig(
+	gpu, model string,
+	l3BytesPerSecond float64,
+) *config.ServingOptions {
+	return &config.ServingOptions{
+		Prefill: prefill.Options{
+			Model:       model,
+			GPU:         gpu,
+			Efficiency:  o.efficiency,
+			ProfilePath: o.prefillProfile,
+			Open:        func(path string) (io.ReadCloser, error) { return os.Open(path) },
+		},
+		L3ReadBytesPerSecond: l3BytesPerSecond,
+		Batching: serving.Batching{
+			StepTokens:  int64(o.stepTokens),
+			MaxRequests: o.stepRequests,
+		},
+		TimeScale:    o.timeScale,
+		RequestRate:  o.requestRate,
+		GroupGPUs:    o.groupGPUs,
+		Clients:      o.clients,
+		ThinkSeconds: o.thinkTime.Seconds(),
+	}
 }
 
 // joinNames lists choices for a flag's help: "a, b or c".

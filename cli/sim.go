@@ -31,6 +31,7 @@ type simOptions struct {
 // errSimViolation ends sim with a non-zero exit; the violation is already printed.
 var errSimViolation = errors.New("sim: an invariant was broken (see above)")
 
+// simCommand is `cphicache sim`: its help, its flags (simFlags), their check and its run.
 func simCommand() *cli.Command {
 	o := &simOptions{}
 	return &cli.Command{
@@ -40,66 +41,72 @@ func simCommand() *cli.Command {
 			"flushes, and one fault class (copy error, stuck copy, divergence, exit) or L3 faults (failed, corrupt, short, hung and " +
 			"non-regular reads, ENOSPC and EIO writes, ranks that see different files, another job evicting). A violation prints the job's " +
 			"seed and exits 1; `cphicache sim --job-seed S` replays that job alone, exactly.",
-		Flags: []cli.Flag{
-			&cli.Uint64Flag{
-				Name:        "seed",
-				Value:       1,
-				EnvVars:     []string{"CPHICACHE_SIM_SEED"},
-				Destination: &o.seed,
-				Usage:       "the simulation's seed: it decides every job, every completion's timing and every fault",
-			},
-			&cli.Int64Flag{
-				Name:        "steps",
-				Value:       40000,
-				EnvVars:     []string{"CPHICACHE_SIM_STEPS"},
-				Destination: &o.steps,
-				Usage:       "stop once the jobs have made this many steps (each a step of one CP group); 0 = no step bound",
-			},
-			&cli.IntFlag{
-				Name:        "jobs",
-				EnvVars:     []string{"CPHICACHE_SIM_JOBS"},
-				Destination: &o.jobs,
-				Usage:       "stop after this many jobs; 0 = no job bound",
-			},
-			&cli.Float64Flag{
-				Name:        "seconds",
-				EnvVars:     []string{"CPHICACHE_SIM_SECONDS"},
-				Destination: &o.seconds,
-				Usage:       "stop after about this many seconds instead (a run so bounded depends on the machine's speed, so its hash does too)",
-			},
-			&cli.Uint64Flag{
-				Name:        "job-seed",
-				EnvVars:     []string{"CPHICACHE_SIM_JOB_SEED"},
-				Destination: &o.jobSeed,
-				Usage:       "run the one job of this seed (a violation's replay)",
-			},
-			&cli.IntFlag{Name: "cp", EnvVars: []string{"CPHICACHE_SIM_CP"}, Destination: &o.cp,
-				Usage: "every job's CP size (0 = drawn: 1 to 8)"},
-			&cli.StringFlag{
-				Name:        "mode",
-				Value:       "all",
-				EnvVars:     []string{"CPHICACHE_SIM_MODE"},
-				Destination: &o.mode,
-				Usage:       "how jobs are drawn: plain (at most one core fault, the L3's faults together), swarm (each job a random subset of the features and fault kinds), liveness (each job one permanent fault: a rank that stops, an L3 that hangs; it must end by the watchdog within its bound), or all (each job's mode drawn from its seed)",
-			},
-			&cli.StringFlag{
-				Name:        "bug",
-				EnvVars:     []string{"CPHICACHE_SIM_BUG"},
-				Destination: &o.bug,
-				Usage:       "run with one of the core's deliberate bugs (a binary built with -tags simbugs): the simulator must catch it",
-			},
-			&cli.BoolFlag{
-				Name:        "verbose",
-				EnvVars:     []string{"CPHICACHE_SIM_VERBOSE"},
-				Destination: &o.verbose,
-				Usage:       "print every job's configuration and end",
-			},
-		},
+		Flags:        simFlags(o),
 		OnUsageError: onUsageError,
 		Before:       o.check,
 		Action: func(c *cli.Context) error {
 			newProvenance(c).WriteHeader(os.Stdout)
 			return o.run(os.Stdout)
+		},
+	}
+}
+
+// simFlags are sim's flags, each writing into o, in the order --help and the man page list them;
+// they are apart from simCommand so that the command's own fields read on one screen.
+func simFlags(o *simOptions) []cli.Flag {
+	return []cli.Flag{
+		&cli.Uint64Flag{
+			Name:        "seed",
+			Value:       1,
+			EnvVars:     []string{"CPHICACHE_SIM_SEED"},
+			Destination: &o.seed,
+			Usage:       "the simulation's seed: it decides every job, every completion's timing and every fault",
+		},
+		&cli.Int64Flag{
+			Name:        "steps",
+			Value:       40000,
+			EnvVars:     []string{"CPHICACHE_SIM_STEPS"},
+			Destination: &o.steps,
+			Usage:       "stop once the jobs have made this many steps (each a step of one CP group); 0 = no step bound",
+		},
+		&cli.IntFlag{
+			Name:        "jobs",
+			EnvVars:     []string{"CPHICACHE_SIM_JOBS"},
+			Destination: &o.jobs,
+			Usage:       "stop after this many jobs; 0 = no job bound",
+		},
+		&cli.Float64Flag{
+			Name:        "seconds",
+			EnvVars:     []string{"CPHICACHE_SIM_SECONDS"},
+			Destination: &o.seconds,
+			Usage:       "stop after about this many seconds instead (a run so bounded depends on the machine's speed, so its hash does too)",
+		},
+		&cli.Uint64Flag{
+			Name:        "job-seed",
+			EnvVars:     []string{"CPHICACHE_SIM_JOB_SEED"},
+			Destination: &o.jobSeed,
+			Usage:       "run the one job of this seed (a violation's replay)",
+		},
+		&cli.IntFlag{Name: "cp", EnvVars: []string{"CPHICACHE_SIM_CP"}, Destination: &o.cp,
+			Usage: "every job's CP size (0 = drawn: 1 to 8)"},
+		&cli.StringFlag{
+			Name:        "mode",
+			Value:       "all",
+			EnvVars:     []string{"CPHICACHE_SIM_MODE"},
+			Destination: &o.mode,
+			Usage:       "how jobs are drawn: plain (at most one core fault, the L3's faults together), swarm (each job a random subset of the features and fault kinds), liveness (each job one permanent fault: a rank that stops, an L3 that hangs; it must end by the watchdog within its bound), or all (each job's mode drawn from its seed)",
+		},
+		&cli.StringFlag{
+			Name:        "bug",
+			EnvVars:     []string{"CPHICACHE_SIM_BUG"},
+			Destination: &o.bug,
+			Usage:       "run with one of the core's deliberate bugs (a binary built with -tags simbugs): the simulator must catch it",
+		},
+		&cli.BoolFlag{
+			Name:        "verbose",
+			EnvVars:     []string{"CPHICACHE_SIM_VERBOSE"},
+			Destination: &o.verbose,
+			Usage:       "print every job's configuration and end",
 		},
 	}
 }
@@ -150,6 +157,8 @@ func (o *simOptions) options() (sim.Options, error) {
 	return so, nil
 }
 
+// run runs the simulation of o's flags and prints its header, its totals and its verdict to w; a
+// broken invariant prints the job's replay and returns errSimViolation.
 func (o *simOptions) run(w io.Writer) error {
 	so, err := o.options()
 	if err != nil {
@@ -160,20 +169,7 @@ func (o *simOptions) run(w io.Writer) error {
 		so.Stop = func() bool { return time.Since(start).Seconds() >= o.seconds }
 	}
 	if o.verbose {
-		so.Report = func(j sim.JobResult) {
-			fmt.Fprintf(
-				w,
-				"  job %d: %d steps, %s (exit status %d): %s\n",
-				j.Config.Seed,
-				j.Steps,
-				j.Outcome,
-				j.Outcome.ExitStatus(),
-				j.Config.String(),
-			)
-			if j.Watchdog != "" {
-				fmt.Fprintf(w, "    the watchdog: %s\n", j.Watchdog)
-			}
-		}
+		so.Report = func(j sim.JobResult) { writeSimJob(w, j) }
 	}
 	fmt.Fprintf(
 		w,
@@ -188,6 +184,35 @@ func (o *simOptions) run(w io.Writer) error {
 	)
 	res := sim.Run(so)
 	elapsed := time.Since(start).Seconds()
+	writeSimWork(w, res, elapsed)
+	writeSimModels(w, res)
+	for _, line := range res.SometimesReport() {
+		fmt.Fprintln(w, line)
+	}
+	return o.writeSimVerdict(w, res, elapsed)
+}
+
+// writeSimJob prints one finished job for --verbose: its seed, steps, outcome and configuration,
+// so that a reader can pick the job to replay, and the watchdog's reason when it ended the job.
+func writeSimJob(w io.Writer, j sim.JobResult) {
+	fmt.Fprintf(
+		w,
+		"  job %d: %d steps, %s (exit status %d): %s\n",
+		j.Config.Seed,
+		j.Steps,
+		j.Outcome,
+		j.Outcome.ExitStatus(),
+		j.Config.String(),
+	)
+	if j.Watchdog != "" {
+		fmt.Fprintf(w, "    the watchdog: %s\n", j.Watchdog)
+	}
+}
+
+// writeSimWork prints what the jobs did over elapsedSeconds: their outcomes, their steps and
+// speed, the prompt tokens each tier served and the L3 blocks read and checked, so that a run
+// shows it exercised the paths it claims to have checked.
+func writeSimWork(w io.Writer, res sim.Result, elapsedSeconds float64) {
 	fmt.Fprintf(
 		w,
 		"  %d jobs: %d clean, %d failed loudly on an injected fault, %d ended by the watchdog (an injected stuck copy, exit, stopped rank or hung L3); %d with an L3, %d with a fault\n",
@@ -206,9 +231,9 @@ func (o *simOptions) run(w io.Writer) error {
 		res.StepsOnNodes[2],
 		res.StepsOnNodes[4],
 		res.RankSteps,
-		elapsed,
-		float64(res.RankSteps)/elapsed,
-		float64(res.RankSteps)/8/elapsed,
+		elapsedSeconds,
+		float64(res.RankSteps)/elapsedSeconds,
+		float64(res.RankSteps)/8/elapsedSeconds,
 	)
 	c := res.Totals
 	fmt.Fprintf(
@@ -230,6 +255,12 @@ func (o *simOptions) run(w io.Writer) error {
 		res.BlocksRead,
 		res.BlocksChecked,
 	)
+}
+
+// writeSimModels prints how often the model checks compared the cache with its models (existence
+// votes, write_back's writes, prefetch decisions and served prefixes), so that a check that never
+// ran is seen as such rather than passed.
+func writeSimModels(w io.Writer, res sim.Result) {
 	fmt.Fprintf(
 		w,
 		"  existence votes: %d prefetches read what the model says (%d where the ranks' runs differed), %d check spans checked\n",
@@ -252,9 +283,12 @@ func (o *simOptions) run(w io.Writer) error {
 		res.Models.ServedPages,
 		res.Models.ServedFloor,
 	)
-	for _, line := range res.SometimesReport() {
-		fmt.Fprintln(w, line)
-	}
+}
+
+// writeSimVerdict prints the run's last line, OK or FAILED, with its state hash over
+// elapsedSeconds; on a violation it first prints the violation and the command that replays its
+// job, and returns errSimViolation so that sim exits non-zero.
+func (o *simOptions) writeSimVerdict(w io.Writer, res sim.Result, elapsedSeconds float64) error {
 	if v := res.Violation; v != nil {
 		fmt.Fprintf(
 			w,
@@ -268,7 +302,7 @@ func (o *simOptions) run(w io.Writer) error {
 			w,
 			"sim: FAILED at job seed %d, %.0f steps/s, state hash %016x\n",
 			v.JobSeed,
-			float64(res.Steps)/elapsed,
+			float64(res.Steps)/elapsedSeconds,
 			res.Hash,
 		)
 		return errSimViolation
@@ -278,7 +312,7 @@ func (o *simOptions) run(w io.Writer) error {
 		"sim: OK, %d steps in %d jobs, %.0f steps/s, state hash %016x\n",
 		res.Steps,
 		res.Jobs,
-		float64(res.Steps)/elapsed,
+		float64(res.Steps)/elapsedSeconds,
 		res.Hash,
 	)
 	return nil

@@ -74,11 +74,10 @@ type Geometry struct {
 // makes the geometry unusable, including sizes whose byte counts overflow int64 (the largest factor
 // of a product that overflows); its reason starts with the value.
 func (g Geometry) Validate() error {
-	fields := []struct {
-		name  string
-		value int
-	}{{"cp", g.CPSize}, {"layers", g.Layers}, {"payloads", g.PayloadsPerLayer},
-		{"page-tokens", g.PageTokens}, {"token-bytes", g.TokenBytes}, {"l2-slots", g.Slots}}
+	fields := []geometryFlag{
+		{"cp", g.CPSize}, {"layers", g.Layers}, {"payloads", g.PayloadsPerLayer},
+		{"page-tokens", g.PageTokens}, {"token-bytes", g.TokenBytes}, {"l2-slots", g.Slots},
+	}
 	for _, field := range fields {
 		if field.value <= 0 {
 			return &errscope.ConfigError{
@@ -87,6 +86,41 @@ func (g Geometry) Validate() error {
 			}
 		}
 	}
+	if err := g.checkRanges(); err != nil {
+		return err
+	}
+	// The slot's size is the product of every field but Slots (the first five).
+	slotBytes, err := slotBytesOf(fields[:5])
+	if err != nil {
+		return err
+	}
+	if err := checkTotalBytes(slotBytes, fields[:5], g.Slots); err != nil {
+		return err
+	}
+	if g.SlabBytesMax < g.SlotBytes() {
+		return &errscope.ConfigError{
+			Flag: "slab-bytes-max",
+			Reason: fmt.Sprintf(
+				"%d: smaller than one slot (%d bytes)",
+				g.SlabBytesMax,
+				g.SlotBytes(),
+			),
+		}
+	}
+	return nil
+}
+
+// geometryFlag is one of a geometry's counts and the command-line flag that sets it, so that a
+// check that finds it wrong can name the flag.
+type geometryFlag struct {
+	name  string
+	value int
+}
+
+// checkRanges checks the fields that have a range besides being positive: Slots (a uint32 index),
+// Layout, Nodes (a divisor of CPSize) and MaxObjects; Validate checks them after the positive
+// counts, before any product of them.
+func (g Geometry) checkRanges() error {
 	if g.Slots > slotsMax {
 		return &errscope.ConfigError{
 			Flag:   "l2-slots",
@@ -120,18 +154,22 @@ func (g Geometry) Validate() error {
 			Reason: fmt.Sprintf("%d: must be in [0, Slots=%d]", g.MaxObjects, g.Slots),
 		}
 	}
-	// The slot's size is the product of every field but Slots: on overflow, blame the largest
-	// factor.
-	slotBytes, largest := int64(1), fields[0]
-	for _, field := range fields[:5] {
+	return nil
+}
+
+// slotBytesOf is the product of the slot's factors, a slot's bytes over the whole group; when it
+// overflows int64 the error blames the largest factor, the likeliest to be the wrong one.
+func slotBytesOf(factors []geometryFlag) (int64, error) {
+	slotBytes, largest := int64(1), factors[0]
+	for _, field := range factors {
 		var ok bool
 		if slotBytes, ok = mulInt64(slotBytes, int64(field.value)); !ok {
-			for _, f := range fields[:5] {
+			for _, f := range factors {
 				if f.value > largest.value {
 					largest = f
 				}
 			}
-			return &errscope.ConfigError{
+			return 0, &errscope.ConfigError{
 				Flag: largest.name,
 				Reason: fmt.Sprintf(
 					"%d: slot bytes (PageTokens*TokenBytes*CPSize*Layers*PayloadsPerLayer) overflow int64",
@@ -140,38 +178,33 @@ func (g Geometry) Validate() error {
 			}
 		}
 	}
-	if _, ok := mulInt64(slotBytes, int64(g.Slots)); !ok {
-		// A factor of the slot that overflows with Slots by itself is the absurd one (a --layers of
-		// 10^16, whose tokens a derived --token-bytes made small enough for one slot to fit); else
-		// Slots is.
-		for _, f := range fields[:5] {
-			if _, ok := mulInt64(int64(f.value), int64(g.Slots)); !ok {
-				return &errscope.ConfigError{
-					Flag: f.name,
-					Reason: fmt.Sprintf(
-						"%d: total bytes (a slot's, times Slots=%d) overflow int64",
-						f.value,
-						g.Slots,
-					),
-				}
+	return slotBytes, nil
+}
+
+// checkTotalBytes refuses slots slots of slotBytes bytes whose total overflows int64. A factor of
+// the slot that overflows with slots by itself is the absurd one (a --layers of 10^16, whose
+// tokens a derived --token-bytes made small enough for one slot to fit), so it is named; else
+// --l2-slots is.
+func checkTotalBytes(slotBytes int64, factors []geometryFlag, slots int) error {
+	if _, ok := mulInt64(slotBytes, int64(slots)); ok {
+		return nil
+	}
+	for _, f := range factors {
+		if _, ok := mulInt64(int64(f.value), int64(slots)); !ok {
+			return &errscope.ConfigError{
+				Flag: f.name,
+				Reason: fmt.Sprintf(
+					"%d: total bytes (a slot's, times Slots=%d) overflow int64",
+					f.value,
+					slots,
+				),
 			}
 		}
-		return &errscope.ConfigError{
-			Flag:   "l2-slots",
-			Reason: fmt.Sprintf("%d: total bytes overflow int64", g.Slots),
-		}
 	}
-	if g.SlabBytesMax < g.SlotBytes() {
-		return &errscope.ConfigError{
-			Flag: "slab-bytes-max",
-			Reason: fmt.Sprintf(
-				"%d: smaller than one slot (%d bytes)",
-				g.SlabBytesMax,
-				g.SlotBytes(),
-			),
-		}
+	return &errscope.ConfigError{
+		Flag:   "l2-slots",
+		Reason: fmt.Sprintf("%d: total bytes overflow int64", slots),
 	}
-	return nil
 }
 
 // mulInt64 returns a*b for non-negative a and b and whether it fits in int64.

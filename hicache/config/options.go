@@ -110,6 +110,51 @@ func (o *Options) StepRequestsMax() int {
 // directories: the other ranks' nodes need not have them (a node-local /tmp). The build's own check
 // of --collective comes after these (the runner's CheckOptions).
 func (o *Options) Validate(writesOutputs bool) error {
+	if err := o.checkGeometryCounts(); err != nil {
+		return err
+	}
+	if err := o.checkTrace(); err != nil {
+		return err
+	}
+	if o.TokenBytes%8 != 0 {
+		return &errscope.ConfigError{
+			Flag:   "token-bytes",
+			Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes),
+		}
+	}
+	if err := o.validateSizing(); err != nil {
+		return err
+	}
+	if err := o.checkIntervals(); err != nil {
+		return err
+	}
+	if err := o.L3.Validate(o.PageTokens); err != nil {
+		return err
+	}
+	if err := o.checkMetrics(); err != nil {
+		return err
+	}
+	if err := o.checkTimeline(writesOutputs); err != nil {
+		return err
+	}
+	if writesOutputs {
+		if err := o.checkOutputs(); err != nil {
+			return err
+		}
+	}
+	if o.Collective != "mpi" && o.Collective != "nccl" {
+		return &errscope.ConfigError{
+			Flag:   "collective",
+			Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective),
+		}
+	}
+	return nil
+}
+
+// checkGeometryCounts checks the counts of the geometry, the batch and the vocabulary (every one 1
+// or more, and at most 2 payloads a layer) first of all, since the sizes checked after them are
+// products of them.
+func (o *Options) checkGeometryCounts() error {
 	positive := []struct {
 		flag  string
 		value int
@@ -135,6 +180,12 @@ func (o *Options) Validate(writesOutputs bool) error {
 			),
 		}
 	}
+	return nil
+}
+
+// checkTrace checks the trace's flags: --trace-block-tokens only with a trace, since only a trace's
+// reader uses it, and --trace-limit's count of requests.
+func (o *Options) checkTrace() error {
 	if o.TracePath != "" &&
 		(o.TraceBlockTokens < 1 || o.TraceBlockTokens > workload.BlockTokensMax) {
 		return &errscope.ConfigError{
@@ -148,15 +199,12 @@ func (o *Options) Validate(writesOutputs bool) error {
 			Reason: fmt.Sprintf("%d: give 0 (every request) or more requests", o.TraceLimit),
 		}
 	}
-	if o.TokenBytes%8 != 0 {
-		return &errscope.ConfigError{
-			Flag:   "token-bytes",
-			Reason: fmt.Sprintf("%d must be a multiple of 8", o.TokenBytes),
-		}
-	}
-	if err := o.validateSizing(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// checkIntervals checks the flags that take a number of steps or a duration, where 0 turns their
+// work off or puts it at the end: --placement-assert-every, --flush-every, --watchdog-timeout.
+func (o *Options) checkIntervals() error {
 	if o.PlacementAssertEvery < 0 {
 		return &errscope.ConfigError{
 			Flag: "placement-assert-every",
@@ -181,37 +229,22 @@ func (o *Options) Validate(writesOutputs bool) error {
 			),
 		}
 	}
-	if err := o.L3.Validate(o.PageTokens); err != nil {
-		return err
-	}
-	if err := o.checkMetrics(); err != nil {
-		return err
-	}
-	if err := o.checkTimeline(writesOutputs); err != nil {
-		return err
-	}
-	// World rank 0 alone writes the report, so its node's directory is the one that must be there;
-	// the others' need not be (a node-local /tmp).
-	if writesOutputs {
-		if err := outfile.Check("report", o.ReportPath); err != nil {
-			return err
-		}
-		outputs := []outfile.File{
-			{Flag: "report", Path: o.ReportPath},
-			{Flag: "metrics-file", Path: o.MetricsPath},
-			{Flag: "timeline", Path: o.TimelinePath},
-		}
-		if err := outfile.CheckDistinct(outputs, o.InputFiles()); err != nil {
-			return err
-		}
-	}
-	if o.Collective != "mpi" && o.Collective != "nccl" {
-		return &errscope.ConfigError{
-			Flag:   "collective",
-			Reason: fmt.Sprintf("%q is not one of mpi, nccl", o.Collective),
-		}
-	}
 	return nil
+}
+
+// checkOutputs checks, on world rank 0 alone, which writes the report, that the report's directory
+// is there (the others' nodes need not have it: a node-local /tmp), and that no two outputs and no
+// output and input name one file.
+func (o *Options) checkOutputs() error {
+	if err := outfile.Check("report", o.ReportPath); err != nil {
+		return err
+	}
+	outputs := []outfile.File{
+		{Flag: "report", Path: o.ReportPath},
+		{Flag: "metrics-file", Path: o.MetricsPath},
+		{Flag: "timeline", Path: o.TimelinePath},
+	}
+	return outfile.CheckDistinct(outputs, o.InputFiles())
 }
 
 // InputFiles are the files a run or a sweep reads, which no output may name

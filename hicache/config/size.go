@@ -26,15 +26,8 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 	s := *o
 	s.GroupNodes = max(1, nodes)
 	nodeParts := cp / s.GroupNodes
-	if o.Model != "" {
-		m, err := sizing.LookupModel(o.Model)
-		if err != nil {
-			return nil, err
-		}
-		s.Layers, s.PayloadsPerLayer, s.TokenBytes = m.Layers, m.Payloads, m.RankTokenBytes(cp)
-	} else if o.GroupTokenBytes > 0 {
-		ways := cp * max(1, s.Layers*s.PayloadsPerLayer)
-		s.TokenBytes = ((o.GroupTokenBytes+ways-1)/ways + 7) / 8 * 8
+	if err := o.sizeTokenBytes(&s, cp); err != nil {
+		return nil, err
 	}
 	s.AccountTokenBytes = s.TokenBytes
 	if o.Serving != nil {
@@ -56,53 +49,90 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 		}
 		s.TokenBytes = o.CopyTokenBytes
 	}
-	rankPageBytes := int64(
-		s.PageTokens,
-	) * int64(
-		s.Layers,
-	) * int64(
-		s.PayloadsPerLayer,
-	) * int64(
-		s.AccountTokenBytes,
-	)
+	rankPageBytes := int64(s.PageTokens) * int64(s.Layers) *
+		int64(s.PayloadsPerLayer) * int64(s.AccountTokenBytes)
 	if o.L2Bytes > 0 {
-		groups := int64(max(1, ranksPerNode/nodeParts))
-		slotBytes := rankPageBytes * int64(nodeParts)
-		slots := o.L2Bytes / groups / slotBytes
-		if slots < 1 || slots > math.MaxInt32 {
-			return nil, &errscope.ConfigError{
-				Flag: "l2-bytes",
-				Reason: fmt.Sprintf(
-					"%d bytes per node, %d bytes for each of its %d CP group(s), make %d slots of %d bytes (a page of %d tokens); give 1 to %d slots",
-					o.L2Bytes,
-					o.L2Bytes/groups,
-					groups,
-					slots,
-					slotBytes,
-					s.PageTokens,
-					math.MaxInt32,
-				),
-			}
+		slots, err := o.l2SlotsOfBytes(ranksPerNode, nodeParts, s.PageTokens, rankPageBytes)
+		if err != nil {
+			return nil, err
 		}
-		s.L2Slots = int(slots)
+		s.L2Slots = slots
 	}
 	if o.DeviceBytes > 0 {
-		pages := o.DeviceBytes / rankPageBytes
-		if pages < 1 || pages > math.MaxInt32 {
-			return nil, &errscope.ConfigError{
-				Flag: "device-bytes",
-				Reason: fmt.Sprintf(
-					"%d bytes per rank make %d device pages of %d bytes (a rank's part of a page of %d tokens)",
-					o.DeviceBytes,
-					pages,
-					rankPageBytes,
-					s.PageTokens,
-				),
-			}
+		pages, err := o.devicePagesOfBytes(s.PageTokens, rankPageBytes)
+		if err != nil {
+			return nil, err
 		}
-		s.DevicePages = int(pages)
+		s.DevicePages = pages
 	}
 	return &s, nil
+}
+
+// sizeTokenBytes sets s's geometry of a token for a CP group of cp ranks: --model's layers,
+// payloads and bytes a rank from the model table, or else the default model's bytes a token over
+// the group (GroupTokenBytes) divided among its ranks, layers and payloads and rounded up to a
+// multiple of 8, so that the default model is the same at every CP size.
+func (o *Options) sizeTokenBytes(s *Options, cp int) error {
+	if o.Model != "" {
+		m, err := sizing.LookupModel(o.Model)
+		if err != nil {
+			return err
+		}
+		s.Layers, s.PayloadsPerLayer, s.TokenBytes = m.Layers, m.Payloads, m.RankTokenBytes(cp)
+	} else if o.GroupTokenBytes > 0 {
+		ways := cp * max(1, s.Layers*s.PayloadsPerLayer)
+		s.TokenBytes = ((o.GroupTokenBytes+ways-1)/ways + 7) / 8 * 8
+	}
+	return nil
+}
+
+// l2SlotsOfBytes is the number of L2 slots that --l2-bytes a node makes for each of the node's CP
+// groups (ranksPerNode/nodeParts of them, each holding nodeParts ranks' parts of a slot, a part of
+// rankPageBytes for a page of pageTokens tokens). An error, naming --l2-bytes, when that is not 1
+// to MaxInt32 slots says how the bytes were divided, so that the user sees which count to change.
+func (o *Options) l2SlotsOfBytes(
+	ranksPerNode, nodeParts, pageTokens int,
+	rankPageBytes int64,
+) (int, error) {
+	groups := int64(max(1, ranksPerNode/nodeParts))
+	slotBytes := rankPageBytes * int64(nodeParts)
+	slots := o.L2Bytes / groups / slotBytes
+	if slots < 1 || slots > math.MaxInt32 {
+		return 0, &errscope.ConfigError{
+			Flag: "l2-bytes",
+			Reason: fmt.Sprintf(
+				"%d bytes per node, %d bytes for each of its %d CP group(s), make %d slots of %d bytes (a page of %d tokens); give 1 to %d slots",
+				o.L2Bytes,
+				o.L2Bytes/groups,
+				groups,
+				slots,
+				slotBytes,
+				pageTokens,
+				math.MaxInt32,
+			),
+		}
+	}
+	return int(slots), nil
+}
+
+// devicePagesOfBytes is the number of device pages of rankPageBytes (a rank's part of a page of
+// pageTokens tokens) that --device-bytes a rank makes. An error, naming --device-bytes, when that
+// is not 1 to MaxInt32 pages gives a page's size, so that the user sees how many bytes make one.
+func (o *Options) devicePagesOfBytes(pageTokens int, rankPageBytes int64) (int, error) {
+	pages := o.DeviceBytes / rankPageBytes
+	if pages < 1 || pages > math.MaxInt32 {
+		return 0, &errscope.ConfigError{
+			Flag: "device-bytes",
+			Reason: fmt.Sprintf(
+				"%d bytes per rank make %d device pages of %d bytes (a rank's part of a page of %d tokens)",
+				o.DeviceBytes,
+				pages,
+				rankPageBytes,
+				pageTokens,
+			),
+		}
+	}
+	return int(pages), nil
 }
 
 // SizedFlags are the geometry flags' values the job runs with, for a CP group of cp ranks over
