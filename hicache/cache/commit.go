@@ -21,37 +21,13 @@ func (c *Core) fail(code FailureCode, err error) {
 // calls never depends on local state: waiting for copies is local, so a drain costs this one call.
 func (c *Core) agree(kind ConsensusKind, drain, checkDigest bool) (agreement, error) {
 	c.env.Poll()
-	if err := c.finishLoads(); err != nil {
+	if err := c.localWait(drain); err != nil {
 		return agreement{}, err
 	}
-	if drain {
-		if err := c.env.Wait(waitWrites, func() bool { return c.writes.advance() >= c.writes.lastSeq }); err != nil {
-			return agreement{}, err
-		}
-	}
-	if err := c.waitL3(drain); err != nil {
-		return agreement{}, err
-	}
-	ahead, err := c.aheadVote(kind)
+	v, err := c.localVote(kind)
 	if err != nil {
 		return agreement{}, err
 	}
-	writeFrontier, loadFrontier := c.writes.advance(), c.loads.advance()
-	c.noteFailedCopies()
-	v := vote{
-		writeFrontier:  writeFrontier,
-		writeIdle:      writeFrontier >= c.writes.lastSeq,
-		loadFrontier:   loadFrontier,
-		loadDone:       loadFrontier >= c.loads.lastSeq,
-		digest:         c.alloc.Digest(),
-		failure:        c.failure,
-		prefetchFailed: noFailure,
-	}
-	v.prefetchAhead = ahead
-	if c.l3 != nil {
-		c.l3.vote(&v)
-	}
-	c.failure = nil
 	a, err := c.consensus(kind, v)
 	if err != nil {
 		return a, err
@@ -65,30 +41,12 @@ func (c *Core) agree(kind ConsensusKind, drain, checkDigest bool) (agreement, er
 	if checkDigest && !c.cfg.Testing.Bugs.has(BugAssertOff) && !a.digestsAgree() {
 		return a, c.divergence(kind, v.digest)
 	}
-	// Flush and final always drain, on every rank; a step drains when its rank throttles, a
-	// decision that could differ between ranks if their states did, so only the kind, never the
-	// local drain flag, decides the check.
-	if !a.loadDone || (kind != StepConsensus && !a.writeIdle) {
-		return a, fmt.Errorf(
-			"%s consensus of CP group %d at step %d: a rank still had copies in flight after its local wait (load-backs done %v, backups idle %v)",
-			kind,
-			c.cfg.Group,
-			c.step,
-			a.loadDone,
-			a.writeIdle,
-		)
-	}
-	if c.l3 != nil && kind != StepConsensus && a.storeFrontier < c.l3.lastSeq.write {
-		return a, fmt.Errorf(
-			"%s consensus of CP group %d at step %d: a rank still had L3 writes in flight after its local wait",
-			kind,
-			c.cfg.Group,
-			c.step,
-		)
+	if err := c.checkDrained(kind, a); err != nil {
+		return a, err
 	}
 	committedUpTo := a.writeFrontier
 	if c.cfg.Testing.Bugs.has(BugCommitOnLocalFrontier) {
-		committedUpTo = writeFrontier
+		committedUpTo = v.writeFrontier
 	}
 	c.releaseAudited()
 	if c.l3 != nil {
@@ -102,6 +60,77 @@ func (c *Core) agree(kind ConsensusKind, drain, checkDigest bool) (agreement, er
 	}
 	c.l3WriteBackNearEviction()
 	return a, nil
+}
+
+// localWait is this rank's wait before a consensus, which needs no other rank: its load-backs
+// finished and verified (finishLoads), with drain its backups finished too, and its L3 I/O as
+// waitL3 says.
+func (c *Core) localWait(drain bool) error {
+	if err := c.finishLoads(); err != nil {
+		return err
+	}
+	if drain {
+		backupsDone := func() bool { return c.writes.advance() >= c.writes.lastSeq }
+		if err := c.env.Wait(waitWrites, backupsDone); err != nil {
+			return err
+		}
+	}
+	return c.waitL3(drain)
+}
+
+// localVote is this rank's vote in the consensus of kind: the L3 blocks found for the next step
+// (aheadVote), the copy frontiers after the local wait, the allocator's digest, and the failure
+// recorded since the last consensus (a copy failed by now among them), which the vote takes over
+// so that the next consensus starts with none.
+func (c *Core) localVote(kind ConsensusKind) (vote, error) {
+	ahead, err := c.aheadVote(kind)
+	if err != nil {
+		return vote{}, err
+	}
+	writeFrontier, loadFrontier := c.writes.advance(), c.loads.advance()
+	c.noteFailedCopies()
+	v := vote{
+		writeFrontier:  writeFrontier,
+		writeIdle:      writeFrontier >= c.writes.lastSeq,
+		loadFrontier:   loadFrontier,
+		loadDone:       loadFrontier >= c.loads.lastSeq,
+		digest:         c.alloc.Digest(),
+		failure:        c.failure,
+		prefetchAhead:  ahead,
+		prefetchFailed: noFailure,
+	}
+	if c.l3 != nil {
+		c.l3.vote(&v)
+	}
+	c.failure = nil
+	return v, nil
+}
+
+// checkDrained refuses an agreement a of kind in which a rank still had copies in flight that its
+// local wait should have finished: load-backs at any consensus, backups and L3 writes too at any
+// but a step's (a flush, the final one). Flush and final always drain, on every rank; a step drains
+// when its rank throttles, a decision that could differ between ranks if their states did, so only
+// the kind, never the local drain flag, decides the check.
+func (c *Core) checkDrained(kind ConsensusKind, a agreement) error {
+	if !a.loadDone || (kind != StepConsensus && !a.writeIdle) {
+		return fmt.Errorf(
+			"%s consensus of CP group %d at step %d: a rank still had copies in flight after its local wait (load-backs done %v, backups idle %v)",
+			kind,
+			c.cfg.Group,
+			c.step,
+			a.loadDone,
+			a.writeIdle,
+		)
+	}
+	if c.l3 != nil && kind != StepConsensus && a.storeFrontier < c.l3.lastSeq.write {
+		return fmt.Errorf(
+			"%s consensus of CP group %d at step %d: a rank still had L3 writes in flight after its local wait",
+			kind,
+			c.cfg.Group,
+			c.step,
+		)
+	}
+	return nil
 }
 
 // waitL3 is the L3's local wait before a consensus: a drain (flush, final, or a backlog of writes

@@ -128,15 +128,8 @@ func runPass(job *spmd.Job, opts *config.Options, pass Pass, t *Testing) (*runSt
 		return nil, err
 	}
 	rs.events = events
-	if opts.Serving != nil {
-		prefill, err := rs.prefill()
-		if err != nil {
-			return nil, err
-		}
-		rs.clock = newServingClock(opts.Serving, job.Topo.CPRank == 0, prefill)
-		if rs.clock.root {
-			rs.clock.arrive(rs.events, opts.Seed)
-		}
+	if err := rs.startServingClock(); err != nil {
+		return nil, err
 	}
 	if err := rs.setUp(); err != nil {
 		rs.tearDown()
@@ -161,6 +154,42 @@ func runPass(job *spmd.Job, opts *config.Options, pass Pass, t *Testing) (*runSt
 		rs.clock.begin()
 	}
 	replayErr := rs.core.Run()
+	rs.countIdeal(events)
+	rs.progress.done()
+	if rs.tl != nil {
+		rs.tl.Finish()
+	}
+	agreed := spmd.AgreeOnFailure(job.Topo.World, replayErr)
+	// The timeline of a failed replay is written too: it shows where the failing step's time went.
+	rs.timelineErr = rs.writeTimeline()
+	return rs, agreed
+}
+
+// startServingClock makes the serving clock when the options ask for one
+// (config.Options.Serving), with the prefill model that costs its steps, and on CP rank 0 gives
+// the events their arrival times (the trace's own, or a Poisson stream's from the seed).
+func (rs *runState) startServingClock() error {
+	opts := rs.opts
+	if opts.Serving == nil {
+		return nil
+	}
+	prefill, err := rs.prefill()
+	if err != nil {
+		return err
+	}
+	rs.clock = newServingClock(opts.Serving, rs.job.Topo.CPRank == 0, prefill)
+	if rs.clock.root {
+		rs.clock.arrive(rs.events, opts.Seed)
+	}
+	return nil
+}
+
+// countIdeal makes, after the replay of events, the ideal's counts the report sets beside the
+// run's: on the serving clock's root its replays on a virtual clock (costless, then with the
+// modelled L3's hits when the clock is virtual); CP rank 0's ideal hits by request over the steps
+// the clock formed, when --flush-every counts them; and, where CP rank 0 computes those, the ideal
+// hit tokens of the requests served.
+func (rs *runState) countIdeal(events []workload.Event) {
 	if rs.clock != nil && rs.clock.root {
 		rs.clock.replayIdeal()
 		if rs.clock.opts.Virtual {
@@ -175,14 +204,6 @@ func runPass(job *spmd.Job, opts *config.Options, pass Pass, t *Testing) (*runSt
 	if rs.idealHit != nil {
 		rs.io.IdealHitTokens = idealOfServed(<-rs.idealHit, rs.core.Counters().Requests)
 	}
-	rs.progress.done()
-	if rs.tl != nil {
-		rs.tl.Finish()
-	}
-	agreed := spmd.AgreeOnFailure(job.Topo.World, replayErr)
-	// The timeline of a failed replay is written too: it shows where the failing step's time went.
-	rs.timelineErr = rs.writeTimeline()
-	return rs, agreed
 }
 
 // idealOfServed is the ideal hits of the first served requests: all of them after a whole replay,
@@ -195,6 +216,10 @@ func idealOfServed(byRequest []int64, served int64) int64 {
 	return byRequest[min(served, int64(len(byRequest)))-1]
 }
 
+// setUp makes everything the replay needs, in the order that lets each failure be agreed and
+// cleaned up: the job's limits checked, the L3 store opened, the shared slab mapped, the copy
+// engine and the consensus started under the watchdog, the core made and the copy worker started.
+// A failure returns with what was made left for tearDown, which runPass calls, to release.
 func (rs *runState) setUp() error {
 	t := rs.job.Topo
 	g := rs.opts.Geometry(t.CPSize)
@@ -208,34 +233,10 @@ func (rs *runState) setUp() error {
 	rs.done = newCompletions()
 	// The L3 store opens before the slab exists: a directory that cannot hold it fails with nothing
 	// to clean up.
-	if rs.opts.L3.Enabled() {
-		var err error
-		rs.l3, err = newL3IO(
-			rs.opts.L3,
-			rs.l3Faults(),
-			g,
-			rs.opts.Seed,
-			l3Place{node: t.GroupNode, part: t.NodePart, partRanks: t.NodePartRanks},
-			rs.job.Log,
-			rs.done,
-		)
-		if err := spmd.AgreeOnFailure(t.World, err); err != nil {
-			return err
-		}
+	if err := rs.openL3(g); err != nil {
+		return err
 	}
-	// A group that cannot make its slab (a full /dev/shm) fails alike on its ranks; the World
-	// agrees on it so that the other groups do not start a replay that would wait for the failed
-	// one at the end. Each node of the group makes its own slab, holding its ranks' parts: its
-	// lowest rank of the group creates it and sends the name to the group's ranks on the node
-	// (CPNode, the whole group on one node).
-	slab, err := shm.OpenSharedSlab(
-		t.CPNode,
-		g,
-		shm.Segment{JobID: rs.opts.JobID, Group: t.CPGroup, Reserve: rs.testing.ReserveShm},
-		rs.job.Cleanup,
-	)
-	rs.slab = slab
-	if err := spmd.AgreeOnFailure(t.World, err); err != nil {
+	if err := rs.openSlab(g); err != nil {
 		return err
 	}
 	// A rank the watchdog ends leaves nothing behind: the segment is unlinked by now (or, on
@@ -244,15 +245,76 @@ func (rs *runState) setUp() error {
 	watchdog := rs.job.NewWatchdog(rs.opts.WatchdogTimeout)
 	cfg := coreConfig(rs.opts, rs.pass, rs.testing, g, t.CPRank, t.CPGroup, t.WorldRank)
 	cfg.GroupNode, cfg.NodePart = t.GroupNode, t.NodePart
+	if err := rs.startEngine(g, cfg, watchdog); err != nil {
+		return err
+	}
+	if rs.l3 != nil {
+		rs.l3.attachSlabs(g, rs.slab.Slabs)
+	}
+	rs.partBytes = g.PartBytes()
+	rs.partBuf = make([]byte, rs.partBytes)
+	var err error
+	if rs.core, err = cache.New(cfg, rs.env()); err != nil {
+		return err
+	}
+	rs.startCopyWorker()
+	return nil
+}
+
+// openL3 opens the L3 store of --l3-dir, if any, for geometry g, its failure agreed over the
+// World.
+func (rs *runState) openL3(g pool.Geometry) error {
+	if !rs.opts.L3.Enabled() {
+		return nil
+	}
+	t := rs.job.Topo
+	var err error
+	rs.l3, err = newL3IO(
+		rs.opts.L3,
+		rs.l3Faults(),
+		g,
+		rs.opts.Seed,
+		l3Place{node: t.GroupNode, part: t.NodePart, partRanks: t.NodePartRanks},
+		rs.job.Log,
+		rs.done,
+	)
+	return spmd.AgreeOnFailure(t.World, err)
+}
+
+// openSlab maps this node's shared slab of the CP group for geometry g. A group that cannot make
+// its slab (a full /dev/shm) fails alike on its ranks; the World agrees on it so that the other
+// groups do not start a replay that would wait for the failed one at the end. Each node of the
+// group makes its own slab, holding its ranks' parts: its lowest rank of the group creates it and
+// sends the name to the group's ranks on the node (CPNode, the whole group on one node).
+func (rs *runState) openSlab(g pool.Geometry) error {
+	t := rs.job.Topo
+	slab, err := shm.OpenSharedSlab(
+		t.CPNode,
+		g,
+		shm.Segment{JobID: rs.opts.JobID, Group: t.CPGroup, Reserve: rs.testing.ReserveShm},
+		rs.job.Cleanup,
+	)
+	rs.slab = slab
+	return spmd.AgreeOnFailure(t.World, err)
+}
+
+// startEngine starts the copy engine over the slab and the consensus's transport under watchdog
+// (transport.Start), then the consensus and the engine as the runner sees it, with the tests'
+// levers. A failed start stops the watchdog itself: tearDown stops it only through the consensus,
+// which does not exist yet.
+func (rs *runState) startEngine(g pool.Geometry, cfg cache.Config, watchdog *spmd.Watchdog) error {
+	t := rs.job.Topo
 	eng, frontier, err := transport.Start(
 		t,
-		transport.Config{Collective: rs.opts.Collective, Words: cache.StepVectorWords(cfg.L3),
-			DeviceBytes: cache.DeviceBytes(
-				g,
-				rs.opts.DevicePages,
-			), Slabs: slab.Slabs, WatchdogTimeout: rs.opts.WatchdogTimeout,
+		transport.Config{
+			Collective:      rs.opts.Collective,
+			Words:           cache.StepVectorWords(cfg.L3),
+			DeviceBytes:     cache.DeviceBytes(g, rs.opts.DevicePages),
+			Slabs:           rs.slab.Slabs,
+			WatchdogTimeout: rs.opts.WatchdogTimeout,
 			FailSetup: rs.opts.InjectSetupError.Set &&
-				rs.opts.InjectSetupError.Rank == t.WorldRank},
+				rs.opts.InjectSetupError.Rank == t.WorldRank,
+		},
 		watchdog,
 	)
 	if err != nil {
@@ -273,20 +335,17 @@ func (rs *runState) setUp() error {
 	if rs.testing.SlowCopyRank.Set && rs.testing.SlowCopyRank.Rank == t.WorldRank {
 		rs.faults.delay.Store(int64(slowCopyDelay))
 	}
-	if rs.l3 != nil {
-		rs.l3.attachSlabs(g, slab.Slabs)
-	}
-	rs.partBytes = g.PartBytes()
-	rs.partBuf = make([]byte, rs.partBytes)
-	if rs.core, err = cache.New(cfg, rs.env()); err != nil {
-		return err
-	}
+	return nil
+}
+
+// startCopyWorker starts the goroutine that runs this rank's copies off the step's path; tearDown
+// closes its queue and waits for it.
+func (rs *runState) startCopyWorker() {
 	rs.tasks, rs.workerDone = make(chan copyTask, copyQueueTasks), make(chan struct{})
 	go func() {
 		copyWorker(rs.faults, rs.tasks, rs.done)
 		close(rs.workerDone)
 	}()
-	return nil
 }
 
 func (rs *runState) tearDown() {

@@ -189,65 +189,80 @@ func (j *job) checkModel() (checked bool) {
 		if j.tamperOutcome != nil {
 			j.tamperOutcome(r.outcomes)
 		}
-		if len(r.outcomes) != len(m.outcomes) {
+		if !j.outcomesMatch(r, m) || !j.talliesMatch(r, m) {
+			return
+		}
+	}
+	return true
+}
+
+// outcomesMatch says whether r served the requests the model m served, each with the model's hits
+// by tier, reporting the first that differs.
+func (j *job) outcomesMatch(r *rank, m *cacheModel) bool {
+	if len(r.outcomes) != len(m.outcomes) {
+		j.violate(
+			r,
+			fmt.Sprintf(
+				"the core served %d requests, the sequential model %d",
+				len(r.outcomes),
+				len(m.outcomes),
+			),
+		)
+		return false
+	}
+	for i, o := range r.outcomes {
+		if o != m.outcomes[i] {
 			j.violate(
 				r,
 				fmt.Sprintf(
-					"the core served %d requests, the sequential model %d",
-					len(r.outcomes),
-					len(m.outcomes),
+					"request %d: the core's hits by tier %+v, the sequential model's %+v",
+					i,
+					o,
+					m.outcomes[i],
 				),
 			)
-			return
+			return false
 		}
-		for i, o := range r.outcomes {
-			if o != m.outcomes[i] {
-				j.violate(
-					r,
-					fmt.Sprintf(
-						"request %d: the core's hits by tier %+v, the sequential model's %+v",
-						i,
-						o,
-						m.outcomes[i],
-					),
-				)
-				return
-			}
-		}
-		c, want := r.core.Counters(), m.tally
-		got := [...]int64{
-			c.Requests,
-			c.L1Evictions,
-			c.L2Evictions,
-			c.BackupReserved,
-			c.BackupCommitted,
-			c.ReserveMisses,
-			c.LoadBacks,
-			c.Uncached,
-			c.Flushes,
-		}
-		exp := [...]int64{
-			want.Requests,
-			want.L1Evictions,
-			want.L2Evictions,
-			want.BackupReserved,
-			want.BackupCommitted,
-			want.ReserveMisses,
-			want.LoadBacks,
-			want.Uncached,
-			want.Flushes,
-		}
-		if got != exp {
-			j.violate(
-				r,
-				fmt.Sprintf(
-					"tallies (requests, L1 evictions, L2 evictions, reserved, committed, misses, load-backs, uncached, flushes) %v, the sequential model's %v",
-					got,
-					exp,
-				),
-			)
-			return
-		}
+	}
+	return true
+}
+
+// talliesMatch says whether r's core counted the tallies the model m counted, reporting them if
+// not.
+func (j *job) talliesMatch(r *rank, m *cacheModel) bool {
+	c, want := r.core.Counters(), m.tally
+	got := [...]int64{
+		c.Requests,
+		c.L1Evictions,
+		c.L2Evictions,
+		c.BackupReserved,
+		c.BackupCommitted,
+		c.ReserveMisses,
+		c.LoadBacks,
+		c.Uncached,
+		c.Flushes,
+	}
+	exp := [...]int64{
+		want.Requests,
+		want.L1Evictions,
+		want.L2Evictions,
+		want.BackupReserved,
+		want.BackupCommitted,
+		want.ReserveMisses,
+		want.LoadBacks,
+		want.Uncached,
+		want.Flushes,
+	}
+	if got != exp {
+		j.violate(
+			r,
+			fmt.Sprintf(
+				"tallies (requests, L1 evictions, L2 evictions, reserved, committed, misses, load-backs, uncached, flushes) %v, the sequential model's %v",
+				got,
+				exp,
+			),
+		)
+		return false
 	}
 	return true
 }

@@ -119,33 +119,13 @@ func (g *group) checkPlan(
 	ids := p.Request.InputIDs[:len(p.Request.InputIDs)/pt*pt]
 	candidate := len(ids)-p.Usable >= cfg.L3.PrefetchThreshold && p.Usable/B < len(ids)/B
 	if candidate != (p.Check != 0) {
-		g.j.violate(
-			r,
-			fmt.Sprintf(
-				"L3 prefetch decision: a request with %d of its %d tokens served by the tree (threshold %d, %d-token blocks) is a candidate: the model says %v, the core %v",
-				p.Usable,
-				len(ids),
-				cfg.L3.PrefetchThreshold,
-				B,
-				candidate,
-				p.Check != 0,
-			),
-		)
+		g.violateCandidacy(r, p, len(ids), candidate)
 		return false
 	}
 	want := 0
 	if candidate {
 		if want = g.plannedCount(p, len(ids)/B); want < 0 {
-			g.j.violate(
-				r,
-				fmt.Sprintf(
-					"L3 prefetch decision at step %d: a request from token %d counts check %d, which not every rank answered over a span from block %d or earlier",
-					step,
-					p.Usable,
-					p.Check,
-					p.Usable/B,
-				),
-			)
+			g.violateUncounted(r, step, p)
 			return false
 		}
 	}
@@ -179,22 +159,7 @@ func (g *group) checkPlan(
 	}
 	if p.Missed || (want == 0) != (p.Prefetch == 0) || want > 0 && p.Blocks != want ||
 		isShared && p.Prefetch != shared {
-		g.j.violate(
-			r,
-			fmt.Sprintf(
-				"L3 prefetch decision at step %d: a request from token %d of %d (check %d) waits for prefetch %d of %d blocks (a reservation missed: %v); the model says %d blocks (shared with prefetch %d: %v), from its check's runs, the cap and the room",
-				step,
-				p.Usable,
-				len(ids),
-				p.Check,
-				p.Prefetch,
-				p.Blocks,
-				p.Missed,
-				want,
-				shared,
-				isShared,
-			),
-		)
+		g.violateDecision(r, step, p, len(ids), want, shared, isShared)
 		return false
 	}
 	if want > 0 && !isShared {
@@ -205,6 +170,67 @@ func (g *group) checkPlan(
 	}
 	g.j.models.Plans++
 	return true
+}
+
+// violateCandidacy reports a request of tokens whole-page tokens whose candidacy for a prefetch
+// the core decided against the model's (candidate): its threshold compare is off.
+func (g *group) violateCandidacy(r *rank, p *cache.PrefetchPlan, tokens int, candidate bool) {
+	cfg := &g.j.cfg
+	g.j.violate(
+		r,
+		fmt.Sprintf(
+			"L3 prefetch decision: a request with %d of its %d tokens served by the tree (threshold %d, %d-token blocks) is a candidate: the model says %v, the core %v",
+			p.Usable,
+			tokens,
+			cfg.L3.PrefetchThreshold,
+			cfg.L3.BlockTokens,
+			candidate,
+			p.Check != 0,
+		),
+	)
+}
+
+// violateUncounted reports a candidate at step whose count the core took from a check that not
+// every rank answered over its span, which the model cannot count from.
+func (g *group) violateUncounted(r *rank, step int64, p *cache.PrefetchPlan) {
+	g.j.violate(
+		r,
+		fmt.Sprintf(
+			"L3 prefetch decision at step %d: a request from token %d counts check %d, which not every rank answered over a span from block %d or earlier",
+			step,
+			p.Usable,
+			p.Check,
+			p.Usable/g.j.cfg.L3.BlockTokens,
+		),
+	)
+}
+
+// violateDecision reports a request of tokens whole-page tokens at step whose prefetch the core
+// decided otherwise than the model's want blocks (shared with prefetch shared when isShared).
+func (g *group) violateDecision(
+	r *rank,
+	step int64,
+	p *cache.PrefetchPlan,
+	tokens, want int,
+	shared uint64,
+	isShared bool,
+) {
+	g.j.violate(
+		r,
+		fmt.Sprintf(
+			"L3 prefetch decision at step %d: a request from token %d of %d (check %d) waits for prefetch %d of %d blocks (a reservation missed: %v); the model says %d blocks (shared with prefetch %d: %v), from its check's runs, the cap and the room",
+			step,
+			p.Usable,
+			tokens,
+			p.Check,
+			p.Prefetch,
+			p.Blocks,
+			p.Missed,
+			want,
+			shared,
+			isShared,
+		),
+	)
 }
 
 // plannedCount is a candidate's count before the room: the MIN of its check's runs shifted to its

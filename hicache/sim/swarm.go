@@ -157,6 +157,15 @@ func (s *Swarm) Count() int {
 // jobs), exactly one (a quarter) or each with a chance of a third.
 func drawSwarm(r *rng, j *JobConfig) {
 	s := &Swarm{}
+	drawSwarmFeatures(r, j, s)
+	drawSwarmFaults(r, j, s)
+	drawSwarmL3Rates(r, j, s)
+	j.Swarm = s
+}
+
+// drawSwarmFeatures tosses each of s's features and configures j as they say, turning the nodes
+// feature off again where the group fits one node.
+func drawSwarmFeatures(r *rng, j *JobConfig, s *Swarm) {
 	for f := range s.Features {
 		s.Features[f] = r.chance(500)
 	}
@@ -179,17 +188,25 @@ func drawSwarm(r *rng, j *JobConfig) {
 		spreadOver(r, j, pick(r, 2, 4))
 		s.Features[FeatNodes] = j.Geometry.Nodes > 1 // a group of one rank spans one node
 	}
-	possible := func(f SwarmFault) bool {
-		switch {
-		case f == SwDivergence:
-			return j.CP > 1
-		case f == SwHungRead:
-			return j.L3.Enabled && j.L3.PrefetchPolicy != cache.PrefetchWaitComplete
-		case f >= SwFailRead:
-			return j.L3.Enabled
-		}
-		return true
+}
+
+// swarmFaultPossible says whether j's configuration allows fault kind f: a divergence needs a
+// group of more than one rank, the L3's faults an L3, and a hung read a policy that gives up.
+func swarmFaultPossible(j *JobConfig, f SwarmFault) bool {
+	switch {
+	case f == SwDivergence:
+		return j.CP > 1
+	case f == SwHungRead:
+		return j.L3.Enabled && j.L3.PrefetchPolicy != cache.PrefetchWaitComplete
+	case f >= SwFailRead:
+		return j.L3.Enabled
 	}
+	return true
+}
+
+// drawSwarmFaults enables s's fault kinds (none, one, or each by a chance of a third), keeps those
+// j allows, and draws one of the enabled core faults, with its rank and step, as j's fault.
+func drawSwarmFaults(r *rng, j *JobConfig, s *Swarm) {
 	switch r.intn(4) {
 	case 0:
 	case 1:
@@ -201,7 +218,7 @@ func drawSwarm(r *rng, j *JobConfig) {
 	}
 	var core []Fault
 	for f := range s.Faults {
-		s.Faults[f] = s.Faults[f] && possible(SwarmFault(f))
+		s.Faults[f] = s.Faults[f] && swarmFaultPossible(j, SwarmFault(f))
 		if s.Faults[f] && SwarmFault(f) <= SwExit {
 			core = append(core, Fault(f+1))
 		}
@@ -211,27 +228,22 @@ func drawSwarm(r *rng, j *JobConfig) {
 		j.Fault = core[r.intn(len(core))]
 		j.FaultRank, j.FaultStep = r.intn(j.CP), int64(r.between(1, 12))
 	}
+}
+
+// drawSwarmL3Rates draws each L3 fault kind's rate in per mille, 0 for a kind s left off. Each
+// draws its rate whether or not it is on, in the order of the kinds, so that the stream does not
+// depend on the faults.
+func drawSwarmL3Rates(r *rng, j *JobConfig, s *Swarm) {
 	rate := func(f SwarmFault) int { return map[bool]int{true: pick(r, 20, 50, 100)}[s.Faults[f]] }
 	l := &j.L3Faults
-	l.FailReadPerMille, l.CorruptPerMille, l.TruncatedPerMille, l.NonRegularPerMille = rate(
-		SwFailRead,
-	), rate(
-		SwCorrupt,
-	), rate(
-		SwTruncated,
-	), rate(
-		SwNonRegular,
-	)
-	l.HungReadPerMille, l.WriteErrorPerMille, l.HideFromRankPerMill, l.OtherJobPerMille = rate(
-		SwHungRead,
-	), rate(
-		SwWriteError,
-	), rate(
-		SwLaggingView,
-	), rate(
-		SwOtherJob,
-	)
-	j.Swarm = s
+	l.FailReadPerMille = rate(SwFailRead)
+	l.CorruptPerMille = rate(SwCorrupt)
+	l.TruncatedPerMille = rate(SwTruncated)
+	l.NonRegularPerMille = rate(SwNonRegular)
+	l.HungReadPerMille = rate(SwHungRead)
+	l.WriteErrorPerMille = rate(SwWriteError)
+	l.HideFromRankPerMill = rate(SwLaggingView)
+	l.OtherJobPerMille = rate(SwOtherJob)
 }
 
 // swarmCoverage counts, over a run's swarm jobs, how many had each feature and each fault kind on,

@@ -100,40 +100,14 @@ func (t *Topology) agreeNodes() error {
 // resolveGroups applies the defaults and checks cp and dp against the world size. It is a pure
 // function of its arguments, so every rank reaches the same verdict.
 func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (int, int, error) {
-	if cp < 0 {
-		return 0, 0, &errscope.ConfigError{
-			Flag: "cp",
-			Reason: fmt.Sprintf(
-				"%d is negative; give the ranks per CP group, or 0 for the ranks of one node",
-				cp,
-			),
-		}
-	}
-	if dp < 0 {
-		return 0, 0, &errscope.ConfigError{
-			Flag: "dp",
-			Reason: fmt.Sprintf(
-				"%d is negative; give the number of DP replicas, or 0 to derive it",
-				dp,
-			),
-		}
+	if err := checkGroupsNotNegative(cp, dp); err != nil {
+		return 0, 0, err
 	}
 	if cp == 0 && dp > 0 {
-		// Only --dp was given: the message speaks of it alone, not of a cp the user never gave.
-		if dp > worldSize || worldSize%dp != 0 {
-			return 0, 0, &errscope.ConfigError{
-				Flag: "dp",
-				Reason: fmt.Sprintf(
-					"%d replicas do not divide the job's %d ranks into equal CP groups; give a --dp that divides %d (%s), or launch a multiple of %d ranks",
-					dp,
-					worldSize,
-					worldSize,
-					divisors(worldSize),
-					dp,
-				),
-			}
+		var err error
+		if cp, err = cpOfReplicas(worldSize, dp); err != nil {
+			return 0, 0, err
 		}
-		cp = worldSize / dp
 	}
 	if cp == 0 {
 		if !nodeSizesEqual {
@@ -176,6 +150,48 @@ func resolveGroups(worldSize, nodeSize int, nodeSizesEqual bool, cp, dp int) (in
 		}
 	}
 	return cp, dp, nil
+}
+
+// checkGroupsNotNegative refuses a negative --cp, then a negative --dp: 0 is each one's default.
+func checkGroupsNotNegative(cp, dp int) error {
+	if cp < 0 {
+		return &errscope.ConfigError{
+			Flag: "cp",
+			Reason: fmt.Sprintf(
+				"%d is negative; give the ranks per CP group, or 0 for the ranks of one node",
+				cp,
+			),
+		}
+	}
+	if dp < 0 {
+		return &errscope.ConfigError{
+			Flag: "dp",
+			Reason: fmt.Sprintf(
+				"%d is negative; give the number of DP replicas, or 0 to derive it",
+				dp,
+			),
+		}
+	}
+	return nil
+}
+
+// cpOfReplicas is the CP size when only --dp was given: the job's worldSize ranks in dp equal
+// groups. Its refusal speaks of --dp alone, not of a cp the user never gave.
+func cpOfReplicas(worldSize, dp int) (int, error) {
+	if dp > worldSize || worldSize%dp != 0 {
+		return 0, &errscope.ConfigError{
+			Flag: "dp",
+			Reason: fmt.Sprintf(
+				"%d replicas do not divide the job's %d ranks into equal CP groups; give a --dp that divides %d (%s), or launch a multiple of %d ranks",
+				dp,
+				worldSize,
+				worldSize,
+				divisors(worldSize),
+				dp,
+			),
+		}
+	}
+	return worldSize / dp, nil
 }
 
 // divisors lists n's divisors, "1, 2, 4, 8", for messages.
