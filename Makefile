@@ -177,8 +177,8 @@ FORCE:
 
 # The deterministic simulator (hicache/sim, `cphicache sim`). make test runs a bounded simulation from a fixed
 # seed (SIM_TEST_STEPS steps, about 12 s here) and shows every deliberate bug of the core caught (sim-bugs,
-# about 10 s, and the runner's unbounded_load_wait and no_read_deadline caught by its harness on simulated time,
-# about 1 s); make sim runs longer, from a fresh seed, for SIM_SECONDS.
+# about 10 s, and the runner's unbounded_load_wait, no_read_deadline and verify_skips_last_page caught by its
+# harness on simulated time, about 1 s); make sim runs longer, from a fresh seed, for SIM_SECONDS.
 SIM_SEED       ?= $(shell date +%s)
 SIM_SECONDS    ?= 60
 SIM_TEST_STEPS ?= 100000

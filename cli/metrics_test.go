@@ -86,6 +86,8 @@ func TestRunMetricsFileMatchesTheReport(t *testing.T) {
 		{"cphicache_copy_bytes_total", "direction=d2h", "bytes.d2h"},
 		{"cphicache_copy_bytes_total", "direction=h2d", "bytes.h2d"},
 		{"cphicache_placement_divergences_total", "", "placement.divergences"},
+		{"cphicache_load_back_pages_total", "", "verify.pages_loaded_back"},
+		{"cphicache_load_back_pages_verified_total", "", "verify.pages_checked"},
 		{"cphicache_load_back_mismatches_total", "", "verify.mismatches"},
 		{"cphicache_audit_mismatches_total", "", "verify.audit_mismatches"},
 		{"cphicache_copy_errors_total", "", "verify.copy_errors"},

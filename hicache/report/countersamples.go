@@ -90,6 +90,23 @@ func copyAndCheckCounterSamples(r *Report) []counterSample {
 			r.Placement.Divergences,
 			false,
 		},
+		// side by side, so that a rule can alert on a load-back left unverified: the two differ
+		{
+			"load_back_pages_total",
+			"pages loaded back from L2 into L1, every one to be verified",
+			"",
+			"",
+			r.Verify.PagesLoadedBack,
+			true,
+		},
+		{
+			"load_back_pages_verified_total",
+			"load-back pages verified byte for byte against their content",
+			"",
+			"",
+			r.Verify.PagesChecked,
+			true,
+		},
 		{
 			"load_back_mismatches_total",
 			"load-back pages with a wrong byte",

@@ -34,8 +34,12 @@ type Report struct {
 		Divergences int64 `json:"divergences"`
 	} `json:"placement"`
 	Verify struct {
-		PagesChecked int64 `json:"pages_checked"`
-		Mismatches   int64 `json:"mismatches"`
+		// PagesLoadedBack: the pages copied back from the L2 into L1, every one of which must be
+		// verified (PagesChecked): a run in which the two differ left a load-back unverified, and
+		// failed (Unverified).
+		PagesLoadedBack int64 `json:"pages_loaded_back"`
+		PagesChecked    int64 `json:"pages_checked"`
+		Mismatches      int64 `json:"mismatches"`
 		// committed objects checked whole, every rank's parts: once a node of its group
 		AuditObjects    int64 `json:"audit_objects"`
 		AuditMismatches int64 `json:"audit_mismatches"` // of those, objects with a wrong byte
@@ -204,6 +208,7 @@ func (r *Report) Fill(c *Tallies) {
 	if r.CP == 1 {
 		r.Placement.Checks, r.Placement.Skipped = 0, c.ConsensusSkipped
 	}
+	r.Verify.PagesLoadedBack = c.PagesLoadedBack
 	r.Verify.PagesChecked, r.Verify.Mismatches = c.PagesChecked, c.Mismatches
 	r.Hits.L1Tokens, r.Hits.L2Tokens, r.Hits.MissTokens = c.L1HitTokens, c.L2HitTokens, c.MissTokens
 	r.Hits.IdealTokens = c.IdealHitTokens

@@ -20,7 +20,7 @@ func TestRunFailedIsPrintedOnce(t *testing.T) {
 func TestSummarySaysWhatWasNotChecked(t *testing.T) {
 	summary := func(cp int, pagesChecked int64) string {
 		r := &Report{Ranks: cp, CP: cp, DP: 1}
-		c := &Tallies{PlacementChecks: 5, PagesChecked: pagesChecked}
+		c := &Tallies{PlacementChecks: 5, PagesLoadedBack: pagesChecked, PagesChecked: pagesChecked}
 		if cp == 1 { // a one-rank group's consensus calls are skipped, and so no digest is compared
 			c.PlacementChecks, c.ConsensusSkipped = 0, 5
 		}
@@ -34,7 +34,7 @@ func TestSummarySaysWhatWasNotChecked(t *testing.T) {
 		pages        int64
 		want, reject []string
 	}{
-		{2, 10, []string{"placement: 5 digest checks", "10 load-back pages checked", "result: OK\n"}, []string{"assert skipped", "NOTHING"}},
+		{2, 10, []string{"placement: 5 digest checks", "10 load-back pages checked of 10 loaded back, 0 mismatches;", "result: OK\n"}, []string{"assert skipped", "NOTHING"}},
 		{1, 10, []string{"placement: assert skipped (cp 1", "5 consensus calls skipped", "result: OK, but placement not compared (cp 1)\n"}, []string{"5 digest checks"}},
 		{2, 0, []string{"verify: NOTHING VERIFIED", "result: OK, but no data verified (0 load-backs)\n"}, []string{"0 pages checked"}},
 	} {
@@ -58,7 +58,7 @@ func TestSummarySaysWhatWasNotChecked(t *testing.T) {
 func TestSummarySaysWhatWentWrongWithoutChangingData(t *testing.T) {
 	base := func() *Report {
 		r := &Report{Ranks: 2, CP: 2, DP: 1}
-		r.Fill(&Tallies{PlacementChecks: 5, PagesChecked: 10, MissTokens: 16 * 1000})
+		r.Fill(&Tallies{PlacementChecks: 5, PagesLoadedBack: 10, PagesChecked: 10, MissTokens: 16 * 1000})
 		r.Capacity = Capacity{DevicePages: 8, DeviceTokens: 8 * 16, CopiedTokenBytes: 64}
 		return r
 	}
@@ -103,7 +103,9 @@ func TestSummarySaysWhatWentWrongWithoutChangingData(t *testing.T) {
 // the ideal hit.
 func TestIdealIsNamedForWhatItIsWithAnL3(t *testing.T) {
 	r := &Report{Ranks: 2, CP: 2, DP: 1}
-	r.Fill(&Tallies{PagesChecked: 10, IdealHitTokens: 70, L1HitTokens: 50, MissTokens: 50})
+	r.Fill(
+		&Tallies{PagesLoadedBack: 10, PagesChecked: 10, IdealHitTokens: 70, L1HitTokens: 50, MissTokens: 50},
+	)
 	var without, with strings.Builder
 	r.WriteSummary(&without)
 	r.L3 = &L3Report{BlockTokens: 64, Bytes: 1 << 30}
@@ -123,10 +125,10 @@ func TestIdealIsNamedForWhatItIsWithAnL3(t *testing.T) {
 func TestSummaryCountsInEnglish(t *testing.T) {
 	r := &Report{Ranks: 2, CP: 2, DP: 1, Flushes: 1}
 	r.Capacity.DevicePages, r.Capacity.L2Slots = 1, 1
-	r.Fill(&Tallies{PagesChecked: 1, Divergences: 1, Flushes: 1, PlacementChecks: 1})
+	r.Fill(&Tallies{PagesLoadedBack: 1, PagesChecked: 1, Divergences: 1, Flushes: 1, PlacementChecks: 1})
 	var b strings.Builder
 	r.WriteSummary(&b)
-	for _, want := range []string{"; 1 flush\n", "1 digest check,", "1 divergence\n", "1 load-back page checked, 0 mismatches", "L1 1 page =", "L2 1 slot ="} {
+	for _, want := range []string{"; 1 flush\n", "1 digest check,", "1 divergence\n", "1 load-back page checked of 1 loaded back, 0 mismatches", "L1 1 page =", "L2 1 slot ="} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %q in:\n%s", want, b.String())
 		}
@@ -137,7 +139,7 @@ func TestSummaryCountsInEnglish(t *testing.T) {
 // instead of latencies of 0.0 us that were never measured.
 func TestAOneRankGroupPrintsNoLatency(t *testing.T) {
 	r := &Report{Ranks: 1, CP: 1, DP: 1}
-	r.Fill(&Tallies{ConsensusSkipped: 12, PagesChecked: 10})
+	r.Fill(&Tallies{ConsensusSkipped: 12, PagesLoadedBack: 10, PagesChecked: 10})
 	var b strings.Builder
 	r.WriteSummary(&b)
 	if s := b.String(); !strings.Contains(

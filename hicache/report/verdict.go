@@ -129,10 +129,15 @@ func (r *Report) uncachedWhy() string {
 
 // RunFailed ends a run whose report counts anything wrong (Failed). The report is aggregated over
 // every rank, so every rank returns the same one and it is printed once.
-type RunFailed struct{ Divergences, Mismatches, AuditMismatches, CopyErrors, L3BlockMismatches int64 }
+type RunFailed struct {
+	Divergences, Mismatches, AuditMismatches, CopyErrors, L3BlockMismatches int64
+	// the pages loaded back and those verified: said only when they differ (an unverified
+	// load-back), so that every other failure keeps its words
+	PagesLoadedBack, PagesChecked int64
+}
 
 func (e *RunFailed) Error() string {
-	return fmt.Sprintf(
+	msg := fmt.Sprintf(
 		"run failed: %d placement divergences, %d load-back mismatches, %d audited objects wrong, %d copy errors, %d L3 blocks refused with wrong bytes",
 		e.Divergences,
 		e.Mismatches,
@@ -140,7 +145,30 @@ func (e *RunFailed) Error() string {
 		e.CopyErrors,
 		e.L3BlockMismatches,
 	)
+	if e.PagesLoadedBack != e.PagesChecked {
+		msg += ", " + unverifiedText(e.PagesLoadedBack, e.PagesChecked)
+	}
+	return msg
 }
+
+// UnverifiedCheck names the check that fails a run whose pages loaded back and pages verified
+// differ: a load-back released without its byte-for-byte check has right bytes as often as not, so
+// no mismatch shows it and only the two counts side by side can.
+const UnverifiedCheck = "unverified load-back"
+
+// unverifiedText says the pages loaded back and those verified, for a run in which they differ.
+func unverifiedText(loadedBack, checked int64) string {
+	return fmt.Sprintf(
+		"%s: %d pages loaded back, %d verified",
+		UnverifiedCheck,
+		loadedBack,
+		checked,
+	)
+}
+
+// Unverified reports whether the pages loaded back and the pages verified differ: every page
+// loaded back must be verified, once.
+func (r *Report) Unverified() bool { return r.Verify.PagesLoadedBack != r.Verify.PagesChecked }
 
 // FailOutput records that an output of the run could not be written (a full disk under --timeline,
 // --report or --metrics-file): the job exits non-zero, so the report and the summary written after
@@ -161,6 +189,8 @@ func (r *Report) RunFailure() error {
 		Mismatches:      r.Verify.Mismatches,
 		AuditMismatches: r.Verify.AuditMismatches,
 		CopyErrors:      r.Verify.CopyErrors,
+		PagesLoadedBack: r.Verify.PagesLoadedBack,
+		PagesChecked:    r.Verify.PagesChecked,
 	}
 	if r.L3 != nil {
 		f.L3BlockMismatches = r.L3.WriteMismatches
@@ -172,10 +202,11 @@ func (r *Report) RunFailure() error {
 func (e *RunFailed) Scope() errscope.Scope { return errscope.JobScope }
 
 // Failed reports whether the run saw anything wrong: a divergence, a wrong byte in a load-back or
-// an audit, or a copy that failed.
+// an audit, a copy that failed, or a load-back left unverified (Unverified).
 func (r *Report) Failed() bool {
 	return r.Failure != nil || r.Placement.Divergences != 0 || r.Verify.Mismatches != 0 ||
 		r.Verify.AuditMismatches != 0 ||
 		r.Verify.CopyErrors != 0 ||
+		r.Unverified() ||
 		(r.L3 != nil && r.L3.WriteMismatches != 0)
 }

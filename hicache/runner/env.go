@@ -348,14 +348,14 @@ func (rs *runState) Fill(f *cache.Fill) error {
 // payload back in one call.
 func (rs *runState) VerifyLoad(v *cache.Verify) (checked, mismatches int64, err error) {
 	g := rs.geometry
-	bad := make([]bool, len(v.DevicePages))
+	bad := make([]bool, rs.pagesToVerify(len(v.DevicePages)))
 	for r := range rs.deviceRunsOf(v.DevicePages) {
 		if rs.hostDevice == nil {
 			if err := rs.faults.ReadDevice(r.offset, r.buf); err != nil {
 				return 0, 0, err
 			}
 		}
-		for i := r.from; i < r.to; i++ {
+		for i := r.from; i < min(r.to, len(bad)); i++ {
 			if !cache.PartMatches(
 				r.part(i, rs.partBytes),
 				v.Tokens[i*g.PageTokens:(i+1)*g.PageTokens],

@@ -109,6 +109,42 @@ func TestRunnerHarnessCatchesAMissingReadDeadline(t *testing.T) {
 	}
 }
 
+// TestRunnerHarnessCatchesAnUnverifiedLoadBack: with the deliberate bug bugVerifySkipsLastPage
+// (VerifyLoad leaves a load-back's last page unchecked and uncounted), no byte is wrong, so only
+// coverage shows it: the harness's check that every page a rank loaded back was verified. The first
+// job without a fault that loads back passes without the bug and fails that check with it.
+func TestRunnerHarnessCatchesAnUnverifiedLoadBack(t *testing.T) {
+	skipUnderMPIRun(t)
+	for seed := uint64(1); seed < 400; seed++ {
+		j := drawEnvSimJob(seed)
+		if j.fault != envFaultNone {
+			continue // a fault's own ending is another test's: this one wants the job whole
+		}
+		clean := runEnvSimBubble(t, j, envBugBound)
+		if clean.loadBacks == 0 {
+			continue // nothing loaded back: nothing for the bug to skip
+		}
+		requireClean(t, j, clean)
+		j.bugs = j.bugs.with(bugVerifySkipsLastPage)
+		start := time.Now()
+		buggy := runEnvSimBubble(t, j, envBugBound)
+		coverage := slices.IndexFunc(buggy.violations, func(v string) bool {
+			return strings.HasPrefix(v, "coverage: ") && strings.Contains(v, "loaded back")
+		})
+		if coverage < 0 {
+			t.Fatalf("%v with verify_skips_last_page: no coverage check failed: %v", j, buggy.violations)
+		}
+		t.Logf(
+			"caught at %v of simulated time (%.2f s wall): %s",
+			buggy.simulated,
+			time.Since(start).Seconds(),
+			buggy.violations[coverage],
+		)
+		return
+	}
+	t.Fatal("no job of seeds 1 to 399 without a fault loaded a page back")
+}
+
 // buggyRun is a job's run with a deliberate bug, and the wall time it took.
 type buggyRun struct {
 	envSimResult

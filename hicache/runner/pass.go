@@ -61,6 +61,9 @@ type Testing struct {
 	Prefill serving.Prefill
 	// L3 is the L3 store's faults, each on the rank that sets it.
 	L3 L3Faults
+	// bugs are the runner's deliberate bugs (runbugs.go) for a run: a simbugs build's, set by a
+	// test of this package alone (the harness sets its own on the states it builds).
+	bugs runnerBugs
 }
 
 // L3Faults are a test's faults of the L3 store, each on the rank that sets it.

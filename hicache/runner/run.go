@@ -69,7 +69,8 @@ type runState struct {
 	// testStepComm carries the step broadcast instead of the CP communicator (the Env under
 	// simulation, envsim_test.go); nil in a run.
 	testStepComm stepBroadcaster
-	// the runner's deliberate bugs (runbugs.go): a simbugs build under the harness only
+	// the runner's deliberate bugs (runbugs.go): a simbugs build under the harness or a test's
+	// Testing only
 	testBugs runnerBugs
 
 	tl          *timeline.Recorder // --timeline's; nil without it
@@ -122,6 +123,7 @@ func runPass(job *spmd.Job, opts *config.Options, pass Pass, t *Testing) (*runSt
 		testing:       t,
 		start:         time.Now(),
 		prefetchStart: map[uint64]time.Time{},
+		testBugs:      t.bugs,
 	}
 	events, err := rs.loadWorkload()
 	if err != nil {

@@ -11,3 +11,6 @@ func (runnerBugs) has(runnerBug) bool { return false }
 
 // waitUnbounded is constant false without the simbugs tag: every wait is under the watchdog.
 func (*runState) waitUnbounded(cache.WaitReason, func() bool) bool { return false }
+
+// pagesToVerify is every page of a load-back without the simbugs tag: VerifyLoad checks them all.
+func (*runState) pagesToVerify(n int) int { return n }

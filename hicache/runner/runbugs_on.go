@@ -20,3 +20,12 @@ func (rs *runState) waitUnbounded(r cache.WaitReason, done func() bool) bool {
 	}
 	return true
 }
+
+// pagesToVerify is the pages of a load-back of n pages that VerifyLoad checks: n, or one fewer
+// under the deliberate bug bugVerifySkipsLastPage.
+func (rs *runState) pagesToVerify(n int) int {
+	if rs.testBugs.has(bugVerifySkipsLastPage) {
+		return max(0, n-1)
+	}
+	return n
+}

@@ -124,14 +124,19 @@ func encodeFailure(f *report.FailureReport) []byte {
 }
 
 // describeCounted is a World collective after a replay that ran to its end with wrong results
-// counted (a load-back or an audit with a wrong byte, a copy that failed, a divergence recorded):
-// it names the checks and the world ranks that counted them, for the report. Counts are kept per
-// rank without their step, so Step is -1.
+// counted (a load-back or an audit with a wrong byte, a copy that failed, a divergence recorded, a
+// load-back left unverified): it names the checks and the world ranks that counted them, for the
+// report. Counts are kept per rank without their step, so Step is -1.
 func (rs *runState) describeCounted(r *report.Report) (*report.FailureReport, error) {
 	t := rs.job.Topo
 	c := rs.counters()
 	mine := int64(0)
-	for bit, n := range []int64{c.Mismatches, c.AuditMismatches, c.CopyErrs, c.Divergences} {
+	// a rank's pages loaded back and verified differ by its own Env: they are its own counts
+	unverified := int64(0)
+	if c.PagesLoadedBack != c.PagesChecked {
+		unverified = 1
+	}
+	for bit, n := range []int64{c.Mismatches, c.AuditMismatches, c.CopyErrs, c.Divergences, unverified} {
 		if n > 0 {
 			mine |= 1 << bit
 		}
@@ -140,7 +145,9 @@ func (rs *runState) describeCounted(r *report.Report) (*report.FailureReport, er
 	if err := t.World.AllgatherInt64([]int64{mine}, all); err != nil {
 		return nil, err
 	}
-	names := []string{"load-back mismatch", "audit mismatch", "page copy error", "placement"}
+	names := []string{
+		"load-back mismatch", "audit mismatch", "page copy error", "placement", report.UnverifiedCheck,
+	}
 	var checks []string
 	var ranks []int
 	for bit, name := range names {
@@ -162,7 +169,8 @@ func (rs *runState) describeCounted(r *report.Report) (*report.FailureReport, er
 		CPGroup:   -1,
 		CPRank:    -1,
 		Message: (&report.RunFailed{Divergences: r.Placement.Divergences, Mismatches: r.Verify.Mismatches,
-			AuditMismatches: r.Verify.AuditMismatches, CopyErrors: r.Verify.CopyErrors}).Error(),
+			AuditMismatches: r.Verify.AuditMismatches, CopyErrors: r.Verify.CopyErrors,
+			PagesLoadedBack: r.Verify.PagesLoadedBack, PagesChecked: r.Verify.PagesChecked}).Error(),
 	}
 	if len(ranks) > 0 {
 		f.WorldRank = slices.Min(ranks)

@@ -122,6 +122,8 @@ func Run(job *spmd.Job, options *config.Options, sizes []Size, done func(Point))
 				Mismatches:      r.Verify.Mismatches,
 				AuditMismatches: r.Verify.AuditMismatches,
 				CopyErrors:      r.Verify.CopyErrors,
+				PagesLoadedBack: r.Verify.PagesLoadedBack,
+				PagesChecked:    r.Verify.PagesChecked,
 			}
 		}
 		c := r.Capacity
