@@ -63,8 +63,8 @@ func liveID(a *Allocator, src *splitmixSource, want func(r *object) bool) (Objec
 	return ids[src.next(len(ids))], true
 }
 
-// leakSlotAt is Perturb's leak at slot pos, which must be free, with no record: b's bitmap loses one
-// bit and its counts follow, as PerturbStateForTest does at the lowest free slot.
+// leakSlotAt is Perturb's leak at slot pos, which must be free, with no record: the bitmap loses
+// one bit and its counts follow, as PerturbStateForTest does at the lowest free slot.
 func leakSlotAt(a *Allocator, pos int) {
 	slab := pos / a.slotsPerSlab
 	a.bitmap.take(pos, pos+1)
