@@ -157,7 +157,10 @@ func startsOnly(p, q placementOf) bool {
 	return true
 }
 
-const caseExtentStart = "extent start (a free bit leaked)"
+const (
+	caseExtentStart  = "extent start (a free bit leaked)"
+	caseExtentLength = "extent length (a bit inside a free run leaked)"
+)
 
 // perturbCases change b's state behind the digest's back; each returns the pages of the Reserve
 // that both twins then make, or 0 where the state offers no case.
@@ -170,7 +173,7 @@ var perturbCases = map[string]func(a, b *Allocator, src *splitmixSource) int{
 		return 1 + src.next(a.freeSlots-1)
 	},
 	// the slot after the lowest free one taken: the first extent keeps its start, not its length
-	"extent length (a bit inside a free run leaked)": func(a, b *Allocator, src *splitmixSource) int {
+	caseExtentLength: func(a, b *Allocator, src *splitmixSource) int {
 		s := a.bitmap.nextFree(0)
 		if s < 0 || a.freeSlots < 3 || (s+1)%a.slotsPerSlab == 0 || a.bitmap.search(s+1) != s+1 {
 			return 0
@@ -318,7 +321,8 @@ func TestStateHashSeesEveryFieldOfAPlacement(t *testing.T) {
 		for i, g := range modelGeometries {
 			for seed := range uint64(100) {
 				a, b := twins(t, g, uint64(i)<<32|seed)
-				id, ok := liveID(a, &splitmixSource{state: seed}, func(*object) bool { return true })
+				src := &splitmixSource{state: seed}
+				id, ok := liveID(a, src, func(*object) bool { return true })
 				if !ok {
 					continue
 				}

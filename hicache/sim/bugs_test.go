@@ -12,9 +12,9 @@ import (
 // bugBudget is how long the simulator may take to catch one deliberate bug (the bound).
 const bugBudget = 60 * time.Second
 
-// configureFor gives a bug the jobs that can show it, where drawn jobs cannot. A digest blind to part
-// of a placement hides only a divergence that chains no record of its own, and drawn jobs inject
-// only --inject-divergence's Perturb, which does (any digest sees it): its jobs perturb the
+// configureFor gives a bug the jobs that can show it, where drawn jobs cannot. A digest blind to
+// part of a placement hides only a divergence that chains no record of its own, and drawn jobs
+// inject only --inject-divergence's Perturb, which does (any digest sees it): its jobs perturb the
 // allocator's state itself, as TestRecordlessDivergenceIsCaught's do.
 var configureFor = map[cache.Bug]func(*JobConfig){
 	cache.BugDigestMissesStart: RecordlessDivergence,
