@@ -110,9 +110,22 @@ func (a *Allocator) Objects() int { return a.table.liveObjects }
 // and chains a tag into the digest. CheckInvariants accounts for leaked slots; Reset forgets them.
 func (a *Allocator) Perturb() {
 	a.digest = digestAdd(a.digest, tagPerturb)
+	a.leakLowestFree()
+}
+
+// PerturbStateForTest is FOR TESTS ONLY: Perturb's leak of the lowest free slot (one bit of the
+// free bitmap, its counts kept consistent) with no record of its own in the digest, as a rank whose
+// allocator lost a slot by mistake would diverge. Perturb's tag makes its divergence visible at the
+// next consensus however little of a placement the digest covers; this one shows only through the
+// placements that follow, so it tests that the digest covers them (digest_fields_test.go, and
+// hicache/sim's recordless divergence jobs). It reports whether a slot was free to leak.
+func (a *Allocator) PerturbStateForTest() bool { return a.leakLowestFree() }
+
+// leakLowestFree takes the lowest free slot out of the free set without giving it to an object.
+func (a *Allocator) leakLowestFree() bool {
 	pos := a.bitmap.nextFree(0)
 	if pos < 0 {
-		return
+		return false
 	}
 	slab := pos / a.slotsPerSlab
 	a.bitmap.take(pos, pos+1)
@@ -120,6 +133,7 @@ func (a *Allocator) Perturb() {
 	a.slabLeakedSlots[slab]++
 	a.freeSlots--
 	a.checkExpensive("perturb")
+	return true
 }
 
 // TableBytes is what New(g) allocates for its tables (Allocator.TableBytes), computed without

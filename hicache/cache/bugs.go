@@ -9,10 +9,10 @@ import (
 // simulator can show it catches them (hicache/sim's TestEveryDeliberateBugIsCaught). They exist
 // only in a build with the simbugs tag: without it, Bugs.has is a constant false (bugs_off.go) and
 // the compiler drops every branch that tests one.
-type Bugs uint32
+type Bugs uint64
 
 // Bug is one deliberate bug.
-type Bug uint32
+type Bug uint64
 
 const (
 	// commit on this rank's write frontier, not the group's MIN
@@ -76,6 +76,8 @@ const (
 	BugServedPrefixPageShort
 	// write_back's pass writes no block that spans two L2 objects
 	BugWriteBackOneObject
+	// the placement digest leaves each extent's first slot out (pool's BreakDigestForTest)
+	BugDigestMissesStart
 	bugEnd
 )
 
@@ -94,7 +96,7 @@ var bugNames = map[Bug]string{
 	BugPrefetchThresholdOffByOne: "prefetch_threshold_off_by_one", BugPrefetchAllOrNothing: "prefetch_all_or_nothing",
 	BugServedPrefixPageLong: "served_prefix_page_long", BugPrefetchReserveNoEvict: "prefetch_reserve_no_evict",
 	BugServedPrefixHollow: "served_prefix_hollow", BugServedPrefixPageShort: "served_prefix_page_short",
-	BugWriteBackOneObject: "write_back_one_object",
+	BugWriteBackOneObject: "write_back_one_object", BugDigestMissesStart: "digest_misses_start",
 }
 
 func (b Bug) String() string { return bugNames[b] }

@@ -95,6 +95,9 @@ func (c *Core) runStep(batch []workload.Event) error {
 	if c.cfg.PerturbAtStep == c.step {
 		c.alloc.Perturb()
 	}
+	if c.cfg.Testing.PerturbStateAtStep == c.step {
+		c.alloc.PerturbStateForTest()
+	}
 	if c.cfg.FlushEvery > 0 && c.step%c.cfg.FlushEvery == 0 {
 		if err := c.recordOr(c.flush(c.cfg.RecordDivergence)); err != nil {
 			return err

@@ -41,6 +41,11 @@ type Testing struct {
 	// PrefetchReserving, when set, is shown the L2 before each prefetch reservation of pages pages
 	// (the simulator's prefetch model: a reservation refused while the L2 had room is wrong).
 	PrefetchReserving func(pages int, v L2View)
+	// PerturbStateAtStep, when not 0, leaks this rank's lowest free L2 slot after that step's
+	// consensus with no record in the digest (pool's PerturbStateForTest): unlike PerturbAtStep's
+	// Perturb, only the placements that follow can show it, so it tests that the digest covers them
+	// (hicache/sim's recordless divergence jobs).
+	PerturbStateAtStep int64
 	// Bugs are the deliberate bugs to carry out (bugs.go): only in a build with the simbugs tag.
 	Bugs Bugs
 }
@@ -193,4 +198,20 @@ func prefetchPlans(
 		}
 	}
 	return plans
+}
+
+// PlacementsHash hashes every live L2 object's placement (its id and extents), in id order: the
+// simulator's oracle for whether a group's ranks placed what they hold alike, which a recordless
+// divergence the group's checks did not catch must have left so.
+func (c *Core) PlacementsHash() uint64 {
+	ids := make([]pool.ObjectID, 0, len(c.objectNodes))
+	for id := range c.objectNodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // the map only gathers the ids
+	h := uint64(len(ids))
+	for _, id := range ids {
+		h = pool.Mix64(h ^ c.alloc.PlacementHash(id))
+	}
+	return h
 }

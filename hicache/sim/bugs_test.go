@@ -12,6 +12,14 @@ import (
 // bugBudget is how long the simulator may take to catch one deliberate bug (the issue's bound).
 const bugBudget = 60 * time.Second
 
+// configureFor gives a bug the jobs that can show it, where drawn jobs cannot. A digest blind to
+// part of a placement hides only a divergence that chains no record of its own, and drawn jobs
+// inject only --inject-divergence's Perturb, which does (any digest sees it): its jobs perturb the
+// allocator's state itself, as TestRecordlessDivergenceIsCaught's do.
+var configureFor = map[cache.Bug]func(*JobConfig){
+	cache.BugDigestMissesStart: RecordlessDivergence,
+}
+
 // TestEveryDeliberateBugIsCaught runs the simulator with each deliberate bug of the core (a simbugs
 // build) from seed 1 until it reports a violation, and fails for any bug it does not catch within
 // bugBudget. Run it with `make sim-bugs`; it logs each bug's time and jobs to catch.
@@ -25,9 +33,10 @@ func TestEveryDeliberateBugIsCaught(t *testing.T) {
 			start := time.Now()
 			res := Run(
 				Options{
-					Seed: 1,
-					Bugs: cache.Bugs(0).With(bug),
-					Stop: func() bool { return time.Since(start) > bugBudget },
+					Seed:      1,
+					Bugs:      cache.Bugs(0).With(bug),
+					Stop:      func() bool { return time.Since(start) > bugBudget },
+					Configure: configureFor[bug],
 				},
 			)
 			if res.Violation == nil {

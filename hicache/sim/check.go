@@ -61,7 +61,8 @@ func (j *job) finalChecks() Outcome {
 	}
 	// A hung L3 read is given up at its deadline, and a hung existence check may be one nobody
 	// waits for; a stopped rank or a hung write never lets the job end by itself.
-	if fired && outcome == Clean && fault != FaultNone && (fault != FaultFSHang || j.stalled) {
+	if fired && outcome == Clean && fault != FaultNone && (fault != FaultFSHang || j.stalled) &&
+		!j.recordlessUnseen() {
 		j.violate(
 			j.groups[0].ranks[j.cfg.FaultRank],
 			fmt.Sprintf(

@@ -80,7 +80,11 @@ type JobConfig struct {
 	Fault                Fault
 	FaultRank            int   // the CP rank of group 0 the fault hits
 	FaultStep            int64 // the step it hits at
-	Bugs                 cache.Bugs
+	// Recordless makes a divergence fault leak a slot with no record of its own in the digest
+	// (cache.Testing.PerturbStateAtStep), so that only the placements that follow can show it: set
+	// by tests (RecordlessDivergence), never drawn, so every drawn job is as before.
+	Recordless bool
+	Bugs       cache.Bugs
 	// LateTicks is how much later than usual a late completion comes; lateness is drawn per
 	// completion.
 	LateTicks int
@@ -266,7 +270,11 @@ func (j *JobConfig) coreConfig(group, cpRank int) cache.Config {
 		},
 	}
 	if j.Fault == FaultDivergence && group == 0 && cpRank == j.FaultRank {
-		cfg.PerturbAtStep = j.FaultStep
+		if j.Recordless {
+			cfg.Testing.PerturbStateAtStep = j.FaultStep
+		} else {
+			cfg.PerturbAtStep = j.FaultStep
+		}
 	}
 	return cfg
 }
@@ -318,8 +326,16 @@ func (j *JobConfig) String() string {
 		j.PlacementAssertEvery,
 		j.SyncCopies,
 		l3,
-		j.Fault,
+		j.faultName(),
 		j.FaultRank,
 		j.FaultStep,
 	)
+}
+
+// faultName is the fault as the job's line names it.
+func (j *JobConfig) faultName() string {
+	if j.Recordless && j.Fault == FaultDivergence {
+		return "divergence without a record"
+	}
+	return j.Fault.String()
 }

@@ -22,7 +22,9 @@ type group struct {
 	sentUpTo int64
 	arrived  []*rank
 	hashes   map[int64][]uint64
-	refs     map[partKey][]*pending
+	// a recordless divergence's group: by step, each rank's placements hash (recordless.go)
+	placements map[int64][]uint64
+	refs       map[partKey][]*pending
 	// by backup seq, the nodes whose auditor checked it in the step in progress
 	audited map[uint64][]int
 	// prefetches, by prefetch seq (replicated): the blocks its readers read, and whether any read

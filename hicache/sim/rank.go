@@ -244,6 +244,9 @@ func (r *rank) Poll() {
 func (r *rank) StepDone(step int64) {
 	r.steps = step
 	r.g.reportHash(r, step, r.core.StateHash())
+	if r.g.j.cfg.Recordless && r.g.index == 0 {
+		r.g.reportPlacements(r, step)
+	}
 	if r.g.index == 0 && r.cp == 0 && r.g.j.l3 != nil {
 		r.g.j.l3.otherJob()
 	}

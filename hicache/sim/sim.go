@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -79,14 +80,7 @@ func Run(o Options) Result {
 		if o.Configure != nil {
 			o.Configure(&cfg)
 		}
-		var jr JobResult
-		if o.Bugs.Has(cache.BugResetKeepsFreeBitmap) {
-			restore := pool.BreakResetForTest()
-			jr = RunJob(cfg)
-			restore()
-		} else {
-			jr = RunJob(cfg)
-		}
+		jr := runWithPoolBugs(o.Bugs, cfg)
 		res.add(jr)
 		if o.Report != nil {
 			o.Report(jr)
@@ -97,6 +91,19 @@ func Run(o Options) Result {
 			return res
 		}
 	}
+}
+
+// runWithPoolBugs runs one job with the deliberate bugs that live in pool installed for it (pool
+// has no Bugs of its own: they are process-wide switches, so a job carrying one must not run beside
+// another).
+func runWithPoolBugs(bugs cache.Bugs, cfg JobConfig) JobResult {
+	if bugs.Has(cache.BugResetKeepsFreeBitmap) {
+		defer pool.BreakResetForTest()()
+	}
+	if bugs.Has(cache.BugDigestMissesStart) {
+		defer pool.BreakDigestForTest()()
+	}
+	return RunJob(cfg)
 }
 
 // JobResult is one job's end.
@@ -110,6 +117,8 @@ type JobResult struct {
 	ModelChecked bool
 	ReadsGivenUp int64 // L3 reads given up at their deadline
 	Fired        bool  // the injected fault took effect
+	// the first divergence group 0's checks caught (its step and which consensus), nil when none
+	Caught *cache.DivergenceError
 	// a permanent fault took hold that only the watchdog can end (a rank stopped, an L3 write hung)
 	Stalled bool
 	// the watchdog's line when it ended the job: what every rank still running waited on
@@ -166,6 +175,11 @@ func runJob(cfg JobConfig, tamper func([]cache.Outcome)) (out JobResult) {
 		out.Outcome = j.finalChecks()
 	}
 	out.ModelChecked = j.modelChecked
+	for _, r := range j.groups[0].ranks {
+		if out.Caught == nil && r.err != nil {
+			errors.As(r.err, &out.Caught)
+		}
+	}
 	out.ReadsGivenUp = j.readsGivenUp
 	out.Violation, out.Models = j.violation, j.models
 	for _, g := range j.groups {
