@@ -50,19 +50,28 @@ func commandSettings(c *cli.Context, commandLine []string) []spmd.Setting {
 			Source: flagSource(f, commandLine),
 		}
 		settings = append(settings, s)
-		if slices.Contains(inputFileFlags, name) && s.Value != "" &&
-			s.Value != "-" { // "-": broadcast from rank 0
-			identity, err := fileIdentity(s.Value)
-			settings = append(
-				settings,
-				spmd.Setting{Name: s.Name + "'s content", Value: identity, Unknown: err != nil},
-			)
+		if slices.Contains(inputFileFlags, name) {
+			settings = append(settings, contentSetting(s))
 		}
 	}
 	for _, env := range jobEnvironment {
 		settings = append(settings, spmd.Setting{Name: env, Value: os.Getenv(env)})
 	}
 	return settings
+}
+
+// contentSetting is the identity of the file an input file flag's setting s names. Every rank holds
+// it, known or not, so that a rank given the file and one given none hold the same list of names:
+// the comparison then names the flag alone, where a list one longer made every setting after it
+// differ and said the ranks ran different builds. No file ("") and "-" (broadcast from rank 0) have
+// nothing to identify.
+func contentSetting(s spmd.Setting) spmd.Setting {
+	content := spmd.Setting{Name: s.Name + "'s content", Unknown: true}
+	if s.Value != "" && s.Value != "-" {
+		identity, err := fileIdentity(s.Value)
+		content.Value, content.Unknown = identity, err != nil
+	}
+	return content
 }
 
 // flagSource names the environment variable that gave f's value, when the command line did not.
