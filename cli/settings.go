@@ -22,8 +22,21 @@ import (
 // withJob and topo hand them to spmd.StartJob.
 var jobSettings = func() []spmd.Setting { return nil }
 
-// rankOwnFlags change only what a rank prints, never what the job does: a rank may hold its own.
-var rankOwnFlags = []string{"log-level"}
+// rankOwnFlags are the one list of the flags a rank may hold its own value of, each with why: they
+// change only what a rank prints, or end the command before a job starts. Every other flag of every
+// command is compared (TestEveryFlagOfEveryCommandIsComparedUnlessRankOwn walks them all).
+var rankOwnFlags = []struct{ name, why string }{
+	{"help", "prints the help and ends the command before any job starts"},
+	{"version", "the app's own: prints the build and ends before any command runs"},
+	{"log-level", "changes only what a rank logs on stderr, never what the job does"},
+}
+
+// rankOwn says whether name is one of rankOwnFlags.
+func rankOwn(name string) bool {
+	return slices.ContainsFunc(rankOwnFlags, func(f struct{ name, why string }) bool {
+		return f.name == name
+	})
+}
 
 // inputFileFlags name files whose content is part of the job: their identity is compared, not only
 // their names.
@@ -41,7 +54,7 @@ func commandSettings(c *cli.Context, commandLine []string) []spmd.Setting {
 	}
 	for _, f := range c.Command.Flags {
 		name := f.Names()[0]
-		if name == "help" || slices.Contains(rankOwnFlags, name) {
+		if rankOwn(name) {
 			continue
 		}
 		s := spmd.Setting{
