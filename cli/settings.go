@@ -54,7 +54,7 @@ func commandSettings(c *cli.Context, commandLine []string) []spmd.Setting {
 	}
 	for _, f := range c.Command.Flags {
 		name := f.Names()[0]
-		if rankOwn(name) {
+		if rankOwn(name) || settingLeftOut(name) { // settingLeftOut: a deliberate bug, simbugs only
 			continue
 		}
 		s := spmd.Setting{
