@@ -192,11 +192,13 @@ func flagProblems(t *testing.T, at flagAt, a []spmd.Setting, value string) []str
 			}
 
 		}
-		how := fmt.Sprintf("%s --%s %q (from %s)", cmd, name, value, cmp.Or(env, "the command line"))
+		from := cmp.Or(env, "the command line")
+		how := fmt.Sprintf("%s --%s %q (from %s)", cmd, name, value, from)
 		differ, sameList := compared(a, b)
 		switch {
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("%s: not taken (%v): give it a value", how, err))
+			problems = append(problems, fmt.Sprintf("%s: not taken (%v): give it a value",
+				how, err))
 		case rankOwn(name) && len(differ) > 0:
 			problems = append(problems, fmt.Sprintf("%s: rank-own, but %v differ", how, differ))
 		case rankOwn(name):
@@ -223,7 +225,8 @@ func TestEveryFlagOfEveryCommandIsComparedUnlessRankOwn(t *testing.T) {
 		t.Error(p)
 	}
 	if flags < 200 || commands < 15 {
-		t.Errorf("walked %d flags of %d commands: the walk misses the command tree", flags, commands)
+		t.Errorf("walked %d flags of %d commands: the walk misses the command tree",
+			flags, commands)
 	}
 	all, _ := everyFlag()
 	own := map[string]bool{} // "command --flag", once each
