@@ -59,7 +59,7 @@ func commandSettings(c *cli.Context, commandLine []string) []spmd.Setting {
 		}
 		s := spmd.Setting{
 			Name:   "--" + name,
-			Value:  fmt.Sprint(c.Value(name)),
+			Value:  settingValue(c.Value(name)),
 			Source: flagSource(f, commandLine),
 		}
 		settings = append(settings, s)
@@ -71,6 +71,21 @@ func commandSettings(c *cli.Context, commandLine []string) []spmd.Setting {
 		settings = append(settings, spmd.Setting{Name: env, Value: os.Getenv(env)})
 	}
 	return settings
+}
+
+// settingValue is a flag's effective value (c.Value) as text. A slice flag's value prints as its
+// struct, which holds whether it was set: a list given on one rank and left at its default (the
+// same list) on another differed. Its elements are the setting.
+func settingValue(v any) string {
+	switch v := v.(type) {
+	case cli.IntSlice:
+		return fmt.Sprint(v.Value())
+	case cli.Int64Slice:
+		return fmt.Sprint(v.Value())
+	case cli.StringSlice:
+		return fmt.Sprint(v.Value())
+	}
+	return fmt.Sprint(v)
 }
 
 // contentSetting is the identity of the file an input file flag's setting s names. Every rank holds

@@ -129,8 +129,9 @@ func compared(a, b []spmd.Setting) (differ []string, sameList bool) {
 // rank B with another value of one flag, given on the command line and then from each of its
 // environment variables; the comparison must find that flag alone, the lists of names the same
 // (the message would otherwise say that the ranks run different builds), unless the flag is
-// rank-own, which must take no part. It returns what is wrong, and how many flags (each name once
-// per command) and commands it walked.
+// rank-own, which must take no part; given its default explicitly on rank B alone, it must differ
+// in nothing. It returns what is wrong, and how many flags (each name once per command) and
+// commands it walked.
 func settingsProblems(t *testing.T) (problems []string, flags, commands int) {
 	all, commands := everyFlag()
 	defaults := map[string][]spmd.Setting{}
@@ -155,6 +156,7 @@ func settingsProblems(t *testing.T) (problems []string, flags, commands int) {
 			continue
 		}
 		problems = append(problems, flagProblems(t, at, defaults[cmd], value)...)
+		problems = append(problems, defaultProblems(at, defaults[cmd])...)
 	}
 	for _, own := range rankOwnFlags {
 		if !seen[own.name] || own.why == "" {
@@ -218,7 +220,8 @@ func flagProblems(t *testing.T, at flagAt, a []spmd.Setting, value string) []str
 
 // Every flag of every command is compared across ranks, or is rank-own by design (rankOwnFlags,
 // each with why): ranks given different values of a compared flag are refused naming it, and it
-// alone. Dropping a flag from commandSettings fails this (TestTheSettingsWalkCatchesAFlagLeftOut).
+// alone; a rank given a flag's default explicitly is not refused. Dropping a flag from
+// commandSettings fails this (TestTheSettingsWalkCatchesAFlagLeftOut).
 func TestEveryFlagOfEveryCommandIsComparedUnlessRankOwn(t *testing.T) {
 	problems, flags, commands := settingsProblems(t)
 	for _, p := range problems {
@@ -237,4 +240,49 @@ func TestEveryFlagOfEveryCommandIsComparedUnlessRankOwn(t *testing.T) {
 	}
 	t.Logf("walked %d flags of %d commands: %d compared, %d rank-own", flags, commands,
 		flags-len(own), len(own))
+}
+
+// defaultValue is f's default as the command line would give it.
+func defaultValue(f cli.Flag) string {
+	switch f := f.(type) {
+	case *cli.IntSliceFlag:
+		return commaList(f.Value.Value())
+	case *cli.Int64SliceFlag:
+		return commaList(f.Value.Value())
+	case *cli.DurationFlag:
+		return f.Value.String()
+	case interface{ GetValue() string }:
+		return f.GetValue()
+	}
+	return ""
+}
+
+// commaList is a slice flag's list as its command line gives it: "1,2".
+func commaList[T any](list []T) string {
+	words := make([]string, len(list))
+	for i, v := range list {
+		words[i] = fmt.Sprint(v)
+	}
+	return strings.Join(words, ",")
+}
+
+// defaultProblems is what is wrong when rank B gives the flag at its default explicitly and rank
+// A leaves it unset: nothing may differ (one rank's explicit default is no other job). A flag whose
+// environment variable this process sets (TestMain's CPHICACHE_JOB_ID) has no default here.
+func defaultProblems(at flagAt, a []spmd.Setting) []string {
+	cmd, name := strings.Join(at.path, " "), at.flag.Names()[0]
+	if withEnv, ok := at.flag.(interface{ GetEnvVars() []string }); ok {
+		for _, env := range withEnv.GetEnvVars() {
+			if _, set := os.LookupEnv(env); set {
+				return nil
+			}
+		}
+	}
+	value := defaultValue(at.flag)
+	b, ran, err := settingsOf(at.path, at.before, "--"+name+"="+value)
+	if differ, _ := compared(a, b); err == nil && ran && len(differ) > 0 {
+		return []string{fmt.Sprintf("%s --%s %q, its default, given on one rank only: the "+
+			"comparison finds %v, want nothing", cmd, name, value, differ)}
+	}
+	return nil
 }
