@@ -178,7 +178,9 @@ FORCE:
 # The deterministic simulator (hicache/sim, `cphicache sim`). make test runs a bounded simulation from a fixed
 # seed (SIM_TEST_STEPS steps, about 12 s here) and shows every deliberate bug of the core caught (sim-bugs,
 # about 10 s, and the runner's unbounded_load_wait, no_read_deadline and verify_skips_last_page caught by its
-# harness on simulated time, about 1 s); make sim runs longer, from a fresh seed, for SIM_SECONDS.
+# harness on simulated time, about 1 s, and a flag left out of the settings ranks compare caught by the walk of
+# every flag, about 2 s; it runs no binary, and CPHICACHE_BIN spares its TestMain a build); make sim runs longer,
+# from a fresh seed, for SIM_SECONDS.
 SIM_SEED       ?= $(shell date +%s)
 SIM_SECONDS    ?= 60
 SIM_TEST_STEPS ?= 100000
@@ -189,6 +191,7 @@ sim: build
 sim-bugs: deps
 	$(GO) test -count=1 -tags simbugs ./hicache/sim -run '^TestEveryDeliberateBugIsCaught$$' -v | grep -E '^(=== RUN|--- |    bugs_test|ok|FAIL|PASS)'
 	$(GO) test -count=1 -tags simbugs ./hicache/runner -run '^TestRunnerHarnessCatches' -v | grep -E '^(=== RUN|--- |    envsim_bugs_test|ok|FAIL|PASS)'
+	CPHICACHE_BIN=$(BIN) $(GO) test -count=1 -tags simbugs ./cli -run '^TestTheSettingsWalkCatchesAFlagLeftOut$$' -v | grep -E '^(=== RUN|--- |    settingsbugs_test|ok|FAIL|PASS)'
 
 # sim-runner runs the runner's own Env under simulation (docs/SIMULATOR.md) for SIM_SECONDS of jobs drawn from SIM_SEED
 # (wall time; each job runs on a simulated clock of its own, so the run keeps a core busy: 40 to 80 jobs a second

@@ -33,6 +33,8 @@
 //     and its JSON's provenance.
 //   - settings.go: the settings every rank of a job agrees on at start-up (spmd.StartJob), from the
 //     command's flags.
+//   - settingsbugs_on.go, settingsbugs_off.go: the deliberate bug of the settings, a flag left out of
+//     the comparison, compiled only with the simbugs tag (as the core's and the runner's are).
 //   - runflags.go: run's flags (runOptions), which validate and sweep share, their conversion into
 //     config.Options, and replayCommand (run's and validate's command).
 //   - runflagsets.go: those flags by category (trace, model, cache, checks, outputs, metrics,

@@ -149,7 +149,7 @@ func TestRanksGivenDifferentSettingsEndSoonAfterTheRefusal(t *testing.T) {
 // that were not given the same job before it builds anything (a --cp that differs, before the
 // topology that would spin): every rank names the setting with the value it holds and where it came
 // from, and the job exits 2 within seconds. A trace with the same path and another content on rank
-// 1 is found by its content.
+// 1 is found by its content, and a trace on one rank only by --trace alone.
 func TestRanksGivenDifferentSettingsStopNamingThem(t *testing.T) {
 	besideOthers(t)
 	traces, traces1 := t.TempDir(), t.TempDir()
@@ -176,6 +176,9 @@ func TestRanksGivenDifferentSettingsStopNamingThem(t *testing.T) {
 		{"CPHICACHE_SEED=9", []string{"validate"}, `--seed is "1" here and differs`, `--seed is "9" here (from CPHICACHE_SEED)`},
 		{"CPHICACHE_BENCH_STEP_ITERS=5", []string{"bench", "step", "--rounds", "1"}, `--iters is "2000" here and differs`, `--iters is "5" here (from CPHICACHE_BENCH_STEP_ITERS)`},
 		{"", []string{"run", "--trace", "t.jsonl"}, `--trace's content is "`, `--trace's content is "`},
+		// A trace on one rank only is --trace alone, not a list of names one longer ("different
+		// builds", and every flag after it).
+		{"CPHICACHE_TRACE=t.jsonl", []string{"run"}, `--trace is "" here and differs on another rank. Give`, `--trace is "t.jsonl" here (from CPHICACHE_TRACE) and differs on another rank. Give`},
 	} {
 		t.Run(strings.Join(tc.args[:min(2, len(tc.args))], "_"), func(t *testing.T) {
 			t.Parallel()
