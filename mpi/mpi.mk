@@ -103,7 +103,7 @@ test-mpich: mpich $(MPICH_NCCL_SHIM) $(foreach p,$(MPICH_TEST_PKGS),$(MPICH_BUIL
 		log=$(MPICH_BUILD)/run.np$$n.log; \
 		$(call SHM_JOB_ID,mpich run np$$n); \
 		timeout $(call LOADED,300) $(MPIEXEC_MPICH) -n $$n $(MPICH_BIN) run --conversations $(MPICH_RUN_CONVERSATIONS) > $$log 2>&1 || { cat $$log; echo "FAIL: mpich run at np $$n"; exit 1; }; \
-		grep -qE '^  placement: (.*, 0 divergences|assert skipped)' $$log && grep -q '^  verify: [0-9]* load-back pages checked, 0 mismatches; .*, 0 wrong$$' $$log \
+		grep -qE '^  placement: (.*, 0 divergences|assert skipped)' $$log && grep -qE '^  verify: ([0-9]+) load-back pages checked of \1 loaded back, 0 mismatches; .*, 0 wrong$$' $$log \
 			&& grep -q '^  result: OK' $$log \
 			|| { cat $$log; echo "FAIL: mpich run at np $$n: divergences, mismatches or no OK"; exit 1; }; \
 		leaked=$$($(SHM_JOB_LEAKS)); \

@@ -16,6 +16,12 @@ import (
 // naming the unverified load-back, because its pages loaded back exceed its pages verified. The
 // same matrix without the bug passes the row.
 func TestValidateDataRowCatchesAnUnverifiedLoadBack(t *testing.T) {
+	if _, dp := testLayout(); dp > 1 {
+		// At 16 ranks (CP8DP2) each rank makes one or two load-backs in the small workload, and the bug
+		// leaves unchecked only a load-back whose sequence number is 3 mod 7, so it never fires (measured:
+		// 240 pages verified with and without it); 1, 2 and 8 ranks prove the row.
+		t.Skip("the bug cannot fire in this layout's few load-backs a rank")
+	}
 	for _, broken := range []bool{false, true} {
 		opts := smallOptions()
 		// Backups commit in their step: every pass loads back, however loaded the node.
