@@ -90,7 +90,8 @@ const bf16Bytes = 2
 // 512 + qk_rope_head_dim 64).
 //
 // The architecture's fields, each from config.json on Hugging Face (meta-llama/Llama-3.1-8B and
-// -70B, Qwen/Qwen2.5-72B, deepseek-ai/DeepSeek-V3; tie_word_embeddings false in all four).
+// -70B, Qwen/Qwen2.5-72B, deepseek-ai/DeepSeek-V3; tie_word_embeddings false in all four; the
+// Qwen3 and GLM-5.2 rows cite theirs beside them).
 // Parameter counts: the dense models' are their safetensors' totals, which
 // TestModelParamsFromConfig recomputes from the fields below within 0.1%; DeepSeek-V3's 671B total
 // and 37B activated a token are its technical report's (arXiv 2412.19437, section 1; the 14B of its
@@ -171,6 +172,83 @@ var models = []Model{
 			VHeadDim:      128,
 			KVLoraRank:    512,
 		},
+	},
+	// https://huggingface.co/Qwen/Qwen3-32B/blob/main/config.json: 64 layers, hidden_size 5120,
+	// intermediate_size 25600, num_attention_heads 64, num_key_value_heads 8, head_dim 128 (so q is
+	// 8192 wide, wider than the hidden size), vocab_size 151936, tie_word_embeddings false; q_norm
+	// and k_norm of head_dim each layer. Params recomputed from these (TestModelParamsFromConfig);
+	// the model card (https://huggingface.co/Qwen/Qwen3-32B) says 32.8B, 31.2B non-embedding.
+	{
+		Name:            "qwen3-32b",
+		Layers:          64,
+		Payloads:        2,
+		LayerTokenBytes: 8 * 128 * bf16Bytes,
+		Shape:           "8 KV heads x head_dim 128",
+		Params:          32_762_123_264,
+		ActiveParams:    32_762_123_264,
+		HiddenSize:      5120,
+		VocabSize:       151936,
+		Intermediate:    25600,
+		Heads:           64,
+		Attention:       GQA,
+		KVHeads:         8,
+		HeadDim:         128,
+	},
+	// https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json: 94 layers, every one MoE
+	// (decoder_sparse_step 1, mlp_only_layers []), hidden_size 4096, num_attention_heads 64,
+	// num_key_value_heads 4, head_dim 128, num_experts 128, num_experts_per_tok 8, no shared
+	// expert, moe_intermediate_size 1536, vocab_size 151936, tie_word_embeddings false. Params
+	// and ActiveParams recomputed from these (TestMoEModelParamsFromConfig); the model card
+	// (https://huggingface.co/Qwen/Qwen3-235B-A22B) says 235B total, 22B activated.
+	{
+		Name:            "qwen3-235b-a22b",
+		Layers:          94,
+		Payloads:        2,
+		LayerTokenBytes: 4 * 128 * bf16Bytes,
+		Shape:           "4 KV heads x head_dim 128",
+		Params:          235_093_634_560,
+		ActiveParams:    22_190_763_520,
+		HiddenSize:      4096,
+		VocabSize:       151936,
+		Heads:           64,
+		Attention:       GQA,
+		KVHeads:         4,
+		HeadDim:         128,
+	},
+	glm52,
+}
+
+// glm52 is the GLM of the CP-shared KV cache's published figures: SGLang's shared KV cache for
+// prefill CP was measured on GLM-5.2-FP8 at CP8 on 8 x H20-3e
+// (https://github.com/sgl-project/sglang/pull/29847, /pull/31435, /pull/35309). Its architecture
+// (glm_moe_dsa) is DeepSeek-V3's MLA plus a DSA sparse-attention indexer, from
+// https://huggingface.co/zai-org/GLM-5.2/blob/main/config.json: 78 layers (3 dense, then 75 MoE
+// of 256 routed experts, 8 routed + 1 shared a token, moe_intermediate_size 2048), hidden_size
+// 6144, num_attention_heads 64, q_lora_rank 2048, kv_lora_rank 512, qk_rope_head_dim 64,
+// qk_nope_head_dim 192, v_head_dim 256, vocab_size 154880, tie_word_embeddings false. The cache
+// counted is the MLA latent only: the indexer's keys (index_head_dim 128, on the 21 "full" layers
+// of indexer_types) are a second cache this table has no kind for, 21 x 128 elements a token
+// beside the latent's 78 x 576 (6% more). Parameters: "744B-A40B", the download table of
+// https://github.com/zai-org/GLM-5 (the GLM-5 report, arXiv 2602.15763, gives GLM-5 the same);
+// TestGLMParamsFromConfig recomputes them from the fields above, its multi-token-prediction layer,
+// which serving skips, left out as DeepSeek-V3's is.
+var glm52 = Model{
+	Name:            "glm-5.2",
+	Layers:          78,
+	Payloads:        1,
+	LayerTokenBytes: (512 + 64) * bf16Bytes,
+	Shape:           "MLA latent 512 + rope 64",
+	Params:          744_000_000_000,
+	ActiveParams:    40_000_000_000,
+	HiddenSize:      6144,
+	VocabSize:       154880,
+	Heads:           64,
+	Attention:       MLA,
+	MLA: MLADims{
+		QKNopeHeadDim: 192,
+		QKRopeHeadDim: 64,
+		VHeadDim:      256,
+		KVLoraRank:    512,
 	},
 }
 
