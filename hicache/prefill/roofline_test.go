@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/internal/errscope"
 )
 
@@ -108,7 +109,7 @@ func TestMLAFLOPsByHand(t *testing.T) {
 // TestRooflineGrowsWithNewAndCachedTokens: more new tokens or a longer cached prefix never takes
 // less time, for every model, and a longer prefix costs strictly more compute.
 func TestRooflineGrowsWithNewAndCachedTokens(t *testing.T) {
-	for _, name := range []string{"llama-3.1-8b", "llama-3.1-70b", "qwen2.5-72b", "deepseek-v3"} {
+	for _, name := range sizing.ModelNames() {
 		r := roofline(t, name, "h200", 8)
 		for _, n := range []int64{1, 64, 1024, 16384} {
 			prev, prevCompute := 0.0, 0.0
@@ -187,7 +188,7 @@ func FuzzRooflineAgainstPerTokenSum(f *testing.F) {
 	for _, seed := range [][3]int64{{1, 0, 0}, {7, 3, 1}, {300, 1000, 2}, {1, 4095, 3}, {64, 64, 1}} {
 		f.Add(seed[0], seed[1], seed[2])
 	}
-	names := []string{"llama-3.1-8b", "llama-3.1-70b", "qwen2.5-72b", "deepseek-v3"}
+	names := sizing.ModelNames()
 	f.Fuzz(func(t *testing.T, newTokens, cachedTokens, model int64) {
 		newTokens, cachedTokens = 1+abs(newTokens)%512, abs(cachedTokens)%4096
 		r := roofline(t, names[abs(model)%int64(len(names))], "h100", 1)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/cphicache/cphicache/hicache/sizing"
 )
 
 // TestBreakEvenDenseGQANeedsAFasterTier: on the same GPUs, Llama-3.1-70B (320 KiB of KV a token for
@@ -119,7 +121,7 @@ func TestSummaryLinesSayModelledAndWhetherATierPays(t *testing.T) {
 // its claims: on 8 H100s every model's break-even rate is far below the group's host links and a
 // dense GQA model's is over twice DeepSeek-V3's.
 func TestBreakEvenTable(t *testing.T) {
-	for _, name := range []string{"llama-3.1-8b", "llama-3.1-70b", "qwen2.5-72b", "deepseek-v3"} {
+	for _, name := range sizing.ModelNames() {
 		r := roofline(t, name, "h100", 8)
 		link := HostLinkBytesPerSecond(r.GPU, 8)
 		for _, p := range []int64{4096, 32768} {
