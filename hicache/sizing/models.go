@@ -216,6 +216,29 @@ var models = []Model{
 		HeadDim:         128,
 	},
 	glm52,
+	// https://huggingface.co/zai-org/GLM-4.5/blob/main/config.json: 92 layers (first_k_dense_replace
+	// 3, then 89 MoE of 160 routed experts, 8 routed + 1 shared a token, moe_intermediate_size
+	// 1536; intermediate_size 12288 dense), hidden_size 5120, num_attention_heads 96,
+	// num_key_value_heads 8, head_dim 128, q, k and v biases and a q and k norm, vocab_size 151552,
+	// tie_word_embeddings false. 355B total, 32B active: https://github.com/zai-org/GLM-5 ("GLM-4.5
+	// ... 355B parameters (32B active)") and the GLM-4.5 report (arXiv 2508.06471);
+	// TestGLMParamsFromConfig recomputes them. The GLM before the shared-KV figures' GLM-5.2, and
+	// the GQA one: its KV is 4.2 times GLM-5.2's latent a token.
+	{
+		Name:            "glm-4.5",
+		Layers:          92,
+		Payloads:        2,
+		LayerTokenBytes: 8 * 128 * bf16Bytes,
+		Shape:           "8 KV heads x head_dim 128",
+		Params:          355_000_000_000,
+		ActiveParams:    32_000_000_000,
+		HiddenSize:      5120,
+		VocabSize:       151552,
+		Heads:           96,
+		Attention:       GQA,
+		KVHeads:         8,
+		HeadDim:         128,
+	},
 }
 
 // glm52 is the GLM of the CP-shared KV cache's published figures: SGLang's shared KV cache for

@@ -115,13 +115,42 @@ func TestGLMParamsFromConfig(t *testing.T) {
 		t.Errorf("glm-5.2: %d and %d active from its config, the table %d and %d",
 			total, active, m.Params, m.ActiveParams)
 	}
+	glm45ParamsFromConfig(t)
+}
+
+// glm45ParamsFromConfig: GLM-4.5's published 355B-A32B from its config.json (cited in the table;
+// intermediate_size 12288 for the 3 dense layers, moe_intermediate_size 1536, 160 routed + 1 shared
+// experts, 8 routed a token, a biased router): per layer q, k, v and o with their biases and q and
+// k norms, and two norms. Total 352.8B, within 1% of 355B; active 33.6B, within 6% of the rounded
+// 32B (which may leave out the embedding table, 0.78B, as this does not).
+func glm45ParamsFromConfig(t *testing.T) {
+	m, err := LookupModel("glm-4.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, q, kv := int64(m.HiddenSize), int64(m.Heads*m.HeadDim), int64(m.KVHeads*m.HeadDim)
+	const dense, moeIntermediate, routed, perToken = 12288, 1536, 160, 8
+	attention := 2*h*q + 2*h*kv + q + 2*kv + 2*int64(m.HeadDim) + 2*h
+	expert := 3 * h * moeIntermediate
+	moe := int64(m.Layers - 3)
+	outer := 2*int64(m.VocabSize)*h + h
+	base := int64(m.Layers)*attention + 3*3*h*dense + moe*(routed*h+routed) + outer
+	total := base + moe*(routed+1)*expert
+	active := base + moe*(perToken+1)*expert
+	if math.Abs(float64(total)/float64(m.Params)-1) > 0.01 ||
+		math.Abs(float64(active)/float64(m.ActiveParams)-1) > 0.06 ||
+		int64(m.LayerTokenBytes) != kv*bf16Bytes {
+		t.Errorf("glm-4.5: %d and %d active from its config, the table %d and %d",
+			total, active, m.Params, m.ActiveParams)
+	}
 }
 
 // TestNewModelsKVBytes: each added row's KV bytes per token, by hand from its config.json in bf16
 // (2 bytes an element): qwen3-32b 64 layers x K and V x 8 KV heads x 128 x 2 = 262,144 (256 KiB);
 // qwen3-235b-a22b 94 x 2 x 4 x 128 x 2 = 192,512 (188 KiB); glm-5.2's MLA latent 78 layers x
 // (kv_lora_rank 512 + qk_rope_head_dim 64) x 2 = 89,856 (87.75 KiB), as DeepSeek-V3's with 78
-// layers for 61. And at CP8 a rank's share of one layer's token: 2048 / 8, 1024 / 8, 1152 / 8.
+// layers for 61; glm-4.5 92 x 2 x 8 x 128 x 2 = 376,832 (368 KiB). And at CP8 a rank's share of one
+// layer's token: 2048 / 8, 1024 / 8, 1152 / 8, 2048 / 8.
 func TestNewModelsKVBytes(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -132,6 +161,7 @@ func TestNewModelsKVBytes(t *testing.T) {
 		{"qwen3-32b", 262_144, 256, GQA},
 		{"qwen3-235b-a22b", 192_512, 128, GQA},
 		{"glm-5.2", 89_856, 144, MLA},
+		{"glm-4.5", 376_832, 256, GQA},
 	} {
 		m, err := LookupModel(tc.name)
 		if err != nil {
