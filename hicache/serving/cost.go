@@ -64,8 +64,8 @@ type Hit struct {
 
 // Tokens is the request as the prefill model sees it. A full-prefix hit still computes its last
 // token, attending over the rest, since the first output token needs that token's logits: vLLM
-// caps a cache hit at the prompt's length less one and SGLang matches at most that many (PREFILL.md,
-// "Hits"). So a full hit is never free.
+// caps a cache hit at the prompt's length less one (PREFILL.md, "Hits"). So a full hit is never
+// free.
 func (h Hit) Tokens() Tokens {
 	cached := h.L1 + h.L2 + h.L3
 	if h.PromptTokens > 0 && cached >= h.PromptTokens {
