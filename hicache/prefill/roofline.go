@@ -129,22 +129,40 @@ func (r *Roofline) MemorySeconds(reqs []Request) float64 {
 	return bytes / (float64(r.GroupGPUs) * r.GPU.HBMBytesPerSecond)
 }
 
-// FLOPs counts a batch's prefill FLOPs: for each request, LinearFLOPs + AttentionFLOPs.
+// FLOPs counts a batch's prefill FLOPs: for each request, LinearFLOPs + AttentionFLOPs, the
+// attention of an MLA model's batch taken by the cheaper of its two paths for the whole step
+// (AbsorbedAttentionFLOPs), as an engine picks one kernel for a step.
 func (r *Roofline) FLOPs(reqs []Request) float64 {
-	var sum float64
+	var linear, expanded, absorbed float64
 	for _, q := range reqs {
 		if q.NewTokens > 0 {
-			sum += LinearFLOPs(
-				r.Model,
-				q.NewTokens,
-			) + AttentionFLOPs(
-				r.Model,
-				q.CachedTokens,
-				q.NewTokens,
-			)
+			linear += LinearFLOPs(r.Model, q.NewTokens)
+			expanded += AttentionFLOPs(r.Model, q.CachedTokens, q.NewTokens)
+			absorbed += AbsorbedAttentionFLOPs(r.Model, q.CachedTokens, q.NewTokens)
 		}
 	}
-	return sum
+	return linear + min(expanded, absorbed)
+}
+
+// AbsorbedAttentionFLOPs is MLA's absorbed path (DeepSeek-V2, arXiv 2405.04434, section 2.1.2: W_UK
+// folds into the query and W_UV into the output): every head attends over the cached latent itself,
+// so no cached token is expanded, but a query-key pair costs 2 x heads x (kv_lora_rank + qk_rope)
+// for the score and 2 x heads x kv_lora_rank for the value. Folding W_UK and W_UV into the new
+// tokens' query and output costs what their kv_b_proj costs, already in LinearFLOPs. Cheaper than
+// expansion when new tokens are few (DeepSeek-V3 on 128 heads: below about 170). A GQA model has
+// one path: AttentionFLOPs.
+func AbsorbedAttentionFLOPs(m sizing.Model, cachedTokens, newTokens int64) float64 {
+	if m.Attention != sizing.MLA {
+		return AttentionFLOPs(m, cachedTokens, newTokens)
+	}
+	if newTokens <= 0 {
+		return 0
+	}
+	c, n := float64(cachedTokens), float64(newTokens)
+	pairs := c*n + n*(n+1)/2
+	d := m.MLA
+	pair := 2 * float64(m.Heads) * float64(2*d.KVLoraRank+d.QKRopeHeadDim)
+	return float64(m.Layers) * pairs * pair
 }
 
 // LinearFLOPs is the matrix multiplies of newTokens tokens through the weights: 2 FLOPs (a multiply

@@ -193,22 +193,28 @@ func FuzzRooflineAgainstPerTokenSum(f *testing.F) {
 		newTokens, cachedTokens = 1+abs(newTokens)%512, abs(cachedTokens)%4096
 		r := roofline(t, names[abs(model)%int64(len(names))], "h100", 1)
 		m := r.Model
-		var naive float64
+		var naive, keysAll float64
 		for i := int64(0); i < newTokens; i++ {
 			// the token's linear layers
 			naive += 2 * (float64(m.ActiveParams) - 2*float64(m.VocabSize)*float64(m.HiddenSize))
 			// itself and everything before it
-			keys := cachedTokens + i + 1
-			for l := 0; l < m.Layers; l++ {
-				naive += float64(keys) * PairFLOPs(m)
-			}
+			keysAll += float64(cachedTokens + i + 1)
 		}
 		naive += 2 * float64(
 			m.VocabSize,
 		) * float64(
 			m.HiddenSize,
 		) // the output head, on the last token
-		naive += float64(m.Layers) * float64(cachedTokens) * CachedExpandFLOPs(m)
+		// attention: expanded (every key, plus each cached latent's expansion) or, for MLA,
+		// absorbed over the latent, whichever is cheaper
+		expand := float64(cachedTokens) * CachedExpandFLOPs(m)
+		expanded := float64(m.Layers) * (keysAll*PairFLOPs(m) + expand)
+		absorbed := expanded
+		if m.Attention == sizing.MLA {
+			pair := 2 * float64(m.Heads) * float64(2*m.MLA.KVLoraRank+m.MLA.QKRopeHeadDim)
+			absorbed = float64(m.Layers) * keysAll * pair
+		}
+		naive += min(expanded, absorbed)
 		got := r.FLOPs([]Request{{newTokens, cachedTokens}})
 		if math.Abs(got-naive) > 1e-9*naive {
 			t.Errorf(

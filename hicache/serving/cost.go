@@ -62,9 +62,15 @@ type Hit struct {
 	PromptTokens, L1, L2, L3 int64
 }
 
-// Tokens is the request as the prefill model sees it.
+// Tokens is the request as the prefill model sees it. A full-prefix hit still computes its last
+// token, attending over the rest, since the first output token needs that token's logits: vLLM
+// caps a cache hit at the prompt's length less one (PREFILL.md, "Hits"). So a full hit is never
+// free.
 func (h Hit) Tokens() Tokens {
 	cached := h.L1 + h.L2 + h.L3
+	if h.PromptTokens > 0 && cached >= h.PromptTokens {
+		cached = h.PromptTokens - 1
+	}
 	return Tokens{New: h.PromptTokens - cached, Cached: cached}
 }
 

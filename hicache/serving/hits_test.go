@@ -1,0 +1,72 @@
+package serving
+
+import (
+	"testing"
+
+	"github.com/cphicache/cphicache/hicache/prefill"
+)
+
+// roofline adapts the prefill package's roofline to a serving Prefill, as the runner does.
+type roofline struct{ r *prefill.Roofline }
+
+func (m roofline) BatchSeconds(batch []Tokens) float64 {
+	reqs := make([]prefill.Request, len(batch))
+	for i, t := range batch {
+		reqs[i] = prefill.Request{NewTokens: t.New, CachedTokens: t.Cached}
+	}
+	return m.r.BatchSeconds(reqs)
+}
+
+func newRoofline(t *testing.T, model string) roofline {
+	t.Helper()
+	r, err := prefill.NewRoofline(model, "h200", 8, prefill.DefaultEfficiency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roofline{r}
+}
+
+// TestFullHitIsNeverFree: a prompt whose every token is in L1 still computes its last token over
+// the rest, so its step costs a forward pass, and no less than the same prompt with one token fewer
+// cached.
+func TestFullHitIsNeverFree(t *testing.T) {
+	for _, model := range []string{"llama-3.1-8b", "deepseek-v3"} {
+		m := newRoofline(t, model)
+		full := Cost(m, Links{}, []Hit{{PromptTokens: 32768, L1: 32768}})
+		if !(full.PrefillSeconds > 0) {
+			t.Errorf("%s: a full L1 hit prefills in %g s, want > 0", model, full.PrefillSeconds)
+		}
+		one := Cost(m, Links{}, []Hit{{PromptTokens: 32768, L1: 32767}})
+		if full.PrefillSeconds != one.PrefillSeconds {
+			t.Errorf("%s: full hit %g s, one token computed %g s: want equal",
+				model, full.PrefillSeconds, one.PrefillSeconds)
+		}
+	}
+}
+
+// TestSeventyPercentHitCutsTTFT: an L2 that serves 70% of a 32K-token prompt on 8 H200s cuts its
+// TTFT by between 55% and 75% of its cold prefill (the loads charged before the prefill). An L3 at
+// one node's 40 GiB/s pays its read before the load-back, so it cuts less: today 52% to 55%, below
+// the band (reported in issue 45's work, not loosened), so it is held to cutting, and to no more
+// than the L2.
+func TestSeventyPercentHitCutsTTFT(t *testing.T) {
+	for _, model := range []string{"llama-3.1-70b", "deepseek-v3"} {
+		m := newRoofline(t, model)
+		l := Links{
+			HostBytesPerSecond: 64e9, L3BytesPerSecond: 40 << 30,
+			KVBytesPerToken: m.r.Model.TokenBytes(), GPUs: 8, Nodes: 1,
+		}
+		const prompt, hit = 32768, 32768 * 7 / 10
+		cold := Cost(m, l, []Hit{{PromptTokens: prompt}}).Seconds()
+		cut := func(h Hit) float64 { return (cold - Cost(m, l, []Hit{h}).Seconds()) / cold }
+		l2 := cut(Hit{PromptTokens: prompt, L2: hit})
+		l3 := cut(Hit{PromptTokens: prompt, L3: hit})
+		t.Logf("%s: TTFT cut L2 %.3f, L3 %.3f of %g s (MODELLED)", model, l2, l3, cold)
+		if l2 < 0.55 || l2 > 0.75 {
+			t.Errorf("%s L2: cut %.3f, want 0.55 to 0.75", model, l2)
+		}
+		if !(l3 > 0 && l3 <= l2) {
+			t.Errorf("%s L3: cut %.3f, want above 0 and no more than the L2's %.3f", model, l3, l2)
+		}
+	}
+}
