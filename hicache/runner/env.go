@@ -247,9 +247,10 @@ func (rs *runState) BeginStep(step int64) {
 // requests still wait for and their load-backs, each at least its modelled time and at least until
 // this rank's real copies finished; then the prefill's forward passes (chunked by --step-tokens,
 // serving.Chunk), at their modelled time, while the real copies and L3 I/O go on beside it; each
-// request's first token comes at the end of the forward pass that computed its last chunk. The prefill's end is waited for just before the step's consensus
-// (paceConsensus): the rank's own checks and local waits before it (the load-backs' verification, a
-// throttled drain) run under the modelled compute, as they would beside a GPU.
+// request's first token comes at the end of the forward pass that computed its last chunk. The
+// prefill's end is waited for just before the step's consensus (paceConsensus): the rank's own
+// checks and local waits before it (the load-backs' verification, a throttled drain) run under the
+// modelled compute, as they would beside a GPU.
 func (rs *runState) Served(s *cache.ServedStep) {
 	c := rs.clock
 	if c == nil {

@@ -16,7 +16,7 @@ type Queued struct {
 // passes of at most StepTokens new tokens (Chunk), so a request with more new tokens than that runs
 // in chunks over consecutive forward passes of its step, each attending over the chunks before it,
 // and its first token comes at its last chunk's end. The requests after it wait for the next step,
-// where an engine would let them fill its last chunk's forward pass (SERVING.md, "Limits").
+// where an engine would let them fill its last chunk's forward pass (SERVING.md, its limits).
 type Batching struct {
 	StepTokens  int64
 	MaxRequests int

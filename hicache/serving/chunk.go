@@ -2,18 +2,18 @@ package serving
 
 import "math"
 
-// Chunked prefill (SERVING.md, "Steps"): an engine computes at most a budget of new tokens in one
-// forward pass, SGLang's --chunked-prefill-size (8192 by default on large GPUs) and vLLM's
-// max_num_batched_tokens. A request whose new tokens do not fit what is left of the budget is cut
-// there, and the next forward pass continues it first: SGLang's PrefillAdder.add_one_req
-// truncates it to rem_chunk_tokens and add_chunked_req puts its rest first in the next batch
-// (python/sglang/srt/managers/schedule_policy.py); vLLM's Scheduler.schedule gives every request
-// min(its new tokens, token_budget), the running ones (a chunked prefill among them) first
-// (vllm/v1/core/sched/scheduler.py). Each chunk is a forward pass over the model's weights that
-// attends over the request's cached prefix and its chunks before it: it is priced as Tokens{New:
-// the chunk, Cached: the prefix and the earlier chunks}, so a chunked prompt pays its weights once
-// a chunk, its KV read again by every later chunk, and, for an MLA model whose chunk takes the
-// expanded path, the expansion of its earlier chunks' latents again.
+// Chunked prefill (SERVING.md, its paragraph of that name): an engine computes at most a budget of
+// new tokens in one forward pass, SGLang's --chunked-prefill-size (8192 by default on large GPUs)
+// and vLLM's max_num_batched_tokens. A request whose new tokens do not fit what is left of the
+// budget is cut there, and the next forward pass continues it first: SGLang's
+// PrefillAdder.add_one_req truncates it to rem_chunk_tokens and add_chunked_req puts its rest first
+// in the next batch (python/sglang/srt/managers/schedule_policy.py); vLLM's Scheduler.schedule
+// gives every request min(its new tokens, token_budget), the running ones (a chunked prefill among
+// them) first (vllm/v1/core/sched/scheduler.py). Each chunk is a forward pass over the model's
+// weights that attends over the request's cached prefix and its chunks before it: it is priced as
+// Tokens{New: the chunk, Cached: the prefix and the earlier chunks}, so a chunked prompt pays its
+// weights once a chunk, its KV read again by every later chunk, and, for an MLA model whose chunk
+// takes the expanded path, the expansion of its prefix and earlier chunks' latents again.
 //
 // The budget is the step's (Batching.StepTokens), a replicated flag, and a pass's requests and
 // their hits are the same on every rank: the chunks are a pure function of replicated state, which
