@@ -46,10 +46,9 @@ type Replay struct {
 // VirtualReplay replays records on a clock whose cache machinery costs nothing: each step takes
 // exactly its modelled time (PlanStep, its forward passes chunked by b.StepTokens as the run's
 // are), a deferred request served in the step after its own, each request's first token at the
-// end of the forward pass that computed its last new token. The
-// records arrive at their ArrivalNs, or, with clients (Clients.N above 0), as the clients send them
-// on this clock. Over a run's own hit record it is that run's ideal; over a sweep's, its modelled
-// TTFT.
+// end of the forward pass that computed its last new token. The records arrive at their ArrivalNs,
+// or, with clients (Clients.N above 0), as the clients send them on this clock. Over a run's own
+// hit record it is that run's ideal; over a sweep's, its modelled TTFT.
 func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Clients) Replay {
 	a := newVirtualArrivals(records, clients)
 	out := Replay{Requests: make([]Timing, len(records))}
