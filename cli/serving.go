@@ -123,7 +123,7 @@ func servingBudgetFlags(o *servingOptions) []cli.Flag {
 			EnvVars:     servingEnv("STEP_TOKENS"),
 			Category:    servingCategory,
 			Destination: &o.stepTokens,
-			Usage:       "a step's budget of prompt tokens (chunked prefill's): CP rank 0 forms each step from the requests that have arrived, up to it; a longer request goes alone",
+			Usage:       "tokens: a step's budget of prompt tokens and chunked prefill's chunk: CP rank 0 forms each step from the requests that have arrived, up to it (a longer request goes alone), and the modelled GPUs compute a step in forward passes of at most this many new tokens, so a longer prompt runs in chunks, each attending over those before it, its first token at its last chunk's end",
 		},
 		&cli.IntFlag{
 			Name:        "step-requests",

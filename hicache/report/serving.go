@@ -66,6 +66,12 @@ type ServingReport struct {
 	// MachinerySharePct is the share of the steps' time that the cache machinery added beyond the
 	// modelled time.
 	MachinerySharePct float64 `json:"machinery_share_pct"`
+	// Chunked prefill (MODELLED): at most ChunkTokens new tokens a forward pass (--step-tokens);
+	// ChunkedRequests were computed in more than one, ChunkedForwardPasses in all (the run's, or
+	// a virtual run's ideal's).
+	ChunkTokens          int64 `json:"chunk_tokens"`
+	ChunkedRequests      int64 `json:"chunked_requests"`
+	ChunkedForwardPasses int64 `json:"chunked_forward_passes"`
 
 	// TTFTHist and IdealHist are TTFT's and IdealTTFT's distributions job-wide, for the metrics
 	// file's histograms.
@@ -101,6 +107,7 @@ func (s *ServingReport) writeSummary(w io.Writer) {
 				l.PromptTokensPerSecond,
 			)
 		}
+		s.writeChunks(w)
 		return
 	}
 	ms := func(p Percentiles) string {
@@ -135,6 +142,22 @@ func (s *ServingReport) writeSummary(w io.Writer) {
 		seconds(s.LoadWait.P50),
 		seconds(s.Compute.P50),
 		s.MachinerySharePct,
+	)
+	s.writeChunks(w)
+}
+
+// writeChunks says how many requests chunked prefill split, when it split any.
+func (s *ServingReport) writeChunks(w io.Writer) {
+	if s.ChunkedRequests == 0 {
+		return
+	}
+	fmt.Fprintf(
+		w,
+		"    chunked prefill, MODELLED: %d of %d requests computed in chunks of at most %d new tokens (--step-tokens), %d forward passes in all, each attending over the chunks before it; a first token comes at its last chunk's end\n",
+		s.ChunkedRequests,
+		s.Requests,
+		s.ChunkTokens,
+		s.ChunkedForwardPasses,
 	)
 }
 

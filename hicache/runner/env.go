@@ -245,38 +245,18 @@ func (rs *runState) BeginStep(step int64) {
 
 // Served spends the step's modelled time (serving.PlanStep), in a GPU's order: the L3 reads its
 // requests still wait for and their load-backs, each at least its modelled time and at least until
-// this rank's real copies finished; then the prefill, at its modelled time, while the real copies
-// and L3 I/O go on beside it. The prefill's end is waited for just before the step's consensus
-// (paceConsensus): the rank's own checks and local waits before it (the load-backs' verification, a
-// throttled drain) run under the modelled compute, as they would beside a GPU.
+// this rank's real copies finished; then the prefill's forward passes (chunked by --step-tokens,
+// serving.Chunk), at their modelled time, while the real copies and L3 I/O go on beside it; each
+// request's first token comes at the end of the forward pass that computed its last chunk. The
+// prefill's end is waited for just before the step's consensus (paceConsensus): the rank's own
+// checks and local waits before it (the load-backs' verification, a throttled drain) run under the
+// modelled compute, as they would beside a GPU.
 func (rs *runState) Served(s *cache.ServedStep) {
 	c := rs.clock
 	if c == nil {
 		return
 	}
-	hits := make([]serving.Hit, len(s.Requests))
-	in := serving.StepInput{
-		FreeNs:          c.stepStart,
-		BatchStartNs:    c.batchStart,
-		DeferredSinceNs: c.batchStart,
-	}
-	deferred := make([]bool, len(s.Requests))
-	for i, r := range s.Requests {
-		o := r.Outcome
-		hits[i] = serving.Hit{
-			PromptTokens: o.L1Hit + o.L2Hit + o.L3Hit + o.Computed,
-			L1:           o.L1Hit,
-			L2:           o.L2Hit,
-			L3:           o.L3Hit,
-		}
-		if rc := c.pending[r.Request]; rc != nil && rc.step < s.Step {
-			deferred[i] = true
-			in.Deferred = append(in.Deferred, hits[i])
-			in.DeferredSinceNs = min(in.DeferredSinceNs, rc.firstStartNs)
-		} else {
-			in.Batch = append(in.Batch, hits[i])
-		}
-	}
+	in, hits, deferred, slot := c.stepInput(s)
 	clocks := c.record(s, hits)
 	if c.opts.Virtual {
 		return
@@ -305,11 +285,47 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	}
 	for i, rc := range clocks {
 		if rc != nil {
-			p := plan.PassOf(deferred[i])
-			rc.stepStartNs, rc.computeStartNs, rc.computeEndNs = p.StartNs, p.ComputeStartNs, p.EndNs
+			// its first token comes at the end of the forward pass that computed its last chunk
+			p, own := plan.Request(deferred[i], slot[i])
+			rc.stepStartNs, rc.computeStartNs = p.StartNs, p.ComputeStartNs
+			rc.computeEndNs, rc.chunks = own.FirstTokenNs, own.Chunks
 			c.inStep = append(c.inStep, rc)
 		}
 	}
+}
+
+// stepInput is what serving.PlanStep prices for a served step: each request's hits, and whether
+// the step before deferred it, with its place in the input's Deferred or Batch (slot), in the
+// core's order (the deferred requests first, then the step's own), which is the virtual clock's.
+func (c *servingClock) stepInput(
+	s *cache.ServedStep,
+) (in serving.StepInput, hits []serving.Hit, deferred []bool, slot []int) {
+	hits = make([]serving.Hit, len(s.Requests))
+	in = serving.StepInput{
+		FreeNs:          c.stepStart,
+		BatchStartNs:    c.batchStart,
+		DeferredSinceNs: c.batchStart,
+		ChunkTokens:     c.opts.Batching.StepTokens,
+	}
+	deferred, slot = make([]bool, len(s.Requests)), make([]int, len(s.Requests))
+	for i, r := range s.Requests {
+		o := r.Outcome
+		hits[i] = serving.Hit{
+			PromptTokens: o.L1Hit + o.L2Hit + o.L3Hit + o.Computed,
+			L1:           o.L1Hit,
+			L2:           o.L2Hit,
+			L3:           o.L3Hit,
+		}
+		if rc := c.pending[r.Request]; rc != nil && rc.step < s.Step {
+			deferred[i], slot[i] = true, len(in.Deferred)
+			in.Deferred = append(in.Deferred, hits[i])
+			in.DeferredSinceNs = min(in.DeferredSinceNs, rc.firstStartNs)
+		} else {
+			slot[i] = len(in.Batch)
+			in.Batch = append(in.Batch, hits[i])
+		}
+	}
+	return in, hits, deferred, slot
 }
 
 // Fill writes a node's KV, as the model would have computed it, into its device pages: per layer

@@ -302,17 +302,19 @@ func (rs *runState) servingReport() (*report.ServingReport, error) {
 	t := &c.t
 	hists := []*report.MsQuantiles{&t.ttft, &t.ideal, &t.queue, &t.prefetch, &t.load, &t.prefill}
 	const perHist = report.MsQuantilesWords
-	words := make([]int64, 0, len(hists)*perHist+5)
+	// requests, tokens/s and ideal tokens/s (x1000), the steps' measured and modelled ns, the
+	// chunked requests and their forward passes
+	var sums [7]int64
+	words := make([]int64, 0, len(hists)*perHist+len(sums))
 	for _, h := range hists {
 		words = append(words, h.Words()...)
 	}
-	// requests, tokens/s and ideal tokens/s (x1000), the steps' measured and modelled ns
-	var sums [5]int64
 	if c.root {
 		sums[0] = t.ideal.Count()
 		sums[1] = int64(1e3 * perSecond(t.promptTokens, t.lastEndNs-t.firstArrivalNs))
 		sums[2] = int64(1e3 * perSecond(t.idealPromptTokens, t.idealEndNs-t.idealFirstNs))
 		sums[3], sums[4] = c.stepsNs, c.modelledNs
+		sums[5], sums[6] = t.chunkedRequests, t.chunkedForwards
 	}
 	words = append(words, sums[:]...)
 	if err := rs.job.Topo.World.AllreduceInt64(words, words, mpi.Sum); err != nil {
@@ -343,6 +345,9 @@ func (rs *runState) servingReport() (*report.ServingReport, error) {
 			sums[1],
 		) / 1e3,
 		IdealPromptTokensPerSecond: float64(sums[2]) / 1e3,
+		ChunkTokens:                o.Batching.StepTokens,
+		ChunkedRequests:            sums[5],
+		ChunkedForwardPasses:       sums[6],
 	}
 	r.TTFTHist, r.IdealHist, r.ModelledL3 = t.ttft, t.ideal, c.withL3
 	if r.IdealTTFT.P50 > 0 {

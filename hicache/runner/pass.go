@@ -59,6 +59,10 @@ type Testing struct {
 	ProveReducer func(transport.MinAllReducer) transport.MinAllReducer
 	// Prefill replaces the serving clock's model of the step costs.
 	Prefill serving.Prefill
+	// ServingTimings is told, on CP rank 0 of each group with the serving clock, every request's
+	// way to its first token on the run's clock (none in a virtual run) and on its ideal's, in
+	// the same order.
+	ServingTimings func(measured, ideal []serving.Timing)
 	// L3 is the L3 store's faults, each on the rank that sets it.
 	L3 L3Faults
 	// bugs are the runner's deliberate bugs (runbugs.go) for a run: a simbugs build's, set by a

@@ -100,6 +100,22 @@ type requestClock struct {
 	arrivalNs, firstStartNs, stepStartNs, computeStartNs, computeEndNs int64
 	hit                                                                serving.Hit
 	flush, served, deferred                                            bool
+	// the forward passes its new tokens spanned: more than 1 when chunked (serving.Chunk)
+	chunks int
+	// its first token on the run's clock: its forward pass's end and what the step overran by
+	firstTokenNs int64
+}
+
+// timing is the request's way to its first token on the run's clock.
+func (rc *requestClock) timing() serving.Timing {
+	return serving.Timing{
+		ArrivalNs:      rc.arrivalNs,
+		FirstStartNs:   rc.firstStartNs,
+		StartNs:        rc.stepStartNs,
+		ComputeStartNs: rc.computeStartNs,
+		EndNs:          rc.firstTokenNs,
+		Chunks:         rc.chunks,
+	}
 }
 
 func newServingClock(o *config.ServingOptions, root bool, prefill serving.Prefill) *servingClock {

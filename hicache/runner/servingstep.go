@@ -84,8 +84,9 @@ func (c *servingClock) stepEnded() {
 	c.modelledNs += modelled - c.idleNs
 	var ends []int64
 	for _, rc := range c.inStep {
-		c.t.observe(rc, rc.computeEndNs+overrun)
-		ends = append(ends, rc.computeEndNs+overrun)
+		rc.firstTokenNs = rc.computeEndNs + overrun
+		c.t.observe(rc, rc.firstTokenNs)
+		ends = append(ends, rc.firstTokenNs)
 	}
 	c.inStep = c.inStep[:0]
 	// the clients learn their first tokens: CP rank 0 forms the step after next with them

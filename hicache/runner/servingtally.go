@@ -14,6 +14,17 @@ type servingTallies struct {
 	firstArrivalNs, lastEndNs                   int64
 	// The ideal's own span and tokens (a virtual run times nothing else).
 	idealPromptTokens, idealFirstNs, idealEndNs int64
+	// The requests computed in more than one forward pass (chunked prefill), and the forward passes
+	// they took: the run's, or a virtual run's ideal's.
+	chunkedRequests, chunkedForwards int64
+}
+
+// chunked counts a request that took chunks forward passes.
+func (t *servingTallies) chunked(chunks int) {
+	if chunks > 1 {
+		t.chunkedRequests++
+		t.chunkedForwards += int64(chunks)
+	}
 }
 
 // observe times one request whose first token came at endNs. Its parts add up to its TTFT: the
@@ -31,15 +42,20 @@ func (t *servingTallies) observe(rc *requestClock, endNs int64) {
 	t.prefetch.ObserveNs(rc.stepStartNs - rc.firstStartNs)
 	t.load.ObserveNs(rc.computeStartNs - rc.stepStartNs)
 	t.prefill.ObserveNs(endNs - rc.computeStartNs)
+	t.chunked(rc.chunks)
 }
 
 // replayIdeal replays the requests this rank timed on a virtual clock with a cache machinery that
 // costs nothing: the same arrivals, the same hits, the same step rule and model, each request
 // deferred for its L3 prefetch as the run deferred it (serving.PlanStep). Requests never served (a
-// failed run) are left out.
-func (c *servingClock) replayIdeal() {
+// failed run) are left out. It returns each request's timing on the run's clock (none in a virtual
+// run) and on the ideal's, flushes left out.
+func (c *servingClock) replayIdeal() (measured, ideal []serving.Timing) {
 	records := make([]serving.Record, 0, len(c.order))
 	for _, rc := range c.order {
+		if rc.served && !rc.flush && !c.opts.Virtual {
+			measured = append(measured, rc.timing())
+		}
 		if rc.served || rc.flush {
 			records = append(
 				records,
@@ -66,7 +82,11 @@ func (c *servingClock) replayIdeal() {
 		if c.t.idealPromptTokens == 0 {
 			c.t.idealFirstNs = tm.ArrivalNs
 		}
+		ideal = append(ideal, tm)
 		c.t.ideal.ObserveNs(tm.TTFTNs())
+		if c.opts.Virtual {
+			c.t.chunked(tm.Chunks) // a virtual run times no request of its own
+		}
 		c.t.idealPromptTokens += records[i].Hit.PromptTokens
 		c.t.idealFirstNs, c.t.idealEndNs = min(
 			c.t.idealFirstNs,
@@ -76,4 +96,5 @@ func (c *servingClock) replayIdeal() {
 			tm.EndNs,
 		)
 	}
+	return measured, ideal
 }

@@ -10,10 +10,13 @@ type Queued struct {
 }
 
 // Batching is how CP rank 0 forms a step: requests in arrival order, as many as have arrived when
-// it forms the step, up to StepTokens prompt tokens (chunked prefill's budget, as SGLang's and
-// vLLM's schedulers keep one) and MaxRequests requests. A request longer than the budget goes
-// alone: its prefill is modelled as its chunks back to back, with no other request between them (a
-// real chunked prefill would let the next requests share its last chunk's step).
+// it forms the step, up to StepTokens prompt tokens and MaxRequests requests; a request longer than
+// the budget goes alone. StepTokens is also chunked prefill's budget, as SGLang's
+// --chunked-prefill-size and vLLM's max_num_batched_tokens are: PlanStep computes a step in forward
+// passes of at most StepTokens new tokens (Chunk), so a request with more new tokens than that runs
+// in chunks over consecutive forward passes of its step, each attending over the chunks before it,
+// and its first token comes at its last chunk's end. The requests after it wait for the next step,
+// where an engine would let them fill its last chunk's forward pass (SERVING.md, its limits).
 type Batching struct {
 	StepTokens  int64
 	MaxRequests int

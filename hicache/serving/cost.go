@@ -83,19 +83,36 @@ type StepCost struct {
 // Seconds is the whole step.
 func (s StepCost) Seconds() float64 { return s.L3ReadSeconds + s.LoadSeconds + s.PrefillSeconds }
 
-// Cost prices a step's requests. L3 hits are read from the L3 and then loaded back like L2 hits; L1
+// Cost prices a step's requests computed in one forward pass, whatever their size (the prefill
+// model's price of the batch). L3 hits are read from the L3 and then loaded back like L2 hits; L1
 // hits cost nothing to move.
-func Cost(p Prefill, l Links, hits []Hit) StepCost {
+func Cost(p Prefill, l Links, hits []Hit) StepCost { return ChunkedCost(p, l, hits, 0) }
+
+// ChunkedCost prices a step's requests as PlanStep computes them: the loads, then forward passes of
+// at most chunkTokens new tokens each (Chunk), PrefillSeconds their sum.
+func ChunkedCost(p Prefill, l Links, hits []Hit, chunkTokens int64) StepCost {
+	c := loadCost(l, hits)
+	for _, seconds := range Chunk(tokensOf(hits), chunkTokens).Seconds(p) {
+		c.PrefillSeconds += seconds
+	}
+	return c
+}
+
+// loadCost is a step's loads: the L3 reads, and the load-backs of its L2 and L3 hits.
+func loadCost(l Links, hits []Hit) StepCost {
 	var loaded, read int64
-	batch := make([]Tokens, 0, len(hits))
 	for _, h := range hits {
 		loaded += h.L2 + h.L3
 		read += h.L3
-		batch = append(batch, h.Tokens())
 	}
-	return StepCost{
-		L3ReadSeconds:  l.L3ReadSeconds(read),
-		LoadSeconds:    l.LoadSeconds(loaded),
-		PrefillSeconds: p.BatchSeconds(batch),
+	return StepCost{L3ReadSeconds: l.L3ReadSeconds(read), LoadSeconds: l.LoadSeconds(loaded)}
+}
+
+// tokensOf is the requests as the prefill model sees them, in order.
+func tokensOf(hits []Hit) []Tokens {
+	out := make([]Tokens, len(hits))
+	for i, h := range hits {
+		out[i] = h.Tokens()
 	}
+	return out
 }

@@ -18,9 +18,11 @@ type Record struct {
 // Timing is one request's way to its first token, in trace time: it arrived, waited in the queue
 // until its step began (FirstStartNs), for its prefetch if deferred until the pass that served it
 // began (StartNs), for its loads (L3 reads, load-backs) and then for the prefill, whose end is its
-// first token.
+// first token: the end of the forward pass that computed its last new token, after Chunks forward
+// passes of its own (more than 1: chunked prefill, Chunk).
 type Timing struct {
 	ArrivalNs, FirstStartNs, StartNs, ComputeStartNs, EndNs int64
+	Chunks                                                  int
 }
 
 // TTFTNs is the request's time to first token.
@@ -42,10 +44,11 @@ type Replay struct {
 // empty step, which serves the requests deferred to it, if any.
 //
 // VirtualReplay replays records on a clock whose cache machinery costs nothing: each step takes
-// exactly its modelled time (PlanStep), a deferred request served in the step after its own. The
-// records arrive at their ArrivalNs, or, with clients (Clients.N above 0), as the clients send them
-// on this clock. Over a run's own hit record it is that run's ideal; over a sweep's, its modelled
-// TTFT.
+// exactly its modelled time (PlanStep, its forward passes chunked by b.StepTokens as the run's
+// are), a deferred request served in the step after its own, each request's first token at the
+// end of the forward pass that computed its last new token. The records arrive at their ArrivalNs,
+// or, with clients (Clients.N above 0), as the clients send them on this clock. Over a run's own
+// hit record it is that run's ideal; over a sweep's, its modelled TTFT.
 func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Clients) Replay {
 	a := newVirtualArrivals(records, clients)
 	out := Replay{Requests: make([]Timing, len(records))}
@@ -65,7 +68,12 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Cli
 		} else if i < len(records) && len(deferred) == 0 && len(firstTokens) == 0 {
 			break // nothing sent, nothing to come: cannot happen with a client or more
 		}
-		in := StepInput{FreeNs: freeNs, BatchStartNs: batchStart, DeferredSinceNs: deferredSince}
+		in := StepInput{
+			FreeNs:          freeNs,
+			BatchStartNs:    batchStart,
+			DeferredSinceNs: deferredSince,
+			ChunkTokens:     b.StepTokens,
+		}
 		for _, j := range deferred {
 			in.Deferred = append(in.Deferred, records[j].Hit)
 		}
@@ -81,15 +89,21 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Cli
 		}
 		plan := PlanStep(p, l, in)
 		var ends []int64
-		for _, j := range deferred {
-			out.Requests[j] = timing(a.queue[j].ArrivalNs, deferredSince, plan.PassOf(true))
+		for k, j := range deferred {
+			pass, c := plan.Request(true, k)
+			out.Requests[j] = timing(a.queue[j].ArrivalNs, deferredSince, pass, c)
 			ends = append(ends, out.Requests[j].EndNs)
 		}
+		own := 0 // the step's own requests served in it, in in.Batch's order
 		for j := i; j < i+n; j++ {
-			out.Requests[j] = timing(a.queue[j].ArrivalNs, plan.Batch.StartNs, plan.Batch)
+			// a flush, or a request deferred to the next step, which will time it
+			pass, c := plan.Batch, Chunks{FirstTokenNs: plan.Batch.EndNs}
 			if !records[j].Flush && !records[j].Deferred {
-				ends = append(ends, plan.Batch.EndNs)
+				pass, c = plan.Request(false, own)
+				own++
+				ends = append(ends, c.FirstTokenNs)
 			}
+			out.Requests[j] = timing(a.queue[j].ArrivalNs, plan.Batch.StartNs, pass, c)
 		}
 		firstTokens = append(firstTokens, ends)
 		deferred, deferredSince = waiting, plan.Batch.StartNs
@@ -152,14 +166,15 @@ func (a *virtualArrivals) firstTokens(endsNs []int64) {
 }
 
 // timing is a request's way through the pass that served it, its step having first begun at
-// firstStartNs.
-func timing(arrivalNs, firstStartNs int64, p Pass) Timing {
+// firstStartNs, with its own chunks c.
+func timing(arrivalNs, firstStartNs int64, p Pass, c Chunks) Timing {
 	return Timing{
 		ArrivalNs:      arrivalNs,
 		FirstStartNs:   firstStartNs,
 		StartNs:        p.StartNs,
 		ComputeStartNs: p.ComputeStartNs,
-		EndNs:          p.EndNs,
+		EndNs:          c.FirstTokenNs,
+		Chunks:         c.Chunks,
 	}
 }
 

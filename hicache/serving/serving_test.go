@@ -2,6 +2,7 @@ package serving
 
 import (
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -245,11 +246,13 @@ func TestPlanStepPricesEachPassInAGPUsOrder(t *testing.T) {
 		Deferred: []Hit{{PromptTokens: 100, L3: 96}}, Batch: []Hit{{PromptTokens: 3}}}
 	p := PlanStep(m, deferralLinks, in)
 	want := StepPlan{
-		Deferred:  Pass{StartNs: 2 * ms, ComputeStartNs: 5 * ms, EndNs: 9 * ms},
-		Batch:     Pass{StartNs: 9 * ms, ComputeStartNs: 9 * ms, EndNs: 12 * ms},
+		Deferred: Pass{StartNs: 2 * ms, ComputeStartNs: 5 * ms, EndNs: 9 * ms,
+			Forwards: 1, Requests: []Chunks{{Chunks: 1, FirstTokenNs: 9 * ms}}},
+		Batch: Pass{StartNs: 9 * ms, ComputeStartNs: 9 * ms, EndNs: 12 * ms,
+			Forwards: 1, Requests: []Chunks{{Chunks: 1, FirstTokenNs: 12 * ms}}},
 		TwoPasses: true,
 	}
-	if p != want || p.IdleNs() != 0 || p.EndNs() != 12*ms {
+	if !reflect.DeepEqual(p, want) || p.IdleNs() != 0 || p.EndNs() != 12*ms {
 		t.Fatalf("PlanStep = %+v, want %+v", p, want)
 	}
 	// the step's own had arrived; a load-back ended at 7 ms
@@ -257,10 +260,15 @@ func TestPlanStepPricesEachPassInAGPUsOrder(t *testing.T) {
 	p = PlanStep(m, deferralLinks, in)
 	want = StepPlan{
 		Deferred: Pass{StartNs: 2 * ms, ComputeStartNs: 2 * ms, EndNs: 2 * ms},
-		Batch:    Pass{StartNs: 2 * ms, ComputeStartNs: 7 * ms, EndNs: 14 * ms},
+		Batch: Pass{StartNs: 2 * ms, ComputeStartNs: 7 * ms, EndNs: 14 * ms, Forwards: 1,
+			Requests: []Chunks{{Chunks: 1, FirstTokenNs: 14 * ms}, {Chunks: 1, FirstTokenNs: 14 * ms}}},
+		deferredInBatch: 1,
 	}
-	if p != want {
+	if !reflect.DeepEqual(p, want) {
 		t.Fatalf("PlanStep = %+v, want %+v", p, want)
+	}
+	if _, c := p.Request(false, 0); c.FirstTokenNs != 14*ms {
+		t.Fatalf("the step's own request: %+v, want its first token at 14 ms", c)
 	}
 }
 

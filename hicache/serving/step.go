@@ -7,21 +7,35 @@ package serving
 // whose ideal then differs from the run only by what the machinery costs. PlanStep is the one place
 // that prices such a step; both clocks call it.
 
-// Pass is one forward pass of the modelled GPUs: it begins, loads (the L3 reads still waited for,
-// the load-backs), computes from ComputeStartNs, and its requests' first tokens come at EndNs.
+// Pass is the modelled GPUs' work on one group of requests: it begins, loads (the L3 reads still
+// waited for, the load-backs), computes from ComputeStartNs in Forwards forward passes back to back
+// (more than one when its new tokens exceed the budget: chunked prefill, Chunk), and ends at EndNs,
+// the last forward pass's end. Requests are its requests' own, in the order they were given: each
+// one's first token comes at the end of the forward pass that computed its last new token.
 type Pass struct {
 	StartNs, ComputeStartNs, EndNs int64
+	Forwards                       int
+	Requests                       []Chunks
+}
+
+// Chunks is one request's share of its pass: how many forward passes its new tokens spanned (1
+// unless it was chunked) and when the last of them ended, its first token.
+type Chunks struct {
+	Chunks       int
+	FirstTokenNs int64
 }
 
 // StepPlan is one step on the modelled clock: the pass of the requests the step before kept waiting
 // for their prefetch (Deferred), and the pass of the step's own requests (Batch). Most steps have
-// one pass, Batch, with every request of the step in it; a step whose own requests arrive after the
-// group is free, with requests waiting for their prefetch, has two: those are served at once, as an
-// engine would run a step of them rather than hold them until the next arrival, and the step's own
-// requests when they come.
+// one pass, Batch, with every request of the step in it, the deferred ones first; a step whose own
+// requests arrive after the group is free, with requests waiting for their prefetch, has two:
+// those are served at once, as an engine would run a step of them rather than hold them until the
+// next arrival, and the step's own requests when they come.
 type StepPlan struct {
 	Deferred, Batch Pass
 	TwoPasses       bool
+	// deferredInBatch: the deferred requests at the head of Batch.Requests (one pass)
+	deferredInBatch int
 }
 
 // EndNs is when the step's last pass ends.
@@ -34,6 +48,16 @@ func (p StepPlan) PassOf(deferred bool) Pass {
 		return p.Deferred
 	}
 	return p.Batch
+}
+
+// Request is the i-th request of StepInput.Deferred (deferred) or of StepInput.Batch: the pass that
+// served it, and its own chunks and first token in it.
+func (p StepPlan) Request(deferred bool, i int) (Pass, Chunks) {
+	pass := p.PassOf(deferred)
+	if !deferred {
+		i += p.deferredInBatch
+	}
+	return pass, pass.Requests[i]
 }
 
 // IdleNs is the time between the step's two passes, when the group waited for the step's own
@@ -62,15 +86,20 @@ type StepInput struct {
 	// LoadsReadyNs is when the real load-backs finished (the run's clock; 0 on the virtual one): no
 	// pass computes before it.
 	LoadsReadyNs int64
+	// ChunkTokens is the most new tokens one forward pass computes: Batching.StepTokens, chunked
+	// prefill's budget, on both clocks. 0 computes each pass in one forward pass, whatever its
+	// size.
+	ChunkTokens int64
 }
 
-// PlanStep prices a step in a GPU's order (Cost): each pass waits for the L3 reads its requests
-// still need (counted from when they began, so a deferred request has already spent part of its
-// read), then the load-backs, then computes.
+// PlanStep prices a step in a GPU's order (ChunkedCost): each pass waits for the L3 reads its
+// requests still need (counted from when they began, so a deferred request has already spent part
+// of its read), then the load-backs, all of them before its first forward pass, then computes its
+// forward passes back to back, chunked by ChunkTokens.
 func PlanStep(p Prefill, l Links, in StepInput) StepPlan {
 	start := max(in.FreeNs, in.BatchStartNs)
 	if len(in.Deferred) == 0 || in.BatchStartNs <= in.FreeNs {
-		// One pass: the deferred requests join the step's own.
+		// One pass: the deferred requests join the step's own, ahead of them.
 		hits := append(
 			append(make([]Hit, 0, len(in.Deferred)+len(in.Batch)), in.Deferred...),
 			in.Batch...)
@@ -78,15 +107,17 @@ func PlanStep(p Prefill, l Links, in StepInput) StepPlan {
 		if len(in.Deferred) > 0 {
 			since = min(since, in.DeferredSinceNs)
 		}
-		batch := pass(p, l, hits, start, since, in.LoadsReadyNs)
+		batch := pass(p, l, in.ChunkTokens, hits, start, since, in.LoadsReadyNs)
 		return StepPlan{
-			Deferred: Pass{StartNs: start, ComputeStartNs: start, EndNs: start},
-			Batch:    batch,
+			Deferred:        Pass{StartNs: start, ComputeStartNs: start, EndNs: start},
+			Batch:           batch,
+			deferredInBatch: len(in.Deferred),
 		}
 	}
 	deferred := pass(
 		p,
 		l,
+		in.ChunkTokens,
 		in.Deferred,
 		in.FreeNs,
 		min(in.FreeNs, in.DeferredSinceNs),
@@ -95,19 +126,39 @@ func PlanStep(p Prefill, l Links, in StepInput) StepPlan {
 	start = max(in.BatchStartNs, deferred.EndNs)
 	return StepPlan{
 		Deferred:  deferred,
-		Batch:     pass(p, l, in.Batch, start, start, in.LoadsReadyNs),
+		Batch:     pass(p, l, in.ChunkTokens, in.Batch, start, start, in.LoadsReadyNs),
 		TwoPasses: true,
 	}
 }
 
-// pass prices one pass of hits beginning at startNs whose L3 reads began at sinceNs.
-func pass(p Prefill, l Links, hits []Hit, startNs, sinceNs, loadsReadyNs int64) Pass {
-	cost := Cost(p, l, hits)
-	l3Left := max(0, sinceNs+Nanoseconds(cost.L3ReadSeconds)-startNs)
-	computeStart := max(startNs+l3Left+Nanoseconds(cost.LoadSeconds), loadsReadyNs)
-	return Pass{
+// pass prices one pass of hits beginning at startNs whose L3 reads began at sinceNs: its loads,
+// then its forward passes of at most chunkTokens new tokens each (Chunk).
+func pass(
+	p Prefill,
+	l Links,
+	chunkTokens int64,
+	hits []Hit,
+	startNs, sinceNs, loadsReadyNs int64,
+) Pass {
+	loads := loadCost(l, hits)
+	l3Left := max(0, sinceNs+Nanoseconds(loads.L3ReadSeconds)-startNs)
+	computeStart := max(startNs+l3Left+Nanoseconds(loads.LoadSeconds), loadsReadyNs)
+	f := Chunk(tokensOf(hits), chunkTokens)
+	ends := make([]int64, len(f.Passes))
+	end := computeStart
+	for k, seconds := range f.Seconds(p) {
+		end += Nanoseconds(seconds)
+		ends[k] = end
+	}
+	out := Pass{
 		StartNs:        startNs,
 		ComputeStartNs: computeStart,
-		EndNs:          computeStart + Nanoseconds(cost.PrefillSeconds),
+		EndNs:          end,
+		Forwards:       len(f.Passes),
+		Requests:       make([]Chunks, len(hits)),
 	}
+	for i := range hits {
+		out.Requests[i] = Chunks{Chunks: f.Chunks[i], FirstTokenNs: ends[f.Last[i]]}
+	}
+	return out
 }
