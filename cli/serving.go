@@ -131,7 +131,7 @@ func servingBudgetFlags(o *servingOptions) []cli.Flag {
 			Category:    servingCategory,
 			Destination: &o.hostLinkRate,
 			DefaultText: "--gpu's datasheet rate: PCIe Gen5 x16's 64GB/s, b300's Gen6 128GB/s, gb200's NVLink-C2C 450GB/s",
-			Usage:       "one GPU's host link each way, from your own measurement (e.g. 35GB/s, what nvbandwidth measures host to device on an H100 SXM): the L2's load-backs and backups move at it, and the break-even lines set it beside recomputing (docs/PREFILL.md, \"Where a tier pays\")",
+			Usage:       "one GPU's host link each way (a load-back host to device, a backup device to host), from your own measurement (e.g. 35GB/s, what nvbandwidth measures host to device on an H100 SXM): the serving clock times the L2's load-backs at it (backups run beside the compute, untimed) and the break-even lines set it beside recomputing (docs/PREFILL.md, \"The GPUs\")",
 		},
 		&cli.StringFlag{
 			Name:        "l3-read-rate",
