@@ -71,8 +71,7 @@ const (
 var gpus = []GPU{
 	// NVIDIA H20 (the China part; no public NVIDIA datasheet page: its product brief's figures as
 	// published by the press and by alibaba/InferSim's hardware/gpu.py): BF16 148 TFLOPS and FP8
-	// 296 TFLOPS dense, 96 GB HBM3 at 4.0 TB/s, PCIe Gen5 x16. The H20-3e of SGLang's shared-KV
-	// figures has 141 GB of HBM3e; its bandwidth was not found in a source we could read.
+	// 296 TFLOPS dense, 96 GB HBM3 at 4.0 TB/s, PCIe Gen5 x16.
 	{
 		Name:               "h20",
 		Dense:              DenseRates{BF16: 148e12, FP8: 296e12},
@@ -80,6 +79,18 @@ var gpus = []GPU{
 		HostBytesPerSecond: pcieGen5Each,
 		HostLink:           pcieGen5x16,
 		Source:             "NVIDIA H20 product brief (as published; InferSim's hardware table)",
+	},
+	// NVIDIA H20-3e, the 141 GB HBM3e H20 of SGLang's shared-KV figures (GLM-5.2-FP8 at CP8): H20's
+	// compute, 4,917 GB/s of HBM3e, PCIe Gen5, as NVIDIA's own ai-dynamo/aiconfigurator gives it
+	// (src/aiconfigurator/systems/h20_3e.yaml: float16_tc_flops 148 TFLOPS, fp8_tc_flops 296,
+	// mem_bw 4917GB/s, pcie_bw 64 GB/s single direction).
+	{
+		Name:               "h20-3e",
+		Dense:              DenseRates{BF16: 148e12, FP8: 296e12},
+		HBMBytesPerSecond:  4.917e12,
+		HostBytesPerSecond: pcieGen5Each,
+		HostLink:           pcieGen5x16,
+		Source:             "NVIDIA H20-3e (aiconfigurator's h20_3e system file)",
 	},
 	// NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: BF16 Tensor Core 1,979 TFLOPS and FP8 3,958
 	// TFLOPS with sparsity, GPU memory bandwidth 3.35 TB/s, PCIe Gen5 128 GB/s.
@@ -142,20 +153,21 @@ var gpus = []GPU{
 		HostLink:           nvlinkC2C,
 		Source:             "NVIDIA GB200 NVL72 specifications (per GPU)",
 	},
-	// NVIDIA HGX B300 (nvidia.com, HGX platform specifications), 8 GPUs: FP4 Tensor Core 144 PFLOPS
-	// with sparsity and 105 without (13.125 a GPU; Blackwell Ultra's 15 dense is the GB300's
-	// higher-power part), FP8/FP6 72 and FP16/BF16 36 PFLOPS with sparsity (B200's); 288 GB HBM3e
-	// at 8 TB/s a GPU ("Inside NVIDIA Blackwell Ultra", NVIDIA Technical Blog, 2025-08). Blackwell
-	// Ultra is the first part with PCIe Gen6 (the same blog; 128 GB/s each way for x16); a host
-	// whose root ports are Gen5 (DGX B300's Xeon 6776P) caps it at Gen5's 64: measure, and give
+	// NVIDIA Blackwell Ultra datasheet, HGX B300 (1,100 W), as NVIDIA's own ai-dynamo/aiconfigurator
+	// transcribes it (src/aiconfigurator/systems/b300_sxm.yaml, citing the datasheet): FP16/BF16 4.5
+	// PFLOPS and FP8 9 PFLOPS with sparsity, "FP4 ... 18 PFLOPS sparse | 14 PFLOPS dense" (FP4's
+	// sparse is not twice its dense on Blackwell Ultra; other transcriptions give 13.125 or 13.5, and
+	// the GB300's higher-power part 15), 62 TB/s of HBM3e over 8 GPUs (7.75 a GPU), PCIe Gen6 x16,
+	// 128 GB/s each way (NVIDIA, "Inside NVIDIA Blackwell Ultra": the first part with PCIe Gen6). A
+	// host whose root ports are Gen5 (DGX B300's Xeon 6776P) caps it at Gen5's 64: measure, and give
 	// --host-link-rate.
 	{
 		Name:               "b300",
-		Dense:              DenseRates{BF16: hgxBlackwellBF16, FP8: hgxBlackwellFP8, FP4: 105e15 / 8},
-		HBMBytesPerSecond:  8e12,
+		Dense:              DenseRates{BF16: hgxBlackwellBF16, FP8: hgxBlackwellFP8, FP4: 14e15},
+		HBMBytesPerSecond:  62e12 / 8,
 		HostBytesPerSecond: pcieGen6Each,
 		HostLink:           pcieGen6x16,
-		Source:             "NVIDIA HGX B300 specifications (per GPU); Blackwell Ultra: PCIe Gen6",
+		Source:             "NVIDIA Blackwell Ultra datasheet, HGX B300 (per GPU)",
 	},
 	// AMD Instinct MI300X datasheet (OAM): peak FP16/BF16 1,307.4 TFLOPS and FP8 2,614.9 TFLOPS
 	// dense (twice with sparsity), 192 GB HBM3 at 5.3 TB/s, PCIe Gen5 x16 (128 GB/s). The FP8 rate

@@ -27,6 +27,8 @@ func TestGPUTableMatchesDatasheets(t *testing.T) {
 	sheets := []datasheet{
 		// H20 product brief: FP16/BF16 148 TFLOPS, FP8 296 TFLOPS (dense), 4.0 TB/s.
 		{"h20", 148 * tera, 296 * tera, 0, 4.0e12, pcie5, "PCIe Gen5 x16", "H20"},
+		// aiconfigurator's h20_3e.yaml: 148 and 296 TFLOPS, mem_bw 4917GB/s, pcie_bw 64 GB/s.
+		{"h20-3e", 148 * tera, 296 * tera, 0, 4917e9, 64e9, "PCIe Gen5 x16", "H20-3e"},
 		// H100 SXM: BF16 1,979 TFLOPS*, FP8 3,958 TFLOPS* (* with sparsity), 3.35 TB/s.
 		{"h100", 1979 * tera / sparse, 3958 * tera / sparse, 0, 3.35e12, pcie5, "PCIe Gen5 x16",
 			"H100"},
@@ -42,9 +44,9 @@ func TestGPUTableMatchesDatasheets(t *testing.T) {
 		// NVLink-C2C 900 GB/s bidirectional.
 		{"gb200", 360 * peta / 72 / sparse, 720 * peta / 72 / sparse, 1440 * peta / 72 / sparse,
 			576e12 / 72, 900e9 / 2, "NVLink-C2C", "GB200"},
-		// HGX B300, 8 GPUs: FP16/BF16 36 PFLOPS*, FP8 72*, FP4 105 PFLOPS dense; 8 TB/s a GPU;
-		// PCIe Gen6 x16, 256 GB/s both ways together.
-		{"b300", 36 * peta / 8 / sparse, 72 * peta / 8 / sparse, 105 * peta / 8, 8e12, 256e9 / 2,
+		// Blackwell Ultra datasheet, HGX B300 per GPU: FP16/BF16 4.5 PFLOPS*, FP8 9*, FP4 14 dense;
+		// 62 TB/s for 8 GPUs; PCIe Gen6 x16, 256 GB/s both ways together.
+		{"b300", 4.5 * peta / sparse, 9 * peta / sparse, 14 * peta, 62e12 / 8, 256e9 / 2,
 			"PCIe Gen6 x16", "B300"},
 		// MI300X: FP16/BF16 1,307.4 TFLOPS and FP8 2,614.9 TFLOPS dense, 5.3 TB/s.
 		{"mi300x", 1307.4 * tera, 2614.9 * tera, 0, 5.3e12, pcie5, "PCIe Gen5 x16", "MI300X"},

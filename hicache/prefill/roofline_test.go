@@ -50,7 +50,7 @@ func TestLookupGPU(t *testing.T) {
 		}
 	}
 	if _, err := LookupGPU("a100"); !isFlagError(err, "gpu") ||
-		!strings.Contains(err.Error(), "h20, h100, h800, h200, b200, gb200, b300, mi300x, mi355x") {
+		!strings.Contains(err.Error(), "h20, h20-3e, h100, h800, h200, b200, gb200, b300, mi300x, mi355x") {
 		t.Errorf("an unknown GPU: %v, want an invalid --gpu naming the table", err)
 	}
 	if _, err := LookupGPU(DefaultGPU); err != nil {
