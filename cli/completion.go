@@ -80,6 +80,7 @@ var enumValues = map[string][]string{
 	"model":              sizing.ModelNames(),
 	"prefill-model":      sizing.ModelNames(),
 	"gpu":                prefill.GPUNames(),
+	"prefill-dtype":      sizing.DTypeNames(),
 	"l3-write-policy":    {"write_through", "write_back"},
 	"l3-prefetch-policy": {"best_effort", "wait_complete", "timeout"},
 }

@@ -110,6 +110,8 @@ func TestEnumValuesAreAccepted(t *testing.T) {
 		"trace-format":  {"--trace", "t.jsonl"},
 		"gpu":           {"--model", "deepseek-v3", "--request-rate", "1"},
 		"prefill-model": {"--gpu", "h200", "--request-rate", "1"},
+		// fp4 needs a GPU with an fp4 rate
+		"prefill-dtype": {"--gpu", "b200", "--model", "deepseek-v3", "--request-rate", "1"},
 	}
 	for flag, values := range enumValues {
 		for _, v := range values {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,8 +25,9 @@ import (
 // servingOptions are the serving clock's flags.
 type servingOptions struct {
 	gpu, prefillProfile, l3ReadRate string
-	prefillModel                    string
-	efficiency                      float64
+	prefillModel, prefillDType      string
+	efficiency                      string // as given: "0.5", "1/0.116"
+	hostLinkRate                    string
 	stepTokens, stepRequests        int
 	requestRate, timeScale          float64
 	clients                         int
@@ -93,13 +95,27 @@ func servingPrefillFlags(o *servingOptions) []cli.Flag {
 				joinNames(sizing.ModelNames()),
 			),
 		},
-		&cli.Float64Flag{
+		&cli.StringFlag{
+			Name:        "prefill-dtype",
+			EnvVars:     servingEnv("PREFILL_DTYPE"),
+			Category:    servingCategory,
+			Destination: &o.prefillDType,
+			DefaultText: "the model's served precision (" + servedPrecisions() + ")",
+			Usage: fmt.Sprintf(
+				"the precision the roofline's model is deployed in (%s): its linear layers run at --gpu's dense rate for it and its weights take its bytes (2, 1 or 0.5 a parameter); attention runs at the bf16 rate; refused where --gpu has no such rate (fp4 before Blackwell) (docs/PREFILL.md, \"Precision\")",
+				joinNames(sizing.DTypeNames()),
+			),
+		},
+		&cli.StringFlag{
 			Name:        "prefill-efficiency",
-			Value:       prefill.DefaultEfficiency,
+			Value:       strconv.FormatFloat(prefill.DefaultEfficiency, 'g', -1, 64),
 			EnvVars:     servingEnv("PREFILL_EFFICIENCY"),
 			Category:    servingCategory,
 			Destination: &o.efficiency,
-			Usage:       "the roofline's share of the GPUs' dense bf16 peak that prefill reaches, in (0, 1] (docs/PREFILL.md says where the default comes from)",
+			Usage: fmt.Sprintf(
+				"the roofline's model FLOPs utilisation: the share of each dense peak its FLOPs reach, the linear layers' at --prefill-dtype's rate and attention's at bf16's (0.5: half of each), in (0, %d]; or 1/B for a fitted factor B that multiplies compute time at the dense peak (inference-sim's trained beta_1a 0.116 is 1/0.116, an equivalent above 1; its roofline's mfuPrefill 0.45 is 0.45); printed as given (docs/PREFILL.md, \"The efficiency\")",
+				prefill.MaxEfficiency,
+			),
 		},
 	}
 }
@@ -109,6 +125,14 @@ func servingPrefillFlags(o *servingOptions) []cli.Flag {
 // step's reads and prefill take and what it holds.
 func servingBudgetFlags(o *servingOptions) []cli.Flag {
 	return []cli.Flag{
+		&cli.StringFlag{
+			Name:        "host-link-rate",
+			EnvVars:     servingEnv("HOST_LINK_RATE"),
+			Category:    servingCategory,
+			Destination: &o.hostLinkRate,
+			DefaultText: "--gpu's datasheet rate: PCIe Gen5 x16's 64GB/s, b300's Gen6 128GB/s, gb200's NVLink-C2C 450GB/s",
+			Usage:       "one GPU's host link each way (a load-back host to device, a backup device to host), from your own measurement (e.g. 35GB/s, what nvbandwidth measures host to device on an H100 SXM): the serving clock times the L2's load-backs at it (backups run beside the compute, untimed) and the break-even lines set it beside recomputing (docs/PREFILL.md, \"The GPUs\")",
+		},
 		&cli.StringFlag{
 			Name:        "l3-read-rate",
 			Value:       "40GiB/s",
@@ -229,7 +253,19 @@ func (o *servingOptions) options(
 	if err != nil {
 		return nil, err
 	}
+	efficiency, err := prefill.ParseEfficiency(o.efficiency)
+	if err != nil {
+		return nil, err
+	}
+	var hostLinkRate float64
+	if o.hostLinkRate != "" {
+		if hostLinkRate, err = prefill.ParseRate("host-link-rate", o.hostLinkRate); err != nil {
+			return nil, err
+		}
+	}
 	s := o.servingConfig(gpu, model, l3Rate)
+	s.Prefill.Efficiency, s.Prefill.EfficiencyText = efficiency, strings.TrimSpace(o.efficiency)
+	s.HostLinkBytesPerSecond, s.HostLinkRate = hostLinkRate, strings.TrimSpace(o.hostLinkRate)
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
@@ -293,7 +329,7 @@ func (o *servingOptions) servingConfig(
 		Prefill: prefill.Options{
 			Model:       model,
 			GPU:         gpu,
-			Efficiency:  o.efficiency,
+			DType:       strings.TrimSpace(o.prefillDType),
 			ProfilePath: o.prefillProfile,
 			Open:        func(path string) (io.ReadCloser, error) { return os.Open(path) },
 		},
@@ -308,6 +344,23 @@ func (o *servingOptions) servingConfig(
 		Clients:      o.clients,
 		ThinkSeconds: o.thinkTime.Seconds(),
 	}
+}
+
+// servedPrecisions lists each precision the model table serves in, with its models, for
+// --prefill-dtype's default: "fp8: deepseek-v3, glm-5.2; bf16: the others".
+func servedPrecisions() string {
+	byDType := map[sizing.DType][]string{}
+	for _, name := range sizing.ModelNames() {
+		m, _ := sizing.LookupModel(name)
+		byDType[m.Served] = append(byDType[m.Served], name)
+	}
+	var parts []string
+	for _, d := range sizing.DTypes() {
+		if names := byDType[d]; len(names) > 0 {
+			parts = append(parts, d.String()+" for "+strings.Join(names, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // joinNames lists choices for a flag's help: "a, b or c".

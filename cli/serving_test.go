@@ -39,9 +39,17 @@ func TestServingFlagsReachTheirOptions(t *testing.T) {
 		"--l3-read-rate",
 		"7GB/s",
 		"--prefill-efficiency",
-		"0.4",
+		"1/0.116",
+		"--prefill-dtype",
+		"bf16",
+		"--host-link-rate",
+		"35GB/s",
 	).Serving
-	if got == nil || got.Prefill.GPU != "h200" || got.Prefill.Model != "deepseek-v3" || got.Prefill.Efficiency != 0.4 ||
+	beta := 0.116 // a variable: 1/0.116 in constants is exact, the flag's quotient is rounded
+	if got == nil || got.Prefill.GPU != "h200" || got.Prefill.Model != "deepseek-v3" ||
+		got.Prefill.Efficiency != 1/beta || got.Prefill.EfficiencyText != "1/0.116" ||
+		got.Prefill.DType != "bf16" ||
+		got.HostLinkBytesPerSecond != 35e9 || got.HostLinkRate != "35GB/s" ||
 		got.RequestRate != 5 ||
 		got.TimeScale != 10 ||
 		got.Batching.StepTokens != 4096 ||
@@ -77,7 +85,11 @@ func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
 		{"request-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "-2"}},
 		{"time-scale", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--time-scale", "0"}},
 		{"step-tokens", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--step-tokens", "0"}},
-		{"prefill-efficiency", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-efficiency", "2"}},
+		{"prefill-efficiency", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-efficiency", "200"}},
+		{"prefill-efficiency", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-efficiency", "50%"}},
+		{"prefill-dtype", []string{"--gpu", "h100", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-dtype", "fp4"}},
+		{"prefill-dtype", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-dtype", "int8"}},
+		{"host-link-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--host-link-rate", "fast"}},
 		{"l3-read-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--l3-read-rate", "fast"}},
 		{"prefill-profile", []string{"--prefill-profile", profile, "--request-rate", "1"}},
 		{"prefill-profile", []string{"--prefill-profile", profile + ".missing", "--request-rate", "1"}},
@@ -135,7 +147,7 @@ func TestRunWithTheServingClock(t *testing.T) {
 	if res.exitCode != 0 {
 		t.Fatalf("exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
 	}
-	for _, want := range []string{"serving clock, MODELLED (roofline: deepseek-v3 on 2 x h200", "TTFT p50", "the machinery's cost on the modelled clock (TTFT over ideal) p50", "modelled break-even KV rate"} {
+	for _, want := range []string{"serving clock, MODELLED (roofline: deepseek-v3 in fp8 (its served precision) on 2 x h200", "host link 64 GB/s each way a GPU (PCIe Gen5 x16, h200's datasheet rate)", "TTFT p50", "the machinery's cost on the modelled clock (TTFT over ideal) p50", "modelled break-even KV rate"} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, res.stdout)
 		}

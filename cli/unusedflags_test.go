@@ -70,6 +70,8 @@ func TestUnusedFlagsAreRefused(t *testing.T) {
 		{"run", []string{"--step-requests", "3"}, "step-requests", noClock},
 		{"run", []string{"--prefill-efficiency", "7"}, "prefill-efficiency", noClock},
 		{"run", []string{"--prefill-model", "foo"}, "prefill-model", noClock},
+		{"run", []string{"--prefill-dtype", "fp8"}, "prefill-dtype", noClock},
+		{"run", []string{"--host-link-rate", "35GB/s"}, "host-link-rate", noClock},
 		{"run", []string{"--l3-read-rate", "0"}, "l3-read-rate", noClock},
 		{"run", []string{"--think-time", "-5s"}, "think-time", noClock},
 		{"run", append([]string{"--request-rate", "1", "--think-time", "1s"}, clock...), "think-time", "needs --clients"},
@@ -102,6 +104,7 @@ func TestUsedFlagsAreAccepted(t *testing.T) {
 		args    []string
 	}{
 		{"run", append([]string{"--request-rate", "5", "--time-scale", "3", "--step-tokens", "100", "--l3-read-rate", "1GB/s"}, clock...)},
+		{"run", append([]string{"--request-rate", "5", "--prefill-dtype", "bf16", "--host-link-rate", "35GB/s", "--prefill-efficiency", "1/0.116"}, clock...)},
 		{"run", append([]string{"--clients", "3", "--think-time", "1s"}, clock...)},
 		{"run", []string{"--timeline", timeline, "--timeline-steps", "5", "--timeline-every", "2"}},
 		{"run", []string{"--trace", "t.jsonl", "--trace-limit", "5", "--seed", "3", "--vocab-size", "1000"}},

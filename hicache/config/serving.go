@@ -18,6 +18,11 @@ type ServingOptions struct {
 	// --gpu, or --prefill-profile); Size builds it for the CP size, whose GPUs share each step.
 	// Prefill.GPU also gives the host link's rate, and Prefill.Model the KV bytes a token loads.
 	Prefill prefill.Options
+	// HostLinkBytesPerSecond is one GPU's host link each way from --host-link-rate, HostLinkRate
+	// the flag as given; "" (and 0) for the --gpu row's datasheet rate. It times the L2's
+	// load-backs and the break-even lines alike.
+	HostLinkBytesPerSecond float64
+	HostLinkRate           string
 	// L3ReadBytesPerSecond is one node's L3 read rate (--l3-read-rate).
 	L3ReadBytesPerSecond float64
 	Batching             serving.Batching
@@ -43,14 +48,17 @@ type ServingOptions struct {
 	Virtual bool
 
 	// Built by Size for the CP size: the model (nil when the options name none: a caller that
-	// brings its own step costs), what it is, and the links' rates and bytes.
+	// brings its own step costs), what it is (with the host link), the host link, and the links'
+	// rates and bytes.
 	PrefillModel prefill.Model
 	ModelName    string
+	HostLink     prefill.HostLink
 	Links        serving.Links
 }
 
-// Check builds the model once for one GPU, so that a bad --gpu, --model, --prefill-efficiency or
-// --prefill-profile fails before MPI starts, naming its flag.
+// Check builds the model once for one GPU, so that a bad --gpu, --model, --prefill-dtype,
+// --prefill-efficiency, --prefill-profile or --host-link-rate fails before MPI starts, naming its
+// flag.
 func (o *ServingOptions) Check() error {
 	p := o.Prefill
 	p.GroupGPUs = 1
@@ -59,6 +67,16 @@ func (o *ServingOptions) Check() error {
 	}
 	if _, err := prefill.LookupGPU(o.Prefill.GPU); err != nil {
 		return err
+	}
+	if o.Prefill.DType != "" { // a profile does not use it, but a bad name is still refused
+		if _, err := sizing.ParseDType("prefill-dtype", o.Prefill.DType); err != nil {
+			return err
+		}
+	}
+	if o.HostLinkRate != "" {
+		if err := prefill.CheckHostLinkRate(o.HostLinkBytesPerSecond); err != nil {
+			return err
+		}
 	}
 	if err := prefill.CheckL3ReadRate(o.L3ReadBytesPerSecond); err != nil {
 		return err
@@ -157,19 +175,43 @@ func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 		if sized.PrefillModel, err = prefill.New(sized.Prefill); err != nil {
 			return nil, err
 		}
-		sized.ModelName = sized.PrefillModel.Describe()
+	}
+	sized.HostLink = prefill.NewHostLink(gpu, o.HostLinkBytesPerSecond, o.HostLinkRate)
+	if sized.PrefillModel != nil {
+		sized.ModelName = sized.PrefillModel.Describe() + "; " + sized.HostLink.Describe()
 	}
 	if m, err := sizing.LookupModel(o.Prefill.Model); err == nil {
 		kv = m.TokenBytes()
 	}
 	sized.Links = serving.Links{
-		HostBytesPerSecond: gpu.H2DBytesPerSecond,
+		HostBytesPerSecond: sized.HostLink.BytesPerSecond,
 		L3BytesPerSecond:   o.L3ReadBytesPerSecond,
 		KVBytesPerToken:    kv,
 		GPUs:               cp,
 		Nodes:              s.GroupNodes,
 	}
 	return &sized, nil
+}
+
+// ResolvedFlags are --prefill-dtype and --host-link-rate as the job runs them, for the provenance:
+// the roofline's precision (the model's served one when the flag is not given; left out for a
+// profile, which has none), and the host link's rate each way with its origin.
+func (o *ServingOptions) ResolvedFlags() map[string]string {
+	flags := map[string]string{}
+	if m, err := sizing.LookupModel(o.Prefill.Model); err == nil && o.Prefill.ProfilePath == "" {
+		if d, err := prefill.DTypeFor(m, o.Prefill.DType); err == nil {
+			flags["prefill-dtype"] = d.String()
+		}
+	}
+	if g, err := prefill.LookupGPU(o.Prefill.GPU); err == nil {
+		flags["host-link-rate"] = o.HostLinkRate + " (the user's)"
+		if o.HostLinkRate == "" {
+			flags["host-link-rate"] = fmt.Sprintf(
+				"%gGB/s (%s's datasheet, %s)", g.HostBytesPerSecond/1e9, g.Name, g.HostLink,
+			)
+		}
+	}
+	return flags
 }
 
 // BreakEven is the summary's lines on where each tier pays (prefill.SummaryLines), for prefixes of
@@ -186,6 +228,7 @@ func (o *ServingOptions) BreakEven() []string {
 		prefill.TierRates{
 			L2HostBytesPerSecond: l.HostBytesPerSecond * float64(l.GPUs),
 			L3ReadBytesPerSecond: l.L3BytesPerSecond * float64(l.Nodes),
+			HostLink:             o.HostLink.Describe(),
 		},
 	)
 }

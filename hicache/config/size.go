@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 
@@ -140,19 +141,25 @@ func (o *Options) devicePagesOfBytes(pageTokens int, rankPageBytes int64) (int, 
 // --token-bytes a token accounts for (before any --copy-token-bytes; derived from the default
 // model's bytes a token when not given), and the --l2-slots and --device-pages that --l2-bytes and
 // --device-bytes make. A provenance that printed those flags as parsed would print their defaults:
-// a record of another job than the one that ran.
+// a record of another job than the one that ran. With the serving clock on, the same holds for
+// --prefill-dtype and --host-link-rate, whose defaults come from the model and the GPU
+// (ServingOptions.ResolvedFlags).
 func (o *Options) SizedFlags(cp, ranksPerNode, nodes int) (map[string]string, error) {
 	s, err := o.Size(cp, ranksPerNode, nodes)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{
+	flags := map[string]string{
 		"layers":       strconv.Itoa(s.Layers),
 		"payloads":     strconv.Itoa(s.PayloadsPerLayer),
 		"token-bytes":  strconv.Itoa(s.AccountTokenBytes),
 		"l2-slots":     strconv.Itoa(s.L2Slots),
 		"device-pages": strconv.Itoa(s.DevicePages),
-	}, nil
+	}
+	if o.Serving != nil {
+		maps.Copy(flags, o.Serving.ResolvedFlags())
+	}
+	return flags, nil
 }
 
 // Capacity states the sized options' tiers (after Size) for a CP group of cp ranks.

@@ -3,10 +3,12 @@
 // break-even rate: the bytes per second of KV a tier must deliver to beat recomputing them). Two
 // models answer the same question:
 //
-//   - Roofline: the model's FLOPs (linear layers and causal attention over the cached prefix and
-//     the new tokens) over the group's dense bf16 FLOP/s times an efficiency, or its HBM bytes (the
-//     weights once a step and the KV once) over the group's HBM rate, whichever is longer
-//     (PREFILL.md, at the repository's root).
+//   - Roofline: the model's FLOPs (linear layers at the dense FLOP/s of the deployment's precision,
+//     bf16, fp8 or fp4, and causal attention over the cached prefix and the new tokens at bf16's)
+//     over the group's rates times an efficiency, or its HBM bytes (the weights once a step, at the
+//     precision's bytes, and the KV once) over the group's HBM rate, whichever is longer
+//     (docs/PREFILL.md). The GPU table (gpu.go) cites each row's datasheet; the host link each way
+//     is the datasheet's or the user's measurement (HostLink).
 //   - Profile: times the user measured on their own engine (--prefill-profile), interpolated.
 //
 // Every function is pure: the package has no clock of its own (durations are float64 seconds, named

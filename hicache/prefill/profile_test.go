@@ -174,7 +174,7 @@ func TestNewChoosesTheProfileOverTheRoofline(t *testing.T) {
 	}
 	opts.ProfilePath = ""
 	if m, err := New(opts); err != nil ||
-		!strings.HasPrefix(m.Describe(), "roofline: llama-3.1-70b on 8 x h100") {
+		!strings.HasPrefix(m.Describe(), "roofline: llama-3.1-70b in bf16 (its served precision) on 8 x h100") {
 		t.Errorf("without a profile: %v %v", m, err)
 	}
 	opts.GPU = "v100"

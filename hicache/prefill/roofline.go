@@ -3,6 +3,8 @@ package prefill
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/cphicache/cphicache/hicache/sizing"
 	"github.com/cphicache/cphicache/internal/errscope"
@@ -25,64 +27,139 @@ type Model interface {
 	Describe() string
 }
 
-// DefaultEfficiency is --prefill-efficiency's default: the share of the group's dense bf16 peak
-// that prefill's FLOPs run at (model FLOPs utilisation). 0.5 sits below what the kernels reach
-// alone: FlashAttention-3 runs attention's forward pass at up to 75% of H100's bf16 peak (Shah et
-// al. 2024, arXiv 2407.08608) and large GEMMs at 70-80%, an upper bound that norms, rope, MoE
-// routing and the tensor- and expert-parallel collectives of a real step pull down. The published
-// serving figures in PREFILL.md imply 0.37 to 0.44 of bf16 peak; 0.5 stays optimistic on purpose,
-// since a prefill too cheap understates what the cache saves rather than overstating it. One number
-// for every shape is the model's largest simplification.
+// DefaultEfficiency is --prefill-efficiency's default: the share of each dense tensor-core peak
+// that prefill's FLOPs run at (model FLOPs utilisation), the linear layers' of the deployment's
+// precision and attention's of bf16 (Roofline.ComputeSeconds). 0.5 sits below what the kernels
+// reach alone: FlashAttention-3 runs attention's forward pass at up to 75% of H100's bf16 peak
+// (Shah et al. 2024, arXiv 2407.08608) and large GEMMs at 70-80% (alibaba/InferSim's measured FP8
+// GEMMs on H800 at 16,384 rows: 0.38 to 0.73), an upper bound that norms, rope, MoE routing and the
+// tensor- and expert-parallel collectives of a real step pull down. Other roofline simulators
+// default near it: inference-sim's roofline takes 0.45 on H100, InferSim 0.35 to 0.6 by GPU.
+// PREFILL.md sets the published serving figures beside it. One number for every shape is the
+// model's largest simplification.
 const DefaultEfficiency = 0.5
 
-// weightBytesPerParam: the roofline reads weights in bf16, as it computes in bf16 (an FP8
-// deployment reads and computes at twice the rate: PREFILL.md, "Limits").
-const weightBytesPerParam = 2
+// MaxEfficiency bounds --prefill-efficiency. Above 1 the roofline runs faster than the datasheet's
+// peak, which no kernel does, but a fitted factor may: inference-sim's trained roofline multiplies
+// its prefill compute time at the dense peak by 0.116 to 0.152 (1/0.116 = 8.6 here; PREFILL.md,
+// "The efficiency"). 100 is more than ten times the largest such equivalent we know of; beyond it a
+// value is a typo (50 for 50%), not a fit.
+const MaxEfficiency = 100
 
 // Roofline is the roofline prefill model of one model on a group of GPUs: a step takes the longer
-// of its FLOPs at Efficiency of the group's peak and its HBM bytes at the group's HBM rate.
+// of its FLOPs at Efficiency of the group's peaks and its HBM bytes at the group's HBM rate.
 type Roofline struct {
-	Model      sizing.Model
-	GPU        GPU
-	GroupGPUs  int     // the group's GPUs (the CP size): they divide the FLOPs and the bytes evenly
-	Efficiency float64 // model FLOPs utilisation, (0, 1]
+	Model     sizing.Model
+	GPU       GPU
+	GroupGPUs int // the group's GPUs (the CP size): they divide the FLOPs and the bytes evenly
+	// DType is the deployment's precision: its linear layers run at the GPU's dense rate for it
+	// and its weights take its bytes (attention runs in bf16 whatever it is).
+	DType sizing.DType
+	// Efficiency is the share of each dense peak the FLOPs reach, in (0, MaxEfficiency];
+	// EfficiencyText is the value as the user gave it, printed as given.
+	Efficiency     float64
+	EfficiencyText string
 }
 
-// NewRoofline builds the roofline for a --model, a --gpu, the group's GPUs and
-// --prefill-efficiency; each error is a *errscope.ConfigError naming its flag.
+// NewRoofline builds the roofline for a --model on a --gpu in the model's served precision, over
+// the group's GPUs at an efficiency (New takes every option); each error is a
+// *errscope.ConfigError naming its flag.
 func NewRoofline(modelName, gpuName string, groupGPUs int, efficiency float64) (*Roofline, error) {
-	m, err := sizing.LookupModel(modelName)
+	return newRoofline(Options{
+		Model:      modelName,
+		GPU:        gpuName,
+		GroupGPUs:  groupGPUs,
+		Efficiency: efficiency,
+	})
+}
+
+func newRoofline(o Options) (*Roofline, error) {
+	m, err := sizing.LookupModel(o.Model)
 	if err != nil {
 		return nil, err
 	}
-	g, err := LookupGPU(gpuName)
+	g, err := LookupGPU(o.GPU)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckEfficiency(efficiency); err != nil {
+	d, err := DTypeFor(m, o.DType)
+	if err != nil {
 		return nil, err
 	}
-	if groupGPUs < 1 {
+	if err := CheckDType(g, d); err != nil {
+		return nil, err
+	}
+	if err := CheckEfficiency(o.Efficiency); err != nil {
+		return nil, err
+	}
+	if o.GroupGPUs < 1 {
 		return nil, &errscope.ConfigError{
 			Flag:   "cp",
-			Reason: fmt.Sprintf("a prefill group of %d GPUs", groupGPUs),
+			Reason: fmt.Sprintf("a prefill group of %d GPUs", o.GroupGPUs),
 		}
 	}
-	return &Roofline{Model: m, GPU: g, GroupGPUs: groupGPUs, Efficiency: efficiency}, nil
+	text := o.EfficiencyText
+	if text == "" {
+		text = strconv.FormatFloat(o.Efficiency, 'g', -1, 64)
+	}
+	return &Roofline{
+		Model:          m,
+		GPU:            g,
+		GroupGPUs:      o.GroupGPUs,
+		DType:          d,
+		Efficiency:     o.Efficiency,
+		EfficiencyText: text,
+	}, nil
 }
 
-// CheckEfficiency refuses a --prefill-efficiency outside (0, 1].
+// DTypeFor is the precision a --prefill-dtype of name gives model m: m's own served precision when
+// name is "" (its default), else the named one; the error names --prefill-dtype.
+func DTypeFor(m sizing.Model, name string) (sizing.DType, error) {
+	if name == "" {
+		return m.Served, nil
+	}
+	return sizing.ParseDType("prefill-dtype", name)
+}
+
+// CheckEfficiency refuses a --prefill-efficiency outside (0, MaxEfficiency].
 func CheckEfficiency(efficiency float64) error {
-	if !(efficiency > 0 && efficiency <= 1) {
+	if !(efficiency > 0 && efficiency <= MaxEfficiency) {
 		return &errscope.ConfigError{
 			Flag: "prefill-efficiency",
 			Reason: fmt.Sprintf(
-				"%v is not in (0, 1] (a share of the GPU's dense bf16 peak)",
+				"%v is not in (0, %d]: a share of the GPU's dense peaks (0.5), or a fitted "+
+					"factor's equivalent (1/0.116 for a compute-time multiplier of 0.116)",
 				efficiency,
+				MaxEfficiency,
 			),
 		}
 	}
 	return nil
+}
+
+// ParseEfficiency reads a --prefill-efficiency: a number E (the share of the dense peaks, 0.5), or
+// 1/B for a fitted factor B that multiplies the compute time at the dense peak (inference-sim's
+// trained beta_1a: 1/0.116 is an efficiency of 8.6). The value is checked (CheckEfficiency).
+func ParseEfficiency(s string) (float64, error) {
+	text := strings.TrimSpace(s)
+	divisor, inverse := strings.CutPrefix(text, "1/")
+	if inverse {
+		text = divisor
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	if err != nil || (inverse && !(v > 0)) {
+		return 0, &errscope.ConfigError{
+			Flag: "prefill-efficiency",
+			Reason: fmt.Sprintf(
+				"%q is not a number (0.5) or 1/B for a fitted compute-time factor B (1/0.116)",
+				s,
+			),
+		}
+	}
+	if inverse {
+		v = 1 / v
+	}
+	return v, CheckEfficiency(v)
 }
 
 // BatchSeconds is the roofline: max(compute, memory). Compute and memory overlap within a step (the
@@ -104,23 +181,30 @@ func (r *Roofline) RecomputeSeconds(prefixTokens int64) float64 {
 	return r.ComputeSeconds([]Request{{NewTokens: prefixTokens}})
 }
 
-// ComputeSeconds is the batch's FLOPs at Efficiency of the group's dense peak.
+// ComputeSeconds is the batch's FLOPs at Efficiency of the group's dense peaks: its linear layers'
+// at the rate of the deployment's precision, its attention's at the bf16 rate (attention runs in
+// bf16 in the FP8 deployments we know of: DeepSeek-V3 keeps "attention operators" in BF16, arXiv
+// 2412.19437, section 3.3.1, and serves "core MLA computations" in BF16, its inference system
+// overview; PREFILL.md, "Precision").
 func (r *Roofline) ComputeSeconds(reqs []Request) float64 {
-	return r.FLOPs(reqs) / (float64(r.GroupGPUs) * r.GPU.DenseBF16FLOPsPerSecond * r.Efficiency)
+	linear, attention := r.flopsByKind(reqs)
+	group := float64(r.GroupGPUs) * r.Efficiency
+	return linear/(group*r.GPU.Dense.Of(r.DType)) + attention/(group*r.GPU.Dense.BF16)
 }
 
 // MemorySeconds is the batch's HBM bytes at the group's HBM rate. The weights are read once a step,
 // whatever the batch (a large batch touches every expert of an MoE model, so all of Params); each
 // request's KV is read or written once, the cached prefix's and the new tokens' (attention's lower
 // bound: a fused kernel such as FlashAttention streams K and V once per query block, which this
-// counts once). Activations are left out: a fused prefill keeps them in on-chip memory or reads
-// them a few times per layer, small beside the weights. The group's GPUs share the weights (tensor
-// or expert parallel inside the group), so each reads its share.
+// counts once). The weights take the deployment's precision's bytes (2 for bf16, 1 for fp8, 0.5 for
+// fp4); the KV stays in bf16 (sizing.Model). Activations are left out: a fused prefill keeps them
+// in on-chip memory or reads them a few times per layer, small beside the weights. The group's GPUs
+// share the weights (tensor or expert parallel inside the group), so each reads its share.
 func (r *Roofline) MemorySeconds(reqs []Request) float64 {
 	if totalNew(reqs) == 0 {
 		return 0
 	}
-	bytes := float64(r.Model.Params) * weightBytesPerParam
+	bytes := float64(r.Model.Params) * r.DType.WeightBytes()
 	for _, q := range reqs {
 		if q.NewTokens > 0 {
 			bytes += float64(q.CachedTokens+q.NewTokens) * float64(r.Model.TokenBytes())
@@ -133,7 +217,13 @@ func (r *Roofline) MemorySeconds(reqs []Request) float64 {
 // attention of an MLA model's batch taken by the cheaper of its two paths for the whole step
 // (AbsorbedAttentionFLOPs), as an engine picks one kernel for a step.
 func (r *Roofline) FLOPs(reqs []Request) float64 {
-	var linear, expanded, absorbed float64
+	linear, attention := r.flopsByKind(reqs)
+	return linear + attention
+}
+
+// flopsByKind is FLOPs in its two parts: the linear layers' and attention's (the cheaper path's).
+func (r *Roofline) flopsByKind(reqs []Request) (linear, attention float64) {
+	var expanded, absorbed float64
 	for _, q := range reqs {
 		if q.NewTokens > 0 {
 			linear += LinearFLOPs(r.Model, q.NewTokens)
@@ -141,7 +231,7 @@ func (r *Roofline) FLOPs(reqs []Request) float64 {
 			absorbed += AbsorbedAttentionFLOPs(r.Model, q.CachedTokens, q.NewTokens)
 		}
 	}
-	return linear + min(expanded, absorbed)
+	return linear, min(expanded, absorbed)
 }
 
 // AbsorbedAttentionFLOPs is MLA's absorbed path (DeepSeek-V2, arXiv 2405.04434, section 2.1.2: W_UK
@@ -217,17 +307,43 @@ func CachedExpandFLOPs(m sizing.Model) float64 {
 	return 2 * float64(d.KVLoraRank) * float64(m.Heads) * float64(d.QKNopeHeadDim+d.VHeadDim)
 }
 
-// Describe names the roofline's inputs, for the summary.
+// Describe names the roofline's inputs, for the summary: the model and its precision (and
+// whether it is the model's own), the GPUs and the rates the step runs at, and the efficiency as
+// the user gave it.
 func (r *Roofline) Describe() string {
+	precision := r.DType.String()
+	if r.DType == r.Model.Served {
+		precision += " (its served precision)"
+	}
+	rates := fmt.Sprintf("%s TFLOP/s %s linear layers", teraFLOPs(r.GPU.Dense.Of(r.DType)), r.DType)
+	if r.DType != sizing.BF16 {
+		rates += fmt.Sprintf(", %s TFLOP/s bf16 attention", teraFLOPs(r.GPU.Dense.BF16))
+	} else {
+		rates += " and attention"
+	}
+	efficiency := r.EfficiencyText
+	if strings.Contains(efficiency, "/") {
+		efficiency += " = " + strconv.FormatFloat(r.Efficiency, 'g', 4, 64)
+	}
+	if r.Efficiency > 1 {
+		efficiency += " (above 1: a fitted factor, faster than the dense peak; not a utilisation)"
+	}
 	return fmt.Sprintf(
-		"roofline: %s on %d x %s (%.0f TFLOP/s bf16 dense, %.2f TB/s HBM each), efficiency %.2f",
+		"roofline: %s in %s on %d x %s (dense %s; %s TB/s HBM each), efficiency %s",
 		r.Model.Name,
+		precision,
 		r.GroupGPUs,
 		r.GPU.Name,
-		r.GPU.DenseBF16FLOPsPerSecond/1e12,
-		r.GPU.HBMBytesPerSecond/1e12,
-		r.Efficiency,
+		rates,
+		strconv.FormatFloat(r.GPU.HBMBytesPerSecond/1e12, 'g', 4, 64),
+		efficiency,
 	)
+}
+
+// teraFLOPs prints a rate in TFLOP/s to 5 significant digits, as the datasheets print them (989.5,
+// 2614.9).
+func teraFLOPs(flopsPerSecond float64) string {
+	return strconv.FormatFloat(flopsPerSecond/1e12, 'g', 5, 64)
 }
 
 func totalNew(reqs []Request) int64 {

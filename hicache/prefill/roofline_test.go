@@ -15,13 +15,27 @@ func isFlagError(err error, flag string) bool {
 	return errors.As(err, &ce) && ce.Flag == flag
 }
 
+// roofline is the model's roofline in its served precision at the default efficiency.
 func roofline(t *testing.T, model, gpu string, groupGPUs int) *Roofline {
 	t.Helper()
-	r, err := NewRoofline(model, gpu, groupGPUs, DefaultEfficiency)
+	return rooflineIn(t, model, gpu, groupGPUs, "")
+}
+
+// rooflineIn is the model's roofline in dtype ("" for its served precision) at the default
+// efficiency.
+func rooflineIn(t *testing.T, model, gpu string, groupGPUs int, dtype string) *Roofline {
+	t.Helper()
+	m, err := New(Options{
+		Model:      model,
+		GPU:        gpu,
+		GroupGPUs:  groupGPUs,
+		DType:      dtype,
+		Efficiency: DefaultEfficiency,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return m.(*Roofline)
 }
 
 // TestLookupGPU: the table's parts by name, any case, with their dense (not sparse) bf16 rates; an
@@ -29,14 +43,14 @@ func roofline(t *testing.T, model, gpu string, groupGPUs int) *Roofline {
 func TestLookupGPU(t *testing.T) {
 	for name, flops := range map[string]float64{"h100": 989.5e12, "H200": 989.5e12, "b200": 2.25e15, "h800": 989.5e12} {
 		g, err := LookupGPU(name)
-		if err != nil || g.DenseBF16FLOPsPerSecond != flops || g.HBMBytesPerSecond < 3e12 ||
-			g.H2DBytesPerSecond != 64e9 ||
+		if err != nil || g.Dense.BF16 != flops || g.HBMBytesPerSecond < 3e12 ||
+			g.HostBytesPerSecond != 64e9 ||
 			g.Source == "" {
 			t.Errorf("%s: %+v %v", name, g, err)
 		}
 	}
 	if _, err := LookupGPU("a100"); !isFlagError(err, "gpu") ||
-		!strings.Contains(err.Error(), "h100, h800, h200, b200") {
+		!strings.Contains(err.Error(), "h20, h20-3e, h100, h800, h200, b200, gb200, b300, mi300x, mi355x") {
 		t.Errorf("an unknown GPU: %v, want an invalid --gpu naming the table", err)
 	}
 	if _, err := LookupGPU(DefaultGPU); err != nil {
@@ -53,7 +67,7 @@ func TestNewRooflineNamesTheFlag(t *testing.T) {
 		flag       string
 	}{
 		{"gpt-5", "h100", 8, 0.5, "model"}, {"llama-3.1-8b", "tpu", 8, 0.5, "gpu"},
-		{"llama-3.1-8b", "h100", 8, 0, "prefill-efficiency"}, {"llama-3.1-8b", "h100", 8, 1.01, "prefill-efficiency"},
+		{"llama-3.1-8b", "h100", 8, 0, "prefill-efficiency"}, {"llama-3.1-8b", "h100", 8, 100.5, "prefill-efficiency"},
 		{"llama-3.1-8b", "h100", 8, math.NaN(), "prefill-efficiency"}, {"llama-3.1-8b", "h100", 0, 0.5, "cp"},
 	} {
 		if _, err := NewRoofline(tc.model, tc.gpu, tc.gpus, tc.efficiency); !isFlagError(
@@ -63,8 +77,10 @@ func TestNewRooflineNamesTheFlag(t *testing.T) {
 			t.Errorf("%+v: %v, want an invalid --%s", tc, err, tc.flag)
 		}
 	}
-	if _, err := NewRoofline("Llama-3.1-8B", "h100", 1, 1); err != nil {
-		t.Errorf("efficiency 1: %v", err)
+	for _, e := range []float64{1, 1 / 0.116, MaxEfficiency} {
+		if _, err := NewRoofline("Llama-3.1-8B", "h100", 1, e); err != nil {
+			t.Errorf("efficiency %v: %v", e, err)
+		}
 	}
 }
 

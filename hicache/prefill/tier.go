@@ -3,6 +3,7 @@ package prefill
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/cphicache/cphicache/hicache/sizing"
@@ -26,10 +27,62 @@ func LoadSeconds(bytes int64, bytesPerSecond float64) float64 {
 	return float64(bytes) / bytesPerSecond
 }
 
-// HostLinkBytesPerSecond is the group's host-to-device rate: each GPU loads its own part of the KV
-// over its own PCIe link, so the group's rate is groupGPUs links'.
+// HostLinkBytesPerSecond is the group's host-to-device rate at the GPU's datasheet rate: each GPU
+// loads its own part of the KV over its own link, so the group's rate is groupGPUs links'.
 func HostLinkBytesPerSecond(g GPU, groupGPUs int) float64 {
-	return float64(groupGPUs) * g.H2DBytesPerSecond
+	return float64(groupGPUs) * g.HostBytesPerSecond
+}
+
+// HostLink is the rate one GPU's host link moves KV at, each way (a load-back host to device, a
+// backup device to host), and where it comes from: the --gpu row's datasheet, or the user's own
+// measurement (--host-link-rate).
+type HostLink struct {
+	BytesPerSecond float64
+	// Given is --host-link-rate as the user wrote it; "" when the rate is the datasheet's.
+	Given string
+	GPU   GPU
+}
+
+// NewHostLink is g's host link at the rate --host-link-rate gave (bytesPerSecond, written as
+// given), or at its datasheet's rate when given is "".
+func NewHostLink(g GPU, bytesPerSecond float64, given string) HostLink {
+	if given == "" {
+		return HostLink{BytesPerSecond: g.HostBytesPerSecond, GPU: g}
+	}
+	return HostLink{BytesPerSecond: bytesPerSecond, Given: given, GPU: g}
+}
+
+// Describe says the rate and its origin, for the summary and the report.
+func (h HostLink) Describe() string {
+	rate := strconv.FormatFloat(h.BytesPerSecond/1e9, 'g', 4, 64) + " GB/s"
+	if h.Given != "" {
+		return fmt.Sprintf(
+			"host link %s each way a GPU (--host-link-rate %s: the user's measurement; "+
+				"%s's datasheet: %s, %s GB/s)",
+			rate,
+			h.Given,
+			h.GPU.Name,
+			h.GPU.HostLink,
+			strconv.FormatFloat(h.GPU.HostBytesPerSecond/1e9, 'g', 4, 64),
+		)
+	}
+	return fmt.Sprintf(
+		"host link %s each way a GPU (%s, %s's datasheet rate)",
+		rate,
+		h.GPU.HostLink,
+		h.GPU.Name,
+	)
+}
+
+// CheckHostLinkRate refuses a --host-link-rate that is not a positive number of bytes per second.
+func CheckHostLinkRate(bytesPerSecond float64) error {
+	if !(bytesPerSecond > 0) || math.IsInf(bytesPerSecond, 0) {
+		return &errscope.ConfigError{
+			Flag:   "host-link-rate",
+			Reason: fmt.Sprintf("%v bytes/s is not a positive rate", bytesPerSecond),
+		}
+	}
+	return nil
 }
 
 // BreakEvenBytesPerSecond is the rate at which loading a prefix's KV takes as long as recomputing
@@ -69,14 +122,22 @@ func CheckL3ReadRate(bytesPerSecond float64) error {
 }
 
 // TierRates are the rates the summary sets beside the break-even rate, in bytes per second: the
-// group's L2 host link (HostLinkBytesPerSecond) and the L3's read rate (a node's, --l3-read-rate);
-// 0 leaves a tier out.
-type TierRates struct{ L2HostBytesPerSecond, L3ReadBytesPerSecond float64 }
+// group's L2 host link (HostLinkBytesPerSecond, or --host-link-rate's) and the L3's read rate (a
+// node's, --l3-read-rate); 0 leaves a tier out. HostLink says one GPU's link and where its rate
+// comes from (HostLink.Describe); "" says nothing.
+type TierRates struct {
+	L2HostBytesPerSecond, L3ReadBytesPerSecond float64
+	HostLink                                   string
+}
 
 // SummaryLines gives the summary's lines: the model, then for each prefix length the break-even
 // rate beside each tier's, with whether the tier pays. Every number is labelled modelled.
 func SummaryLines(m Model, kvTokenBytes int64, prefixTokens []int64, rates TierRates) []string {
-	lines := []string{"modelled prefill: " + m.Describe()}
+	first := "modelled prefill: " + m.Describe()
+	if rates.HostLink != "" {
+		first += "; " + rates.HostLink
+	}
+	lines := []string{first}
 	for _, p := range prefixTokens {
 		s := m.RecomputeSeconds(p)
 		breakEven := BreakEvenBytesPerSecond(m, kvTokenBytes, p)

@@ -240,7 +240,7 @@ func TestServingOptionsNameTheirFlag(t *testing.T) {
 	for flag, spoil := range map[string]func(o *config.ServingOptions){
 		"gpu":                func(o *config.ServingOptions) { o.Prefill.GPU = "a100x" },
 		"model":              func(o *config.ServingOptions) { o.Prefill.Model = "gpt-9" },
-		"prefill-efficiency": func(o *config.ServingOptions) { o.Prefill.Efficiency = 1.5 },
+		"prefill-efficiency": func(o *config.ServingOptions) { o.Prefill.Efficiency = 150 },
 		"l3-read-rate":       func(o *config.ServingOptions) { o.L3ReadBytesPerSecond = 0 },
 		"time-scale":         func(o *config.ServingOptions) { o.TimeScale = 0 },
 		"request-rate":       func(o *config.ServingOptions) { o.RequestRate = -1 },

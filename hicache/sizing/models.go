@@ -57,6 +57,12 @@ type Model struct {
 	// the cache holds a KVLoraRank latent (and the rope key) that kv_b_proj expands into every
 	// head's key and value.
 	MLA MLADims
+
+	// Served is the precision the model is published and served in: its weights' bytes and the
+	// rate its linear layers run at, --prefill-dtype's default (hicache/prefill). ServedSource
+	// says where it comes from.
+	Served       DType
+	ServedSource string
 }
 
 // Attention is a model's attention kind: it decides what the KV cache holds and what attention
@@ -114,6 +120,8 @@ var models = []Model{
 		Attention:    GQA,
 		KVHeads:      8,
 		HeadDim:      128,
+		Served:       BF16,
+		ServedSource: "config.json torch_dtype bfloat16 (Meta ships FP8 for the 405B only)",
 	},
 	{
 		Name:            "llama-3.1-70b",
@@ -132,6 +140,8 @@ var models = []Model{
 		Attention:    GQA,
 		KVHeads:      8,
 		HeadDim:      128,
+		Served:       BF16,
+		ServedSource: "config.json torch_dtype bfloat16 (Meta ships FP8 for the 405B only)",
 	},
 	{
 		Name:            "qwen2.5-72b",
@@ -150,6 +160,8 @@ var models = []Model{
 		Attention:    GQA,
 		KVHeads:      8,
 		HeadDim:      128,
+		Served:       BF16,
+		ServedSource: "config.json torch_dtype bfloat16",
 	},
 	{
 		Name:            "deepseek-v3",
@@ -172,6 +184,8 @@ var models = []Model{
 			VHeadDim:      128,
 			KVLoraRank:    512,
 		},
+		Served:       FP8,
+		ServedSource: "README: \"we only provide FP8 weights\" (e4m3, 128 x 128 blocks)",
 	},
 	// https://huggingface.co/Qwen/Qwen3-32B/blob/main/config.json: 64 layers, hidden_size 5120,
 	// intermediate_size 25600, num_attention_heads 64, num_key_value_heads 8, head_dim 128 (so q is
@@ -193,6 +207,8 @@ var models = []Model{
 		Attention:       GQA,
 		KVHeads:         8,
 		HeadDim:         128,
+		Served:          BF16,
+		ServedSource:    "config.json torch_dtype bfloat16 (Qwen3-32B-FP8 is a separate release)",
 	},
 	// https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json: 94 layers, every one MoE
 	// (decoder_sparse_step 1, mlp_only_layers []), hidden_size 4096, num_attention_heads 64,
@@ -214,6 +230,8 @@ var models = []Model{
 		Attention:       GQA,
 		KVHeads:         4,
 		HeadDim:         128,
+		Served:          BF16,
+		ServedSource:    "config.json torch_dtype bfloat16 (an -FP8 release is separate)",
 	},
 	glm52,
 	// https://huggingface.co/zai-org/GLM-4.5/blob/main/config.json: 92 layers (first_k_dense_replace
@@ -238,6 +256,8 @@ var models = []Model{
 		Attention:       GQA,
 		KVHeads:         8,
 		HeadDim:         128,
+		Served:          BF16,
+		ServedSource:    "config.json torch_dtype bfloat16 (GLM-4.5-FP8 is a separate release)",
 	},
 }
 
@@ -273,6 +293,8 @@ var glm52 = Model{
 		VHeadDim:      256,
 		KVLoraRank:    512,
 	},
+	Served:       FP8,
+	ServedSource: "SGLang's CP shared-KV figures run GLM-5.2-FP8 (sglang PR 29847)",
 }
 
 // ModelNames lists the table's names, for --help.
