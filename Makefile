@@ -195,9 +195,12 @@ sim-bugs: deps
 
 # sim-runner runs the runner's own Env under simulation (docs/SIMULATOR.md) for SIM_SECONDS of jobs drawn from SIM_SEED
 # (wall time; each job runs on a simulated clock of its own, so the run keeps a core busy: 40 to 80 jobs a second
-# here, where the real clock's sleeps ran 5).
+# here, where the real clock's sleeps ran 5). The first violation ends it, with its job's seed. SIM_BUG, deliberate
+# bugs (the runner's or the core's, comma-separated), puts them in every job (a simbugs build).
+SIM_BUG ?=
 sim-runner: deps
-	$(GO) test -count=1 ./hicache/runner -run '^TestRunnerEnvUnderSimulation$$' -v -envsim.seed $(SIM_SEED) -envsim.seconds $(SIM_SECONDS)
+	$(GO) test -count=1 $(if $(SIM_BUG),-tags simbugs) ./hicache/runner -run '^TestRunnerEnvUnderSimulation$$' -v \
+		-envsim.seed $(SIM_SEED) -envsim.seconds $(SIM_SECONDS) $(if $(SIM_BUG),-envsim.bug $(SIM_BUG))
 
 # test-sim runs sim-bugs beside the bounded simulation (one goroutine: the other core is free), its output after.
 test-sim: build

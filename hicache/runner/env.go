@@ -52,6 +52,11 @@ func (rs *runState) Collective(c *cache.Collective) error {
 		rs.divergenceDue = rs.divergenceDue ||
 			rs.opts.InjectDivergence.Hits(rs.job.Topo.WorldRank, c.Step)
 	}
+	if own := rs.ownExistenceVotes(c); own != nil {
+		err := rs.cons.collective(c) // the deliberate bug: this rank's own votes, not the MIN
+		copy(c.Words[cache.VectorWords:], own)
+		return err
+	}
 	return rs.cons.collective(c)
 }
 
@@ -183,7 +188,7 @@ func (rs *runState) Audit(a *cache.Audit) bool {
 			ok = false
 		}
 	}
-	ranks := rs.job.Topo.NodePartRanks[:a.Parts]
+	ranks := rs.job.Topo.NodePartRanks[:rs.auditParts(a.Parts)]
 	eachPart := func(visit func(part, rank, layer, payload int)) {
 		for part, rank := range ranks {
 			for layer := range g.Layers {

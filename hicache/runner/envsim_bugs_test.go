@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -197,5 +198,57 @@ func requireClean(t *testing.T, j *envSimJob, clean envSimResult) {
 			strings.Join(clean.violations, "\n  "),
 			t.Name(),
 		)
+	}
+}
+
+// envBugsCaught are the deliberate bugs the harness must catch in the jobs it draws, as a run of
+// `make sim-runner` draws them: the runner's own (runbugs.go), and the core's that the core's
+// simulator catches and that the harness did not until its models (envsim_env_test.go): an audit
+// that names a part fewer, existence votes agreed by the MAX or not agreed at all, and write_back
+// writes at commit or for the oldest object only.
+var envBugsCaught = []string{
+	"unbounded_load_wait", "no_read_deadline", "verify_skips_last_page", "audit_skips_part",
+	"existence_own_view",
+	"audit_skips_rank", "existence_vote_max", "local_prefetch_count", "write_back_at_commit",
+	"write_back_oldest_only",
+}
+
+// envBugJobs is how many drawn jobs a deliberate bug may take to be caught.
+const envBugJobs = 500
+
+// TestRunnerHarnessCatchesEachBugInDrawnJobs: each deliberate bug of envBugsCaught, set in every
+// job the default run draws (-envsim.seed), is caught within envBugJobs jobs, and the job that
+// caught it passes without it, so that the check is the bug's and not noise. It logs, for each,
+// the check that caught it (the first violation), after how many jobs, and how long it took:
+// the time `make sim-runner` with the bug takes to report it, since a violation ends the run.
+func TestRunnerHarnessCatchesEachBugInDrawnJobs(t *testing.T) {
+	skipUnderMPIRun(t)
+	for _, name := range envBugsCaught {
+		bugs, err := parseEnvSimBugs(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds := rand.New(rand.NewPCG(*envSimSeed, 0x5eed)) // as envSimJobSeeds draws them
+		start, caught := time.Now(), false
+		for n := 1; n <= envBugJobs && !caught; n++ {
+			j := drawEnvSimJob(seeds.Uint64())
+			bugs.set(j)
+			buggy := runEnvSimBubble(t, j, envBugBound)
+			if len(buggy.violations) == 0 {
+				continue
+			}
+			wall := time.Since(start)
+			clean := drawEnvSimJob(j.seed)
+			requireClean(t, clean, runEnvSimBubble(t, clean, envBugBound))
+			t.Logf(
+				"%s: caught in job %d (seed %d), %.2f s wall, at %v of its clock: %s",
+				name, n, j.seed, wall.Seconds(), buggy.simulated.Round(time.Microsecond),
+				buggy.violations[0],
+			)
+			caught = true
+		}
+		if !caught {
+			t.Errorf("%s: no check failed in %d jobs drawn from seed %d", name, envBugJobs, *envSimSeed)
+		}
 	}
 }

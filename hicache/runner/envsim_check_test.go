@@ -20,6 +20,12 @@ func (e *envSim) check(res *envSimResult) {
 	violate := func(format string, args ...any) {
 		res.violations = append(res.violations, fmt.Sprintf(format, args...))
 	}
+	e.mu.Lock()
+	res.violations = append(res.violations, e.modelViolations...) // seen first, during the job
+	e.mu.Unlock()
+	e.fs.mu.Lock()
+	res.hidden = e.fs.hid
+	e.fs.mu.Unlock()
 	for world, r := range e.ranks {
 		c := r.rs.core.Counters()
 		if c.Mismatches != 0 || c.AuditMismatches != 0 || c.L3WriteMismatches != 0 ||
@@ -38,6 +44,8 @@ func (e *envSim) check(res *envSimResult) {
 		res.reads += r.rs.io.L3Reads
 		res.wrote += r.rs.io.L3Writes
 		res.readsGivenUp += r.rs.io.L3ReadTimeouts
+		res.auditProbes += r.env.probes
+		res.writeBacks += r.env.writeBacks
 	}
 	res.faultFired = e.faultFired()
 	e.checkOutcome(res, violate)
@@ -182,8 +190,12 @@ func (e *envSim) hungRank() int {
 }
 
 // checkGroup: in a group that ran to its end, every page loaded back was verified, every committed
-// object was audited once on each of its nodes, and its ranks hold the same state.
+// object was audited once on each of its nodes (as counted, and as the harness recorded it: every
+// backup started), every block the write policy's model says was written, and its ranks hold the
+// same state.
 func (e *envSim) checkGroup(group int, ranks []*envRank, violate func(string, ...any)) {
+	e.checkAudits(group, ranks, violate)
+	e.checkWritten(group, violate)
 	var audited int64
 	for _, r := range ranks {
 		c := r.rs.core.Counters()

@@ -32,6 +32,10 @@ type simFS struct {
 	hungRank    int       // the world rank whose open hangs
 	release     chan struct{}
 	releaseOnce sync.Once
+
+	// the blocks some ranks' views lack (envsim_views_test.go), and how many lookups it hid
+	view splitView
+	hid  int64
 }
 
 func newSimFS(seed uint64) *simFS {
@@ -81,6 +85,9 @@ func (r rankFS) lock() func() {
 func (r rankFS) Now() time.Time { defer r.lock()(); return r.f.mem.Now() }
 func (r rankFS) Stat(p string) (fs.FileInfo, error) {
 	defer r.lock()()
+	if r.f.hidden(r.rank, p) {
+		return nil, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
+	}
 	return r.f.mem.Stat(p)
 }
 
@@ -98,6 +105,9 @@ func (r rankFS) OpenRegular(p string) (l3.ReadFile, fs.FileInfo, error) {
 		return nil, nil, &fs.PathError{Op: "open", Path: p, Err: syscall.EIO}
 	}
 	defer r.lock()()
+	if r.f.hidden(r.rank, p) {
+		return nil, nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+	}
 	file, info, err := r.f.mem.OpenRegular(p)
 	if err != nil {
 		return nil, nil, err

@@ -31,9 +31,14 @@ type envSim struct {
 
 	endedAt time.Time // when its last rank ended its replay
 
-	mu      sync.Mutex
-	fires   []envFire
-	endOnce sync.Once
+	// the harness's record of each group's work (envsim_env_test.go)
+	models []*groupModel
+
+	mu    sync.Mutex
+	fires []envFire
+	// what the models saw go wrong during the job
+	modelViolations []string
+	endOnce         sync.Once
 }
 
 // envFire is a watchdog that fired: the rank, its message.
@@ -49,6 +54,9 @@ type envSimResult struct {
 	faultFired, endedByWatchdog     bool
 	loadBacks, audits, reads, wrote int64
 	readsGivenUp                    int64
+	// audits probed part by part; lookups a split view answered "no such file"; write_back writes
+	// that the model saw near eviction
+	auditProbes, hidden, writeBacks int64
 	// the wait the first watchdog that fired named ("" when none fired)
 	watchdogNamed string
 	// how long the job (with its warming run) took on its simulated clock
@@ -106,7 +114,7 @@ func (e *envSim) build() error {
 			}
 		}
 		sg := newSimGroup(j.cp)
-		e.groups = append(e.groups, sg)
+		e.groups, e.models = append(e.groups, sg), append(e.models, newGroupModel())
 		for cpRank := range j.cp {
 			comm := &simComm{g: sg, rank: cpRank, rng: newJitter(j.seed, group*j.cp+cpRank)}
 			r, err := e.newEnvRank(group, cpRank, slabsByNode[j.place.Node[cpRank]], comm)
@@ -133,6 +141,10 @@ func (e *envSim) build() error {
 	case envFaultL3Errors:
 		e.fs.failOpenPer, e.fs.failWritePer, e.fs.corruptPer = 7, 9, 5
 	}
+	e.fs.view, e.fs.hid = j.view, 0
+	if j.view.lag > 0 {
+		e.fs.view.until = time.Now().Add(j.view.lag)
+	}
 	return nil
 }
 
@@ -145,9 +157,11 @@ func runEnvSim(j *envSimJob, bound time.Duration) envSimResult {
 		opts := *j.opts
 		opts.InjectCopyError, opts.WatchdogTimeout = config.Injection{}, envCalmTimeout
 		first := *j
-		first.opts, first.fault, first.warm = &opts, envFaultNone, false
+		first.opts, first.fault, first.warm, first.view = &opts, envFaultNone, false, splitView{}
 		if res := runEnvSimOn(&first, bound, fs); len(res.violations) > 0 {
-			res.violations[0] = "the warming run: " + res.violations[0]
+			for i, v := range res.violations {
+				res.violations[i] = "the warming run: " + v
+			}
 			return res
 		}
 	}

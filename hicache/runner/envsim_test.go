@@ -79,6 +79,8 @@ type envSimJob struct {
 	// the same job, with no fault, runs first on the same L3: its blocks are there to read, as
 	// after a restart
 	warm bool
+	// some ranks' views of the L3 directory lack blocks others see (envsim_views_test.go)
+	view splitView
 	bugs runnerBugs
 }
 
@@ -92,19 +94,23 @@ const (
 )
 
 func (j *envSimJob) String() string {
+	l3 := "no l3"
+	if j.opts.L3.Enabled() {
+		l3 = fmt.Sprintf("l3 %v and %v (warm %v)", j.opts.L3.WritePolicy, j.opts.L3.PrefetchPolicy, j.warm)
+	}
 	return fmt.Sprintf(
-		"job seed %d: cp %d dp %d over %d node(s), %v, %v, l3 %v (warm %v), fault %v on world rank %d at %d",
+		"job seed %d: cp %d dp %d over %d node(s), %v, %v, %s, fault %v on world rank %d at %d%s",
 		j.seed,
 		j.cp,
 		j.dp,
 		max(1, j.opts.GroupNodes),
 		j.opts.Layout,
 		j.opts.Policy,
-		j.opts.L3.Enabled(),
-		j.warm,
+		l3,
 		j.fault,
 		j.faultRank,
 		j.faultAt,
+		j.view,
 	)
 }
 
@@ -206,6 +212,7 @@ func drawEnvSimJob(seed uint64) *envSimJob {
 	if j.hangs() {
 		j.opts.WatchdogTimeout = envHangTimeout
 	}
+	j.view = drawSplitView(j)
 	return j
 }
 
@@ -249,9 +256,11 @@ func (e *hangEngine) maybeHang() {
 
 func (e *hangEngine) releaseHang() { e.releaseOnce.Do(func() { close(e.release) }) }
 
-// envRank is one simulated rank: the runner's state, its engine, and how its replay ended.
+// envRank is one simulated rank: the runner's state, its Env as the core sees it (the runner's,
+// seen by the harness's models), its engine, and how its replay ended.
 type envRank struct {
 	rs     *runState
+	env    *simEnv
 	engine *hangEngine
 	err    error
 }
@@ -328,9 +337,13 @@ func (e *envSim) newEnvRank(group, cpRank int, slabs [][]byte, comm *simComm) (*
 	rs.faults = newFaultyEngine(engine)
 	rs.partBytes = g.PartBytes()
 	rs.partBuf = make([]byte, rs.partBytes)
+	env := e.newSimEnv(rs, world, node, e.models[group])
+	if j.opts.L3.Enabled() && j.opts.L3.WritePolicy == cache.L3WriteBack {
+		tst.Core.NearEviction = env.nearEviction
+	}
 	cfg := coreConfig(j.opts, rs.pass, rs.testing, g, cpRank, group, world)
 	cfg.GroupNode, cfg.NodePart = node, part
-	if rs.core, err = cache.New(cfg, rs.env()); err != nil {
+	if rs.core, err = cache.New(cfg, env); err != nil {
 		return nil, err
 	}
 	rs.progress = newProgress(false, 0)
@@ -339,5 +352,5 @@ func (e *envSim) newEnvRank(group, cpRank int, slabs [][]byte, comm *simComm) (*
 		copyWorker(rs.faults, rs.tasks, rs.done)
 		close(rs.workerDone)
 	}()
-	return &envRank{rs: rs, engine: engine}, nil
+	return &envRank{rs: rs, env: env, engine: engine}, nil
 }

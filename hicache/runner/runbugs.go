@@ -24,7 +24,29 @@ const (
 	// right, so no mismatch shows it: only the pages loaded back beside the pages verified can (the
 	// report's unverified load-back).
 	bugVerifySkipsLastPage
+	// bugAuditSkipsPart: the commit audit reads one part fewer than its node holds (the last CP
+	// rank's), as an off-by-one in its loop over the node's parts would. The parts it reads are
+	// right, so it passes and counts the object audited: only a harness that knows what each
+	// audited object holds, part by part, can see the part no one read (envsim_audit_test.go).
+	bugAuditSkipsPart
+	// bugExistenceOwnView: the runner carries the step consensus's L3 existence votes, and the
+	// l3_prefetch call's counts, without reducing them, so each rank goes on with its own view of
+	// which L3 blocks exist instead of the group's MIN, as a runner that sent only the fixed words
+	// of the vector would. The core's decisions then differ between ranks whose views differ.
+	bugExistenceOwnView
+	runnerBugEnd
 )
+
+// runnerBugNames are the deliberate bugs by name, as `-envsim.bug` and the tests name them.
+var runnerBugNames = map[runnerBug]string{
+	bugUnboundedLoadWait:   "unbounded_load_wait",
+	bugNoReadDeadline:      "no_read_deadline",
+	bugVerifySkipsLastPage: "verify_skips_last_page",
+	bugAuditSkipsPart:      "audit_skips_part",
+	bugExistenceOwnView:    "existence_own_view",
+}
+
+func (b runnerBug) String() string { return runnerBugNames[b] }
 
 func (b runnerBugs) with(bug runnerBug) runnerBugs { return b | runnerBugs(bug) }
 

@@ -14,3 +14,9 @@ func (*runState) waitUnbounded(cache.WaitReason, func() bool) bool { return fals
 
 // pagesToVerify is every page of a load-back without the simbugs tag: VerifyLoad checks them all.
 func (*runState) pagesToVerify(n int) int { return n }
+
+// auditParts is every part the audit names without the simbugs tag: Audit reads them all.
+func (*runState) auditParts(n int) int { return n }
+
+// ownExistenceVotes is nil without the simbugs tag: the existence votes are reduced with the rest.
+func (*runState) ownExistenceVotes(*cache.Collective) []uint64 { return nil }

@@ -29,3 +29,23 @@ func (rs *runState) pagesToVerify(n int) int {
 	}
 	return n
 }
+
+// auditParts is how many of a node's n parts Audit reads: n, or one fewer under the deliberate bug
+// bugAuditSkipsPart.
+func (rs *runState) auditParts(n int) int {
+	if rs.testBugs.has(bugAuditSkipsPart) {
+		return max(0, n-1)
+	}
+	return n
+}
+
+// ownExistenceVotes is, under the deliberate bug bugExistenceOwnView, a copy of this rank's own L3
+// existence votes in c (the words after the fixed ones of a step consensus or an l3_prefetch call),
+// which the caller puts back after the reduction; nil otherwise.
+func (rs *runState) ownExistenceVotes(c *cache.Collective) []uint64 {
+	votes := c.Kind == cache.StepConsensus || c.Kind == cache.PrefetchCount
+	if !rs.testBugs.has(bugExistenceOwnView) || !votes || len(c.Words) <= cache.VectorWords {
+		return nil
+	}
+	return append([]uint64(nil), c.Words[cache.VectorWords:]...)
+}
