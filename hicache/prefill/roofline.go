@@ -186,10 +186,27 @@ func (r *Roofline) RecomputeSeconds(prefixTokens int64) float64 {
 // bf16 in the FP8 deployments we know of: DeepSeek-V3 keeps "attention operators" in BF16, arXiv
 // 2412.19437, section 3.3.1, and serves "core MLA computations" in BF16, its inference system
 // overview; PREFILL.md, "Precision").
+//
+// A DSA model's indexer runs at the fp8 rate: DeepSeek-V3.2-Exp's report says its lightning indexer
+// "can be implemented in FP8", and SGLang's quantizes the indexer's queries and keys to FP8 before
+// scoring them (IndexerFLOPs).
 func (r *Roofline) ComputeSeconds(reqs []Request) float64 {
-	linear, attention := r.flopsByKind(reqs)
+	f := r.flopsByKind(reqs)
 	group := float64(r.GroupGPUs) * r.Efficiency
-	return linear/(group*r.GPU.Dense.Of(r.DType)) + attention/(group*r.GPU.Dense.BF16)
+	seconds := f.linear/(group*r.GPU.Dense.Of(r.DType)) + f.attention/(group*r.GPU.Dense.BF16)
+	if f.indexer > 0 {
+		seconds += f.indexer / (group * r.indexerRate())
+	}
+	return seconds
+}
+
+// indexerRate is the dense rate a DSA indexer's scores run at: fp8's, or bf16's on a part without
+// one.
+func (r *Roofline) indexerRate() float64 {
+	if fp8 := r.GPU.Dense.FP8; fp8 > 0 {
+		return fp8
+	}
+	return r.GPU.Dense.BF16
 }
 
 // MemorySeconds is the batch's HBM bytes at the group's HBM rate. The weights are read once a step,
@@ -213,25 +230,32 @@ func (r *Roofline) MemorySeconds(reqs []Request) float64 {
 	return bytes / (float64(r.GroupGPUs) * r.GPU.HBMBytesPerSecond)
 }
 
-// FLOPs counts a batch's prefill FLOPs: for each request, LinearFLOPs + AttentionFLOPs, the
-// attention of an MLA model's batch taken by the cheaper of its two paths for the whole step
-// (AbsorbedAttentionFLOPs), as an engine picks one kernel for a step.
+// FLOPs counts a batch's prefill FLOPs: for each request, LinearFLOPs + AttentionFLOPs (+
+// IndexerFLOPs for a DSA model), the attention of an MLA model's batch taken by the cheaper of its
+// two paths for the whole step (AbsorbedAttentionFLOPs), as an engine picks one kernel for a step.
 func (r *Roofline) FLOPs(reqs []Request) float64 {
-	linear, attention := r.flopsByKind(reqs)
-	return linear + attention
+	f := r.flopsByKind(reqs)
+	return f.linear + f.attention + f.indexer
 }
 
-// flopsByKind is FLOPs in its two parts: the linear layers' and attention's (the cheaper path's).
-func (r *Roofline) flopsByKind(reqs []Request) (linear, attention float64) {
+// kindFLOPs are a batch's FLOPs by the rate they run at: the linear layers' (the deployment's
+// precision), attention's (the cheaper path's, bf16) and a DSA indexer's (fp8).
+type kindFLOPs struct{ linear, attention, indexer float64 }
+
+// flopsByKind is FLOPs in its parts.
+func (r *Roofline) flopsByKind(reqs []Request) kindFLOPs {
+	var f kindFLOPs
 	var expanded, absorbed float64
 	for _, q := range reqs {
 		if q.NewTokens > 0 {
-			linear += LinearFLOPs(r.Model, q.NewTokens)
+			f.linear += LinearFLOPs(r.Model, q.NewTokens)
+			f.indexer += IndexerFLOPs(r.Model, q.CachedTokens, q.NewTokens)
 			expanded += AttentionFLOPs(r.Model, q.CachedTokens, q.NewTokens)
 			absorbed += AbsorbedAttentionFLOPs(r.Model, q.CachedTokens, q.NewTokens)
 		}
 	}
-	return linear, min(expanded, absorbed)
+	f.attention = min(expanded, absorbed)
+	return f
 }
 
 // AbsorbedAttentionFLOPs is MLA's absorbed path (DeepSeek-V2, arXiv 2405.04434, section 2.1.2: W_UK
@@ -248,11 +272,9 @@ func AbsorbedAttentionFLOPs(m sizing.Model, cachedTokens, newTokens int64) float
 	if newTokens <= 0 {
 		return 0
 	}
-	c, n := float64(cachedTokens), float64(newTokens)
-	pairs := c*n + n*(n+1)/2
 	d := m.MLA
 	pair := 2 * float64(m.Heads) * float64(2*d.KVLoraRank+d.QKRopeHeadDim)
-	return float64(m.Layers) * pairs * pair
+	return float64(m.Layers) * AttendedPairs(m, cachedTokens, newTokens) * pair
 }
 
 // LinearFLOPs is the matrix multiplies of newTokens tokens through the weights: 2 FLOPs (a multiply
@@ -267,18 +289,57 @@ func LinearFLOPs(m sizing.Model, newTokens int64) float64 {
 }
 
 // AttentionFLOPs is causal attention's score and value products for newTokens tokens after
-// cachedTokens: new token i (0-based) attends to cached + i + 1 keys, so a request has cached x new
-// + new x (new + 1) / 2 query-key pairs in each layer, each costing PairFLOPs. An MLA model also
-// expands each cached token's latent into every head's key and value (kv_b_proj), CachedExpandFLOPs
-// per cached token per layer: the new tokens' expansion is in their linear FLOPs; the cached ones'
-// are the price of caching a latent.
+// cachedTokens: AttendedPairs query-key pairs in each layer, each costing PairFLOPs. An MLA model
+// also expands each cached token's latent into every head's key and value (kv_b_proj),
+// CachedExpandFLOPs per cached token per layer: the new tokens' expansion is in their linear
+// FLOPs; the cached ones' are the price of caching a latent.
 func AttentionFLOPs(m sizing.Model, cachedTokens, newTokens int64) float64 {
 	if newTokens <= 0 {
 		return 0
 	}
+	pairs := AttendedPairs(m, cachedTokens, newTokens)
+	return float64(m.Layers) * (pairs*PairFLOPs(m) + float64(cachedTokens)*CachedExpandFLOPs(m))
+}
+
+// CausalPairs is causal attention's query-key pairs in one layer for newTokens tokens after
+// cachedTokens: new token i (0-based) attends to cached + i + 1 keys, cached x new + new x (new +
+// 1) / 2 in all.
+func CausalPairs(cachedTokens, newTokens int64) float64 {
+	if newTokens <= 0 {
+		return 0
+	}
 	c, n := float64(cachedTokens), float64(newTokens)
-	pairs := c*n + n*(n+1)/2
-	return float64(m.Layers) * (pairs*PairFLOPs(m) + c*CachedExpandFLOPs(m))
+	return c*n + n*(n+1)/2
+}
+
+// AttendedPairs is the query-key pairs attention computes in one layer: CausalPairs for dense
+// attention; under DSA each query attends to at most TopK of its keys (the indexer's top scores;
+// DeepSeek-V3.2-Exp's report, equation 2), so new token i attends to min(TopK, cached + i + 1).
+func AttendedPairs(m sizing.Model, cachedTokens, newTokens int64) float64 {
+	if !m.DSA.Sparse() || newTokens <= 0 {
+		return CausalPairs(cachedTokens, newTokens)
+	}
+	k := int64(m.DSA.TopK)
+	// the new tokens with at most k keys: those with cached + i + 1 <= k
+	dense := min(max(k-cachedTokens, 0), newTokens)
+	return CausalPairs(cachedTokens, dense) + float64(newTokens-dense)*float64(k)
+}
+
+// IndexerFLOPs is a DSA model's lightning indexer (DeepSeek-V3.2-Exp's report, equation 1): on each
+// of its IndexerLayers it scores every causal key of every new token with IndexHeads heads of
+// IndexHeadDim, 2 FLOPs a dimension (the q.k products; the ReLU and the heads' weighted sum are a
+// few FLOPs a head, left out, and so is the top-k selection, which is no matrix multiply). It grows
+// with the square of the context, as dense attention does, at a 32nd of GLM-5.2's dense pair
+// (2 x 32 x 128 = 8,192 FLOPs against 65,536) on 21 of its 78 layers, and in fp8
+// (Roofline.ComputeSeconds). 0 for a dense model. The indexer's own projections (its query, key
+// and head weights) are in the model's parameters, and so in LinearFLOPs.
+func IndexerFLOPs(m sizing.Model, cachedTokens, newTokens int64) float64 {
+	if !m.DSA.Sparse() {
+		return 0
+	}
+	d := m.DSA
+	pair := 2 * float64(d.IndexHeads) * float64(d.IndexHeadDim)
+	return float64(d.IndexerLayers) * CausalPairs(cachedTokens, newTokens) * pair
 }
 
 // PairFLOPs is one query-key pair's attention FLOPs in one layer, every head: the score q.k and the
