@@ -312,9 +312,9 @@ func (g *profileGroup) at(n float64) float64 {
 // fewer tokens, falls below the cost and reaches zero at a positive size: a free prefill of a
 // short prompt. A real prefill's time per token does not fall below a small row's as its prompt
 // shrinks further, since the step's fixed costs (the weights' reads, the launches, the
-// collectives) are shared by fewer tokens. Measured: SGLang's GLM-5.2-FP8 on 8 x H20-3e (PREFILL.md,
-// "Leave one out"), its 4K-token time predicted from its 32K and 64K rows: the line gives 28% too
-// little, the time per token 9.6% too little.
+// collectives) are shared by fewer tokens. Measured: SGLang's GLM-5.2-FP8 on 8 x H20-3e
+// (PUBLISHED.md, "Leave one out"), its 4K-token time predicted from its 32K and 64K rows: the
+// line gives 28% too little, the time per token 9.6% too little.
 func belowTable(line, proportional float64) float64 { return max(line, proportional) }
 
 // segment is the index i of the pair [x(i), x(i+1)] of an ascending sequence of count >= 2 values
