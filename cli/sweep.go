@@ -3,7 +3,8 @@ package cli
 // `cphicache sweep`: the hit rate against the L2's capacity for one workload and model, one run per
 // size in one process, as JSON and a PNG. The flags are run's (the workload, the model, the cache),
 // but for the CP layout: the sweep runs the cache at cp 1, as an MPI singleton without mpirun
-// (hicache/sweep says why that loses nothing), and --l2-bytes or --l2-slots take a list.
+// (hicache/sweep says why that loses nothing), with the geometry of the CP group of --group-gpus
+// that it models, and --l2-bytes or --l2-slots take a list.
 
 import (
 	"errors"
@@ -44,6 +45,7 @@ func (o *sweepOptions) flags() []cli.Flag {
 	// Of the checks, only --flush-every changes a sweep: at cp 1 in one process there is no
 	// collective to choose or to watch, and every step's copies are drained anyway.
 	flags = append(flags, r.flushEveryFlag())
+	flags = append(flags, groupGPUsFlag(&r.serving))
 	flags = append(flags, servingFlags(&r.serving, true)...)
 	return append(
 		flags,
@@ -74,6 +76,12 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	}
 	if err := checkWorkloadFlags(c, o.run.trace); err != nil {
 		return err
+	}
+	if o.run.serving.groupGPUs < 1 {
+		return &errscope.ConfigError{
+			Flag:   "group-gpus",
+			Reason: fmt.Sprintf("%d must be 1 or more", o.run.serving.groupGPUs),
+		}
 	}
 	o.run.collective = "mpi" // sweep has no --collective: one process has no collective to choose
 	o.run.tokenBytesSet = c.IsSet("token-bytes")
@@ -107,6 +115,7 @@ func sweepCommand() *cli.Command {
 		Name:  "sweep",
 		Usage: "the hit rate against the L2's capacity: one run per size (--l2-bytes 64GiB,128GiB,... or --l2-slots a,b,...), in one process without mpirun; JSON and a PNG",
 		Description: "Runs the workload once per size at cp 1 as an MPI singleton (placement does not depend on the CP size), " +
+			"with the L1 pages and L2 slots that a CP group of --group-gpus GPUs has at that size (each GPU's --device-bytes, the node's --l2-bytes), " +
 			"draining every step's copies (as run --sync-copies) so that each point's hit counts are those of run at that size. " +
 			"With --model and --l2-bytes the sizes are a real model's; --copy-token-bytes keeps them while copying fewer bytes.",
 		Flags:        o.flags(),
@@ -137,20 +146,16 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	header := func() {
 		o.opts.Provenance.WriteHeader(os.Stdout)
 		fmt.Printf(
-			"# cphicache sweep: %s, cp 1 (one process), every step's copies drained\n",
+			"# cphicache sweep: %s of a CP group of %s (--group-gpus), the cache run at cp 1 "+
+				"(one process), every step's copies drained\n",
 			errscope.Plural(len(o.sizes), "size"),
+			errscope.Plural(o.run.serving.groupGPUs, "GPU"),
 		)
-		if o.run.tokenBytesSet && o.opts.Model == "" {
-			// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds
-			// N times as many.
-			fmt.Println(
-				"# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes",
-			)
-		}
 	}
 	// The header comes with the first point: a sweep refused before it runs (an L1 shorter than the
 	// longest request) prints only its error.
-	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) {
+	group := sweep.Group{GPUs: o.run.serving.groupGPUs}
+	res, err := sweep.Run(job, o.opts, o.sizes, group, func(p sweep.Point) {
 		if header != nil {
 			header()
 			header = nil

@@ -52,7 +52,8 @@ var sweepL1 = []string{"--device-pages", "128"}
 
 // TestSweepPointEqualsRun: a sweep point counts the same hits as `run --sync-copies` at that size,
 // in slots and in a model's bytes (the sizing path: --model, --l2-bytes, --device-bytes,
-// --copy-token-bytes).
+// --copy-token-bytes). The run is one process, cp 1: the sweep models a group of one GPU
+// (TestRunAtCP8AndSweepOfAGroupOf8Agree compares a group of 8).
 func TestSweepPointEqualsRun(t *testing.T) {
 	dir := t.TempDir()
 	// 256 MiB of Llama-3.1-8B at 128 KiB per token is 2048 tokens, 128 pages: sweepL1's.
@@ -76,7 +77,7 @@ func TestSweepPointEqualsRun(t *testing.T) {
 		singleton(
 			t,
 			append(
-				append([]string{"sweep", "--json", sweepJSON}, sweepWorkload...),
+				append([]string{"sweep", "--group-gpus", "1", "--json", sweepJSON}, sweepWorkload...),
 				tc.sweep...)...)
 		singleton(
 			t,

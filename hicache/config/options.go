@@ -98,7 +98,7 @@ type Options struct {
 // --step-requests when it forms the steps. The L3's prefetch counts take one word of the step's
 // vector each.
 func (o *Options) StepRequestsMax() int {
-	if o.Serving != nil && !o.Serving.Virtual {
+	if o.Serving != nil {
 		return o.Serving.Batching.MaxRequests
 	}
 	return o.BatchRequests

@@ -41,10 +41,12 @@ type ServingOptions struct {
 	// GroupGPUs, when above 0, is the modelled CP group's GPUs instead of the run's CP size: sweep
 	// runs the cache at cp 1 and models the group the user sizes for (--group-gpus).
 	GroupGPUs int
-	// Virtual keeps the replay's own pace and steps (--batch-requests, as fast as the machine
-	// allows) and only records each request's hits, for a virtual replay at the end: the sweep's
-	// modelled TTFT, the same from run to run when the hits are (--sync-copies). Its report has the
-	// ideal and no measured figures.
+	// Virtual runs the clock without the wall: CP rank 0 forms the steps as the serving clock does
+	// (Batching.Take over the arrivals), each step lasting exactly its modelled time, and nothing
+	// waits for the trace's pace or the modelled time, so the replay goes as fast as the machine
+	// allows. Its hits are those of the clock's steps, and the virtual replay of them at the end is
+	// the sweep's modelled TTFT, the same from run to run when the hits are (--sync-copies). Its
+	// report has the ideal and no measured figures.
 	Virtual bool
 
 	// Built by Size for the CP size: the model (nil when the options name none: a caller that

@@ -50,8 +50,7 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 		}
 		s.TokenBytes = o.CopyTokenBytes
 	}
-	rankPageBytes := int64(s.PageTokens) * int64(s.Layers) *
-		int64(s.PayloadsPerLayer) * int64(s.AccountTokenBytes)
+	rankPageBytes := s.RankPageBytes()
 	if o.L2Bytes > 0 {
 		slots, err := o.l2SlotsOfBytes(ranksPerNode, nodeParts, s.PageTokens, rankPageBytes)
 		if err != nil {
@@ -67,6 +66,16 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 		s.DevicePages = pages
 	}
 	return &s, nil
+}
+
+// RankPageBytes is what one rank's part of a page accounts for in the sized options (after Size):
+// the bytes --device-bytes counts a device page at, and a slot's share of --l2-bytes on one rank.
+func (o *Options) RankPageBytes() int64 {
+	account := o.AccountTokenBytes
+	if account == 0 { // options that did not go through Size
+		account = o.TokenBytes
+	}
+	return int64(o.PageTokens) * int64(o.Layers) * int64(o.PayloadsPerLayer) * int64(account)
 }
 
 // sizeTokenBytes sets s's geometry of a token for a CP group of cp ranks: --model's layers,

@@ -10,11 +10,12 @@ import (
 )
 
 // CheckL1HoldsLongestRequest refuses a configuration whose L1 cannot hold the workload's longest
-// request: the pages of a request past L1 are computed and never cached, whatever the L2's size, so
-// a sweep over L2 sizes would print the same flat hit rate at every point. It reads the workload
-// (the sweep's check, before its runs).
-func CheckL1HoldsLongestRequest(o *config.Options) error {
-	sized, err := o.Size(1, 1, 1)
+// request, for a CP group of cp ranks on one node (the geometry Size gives it): the pages of a
+// request past L1 are computed and never cached, whatever the L2's size, so a sweep over L2 sizes
+// would print the same flat hit rate at every point. It reads the workload (the sweep's check,
+// before its runs).
+func CheckL1HoldsLongestRequest(o *config.Options, cp int) error {
+	sized, err := o.Size(cp, cp, 1)
 	if err != nil {
 		return err
 	}
@@ -22,8 +23,14 @@ func CheckL1HoldsLongestRequest(o *config.Options) error {
 	if err != nil {
 		return wrapWorkload(err)
 	}
-	longest := workload.LongestRequestTokens(events)
-	needPages := longest / o.PageTokens // a request's last partial page is never cached anyway
+	return checkL1Holds(o, sized, workload.LongestRequestTokens(events))
+}
+
+// checkL1Holds refuses sized options (o as given) whose L1 holds fewer pages than a request of
+// longest tokens needs, naming the flag that set L1 and the size that would do, in pages and in
+// bytes.
+func checkL1Holds(o, sized *config.Options, longest int) error {
+	needPages := longest / sized.PageTokens // a request's last partial page is never cached anyway
 	if needPages <= sized.DevicePages {
 		return nil
 	}
@@ -35,18 +42,17 @@ func CheckL1HoldsLongestRequest(o *config.Options) error {
 		Flag: flag,
 		Reason: fmt.Sprintf(
 			"%s gives L1 %s = %s per rank, but the workload's longest request has %d tokens = %d pages of %d: "+
-				"its pages past L1 would be computed and never cached at any L2 size; give L1 at least %d pages",
+				"its pages past L1 would be computed and never cached at any L2 size; give L1 at least %d pages "+
+				"(--device-pages %d, or --device-bytes %s a rank)",
 			given,
 			errscope.Count(sized.DevicePages, "page", "pages"),
-			errscope.Count(
-				sized.DevicePages*o.PageTokens,
-				"token",
-				"tokens",
-			),
+			errscope.Count(sized.DevicePages*sized.PageTokens, "token", "tokens"),
 			longest,
 			needPages,
-			o.PageTokens,
+			sized.PageTokens,
 			needPages,
+			needPages,
+			sizing.FlagBytes(int64(needPages)*sized.RankPageBytes()),
 		),
 	}
 }

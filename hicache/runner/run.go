@@ -198,7 +198,11 @@ func (rs *runState) countIdeal(events []workload.Event) {
 			f(measured, ideal)
 		}
 		if rs.clock.opts.Virtual {
-			rs.clock.withL3 = rs.clock.replayWithL3(rs.seenPrefixes(events))
+			rs.clock.withL3 = rs.clock.replayWithL3(
+				rs.seenPrefixes(events),
+				rs.opts.L2Slots,
+				rs.opts.PageTokens,
+			)
 		}
 	}
 	if rs.idealEvents != nil {

@@ -48,12 +48,13 @@ func (t *servingTallies) observe(rc *requestClock, endNs int64) {
 // replayIdeal replays the requests this rank timed on a virtual clock with a cache machinery that
 // costs nothing: the same arrivals, the same hits, the same step rule and model, each request
 // deferred for its L3 prefetch as the run deferred it (serving.PlanStep). Requests never served (a
-// failed run) are left out. It returns each request's timing on the run's clock (none in a virtual
-// run) and on the ideal's, flushes left out.
+// failed run) are left out. It returns each request's timing on the run's clock (a virtual run's:
+// its own clock's, which forms its steps by the same rule at no cost and so must equal the ideal's)
+// and on the ideal's, flushes left out.
 func (c *servingClock) replayIdeal() (measured, ideal []serving.Timing) {
 	records := make([]serving.Record, 0, len(c.order))
 	for _, rc := range c.order {
-		if rc.served && !rc.flush && !c.opts.Virtual {
+		if rc.served && !rc.flush {
 			measured = append(measured, rc.timing())
 		}
 		if rc.served || rc.flush {

@@ -1,7 +1,8 @@
 // Package sweep is `cphicache sweep`: the hit rate against the L2's capacity, one run of the same
 // workload per size, in one process. Placement does not depend on the CP size (every rank of a
 // group takes the same decisions, and a model's slot is a page of its tokens whatever cp is:
-// hicache/sizing/models.go), so the sweep runs the cache at cp 1, as an MPI singleton. Every point
+// hicache/sizing/models.go), so the sweep runs the cache at cp 1, as an MPI singleton, with the
+// pages and slots that the CP group it models (--group-gpus) has at each size. Every point
 // drains its copies every step (SyncCopies): a backup commits in the step that made it, so a
 // point's hit counts are a function of the configuration, equal to `run --sync-copies` at that
 // size.
@@ -82,19 +83,38 @@ type Result struct {
 	// KV bytes per token, which the byte sizes count
 	TokenBytes int64 `json:"token_bytes"`
 	// what the runs copied per token
-	CopiedTokenBytes int64   `json:"copied_token_bytes"`
-	DevicePages      int     `json:"device_pages"`
-	DeviceTokens     int64   `json:"device_tokens"`
-	Points           []Point `json:"points"`
+	CopiedTokenBytes int64 `json:"copied_token_bytes"`
+	// the CP group the points model (--group-gpus): DevicePages and DeviceTokens are each of its
+	// ranks'
+	GroupGPUs    int     `json:"group_gpus"`
+	DevicePages  int     `json:"device_pages"`
+	DeviceTokens int64   `json:"device_tokens"`
+	Points       []Point `json:"points"`
 }
 
-// Sweep runs the workload once per size on a one-rank job, calling done after each point
-// (progress).
-func Run(job *spmd.Job, options *config.Options, sizes []Size, done func(Point)) (*Result, error) {
+// Group is the CP group a sweep models: its GPUs (--group-gpus), each holding --device-bytes of L1
+// as a rank of `run` at that CP size does, on a node of its own (--l2-bytes is that node's).
+type Group struct {
+	GPUs int
+}
+
+// Run runs the workload once per size on a one-rank job, calling done after each point
+// (progress). Each point's geometry is that of `run` at cp group.GPUs on one node (Options.Size):
+// its L1 is every rank's --device-bytes (a page of a rank holds 1/cp of the page's KV, so cp ranks
+// hold cp times the pages of one), its L2 --l2-bytes' slots. The cache then runs at cp 1 with those
+// pages and slots, which decide the same (placement does not depend on the CP size).
+func Run(
+	job *spmd.Job,
+	options *config.Options,
+	sizes []Size,
+	group Group,
+	done func(Point),
+) (*Result, error) {
 	if err := CheckJob(job); err != nil {
 		return nil, err
 	}
-	if err := runner.CheckL1HoldsLongestRequest(options); err != nil {
+	group.GPUs = max(1, group.GPUs)
+	if err := runner.CheckL1HoldsLongestRequest(options, group.GPUs); err != nil {
 		return nil, err
 	}
 	res := &Result{
@@ -102,17 +122,14 @@ func Run(job *spmd.Job, options *config.Options, sizes []Size, done func(Point))
 		Trace:       options.TracePath,
 		WritePolicy: options.Policy.String(),
 		PageTokens:  options.PageTokens,
+		GroupGPUs:   group.GPUs,
 	}
 	for _, size := range sizes {
-		opts := *options
-		opts.SyncCopies, opts.Quiet = true, true
-		if options.Serving != nil {
-			virtual := *options.Serving
-			virtual.Virtual = true
-			opts.Serving = &virtual
+		opts, capacity, err := pointOptions(options, size, group)
+		if err != nil {
+			return nil, err
 		}
-		opts.L2Slots, opts.L2Bytes = size.Slots, size.Bytes
-		r, err := runner.Run(job, &opts)
+		r, err := runner.Run(job, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -126,9 +143,9 @@ func Run(job *spmd.Job, options *config.Options, sizes []Size, done func(Point))
 				PagesChecked:    r.Verify.PagesChecked,
 			}
 		}
-		c := r.Capacity
-		res.TokenBytes, res.CopiedTokenBytes, res.DevicePages, res.DeviceTokens = c.TokenBytes,
-			c.CopiedTokenBytes, c.DevicePages, c.DeviceTokens
+		r.Capacity = capacity
+		res.TokenBytes, res.CopiedTokenBytes, res.DevicePages, res.DeviceTokens = capacity.TokenBytes,
+			capacity.CopiedTokenBytes, capacity.DevicePages, capacity.DeviceTokens
 		if r.Serving != nil {
 			res.Prefill = r.Serving.Model
 		}
@@ -139,6 +156,31 @@ func Run(job *spmd.Job, options *config.Options, sizes []Size, done func(Point))
 		}
 	}
 	return res, nil
+}
+
+// pointOptions are the options of one point's run at cp 1, its copies drained every step and its
+// serving clock virtual, with the L1 pages and L2 slots of the group at the size (Options.Size at
+// cp group.GPUs on one node), and the group's capacity, which the point reports.
+func pointOptions(
+	options *config.Options,
+	size Size,
+	group Group,
+) (*config.Options, report.Capacity, error) {
+	opts := *options
+	opts.SyncCopies, opts.Quiet = true, true
+	if options.Serving != nil {
+		virtual := *options.Serving
+		virtual.Virtual = true
+		opts.Serving = &virtual
+	}
+	opts.L2Slots, opts.L2Bytes = size.Slots, size.Bytes
+	sized, err := opts.Size(group.GPUs, group.GPUs, 1)
+	if err != nil {
+		return nil, report.Capacity{}, err
+	}
+	opts.L2Slots, opts.L2Bytes = sized.L2Slots, 0
+	opts.DevicePages, opts.DeviceBytes = sized.DevicePages, 0
+	return &opts, sized.Capacity(group.GPUs), nil
 }
 
 // CheckJob refuses a job of more than one rank: the sweep is one process (an MPI singleton).
