@@ -66,14 +66,14 @@ func (o *sizingOptions) capacityFlags() []cli.Flag {
 			EnvVars:     []string{"CPHICACHE_L2_BYTES"},
 			Category:    "cache",
 			Destination: &o.l2Bytes,
-			Usage:       "L2 capacity in bytes per node, instead of --l2-slots (e.g. 512GiB, 1.5TiB, 500GB), shared by the node's CP groups, counted at the real bytes per token; sweep takes a comma-separated list",
+			Usage:       "L2 capacity in bytes per node, instead of --l2-slots (e.g. 512GiB, 1.5TiB, 500GB), shared by the node's CP groups; with a model (--model, or the serving clock's --prefill-model over a scaled-down geometry) the bytes are the model's KV (68.6 KiB a token for deepseek-v3), whatever the copies replay; without one, the geometry's (--token-bytes x --layers x --payloads x cp a token); sweep takes a comma-separated list, each a node's holding one CP group of --group-gpus",
 		},
 		&cli.StringFlag{
 			Name:        "device-bytes",
 			EnvVars:     []string{"CPHICACHE_DEVICE_BYTES"},
 			Category:    "cache",
 			Destination: &o.deviceBytes,
-			Usage:       "L1 capacity in bytes of KV per rank (one GPU), instead of --device-pages (e.g. 40GiB), counted at the real bytes per token",
+			Usage:       "L1 capacity in bytes of KV per rank (one GPU), instead of --device-pages (e.g. 40GiB); a rank holds 1/cp of each page, so a CP group's L1 is cp times it in tokens; with a model (--model, or the serving clock's --prefill-model) the bytes are the model's KV, whatever the copies replay; without one, the geometry's",
 		},
 	}
 }

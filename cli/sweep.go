@@ -151,6 +151,7 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 			errscope.Plural(len(o.sizes), "size"),
 			errscope.Plural(o.run.serving.groupGPUs, "GPU"),
 		)
+		sayModelBytes(o.opts)
 	}
 	// The header comes with the first point: a sweep refused before it runs (an L1 shorter than the
 	// longest request) prints only its error.
@@ -160,7 +161,7 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 			header()
 			header = nil
 		}
-		writeSweepPoint(os.Stdout, p)
+		writeSweepPoint(os.Stdout, o.opts.SizingModel(), p)
 	})
 	if err != nil {
 		return err
@@ -177,7 +178,9 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	return nil
 }
 
-func writeSweepPoint(w io.Writer, p sweep.Point) {
+// writeSweepPoint prints a point's line: its L2 in bytes (the model's, a node's, when a model is
+// given), tokens and slots, its hits, and its modelled serving figures.
+func writeSweepPoint(w io.Writer, model string, p sweep.Point) {
 	uncached := ""
 	if p.UncachedPages > 0 {
 		why := "L1 had no page to spare: its pages were in use or being copied"
@@ -211,12 +214,14 @@ func writeSweepPoint(w io.Writer, p sweep.Point) {
 			)
 		}
 	}
+	size := sizing.FormatBytes(p.L2Bytes)
+	if model != "" {
+		size += " of " + model + "'s KV a node"
+	}
 	fmt.Fprintf(
 		w,
 		"  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s%s\n",
-		sizing.FormatBytes(
-			p.L2Bytes,
-		),
+		size,
 		p.L2Tokens,
 		p.L2Slots,
 		100*p.HitRate,
@@ -226,5 +231,21 @@ func writeSweepPoint(w io.Writer, p sweep.Point) {
 		p.WallSeconds,
 		serving,
 		uncached,
+	)
+}
+
+// sayModelBytes says, for a sweep given a model, whose bytes its sizes are and what they mean: the
+// sizing model's KV, --l2-bytes a node's and --device-bytes a GPU's, while the copies may replay
+// fewer bytes.
+func sayModelBytes(opts *config.Options) {
+	m, err := sizing.LookupModel(opts.SizingModel())
+	if err != nil {
+		return // no model: the geometry's own bytes
+	}
+	fmt.Printf(
+		"# sizes are %s's KV (%s a token): --l2-bytes a node's, --device-bytes a GPU's; "+
+			"the copies may replay fewer bytes, the hit counts are the model's\n",
+		m.Name,
+		sizing.FormatBytes(m.TokenBytes()),
 	)
 }

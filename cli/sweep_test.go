@@ -191,7 +191,7 @@ func TestModelCapacityInSummary(t *testing.T) {
 				reportPath,
 			},
 			sweepWorkload...)...)
-	for _, want := range []string{"L2 13107 slots = 209712 tokens = 64 GiB per CP group", "L1 204 pages = 3264 tokens = 1020 MiB per rank",
+	for _, want := range []string{"L2 13107 slots = 209712 tokens = 64 GiB per CP group, 64 GiB per node", "L1 204 pages = 3264 tokens = 1020 MiB per rank (a GPU)",
 		"KV 320 KiB per token of llama-3.1-70b", "copies SCALED DOWN: 1.25 KiB copied per token instead of 320 KiB"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, out)
@@ -279,6 +279,7 @@ func TestSweepLineSaysUncachedPages(t *testing.T) {
 	var b strings.Builder
 	writeSweepPoint(
 		&b,
+		"",
 		sweep.Point{
 			L2Slots:               64,
 			UncachedPages:         49231,

@@ -16,11 +16,13 @@ import (
 // weight reads alone) that a run's real work on 8 ranks of 2 loaded cores fits under every modelled
 // step: the machinery then costs nothing, and the run forms the steps of the sweep's virtual clock.
 // Its steps take up to 32768 prompt tokens, so they batch several requests (a step's requests do
-// not hit each other's KV), and L1 (--device-bytes a GPU) holds the longest request only at cp 8.
+// not hit each other's KV). L1 is 140 MiB of DeepSeek-V3's KV a GPU (68.6 KiB a token): 261 pages
+// of 64 tokens at cp 8, 32 at cp 1, where the longest request (12432 tokens) needs 194; the copies
+// replay 8 bytes a token a rank.
 var sameGeometryFlags = []string{
 	"--conversations", "48", "--turns-max", "6", "--system-prompt-tokens", "4096",
 	"--turn-tokens", "1024", "--page-tokens", "64", "--layers", "1", "--payloads", "1",
-	"--device-bytes", "4MiB", "--l2-slots", "2048",
+	"--token-bytes", "8", "--device-bytes", "140MiB", "--l2-slots", "2048",
 	"--gpu", "h20", "--prefill-model", "deepseek-v3", "--prefill-dtype", "bf16",
 	"--prefill-efficiency", "0.1", "--request-rate", "0.5", "--step-tokens", "32768",
 }

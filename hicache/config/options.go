@@ -87,10 +87,13 @@ type Options struct {
 	// off.
 	Serving *ServingOptions
 
-	// Set by Size, for the runner: AccountTokenBytes is the real TokenBytes that capacities count
-	// when CopyTokenBytes copies fewer (0 before Size: TokenBytes), and GroupNodes the nodes each
-	// CP group spans, each node's slab holding its share of the group's parts (0 before Size: one).
+	// Set by Size, for the runner: AccountTokenBytes is the real TokenBytes when CopyTokenBytes
+	// copies fewer (0 before Size: TokenBytes); ModelTokenBytes the KV bytes of one token over the
+	// CP group that every byte capacity counts (the sizing model's: SizingModel; 0 before Size);
+	// and GroupNodes the nodes each CP group spans, each node's slab holding its share of the
+	// group's parts (0 before Size: one).
 	AccountTokenBytes int
+	ModelTokenBytes   int64
 	GroupNodes        int
 }
 

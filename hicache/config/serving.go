@@ -159,9 +159,9 @@ func (o *ServingOptions) ClosedLoop() serving.Clients {
 // payload and rank), not what scaled-down copies copy.
 func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 	sized := *o
-	// The KV of a token is the geometry's every rank's share (or the model's), whatever group is
-	// modelled.
-	kv := int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.AccountTokenBytes)
+	// The KV of a token is the sizing model's (the geometry's every rank's share without one),
+	// whatever group is modelled.
+	kv := s.ModelTokenBytes
 	if o.GroupGPUs > 0 {
 		cp = o.GroupGPUs
 	}

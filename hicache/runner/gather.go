@@ -66,7 +66,7 @@ func (rs *runState) report() (*report.Report, error) {
 		Groups:    groups,
 	}
 	r.Fill(&c)
-	r.Capacity = rs.opts.Capacity(t.CPSize)
+	r.Capacity = rs.opts.Capacity(t.CPSize, t.NodeSize)
 	setTimings(r, timing)
 	if rs.l3 != nil {
 		r.L3 = report.NewL3(rs.l3Config(), &c)

@@ -23,13 +23,13 @@ func CheckL1HoldsLongestRequest(o *config.Options, cp int) error {
 	if err != nil {
 		return wrapWorkload(err)
 	}
-	return checkL1Holds(o, sized, workload.LongestRequestTokens(events))
+	return checkL1Holds(o, sized, cp, workload.LongestRequestTokens(events))
 }
 
-// checkL1Holds refuses sized options (o as given) whose L1 holds fewer pages than a request of
-// longest tokens needs, naming the flag that set L1 and the size that would do, in pages and in
-// bytes.
-func checkL1Holds(o, sized *config.Options, longest int) error {
+// checkL1Holds refuses options sized for a CP group of cp ranks (o as given) whose L1 holds fewer
+// pages than a request of longest tokens needs, naming the flag that set L1 and the size that
+// would do, in pages and in bytes.
+func checkL1Holds(o, sized *config.Options, cp, longest int) error {
 	needPages := longest / sized.PageTokens // a request's last partial page is never cached anyway
 	if needPages <= sized.DevicePages {
 		return nil
@@ -52,7 +52,7 @@ func checkL1Holds(o, sized *config.Options, longest int) error {
 			sized.PageTokens,
 			needPages,
 			needPages,
-			sizing.FlagBytes(int64(needPages)*sized.RankPageBytes()),
+			sizing.FlagBytes(int64(needPages)*sized.RankPageBytes(cp)),
 		),
 	}
 }

@@ -32,8 +32,10 @@ type Size struct {
 type Point struct {
 	L2Slots  int     `json:"l2_slots"`
 	L2Tokens int64   `json:"l2_tokens"`
-	L2Bytes  int64   `json:"l2_bytes"` // at the real bytes per token
+	L2Bytes  int64   `json:"l2_bytes"` // the group's, at the sizing model's bytes per token
 	L2GiB    float64 `json:"l2_gib"`
+	// the group's node's (the sweep's group has a node of its own: the same as L2Bytes)
+	L2BytesPerNode int64 `json:"l2_bytes_per_node"`
 	// Hits: the run's prompt tokens served from L1 and L2, computed, and an unbounded cache's hits.
 	L1Tokens    int64   `json:"l1_tokens"`
 	L2HitTokens int64   `json:"l2_hit_tokens"`
@@ -74,7 +76,9 @@ type Result struct {
 	// Provenance is what produced the sweep (the command sets it): the build, the command line,
 	// every flag.
 	Provenance *report.Provenance `json:"provenance,omitempty"`
-	Model      string             `json:"model,omitempty"`
+	// the model whose KV the bytes count (--model, or --prefill-model over a scaled-down
+	// geometry); empty: the geometry's own bytes
+	Model string `json:"model,omitempty"`
 	// the prefill model the points' serving figures are modelled by
 	Prefill     string `json:"prefill,omitempty"`
 	Trace       string `json:"trace,omitempty"` // empty: the synthetic workload
@@ -86,10 +90,13 @@ type Result struct {
 	CopiedTokenBytes int64 `json:"copied_token_bytes"`
 	// the CP group the points model (--group-gpus): DevicePages and DeviceTokens are each of its
 	// ranks'
-	GroupGPUs    int     `json:"group_gpus"`
-	DevicePages  int     `json:"device_pages"`
-	DeviceTokens int64   `json:"device_tokens"`
-	Points       []Point `json:"points"`
+	GroupGPUs    int   `json:"group_gpus"`
+	DevicePages  int   `json:"device_pages"`
+	DeviceTokens int64 `json:"device_tokens"`
+	// L1's bytes a GPU and over the group, at TokenBytes
+	DeviceBytes         int64   `json:"device_bytes"`
+	DeviceBytesPerGroup int64   `json:"device_bytes_per_group"`
+	Points              []Point `json:"points"`
 }
 
 // Group is the CP group a sweep models: its GPUs (--group-gpus), each holding --device-bytes of L1
@@ -118,7 +125,7 @@ func Run(
 		return nil, err
 	}
 	res := &Result{
-		Model:       options.Model,
+		Model:       options.SizingModel(),
 		Trace:       options.TracePath,
 		WritePolicy: options.Policy.String(),
 		PageTokens:  options.PageTokens,
@@ -146,6 +153,7 @@ func Run(
 		r.Capacity = capacity
 		res.TokenBytes, res.CopiedTokenBytes, res.DevicePages, res.DeviceTokens = capacity.TokenBytes,
 			capacity.CopiedTokenBytes, capacity.DevicePages, capacity.DeviceTokens
+		res.DeviceBytes, res.DeviceBytesPerGroup = capacity.DeviceBytes, capacity.DeviceBytesPerGroup
 		if r.Serving != nil {
 			res.Prefill = r.Serving.Model
 		}
@@ -180,7 +188,7 @@ func pointOptions(
 	}
 	opts.L2Slots, opts.L2Bytes = sized.L2Slots, 0
 	opts.DevicePages, opts.DeviceBytes = sized.DevicePages, 0
-	return &opts, sized.Capacity(group.GPUs), nil
+	return &opts, sized.Capacity(group.GPUs, group.GPUs), nil
 }
 
 // CheckJob refuses a job of more than one rank: the sweep is one process (an MPI singleton).
@@ -213,7 +221,8 @@ func sweepPoint(r *report.Report) Point {
 	return Point{Serving: serving,
 		UncachedPages: uncached, UncachedPct: uncachedPct, UncachedOversizePages: r.L1.UncachedOversizePages,
 		L2Slots: c.L2Slots, L2Tokens: c.L2Tokens, L2Bytes: c.L2Bytes, L2GiB: float64(c.L2Bytes) / (1 << 30),
-		L1Tokens: h.L1Tokens, L2HitTokens: h.L2Tokens, MissTokens: h.MissTokens, IdealTokens: h.IdealTokens,
+		L2BytesPerNode: c.L2BytesPerNode,
+		L1Tokens:       h.L1Tokens, L2HitTokens: h.L2Tokens, MissTokens: h.MissTokens, IdealTokens: h.IdealTokens,
 		HitRate: float64(
 			h.L1Tokens+h.L2Tokens,
 		) / tokens, IdealRate: float64(h.IdealTokens) / tokens,
