@@ -94,6 +94,7 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	if o.opts.Serving, err = o.run.serving.options(c, o.opts.Model, o.run.trace == ""); err != nil {
 		return err
 	}
+	o.opts.L1FromGPU, _ = geometryFromGPU(c, o.opts) // the L2's sizes are the sweep's own
 	distinct := outfile.CheckDistinct(
 		[]outfile.File{{Flag: "json", Path: o.json}, {Flag: "plot", Path: o.plot}},
 		o.opts.InputFiles(),

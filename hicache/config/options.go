@@ -77,6 +77,12 @@ type Options struct {
 	GroupTokenBytes int
 	L2Bytes         int64 // per node, instead of L2Slots; 0 = L2Slots
 	DeviceBytes     int64 // per rank, instead of DevicePages; 0 = DevicePages
+	// With the serving clock and a sizing model, when the user gave no L1 (--device-pages,
+	// --device-bytes) or no L2 (--l2-slots, --l2-bytes): Size sizes L1 from the model and the GPU
+	// (ServingOptions.DeviceBudget) and L2 HiCacheRatio times it, as the deployment would have
+	// them, instead of the flags' defaults; SizedBy (set by Size) says how, for the summary.
+	L1FromGPU, L2FromL1 bool
+	SizedBy             string
 	// SyncCopies drains every step: each step commits everything it backed up, so hit counts no
 	// longer depend on how fast the copy worker ran, and two runs of one configuration count the
 	// same (sweep uses it).

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+	"strings"
 
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/sizing"
@@ -54,22 +55,51 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 		s.TokenBytes = o.CopyTokenBytes
 	}
 	pageBytes := int64(s.PageTokens) * s.ModelTokenBytes // a page of the group, every rank's part
-	if o.L2Bytes > 0 {
+	if err := s.sizeFromGPU(cp); err != nil {
+		return nil, err
+	}
+	if s.L2Bytes > 0 {
 		slots, err := o.l2SlotsOfBytes(ranksPerNode, nodeParts, cp, s.PageTokens, pageBytes)
 		if err != nil {
 			return nil, err
 		}
 		s.L2Slots = slots
 	}
-	if o.DeviceBytes > 0 {
-		pages, err := o.devicePagesOfBytes(cp, s.PageTokens, pageBytes)
+	if s.DeviceBytes > 0 {
+		pages, err := s.devicePagesOfBytes(cp, s.PageTokens, pageBytes)
 		if err != nil {
 			return nil, err
 		}
 		s.DevicePages = pages
 	}
+	if s.L2FromL1 && s.Serving != nil && s.SizingModel() != "" {
+		// a slot is a page of the group, as a device page is: HiCacheRatio times L1's tokens
+		s.L2Slots = min(HiCacheRatio*s.DevicePages, math.MaxInt32)
+		l2 := fmt.Sprintf("L2 %d x L1 (SGLang's --hicache-ratio default)", HiCacheRatio)
+		s.SizedBy = strings.TrimPrefix(s.SizedBy+"; "+l2, "; ")
+	}
 	s.L3.StoreBytes = s.storeBytes(cp)
 	return &s, nil
+}
+
+// sizeFromGPU sets s's L1 in bytes from the model and the GPU when the user gave no L1 geometry
+// (L1FromGPU), for a CP group of cp ranks (the serving clock's --group-gpus in a sweep): the KV
+// budget a GPU of the deployment has (ServingOptions.DeviceBudget), said in SizedBy.
+func (s *Options) sizeFromGPU(cp int) error {
+	model := s.SizingModel()
+	if !s.L1FromGPU || s.Serving == nil || model == "" {
+		return nil
+	}
+	gpus := cp
+	if s.Serving.GroupGPUs > 0 {
+		gpus = s.Serving.GroupGPUs
+	}
+	b, err := s.Serving.DeviceBudget(model, gpus)
+	if err != nil {
+		return err
+	}
+	s.DeviceBytes, s.SizedBy = b.Bytes, b.Describe
+	return nil
 }
 
 // SizingModel is the model whose KV the byte capacities count: --model, else the serving clock's
@@ -274,5 +304,6 @@ func (o *Options) Capacity(cp, ranksPerNode int) report.Capacity {
 		c.L3BytesPerNode = c.L3Bytes / nodes * groups
 		c.L3StoreBytes = o.L3.StoreBytes
 	}
+	c.SizedBy = o.SizedBy
 	return c
 }

@@ -16,6 +16,13 @@ import (
 // too; without one the line is the geometry's, as it always was.
 func (r *Report) writeCapacity(w io.Writer) {
 	c := r.Capacity
+	if c.SizedBy != "" {
+		fmt.Fprintf(
+			w,
+			"  geometry sized from the model and the GPU (no L1 or L2 size given), MODELLED: %s\n",
+			c.SizedBy,
+		)
+	}
 	model, l2Node, l1More, l3 := "per token", "", "", ""
 	if c.Model != "" {
 		model = "per token of " + c.Model

@@ -188,6 +188,9 @@ type Capacity struct {
 	L3Bytes        int64 `json:"l3_bytes,omitempty"`
 	L3BytesPerNode int64 `json:"l3_bytes_per_node,omitempty"`
 	L3StoreBytes   int64 `json:"l3_store_bytes,omitempty"`
+	// SizedBy says how L1 and L2 were sized from the model and the GPU when no geometry was given
+	// (config.Options.L1FromGPU); empty when the flags gave them.
+	SizedBy string `json:"sized_by,omitempty"`
 }
 
 // FailureReport is what ended a failed run: the check that failed, the step, the rank that reported

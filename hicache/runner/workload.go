@@ -24,6 +24,10 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 	var loadErr error
 	if t.CPRank == 0 {
 		events, loadErr = rs.readWorkload()
+		if loadErr == nil && rs.opts.Serving != nil && !rs.opts.Serving.Virtual {
+			// the whole workload's, on every group alike
+			loadErr = checkServedGeometry(rs.opts, t.CPSize, t.NodeSize/t.NodeParts, events)
+		}
 		if loadErr == nil {
 			events = workload.ShardForReplica(events, t.DPSize, t.CPGroup)
 			cfg := workload.IdealConfig{

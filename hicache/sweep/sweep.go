@@ -188,6 +188,7 @@ func pointOptions(
 	}
 	opts.L2Slots, opts.L2Bytes = sized.L2Slots, 0
 	opts.DevicePages, opts.DeviceBytes = sized.DevicePages, 0
+	opts.L1FromGPU, opts.L2FromL1 = false, false // sized once, for the group
 	return &opts, sized.Capacity(group.GPUs, group.GPUs), nil
 }
 
