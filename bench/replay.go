@@ -53,6 +53,12 @@ const DefaultReplayServingArgs = "--gpu h200 --prefill-model deepseek-v3 --time-
 // no long request, and run with the serving clock refuses them.
 const DefaultReplayRunArgs = "--page-tokens 64 --token-bytes 8 --layers 1 --device-pages 4096 --l2-slots 32768"
 
+// DefaultReplayL3RunArgs are bench replay's L3 flags: an L3 that holds every block of the shared
+// Mooncake trace (61.2M prompt tokens, 4.0 TiB of DeepSeek-V3's KV: --l3-bytes counts the model's
+// KV, DefaultReplayServingArgs' --prefill-model), so that the filled row reads what the empty one
+// wrote. run's default, 64 GiB of it, holds under a million tokens.
+const DefaultReplayL3RunArgs = "--l3-bytes 4TiB"
+
 // ReplayConfig is bench replay: one trace and one set of run flags, launched Repeats times in each
 // configuration (L2 only; L2 + L3 over a fresh directory; L2 + L3 over the directory the run before
 // filled), each launch its own mpirun of NP ranks.

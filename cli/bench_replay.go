@@ -56,7 +56,7 @@ func (o *replayOptions) flags() []cli.Flag {
 			Destination: &o.servingArgs,
 			Usage:       "the serving clock's `FLAGS` of cphicache run for every launch (split at spaces): the rows' TTFT and the targets on it are MODELLED by them; \"\" replays without the clock, as fast as the machine allows",
 		},
-		&cli.StringFlag{Name: "l3-run-args", EnvVars: env("L3_RUN_ARGS"), Destination: &o.l3RunArgs,
+		&cli.StringFlag{Name: "l3-run-args", Value: bench.DefaultReplayL3RunArgs, EnvVars: env("L3_RUN_ARGS"), Destination: &o.l3RunArgs,
 			Usage: "`FLAGS` of cphicache run for the L3 launches only (--l3-bytes, --l3-block-tokens, ...: the L2-only launches would refuse them)"},
 		&cli.StringFlag{
 			Name:        "l3-parent",

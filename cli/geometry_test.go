@@ -49,7 +49,7 @@ func TestRunWithTheClockRefusesAToyGeometry(t *testing.T) {
 // TestRunWithTheClockSizesItsGeometryFromTheModel: with the serving clock on and no L1 or L2 size
 // given, run sizes them as the modelled deployment would (Llama-3.1-8B in bf16 on 2 H100s: 0.9 x
 // 80 GB less 8 GB of weights a GPU, 64 GB of KV a GPU, 977K tokens over the group; L2 twice it),
-// and says so in its summary and report.
+// and says so in its summary and report, beside the per-rank copies the shared pool replaces.
 func TestRunWithTheClockSizesItsGeometryFromTheModel(t *testing.T) {
 	besideOthers(t)
 	reportPath := filepath.Join(t.TempDir(), "r.json")
@@ -60,7 +60,8 @@ func TestRunWithTheClockSizesItsGeometryFromTheModel(t *testing.T) {
 	}
 	for _, want := range []string{"geometry sized from the model and the GPU (no L1 or L2 size given), MODELLED: L1 ",
 		"= 0.9 x 80 GB of HBM", "llama-3.1-8b's bf16 weights over 2 GPUs", "L2 2 x L1",
-		"per token of llama-3.1-8b"} {
+		"per token of llama-3.1-8b",
+		"beside per-rank copies (the design the shared L2 replaces), MODELLED at this run's hits: TTFT p50"} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, res.stdout)
 		}
@@ -71,5 +72,9 @@ func TestRunWithTheClockSizesItsGeometryFromTheModel(t *testing.T) {
 	if c.SizedBy == "" || c.DeviceTokens < 950_000 || c.DeviceTokens > 1_000_000 ||
 		c.L2Slots != 2*c.DevicePages {
 		t.Errorf("capacity %+v: want L1 about 977K tokens, L2 twice it, and how it was sized", c)
+	}
+	// Per-rank copies load a hit's whole KV into each of the 2 GPUs: never sooner.
+	if s := r.Serving; s == nil || s.PerRankCopies == nil || s.PerRankCopies.TTFT.P99 < s.IdealTTFT.P99 {
+		t.Errorf("serving %+v: want per-rank copies' TTFT, no sooner than the shared pool's ideal", s)
 	}
 }

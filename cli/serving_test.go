@@ -232,7 +232,10 @@ func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
 				q,
 			)
 		}
-		p.WithL3, q.WithL3 = nil, nil
+		if p.Load == nil || q.Load == nil || *p.Load != *q.Load {
+			t.Fatalf("point %d: load %+v then %+v, want the same in both sweeps", i, p.Load, q.Load)
+		}
+		p.WithL3, q.WithL3, p.Load, q.Load = nil, nil, nil, nil
 		if *p != *q || p.TTFTP50 <= 0 {
 			t.Fatalf("point %d: %+v then %+v, want the same modelled TTFT in both sweeps", i, p, q)
 		}

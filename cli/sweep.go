@@ -26,6 +26,9 @@ import (
 type sweepOptions struct {
 	run        runOptions
 	json, plot string
+	answer     sweepAnswerOptions
+	// no size was given: sweep.DefaultSizes
+	defaultSizes bool
 
 	opts  *config.Options // checked, by Before
 	sizes []sweep.Size
@@ -45,8 +48,9 @@ func (o *sweepOptions) flags() []cli.Flag {
 	// Of the checks, only --flush-every changes a sweep: at cp 1 in one process there is no
 	// collective to choose or to watch, and every step's copies are drained anyway.
 	flags = append(flags, r.flushEveryFlag())
-	flags = append(flags, groupGPUsFlag(&r.serving))
+	flags = append(flags, groupGPUsFlag(&r.serving), o.answer.designFlag())
 	flags = append(flags, servingFlags(&r.serving, true)...)
+	flags = append(flags, o.answer.clockFlags()...)
 	return append(
 		flags,
 		&cli.StringFlag{
@@ -88,13 +92,25 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	if o.opts, err = o.run.baseOptions(); err != nil {
 		return err
 	}
-	if o.sizes, err = o.run.sizing.sweepSizes(c, o.opts); err != nil {
+	// The sweep sizes its own L2s where a model and the clock give it a deployment's L1.
+	defaults := o.run.serving.on() && (o.run.sizing.model != "" || o.run.serving.prefillModel != "")
+	if o.sizes, err = o.run.sizing.sweepSizes(c, o.opts, defaults); err != nil {
 		return err
 	}
 	if o.opts.Serving, err = o.run.serving.options(c, o.opts.Model, o.run.trace == ""); err != nil {
 		return err
 	}
 	o.opts.L1FromGPU, _ = geometryFromGPU(c, o.opts) // the L2's sizes are the sweep's own
+	if err := o.answer.check(c, o.opts.Serving); err != nil {
+		return err
+	}
+	if len(o.sizes) == 0 {
+		group := sweep.Group{GPUs: o.run.serving.groupGPUs}
+		if o.sizes, err = sweep.DefaultSizes(o.opts, group); err != nil {
+			return err
+		}
+		o.defaultSizes = true
+	}
 	distinct := outfile.CheckDistinct(
 		[]outfile.File{{Flag: "json", Path: o.json}, {Flag: "plot", Path: o.plot}},
 		o.opts.InputFiles(),
@@ -153,10 +169,20 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 			errscope.Plural(o.run.serving.groupGPUs, "GPU"),
 		)
 		sayModelBytes(o.opts)
+		if o.defaultSizes {
+			fmt.Printf(
+				"# no --l2-bytes or --l2-slots given: L2 sizes of %v times the group's L1 (SGLang's --hicache-ratio default is 2)\n",
+				sweep.DefaultL1Multiples,
+			)
+		}
 	}
 	// The header comes with the first point: a sweep refused before it runs (an L1 shorter than the
 	// longest request) prints only its error.
-	group := sweep.Group{GPUs: o.run.serving.groupGPUs}
+	group := sweep.Group{
+		GPUs:      o.run.serving.groupGPUs,
+		Designs:   o.answer.designs,
+		MarginPct: o.answer.marginPct,
+	}
 	res, err := sweep.Run(job, o.opts, o.sizes, group, func(p sweep.Point) {
 		if header != nil {
 			header()
@@ -167,6 +193,7 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	if err != nil {
 		return err
 	}
+	writeAnswer(os.Stdout, res, o.answer)
 	if o.json != "" {
 		res.Provenance = o.opts.Provenance
 		if err := res.WriteJSON(o.json); err != nil {
@@ -219,12 +246,18 @@ func writeSweepPoint(w io.Writer, model string, p sweep.Point) {
 	if model != "" {
 		size += " of " + model + "'s KV a node"
 	}
+	label := fmt.Sprintf("L2 %s = %d tokens (%d slots)", size, p.L2Tokens, p.L2Slots)
+	switch p.Design {
+	case sweep.DesignNoL2:
+		label = "no L2 (an L2 of one slot)"
+	case sweep.DesignPerRank:
+		label = fmt.Sprintf("per-rank copies, L2 %s: a rank's pool of %d tokens (%d slots)", size,
+			p.L2Tokens, p.L2Slots)
+	}
 	fmt.Fprintf(
 		w,
-		"  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s%s\n",
-		size,
-		p.L2Tokens,
-		p.L2Slots,
+		"  %s: hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s%s\n",
+		label,
 		100*p.HitRate,
 		p.L1Tokens,
 		p.L2HitTokens,

@@ -41,6 +41,13 @@ type ServingOptions struct {
 	// GroupGPUs, when above 0, is the modelled CP group's GPUs instead of the run's CP size: sweep
 	// runs the cache at cp 1 and models the group the user sizes for (--group-gpus).
 	GroupGPUs int
+	// PerRankCopies models the design the shared L2 replaces (sweep's --l2-design per-rank): each
+	// GPU loads a hit's whole KV over its own link (serving.Links.WholeCopies); the sweep gives its
+	// run 1/cp of the slots, a rank's pool of 1/cp of the node's bytes holding whole copies.
+	PerRankCopies bool
+	// TTFTTargetSeconds, above 0, is the TTFT p50 a virtual replay (a sweep's point) finds the DP
+	// replicas for (--ttft-target; the runner's servingload.go).
+	TTFTTargetSeconds float64
 	// Virtual runs the clock without the wall: CP rank 0 forms the steps as the serving clock does
 	// (Batching.Take over the arrivals), each step lasting exactly its modelled time, and nothing
 	// waits for the trace's pace or the modelled time, so the replay goes as fast as the machine
@@ -191,6 +198,7 @@ func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 		KVBytesPerToken:    kv,
 		GPUs:               cp,
 		Nodes:              s.GroupNodes,
+		WholeCopies:        o.PerRankCopies,
 	}
 	return &sized, nil
 }

@@ -49,6 +49,9 @@ func (c *servingClock) replayWithL3(seen []int64, l2Slots, pageTokens int) *repo
 		h := rc.hit
 		h.L3 = limits.hit(rc.step, h, seen[request])
 		out.L3Tokens += h.L3
+		// the whole blocks of its prompt the L3 did not hold before it: written now
+		whole := h.PromptTokens / modelledL3BlockTokens * modelledL3BlockTokens
+		out.HeldTokens += max(0, whole-seen[request]/modelledL3BlockTokens*modelledL3BlockTokens)
 		records = append(
 			records,
 			serving.Record{ArrivalNs: rc.arrivalNs, Hit: h, Deferred: h.L3 > 0},

@@ -10,6 +10,8 @@ import (
 // counts).
 type servingTallies struct {
 	ttft, queue, prefetch, load, prefill, ideal report.MsQuantiles
+	// perRank: the ideal's requests again with per-rank copies' loads (replayPerRank)
+	perRank report.MsQuantiles
 	promptTokens                                int64
 	firstArrivalNs, lastEndNs                   int64
 	// The ideal's own span and tokens (a virtual run times nothing else).
@@ -76,6 +78,7 @@ func (c *servingClock) replayIdeal() (measured, ideal []serving.Timing) {
 		c.opts.Links,
 		c.opts.ClosedLoop(),
 	)
+	c.idealRecords, c.idealReplay = records, r
 	for i, tm := range r.Requests {
 		if records[i].Flush {
 			continue
@@ -98,4 +101,26 @@ func (c *servingClock) replayIdeal() (measured, ideal []serving.Timing) {
 		)
 	}
 	return measured, ideal
+}
+
+// replayPerRank replays the ideal's records (replayIdeal's) once more as the design the shared L2
+// replaces would serve them, per-rank copies in the same node memory: each GPU loads a hit's whole
+// KV over its own link (serving.Links.WholeCopies), at this run's hits. Their pools of 1/cp of the
+// bytes would hold 1/cp of the tokens and hit less, which only a replay of the cache at that size
+// can say: sweep runs it (--l2-design). MODELLED.
+func (c *servingClock) replayPerRank() {
+	links := c.opts.Links
+	links.WholeCopies = true
+	r := serving.VirtualReplay(
+		c.idealRecords,
+		c.opts.Batching,
+		c.prefill,
+		links,
+		c.opts.ClosedLoop(),
+	)
+	for i, tm := range r.Requests {
+		if !c.idealRecords[i].Flush {
+			c.t.perRank.ObserveNs(tm.TTFTNs())
+		}
+	}
 }
