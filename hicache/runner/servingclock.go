@@ -94,7 +94,7 @@ type servingClock struct {
 	// CP rank 0: the ideal's records and replay (replayIdeal), which the load reads
 	idealRecords []serving.Record
 	idealReplay  serving.Replay
-	t      servingTallies
+	t            servingTallies
 }
 
 // requestClock is one request's way through the clock, on CP rank 0.

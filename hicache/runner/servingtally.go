@@ -11,9 +11,9 @@ import (
 type servingTallies struct {
 	ttft, queue, prefetch, load, prefill, ideal report.MsQuantiles
 	// perRank: the ideal's requests again with per-rank copies' loads (replayPerRank)
-	perRank report.MsQuantiles
-	promptTokens                                int64
-	firstArrivalNs, lastEndNs                   int64
+	perRank                   report.MsQuantiles
+	promptTokens              int64
+	firstArrivalNs, lastEndNs int64
 	// The ideal's own span and tokens (a virtual run times nothing else).
 	idealPromptTokens, idealFirstNs, idealEndNs int64
 	// The requests computed in more than one forward pass (chunked prefill), and the forward passes
