@@ -41,3 +41,14 @@ func TestCapacityLineInTheModelsBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryZeroCarriesItsUnit: a TTFT's part that took no time reads "0 s", not a bare 0.
+func TestEveryZeroCarriesItsUnit(t *testing.T) {
+	var b strings.Builder
+	(&ServingReport{TimeScale: 1, Requests: 1, TTFT: Percentiles{P50: 0.5}}).writeSummary(&b)
+	for _, want := range []string{"L3 prefetch wait 0 s", "load wait 0 s", "queue 0 s"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the serving summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}

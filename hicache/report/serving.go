@@ -179,11 +179,11 @@ func (s ServingReport) MarshalJSON() ([]byte, error) {
 	}{fields(s), s.MeasuredOverIdealP50})
 }
 
-// seconds prints a time in the unit that reads best.
+// seconds prints a time in the unit that reads best, a zero with its unit ("load wait 0 s").
 func seconds(s float64) string {
 	switch {
 	case s == 0:
-		return "0"
+		return "0 s"
 	case s < 1e-3:
 		return fmt.Sprintf("%.0f us", s*1e6)
 	case s < 1:
