@@ -82,23 +82,23 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 	return &s, nil
 }
 
-// sizeFromGPU sets s's L1 in bytes from the model and the GPU when the user gave no L1 geometry
-// (L1FromGPU), for a CP group of cp ranks (the serving clock's --group-gpus in a sweep): the KV
-// budget a GPU of the deployment has (ServingOptions.DeviceBudget), said in SizedBy.
-func (s *Options) sizeFromGPU(cp int) error {
-	model := s.SizingModel()
-	if !s.L1FromGPU || s.Serving == nil || model == "" {
+// sizeFromGPU sets the sized options' L1 in bytes from the model and the GPU when the user gave no
+// L1 geometry (L1FromGPU), for a CP group of cp ranks (the serving clock's --group-gpus in a
+// sweep): the KV budget a GPU of the deployment has (ServingOptions.DeviceBudget), in SizedBy.
+func (o *Options) sizeFromGPU(cp int) error {
+	model := o.SizingModel()
+	if !o.L1FromGPU || o.Serving == nil || model == "" {
 		return nil
 	}
 	gpus := cp
-	if s.Serving.GroupGPUs > 0 {
-		gpus = s.Serving.GroupGPUs
+	if o.Serving.GroupGPUs > 0 {
+		gpus = o.Serving.GroupGPUs
 	}
-	b, err := s.Serving.DeviceBudget(model, gpus)
+	b, err := o.Serving.DeviceBudget(model, gpus)
 	if err != nil {
 		return err
 	}
-	s.DeviceBytes, s.SizedBy = b.Bytes, b.Describe
+	o.DeviceBytes, o.SizedBy = b.Bytes, b.Describe
 	return nil
 }
 
@@ -118,14 +118,14 @@ func (o *Options) SizingModel() string {
 }
 
 // sizingTokenBytes is the KV bytes of one token over a CP group of cp ranks that capacities count
-// (s sized by sizeTokenBytes): --model's geometry (every rank's share, as the slab holds it), the
+// (o sized by sizeTokenBytes): --model's geometry (every rank's share, as the slab holds it), the
 // --prefill-model's KV, or else the geometry's.
-func (s *Options) sizingTokenBytes(cp int) int64 {
-	geometry := int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.AccountTokenBytes)
-	if s.Model != "" {
+func (o *Options) sizingTokenBytes(cp int) int64 {
+	geometry := int64(cp) * int64(o.Layers) * int64(o.PayloadsPerLayer) * int64(o.AccountTokenBytes)
+	if o.Model != "" {
 		return geometry
 	}
-	if m, err := sizing.LookupModel(s.SizingModel()); err == nil {
+	if m, err := sizing.LookupModel(o.SizingModel()); err == nil {
 		return m.TokenBytes()
 	}
 	return geometry
@@ -133,18 +133,18 @@ func (s *Options) sizingTokenBytes(cp int) int64 {
 
 // storeBytes is the L3 store's budget of block bytes as it copies them: with a model --l3-bytes
 // counts its KV, so a run whose copies are scaled down keeps as many blocks as the model's bytes
-// would hold (s sized, cp its CP size); without one, the block files' bytes, as given.
-func (s *Options) storeBytes(cp int) int64 {
-	copied := int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.TokenBytes)
-	if s.L3.Bytes <= 0 || s.SizingModel() == "" || s.ModelTokenBytes <= 0 ||
-		copied == s.ModelTokenBytes {
-		return s.L3.Bytes
+// would hold (o sized, cp its CP size); without one, the block files' bytes, as given.
+func (o *Options) storeBytes(cp int) int64 {
+	copied := int64(cp) * int64(o.Layers) * int64(o.PayloadsPerLayer) * int64(o.TokenBytes)
+	if o.L3.Bytes <= 0 || o.SizingModel() == "" || o.ModelTokenBytes <= 0 ||
+		copied == o.ModelTokenBytes {
+		return o.L3.Bytes
 	}
-	hi, lo := bits.Mul64(uint64(s.L3.Bytes), uint64(copied))
-	if hi >= uint64(s.ModelTokenBytes) { // cannot be: copied is less than the model's
-		return s.L3.Bytes
+	hi, lo := bits.Mul64(uint64(o.L3.Bytes), uint64(copied))
+	if hi >= uint64(o.ModelTokenBytes) { // cannot be: copied is less than the model's
+		return o.L3.Bytes
 	}
-	q, _ := bits.Div64(hi, lo, uint64(s.ModelTokenBytes))
+	q, _ := bits.Div64(hi, lo, uint64(o.ModelTokenBytes))
 	return max(1, int64(q))
 }
 
