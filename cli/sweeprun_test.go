@@ -2,6 +2,7 @@ package cli
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,38 +11,46 @@ import (
 	"github.com/cphicache/cphicache/hicache/sweep"
 )
 
-// sameGeometryFlags are the flags TestRunAtCP8AndSweepOfAGroupOf8Agree gives run and sweep alike:
-// conversations with long shared prefixes, at Poisson arrivals, on a modelled group slow enough
-// (DeepSeek-V3 in bf16 on H20s at an efficiency of 0.1: a step of cached requests costs 42 ms of
-// weight reads alone) that a run's real work on 8 ranks of 2 loaded cores fits under every modelled
-// step: the machinery then costs nothing, and the run forms the steps of the sweep's virtual clock.
-// Its steps take up to 32768 prompt tokens, so they batch several requests (a step's requests do
-// not hit each other's KV). L1 is 140 MiB of DeepSeek-V3's KV a GPU (68.6 KiB a token): 261 pages
-// of 64 tokens at cp 8, 32 at cp 1, where the longest request (12432 tokens) needs 194; the copies
-// replay 8 bytes a token a rank.
-var sameGeometryFlags = []string{
-	"--conversations", "48", "--turns-max", "6", "--system-prompt-tokens", "4096",
-	"--turn-tokens", "1024", "--page-tokens", "64", "--layers", "1", "--payloads", "1",
-	"--token-bytes", "8", "--device-bytes", "140MiB", "--l2-slots", "2048",
-	"--gpu", "h20", "--prefill-model", "deepseek-v3", "--prefill-dtype", "bf16",
-	"--prefill-efficiency", "0.1", "--request-rate", "0.5", "--step-tokens", "32768",
+// sameGeometryFlags are the flags TestRunAtCP8AndSweepOfAGroupOf8Agree gives run and sweep alike,
+// with the prefill profile at profile: conversations with long shared prefixes at Poisson arrivals
+// ten seconds apart, on a modelled group whose every forward pass takes 2 s or more (the profile),
+// so that a run's real work on 8 ranks of 2 loaded cores (tens of milliseconds a step, a few
+// hundred at worst) never outlasts a modelled step: the machinery then costs nothing, the run forms
+// the steps of the sweep's virtual clock and loads back what it does. L1 is 140 MiB of
+// DeepSeek-V3's KV a GPU (--prefill-model's bytes, 68.6 KiB a token): 261 pages of 64 tokens at
+// cp 8, 32 at cp 1, where the longest request (12432 tokens) needs 194; the copies replay 8 bytes
+// a token a rank.
+func sameGeometryFlags(profile string) []string {
+	return []string{
+		"--conversations", "48", "--turns-max", "6", "--system-prompt-tokens", "4096",
+		"--turn-tokens", "1024", "--page-tokens", "64", "--layers", "1", "--payloads", "1",
+		"--token-bytes", "8", "--device-bytes", "140MiB", "--l2-slots", "2048",
+		"--gpu", "h20", "--prefill-model", "deepseek-v3", "--prefill-profile", profile,
+		"--request-rate", "0.1", "--step-tokens", "32768",
+	}
 }
 
 // TestRunAtCP8AndSweepOfAGroupOf8Agree: one geometry for run and sweep. `run` at cp 8 under mpirun
 // and `sweep --group-gpus 8` with the same flags give each GPU the same L1 (so the sweep is not
 // refused: at cp 1 its L1 would be 8 times smaller than the longest request), form the serving
-// clock's steps alike (not --batch-requests at a time), and so count the same hits, within 1%, and
-// the same modelled TTFT p50, within 5%.
+// clock's steps alike (not --batch-requests at a time, whose steps of 4 requests hit less), and so
+// count the same hits, within 1%, and the same modelled TTFT p50, within 5%.
 func TestRunAtCP8AndSweepOfAGroupOf8Agree(t *testing.T) {
 	dir := t.TempDir()
+	profile := filepath.Join(dir, "profile.txt")
+	// new tokens, cached tokens, milliseconds: 2 s a forward pass, 6 s for 32768 new tokens
+	if err := os.WriteFile(profile, []byte("1 0 2000\n32768 0 6000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flags := sameGeometryFlags(profile)
 	runJSON, sweepJSON := filepath.Join(dir, "run.json"), filepath.Join(dir, "sweep.json")
 	res := runMPI(t, 8, 60*time.Second, append([]string{"run", "--quiet", "--sync-copies",
-		"--time-scale", "200", "--report", runJSON}, sameGeometryFlags...)...)
+		"--time-scale", "1000", "--report", runJSON}, flags...)...)
 	if res.exitCode != 0 {
 		t.Fatalf("run: exit %d\n%s%s", res.exitCode, res.stdout, res.stderr)
 	}
-	singleton(t, append([]string{"sweep", "--group-gpus", "8", "--json", sweepJSON},
-		sameGeometryFlags...)...)
+	singleton(t, append([]string{"sweep", "--group-gpus", "8", "--l2-design", "shared",
+		"--json", sweepJSON}, flags...)...)
 	var run report.Report
 	var sw sweep.Result
 	readJSON(t, runJSON, &run)
