@@ -45,6 +45,20 @@ const (
 // minutes of it), about 45 s of wall.
 const DefaultReplayServingArgs = "--gpu h200 --prefill-model deepseek-v3 --time-scale 50"
 
+// DefaultReplayRunArgs are bench replay's geometry, the one `make bench-replay` gives (with its
+// --cp): pages of 64 tokens, copies of 8 bytes a token a rank in one layer, an L1 of 4096 pages
+// (262,144 tokens, 2.1 GiB of DeepSeek-V3's KV a GPU at cp 8), which holds the repository's
+// excerpt's longest request (82,831 tokens), and an L2 of 32768 slots (2.1M tokens, 137 GiB of it
+// a node), over ten times its median prompt. The toy defaults of run (512 pages of 16 tokens) hold
+// no long request, and run with the serving clock refuses them.
+const DefaultReplayRunArgs = "--page-tokens 64 --token-bytes 8 --layers 1 --device-pages 4096 --l2-slots 32768"
+
+// DefaultReplayL3RunArgs are bench replay's L3 flags: an L3 that holds every block of the shared
+// Mooncake trace (61.2M prompt tokens, 4.0 TiB of DeepSeek-V3's KV: --l3-bytes counts the model's
+// KV, DefaultReplayServingArgs' --prefill-model), so that the filled row reads what the empty one
+// wrote. run's default, 64 GiB of it, holds under a million tokens.
+const DefaultReplayL3RunArgs = "--l3-bytes 4TiB"
+
 // ReplayConfig is bench replay: one trace and one set of run flags, launched Repeats times in each
 // configuration (L2 only; L2 + L3 over a fresh directory; L2 + L3 over the directory the run before
 // filled), each launch its own mpirun of NP ranks.

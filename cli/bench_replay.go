@@ -47,7 +47,7 @@ func (o *replayOptions) flags() []cli.Flag {
 			Destination: &o.mpirun,
 			Usage:       "the launcher and its flags (split at spaces); -np N is inserted after the first word (OpenMPI as root also needs OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in the environment, as make exports them)",
 		},
-		&cli.StringFlag{Name: "run-args", EnvVars: env("RUN_ARGS"), Destination: &o.runArgs,
+		&cli.StringFlag{Name: "run-args", Value: bench.DefaultReplayRunArgs, EnvVars: env("RUN_ARGS"), Destination: &o.runArgs,
 			Usage: "`FLAGS` of cphicache run for every launch (split at spaces; arguments after -- are added to them); not --trace, --l3-dir, --report or --quiet, which the benchmark sets"},
 		&cli.StringFlag{
 			Name:        "serving-args",
@@ -56,7 +56,7 @@ func (o *replayOptions) flags() []cli.Flag {
 			Destination: &o.servingArgs,
 			Usage:       "the serving clock's `FLAGS` of cphicache run for every launch (split at spaces): the rows' TTFT and the targets on it are MODELLED by them; \"\" replays without the clock, as fast as the machine allows",
 		},
-		&cli.StringFlag{Name: "l3-run-args", EnvVars: env("L3_RUN_ARGS"), Destination: &o.l3RunArgs,
+		&cli.StringFlag{Name: "l3-run-args", Value: bench.DefaultReplayL3RunArgs, EnvVars: env("L3_RUN_ARGS"), Destination: &o.l3RunArgs,
 			Usage: "`FLAGS` of cphicache run for the L3 launches only (--l3-bytes, --l3-block-tokens, ...: the L2-only launches would refuse them)"},
 		&cli.StringFlag{
 			Name:        "l3-parent",

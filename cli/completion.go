@@ -81,6 +81,7 @@ var enumValues = map[string][]string{
 	"prefill-model":      sizing.ModelNames(),
 	"gpu":                prefill.GPUNames(),
 	"prefill-dtype":      sizing.DTypeNames(),
+	"l2-design":          l2DesignNames,
 	"l3-write-policy":    {"write_through", "write_back"},
 	"l3-prefetch-policy": {"best_effort", "wait_complete", "timeout"},
 }

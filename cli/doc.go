@@ -49,6 +49,8 @@
 //   - validate.go: validate, the validation matrix.
 //   - gentrace.go: gen-trace, the synthetic workload as a trace.
 //   - sweep.go: sweep, the hit rate against the L2's capacity.
+//   - sweepanswer.go: sweep's own flags (the group, the L2 designs, the answer's margin and TTFT
+//     target) and the answer it prints: the L2 to buy and what it buys.
 //   - l3.go: l3 stat and clear, and run's L3 flags (runL3Options).
 //   - sim.go: sim, the deterministic simulator.
 //   - topo.go: topo, the rank map.

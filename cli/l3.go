@@ -276,7 +276,7 @@ func (o *runL3Options) flags() []cli.Flag {
 			EnvVars:     env("l3-bytes"),
 			Category:    "L3",
 			Destination: &o.bytes,
-			Usage:       "the L3's capacity (e.g. 2TiB, 500GB): each CP group keeps the blocks it knows of in this namespace within it, least recently used first out; with --l3-dir",
+			Usage:       "the L3's capacity (e.g. 2TiB, 500GB): each CP group keeps the blocks it knows of in this namespace within it, least recently used first out; with a model (--model, or the serving clock's --prefill-model) the bytes are the model's KV, so scaled-down copies keep as many blocks as the model's bytes hold; without one, the block files' bytes; with --l3-dir",
 		},
 		&cli.StringFlag{
 			Name:        "l3-namespace",

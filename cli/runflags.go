@@ -93,7 +93,20 @@ func (o *runOptions) before(c *cli.Context) (err error) {
 	if o.opts.Serving, err = o.serving.options(c, o.opts.Model, o.trace == ""); err != nil {
 		return err
 	}
+	o.opts.L1FromGPU, o.opts.L2FromL1 = geometryFromGPU(c, o.opts)
 	return runner.CheckOptions(o.opts)
+}
+
+// geometryFromGPU says which tiers the serving clock's deployment sizes (config.Options.L1FromGPU,
+// L2FromL1): with the clock on and a model whose bytes the sizes count, L1 when no --device-pages
+// or --device-bytes is given, L2 when no --l2-slots or --l2-bytes is; never without the clock,
+// whose runs keep the flags' defaults.
+func geometryFromGPU(c *cli.Context, opts *config.Options) (l1, l2 bool) {
+	if opts.Serving == nil || opts.SizingModel() == "" {
+		return false, false
+	}
+	return !c.IsSet("device-pages") && !c.IsSet("device-bytes"),
+		!c.IsSet("l2-slots") && !c.IsSet("l2-bytes")
 }
 
 // options is the one conversion from the flags to config.Options, with every check that needs no

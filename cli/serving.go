@@ -45,13 +45,14 @@ const (
 )
 
 // servingFlags are run's; sweep, whose points replay on a virtual clock at the machine's pace,
-// takes them but --time-scale, and --group-gpus in its place.
+// takes them but --time-scale (its --group-gpus, the group it models, is its own: it sizes L1 with
+// the clock off too).
 func servingFlags(o *servingOptions, virtual bool) []cli.Flag {
 	flags := append(servingPrefillFlags(o), servingBudgetFlags(o)...)
 	flags = append(flags, servingArrivalFlags(o)...)
 	if virtual {
 		o.timeScale = 1
-		return append(flags, groupGPUsFlag(o))
+		return flags
 	}
 	return append(flags, timeScaleFlag(o))
 }
@@ -204,16 +205,17 @@ func timeScaleFlag(o *servingOptions) cli.Flag {
 	}
 }
 
-// groupGPUsFlag is sweep's --group-gpus, in the place of run's --time-scale: the modelled CP
-// group's GPUs, since the sweep itself runs the cache at cp 1.
+// groupGPUsFlag is sweep's --group-gpus: the modelled CP group's GPUs, since the sweep itself runs
+// the cache at cp 1. It sizes the group's L1 (each GPU's --device-bytes) and, with the serving
+// clock, the GPUs that share each step's prefill.
 func groupGPUsFlag(o *servingOptions) cli.Flag {
 	return &cli.IntFlag{
 		Name:        "group-gpus",
 		Value:       8,
 		EnvVars:     servingEnv("GROUP_GPUS"),
-		Category:    servingCategory,
+		Category:    "sweep",
 		Destination: &o.groupGPUs,
-		Usage:       "the GPUs of the CP group whose serving the points model (the sweep runs the cache at cp 1: its hits do not depend on the CP size, its TTFT does)",
+		Usage:       "the GPUs (ranks) of the CP group the points model, as run's --cp: each holds --device-bytes of L1 (one GPU's), so the group's L1 is theirs together, and with the serving clock they share each step's prefill; the group's node holds its --l2-bytes (the sweep runs the cache at cp 1: its hits do not depend on the CP size)",
 	}
 }
 
@@ -236,13 +238,6 @@ func (o *servingOptions) options(
 	if o.clients == 0 {
 		if err := refuseGiven(c, []string{"think-time"}, "needs --clients"); err != nil {
 			return nil, err
-		}
-	}
-	if c.IsSet("group-gpus") && o.groupGPUs < 1 {
-		// 0 inside means the run's CP size, which is 1 in a sweep: given, it is a group of no GPUs.
-		return nil, &errscope.ConfigError{
-			Flag:   "group-gpus",
-			Reason: fmt.Sprintf("%d must be 1 or more", o.groupGPUs),
 		}
 	}
 	gpu, model, err := o.prefillGPUAndModel(model)

@@ -66,14 +66,14 @@ func (o *sizingOptions) capacityFlags() []cli.Flag {
 			EnvVars:     []string{"CPHICACHE_L2_BYTES"},
 			Category:    "cache",
 			Destination: &o.l2Bytes,
-			Usage:       "L2 capacity in bytes per node, instead of --l2-slots (e.g. 512GiB, 1.5TiB, 500GB), shared by the node's CP groups, counted at the real bytes per token; sweep takes a comma-separated list",
+			Usage:       "L2 capacity in bytes per node, instead of --l2-slots (e.g. 512GiB, 1.5TiB, 500GB), shared by the node's CP groups; with a model (--model, or the serving clock's --prefill-model over a scaled-down geometry) the bytes are the model's KV (68.6 KiB a token for deepseek-v3), whatever the copies replay; without one, the geometry's (--token-bytes x --layers x --payloads x cp a token); sweep takes a comma-separated list, each a node's holding one CP group of --group-gpus",
 		},
 		&cli.StringFlag{
 			Name:        "device-bytes",
 			EnvVars:     []string{"CPHICACHE_DEVICE_BYTES"},
 			Category:    "cache",
 			Destination: &o.deviceBytes,
-			Usage:       "L1 capacity in bytes of KV per rank (one GPU), instead of --device-pages (e.g. 40GiB), counted at the real bytes per token",
+			Usage:       "L1 capacity in bytes of KV per rank (one GPU), instead of --device-pages (e.g. 40GiB); a rank holds 1/cp of each page, so a CP group's L1 is cp times it in tokens; with a model (--model, or the serving clock's --prefill-model) the bytes are the model's KV, whatever the copies replay; without one, the geometry's",
 		},
 	}
 }
@@ -157,9 +157,15 @@ func parseSlots(s string) (int, error) {
 	return slots, nil
 }
 
-// sweepSizes fills opts for sweep and returns its points: --l2-bytes's list, else --l2-slots's; one
-// of them must be given, since a sweep of the default size alone is one run.
-func (o *sizingOptions) sweepSizes(c *cli.Context, opts *config.Options) ([]sweep.Size, error) {
+// sweepSizes fills opts for sweep and returns its points: --l2-bytes's list, else --l2-slots's;
+// one of them must be given, since a sweep of the default size alone is one run, unless the sweep
+// sizes its own (defaults: the serving clock with a model, sweep.DefaultSizes), when it returns
+// none.
+func (o *sizingOptions) sweepSizes(
+	c *cli.Context,
+	opts *config.Options,
+	defaults bool,
+) ([]sweep.Size, error) {
 	opts.Model, opts.CopyTokenBytes, opts.SyncCopies = o.model, o.copyTokenBytes, true
 	if o.deviceBytes != "" {
 		var err error
@@ -191,10 +197,13 @@ func (o *sizingOptions) sweepSizes(c *cli.Context, opts *config.Options) ([]swee
 			}
 			sizes = append(sizes, sweep.Size{Slots: slots})
 		}
+	case defaults:
+		opts.L2Slots = 1 // Validate's check; sweep.DefaultSizes gives each point its own
+		return nil, nil
 	default:
 		return nil, &errscope.ConfigError{
 			Flag:   "l2-bytes",
-			Reason: "sweep needs the sizes to run: a list such as --l2-bytes 64GiB,128GiB,256GiB, or --l2-slots 1024,4096,16384",
+			Reason: "sweep needs the sizes to run: a list such as --l2-bytes 64GiB,128GiB,256GiB, or --l2-slots 1024,4096,16384 (with the serving clock and a model, it sizes its own)",
 		}
 	}
 	opts.L2Slots = max(1, sizes[0].Slots) // Validate's check; each point sets its own

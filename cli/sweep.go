@@ -3,7 +3,8 @@ package cli
 // `cphicache sweep`: the hit rate against the L2's capacity for one workload and model, one run per
 // size in one process, as JSON and a PNG. The flags are run's (the workload, the model, the cache),
 // but for the CP layout: the sweep runs the cache at cp 1, as an MPI singleton without mpirun
-// (hicache/sweep says why that loses nothing), and --l2-bytes or --l2-slots take a list.
+// (hicache/sweep says why that loses nothing), with the geometry of the CP group of --group-gpus
+// that it models, and --l2-bytes or --l2-slots take a list.
 
 import (
 	"errors"
@@ -25,6 +26,9 @@ import (
 type sweepOptions struct {
 	run        runOptions
 	json, plot string
+	answer     sweepAnswerOptions
+	// no size was given: sweep.DefaultSizes
+	defaultSizes bool
 
 	opts  *config.Options // checked, by Before
 	sizes []sweep.Size
@@ -44,7 +48,9 @@ func (o *sweepOptions) flags() []cli.Flag {
 	// Of the checks, only --flush-every changes a sweep: at cp 1 in one process there is no
 	// collective to choose or to watch, and every step's copies are drained anyway.
 	flags = append(flags, r.flushEveryFlag())
+	flags = append(flags, groupGPUsFlag(&r.serving), o.answer.designFlag())
 	flags = append(flags, servingFlags(&r.serving, true)...)
+	flags = append(flags, o.answer.clockFlags()...)
 	return append(
 		flags,
 		&cli.StringFlag{
@@ -75,16 +81,35 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	if err := checkWorkloadFlags(c, o.run.trace); err != nil {
 		return err
 	}
+	if o.run.serving.groupGPUs < 1 {
+		return &errscope.ConfigError{
+			Flag:   "group-gpus",
+			Reason: fmt.Sprintf("%d must be 1 or more", o.run.serving.groupGPUs),
+		}
+	}
 	o.run.collective = "mpi" // sweep has no --collective: one process has no collective to choose
 	o.run.tokenBytesSet = c.IsSet("token-bytes")
 	if o.opts, err = o.run.baseOptions(); err != nil {
 		return err
 	}
-	if o.sizes, err = o.run.sizing.sweepSizes(c, o.opts); err != nil {
+	// The sweep sizes its own L2s where a model and the clock give it a deployment's L1.
+	defaults := o.run.serving.on() && (o.run.sizing.model != "" || o.run.serving.prefillModel != "")
+	if o.sizes, err = o.run.sizing.sweepSizes(c, o.opts, defaults); err != nil {
 		return err
 	}
 	if o.opts.Serving, err = o.run.serving.options(c, o.opts.Model, o.run.trace == ""); err != nil {
 		return err
+	}
+	o.opts.L1FromGPU, _ = geometryFromGPU(c, o.opts) // the L2's sizes are the sweep's own
+	if err := o.answer.check(c, o.opts.Serving); err != nil {
+		return err
+	}
+	if len(o.sizes) == 0 {
+		group := sweep.Group{GPUs: o.run.serving.groupGPUs}
+		if o.sizes, err = sweep.DefaultSizes(o.opts, group); err != nil {
+			return err
+		}
+		o.defaultSizes = true
 	}
 	distinct := outfile.CheckDistinct(
 		[]outfile.File{{Flag: "json", Path: o.json}, {Flag: "plot", Path: o.plot}},
@@ -107,6 +132,7 @@ func sweepCommand() *cli.Command {
 		Name:  "sweep",
 		Usage: "the hit rate against the L2's capacity: one run per size (--l2-bytes 64GiB,128GiB,... or --l2-slots a,b,...), in one process without mpirun; JSON and a PNG",
 		Description: "Runs the workload once per size at cp 1 as an MPI singleton (placement does not depend on the CP size), " +
+			"with the L1 pages and L2 slots that a CP group of --group-gpus GPUs has at that size (each GPU's --device-bytes, the node's --l2-bytes), " +
 			"draining every step's copies (as run --sync-copies) so that each point's hit counts are those of run at that size. " +
 			"With --model and --l2-bytes the sizes are a real model's; --copy-token-bytes keeps them while copying fewer bytes.",
 		Flags:        o.flags(),
@@ -137,29 +163,37 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	header := func() {
 		o.opts.Provenance.WriteHeader(os.Stdout)
 		fmt.Printf(
-			"# cphicache sweep: %s, cp 1 (one process), every step's copies drained\n",
+			"# cphicache sweep: %s of a CP group of %s (--group-gpus), the cache run at cp 1 "+
+				"(one process), every step's copies drained\n",
 			errscope.Plural(len(o.sizes), "size"),
+			errscope.Plural(o.run.serving.groupGPUs, "GPU"),
 		)
-		if o.run.tokenBytesSet && o.opts.Model == "" {
-			// --token-bytes is per rank, so the bytes of a size are one rank's; a run at cp N holds
-			// N times as many.
-			fmt.Println(
-				"# bytes are at cp 1 (--token-bytes is per rank: a CP group of N ranks holds N times as many bytes for the same slots); give --model for a real model's bytes",
+		sayModelBytes(o.opts)
+		if o.defaultSizes {
+			fmt.Printf(
+				"# no --l2-bytes or --l2-slots given: L2 sizes of %v times the group's L1 (SGLang's --hicache-ratio default is 2)\n",
+				sweep.DefaultL1Multiples,
 			)
 		}
 	}
 	// The header comes with the first point: a sweep refused before it runs (an L1 shorter than the
 	// longest request) prints only its error.
-	res, err := sweep.Run(job, o.opts, o.sizes, func(p sweep.Point) {
+	group := sweep.Group{
+		GPUs:      o.run.serving.groupGPUs,
+		Designs:   o.answer.designs,
+		MarginPct: o.answer.marginPct,
+	}
+	res, err := sweep.Run(job, o.opts, o.sizes, group, func(p sweep.Point) {
 		if header != nil {
 			header()
 			header = nil
 		}
-		writeSweepPoint(os.Stdout, p)
+		writeSweepPoint(os.Stdout, o.opts.SizingModel(), p)
 	})
 	if err != nil {
 		return err
 	}
+	writeAnswer(os.Stdout, res, o.answer)
 	if o.json != "" {
 		res.Provenance = o.opts.Provenance
 		if err := res.WriteJSON(o.json); err != nil {
@@ -172,7 +206,9 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	return nil
 }
 
-func writeSweepPoint(w io.Writer, p sweep.Point) {
+// writeSweepPoint prints a point's line: its L2 in bytes (the model's, a node's, when a model is
+// given), tokens and slots, its hits, and its modelled serving figures.
+func writeSweepPoint(w io.Writer, model string, p sweep.Point) {
 	uncached := ""
 	if p.UncachedPages > 0 {
 		why := "L1 had no page to spare: its pages were in use or being copied"
@@ -206,14 +242,22 @@ func writeSweepPoint(w io.Writer, p sweep.Point) {
 			)
 		}
 	}
+	size := sizing.FormatBytes(p.L2Bytes)
+	if model != "" {
+		size += " of " + model + "'s KV a node"
+	}
+	label := fmt.Sprintf("L2 %s = %d tokens (%d slots)", size, p.L2Tokens, p.L2Slots)
+	switch p.Design {
+	case sweep.DesignNoL2:
+		label = "no L2 (an L2 of one slot)"
+	case sweep.DesignPerRank:
+		label = fmt.Sprintf("per-rank copies, L2 %s: a rank's pool of %d tokens (%d slots)", size,
+			p.L2Tokens, p.L2Slots)
+	}
 	fmt.Fprintf(
 		w,
-		"  L2 %s = %d tokens (%d slots): hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s%s\n",
-		sizing.FormatBytes(
-			p.L2Bytes,
-		),
-		p.L2Tokens,
-		p.L2Slots,
+		"  %s: hit %.1f%% (L1 %d, L2 %d tokens), ideal %.1f%%, %.2f s%s%s\n",
+		label,
 		100*p.HitRate,
 		p.L1Tokens,
 		p.L2HitTokens,
@@ -221,5 +265,21 @@ func writeSweepPoint(w io.Writer, p sweep.Point) {
 		p.WallSeconds,
 		serving,
 		uncached,
+	)
+}
+
+// sayModelBytes says, for a sweep given a model, whose bytes its sizes are and what they mean: the
+// sizing model's KV, --l2-bytes a node's and --device-bytes a GPU's, while the copies may replay
+// fewer bytes.
+func sayModelBytes(opts *config.Options) {
+	m, err := sizing.LookupModel(opts.SizingModel())
+	if err != nil {
+		return // no model: the geometry's own bytes
+	}
+	fmt.Printf(
+		"# sizes are %s's KV (%s a token): --l2-bytes a node's, --device-bytes a GPU's; "+
+			"the copies may replay fewer bytes, the hit counts are the model's\n",
+		m.Name,
+		sizing.FormatBytes(m.TokenBytes()),
 	)
 }

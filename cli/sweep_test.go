@@ -52,7 +52,8 @@ var sweepL1 = []string{"--device-pages", "128"}
 
 // TestSweepPointEqualsRun: a sweep point counts the same hits as `run --sync-copies` at that size,
 // in slots and in a model's bytes (the sizing path: --model, --l2-bytes, --device-bytes,
-// --copy-token-bytes).
+// --copy-token-bytes). The run is one process, cp 1: the sweep models a group of one GPU
+// (TestRunAtCP8AndSweepOfAGroupOf8Agree compares a group of 8).
 func TestSweepPointEqualsRun(t *testing.T) {
 	dir := t.TempDir()
 	// 256 MiB of Llama-3.1-8B at 128 KiB per token is 2048 tokens, 128 pages: sweepL1's.
@@ -76,7 +77,7 @@ func TestSweepPointEqualsRun(t *testing.T) {
 		singleton(
 			t,
 			append(
-				append([]string{"sweep", "--json", sweepJSON}, sweepWorkload...),
+				append([]string{"sweep", "--group-gpus", "1", "--json", sweepJSON}, sweepWorkload...),
 				tc.sweep...)...)
 		singleton(
 			t,
@@ -190,7 +191,7 @@ func TestModelCapacityInSummary(t *testing.T) {
 				reportPath,
 			},
 			sweepWorkload...)...)
-	for _, want := range []string{"L2 13107 slots = 209712 tokens = 64 GiB per CP group", "L1 204 pages = 3264 tokens = 1020 MiB per rank",
+	for _, want := range []string{"L2 13107 slots = 209712 tokens = 64 GiB per CP group, 64 GiB per node", "L1 204 pages = 3264 tokens = 1020 MiB per rank (a GPU)",
 		"KV 320 KiB per token of llama-3.1-70b", "copies SCALED DOWN: 1.25 KiB copied per token instead of 320 KiB"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, out)
@@ -278,6 +279,7 @@ func TestSweepLineSaysUncachedPages(t *testing.T) {
 	var b strings.Builder
 	writeSweepPoint(
 		&b,
+		"",
 		sweep.Point{
 			L2Slots:               64,
 			UncachedPages:         49231,

@@ -83,8 +83,7 @@ func TestUnusedFlagsAreRefused(t *testing.T) {
 		{"run", []string{"--trace", trace, "--flush-every-requests", "5"}, "flush-every-requests", "--trace replaces"},
 		{"run", []string{"--timeline-steps", "5"}, "timeline-steps", "needs --timeline"},
 		{"run", []string{"--timeline-every", "5"}, "timeline-every", "needs --timeline"},
-		{"sweep", append([]string{"--group-gpus", "4"}, sweep...), "group-gpus", noClock},
-		{"sweep", append(append([]string{"--group-gpus", "0", "--request-rate", "5"}, clock...), sweep...), "group-gpus", "0 must be 1 or more"},
+		{"sweep", append([]string{"--group-gpus", "0"}, sweep...), "group-gpus", "0 must be 1 or more"},
 		{"sweep", append([]string{"--trace-limit", "5"}, sweep...), "trace-limit", "needs --trace"},
 		{"sweep", append([]string{"--trace", trace, "--turns-max", "2"}, sweep...), "turns-max", "--trace replaces"},
 	} {
@@ -110,6 +109,8 @@ func TestUsedFlagsAreAccepted(t *testing.T) {
 		{"run", []string{"--trace", "t.jsonl", "--trace-limit", "5", "--seed", "3", "--vocab-size", "1000"}},
 		{"run", []string{"--conversations", "5", "--seed", "3"}},
 		{"sweep", append([]string{"--group-gpus", "2", "--request-rate", "5", "--l2-slots", "16,32"}, clock...)},
+		// the group's GPUs size its L1 (each GPU's --device-bytes) with the clock off too
+		{"sweep", []string{"--group-gpus", "4", "--device-bytes", "1MiB", "--l2-slots", "16,32"}},
 	} {
 		if err := beforeError(tc.command, tc.args...); err != nil {
 			t.Errorf("%s %v: %v", tc.command, tc.args, err)

@@ -82,7 +82,17 @@ func (c *Core) startCheck(cand prefetchCandidate) *existenceCheck {
 // prefetchCap is the most blocks one prefetch may read: the failed-block word's bound, and half the
 // L2.
 func (c *Core) prefetchCap() int {
-	return min(maxPrefetchBlocks, c.geometry().Slots/2/c.l3.blockPages())
+	perPrefetch, _ := PrefetchLimits(c.geometry().Slots, c.l3.blockPages())
+	return perPrefetch
+}
+
+// PrefetchLimits are the bounds on prefetching from the L3 into an L2 of slots, in blocks of
+// blockPages pages: the most one prefetch may read (the failed-block word's bound, and half the
+// L2), and the most that prefetches not yet resolved may hold together (an eighth of the L2:
+// prefetchRoom says why). The serving clock's modelled L3 (SERVING.md) prefetches within the same.
+func PrefetchLimits(slots, blockPages int) (perPrefetch, backlog int) {
+	blockPages = max(1, blockPages)
+	return min(maxPrefetchBlocks, slots/2/blockPages), slots / prefetchBacklogShare / blockPages
 }
 
 // countBlocks is the count for each request of the batch: the consecutive L3 blocks after the

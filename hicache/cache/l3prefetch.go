@@ -131,7 +131,8 @@ func (c *Core) prefetchRoom() int {
 	for _, p := range t.reads {
 		held += len(p.keys)
 	}
-	return max(0, c.geometry().Slots/prefetchBacklogShare/t.blockPages()-held)
+	_, backlog := PrefetchLimits(c.geometry().Slots, t.blockPages())
+	return max(0, backlog-held)
 }
 
 const (

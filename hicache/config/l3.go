@@ -11,8 +11,12 @@ import (
 
 // L3Options are the run's --l3-* flags. The tier is off when Dir is empty.
 type L3Options struct {
-	Dir            string
-	Bytes          int64  // the byte budget of this job's blocks in the namespace
+	Dir string
+	// the byte budget of this job's blocks in the namespace, each CP group's, in the sizing model's
+	// KV (--l3-bytes); StoreBytes, set by Size, is the same blocks' budget as the store holds them,
+	// less when the copies are scaled down (0 before Size: Bytes)
+	Bytes          int64
+	StoreBytes     int64
 	Namespace      string // free-form: model, weights version, dtype
 	BlockTokens    int    // tokens per block, a multiple of the page size
 	WritePolicy    cache.L3WritePolicy
@@ -20,6 +24,15 @@ type L3Options struct {
 	PrefetchPolicy cache.PrefetchPolicy
 	// a request prefetches only when at least this many of its tokens are not cached
 	PrefetchThreshold int
+}
+
+// Store is the store's budget of block bytes, each CP group's: StoreBytes, or Bytes for options
+// that did not go through Size.
+func (o *L3Options) Store() int64 {
+	if o.StoreBytes == 0 {
+		return o.Bytes
+	}
+	return o.StoreBytes
 }
 
 // Enabled says whether the run has an L3.

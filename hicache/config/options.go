@@ -77,6 +77,12 @@ type Options struct {
 	GroupTokenBytes int
 	L2Bytes         int64 // per node, instead of L2Slots; 0 = L2Slots
 	DeviceBytes     int64 // per rank, instead of DevicePages; 0 = DevicePages
+	// With the serving clock and a sizing model, when the user gave no L1 (--device-pages,
+	// --device-bytes) or no L2 (--l2-slots, --l2-bytes): Size sizes L1 from the model and the GPU
+	// (ServingOptions.DeviceBudget) and L2 HiCacheRatio times it, as the deployment would have
+	// them, instead of the flags' defaults; SizedBy (set by Size) says how, for the summary.
+	L1FromGPU, L2FromL1 bool
+	SizedBy             string
 	// SyncCopies drains every step: each step commits everything it backed up, so hit counts no
 	// longer depend on how fast the copy worker ran, and two runs of one configuration count the
 	// same (sweep uses it).
@@ -87,10 +93,13 @@ type Options struct {
 	// off.
 	Serving *ServingOptions
 
-	// Set by Size, for the runner: AccountTokenBytes is the real TokenBytes that capacities count
-	// when CopyTokenBytes copies fewer (0 before Size: TokenBytes), and GroupNodes the nodes each
-	// CP group spans, each node's slab holding its share of the group's parts (0 before Size: one).
+	// Set by Size, for the runner: AccountTokenBytes is the real TokenBytes when CopyTokenBytes
+	// copies fewer (0 before Size: TokenBytes); ModelTokenBytes the KV bytes of one token over the
+	// CP group that every byte capacity counts (the sizing model's: SizingModel; 0 before Size);
+	// and GroupNodes the nodes each CP group spans, each node's slab holding its share of the
+	// group's parts (0 before Size: one).
 	AccountTokenBytes int
+	ModelTokenBytes   int64
 	GroupNodes        int
 }
 
@@ -98,7 +107,7 @@ type Options struct {
 // --step-requests when it forms the steps. The L3's prefetch counts take one word of the step's
 // vector each.
 func (o *Options) StepRequestsMax() int {
-	if o.Serving != nil && !o.Serving.Virtual {
+	if o.Serving != nil {
 		return o.Serving.Batching.MaxRequests
 	}
 	return o.BatchRequests

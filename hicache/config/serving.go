@@ -41,10 +41,19 @@ type ServingOptions struct {
 	// GroupGPUs, when above 0, is the modelled CP group's GPUs instead of the run's CP size: sweep
 	// runs the cache at cp 1 and models the group the user sizes for (--group-gpus).
 	GroupGPUs int
-	// Virtual keeps the replay's own pace and steps (--batch-requests, as fast as the machine
-	// allows) and only records each request's hits, for a virtual replay at the end: the sweep's
-	// modelled TTFT, the same from run to run when the hits are (--sync-copies). Its report has the
-	// ideal and no measured figures.
+	// PerRankCopies models the design the shared L2 replaces (sweep's --l2-design per-rank): each
+	// GPU loads a hit's whole KV over its own link (serving.Links.WholeCopies); the sweep gives its
+	// run 1/cp of the slots, a rank's pool of 1/cp of the node's bytes holding whole copies.
+	PerRankCopies bool
+	// TTFTTargetSeconds, above 0, is the TTFT p50 a virtual replay (a sweep's point) finds the DP
+	// replicas for (--ttft-target; the runner's servingload.go).
+	TTFTTargetSeconds float64
+	// Virtual runs the clock without the wall: CP rank 0 forms the steps as the serving clock does
+	// (Batching.Take over the arrivals), each step lasting exactly its modelled time, and nothing
+	// waits for the trace's pace or the modelled time, so the replay goes as fast as the machine
+	// allows. Its hits are those of the clock's steps, and the virtual replay of them at the end is
+	// the sweep's modelled TTFT, the same from run to run when the hits are (--sync-copies). Its
+	// report has the ideal and no measured figures.
 	Virtual bool
 
 	// Built by Size for the CP size: the model (nil when the options name none: a caller that
@@ -157,9 +166,9 @@ func (o *ServingOptions) ClosedLoop() serving.Clients {
 // payload and rank), not what scaled-down copies copy.
 func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 	sized := *o
-	// The KV of a token is the geometry's every rank's share (or the model's), whatever group is
-	// modelled.
-	kv := int64(cp) * int64(s.Layers) * int64(s.PayloadsPerLayer) * int64(s.AccountTokenBytes)
+	// The KV of a token is the sizing model's (the geometry's every rank's share without one),
+	// whatever group is modelled.
+	kv := s.ModelTokenBytes
 	if o.GroupGPUs > 0 {
 		cp = o.GroupGPUs
 	}
@@ -189,6 +198,7 @@ func (o *ServingOptions) sized(s *Options, cp int) (*ServingOptions, error) {
 		KVBytesPerToken:    kv,
 		GPUs:               cp,
 		Nodes:              s.GroupNodes,
+		WholeCopies:        o.PerRankCopies,
 	}
 	return &sized, nil
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/bits"
 	"strconv"
+	"strings"
 
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/sizing"
@@ -21,8 +23,9 @@ import (
 // group of cp ranks over nodes nodes of ranksPerNode ranks; the options themselves are not changed.
 // --l2-bytes is per node: a node gives it to the CP groups' parts it holds, each node's slot
 // holding its cp/nodes ranks' parts, so a group over k nodes gets k times the slots of the same
-// --l2-bytes on one node. Every rank computes the same, so an error is the same on every rank (it
-// names its flag).
+// --l2-bytes on one node. Every byte capacity counts the sizing model's KV (ModelTokenBytes):
+// --model's, or the serving clock's --prefill-model's when the geometry flags replay it scaled
+// down. Every rank computes the same, so an error is the same on every rank (it names its flag).
 func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 	s := *o
 	s.GroupNodes = max(1, nodes)
@@ -31,6 +34,7 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 		return nil, err
 	}
 	s.AccountTokenBytes = s.TokenBytes
+	s.ModelTokenBytes = s.sizingTokenBytes(cp)
 	if o.Serving != nil {
 		var err error
 		if s.Serving, err = o.Serving.sized(&s, cp); err != nil {
@@ -50,23 +54,110 @@ func (o *Options) Size(cp, ranksPerNode, nodes int) (*Options, error) {
 		}
 		s.TokenBytes = o.CopyTokenBytes
 	}
-	rankPageBytes := int64(s.PageTokens) * int64(s.Layers) *
-		int64(s.PayloadsPerLayer) * int64(s.AccountTokenBytes)
-	if o.L2Bytes > 0 {
-		slots, err := o.l2SlotsOfBytes(ranksPerNode, nodeParts, s.PageTokens, rankPageBytes)
+	pageBytes := int64(s.PageTokens) * s.ModelTokenBytes // a page of the group, every rank's part
+	if err := s.sizeFromGPU(cp); err != nil {
+		return nil, err
+	}
+	if s.L2Bytes > 0 {
+		slots, err := o.l2SlotsOfBytes(ranksPerNode, nodeParts, cp, s.PageTokens, pageBytes)
 		if err != nil {
 			return nil, err
 		}
 		s.L2Slots = slots
 	}
-	if o.DeviceBytes > 0 {
-		pages, err := o.devicePagesOfBytes(s.PageTokens, rankPageBytes)
+	if s.DeviceBytes > 0 {
+		pages, err := s.devicePagesOfBytes(cp, s.PageTokens, pageBytes)
 		if err != nil {
 			return nil, err
 		}
 		s.DevicePages = pages
 	}
+	if s.L2FromL1 && s.Serving != nil && s.SizingModel() != "" {
+		// a slot is a page of the group, as a device page is: HiCacheRatio times L1's tokens
+		s.L2Slots = min(HiCacheRatio*s.DevicePages, math.MaxInt32)
+		l2 := fmt.Sprintf("L2 %d x L1 (SGLang's --hicache-ratio default)", HiCacheRatio)
+		s.SizedBy = strings.TrimPrefix(s.SizedBy+"; "+l2, "; ")
+	}
+	s.L3.StoreBytes = s.storeBytes(cp)
 	return &s, nil
+}
+
+// sizeFromGPU sets the sized options' L1 in bytes from the model and the GPU when the user gave no
+// L1 geometry (L1FromGPU), for a CP group of cp ranks (the serving clock's --group-gpus in a
+// sweep): the KV budget a GPU of the deployment has (ServingOptions.DeviceBudget), in SizedBy.
+func (o *Options) sizeFromGPU(cp int) error {
+	model := o.SizingModel()
+	if !o.L1FromGPU || o.Serving == nil || model == "" {
+		return nil
+	}
+	gpus := cp
+	if o.Serving.GroupGPUs > 0 {
+		gpus = o.Serving.GroupGPUs
+	}
+	b, err := o.Serving.DeviceBudget(model, gpus)
+	if err != nil {
+		return err
+	}
+	o.DeviceBytes, o.SizedBy = b.Bytes, b.Describe
+	return nil
+}
+
+// SizingModel is the model whose KV the byte capacities count: --model, else the serving clock's
+// --prefill-model when it names one of the table's (the geometry flags then replay it scaled down);
+// "" for the geometry's own bytes.
+func (o *Options) SizingModel() string {
+	if o.Model != "" {
+		return o.Model
+	}
+	if o.Serving != nil {
+		if _, err := sizing.LookupModel(o.Serving.Prefill.Model); err == nil {
+			return o.Serving.Prefill.Model
+		}
+	}
+	return ""
+}
+
+// sizingTokenBytes is the KV bytes of one token over a CP group of cp ranks that capacities count
+// (o sized by sizeTokenBytes): --model's geometry (every rank's share, as the slab holds it), the
+// --prefill-model's KV, or else the geometry's.
+func (o *Options) sizingTokenBytes(cp int) int64 {
+	geometry := int64(cp) * int64(o.Layers) * int64(o.PayloadsPerLayer) * int64(o.AccountTokenBytes)
+	if o.Model != "" {
+		return geometry
+	}
+	if m, err := sizing.LookupModel(o.SizingModel()); err == nil {
+		return m.TokenBytes()
+	}
+	return geometry
+}
+
+// storeBytes is the L3 store's budget of block bytes as it copies them: with a model --l3-bytes
+// counts its KV, so a run whose copies are scaled down keeps as many blocks as the model's bytes
+// would hold (o sized, cp its CP size); without one, the block files' bytes, as given.
+func (o *Options) storeBytes(cp int) int64 {
+	copied := int64(cp) * int64(o.Layers) * int64(o.PayloadsPerLayer) * int64(o.TokenBytes)
+	if o.L3.Bytes <= 0 || o.SizingModel() == "" || o.ModelTokenBytes <= 0 ||
+		copied == o.ModelTokenBytes {
+		return o.L3.Bytes
+	}
+	hi, lo := bits.Mul64(uint64(o.L3.Bytes), uint64(copied))
+	if hi >= uint64(o.ModelTokenBytes) { // cannot be: copied is less than the model's
+		return o.L3.Bytes
+	}
+	q, _ := bits.Div64(hi, lo, uint64(o.ModelTokenBytes))
+	return max(1, int64(q))
+}
+
+// RankPageBytes is what one rank's part of a page accounts for in options sized for a CP group of
+// cp ranks (after Size): the sizing model's KV of a page over the group's ranks, rounded up, the
+// bytes --device-bytes counts a device page at.
+func (o *Options) RankPageBytes(cp int) int64 {
+	group := o.ModelTokenBytes
+	if group == 0 { // options that did not go through Size
+		group = int64(cp) * int64(o.Layers) * int64(o.PayloadsPerLayer) * int64(o.TokenBytes)
+	}
+	page := int64(o.PageTokens) * group
+	return (page + int64(cp) - 1) / int64(max(1, cp))
 }
 
 // sizeTokenBytes sets s's geometry of a token for a CP group of cp ranks: --model's layers,
@@ -88,16 +179,23 @@ func (o *Options) sizeTokenBytes(s *Options, cp int) error {
 }
 
 // l2SlotsOfBytes is the number of L2 slots that --l2-bytes a node makes for each of the node's CP
-// groups (ranksPerNode/nodeParts of them, each holding nodeParts ranks' parts of a slot, a part of
-// rankPageBytes for a page of pageTokens tokens). An error, naming --l2-bytes, when that is not 1
-// to MaxInt32 slots says how the bytes were divided, so that the user sees which count to change.
+// groups (ranksPerNode/nodeParts of them, each holding nodeParts of its cp ranks' parts of a slot,
+// a page of pageTokens tokens whose every part together is pageBytes). An error, naming
+// --l2-bytes, when that is not 1 to MaxInt32 slots says how the bytes were divided, so that the
+// user sees which count to change.
 func (o *Options) l2SlotsOfBytes(
-	ranksPerNode, nodeParts, pageTokens int,
-	rankPageBytes int64,
+	ranksPerNode, nodeParts, cp, pageTokens int,
+	pageBytes int64,
 ) (int, error) {
 	groups := int64(max(1, ranksPerNode/nodeParts))
-	slotBytes := rankPageBytes * int64(nodeParts)
-	slots := o.L2Bytes / groups / slotBytes
+	// slots = bytes a group / (pageBytes x nodeParts / cp), in 128 bits: bytes x cp may overflow
+	hi, lo := bits.Mul64(uint64(o.L2Bytes/groups), uint64(cp))
+	den := uint64(pageBytes) * uint64(max(1, nodeParts))
+	slots := int64(math.MaxInt64)
+	if hi < den {
+		q, _ := bits.Div64(hi, lo, den)
+		slots = int64(min(q, math.MaxInt64))
+	}
 	if slots < 1 || slots > math.MaxInt32 {
 		return 0, &errscope.ConfigError{
 			Flag: "l2-bytes",
@@ -107,7 +205,7 @@ func (o *Options) l2SlotsOfBytes(
 				o.L2Bytes/groups,
 				groups,
 				slots,
-				slotBytes,
+				int64(den)/int64(max(1, cp)),
 				pageTokens,
 				math.MaxInt32,
 			),
@@ -116,11 +214,17 @@ func (o *Options) l2SlotsOfBytes(
 	return int(slots), nil
 }
 
-// devicePagesOfBytes is the number of device pages of rankPageBytes (a rank's part of a page of
-// pageTokens tokens) that --device-bytes a rank makes. An error, naming --device-bytes, when that
-// is not 1 to MaxInt32 pages gives a page's size, so that the user sees how many bytes make one.
-func (o *Options) devicePagesOfBytes(pageTokens int, rankPageBytes int64) (int, error) {
-	pages := o.DeviceBytes / rankPageBytes
+// devicePagesOfBytes is the number of device pages that --device-bytes a rank makes, each rank
+// holding 1/cp of a page of pageTokens tokens whose every part together is pageBytes. An error,
+// naming --device-bytes, when that is not 1 to MaxInt32 pages gives a page's size, so that the user
+// sees how many bytes make one.
+func (o *Options) devicePagesOfBytes(cp, pageTokens int, pageBytes int64) (int, error) {
+	hi, lo := bits.Mul64(uint64(o.DeviceBytes), uint64(cp))
+	pages := int64(math.MaxInt64)
+	if hi < uint64(pageBytes) {
+		q, _ := bits.Div64(hi, lo, uint64(pageBytes))
+		pages = int64(min(q, math.MaxInt64))
+	}
 	if pages < 1 || pages > math.MaxInt32 {
 		return 0, &errscope.ConfigError{
 			Flag: "device-bytes",
@@ -128,7 +232,7 @@ func (o *Options) devicePagesOfBytes(pageTokens int, rankPageBytes int64) (int, 
 				"%d bytes per rank make %d device pages of %d bytes (a rank's part of a page of %d tokens)",
 				o.DeviceBytes,
 				pages,
-				rankPageBytes,
+				(pageBytes+int64(cp)-1)/int64(max(1, cp)),
 				pageTokens,
 			),
 		}
@@ -162,28 +266,44 @@ func (o *Options) SizedFlags(cp, ranksPerNode, nodes int) (map[string]string, er
 	return flags, nil
 }
 
-// Capacity states the sized options' tiers (after Size) for a CP group of cp ranks.
-func (o *Options) Capacity(cp int) report.Capacity {
+// Capacity states the sized options' tiers (after Size) for a CP group of cp ranks on nodes of
+// ranksPerNode ranks: each in slots or pages, tokens and the sizing model's bytes, per CP group
+// and per node, beside what the run replays when its copies are scaled down.
+func (o *Options) Capacity(cp, ranksPerNode int) report.Capacity {
 	account := o.AccountTokenBytes
 	if account == 0 { // options that did not go through Size: nothing is scaled
 		account = o.TokenBytes
 	}
 	perToken := int64(o.Layers) * int64(o.PayloadsPerLayer)
 	c := report.Capacity{
-		Model:            o.Model,
-		TokenBytes:       perToken * int64(cp) * int64(account),
+		Model:            o.SizingModel(),
+		TokenBytes:       o.ModelTokenBytes,
 		CopiedTokenBytes: perToken * int64(cp) * int64(o.TokenBytes),
-		Scaled:           account != o.TokenBytes,
 		L2Slots:          o.L2Slots,
 		DevicePages:      o.DevicePages,
 	}
+	if c.TokenBytes == 0 {
+		c.TokenBytes = perToken * int64(cp) * int64(account)
+	}
+	c.Scaled = c.TokenBytes != c.CopiedTokenBytes
 	c.L2Tokens = int64(o.L2Slots) * int64(o.PageTokens)
 	c.L2Bytes, c.L2SlabBytes = c.L2Tokens*c.TokenBytes, c.L2Tokens*c.CopiedTokenBytes
 	c.DeviceTokens = int64(o.DevicePages) * int64(o.PageTokens)
-	c.DeviceBytes, c.DeviceBufBytes = c.DeviceTokens*c.TokenBytes/int64(
-		cp,
-	), c.DeviceTokens*c.CopiedTokenBytes/int64(
-		cp,
-	)
+	c.DeviceBytes = c.DeviceTokens * c.TokenBytes / int64(cp)
+	c.DeviceBufBytes = c.DeviceTokens * c.CopiedTokenBytes / int64(cp)
+	// A node holds its ranks' GPUs, and of each CP group's L2 (and a local L3) the share of its
+	// parts: a group over k nodes 1/k on each, and ranksPerNode/nodeParts groups' shares.
+	nodes := int64(max(1, o.GroupNodes))
+	groups := int64(max(1, ranksPerNode/max(1, cp/int(nodes))))
+	c.L2BytesPerNode = c.L2Bytes / nodes * groups
+	c.DeviceBytesPerGroup = c.DeviceBytes * int64(cp)
+	c.DeviceBytesPerNode = c.DeviceBytes * int64(max(1, ranksPerNode))
+	if o.L3.Enabled() {
+		c.L3Bytes = o.L3.Bytes
+		c.L3Tokens = o.L3.Bytes / max(1, c.TokenBytes)
+		c.L3BytesPerNode = c.L3Bytes / nodes * groups
+		c.L3StoreBytes = o.L3.StoreBytes
+	}
+	c.SizedBy = o.SizedBy
 	return c
 }

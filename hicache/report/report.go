@@ -156,7 +156,9 @@ type CollectiveStats struct {
 	Seconds     float64 // wall time this rank spent inside them
 }
 
-// Capacity is each tier's size in tokens and bytes, as the report states it.
+// Capacity is each tier's size in tokens and bytes, as the report states it. Bytes count the
+// sizing model's KV (Model: --model's, or --prefill-model's when the geometry replays it scaled
+// down; the geometry's own without either).
 type Capacity struct {
 	Model string `json:"model,omitempty"`
 	// TokenBytes: the KV bytes of one token in the CP group (every rank, layer and payload), by
@@ -168,12 +170,27 @@ type Capacity struct {
 	L2Slots          int   `json:"l2_slots"`
 	L2Tokens         int64 `json:"l2_tokens"` // per CP group
 	L2Bytes          int64 `json:"l2_bytes"`  // per CP group, at TokenBytes
+	// per node: its share of each CP group's L2 whose parts it holds, at TokenBytes
+	L2BytesPerNode int64 `json:"l2_bytes_per_node"`
 	// per CP group, the shared memory actually mapped
-	L2SlabBytes    int64 `json:"l2_slab_bytes"`
-	DevicePages    int   `json:"device_pages"`     // per rank
-	DeviceTokens   int64 `json:"device_tokens"`    // per rank: the tokens whose part it holds
-	DeviceBytes    int64 `json:"device_bytes"`     // per rank, at TokenBytes
-	DeviceBufBytes int64 `json:"device_buf_bytes"` // per rank, the buffer actually allocated
+	L2SlabBytes  int64 `json:"l2_slab_bytes"`
+	DevicePages  int   `json:"device_pages"`  // per rank
+	DeviceTokens int64 `json:"device_tokens"` // per rank: the tokens whose part it holds
+	DeviceBytes  int64 `json:"device_bytes"`  // per rank (one GPU), at TokenBytes
+	// every rank's of a CP group, and of a node, at TokenBytes
+	DeviceBytesPerGroup int64 `json:"device_bytes_per_group"`
+	DeviceBytesPerNode  int64 `json:"device_bytes_per_node"`
+	DeviceBufBytes      int64 `json:"device_buf_bytes"` // per rank, the buffer actually allocated
+	// With an L3: --l3-bytes, each CP group's budget at TokenBytes, in tokens, and a node's share
+	// of the groups whose parts it holds (a local directory); L3StoreBytes the same blocks' budget
+	// as the store holds them (less when the copies are scaled).
+	L3Tokens       int64 `json:"l3_tokens,omitempty"`
+	L3Bytes        int64 `json:"l3_bytes,omitempty"`
+	L3BytesPerNode int64 `json:"l3_bytes_per_node,omitempty"`
+	L3StoreBytes   int64 `json:"l3_store_bytes,omitempty"`
+	// SizedBy says how L1 and L2 were sized from the model and the GPU when no geometry was given
+	// (config.Options.L1FromGPU); empty when the flags gave them.
+	SizedBy string `json:"sized_by,omitempty"`
 }
 
 // FailureReport is what ended a failed run: the check that failed, the step, the rank that reported

@@ -63,6 +63,12 @@ type ServingReport struct {
 	// ModelledL3 is a virtual replay's (sweep's) figures again with an unbounded L3 under the L2
 	// (the runner's servingl3.go).
 	ModelledL3 *ModelledL3Serving `json:"modelled_l3,omitempty"`
+	// Load is a virtual replay's (sweep's) load beside what the group serves, and the replicas a
+	// TTFT target takes (the runner's servingload.go).
+	Load *ServingLoad `json:"load,omitempty"`
+	// PerRankCopies is a run's ideal again as the design the shared L2 replaces would serve its
+	// hits (the runner's replayPerRank), with a model and more than one rank a group.
+	PerRankCopies *PerRankServing `json:"per_rank_copies,omitempty"`
 	// MachinerySharePct is the share of the steps' time that the cache machinery added beyond the
 	// modelled time.
 	MachinerySharePct float64 `json:"machinery_share_pct"`
@@ -129,6 +135,7 @@ func (s *ServingReport) writeSummary(w io.Writer) {
 		ms(s.IdealTTFT),
 		s.MeasuredOverIdealP50,
 	)
+	s.PerRankCopies.writeSummary(w)
 	for _, line := range s.BreakEven {
 		fmt.Fprintf(w, "    %s\n", line)
 	}
@@ -172,11 +179,11 @@ func (s ServingReport) MarshalJSON() ([]byte, error) {
 	}{fields(s), s.MeasuredOverIdealP50})
 }
 
-// seconds prints a time in the unit that reads best.
+// seconds prints a time in the unit that reads best, a zero with its unit ("load wait 0 s").
 func seconds(s float64) string {
 	switch {
 	case s == 0:
-		return "0"
+		return "0 s"
 	case s < 1e-3:
 		return fmt.Sprintf("%.0f us", s*1e6)
 	case s < 1:
@@ -223,7 +230,49 @@ type ModelledL3Serving struct {
 	ReadBytesPerSecond float64 `json:"read_bytes_per_s"` // one node's
 	BlockTokens        int64   `json:"block_tokens"`
 	// prompt tokens the L3 supplied, of those computed without it
-	L3Tokens              int64       `json:"l3_tokens"`
+	L3Tokens int64 `json:"l3_tokens"`
+	// HeldTokens is what the L3 holds at the end, every whole block of a prompt written once: the
+	// L3 that holds all the trace writes
+	HeldTokens            int64       `json:"held_tokens"`
 	TTFT                  Percentiles `json:"ttft_s"`
 	PromptTokensPerSecond float64     `json:"prompt_tokens_per_s"`
+}
+
+// ServingLoad is a virtual replay's load (MODELLED): the trace's demand beside the group's capacity
+// at the replay's hits, in prompt tokens a second, the queue's share of the mean TTFT, and the DP
+// replicas whose split of the requests brings the TTFT p50 under the target.
+type ServingLoad struct {
+	// prompt tokens over the span of their arrivals (0 with closed-loop clients)
+	DemandPromptTokensPerSecond float64 `json:"demand_prompt_tokens_per_s"`
+	// prompt tokens over the group's busy time: what it serves when never idle
+	CapacityPromptTokensPerSecond float64 `json:"capacity_prompt_tokens_per_s"`
+	// the mean queue wait over the mean TTFT
+	QueueShareOfMeanTTFT float64 `json:"queue_share_of_mean_ttft"`
+	TTFTTargetSeconds    float64 `json:"ttft_target_s"`
+	// the fewest replicas, up to ReplicasMax, whose TTFT p50 meets the target (0: none did), and
+	// that p50 (at ReplicasMax when none did)
+	Replicas        int     `json:"replicas"`
+	ReplicasTTFTP50 float64 `json:"replicas_ttft_p50_s"`
+	ReplicasMax     int     `json:"replicas_max"`
+}
+
+// PerRankServing is a run's requests on the virtual clock with per-rank copies' loads: each GPU
+// loading a hit's whole KV over its own link, at the run's own hits (MODELLED; their pools, of
+// 1/cp of the bytes, would also hit less: sweep --l2-design says how much).
+type PerRankServing struct {
+	TTFT Percentiles `json:"ttft_s"`
+}
+
+// writeSummary is the run's line on per-rank copies, when it has one.
+func (p *PerRankServing) writeSummary(w io.Writer) {
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(
+		w,
+		"    beside per-rank copies (the design the shared L2 replaces), MODELLED at this run's hits: TTFT p50 %s, p90 %s, p99 %s, each GPU loading a hit's whole KV over its own link; their pools, 1/cp of the bytes each, would also hit less (sweep --l2-design both)\n",
+		seconds(p.TTFT.P50),
+		seconds(p.TTFT.P90),
+		seconds(p.TTFT.P99),
+	)
 }

@@ -70,7 +70,12 @@ func (r *Report) caveats() []string {
 				),
 			)
 		}
-		if blockBytes := int64(l3.BlockTokens) * r.Capacity.CopiedTokenBytes; l3.Bytes < blockBytes {
+		// --l3-bytes counts the model's KV when a model is given, else the block files' bytes
+		perToken := r.Capacity.CopiedTokenBytes
+		if r.Capacity.Model != "" {
+			perToken = r.Capacity.TokenBytes
+		}
+		if blockBytes := int64(l3.BlockTokens) * perToken; l3.Bytes < blockBytes {
 			said = append(
 				said,
 				fmt.Sprintf(

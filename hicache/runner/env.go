@@ -225,10 +225,6 @@ func (rs *runState) BeginStep(step int64) {
 	}
 	c.thisStep = c.formed[step]
 	delete(c.formed, step)
-	if c.opts.Virtual {
-		delete(c.startNs, step)
-		return
-	}
 	// A busy group's step begins where the last one ended, as every rank saw that end right after
 	// the step's consensus: the read-ahead broadcast and existence checks since are this step's
 	// work, and its deadlines are the same on every rank up to the scheduler's skew (a rank's own
@@ -238,10 +234,12 @@ func (rs *runState) BeginStep(step int64) {
 		delete(c.startNs, step)
 		c.batchStart = max(startNs, c.lastEnd)
 		if startNs > c.lastEnd && !c.holdsDeferred(step) {
-			rs.paceUntil(
-				c.wallStart.Add(c.scaled(startNs-c.lastEnd)),
-				"serving clock: idle until the step's first arrival",
-			)
+			if !c.opts.Virtual { // a virtual clock's idle time passes at once
+				rs.paceUntil(
+					c.wallStart.Add(c.scaled(startNs-c.lastEnd)),
+					"serving clock: idle until the step's first arrival",
+				)
+			}
 			c.stepStart, c.wallStart, c.lateNs = startNs, time.Now(), 0
 		}
 	}
@@ -263,15 +261,12 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	}
 	in, hits, deferred, slot := c.stepInput(s)
 	clocks := c.record(s, hits)
-	if c.opts.Virtual {
-		return
-	}
 	plan := serving.PlanStep(c.prefill, c.opts.Links, in)
 	first := plan.PassOf(true) // the step's first pass
 	// The prefill starts once the modelled loads are over and this rank's real load-backs too. The
 	// serve's own work (its fills stand for the GPU computing KV) overlaps the prefill, as on a
-	// GPU, not the loads.
-	if !s.LoadsDone() {
+	// GPU, not the loads. A virtual clock waits for nothing real: its step is the model's alone.
+	if !s.LoadsDone() && !c.opts.Virtual {
 		c.lateNs += rs.paceUntil(
 			c.wallStart.Add(c.scaled(first.ComputeStartNs-c.stepStart)),
 			"serving clock: modelled L3 reads and load-backs",
@@ -283,7 +278,9 @@ func (rs *runState) Served(s *cache.ServedStep) {
 		plan = serving.PlanStep(c.prefill, c.opts.Links, in)
 	}
 	c.computeEnd, c.idleNs = plan.EndNs(), plan.IdleNs()
-	c.paceConsensusAt = c.wallStart.Add(c.scaled(c.computeEnd - c.stepStart))
+	if !c.opts.Virtual {
+		c.paceConsensusAt = c.wallStart.Add(c.scaled(c.computeEnd - c.stepStart))
+	}
 	for _, rc := range c.thisStep {
 		// the step's own requests, those it defers too, began with its pass
 		rc.firstStartNs = plan.Batch.StartNs

@@ -66,7 +66,7 @@ func (rs *runState) report() (*report.Report, error) {
 		Groups:    groups,
 	}
 	r.Fill(&c)
-	r.Capacity = rs.opts.Capacity(t.CPSize)
+	r.Capacity = rs.opts.Capacity(t.CPSize, t.NodeSize)
 	setTimings(r, timing)
 	if rs.l3 != nil {
 		r.L3 = report.NewL3(rs.l3Config(), &c)
@@ -300,7 +300,9 @@ func (rs *runState) gatherCounterViews(r *report.Report) error {
 func (rs *runState) servingReport() (*report.ServingReport, error) {
 	c := rs.clock
 	t := &c.t
-	hists := []*report.MsQuantiles{&t.ttft, &t.ideal, &t.queue, &t.prefetch, &t.load, &t.prefill}
+	hists := []*report.MsQuantiles{
+		&t.ttft, &t.ideal, &t.queue, &t.prefetch, &t.load, &t.prefill, &t.perRank,
+	}
 	const perHist = report.MsQuantilesWords
 	// requests, tokens/s and ideal tokens/s (x1000), the steps' measured and modelled ns, the
 	// chunked requests and their forward passes
@@ -349,7 +351,10 @@ func (rs *runState) servingReport() (*report.ServingReport, error) {
 		ChunkedRequests:            sums[5],
 		ChunkedForwardPasses:       sums[6],
 	}
-	r.TTFTHist, r.IdealHist, r.ModelledL3 = t.ttft, t.ideal, c.withL3
+	r.TTFTHist, r.IdealHist, r.ModelledL3, r.Load = t.ttft, t.ideal, c.withL3, c.load
+	if t.perRank.Count() > 0 {
+		r.PerRankCopies = &report.PerRankServing{TTFT: report.PercentilesOf(&t.perRank)}
+	}
 	if r.IdealTTFT.P50 > 0 {
 		r.MeasuredOverIdealP50 = r.TTFT.P50 / r.IdealTTFT.P50
 	}

@@ -114,7 +114,7 @@ func newL3IO(
 ) (*l3IO, error) {
 	budget := l3.Unbounded // only the keeper evicts (and scans the directory at start)
 	if place.part == 0 {
-		budget = max(1, o.Bytes/int64(max(1, g.Nodes)))
+		budget = max(1, o.Store()/int64(max(1, g.Nodes)))
 	}
 	var fsys l3.FS = l3.OSFS{}
 	if faults.FS != nil {

@@ -44,10 +44,11 @@ func TestModelTableFigures(t *testing.T) {
 		}
 		// One CP group per node of 8 ranks at cp 8; 8 groups of one rank at cp 1, each with an
 		// eighth of the node.
-		c := sized.Capacity(cp)
+		c := sized.Capacity(cp, 8)
 		perNode := c.L2Tokens * int64(8/cp)
 		if perNode < 3_300_000 || perNode > 3_360_000 || c.TokenBytes != 320<<10 ||
-			c.L2Bytes > (1<<40)/int64(8/cp) {
+			c.L2Bytes > (1<<40)/int64(8/cp) || c.L2BytesPerNode != c.L2Bytes*int64(8/cp) ||
+			c.L2BytesPerNode > 1<<40 {
 			t.Errorf(
 				"cp %d: 1 TiB per node holds %d tokens of %d bytes (%d bytes per group), want about 3.3M of 320 KiB",
 				cp,
@@ -96,7 +97,7 @@ func TestScaledCopiesKeepTheCapacityInTokens(t *testing.T) {
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}
-	ca, cb := a.Capacity(8), b.Capacity(8)
+	ca, cb := a.Capacity(8, 8), b.Capacity(8, 8)
 	if ca.L2Slots != cb.L2Slots || ca.DevicePages != cb.DevicePages || ca.L2Bytes != cb.L2Bytes ||
 		ca.Scaled ||
 		!cb.Scaled ||

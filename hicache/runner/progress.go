@@ -81,7 +81,7 @@ func sayCopyBytes(events []workload.Event, opts *config.Options, cp int) {
 			tokens += int64(events[i].Request.Tokens())
 		}
 	}
-	perToken := opts.Capacity(cp).CopiedTokenBytes / int64(cp)
+	perToken := opts.Capacity(cp, cp).CopiedTokenBytes / int64(cp)
 	if tokens*perToken < copyWarningBytes {
 		return
 	}

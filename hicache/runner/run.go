@@ -193,13 +193,7 @@ func (rs *runState) startServingClock() error {
 // hit tokens of the requests served.
 func (rs *runState) countIdeal(events []workload.Event) {
 	if rs.clock != nil && rs.clock.root {
-		measured, ideal := rs.clock.replayIdeal()
-		if f := rs.testing.ServingTimings; f != nil {
-			f(measured, ideal)
-		}
-		if rs.clock.opts.Virtual {
-			rs.clock.withL3 = rs.clock.replayWithL3(rs.seenPrefixes(events))
-		}
+		rs.replayServing(events)
 	}
 	if rs.idealEvents != nil {
 		cfg := rs.idealConfig

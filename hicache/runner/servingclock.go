@@ -88,9 +88,13 @@ type servingClock struct {
 
 	// every step's measured span and its modelled cost: the machinery's share
 	stepsNs, modelledNs int64
-	// CP rank 0 of a virtual replay: its figures over the modelled L3
+	// CP rank 0 of a virtual replay: its figures over the modelled L3, and its load
 	withL3 *report.ModelledL3Serving
-	t      servingTallies
+	load   *report.ServingLoad
+	// CP rank 0: the ideal's records and replay (replayIdeal), which the load reads
+	idealRecords []serving.Record
+	idealReplay  serving.Replay
+	t            servingTallies
 }
 
 // requestClock is one request's way through the clock, on CP rank 0.

@@ -105,7 +105,9 @@ func TestSweepsModelledL3(t *testing.T) {
 		opts := servingOptions()
 		opts.SyncCopies, opts.Serving.Virtual, opts.Serving.L3ReadBytesPerSecond = true, true, rate
 		// Prompts of a few 512-token blocks, and a flush every 8 requests: the L3 holds what the L2
-		// forgets.
+		// forgets. An L2 of 2048 slots of 16 tokens lets a step's prefetches hold 8 blocks (an
+		// eighth of it: cache.PrefetchLimits); the default 160 slots would let none start.
+		opts.L2Slots = 2048
 		tst := checked()
 		tst.Prefill = passPrefill{passSeconds: 0.01, secondsPerToken: 20e-6}
 		opts.Synthetic.SystemPromptTokens, opts.Synthetic.TurnTokens, opts.Synthetic.TurnsMax,

@@ -65,6 +65,7 @@ func stepEndNs(startNs, modelledNs, wallNs, lateNs int64) (endNs, overrunNs int6
 // stepEnded times the step's requests to their first token, which their pass's end delivers.
 func (c *servingClock) stepEnded() {
 	if c.opts.Virtual {
+		c.virtualStepEnded()
 		return
 	}
 	// The step lasted its modelled time, or the wall time its real work took when that was longer:
@@ -90,6 +91,25 @@ func (c *servingClock) stepEnded() {
 	}
 	c.inStep = c.inStep[:0]
 	// the clients learn their first tokens: CP rank 0 forms the step after next with them
+	if c.loop != nil {
+		c.loop.FirstTokens(ends)
+	}
+}
+
+// virtualStepEnded ends a step of a virtual clock (config.ServingOptions.Virtual): it lasted its
+// modelled time exactly, whatever the wall took, so the next step is formed as the serving clock
+// would form it with a machinery that costs nothing. Its requests are timed by the virtual replay
+// at the end (replayIdeal), which this clock's steps equal; the clients learn their first tokens
+// here, so that they send as that replay's do.
+func (c *servingClock) virtualStepEnded() {
+	c.lastEnd = max(c.computeEnd, c.stepStart)
+	c.wallStart, c.lateNs = time.Now(), 0
+	var ends []int64
+	for _, rc := range c.inStep {
+		rc.firstTokenNs = rc.computeEndNs
+		ends = append(ends, rc.firstTokenNs)
+	}
+	c.inStep = c.inStep[:0]
 	if c.loop != nil {
 		c.loop.FirstTokens(ends)
 	}

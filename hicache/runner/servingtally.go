@@ -10,8 +10,10 @@ import (
 // counts).
 type servingTallies struct {
 	ttft, queue, prefetch, load, prefill, ideal report.MsQuantiles
-	promptTokens                                int64
-	firstArrivalNs, lastEndNs                   int64
+	// perRank: the ideal's requests again with per-rank copies' loads (replayPerRank)
+	perRank                   report.MsQuantiles
+	promptTokens              int64
+	firstArrivalNs, lastEndNs int64
 	// The ideal's own span and tokens (a virtual run times nothing else).
 	idealPromptTokens, idealFirstNs, idealEndNs int64
 	// The requests computed in more than one forward pass (chunked prefill), and the forward passes
@@ -48,12 +50,13 @@ func (t *servingTallies) observe(rc *requestClock, endNs int64) {
 // replayIdeal replays the requests this rank timed on a virtual clock with a cache machinery that
 // costs nothing: the same arrivals, the same hits, the same step rule and model, each request
 // deferred for its L3 prefetch as the run deferred it (serving.PlanStep). Requests never served (a
-// failed run) are left out. It returns each request's timing on the run's clock (none in a virtual
-// run) and on the ideal's, flushes left out.
+// failed run) are left out. It returns each request's timing on the run's clock (a virtual run's:
+// its own clock's, which forms its steps by the same rule at no cost and so must equal the ideal's)
+// and on the ideal's, flushes left out.
 func (c *servingClock) replayIdeal() (measured, ideal []serving.Timing) {
 	records := make([]serving.Record, 0, len(c.order))
 	for _, rc := range c.order {
-		if rc.served && !rc.flush && !c.opts.Virtual {
+		if rc.served && !rc.flush {
 			measured = append(measured, rc.timing())
 		}
 		if rc.served || rc.flush {
@@ -75,6 +78,7 @@ func (c *servingClock) replayIdeal() (measured, ideal []serving.Timing) {
 		c.opts.Links,
 		c.opts.ClosedLoop(),
 	)
+	c.idealRecords, c.idealReplay = records, r
 	for i, tm := range r.Requests {
 		if records[i].Flush {
 			continue
@@ -97,4 +101,26 @@ func (c *servingClock) replayIdeal() (measured, ideal []serving.Timing) {
 		)
 	}
 	return measured, ideal
+}
+
+// replayPerRank replays the ideal's records (replayIdeal's) once more as the design the shared L2
+// replaces would serve them, per-rank copies in the same node memory: each GPU loads a hit's whole
+// KV over its own link (serving.Links.WholeCopies), at this run's hits. Their pools of 1/cp of the
+// bytes would hold 1/cp of the tokens and hit less, which only a replay of the cache at that size
+// can say: sweep runs it (--l2-design). MODELLED.
+func (c *servingClock) replayPerRank() {
+	links := c.opts.Links
+	links.WholeCopies = true
+	r := serving.VirtualReplay(
+		c.idealRecords,
+		c.opts.Batching,
+		c.prefill,
+		links,
+		c.opts.ClosedLoop(),
+	)
+	for i, tm := range r.Requests {
+		if !c.idealRecords[i].Flush {
+			c.t.perRank.ObserveNs(tm.TTFTNs())
+		}
+	}
 }

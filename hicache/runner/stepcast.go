@@ -22,7 +22,7 @@ func (rs *runState) nextStep(step int64) ([]workload.Event, error) {
 	var sent []workload.Event
 	if cp.Rank() == 0 {
 		var startNs int64
-		if rs.clock != nil && !rs.clock.opts.Virtual {
+		if rs.clock != nil {
 			sent, startNs = rs.clock.form(&rs.events)
 		} else {
 			sent = workload.TakeBatch(&rs.events, rs.opts.BatchRequests)

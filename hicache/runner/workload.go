@@ -24,6 +24,10 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 	var loadErr error
 	if t.CPRank == 0 {
 		events, loadErr = rs.readWorkload()
+		if loadErr == nil && rs.opts.Serving != nil && !rs.opts.Serving.Virtual {
+			// the whole workload's, on every group alike
+			loadErr = checkServedGeometry(rs.opts, t.CPSize, t.NodeSize/t.NodeParts, events)
+		}
 		if loadErr == nil {
 			events = workload.ShardForReplica(events, t.DPSize, t.CPGroup)
 			cfg := workload.IdealConfig{
@@ -33,7 +37,7 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 				FlushEverySteps: rs.opts.FlushEvery,
 			}
 			rs.idealHit = make(chan []int64, 1)
-			if s := rs.opts.Serving; s != nil && !s.Virtual && cfg.FlushEverySteps > 0 {
+			if rs.opts.Serving != nil && cfg.FlushEverySteps > 0 {
 				// --flush-every counts the serving clock's steps, which it forms as the replay
 				// goes: the ideal waits for them (idealByClockSteps).
 				rs.idealEvents, rs.idealConfig = events, cfg

@@ -26,6 +26,10 @@ type Links struct {
 	KVBytesPerToken int64
 	GPUs            int // the CP group's GPUs (its ranks)
 	Nodes           int // the nodes the CP group spans
+	// WholeCopies models per-rank copies, the design the shared L2 replaces: every rank keeps
+	// whole copies in its own pool, so each GPU loads a hit's whole KV over its own link, not its
+	// 1/GPUs share (DESIGN.md, "What sharing buys").
+	WholeCopies bool
 }
 
 // LoadSeconds is the modelled time to load tokens' KV from host memory into the group's GPUs.
@@ -33,13 +37,11 @@ func (l Links) LoadSeconds(tokens int64) float64 {
 	if tokens <= 0 || l.HostBytesPerSecond <= 0 {
 		return 0
 	}
-	return float64(
-		tokens,
-	) * float64(
-		l.KVBytesPerToken,
-	) / float64(
-		max(l.GPUs, 1),
-	) / l.HostBytesPerSecond
+	gpus := max(l.GPUs, 1)
+	if l.WholeCopies {
+		gpus = 1
+	}
+	return float64(tokens) * float64(l.KVBytesPerToken) / float64(gpus) / l.HostBytesPerSecond
 }
 
 // L3ReadSeconds is the modelled time to read tokens' KV from the L3 into host memory (before it is

@@ -33,6 +33,10 @@ func (t Timing) TTFTNs() int64 { return t.EndNs - t.ArrivalNs }
 type Replay struct {
 	Requests []Timing
 	Steps    int
+	// BusyNs is the time the group's GPUs spent in its steps (their loads and forward passes, the
+	// wait between a step's two passes left out): the prompt tokens over it are what the group
+	// serves at these hits when it is never idle, its capacity.
+	BusyNs int64
 }
 
 // FormNextAtStart is the rule both clocks form steps by: the batch of step k+1 is formed as step k
@@ -106,6 +110,7 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Cli
 			out.Requests[j] = timing(a.queue[j].ArrivalNs, plan.Batch.StartNs, pass, c)
 		}
 		firstTokens = append(firstTokens, ends)
+		out.BusyNs += plan.EndNs() - plan.PassOf(true).StartNs - plan.IdleNs()
 		deferred, deferredSince = waiting, plan.Batch.StartNs
 		// The next step is formed as this one's own requests may begin: the run's CP rank 0 forms
 		// it before this step runs, so it cannot know when a pass of deferred requests ends.

@@ -121,3 +121,26 @@ func Significant(v float64, digits int) string {
 	}
 	return text
 }
+
+// FlagBytes writes a size to give a flag that must be at least bytes: in the largest binary unit
+// that keeps it at 1 or more, rounded up to 4 significant digits, with no space (2.501GiB), so that
+// the size a message suggests is never short of what it asks for.
+func FlagBytes(bytes int64) string {
+	if bytes < 1024 {
+		return fmt.Sprintf("%dB", max(bytes, 1))
+	}
+	v, i := float64(bytes), 0
+	for i < len(binaryUnits)-1 && v >= 1024 {
+		v, i = v/1024, i+1
+	}
+	magnitude := int(math.Floor(math.Log10(v)))
+	step := math.Pow(10, float64(magnitude-3))
+	// the first of a few candidates, around the value, that parses back to enough
+	for q := math.Round(v/step) - 1; q <= math.Round(v/step)+2; q++ {
+		text := Significant(q*step, 4) + binaryUnits[i]
+		if got, err := ParseByteSize("", text); err == nil && got >= bytes {
+			return text
+		}
+	}
+	return fmt.Sprintf("%dB", bytes)
+}

@@ -77,3 +77,15 @@ func TestParseByteSizeSaysASizeOverflowsAndTakesPiB(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagBytesNeverSuggestsLess: the size a refusal suggests for a flag parses back to at least
+// the bytes asked for, within a part in a thousand.
+func TestFlagBytesNeverSuggestsLess(t *testing.T) {
+	for _, bytes := range []int64{1, 1000, 1024, 1025, 262144 * 1152, 1 << 40, 1<<40 + 1, 5e12 + 3} {
+		text := FlagBytes(bytes)
+		got, err := ParseByteSize("device-bytes", text)
+		if err != nil || got < bytes || float64(got) > float64(bytes)*1.001+1024 {
+			t.Errorf("FlagBytes(%d) = %q, which reads %d (%v): want at least it, within 0.1%%", bytes, text, got, err)
+		}
+	}
+}

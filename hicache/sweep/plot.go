@@ -30,14 +30,19 @@ const sweepPlotWidth, sweepPlotHeight = 8 * vg.Inch, 5 * vg.Inch
 // the ideal rate as a horizontal line. The x axis is logarithmic (sweeps double the size) and each
 // point is labelled with its bytes and its tokens.
 func (s *Result) WritePlot(path string) error {
+	if len(s.Points) == 0 && len(s.PerRank) > 0 { // --l2-design per-rank: its points are the curve
+		perRank := *s
+		perRank.Points, perRank.PerRank = s.PerRank, nil
+		s = &perRank
+	}
 	if len(s.Points) == 0 {
 		return fmt.Errorf("sweep plot %s: no points", path)
 	}
 	p := plot.New()
 	p.Title.Text = s.title()
 	perToken := sizing.FormatBytes(s.TokenBytes) + " per token"
-	if s.Model == "" {
-		perToken += " at cp 1" // --token-bytes is per rank (cli/sweep.go says so)
+	if s.Model != "" {
+		perToken += " of " + s.Model
 	}
 	p.X.Label.Text = "L2 capacity per node (bytes at " + perToken + "; tokens), log scale"
 	p.Y.Label.Text = "prompt token hit rate, L1 + L2 (%)"
@@ -48,7 +53,15 @@ func (s *Result) WritePlot(path string) error {
 	for _, pt := range s.Points {
 		hits = append(hits, plotter.XY{X: float64(max(1, pt.L2Bytes)), Y: 100 * pt.HitRate})
 	}
-	if err := plotutil.AddLinePoints(p, "L1 + L2 hit rate (one run per size)", hits); err != nil {
+	lines := []any{"L1 + L2 hit rate (one run per size)", hits}
+	if len(s.PerRank) == len(s.Points) {
+		var perRank plotter.XYs
+		for _, pt := range s.PerRank {
+			perRank = append(perRank, plotter.XY{X: float64(max(1, pt.L2Bytes)), Y: 100 * pt.HitRate})
+		}
+		lines = append(lines, "per-rank copies of the same bytes", perRank)
+	}
+	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return err
 	}
 	if err := s.addIdeal(p, hits); err != nil {
@@ -115,6 +128,13 @@ func (s *Result) ttftPlot() (*plot.Plot, error) {
 		}
 	}
 	lines := []any{"TTFT p50", p50, "TTFT p99", p99}
+	if len(s.PerRank) == len(s.Points) {
+		var perRank plotter.XYs
+		for _, pt := range s.PerRank {
+			perRank = append(perRank, plotter.XY{X: float64(max(1, pt.L2Bytes)), Y: pt.Serving.TTFTP50})
+		}
+		lines = append(lines, "p50, per-rank copies of the same bytes", perRank)
+	}
 	if len(l3p50) == len(p50) {
 		rate := sizing.FormatBytes(int64(s.Points[0].Serving.WithL3.ReadBytesPerSecond))
 		lines = append(
@@ -169,11 +189,12 @@ func (s *Result) title() string {
 		model = s.Model
 	}
 	return fmt.Sprintf(
-		"cphicache sweep: hit rate vs L2 capacity\n%s, %s, %s, L1 %d tokens per rank",
+		"cphicache sweep: hit rate vs L2 capacity\n%s, %s, %s, L1 %d tokens over a CP group of %d",
 		model,
 		workload,
 		s.WritePolicy,
 		s.DeviceTokens,
+		s.GroupGPUs,
 	)
 }
 
