@@ -80,7 +80,7 @@ type Allocator struct {
 	lru               lruHeap
 	lruPages          int // sum of pages of the evictable objects, both heaps
 	protected         lruHeap
-	protectedPages    int // sum of pages of the objects in protected
+	protectedPages    int // sum of pages of the live objects in SLRU's protected segment
 	protectedPagesMax int // SLRU's bound on protectedPages (policy.go); 0 under the others
 	// admit_seen's direct-mapped table of the keys seen (policy.go), nil under the others, and
 	// how many of its buckets hold one (so that Reset clears it only when used)
@@ -300,8 +300,12 @@ func (a *Allocator) freeSlotsOf(index uint32) {
 // drop frees record `index`, which must not be protected, and removes it from the LRU and the
 // table.
 func (a *Allocator) drop(index uint32) {
-	if a.table.records[index].lruIndex != 0 {
+	r := &a.table.records[index]
+	if r.lruIndex != 0 {
 		a.removeEvictable(index)
+	}
+	if r.segment == segProtected {
+		a.protectedPages -= int(r.pages)
 	}
 	a.freeSlotsOf(index)
 	a.table.remove(index)

@@ -44,11 +44,12 @@ func init() {
 			if len(b.protected.items) == 0 {
 				return 0, 0
 			}
-			index := b.protected.items[src.next(len(b.protected.items))]
-			b.removeEvictable(index)
-			b.table.records[index].segment = segProbation
-			b.pushEvictable(index)
-			return a.freeSlots + a.lruPages - a.protectedPages + 1, 0
+			b.setSegment(b.protected.items[src.next(len(b.protected.items))], segProbation)
+			probationPages := 0
+			for _, index := range a.lru.items {
+				probationPages += int(a.table.records[index].pages)
+			}
+			return a.freeSlots + probationPages + 1, 0
 		},
 		// admit_seen: a key forgotten by one twin (a sighting it missed): a Reserve of that content
 		// that must evict is admitted by one twin and refused by the other

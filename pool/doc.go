@@ -51,8 +51,8 @@
 // Geometry.Policy chooses how the pool evicts and what it admits (policy.go, --l2-policy): LRU (the
 // default and the allocator's only order before there were policies), SLRU (a probation and a
 // protected segment: an object enters probation, a touch promotes it, eviction takes probation
-// first, protected holds at most 80% of the slots and demotes its least recently used objects
-// into probation when over), and admit_seen (an object that would have to evict is admitted only
+// first, and a promotion that takes protected over 80% of the slots demotes its least recently
+// used evictable objects into probation), and admit_seen (an object that would have to evict is admitted only
 // when the caller's key for its content was seen before, TinyLFU's doorkeeper). Each is a pure
 // function of the replicated state: SLRU's segment is one byte of the record and its second heap
 // orders by the same (clock, id) as the first; admit_seen's memory is a direct-mapped table of
@@ -76,8 +76,8 @@
 //     SlabSlots(slab).
 //   - a committed object is reserved (only live records carry a committed mark).
 //   - the LRU heap (under SLRU, the heap of the record's segment) holds exactly the live objects
-//     with committed && refs == 0; refs never goes below 0; SLRU's protected heap holds at most
-//     its bound of pages; no record is in the protected segment under another policy.
+//     with committed && refs == 0; refs never goes below 0; SLRU's count of protected pages is
+//     the pages of the live records in that segment; no record is in it under another policy.
 //   - digest(Reset()) == digest(New()) == FreshDigest(), and StateHash(Reset()) == StateHash(New())
 //     == FreshStateHash(geometry): StateHash walks every table, so a Reset that forgets one is
 //     seen.

@@ -234,14 +234,13 @@ func (a *Allocator) checkObject(index uint32, reservedSlots []int, owned *freeBi
 }
 
 // checkLRU checks both heaps' order and back links, the evictable totals, and the policy's own
-// state: every record in the heap of its segment, protected within its bound, no protected record
-// outside SLRU, and admit_seen's count of used buckets.
+// state: every record in the heap of its segment, the protected segment's pages (none outside
+// SLRU), and admit_seen's count of used buckets.
 func (a *Allocator) checkLRU(evictableObjects, evictablePages int) error {
 	if a.evictableObjects() != evictableObjects || a.lruPages != evictablePages {
 		return fmt.Errorf("LRU holds %d objects, %d pages; evictable are %d objects, %d pages",
 			a.evictableObjects(), a.lruPages, evictableObjects, evictablePages)
 	}
-	protectedPages := 0
 	for segment, h := range [2]*lruHeap{&a.lru, &a.protected} {
 		for i, index := range h.items {
 			r := &a.table.records[index]
@@ -254,26 +253,24 @@ func (a *Allocator) checkLRU(evictableObjects, evictablePages int) error {
 				return fmt.Errorf("heap of segment %d: position %d orders before its parent",
 					segment, i)
 			}
-			protectedPages += segment * int(r.pages)
 		}
-	}
-	if protectedPages != a.protectedPages || a.protectedPages > a.protectedPagesMax {
-		return fmt.Errorf("protected holds %d pages, counts %d, bound %d",
-			protectedPages, a.protectedPages, a.protectedPagesMax)
 	}
 	return a.checkPolicyMarks()
 }
 
-// checkPolicyMarks checks the marks a policy keeps outside the heaps: no record in the protected
-// segment outside SLRU, and admit_seen's count of used buckets.
+// checkPolicyMarks checks the marks a policy keeps outside the heaps: SLRU's protected pages (no
+// record in the protected segment outside SLRU), and admit_seen's count of used buckets.
 func (a *Allocator) checkPolicyMarks() error {
-	if a.geometry.Policy != PolicySLRU {
-		for index := range a.table.highWater {
-			if a.table.records[index].segment != segProbation {
-				return fmt.Errorf("record %d is in the protected segment under %s",
-					index, a.geometry.Policy)
-			}
+	protectedPages := 0
+	for index := range a.table.highWater {
+		if r := &a.table.records[index]; r.live && r.segment == segProtected {
+			protectedPages += int(r.pages)
 		}
+	}
+	if protectedPages != a.protectedPages ||
+		(protectedPages != 0 && a.geometry.Policy != PolicySLRU) {
+		return fmt.Errorf("the protected segment holds %d pages, counts %d, under %s",
+			protectedPages, a.protectedPages, a.geometry.Policy)
 	}
 	used := 0
 	for _, key := range a.seen {

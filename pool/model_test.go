@@ -73,28 +73,28 @@ func (m *modelAllocator) sight(key uint64) bool {
 	return seen
 }
 
-// rebalance is SLRU after any operation: while the evictable objects of the protected segment hold
-// more than 80% of the slots (integer percent), the least recently used of them, (clock, id), goes
-// back to probation.
-func (m *modelAllocator) rebalance() {
-	if m.g.Policy != PolicySLRU {
-		return
-	}
+// demote is SLRU after a promotion: while the protected segment holds more than its bound of pages
+// (every object in it counts, evictable or not), the least recently used of its evictable objects,
+// (clock, id), goes back to probation, until none is left to demote.
+func (m *modelAllocator) demote() {
 	for {
 		var oldest *modelObject
 		pages := 0
 		for i := range m.objects {
 			o := &m.objects[i]
-			if !o.protected || !o.committed || o.refs != 0 {
+			if !o.protected {
 				continue
 			}
 			pages += len(o.slots)
+			if !o.committed || o.refs != 0 {
+				continue
+			}
 			if oldest == nil || o.clock < oldest.clock ||
 				o.clock == oldest.clock && o.id < oldest.id {
 				oldest = o
 			}
 		}
-		if pages <= m.protectedMax {
+		if pages <= m.protectedMax || oldest == nil {
 			return
 		}
 		oldest.protected = false
@@ -233,12 +233,6 @@ func (m *modelAllocator) extents(o modelObject) []Extent {
 
 // apply runs one operation on the model and returns the same observable result as applyReal.
 func (m *modelAllocator) apply(op operation) opResult {
-	result := m.applyOne(op)
-	m.rebalance()
-	return result
-}
-
-func (m *modelAllocator) applyOne(op operation) opResult {
 	if op.kind == opReserve {
 		outcome, evicted, err := m.reserve(op.id, op.pages, op.seq, op.clock, op.keyed, op.key)
 		return opResult{outcome: outcome, evicted: evicted, err: err}
@@ -272,7 +266,10 @@ func (m *modelAllocator) applyOne(op operation) opResult {
 		o.committed = true
 	case opTouch:
 		o.clock = op.clock
-		o.protected = o.protected || m.g.Policy == PolicySLRU
+		if m.g.Policy == PolicySLRU && !o.protected {
+			o.protected = true
+			m.demote()
+		}
 	case opProtect:
 		o.refs++
 	case opUnprotect:

@@ -21,8 +21,10 @@ const (
 	// #38984; one of SGLang's radix cache eviction policies): an object enters a probation segment
 	// and a touch promotes it to a protected segment, which holds at most slruProtectedPercent of
 	// the slots; eviction takes probation's least recently used first, and protected's only when
-	// probation is empty. A touch that overfills protected demotes protected's least recently
-	// used objects to probation, where they keep their clock.
+	// probation is empty. A promotion that overfills protected demotes protected's least recently
+	// used evictable objects to probation, where they keep their clock (the classic design moves
+	// them to probation's most recent end; keeping the clock needs no second key and orders
+	// probation by real recency).
 	PolicySLRU
 	// PolicyAdmitSeen admits an object that would have to evict others only when its content was
 	// seen before: the caller names the content by a key (ReserveAdmitted), and a direct-mapped
@@ -118,16 +120,11 @@ func (a *Allocator) nextVictim() uint32 {
 	return a.protected.items[0]
 }
 
-// pushEvictable puts a record that became evictable into its segment's heap; a push into SLRU's
-// protected segment may overfill it, and demotes.
+// pushEvictable puts a record that became evictable into its segment's heap.
 func (a *Allocator) pushEvictable(index uint32) {
 	r := &a.table.records[index]
 	a.heapOf(r).push(a.table.records, index)
 	a.lruPages += int(r.pages)
-	if r.segment == segProtected {
-		a.protectedPages += int(r.pages)
-		a.demoteOverflow()
-	}
 }
 
 // removeEvictable takes an evictable record out of its segment's heap.
@@ -135,47 +132,42 @@ func (a *Allocator) removeEvictable(index uint32) {
 	r := &a.table.records[index]
 	a.heapOf(r).remove(a.table.records, index)
 	a.lruPages -= int(r.pages)
-	if r.segment == segProtected {
-		a.protectedPages -= int(r.pages)
-	}
 }
 
-// promote moves a touched SLRU record from probation to protected; an evictable one changes heaps
-// and may overfill protected. A record not evictable now (uncommitted or being loaded) changes
-// segment only: it joins its heap when it becomes evictable (updateEvictable).
-func (a *Allocator) promote(index uint32) {
+// setSegment moves a live record to segment seg, from one heap to the other when it is evictable,
+// keeping protectedPages the pages of every live record in the protected segment.
+func (a *Allocator) setSegment(index uint32, seg uint8) {
 	r := &a.table.records[index]
 	inHeap := r.lruIndex != 0
 	if inHeap {
 		a.removeEvictable(index)
 	}
-	r.segment = segProtected
+	if seg == segProtected {
+		a.protectedPages += int(r.pages)
+	} else {
+		a.protectedPages -= int(r.pages)
+	}
+	r.segment = seg
 	if inHeap {
 		a.pushEvictable(index)
 	}
 }
 
-// demoteOverflow moves protected's least recently used evictable objects to probation until
-// protected holds at most protectedPagesMax pages. Bounded by protected's objects: each turn takes
-// one, and pages above the bound mean one is there.
-func (a *Allocator) demoteOverflow() {
-	for a.protectedPages > a.protectedPagesMax {
-		if len(a.protected.items) == 0 {
-			panic(
-				a.broken(
-					"slru: protected counts %d pages over its bound %d and holds no object",
-					a.protectedPages,
-					a.protectedPagesMax,
-				),
-			)
-		}
-		index := a.protected.items[0]
+// promote moves a touched SLRU record from probation to protected, then demotes while protected
+// is over its bound. The bound counts every object of the protected segment, evictable or not
+// (uncommitted, or being loaded), and is enforced at each promotion over the objects it can
+// demote, the evictable ones, least recently used first: so only a touch ever moves an object
+// between segments, and a commit or the end of a load-back, whose order a rank's copies decide
+// locally until the consensus agrees it, moves none.
+func (a *Allocator) promote(index uint32) {
+	a.setSegment(index, segProtected)
+	// Bounded by protected's evictable objects: each turn takes one out of its heap.
+	for a.protectedPages > a.protectedPagesMax && len(a.protected.items) > 0 {
+		victim := a.protected.items[0]
 		if a.hasPolicyBug(PolicyBugTieOnRank) { // simbugs only: ties go to the higher id
-			index = a.protectedTieHigh()
+			victim = a.protectedTieHigh()
 		}
-		a.removeEvictable(index)
-		a.table.records[index].segment = segProbation
-		a.pushEvictable(index)
+		a.setSegment(victim, segProbation)
 	}
 }
 
