@@ -15,8 +15,8 @@ import (
 // the recompute of the rest; L1 eviction (least recently used, ties by node id, leaves first,
 // nothing locked by the step or pinned by a copy); the write policies, write_back's
 // backup-on-evict; L2 as a capacity in slots with LRU eviction (logical clock, ties by object id)
-// of committed, unprotected objects, all or nothing, or the job's other policy (model_policy.go); the protection of load-backs until the
-// consensus and the audit hold until the next one; flush.
+// of committed, unprotected objects, all or nothing, or the job's other policy (model_policy.go);
+// the protection of load-backs until the consensus and the audit hold until the next one; flush.
 //
 // What it leaves out: where objects are placed in L2. The allocator takes the lowest free slots
 // across extents and slabs, so a reservation never fails for fragmentation, only for capacity

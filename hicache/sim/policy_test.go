@@ -3,7 +3,9 @@ package sim
 import (
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/bound"
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/workload"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -82,5 +84,54 @@ func TestEveryPolicyIsDrawnAndHeldToTheModel(t *testing.T) {
 		if differ == 0 {
 			t.Errorf("%s served every job as LRU did: the model's check of it proves little", p)
 		}
+	}
+}
+
+// TestNoPolicyBeatsTheOfflineBound: over drawn jobs of every policy and write policy (no L3, no
+// fault; steps of Batch requests, so that the bound cuts the flushes as the job does), no job's L1
+// + L2 hit tokens pass the offline bound (hicache/bound: Belady's MIN over the prefix tree) at the
+// capacity of L1 and the L2 together, summed over the job's replicas; and the bound is below the
+// ideal in many jobs, so that the comparison is not the ideal's.
+func TestNoPolicyBeatsTheOfflineBound(t *testing.T) {
+	plain := func(j *JobConfig) { j.L3, j.Fault, j.StepTokens = cache.L3Config{}, FaultNone, 0 }
+	var jobs, belowIdeal, atBound int
+	res := Run(Options{Seed: 49, Jobs: 300, Configure: plain, Report: func(jr JobResult) {
+		j := jr.Config
+		var offline, ideal int64
+		for gi := range j.DP {
+			events := makeWorkload(newRNG(j.Seed^uint64(gi+1)*0x9e37), &j)
+			b, err := bound.HitTokens(events, bound.Config{
+				CapacityPages: j.DevicePages + j.Geometry.Slots,
+				Replay: workload.IdealConfig{
+					PageTokens:      j.Geometry.PageTokens,
+					BatchRequests:   j.Batch,
+					FlushEverySteps: j.FlushEvery,
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			offline, ideal = offline+b.HitTokens, ideal+b.IdealTokens
+		}
+		hits := jr.Totals.L1HitTokens + jr.Totals.L2HitTokens
+		if hits > offline {
+			t.Errorf("job seed %d (%s): %d hit tokens, over the offline bound %d",
+				j.Seed, j.String(), hits, offline)
+		}
+		jobs++
+		if offline < ideal {
+			belowIdeal++
+		}
+		if hits == offline {
+			atBound++
+		}
+	}})
+	if res.Violation != nil {
+		t.Fatal(res.Violation)
+	}
+	t.Logf("%d jobs: the bound below the ideal in %d, reached in %d", jobs, belowIdeal, atBound)
+	if belowIdeal < jobs/10 {
+		t.Errorf("the bound was below the ideal in %d of %d jobs: capacity never binds", belowIdeal,
+			jobs)
 	}
 }
