@@ -101,5 +101,7 @@
 // (load <= 1/2). TableBytes reports the total. At 2^24 slots that is about 1.2 GiB of address space
 // by default, or about 200 MiB with MaxObjects = 2^20 (objects of 16 pages on average fill the
 // pool); the tables are fresh zero memory that the OS backs only where touched, so New stays fast
-// and the resident size follows use. A full object table is a capacity miss like a full pool.
+// and the resident size follows use. A full object table is a capacity miss like a full pool. A
+// policy adds its own table per possible object: SLRU a second 4-byte heap slot, admit_seen an
+// 8-byte key bucket (rounded up to a power of two); LRU none.
 package pool

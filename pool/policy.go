@@ -151,6 +151,10 @@ func (a *Allocator) setSegment(index uint32, seg uint8) {
 	if inHeap {
 		a.pushEvictable(index)
 	}
+	if a.protectedPages < 0 || (a.protectedPages > 0 && a.geometry.Policy != PolicySLRU) {
+		panic(a.broken("slru: protected pages %d after moving object %d to segment %d under %s",
+			a.protectedPages, r.id, seg, a.geometry.Policy))
+	}
 }
 
 // promote moves a touched SLRU record from probation to protected, then demotes while protected
