@@ -29,3 +29,36 @@ func TestAddedModelsFLOPsByHand(t *testing.T) {
 		t.Errorf("qwen3-235b-a22b: one token's linear FLOPs %v, want %v", got, want)
 	}
 }
+
+// TestDSAFLOPsByHand: GLM-5.2's DSA (index_topk 2048, index_n_heads 32, index_head_dim 128, 21
+// indexer layers, cited in hicache/sizing/models.go). A cold 4,096-token prompt: its first 2,048
+// tokens attend to all their keys (2,048 x 2,049 / 2 pairs), the rest to 2,048 each; the indexer
+// scores all 4,096 x 4,097 / 2 causal pairs on 21 layers at 2 x 32 x 128 FLOPs. Past the top-k a
+// longer context costs attention linearly and the indexer quadratically: doubling a 64K prompt
+// doubles the one (within the first 2,048 queries' share) and quadruples the other.
+func TestDSAFLOPsByHand(t *testing.T) {
+	glm := roofline(t, "glm-5.2", "h20-3e", 8).Model
+	if got, want := AttendedPairs(glm, 0, 4096), 2048*2049/2+2048*2048.0; got != want {
+		t.Errorf("glm-5.2: %v pairs a layer for a 4K prompt, want %v", got, want)
+	}
+	if got, want := AttendedPairs(glm, 100_000, 10), 10*2048.0; got != want {
+		t.Errorf("glm-5.2: %v pairs for 10 tokens after 100K, want %v", got, want)
+	}
+	if got, want := AttendedPairs(glm, 2040, 20), 8*2044.5+12*2048; got != want {
+		t.Errorf("glm-5.2: %v pairs across the top-k, want %v", got, want)
+	}
+	if got, want := IndexerFLOPs(glm, 0, 4096), 21*(4096*4097/2.0)*8192; got != want {
+		t.Errorf("glm-5.2: indexer %v FLOPs, want %v", got, want)
+	}
+	dense := roofline(t, "deepseek-v3", "h20-3e", 8).Model
+	if IndexerFLOPs(dense, 0, 4096) != 0 || AttendedPairs(dense, 0, 4096) != 4096*4097/2.0 {
+		t.Error("deepseek-v3 is dense: no indexer, every causal pair")
+	}
+	pairs := func(n int64) float64 { return AttendedPairs(glm, 0, n) }
+	if r := pairs(131072) / pairs(65536); r < 2 || r > 2.02 {
+		t.Errorf("glm-5.2: attention pairs grow %.3fx from 64K to 128K, want linear (2x)", r)
+	}
+	if r := IndexerFLOPs(glm, 0, 131072) / IndexerFLOPs(glm, 0, 65536); r < 3.99 || r > 4.01 {
+		t.Errorf("glm-5.2: the indexer grows %.3fx from 64K to 128K, want quadratic (4x)", r)
+	}
+}

@@ -37,7 +37,8 @@ func TestProfileIsExactAtItsRows(t *testing.T) {
 }
 
 // TestProfileInterpolatesAndExtrapolates: linear in new tokens within a cached-token group, linear
-// across groups, extended linearly beyond the table, never below zero.
+// across groups, extended linearly beyond the table, below a group's fewest new tokens no less than
+// its smallest row's time per token, never below zero.
 func TestProfileInterpolatesAndExtrapolates(t *testing.T) {
 	p := parseTestProfile(t, testProfile)
 	for _, tc := range []struct {
@@ -50,14 +51,26 @@ func TestProfileInterpolatesAndExtrapolates(t *testing.T) {
 		{8192, 0, 0.8},       // beyond the largest new tokens: the line through 1024 and 4096
 		{1024, 8192, 0.2},    // beyond the largest cached tokens: 0.1 + 2 x 0.05
 		{1, 0, 0.1 / 1024},   // below the smallest: the same line, which passes through 0
+		// below the smallest of cached 4096 (150 ms, 700 ms): the line would cross zero at 745
+		// new tokens; the smallest row's time per token instead
+		{512, 4096, 0.150 / 2},
 	} {
 		if got := p.Seconds(tc.newTokens, tc.cachedTokens); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("new %d cached %d: %v s, want %v", tc.newTokens, tc.cachedTokens, got, tc.want)
 		}
 	}
 	steep := parseTestProfile(t, "100 0 10\n200 0 60\n")
-	if got := steep.Seconds(1, 0); got != 0 {
-		t.Errorf("a line that crosses zero: %v s, want 0", got)
+	if got := steep.Seconds(1, 0); math.Abs(got-0.0001) > 1e-15 {
+		t.Errorf("a line that crosses zero: %v s, want the 100-token row's time per token, 0.0001", got)
+	}
+	for _, n := range []int64{1, 10, 50, 99} {
+		if got, line := steep.Seconds(n, 0), 0.010+(float64(n)-100)*0.0005; got < line {
+			t.Errorf("below the table at %d: %v s, less than the line's %v", n, got, line)
+		}
+	}
+	rising := parseTestProfile(t, "100 1000 10\n100 2000 60\n")
+	if got := rising.Seconds(100, 0); got != 0 {
+		t.Errorf("a line in cached tokens that crosses zero: %v s, want 0", got)
 	}
 	if p.Seconds(0, 100) != 0 || p.BatchSeconds(nil) != 0 {
 		t.Error("no new tokens cost time")

@@ -186,10 +186,27 @@ func (r *Roofline) RecomputeSeconds(prefixTokens int64) float64 {
 // bf16 in the FP8 deployments we know of: DeepSeek-V3 keeps "attention operators" in BF16, arXiv
 // 2412.19437, section 3.3.1, and serves "core MLA computations" in BF16, its inference system
 // overview; PREFILL.md, "Precision").
+//
+// A DSA model's indexer runs at the fp8 rate: DeepSeek-V3.2-Exp's report says its lightning indexer
+// "can be implemented in FP8", and SGLang's quantizes the indexer's queries and keys to FP8 before
+// scoring them (IndexerFLOPs).
 func (r *Roofline) ComputeSeconds(reqs []Request) float64 {
-	linear, attention := r.flopsByKind(reqs)
+	f := r.flopsByKind(reqs)
 	group := float64(r.GroupGPUs) * r.Efficiency
-	return linear/(group*r.GPU.Dense.Of(r.DType)) + attention/(group*r.GPU.Dense.BF16)
+	seconds := f.linear/(group*r.GPU.Dense.Of(r.DType)) + f.attention/(group*r.GPU.Dense.BF16)
+	if f.indexer > 0 {
+		seconds += f.indexer / (group * r.indexerRate())
+	}
+	return seconds
+}
+
+// indexerRate is the dense rate a DSA indexer's scores run at: fp8's, or bf16's on a part without
+// one.
+func (r *Roofline) indexerRate() float64 {
+	if fp8 := r.GPU.Dense.FP8; fp8 > 0 {
+		return fp8
+	}
+	return r.GPU.Dense.BF16
 }
 
 // MemorySeconds is the batch's HBM bytes at the group's HBM rate. The weights are read once a step,
@@ -213,46 +230,32 @@ func (r *Roofline) MemorySeconds(reqs []Request) float64 {
 	return bytes / (float64(r.GroupGPUs) * r.GPU.HBMBytesPerSecond)
 }
 
-// FLOPs counts a batch's prefill FLOPs: for each request, LinearFLOPs + AttentionFLOPs, the
-// attention of an MLA model's batch taken by the cheaper of its two paths for the whole step
-// (AbsorbedAttentionFLOPs), as an engine picks one kernel for a step.
+// FLOPs counts a batch's prefill FLOPs: for each request, LinearFLOPs + AttentionFLOPs (+
+// IndexerFLOPs for a DSA model), the attention of an MLA model's batch taken by the cheaper of its
+// two paths for the whole step (AbsorbedAttentionFLOPs), as an engine picks one kernel for a step.
 func (r *Roofline) FLOPs(reqs []Request) float64 {
-	linear, attention := r.flopsByKind(reqs)
-	return linear + attention
+	f := r.flopsByKind(reqs)
+	return f.linear + f.attention + f.indexer
 }
 
-// flopsByKind is FLOPs in its two parts: the linear layers' and attention's (the cheaper path's).
-func (r *Roofline) flopsByKind(reqs []Request) (linear, attention float64) {
+// kindFLOPs are a batch's FLOPs by the rate they run at: the linear layers' (the deployment's
+// precision), attention's (the cheaper path's, bf16) and a DSA indexer's (fp8).
+type kindFLOPs struct{ linear, attention, indexer float64 }
+
+// flopsByKind is FLOPs in its parts.
+func (r *Roofline) flopsByKind(reqs []Request) kindFLOPs {
+	var f kindFLOPs
 	var expanded, absorbed float64
 	for _, q := range reqs {
 		if q.NewTokens > 0 {
-			linear += LinearFLOPs(r.Model, q.NewTokens)
+			f.linear += LinearFLOPs(r.Model, q.NewTokens)
+			f.indexer += IndexerFLOPs(r.Model, q.CachedTokens, q.NewTokens)
 			expanded += AttentionFLOPs(r.Model, q.CachedTokens, q.NewTokens)
 			absorbed += AbsorbedAttentionFLOPs(r.Model, q.CachedTokens, q.NewTokens)
 		}
 	}
-	return linear, min(expanded, absorbed)
-}
-
-// AbsorbedAttentionFLOPs is MLA's absorbed path (DeepSeek-V2, arXiv 2405.04434, section 2.1.2: W_UK
-// folds into the query and W_UV into the output): every head attends over the cached latent itself,
-// so no cached token is expanded, but a query-key pair costs 2 x heads x (kv_lora_rank + qk_rope)
-// for the score and 2 x heads x kv_lora_rank for the value. Folding W_UK and W_UV into the new
-// tokens' query and output costs what their kv_b_proj costs, already in LinearFLOPs. Cheaper than
-// expansion when new tokens are few (DeepSeek-V3 on 128 heads: below about 170). A GQA model has
-// one path: AttentionFLOPs.
-func AbsorbedAttentionFLOPs(m sizing.Model, cachedTokens, newTokens int64) float64 {
-	if m.Attention != sizing.MLA {
-		return AttentionFLOPs(m, cachedTokens, newTokens)
-	}
-	if newTokens <= 0 {
-		return 0
-	}
-	c, n := float64(cachedTokens), float64(newTokens)
-	pairs := c*n + n*(n+1)/2
-	d := m.MLA
-	pair := 2 * float64(m.Heads) * float64(2*d.KVLoraRank+d.QKRopeHeadDim)
-	return float64(m.Layers) * pairs * pair
+	f.attention = min(expanded, absorbed)
+	return f
 }
 
 // LinearFLOPs is the matrix multiplies of newTokens tokens through the weights: 2 FLOPs (a multiply
@@ -264,47 +267,6 @@ func LinearFLOPs(m sizing.Model, newTokens int64) float64 {
 	}
 	embedding := float64(m.VocabSize) * float64(m.HiddenSize)
 	return 2*(float64(m.ActiveParams)-2*embedding)*float64(newTokens) + 2*embedding
-}
-
-// AttentionFLOPs is causal attention's score and value products for newTokens tokens after
-// cachedTokens: new token i (0-based) attends to cached + i + 1 keys, so a request has cached x new
-// + new x (new + 1) / 2 query-key pairs in each layer, each costing PairFLOPs. An MLA model also
-// expands each cached token's latent into every head's key and value (kv_b_proj), CachedExpandFLOPs
-// per cached token per layer: the new tokens' expansion is in their linear FLOPs; the cached ones'
-// are the price of caching a latent.
-func AttentionFLOPs(m sizing.Model, cachedTokens, newTokens int64) float64 {
-	if newTokens <= 0 {
-		return 0
-	}
-	c, n := float64(cachedTokens), float64(newTokens)
-	pairs := c*n + n*(n+1)/2
-	return float64(m.Layers) * (pairs*PairFLOPs(m) + c*CachedExpandFLOPs(m))
-}
-
-// PairFLOPs is one query-key pair's attention FLOPs in one layer, every head: the score q.k and the
-// weighted value p.v, each 2 FLOPs per dimension. GQA: 2 x heads x head_dim each (the KV heads'
-// sharing saves bytes, not FLOPs). MLA as prefill runs it (keys and values expanded, not absorbed):
-// 2 x heads x (qk_nope + qk_rope) for the score and 2 x heads x v_head_dim for the value.
-func PairFLOPs(m sizing.Model) float64 {
-	switch m.Attention {
-	case sizing.GQA:
-		return 4 * float64(m.Heads) * float64(m.HeadDim)
-	case sizing.MLA:
-		d := m.MLA
-		return 2 * float64(m.Heads) * float64(d.QKNopeHeadDim+d.QKRopeHeadDim+d.VHeadDim)
-	}
-	panic(fmt.Sprintf("prefill: model %s has no attention kind", m.Name))
-}
-
-// CachedExpandFLOPs is an MLA model's cost of expanding one cached token's latent in one layer:
-// kv_b_proj, kv_lora_rank -> heads x (qk_nope + v_head_dim), 2 FLOPs per weight. A GQA model caches
-// K and V as they are used: 0.
-func CachedExpandFLOPs(m sizing.Model) float64 {
-	if m.Attention != sizing.MLA {
-		return 0
-	}
-	d := m.MLA
-	return 2 * float64(d.KVLoraRank) * float64(m.Heads) * float64(d.QKNopeHeadDim+d.VHeadDim)
 }
 
 // Describe names the roofline's inputs, for the summary: the model and its precision (and

@@ -201,7 +201,10 @@ func TestRooflineBoundByMemoryThenCompute(t *testing.T) {
 // token by token and key by key, for any request (the etcd quick-test model: an optimized function
 // against a naive one).
 func FuzzRooflineAgainstPerTokenSum(f *testing.F) {
-	for _, seed := range [][3]int64{{1, 0, 0}, {7, 3, 1}, {300, 1000, 2}, {1, 4095, 3}, {64, 64, 1}} {
+	for _, seed := range [][3]int64{
+		{1, 0, 0}, {7, 3, 1}, {300, 1000, 2}, {1, 4095, 3}, {64, 64, 1},
+		{511, 1800, 6}, {1, 3000, 6}, {100, 4000, 6}, // glm-5.2: DSA's top-k reached and not
+	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}
 	names := sizing.ModelNames()
@@ -213,8 +216,14 @@ func FuzzRooflineAgainstPerTokenSum(f *testing.F) {
 		for i := int64(0); i < newTokens; i++ {
 			// the token's linear layers
 			naive += 2 * (float64(m.ActiveParams) - 2*float64(m.VocabSize)*float64(m.HiddenSize))
-			// itself and everything before it
-			keysAll += float64(cachedTokens + i + 1)
+			// itself and everything before it, or DSA's top-k of them; a DSA indexer scores them all
+			keys := cachedTokens + i + 1
+			if m.DSA.TopK > 0 {
+				naive += float64(int64(m.DSA.IndexerLayers)*keys) * 2 *
+					float64(m.DSA.IndexHeads*m.DSA.IndexHeadDim)
+				keys = min(keys, int64(m.DSA.TopK))
+			}
+			keysAll += float64(keys)
 		}
 		naive += 2 * float64(
 			m.VocabSize,

@@ -57,6 +57,9 @@ type Model struct {
 	// the cache holds a KVLoraRank latent (and the rope key) that kv_b_proj expands into every
 	// head's key and value.
 	MLA MLADims
+	// DSA is DeepSeek sparse attention's dimensions (GLM-5.2; zero for dense attention): each query
+	// attends to at most TopK keys, which a lightning indexer picks by scoring every key before it.
+	DSA DSADims
 
 	// Served is the precision the model is published and served in: its weights' bytes and the
 	// rate its linear layers run at, --prefill-dtype's default (hicache/prefill). ServedSource
@@ -87,6 +90,17 @@ func (a Attention) String() string {
 
 // MLADims are an MLA model's head dimensions (config.json's names, in CamelCase).
 type MLADims struct{ QKNopeHeadDim, QKRopeHeadDim, VHeadDim, KVLoraRank int }
+
+// DSADims are DeepSeek sparse attention's dimensions (DeepSeek-V3.2-Exp's report, section 1,
+// "Prototype of DSA": a lightning indexer scores every preceding key, I(t, s) = sum over its heads
+// of w(t, j) ReLU(q(t, j) . k(s)), and each query attends to the keys of its TopK scores only),
+// from config.json: index_topk (TopK), index_n_heads (IndexHeads), index_head_dim (IndexHeadDim)
+// and the layers whose indexer_types entry is "full" (IndexerLayers: the others reuse the indices
+// of the full layer before them). TopK 0 is dense attention.
+type DSADims struct{ TopK, IndexHeads, IndexHeadDim, IndexerLayers int }
+
+// Sparse says whether the model's attention is DSA's: each query over at most TopK keys.
+func (d DSADims) Sparse() bool { return d.TopK > 0 }
 
 // bf16Bytes is the size of one KV element: the models below serve their KV cache in bf16.
 const bf16Bytes = 2
@@ -271,7 +285,9 @@ var models = []Model{
 // qk_nope_head_dim 192, v_head_dim 256, vocab_size 154880, tie_word_embeddings false. The cache
 // counted is the MLA latent only: the indexer's keys (index_head_dim 128, on the 21 "full" layers
 // of indexer_types) are a second cache this table has no kind for, 21 x 128 elements a token
-// beside the latent's 78 x 576 (6% more). Parameters: "744B-A40B", the download table of
+// beside the latent's 78 x 576 (6% more). Its attention is DSA's (DSA, DSADims): index_topk 2048,
+// index_n_heads 32, index_head_dim 128, indexer_types "full" on layers 0, 1, 2 and every fourth
+// from 6 to 74 (21 of 78), "shared" on the rest. Parameters: "744B-A40B", the download table of
 // https://github.com/zai-org/GLM-5 (the GLM-5 report, arXiv 2602.15763, gives GLM-5 the same);
 // TestGLMParamsFromConfig recomputes them from the fields above, its multi-token-prediction layer,
 // which serving skips, left out as DeepSeek-V3's is.
@@ -293,6 +309,7 @@ var glm52 = Model{
 		VHeadDim:      256,
 		KVLoraRank:    512,
 	},
+	DSA:          DSADims{TopK: 2048, IndexHeads: 32, IndexHeadDim: 128, IndexerLayers: 21},
 	Served:       FP8,
 	ServedSource: "SGLang's CP shared-KV figures run GLM-5.2-FP8 (sglang PR 29847)",
 }
