@@ -13,6 +13,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache/prefill"
 	"github.com/cphicache/cphicache/hicache/sizing"
+	"github.com/cphicache/cphicache/pool"
 )
 
 // The completion scripts ask the program itself for the words that may come next: urfave/cli
@@ -73,6 +74,7 @@ fi
 var enumValues = map[string][]string{
 	"layout":             {"layer_first", "page_first"},
 	"write-policy":       {"write_through", "write_through_selective", "write_back"},
+	"l2-policy":          pool.PolicyNames(),
 	"collective":         {"mpi", "nccl"},
 	"trace-format":       {"auto", "tokens", "mooncake"},
 	"format":             {"tokens", "mooncake"},

@@ -39,6 +39,7 @@ type runOptions struct {
 	serving                                     servingOptions
 	placementAssertEvery, flushEvery            int64
 	layout, writePolicy, slabBytesMax           string
+	l2Policy                                    string
 	watchdogTimeout                             time.Duration
 	metricsFile, cpuProfile                     string
 	metricsInterval                             time.Duration
@@ -133,6 +134,10 @@ func (o *runOptions) baseOptions() (*config.Options, error) {
 	if err != nil {
 		return nil, err
 	}
+	l2Policy, err := pool.ParsePolicy(o.l2Policy)
+	if err != nil {
+		return nil, &errscope.ConfigError{Flag: "l2-policy", Reason: err.Error()}
+	}
 	synthetic, err := o.synthetic.config()
 	if err != nil {
 		return nil, err
@@ -148,6 +153,7 @@ func (o *runOptions) baseOptions() (*config.Options, error) {
 	opts := &config.Options{
 		Layers: o.layers, PayloadsPerLayer: o.payloads, PageTokens: o.pageTokens, TokenBytes: o.tokenBytes,
 		DevicePages: o.devicePages, SlabBytesMax: slabBytesMax, Layout: layout, Policy: policy,
+		L2Policy:      l2Policy,
 		BatchRequests: o.batchRequests, PlacementAssertEvery: o.placementAssertEvery, FlushEvery: o.flushEvery,
 		Seed: o.synthetic.seed, TracePath: o.trace, TraceFormat: traceFormat, TraceBlockTokens: o.traceBlockTokens,
 		TraceLimit: o.traceLimit, VocabSize: o.synthetic.vocabSize, Synthetic: synthetic,

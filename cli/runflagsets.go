@@ -152,6 +152,16 @@ func (o *runOptions) cacheFlags() []cli.Flag {
 			Destination: &o.writePolicy,
 			Usage:       "when KV is backed up to L2: write_through (on insert), write_through_selective (on the second hit) or write_back (on L1 eviction)",
 		},
+		&cli.StringFlag{
+			Name:        "l2-policy",
+			Value:       "lru",
+			EnvVars:     []string{"CPHICACHE_L2_POLICY"},
+			Category:    "cache",
+			Destination: &o.l2Policy,
+			Usage: "the shared L2's eviction and admission policy, identical on every rank: lru (least recently used), " +
+				"slru (segmented: a probation and a protected segment of 80% of the slots) or admit_seen (an object " +
+				"that would evict others comes in only when its content was seen before)",
+		},
 	}...)
 }
 

@@ -174,6 +174,8 @@ func TestRanksGivenDifferentSettingsStopNamingThem(t *testing.T) {
 		{"CPHICACHE_CP=1", []string{"topo"}, `rank 0: the ranks were not given the same job: --cp is "0" here and differs`, `rank 1: the ranks were not given the same job: --cp is "1" here (from CPHICACHE_CP) and differs`},
 		{"CPHICACHE_SEED=9", []string{"run", "--conversations", "4"}, `--seed is "1" here and differs`, `--seed is "9" here (from CPHICACHE_SEED)`},
 		{"CPHICACHE_SEED=9", []string{"validate"}, `--seed is "1" here and differs`, `--seed is "9" here (from CPHICACHE_SEED)`},
+		// a rank with another L2 policy would evict and admit otherwise: its slab would be corrupt
+		{"CPHICACHE_L2_POLICY=slru", []string{"run", "--conversations", "4"}, `--l2-policy is "lru" here and differs`, `--l2-policy is "slru" here (from CPHICACHE_L2_POLICY)`},
 		{"CPHICACHE_BENCH_STEP_ITERS=5", []string{"bench", "step", "--rounds", "1"}, `--iters is "2000" here and differs`, `--iters is "5" here (from CPHICACHE_BENCH_STEP_ITERS)`},
 		{"", []string{"run", "--trace", "t.jsonl"}, `--trace's content is "`, `--trace's content is "`},
 		// A trace on one rank only is --trace alone, not a list of names one longer ("different

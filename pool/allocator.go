@@ -23,6 +23,8 @@ const (
 	Reserved              Outcome = iota // placed without evicting
 	ReservedAfterEviction                // placed after evicting the objects listed by Evicted
 	Miss                                 // could not be placed even after eviction; nothing changed
+	// not admitted by the policy (ReserveAdmitted under admit_seen): nothing placed or evicted
+	Refused
 )
 
 func (o Outcome) String() string {
@@ -33,6 +35,8 @@ func (o Outcome) String() string {
 		return "reserved_after_eviction"
 	case Miss:
 		return "miss"
+	case Refused:
+		return "refused"
 	}
 	return fmt.Sprintf("Outcome(%d)", uint8(o))
 }
@@ -44,6 +48,7 @@ type ObjectInfo struct {
 	Clock     uint64
 	Committed bool
 	Refs      int
+	Protected bool // SLRU: in the protected segment
 }
 
 // Errors for caller misuse; they are wrapped with the object id. A misuse changes nothing.
@@ -70,8 +75,19 @@ type Allocator struct {
 	slabLeakedSlots []uint32 // slots taken by Perturb, per slab
 	freeSlots       int
 	table           objectTable
-	lru             lruHeap
-	lruPages        int // sum of pages of the objects in lru
+	// lru holds the evictable objects (committed, unreferenced) in (clock, id) order: all of them,
+	// or under SLRU those of the probation segment, the protected segment's being in protected.
+	lru               lruHeap
+	lruPages          int // sum of pages of the evictable objects, both heaps
+	protected         lruHeap
+	protectedPages    int // sum of pages of the live objects in SLRU's protected segment
+	protectedPagesMax int // SLRU's bound on protectedPages (policy.go); 0 under the others
+	// admit_seen's direct-mapped table of the keys seen (policy.go), nil under the others, and
+	// how many of its buckets hold one (so that Reset clears it only when used)
+	seen     []uint64
+	seenKeys int
+	// the deliberate policy bug installed in this allocator (bugs_on.go; simbugs only)
+	policyBug PolicyBug
 	// For an extent starting at global slot s: extentSlots[s] is its length and extentNext[s] is
 	// the next extent's first global slot + 1, or noSlot. Entries are zero everywhere else.
 	extentSlots []uint32
@@ -97,11 +113,16 @@ func New(g Geometry) (*Allocator, error) {
 		slabLeakedSlots: make([]uint32, g.SlabCount()),
 		table:           newObjectTable(maxObjects),
 		lru:             lruHeap{items: make([]uint32, 0, maxObjects)},
+		seen:            make([]uint64, g.seenBuckets()),
 		extentSlots:     make([]uint32, g.Slots),
 		extentNext:      make([]uint32, g.Slots),
 		extentBuf:       make([]Extent, 0, min(g.Slots, 1024)),
 		evicted:         make([]ObjectID, 0, min(maxObjects, 1024)),
 		freshDigest:     geometrySeed(g),
+	}
+	if g.Policy == PolicySLRU {
+		a.protected.items = make([]uint32, 0, maxObjects)
+		a.protectedPagesMax = g.protectedPagesMax()
 	}
 	a.adviseHugePages()
 	a.resetCounters()
@@ -114,6 +135,8 @@ func (a *Allocator) adviseHugePages() {
 	adviseHugePages(a.table.buckets)
 	adviseHugePages(a.table.records)
 	adviseHugePages(a.lru.items)
+	adviseHugePages(a.protected.items)
+	adviseHugePages(a.seen)
 	adviseHugePages(a.extentSlots)
 	adviseHugePages(a.extentNext)
 	for _, level := range a.bitmap.levels {
@@ -130,6 +153,12 @@ func (a *Allocator) resetCounters() {
 	a.freeSlots = a.geometry.Slots
 	a.lru.items = a.lru.items[:0]
 	a.lruPages = 0
+	a.protected.items = a.protected.items[:0]
+	a.protectedPages = 0
+	if a.seenKeys > 0 {
+		clear(a.seen)
+		a.seenKeys = 0
+	}
 	a.extentBuf = a.extentBuf[:0]
 	a.evicted = a.evicted[:0]
 	a.digest = a.freshDigest
@@ -139,28 +168,21 @@ func (a *Allocator) resetCounters() {
 func (a *Allocator) Geometry() Geometry { return a.geometry }
 
 // Reserve places object id on `pages` slots, all or nothing. If the free slots or the object table
-// do not suffice it evicts committed, unreferenced objects in LRU order ((clock, id) ascending)
-// until the request fits and places it (ReservedAfterEviction); Evicted lists them. When even
-// evicting every evictable object could not make room it evicts nothing and returns Miss: a
-// hopeless request must not empty the cache (and empties Evicted, chaining the miss into the
-// digest). The error is only for misuse and then nothing changes, Evicted included.
+// do not suffice it evicts committed, unreferenced objects in the policy's order (LRU: (clock, id)
+// ascending; SLRU: probation's, then protected's) until the request fits and places it
+// (ReservedAfterEviction); Evicted lists them. When even evicting every evictable object could not
+// make room it evicts nothing and returns Miss: a hopeless request must not empty the cache (and
+// empties Evicted, chaining the miss into the digest). The error is only for misuse and then
+// nothing changes, Evicted included. Reserve admits whatever the policy: ReserveAdmitted is the
+// call that a policy may refuse.
 func (a *Allocator) Reserve(id ObjectID, pages int, seq uint64, clock uint64) (Outcome, error) {
-	if pages <= 0 || pages > a.geometry.Slots {
-		return Miss, fmt.Errorf(
-			"%w: object %d asks for %d pages, pool has %d slots",
-			ErrInvalidPages,
-			id,
-			pages,
-			a.geometry.Slots,
-		)
-	}
-	if _, ok := a.table.find(id); ok {
-		return Miss, fmt.Errorf("%w: object %d", ErrDuplicateObject, id)
+	if err := a.checkReserve(id, pages); err != nil {
+		return Miss, err
 	}
 	a.evicted = a.evicted[:0]
 	outcome := Reserved
 	if !a.fits(pages) {
-		if a.freeSlots+a.lruPages < pages || (a.table.full() && len(a.lru.items) == 0) {
+		if a.freeSlots+a.lruPages < pages || (a.table.full() && a.evictableObjects() == 0) {
 			// A miss places nothing, but it empties the eviction list (state StateHash reads): it
 			// chains, so that the digest still covers the whole state
 			// (TestEqualDigestsMeanEqualStates).
@@ -169,7 +191,7 @@ func (a *Allocator) Reserve(id ObjectID, pages int, seq uint64, clock uint64) (O
 		}
 		// Bounded by the evictable objects: the check above guarantees room once all are gone.
 		for !a.fits(pages) {
-			victim := a.lru.items[0]
+			victim := a.nextVictim()
 			a.evicted = append(a.evicted, a.table.records[victim].id)
 			a.evictRecord(victim)
 		}
@@ -177,6 +199,23 @@ func (a *Allocator) Reserve(id ObjectID, pages int, seq uint64, clock uint64) (O
 	}
 	a.place(id, pages, seq, clock)
 	return outcome, nil
+}
+
+// checkReserve refuses a misused Reserve: pages out of range, or an id already live.
+func (a *Allocator) checkReserve(id ObjectID, pages int) error {
+	if pages <= 0 || pages > a.geometry.Slots {
+		return fmt.Errorf(
+			"%w: object %d asks for %d pages, pool has %d slots",
+			ErrInvalidPages,
+			id,
+			pages,
+			a.geometry.Slots,
+		)
+	}
+	if _, ok := a.table.find(id); ok {
+		return fmt.Errorf("%w: object %d", ErrDuplicateObject, id)
+	}
+	return nil
 }
 
 func (a *Allocator) fits(pages int) bool { return a.freeSlots >= pages && !a.table.full() }
@@ -263,8 +302,10 @@ func (a *Allocator) freeSlotsOf(index uint32) {
 func (a *Allocator) drop(index uint32) {
 	r := &a.table.records[index]
 	if r.lruIndex != 0 {
-		a.lruPages -= int(r.pages)
-		a.lru.remove(a.table.records, index)
+		a.removeEvictable(index)
+	}
+	if r.segment == segProtected {
+		a.protectedPages -= int(r.pages)
 	}
 	a.freeSlotsOf(index)
 	a.table.remove(index)

@@ -18,3 +18,11 @@ func BreakDigestForTest() (restore func()) {
 	digestDropsStart.Store(true)
 	return func() { digestDropsStart.Store(false) }
 }
+
+func (a *Allocator) hasPolicyBug(bug PolicyBug) bool { return a.policyBug == bug }
+
+// BreakPolicyForTest is FOR THE SIMULATOR'S DELIBERATE BUGS ONLY (hicache/cache's policy bugs): it
+// installs one deliberate bug of a policy in this allocator alone, so that the core can give it to
+// one rank of a group, as a rank that broke the policy's determinism would. Reset keeps it. Only a
+// simbugs build carries it; elsewhere it installs nothing (bugs_off.go).
+func (a *Allocator) BreakPolicyForTest(bug PolicyBug) { a.policyBug = bug }

@@ -31,6 +31,7 @@ const (
 	tagReset
 	tagPerturb
 	tagMiss
+	tagAdmit // admit_seen's sighting and verdict (ReserveAdmitted)
 )
 
 // digestAdd chains words into the running digest.
@@ -62,6 +63,11 @@ func geometrySeed(g Geometry) uint64 {
 	// more, so that its digests are the ones it had before groups could span nodes.
 	if g.nodes() > 1 {
 		h = digestAdd(h, uint64(g.nodes()))
+	}
+	// Likewise the policy: LRU, the default, chains nothing, so that its digests are the ones the
+	// allocator had before it had policies.
+	if g.Policy != PolicyLRU {
+		h = digestAdd(h, 0x706f6c696379, uint64(g.Policy)) // "policy"
 	}
 	return h
 }

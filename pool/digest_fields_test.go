@@ -42,6 +42,8 @@ func reserveBoth(a, b *Allocator, src *splitmixSource, vary func(op *operation))
 		pages: 1 + src.next(max(1, a.geometry.Slots/3)),
 		seq:   1 << 30,
 		clock: 1 << 20,
+		keyed: a.geometry.Policy.Admits(),
+		key:   uint64(src.next(13)),
 	}
 	applyReal(a, op)
 	vary(&op)
@@ -107,7 +109,7 @@ var callCases = map[string]fieldCase{
 func TestDigestSeesEveryFieldACallSets(t *testing.T) {
 	for name, vary := range callCases {
 		seen := 0
-		for i, g := range modelGeometries {
+		for i, g := range everyPolicyGeometry() {
 			for seed := range uint64(300) {
 				a, b := twins(t, g, uint64(i)<<32|seed)
 				src := &splitmixSource{state: ^seed}
@@ -134,8 +136,8 @@ type placementOf struct {
 	extents []Extent
 }
 
-func reserveFresh(a *Allocator, pages int) placementOf {
-	outcome, err := a.Reserve(freshID, pages, 1<<30, 1<<20)
+func reserveFresh(a *Allocator, pages int, key uint64) placementOf {
+	outcome, err := a.ReserveAdmitted(freshID, pages, 1<<30, 1<<20, key)
 	if err != nil {
 		panic(err)
 	}
@@ -162,34 +164,38 @@ const (
 	caseExtentLength = "extent length (a bit inside a free run leaked)"
 )
 
-// perturbCases change b's state behind the digest's back; each returns the pages of the Reserve
-// that both twins then make, or 0 where the state offers no case.
-var perturbCases = map[string]func(a, b *Allocator, src *splitmixSource) int{
+// perturbCase changes b's state behind the digest's back and returns the pages of the Reserve that
+// both twins then make (through ReserveAdmitted, with the key it returns), or 0 where the state
+// offers no case.
+type perturbCase func(a, b *Allocator, src *splitmixSource) (pages int, key uint64)
+
+// perturbCases are the perturbations of a placement's fields and of the policies' state.
+var perturbCases = map[string]perturbCase{
 	// the lowest free bit taken: the next placement starts one slot on
-	caseExtentStart: func(a, b *Allocator, src *splitmixSource) int {
+	caseExtentStart: func(a, b *Allocator, src *splitmixSource) (int, uint64) {
 		if !b.PerturbStateForTest() || a.freeSlots < 2 {
-			return 0
+			return 0, 0
 		}
-		return 1 + src.next(a.freeSlots-1)
+		return 1 + src.next(a.freeSlots-1), 0
 	},
 	// the slot after the lowest free one taken: the first extent keeps its start, not its length
-	caseExtentLength: func(a, b *Allocator, src *splitmixSource) int {
+	caseExtentLength: func(a, b *Allocator, src *splitmixSource) (int, uint64) {
 		s := a.bitmap.nextFree(0)
 		if s < 0 || a.freeSlots < 3 || (s+1)%a.slotsPerSlab == 0 || a.bitmap.search(s+1) != s+1 {
-			return 0
+			return 0, 0
 		}
 		leakSlotAt(b, s+1)
-		return 2 + src.next(a.freeSlots-2)
+		return 2 + src.next(a.freeSlots-2), 0
 	},
 	// the oldest evictable object made the newest: a Reserve that must evict chooses another
-	"LRU clock (the oldest made newest)": func(a, b *Allocator, src *splitmixSource) int {
+	"LRU clock (the oldest made newest)": func(a, b *Allocator, src *splitmixSource) (int, uint64) {
 		if len(b.lru.items) < 2 || a.freeSlots >= a.geometry.Slots {
-			return 0
+			return 0, 0
 		}
 		oldest := b.lru.items[0]
 		b.table.records[oldest].clock = 1 << 50
 		b.lru.fix(b.table.records, oldest)
-		return a.freeSlots + 1
+		return a.freeSlots + 1, 0
 	},
 }
 
@@ -198,19 +204,25 @@ var perturbCases = map[string]func(a, b *Allocator, src *splitmixSource) int{
 // and returns an error for the first that kept one digest.
 func perturbedTwins(
 	t *testing.T,
-	perturb func(a, b *Allocator, src *splitmixSource) int,
+	perturb perturbCase,
 ) (seen, startOnly int, err error) {
-	for i, g := range modelGeometries {
-		for seed := range uint64(300) {
+	for i, g := range everyPolicyGeometry() {
+		// the policies' cases find fewer states to perturb: they get more seeds
+		seeds := uint64(300)
+		if g.Policy != PolicyLRU {
+			seeds = 600
+		}
+		for seed := range seeds {
 			a, b := twins(t, g, uint64(i)<<32|seed)
-			pages := perturb(a, b, &splitmixSource{state: ^seed})
+			pages, key := perturb(a, b, &splitmixSource{state: ^seed})
 			if pages == 0 {
 				continue
 			}
 			if a.Digest() != b.Digest() || a.StateHash() == b.StateHash() {
 				t.Fatal("the perturbation chained a record, or changed no table")
 			}
-			p, q := reserveFresh(a, pages), reserveFresh(b, pages)
+			pages = min(pages, a.geometry.Slots)
+			p, q := reserveFresh(a, pages, key), reserveFresh(b, pages, key)
 			if slices.Equal(p.evicted, q.evicted) && slices.Equal(p.extents, q.extents) &&
 				p.outcome == q.outcome {
 				continue
@@ -265,6 +277,8 @@ func TestDigestSeesEveryGeometryField(t *testing.T) {
 		"slab bytes max":     func(g *Geometry) { g.SlabBytesMax += 8 },
 		"layout":             func(g *Geometry) { g.Layout = PageFirst },
 		"max objects":        func(g *Geometry) { g.MaxObjects = 50 },
+		"policy slru":        func(g *Geometry) { g.Policy = PolicySLRU },
+		"policy admit_seen":  func(g *Geometry) { g.Policy = PolicyAdmitSeen },
 	}
 	fresh := mustNew(t, base).FreshDigest()
 	for name, change := range fields {
@@ -308,6 +322,7 @@ func TestStateHashSeesEveryFieldOfAPlacement(t *testing.T) {
 		"refs":         func(a *Allocator, r *object) { r.refs++ },
 		"committed":    func(a *Allocator, r *object) { r.committed = !r.committed },
 		"LRU link":     func(a *Allocator, r *object) { r.lruIndex++ },
+		"SLRU segment": func(a *Allocator, r *object) { r.segment ^= 1 },
 		"extent length": func(a *Allocator, r *object) {
 			a.extentSlots[r.firstSlot]++
 		},
@@ -318,7 +333,7 @@ func TestStateHashSeesEveryFieldOfAPlacement(t *testing.T) {
 	}
 	for name, change := range fields {
 		seen := 0
-		for i, g := range modelGeometries {
+		for i, g := range everyPolicyGeometry() {
 			for seed := range uint64(100) {
 				a, b := twins(t, g, uint64(i)<<32|seed)
 				src := &splitmixSource{state: seed}

@@ -52,7 +52,7 @@ func applyDigestOperation(a *Allocator, op operation) {
 // whatever its kind; and every kind is seen changing the state, so the test covers them all.
 func TestEveryMutationMovesTheDigest(t *testing.T) {
 	var changed [opKinds + 1]int
-	for i, g := range modelGeometries {
+	for i, g := range everyPolicyGeometry() {
 		a := mustNew(t, g)
 		src := &splitmixSource{state: uint64(i) + 101}
 		for event := range uint64(20_000) {
@@ -88,7 +88,7 @@ func TestEveryMutationMovesTheDigest(t *testing.T) {
 // from few ids, so that histories meet), every time two allocators show the same digest their
 // states hash alike. A difference is state that no mutation chains into the digest.
 func TestEqualDigestsMeanEqualStates(t *testing.T) {
-	for i, g := range modelGeometries {
+	for i, g := range everyPolicyGeometry() {
 		stateOf := map[uint64]uint64{} // digest -> the state hash first seen with it
 		// digest -> the operations that reached it first, for the message
 		history := map[uint64][]string{}

@@ -46,6 +46,25 @@
 // function of the state. Uncommitted objects (their backup is in flight) and protected ones (refs >
 // 0: being loaded) are never evicted.
 //
+// # Policies
+//
+// Geometry.Policy chooses how the pool evicts and what it admits (policy.go, --l2-policy): LRU (the
+// default and the allocator's only order before there were policies), SLRU (a probation and a
+// protected segment: an object enters probation, a touch promotes it, eviction takes probation
+// first, and a promotion that takes protected over 80% of the slots demotes its least recently
+// used evictable objects into probation), and admit_seen (an object that would have to evict is admitted only
+// when the caller's key for its content was seen before, TinyLFU's doorkeeper). Each is a pure
+// function of the replicated state: SLRU's segment is one byte of the record and its second heap
+// orders by the same (clock, id) as the first; admit_seen's memory is a direct-mapped table of
+// keys, the last key seen per bucket, filled only by ReserveAdmitted's calls. No policy keeps a
+// counter of its own clock, reads a rank, or hears of an event that one rank alone sees (a
+// copy's completion, say). Their state is in StateHash (the segment in the record's flags, the
+// second heap, the table of keys), and what they decide reaches the digest as Reserve's
+// evictions always did and as admit_seen's sighting and verdict, so a rank whose policy diverged
+// shows in the state the simulator compares after every step and at the first decision that
+// differs in the digest the ranks compare at every consensus (digest_fields_test.go). LRU chains
+// and hashes nothing new: its digests and state hashes are the ones it had before.
+//
 // # Invariants, in index terms (CheckInvariants checks all of them; mutations assert the cheap
 // ones)
 //
@@ -56,8 +75,9 @@
 //   - per slab: free + reserved (+ slots leaked by Perturb, fault injection only) ==
 //     SlabSlots(slab).
 //   - a committed object is reserved (only live records carry a committed mark).
-//   - the LRU heap holds exactly the live objects with committed && refs == 0; refs never goes
-//     below 0.
+//   - the LRU heap (under SLRU, the heap of the record's segment) holds exactly the live objects
+//     with committed && refs == 0; refs never goes below 0; SLRU's count of protected pages is
+//     the pages of the live records in that segment; no record is in it under another policy.
 //   - digest(Reset()) == digest(New()) == FreshDigest(), and StateHash(Reset()) == StateHash(New())
 //     == FreshStateHash(geometry): StateHash walks every table, so a Reset that forgets one is
 //     seen.
@@ -81,5 +101,7 @@
 // (load <= 1/2). TableBytes reports the total. At 2^24 slots that is about 1.2 GiB of address space
 // by default, or about 200 MiB with MaxObjects = 2^20 (objects of 16 pages on average fill the
 // pool); the tables are fresh zero memory that the OS backs only where touched, so New stays fast
-// and the resident size follows use. A full object table is a capacity miss like a full pool.
+// and the resident size follows use. A full object table is a capacity miss like a full pool. A
+// policy adds its own table per possible object: SLRU a second 4-byte heap slot, admit_seen an
+// 8-byte key bucket (rounded up to a power of two); LRU none.
 package pool

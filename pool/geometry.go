@@ -68,6 +68,10 @@ type Geometry struct {
 	// worst case of one page per object. When the table is full Reserve treats it as a capacity
 	// miss.
 	MaxObjects int
+	// Policy is the eviction and admission policy (policy.go; the zero value is LRU). It is no
+	// layout: it is here because every allocator of a group is built from its Geometry, so that
+	// the policy reaches every rank's allocator, its digest's seed and its byte counts as one value.
+	Policy Policy
 }
 
 // Validate returns a *errscope.ConfigError naming the command-line flag of the first field that
@@ -146,6 +150,12 @@ func (g Geometry) checkRanges() error {
 				g.Nodes,
 				g.CPSize,
 			),
+		}
+	}
+	if g.Policy >= policyKinds {
+		return &errscope.ConfigError{
+			Flag:   "l2-policy",
+			Reason: fmt.Sprintf("%d: allowed values are %v", g.Policy, PolicyNames()),
 		}
 	}
 	if g.MaxObjects < 0 || g.MaxObjects > g.Slots {

@@ -104,8 +104,8 @@ func (a *Allocator) checkAll(op string) {
 //   - per slab, free (counter) == free (bitmap) and free + reserved + leaked == SlabSlots;
 //   - every live object is found by its id, its extents lie inside one slab each, hold exactly its
 //     pages, are used in the bitmap and overlap no other object's extents;
-//   - the LRU holds exactly the committed, unreferenced objects, in heap order, with their pages
-//     summed.
+//   - the LRU (under SLRU, its two heaps) holds exactly the committed, unreferenced objects, in
+//     heap order, with their pages summed; the policy's own marks agree (checkLRU).
 func (a *Allocator) CheckInvariants() error {
 	if level, word := a.bitmap.checkSummaries(); level >= 0 {
 		return fmt.Errorf(
@@ -233,24 +233,53 @@ func (a *Allocator) checkObject(index uint32, reservedSlots []int, owned *freeBi
 	return nil
 }
 
-// checkLRU checks the heap order, the back links and the evictable totals.
+// checkLRU checks both heaps' order and back links, the evictable totals, and the policy's own
+// state: every record in the heap of its segment, the protected segment's pages (none outside
+// SLRU), and admit_seen's count of used buckets.
 func (a *Allocator) checkLRU(evictableObjects, evictablePages int) error {
-	if len(a.lru.items) != evictableObjects || a.lruPages != evictablePages {
+	if a.evictableObjects() != evictableObjects || a.lruPages != evictablePages {
 		return fmt.Errorf("LRU holds %d objects, %d pages; evictable are %d objects, %d pages",
-			len(a.lru.items), a.lruPages, evictableObjects, evictablePages)
+			a.evictableObjects(), a.lruPages, evictableObjects, evictablePages)
 	}
-	for i, index := range a.lru.items {
-		if int(a.table.records[index].lruIndex) != i+1 {
-			return fmt.Errorf(
-				"LRU position %d holds record %d whose back link is %d",
-				i,
-				index,
-				a.table.records[index].lruIndex,
-			)
+	for segment, h := range [2]*lruHeap{&a.lru, &a.protected} {
+		for i, index := range h.items {
+			r := &a.table.records[index]
+			if int(r.lruIndex) != i+1 || int(r.segment) != segment {
+				return fmt.Errorf(
+					"heap of segment %d position %d holds record %d whose back link is %d, segment %d",
+					segment, i, index, r.lruIndex, r.segment)
+			}
+			if i > 0 && lruLess(a.table.records, index, h.items[(i-1)/2]) {
+				return fmt.Errorf("heap of segment %d: position %d orders before its parent",
+					segment, i)
+			}
 		}
-		if i > 0 && lruLess(a.table.records, index, a.lru.items[(i-1)/2]) {
-			return fmt.Errorf("LRU position %d orders before its parent", i)
+	}
+	return a.checkPolicyMarks()
+}
+
+// checkPolicyMarks checks the marks a policy keeps outside the heaps: SLRU's protected pages (no
+// record in the protected segment outside SLRU), and admit_seen's count of used buckets.
+func (a *Allocator) checkPolicyMarks() error {
+	protectedPages := 0
+	for index := range a.table.highWater {
+		if r := &a.table.records[index]; r.live && r.segment == segProtected {
+			protectedPages += int(r.pages)
 		}
+	}
+	if protectedPages != a.protectedPages ||
+		(protectedPages != 0 && a.geometry.Policy != PolicySLRU) {
+		return fmt.Errorf("the protected segment holds %d pages, counts %d, under %s",
+			protectedPages, a.protectedPages, a.geometry.Policy)
+	}
+	used := 0
+	for _, key := range a.seen {
+		if key != 0 {
+			used++
+		}
+	}
+	if used != a.seenKeys {
+		return fmt.Errorf("admit_seen's table holds %d keys, counts %d", used, a.seenKeys)
 	}
 	return nil
 }

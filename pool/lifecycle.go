@@ -50,11 +50,9 @@ func (a *Allocator) updateEvictable(index uint32) {
 	want := r.committed && r.refs == 0
 	switch {
 	case want && r.lruIndex == 0:
-		a.lru.push(a.table.records, index)
-		a.lruPages += int(r.pages)
+		a.pushEvictable(index)
 	case !want && r.lruIndex != 0:
-		a.lru.remove(a.table.records, index)
-		a.lruPages -= int(r.pages)
+		a.removeEvictable(index)
 	}
 	a.checkExpensive("commit, protect or unprotect")
 }
@@ -91,7 +89,8 @@ func (a *Allocator) Evict(id ObjectID) error {
 	return nil
 }
 
-// Touch sets the object's LRU clock to the logical clock of an access.
+// Touch sets the object's LRU clock to the logical clock of an access. Under SLRU it also promotes
+// an object in probation to the protected segment (policy.go).
 func (a *Allocator) Touch(id ObjectID, clock uint64) error {
 	index, err := a.lookup(id)
 	if err != nil {
@@ -100,8 +99,12 @@ func (a *Allocator) Touch(id ObjectID, clock uint64) error {
 	r := &a.table.records[index]
 	r.clock = clock
 	a.digest = digestAdd(a.digest, tagTouch, uint64(id), clock)
-	if r.lruIndex != 0 {
-		a.lru.fix(a.table.records, index)
+	switch {
+	case a.geometry.Policy == PolicySLRU && r.segment == segProbation &&
+		!a.hasPolicyBug(PolicyBugPromotionMissed): // simbugs only: the promotion forgotten
+		a.promote(index)
+	case r.lruIndex != 0:
+		a.heapOf(r).fix(a.table.records, index)
 	}
 	a.checkExpensive("touch")
 	return nil

@@ -24,6 +24,9 @@ type operation struct {
 	id         ObjectID
 	pages      int
 	seq, clock uint64
+	// a Reserve through ReserveAdmitted, naming its content by key (admit_seen's geometries only)
+	keyed bool
+	key   uint64
 }
 
 type opResult struct {
@@ -37,7 +40,13 @@ func applyReal(a *Allocator, op operation) opResult {
 	var err error
 	switch op.kind {
 	case opReserve:
-		outcome, err := a.Reserve(op.id, op.pages, op.seq, op.clock)
+		reserve := a.Reserve
+		if op.keyed {
+			reserve = func(id ObjectID, pages int, seq, clock uint64) (Outcome, error) {
+				return a.ReserveAdmitted(id, pages, seq, clock, op.key)
+			}
+		}
+		outcome, err := reserve(op.id, op.pages, op.seq, op.clock)
 		// misuse changes nothing: Evicted still lists the last successful call's evictions
 		if err != nil {
 			return opResult{outcome: outcome, err: err}
@@ -103,6 +112,11 @@ func randomOperation(src opSource, g Geometry, event uint64, ids int) operation 
 		op.pages = 1 + src.next(max(1, g.Slots/4))
 		if src.next(50) == 0 {
 			op.pages = src.next(g.Slots+3) - 1 // sometimes invalid: <= 0 or > Slots
+		}
+		// Keys from a set smaller than the ids, so that contents recur; drawn only where a policy
+		// admits, so that the other geometries' streams are the ones they always were.
+		if g.Policy.Admits() && src.next(4) != 0 {
+			op.keyed, op.key = true, uint64(src.next(ids/2+1))
 		}
 	case roll < 55:
 		op.kind = opCommit

@@ -45,6 +45,7 @@ func compareWithModel(a *Allocator, m *modelAllocator, ids int) error {
 			Clock:     o.clock,
 			Committed: o.committed,
 			Refs:      o.refs,
+			Protected: o.protected,
 		}
 		if info != want {
 			return fmt.Errorf("object %d info %+v, model %+v", id, info, want)
@@ -58,13 +59,15 @@ func compareWithModel(a *Allocator, m *modelAllocator, ids int) error {
 
 // runAgainstModel applies operations to both allocators and compares after each; it returns the
 // number of operations run and how often each Reserve outcome happened.
-func runAgainstModel(t testing.TB, g Geometry, src opSource, operations int) (int, [Miss + 1]int) {
-	var outcomes [Miss + 1]int
-	a, err := New(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := newModel(g)
+func runAgainstModel(
+	t testing.TB,
+	g Geometry,
+	src opSource,
+	operations int,
+	variant int,
+) (int, [Refused + 1]int) {
+	var outcomes [Refused + 1]int
+	a, m := newModelPair(t, g, variant)
 	const ids = 48
 	for event := range operations {
 		if src.done() {
@@ -131,24 +134,48 @@ var modelGeometries = []Geometry{
 	},
 }
 
-func TestAllocatorAgainstModelMillionOperations(t *testing.T) {
-	perGeometry := 1_000_000 / len(modelGeometries)
-	if testing.Short() {
-		perGeometry /= 20
+// policyGeometries are the model geometries under each policy but LRU (modelGeometries' own).
+func policyGeometries() []Geometry {
+	var out []Geometry
+	for _, p := range []Policy{PolicySLRU, PolicyAdmitSeen} {
+		for _, g := range modelGeometries {
+			g.Policy = p
+			out = append(out, g)
+		}
 	}
-	for i, g := range modelGeometries {
+	return out
+}
+
+// everyPolicyGeometry is modelGeometries followed by policyGeometries.
+func everyPolicyGeometry() []Geometry {
+	return append(slices.Clone(modelGeometries), policyGeometries()...)
+}
+
+// TestAllocatorAgainstModelMillionOperations: a million operations under LRU, and 200,000 under
+// each other policy, each compared with the model after every operation.
+func TestAllocatorAgainstModelMillionOperations(t *testing.T) {
+	for i, g := range everyPolicyGeometry() {
+		perGeometry := 1_000_000 / len(modelGeometries)
+		if g.Policy != PolicyLRU {
+			perGeometry /= 5
+		}
+		if testing.Short() {
+			perGeometry /= 20
+		}
 		src := &splitmixSource{state: uint64(i) + 1}
-		n, outcomes := runAgainstModel(t, g, src, perGeometry)
+		n, outcomes := runAgainstModel(t, g, src, perGeometry, i)
 		if n != perGeometry {
 			t.Fatalf("geometry %d ran %d operations, want %d", i, n, perGeometry)
 		}
-		// The stream must reach every outcome, or the comparison proves little.
+		// The stream must reach every outcome, or the comparison proves little; only admit_seen
+		// refuses.
 		for outcome, count := range outcomes {
-			if count == 0 {
-				t.Errorf("geometry %d: no Reserve ended %v", i, Outcome(outcome))
+			if (count == 0) == (Outcome(outcome) != Refused || g.Policy.Admits()) {
+				t.Errorf("geometry %d (%s): %d Reserves ended %v", i, g.Policy, count,
+					Outcome(outcome))
 			}
 		}
-		t.Logf("geometry %d: %d operations, reserve outcomes %v", i, n, outcomes)
+		t.Logf("geometry %d (%s): %d operations, reserve outcomes %v", i, g.Policy, n, outcomes)
 	}
 }
 
@@ -161,9 +188,9 @@ func TestAllocatorAgainstModelWithExpensiveChecks(t *testing.T) {
 	if testing.Short() {
 		perGeometry /= 20
 	}
-	for i, g := range modelGeometries {
+	for i, g := range everyPolicyGeometry() {
 		src := &splitmixSource{state: uint64(i) + 100}
-		if n, _ := runAgainstModel(t, g, src, perGeometry); n != perGeometry {
+		if n, _ := runAgainstModel(t, g, src, perGeometry, i); n != perGeometry {
 			t.Fatalf("geometry %d ran %d operations, want %d", i, n, perGeometry)
 		}
 	}
@@ -179,13 +206,14 @@ func FuzzAllocatorAgainstModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		withExpensiveChecks(t)
 		src := &bytesSource{data: data}
-		runAgainstModel(t, fuzzGeometry(src), src, 1<<14)
+		runAgainstModel(t, fuzzGeometry(src), src, 1<<14, len(data))
 	})
 }
 
 // fuzzGeometry draws one of the model geometries from the fuzzer's bytes, with fewer slots.
 func fuzzGeometry(src *bytesSource) Geometry {
 	g := modelGeometries[src.next(len(modelGeometries))]
+	g.Policy = Policy(src.next(int(policyKinds)))
 	g.Slots = 1 + src.next(g.Slots)
 	if g.MaxObjects > g.Slots {
 		g.MaxObjects = g.Slots

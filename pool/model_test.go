@@ -1,16 +1,26 @@
 package pool
 
-import "slices"
+import (
+	"slices"
+	"testing"
+)
 
 // modelAllocator is a deliberately naive allocator with the same contract: a bool per slot, a slice
-// of objects, linear scans and a sort for the LRU order. It is slow and obviously right; the real
-// allocator must agree with it after every operation.
+// of objects, linear scans and a sort for the eviction order, and each policy stated as plainly as
+// it can be (a segment per object, rebalanced by a scan after every operation; a map of the keys
+// seen). It is slow and obviously right; the real allocator must agree with it after every
+// operation.
 type modelAllocator struct {
 	g          Geometry
 	perSlab    int
 	maxObjects int
 	used       []bool
 	objects    []modelObject
+	// admit_seen: the key each bucket last saw; a bucket is the key's Mix64 modulo the number of
+	// buckets, the least power of two of at least maxObjects
+	seen map[uint64]uint64
+	// SLRU: the most pages the evictable objects of the protected segment may hold
+	protectedMax int
 }
 
 type modelObject struct {
@@ -19,6 +29,7 @@ type modelObject struct {
 	committed  bool
 	refs       int
 	slots      []int // global slots in page order
+	protected  bool  // SLRU: in the protected segment
 }
 
 func newModel(g Geometry) *modelAllocator {
@@ -27,6 +38,66 @@ func newModel(g Geometry) *modelAllocator {
 		perSlab:    g.SlotsPerSlab(),
 		maxObjects: g.maxObjects(),
 		used:       make([]bool, g.Slots),
+		seen:       map[uint64]uint64{},
+		// 80% of the slots, in integer pages
+		protectedMax: g.Slots * 80 / 100,
+	}
+}
+
+// newModelPair builds an allocator and its model. Under SLRU the random streams seldom fill the
+// protected segment to 80% of the slots (most objects are uncommitted, protected or gone), so a
+// pair of an odd variant bounds it at a tenth of the slots in both, to demote often: the same code
+// with another bound.
+func newModelPair(t testing.TB, g Geometry, variant int) (*Allocator, *modelAllocator) {
+	a, err := New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(g)
+	if g.Policy == PolicySLRU && variant%2 == 1 {
+		a.protectedPagesMax, m.protectedMax = g.Slots/10, g.Slots/10
+	}
+	return a, m
+}
+
+// sight is admit_seen's doorkeeper: whether key's bucket held key, which it holds afterwards (key 0
+// is stored as 1, as the allocator does).
+func (m *modelAllocator) sight(key uint64) bool {
+	buckets := uint64(1)
+	for buckets < uint64(m.maxObjects) {
+		buckets *= 2
+	}
+	bucket, entry := Mix64(key)%buckets, max(key, 1)
+	seen := m.seen[bucket] == entry
+	m.seen[bucket] = entry
+	return seen
+}
+
+// demote is SLRU after a promotion: while the protected segment holds more than its bound of pages
+// (every object in it counts, evictable or not), the least recently used of its evictable objects,
+// (clock, id), goes back to probation, until none is left to demote.
+func (m *modelAllocator) demote() {
+	for {
+		var oldest *modelObject
+		pages := 0
+		for i := range m.objects {
+			o := &m.objects[i]
+			if !o.protected {
+				continue
+			}
+			pages += len(o.slots)
+			if !o.committed || o.refs != 0 {
+				continue
+			}
+			if oldest == nil || o.clock < oldest.clock ||
+				o.clock == oldest.clock && o.id < oldest.id {
+				oldest = o
+			}
+		}
+		if pages <= m.protectedMax || oldest == nil {
+			return
+		}
+		oldest.protected = false
 	}
 }
 
@@ -48,6 +119,8 @@ func (m *modelAllocator) reserve(
 	id ObjectID,
 	pages int,
 	seq, clock uint64,
+	keyed bool,
+	key uint64,
 ) (Outcome, []ObjectID, error) {
 	if pages <= 0 || pages > m.g.Slots {
 		return Miss, nil, ErrInvalidPages
@@ -56,6 +129,9 @@ func (m *modelAllocator) reserve(
 		return Miss, nil, ErrDuplicateObject
 	}
 	fits := func() bool { return m.freeSlots() >= pages && len(m.objects) < m.maxObjects }
+	if keyed && m.g.Policy == PolicyAdmitSeen && !m.sight(key) && !fits() {
+		return Refused, nil, nil
+	}
 	outcome := Reserved
 	var evicted []ObjectID
 	if !fits() {
@@ -88,8 +164,8 @@ func (m *modelAllocator) reserve(
 	return outcome, evicted, nil
 }
 
-// evictionOrder lists the evictable objects (committed, unreferenced), sorted by clock and then id:
-// the order in which reserve evicts them.
+// evictionOrder lists the evictable objects (committed, unreferenced), sorted by segment (SLRU's
+// probation first), clock and then id: the order in which reserve evicts them.
 func (m *modelAllocator) evictionOrder() []modelObject {
 	var candidates []modelObject
 	for _, o := range m.objects {
@@ -98,6 +174,12 @@ func (m *modelAllocator) evictionOrder() []modelObject {
 		}
 	}
 	slices.SortFunc(candidates, func(a, b modelObject) int {
+		if a.protected != b.protected {
+			if a.protected {
+				return 1
+			}
+			return -1
+		}
 		if a.clock != b.clock {
 			return cmpUint64(a.clock, b.clock)
 		}
@@ -152,11 +234,13 @@ func (m *modelAllocator) extents(o modelObject) []Extent {
 // apply runs one operation on the model and returns the same observable result as applyReal.
 func (m *modelAllocator) apply(op operation) opResult {
 	if op.kind == opReserve {
-		outcome, evicted, err := m.reserve(op.id, op.pages, op.seq, op.clock)
+		outcome, evicted, err := m.reserve(op.id, op.pages, op.seq, op.clock, op.keyed, op.key)
 		return opResult{outcome: outcome, evicted: evicted, err: err}
 	}
 	if op.kind == opReset {
+		bound := m.protectedMax
 		*m = *newModel(m.g)
+		m.protectedMax = bound
 		return opResult{}
 	}
 	i := m.find(op.id)
@@ -182,6 +266,10 @@ func (m *modelAllocator) apply(op operation) opResult {
 		o.committed = true
 	case opTouch:
 		o.clock = op.clock
+		if m.g.Policy == PolicySLRU && !o.protected {
+			o.protected = true
+			m.demote()
+		}
 	case opProtect:
 		o.refs++
 	case opUnprotect:

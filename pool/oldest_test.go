@@ -45,10 +45,27 @@ func checkOldestEvictable(
 	if a.StateHash() != state { // one pass over every table: once for all the calls above
 		return buf, fmt.Errorf("OldestEvictable changed the state hash")
 	}
-	walk := newLRUWalk(&a.lru, nil)
+	visits := 0
+	for _, h := range []*lruHeap{&a.lru, &a.protected} { // SLRU's probation, then protected
+		var err error
+		if visits, err = checkWalk(a, h, order, visits); err != nil {
+			return buf, err
+		}
+	}
+	if visits != len(order) {
+		return buf, fmt.Errorf("walks visited %d records, model has %d evictable", visits,
+			len(order))
+	}
+	return buf, nil
+}
+
+// checkWalk walks heap h, whose records must be order[from:] up to the walk's length, with a
+// frontier of at most visits+1 positions; it returns from plus the records visited.
+func checkWalk(a *Allocator, h *lruHeap, order []modelObject, from int) (int, error) {
+	walk := newLRUWalk(h, nil)
 	for visits := 0; ; visits++ {
 		if len(walk) > visits+1 {
-			return buf, fmt.Errorf(
+			return 0, fmt.Errorf(
 				"after %d visits the walk's frontier holds %d positions",
 				visits,
 				len(walk),
@@ -56,26 +73,18 @@ func checkOldestEvictable(
 		}
 		var index uint32
 		var ok bool
-		if walk, index, ok = walk.next(&a.lru, a.table.records); !ok {
-			if visits != len(order) {
-				return buf, fmt.Errorf(
-					"walk visited %d records, model has %d evictable",
-					visits,
-					len(order),
-				)
-			}
-			break
+		if walk, index, ok = walk.next(h, a.table.records); !ok {
+			return from + visits, nil
 		}
-		if visits >= len(order) || a.table.records[index].id != order[visits].id {
-			return buf, fmt.Errorf(
+		if from+visits >= len(order) || a.table.records[index].id != order[from+visits].id {
+			return 0, fmt.Errorf(
 				"walk visit %d is object %d, model order %v",
-				visits,
+				from+visits,
 				a.table.records[index].id,
 				order,
 			)
 		}
 	}
-	return buf, nil
 }
 
 // runOldestEvictableAgainstModel is runAgainstModel with OldestEvictable checked after every
@@ -87,14 +96,12 @@ func runOldestEvictableAgainstModel(
 	g Geometry,
 	src opSource,
 	operations int,
+	variant int,
 ) (ran, evictingReserves int) {
-	a, err := New(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := newModel(g)
+	a, m := newModelPair(t, g, variant)
 	const ids = 48
 	var buf, predicted []ObjectID
+	var err error
 	for event := range operations {
 		if src.done() {
 			return event, evictingReserves
@@ -141,9 +148,9 @@ func TestOldestEvictableAgainstModel(t *testing.T) {
 	if testing.Short() {
 		perGeometry /= 10
 	}
-	for i, g := range modelGeometries {
+	for i, g := range everyPolicyGeometry() {
 		src := &splitmixSource{state: uint64(i) + 7000}
-		n, evicting := runOldestEvictableAgainstModel(t, g, src, perGeometry)
+		n, evicting := runOldestEvictableAgainstModel(t, g, src, perGeometry, i)
 		if n != perGeometry || evicting == 0 {
 			t.Fatalf(
 				"geometry %d ran %d operations (want %d), %d reserves evicted",
@@ -153,7 +160,7 @@ func TestOldestEvictableAgainstModel(t *testing.T) {
 				evicting,
 			)
 		}
-		t.Logf("geometry %d: %d operations, %d evicting reserves", i, n, evicting)
+		t.Logf("geometry %d (%s): %d operations, %d evicting reserves", i, g.Policy, n, evicting)
 	}
 }
 
@@ -161,7 +168,7 @@ func TestOldestEvictableAgainstModel(t *testing.T) {
 // reserves fresh uncommitted objects (of one to three pages, one when a larger one misses) until a
 // Reserve misses: the objects evicted on the way, in order, must be exactly the list.
 func TestOldestEvictableIsTheEvictionOrder(t *testing.T) {
-	for i, g := range modelGeometries {
+	for i, g := range everyPolicyGeometry() {
 		src := &splitmixSource{state: uint64(i) + 9000}
 		for trial := range 200 {
 			a, err := New(g)
@@ -297,6 +304,6 @@ func FuzzOldestEvictableAgainstModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		withExpensiveChecks(t)
 		src := &bytesSource{data: data}
-		runOldestEvictableAgainstModel(t, fuzzGeometry(src), src, 1<<12)
+		runOldestEvictableAgainstModel(t, fuzzGeometry(src), src, 1<<12, len(data))
 	})
 }

@@ -40,37 +40,42 @@ func (a *Allocator) Lookup(id ObjectID) (ObjectInfo, bool) {
 		Clock:     r.clock,
 		Committed: r.committed,
 		Refs:      int(r.refs),
+		Protected: r.segment == segProtected,
 	}, true
 }
 
 // OldestEvictable lists committed, unreferenced objects in eviction order (the order Reserve would
-// evict them: LRU by (clock, id) ascending, see lruLess in lru.go) until their pages sum to at
-// least maxPages or none are left: the shortest prefix of that order holding maxPages pages, or all
-// of it. So a Reserve of p pages on a pool with f free slots that has to evict evicts exactly
+// evict them: the policy's, LRU by (clock, id) ascending, see lruLess in lru.go, or under SLRU
+// probation's objects in that order and then protected's) until their pages sum to at least
+// maxPages or none are left: the shortest prefix of that order holding maxPages pages, or all of
+// it. So a Reserve of p pages on a pool with f free slots that has to evict evicts exactly
 // OldestEvictable(p-f) (or the first one, when only the full object table forced it), unless it
 // misses. maxPages <= 0 lists nothing.
 //
 // The ids are appended to into[:0], whose contents are overwritten. It changes nothing (no table,
 // no digest, no StateHash, no buffer of the allocator's), so it may run alongside other queries. It
-// walks the LRU heap best first (lruWalk) and costs O(k log k) for the k objects listed, whatever
-// the number of evictable objects; it allocates only when into is too short, or beyond 64 objects,
-// for its scratch.
+// walks the heaps best first (lruWalk) and costs O(k log k) for the k objects listed, whatever the
+// number of evictable objects; it allocates only when into is too short, or beyond 64 objects, for
+// its scratch.
 func (a *Allocator) OldestEvictable(maxPages int, into []ObjectID) []ObjectID {
 	into = into[:0]
 	if maxPages <= 0 {
 		return into
 	}
 	var scratch [64]uint32
-	walk := newLRUWalk(&a.lru, scratch[:])
-	for pages := 0; pages < maxPages; {
-		var index uint32
-		var ok bool
-		if walk, index, ok = walk.next(&a.lru, a.table.records); !ok {
-			break
+	pages := 0
+	for _, h := range [2]*lruHeap{&a.lru, &a.protected} {
+		walk := newLRUWalk(h, scratch[:])
+		for pages < maxPages {
+			var index uint32
+			var ok bool
+			if walk, index, ok = walk.next(h, a.table.records); !ok {
+				break
+			}
+			r := &a.table.records[index]
+			into = append(into, r.id)
+			pages += int(r.pages)
 		}
-		r := &a.table.records[index]
-		into = append(into, r.id)
-		pages += int(r.pages)
 	}
 	return into
 }
@@ -151,17 +156,28 @@ func (g Geometry) TableBytes() int64 {
 	return 2*slabs*4 + bitmapWords*8 + (2*int64(g.Slots)+maxObjects)*4 + maxObjects*objectBytes +
 		int64(
 			bucketsFor(int(maxObjects)),
-		)*8 + min(int64(g.Slots), 1024)*extentBytes + min(maxObjects, 1024)*8
+		)*8 + min(int64(g.Slots), 1024)*extentBytes + min(maxObjects, 1024)*8 + g.policyBytes()
+}
+
+// policyBytes is what the policy's own tables take (policy.go): SLRU's second heap, admit_seen's
+// table of keys; LRU has none.
+func (g Geometry) policyBytes() int64 {
+	if g.Policy == PolicySLRU {
+		return int64(g.maxObjects()) * 4
+	}
+	return int64(g.seenBuckets()) * 8
 }
 
 // TableBytes is the size of every table New allocated: address space, of which the OS backs only
-// the pages the allocator has touched. It is about 8.1 bytes per slot plus 68 bytes per MaxObjects.
+// the pages the allocator has touched. It is about 8.1 bytes per slot plus 68 bytes per MaxObjects,
+// and the policy's tables (SLRU 4 and admit_seen 8 to 16 bytes per MaxObjects).
 func (a *Allocator) TableBytes() int64 {
 	total := int64(len(a.slabFreeSlots)+len(a.slabLeakedSlots)) * 4
 	for _, level := range a.bitmap.levels {
 		total += int64(len(level)) * 8
 	}
-	total += int64(len(a.extentSlots)+len(a.extentNext)+cap(a.lru.items)) * 4
+	total += int64(len(a.extentSlots)+len(a.extentNext)+cap(a.lru.items)+cap(a.protected.items)) * 4
+	total += int64(len(a.seen)) * 8
 	total += int64(len(a.table.records))*objectBytes + int64(len(a.table.buckets))*8
 	return total + int64(cap(a.extentBuf))*extentBytes + int64(cap(a.evicted))*8
 }

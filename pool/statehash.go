@@ -14,14 +14,17 @@ const (
 	stateTagExtentNext
 	stateTagEvicted
 	stateTagCounters
+	stateTagPolicy
 )
 
 // StateHash hashes the allocator's whole state, for checking that a flush really made it fresh:
 // every word of every free-bitmap level and its lowest-free bound, the per-slab free and leaked
 // counts, every object record (id, seq, clock, pages, extent chain head, extent count, LRU back
-// link, refs, committed and live flags, and the free-list links of free records), every bucket of
-// the id table, the LRU heap in array order, the extent links, the last eviction list, the digest
-// and every counter that a later call reads.
+// link, refs, committed and live flags, SLRU segment, and the free-list links of free records),
+// every bucket of the id table, the LRU heap in array order, the extent links, the last eviction
+// list, the digest and every counter that a later call reads; and the policy's own state (SLRU's
+// protected heap and its pages, admit_seen's table of keys), which LRU does not have and so does
+// not hash: its state hashes are the ones the allocator had before it had policies.
 //
 // It walks the tables themselves rather than trusting the counters that Reset assigns (free slots,
 // live objects, high water), so a Reset that forgets to refill the bitmap or to clear a table gives
@@ -51,6 +54,11 @@ func (a *Allocator) StateHash() uint64 {
 	h = hashWords(h, stateTagExtentSlots, a.extentSlots)
 	h = hashWords(h, stateTagExtentNext, a.extentNext)
 	h = hashWords(h, stateTagEvicted, a.evicted)
+	if a.geometry.Policy != PolicyLRU {
+		h = hashWords(h, stateTagPolicy, a.protected.items)
+		h = hashWords(h, stateTagPolicy+1, a.seen)
+		h = digestAdd(h, uint64(a.protectedPages), uint64(a.protectedPagesMax), uint64(a.seenKeys))
+	}
 	t := &a.table
 	return digestAdd(
 		h,
@@ -82,6 +90,7 @@ func (a *Allocator) hashRecords(h uint64) uint64 {
 		if r.live {
 			flags |= 2
 		}
+		flags |= uint64(r.segment) << 2 // 0 outside SLRU
 		h = digestAdd(
 			h,
 			uint64(index),

@@ -7,7 +7,7 @@ import "testing"
 // busy allocator does not hash like a fresh one; every third round Reset must bring it back to
 // exactly the fresh hash.
 func TestStateHashResetEqualsFresh(t *testing.T) {
-	for i, g := range modelGeometries {
+	for i, g := range everyPolicyGeometry() {
 		fresh, err := FreshStateHash(g)
 		if err != nil {
 			t.Fatal(err)

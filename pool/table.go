@@ -22,6 +22,7 @@ type object struct {
 	refs        uint32
 	committed   bool
 	live        bool
+	segment     uint8 // SLRU's segment (segProbation or segProtected); segProbation otherwise
 }
 
 // objectBytes and extentBytes are the sizes of object and Extent on 64-bit platforms (pinned by a

@@ -66,7 +66,7 @@ func TestObjectTableAgainstMap(t *testing.T) {
 
 // TestGeometryTableBytesMatchesNew pins the estimate made before allocating to what New allocates.
 func TestGeometryTableBytesMatchesNew(t *testing.T) {
-	geometries := append(layoutGeometries(), modelGeometries...)
+	geometries := append(layoutGeometries(), everyPolicyGeometry()...)
 	geometries = append(
 		geometries,
 		Geometry{

@@ -28,12 +28,17 @@ func (c *Core) backup(n *treeNode) *copyOp {
 	c.nextSeq++
 	seq := c.nextSeq
 	obj := pool.ObjectID(seq)
-	outcome, err := c.alloc.Reserve(obj, pages, seq, c.clock)
+	var key uint64
+	if c.geometry().Policy.Admits() { // computed only where a policy reads it: LRU pays nothing
+		key = c.admissionKey(n)
+	}
+	outcome, err := c.alloc.ReserveAdmitted(obj, pages, seq, c.clock, key)
 	if err != nil {
 		panic(c.broken("reserve of %d pages for node %d: %v", pages, n.id, err))
 	}
 	c.dropEvicted()
-	if outcome == pool.Miss {
+	if outcome == pool.Miss || outcome == pool.Refused {
+		// a refusal (--l2-policy admit_seen) counts with the capacity misses: no room was made
 		c.counters.ReserveMisses++
 		return nil
 	}
@@ -51,6 +56,7 @@ func (c *Core) backup(n *treeNode) *copyOp {
 		startPos:    n.startPos,
 		devicePages: slices.Clone(n.devicePages),
 		slots:       slots,
+		key:         key,
 	}
 	if len(slots) != pages {
 		panic(c.broken("backup of %s: %d slots for %d pages", n.describe(), len(slots), pages))
@@ -80,3 +86,37 @@ func (c *Core) noteSplit(head, tail *treeNode) {
 		c.objectNodes[head.l2] = append(c.objectNodes[head.l2], head)
 	}
 }
+
+// admissionKey names a node's content for the L2's admission policy (pool's ReserveAdmitted): the
+// hash of its path's tokens from the root through the node's first page, AdmissionKey of those
+// tokens. Children are told apart by their first page, so that path names the tree's edge itself:
+// the same key whatever the node's length, before and after a split (a head keeps its first
+// page), and again when the same content comes back as a new node after the old was pruned.
+// Every rank holds the same tree, so every rank computes the same key.
+func (c *Core) admissionKey(n *treeNode) uint64 {
+	var path []*treeNode
+	for m := n.parent; m != c.tree.root; m = m.parent {
+		path = append(path, m)
+	}
+	h := admissionSeed
+	for i := len(path) - 1; i >= 0; i-- {
+		h = admissionHash(h, path[i].tokens)
+	}
+	return admissionHash(h, n.tokens[:c.geometry().PageTokens])
+}
+
+// admissionSeed starts every admission key ("admit").
+const admissionSeed uint64 = 0x61646d6974
+
+// admissionHash chains tokens into h one at a time, so that hashing a path in pieces equals
+// hashing it whole.
+func admissionHash(h uint64, tokens []int32) uint64 {
+	for _, t := range tokens {
+		h = pool.Mix64(h ^ uint64(uint32(t)))
+	}
+	return h
+}
+
+// AdmissionKey is a node's admission key from its path's tokens, from the root through its first
+// page (admissionKey), for models that hold their tree in another shape (the simulator's).
+func AdmissionKey(pathTokens []int32) uint64 { return admissionHash(admissionSeed, pathTokens) }

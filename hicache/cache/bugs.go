@@ -3,6 +3,8 @@ package cache
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cphicache/cphicache/pool"
 )
 
 // Deliberate bugs: each one is a mistake this cache could plausibly make, kept so that the
@@ -78,6 +80,16 @@ const (
 	BugWriteBackOneObject
 	// the placement digest leaves each extent's first slot out (pool's BreakDigestForTest)
 	BugDigestMissesStart
+	// CP rank 1 misses the L2 touch of a hit (every --l2-policy: LRU's clock, SLRU's promotion)
+	BugL2TouchMissedOnRank
+	// CP rank 1's SLRU demotes the protected object of the least clock with the highest id, a
+	// tie broken by a rank's own order (pool's PolicyBugTieOnRank)
+	BugSLRUTieOnRank
+	// CP rank 1's SLRU touch does not promote (pool's PolicyBugPromotionMissed)
+	BugSLRUPromotionMissed
+	// CP rank 0 records an admit_seen sighting of each request's first page as it serves it: a
+	// count kept by the rank that reads the workload alone
+	BugAdmitSeenOnRoot
 	bugEnd
 )
 
@@ -97,6 +109,8 @@ var bugNames = map[Bug]string{
 	BugServedPrefixPageLong: "served_prefix_page_long", BugPrefetchReserveNoEvict: "prefetch_reserve_no_evict",
 	BugServedPrefixHollow: "served_prefix_hollow", BugServedPrefixPageShort: "served_prefix_page_short",
 	BugWriteBackOneObject: "write_back_one_object", BugDigestMissesStart: "digest_misses_start",
+	BugL2TouchMissedOnRank: "l2_touch_missed_on_rank", BugSLRUTieOnRank: "slru_tie_on_rank",
+	BugSLRUPromotionMissed: "slru_promotion_missed", BugAdmitSeenOnRoot: "admit_seen_on_root",
 }
 
 func (b Bug) String() string { return bugNames[b] }
@@ -129,3 +143,19 @@ func (b Bugs) With(bug Bug) Bugs { return b | Bugs(bug) }
 
 // Has says whether b holds bug (whether or not this build carries the bugs' code).
 func (b Bugs) Has(bug Bug) bool { return b&Bugs(bug) != 0 }
+
+// breakPolicy installs the policies' deliberate bugs that live in pool in CP rank 1's allocator
+// (pool's BreakPolicyForTest; nothing outside a simbugs build).
+func (c *Core) breakPolicy() {
+	if c.cfg.CPRank != 1 {
+		return
+	}
+	for bug, policyBug := range map[Bug]pool.PolicyBug{
+		BugSLRUTieOnRank:       pool.PolicyBugTieOnRank,
+		BugSLRUPromotionMissed: pool.PolicyBugPromotionMissed,
+	} {
+		if c.cfg.Testing.Bugs.has(bug) {
+			c.alloc.BreakPolicyForTest(policyBug)
+		}
+	}
+}

@@ -25,8 +25,9 @@ type copyOp struct {
 	isDone           bool
 	err              error
 
-	verified    bool // a load-back: checked against the content function
-	failCounted bool // its failure is recorded (noteFailedCopies)
+	verified    bool   // a load-back: checked against the content function
+	failCounted bool   // its failure is recorded (noteFailedCopies)
+	key         uint64 // a backup's admission key, under a policy that admits (backup.go)
 }
 
 func (op *copyOp) done() bool { return op.isDone }

@@ -152,6 +152,7 @@ func New(cfg Config, env Env) (*Core, error) {
 	c.tree.onSplit = c.noteSplit
 	c.evictq = newEvictQueue(c.tree)
 	c.evictq.tieHigh = cfg.Testing.Bugs.has(BugTieBreakOnRank) && cfg.CPRank == 1
+	c.breakPolicy()
 	if cfg.Testing.CheckEvictions {
 		c.evictionModel = walkEvictionModel
 	}

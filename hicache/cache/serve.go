@@ -50,6 +50,9 @@ func (c *Core) serve(req *workload.Request) error {
 	c.oversize = len(tokens)/p > c.dev.capacity()
 	c.counters.MissTokens += int64(len(req.InputIDs) - len(tokens))
 
+	if c.cfg.Testing.Bugs.has(BugAdmitSeenOnRoot) && c.cfg.CPRank == 0 && len(tokens) > 0 {
+		c.alloc.NoteSeenForTest(AdmissionKey(tokens[:p])) // the bug: a sighting only rank 0 counts
+	}
 	path := c.tree.walk(tokens, nil)
 	for _, n := range path {
 		n.lockRefs++
@@ -129,6 +132,9 @@ func (c *Core) committed(obj pool.ObjectID) bool {
 }
 
 func (c *Core) touchL2(n *treeNode) {
+	if c.cfg.Testing.Bugs.has(BugL2TouchMissedOnRank) && c.cfg.CPRank == 1 {
+		return // the bug: this rank's policy never hears of the hit
+	}
 	if n.l2 != 0 {
 		if err := c.alloc.Touch(n.l2, c.clock); err != nil {
 			panic(c.broken("touch of live L2 object %d: %v", n.l2, err))

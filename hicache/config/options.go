@@ -27,6 +27,7 @@ type Options struct {
 	SlabBytesMax                                     int64
 	Layout                                           pool.Layout
 	Policy                                           cache.WritePolicy
+	L2Policy                                         pool.Policy // --l2-policy, LRU by default
 	BatchRequests                                    int
 	PlacementAssertEvery                             int64
 	FlushEvery                                       int64
@@ -351,5 +352,6 @@ func (o *Options) Geometry(cp int) pool.Geometry {
 	return pool.Geometry{
 		CPSize: cp, Nodes: nodes, Layers: o.Layers, PayloadsPerLayer: o.PayloadsPerLayer, PageTokens: o.PageTokens,
 		TokenBytes: o.TokenBytes, Slots: o.L2Slots, SlabBytesMax: o.SlabBytesMax, Layout: o.Layout,
+		Policy: o.L2Policy,
 	}
 }

@@ -105,6 +105,7 @@ func Draw(seed uint64, bugs cache.Bugs, cp int) JobConfig {
 	j := drawCore(seed, bugs, cp)
 	drawNodes(newRNG(seed^0x6e6f646573), &j)
 	drawServing(newRNG(seed^0x7365727665), &j)
+	drawL2Policy(seed, &j)
 	return j
 }
 
@@ -298,6 +299,10 @@ func (j *JobConfig) String() string {
 			map[bool]string{true: "round robin", false: "blocks"}[j.RoundRobin],
 		)
 	}
+	policy := j.Policy.String()
+	if g.Policy != pool.PolicyLRU {
+		policy += ", L2 " + g.Policy.String() // LRU's jobs read as they always did
+	}
 	steps := ""
 	if j.StepTokens > 0 {
 		steps = fmt.Sprintf(
@@ -318,7 +323,7 @@ func (j *JobConfig) String() string {
 		g.Slots,
 		g.Layout,
 		j.DevicePages,
-		j.Policy,
+		policy,
 		j.Batch,
 		steps,
 		j.Requests,

@@ -15,8 +15,8 @@ import (
 // the recompute of the rest; L1 eviction (least recently used, ties by node id, leaves first,
 // nothing locked by the step or pinned by a copy); the write policies, write_back's
 // backup-on-evict; L2 as a capacity in slots with LRU eviction (logical clock, ties by object id)
-// of committed, unprotected objects, all or nothing; the protection of load-backs until the
-// consensus and the audit hold until the next one; flush.
+// of committed, unprotected objects, all or nothing, or the job's other policy (model_policy.go);
+// the protection of load-backs until the consensus and the audit hold until the next one; flush.
 //
 // What it leaves out: where objects are placed in L2. The allocator takes the lowest free slots
 // across extents and slabs, so a reservation never fails for fragmentation, only for capacity
@@ -33,10 +33,11 @@ type cacheModel struct {
 	nextPage int
 	pins     map[int]int // device page -> copies using it
 	objs     map[uint64]*mObj
-	writes   []mWrite // issued this step, committed at its consensus
-	loads    []mLoad  // issued this step, released at its consensus
-	held     []uint64 // committed at the last consensus: protected until this one
-	locked   []*mNode // on a path this step
+	writes   []mWrite          // issued this step, committed at its consensus
+	loads    []mLoad           // issued this step, released at its consensus
+	held     []uint64          // committed at the last consensus: protected until this one
+	locked   []*mNode          // on a path this step
+	seen     map[uint64]uint64 // admit_seen: the key each bucket saw last (model_policy.go)
 	outcomes []cache.Outcome
 	tally    cache.Counters // the fields the model counts, named as the core does
 }
@@ -57,6 +58,7 @@ type mObj struct {
 	pages, refs int
 	clock       uint64
 	committed   bool
+	protected   bool // SLRU's protected segment
 }
 
 type mWrite struct {
@@ -79,6 +81,7 @@ func newCacheModel(cfg cache.Config) *cacheModel {
 
 func (m *cacheModel) reset() {
 	m.root, m.nextID, m.l1Used, m.pins, m.objs = &mNode{}, 1, 0, map[int]int{}, map[uint64]*mObj{}
+	m.seen = map[uint64]uint64{}
 	m.writes, m.loads, m.held = nil, nil, nil
 }
 
@@ -235,6 +238,7 @@ func (m *cacheModel) hit(n *mNode) int {
 func (m *cacheModel) touch(n *mNode) {
 	if o := m.objs[n.obj]; o != nil {
 		o.clock = m.clock
+		m.promote(n.obj)
 	}
 }
 

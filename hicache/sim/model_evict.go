@@ -101,8 +101,8 @@ func (m *cacheModel) prune(n *mNode) {
 	}
 }
 
-// backup reserves L2 for a node: evicting committed, unprotected objects oldest first if that makes
-// room, and nothing at all if it cannot.
+// backup reserves L2 for a node: evicting committed, unprotected objects oldest first (the policy's
+// order) if that makes room, and nothing at all if it cannot or the policy does not admit it.
 func (m *cacheModel) backup(n *mNode) *mWrite {
 	need := len(n.tokens) / m.pt()
 	if need > m.cfg.Geometry.Slots {
@@ -117,11 +117,12 @@ func (m *cacheModel) backup(n *mNode) *mWrite {
 			evictable = append(evictable, id)
 		}
 	}
-	sort.Slice(evictable, func(i, j int) bool {
-		a, b := m.objs[evictable[i]], m.objs[evictable[j]]
-		return a.clock < b.clock || a.clock == b.clock && evictable[i] < evictable[j]
-	})
+	sort.Slice(evictable, func(i, j int) bool { return m.older(evictable[i], evictable[j]) })
 	free := m.cfg.Geometry.Slots - used
+	if !m.admitted(n, need, free) {
+		m.tally.ReserveMisses++ // the core counts a refusal with the capacity misses
+		return nil
+	}
 	room := free
 	for _, id := range evictable {
 		room += m.objs[id].pages

@@ -60,6 +60,7 @@ func DrawMode(seed uint64, bugs cache.Bugs, cp int, mode Mode) JobConfig {
 	case ModeSwarm:
 		j = drawCore(seed, bugs, cp)
 		drawSwarm(newRNG(seed^0x737761726d), &j)
+		drawL2Policy(seed, &j)
 	case ModeLiveness:
 		j = Draw(seed, bugs, cp)
 		drawLiveness(newRNG(seed^0x6c697665), &j)

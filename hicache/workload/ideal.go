@@ -36,6 +36,19 @@ func IdealHitsByRequest(events []Event, cfg IdealConfig) []int64 {
 	seen := map[uint64]struct{}{} // hashes of every whole-page prefix seen since the last flush
 	var hits int64
 	var byRequest []int64
+	EachRequest(events, cfg, func(tokens []int32) {
+		hits += idealHit(seen, tokens, cfg.PageTokens)
+		byRequest = append(byRequest, hits)
+	}, func() { clear(seen) })
+	return byRequest
+}
+
+// EachRequest visits a replica's requests in the order a replay serves them, each with its tokens
+// (compact ones expanded into a buffer reused for the next), and calls flush wherever the replay
+// empties its cache: at the events' own flushes and after every FlushEverySteps steps, counted as
+// the replay counts steps (BatchRequests, or StepEvents, a step). IdealHitTokens and the offline
+// bound (hicache/bound) cut a replica's events by it, so both reset where the cache does.
+func EachRequest(events []Event, cfg IdealConfig, visit func(tokens []int32), flush func()) {
 	var scratch []int32
 	rest := events
 	for step := int64(1); ; step++ {
@@ -45,12 +58,12 @@ func IdealHitsByRequest(events []Event, cfg IdealConfig) []int64 {
 		}
 		if n > 0 || step > int64(len(cfg.StepEvents)) {
 			if batch = TakeBatch(&rest, n); len(batch) == 0 {
-				return byRequest
+				return
 			}
 		}
 		for i := range batch {
 			if batch[i].Flush {
-				clear(seen)
+				flush()
 				continue
 			}
 			tokens := batch[i].Request.InputIDs
@@ -58,11 +71,10 @@ func IdealHitsByRequest(events []Event, cfg IdealConfig) []int64 {
 				scratch = batch[i].Request.Blocks.AppendTokens(scratch[:0], cfg.VocabSize)
 				tokens = scratch
 			}
-			hits += idealHit(seen, tokens, cfg.PageTokens)
-			byRequest = append(byRequest, hits)
+			visit(tokens)
 		}
 		if cfg.FlushEverySteps > 0 && step%cfg.FlushEverySteps == 0 {
-			clear(seen)
+			flush()
 		}
 	}
 }

@@ -187,6 +187,13 @@ var codeMap = []importRule{
 			randomness...),
 	},
 	{
+		pkgs:     "hicache/bound",
+		rule:     "hicache/bound/: the offline bound on hits (Belady's MIN over the prefix tree), pure; it imports workload/ and pool/ (Mix64) and nothing else of this module, and no files, clock, sync or randomness",
+		notMod:   []string{"..."},
+		allowMod: []string{"hicache/workload", "pool"},
+		notStd:   append([]string{"os", "time", "sync"}, randomness...),
+	},
+	{
 		pkgs:     "hicache/sizing",
 		rule:     "hicache/sizing/: the model table, byte sizes and a node's memory; it imports errscope/ and nothing else of this module",
 		notMod:   []string{"..."},
