@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/sweep"
 	"github.com/cphicache/cphicache/internal/errscope"
+	"github.com/cphicache/cphicache/pool"
 )
 
 type sweepOptions struct {
@@ -29,6 +31,8 @@ type sweepOptions struct {
 	answer     sweepAnswerOptions
 	// no size was given: sweep.DefaultSizes
 	defaultSizes bool
+	// the L2 policies to compare (--l2-policy given; sweeppolicy.go), nil: the options' alone
+	policies []pool.Policy
 
 	opts  *config.Options // checked, by Before
 	sizes []sweep.Size
@@ -44,7 +48,7 @@ func (o *sweepOptions) flags() []cli.Flag {
 		logLevelFlag(&r.global.logLevelName, "CPHICACHE_LOG_LEVEL"),
 	)
 	flags = append(flags, r.modelFlags()...)
-	flags = append(flags, r.cacheFlags()...)
+	flags = append(flags, withSweepPolicyFlag(r.cacheFlags(), &r.l2Policy)...)
 	// Of the checks, only --flush-every changes a sweep: at cp 1 in one process there is no
 	// collective to choose or to watch, and every step's copies are drained anyway.
 	flags = append(flags, r.flushEveryFlag())
@@ -89,6 +93,10 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	}
 	o.run.collective = "mpi" // sweep has no --collective: one process has no collective to choose
 	o.run.tokenBytesSet = c.IsSet("token-bytes")
+	shared := strings.TrimSpace(o.answer.design) != sweep.DesignPerRank
+	if o.policies, err = sweepPolicies(c, &o.run.l2Policy, shared); err != nil {
+		return err
+	}
 	if o.opts, err = o.run.baseOptions(); err != nil {
 		return err
 	}
@@ -169,6 +177,7 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 			errscope.Plural(o.run.serving.groupGPUs, "GPU"),
 		)
 		sayModelBytes(o.opts)
+		sayPolicies(o.policies)
 		if o.defaultSizes {
 			fmt.Printf(
 				"# no --l2-bytes or --l2-slots given: L2 sizes of %v times the group's L1 (SGLang's --hicache-ratio default is 2)\n",
@@ -182,18 +191,21 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 		GPUs:      o.run.serving.groupGPUs,
 		Designs:   o.answer.designs,
 		MarginPct: o.answer.marginPct,
+		Policies:  o.policies,
 	}
-	res, err := sweep.Run(job, o.opts, o.sizes, group, func(p sweep.Point) {
+	res, err := sweep.Run(job, o.opts, o.sizes, group, func(p sweep.Point, b *sweep.BoundPoint) {
 		if header != nil {
 			header()
 			header = nil
 		}
 		writeSweepPoint(os.Stdout, o.opts.SizingModel(), p)
+		writeBoundPoint(os.Stdout, b)
 	})
 	if err != nil {
 		return err
 	}
 	writeAnswer(os.Stdout, res, o.answer)
+	writePolicyAnswers(os.Stdout, res)
 	if o.json != "" {
 		res.Provenance = o.opts.Provenance
 		if err := res.WriteJSON(o.json); err != nil {
@@ -253,6 +265,9 @@ func writeSweepPoint(w io.Writer, model string, p sweep.Point) {
 	case sweep.DesignPerRank:
 		label = fmt.Sprintf("per-rank copies, L2 %s: a rank's pool of %d tokens (%d slots)", size,
 			p.L2Tokens, p.L2Slots)
+	}
+	if p.Policy != "" && p.Design != sweep.DesignNoL2 { // the sweep compares policies
+		label += ", " + p.Policy
 	}
 	fmt.Fprintf(
 		w,

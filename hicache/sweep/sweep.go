@@ -7,11 +7,16 @@
 // point's hit counts are a function of the configuration, equal to `run --sync-copies` at that
 // size.
 //
+// With --l2-policy given it compares the L2's policies (policies.go): each size runs once per
+// policy on the shared pool, beside the OFFLINE bound at that size (hicache/bound, computed once per
+// size by the first policy's run), and no policy's point may pass the bound.
+//
 // It drives the cache through hicache's exported API only (Run, Options, Report); hicache must not
 // import it.
 package sweep
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -20,6 +25,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/runner"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/pool"
 )
 
 // Size is one point's L2 capacity: Slots, or Bytes per node (as --l2-bytes) when Bytes > 0.
@@ -59,6 +65,8 @@ type Point struct {
 	Serving *ServingPoint `json:"serving,omitempty"`
 	// Design is the point's L2: the shared pool, per-rank copies, or none (DesignNoL2).
 	Design string `json:"design"`
+	// Policy is the point's L2 policy (--l2-policy), when the sweep compared policies.
+	Policy string `json:"policy,omitempty"`
 }
 
 // ServingPoint is a point's modelled serving figures, in seconds of the workload's clock.
@@ -102,10 +110,16 @@ type Result struct {
 	DeviceBytes         int64 `json:"device_bytes"`
 	DeviceBytesPerGroup int64 `json:"device_bytes_per_group"`
 	// Points are the shared pool's, in the order of the sizes; PerRank the per-rank copies' at the
-	// same sizes (--l2-design); NoL2 the baseline of no L2, with the serving clock.
+	// same sizes (--l2-design); NoL2 the baseline of no L2, with the serving clock. When the sweep
+	// compared policies, all three run the first policy given.
 	Points  []Point `json:"points"`
 	PerRank []Point `json:"per_rank,omitempty"`
 	NoL2    *Point  `json:"no_l2,omitempty"`
+	// Policies are, when the sweep compared L2 policies (--l2-policy given), each policy's curve on
+	// the shared pool, in the order given (the first's points are Points), with its recommended
+	// size; OfflineBound the OFFLINE bound at each size, in the order of the sizes (policies.go).
+	Policies     []PolicyCurve `json:"policies,omitempty"`
+	OfflineBound []BoundPoint  `json:"offline_bound,omitempty"`
 	// Answer is the L2 to buy and what it buys, with the serving clock (answer.go).
 	Answer *Answer `json:"answer,omitempty"`
 }
@@ -113,11 +127,16 @@ type Result struct {
 // Group is the CP group a sweep models and what it shows of it: its GPUs (--group-gpus), each
 // holding --device-bytes of L1 as a rank of `run` at that CP size does, on a node of its own
 // (--l2-bytes is that node's); which L2 designs its points run (--l2-design); and the margin of the
-// best TTFT p50 within which it recommends the smallest L2 (--recommend-margin, in percent).
+// best TTFT p50 within which it recommends the smallest L2 (--recommend-margin, in percent); and the
+// L2 policies it compares (--l2-policy given): each runs at every size on the shared pool, the first
+// also the per-rank copies and the point of no L2, and each size has the OFFLINE bound beside them.
+// No Policies: the options' policy alone, without the bound (a sweep without --l2-policy, as
+// before there were policies).
 type Group struct {
 	GPUs      int
 	Designs   Designs
 	MarginPct float64
+	Policies  []pool.Policy
 }
 
 // Designs are the L2 designs a sweep runs at each size: the CP-shared pool, and the per-rank
@@ -132,19 +151,20 @@ const (
 	DesignNoL2 = "no-l2"
 )
 
-// Run runs the workload once per size and design on a one-rank job, calling done after each point
-// (progress); with the serving clock, a point of no L2 first, and the answer at the end. Each
-// point's geometry is that of `run` at cp group.GPUs on one node (Options.Size): its L1 is every
-// rank's --device-bytes (a page of a rank holds 1/cp of the page's KV, so cp ranks hold cp times
-// the pages of one), its L2 --l2-bytes' slots (a per-rank point's 1/cp of them). The cache then
-// runs at cp 1 with those pages and slots, which decide the same (placement does not depend on the
-// CP size).
+// Run runs the workload once per size, design and policy on a one-rank job, calling done after
+// each point (progress), with the size's OFFLINE bound after its last policy's point when the
+// sweep compares policies; with the serving clock, a point of no L2 first, and the answer at the
+// end. Each point's geometry is that of `run` at cp group.GPUs on one node (Options.Size): its L1
+// is every rank's --device-bytes (a page of a rank holds 1/cp of the page's KV, so cp ranks hold cp
+// times the pages of one), its L2 --l2-bytes' slots (a per-rank point's 1/cp of them). The cache
+// then runs at cp 1 with those pages and slots, which decide the same (placement does not depend
+// on the CP size).
 func Run(
 	job *spmd.Job,
 	options *config.Options,
 	sizes []Size,
 	group Group,
-	done func(Point),
+	done func(Point, *BoundPoint),
 ) (*Result, error) {
 	if err := CheckJob(job); err != nil {
 		return nil, err
@@ -156,42 +176,110 @@ func Run(
 	if err := runner.CheckL1HoldsLongestRequest(options, group.GPUs); err != nil {
 		return nil, err
 	}
-	res := &Result{
+	s := &sweeper{job: job, options: options, group: group, done: done, res: &Result{
 		Model:       options.SizingModel(),
 		Trace:       options.TracePath,
 		WritePolicy: options.Policy.String(),
 		PageTokens:  options.PageTokens,
 		GroupGPUs:   group.GPUs,
+	}}
+	if done == nil {
+		s.done = func(Point, *BoundPoint) {}
 	}
-	run := func(size Size, design string) (Point, error) {
-		p, err := res.runPoint(job, options, size, group, design)
-		if err == nil && done != nil {
-			done(p)
-		}
-		return p, err
+	s.policies, s.compare = group.Policies, len(group.Policies) > 0
+	if !s.compare {
+		s.policies = []pool.Policy{options.L2Policy}
+	}
+	for _, policy := range group.Policies {
+		s.res.Policies = append(s.res.Policies, PolicyCurve{Policy: policy.String()})
 	}
 	if options.Serving != nil {
-		p, err := run(Size{Slots: 1}, DesignNoL2)
+		p, _, err := s.point(Size{Slots: 1}, DesignNoL2, s.policies[0], false)
 		if err != nil {
 			return nil, err
 		}
-		res.NoL2 = &p
+		s.res.NoL2 = &p
+		s.done(p, nil)
 	}
 	for _, size := range sizes {
-		for _, design := range group.Designs.names() {
-			p, err := run(size, design)
+		if err := s.size(size); err != nil {
+			return nil, err
+		}
+	}
+	s.res.Answer = s.res.answer(group.MarginPct)
+	s.res.recommend(group.MarginPct)
+	return s.res, nil
+}
+
+// sweeper is one sweep's runs and what they add up to.
+type sweeper struct {
+	job      *spmd.Job
+	options  *config.Options
+	group    Group
+	done     func(Point, *BoundPoint)
+	res      *Result
+	policies []pool.Policy // the group's, or the options' one
+	compare  bool          // the group named its policies: each point is labelled, each size bound
+}
+
+// size runs one size: each policy on the shared pool (the first computing the size's OFFLINE bound
+// when the sweep compares policies), then the per-rank copies under the first policy, every point
+// held under the bound.
+func (s *sweeper) size(size Size) error {
+	var bound *BoundPoint
+	if s.group.Designs.Shared {
+		for i, policy := range s.policies {
+			p, b, err := s.point(size, DesignShared, policy, s.compare && i == 0)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			if design == DesignPerRank {
-				res.PerRank = append(res.PerRank, p)
+			bound = cmp.Or(b, bound)
+			if err := underBound(p, bound); err != nil {
+				return err
+			}
+			if i == 0 {
+				s.res.Points = append(s.res.Points, p)
+			}
+			if s.compare {
+				s.res.Policies[i].Points = append(s.res.Policies[i].Points, p)
+			}
+			if i == len(s.policies)-1 && bound != nil {
+				s.res.OfflineBound = append(s.res.OfflineBound, *bound)
+				s.done(p, bound)
 			} else {
-				res.Points = append(res.Points, p)
+				s.done(p, nil)
 			}
 		}
 	}
-	res.Answer = res.answer(group.MarginPct)
-	return res, nil
+	if s.group.Designs.PerRank {
+		p, _, err := s.point(size, DesignPerRank, s.policies[0], false)
+		if err != nil {
+			return err
+		}
+		if err := underBound(p, bound); err != nil { // 1/cp of the slots: the shared bound holds
+			return err
+		}
+		s.res.PerRank = append(s.res.PerRank, p)
+		s.done(p, nil)
+	}
+	return nil
+}
+
+// point runs one point of a design and policy at a size, with the OFFLINE bound at its capacity
+// when bound is set.
+func (s *sweeper) point(size Size, design string, policy pool.Policy, bound bool) (
+	Point, *BoundPoint, error,
+) {
+	opts := *s.options
+	opts.L2Policy, opts.OfflineBound = policy, bound
+	p, r, err := s.res.runPoint(s.job, &opts, size, s.group, design)
+	if err != nil {
+		return Point{}, nil, err
+	}
+	if s.compare {
+		p.Policy = policy.String()
+	}
+	return p, boundPoint(p, r.OfflineBound), nil
 }
 
 // DefaultL1Multiples are the L2 sizes a sweep given none runs, in multiples of the group's L1:
@@ -225,24 +313,24 @@ func (d Designs) names() []string {
 	return names
 }
 
-// runPoint runs one point of a design at a size and reads it.
+// runPoint runs one point of a design at a size and reads it, with its report.
 func (res *Result) runPoint(
 	job *spmd.Job,
 	options *config.Options,
 	size Size,
 	group Group,
 	design string,
-) (Point, error) {
+) (Point, *report.Report, error) {
 	opts, capacity, err := pointOptions(options, size, group, design)
 	if err != nil {
-		return Point{}, err
+		return Point{}, nil, err
 	}
 	r, err := runner.Run(job, opts)
 	if err != nil {
-		return Point{}, err
+		return Point{}, nil, err
 	}
 	if r.Failed() {
-		return Point{}, &report.RunFailed{
+		return Point{}, nil, &report.RunFailed{
 			Divergences:     r.Placement.Divergences,
 			Mismatches:      r.Verify.Mismatches,
 			AuditMismatches: r.Verify.AuditMismatches,
@@ -260,7 +348,7 @@ func (res *Result) runPoint(
 	}
 	p := sweepPoint(r)
 	p.Design = design
-	return p, nil
+	return p, r, nil
 }
 
 // pointOptions are the options of one point's run at cp 1, its copies drained every step and its
