@@ -48,7 +48,7 @@ func (o *sweepOptions) flags() []cli.Flag {
 		logLevelFlag(&r.global.logLevelName, "CPHICACHE_LOG_LEVEL"),
 	)
 	flags = append(flags, r.modelFlags()...)
-	flags = append(flags, withSweepPolicyFlag(r.cacheFlags(), &r.l2Policy)...)
+	flags = append(flags, r.cacheFlags()...)
 	// Of the checks, only --flush-every changes a sweep: at cp 1 in one process there is no
 	// collective to choose or to watch, and every step's copies are drained anyway.
 	flags = append(flags, r.flushEveryFlag())

@@ -1,9 +1,9 @@
 package cli
 
-// sweep's --l2-policy: run's flag of the same name, taking the policies to compare (a list, or
-// all) instead of one. Given, the sweep compares them on the shared pool with the OFFLINE bound at
-// every size (hicache/sweep's policies.go); not given, it runs lru alone, as before there were
-// policies, and computes no bound.
+// sweep's --l2-policy: run's flag (one definition, whose usage says what sweep takes), read on
+// sweep as the policies to compare (a list, or all) instead of one. Given, the sweep compares them
+// on the shared pool with the OFFLINE bound at every size (hicache/sweep's policies.go); not
+// given, it runs lru alone, as before there were policies, and computes no bound.
 
 import (
 	"fmt"
@@ -21,37 +21,6 @@ import (
 
 // allPolicies is --l2-policy's value for every policy, in pool.PolicyNames' order.
 const allPolicies = "all"
-
-// sweepPolicyFlag is sweep's --l2-policy, into dest (run's field: Before parses the list and leaves
-// the first policy there, for the options).
-func sweepPolicyFlag(dest *string) cli.Flag {
-	return &cli.StringFlag{
-		Name:        "l2-policy",
-		Value:       "lru",
-		EnvVars:     []string{"CPHICACHE_L2_POLICY"},
-		Category:    "cache",
-		Destination: dest,
-		Usage: "the shared L2's policies to compare, each run at every size on the shared pool: one of " +
-			strings.Join(pool.PolicyNames(), ", ") + " (run's --l2-policy says what each does), " +
-			"a comma-separated list of them, or all. Given, each size also gets the OFFLINE bound " +
-			"(the most L1 + L2 hits any policy could have at L1's pages + the L2's slots, read from " +
-			"the trace's future; docs/POLICIES.md), beside the policies in the lines, the JSON and " +
-			"the plot, and with the serving clock the answer recommends a size per policy; a point " +
-			"over the bound ends the sweep as a bug. The per-rank copies (--l2-design) and the point " +
-			"of no L2 run the first policy listed; --l2-design per-rank takes one policy, without " +
-			"the bound. Not given: lru alone, without the bound",
-	}
-}
-
-// withSweepPolicyFlag is flags with run's --l2-policy replaced by sweep's.
-func withSweepPolicyFlag(flags []cli.Flag, dest *string) []cli.Flag {
-	i := slices.IndexFunc(flags, func(f cli.Flag) bool { return f.Names()[0] == "l2-policy" })
-	if i < 0 {
-		panic("sweep: run's flags have no --l2-policy to replace")
-	}
-	flags[i] = sweepPolicyFlag(dest)
-	return flags
-}
 
 // parseSweepPolicies reads sweep's --l2-policy: all, or distinct policy names separated by commas.
 func parseSweepPolicies(value string) ([]pool.Policy, error) {

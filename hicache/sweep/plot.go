@@ -64,12 +64,13 @@ func (s *Result) WritePlot(path string) error {
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return err
 	}
+	if err := s.addIdeal(p, hits); err != nil {
+		return err
+	}
+	// over the ideal's line, which it meets where the capacity holds every page reused
 	bound := func(b BoundPoint) (float64, bool) { return 100 * b.HitRate, true }
 	err := s.addBound(p, "OFFLINE bound: Belady's MIN at L1 + L2 pages", boundDashes, bound)
 	if err != nil {
-		return err
-	}
-	if err := s.addIdeal(p, hits); err != nil {
 		return err
 	}
 	p.Legend.Top, p.Legend.Left = false, false
