@@ -11,8 +11,8 @@
 // policy on the shared pool, beside the OFFLINE bound at that size (hicache/bound, computed once per
 // size by the first policy's run), and no policy's point may pass the bound.
 //
-// It drives the cache through hicache's exported API only (Run, Options, Report: run.go); hicache must not
-// import it.
+// It drives the cache through hicache's exported API only (Run, Options, Report: run.go); hicache
+// must not import it.
 package sweep
 
 import (
