@@ -283,6 +283,23 @@ func writeSimModels(w io.Writer, res sim.Result) {
 		res.Models.ServedPages,
 		res.Models.ServedFloor,
 	)
+	if t := res.Served; t.Jobs > 0 {
+		fmt.Fprintf(
+			w,
+			"  serving clock (MODELLED): %d groups' records replayed on the ideal, %d requests compared: %d equal to it before the machinery cost anything, %d groups whose first costly step came later than it, %d held to it as a floor (steps formed and passed alike), %d later in the ideal after steps formed or passed differently; charges: %d longer L1 prefixes (%d strictly cheaper), %d slower tiers, %d loads held to their reads and load-backs, %d chunked passes left out\n",
+			t.Jobs,
+			t.Requests,
+			t.Equal,
+			t.CostShown,
+			t.Floors,
+			t.FloorBreaks,
+			t.Longer,
+			t.Strict,
+			t.Slower,
+			t.LoadFloors,
+			t.Chunked,
+		)
+	}
 }
 
 // writeSimVerdict prints the run's last line, OK or FAILED, with its state hash over

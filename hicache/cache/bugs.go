@@ -78,6 +78,19 @@ const (
 	BugWriteBackOneObject
 	// the placement digest leaves each extent's first slot out (pool's BreakDigestForTest)
 	BugDigestMissesStart
+	// The serving clock's (ModeServing jobs of the simulator; hicache/sim's clock*.go):
+	// serving's Hit.Tokens leaves a request's L1 hit out of its cached tokens, so it is computed
+	// again: a hit that does not lower the charge (serving's BreakHitChargeForTest)
+	BugHitChargeIgnoresL1
+	// a step's L3 hits are charged their load-backs, not their reads (serving's
+	// BreakL3ReadChargeForTest)
+	BugL3ReadFree
+	// the ideal is the run's own (measured) timings, not a virtual replay of its record: the
+	// simulator's serving clock, where the runner's replayIdeal would make the mistake
+	BugIdealFromMeasured
+	// every CP rank forms its own batch from its own queue and clock rather than decoding CP rank
+	// 0's: the simulator's step broadcast, where the runner's nextStep would make the mistake
+	BugBatchFromOwnQueue
 	bugEnd
 )
 
@@ -97,6 +110,8 @@ var bugNames = map[Bug]string{
 	BugServedPrefixPageLong: "served_prefix_page_long", BugPrefetchReserveNoEvict: "prefetch_reserve_no_evict",
 	BugServedPrefixHollow: "served_prefix_hollow", BugServedPrefixPageShort: "served_prefix_page_short",
 	BugWriteBackOneObject: "write_back_one_object", BugDigestMissesStart: "digest_misses_start",
+	BugHitChargeIgnoresL1: "hit_charge_ignores_l1", BugL3ReadFree: "l3_read_charged_nothing",
+	BugIdealFromMeasured: "ideal_from_measured", BugBatchFromOwnQueue: "batch_from_own_queue",
 }
 
 func (b Bug) String() string { return bugNames[b] }

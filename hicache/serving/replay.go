@@ -33,6 +33,12 @@ func (t Timing) TTFTNs() int64 { return t.EndNs - t.ArrivalNs }
 type Replay struct {
 	Requests []Timing
 	Steps    int
+	// StepOf is, by record, the step (from 0) it was formed into (a deferred request is served in
+	// the next); TwoPasses, by step, whether it served the requests deferred to it in a pass of
+	// their own (StepPlan.TwoPasses). The simulator sets them beside the run's own steps: the ideal
+	// is a floor for a request whose steps up to its own both clocks formed and passed alike.
+	StepOf    []int
+	TwoPasses []bool
 }
 
 // FormNextAtStart is the rule both clocks form steps by: the batch of step k+1 is formed as step k
@@ -51,7 +57,7 @@ type Replay struct {
 // hit record it is that run's ideal; over a sweep's, its modelled TTFT.
 func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Clients) Replay {
 	a := newVirtualArrivals(records, clients)
-	out := Replay{Requests: make([]Timing, len(records))}
+	out := Replay{Requests: make([]Timing, len(records)), StepOf: make([]int, len(records))}
 	var formNs, freeNs, deferredSince int64
 	var deferred []int        // the records the last step kept waiting for their prefetch
 	var firstTokens [][]int64 // by step, the first tokens the clients do not know of yet
@@ -96,6 +102,7 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Cli
 		}
 		own := 0 // the step's own requests served in it, in in.Batch's order
 		for j := i; j < i+n; j++ {
+			out.StepOf[j] = out.Steps
 			// a flush, or a request deferred to the next step, which will time it
 			pass, c := plan.Batch, Chunks{FirstTokenNs: plan.Batch.EndNs}
 			if !records[j].Flush && !records[j].Deferred {
@@ -106,6 +113,7 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Cli
 			out.Requests[j] = timing(a.queue[j].ArrivalNs, plan.Batch.StartNs, pass, c)
 		}
 		firstTokens = append(firstTokens, ends)
+		out.TwoPasses = append(out.TwoPasses, plan.TwoPasses)
 		deferred, deferredSince = waiting, plan.Batch.StartNs
 		// The next step is formed as this one's own requests may begin: the run's CP rank 0 forms
 		// it before this step runs, so it cannot know when a pass of deferred requests ends.
