@@ -26,8 +26,9 @@ type ClockTally struct {
 	// something), and groups whose first such step delivered a first token later than the ideal
 	Equal, CostShown int64
 	// requests the ideal is a floor for (their steps formed and passed alike), and requests
-	// whose ideal TTFT was later than the run's, after steps formed or passed differently
-	Floors, FloorBreaks int64
+	// whose ideal TTFT was later than the run's: after the clocks first formed a step of other
+	// requests (BreaksFormed), or first passed a step alike formed differently (BreaksPassed)
+	Floors, BreaksFormed, BreaksPassed int64
 	// charges compared: a longer L1 prefix, strictly cheaper ones, a slower tier; requests whose
 	// loads were held to their own reads and load-backs; L1 variants left unchecked because
 	// the request's pass ran in more than one forward pass (chunked prefill)
@@ -40,7 +41,8 @@ func (t *ClockTally) add(o ClockTally) {
 	t.Equal += o.Equal
 	t.CostShown += o.CostShown
 	t.Floors += o.Floors
-	t.FloorBreaks += o.FloorBreaks
+	t.BreaksFormed += o.BreaksFormed
+	t.BreaksPassed += o.BreaksPassed
 	t.Longer += o.Longer
 	t.Strict += o.Strict
 	t.Slower += o.Slower
@@ -198,7 +200,8 @@ func (g *group) checkClock() {
 		copy(ideal.Requests, measured) // the deliberate bug: the run's own clock taken for the ideal
 	}
 	j.served.Jobs++
-	costly, alike := len(c.steps), g.alikeSteps(ideal)
+	costly := len(c.steps)
+	alike, formed := g.alikeSteps(ideal)
 	for k, s := range c.steps {
 		if s.costly {
 			costly = k
@@ -211,12 +214,17 @@ func (g *group) checkClock() {
 			alike+1, costly+1))
 		return
 	}
-	g.compareWithIdeal(records, measured, ideal, costly, alike)
+	breaks := &j.served.BreaksPassed
+	if !formed {
+		breaks = &j.served.BreaksFormed
+	}
+	g.compareWithIdeal(records, measured, ideal, costly, alike, breaks)
 }
 
 // alikeSteps is how many of the run's first steps the ideal formed of the same records and passed
-// alike (one pass, or the deferred requests' pass first).
-func (g *group) alikeSteps(ideal serving.Replay) int {
+// alike (one pass, or the deferred requests' pass first), and whether the first step that differs
+// was formed alike (false: of other records).
+func (g *group) alikeSteps(ideal serving.Replay) (alike int, formedAlike bool) {
 	c := g.ranks[0].clock
 	formed := make([][]int, ideal.Steps)
 	for i, s := range ideal.StepOf {
@@ -225,16 +233,19 @@ func (g *group) alikeSteps(ideal serving.Replay) int {
 		}
 	}
 	for k, s := range c.steps {
-		if k >= ideal.Steps || ideal.TwoPasses[k] != s.twoPasses || len(formed[k]) != len(s.formed) {
-			return k
+		if k >= ideal.Steps || len(formed[k]) != len(s.formed) {
+			return k, false
 		}
 		for i := range s.formed {
 			if formed[k][i] != s.formed[i] {
-				return k
+				return k, false
 			}
 		}
+		if ideal.TwoPasses[k] != s.twoPasses {
+			return k, true
+		}
 	}
-	return len(c.steps)
+	return len(c.steps), true
 }
 
 // compareWithIdeal holds each request's time on the run's clock to its ideal: equal before the
@@ -247,6 +258,7 @@ func (g *group) compareWithIdeal(
 	measured []serving.Timing,
 	ideal serving.Replay,
 	costly, alike int,
+	breaks *int64,
 ) {
 	c, t := g.ranks[0].clock, &g.j.served
 	shown := costly >= len(c.steps) || len(c.steps[costly].timed) == 0
@@ -280,7 +292,7 @@ func (g *group) compareWithIdeal(
 				return
 			}
 		} else if want.TTFTNs() > run.TTFTNs() {
-			t.FloorBreaks++
+			*breaks++
 		}
 	}
 	if !shown {

@@ -33,17 +33,23 @@ func (r *rank) stepOnClock(step int64) []workload.Event {
 	if r.cp != 0 && cache.BugsCompiled && g.j.cfg.Bugs.Has(cache.BugBatchFromOwnQueue) {
 		batch, queued, startNs = r.clock.form()
 	}
-	if !sameBatch(batch, g.sent[step]) || startNs != g.sentStart[step] {
-		g.j.violateEvenDiverged(r, fmt.Sprintf(
-			"step %d's batch: CP rank %d got %s starting at %d ns, CP rank 0 sent %s starting at %d ns: every rank must get CP rank 0's",
-			step, r.cp, batchNames(batch), startNs, batchNames(g.sent[step]), g.sentStart[step]))
-	}
+	r.checkSent(step, batch, startNs)
 	if batch == nil {
 		return nil
 	}
 	own := append(make([]workload.Event, 0, len(batch)), batch...)
 	r.clock.received(step, startNs, own, queued)
 	return own
+}
+
+// checkSent holds the step this rank takes to the one CP rank 0 sent: its events and its start.
+func (r *rank) checkSent(step int64, batch []workload.Event, startNs int64) {
+	g := r.g
+	if !sameBatch(batch, g.sent[step]) || startNs != g.sentStart[step] {
+		g.j.violateEvenDiverged(r, fmt.Sprintf(
+			"step %d's batch: CP rank %d got %s starting at %d ns, CP rank 0 sent %s starting at %d ns: every rank must get CP rank 0's",
+			step, r.cp, batchNames(batch), startNs, batchNames(g.sent[step]), g.sentStart[step]))
+	}
 }
 
 // sameBatch says whether two batches hold the same events in the same order (nil is the end).
