@@ -286,7 +286,7 @@ func writeSimModels(w io.Writer, res sim.Result) {
 	if t := res.Served; t.Jobs > 0 {
 		fmt.Fprintf(
 			w,
-			"  serving clock (MODELLED): %d groups' records replayed on the ideal, %d requests compared: %d equal to it before the machinery cost anything, %d groups whose first costly step came later than it, %d held to it as a floor (steps formed and passed alike), %d later in the ideal after a step formed of other requests and %d after one passed differently; charges: %d longer L1 prefixes (%d strictly cheaper), %d slower tiers, %d loads held to their reads and load-backs, %d chunked passes left out\n",
+			"  serving clock (MODELLED): %d groups' records replayed on the ideal, %d requests compared: %d equal to it before the machinery cost anything, %d groups whose first costly step came later than it, %d held to it as a floor (steps formed and passed alike), %d later in the ideal after a step formed of other requests and %d after one passed differently; charges: %d longer L1 prefixes (%d strictly cheaper), %d slower tiers, %d loads held to their reads and load-backs, %d chunked passes left out; steps: %d requests computed in chunks, %d steps of two passes, %d formed empty, %d the machinery cost something\n",
 			t.Jobs,
 			t.Requests,
 			t.Equal,
@@ -299,6 +299,10 @@ func writeSimModels(w io.Writer, res sim.Result) {
 			t.Slower,
 			t.LoadFloors,
 			t.Chunked,
+			t.ChunkedRequests,
+			t.TwoPassSteps,
+			t.EmptySteps,
+			t.CostlySteps,
 		)
 	}
 }

@@ -11,7 +11,8 @@ import (
 // reach what the checks are for: every way of arriving and both prefill models, the record
 // compared with the ideal (equal to it, the machinery's cost shown, the floor held), the ideal
 // beaten after the clocks formed a step of other requests and after they passed one differently
-// (SIMULATOR.md says why it may be), chunked passes, and the charges.
+// (SIMULATOR.md says why it may be), the charges, and steps of every shape: chunked requests, two
+// passes, empty (every client waiting), and costly to the machinery.
 func TestServingClockJobsFindNothing(t *testing.T) {
 	var arrivals [arrivalKinds]int
 	var profiles, rooflines, zeroCost int
@@ -40,7 +41,8 @@ func TestServingClockJobsFindNothing(t *testing.T) {
 	}
 	if s.Jobs == 0 || s.Equal == 0 || s.CostShown == 0 || s.Floors == 0 || s.BreaksFormed == 0 ||
 		s.BreaksPassed == 0 || s.Longer == 0 || s.Strict == 0 || s.Slower == 0 ||
-		s.LoadFloors == 0 || s.Chunked == 0 {
+		s.LoadFloors == 0 || s.Chunked == 0 || s.ChunkedRequests == 0 || s.TwoPassSteps == 0 ||
+		s.EmptySteps == 0 || s.CostlySteps == 0 {
 		t.Errorf("a check never ran: %+v", s)
 	}
 }

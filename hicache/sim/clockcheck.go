@@ -33,6 +33,9 @@ type ClockTally struct {
 	// loads were held to their own reads and load-backs; L1 variants left unchecked because
 	// the request's pass ran in more than one forward pass (chunked prefill)
 	Longer, Strict, Slower, LoadFloors, Chunked int64
+	// the shapes the run's steps took: requests computed in chunks, steps of two passes, steps
+	// formed empty (every client waiting for a first token), and steps the machinery cost something
+	ChunkedRequests, TwoPassSteps, EmptySteps, CostlySteps int64
 }
 
 func (t *ClockTally) add(o ClockTally) {
@@ -48,6 +51,10 @@ func (t *ClockTally) add(o ClockTally) {
 	t.Slower += o.Slower
 	t.LoadFloors += o.LoadFloors
 	t.Chunked += o.Chunked
+	t.ChunkedRequests += o.ChunkedRequests
+	t.TwoPassSteps += o.TwoPassSteps
+	t.EmptySteps += o.EmptySteps
+	t.CostlySteps += o.CostlySteps
 }
 
 // newTokens is what a hit leaves to compute, as the serving clock must charge it: the prompt less

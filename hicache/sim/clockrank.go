@@ -66,6 +66,7 @@ func (rc *reqClock) timing() serving.Timing {
 // stepClock is one step on CP rank 0's clock, as the checks compare it with the ideal's.
 type stepClock struct {
 	formed    []int // the record's events formed into it
+	received  bool  // formed by CP rank 0 (not a step of deferred requests past the stream's end)
 	twoPasses bool
 	// costly: the machinery cost the step something (a load-back later than the model's, or an
 	// overrun), so that its first tokens come later than the model's
@@ -158,7 +159,8 @@ func (c *rankClock) received(step, startNs int64, batch []workload.Event, queued
 	}
 	c.formed[step] = reqs
 	if c.root {
-		c.stepAt(step).formed = sc.formed
+		s := c.stepAt(step)
+		s.formed, s.received = sc.formed, true
 	}
 }
 
@@ -302,15 +304,32 @@ func (c *rankClock) ended(step int64) {
 	}
 	if c.root {
 		c.checkCharges(free, c.in)
-		sc := c.stepAt(step)
-		sc.twoPasses, sc.costly = plan.TwoPasses, overrun > 0 || !samePlan(plan, free)
-		for _, rc := range c.inStep {
-			sc.timed = append(sc.timed, rc.index)
-		}
+		c.noteStep(step, plan, overrun > 0 || !samePlan(plan, free))
 	}
 	c.inStep, c.clocks = c.inStep[:0], nil
 	if c.loop != nil {
 		c.loop.FirstTokens(ends) // CP rank 0 forms the step after next with them
+	}
+}
+
+// noteStep keeps CP rank 0's step for the checks at the end, and counts the shapes it took.
+func (c *rankClock) noteStep(step int64, plan serving.StepPlan, costly bool) {
+	t, sc := &c.r.g.j.served, c.stepAt(step)
+	sc.twoPasses, sc.costly = plan.TwoPasses, costly
+	for _, rc := range c.inStep {
+		sc.timed = append(sc.timed, rc.index)
+		if rc.chunks > 1 {
+			t.ChunkedRequests++
+		}
+	}
+	switch {
+	case plan.TwoPasses:
+		t.TwoPassSteps++
+	case sc.received && len(sc.formed) == 0:
+		t.EmptySteps++
+	}
+	if costly {
+		t.CostlySteps++
 	}
 }
 
