@@ -163,9 +163,14 @@ func (c *rankClock) checkVariants(
 	}
 }
 
-// violate reports a broken serving-clock property of request rc on this rank.
+// violate reports a broken serving-clock property of request rc on this rank (nil: of the group's
+// clock as a whole).
 func (c *rankClock) violate(rc *reqClock, what string) {
-	c.r.g.j.violate(c.r, fmt.Sprintf("serving clock, request %d (record %d): %s", rc.index, rc.index, what))
+	who := "the group's record"
+	if rc != nil {
+		who = fmt.Sprintf("the event %d of the record", rc.index)
+	}
+	c.r.g.j.violate(c.r, fmt.Sprintf("serving clock, %s: %s", who, what))
 }
 
 // checkClocks runs checkClock on every group of a serving-clock job that ran to its end.
@@ -216,7 +221,7 @@ func (g *group) checkClock() {
 		}
 	}
 	if alike < min(costly+1, len(c.steps)) {
-		c.violate(c.order[0], fmt.Sprintf(
+		c.violate(nil, fmt.Sprintf(
 			"the run and the ideal formed or passed step %d differently, before the machinery cost anything (from step %d)",
 			alike+1, costly+1))
 		return
