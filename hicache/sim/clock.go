@@ -126,11 +126,12 @@ func (c *ClockConfig) prefillModel(cp int) (prefill.Model, error) {
 		})
 	}
 	var rows strings.Builder
-	base, perNew, convex, perCached := c.ProfileUs[0], c.ProfileUs[1], c.ProfileUs[2], c.ProfileUs[3]
+	us := c.ProfileUs
+	base, perNew, convex, perCached := us[0], us[1], us[2], us[3]
 	for _, cached := range []float64{0, 65536} {
 		for _, n := range []float64{1, 64, 1024, 16384} {
-			us := base + n*perNew + n*n*convex/1e6 + cached*perCached
-			fmt.Fprintf(&rows, "%g %g %g\n", n, cached, us/1e3)
+			t := base + n*perNew + n*n*convex/1e6 + cached*perCached
+			fmt.Fprintf(&rows, "%g %g %g\n", n, cached, t/1e3)
 		}
 	}
 	return prefill.ParseProfile("drawn", strings.NewReader(rows.String()))

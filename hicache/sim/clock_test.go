@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
@@ -116,6 +117,59 @@ func TestEveryRankMustGetCPRankZerosBatch(t *testing.T) {
 		if caught := j.violation != nil &&
 			strings.Contains(j.violation.What, "every rank must get CP rank 0's"); caught != tc.caught {
 			t.Errorf("%s: caught %v, want %v (%v)", tc.name, caught, tc.caught, j.violation)
+		}
+	}
+}
+
+// TestChunkedPrefillCanChargeALongerPrefixMore: why the charge check leaves chunked passes out. The
+// steps of two kept seeds, priced again: a prompt alone in memory-bound chunks, each of which reads
+// the whole cached prefix again, costs more with one token more cached; and a request whose forward
+// pass the next request's tokens fill costs more when it computes less, for the tokens that take
+// its room attend over a longer prefix.
+func TestChunkedPrefillCanChargeALongerPrefixMore(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		model, gpu    string
+		dtype         string
+		efficiency    float64
+		cp            int
+		in            serving.StepInput
+		slot, shorter int64
+	}{
+		{"memory-bound chunks (job seed 3311598501016068738)", "llama-3.1-8b", "h200", "fp8", 1, 8,
+			serving.StepInput{
+				ChunkTokens: 6,
+				Batch:       []serving.Hit{{PromptTokens: 15, L1: 6}},
+			}, 0, 1},
+		{"the next request fills the pass (job seed 13290486572345175640)", "llama-3.1-70b", "gb200", "bf16", 0.3, 4,
+			serving.StepInput{ChunkTokens: 608,
+				Deferred: []serving.Hit{{PromptTokens: 416, L3: 32}},
+				Batch: []serving.Hit{{PromptTokens: 96, L1: 80}, {PromptTokens: 96, L1: 64},
+					{PromptTokens: 128, L1: 96}, {PromptTokens: 176, L1: 16}}}, 0, 16},
+	} {
+		c := &ClockConfig{Model: tc.model, GPU: tc.gpu, DType: tc.dtype, Efficiency: tc.efficiency}
+		pm, err := c.prefillModel(tc.cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := modelAdapter{pm}
+		links := serving.Links{
+			HostBytesPerSecond: 64e9,
+			L3BytesPerSecond:   40e9,
+			KVBytesPerToken:    1 << 17,
+			GPUs:               tc.cp,
+			Nodes:              1,
+		}
+		pass, own := serving.PlanStep(p, links, tc.in).Request(false, int(tc.slot))
+		short := tc.in
+		short.Batch = append([]serving.Hit(nil), tc.in.Batch...)
+		short.Batch[tc.slot].L1 -= tc.shorter
+		vpass, v := serving.PlanStep(p, links, short).Request(false, int(tc.slot))
+		t.Logf("%s: first token %d ns with the longer prefix, %d ns with %d tokens fewer cached (MODELLED)",
+			tc.name, own.FirstTokenNs, v.FirstTokenNs, tc.shorter)
+		if pass.Forwards < 2 || vpass.Forwards < 2 || !(own.FirstTokenNs > v.FirstTokenNs) {
+			t.Errorf("%s: %d and %d forward passes, first tokens %d and %d ns: want chunks, the longer prefix later",
+				tc.name, pass.Forwards, vpass.Forwards, own.FirstTokenNs, v.FirstTokenNs)
 		}
 	}
 }

@@ -12,11 +12,11 @@ import (
 // for its own L3 read and load-backs at the modelled rates, a longer cached prefix is never charged
 // more than the same request with a shorter one (and, where the model charges every new token more
 // than a cached one, strictly less), and the same tokens from a slower tier are never charged less.
-// At the end of each group that ran to its end, CP rank 0's record replayed on serving.VirtualReplay
-// (the ideal) against the run (checkClock): equal up to the first step where the machinery cost
-// something, later than the ideal in that step, and the ideal a floor for every request whose steps
-// up to its own both clocks formed and passed alike. Every rank got CP rank 0's batches
-// (clockstep.go).
+// At the end of each group that ran to its end, CP rank 0's record replayed on
+// serving.VirtualReplay (the ideal) against the run (checkClock): equal up to the first step where
+// the machinery cost something, later than the ideal in that step, and the ideal a floor for every
+// request whose steps up to its own both clocks formed and passed alike. Every rank got CP rank 0's
+// batches (clockstep.go).
 
 // ClockTally is what the serving clock's checks compared, summed over a run.
 type ClockTally struct {
@@ -203,13 +203,18 @@ func (g *group) checkClock() {
 			c.violate(rc, "never served in a group that ran to its end")
 			return
 		}
-		records[i] = serving.Record{ArrivalNs: rc.arrivalNs, Hit: rc.hit, Flush: rc.flush, Deferred: rc.deferred}
+		records[i] = serving.Record{
+			ArrivalNs: rc.arrivalNs,
+			Hit:       rc.hit,
+			Flush:     rc.flush,
+			Deferred:  rc.deferred,
+		}
 		measured[i] = rc.timing()
 	}
 	m := c.m
 	ideal := serving.VirtualReplay(records, m.batching, m.prefill, m.links, m.clients)
 	if cache.BugsCompiled && j.cfg.Bugs.Has(cache.BugIdealFromMeasured) {
-		copy(ideal.Requests, measured) // the deliberate bug: the run's own clock taken for the ideal
+		copy(ideal.Requests, measured) // the deliberate bug: the run's own clock for the ideal
 	}
 	j.served.Jobs++
 	costly := len(c.steps)

@@ -97,7 +97,7 @@ func newRankClock(m *clockModel, r *rank, events []workload.Event, arrivals []in
 	c.queue = make([]serving.Queued, len(events))
 	var last int64
 	for i := range events {
-		last = max(last, arrivals[i]) // times never go back: a request queues behind the line before
+		last = max(last, arrivals[i]) // times never go back: a request queues behind the one before
 		c.queue[i] = m.queued(&events[i], last)
 	}
 	return c

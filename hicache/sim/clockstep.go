@@ -22,9 +22,9 @@ func (r *rank) formStep(step int64) {
 	g.sent[step], g.sentStart[step], g.sentQueued[step] = batch, startNs, queued
 }
 
-// stepOnClock is what this rank gets of step: CP rank 0's batch and start, in a copy of its own (the
-// core keys requests by address; an empty step is an empty batch, not the stream's end). Under the
-// deliberate bug batch_from_own_queue the other ranks form their own instead, from their own
+// stepOnClock is what this rank gets of step: CP rank 0's batch and start, in a copy of its own
+// (the core keys requests by address; an empty step is an empty batch, not the stream's end). Under
+// the deliberate bug batch_from_own_queue the other ranks form their own instead, from their own
 // queues and clocks, as a runner whose every rank formed steps would. Every rank's batch and start
 // must be CP rank 0's.
 func (r *rank) stepOnClock(step int64) []workload.Event {

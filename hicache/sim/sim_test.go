@@ -149,6 +149,16 @@ var seedsThatFoundBugs = []struct {
 		ModeLiveness,
 	},
 	{
+		3311598501016068738,
+		"the serving clock's charge check at first held every pass to charge a longer cached prefix no more; a prompt alone in chunks on a step bound by its memory reads its whole cached prefix again in every chunk, so one token more cached cost 4 ns more (llama-3.1-8b, 6-token chunks): the model's physics, so the check holds one forward pass alone (TestChunkedPrefillCanChargeALongerPrefixMore)",
+		ModeServing,
+	},
+	{
+		13290486572345175640,
+		"the same check: a request whose forward pass the next request's chunk fills was charged more with a longer cached prefix, for the tokens that took its room attend over a longer prefix than its own (llama-3.1-70b, 608-token chunks)",
+		ModeServing,
+	},
+	{
 		9136207311150588124,
 		"the serving clock's load floor (clockcheck.go) at first held every request's prefill to start after its own L3 read, counted from the step it was first formed into; a request served in its own step (cp 3, best_effort) had an L3 hit on a node an earlier prefetch had read (a prefetched node's first load-back is the L3's, whoever's request it serves), pooled with a deferred request's read from the step before, so the clock charged its read as begun then: only a deferred request's read is its own prefetch's, and the floor holds that alone (the clock charges a read long done again in the step that first loads it: reported)",
 		ModeServing,
