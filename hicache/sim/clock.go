@@ -10,7 +10,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
-// Serving-clock jobs (ModeServing; SIMULATOR.md, "The serving clock under simulation"): CP rank 0
+// Serving-clock jobs (ModeServing; SIMSERVING.md): CP rank 0
 // of each group forms every step from its queue on a modelled clock (serving.Batching.Take, as the
 // runner's servingClock.form does), the step travels to every rank with its earliest start, and
 // each rank keeps a clock of its own from the hits its core served (serving.PlanStep, as the

@@ -12,7 +12,7 @@ import (
 // reach what the checks are for: every way of arriving and both prefill models, the record
 // compared with the ideal (equal to it, the machinery's cost shown, the floor held), the ideal
 // beaten after the clocks formed a step of other requests and after they passed one differently
-// (SIMULATOR.md says why it may be), the charges, and steps of every shape: chunked requests, two
+// (SIMSERVING.md says why it may be), the charges, and steps of every shape: chunked requests, two
 // passes, empty (every client waiting), and costly to the machinery.
 func TestServingClockJobsFindNothing(t *testing.T) {
 	var arrivals [arrivalKinds]int

@@ -7,7 +7,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/serving"
 )
 
-// The serving clock's checks (SIMULATOR.md, "The serving clock under simulation"). Each step, on CP
+// The serving clock's checks (SIMSERVING.md). Each step, on CP
 // rank 0, the charges of what its core served (checkCharges): a request's compute waits at least
 // for its own L3 read and load-backs at the modelled rates, a longer cached prefix is never charged
 // more than the same request with a shorter one (and, where the model charges every new token more
@@ -101,7 +101,7 @@ func (c *rankClock) checkCharges(free serving.StepPlan, in serving.StepInput) {
 // them computed) is never later, and strictly earlier where the model charges every new token more
 // than a cached one, while its pass runs in one forward pass either way (with chunked prefill the
 // next request's tokens fill what the shorter computation leaves of a forward pass: a pass of other
-// tokens, which may cost more; SIMULATOR.md); the same tokens from a slower tier (L1 from the L2,
+// tokens, which may cost more; SIMSERVING.md); the same tokens from a slower tier (L1 from the L2,
 // L2 from the L3) are never earlier.
 func (c *rankClock) checkVariants(
 	free serving.StepPlan,
@@ -269,7 +269,7 @@ func (g *group) alikeSteps(ideal serving.Replay) (alike int, formedAlike bool) {
 // step the machinery first cost something (costly), later there for some request it delivered, and
 // no earlier than the ideal in every step up to alike. Beyond alike a request may beat its ideal: a
 // step formed later holds more arrivals at one weight read, or a group that comes late finds the
-// step's own requests arrived and runs one pass where the ideal ran two (SIMULATOR.md).
+// step's own requests arrived and runs one pass where the ideal ran two (SIMSERVING.md).
 func (g *group) compareWithIdeal(
 	records []serving.Record,
 	measured []serving.Timing,
