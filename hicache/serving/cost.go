@@ -28,7 +28,7 @@ type Links struct {
 	Nodes           int // the nodes the CP group spans
 	// WholeCopies models per-rank copies, the design the shared L2 replaces: every rank keeps
 	// whole copies in its own pool, so each GPU loads a hit's whole KV over its own link, not its
-	// 1/GPUs share (DESIGN.md, "What sharing buys").
+	// 1/GPUs share (docs/SIZING.md, "What sharing buys").
 	WholeCopies bool
 }
 
