@@ -180,13 +180,14 @@ FORCE:
 # about 10 s, and the runner's unbounded_load_wait, no_read_deadline and verify_skips_last_page caught by its
 # harness on simulated time, about 1 s, and a flag left out of the settings ranks compare caught by the walk of
 # every flag, about 2 s; it runs no binary, and CPHICACHE_BIN spares its TestMain a build); make sim runs longer,
-# from a fresh seed, for SIM_SECONDS.
+# from a fresh seed, for SIM_SECONDS, in SIM_MODE (all; serving for the serving clock's jobs).
 SIM_SEED       ?= $(shell date +%s)
 SIM_SECONDS    ?= 60
+SIM_MODE       ?= all
 SIM_TEST_STEPS ?= 100000
 
 sim: build
-	$(BIN) sim --seed $(SIM_SEED) --seconds $(SIM_SECONDS)
+	$(BIN) sim --seed $(SIM_SEED) --seconds $(SIM_SECONDS) --mode $(SIM_MODE)
 
 sim-bugs: deps
 	$(GO) test -count=1 -tags simbugs ./hicache/sim -run '^TestEveryDeliberateBugIsCaught$$' -v | grep -E '^(=== RUN|--- |    bugs_test|ok|FAIL|PASS)'

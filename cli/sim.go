@@ -94,7 +94,7 @@ func simFlags(o *simOptions) []cli.Flag {
 			Value:       "all",
 			EnvVars:     []string{"CPHICACHE_SIM_MODE"},
 			Destination: &o.mode,
-			Usage:       "how jobs are drawn: plain (at most one core fault, the L3's faults together), swarm (each job a random subset of the features and fault kinds), liveness (each job one permanent fault: a rank that stops, an L3 that hangs; it must end by the watchdog within its bound), or all (each job's mode drawn from its seed)",
+			Usage:       "how jobs are drawn: plain (at most one core fault, the L3's faults together), swarm (each job a random subset of the features and fault kinds), liveness (each job one permanent fault: a rank that stops, an L3 that hangs; it must end by the watchdog within its bound), serving (plain jobs on the serving clock: steps formed on a modelled clock, each group's record replayed on the ideal and checked against it), or all (each job's mode drawn from its seed: plain, swarm or liveness)",
 		},
 		&cli.StringFlag{
 			Name:        "bug",
@@ -283,6 +283,28 @@ func writeSimModels(w io.Writer, res sim.Result) {
 		res.Models.ServedPages,
 		res.Models.ServedFloor,
 	)
+	if t := res.Served; t.Jobs > 0 {
+		fmt.Fprintf(
+			w,
+			"  serving clock (MODELLED): %d groups' records replayed on the ideal, %d requests compared: %d equal to it before the machinery cost anything, %d groups whose first costly step came later than it, %d held to it as a floor (steps formed and passed alike), %d later in the ideal after a step formed of other requests and %d after one passed differently; charges: %d longer L1 prefixes (%d strictly cheaper), %d slower tiers, %d loads held to their reads and load-backs, %d chunked passes left out; steps: %d requests computed in chunks, %d steps of two passes, %d formed empty, %d the machinery cost something\n",
+			t.Jobs,
+			t.Requests,
+			t.Equal,
+			t.CostShown,
+			t.Floors,
+			t.BreaksFormed,
+			t.BreaksPassed,
+			t.Longer,
+			t.Strict,
+			t.Slower,
+			t.LoadFloors,
+			t.Chunked,
+			t.ChunkedRequests,
+			t.TwoPassSteps,
+			t.EmptySteps,
+			t.CostlySteps,
+		)
+	}
 }
 
 // writeSimVerdict prints the run's last line, OK or FAILED, with its state hash over

@@ -12,7 +12,7 @@ import (
 // watchdog, the swarm mode prints its coverage, and a mode it does not know is refused naming the
 // flag.
 func TestSimModes(t *testing.T) {
-	for mode, want := range map[string]string{"liveness": "liveness: 30 jobs", "swarm": "swarm (30 jobs", "all": "sim: OK", "plain": "sim: OK"} {
+	for mode, want := range map[string]string{"liveness": "liveness: 30 jobs", "swarm": "swarm (30 jobs", "all": "sim: OK", "plain": "sim: OK", "serving": "serving clock (MODELLED): "} {
 		var out strings.Builder
 		o := &simOptions{seed: 3, jobs: 30, mode: mode}
 		if err := o.run(&out); err != nil || !strings.Contains(out.String(), want) ||

@@ -46,7 +46,7 @@ func (o *sweepAnswerOptions) designFlag() cli.Flag {
 		EnvVars:     []string{"CPHICACHE_L2_DESIGN"},
 		Category:    "sweep",
 		Destination: &o.design,
-		Usage:       "which L2 designs each size runs: shared (the CP group's one pool on the node), per-rank (the design it replaces: each rank its own pool of 1/cp of the node's bytes, holding whole copies, each GPU loading a hit's whole KV over its own link; docs/DESIGN.md, \"What sharing buys\"), or both, side by side in hit rate and, with the serving clock, MODELLED TTFT",
+		Usage:       "which L2 designs each size runs: shared (the CP group's one pool on the node), per-rank (the design it replaces: each rank its own pool of 1/cp of the node's bytes, holding whole copies, each GPU loading a hit's whole KV over its own link; docs/SIZING.md, \"What sharing buys\"), or both, side by side in hit rate and, with the serving clock, MODELLED TTFT",
 	}
 }
 

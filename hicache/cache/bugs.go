@@ -90,6 +90,19 @@ const (
 	// CP rank 0 records an admit_seen sighting of each request's first page as it serves it: a
 	// count kept by the rank that reads the workload alone
 	BugAdmitSeenOnRoot
+	// The serving clock's (ModeServing jobs of the simulator; hicache/sim's clock*.go):
+	// serving's Hit.Tokens leaves a request's L1 hit out of its cached tokens, so it is computed
+	// again: a hit that does not lower the charge (serving's BreakHitChargeForTest)
+	BugHitChargeIgnoresL1
+	// a step's L3 hits are charged their load-backs, not their reads (serving's
+	// BreakL3ReadChargeForTest)
+	BugL3ReadFree
+	// the ideal is the run's own (measured) timings, not a virtual replay of its record: the
+	// simulator's serving clock, where the runner's replayIdeal would make the mistake
+	BugIdealFromMeasured
+	// every CP rank forms its own batch from its own queue and clock rather than decoding CP rank
+	// 0's: the simulator's step broadcast, where the runner's nextStep would make the mistake
+	BugBatchFromOwnQueue
 	bugEnd
 )
 
@@ -111,6 +124,8 @@ var bugNames = map[Bug]string{
 	BugWriteBackOneObject: "write_back_one_object", BugDigestMissesStart: "digest_misses_start",
 	BugL2TouchMissedOnRank: "l2_touch_missed_on_rank", BugSLRUTieOnRank: "slru_tie_on_rank",
 	BugSLRUPromotionMissed: "slru_promotion_missed", BugAdmitSeenOnRoot: "admit_seen_on_root",
+	BugHitChargeIgnoresL1: "hit_charge_ignores_l1", BugL3ReadFree: "l3_read_charged_nothing",
+	BugIdealFromMeasured: "ideal_from_measured", BugBatchFromOwnQueue: "batch_from_own_queue",
 }
 
 func (b Bug) String() string { return bugNames[b] }

@@ -28,7 +28,7 @@ type Links struct {
 	Nodes           int // the nodes the CP group spans
 	// WholeCopies models per-rank copies, the design the shared L2 replaces: every rank keeps
 	// whole copies in its own pool, so each GPU loads a hit's whole KV over its own link, not its
-	// 1/GPUs share (DESIGN.md, "What sharing buys").
+	// 1/GPUs share (docs/SIZING.md, "What sharing buys").
 	WholeCopies bool
 }
 
@@ -70,6 +70,9 @@ type Hit struct {
 // free.
 func (h Hit) Tokens() Tokens {
 	cached := h.L1 + h.L2 + h.L3
+	if hitLeavesL1Out() { // false but under a simbugs build's deliberate bug (bugs_on.go)
+		cached -= h.L1
+	}
 	if h.PromptTokens > 0 && cached >= h.PromptTokens {
 		cached = h.PromptTokens - 1
 	}
@@ -106,6 +109,9 @@ func loadCost(l Links, hits []Hit) StepCost {
 	for _, h := range hits {
 		loaded += h.L2 + h.L3
 		read += h.L3
+	}
+	if l3ReadFree() { // false but under a simbugs build's deliberate bug (bugs_on.go)
+		read = 0
 	}
 	return StepCost{L3ReadSeconds: l.L3ReadSeconds(read), LoadSeconds: l.LoadSeconds(loaded)}
 }

@@ -37,6 +37,12 @@ type Replay struct {
 	// wait between a step's two passes left out): the prompt tokens over it are what the group
 	// serves at these hits when it is never idle, its capacity.
 	BusyNs int64
+	// StepOf is, by record, the step (from 0) it was formed into (a deferred request is served in
+	// the next); TwoPasses, by step, whether it served the requests deferred to it in a pass of
+	// their own (StepPlan.TwoPasses). The simulator sets them beside the run's own steps: the ideal
+	// is a floor for a request whose steps up to its own both clocks formed and passed alike.
+	StepOf    []int
+	TwoPasses []bool
 }
 
 // FormNextAtStart is the rule both clocks form steps by: the batch of step k+1 is formed as step k
@@ -55,7 +61,7 @@ type Replay struct {
 // hit record it is that run's ideal; over a sweep's, its modelled TTFT.
 func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Clients) Replay {
 	a := newVirtualArrivals(records, clients)
-	out := Replay{Requests: make([]Timing, len(records))}
+	out := Replay{Requests: make([]Timing, len(records)), StepOf: make([]int, len(records))}
 	var formNs, freeNs, deferredSince int64
 	var deferred []int        // the records the last step kept waiting for their prefetch
 	var firstTokens [][]int64 // by step, the first tokens the clients do not know of yet
@@ -100,6 +106,7 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Cli
 		}
 		own := 0 // the step's own requests served in it, in in.Batch's order
 		for j := i; j < i+n; j++ {
+			out.StepOf[j] = out.Steps
 			// a flush, or a request deferred to the next step, which will time it
 			pass, c := plan.Batch, Chunks{FirstTokenNs: plan.Batch.EndNs}
 			if !records[j].Flush && !records[j].Deferred {
@@ -111,6 +118,7 @@ func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Cli
 		}
 		firstTokens = append(firstTokens, ends)
 		out.BusyNs += plan.EndNs() - plan.PassOf(true).StartNs - plan.IdleNs()
+		out.TwoPasses = append(out.TwoPasses, plan.TwoPasses)
 		deferred, deferredSince = waiting, plan.Batch.StartNs
 		// The next step is formed as this one's own requests may begin: the run's CP rank 0 forms
 		// it before this step runs, so it cannot know when a pass of deferred requests ends.

@@ -20,6 +20,15 @@ var configureFor = map[cache.Bug]func(*JobConfig){
 	cache.BugDigestMissesStart: RecordlessDivergence,
 }
 
+// modeFor gives the serving clock's bugs its jobs: only serving-clock jobs (ModeServing) price
+// steps and replay an ideal.
+var modeFor = map[cache.Bug]Mode{
+	cache.BugHitChargeIgnoresL1: ModeServing,
+	cache.BugL3ReadFree:         ModeServing,
+	cache.BugIdealFromMeasured:  ModeServing,
+	cache.BugBatchFromOwnQueue:  ModeServing,
+}
+
 // TestEveryDeliberateBugIsCaught runs the simulator with each deliberate bug of the core (a simbugs
 // build) from seed 1 until it reports a violation, and fails for any bug it does not catch within
 // bugBudget. Run it with `make sim-bugs`; it logs each bug's time and jobs to catch.
@@ -37,6 +46,7 @@ func TestEveryDeliberateBugIsCaught(t *testing.T) {
 					Bugs:      cache.Bugs(0).With(bug),
 					Stop:      func() bool { return time.Since(start) > bugBudget },
 					Configure: configureFor[bug],
+					Mode:      modeFor[bug],
 				},
 			)
 			if res.Violation == nil {

@@ -75,6 +75,7 @@ func (j *job) finalChecks() Outcome {
 	}
 	j.checkCounters()
 	j.checkCoverage()
+	j.checkClocks()
 	if outcome == Clean && j.violation == nil {
 		j.modelChecked = j.checkModel()
 	}
@@ -185,7 +186,7 @@ func (j *job) checkModel() (checked bool) {
 	}
 	for _, g := range j.groups {
 		m := newCacheModel(j.cfg.coreConfig(g.index, 0))
-		m.run(g.all, &j.cfg)
+		m.run(g.all, &j.cfg, g.sent)
 		r := g.ranks[0]
 		if j.tamperOutcome != nil {
 			j.tamperOutcome(r.outcomes)

@@ -93,6 +93,8 @@ type JobConfig struct {
 	Mode          Mode
 	Swarm         *Swarm
 	NoFlushEvents bool
+	// Clock makes the job a serving-clock job (ModeServing, clock.go): nil in every other job.
+	Clock *ClockConfig
 	// TickBound, when set, replaces the scheduler ticks a job may run before it is stopped as one
 	// that never ends (liveness.go's jobTickBound; tests).
 	TickBound uint64
@@ -304,6 +306,9 @@ func (j *JobConfig) String() string {
 		policy += ", L2 " + g.Policy.String() // LRU's jobs read as they always did
 	}
 	steps := ""
+	if j.Clock != nil {
+		steps = " (" + j.Clock.String() + ")"
+	}
 	if j.StepTokens > 0 {
 		steps = fmt.Sprintf(
 			" (serving steps: %d tokens, an arrival every %d us)",

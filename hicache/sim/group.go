@@ -6,6 +6,7 @@ import (
 
 	"github.com/cphicache/cphicache/hicache/cache"
 	"github.com/cphicache/cphicache/hicache/l3"
+	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/hicache/workload"
 )
 
@@ -20,8 +21,12 @@ type group struct {
 	all      []workload.Event // the whole share, for the sequential model
 	sent     map[int64][]workload.Event
 	sentUpTo int64
-	arrived  []*rank
-	hashes   map[int64][]uint64
+	// a serving-clock job's: each step's earliest start and its events' queue entries as CP rank
+	// 0 formed them (clockstep.go)
+	sentStart  map[int64]int64
+	sentQueued map[int64][]serving.Queued
+	arrived    []*rank
+	hashes     map[int64][]uint64
 	// a recordless divergence's group: by step, each rank's placements hash (recordless.go)
 	placements map[int64][]uint64
 	refs       map[partKey][]*pending

@@ -29,7 +29,9 @@ type job struct {
 	// a permanent fault took hold that only the watchdog can end: a rank stopped, an L3 write hung
 	stalled bool
 	blocks  blockBook
-	models  ModelTally // what the decision models checked (votes.go, writeback.go)
+	models  ModelTally  // what the decision models checked (votes.go, writeback.go)
+	clock   *clockModel // a serving-clock job's (clock.go); nil in the others
+	served  ClockTally  // what the serving clock's checks compared (clockcheck.go)
 
 	modelChecked bool // the end was compared with the sequential model
 	// tests: change what the core served before the model compares it
@@ -134,6 +136,10 @@ func newJob(cfg JobConfig) (*job, error) {
 		g.events = makeWorkload(newRNG(cfg.Seed^uint64(gi+1)*0x9e37), &j.cfg)
 		arrive(g.events, &j.cfg, gi)
 		g.all = g.events
+		arrivals, err := j.startClock(gi, g.events)
+		if err != nil {
+			return nil, err
+		}
 		if cfg.L3.Enabled {
 			j.blocks.learn(g.all, &j.cfg)
 		}
@@ -162,6 +168,9 @@ func newJob(cfg JobConfig) (*job, error) {
 				return nil, err
 			}
 			r.core = c
+			if j.clock != nil {
+				r.clock = newRankClock(j.clock, r, g.events, arrivals)
+			}
 			g.ranks = append(g.ranks, r)
 		}
 		j.groups = append(j.groups, g)
@@ -341,6 +350,11 @@ func (j *job) hash() uint64 {
 	for _, g := range j.groups {
 		for _, r := range g.ranks {
 			h = pool.Mix64(h ^ r.core.StateHash())
+			if r.clock != nil && r.clock.root { // a serving-clock job's first tokens too
+				for _, rc := range r.clock.order {
+					h = pool.Mix64(h ^ uint64(rc.firstTokenNs))
+				}
+			}
 			c := r.core.Counters()
 			for _, agg := range []string{"group", "rank"} {
 				for _, v := range c.CounterFields(agg) {

@@ -86,17 +86,24 @@ func (m *cacheModel) reset() {
 }
 
 // run replays events in the steps the real run takes (JobConfig.takeStep), flushing after every
-// FlushEvery-th step as well.
-func (m *cacheModel) run(events []workload.Event, j *JobConfig) {
+// FlushEvery-th step as well. A serving-clock job's steps are those CP rank 0 sent (sent, by step):
+// its clock formed them from the hits its core served, and the model, serving the same hits, takes
+// the same steps.
+func (m *cacheModel) run(events []workload.Event, j *JobConfig, sent map[int64][]workload.Event) {
 	flushEvery := j.FlushEvery
 	step := int64(0)
 	for rest := events; ; {
-		b := j.takeStep(&rest, step+1)
+		var b []workload.Event
+		if j.Clock != nil {
+			b = sent[step+1]
+		} else {
+			b = j.takeStep(&rest, step+1)
+		}
 		if b == nil {
 			break
 		}
 		step++
-		if b[0].Flush {
+		if len(b) > 0 && b[0].Flush {
 			m.flush()
 		} else {
 			for _, e := range b {

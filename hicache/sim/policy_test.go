@@ -26,6 +26,10 @@ func TestKeptSeedsKeepTheirStateHashUnderLRU(t *testing.T) {
 		4084919422953816095:  0x29a16fbd103de3d1,
 		17362763060051833868: 0xe8eb52c32dc4fcae,
 		5247186328947336961:  0x07636669b6284a7f,
+		// the serving clock's kept seeds (issue 47), recorded on its branch before policies
+		3311598501016068738:  0xea573a83316f952f,
+		13290486572345175640: 0xf0dba80f4ac91560,
+		9136207311150588124:  0x38f3cb8e0513e5a8,
 	}
 	for _, s := range seedsThatFoundBugs {
 		cfg := DrawMode(s.jobSeed, 0, 0, s.mode)

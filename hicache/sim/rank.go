@@ -51,6 +51,7 @@ type rank struct {
 	// write_back (writeback.go): the slots of the objects about to be evicted at this rank's last
 	// consensus
 	evictingSlots map[cache.SlabSlot]bool
+	clock         *rankClock // a serving-clock job's (clockrank.go); nil in the others
 }
 
 type rankState int
@@ -103,8 +104,11 @@ func (r *rank) block(s rankState) bool {
 func (r *rank) NextStep(step int64) ([]workload.Event, error) {
 	g := r.g
 	if r.cp == 0 {
-		batch := g.j.cfg.takeStep(&g.events, step)
-		g.sent[step] = batch
+		if r.clock != nil {
+			r.formStep(step)
+		} else {
+			g.sent[step] = g.j.cfg.takeStep(&g.events, step)
+		}
 		g.sentUpTo = step
 	}
 	for g.sentUpTo < step {
@@ -121,6 +125,9 @@ func (r *rank) NextStep(step int64) ([]workload.Event, error) {
 		for r.block(stStopped) {
 		}
 		return nil, errAborted
+	}
+	if r.clock != nil {
+		return r.stepOnClock(step), nil
 	}
 	batch := g.sent[step]
 	if batch == nil {
@@ -237,12 +244,18 @@ func (r *rank) Poll() {
 	for _, x := range done {
 		r.core.Complete(x)
 	}
+	if r.clock != nil {
+		r.clock.polled()
+	}
 }
 
 // StepDone records the rank's state hash for the group's check, and lets another job touch the
 // directory.
 func (r *rank) StepDone(step int64) {
 	r.steps = step
+	if r.clock != nil {
+		r.clock.ended(step)
+	}
 	r.g.reportHash(r, step, r.core.StateHash())
 	if r.g.j.cfg.Recordless && r.g.index == 0 {
 		r.g.reportPlacements(r, step)
@@ -254,9 +267,19 @@ func (r *rank) StepDone(step int64) {
 
 // BeginStep and Served pace a serving clock's steps in a real run; the simulator's time is its
 // scheduler's, and Served checks the step's hits by tier against the pages it loaded back
-// (provenance.go).
-func (r *rank) BeginStep(int64)            {}
-func (r *rank) Served(s *cache.ServedStep) { r.servedFrom(s) }
+// (provenance.go). A serving-clock job's ranks keep their clocks by them (clockrank.go).
+func (r *rank) BeginStep(step int64) {
+	if r.clock != nil {
+		r.clock.begin(step)
+	}
+}
+
+func (r *rank) Served(s *cache.ServedStep) {
+	r.servedFrom(s)
+	if r.clock != nil {
+		r.clock.served(s)
+	}
+}
 
 func (r *rank) Prefetch(seq uint64, resolved bool) { r.prefetchNoticed(seq, resolved) }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cphicache/cphicache/hicache/cache"
+	"github.com/cphicache/cphicache/hicache/serving"
 	"github.com/cphicache/cphicache/pool"
 )
 
@@ -57,6 +58,7 @@ type Result struct {
 	// What the jobs' groups did, summed (replicated counters, from each group's CP rank 0): proof
 	// that the paths the checks watch were taken.
 	Totals cache.Counters
+	Served ClockTally // what the serving clock's checks compared (clockcheck.go)
 }
 
 // JobSeed is the seed of the i-th job of a simulation of seed.
@@ -103,6 +105,12 @@ func runWithPoolBugs(bugs cache.Bugs, cfg JobConfig) JobResult {
 	if bugs.Has(cache.BugDigestMissesStart) {
 		defer pool.BreakDigestForTest()()
 	}
+	if bugs.Has(cache.BugHitChargeIgnoresL1) {
+		defer serving.BreakHitChargeForTest()()
+	}
+	if bugs.Has(cache.BugL3ReadFree) {
+		defer serving.BreakL3ReadChargeForTest()()
+	}
 	return RunJob(cfg)
 }
 
@@ -127,6 +135,7 @@ type JobResult struct {
 	// (blocks.go).
 	BlocksRead, BlocksChecked int64
 	Models                    ModelTally
+	Served                    ClockTally // the serving clock's checks (serving-clock jobs)
 }
 
 // RunJob simulates one job.
@@ -181,7 +190,7 @@ func runJob(cfg JobConfig, tamper func([]cache.Outcome)) (out JobResult) {
 		}
 	}
 	out.ReadsGivenUp = j.readsGivenUp
-	out.Violation, out.Models = j.violation, j.models
+	out.Violation, out.Models, out.Served = j.violation, j.models, j.served
 	for _, g := range j.groups {
 		out.Steps += g.ranks[0].steps
 		c := g.ranks[0].core.Counters()
@@ -218,6 +227,7 @@ func (res *Result) add(j JobResult) {
 	res.BlocksRead += j.BlocksRead
 	res.BlocksChecked += j.BlocksChecked
 	res.Models.add(j.Models)
+	res.Served.add(j.Served)
 	res.Swarm.add(j.Config.Swarm)
 	if j.Config.Fault.permanent() && j.Fired {
 		res.Permanent++

@@ -148,6 +148,21 @@ var seedsThatFoundBugs = []struct {
 		"the liveness rule at first required every job whose L3 hung to end by the watchdog; an L3 read that hangs under the timeout policy is given up at its deadline, and a hung existence check may be one nobody waits for, so the job ends by itself; only a stopped rank or a hung write (every write is waited for before the end) must stall it",
 		ModeLiveness,
 	},
+	{
+		3311598501016068738,
+		"the serving clock's charge check at first held every pass to charge a longer cached prefix no more; a prompt alone in chunks on a step bound by its memory reads its whole cached prefix again in every chunk, so one token more cached cost 4 ns more (llama-3.1-8b, 6-token chunks): the model's physics, so the check holds one forward pass alone (TestChunkedPrefillCanChargeALongerPrefixMore)",
+		ModeServing,
+	},
+	{
+		13290486572345175640,
+		"the same check: a request whose forward pass the next request's chunk fills was charged more with a longer cached prefix, for the tokens that took its room attend over a longer prefix than its own (llama-3.1-70b, 608-token chunks)",
+		ModeServing,
+	},
+	{
+		9136207311150588124,
+		"the serving clock's load floor (clockcheck.go) at first held every request's prefill to start after its own L3 read, counted from the step it was first formed into; a request served in its own step (cp 3, best_effort) had an L3 hit on a node an earlier prefetch had read (a prefetched node's first load-back is the L3's, whoever's request it serves), pooled with a deferred request's read from the step before, so the clock charged its read as begun then: only a deferred request's read is its own prefetch's, and the floor holds that alone (the clock charges a read long done again in the step that first loads it: reported)",
+		ModeServing,
+	},
 }
 
 func TestSeedsThatFoundBugsRunClean(t *testing.T) {
@@ -158,16 +173,18 @@ func TestSeedsThatFoundBugsRunClean(t *testing.T) {
 	}
 }
 
-// FuzzSimulatedJob draws a job from the fuzzer's seed: every one must break no invariant (make
-// fuzz).
+// FuzzSimulatedJob draws a job from the fuzzer's seed, in the mode all and as a serving-clock job:
+// every one must break no invariant (make fuzz).
 func FuzzSimulatedJob(f *testing.F) {
 	for _, s := range seedsThatFoundBugs {
 		f.Add(s.jobSeed)
 	}
 	f.Add(uint64(1))
 	f.Fuzz(func(t *testing.T, seed uint64) {
-		if res := RunJob(DrawMode(seed, 0, 0, ModeAll)); res.Violation != nil {
-			t.Fatal(res.Violation)
+		for _, mode := range []Mode{ModeAll, ModeServing} {
+			if res := RunJob(DrawMode(seed, 0, 0, mode)); res.Violation != nil {
+				t.Fatal(res.Violation)
+			}
 		}
 	})
 }

@@ -24,11 +24,14 @@ const (
 	ModePlain    Mode = iota
 	ModeSwarm         // a random subset of the features and fault kinds on each job
 	ModeLiveness      // one permanent fault each: a rank that stops, a filesystem that hangs
-	ModeAll           // each job's mode drawn from its seed: plain, swarm or liveness
+	// plain jobs on the serving clock (clock.go): CP rank 0 forms the steps on a modelled clock,
+	// and each group's record is replayed on the ideal's
+	ModeServing
+	ModeAll // each job's mode drawn from its seed: plain, swarm or liveness
 	modeKinds
 )
 
-var modeNames = [modeKinds]string{"plain", "swarm", "liveness", "all"}
+var modeNames = [modeKinds]string{"plain", "swarm", "liveness", "serving", "all"}
 
 func (m Mode) String() string { return modeNames[m] }
 
@@ -64,6 +67,9 @@ func DrawMode(seed uint64, bugs cache.Bugs, cp int, mode Mode) JobConfig {
 	case ModeLiveness:
 		j = Draw(seed, bugs, cp)
 		drawLiveness(newRNG(seed^0x6c697665), &j)
+	case ModeServing:
+		j = Draw(seed, bugs, cp)
+		drawClock(newRNG(seed^0x636c6f636b), &j)
 	default:
 		j = Draw(seed, bugs, cp)
 	}

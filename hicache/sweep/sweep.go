@@ -136,7 +136,7 @@ type Group struct {
 }
 
 // Designs are the L2 designs a sweep runs at each size: the CP-shared pool, and the per-rank
-// copies it replaces (DESIGN.md, "What sharing buys").
+// copies it replaces (docs/SIZING.md, "What sharing buys").
 type Designs struct{ Shared, PerRank bool }
 
 // The designs a point runs.

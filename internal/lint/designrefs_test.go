@@ -62,7 +62,7 @@ func TestDesignReferencesExist(t *testing.T) {
 			titles[m[2]] = true
 		}
 	}
-	if !titles["The L3 tier"] || !titles["Code map"] || !titles["The mapping"] {
+	if !titles["The L3 tier"] || !titles["Code map"] || !titles["The shared slab"] {
 		t.Fatalf("DESIGN.md's headings not found (%d read): the test reads them wrong", len(titles))
 	}
 	docTitles := otherDocTitles(t, root)
