@@ -62,14 +62,14 @@ func (o *sweepOptions) flags() []cli.Flag {
 			EnvVars:     []string{"CPHICACHE_SWEEP_JSON"},
 			Category:    "output",
 			Destination: &o.json,
-			Usage:       "write the sweep (its configuration and one point per size: capacity in slots, tokens and bytes; hits; rates) as JSON to this file",
+			Usage:       "write the sweep (its configuration and one point per size: capacity in slots, tokens and bytes; hits; rates; with --l2-policy each policy's points and the OFFLINE bound at each size) as JSON to this file",
 		},
 		&cli.StringFlag{
 			Name:        "plot",
 			EnvVars:     []string{"CPHICACHE_SWEEP_PLOT"},
 			Category:    "output",
 			Destination: &o.plot,
-			Usage:       "draw the hit rate (L1 + L2) against the L2 capacity, with the ideal rate, into this PNG file",
+			Usage:       "draw the hit rate (L1 + L2) against the L2 capacity, with the ideal rate (with --l2-policy: a curve per policy and the OFFLINE bound's), into this PNG file",
 		},
 	)
 }
