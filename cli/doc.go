@@ -51,6 +51,8 @@
 //   - sweep.go: sweep, the hit rate against the L2's capacity.
 //   - sweepanswer.go: sweep's own flags (the group, the L2 designs, the answer's margin and TTFT
 //     target) and the answer it prints: the L2 to buy and what it buys.
+//   - sweeppolicy.go: sweep's --l2-policy, the policies it compares beside the OFFLINE bound, and
+//     the lines it prints of them.
 //   - l3.go: l3 stat and clear, and run's L3 flags (runL3Options).
 //   - sim.go: sim, the deterministic simulator.
 //   - topo.go: topo, the rank map.

@@ -160,7 +160,13 @@ func (o *runOptions) cacheFlags() []cli.Flag {
 			Destination: &o.l2Policy,
 			Usage: "the shared L2's eviction and admission policy, identical on every rank: lru (least recently used), " +
 				"slru (segmented: a probation and a protected segment of 80% of the slots) or admit_seen (an object " +
-				"that would evict others comes in only when its content was seen before)",
+				"that would evict others comes in only when its content was seen before); sweep takes the policies " +
+				"to compare, a comma-separated list or all, each run at every size on the shared pool beside the " +
+				"OFFLINE bound (the most L1 + L2 hits any policy could have, read from the trace's future; " +
+				"docs/POLICIES.md), in its lines, JSON and plot, with a recommended size per policy under the " +
+				"serving clock; there the per-rank copies (--l2-design) and the point of no L2 run the first " +
+				"listed, --l2-design per-rank takes one policy and no bound, and without --l2-policy a sweep " +
+				"runs lru alone, without the bound",
 		},
 	}...)
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/spmd"
 	"github.com/cphicache/cphicache/hicache/sweep"
 	"github.com/cphicache/cphicache/internal/errscope"
+	"github.com/cphicache/cphicache/pool"
 )
 
 type sweepOptions struct {
@@ -29,6 +31,8 @@ type sweepOptions struct {
 	answer     sweepAnswerOptions
 	// no size was given: sweep.DefaultSizes
 	defaultSizes bool
+	// the L2 policies to compare (--l2-policy given; sweeppolicy.go), nil: the options' alone
+	policies []pool.Policy
 
 	opts  *config.Options // checked, by Before
 	sizes []sweep.Size
@@ -58,14 +62,14 @@ func (o *sweepOptions) flags() []cli.Flag {
 			EnvVars:     []string{"CPHICACHE_SWEEP_JSON"},
 			Category:    "output",
 			Destination: &o.json,
-			Usage:       "write the sweep (its configuration and one point per size: capacity in slots, tokens and bytes; hits; rates) as JSON to this file",
+			Usage:       "write the sweep (its configuration and one point per size: capacity in slots, tokens and bytes; hits; rates; with --l2-policy each policy's points and the OFFLINE bound at each size) as JSON to this file",
 		},
 		&cli.StringFlag{
 			Name:        "plot",
 			EnvVars:     []string{"CPHICACHE_SWEEP_PLOT"},
 			Category:    "output",
 			Destination: &o.plot,
-			Usage:       "draw the hit rate (L1 + L2) against the L2 capacity, with the ideal rate, into this PNG file",
+			Usage:       "draw the hit rate (L1 + L2) against the L2 capacity, with the ideal rate (with --l2-policy: a curve per policy and the OFFLINE bound's), into this PNG file",
 		},
 	)
 }
@@ -89,6 +93,10 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	}
 	o.run.collective = "mpi" // sweep has no --collective: one process has no collective to choose
 	o.run.tokenBytesSet = c.IsSet("token-bytes")
+	shared := strings.TrimSpace(o.answer.design) != sweep.DesignPerRank
+	if o.policies, err = sweepPolicies(c, &o.run.l2Policy, shared); err != nil {
+		return err
+	}
 	if o.opts, err = o.run.baseOptions(); err != nil {
 		return err
 	}
@@ -169,6 +177,7 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 			errscope.Plural(o.run.serving.groupGPUs, "GPU"),
 		)
 		sayModelBytes(o.opts)
+		sayPolicies(o.policies)
 		if o.defaultSizes {
 			fmt.Printf(
 				"# no --l2-bytes or --l2-slots given: L2 sizes of %v times the group's L1 (SGLang's --hicache-ratio default is 2)\n",
@@ -182,18 +191,21 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 		GPUs:      o.run.serving.groupGPUs,
 		Designs:   o.answer.designs,
 		MarginPct: o.answer.marginPct,
+		Policies:  o.policies,
 	}
-	res, err := sweep.Run(job, o.opts, o.sizes, group, func(p sweep.Point) {
+	res, err := sweep.Run(job, o.opts, o.sizes, group, func(p sweep.Point, b *sweep.BoundPoint) {
 		if header != nil {
 			header()
 			header = nil
 		}
 		writeSweepPoint(os.Stdout, o.opts.SizingModel(), p)
+		writeBoundPoint(os.Stdout, b)
 	})
 	if err != nil {
 		return err
 	}
 	writeAnswer(os.Stdout, res, o.answer)
+	writePolicyAnswers(os.Stdout, res)
 	if o.json != "" {
 		res.Provenance = o.opts.Provenance
 		if err := res.WriteJSON(o.json); err != nil {
@@ -253,6 +265,9 @@ func writeSweepPoint(w io.Writer, model string, p sweep.Point) {
 	case sweep.DesignPerRank:
 		label = fmt.Sprintf("per-rank copies, L2 %s: a rank's pool of %d tokens (%d slots)", size,
 			p.L2Tokens, p.L2Slots)
+	}
+	if p.Policy != "" && p.Design != sweep.DesignNoL2 { // the sweep compares policies
+		label += ", " + p.Policy
 	}
 	fmt.Fprintf(
 		w,

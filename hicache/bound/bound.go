@@ -82,24 +82,58 @@ type Result struct {
 // HitTokens computes the bound over one replica's events; a DP job's bound is the sum over its
 // replicas. It costs O(R log R) time and O(R) memory for R whole pages of prompts.
 func HitTokens(events []workload.Event, cfg Config) (Result, error) {
+	if err := check(cfg); err != nil {
+		return Result{}, err
+	}
+	res, _ := run(events, cfg, false)
+	res.IdealTokens = workload.IdealHitTokens(events, cfg.Replay)
+	return res, nil
+}
+
+// ByRequest is HitTokens without the ideal, and with each request's share of the bound: the hit
+// tokens of every request in the order the replay serves them (workload.EachRequest's, flushes
+// left out) under the one schedule MIN chose, which sum to HitTokens. The schedule maximises the
+// sum, not any one request's hits, so a request may hit less here than under some policy: a
+// virtual replay of these hits times the bound's hits, and bounds no policy's TTFT.
+func ByRequest(events []workload.Event, cfg Config) (Result, []int64, error) {
+	if err := check(cfg); err != nil {
+		return Result{}, nil, err
+	}
+	res, byRequest := run(events, cfg, true)
+	return res, byRequest, nil
+}
+
+func check(cfg Config) error {
 	if cfg.CapacityPages < 0 || cfg.Replay.PageTokens <= 0 {
-		return Result{}, fmt.Errorf(
+		return fmt.Errorf(
 			"bound: capacity %d pages and %d-token pages: want a capacity >= 0 and pages > 0",
 			cfg.CapacityPages,
 			cfg.Replay.PageTokens,
 		)
 	}
+	return nil
+}
+
+// run reads the events' pages and replays MIN over them, counting each request's hit tokens when
+// byRequest is asked for.
+func run(events []workload.Event, cfg Config, byRequest bool) (Result, []int64) {
 	t := trace{}
 	t.read(events, cfg.Replay)
 	t.nextUses()
-	hits := t.belady(cfg.CapacityPages)
+	var perRequest []int64
+	if byRequest {
+		perRequest = make([]int64, len(t.starts)-1)
+	}
+	hits := t.belady(cfg.CapacityPages, perRequest)
+	for i := range perRequest {
+		perRequest[i] *= int64(cfg.Replay.PageTokens)
+	}
 	return Result{
 		HitTokens:    hits * int64(cfg.Replay.PageTokens),
-		IdealTokens:  workload.IdealHitTokens(events, cfg.Replay),
 		PromptTokens: t.promptTokens,
 		Requests:     len(t.starts) - 1,
 		Pages:        t.pages,
-	}, nil
+	}, perRequest
 }
 
 // never is the next use of a page no later request passes through.
@@ -157,8 +191,9 @@ func (t *trace) nextUses() {
 // belady replays the requests under MIN with bypass and returns the hit pages: before each
 // request, the longest prefix of its pages the cache holds; after it, every page of the request
 // with a next use joins the cache under its new next use, every one without leaves it, and the
-// pages of the farthest next use (the deeper first) leave until capacity pages remain.
-func (t *trace) belady(capacity int) int64 {
+// pages of the farthest next use (the deeper first) leave until capacity pages remain. When
+// byRequest is not nil it receives each request's hit pages.
+func (t *trace) belady(capacity int, byRequest []int64) int64 {
 	cached := make([]bool, t.pages)
 	key := make([]int32, t.pages) // a cached page's next use, as its live heap entry holds it
 	var h farthest
@@ -171,6 +206,9 @@ func (t *trace) belady(capacity int) int64 {
 			hit++
 		}
 		hits += int64(hit)
+		if byRequest != nil {
+			byRequest[r] = int64(hit)
+		}
 		for depth, page := range refs {
 			next := t.next[int(t.starts[r])+depth]
 			switch {

@@ -52,6 +52,55 @@ func TestBoundByHand(t *testing.T) {
 	}
 }
 
+// TestBoundByRequest: ByRequest splits the bound over the requests in the replay's order, flushes
+// left out: by hand (TestBoundByHand's workload at capacity 2: the second request hits A, the
+// fourth A and B), and on random workloads, where the split sums to HitTokens and no request hits
+// more than the ideal's share of it (a page seen before since the last flush).
+func TestBoundByRequest(t *testing.T) {
+	events := []workload.Event{
+		request(1), request(1, 2), request(3), {Flush: true}, request(3), request(3, 4),
+	}
+	cfg := Config{CapacityPages: 2, Replay: workload.IdealConfig{PageTokens: 1, BatchRequests: 1}}
+	res, byRequest, err := ByRequest(events, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{0, 1, 0, 0, 1}; fmt.Sprint(byRequest) != fmt.Sprint(want) ||
+		res.HitTokens != 2 || res.IdealTokens != 0 {
+		t.Errorf("by request %v (total %d, ideal %d), want %v (total 2, no ideal computed)",
+			byRequest, res.HitTokens, res.IdealTokens, want)
+	}
+	rng := rand.New(rand.NewPCG(49, 3))
+	for range 500 {
+		pageTokens := 1 + rng.IntN(2)
+		events := smallWorkload(rng, pageTokens)
+		cfg := Config{CapacityPages: rng.IntN(5),
+			Replay: workload.IdealConfig{PageTokens: pageTokens, BatchRequests: 2}}
+		total, err := HitTokens(events, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, byRequest, err := ByRequest(events, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ideal := workload.IdealHitsByRequest(events, cfg.Replay)
+		var sum, before int64
+		for i, hits := range byRequest {
+			sum += hits
+			if hits > ideal[i]-before {
+				t.Fatalf("events %s: request %d hits %d, over the ideal's %d", describe(events), i,
+					hits, ideal[i]-before)
+			}
+			before = ideal[i]
+		}
+		if sum != total.HitTokens || len(byRequest) != total.Requests {
+			t.Fatalf("events %s: %d requests summing to %d, HitTokens %d over %d requests",
+				describe(events), len(byRequest), sum, total.HitTokens, total.Requests)
+		}
+	}
+}
+
 // TestBoundMatchesBruteForce: on many small random workloads (few tokens, so prefixes are shared
 // and diverge, and flushes), MIN's count equals the best of every schedule, found by brute force:
 // after each request, every subset of the pages cached or just used that fits the capacity, prefix

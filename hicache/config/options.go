@@ -88,6 +88,11 @@ type Options struct {
 	// longer depend on how fast the copy worker ran, and two runs of one configuration count the
 	// same (sweep uses it).
 	SyncCopies bool
+	// OfflineBound has the run also compute the OFFLINE bound on its hits (hicache/bound: the
+	// most L1 + L2 hit tokens any policy could have over its events, at DevicePages + L2Slots
+	// pages), and with the serving clock the MODELLED TTFT at the bound's hits (report.OfflineBound).
+	// Sweep sets it, once per size; a job of one rank only (the runner refuses more).
+	OfflineBound bool
 	// L3 is the persistent tier under the L2 (--l3-*); off without a directory.
 	L3 L3Options
 	// Serving turns the serving clock on (arrivals, a modelled prefill, time to first token); nil:

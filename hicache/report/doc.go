@@ -1,7 +1,8 @@
 // Package report states a run from the tallies the runner (hicache/runner) gathered over the job:
 // the summary a user reads first (report.go, l3.go, serving.go), the verdict and what it does not
 // cover (verdict.go), the JSON report (--report), the Prometheus metrics file (metrics.go),
-// validate's table and JSON (validation.go), what produced the result (provenance.go), and the
+// validate's table and JSON (validation.go), what produced the result (provenance.go), sweep's
+// OFFLINE bound on a run's hits (bound.go), and the
 // bounded latency histograms both sides share (quantiles.go: the runner observes into them, the
 // report reads them).
 //

@@ -104,6 +104,9 @@ type Report struct {
 	// Serving is the serving clock's, when the run had one: time to first token, all of it
 	// modelled.
 	Serving *ServingReport `json:"serving,omitempty"`
+	// OfflineBound is the OFFLINE bound on the run's hits, when its options asked for it (sweep's
+	// config.Options.OfflineBound; bound.go).
+	OfflineBound *OfflineBound `json:"offline_bound,omitempty"`
 	// Trace is the trace's own order (trace.go), when the run replayed a trace.
 	Trace  *TraceReport  `json:"trace,omitempty"`
 	Groups []GroupReport `json:"groups"`

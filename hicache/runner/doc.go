@@ -16,7 +16,8 @@
 // runs on the CP group's communicator, never on the world (consensus holds only that communicator);
 // and nothing here decides what a rank does next: the core does, from replicated state and agreed
 // values, and this package only carries its work out and tells it what finished. runner imports
-// config, the cache, its job packages (spmd, transport, shm, l3, workload), report, mpi, pool and
-// kernels; nothing imports it but the command (cli), bench, sweep and validate, and it must import
-// none of them.
+// config, the cache, its job packages (spmd, transport, shm, l3, workload), the serving clock's
+// pure part (serving), the offline bound (bound, for sweep), report, mpi, pool and kernels;
+// nothing imports it but the command (cli), bench, sweep and validate, and it must import none of
+// them.
 package runner

@@ -67,6 +67,7 @@ func (rs *runState) report() (*report.Report, error) {
 	}
 	r.Fill(&c)
 	r.Capacity = rs.opts.Capacity(t.CPSize, t.NodeSize)
+	r.OfflineBound = rs.offlineBound // a one-rank run's (checkOfflineBound)
 	setTimings(r, timing)
 	if rs.l3 != nil {
 		r.L3 = report.NewL3(rs.l3Config(), &c)

@@ -76,6 +76,11 @@ type runState struct {
 	tl          *timeline.Recorder // --timeline's; nil without it
 	tlNames     timelineNames
 	timelineErr error // world rank 0's failure to write --timeline's file
+
+	// boundHits: CP rank 0's OFFLINE bound, computed beside the replay when the options ask for it
+	// (offlinebound.go), and offlineBound its statement for the report; nil otherwise.
+	boundHits    chan offlineBoundHits
+	offlineBound *report.OfflineBound
 }
 
 // Run is `cphicache run` on one rank: load the workload, map the shared slab, replay the event
@@ -88,6 +93,9 @@ func Run(job *spmd.Job, options *config.Options) (*report.Report, error) {
 
 // runTesting is Run with a test's levers (nil: none).
 func runTesting(job *spmd.Job, options *config.Options, t *Testing) (*report.Report, error) {
+	if err := checkOfflineBound(job, options.OfflineBound); err != nil {
+		return nil, err
+	}
 	opts, err := options.Size(job.Topo.CPSize, job.Topo.NodeSize, job.Topo.GroupNodes)
 	if err != nil {
 		return nil, err
@@ -203,6 +211,7 @@ func (rs *runState) countIdeal(events []workload.Event) {
 	if rs.idealHit != nil {
 		rs.io.IdealHitTokens = idealOfServed(<-rs.idealHit, rs.core.Counters().Requests)
 	}
+	rs.finishOfflineBound()
 }
 
 // idealOfServed is the ideal hits of the first served requests: all of them after a whole replay,

@@ -37,6 +37,7 @@ func (rs *runState) loadWorkload() ([]workload.Event, error) {
 				FlushEverySteps: rs.opts.FlushEvery,
 			}
 			rs.idealHit = make(chan []int64, 1)
+			rs.startOfflineBound(events, cfg)
 			if rs.opts.Serving != nil && cfg.FlushEverySteps > 0 {
 				// --flush-every counts the serving clock's steps, which it forms as the replay
 				// goes: the ideal waits for them (idealByClockSteps).

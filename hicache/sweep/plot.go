@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
@@ -49,22 +50,27 @@ func (s *Result) WritePlot(path string) error {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sweepTicks(s.Points)
 	p.Y.Min, p.Y.Max = 0, 100
-	var hits plotter.XYs
-	for _, pt := range s.Points {
-		hits = append(hits, plotter.XY{X: float64(max(1, pt.L2Bytes)), Y: 100 * pt.HitRate})
-	}
+	hits := hitRates(s.Points)
 	lines := []any{"L1 + L2 hit rate (one run per size)", hits}
-	if len(s.PerRank) == len(s.Points) {
-		var perRank plotter.XYs
-		for _, pt := range s.PerRank {
-			perRank = append(perRank, plotter.XY{X: float64(max(1, pt.L2Bytes)), Y: 100 * pt.HitRate})
+	if len(s.Policies) > 0 { // one curve per policy, the first's being Points
+		lines = nil
+		for _, c := range s.Policies {
+			lines = append(lines, "L1 + L2 hit rate, "+c.Policy, hitRates(c.Points))
 		}
-		lines = append(lines, "per-rank copies of the same bytes", perRank)
+	}
+	if len(s.PerRank) == len(s.Points) {
+		lines = append(lines, "per-rank copies of the same bytes"+s.firstPolicy(), hitRates(s.PerRank))
 	}
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return err
 	}
 	if err := s.addIdeal(p, hits); err != nil {
+		return err
+	}
+	// over the ideal's line, which it meets where the capacity holds every page reused
+	bound := func(b BoundPoint) (float64, bool) { return 100 * b.HitRate, true }
+	err := s.addBound(p, "OFFLINE bound: Belady's MIN at L1 + L2 pages", boundDashes, bound)
+	if err != nil {
 		return err
 	}
 	p.Legend.Top, p.Legend.Left = false, false
@@ -108,7 +114,9 @@ func (s *Result) render(hits *plot.Plot, format string) (io.WriterTo, error) {
 	return canvas, nil
 }
 
-// ttftPlot draws the points' modelled TTFT p50 and p99 against the L2's capacity.
+// ttftPlot draws the points' modelled TTFT p50 and p99 against the L2's capacity: with the per-rank
+// copies' p50 and the modelled L3's; or, when the sweep compared policies, each policy's, the
+// per-rank copies' p50 and the OFFLINE bound's, without the modelled L3's.
 func (s *Result) ttftPlot() (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "MODELLED time to first token: a virtual clock over each point's hits\n" + s.Prefill
@@ -117,25 +125,34 @@ func (s *Result) ttftPlot() (*plot.Plot, error) {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sweepTicks(s.Points)
 	p.Y.Min = 0
-	var p50, p99, l3p50, l3p99 plotter.XYs
+	draw := s.addTTFTLines
+	if len(s.Policies) > 0 {
+		draw = s.addPolicyTTFTLines
+	}
+	if err := draw(p); err != nil {
+		return nil, err
+	}
+	p.Legend.Top = true
+	p.Legend.XOffs = -p.Legend.ThumbnailWidth - vg.Points(8)
+	return p, nil
+}
+
+// addTTFTLines draws the points' TTFT p50 and p99, the per-rank copies' p50 and the modelled L3's
+// p50 and p99, as a sweep of one policy does.
+func (s *Result) addTTFTLines(p *plot.Plot) error {
+	var l3p50, l3p99 plotter.XYs
 	for _, pt := range s.Points {
-		x := float64(max(1, pt.L2Bytes))
-		p50 = append(p50, plotter.XY{X: x, Y: pt.Serving.TTFTP50})
-		p99 = append(p99, plotter.XY{X: x, Y: pt.Serving.TTFTP99})
 		if l := pt.Serving.WithL3; l != nil {
+			x := float64(max(1, pt.L2Bytes))
 			l3p50 = append(l3p50, plotter.XY{X: x, Y: l.TTFT.P50})
 			l3p99 = append(l3p99, plotter.XY{X: x, Y: l.TTFT.P99})
 		}
 	}
-	lines := []any{"TTFT p50", p50, "TTFT p99", p99}
+	lines := []any{"TTFT p50", ttfts(s.Points, 50), "TTFT p99", ttfts(s.Points, 99)}
 	if len(s.PerRank) == len(s.Points) {
-		var perRank plotter.XYs
-		for _, pt := range s.PerRank {
-			perRank = append(perRank, plotter.XY{X: float64(max(1, pt.L2Bytes)), Y: pt.Serving.TTFTP50})
-		}
-		lines = append(lines, "p50, per-rank copies of the same bytes", perRank)
+		lines = append(lines, "p50, per-rank copies of the same bytes", ttfts(s.PerRank, 50))
 	}
-	if len(l3p50) == len(p50) {
+	if len(l3p50) == len(s.Points) {
 		rate := sizing.FormatBytes(int64(s.Points[0].Serving.WithL3.ReadBytesPerSecond))
 		lines = append(
 			lines,
@@ -145,13 +162,123 @@ func (s *Result) ttftPlot() (*plot.Plot, error) {
 			l3p99,
 		)
 	}
-	if err := plotutil.AddLinePoints(p, lines...); err != nil {
-		return nil, err
-	}
-	p.Legend.Top = true
-	p.Legend.XOffs = -p.Legend.ThumbnailWidth - vg.Points(8)
-	return p, nil
+	return plotutil.AddLinePoints(p, lines...)
 }
+
+// addPolicyTTFTLines draws each policy's TTFT p50 and p99 in a colour of its own, the per-rank
+// copies' p50, and the TTFT at the OFFLINE bound's hits.
+func (s *Result) addPolicyTTFTLines(p *plot.Plot) error {
+	for k, c := range s.Policies {
+		if err := addTTFT(p, k, c.Policy, c.Points, 50, 99); err != nil {
+			return err
+		}
+	}
+	if len(s.PerRank) == len(s.Points) {
+		err := addTTFT(p, len(s.Policies), "per-rank copies of the same bytes"+s.firstPolicy(),
+			s.PerRank, 50)
+		if err != nil {
+			return err
+		}
+	}
+	at := func(q int) func(BoundPoint) (float64, bool) {
+		return func(b BoundPoint) (float64, bool) {
+			if b.Serving == nil {
+				return 0, false
+			}
+			return ttfts([]Point{{Serving: b.Serving}}, q)[0].Y, true
+		}
+	}
+	return errors.Join(
+		s.addBound(p, "p50 at the OFFLINE bound's hits, loads free", boundDashes, at(50)),
+		s.addBound(p, "p99 at the OFFLINE bound's hits, loads free", boundP99Dashes, at(99)),
+	)
+}
+
+// hitRates are points' L1 + L2 hit rates, in percent, against their L2 bytes.
+func hitRates(points []Point) plotter.XYs {
+	var xys plotter.XYs
+	for _, pt := range points {
+		xys = append(xys, plotter.XY{X: float64(max(1, pt.L2Bytes)), Y: 100 * pt.HitRate})
+	}
+	return xys
+}
+
+// ttfts are points' modelled TTFT p50 (q 50) or p99, in seconds, against their L2 bytes.
+func ttfts(points []Point, q int) plotter.XYs {
+	var xys plotter.XYs
+	for _, pt := range points {
+		y := pt.Serving.TTFTP50
+		if q == 99 {
+			y = pt.Serving.TTFTP99
+		}
+		xys = append(xys, plotter.XY{X: float64(max(1, pt.L2Bytes)), Y: y})
+	}
+	return xys
+}
+
+// addTTFT draws points' TTFT quantiles (50: p50, solid; 99: p99, dashed) in the k-th colour and
+// glyph of plotutil's defaults, those the hit rate's k-th curve takes.
+func addTTFT(p *plot.Plot, k int, name string, points []Point, quantiles ...int) error {
+	for _, q := range quantiles {
+		line, glyphs, err := plotter.NewLinePoints(ttfts(points, q))
+		if err != nil {
+			return err
+		}
+		line.Color, glyphs.Color, glyphs.Shape = plotutil.Color(k), plotutil.Color(k), plotutil.Shape(k)
+		if q == 99 {
+			line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		}
+		p.Add(line, glyphs)
+		p.Legend.Add(fmt.Sprintf("p%d, %s", q, name), line, glyphs)
+	}
+	return nil
+}
+
+// firstPolicy names, when the sweep compared policies, the one the per-rank copies ran.
+func (s *Result) firstPolicy() string {
+	if len(s.Policies) == 0 {
+		return ""
+	}
+	return ", " + s.Policies[0].Policy
+}
+
+// addBound draws the OFFLINE bound at each size (y's value of it; nothing when a size's bound
+// has none, or there is no bound) as a grey line with crosses, dashed as dashes: apart from the
+// policies' lines and the ideal's black dashes.
+func (s *Result) addBound(
+	p *plot.Plot,
+	name string,
+	dashes []vg.Length,
+	y func(BoundPoint) (float64, bool),
+) error {
+	if len(s.OfflineBound) == 0 {
+		return nil
+	}
+	var xys plotter.XYs
+	for _, b := range s.OfflineBound {
+		v, ok := y(b)
+		if !ok {
+			return nil
+		}
+		xys = append(xys, plotter.XY{X: float64(max(1, b.L2Bytes)), Y: v})
+	}
+	line, points, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return err
+	}
+	grey := color.Gray{Y: 0x60}
+	line.Color, line.Width, line.Dashes = grey, vg.Points(2), dashes
+	points.Color, points.Shape = grey, draw.CrossGlyph{}
+	p.Add(line, points)
+	p.Legend.Add(name, line, points)
+	return nil
+}
+
+// The OFFLINE bound's dashes: its hit rate and TTFT p50 dotted, its TTFT p99 dot-dashed.
+var (
+	boundDashes    = []vg.Length{vg.Points(2), vg.Points(2)}
+	boundP99Dashes = []vg.Length{vg.Points(6), vg.Points(2), vg.Points(1), vg.Points(2)}
+)
 
 // plotFormats are the image formats gonum/plot writes, by file extension.
 var plotFormats = []string{"eps", "jpg", "jpeg", "pdf", "png", "svg", "tex", "tif", "tiff"}

@@ -7,19 +7,21 @@
 // point's hit counts are a function of the configuration, equal to `run --sync-copies` at that
 // size.
 //
-// It drives the cache through hicache's exported API only (Run, Options, Report); hicache must not
-// import it.
+// With --l2-policy given it compares the L2's policies (policies.go): each size runs once per
+// policy on the shared pool, beside the OFFLINE bound at that size (hicache/bound, computed once per
+// size by the first policy's run), and no policy's point may pass the bound.
+//
+// It drives the cache through hicache's exported API only (Run, Options, Report: run.go); hicache
+// must not import it.
 package sweep
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/outfile"
 	"github.com/cphicache/cphicache/hicache/report"
-	"github.com/cphicache/cphicache/hicache/runner"
-	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/pool"
 )
 
 // Size is one point's L2 capacity: Slots, or Bytes per node (as --l2-bytes) when Bytes > 0.
@@ -59,6 +61,8 @@ type Point struct {
 	Serving *ServingPoint `json:"serving,omitempty"`
 	// Design is the point's L2: the shared pool, per-rank copies, or none (DesignNoL2).
 	Design string `json:"design"`
+	// Policy is the point's L2 policy (--l2-policy), when the sweep compared policies.
+	Policy string `json:"policy,omitempty"`
 }
 
 // ServingPoint is a point's modelled serving figures, in seconds of the workload's clock.
@@ -102,10 +106,16 @@ type Result struct {
 	DeviceBytes         int64 `json:"device_bytes"`
 	DeviceBytesPerGroup int64 `json:"device_bytes_per_group"`
 	// Points are the shared pool's, in the order of the sizes; PerRank the per-rank copies' at the
-	// same sizes (--l2-design); NoL2 the baseline of no L2, with the serving clock.
+	// same sizes (--l2-design); NoL2 the baseline of no L2, with the serving clock. When the sweep
+	// compared policies, all three run the first policy given.
 	Points  []Point `json:"points"`
 	PerRank []Point `json:"per_rank,omitempty"`
 	NoL2    *Point  `json:"no_l2,omitempty"`
+	// Policies are, when the sweep compared L2 policies (--l2-policy given), each policy's curve on
+	// the shared pool, in the order given (the first's points are Points), with its recommended
+	// size; OfflineBound the OFFLINE bound at each size, in the order of the sizes (policies.go).
+	Policies     []PolicyCurve `json:"policies,omitempty"`
+	OfflineBound []BoundPoint  `json:"offline_bound,omitempty"`
 	// Answer is the L2 to buy and what it buys, with the serving clock (answer.go).
 	Answer *Answer `json:"answer,omitempty"`
 }
@@ -113,11 +123,16 @@ type Result struct {
 // Group is the CP group a sweep models and what it shows of it: its GPUs (--group-gpus), each
 // holding --device-bytes of L1 as a rank of `run` at that CP size does, on a node of its own
 // (--l2-bytes is that node's); which L2 designs its points run (--l2-design); and the margin of the
-// best TTFT p50 within which it recommends the smallest L2 (--recommend-margin, in percent).
+// best TTFT p50 within which it recommends the smallest L2 (--recommend-margin, in percent); and the
+// L2 policies it compares (--l2-policy given): each runs at every size on the shared pool, the first
+// also the per-rank copies and the point of no L2, and each size has the OFFLINE bound beside them.
+// No Policies: the options' policy alone, without the bound (a sweep without --l2-policy, as
+// before there were policies).
 type Group struct {
 	GPUs      int
 	Designs   Designs
 	MarginPct float64
+	Policies  []pool.Policy
 }
 
 // Designs are the L2 designs a sweep runs at each size: the CP-shared pool, and the per-rank
@@ -131,68 +146,6 @@ const (
 	// DesignNoL2 is the baseline point, an L2 of one slot: L1 alone.
 	DesignNoL2 = "no-l2"
 )
-
-// Run runs the workload once per size and design on a one-rank job, calling done after each point
-// (progress); with the serving clock, a point of no L2 first, and the answer at the end. Each
-// point's geometry is that of `run` at cp group.GPUs on one node (Options.Size): its L1 is every
-// rank's --device-bytes (a page of a rank holds 1/cp of the page's KV, so cp ranks hold cp times
-// the pages of one), its L2 --l2-bytes' slots (a per-rank point's 1/cp of them). The cache then
-// runs at cp 1 with those pages and slots, which decide the same (placement does not depend on the
-// CP size).
-func Run(
-	job *spmd.Job,
-	options *config.Options,
-	sizes []Size,
-	group Group,
-	done func(Point),
-) (*Result, error) {
-	if err := CheckJob(job); err != nil {
-		return nil, err
-	}
-	group.GPUs = max(1, group.GPUs)
-	if !group.Designs.Shared && !group.Designs.PerRank {
-		group.Designs.Shared = true
-	}
-	if err := runner.CheckL1HoldsLongestRequest(options, group.GPUs); err != nil {
-		return nil, err
-	}
-	res := &Result{
-		Model:       options.SizingModel(),
-		Trace:       options.TracePath,
-		WritePolicy: options.Policy.String(),
-		PageTokens:  options.PageTokens,
-		GroupGPUs:   group.GPUs,
-	}
-	run := func(size Size, design string) (Point, error) {
-		p, err := res.runPoint(job, options, size, group, design)
-		if err == nil && done != nil {
-			done(p)
-		}
-		return p, err
-	}
-	if options.Serving != nil {
-		p, err := run(Size{Slots: 1}, DesignNoL2)
-		if err != nil {
-			return nil, err
-		}
-		res.NoL2 = &p
-	}
-	for _, size := range sizes {
-		for _, design := range group.Designs.names() {
-			p, err := run(size, design)
-			if err != nil {
-				return nil, err
-			}
-			if design == DesignPerRank {
-				res.PerRank = append(res.PerRank, p)
-			} else {
-				res.Points = append(res.Points, p)
-			}
-		}
-	}
-	res.Answer = res.answer(group.MarginPct)
-	return res, nil
-}
 
 // DefaultL1Multiples are the L2 sizes a sweep given none runs, in multiples of the group's L1:
 // around SGLang's --hicache-ratio default of 2 (config.HiCacheRatio), from half of L1 (an L2 that
@@ -211,104 +164,6 @@ func DefaultSizes(options *config.Options, group Group) ([]Size, error) {
 		sizes = append(sizes, Size{Slots: max(1, int(m*float64(sized.DevicePages)))})
 	}
 	return sizes, nil
-}
-
-// names are the designs to run at each size, the shared pool first.
-func (d Designs) names() []string {
-	var names []string
-	if d.Shared {
-		names = append(names, DesignShared)
-	}
-	if d.PerRank {
-		names = append(names, DesignPerRank)
-	}
-	return names
-}
-
-// runPoint runs one point of a design at a size and reads it.
-func (res *Result) runPoint(
-	job *spmd.Job,
-	options *config.Options,
-	size Size,
-	group Group,
-	design string,
-) (Point, error) {
-	opts, capacity, err := pointOptions(options, size, group, design)
-	if err != nil {
-		return Point{}, err
-	}
-	r, err := runner.Run(job, opts)
-	if err != nil {
-		return Point{}, err
-	}
-	if r.Failed() {
-		return Point{}, &report.RunFailed{
-			Divergences:     r.Placement.Divergences,
-			Mismatches:      r.Verify.Mismatches,
-			AuditMismatches: r.Verify.AuditMismatches,
-			CopyErrors:      r.Verify.CopyErrors,
-			PagesLoadedBack: r.Verify.PagesLoadedBack,
-			PagesChecked:    r.Verify.PagesChecked,
-		}
-	}
-	r.Capacity = capacity
-	res.TokenBytes, res.CopiedTokenBytes, res.DevicePages, res.DeviceTokens = capacity.TokenBytes,
-		capacity.CopiedTokenBytes, capacity.DevicePages, capacity.DeviceTokens
-	res.DeviceBytes, res.DeviceBytesPerGroup = capacity.DeviceBytes, capacity.DeviceBytesPerGroup
-	if r.Serving != nil {
-		res.Prefill = r.Serving.Model
-	}
-	p := sweepPoint(r)
-	p.Design = design
-	return p, nil
-}
-
-// pointOptions are the options of one point's run at cp 1, its copies drained every step and its
-// serving clock virtual, with the L1 pages and L2 slots of the group at the size (Options.Size at
-// cp group.GPUs on one node), and the group's capacity, which the point reports. A per-rank point
-// has 1/cp of the slots (a rank's pool of 1/cp of the node's bytes, holding whole copies) and its
-// loads move a hit's whole KV over each GPU's link; its capacity keeps the node's bytes.
-func pointOptions(
-	options *config.Options,
-	size Size,
-	group Group,
-	design string,
-) (*config.Options, report.Capacity, error) {
-	opts := *options
-	opts.SyncCopies, opts.Quiet = true, true
-	if options.Serving != nil {
-		virtual := *options.Serving
-		virtual.Virtual, virtual.PerRankCopies = true, design == DesignPerRank
-		opts.Serving = &virtual
-	}
-	opts.L2Slots, opts.L2Bytes = size.Slots, size.Bytes
-	sized, err := opts.Size(group.GPUs, group.GPUs, 1)
-	if err != nil {
-		return nil, report.Capacity{}, err
-	}
-	capacity := sized.Capacity(group.GPUs, group.GPUs)
-	if design == DesignPerRank {
-		sized.L2Slots = max(1, sized.L2Slots/group.GPUs)
-		capacity.L2Slots = sized.L2Slots
-		capacity.L2Tokens = int64(sized.L2Slots) * int64(sized.PageTokens)
-	}
-	opts.L2Slots, opts.L2Bytes = sized.L2Slots, 0
-	opts.DevicePages, opts.DeviceBytes = sized.DevicePages, 0
-	opts.L1FromGPU, opts.L2FromL1 = false, false // sized once, for the group
-	return &opts, capacity, nil
-}
-
-// CheckJob refuses a job of more than one rank: the sweep is one process (an MPI singleton).
-func CheckJob(job *spmd.Job) error {
-	if n := job.Topo.World.Size(); n != 1 {
-		return &spmd.JobWide{
-			Err: fmt.Errorf(
-				"sweep runs as one process, the cache at cp 1 (placement does not depend on the CP size): start it without mpirun, not as %d ranks",
-				n,
-			),
-		}
-	}
-	return nil
 }
 
 func sweepPoint(r *report.Report) Point {
