@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/serving"
 )
 
@@ -47,9 +49,32 @@ func TestASlowMachineryCostsMoreThanItsIdeal(t *testing.T) {
 			}
 		}
 	}
+	checkPartsAddUp(t, s)
+	if s.Overrun.Mean <= 0 {
+		t.Errorf("the steps overran their model, yet the mean overrun is %g s", s.Overrun.Mean)
+	}
 	t.Logf("TTFT p50 %g s, ideal %g s: %.2fx; %.1f%% of the steps' time beyond the model",
 		s.TTFT.P50, s.IdealTTFT.P50, s.MeasuredOverIdealP50, s.MachinerySharePct)
 	checkNoLeakedSegments(t)
+}
+
+// checkPartsAddUp: the means of a TTFT's parts add up to the mean TTFT, to within the rounding of
+// dividing each part's sum by the count, and the overrun is a part of the compute; the ideal, a
+// floor for every request, is no later at any percentile.
+func checkPartsAddUp(t *testing.T, s *report.ServingReport) {
+	t.Helper()
+	sum := s.QueueWait.Mean + s.PrefetchWait.Mean + s.LoadWait.Mean + s.Compute.Mean
+	if s.TTFT.Mean <= 0 || math.Abs(sum-s.TTFT.Mean) > 1e-9*s.TTFT.Mean ||
+		s.Overrun.Mean > s.Compute.Mean {
+		t.Errorf("mean TTFT %g s, its parts queue %g + L3 prefetch wait %g + load wait %g + compute %g = %g s (overrun %g s of the compute): want them to add up",
+			s.TTFT.Mean, s.QueueWait.Mean, s.PrefetchWait.Mean, s.LoadWait.Mean, s.Compute.Mean,
+			sum, s.Overrun.Mean)
+	}
+	if s.IdealTTFT.P50 > s.TTFT.P50 || s.IdealTTFT.P90 > s.TTFT.P90 ||
+		s.IdealTTFT.P99 > s.TTFT.P99 || s.IdealTTFT.Mean > s.TTFT.Mean {
+		t.Errorf("TTFT %+v, ideal %+v: want the ideal no later at every percentile and on average",
+			s.TTFT, s.IdealTTFT)
+	}
 }
 
 // TestAnIdealThatIsNoFloorFailsNamingTheRequest: a request whose first token came sooner on the

@@ -63,6 +63,7 @@ func (c *servingClock) loadOf(events []workload.Event) *report.ServingLoad {
 		c.opts.ClosedLoop(),
 		serving.Nanoseconds(c.opts.TTFTTargetSeconds),
 		maxReplicas,
+		report.SortedSeconds, // as the point's own TTFT p50 beside it is read
 	)
 	out.Replicas, out.ReplicasTTFTP50, out.ReplicasMax = found.Replicas, found.TTFTP50, found.Max
 	return out

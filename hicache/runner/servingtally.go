@@ -12,6 +12,8 @@ import (
 // counts).
 type servingTallies struct {
 	ttft, queue, prefetch, load, prefill, ideal report.MsQuantiles
+	// overrun: what the step's real work overran its model by, a part of prefill (the compute)
+	overrun report.MsQuantiles
 	// perRank: the ideal's requests again with per-rank copies' loads (replayPerRank)
 	perRank                   report.MsQuantiles
 	promptTokens              int64
@@ -33,8 +35,9 @@ func (t *servingTallies) chunked(chunks int) {
 
 // observe times one request whose first token came at endNs. Its parts add up to its TTFT: the
 // queue until its step began, the L3 prefetch it was deferred for, the load wait before the
-// compute, and the compute to the step's end (the modelled prefill, then what the step's consensus
-// and its checks added).
+// compute, and the compute to its first token (the modelled prefill to its last chunk's end, then
+// what the step's real work overran the model by: overrun, a part of it). Each part is 0 or more,
+// so their means add up to the mean TTFT exactly (the sums are of integers).
 func (t *servingTallies) observe(rc *requestClock, endNs int64) {
 	if t.promptTokens == 0 {
 		t.firstArrivalNs = rc.arrivalNs
@@ -46,6 +49,7 @@ func (t *servingTallies) observe(rc *requestClock, endNs int64) {
 	t.prefetch.ObserveNs(rc.stepStartNs - rc.firstStartNs)
 	t.load.ObserveNs(rc.computeStartNs - rc.stepStartNs)
 	t.prefill.ObserveNs(endNs - rc.computeStartNs)
+	t.overrun.ObserveNs(endNs - rc.computeEndNs)
 	t.chunked(rc.chunks)
 }
 

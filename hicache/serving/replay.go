@@ -276,6 +276,14 @@ func Summarize(records []Record, timings []Timing) Summary {
 	return s
 }
 
+// Quantile reads the p-quantile, in seconds, of ascending nanoseconds: NearestRank exactly, or as
+// the report reads its percentiles (report.SortedSeconds, its histogram bucket's upper bound) where
+// the figure is printed beside them.
+type Quantile func(sortedNs []int64, p float64) float64
+
+// NearestRank is the exact p-quantile of sorted nanoseconds (the nearest-rank method), in seconds.
+func NearestRank(sortedNs []int64, p float64) float64 { return quantileSeconds(sortedNs, p) }
+
 // quantileSeconds is the q-quantile of sorted nanoseconds (the nearest rank), in seconds.
 func quantileSeconds(sorted []int64, q float64) float64 {
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
