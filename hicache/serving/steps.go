@@ -2,14 +2,15 @@ package serving
 
 import "fmt"
 
-// A run's ideal (SERVING.md, "The ideal"): the run's own steps again, on a clock whose machinery
-// costs nothing. VirtualReplay forms its steps anew from the arrivals, as a sweep must (it has no
-// run); but a clock that forms its own steps is no floor for a run's: after a step that overran,
-// the run forms its next step later, with requests that arrived meanwhile, at one read of the
-// weights; or it finds a step's own requests arrived and serves them with the deferred ones in one
-// pass where a clock free sooner ran two (SIMSERVING.md, "Where the ideal is not a floor"). So a
-// run's ideal keeps the run's batches and pass shapes and takes away only what the machinery
-// added: the steps' overruns, the real load-backs' lateness, and the later starts they caused.
+// A run's ideal (SERVING.md's bullet on the ideal): the run's own steps again, on a clock whose
+// machinery costs nothing. VirtualReplay forms its steps anew from the arrivals, as a sweep must
+// (it has no run); but a clock that forms its own steps is no floor for a run's: after a step that
+// overran, the run forms its next step later, with requests that arrived meanwhile, at one read of
+// the weights; or it finds a step's own requests arrived and serves them with the deferred ones in
+// one pass where a clock free sooner ran two (SIMSERVING.md, "Where the ideal is not a floor, and
+// why"). So a run's ideal keeps the run's batches and pass shapes and takes away only what the
+// machinery added: the steps' overruns, the real load-backs' lateness, and the later starts they
+// caused.
 
 // FormedStep is one step as a run formed and passed it: the records formed into it (the next
 // Records of the run's record, in order: its own requests, those it deferred for their prefetch,
@@ -22,17 +23,20 @@ type FormedStep struct {
 
 // ReplaySteps replays records as steps formed them, on a clock whose machinery costs nothing:
 // each step holds the same records, serves the requests the step before deferred, and passes
-// them as the run did; it begins when the step before it ended on this clock, and its own requests
-// when the last of them arrived, if later (Take took none before it arrived). Requests still deferred after the last step are served
-// in steps of their own, as the core serves them past the stream's end. Every step's records, its
-// hits and shape being the run's, PlanStep's times are the run's at the run's inputs, and every
-// input here is no later than the run's: by induction over the steps, the group is free no later
-// (the run's step ended at its model's end or later), the own requests may begin no later (the
-// run took them once arrived), a deferred read began no later and no real load-back waits. So
-// each pass begins, computes and ends no later than the run's, and every request's first token
-// on this clock is no later than its first token on the run's, at the same arrival: the ideal is
-// a floor for every request (FirstBelowIdeal checks it). A step of records differing from the
-// steps (records beyond them, or a pass of deferred requests where none was) is an error.
+// them as the run did; it begins when the step before it ended on this clock, and its own
+// requests when the last of them arrived, if later (Take took none before it arrived). Requests
+// still deferred after the last step are served in steps of their own, as the core serves them
+// past the stream's end.
+//
+// Every step's records, hits and shape being the run's, PlanStep's times are the run's at the
+// run's inputs, and PlanStep's times do not decrease as its inputs come later; every input here
+// is no later than the run's: by induction over the steps, the group is free no later (the run's
+// step ended at its model's end or later), the own requests may begin no later (the run took them
+// once arrived), a deferred read began no later and no real load-back waits. So each pass begins,
+// computes and ends no later than the run's, and every request's first token on this clock is no
+// later than its first token on the run's, at the same arrival: the ideal is a floor for every
+// request (FirstBelowIdeal checks it). Steps that do not match the records (more records than
+// there are, fewer, or a pass of deferred requests where none was deferred) are an error.
 func ReplaySteps(
 	records []Record,
 	steps []FormedStep,
