@@ -286,7 +286,7 @@ func writeSimModels(w io.Writer, res sim.Result) {
 	if t := res.Served; t.Jobs > 0 {
 		fmt.Fprintf(
 			w,
-			"  serving clock (MODELLED): %d groups' records replayed on the ideal, %d requests compared: %d equal to it before the machinery cost anything, %d groups whose first costly step came later than it, %d held to it as a floor (steps formed and passed alike), %d later in the ideal after a step formed of other requests and %d after one passed differently; charges: %d longer L1 prefixes (%d strictly cheaper), %d slower tiers, %d loads held to their reads and load-backs, %d chunked passes left out; steps: %d requests computed in chunks, %d steps of two passes, %d formed empty, %d the machinery cost something\n",
+			"  serving clock (MODELLED): %d groups' records replayed on the ideal (the run's own steps again), %d requests compared: %d equal to it before the machinery cost anything, %d groups whose first costly step came later than it, %d held to it as a floor (every one); on the virtual replay that forms its own steps (a sweep's clock), %d later after a step formed of other requests and %d after one passed differently; charges: %d longer L1 prefixes (%d strictly cheaper), %d slower tiers, %d loads held to their reads and load-backs, %d chunked passes left out; steps: %d requests computed in chunks, %d steps of two passes, %d formed empty, %d the machinery cost something\n",
 			t.Jobs,
 			t.Requests,
 			t.Equal,

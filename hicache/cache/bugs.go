@@ -100,6 +100,10 @@ const (
 	// the ideal is the run's own (measured) timings, not a virtual replay of its record: the
 	// simulator's serving clock, where the runner's replayIdeal would make the mistake
 	BugIdealFromMeasured
+	// the ideal forms its own steps from the record's arrivals (serving.VirtualReplay, a sweep's
+	// clock), not the run's steps again: the simulator's serving clock, where the runner's
+	// replayIdeal would make the mistake
+	BugIdealFormsOwnSteps
 	// every CP rank forms its own batch from its own queue and clock rather than decoding CP rank
 	// 0's: the simulator's step broadcast, where the runner's nextStep would make the mistake
 	BugBatchFromOwnQueue
@@ -125,7 +129,8 @@ var bugNames = map[Bug]string{
 	BugL2TouchMissedOnRank: "l2_touch_missed_on_rank", BugSLRUTieOnRank: "slru_tie_on_rank",
 	BugSLRUPromotionMissed: "slru_promotion_missed", BugAdmitSeenOnRoot: "admit_seen_on_root",
 	BugHitChargeIgnoresL1: "hit_charge_ignores_l1", BugL3ReadFree: "l3_read_charged_nothing",
-	BugIdealFromMeasured: "ideal_from_measured", BugBatchFromOwnQueue: "batch_from_own_queue",
+	BugIdealFromMeasured: "ideal_from_measured", BugIdealFormsOwnSteps: "ideal_forms_own_steps",
+	BugBatchFromOwnQueue: "batch_from_own_queue",
 }
 
 func (b Bug) String() string { return bugNames[b] }

@@ -42,11 +42,24 @@ func TestCapacityLineInTheModelsBytes(t *testing.T) {
 	}
 }
 
-// TestEveryZeroCarriesItsUnit: a TTFT's part that took no time reads "0 s", not a bare 0.
+// TestEveryZeroCarriesItsUnit: a TTFT's part that took no time reads "0 s", not a bare 0; the
+// parts printed are their means, which add up to the mean TTFT printed before them.
 func TestEveryZeroCarriesItsUnit(t *testing.T) {
 	var b strings.Builder
-	(&ServingReport{TimeScale: 1, Requests: 1, TTFT: Percentiles{P50: 0.5}}).writeSummary(&b)
-	for _, want := range []string{"L3 prefetch wait 0 s", "load wait 0 s", "queue 0 s"} {
+	(&ServingReport{
+		TimeScale: 1,
+		Requests:  1,
+		TTFT:      Percentiles{P50: 0.5, Mean: 0.7127},
+		QueueWait: Percentiles{Mean: 0.6},
+		Compute:   Percentiles{Mean: 0.1127},
+	}).writeSummary(&b)
+	for _, want := range []string{
+		"L3 prefetch wait 0 s",
+		"load wait 0 s",
+		"queue 600.0 ms",
+		"mean TTFT 712.7 ms = queue 600.0 ms + L3 prefetch wait 0 s + load wait 0 s + compute 112.7 ms (the means of a TTFT's parts, which add up; of the compute, the steps' real work beyond the model 0 s)",
+		"p50 500.0 ms, p90 0 s",
+	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the serving summary lacks %q:\n%s", want, b.String())
 		}

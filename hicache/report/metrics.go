@@ -150,7 +150,7 @@ func (v *Metrics) collectTTFT(ch chan<- prometheus.Metric, s *ServingReport) {
 	)
 	ideal := prometheus.NewDesc(
 		"cphicache_ideal_ttft_seconds",
-		"the same requests' time to first token with the same hits and a cache machinery that costs nothing"+modelled,
+		"the same requests' time to first token over the run's own steps (the same batches, hits and arrivals) with a cache machinery that costs nothing, a floor for every request"+modelled,
 		job,
 		nil,
 	)

@@ -32,11 +32,7 @@ func (q *Quantiles) Observe(d time.Duration) { q.observeUs(float64(d.Nanoseconds
 
 // observeUs counts one latency in microseconds.
 func (q *Quantiles) observeUs(us float64) {
-	i := 0
-	if us > quantileFloorUs {
-		i = min(quantileBuckets-1, int(math.Ceil(math.Log(us/quantileFloorUs)/logQuantileRatio)))
-	}
-	q.counts[i]++
+	q.counts[bucketOfUs(us)]++
 	q.n++
 }
 
@@ -45,14 +41,36 @@ func (q *Quantiles) QuantileUs(p float64) float64 {
 	if q.n == 0 {
 		return 0
 	}
-	rank := int64(math.Ceil(p * float64(q.n)))
+	return q.rankUs(nearestRank(p, q.n))
+}
+
+// nearestRank is the p-quantile's rank among n samples, from 1: the smallest whose share of the
+// samples is at least p (the nearest-rank method).
+func nearestRank(p float64, n int64) int64 {
+	return min(max(1, int64(math.Ceil(p*float64(n)))), n)
+}
+
+// rankUs is the upper bound of the bucket that holds the rank-th smallest sample (from 1), in
+// microseconds.
+func (q *Quantiles) rankUs(rank int64) float64 {
 	var seen int64
 	for i, c := range q.counts {
-		if seen += c; seen >= max(rank, 1) {
-			return quantileFloorUs * math.Pow(quantileRatio, float64(i))
+		if seen += c; seen >= rank {
+			return bucketUpperUs(i)
 		}
 	}
-	return quantileFloorUs * math.Pow(quantileRatio, quantileBuckets-1)
+	return bucketUpperUs(quantileBuckets - 1)
+}
+
+// bucketUpperUs is bucket i's upper bound in microseconds.
+func bucketUpperUs(i int) float64 { return quantileFloorUs * math.Pow(quantileRatio, float64(i)) }
+
+// bucketOfUs is the bucket that counts a latency of us microseconds.
+func bucketOfUs(us float64) int {
+	if us <= quantileFloorUs {
+		return 0
+	}
+	return min(quantileBuckets-1, int(math.Ceil(math.Log(us/quantileFloorUs)/logQuantileRatio)))
 }
 
 // MsQuantiles is a distribution of times that reach far beyond a collective's, such as a request's
@@ -79,14 +97,40 @@ func (m *MsQuantiles) ObserveNs(ns int64) {
 func (m *MsQuantiles) Count() int64 { return m.zeros + m.q.n }
 
 // Seconds is the p-quantile in seconds (the upper bound of its bucket: at most 2% high), 0 with no
-// samples.
+// samples: the nearest rank's, as SortedSeconds reads it from the times themselves.
 func (m *MsQuantiles) Seconds(p float64) float64 {
-	rank := max(1, int64(math.Ceil(p*float64(m.Count()))))
-	if m.Count() == 0 || rank <= m.zeros {
+	if m.Count() == 0 {
 		return 0
 	}
-	// The rank among the non-zero times, as a quantile of them.
-	return m.q.QuantileUs(float64(rank-m.zeros)/float64(m.q.n)) / 1e3
+	rank := nearestRank(p, m.Count())
+	if rank <= m.zeros {
+		return 0
+	}
+	return m.q.rankUs(rank-m.zeros) / 1e3
+}
+
+// MeanSeconds is the times' mean in seconds (their exact sum over their count), 0 with no
+// samples. Unlike the quantiles, means add up: the mean of a sum of parts is the sum of their
+// means.
+func (m *MsQuantiles) MeanSeconds() float64 {
+	if m.Count() == 0 {
+		return 0
+	}
+	return float64(m.sumNs) / float64(m.Count()) / 1e9
+}
+
+// SortedSeconds is the p-quantile of sortedNs (ascending nanoseconds) read as MsQuantiles reads
+// it: the upper bound of the bucket of the nearest rank's time, 0 for a time of 0 or less. A figure
+// printed beside the report's percentiles is read so, never exactly beside a bucket's bound.
+func SortedSeconds(sortedNs []int64, p float64) float64 {
+	if len(sortedNs) == 0 {
+		return 0
+	}
+	ns := sortedNs[nearestRank(p, int64(len(sortedNs)))-1]
+	if ns <= 0 {
+		return 0
+	}
+	return bucketUpperUs(bucketOfUs(float64(ns)/1e6)) / 1e3
 }
 
 // MsQuantilesWords is the length of an MsQuantiles as words: its buckets' counts, its zeros and its

@@ -12,16 +12,24 @@ import (
 	"github.com/cphicache/cphicache/hicache/sizing"
 )
 
-// Percentiles are a distribution's p50, p90 and p99, in seconds.
+// Percentiles are a distribution's p50, p90 and p99, in seconds, each its nearest rank's histogram
+// bucket's upper bound (at most 2% high: MsQuantiles), and its exact mean. Means add up where
+// percentiles do not: the mean TTFT is the sum of its parts' means.
 type Percentiles struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Mean float64 `json:"mean"`
 }
 
-// PercentilesOf are q's p50, p90 and p99.
+// PercentilesOf are q's p50, p90, p99 and mean.
 func PercentilesOf(q *MsQuantiles) Percentiles {
-	return Percentiles{P50: q.Seconds(0.50), P90: q.Seconds(0.90), P99: q.Seconds(0.99)}
+	return Percentiles{
+		P50:  q.Seconds(0.50),
+		P90:  q.Seconds(0.90),
+		P99:  q.Seconds(0.99),
+		Mean: q.MeanSeconds(),
+	}
 }
 
 // ServingReport is the serving clock's result over every CP group, in trace time. Every figure in
@@ -41,21 +49,25 @@ type ServingReport struct {
 	// TTFT is each request's time to first token: from its arrival to the end of the step that
 	// computed it.
 	TTFT Percentiles `json:"ttft_s"`
-	// IdealTTFT is the same requests' on a virtual clock with the same hits and a machinery that
-	// costs nothing.
+	// IdealTTFT is the same requests' with a machinery that costs nothing: a run's own steps again
+	// (the same batches and passes, arrivals and hits: serving.ReplaySteps), a floor for every
+	// request, which the run checks; a virtual run's steps formed anew (serving.VirtualReplay).
 	IdealTTFT Percentiles `json:"ideal_ttft_s"`
 	// MeasuredOverIdealP50 is TTFT p50 over IdealTTFT p50: both are modelled, so it is the cache
 	// machinery's cost on the modelled clock, as the summary names it. The report writes it as
 	// machinery_cost_p50 and, for the scripts that read it before it was named so, as
 	// measured_over_ideal_p50 too (MarshalJSON).
 	MeasuredOverIdealP50 float64 `json:"measured_over_ideal_p50"`
-	// The parts of a TTFT: the queue until its step began, the step it waited for its L3 prefetch,
-	// the wait for its loads before the compute, and the compute to the step's end (the modelled
-	// prefill and the step's consensus after it).
+	// The parts of a TTFT, which add up to it request by request (so their means to the mean
+	// TTFT): the queue until its step began, the step it waited for its L3 prefetch, the wait for
+	// its loads before the compute, and the compute to its first token (the modelled prefill to
+	// the end of its last chunk's forward pass, then what the step's real work overran the model
+	// by). Overrun is that last share alone, a part of Compute.
 	QueueWait    Percentiles `json:"queue_wait_s"`
 	PrefetchWait Percentiles `json:"prefetch_wait_s"`
 	LoadWait     Percentiles `json:"load_wait_s"`
 	Compute      Percentiles `json:"compute_s"`
+	Overrun      Percentiles `json:"overrun_s"`
 	// Prompt tokens per second: each group's prompt tokens over the span from its first arrival to
 	// its last first token, summed over the groups.
 	PromptTokensPerSecond      float64 `json:"prompt_tokens_per_s"`
@@ -130,7 +142,7 @@ func (s *ServingReport) writeSummary(w io.Writer) {
 	)
 	fmt.Fprintf(
 		w,
-		"    TTFT %s; ideal (the same hits, a machinery that costs nothing) %s; the machinery's cost on the modelled clock (TTFT over ideal) p50 %.2fx\n",
+		"    TTFT %s; ideal (this run's own steps again, the same hits, a machinery that costs nothing: a floor for every request) %s; the machinery's cost on the modelled clock (TTFT over ideal) p50 %.2fx\n",
 		ms(s.TTFT),
 		ms(s.IdealTTFT),
 		s.MeasuredOverIdealP50,
@@ -139,18 +151,24 @@ func (s *ServingReport) writeSummary(w io.Writer) {
 	for _, line := range s.BreakEven {
 		fmt.Fprintf(w, "    %s\n", line)
 	}
+	s.writeParts(w)
+	s.writeChunks(w)
+}
+
+// writeParts gives the means of a TTFT's parts, which add up to the mean TTFT (the p50s of the
+// parts would not: the median request's queue and the median request's compute are two requests').
+func (s *ServingReport) writeParts(w io.Writer) {
 	fmt.Fprintf(
 		w,
-		"    p50 of a TTFT's parts: queue %s, L3 prefetch wait %s, load wait %s, compute %s; the cache machinery added %.1f%% of the steps' time beyond the model\n",
-		seconds(
-			s.QueueWait.P50,
-		),
-		seconds(s.PrefetchWait.P50),
-		seconds(s.LoadWait.P50),
-		seconds(s.Compute.P50),
+		"    mean TTFT %s = queue %s + L3 prefetch wait %s + load wait %s + compute %s (the means of a TTFT's parts, which add up; of the compute, the steps' real work beyond the model %s); the cache machinery added %.1f%% of the steps' time beyond the model\n",
+		seconds(s.TTFT.Mean),
+		seconds(s.QueueWait.Mean),
+		seconds(s.PrefetchWait.Mean),
+		seconds(s.LoadWait.Mean),
+		seconds(s.Compute.Mean),
+		seconds(s.Overrun.Mean),
 		s.MachinerySharePct,
 	)
-	s.writeChunks(w)
 }
 
 // writeChunks says how many requests chunked prefill split, when it split any.
@@ -256,9 +274,10 @@ type ServingLoad struct {
 	ReplicasMax     int     `json:"replicas_max"`
 }
 
-// PerRankServing is a run's requests on the virtual clock with per-rank copies' loads: each GPU
-// loading a hit's whole KV over its own link, at the run's own hits (MODELLED; their pools, of
-// 1/cp of the bytes, would also hit less: sweep --l2-design says how much).
+// PerRankServing is a run's requests on the ideal's clock with per-rank copies' loads: each GPU
+// loading a hit's whole KV over its own link, at the run's own hits and steps, so never sooner than
+// the ideal (MODELLED; their pools, of 1/cp of the bytes, would also hit less: sweep --l2-design
+// says how much).
 type PerRankServing struct {
 	TTFT Percentiles `json:"ttft_s"`
 }
@@ -270,7 +289,7 @@ func (p *PerRankServing) writeSummary(w io.Writer) {
 	}
 	fmt.Fprintf(
 		w,
-		"    beside per-rank copies (the design the shared L2 replaces), MODELLED at this run's hits: TTFT p50 %s, p90 %s, p99 %s, each GPU loading a hit's whole KV over its own link; their pools, 1/cp of the bytes each, would also hit less (sweep --l2-design both)\n",
+		"    beside per-rank copies (the design the shared L2 replaces), MODELLED at this run's hits and steps: TTFT p50 %s, p90 %s, p99 %s, each GPU loading a hit's whole KV over its own link; their pools, 1/cp of the bytes each, would also hit less (sweep --l2-design both)\n",
 		seconds(p.TTFT.P50),
 		seconds(p.TTFT.P90),
 		seconds(p.TTFT.P99),

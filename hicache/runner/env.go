@@ -143,6 +143,9 @@ func (rs *runState) Poll() {
 
 // StepDone shows progress and writes the periodic metrics file.
 func (rs *runState) StepDone(step int64) {
+	if d := rs.testing.SlowStep; d > 0 {
+		time.Sleep(d)
+	}
 	if rs.clock != nil {
 		rs.clock.stepEnded()
 	}
@@ -243,7 +246,7 @@ func (rs *runState) BeginStep(step int64) {
 			c.stepStart, c.wallStart, c.lateNs = startNs, time.Now(), 0
 		}
 	}
-	c.computeEnd, c.idleNs = c.stepStart, 0 // until Served prices the step
+	c.computeEnd, c.idleNs, c.twoPasses = c.stepStart, 0, false // until Served prices the step
 }
 
 // Served spends the step's modelled time (serving.PlanStep), in a GPU's order: the L3 reads its
@@ -277,7 +280,7 @@ func (rs *runState) Served(s *cache.ServedStep) {
 		in.LoadsReadyNs = c.stepStart + max(0, time.Since(c.wallStart).Nanoseconds()-c.lateNs)
 		plan = serving.PlanStep(c.prefill, c.opts.Links, in)
 	}
-	c.computeEnd, c.idleNs = plan.EndNs(), plan.IdleNs()
+	c.computeEnd, c.idleNs, c.twoPasses = plan.EndNs(), plan.IdleNs(), plan.TwoPasses
 	if !c.opts.Virtual {
 		c.paceConsensusAt = c.wallStart.Add(c.scaled(c.computeEnd - c.stepStart))
 	}

@@ -302,7 +302,7 @@ func (rs *runState) servingReport() (*report.ServingReport, error) {
 	c := rs.clock
 	t := &c.t
 	hists := []*report.MsQuantiles{
-		&t.ttft, &t.ideal, &t.queue, &t.prefetch, &t.load, &t.prefill, &t.perRank,
+		&t.ttft, &t.ideal, &t.queue, &t.prefetch, &t.load, &t.prefill, &t.perRank, &t.overrun,
 	}
 	const perHist = report.MsQuantilesWords
 	// requests, tokens/s and ideal tokens/s (x1000), the steps' measured and modelled ns, the
@@ -344,6 +344,7 @@ func (rs *runState) servingReport() (*report.ServingReport, error) {
 		),
 		LoadWait: report.PercentilesOf(&t.load),
 		Compute:  report.PercentilesOf(&t.prefill),
+		Overrun:  report.PercentilesOf(&t.overrun),
 		PromptTokensPerSecond: float64(
 			sums[1],
 		) / 1e3,

@@ -63,6 +63,9 @@ type Testing struct {
 	// way to its first token on the run's clock (none in a virtual run) and on its ideal's, in
 	// the same order.
 	ServingTimings func(measured, ideal []serving.Timing)
+	// SlowStep adds this much real time to every step on every rank, before the step ends: a slow
+	// machinery, whose steps overrun their model on the serving clock.
+	SlowStep time.Duration
 	// L3 is the L3 store's faults, each on the rank that sets it.
 	L3 L3Faults
 	// bugs are the runner's deliberate bugs (runbugs.go) for a run: a simbugs build's, set by a

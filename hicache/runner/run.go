@@ -164,7 +164,9 @@ func runPass(job *spmd.Job, opts *config.Options, pass Pass, t *Testing) (*runSt
 		rs.clock.begin()
 	}
 	replayErr := rs.core.Run()
-	rs.countIdeal(events)
+	if err := rs.countIdeal(events); replayErr == nil {
+		replayErr = err // a broken ideal fails a replay that did not fail otherwise
+	}
 	rs.progress.done()
 	if rs.tl != nil {
 		rs.tl.Finish()
@@ -198,10 +200,11 @@ func (rs *runState) startServingClock() error {
 // run's: on the serving clock's root its replays on a virtual clock (costless, then with the
 // modelled L3's hits when the clock is virtual); CP rank 0's ideal hits by request over the steps
 // the clock formed, when --flush-every counts them; and, where CP rank 0 computes those, the ideal
-// hit tokens of the requests served.
-func (rs *runState) countIdeal(events []workload.Event) {
+// hit tokens of the requests served. It fails when the serving clock's ideal is no floor for a
+// request (replayIdeal).
+func (rs *runState) countIdeal(events []workload.Event) (err error) {
 	if rs.clock != nil && rs.clock.root {
-		rs.replayServing(events)
+		err = rs.replayServing(events)
 	}
 	if rs.idealEvents != nil {
 		cfg := rs.idealConfig
@@ -212,6 +215,7 @@ func (rs *runState) countIdeal(events []workload.Event) {
 		rs.io.IdealHitTokens = idealOfServed(<-rs.idealHit, rs.core.Counters().Requests)
 	}
 	rs.finishOfflineBound()
+	return err
 }
 
 // idealOfServed is the ideal hits of the first served requests: all of them after a whole replay,

@@ -72,6 +72,8 @@ type servingClock struct {
 	lastEnd    int64
 	computeEnd int64 // when the step's modelled prefill ends
 	idleNs     int64 // the current step's wait between its two passes (serving.StepPlan)
+	// the current step served its deferred requests in a pass of their own (serving.StepPlan)
+	twoPasses bool
 	// The wall: when the current step began (the last one's end, or the end of an idle wait), and
 	// when its consensus may begin (its modelled time, scaled); zero once waited for.
 	wallStart, paceConsensusAt time.Time
@@ -85,20 +87,33 @@ type servingClock struct {
 	pending map[*workload.Request]*requestClock
 	inStep  []*requestClock
 	order   []*requestClock
+	// CP rank 0: every step that ended, as it was formed and passed, for the ideal (replayIdeal)
+	ran []ranStep
 
 	// every step's measured span and its modelled cost: the machinery's share
 	stepsNs, modelledNs int64
 	// CP rank 0 of a virtual replay: its figures over the modelled L3, and its load
 	withL3 *report.ModelledL3Serving
 	load   *report.ServingLoad
-	// CP rank 0: the ideal's records and replay (replayIdeal), which the load reads
+	// CP rank 0: the ideal's requests, records, steps (a run's) and replay (replayIdeal), which
+	// the per-rank copies and the load replay again
+	idealClocks  []*requestClock
 	idealRecords []serving.Record
+	idealSteps   []serving.FormedStep
 	idealReplay  serving.Replay
 	t            servingTallies
 }
 
+// ranStep is one step as CP rank 0's clock formed and passed it: its own events (requests and
+// flushes), and whether it served the requests deferred to it in a pass of their own.
+type ranStep struct {
+	formed    []*requestClock
+	twoPasses bool
+}
+
 // requestClock is one request's way through the clock, on CP rank 0.
 type requestClock struct {
+	rid string // the request's id (a Mooncake request's: its line number), for a message
 	// the step it was formed into
 	step                                                               int64
 	arrivalNs, firstStartNs, stepStartNs, computeStartNs, computeEndNs int64
@@ -108,6 +123,18 @@ type requestClock struct {
 	chunks int
 	// its first token on the run's clock: its forward pass's end and what the step overran by
 	firstTokenNs int64
+}
+
+// record is the request as the ideal replays it: its arrival, its hits, and whether it waited a
+// step for its prefetch. A request its step formed but did not serve (deferred, or left by a
+// failure) was not in the step's pass: the ideal leaves it out of it too.
+func (rc *requestClock) record() serving.Record {
+	return serving.Record{
+		ArrivalNs: rc.arrivalNs,
+		Hit:       rc.hit,
+		Flush:     rc.flush,
+		Deferred:  rc.deferred || !rc.served && !rc.flush,
+	}
 }
 
 // timing is the request's way to its first token on the run's clock.
@@ -235,7 +262,7 @@ func (c *servingClock) received(step, startNs int64, batch, sent []workload.Even
 			c.pending[&batch[i].Request] = rc
 		}
 		if c.root {
-			rc.arrivalNs = sent[i].Request.ArrivalNs
+			rc.arrivalNs, rc.rid = sent[i].Request.ArrivalNs, sent[i].Request.RID
 			c.order = append(c.order, rc)
 		}
 		reqs[i] = rc

@@ -54,9 +54,9 @@ func TestServingClockDefersAsItsIdeal(t *testing.T) {
 		// The machinery's real time adds to a measured step only where it overruns the modelled
 		// one: a step's real work, tens of milliseconds on a loaded machine, hides under a 200 ms
 		// pass.
-		if s.MeasuredOverIdealP50 > 1.5 || s.MeasuredOverIdealP50 < 0.95 {
+		if s.MeasuredOverIdealP50 > 1.5 || s.MeasuredOverIdealP50 < 1 {
 			t.Fatalf(
-				"measured over ideal TTFT p50 %.2f (TTFT p50 %.1f ms, ideal %.1f ms, L3 prefetch wait p50 %.1f ms), want within [0.95, 1.5]",
+				"measured over ideal TTFT p50 %.2f (TTFT p50 %.1f ms, ideal %.1f ms, L3 prefetch wait p50 %.1f ms), want within [1, 1.5]",
 				s.MeasuredOverIdealP50,
 				1e3*s.TTFT.P50,
 				1e3*s.IdealTTFT.P50,
@@ -85,7 +85,7 @@ func TestServingClockWithOneClient(t *testing.T) {
 	if want := 2*r.Requests - int64(r.DP); s == nil || s.Requests != r.Requests || r.Steps != want {
 		t.Fatalf("%+v: %d requests timed in %d steps, want %d steps", s, r.Requests, r.Steps, want)
 	}
-	if s.IdealTTFT.P50 <= 0 || s.IdealTTFT.P50 > 1.03*s.TTFT.P50 {
+	if s.IdealTTFT.P50 <= 0 || s.IdealTTFT.P50 > s.TTFT.P50 {
 		t.Fatalf(
 			"TTFT p50 %g s, ideal %g s: want the ideal above 0 and no slower",
 			s.TTFT.P50,

@@ -14,19 +14,26 @@ import (
 // replayServing replays, on CP rank 0 with the serving clock, its requests on virtual clocks: the
 // ideal (the same hits, a machinery that costs nothing); a run's per-rank copies, with a model's
 // loads to move over a group of several GPUs; and a virtual run's load and modelled L3.
-func (rs *runState) replayServing(events []workload.Event) {
+// A request the ideal is no floor for fails the run (replayIdeal).
+func (rs *runState) replayServing(events []workload.Event) error {
 	c := rs.clock
-	measured, ideal := c.replayIdeal()
+	measured, ideal, err := c.replayIdeal()
 	if f := rs.testing.ServingTimings; f != nil {
 		f(measured, ideal)
 	}
+	if err != nil {
+		return err
+	}
 	if !c.opts.Virtual && rs.opts.SizingModel() != "" && rs.job.Topo.CPSize > 1 {
-		c.replayPerRank() // beside the shared pool
+		if err := c.replayPerRank(); err != nil { // beside the shared pool
+			return err
+		}
 	}
 	if c.opts.Virtual {
 		c.load = c.loadOf(events)
 		c.withL3 = c.replayWithL3(rs.seenPrefixes(events), rs.opts.L2Slots, rs.opts.PageTokens)
 	}
+	return nil
 }
 
 // maxReplicas bounds the replicas the search tries: past 64 CP groups the answer is "more".
@@ -56,6 +63,7 @@ func (c *servingClock) loadOf(events []workload.Event) *report.ServingLoad {
 		c.opts.ClosedLoop(),
 		serving.Nanoseconds(c.opts.TTFTTargetSeconds),
 		maxReplicas,
+		report.SortedSeconds, // as the point's own TTFT p50 beside it is read
 	)
 	out.Replicas, out.ReplicasTTFTP50, out.ReplicasMax = found.Replicas, found.TTFTP50, found.Max
 	return out

@@ -64,6 +64,9 @@ func stepEndNs(startNs, modelledNs, wallNs, lateNs int64) (endNs, overrunNs int6
 
 // stepEnded times the step's requests to their first token, which their pass's end delivers.
 func (c *servingClock) stepEnded() {
+	if c.root {
+		c.ran = append(c.ran, ranStep{formed: c.thisStep, twoPasses: c.twoPasses})
+	}
 	if c.opts.Virtual {
 		c.virtualStepEnded()
 		return

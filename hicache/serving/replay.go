@@ -61,72 +61,111 @@ type Replay struct {
 // hit record it is that run's ideal; over a sweep's, its modelled TTFT.
 func VirtualReplay(records []Record, b Batching, p Prefill, l Links, clients Clients) Replay {
 	a := newVirtualArrivals(records, clients)
-	out := Replay{Requests: make([]Timing, len(records)), StepOf: make([]int, len(records))}
-	var formNs, freeNs, deferredSince int64
-	var deferred []int        // the records the last step kept waiting for their prefetch
+	r := newReplayer(records, b.StepTokens, p, l, func(j int) int64 { return a.queue[j].ArrivalNs })
+	var formNs int64
 	var firstTokens [][]int64 // by step, the first tokens the clients do not know of yet
-	for i := 0; i < len(records) || len(deferred) > 0; {
+	for i := 0; i < len(records) || len(r.deferred) > 0; {
 		// Step k+1 is formed as step k begins: it knows the first tokens of the steps before step
 		// k.
 		for ; len(firstTokens) > 1; firstTokens = firstTokens[1:] {
 			a.firstTokens(firstTokens[0])
 		}
 		// Past the last record the core gives the requests still waiting steps of their own.
-		n, batchStart := 0, freeNs
+		n, batchStart := 0, r.freeNs
 		if i < a.sent() {
 			n, batchStart = b.Take(a.queue[i:a.sent()], formNs)
-		} else if i < len(records) && len(deferred) == 0 && len(firstTokens) == 0 {
+		} else if i < len(records) && len(r.deferred) == 0 && len(firstTokens) == 0 {
 			break // nothing sent, nothing to come: cannot happen with a client or more
 		}
-		in := StepInput{
-			FreeNs:          freeNs,
-			BatchStartNs:    batchStart,
-			DeferredSinceNs: deferredSince,
-			ChunkTokens:     b.StepTokens,
-		}
-		for _, j := range deferred {
-			in.Deferred = append(in.Deferred, records[j].Hit)
-		}
-		var waiting []int
-		for j := i; j < i+n; j++ {
-			switch {
-			case records[j].Flush:
-			case records[j].Deferred:
-				waiting = append(waiting, j)
-			default:
-				in.Batch = append(in.Batch, records[j].Hit)
-			}
-		}
-		plan := PlanStep(p, l, in)
-		var ends []int64
-		for k, j := range deferred {
-			pass, c := plan.Request(true, k)
-			out.Requests[j] = timing(a.queue[j].ArrivalNs, deferredSince, pass, c)
-			ends = append(ends, out.Requests[j].EndNs)
-		}
-		own := 0 // the step's own requests served in it, in in.Batch's order
-		for j := i; j < i+n; j++ {
-			out.StepOf[j] = out.Steps
-			// a flush, or a request deferred to the next step, which will time it
-			pass, c := plan.Batch, Chunks{FirstTokenNs: plan.Batch.EndNs}
-			if !records[j].Flush && !records[j].Deferred {
-				pass, c = plan.Request(false, own)
-				own++
-				ends = append(ends, c.FirstTokenNs)
-			}
-			out.Requests[j] = timing(a.queue[j].ArrivalNs, plan.Batch.StartNs, pass, c)
-		}
-		firstTokens = append(firstTokens, ends)
-		out.BusyNs += plan.EndNs() - plan.PassOf(true).StartNs - plan.IdleNs()
-		out.TwoPasses = append(out.TwoPasses, plan.TwoPasses)
-		deferred, deferredSince = waiting, plan.Batch.StartNs
 		// The next step is formed as this one's own requests may begin: the run's CP rank 0 forms
 		// it before this step runs, so it cannot know when a pass of deferred requests ends.
-		formNs, freeNs = max(freeNs, batchStart), plan.EndNs()
-		out.Steps++
+		formNs = max(r.freeNs, batchStart)
+		firstTokens = append(firstTokens, r.step(i, n, batchStart, ShapeByArrival))
 		i += n
 	}
-	return out
+	return r.out
+}
+
+// replayer is a replay's state from step to step, whichever way its steps are formed
+// (VirtualReplay, ReplaySteps).
+type replayer struct {
+	records     []Record
+	arrivalNs   func(j int) int64 // record j's arrival on this clock
+	chunkTokens int64
+	p           Prefill
+	l           Links
+	out         Replay
+	// the group is free at freeNs; the records the last step kept waiting for their prefetch,
+	// whose reads began at deferredSinceNs
+	freeNs, deferredSinceNs int64
+	deferred                []int
+}
+
+func newReplayer(
+	records []Record,
+	chunkTokens int64,
+	p Prefill,
+	l Links,
+	arrivalNs func(int) int64,
+) *replayer {
+	return &replayer{
+		records:     records,
+		arrivalNs:   arrivalNs,
+		chunkTokens: chunkTokens,
+		p:           p,
+		l:           l,
+		out:         Replay{Requests: make([]Timing, len(records)), StepOf: make([]int, len(records))},
+	}
+}
+
+// step serves records [i, i+n) as the next step, whose own requests may begin at batchStartNs,
+// with the requests the step before deferred, passed in shape; it times them all and returns the
+// first tokens it delivered.
+func (r *replayer) step(i, n int, batchStartNs int64, shape Shape) (firstTokensNs []int64) {
+	in := StepInput{
+		FreeNs:          r.freeNs,
+		BatchStartNs:    batchStartNs,
+		DeferredSinceNs: r.deferredSinceNs,
+		ChunkTokens:     r.chunkTokens,
+		Shape:           shape,
+	}
+	for _, j := range r.deferred {
+		in.Deferred = append(in.Deferred, r.records[j].Hit)
+	}
+	var waiting []int
+	for j := i; j < i+n; j++ {
+		switch {
+		case r.records[j].Flush:
+		case r.records[j].Deferred:
+			waiting = append(waiting, j)
+		default:
+			in.Batch = append(in.Batch, r.records[j].Hit)
+		}
+	}
+	plan := PlanStep(r.p, r.l, in)
+	for k, j := range r.deferred {
+		pass, c := plan.Request(true, k)
+		r.out.Requests[j] = timing(r.arrivalNs(j), r.deferredSinceNs, pass, c)
+		firstTokensNs = append(firstTokensNs, r.out.Requests[j].EndNs)
+	}
+	own := 0 // the step's own requests served in it, in in.Batch's order
+	for j := i; j < i+n; j++ {
+		r.out.StepOf[j] = r.out.Steps
+		// a flush, or a request deferred to the next step, which will time it
+		pass, c := plan.Batch, Chunks{FirstTokenNs: plan.Batch.EndNs}
+		if !r.records[j].Flush && !r.records[j].Deferred {
+			pass, c = plan.Request(false, own)
+			own++
+			firstTokensNs = append(firstTokensNs, c.FirstTokenNs)
+		}
+		r.out.Requests[j] = timing(r.arrivalNs(j), plan.Batch.StartNs, pass, c)
+	}
+	r.out.BusyNs += plan.EndNs() - plan.PassOf(true).StartNs - plan.IdleNs()
+	r.out.TwoPasses = append(r.out.TwoPasses, plan.TwoPasses)
+	r.deferred, r.deferredSinceNs = waiting, plan.Batch.StartNs
+	r.freeNs = plan.EndNs()
+	r.out.Steps++
+	return firstTokensNs
 }
 
 // virtualArrivals are the records' arrivals as the virtual clock learns them: all at once, or as
@@ -236,6 +275,14 @@ func Summarize(records []Record, timings []Timing) Summary {
 	}
 	return s
 }
+
+// Quantile reads the p-quantile, in seconds, of ascending nanoseconds: NearestRank exactly, or as
+// the report reads its percentiles (report.SortedSeconds, its histogram bucket's upper bound) where
+// the figure is printed beside them.
+type Quantile func(sortedNs []int64, p float64) float64
+
+// NearestRank is the exact p-quantile of sorted nanoseconds (the nearest-rank method), in seconds.
+func NearestRank(sortedNs []int64, p float64) float64 { return quantileSeconds(sortedNs, p) }
 
 // quantileSeconds is the q-quantile of sorted nanoseconds (the nearest rank), in seconds.
 func quantileSeconds(sorted []int64, q float64) float64 {

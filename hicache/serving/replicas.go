@@ -63,6 +63,7 @@ type Replicas struct {
 // falls as k grows, up to a step's own time). Each request keeps the hits it had on one replica;
 // on k replicas a prefix whose requests land on different ones is cached by each, and hits less,
 // so k is a lower bound. Closed-loop clients, whose load follows the service, are not split: 0.
+// The p50 is read by quantile, as the figures it is printed beside are read.
 func ReplicasFor(
 	records []Record,
 	replicaOf func(i, k int) int,
@@ -72,12 +73,13 @@ func ReplicasFor(
 	clients Clients,
 	targetNs int64,
 	maxReplicas int,
+	quantile Quantile,
 ) Replicas {
 	out := Replicas{Max: maxReplicas}
 	if clients.N > 0 || len(records) == 0 || maxReplicas < 1 {
 		return out
 	}
-	p50 := func(k int) float64 { return splitP50(records, replicaOf, b, p, l, k) }
+	p50 := func(k int) float64 { return splitP50(records, replicaOf, b, p, l, k, quantile) }
 	lo, hi := 0, 1 // p50(lo) above the target (lo 0: none tried), p50(hi) to be tried
 	at := p50(hi)
 	for at > float64(targetNs)/1e9 {
@@ -108,6 +110,7 @@ func splitP50(
 	p Prefill,
 	l Links,
 	k int,
+	quantile Quantile,
 ) float64 {
 	shares := make([][]Record, k)
 	for i, r := range records {
@@ -133,5 +136,5 @@ func splitP50(
 		return 0
 	}
 	slices.Sort(ttft)
-	return quantileSeconds(ttft, 0.50)
+	return quantile(ttft, 0.50)
 }

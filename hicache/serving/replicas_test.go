@@ -44,15 +44,16 @@ func TestReplicasBringTheTTFTUnderTheTarget(t *testing.T) {
 	p := perToken{newSeconds: 10e-6}
 	roundRobin := func(i, k int) int { return i % k }
 	const target = 50e6 // 50 ms
-	got := ReplicasFor(records, roundRobin, b, p, Links{}, Clients{}, target, 64)
+	got := ReplicasFor(records, roundRobin, b, p, Links{}, Clients{}, target, 64, NearestRank)
 	if got.Replicas < 2 || got.TTFTP50 > 0.050 {
 		t.Fatalf("%+v: want 2 or more replicas, TTFT p50 at most 50 ms", got)
 	}
-	if fewer := splitP50(records, roundRobin, b, p, Links{}, got.Replicas-1); fewer <= 0.050 {
+	if fewer := splitP50(records, roundRobin, b, p, Links{}, got.Replicas-1, NearestRank); fewer <= 0.050 {
 		t.Errorf("%d replicas meet the target too (p50 %g s): %d is not the fewest",
 			got.Replicas-1, fewer, got.Replicas)
 	}
-	if none := ReplicasFor(records, roundRobin, b, p, Links{}, Clients{}, 5e6, 64); none.Replicas != 0 ||
+	if none := ReplicasFor(records, roundRobin, b, p, Links{}, Clients{}, 5e6, 64,
+		NearestRank); none.Replicas != 0 ||
 		none.TTFTP50 < 0.010 {
 		t.Errorf("a 5 ms target under a 10 ms step: %+v, want none", none)
 	}

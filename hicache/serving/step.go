@@ -90,15 +90,48 @@ type StepInput struct {
 	// prefill's budget, on both clocks. 0 computes each pass in one forward pass, whatever its
 	// size.
 	ChunkTokens int64
+	// Shape is how the step passes its deferred requests: by the rule (the clocks that form their
+	// steps), or as a run's step did (ReplaySteps).
+	Shape Shape
+}
+
+// Shape is how PlanStep passes a step with deferred requests.
+type Shape int
+
+const (
+	// ShapeByArrival is the rule: one pass, the deferred requests first, when the step's own
+	// requests may begin by the time the group is free (or none is deferred); two otherwise.
+	ShapeByArrival Shape = iota
+	// ShapeOnePass serves the deferred requests in the step's own pass, whenever that begins.
+	ShapeOnePass
+	// ShapeTwoPasses serves the deferred requests in a pass of their own when the group is free,
+	// and the step's own after it (one pass when none is deferred).
+	ShapeTwoPasses
+)
+
+// twoPasses says whether the step runs its deferred requests in a pass of their own.
+func (in StepInput) twoPasses() bool {
+	if len(in.Deferred) == 0 {
+		return false
+	}
+	switch in.Shape {
+	case ShapeOnePass:
+		return false
+	case ShapeTwoPasses:
+		return true
+	}
+	return in.BatchStartNs > in.FreeNs
 }
 
 // PlanStep prices a step in a GPU's order (ChunkedCost): each pass waits for the L3 reads its
 // requests still need (counted from when they began, so a deferred request has already spent part
 // of its read), then the load-backs, all of them before its first forward pass, then computes its
-// forward passes back to back, chunked by ChunkTokens.
+// forward passes back to back, chunked by ChunkTokens. Every time it gives is a non-decreasing
+// function of FreeNs, BatchStartNs, DeferredSinceNs and LoadsReadyNs while the step's shape holds:
+// a step that may begin no later ends no later (ReplaySteps' floor rests on it).
 func PlanStep(p Prefill, l Links, in StepInput) StepPlan {
 	start := max(in.FreeNs, in.BatchStartNs)
-	if len(in.Deferred) == 0 || in.BatchStartNs <= in.FreeNs {
+	if !in.twoPasses() {
 		// One pass: the deferred requests join the step's own, ahead of them.
 		hits := append(
 			append(make([]Hit, 0, len(in.Deferred)+len(in.Batch)), in.Deferred...),

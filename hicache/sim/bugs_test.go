@@ -26,6 +26,7 @@ var modeFor = map[cache.Bug]Mode{
 	cache.BugHitChargeIgnoresL1: ModeServing,
 	cache.BugL3ReadFree:         ModeServing,
 	cache.BugIdealFromMeasured:  ModeServing,
+	cache.BugIdealFormsOwnSteps: ModeServing,
 	cache.BugBatchFromOwnQueue:  ModeServing,
 }
 

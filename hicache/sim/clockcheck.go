@@ -12,11 +12,13 @@ import (
 // for its own L3 read and load-backs at the modelled rates, a longer cached prefix is never charged
 // more than the same request with a shorter one (and, where the model charges every new token more
 // than a cached one, strictly less), and the same tokens from a slower tier are never charged less.
-// At the end of each group that ran to its end, CP rank 0's record replayed on
-// serving.VirtualReplay (the ideal) against the run (checkClock): equal up to the first step where
-// the machinery cost something, later than the ideal in that step, and the ideal a floor for every
-// request whose steps up to its own both clocks formed and passed alike. Every rank got CP rank 0's
-// batches (clockstep.go).
+// At the end of each group that ran to its end, CP rank 0's record and steps replayed on
+// serving.ReplaySteps (the ideal: the run's own steps at no cost) against the run (checkClock):
+// equal up to the first step where the machinery cost something, later than the ideal in that
+// step, and the ideal a floor for every request. The same record on serving.VirtualReplay (the
+// sweep's clock, which forms its steps anew) forms and times the run's steps alike up to the first
+// costly step; after it a request may beat it, which is counted, not a violation. Every rank got CP
+// rank 0's batches (clockstep.go).
 
 // ClockTally is what the serving clock's checks compared, summed over a run.
 type ClockTally struct {
@@ -25,9 +27,10 @@ type ClockTally struct {
 	// requests equal to the ideal to the nanosecond (before the first step the machinery cost
 	// something), and groups whose first such step delivered a first token later than the ideal
 	Equal, CostShown int64
-	// requests the ideal is a floor for (their steps formed and passed alike), and requests
-	// whose ideal TTFT was later than the run's: after the clocks first formed a step of other
-	// requests (BreaksFormed), or first passed a step alike formed differently (BreaksPassed)
+	// requests held to the ideal as a floor (every one), and requests whose TTFT on the virtual
+	// replay that forms its own steps (the sweep's clock) was later than the run's: after the
+	// clocks first formed a step of other requests (BreaksFormed), or first passed a step alike
+	// formed differently (BreaksPassed), the reason a run's ideal replays the run's own steps
 	Floors, BreaksFormed, BreaksPassed int64
 	// charges compared: a longer L1 prefix, strictly cheaper ones, a slower tier; requests whose
 	// loads were held to their own reads and load-backs; L1 variants left unchecked because
@@ -192,8 +195,8 @@ func (j *job) checkClocks() {
 	}
 }
 
-// checkClock replays CP rank 0's record on the virtual clock, the ideal, and compares the run with
-// it (the file's comment says what).
+// checkClock replays CP rank 0's record and steps at no cost, the ideal, and on the virtual clock
+// that forms its own steps, and compares the run with both (the file's comment says what).
 func (g *group) checkClock() {
 	c, j := g.ranks[0].clock, g.j
 	records := make([]serving.Record, len(c.order))
@@ -212,13 +215,25 @@ func (g *group) checkClock() {
 		measured[i] = rc.timing()
 	}
 	m := c.m
-	ideal := serving.VirtualReplay(records, m.batching, m.prefill, m.links, m.clients)
+	steps := make([]serving.FormedStep, len(c.steps))
+	for k, s := range c.steps {
+		steps[k] = serving.FormedStep{Records: len(s.formed), TwoPasses: s.twoPasses}
+	}
+	ideal, err := serving.ReplaySteps(records, steps, m.batching, m.prefill, m.links)
+	if err != nil {
+		c.violate(nil, fmt.Sprintf("CP rank 0's steps do not replay: %v", err))
+		return
+	}
+	reformed := serving.VirtualReplay(records, m.batching, m.prefill, m.links, m.clients)
 	if cache.BugsCompiled && j.cfg.Bugs.Has(cache.BugIdealFromMeasured) {
 		copy(ideal.Requests, measured) // the deliberate bug: the run's own clock for the ideal
 	}
+	if cache.BugsCompiled && j.cfg.Bugs.Has(cache.BugIdealFormsOwnSteps) {
+		ideal = reformed // the deliberate bug: the ideal forms its own steps, as a sweep's clock
+	}
 	j.served.Jobs++
 	costly := len(c.steps)
-	alike, formed := g.alikeSteps(ideal)
+	alike, formed := g.alikeSteps(reformed)
 	for k, s := range c.steps {
 		if s.costly {
 			costly = k
@@ -227,7 +242,7 @@ func (g *group) checkClock() {
 	}
 	if alike < min(costly+1, len(c.steps)) {
 		c.violate(nil, fmt.Sprintf(
-			"the run and the ideal formed or passed step %d differently, before the machinery cost anything (from step %d)",
+			"the run and the virtual replay formed or passed step %d differently, before the machinery cost anything (from step %d)",
 			alike+1, costly+1))
 		return
 	}
@@ -235,7 +250,7 @@ func (g *group) checkClock() {
 	if !formed {
 		breaks = &j.served.BreaksFormed
 	}
-	g.compareWithIdeal(records, measured, ideal, costly, alike, breaks)
+	g.compareWithIdeal(records, measured, ideal, reformed, costly, breaks)
 }
 
 // alikeSteps is how many of the run's first steps the ideal formed of the same records and passed
@@ -265,16 +280,17 @@ func (g *group) alikeSteps(ideal serving.Replay) (alike int, formedAlike bool) {
 	return len(c.steps), true
 }
 
-// compareWithIdeal holds each request's time on the run's clock to its ideal: equal before the
-// step the machinery first cost something (costly), later there for some request it delivered, and
-// no earlier than the ideal in every step up to alike. Beyond alike a request may beat its ideal: a
-// step formed later holds more arrivals at one weight read, or a group that comes late finds the
-// step's own requests arrived and runs one pass where the ideal ran two (SIMSERVING.md).
+// compareWithIdeal holds each request's time on the run's clock to its ideal's: equal before the
+// step the machinery first cost something (costly), and the virtual replay's too; later there for
+// some request it delivered; and no earlier than the ideal anywhere, its first token and its TTFT.
+// A request that beats the virtual replay (after a step formed later, holding more arrivals at one
+// weight read, or passed in one where the virtual replay ran two: SIMSERVING.md) is counted in
+// breaks.
 func (g *group) compareWithIdeal(
 	records []serving.Record,
 	measured []serving.Timing,
-	ideal serving.Replay,
-	costly, alike int,
+	ideal, reformed serving.Replay,
+	costly int,
 	breaks *int64,
 ) {
 	c, t := g.ranks[0].clock, &g.j.served
@@ -290,25 +306,24 @@ func (g *group) compareWithIdeal(
 			step++
 		}
 		switch {
-		case step < costly && run != want:
+		case step < costly && (run != want || run != reformed.Requests[i]):
 			c.violate(rc, fmt.Sprintf(
-				"before the machinery cost anything (step %d) the run's timing %+v differs from the ideal's %+v",
-				costly+1, run, want))
+				"before the machinery cost anything (step %d) the run's timing %+v differs from the ideal's %+v or the virtual replay's %+v",
+				costly+1, run, want, reformed.Requests[i]))
 			return
 		case step < costly:
 			t.Equal++
 		case step == costly && run.EndNs > want.EndNs:
 			shown = true
 		}
-		if step < alike {
-			t.Floors++
-			if want.EndNs > run.EndNs || want.ArrivalNs > run.ArrivalNs {
-				c.violate(rc, fmt.Sprintf(
-					"the ideal is no floor: its first token at %d ns (arrived %d), the run's at %d ns (arrived %d), their steps formed and passed alike",
-					want.EndNs, want.ArrivalNs, run.EndNs, run.ArrivalNs))
-				return
-			}
-		} else if want.TTFTNs() > run.TTFTNs() {
+		t.Floors++
+		if want.EndNs > run.EndNs || want.TTFTNs() > run.TTFTNs() {
+			c.violate(rc, fmt.Sprintf(
+				"the ideal is no floor: its first token at %d ns (TTFT %d ns), the run's at %d ns (TTFT %d ns), over the same steps",
+				want.EndNs, want.TTFTNs(), run.EndNs, run.TTFTNs()))
+			return
+		}
+		if reformed.Requests[i].TTFTNs() > run.TTFTNs() {
 			*breaks++
 		}
 	}
