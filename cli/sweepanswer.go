@@ -46,7 +46,7 @@ func (o *sweepAnswerOptions) designFlag() cli.Flag {
 		EnvVars:     []string{"CPHICACHE_L2_DESIGN"},
 		Category:    "sweep",
 		Destination: &o.design,
-		Usage:       "which L2 designs each size runs: shared (the CP group's one pool on the node), per-rank (the design it replaces: each rank its own pool of 1/cp of the node's bytes, holding whole copies, each GPU loading a hit's whole KV over its own link; docs/SIZING.md, \"What sharing buys\"), or both, side by side in hit rate and, with the serving clock, MODELLED TTFT",
+		Usage:       "which L2 designs each size runs: shared (the CP group's one pool on the node), per-rank (the design it replaces: whole copies on each GPU, 1/cp of the L1 pages, and in each rank's own pool of 1/cp of the node's bytes, each GPU loading a hit's whole KV over its own link; docs/SIZING.md, \"What sharing buys\"), or both, side by side in hit rate and, with the serving clock, MODELLED TTFT",
 	}
 }
 
@@ -66,7 +66,7 @@ func (o *sweepAnswerOptions) clockFlags() []cli.Flag {
 			EnvVars:     servingEnv("TTFT_TARGET"),
 			Category:    servingCategory,
 			Destination: &o.ttftTarget,
-			Usage:       "the MODELLED TTFT p50 to bring the load under: the sweep gives the DP replicas (CP groups, each its own cache) it takes, replaying the virtual clock with the requests split over them as run splits a workload (e.g. 2s, 500ms)",
+			Usage:       "the MODELLED TTFT p50 to bring the load under: the sweep gives the DP replicas (CP groups, each its own cache) it takes, the fewest of 1 to 64, replaying the virtual clock with the requests split over them as run splits a workload, at the group's hits (e.g. 2s, 500ms)",
 		},
 	}
 }
@@ -131,7 +131,8 @@ func writeAnswer(w io.Writer, res *sweep.Result, o sweepAnswerOptions) {
 		besideNoL2(a), besidePerRank(a))
 	if l := a.WithL3; l != nil {
 		fmt.Fprintf(w, "  with the modelled L3 under it (unbounded, holding every block the trace writes: %s = %s a CP group): the L2 to buy%s %s a node, hit %.1f%%, TTFT p50 %s, p99 %s (best %s)\n",
-			errscope.Count(l.L3Tokens, "token", "tokens"), bytes(l.L3Bytes), policy, bytes(l.L2BytesPerNode),
+			errscope.Count(l.L3Tokens, "token", "tokens"), bytes(l.L3Bytes), under(a.Policy),
+			bytes(l.L2BytesPerNode),
 			100*l.HitRate, seconds(l.TTFTP50), seconds(l.TTFTP99), seconds(l.BestTTFTP50))
 	}
 	writeLoad(w, a.Load)
@@ -140,14 +141,18 @@ func writeAnswer(w io.Writer, res *sweep.Result, o sweepAnswerOptions) {
 // answerPolicy names the L2 policy the answer's curve ran, when --l2-policy was given: the first
 // listed, when the sweep compared several (each one's own size follows the answer).
 func answerPolicy(res *sweep.Result) string {
-	switch p := res.Answer.Policy; {
-	case p == "":
-		return ""
-	case len(res.Policies) > 1:
-		return " under " + p + " (the first --l2-policy listed; each policy's own follows)"
-	default:
-		return " under " + p
+	if p := res.Answer.Policy; p != "" && len(res.Policies) > 1 {
+		return under(p) + " (the first --l2-policy listed; each policy's own follows)"
 	}
+	return under(res.Answer.Policy)
+}
+
+// under is " under policy", or nothing without one.
+func under(policy string) string {
+	if policy == "" {
+		return ""
+	}
+	return " under " + policy
 }
 
 // besideNoL2 is what the chosen L2 buys beside none.
