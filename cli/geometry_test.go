@@ -61,7 +61,8 @@ func TestRunWithTheClockSizesItsGeometryFromTheModel(t *testing.T) {
 	for _, want := range []string{"geometry sized from the model and the GPU (no L1 or L2 size given), MODELLED: L1 ",
 		"= 0.9 x 80 GB of HBM", "llama-3.1-8b's bf16 weights over 2 GPUs", "L2 2 x L1",
 		"per token of llama-3.1-8b",
-		"beside per-rank copies (the design the shared L2 replaces), MODELLED at this run's hits and steps: TTFT p50"} {
+		"beside per-rank copies (the design the shared L2 replaces), MODELLED at this run's hits and steps: TTFT p50",
+		"their loads alone", "which a run cannot replay (sweep --l2-design both does)"} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, res.stdout)
 		}

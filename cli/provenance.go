@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/report"
 	"github.com/cphicache/cphicache/hicache/spmd"
+	"github.com/cphicache/cphicache/hicache/sweep"
 	"github.com/cphicache/cphicache/mpi"
 )
 
@@ -98,6 +100,38 @@ func sizeProvenance(job *spmd.Job, p *report.Provenance, opts *config.Options) {
 	if err != nil {
 		return
 	}
+	for name, value := range sized {
+		if _, ok := p.Config[name]; ok {
+			p.Config[name] = value
+		}
+	}
+}
+
+// sizeSweepProvenance sets, in p's configuration, the geometry a sweep runs, as sizeProvenance does
+// for run: the flags' values that opts make for the CP group it models (Options.SizedFlags at cp
+// group.GPUs on one node: its L1's --device-pages, sized from the model and the GPU when none was
+// given), and --l2-slots the slots of its sizes, one a size. Options that cannot be sized keep the
+// flags as parsed; the sweep refuses them with their own error.
+func sizeSweepProvenance(
+	p *report.Provenance,
+	opts *config.Options,
+	group sweep.Group,
+	sizes []sweep.Size,
+) {
+	gpus := max(1, group.GPUs)
+	sized, err := opts.SizedFlags(gpus, gpus, 1)
+	if err != nil {
+		return
+	}
+	slots, err := sweep.SlotsOf(opts, sizes, group)
+	if err != nil {
+		return
+	}
+	list := make([]string, len(slots))
+	for i, n := range slots {
+		list[i] = strconv.Itoa(n)
+	}
+	sized["l2-slots"] = strings.Join(list, ",")
 	for name, value := range sized {
 		if _, ok := p.Config[name]; ok {
 			p.Config[name] = value

@@ -33,6 +33,8 @@ type sweepOptions struct {
 	defaultSizes bool
 	// the L2 policies to compare (--l2-policy given; sweeppolicy.go), nil: the options' alone
 	policies []pool.Policy
+	// --l2-policy was given: the answer names the policy it is for
+	policyGiven bool
 
 	opts  *config.Options // checked, by Before
 	sizes []sweep.Size
@@ -94,10 +96,14 @@ func (o *sweepOptions) before(c *cli.Context) (err error) {
 	o.run.collective = "mpi" // sweep has no --collective: one process has no collective to choose
 	o.run.tokenBytesSet = c.IsSet("token-bytes")
 	shared := strings.TrimSpace(o.answer.design) != sweep.DesignPerRank
-	if o.policies, err = sweepPolicies(c, &o.run.l2Policy, shared); err != nil {
+	policies, first, err := sweepPolicies(c, o.run.l2Policy, shared)
+	if err != nil {
 		return err
 	}
-	if o.opts, err = o.run.baseOptions(); err != nil {
+	o.policies, o.policyGiven = policies, c.IsSet("l2-policy")
+	run := o.run // --l2-policy as given stays in o.run, the options take its first policy
+	run.l2Policy = first
+	if o.opts, err = run.baseOptions(); err != nil {
 		return err
 	}
 	// The sweep sizes its own L2s where a model and the clock give it a deployment's L1.
@@ -168,6 +174,14 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	if err := startProvenance(job, o.opts.Provenance, o.opts.TracePath); err != nil {
 		return err
 	}
+	group := sweep.Group{
+		GPUs:        o.run.serving.groupGPUs,
+		Designs:     o.answer.designs,
+		MarginPct:   o.answer.marginPct,
+		Policies:    o.policies,
+		PolicyGiven: o.policyGiven,
+	}
+	sizeSweepProvenance(o.opts.Provenance, o.opts, group, o.sizes)
 	header := func() {
 		o.opts.Provenance.WriteHeader(os.Stdout)
 		fmt.Printf(
@@ -177,22 +191,14 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 			errscope.Plural(o.run.serving.groupGPUs, "GPU"),
 		)
 		sayModelBytes(o.opts)
+		sayL1(os.Stdout, o.opts, group)
 		sayPolicies(o.policies)
 		if o.defaultSizes {
-			fmt.Printf(
-				"# no --l2-bytes or --l2-slots given: L2 sizes of %v times the group's L1 (SGLang's --hicache-ratio default is 2)\n",
-				sweep.DefaultL1Multiples,
-			)
+			fmt.Printf("# no --l2-bytes or --l2-slots given: %s\n", sweep.DefaultSizesRule())
 		}
 	}
 	// The header comes with the first point: a sweep refused before it runs (an L1 shorter than the
 	// longest request) prints only its error.
-	group := sweep.Group{
-		GPUs:      o.run.serving.groupGPUs,
-		Designs:   o.answer.designs,
-		MarginPct: o.answer.marginPct,
-		Policies:  o.policies,
-	}
 	res, err := sweep.Run(job, o.opts, o.sizes, group, func(p sweep.Point, b *sweep.BoundPoint) {
 		if header != nil {
 			header()
@@ -208,6 +214,9 @@ func (o *sweepOptions) sweep(job *spmd.Job) error {
 	writePolicyAnswers(os.Stdout, res)
 	if o.json != "" {
 		res.Provenance = o.opts.Provenance
+		if o.defaultSizes {
+			res.L2SizedBy = sweep.DefaultSizesRule()
+		}
 		if err := res.WriteJSON(o.json); err != nil {
 			return err
 		}
@@ -226,6 +235,9 @@ func writeSweepPoint(w io.Writer, model string, p sweep.Point) {
 		why := "L1 had no page to spare: its pages were in use or being copied"
 		if p.UncachedOversizePages > 0 {
 			why = "a request needs more L1 than --device-pages gives"
+			if p.Design == sweep.DesignPerRank {
+				why = "a request needs more L1 than a GPU's whole copies hold"
+			}
 		}
 		uncached = fmt.Sprintf(
 			"; %d pages (%.1f%%) not cached: %s",
@@ -263,8 +275,9 @@ func writeSweepPoint(w io.Writer, model string, p sweep.Point) {
 	case sweep.DesignNoL2:
 		label = "no L2 (an L2 of one slot)"
 	case sweep.DesignPerRank:
-		label = fmt.Sprintf("per-rank copies, L2 %s: a rank's pool of %d tokens (%d slots)", size,
-			p.L2Tokens, p.L2Slots)
+		label = fmt.Sprintf("per-rank copies, L2 %s: a rank's pool of %d tokens (%d slots), "+
+			"a GPU's L1 of %d tokens, whole copies%s", size, p.L2Tokens, p.L2Slots,
+			p.L1CapacityTokens, perRankL1Short(p))
 	}
 	if p.Policy != "" && p.Design != sweep.DesignNoL2 { // the sweep compares policies
 		label += ", " + p.Policy
@@ -283,6 +296,16 @@ func writeSweepPoint(w io.Writer, model string, p sweep.Point) {
 	)
 }
 
+// perRankL1Short says, on a per-rank point, when its L1 of whole copies cannot hold the
+// workload's longest request: the point runs, the pages of such a request past L1 computed and
+// never cached, where the sweep refuses a shared L1 that short.
+func perRankL1Short(p sweep.Point) string {
+	if p.L1HoldsLongestRequest {
+		return ""
+	}
+	return " (SHORTER than the longest request: its pages past L1 are computed and never cached)"
+}
+
 // sayModelBytes says, for a sweep given a model, whose bytes its sizes are and what they mean: the
 // sizing model's KV, --l2-bytes a node's and --device-bytes a GPU's, while the copies may replay
 // fewer bytes.
@@ -297,4 +320,36 @@ func sayModelBytes(opts *config.Options) {
 		m.Name,
 		sizing.FormatBytes(m.TokenBytes()),
 	)
+}
+
+// sayL1 states the L1 of the group the sweep models, which every shared point runs: each GPU's
+// pages and bytes and the group's, the rule that sized it from the model and the GPU when no L1
+// size was given (MODELLED, as run's capacity line says it), and with --l2-design's per-rank copies
+// their L1 of whole copies, 1/cp of the tokens.
+func sayL1(w io.Writer, opts *config.Options, group sweep.Group) {
+	c, err := sweep.GroupL1(opts, group)
+	if err != nil {
+		return // the sweep refuses it with its own error
+	}
+	kv := ""
+	if c.Model != "" {
+		kv = " of " + c.Model + "'s KV"
+	}
+	fmt.Fprintf(w, "# L1: %s = %s, each GPU holding a part of each: %s%s a GPU, %s a CP group of %d\n",
+		errscope.Count(c.DevicePages, "page", "pages"),
+		errscope.Count(c.DeviceTokens, "token", "tokens"),
+		sizing.FormatBytes(c.DeviceBytes), kv, sizing.FormatBytes(c.DeviceBytesPerGroup),
+		max(1, group.GPUs))
+	if c.SizedBy != "" {
+		fmt.Fprintf(w, "# L1 sized from the model and the GPU (no --device-pages or --device-bytes "+
+			"given), MODELLED: %s\n", c.SizedBy)
+	}
+	if group.Designs.PerRank && group.GPUs > 1 {
+		pages := max(1, c.DevicePages/group.GPUs)
+		fmt.Fprintf(w, "# per-rank copies: each GPU's L1 and each rank's L2 pool hold whole copies, "+
+			"1/%d of the tokens of the same bytes: L1 %s = %s a GPU "+
+			"(docs/SIZING.md, \"What sharing buys\")\n",
+			group.GPUs, errscope.Count(pages, "page", "pages"),
+			errscope.Count(int64(pages)*int64(opts.PageTokens), "token", "tokens"))
+	}
 }

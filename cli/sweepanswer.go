@@ -46,7 +46,7 @@ func (o *sweepAnswerOptions) designFlag() cli.Flag {
 		EnvVars:     []string{"CPHICACHE_L2_DESIGN"},
 		Category:    "sweep",
 		Destination: &o.design,
-		Usage:       "which L2 designs each size runs: shared (the CP group's one pool on the node), per-rank (the design it replaces: each rank its own pool of 1/cp of the node's bytes, holding whole copies, each GPU loading a hit's whole KV over its own link; docs/SIZING.md, \"What sharing buys\"), or both, side by side in hit rate and, with the serving clock, MODELLED TTFT",
+		Usage:       "which L2 designs each size runs: shared (the CP group's one pool on the node), per-rank (the design it replaces: whole copies on each GPU, 1/cp of the L1 pages, and in each rank's own pool of 1/cp of the node's bytes, each GPU loading a hit's whole KV over its own link; docs/SIZING.md, \"What sharing buys\"), or both, side by side in hit rate and, with the serving clock, MODELLED TTFT",
 	}
 }
 
@@ -66,7 +66,7 @@ func (o *sweepAnswerOptions) clockFlags() []cli.Flag {
 			EnvVars:     servingEnv("TTFT_TARGET"),
 			Category:    servingCategory,
 			Destination: &o.ttftTarget,
-			Usage:       "the MODELLED TTFT p50 to bring the load under: the sweep gives the DP replicas (CP groups, each its own cache) it takes, replaying the virtual clock with the requests split over them as run splits a workload (e.g. 2s, 500ms)",
+			Usage:       "the MODELLED TTFT p50 to bring the load under: the sweep gives the DP replicas (CP groups, each its own cache) it takes, the fewest of 1 to 64, replaying the virtual clock with the requests split over them as run splits a workload, at the group's hits (e.g. 2s, 500ms)",
 		},
 	}
 }
@@ -124,17 +124,35 @@ func writeAnswer(w io.Writer, res *sweep.Result, o sweepAnswerOptions) {
 		return sizing.FormatBytes(b) + " of " + res.Model + "'s KV"
 	}
 	fmt.Fprintf(w, "# the answer, MODELLED (%s):\n", res.Prefill)
-	c := a.L2
-	fmt.Fprintf(w, "  the L2 to buy: %s a node (%s a CP group of %d), the smallest within %g%% of the best TTFT p50 on the curve (%s): hit %.1f%%, TTFT p50 %s, p99 %s%s%s\n",
-		bytes(c.L2BytesPerNode), errscope.Count(c.L2Tokens, "token", "tokens"), res.GroupGPUs,
+	c, policy := a.L2, answerPolicy(res)
+	fmt.Fprintf(w, "  the L2 to buy%s: %s a node (%s a CP group of %d), the smallest within %g%% of the best TTFT p50 on the curve (%s): hit %.1f%%, TTFT p50 %s, p99 %s%s%s\n",
+		policy, bytes(c.L2BytesPerNode), errscope.Count(c.L2Tokens, "token", "tokens"), res.GroupGPUs,
 		a.MarginPct, seconds(c.BestTTFTP50), 100*c.HitRate, seconds(c.TTFTP50), seconds(c.TTFTP99),
 		besideNoL2(a), besidePerRank(a))
 	if l := a.WithL3; l != nil {
-		fmt.Fprintf(w, "  with the modelled L3 under it (unbounded, holding every block the trace writes: %s = %s a CP group): the L2 to buy %s a node, hit %.1f%%, TTFT p50 %s, p99 %s (best %s)\n",
-			errscope.Count(l.L3Tokens, "token", "tokens"), bytes(l.L3Bytes), bytes(l.L2BytesPerNode),
+		fmt.Fprintf(w, "  with the modelled L3 under it (unbounded, holding every block the trace writes: %s = %s a CP group): the L2 to buy%s %s a node, hit %.1f%%, TTFT p50 %s, p99 %s (best %s)\n",
+			errscope.Count(l.L3Tokens, "token", "tokens"), bytes(l.L3Bytes), under(a.Policy),
+			bytes(l.L2BytesPerNode),
 			100*l.HitRate, seconds(l.TTFTP50), seconds(l.TTFTP99), seconds(l.BestTTFTP50))
 	}
 	writeLoad(w, a.Load)
+}
+
+// answerPolicy names the L2 policy the answer's curve ran, when --l2-policy was given: the first
+// listed, when the sweep compared several (each one's own size follows the answer).
+func answerPolicy(res *sweep.Result) string {
+	if p := res.Answer.Policy; p != "" && len(res.Policies) > 1 {
+		return under(p) + " (the first --l2-policy listed; each policy's own follows)"
+	}
+	return under(res.Answer.Policy)
+}
+
+// under is " under policy", or nothing without one.
+func under(policy string) string {
+	if policy == "" {
+		return ""
+	}
+	return " under " + policy
 }
 
 // besideNoL2 is what the chosen L2 buys beside none.
@@ -152,7 +170,9 @@ func besidePerRank(a *sweep.Answer) string {
 	if p == nil || p.Serving == nil {
 		return ""
 	}
-	return fmt.Sprintf("; beside per-rank copies of the same bytes (a rank's pool of %s): hit %.1f%%, TTFT p50 %s, p99 %s",
+	return fmt.Sprintf("; beside per-rank copies of the same bytes (whole copies: a GPU's L1 of %s%s, "+
+		"a rank's pool of %s): hit %.1f%%, TTFT p50 %s, p99 %s",
+		errscope.Count(p.L1CapacityTokens, "token", "tokens"), perRankL1Short(*p),
 		errscope.Count(p.L2Tokens, "token", "tokens"), 100*p.HitRate, seconds(p.Serving.TTFTP50),
 		seconds(p.Serving.TTFTP99))
 }
@@ -187,12 +207,14 @@ func replicasText(l *report.ServingLoad) string {
 	case l.Replicas == 1:
 		return fmt.Sprintf("; one group meets --ttft-target %s (TTFT p50 %s)", target, seconds(l.ReplicasTTFTP50))
 	case l.Replicas > 1:
-		return fmt.Sprintf("; %d DP replicas bring TTFT p50 under --ttft-target %s (%s), the requests split over them "+
-			"as run splits a trace, each with the hits it had here (a lower bound: split, they hit less)",
-			l.Replicas, target, seconds(l.ReplicasTTFTP50))
+		return fmt.Sprintf("; %d DP replicas bring TTFT p50 under --ttft-target %s (%s), the fewest of "+
+			"1 to %d, the requests split over them as run splits a trace (an estimate at this group's "+
+			"hits: each replica keeps a full L1 and L2 and sees 1/%d of the requests, so it may hit "+
+			"less or more)", l.Replicas, target, seconds(l.ReplicasTTFTP50), l.ReplicasMax, l.Replicas)
 	}
-	return fmt.Sprintf("; not even %d DP replicas bring TTFT p50 under --ttft-target %s (%s at %d)",
-		l.ReplicasMax, target, seconds(l.ReplicasTTFTP50), l.ReplicasMax)
+	return fmt.Sprintf("; no number of DP replicas from 1 to %d brings TTFT p50 under --ttft-target %s "+
+		"(%s at %d, at this group's hits)", l.ReplicasMax, target, seconds(l.ReplicasTTFTP50),
+		l.ReplicasMax)
 }
 
 // seconds writes a modelled time with its unit, a zero too.

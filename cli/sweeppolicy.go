@@ -48,32 +48,35 @@ func parseSweepPolicies(value string) ([]pool.Policy, error) {
 	return policies, nil
 }
 
-// sweepPolicies are the policies a sweep compares: nil when --l2-policy is not given (the options'
-// own, lru, alone and without the bound) or the sweep runs the per-rank copies alone (one policy,
-// theirs, without the bound: the policies are compared on the shared pool), which refuses more than
-// one. Either way it leaves the first policy given in run's field, for the options.
-func sweepPolicies(c *cli.Context, value *string, shared bool) ([]pool.Policy, error) {
+// sweepPolicies are the policies a sweep compares, and the first --l2-policy names (value, as
+// given: all or a list), the one its per-rank copies and no L2 run: compare is nil when --l2-policy
+// is not given (the options' own, lru, alone and without the bound) or the sweep runs the per-rank
+// copies alone (one policy, theirs, without the bound: the policies are compared on the shared
+// pool), which refuses more than one. The flag's value stays as given, so that the provenance
+// records what the user ran, not the first policy of it.
+func sweepPolicies(c *cli.Context, value string, shared bool) (
+	compare []pool.Policy, first string, err error,
+) {
 	if !c.IsSet("l2-policy") {
-		return nil, nil
+		return nil, value, nil
 	}
-	given := *value
-	policies, err := parseSweepPolicies(given)
+	policies, err := parseSweepPolicies(value)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	*value = policies[0].String()
+	first = policies[0].String()
 	switch {
 	case shared:
-		return policies, nil
+		return policies, first, nil
 	case len(policies) > 1:
-		return nil, &errscope.ConfigError{
+		return nil, "", &errscope.ConfigError{
 			Flag: "l2-policy",
 			Reason: fmt.Sprintf("%q: the sweep compares policies on the shared pool, which "+
 				"--l2-design per-rank does not run; give one policy, or --l2-design shared or both",
-				given),
+				value),
 		}
 	}
-	return nil, nil
+	return nil, first, nil
 }
 
 // sayPolicies is the header's line of a sweep that compares policies: which, and what the OFFLINE

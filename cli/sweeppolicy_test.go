@@ -31,7 +31,9 @@ var wallSeconds = regexp.MustCompile(`(ideal [0-9.]+%), [0-9.]+ s`)
 // TestSweepWithoutAPolicyIsUnchanged: a sweep given no --l2-policy prints what it printed before
 // sweeps compared policies (testdata/sweep_default.golden, written by the binary of that main:
 // CPHICACHE_BIN=its binary go test ./cli -run TestSweepWithoutAPolicyIsUnchanged
-// -update-sweep-golden), from its first line after the provenance to its answer, wall times
+// -update-sweep-golden; rewritten since, by this package's binary, where the sweep's output changed
+// on purpose: its L1 lines and the per-rank copies' L1 of whole copies, and the one quantile method
+// of the load's replicas), from its first line after the provenance to its answer, wall times
 // masked; and its JSON has no policy, curve or bound.
 func TestSweepWithoutAPolicyIsUnchanged(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.json")
@@ -66,7 +68,8 @@ func TestSweepWithoutAPolicyIsUnchanged(t *testing.T) {
 // in the lines and the JSON, beside the OFFLINE bound at L1's pages + the L2's slots, which no
 // point of any policy or design passes and which is below the ideal where the L2 is small (so the
 // comparison is not the ideal's); the policies do not all hit alike; and each policy has its
-// recommended size, the smallest on its curve within the margin of its best TTFT p50.
+// recommended size, the smallest on its curve within the margin of its best TTFT p50; the answer
+// names the first policy, whose curve it chose from, and the configuration records all, as given.
 func TestSweepComparesPolicies(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.json")
 	out := singleton(t, append([]string{"sweep", "--json", path, "--plot",
@@ -74,9 +77,11 @@ func TestSweepComparesPolicies(t *testing.T) {
 	for _, want := range []string{
 		"# L2 policies compared on the shared pool at every size: lru, slru, admit_seen",
 		"(16 slots), lru: hit", "(16 slots), slru: hit", "(16 slots), admit_seen: hit",
-		"a rank's pool of 32 tokens (2 slots), lru: hit", "  OFFLINE bound at L1 + L2 = 272 pages: hit",
+		"a rank's pool of 32 tokens (2 slots), a GPU's L1 of 512 tokens, whole copies (SHORTER",
+		"are computed and never cached), lru: hit", "  OFFLINE bound at L1 + L2 = 272 pages: hit",
 		"MODELLED TTFT at its hits, loaded at no cost (not a bound on TTFT): p50",
 		"  under lru: the L2 to buy", "  under slru: the L2 to buy", "  under admit_seen: the L2 to buy",
+		"  the L2 to buy under lru (the first --l2-policy listed; each policy's own follows): ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the sweep lacks %q:\n%s", want, out)
@@ -88,6 +93,10 @@ func TestSweepComparesPolicies(t *testing.T) {
 	var res sweep.Result
 	readJSON(t, path, &res)
 	checkPolicyCurves(t, &res)
+	if res.Answer.Policy != "lru" || res.Provenance.Config["l2-policy"] != "all" {
+		t.Errorf("the answer under %q, --l2-policy recorded as %q: want lru, and all as given",
+			res.Answer.Policy, res.Provenance.Config["l2-policy"])
+	}
 }
 
 // checkPolicyCurves holds a sweep of every policy at three sizes to TestSweepComparesPolicies'

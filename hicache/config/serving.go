@@ -43,7 +43,7 @@ type ServingOptions struct {
 	GroupGPUs int
 	// PerRankCopies models the design the shared L2 replaces (sweep's --l2-design per-rank): each
 	// GPU loads a hit's whole KV over its own link (serving.Links.WholeCopies); the sweep gives its
-	// run 1/cp of the slots, a rank's pool of 1/cp of the node's bytes holding whole copies.
+	// run 1/cp of the L1 pages and of the slots, whole copies on each GPU and in each rank's pool.
 	PerRankCopies bool
 	// TTFTTargetSeconds, above 0, is the TTFT p50 a virtual replay (a sweep's point) finds the DP
 	// replicas for (--ttft-target; the runner's servingload.go).

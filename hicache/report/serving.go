@@ -267,8 +267,9 @@ type ServingLoad struct {
 	// the mean queue wait over the mean TTFT
 	QueueShareOfMeanTTFT float64 `json:"queue_share_of_mean_ttft"`
 	TTFTTargetSeconds    float64 `json:"ttft_target_s"`
-	// the fewest replicas, up to ReplicasMax, whose TTFT p50 meets the target (0: none did), and
-	// that p50 (at ReplicasMax when none did)
+	// the fewest replicas, of every number from 1 to ReplicasMax, whose TTFT p50 meets the target
+	// (0: none did), and that p50 (at ReplicasMax when none did): an estimate at the group's hits,
+	// the caches not replayed split (serving.ReplicasFor)
 	Replicas        int     `json:"replicas"`
 	ReplicasTTFTP50 float64 `json:"replicas_ttft_p50_s"`
 	ReplicasMax     int     `json:"replicas_max"`
@@ -276,8 +277,9 @@ type ServingLoad struct {
 
 // PerRankServing is a run's requests on the ideal's clock with per-rank copies' loads: each GPU
 // loading a hit's whole KV over its own link, at the run's own hits and steps, so never sooner than
-// the ideal (MODELLED; their pools, of 1/cp of the bytes, would also hit less: sweep --l2-design
-// says how much).
+// the ideal (MODELLED). It models the loads alone: the design keeps whole copies on each GPU and
+// in each rank's pool, 1/cp of the tokens of the same bytes in L1 and L2, which would hit less, and
+// a run cannot replay its cache at that size (sweep --l2-design does).
 type PerRankServing struct {
 	TTFT Percentiles `json:"ttft_s"`
 }
@@ -289,7 +291,7 @@ func (p *PerRankServing) writeSummary(w io.Writer) {
 	}
 	fmt.Fprintf(
 		w,
-		"    beside per-rank copies (the design the shared L2 replaces), MODELLED at this run's hits and steps: TTFT p50 %s, p90 %s, p99 %s, each GPU loading a hit's whole KV over its own link; their pools, 1/cp of the bytes each, would also hit less (sweep --l2-design both)\n",
+		"    beside per-rank copies (the design the shared L2 replaces), MODELLED at this run's hits and steps: TTFT p50 %s, p90 %s, p99 %s: their loads alone, each GPU loading a hit's whole KV over its own link; not their hits: whole copies on each GPU and in each rank's pool hold 1/cp of the tokens in L1 and L2 and would hit less, which a run cannot replay (sweep --l2-design both does)\n",
 		seconds(p.TTFT.P50),
 		seconds(p.TTFT.P90),
 		seconds(p.TTFT.P99),

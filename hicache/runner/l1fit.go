@@ -20,17 +20,24 @@ import (
 // CheckL1HoldsLongestRequest refuses a configuration whose L1 cannot hold the workload's longest
 // request, for a CP group of cp ranks on one node (the geometry Size gives it): a sweep over L2
 // sizes would print the same flat hit rate at every point. It reads the workload (the sweep's
-// check, before its runs).
-func CheckL1HoldsLongestRequest(o *config.Options, cp int) error {
+// check, before its runs), and returns its longest request's tokens.
+func CheckL1HoldsLongestRequest(o *config.Options, cp int) (longest int, err error) {
 	sized, err := o.Size(cp, cp, 1)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	events, err := readWorkload(o)
 	if err != nil {
-		return wrapWorkload(err)
+		return 0, wrapWorkload(err)
 	}
-	return checkL1Holds(sized, cp, workload.LongestRequestTokens(events))
+	longest = workload.LongestRequestTokens(events)
+	return longest, checkL1Holds(sized, cp, longest)
+}
+
+// L1HoldsPages says whether an L1 of pages holds a request of longest tokens in pages of pageTokens
+// (its last partial page is never cached anyway), as CheckL1HoldsLongestRequest requires.
+func L1HoldsPages(pages, pageTokens, longest int) bool {
+	return longest/max(1, pageTokens) <= pages
 }
 
 // checkServedGeometry refuses, for a run with the serving clock, options sized for a CP group of cp
@@ -75,7 +82,7 @@ func checkServedGeometry(sized *config.Options, cp, groupsOnNode int, events []w
 // the GPU) and the size that would do, in pages and in bytes.
 func checkL1Holds(sized *config.Options, cp, longest int) error {
 	needPages := longest / sized.PageTokens // a request's last partial page is never cached anyway
-	if needPages <= sized.DevicePages {
+	if L1HoldsPages(sized.DevicePages, sized.PageTokens, longest) {
 		return nil
 	}
 	flag, given := "device-pages", fmt.Sprint(sized.DevicePages)

@@ -36,7 +36,8 @@ func (rs *runState) replayServing(events []workload.Event) error {
 	return nil
 }
 
-// maxReplicas bounds the replicas the search tries: past 64 CP groups the answer is "more".
+// maxReplicas bounds the replicas the search tries, every number from 1 to it: past 64 CP groups
+// the answer is "more".
 const maxReplicas = 64
 
 // loadOf is CP rank 0's load over the ideal's replay of events (its whole workload, in order: one

@@ -147,8 +147,9 @@ func (c *servingClock) checkFloor(clocks []*requestClock, r serving.Replay) erro
 // replaces would serve them, per-rank copies in the same node memory: each GPU loads a hit's whole
 // KV over its own link (serving.Links.WholeCopies), at this run's hits and steps, so that it
 // differs from the ideal by the loads alone (never sooner: a longer load ends no earlier). Their
-// pools of 1/cp of the bytes would hold 1/cp of the tokens and hit less, which only a replay of
-// the cache at that size can say: sweep runs it (--l2-design). MODELLED.
+// whole copies, on each GPU and in each rank's pool, would hold 1/cp of the tokens in L1 and L2
+// and hit less, which only a replay of the cache at that size can say: sweep runs it
+// (--l2-design). MODELLED.
 func (c *servingClock) replayPerRank() error {
 	links := c.opts.Links
 	links.WholeCopies = true

@@ -48,22 +48,26 @@ func LoadOf(records []Record, r Replay, clients Clients) Load {
 // Replicas is how many DP replicas (CP groups, each its own copy of the cache) bring a replay's
 // TTFT p50 under a target, found by replaying the virtual clock with the arrivals split over them.
 type Replicas struct {
-	// Replicas is the fewest found, at most Max; 0 when even Max did not (or with clients).
+	// Replicas is the fewest found, at most Max; 0 when none up to Max did (or with clients).
 	Replicas int
 	// TTFTP50 is the p50 over every replica's requests at Replicas (at Max when none did), in
 	// seconds.
 	TTFTP50 float64
-	Max     int
+	// Max is the most replicas the search tried: every k from 1 to it.
+	Max int
 }
 
 // ReplicasFor splits records over k replicas as a run splits its workload (replicaOf(i, k): the
 // replica of record i; a flush goes to every replica), replays each replica's share on its own
-// virtual clock with the same hits, and finds the fewest k, up to maxReplicas, whose TTFT p50 over
-// all the requests is at most targetNs: by doubling k, then halving the last interval (the p50
-// falls as k grows, up to a step's own time). Each request keeps the hits it had on one replica;
-// on k replicas a prefix whose requests land on different ones is cached by each, and hits less,
-// so k is a lower bound. Closed-loop clients, whose load follows the service, are not split: 0.
-// The p50 is read by quantile, as the figures it is printed beside are read.
+// virtual clock, and finds the fewest k, up to maxReplicas, whose TTFT p50 over all the requests
+// is at most targetNs, trying every k from 1 up: the p50 need not fall as k grows (which requests
+// share a replica, and so queue together, changes with k), so a search that halved an interval
+// could pass over the fewest. It is an estimate at the group's hits (MODELLED): each request keeps
+// the hits it had on the one group, while a replica keeps a full-size L1 and L2 of its own and
+// sees 1/k of the requests, so a split replica may hit less (a prefix whose requests land on
+// different replicas is cached by each) or more (less traffic contends for the same capacity);
+// the caches are not replayed split. Closed-loop clients, whose load follows the service, are not
+// split: 0. The p50 is read by quantile, as the figures it is printed beside are read.
 func ReplicasFor(
 	records []Record,
 	replicaOf func(i, k int) int,
@@ -79,26 +83,13 @@ func ReplicasFor(
 	if clients.N > 0 || len(records) == 0 || maxReplicas < 1 {
 		return out
 	}
-	p50 := func(k int) float64 { return splitP50(records, replicaOf, b, p, l, k, quantile) }
-	lo, hi := 0, 1 // p50(lo) above the target (lo 0: none tried), p50(hi) to be tried
-	at := p50(hi)
-	for at > float64(targetNs)/1e9 {
-		if hi >= maxReplicas {
-			out.TTFTP50 = at
+	for k := 1; k <= maxReplicas; k++ {
+		out.TTFTP50 = splitP50(records, replicaOf, b, p, l, k, quantile)
+		if out.TTFTP50 <= float64(targetNs)/1e9 {
+			out.Replicas = k
 			return out
 		}
-		lo, hi = hi, min(2*hi, maxReplicas)
-		at = p50(hi)
 	}
-	for hi-lo > 1 { // p50(hi) meets the target, p50(lo) does not
-		mid := (lo + hi) / 2
-		if v := p50(mid); v <= float64(targetNs)/1e9 {
-			hi, at = mid, v
-		} else {
-			lo = mid
-		}
-	}
-	out.Replicas, out.TTFTP50 = hi, at
 	return out
 }
 

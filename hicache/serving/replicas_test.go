@@ -59,6 +59,32 @@ func TestReplicasBringTheTTFTUnderTheTarget(t *testing.T) {
 	}
 }
 
+// TestReplicasAreTheFewestWhereTheP50RisesWithK: the TTFT p50 need not fall as the replicas grow
+// (which requests share a replica changes with k), so the search finds the fewest that meet the
+// target however the p50 runs. Here 3 replicas share the load round robin, while at every other k
+// the split sends every request to one replica, whose queue grows as on one group: only k = 3
+// meets 50 ms, which a search by doubling k (1, 2, 4, ...) never tries.
+func TestReplicasAreTheFewestWhereTheP50RisesWithK(t *testing.T) {
+	records := overloaded(400)
+	b := Batching{StepTokens: 1000, MaxRequests: 1}
+	p := perToken{newSeconds: 10e-6}
+	onlyThree := func(i, k int) int {
+		if k == 3 {
+			return i % 3
+		}
+		return 0
+	}
+	const target = 50e6 // 50 ms
+	if p2, p4 := splitP50(records, onlyThree, b, p, Links{}, 2, NearestRank),
+		splitP50(records, onlyThree, b, p, Links{}, 4, NearestRank); p2 <= 0.050 || p4 <= 0.050 {
+		t.Fatalf("p50 at 2 and 4 replicas %g s and %g s: want both over the target", p2, p4)
+	}
+	got := ReplicasFor(records, onlyThree, b, p, Links{}, Clients{}, target, 64, NearestRank)
+	if got.Replicas != 3 || got.TTFTP50 > 0.050 || got.Max != 64 {
+		t.Errorf("%+v: want 3 replicas, TTFT p50 at most 50 ms, every k up to 64 tried", got)
+	}
+}
+
 // TestPerRankCopiesLoadTheWholeKVOverEachLink: per-rank copies (the design the shared L2 replaces)
 // load a hit's whole KV over each GPU's link, cp times the bytes of a GPU's share of the shared
 // pool's load, so the load takes cp times as long.

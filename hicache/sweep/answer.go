@@ -12,6 +12,9 @@ import (
 // the same bytes, the same with the modelled L3 under it, and the load at its hits.
 type Answer struct {
 	MarginPct float64 `json:"margin_pct"`
+	// Policy is the L2 policy of the curve it chose from, when --l2-policy was given (the first
+	// listed: Result.Points are its points; each policy's own size is its PolicyCurve's).
+	Policy string `json:"policy,omitempty"`
 	// L2 is the L2 to buy; WithL3 the L2 to buy with the modelled L3 under it, and that L3's size.
 	L2     *Choice `json:"l2"`
 	WithL3 *Choice `json:"with_l3,omitempty"`

@@ -36,16 +36,21 @@ func Run(
 	if !group.Designs.Shared && !group.Designs.PerRank {
 		group.Designs.Shared = true
 	}
-	if err := runner.CheckL1HoldsLongestRequest(options, group.GPUs); err != nil {
+	longest, err := runner.CheckL1HoldsLongestRequest(options, group.GPUs)
+	if err != nil {
 		return nil, err
 	}
 	s := &sweeper{job: job, options: options, group: group, done: done, res: &Result{
-		Model:       options.SizingModel(),
-		Trace:       options.TracePath,
-		WritePolicy: options.Policy.String(),
-		PageTokens:  options.PageTokens,
-		GroupGPUs:   group.GPUs,
+		Model:                options.SizingModel(),
+		Trace:                options.TracePath,
+		WritePolicy:          options.Policy.String(),
+		PageTokens:           options.PageTokens,
+		GroupGPUs:            group.GPUs,
+		LongestRequestTokens: longest,
 	}}
+	if err := s.res.setL1(options, group); err != nil {
+		return nil, err
+	}
 	if done == nil {
 		s.done = func(Point, *BoundPoint) {}
 	}
@@ -70,6 +75,9 @@ func Run(
 		}
 	}
 	s.res.Answer = s.res.answer(group.MarginPct)
+	if a := s.res.Answer; a != nil && (s.compare || group.PolicyGiven) {
+		a.Policy = s.policies[0].String()
+	}
 	s.res.recommend(group.MarginPct)
 	return s.res, nil
 }
@@ -172,22 +180,70 @@ func (res *Result) runPoint(
 		}
 	}
 	r.Capacity = capacity
-	res.TokenBytes, res.CopiedTokenBytes, res.DevicePages, res.DeviceTokens = capacity.TokenBytes,
-		capacity.CopiedTokenBytes, capacity.DevicePages, capacity.DeviceTokens
-	res.DeviceBytes, res.DeviceBytesPerGroup = capacity.DeviceBytes, capacity.DeviceBytesPerGroup
 	if r.Serving != nil {
 		res.Prefill = r.Serving.Model
 	}
 	p := sweepPoint(r)
 	p.Design = design
+	p.L1Pages, p.L1CapacityTokens = capacity.DevicePages, capacity.DeviceTokens
+	p.L1HoldsLongestRequest = runner.L1HoldsPages(p.L1Pages, opts.PageTokens, res.LongestRequestTokens)
 	return p, r, nil
 }
+
+// setL1 states, in res, the L1 of the group the sweep models, as its shared points run it
+// (GroupL1), and the per-rank copies' (a GPU's whole copies: 1/cp of its pages).
+func (res *Result) setL1(options *config.Options, group Group) error {
+	c, err := GroupL1(options, group)
+	if err != nil {
+		return err
+	}
+	res.TokenBytes, res.CopiedTokenBytes, res.DevicePages, res.DeviceTokens = c.TokenBytes,
+		c.CopiedTokenBytes, c.DevicePages, c.DeviceTokens
+	res.DeviceBytes, res.DeviceBytesPerGroup, res.SizedBy = c.DeviceBytes, c.DeviceBytesPerGroup,
+		c.SizedBy
+	if group.Designs.PerRank {
+		res.PerRankDevicePages = perRankPages(c.DevicePages, group.GPUs)
+		res.PerRankDeviceTokens = int64(res.PerRankDevicePages) * int64(options.PageTokens)
+	}
+	return nil
+}
+
+// GroupL1 is the L1 of the CP group a sweep models, as its shared points run it (Options.Size at
+// cp group.GPUs on one node): each GPU's pages and bytes, the group's bytes, and SizedBy, the rule
+// that sized it from the model and the GPU when no L1 size was given (MODELLED), as run's capacity
+// states it.
+func GroupL1(options *config.Options, group Group) (report.Capacity, error) {
+	group.GPUs = max(1, group.GPUs)
+	_, c, err := pointOptions(options, Size{Slots: 1}, group, DesignShared)
+	return c, err
+}
+
+// SlotsOf is the L2 slots of each size in a shared point of the group (pointOptions).
+func SlotsOf(options *config.Options, sizes []Size, group Group) ([]int, error) {
+	group.GPUs = max(1, group.GPUs)
+	slots := make([]int, len(sizes))
+	for i, size := range sizes {
+		_, c, err := pointOptions(options, size, group, DesignShared)
+		if err != nil {
+			return nil, err
+		}
+		slots[i] = c.L2Slots
+	}
+	return slots, nil
+}
+
+// perRankPages is a per-rank copies' L1 or L2 of the shared design's pages (or slots) over a group
+// of gpus: each GPU (or rank) holds whole copies, so the same bytes hold 1/gpus of the tokens.
+func perRankPages(pages, gpus int) int { return max(1, pages/max(1, gpus)) }
 
 // pointOptions are the options of one point's run at cp 1, its copies drained every step and its
 // serving clock virtual, with the L1 pages and L2 slots of the group at the size (Options.Size at
 // cp group.GPUs on one node), and the group's capacity, which the point reports. A per-rank point
-// has 1/cp of the slots (a rank's pool of 1/cp of the node's bytes, holding whole copies) and its
-// loads move a hit's whole KV over each GPU's link; its capacity keeps the node's bytes.
+// models the design the shared pool replaces, where every rank keeps whole copies of the KV it
+// caches, on its GPU and on the host (docs/SIZING.md, "What sharing buys"): it has 1/cp of the L1
+// pages (a GPU's bytes of whole tokens) and 1/cp of the slots (a rank's pool of 1/cp of the
+// node's bytes), and its loads move a hit's whole KV over each GPU's link; its capacity keeps the
+// bytes.
 func pointOptions(
 	options *config.Options,
 	size Size,
@@ -208,9 +264,11 @@ func pointOptions(
 	}
 	capacity := sized.Capacity(group.GPUs, group.GPUs)
 	if design == DesignPerRank {
-		sized.L2Slots = max(1, sized.L2Slots/group.GPUs)
-		capacity.L2Slots = sized.L2Slots
+		sized.L2Slots = perRankPages(sized.L2Slots, group.GPUs)
+		sized.DevicePages = perRankPages(sized.DevicePages, group.GPUs)
+		capacity.L2Slots, capacity.DevicePages = sized.L2Slots, sized.DevicePages
 		capacity.L2Tokens = int64(sized.L2Slots) * int64(sized.PageTokens)
+		capacity.DeviceTokens = int64(sized.DevicePages) * int64(sized.PageTokens)
 	}
 	opts.L2Slots, opts.L2Bytes = sized.L2Slots, 0
 	opts.DevicePages, opts.DeviceBytes = sized.DevicePages, 0

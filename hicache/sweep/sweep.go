@@ -17,6 +17,7 @@ package sweep
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/cphicache/cphicache/hicache/config"
 	"github.com/cphicache/cphicache/hicache/outfile"
@@ -61,6 +62,14 @@ type Point struct {
 	Serving *ServingPoint `json:"serving,omitempty"`
 	// Design is the point's L2: the shared pool, per-rank copies, or none (DesignNoL2).
 	Design string `json:"design"`
+	// L1Pages (L1CapacityTokens in tokens) is the pages of tokens the point's L1 holds: the
+	// group's (each GPU a part of each page) in the shared design and with no L2, a GPU's whole
+	// copies in the per-rank (1/cp of them); L1HoldsLongestRequest whether they hold the
+	// workload's longest request (a per-rank point's may not: its pages past L1 are computed and
+	// never cached).
+	L1Pages               int   `json:"l1_pages"`
+	L1CapacityTokens      int64 `json:"l1_capacity_tokens"`
+	L1HoldsLongestRequest bool  `json:"l1_holds_longest_request"`
 	// Policy is the point's L2 policy (--l2-policy), when the sweep compared policies.
 	Policy string `json:"policy,omitempty"`
 }
@@ -105,6 +114,19 @@ type Result struct {
 	// L1's bytes a GPU and over the group, at TokenBytes
 	DeviceBytes         int64 `json:"device_bytes"`
 	DeviceBytesPerGroup int64 `json:"device_bytes_per_group"`
+	// SizedBy is the rule that sized L1 from the model and the GPU, MODELLED, when no L1 size was
+	// given (config.Options.L1FromGPU; run's capacity says the same); empty when the flags gave it.
+	// L2SizedBy is the rule of the L2 sizes when none were given (the command sets it:
+	// DefaultSizesRule).
+	SizedBy   string `json:"sized_by,omitempty"`
+	L2SizedBy string `json:"l2_sized_by,omitempty"`
+	// PerRankDevicePages and PerRankDeviceTokens are a GPU's L1 in the per-rank copies' points
+	// (--l2-design): DevicePages' bytes holding whole copies, 1/cp of the tokens.
+	PerRankDevicePages  int   `json:"per_rank_device_pages,omitempty"`
+	PerRankDeviceTokens int64 `json:"per_rank_device_tokens,omitempty"`
+	// LongestRequestTokens is the workload's longest request, which the shared L1 must hold (the
+	// sweep refuses one that does not) and a per-rank point's may not (Point.L1HoldsLongestRequest).
+	LongestRequestTokens int `json:"longest_request_tokens"`
 	// Points are the shared pool's, in the order of the sizes; PerRank the per-rank copies' at the
 	// same sizes (--l2-design); NoL2 the baseline of no L2, with the serving clock. When the sweep
 	// compared policies, all three run the first policy given.
@@ -127,12 +149,14 @@ type Result struct {
 // L2 policies it compares (--l2-policy given): each runs at every size on the shared pool, the first
 // also the per-rank copies and the point of no L2, and each size has the OFFLINE bound beside them.
 // No Policies: the options' policy alone, without the bound (a sweep without --l2-policy, as
-// before there were policies).
+// before there were policies). PolicyGiven: --l2-policy was given, and the answer names the policy
+// its curve ran (Answer.Policy).
 type Group struct {
-	GPUs      int
-	Designs   Designs
-	MarginPct float64
-	Policies  []pool.Policy
+	GPUs        int
+	Designs     Designs
+	MarginPct   float64
+	Policies    []pool.Policy
+	PolicyGiven bool
 }
 
 // Designs are the L2 designs a sweep runs at each size: the CP-shared pool, and the per-rank
@@ -151,6 +175,12 @@ const (
 // around SGLang's --hicache-ratio default of 2 (config.HiCacheRatio), from half of L1 (an L2 that
 // mostly repeats it) to 8 times it.
 var DefaultL1Multiples = []float64{0.5, 1, 2, 4, 8}
+
+// DefaultSizesRule says how a sweep given no L2 size sizes its L2s (DefaultSizes).
+func DefaultSizesRule() string {
+	return fmt.Sprintf("L2 sizes of %v times the group's L1 (SGLang's --hicache-ratio default is 2)",
+		DefaultL1Multiples)
+}
 
 // DefaultSizes are the sizes of a sweep given none (with a model that sizes its L1 and the serving
 // clock): DefaultL1Multiples of the group's L1, in its slots.
