@@ -114,7 +114,8 @@ func servingPrefillFlags(o *servingOptions) []cli.Flag {
 			Category:    servingCategory,
 			Destination: &o.efficiency,
 			Usage: fmt.Sprintf(
-				"the roofline's model FLOPs utilisation: the share of each dense peak its FLOPs reach, the linear layers' at --prefill-dtype's rate and attention's at bf16's (0.5: half of each), in (0, %d]; or 1/B for a fitted factor B that multiplies compute time at the dense peak (inference-sim's trained beta_1a 0.116 is 1/0.116, an equivalent above 1; its roofline's mfuPrefill 0.45 is 0.45); printed as given (docs/PREFILL.md, \"The efficiency\")",
+				"the roofline's model FLOPs utilisation: the share of each dense peak its FLOPs reach, the linear layers' at --prefill-dtype's rate and attention's at bf16's, in (0, 1] (0.5: half of each; a plain value above 1, such as 50 for 50%%, is refused); or 1/B for a fitted factor B that multiplies compute time at the dense peak, B at least %g (an efficiency up to %d: inference-sim's trained beta_1a 0.116 is 1/0.116, 8.6; its roofline's mfuPrefill 0.45 is 0.45); printed as given (docs/PREFILL.md, \"The efficiency\")",
+				prefill.MinFittedFactor,
 				prefill.MaxEfficiency,
 			),
 		},

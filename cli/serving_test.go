@@ -87,6 +87,8 @@ func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
 		{"step-tokens", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--step-tokens", "0"}},
 		{"prefill-efficiency", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-efficiency", "200"}},
 		{"prefill-efficiency", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-efficiency", "50%"}},
+		// 50 meant as 50%: a plain value above 1 is refused (a fitted factor is written 1/B)
+		{"prefill-efficiency", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-efficiency", "50"}},
 		{"prefill-dtype", []string{"--gpu", "h100", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-dtype", "fp4"}},
 		{"prefill-dtype", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-dtype", "int8"}},
 		{"host-link-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--host-link-rate", "fast"}},
