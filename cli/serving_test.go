@@ -93,6 +93,9 @@ func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
 		{"prefill-dtype", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-dtype", "int8"}},
 		{"host-link-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--host-link-rate", "fast"}},
 		{"l3-read-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--l3-read-rate", "fast"}},
+		// below 1 MB/s: a unit left off (5 bytes/s once modelled a load-back of years and hung)
+		{"host-link-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--host-link-rate", "5"}},
+		{"l3-read-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--l3-read-rate", "35"}},
 		{"prefill-profile", []string{"--prefill-profile", profile, "--request-rate", "1"}},
 		{"prefill-profile", []string{"--prefill-profile", profile + ".missing", "--request-rate", "1"}},
 		{"model", []string{"--gpu", "h200", "--prefill-model", "gpt-9", "--request-rate", "1"}},
