@@ -114,7 +114,8 @@ func servingPrefillFlags(o *servingOptions) []cli.Flag {
 			Category:    servingCategory,
 			Destination: &o.efficiency,
 			Usage: fmt.Sprintf(
-				"the roofline's model FLOPs utilisation: the share of each dense peak its FLOPs reach, the linear layers' at --prefill-dtype's rate and attention's at bf16's (0.5: half of each), in (0, %d]; or 1/B for a fitted factor B that multiplies compute time at the dense peak (inference-sim's trained beta_1a 0.116 is 1/0.116, an equivalent above 1; its roofline's mfuPrefill 0.45 is 0.45); printed as given (docs/PREFILL.md, \"The efficiency\")",
+				"the roofline's model FLOPs utilisation: the share of each dense peak its FLOPs reach, the linear layers' at --prefill-dtype's rate and attention's at bf16's, in (0, 1] (0.5: half of each; a plain value above 1, such as 50 for 50%%, is refused); or 1/B for a fitted factor B that multiplies compute time at the dense peak, B at least %g (an efficiency up to %d: inference-sim's trained beta_1a 0.116 is 1/0.116, 8.6; its roofline's mfuPrefill 0.45 is 0.45); printed as given (docs/PREFILL.md, \"The efficiency\")",
+				prefill.MinFittedFactor,
 				prefill.MaxEfficiency,
 			),
 		},
@@ -132,7 +133,7 @@ func servingBudgetFlags(o *servingOptions) []cli.Flag {
 			Category:    servingCategory,
 			Destination: &o.hostLinkRate,
 			DefaultText: "--gpu's datasheet rate: PCIe Gen5 x16's 64GB/s, b300's Gen6 128GB/s, gb200's NVLink-C2C 450GB/s",
-			Usage:       "one GPU's host link each way (a load-back host to device, a backup device to host), from your own measurement (e.g. 35GB/s, what nvbandwidth measures host to device on an H100 SXM): the serving clock times the L2's load-backs at it (backups run beside the compute, untimed) and the break-even lines set it beside recomputing (docs/PREFILL.md, \"The GPUs\")",
+			Usage:       "one GPU's host link each way (a load-back host to device, a backup device to host), from your own measurement (e.g. 35GB/s, what nvbandwidth measures host to device on an H100 SXM): the serving clock times the L2's load-backs at it (backups run beside the compute, untimed) and the break-even lines set it beside recomputing; at least 1MB/s, since a slower rate is a unit left off (35 is 35 bytes/s, not 35GB/s): a 1 Gb/s network or one hard disk moves over 100 MB/s (docs/PREFILL.md, \"The GPUs\")",
 		},
 		&cli.StringFlag{
 			Name:        "l3-read-rate",
@@ -140,7 +141,7 @@ func servingBudgetFlags(o *servingOptions) []cli.Flag {
 			EnvVars:     servingEnv("L3_READ_RATE"),
 			Category:    servingCategory,
 			Destination: &o.l3ReadRate,
-			Usage:       "one node's read rate from the L3 (e.g. 40GiB/s, 7GB/s): an L3 read takes at least its bytes at it",
+			Usage:       "one node's read rate from the L3 (e.g. 40GiB/s, 7GB/s): an L3 read takes at least its bytes at it; at least 1MB/s, since a slower rate is a unit left off (7 is 7 bytes/s, not 7GB/s): a 1 Gb/s network or one hard disk moves over 100 MB/s",
 		},
 		&cli.IntFlag{
 			Name:        "step-tokens",

@@ -87,10 +87,15 @@ func TestServingFlagsAreCheckedBeforeMPI(t *testing.T) {
 		{"step-tokens", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--step-tokens", "0"}},
 		{"prefill-efficiency", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-efficiency", "200"}},
 		{"prefill-efficiency", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-efficiency", "50%"}},
+		// 50 meant as 50%: a plain value above 1 is refused (a fitted factor is written 1/B)
+		{"prefill-efficiency", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-efficiency", "50"}},
 		{"prefill-dtype", []string{"--gpu", "h100", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-dtype", "fp4"}},
 		{"prefill-dtype", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--prefill-dtype", "int8"}},
 		{"host-link-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--host-link-rate", "fast"}},
 		{"l3-read-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--l3-read-rate", "fast"}},
+		// below 1 MB/s: a unit left off (5 bytes/s once modelled a load-back of years and hung)
+		{"host-link-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--host-link-rate", "5"}},
+		{"l3-read-rate", []string{"--gpu", "h200", "--model", "deepseek-v3", "--request-rate", "1", "--l3-read-rate", "35"}},
 		{"prefill-profile", []string{"--prefill-profile", profile, "--request-rate", "1"}},
 		{"prefill-profile", []string{"--prefill-profile", profile + ".missing", "--request-rate", "1"}},
 		{"model", []string{"--gpu", "h200", "--prefill-model", "gpt-9", "--request-rate", "1"}},
@@ -259,5 +264,29 @@ func TestSweepGivesAModelledTTFTPerSize(t *testing.T) {
 			large.TTFTP50,
 			small.TTFTP50,
 		)
+	}
+}
+
+// TestAbsurdModelledStepFailsLoudly: a step whose modelled time no run can spend (an efficiency of
+// 1e-6: a cold 100K-token prefill of 4.06e6 s, 47 days) fails the run at its first step, naming the
+// bound and the flags that set it, where it used to pace 4,060 s on the wall at --time-scale 1000
+// with no message (and a rate of 5 bytes/s, now refused by its flag, 83 years). Any such cost does:
+// the flags' floors only catch a unit left off.
+func TestAbsurdModelledStepFailsLoudly(t *testing.T) {
+	besideOthers(t)
+	res := runMPI(t, 1, 30*time.Second, "run", "--quiet", "--cp", "1", "--page-tokens", "64",
+		"--token-bytes", "8", "--layers", "1", "--device-pages", "2048", "--l2-slots", "32768",
+		"--gpu", "h100", "--prefill-model", "llama-3.1-8b", "--step-tokens", "100000",
+		"--time-scale", "1000", "--sync-copies", "--prefill-efficiency", "1e-6",
+		"--trace", filepath.Join("..", "hicache", "prefill", "testdata", "llama-100k-cpu-hits.jsonl"))
+	out := res.stdout + res.stderr
+	if res.exitCode != 1 {
+		t.Fatalf("exit %d, want 1 (a failed run)\n%s", res.exitCode, out)
+	}
+	for _, want := range []string{"step 1: a step's modelled time is 4.06e+06 s, 47 days",
+		"over the bound of 1e+06 s", "--prefill-efficiency"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -26,12 +26,15 @@ const (
 	FailureInvariant
 	FailureFlush   // a flush left the cache unlike a fresh one
 	FailureMetrics // a periodic --metrics-file write failed (world rank 0)
+	// the serving clock's model priced a step longer than any run can spend
+	// (serving.MaxStepSeconds)
+	FailureModel
 )
 
 var failureNames = map[FailureCode]string{
 	FailureInternal: "internal error", FailureCopy: "page copy error", FailureDevice: "device memory error",
 	FailureAllocator: "allocator error", FailureInvariant: "broken invariant", FailureFlush: "flush left the cache unlike a fresh one",
-	FailureMetrics: "metrics file write failed",
+	FailureMetrics: "metrics file write failed", FailureModel: "modelled step too long",
 }
 
 func (c FailureCode) String() string {

@@ -36,23 +36,44 @@ func TestEfficiencyPrintedAsGiven(t *testing.T) {
 
 // TestParseEfficiencyTakesPublishedFactors: a share (0.45, inference-sim's roofline mfuPrefill on
 // H100), and 1/B for a factor B that multiplies compute time at the dense peak (its trained
-// roofline's beta_1a, 0.116 to 0.152) are taken; nonsense, 0, a negative and past MaxEfficiency are
-// refused naming the flag.
+// roofline's beta_1a, 0.116 to 0.152) are taken; nonsense, 0, a negative and 1/B past
+// MaxEfficiency (B below 0.01) are refused naming the flag.
 func TestParseEfficiencyTakesPublishedFactors(t *testing.T) {
 	for text, want := range map[string]float64{
-		"0.45": 0.45, "1/0.116": 1 / 0.116, "1/0.152128": 1 / 0.152128, " 0.5 ": 0.5, "8.6": 8.6,
-		"100": 100, "1/2": 0.5,
+		"0.45": 0.45, "1/0.116": 1 / 0.116, "1/0.152128": 1 / 0.152128, " 0.5 ": 0.5, "1": 1,
+		"1/0.01": 100, "1/2": 0.5, "1/ 0.116": 1 / 0.116,
 	} {
 		// want's quotients are exact constants; the parsed ones are rounded once
 		if got, err := ParseEfficiency(text); err != nil || math.Abs(got-want) > 1e-15*want {
 			t.Errorf("%q: %v %v, want %v", text, got, err, want)
 		}
 	}
-	for _, text := range []string{"", "fast", "0", "-0.5", "1/0", "1/-2", "100.5", "1/0.001", "NaN",
-		"Inf", "50%"} {
+	for _, text := range []string{"", "fast", "0", "-0.5", "1/0", "1/-2", "1/0.0099", "1/0.001",
+		"NaN", "Inf", "50%", "1/NaN", "1/Inf"} {
 		if _, err := ParseEfficiency(text); !isFlagError(err, "prefill-efficiency") {
 			t.Errorf("%q: %v, want an invalid --prefill-efficiency", text, err)
 		}
+	}
+}
+
+// TestPlainEfficiencyAboveOneIsRefused: a plain value is a share of the dense peaks, in (0, 1]:
+// 50 (meant as 50%) once ran the roofline at 50 times the datasheet's peak: a cold 100K-token
+// prefill of Llama-3.1-8B on one H100 in 81 ms rather than 8.12 s. Above 1 only the 1/B form of a
+// fitted factor is taken, and the refusal says to write it so (with B's range) and what a share is.
+func TestPlainEfficiencyAboveOneIsRefused(t *testing.T) {
+	for _, text := range []string{"50", "8.6", "100", "1.0001", "2"} {
+		_, err := ParseEfficiency(text)
+		if !isFlagError(err, "prefill-efficiency") {
+			t.Fatalf("%q: %v, want an invalid --prefill-efficiency", text, err)
+		}
+		for _, want := range []string{"(0, 1]", "1/B", "1/0.116", "at least 0.01", "0.5"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q: %q says nothing of %q", text, err, want)
+			}
+		}
+	}
+	if _, err := ParseEfficiency("1/0.02"); err != nil { // 50 as a fitted factor's form
+		t.Errorf("1/0.02: %v", err)
 	}
 }
 

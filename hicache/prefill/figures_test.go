@@ -47,16 +47,30 @@ func checkFigure(t *testing.T, f figure) {
 
 // TestPublishedFigures computes every row of PUBLISHED.md's table of published figures, in its
 // order: prefill throughput or time of a named model on a named GPU, GLM-5.2's long cold prefills,
-// a long re-prefill beside its host-tier hit and the TTFT cut a host tier gives, and the host link
-// beside measured copies.
+// a long re-prefill beside its host-tier hit and the TTFT cut a host tier gives (rows 1 to 17, the
+// model's predictions), and the host link beside measured copies (rows 18 to 20, not predictions:
+// the datasheet's rate the model is given, beside what copies reach, which --host-link-rate
+// corrects). The target, every prediction within 2x, holds for 16 of the 17, as PUBLISHED.md and
+// PREFILL.md count them (row 1, a fleet's daily average, is the miss); a change that moves the count
+// fails here until both documents say the new one.
 func TestPublishedFigures(t *testing.T) {
-	var rows []figure
-	rows = append(rows, throughputFigures(t)...)
-	rows = append(rows, glmFigures(t)...)
-	rows = append(rows, hostTierFigures(t)...)
-	rows = append(rows, hostLinkFigures(t)...)
+	var predictions []figure
+	predictions = append(predictions, throughputFigures(t)...)
+	predictions = append(predictions, glmFigures(t)...)
+	predictions = append(predictions, hostTierFigures(t)...)
+	rows := append(append([]figure(nil), predictions...), hostLinkFigures(t)...)
 	if len(rows) < 8 {
 		t.Errorf("%d rows: issue 45 asks for at least eight", len(rows))
+	}
+	within := 0
+	for _, f := range predictions {
+		if r := f.modeled / f.published; r >= 0.5 && r <= 2 {
+			within++
+		}
+	}
+	if within != 16 || len(predictions) != 17 {
+		t.Errorf("%d of %d predictions within 2x; PUBLISHED.md and PREFILL.md say 16 of 17",
+			within, len(predictions))
 	}
 	for _, f := range rows {
 		t.Run(f.id, func(t *testing.T) { checkFigure(t, f) })

@@ -42,9 +42,13 @@ const DefaultEfficiency = 0.5
 // MaxEfficiency bounds --prefill-efficiency. Above 1 the roofline runs faster than the datasheet's
 // peak, which no kernel does, but a fitted factor may: inference-sim's trained roofline multiplies
 // its prefill compute time at the dense peak by 0.116 to 0.152 (1/0.116 = 8.6 here; PREFILL.md,
-// "The efficiency"). 100 is more than ten times the largest such equivalent we know of; beyond it a
-// value is a typo (50 for 50%), not a fit.
+// "The efficiency"). Such a factor B is written 1/B, and only so: a plain value is a share of the
+// peak, in (0, 1] (ParseEfficiency), since a plain 50 is 50% mistyped, not a fit. 100 (B = 0.01)
+// is more than ten times the largest equivalent we know of.
 const MaxEfficiency = 100
+
+// MinFittedFactor is the smallest B that --prefill-efficiency 1/B takes: 1/MaxEfficiency.
+const MinFittedFactor = 1.0 / MaxEfficiency
 
 // Roofline is the roofline prefill model of one model on a group of GPUs: a step takes the longer
 // of its FLOPs at Efficiency of the group's peaks and its HBM bytes at the group's HBM rate.
@@ -127,8 +131,8 @@ func CheckEfficiency(efficiency float64) error {
 		return &errscope.ConfigError{
 			Flag: "prefill-efficiency",
 			Reason: fmt.Sprintf(
-				"%v is not in (0, %d]: a share of the GPU's dense peaks (0.5), or a fitted "+
-					"factor's equivalent (1/0.116 for a compute-time multiplier of 0.116)",
+				"%v is not in (0, %d]: a share of the GPU's dense peaks, in (0, 1] (0.5), or "+
+					"a fitted factor's equivalent (1/0.116 for a compute-time multiplier of 0.116)",
 				efficiency,
 				MaxEfficiency,
 			),
@@ -137,9 +141,12 @@ func CheckEfficiency(efficiency float64) error {
 	return nil
 }
 
-// ParseEfficiency reads a --prefill-efficiency: a number E (the share of the dense peaks, 0.5), or
+// ParseEfficiency reads a --prefill-efficiency: a share E of the dense peaks, in (0, 1] (0.5), or
 // 1/B for a fitted factor B that multiplies the compute time at the dense peak (inference-sim's
-// trained beta_1a: 1/0.116 is an efficiency of 8.6). The value is checked (CheckEfficiency).
+// trained beta_1a: 1/0.116 is an efficiency of 8.6), B at least MinFittedFactor. A plain value
+// above 1 is refused, whatever MaxEfficiency allows 1/B: 50 is 50% mistyped (the roofline at 50
+// times the datasheet's peak), and a fitted factor is said as one. The value is checked
+// (CheckEfficiency).
 func ParseEfficiency(s string) (float64, error) {
 	text := strings.TrimSpace(s)
 	divisor, inverse := strings.CutPrefix(text, "1/")
@@ -153,6 +160,30 @@ func ParseEfficiency(s string) (float64, error) {
 			Reason: fmt.Sprintf(
 				"%q is not a number (0.5) or 1/B for a fitted compute-time factor B (1/0.116)",
 				s,
+			),
+		}
+	}
+	switch {
+	case inverse && v < MinFittedFactor:
+		return 0, &errscope.ConfigError{
+			Flag: "prefill-efficiency",
+			Reason: fmt.Sprintf(
+				"%q: a fitted compute-time factor B in 1/B must be at least %g (an efficiency "+
+					"of %d); inference-sim's are 0.116 to 0.152",
+				s,
+				MinFittedFactor,
+				MaxEfficiency,
+			),
+		}
+	case !inverse && v > 1:
+		return 0, &errscope.ConfigError{
+			Flag: "prefill-efficiency",
+			Reason: fmt.Sprintf(
+				"%q is above 1: a plain value is a share of the GPU's dense peaks, in (0, 1] "+
+					"(0.5 for 50%%); if it is a fitted factor B that multiplies compute time at "+
+					"the peak, write 1/B (1/0.116 for inference-sim's 0.116), B at least %g",
+				s,
+				MinFittedFactor,
 			),
 		}
 	}

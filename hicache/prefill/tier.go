@@ -74,16 +74,38 @@ func (h HostLink) Describe() string {
 	)
 }
 
-// CheckHostLinkRate refuses a --host-link-rate that is not a positive number of bytes per second.
+// CheckHostLinkRate refuses a --host-link-rate that is not a number of bytes per second of at
+// least MinRateBytesPerSecond.
 func CheckHostLinkRate(bytesPerSecond float64) error {
-	if !(bytesPerSecond > 0) || math.IsInf(bytesPerSecond, 0) {
+	return checkRate("host-link-rate", bytesPerSecond)
+}
+
+// MinRateBytesPerSecond is the floor of --host-link-rate and --l3-read-rate: 1 MB/s. Below it a
+// rate is a unit left off ("35" for 35GB/s is 35 bytes/s), not a link: the slowest path a KV tier
+// uses, a 1 Gb/s network or one hard disk, moves over 100 MB/s; at 1 MB/s one 100K-token
+// Llama-3.1-8B prompt's KV (13.1 GB) already takes 3.6 hours to load, and at 5 bytes/s 83 years,
+// a modelled wait the serving clock would spend on the wall.
+const MinRateBytesPerSecond = 1e6
+
+// checkRate refuses a rate flag's value below MinRateBytesPerSecond, or not a finite number.
+func checkRate(flag string, bytesPerSecond float64) error {
+	if !(bytesPerSecond >= MinRateBytesPerSecond) || math.IsInf(bytesPerSecond, 0) {
 		return &errscope.ConfigError{
-			Flag:   "host-link-rate",
-			Reason: fmt.Sprintf("%v bytes/s is not a positive rate", bytesPerSecond),
+			Flag: flag,
+			Reason: fmt.Sprintf(
+				"%v bytes/s is not a rate of at least 1MB/s (%s)",
+				bytesPerSecond,
+				rateFloorWhy,
+			),
 		}
 	}
 	return nil
 }
+
+// rateFloorWhy says why a rate below MinRateBytesPerSecond is refused, for its messages and
+// --help.
+const rateFloorWhy = "a slower rate is a unit left off, not a link: a 1 Gb/s network or one " +
+	"hard disk moves over 100 MB/s"
 
 // BreakEvenBytesPerSecond is the rate at which loading a prefix's KV takes as long as recomputing
 // it: the model's KV bytes per token over its modelled prefill seconds per token, for a prefix of
@@ -101,24 +123,37 @@ func BreakEvenBytesPerSecond(m Model, kvTokenBytes, prefixTokens int64) float64 
 }
 
 // ParseRate reads a rate flag in bytes per second: a byte size with an optional "/s" ("40GiB/s",
-// "25GB/s", "1e9"); the error names the flag.
+// "25GB/s", "1e9"), at least MinRateBytesPerSecond; the error names the flag, and for a bare
+// number below the floor suggests it in GB/s ("35": did you mean 35GB/s?).
 func ParseRate(flag, s string) (float64, error) {
-	bytes, err := sizing.ParseByteSize(flag, strings.TrimSuffix(strings.TrimSpace(s), "/s"))
+	text := strings.TrimSuffix(strings.TrimSpace(s), "/s")
+	bytes, err := sizing.ParseByteSize(flag, text)
 	if err != nil {
 		return 0, err
 	}
-	return float64(bytes), nil
+	if float64(bytes) >= MinRateBytesPerSecond {
+		return float64(bytes), nil
+	}
+	hint := ""
+	if _, bare := strconv.ParseFloat(text, 64); bare == nil {
+		hint = fmt.Sprintf("; a number without a unit is bytes per second: did you mean %sGB/s?", text)
+	}
+	return 0, &errscope.ConfigError{
+		Flag: flag,
+		Reason: fmt.Sprintf(
+			"%q is %d bytes/s, below the floor of 1MB/s (%s)%s",
+			s,
+			bytes,
+			rateFloorWhy,
+			hint,
+		),
+	}
 }
 
-// CheckL3ReadRate refuses an --l3-read-rate that is not a positive number of bytes per second.
+// CheckL3ReadRate refuses an --l3-read-rate that is not a number of bytes per second of at least
+// MinRateBytesPerSecond.
 func CheckL3ReadRate(bytesPerSecond float64) error {
-	if !(bytesPerSecond > 0) || math.IsInf(bytesPerSecond, 0) {
-		return &errscope.ConfigError{
-			Flag:   "l3-read-rate",
-			Reason: fmt.Sprintf("%v bytes/s is not a positive rate", bytesPerSecond),
-		}
-	}
-	return nil
+	return checkRate("l3-read-rate", bytesPerSecond)
 }
 
 // TierRates are the rates the summary sets beside the break-even rate, in bytes per second: the

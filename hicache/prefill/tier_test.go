@@ -80,6 +80,48 @@ func TestRatesNameTheirFlag(t *testing.T) {
 	}
 }
 
+// TestRatesBelowTheFloorAreRefused: a rate below MinRateBytesPerSecond (1 MB/s) is a unit left
+// off, not a link: --host-link-rate 5 (5 B/s) once modelled an L2 load-back of years and hung the
+// run, and 35 meant as GB/s did the same. Each such rate is refused naming its flag, with the floor,
+// and a bare number with the unit it was likely meant in; the floor itself is taken, and the
+// checks of a value (Check*Rate, a configuration built without the flag's text) refuse it too.
+func TestRatesBelowTheFloorAreRefused(t *testing.T) {
+	for _, flag := range []string{"host-link-rate", "l3-read-rate"} {
+		for in, hint := range map[string]string{
+			"5": "did you mean 5GB/s?", "35": "did you mean 35GB/s?", " 1.5 ": "did you mean 1.5GB/s?",
+			"999999": "did you mean 999999GB/s?", "500KB/s": "", "900KiB": "",
+		} {
+			_, err := ParseRate(flag, in)
+			if !isFlagError(err, flag) {
+				t.Fatalf("--%s %q: %v, want an invalid --%s", flag, in, err, flag)
+			}
+			for _, want := range []string{"1MB/s", hint} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("--%s %q: %q says nothing of %q", flag, in, err, want)
+				}
+			}
+			if hint == "" && strings.Contains(err.Error(), "did you mean") {
+				t.Errorf("--%s %q: %q guesses a unit for a rate that has one", flag, in, err)
+			}
+		}
+		for in, want := range map[string]float64{"1MB/s": 1e6, "1000000": 1e6, "35GB/s": 35e9} {
+			if got, err := ParseRate(flag, in); err != nil || got != want {
+				t.Errorf("--%s %q: %v %v, want %v", flag, in, got, err, want)
+			}
+		}
+	}
+	if err := CheckHostLinkRate(999_999); !isFlagError(err, "host-link-rate") {
+		t.Errorf("a host link of 999,999 B/s: %v", err)
+	}
+	if err := CheckL3ReadRate(5); !isFlagError(err, "l3-read-rate") {
+		t.Errorf("an L3 of 5 B/s: %v", err)
+	}
+	if CheckHostLinkRate(MinRateBytesPerSecond) != nil ||
+		CheckL3ReadRate(MinRateBytesPerSecond) != nil {
+		t.Error("the floor itself is refused")
+	}
+}
+
 // TestSummaryLinesSayModelledAndWhetherATierPays: every line is labelled modelled; a tier faster
 // than the break-even rate pays, a slower one is said to be slower than recomputing.
 func TestSummaryLinesSayModelledAndWhetherATierPays(t *testing.T) {

@@ -264,7 +264,7 @@ func (rs *runState) Served(s *cache.ServedStep) {
 	}
 	in, hits, deferred, slot := c.stepInput(s)
 	clocks := c.record(s, hits)
-	plan := serving.PlanStep(c.prefill, c.opts.Links, in)
+	plan := rs.planStep(s.Step, in)
 	first := plan.PassOf(true) // the step's first pass
 	// The prefill starts once the modelled loads are over and this rank's real load-backs too. The
 	// serve's own work (its fills stand for the GPU computing KV) overlaps the prefill, as on a
@@ -278,7 +278,7 @@ func (rs *runState) Served(s *cache.ServedStep) {
 			rs.core.Fail(cache.FailureDevice, err)
 		}
 		in.LoadsReadyNs = c.stepStart + max(0, time.Since(c.wallStart).Nanoseconds()-c.lateNs)
-		plan = serving.PlanStep(c.prefill, c.opts.Links, in)
+		plan = rs.planStep(s.Step, in)
 	}
 	c.computeEnd, c.idleNs, c.twoPasses = plan.EndNs(), plan.IdleNs(), plan.TwoPasses
 	if !c.opts.Virtual {

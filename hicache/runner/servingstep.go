@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/cphicache/cphicache/hicache/cache"
@@ -22,6 +23,24 @@ func (c *servingClock) holdsDeferred(step int64) bool {
 	}
 	return false
 }
+
+// planStep prices step's input (serving.PlanStep). A plan whose modelled time no run can spend
+// (serving.StepPlan.Check) would hang the run, spent on the wall (at a host link of 5 bytes/s, a
+// load-back of 83 years): it fails the step instead, priced at no cost so that nothing waits for it.
+// Every rank prices the same step, so every rank fails it, at the step's consensus.
+func (rs *runState) planStep(step int64, in serving.StepInput) serving.StepPlan {
+	plan := serving.PlanStep(rs.clock.prefill, rs.clock.opts.Links, in)
+	if err := plan.Check(); err != nil {
+		rs.core.Fail(cache.FailureModel, fmt.Errorf("step %d: %w", step, err))
+		return serving.PlanStep(noCost{}, serving.Links{}, in)
+	}
+	return plan
+}
+
+// noCost is a prefill that costs nothing: a failed step's.
+type noCost struct{}
+
+func (noCost) BatchSeconds([]serving.Tokens) float64 { return 0 }
 
 // paceConsensus waits, before the step's consensus, until the modelled prefill of the step ends
 // (scaled).

@@ -231,8 +231,26 @@ func timing(arrivalNs, firstStartNs int64, p Pass, c Chunks) Timing {
 }
 
 // Nanoseconds converts modelled seconds to nanoseconds of trace time, rounded up: a cost is never
-// free.
-func Nanoseconds(seconds float64) int64 { return int64(math.Ceil(seconds * 1e9)) }
+// free. A cost past int64's nanoseconds (292 years), or NaN, is the longest one, math.MaxInt64:
+// Go's conversion of a float out of range is the implementation's (math.MinInt64 on amd64, a
+// negative cost that would make the step end before it began); StepPlan.Check refuses such a
+// step.
+func Nanoseconds(seconds float64) int64 {
+	ns := math.Ceil(seconds * 1e9)
+	if !(ns < math.MaxInt64) {
+		return math.MaxInt64
+	}
+	return int64(ns)
+}
+
+// addNs is a + b, held at math.MaxInt64: a time plus a cost Nanoseconds held there stays the
+// longest time rather than wrapping to a negative one.
+func addNs(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
 
 // Summary is a replay's serving figures over its requests (flushes left out).
 type Summary struct {

@@ -1,5 +1,10 @@
 package serving
 
+import (
+	"fmt"
+	"math"
+)
+
 // A request whose prefix continues in the L3 is served one step after the step it was formed into:
 // its prefetch starts in that step and the step's consensus agrees which blocks arrived, so every
 // rank serves it from the same blocks (DESIGN.md, "The L3 tier"). That is the design's rule, not
@@ -58,6 +63,51 @@ func (p StepPlan) Request(deferred bool, i int) (Pass, Chunks) {
 		i += p.deferredInBatch
 	}
 	return pass, pass.Requests[i]
+}
+
+// MaxStepSeconds bounds a step's modelled time, its passes' loads and compute (not the idle wait
+// between them): 1e6 s, 11.6 days. No prefill step is that long: the longest the tables give is
+// 2.5 times shorter (a 1M-token GLM-4.5 prompt loaded at the rate floor, 1 MB/s: 4.6 days) and a
+// cold 1M-token prefill of DeepSeek-V3 on one H20 at the default efficiency 27 times (10.5 hours).
+// A longer one comes from a rate or an efficiency out by orders of magnitude (a host link of 5
+// bytes/s: a 100K-token load-back of 83 years), which the run clock would spend on the wall, a
+// hang; Check refuses it.
+const MaxStepSeconds = 1e6
+
+// Check refuses a step whose passes' modelled loads and compute together pass MaxStepSeconds,
+// saying how long each is and which flags set them.
+func (p StepPlan) Check() error {
+	var loadNs, computeNs float64
+	for _, pass := range []Pass{p.Deferred, p.Batch} { // a one-pass step's Deferred is empty
+		loadNs += float64(pass.ComputeStartNs - pass.StartNs)
+		computeNs += float64(pass.EndNs - pass.ComputeStartNs)
+	}
+	seconds := (loadNs + computeNs) / 1e9
+	if seconds <= MaxStepSeconds {
+		return nil
+	}
+	return fmt.Errorf(
+		"a step's modelled time is %s (loads %.3g s, compute %.3g s), over the bound of %g s "+
+			"(11.6 days) that no prefill step reaches: a rate or an efficiency is out by orders "+
+			"of magnitude; check --host-link-rate, --l3-read-rate, --prefill-efficiency, "+
+			"--prefill-profile and --prefill-dtype",
+		describeLong(seconds),
+		loadNs/1e9,
+		computeNs/1e9,
+		float64(MaxStepSeconds),
+	)
+}
+
+// describeLong writes a long time in seconds with its years or days: "2.62e+09 s, 83 years".
+func describeLong(seconds float64) string {
+	const day, year = 86400.0, 365.25 * 86400
+	if seconds >= float64(math.MaxInt64)/1e9 {
+		return "over 292 years (past int64 nanoseconds)"
+	}
+	if seconds >= year {
+		return fmt.Sprintf("%.3g s, %.3g years", seconds, seconds/year)
+	}
+	return fmt.Sprintf("%.3g s, %.3g days", seconds, seconds/day)
 }
 
 // IdleNs is the time between the step's two passes, when the group waited for the step's own
@@ -174,13 +224,13 @@ func pass(
 	startNs, sinceNs, loadsReadyNs int64,
 ) Pass {
 	loads := loadCost(l, hits)
-	l3Left := max(0, sinceNs+Nanoseconds(loads.L3ReadSeconds)-startNs)
-	computeStart := max(startNs+l3Left+Nanoseconds(loads.LoadSeconds), loadsReadyNs)
+	l3Left := max(0, addNs(sinceNs, Nanoseconds(loads.L3ReadSeconds))-startNs)
+	computeStart := max(addNs(addNs(startNs, l3Left), Nanoseconds(loads.LoadSeconds)), loadsReadyNs)
 	f := Chunk(tokensOf(hits), chunkTokens)
 	ends := make([]int64, len(f.Passes))
 	end := computeStart
 	for k, seconds := range f.Seconds(p) {
-		end += Nanoseconds(seconds)
+		end = addNs(end, Nanoseconds(seconds))
 		ends[k] = end
 	}
 	out := Pass{
