@@ -321,14 +321,11 @@ func (c *servingClock) stepInput(
 			L2:           o.L2Hit,
 			L3:           o.L3Hit,
 		}
+		var firstStartNs int64
 		if rc := c.pending[r.Request]; rc != nil && rc.step < s.Step {
-			deferred[i], slot[i] = true, len(in.Deferred)
-			in.Deferred = append(in.Deferred, hits[i])
-			in.DeferredSinceNs = min(in.DeferredSinceNs, rc.firstStartNs)
-		} else {
-			slot[i] = len(in.Batch)
-			in.Batch = append(in.Batch, hits[i])
+			deferred[i], firstStartNs = true, rc.firstStartNs
 		}
+		slot[i] = in.Add(hits[i], deferred[i], firstStartNs)
 	}
 	return in, hits, deferred, slot
 }

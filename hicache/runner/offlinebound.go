@@ -87,21 +87,9 @@ func (c *servingClock) replayOfflineBound(hits []int64) *report.OfflineBoundServ
 		records = append(records, serving.Record{ArrivalNs: rc.arrivalNs, Hit: h})
 		request++
 	}
-	r := serving.VirtualReplay(
-		records,
-		c.opts.Batching,
-		c.prefill,
-		c.opts.Links,
-		c.opts.ClosedLoop(),
-	)
-	var ttft report.MsQuantiles
-	for i, tm := range r.Requests {
-		if !records[i].Flush {
-			ttft.ObserveNs(tm.TTFTNs())
-		}
-	}
+	ttft, tokensPerSecond := c.replayFigures(records)
 	return &report.OfflineBoundServing{
-		TTFT:                  report.PercentilesOf(&ttft),
-		PromptTokensPerSecond: serving.Summarize(records, r.Requests).PromptTokensPerSecond,
+		TTFT:                  ttft,
+		PromptTokensPerSecond: tokensPerSecond,
 	}
 }

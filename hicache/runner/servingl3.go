@@ -58,22 +58,34 @@ func (c *servingClock) replayWithL3(seen []int64, l2Slots, pageTokens int) *repo
 		)
 		request++
 	}
-	r := serving.VirtualReplay(
+	out.TTFT, out.PromptTokensPerSecond = c.replayFigures(records)
+	return out
+}
+
+// virtualReplay replays records on the virtual clock of this run's batching, prefill, links and
+// clients: the re-forming ideal of a virtual run, and the what-ifs (the modelled L3, the offline
+// bound) of any.
+func (c *servingClock) virtualReplay(records []serving.Record) serving.Replay {
+	return serving.VirtualReplay(
 		records,
 		c.opts.Batching,
 		c.prefill,
 		c.opts.Links,
 		c.opts.ClosedLoop(),
 	)
+}
+
+// replayFigures is a virtual replay's TTFT percentiles (flushes left out, read as the report reads
+// every TTFT) and prompt tokens a second.
+func (c *servingClock) replayFigures(records []serving.Record) (report.Percentiles, float64) {
+	r := c.virtualReplay(records)
 	var ttft report.MsQuantiles
 	for i, tm := range r.Requests {
 		if !records[i].Flush {
 			ttft.ObserveNs(tm.TTFTNs())
 		}
 	}
-	out.TTFT = report.PercentilesOf(&ttft)
-	out.PromptTokensPerSecond = serving.Summarize(records, r.Requests).PromptTokensPerSecond
-	return out
+	return report.PercentilesOf(&ttft), serving.Summarize(records, r.Requests).PromptTokensPerSecond
 }
 
 // modelledPrefetch is the modelled L3's prefetches under the core's bounds: the blocks one may read,

@@ -98,13 +98,7 @@ func (c *servingClock) idealReplayOf() ([]*requestClock, serving.Replay, error) 
 				clocks, records = append(clocks, rc), append(records, rc.record())
 			}
 		}
-		r := serving.VirtualReplay(
-			records,
-			c.opts.Batching,
-			c.prefill,
-			c.opts.Links,
-			c.opts.ClosedLoop(),
-		)
+		r := c.virtualReplay(records)
 		c.idealClocks, c.idealRecords, c.idealReplay = clocks, records, r
 		return clocks, r, nil
 	}

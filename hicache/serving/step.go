@@ -145,6 +145,21 @@ type StepInput struct {
 	Shape Shape
 }
 
+// Add puts a served request into the step, in the core's order (the requests the step before
+// deferred first, then the step's own, as VirtualReplay orders them), and says its place in
+// Deferred or Batch. A deferred request's L3 read began when the step it was first formed into
+// did (firstStartNs), so the step's deferred reads count from the earliest of those. The runner's
+// clock and the simulator's build their steps by it, so the two cannot order a step apart.
+func (in *StepInput) Add(h Hit, deferred bool, firstStartNs int64) (slot int) {
+	if !deferred {
+		in.Batch = append(in.Batch, h)
+		return len(in.Batch) - 1
+	}
+	in.Deferred = append(in.Deferred, h)
+	in.DeferredSinceNs = min(in.DeferredSinceNs, firstStartNs)
+	return len(in.Deferred) - 1
+}
+
 // Shape is how PlanStep passes a step with deferred requests.
 type Shape int
 

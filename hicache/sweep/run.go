@@ -169,15 +169,8 @@ func (res *Result) runPoint(
 	if err != nil {
 		return Point{}, nil, err
 	}
-	if r.Failed() {
-		return Point{}, nil, &report.RunFailed{
-			Divergences:     r.Placement.Divergences,
-			Mismatches:      r.Verify.Mismatches,
-			AuditMismatches: r.Verify.AuditMismatches,
-			CopyErrors:      r.Verify.CopyErrors,
-			PagesLoadedBack: r.Verify.PagesLoadedBack,
-			PagesChecked:    r.Verify.PagesChecked,
-		}
+	if err := r.RunFailure(); err != nil {
+		return Point{}, nil, err
 	}
 	r.Capacity = capacity
 	if r.Serving != nil {
